@@ -1,0 +1,1 @@
+"""Samsa: a Kafka-compatible broker."""
