@@ -1,0 +1,848 @@
+"""Generate wire/messages/ from Apache Kafka's message schemas.
+
+Usage: python tools/gen_messages.py [../shared/kafka-protocol/messages]
+
+For every schema (requests, responses, headers, data) it writes one module with a class per struct
+(fields in __slots__, Kafka's names in snake_case) and, per struct and per version, a decode and an
+encode function specialised to that version's layout. Versions whose layout is identical share one
+function. Consecutive fixed-width fields are read and written with one precompiled struct; records
+are left as memoryviews into the request. wire/messages/__init__.py indexes the modules by api key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_INPUT = ROOT.parent / "shared" / "kafka-protocol" / "messages"
+OUTPUT = ROOT / "wire" / "messages"
+MAX_VERSION = 32767
+
+# kafka type -> (struct code, size, python default); fixed-width primitives only.
+FIXED = {
+    "bool": ("?", 1, "False"),
+    "int8": ("b", 1, "0"),
+    "int16": ("h", 2, "0"),
+    "uint16": ("H", 2, "0"),
+    "int32": ("i", 4, "0"),
+    "uint32": ("I", 4, "0"),
+    "int64": ("q", 8, "0"),
+    "float64": ("d", 8, "0.0"),
+    "uuid": ("16s", 16, "ZERO_UUID"),
+}
+VARIABLE = ("string", "bytes", "records")
+PRIMITIVES = set(FIXED) | set(VARIABLE)
+PYTHON_KEYWORDS = {"from", "global", "async", "await", "import", "class", "type"}
+
+
+# --- schema model ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Versions:
+    lo: int
+    hi: int  # inclusive; lo > hi means none
+
+    @staticmethod
+    def parse(text: str | None) -> "Versions":
+        if text is None or text == "none":
+            return Versions(1, 0)
+        text = text.strip()
+        if text.endswith("+"):
+            return Versions(int(text[:-1]), MAX_VERSION)
+        if "-" in text:
+            lo, hi = text.split("-")
+            return Versions(int(lo), int(hi))
+        return Versions(int(text), int(text))
+
+    def __contains__(self, v: int) -> bool:
+        return self.lo <= v <= self.hi
+
+    @property
+    def empty(self) -> bool:
+        return self.lo > self.hi
+
+    def as_tuple(self) -> str:
+        return "None" if self.empty else f"({self.lo}, {self.hi})"
+
+
+def snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+    return s + "_" if s in PYTHON_KEYWORDS else s
+
+
+@dataclass
+class FieldSpec:
+    name: str
+    attr: str
+    type: str
+    versions: Versions
+    nullable: Versions
+    tagged: Versions
+    tag: int | None
+    ignorable: bool
+    default: str | None
+    flexible_override: Versions | None
+    zero_copy: bool
+    struct: "StructSpec | None" = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[]")
+
+    @property
+    def element(self) -> str:
+        return self.type[2:] if self.is_array else self.type
+
+
+@dataclass
+class StructSpec:
+    name: str
+    fields: list[FieldSpec] = field(default_factory=list)
+    versions: Versions = field(default_factory=lambda: Versions(0, MAX_VERSION))
+
+
+@dataclass
+class MessageSpec:
+    name: str
+    source: str
+    api_key: int | None
+    type: str
+    listeners: list[str]
+    valid: Versions
+    flexible: Versions
+    deprecated: Versions
+    latest_unstable: bool
+    root: StructSpec
+    structs: list[StructSpec]  # nested first, root last
+
+
+def load_json(path: Path) -> dict:
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("//"))
+    return json.loads(text)
+
+
+def json_default(value) -> str | None:
+    """Schemas write defaults as strings mostly, sometimes as JSON numbers or booleans."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return None if value is None else str(value)
+
+
+def parse_message(path: Path) -> MessageSpec:
+    data = load_json(path)
+    common: dict[str, dict] = {c["name"]: c for c in data.get("commonStructs", [])}
+    structs: dict[str, StructSpec] = {}
+    order: list[StructSpec] = []
+
+    def build_struct(name: str, fields_json: list[dict], versions: Versions) -> StructSpec:
+        if name in structs:
+            return structs[name]
+        spec = StructSpec(name, versions=versions)
+        structs[name] = spec
+        spec.fields = [build_field(f) for f in fields_json]
+        order.append(spec)
+        return spec
+
+    def build_field(f: dict) -> FieldSpec:
+        versions = Versions.parse(f["versions"])
+        fs = FieldSpec(
+            name=f["name"],
+            attr=snake(f["name"]),
+            type=f["type"],
+            versions=versions,
+            nullable=Versions.parse(f.get("nullableVersions")),
+            tagged=Versions.parse(f.get("taggedVersions")),
+            tag=f.get("tag"),
+            ignorable=bool(f.get("ignorable", False)),
+            default=json_default(f.get("default")),
+            flexible_override=Versions.parse(f["flexibleVersions"]) if "flexibleVersions" in f else None,
+            zero_copy=bool(f.get("zeroCopy", False)),
+        )
+        element = fs.element
+        if element not in PRIMITIVES:
+            if "fields" in f:
+                fs.struct = build_struct(element, f["fields"], versions)
+            elif element in common:
+                c = common[element]
+                fs.struct = build_struct(element, c["fields"], Versions.parse(c.get("versions", "0+")))
+            else:
+                raise ValueError(f"{path.name}: unknown type {fs.type} of field {fs.name}")
+        return fs
+
+    root = StructSpec(data["name"], versions=Versions.parse(data["validVersions"]))
+    structs[root.name] = root
+    root.fields = [build_field(f) for f in data["fields"]]
+    order.append(root)
+    return MessageSpec(
+        name=data["name"],
+        source=path.name,
+        api_key=data.get("apiKey"),
+        type=data["type"],
+        listeners=data.get("listeners", []),
+        valid=Versions.parse(data["validVersions"]),
+        flexible=Versions.parse(data.get("flexibleVersions", "none")),
+        deprecated=Versions.parse(data.get("deprecatedVersions")),
+        latest_unstable=bool(data.get("latestVersionUnstable", False)),
+        root=root,
+        structs=order,
+    )
+
+
+# --- defaults ----------------------------------------------------------------------------------
+
+def default_expr(f: FieldSpec) -> str:
+    """Python expression for the field's default value (fresh objects for mutable ones)."""
+    d = f.default
+    if f.is_array:
+        return "None" if d == "null" else "[]"
+    if f.struct is not None:
+        return "None" if d == "null" else f"{f.struct.name}()"
+    t = f.type
+    if d == "null":
+        return "None"
+    if t in ("string",):
+        return repr(d if d is not None else "")
+    if t == "records":
+        return "None"
+    if t == "bytes":
+        return "b''"
+    if t == "bool":
+        return "True" if d == "true" else "False"
+    if t == "float64":
+        return repr(float(d)) if d is not None else "0.0"
+    if t == "uuid":
+        return "ZERO_UUID"
+    if d is None or d == "":
+        return "0"
+    return str(int(d, 0))
+
+
+def is_mutable_default(f: FieldSpec) -> bool:
+    return default_expr(f) in ("[]",) or (f.struct is not None and default_expr(f) != "None")
+
+
+def differs_from_default(f: FieldSpec, value: str) -> str:
+    """Condition that `value` differs from the field's default (for tags and version checks)."""
+    d = default_expr(f)
+    if d == "[]":
+        return f"{value}"
+    if d == "None":
+        return f"{value} is not None"
+    if f.struct is not None:
+        return f"{value} != {d}"
+    return f"{value} != {d}"
+
+
+# --- code emission -----------------------------------------------------------------------------
+
+class Code:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.indent = 1
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def block(self) -> "_Indent":
+        return _Indent(self)
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+class _Indent:
+    def __init__(self, code: Code) -> None:
+        self.code = code
+
+    def __enter__(self) -> None:
+        self.code.indent += 1
+
+    def __exit__(self, *exc) -> None:
+        self.code.indent -= 1
+
+
+class ModuleWriter:
+    """Generates one message module; keeps the struct formats it needs as module constants."""
+
+    def __init__(self, spec: MessageSpec) -> None:
+        self.spec = spec
+        self.formats: dict[str, str] = {}
+        self.functions: list[str] = []
+        # (struct name, version, 'd'|'e') -> canonical function name
+        self.fn_names: dict[tuple[str, int, str], str] = {}
+        self.bodies: dict[tuple[str, str], str] = {}
+        self.tmp = 0
+
+    def fmt(self, codes: str) -> str:
+        name = "_S_" + codes.replace("16s", "U").replace("?", "o").replace("H", "W").replace("I", "J")
+        self.formats[name] = ">" + codes
+        return name
+
+    def temp(self) -> str:
+        self.tmp += 1
+        return f"_t{self.tmp}"
+
+    def flexible(self, version: int) -> bool:
+        return version in self.spec.flexible
+
+    # -- layout --
+
+    def present(self, s: StructSpec, version: int) -> tuple[list[FieldSpec], list[FieldSpec]]:
+        regular, tagged = [], []
+        for f in s.fields:
+            if version not in f.versions:
+                continue
+            if f.tag is not None and version in f.tagged:
+                tagged.append(f)
+            else:
+                regular.append(f)
+        return regular, sorted(tagged, key=lambda f: f.tag)
+
+    def field_flexible(self, f: FieldSpec, version: int) -> bool:
+        if f.flexible_override is not None:
+            return version in f.flexible_override
+        return self.flexible(version)
+
+    # -- decode --
+
+    def gen_struct(self, s: StructSpec, version: int, kind: str) -> str:
+        key = (s.name, version, kind)
+        if key in self.fn_names:
+            return self.fn_names[key]
+        for f in s.fields:
+            if f.struct is not None and version in f.versions:
+                self.gen_struct(f.struct, version, kind)
+        self.tmp = 0
+        body = self.decode_body(s, version) if kind == "d" else self.encode_body(s, version)
+        canonical = self.bodies.get((kind, body))
+        if canonical is None:
+            canonical = f"_{kind}_{s.name}_v{version}"
+            self.bodies[(kind, body)] = canonical
+            args = "buf, pos" if kind == "d" else "o, out"
+            self.functions.append(f"def {canonical}({args}):\n{body}\n")
+        self.fn_names[key] = canonical
+        return canonical
+
+    def decode_body(self, s: StructSpec, version: int) -> str:
+        c = Code()
+        regular, tagged = self.present(s, version)
+        c(f"o = _new({s.name})")
+        pending_codes: list[str] = []
+        pending_targets: list[str] = []
+        post: list[str] = []
+
+        def flush() -> None:
+            if not pending_codes:
+                return
+            codes = "".join(pending_codes)
+            name = self.fmt(codes)
+            size = sum(FIXED_SIZE[x] for x in pending_codes)
+            targets = ", ".join(pending_targets)
+            c(f"{targets}, = {name}.unpack_from(buf, pos)")
+            c(f"pos += {size}")
+            for line in post:
+                c(line)
+            pending_codes.clear()
+            pending_targets.clear()
+            post.clear()
+
+        for f in regular:
+            target = f"o.{f.attr}"
+            what = f"{s.name}.{f.attr}"
+            flex = self.field_flexible(f, version)
+            nullable = version in f.nullable
+            if not f.is_array and f.type in FIXED:
+                code = FIXED[f.type][0]
+                pending_codes.append(code)
+                if f.type == "uuid":
+                    t = self.temp()
+                    pending_targets.append(t)
+                    post.append(f"{target} = uuid_from({t})")
+                else:
+                    pending_targets.append(target)
+                continue
+            if f.struct is not None and not f.is_array:
+                fn = self.fn_names[(f.struct.name, version, "d")]
+                if nullable:
+                    # Kafka marks a nullable struct with an int8: -1 null, 1 present (every version).
+                    marker = self.temp()
+                    pending_codes.append("b")
+                    pending_targets.append(marker)
+                    flush()
+                    c(f"if {marker} < 0:")
+                    with c.block():
+                        c(f"{target} = None")
+                    c("else:")
+                    with c.block():
+                        c(f"{target}, pos = {fn}(buf, pos)")
+                else:
+                    flush()
+                    c(f"{target}, pos = {fn}(buf, pos)")
+                continue
+            # Variable-size field: its length (non-flexible) joins the fixed run.
+            n = self.temp()
+            if flex:
+                flush()
+                c(f"{n} = buf[pos]")
+                c(f"if {n} < 128:")
+                with c.block():
+                    c("pos += 1")
+                c("else:")
+                with c.block():
+                    c(f"{n}, pos = read_uvarint(buf, pos)")
+                c(f"{n} -= 1")
+            else:
+                if f.is_array or f.type in ("bytes", "records"):
+                    pending_codes.append("i")
+                else:
+                    pending_codes.append("h")
+                pending_targets.append(n)
+                flush()
+            self.decode_value(c, f, version, n, target, nullable, what)
+        flush()
+        for f in s.fields:
+            if version not in f.versions:
+                c(f"o.{f.attr} = {default_expr(f)}")
+        for f in tagged:
+            c(f"o.{f.attr} = {default_expr(f)}")
+        if self.flexible(version):
+            c("if buf[pos] == 0:")
+            with c.block():
+                c("pos += 1")
+                c("o._unknown_tagged = None")
+            c("else:")
+            with c.block():
+                self.decode_tags(c, s, tagged, version)
+        else:
+            c("o._unknown_tagged = None")
+        c("return o, pos")
+        return c.text()
+
+    def decode_value(self, c: Code, f: FieldSpec, version: int, n: str, target: str, nullable: bool,
+                     what: str) -> None:
+        """Read the field whose length/count/marker is already in `n` (after compact adjustment)."""
+        c(f"if {n} < 0:")
+        with c.block():
+            if nullable:
+                c(f"{target} = None")
+            else:
+                c(f"raise null_error({what!r})")
+        c("else:")
+        with c.block():
+            if f.is_array:
+                el = f.element
+                if f.struct is not None:
+                    fn = self.fn_names[(f.struct.name, version, "d")]
+                    c(f"check_count(buf, pos, {n}, {what!r})")
+                    lst = self.temp()
+                    c(f"{lst} = []")
+                    c(f"for _ in range({n}):")
+                    with c.block():
+                        x = self.temp()
+                        c(f"{x}, pos = {fn}(buf, pos)")
+                        c(f"{lst}.append({x})")
+                    c(f"{target} = {lst}")
+                elif el == "uuid":
+                    c(f"{target}, pos = read_uuid_array(buf, pos, {n})")
+                elif el in FIXED:
+                    code, size, _ = FIXED[el]
+                    c(f"{target}, pos = read_fixed_array(buf, pos, {n}, {code!r}, {size})")
+                else:
+                    c(f"check_count(buf, pos, {n}, {what!r})")
+                    lst = self.temp()
+                    c(f"{lst} = []")
+                    c(f"for _ in range({n}):")
+                    with c.block():
+                        m = self.temp()
+                        self.read_length(c, m, self.field_flexible(f, version), el)
+                        c(f"if {m} < 0:")
+                        with c.block():
+                            c(f"raise null_error({what!r})")
+                        e = self.temp()
+                        c(f"{e} = check_length(buf, pos, {m})")
+                        c(f"{lst}.append({self.slice_expr(el, e, f)})")
+                        c(f"pos = {e}")
+                    c(f"{target} = {lst}")
+            else:
+                e = self.temp()
+                c(f"{e} = check_length(buf, pos, {n})")
+                c(f"{target} = {self.slice_expr(f.type, e, f)}")
+                c(f"pos = {e}")
+
+    def slice_expr(self, t: str, end: str, f: FieldSpec) -> str:
+        if t == "string":
+            return f"str(buf[pos:{end}], 'utf-8')"
+        if t == "records" or f.zero_copy:
+            return f"buf[pos:{end}]"
+        return f"bytes(buf[pos:{end}])"
+
+    def read_length(self, c: Code, n: str, flex: bool, t: str) -> None:
+        if flex:
+            c(f"{n} = buf[pos]")
+            c(f"if {n} < 128:")
+            with c.block():
+                c("pos += 1")
+            c("else:")
+            with c.block():
+                c(f"{n}, pos = read_uvarint(buf, pos)")
+            c(f"{n} -= 1")
+        else:
+            fmt = self.fmt("h" if t == "string" else "i")
+            size = 2 if t == "string" else 4
+            c(f"{n}, = {fmt}.unpack_from(buf, pos)")
+            c(f"pos += {size}")
+
+    def decode_tags(self, c: Code, s: StructSpec, tagged: list[FieldSpec], version: int) -> None:
+        c("unknown = None")
+        c("count, pos = read_uvarint(buf, pos)")
+        c("for _ in range(count):")
+        with c.block():
+            c("tag, pos = read_uvarint(buf, pos)")
+            c("size, pos = read_uvarint(buf, pos)")
+            first = True
+            for f in tagged:
+                c(f"{'if' if first else 'elif'} tag == {f.tag}:")
+                first = False
+                with c.block():
+                    c("tag_end = check_length(buf, pos, size)")
+                    # Tagged values are always encoded in the flexible form.
+                    if not f.is_array and f.type in FIXED:
+                        code = FIXED[f.type][0]
+                        name = self.fmt(code)
+                        if f.type == "uuid":
+                            c(f"o.{f.attr} = uuid_from({name}.unpack_from(buf, pos)[0])")
+                        else:
+                            c(f"o.{f.attr}, = {name}.unpack_from(buf, pos)")
+                    elif f.struct is not None and not f.is_array:
+                        fn = self.fn_names[(f.struct.name, version, "d")]
+                        if version in f.nullable:
+                            c("if buf[pos] >= 128:")
+                            with c.block():
+                                c(f"o.{f.attr} = None")
+                            c("else:")
+                            with c.block():
+                                c(f"o.{f.attr}, _ = {fn}(buf, pos + 1)")
+                        else:
+                            c(f"o.{f.attr}, _ = {fn}(buf, pos)")
+                    else:
+                        n = self.temp()
+                        self.read_length(c, n, True, f.type)
+                        self.decode_value(c, f, version, n, f"o.{f.attr}", version in f.nullable,
+                                          f"{s.name}.{f.attr}")
+                    c("pos = tag_end")
+            if tagged:
+                c("else:")
+                with c.block():
+                    c("unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)")
+            else:
+                c("unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)")
+        c("o._unknown_tagged = unknown")
+
+    # -- encode --
+
+    def encode_body(self, s: StructSpec, version: int) -> str:
+        c = Code()
+        regular, tagged = self.present(s, version)
+        for f in s.fields:
+            if version not in f.versions and not f.ignorable:
+                cond = differs_from_default(f, f"o.{f.attr}")
+                c(f"if {cond}:")
+                with c.block():
+                    c(f"raise cannot_carry({s.name!r}, {f.attr!r})")
+        pending_codes: list[str] = []
+        pending_values: list[str] = []
+
+        def flush() -> None:
+            if not pending_codes:
+                return
+            name = self.fmt("".join(pending_codes))
+            c(f"out += {name}.pack({', '.join(pending_values)})")
+            pending_codes.clear()
+            pending_values.clear()
+
+        for f in regular:
+            value = f"o.{f.attr}"
+            if not f.is_array and f.type in FIXED:
+                pending_codes.append(FIXED[f.type][0])
+                pending_values.append(f"{value}.bytes" if f.type == "uuid" else value)
+                continue
+            flex = self.field_flexible(f, version)
+            nullable = version in f.nullable
+            what = f"{s.name}.{f.attr}"
+            if f.type == "records":
+                flush()
+                c(f"write_records(out, {value}, {flex}, {nullable}, {what!r})")
+                continue
+            if flex:
+                flush()
+                self.encode_value(c, f, version, value, what, flex, nullable)
+            else:
+                # Non-flexible: the length joins the fixed run, the body follows it.
+                self.encode_value(c, f, version, value, what, flex, nullable, pending_codes,
+                                  pending_values, flush)
+        flush()
+        if self.flexible(version):
+            if tagged:
+                c("tags = []")
+                for f in tagged:
+                    value = f"o.{f.attr}"
+                    c(f"if {differs_from_default(f, value)}:")
+                    with c.block():
+                        c("t = bytearray()")
+                        inner = Code()
+                        inner.indent = c.indent
+                        self.encode_value(inner, f, version, value, f"{s.name}.{f.attr}", True,
+                                          version in f.nullable, tagged_value=True, target="t")
+                        c.lines.extend(inner.lines)
+                        c(f"tags.append(({f.tag}, t))")
+                c("u = o._unknown_tagged")
+                c("if tags or u:")
+                with c.block():
+                    c("write_tags(out, tags, u)")
+                c("else:")
+                with c.block():
+                    c("out.append(0)")
+            else:
+                c("u = o._unknown_tagged")
+                c("if u:")
+                with c.block():
+                    c("write_tags(out, [], u)")
+                c("else:")
+                with c.block():
+                    c("out.append(0)")
+        if not c.lines:
+            c("pass")
+        return c.text()
+
+    def encode_value(self, c: Code, f: FieldSpec, version: int, value: str, what: str, flex: bool,
+                     nullable: bool, pending_codes=None, pending_values=None, flush=None,
+                     tagged_value: bool = False, target: str = "out") -> None:
+        """Write `value`. Non-flexible lengths go into the pending fixed run when one is given."""
+        out = target
+        if tagged_value and not f.is_array and f.type in FIXED:
+            name = self.fmt(FIXED[f.type][0])
+            c(f"{out} += {name}.pack({value}.bytes)" if f.type == "uuid" else f"{out} += {name}.pack({value})")
+            return
+        if f.type == "records":
+            c(f"write_records({out}, {value}, True, {nullable}, {what!r})")
+            return
+        v = self.temp()
+        c(f"{v} = {value}")
+
+        def write_len(expr: str, code: str) -> None:
+            if flex:
+                c(f"{out} += uvarint(({expr}) + 1)")
+            elif pending_codes is not None:
+                pending_codes.append(code)
+                pending_values.append(expr)
+                flush()
+            else:
+                c(f"{out} += {self.fmt(code)}.pack({expr})")
+
+        if f.struct is not None and not f.is_array:
+            if flush is not None:
+                flush()
+            fn = self.fn_names[(f.struct.name, version, "e")]
+            if nullable:
+                c(f"if {v} is None:")
+                with c.block():
+                    c(f"{out} += b'\\xff'")
+                c("else:")
+                with c.block():
+                    c(f"{out} += b'\\x01'")
+                    c(f"{fn}({v}, {out})")
+            else:
+                c(f"{fn}({v}, {out})")
+            return
+
+        if f.is_array:
+            el = f.element
+            count = self.temp()
+            if nullable:
+                c(f"{count} = -1 if {v} is None else len({v})")
+            else:
+                c(f"{count} = len({v})")
+            write_len(count, "i")
+            body = Code()
+            body.indent = c.indent + (1 if nullable else 0)
+            if f.struct is not None:
+                fn = self.fn_names[(f.struct.name, version, "e")]
+                x = self.temp()
+                body(f"for {x} in {v}:")
+                body.indent += 1
+                body(f"{fn}({x}, {out})")
+                body.indent -= 1
+            elif el == "uuid":
+                x = self.temp()
+                body(f"for {x} in {v}:")
+                body.indent += 1
+                body(f"{out} += {x}.bytes")
+                body.indent -= 1
+            elif el in FIXED:
+                body(f"write_fixed_array({out}, {v}, {FIXED[el][0]!r})")
+            else:
+                x = self.temp()
+                b = self.temp()
+                eflex = flex
+                body(f"for {x} in {v}:")
+                body.indent += 1
+                if el == "string":
+                    body(f"{b} = {x}.encode()")
+                else:
+                    body(f"{b} = {x}")
+                if eflex:
+                    body(f"{out} += uvarint(len({b}) + 1)")
+                else:
+                    body(f"{out} += {self.fmt('h' if el == 'string' else 'i')}.pack(len({b}))")
+                body(f"{out} += {b}")
+                body.indent -= 1
+            if nullable:
+                c(f"if {v} is not None:")
+            c.lines.extend(body.lines)
+            return
+
+        # string or bytes
+        b = self.temp()
+        code = "h" if f.type == "string" else "i"
+        conv = f"{v}.encode()" if f.type == "string" else v
+        if nullable:
+            c(f"{b} = None if {v} is None else {conv}")
+            write_len(f"-1 if {b} is None else len({b})", code)
+            c(f"if {b} is not None:")
+            with c.block():
+                c(f"{out} += {b}")
+        else:
+            c(f"{b} = {conv}")
+            write_len(f"len({b})", code)
+            c(f"{out} += {b}")
+
+    # -- module --
+
+    def render(self) -> str:
+        spec = self.spec
+        for v in range(spec.valid.lo, spec.valid.hi + 1):
+            self.gen_struct(spec.root, v, "d")
+            self.gen_struct(spec.root, v, "e")
+        out = [
+            f"# Generated by tools/gen_messages.py from shared/kafka-protocol/messages/{spec.source}; do not edit.",
+            f'"""{spec.name}: Kafka message codec ({spec.type}{", api key " + str(spec.api_key) if spec.api_key is not None else ""})."""',
+            "",
+            "# ruff: noqa",
+            "import struct",
+            "",
+            "from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,",
+            "                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,",
+            "                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)",
+            "",
+        ]
+        for name, fmt in sorted(self.formats.items()):
+            out.append(f"{name} = struct.Struct({fmt!r})")
+        out.append("")
+        for s in spec.structs:
+            out.append(self.render_class(s, s is spec.root))
+        out.extend(self.functions)
+        lo, hi = spec.valid.lo, spec.valid.hi
+        decoders = ", ".join(self.fn_names[(spec.root.name, v, "d")] for v in range(lo, hi + 1))
+        encoders = ", ".join(self.fn_names[(spec.root.name, v, "e")] for v in range(lo, hi + 1))
+        out.append(f"{spec.root.name}._decoders = ({decoders},)")
+        out.append(f"{spec.root.name}._encoders = ({encoders},)")
+        for s in spec.structs:
+            if s is not spec.root:
+                out.append(f"{spec.root.name}.{s.name} = {s.name}")
+        return "\n".join(out) + "\n"
+
+    def render_class(self, s: StructSpec, is_root: bool) -> str:
+        spec = self.spec
+        attrs = [f.attr for f in s.fields]
+        slots = ", ".join(repr(a) for a in attrs + ["_unknown_tagged"])
+        lines = [f"class {s.name}({'Message' if is_root else 'Struct'}):"]
+        lines.append(f"    __slots__ = ({slots},)")
+        lines.append(f"    _fields = ({''.join(repr(a) + ', ' for a in attrs)})")
+        if is_root:
+            lines.append(f"    API_KEY = {spec.api_key!r}")
+            lines.append(f"    MESSAGE_TYPE = {spec.type!r}")
+            lines.append(f"    VALID_VERSIONS = ({spec.valid.lo}, {spec.valid.hi})")
+            lines.append(f"    FLEXIBLE_VERSIONS = {spec.flexible.as_tuple()}")
+            lines.append(f"    DEPRECATED_VERSIONS = {spec.deprecated.as_tuple()}")
+            lines.append(f"    LISTENERS = {tuple(spec.listeners)!r}")
+            lines.append(f"    LATEST_VERSION_UNSTABLE = {spec.latest_unstable!r}")
+        params = []
+        assigns = []
+        for f in s.fields:
+            d = default_expr(f)
+            if is_mutable_default(f):
+                params.append(f"{f.attr}=DEFAULT")
+                assigns.append(f"        self.{f.attr} = {d} if {f.attr} is DEFAULT else {f.attr}")
+            else:
+                params.append(f"{f.attr}={d}")
+                assigns.append(f"        self.{f.attr} = {f.attr}")
+        sig = ", ".join(["self"] + params + ["_unknown_tagged=None"])
+        lines.append("")
+        lines.append(f"    def __init__({sig}):")
+        lines.extend(assigns)
+        lines.append("        self._unknown_tagged = _unknown_tagged")
+        lines.append("")
+        return "\n".join(lines) + "\n"
+
+
+FIXED_SIZE = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8, "16s": 16}
+
+
+def module_name(message_name: str) -> str:
+    return snake(message_name).rstrip("_")
+
+
+def render_index(specs: list[MessageSpec]) -> str:
+    lines = [
+        "# Generated by tools/gen_messages.py from shared/kafka-protocol/messages/; do not edit.",
+        '"""Index of the generated message modules: which module holds which message."""',
+        "",
+        "from enum import IntEnum",
+        "",
+        "# api key -> (request module, request class, response module, response class)",
+        "APIS = {",
+    ]
+    by_key: dict[int, dict[str, MessageSpec]] = {}
+    for s in specs:
+        if s.api_key is not None:
+            by_key.setdefault(s.api_key, {})[s.type] = s
+    for key in sorted(by_key):
+        req, resp = by_key[key]["request"], by_key[key]["response"]
+        lines.append(
+            f"    {key}: ({module_name(req.name)!r}, {req.name!r}, {module_name(resp.name)!r}, {resp.name!r}),"
+        )
+    lines.append("}")
+    lines.append("")
+    lines.append("")
+    lines.append("class ApiKey(IntEnum):")
+    for key in sorted(by_key):
+        name = snake(by_key[key]["request"].name[: -len("Request")]).rstrip("_").upper()
+        lines.append(f"    {name} = {key}")
+    lines.append("")
+    lines.append("")
+    lines.append("# message name -> module, for headers and data messages")
+    lines.append("MODULES = {")
+    for s in sorted(specs, key=lambda s: s.name):
+        lines.append(f"    {s.name!r}: {module_name(s.name)!r},")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> None:
+    source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
+    specs = [parse_message(p) for p in sorted(source.glob("*.json"))]
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    for old in OUTPUT.glob("*.py"):
+        old.unlink()
+    for spec in specs:
+        (OUTPUT / f"{module_name(spec.name)}.py").write_text(ModuleWriter(spec).render())
+    (OUTPUT / "__init__.py").write_text(render_index(specs))
+    print(f"generated {len(specs)} message modules into {OUTPUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,285 @@
+"""Runtime support for the generated message codecs in wire/messages/.
+
+The generator (tools/gen_messages.py) writes one decode and one encode function per struct and per
+distinct version layout; they inline the common cases (fixed-width runs through one precompiled
+`struct`, one-byte varints) and call into this module for the rest. Every failure while decoding or
+encoding is turned into a CodecError at the message boundary (`Message.decode`/`Message.encode`),
+so the generated code never checks what Python already checks for it.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+from .exceptions import CodecError, UnsupportedVersionError
+
+ZERO_UUID = uuid.UUID(int=0)
+_UUID = uuid.UUID
+_new = object.__new__
+
+# Exceptions that bad bytes or bad values surface as inside generated code.
+_DECODE_FAILURES = (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError, OverflowError)
+_ENCODE_FAILURES = (struct.error, AttributeError, TypeError, ValueError, OverflowError, UnicodeEncodeError)
+
+_S_I8 = struct.Struct(">b")
+_S_I16 = struct.Struct(">h")
+_S_I32 = struct.Struct(">i")
+
+
+class _Default:
+    """Marks an argument left out of a generated __init__ whose default is mutable."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
+
+# --- varints -----------------------------------------------------------------------------------
+
+def read_uvarint(buf, pos: int) -> tuple[int, int]:
+    """Unsigned LEB128 as Kafka writes it (at most 5 bytes for an int32)."""
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise CodecError("unsigned varint is longer than 5 bytes")
+
+
+def read_uvarlong(buf, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise CodecError("unsigned varlong is longer than 10 bytes")
+
+
+_UVARINT_SMALL = [bytes([i]) for i in range(128)]
+
+
+def uvarint(n: int) -> bytes:
+    if n < 128:
+        if n < 0:
+            raise CodecError(f"unsigned varint cannot hold {n}")
+        return _UVARINT_SMALL[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+# --- strings, bytes, arrays --------------------------------------------------------------------
+
+def check_length(buf, pos: int, n: int) -> int:
+    """End position of an n-byte field at pos; refuses lengths running past the frame."""
+    end = pos + n
+    if end > len(buf):
+        raise CodecError(f"field length {n} runs past the end of the data")
+    return end
+
+
+def check_count(buf, pos: int, n: int, what: str) -> None:
+    """An array of n elements needs at least n bytes (as Kafka checks): bounds what a count can cost."""
+    if n > len(buf) - pos:
+        raise CodecError(f"{what}: array length {n} exceeds the remaining {len(buf) - pos} bytes")
+
+
+def null_error(what: str):
+    return CodecError(f"non-nullable field {what} was serialized as null")
+
+
+def read_fixed_array(buf, pos: int, n: int, code: str, size: int) -> tuple[list, int]:
+    if n == 0:
+        return [], pos
+    end = pos + n * size
+    if end > len(buf):
+        raise CodecError(f"array of {n} elements runs past the end of the data")
+    return list(struct.unpack_from(f">{n}{code}", buf, pos)), end
+
+
+def write_fixed_array(out: bytearray, values, code: str) -> None:
+    if values:
+        out += struct.pack(f">{len(values)}{code}", *values)
+
+
+def read_uuid_array(buf, pos: int, n: int) -> tuple[list, int]:
+    end = pos + 16 * n
+    if end > len(buf):
+        raise CodecError(f"array of {n} uuids runs past the end of the data")
+    return [_UUID(bytes=bytes(buf[p:p + 16])) for p in range(pos, end, 16)], end
+
+
+def uuid_from(raw) -> uuid.UUID:
+    return _UUID(bytes=bytes(raw))
+
+
+# --- records -----------------------------------------------------------------------------------
+
+class FrameBuffer(bytearray):
+    """An encode target that lets a records field stand for bytes it does not hold.
+
+    A records value that is not bytes-like (a file slice for sendfile) is left out of the buffer;
+    its position is kept in `holes`, and the server sends the buffer around it. Its length is
+    written into the frame as if the bytes were there.
+    """
+
+    __slots__ = ("holes",)
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.holes: list[tuple[int, object]] = []
+
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def write_records(out: bytearray, value, compact: bool, nullable: bool, what: str) -> None:
+    if value is None:
+        if not nullable:
+            raise null_error(what)
+        out += b"\x00" if compact else b"\xff\xff\xff\xff"
+        return
+    n = len(value) if isinstance(value, _BYTES_LIKE) else value.size
+    if compact:
+        out += uvarint(n + 1)
+    else:
+        out += _S_I32.pack(n)
+    if isinstance(value, _BYTES_LIKE):
+        out += value
+    elif isinstance(out, FrameBuffer):
+        out.holes.append((len(out), value))
+    else:
+        # A plain bytearray target: materialise the slice (tests, small copies).
+        out += value.read_bytes()
+
+
+# --- tagged fields -----------------------------------------------------------------------------
+
+def read_unknown_tag(buf, pos: int, tag: int, size: int, unknown: list | None) -> tuple[list, int]:
+    end = check_length(buf, pos, size)
+    if unknown is None:
+        unknown = []
+    unknown.append((tag, bytes(buf[pos:end])))
+    return unknown, end
+
+
+def write_tags(out: bytearray, known: list[tuple[int, bytes]], unknown: list | None) -> None:
+    """Tagged fields in ascending tag order: count, then tag, size, data for each."""
+    fields = known + unknown if unknown else known
+    if unknown:
+        fields.sort(key=lambda tf: tf[0])
+    out += uvarint(len(fields))
+    for tag, data in fields:
+        out += uvarint(tag)
+        out += uvarint(len(data))
+        out += data
+
+
+# --- structs and messages ----------------------------------------------------------------------
+
+class Struct:
+    """Base of every generated struct: fields in __slots__, compared and printed by value."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._fields)
+
+    __hash__ = None  # mutable
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({inner})"
+
+    def to_dict(self) -> dict:
+        def plain(v):
+            if isinstance(v, Struct):
+                return v.to_dict()
+            if isinstance(v, list):
+                return [plain(x) for x in v]
+            return v
+
+        return {f: plain(getattr(self, f)) for f in self._fields}
+
+
+class Message(Struct):
+    """A top-level request, response, header or data message with per-version codecs."""
+
+    __slots__ = ()
+    API_KEY: int | None = None
+    MESSAGE_TYPE: str = ""
+    VALID_VERSIONS: tuple[int, int] = (0, 0)
+    FLEXIBLE_VERSIONS: tuple[int, int] | None = None
+    _decoders: tuple = ()
+    _encoders: tuple = ()
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        fv = cls.FLEXIBLE_VERSIONS
+        return fv is not None and fv[0] <= version <= fv[1]
+
+    @classmethod
+    def check_version(cls, version: int) -> None:
+        lo, hi = cls.VALID_VERSIONS
+        if not lo <= version <= hi:
+            raise UnsupportedVersionError(f"{cls.__name__} has no version {version} (valid: {lo}-{hi})")
+
+    @classmethod
+    def decode(cls, buf, version: int, pos: int = 0):
+        """Decode one message; records fields come back as memoryviews into `buf`."""
+        message, _ = cls.decode_from(buf, version, pos)
+        return message
+
+    @classmethod
+    def decode_from(cls, buf, version: int, pos: int = 0):
+        """Decode one message at `pos`; returns (message, position after it)."""
+        cls.check_version(version)
+        view = buf if isinstance(buf, memoryview) else memoryview(buf)
+        try:
+            return cls._decoders[version - cls.VALID_VERSIONS[0]](view, pos)
+        except CodecError:
+            raise
+        except _DECODE_FAILURES as e:
+            raise CodecError(f"cannot decode {cls.__name__} v{version}: {e}") from e
+
+    def encode(self, version: int, out: bytearray | None = None) -> bytearray:
+        """Append this message at `version` to `out` (a new bytearray by default) and return it."""
+        self.check_version(version)
+        if out is None:
+            out = bytearray()
+        try:
+            self._encoders[version - self.VALID_VERSIONS[0]](self, out)
+        except UnsupportedVersionError as e:
+            raise UnsupportedVersionError(f"{type(self).__name__} v{version}: {e}") from None
+        except CodecError:
+            raise
+        except _ENCODE_FAILURES as e:
+            raise CodecError(f"cannot encode {type(self).__name__} v{version}: {e}") from e
+        return out
+
+
+def cannot_carry(struct_name: str, field: str) -> UnsupportedVersionError:
+    return UnsupportedVersionError(
+        f"{struct_name} cannot carry a non-default {field} at this version: the field is not in it"
+    )
