@@ -1,25 +1,47 @@
-"""Record batches (message format v2) and legacy message sets (v0, v1).
+"""Record batches (message format v2): the 61-byte header, the records inside, control records.
 
-The hot paths (produce append, fetch, recovery) only ever touch the 61-byte batch header: it is
-parsed with `struct`, the CRC32C is checked over the bytes as they are, and offsets are assigned
-by rewriting `baseOffset` in place. Records are decoded only where a feature needs them
-(compaction, down-conversion, tests).
+The hot paths (produce append, fetch, recovery) only ever touch the batch header: it is parsed with
+`struct`, the CRC32C is checked over the bytes as they are, and offsets are assigned by rewriting
+`baseOffset` in place. Records are decoded only where a feature needs them (compaction,
+recompression, down-conversion, tests). Legacy message sets (magic 0 and 1) live in legacy.py.
 
 Layout (implementation.html, "Record Batch"):
     baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8, crc uint32,
     attributes int16, lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64,
-    producerId int64, producerEpoch int16, baseSequence int32, recordsCount int32
-The CRC covers everything from `attributes` to the end of the batch.
+    producerId int64, producerEpoch int16, baseSequence int32, recordsCount int32, records
+The CRC covers everything from `attributes` to the end of the batch. When the batch is compressed,
+`records` is the compressed form of the concatenated records.
+
+A record: length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+keyLength varint, key, valueLength varint, value, headerCount varint, then per header
+keyLength varint, key (UTF-8), valueLength varint, value. Varints are zigzag LEB128; a length of
+-1 stands for null.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
+from enum import IntEnum
 from typing import NamedTuple
 
 import crc32c as _crc32c
 
-from .exceptions import CorruptRecordError
+from .compression import DEFAULT_MAX_DECOMPRESSED, CompressionType, compress, decompress
+from .exceptions import CodecError, CorruptRecordError
+
+__all__ = [
+    "BATCH_HEADER", "BATCH_HEADER_SIZE", "LOG_OVERHEAD", "OFFSET_LENGTH",
+    "COMPRESSION_MASK", "TIMESTAMP_TYPE_BIT", "TRANSACTIONAL_BIT", "CONTROL_BIT", "DELETE_HORIZON_BIT",
+    "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH", "NO_TIMESTAMP",
+    "CREATE_TIME", "LOG_APPEND_TIME",
+    "BatchHeader", "parse_batch_header", "batch_crc", "is_crc_valid", "set_base_offset",
+    "set_partition_leader_epoch", "set_log_append_time", "iter_batch_headers", "peek_magic",
+    "CompressionType", "DEFAULT_MAX_DECOMPRESSED",
+    "read_varint", "read_varlong", "write_varint", "write_varlong",
+    "Record", "build_batch", "decode_batch", "iter_records", "recompress_batch",
+    "ControlRecordType", "ControlRecord", "build_control_batch", "parse_control_record",
+]
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 BATCH_HEADER_SIZE = BATCH_HEADER.size  # 61
@@ -48,6 +70,10 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
+
+# Timestamp types (the attribute bit's two values).
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
 
 _pack_q = struct.Struct(">q").pack_into
 _pack_i = struct.Struct(">i").pack_into
@@ -99,10 +125,24 @@ class BatchHeader(NamedTuple):
         return 1 if self.attributes & TIMESTAMP_TYPE_BIT else 0
 
     @property
+    def has_delete_horizon(self) -> bool:
+        """Set by compaction: baseTimestamp then holds the time after which tombstones may go."""
+        return bool(self.attributes & DELETE_HORIZON_BIT)
+
+    @property
     def last_sequence(self) -> int:
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+    def record_offset(self, record: Record) -> int:
+        return self.base_offset + record.offset_delta
+
+    def record_timestamp(self, record: Record) -> int:
+        """With LogAppendTime every record carries the batch's maxTimestamp, whatever its delta."""
+        if self.attributes & TIMESTAMP_TYPE_BIT:
+            return self.max_timestamp
+        return self.base_timestamp + record.timestamp_delta
 
 
 def parse_batch_header(buf, pos: int = 0) -> BatchHeader:
@@ -160,3 +200,373 @@ def peek_magic(buf, pos: int = 0) -> int:
     if len(buf) - pos <= MAGIC_POS:
         raise CorruptRecordError("record data is truncated before its magic byte")
     return buf[pos + MAGIC_POS]
+
+
+# --- varints -------------------------------------------------------------------------------------
+
+_BYTE = [bytes((value,)) for value in range(256)]
+
+
+def read_varint(buf, pos: int) -> tuple[int, int]:
+    """Zigzag varint (int32) at `pos` -> (value, position after it). At most 5 bytes, like Java's
+    ByteUtils.readVarint, which also drops bits past the 32nd."""
+    byte = buf[pos]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), pos + 1
+    result = byte & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            break
+        shift += 7
+        if shift > 28:
+            raise CorruptRecordError("varint is longer than 5 bytes")
+    result &= 0xFFFFFFFF
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def read_varlong(buf, pos: int) -> tuple[int, int]:
+    """Zigzag varlong (int64) at `pos` -> (value, position after it). At most 10 bytes."""
+    byte = buf[pos]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), pos + 1
+    result = byte & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varlong is longer than 10 bytes")
+    result &= 0xFFFFFFFFFFFFFFFF
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def _unsigned_varint(value: int) -> bytes:
+    if value < 0x80:
+        return _BYTE[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def write_varint(value: int) -> bytes:
+    """Zigzag varint of an int32."""
+    zigzag = (value << 1) ^ (value >> 31)
+    if zigzag >> 32:
+        raise CodecError(f"{value} does not fit a varint (int32)")
+    return _unsigned_varint(zigzag)
+
+
+def write_varlong(value: int) -> bytes:
+    """Zigzag varlong of an int64."""
+    zigzag = (value << 1) ^ (value >> 63)
+    if zigzag >> 64:
+        raise CodecError(f"{value} does not fit a varlong (int64)")
+    return _unsigned_varint(zigzag)
+
+
+_NULL_LENGTH = write_varint(-1)
+
+
+# --- records -------------------------------------------------------------------------------------
+
+class Record(NamedTuple):
+    """One record of a v2 batch, as stored: offset and timestamp relative to the batch's base.
+    BatchHeader.record_offset / record_timestamp give the absolute values."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    attributes: int = 0  # unused by Kafka so far, kept as read
+
+
+def _append_record(out: list[bytes], record: Record) -> None:
+    offset_delta, timestamp_delta, key, value, headers, attributes = record
+    parts = [_BYTE[attributes], write_varlong(timestamp_delta), write_varint(offset_delta)]
+    if key is None:
+        parts.append(_NULL_LENGTH)
+    else:
+        parts += (write_varint(len(key)), key)
+    if value is None:
+        parts.append(_NULL_LENGTH)
+    else:
+        parts += (write_varint(len(value)), value)
+    parts.append(write_varint(len(headers)))
+    for header_key, header_value in headers:
+        # surrogateescape gives back the exact bytes of a key that was not valid UTF-8 when read.
+        encoded_key = header_key.encode("utf-8", "surrogateescape")
+        parts += (write_varint(len(encoded_key)), encoded_key)
+        if header_value is None:
+            parts.append(_NULL_LENGTH)
+        else:
+            parts += (write_varint(len(header_value)), header_value)
+    out.append(write_varint(sum(map(len, parts))))
+    out += parts
+
+
+def encode_records(records: Sequence[Record]) -> bytes:
+    """The uncompressed records section of a batch."""
+    out: list[bytes] = []
+    for record in records:
+        _append_record(out, record)
+    return b"".join(out)
+
+
+def decode_records(data: bytes, count: int) -> list[Record]:
+    """Exactly `count` records filling all of `data` (the uncompressed records section)."""
+    records = []
+    append = records.append
+    end = len(data)
+    pos = 0
+    try:
+        for _ in range(count):
+            size, pos = read_varint(data, pos)
+            record_end = pos + size
+            if size < 0 or record_end > end:
+                raise CorruptRecordError(f"record size {size} does not fit the batch")
+            attributes = data[pos]
+            timestamp_delta, pos = read_varlong(data, pos + 1)
+            offset_delta, pos = read_varint(data, pos)
+
+            length, pos = read_varint(data, pos)
+            if length < 0:
+                if length != -1:
+                    raise CorruptRecordError(f"invalid record key length {length}")
+                key = None
+            else:
+                key = data[pos:pos + length]
+                pos += length
+
+            length, pos = read_varint(data, pos)
+            if length < 0:
+                if length != -1:
+                    raise CorruptRecordError(f"invalid record value length {length}")
+                value = None
+            else:
+                value = data[pos:pos + length]
+                pos += length
+
+            header_count, pos = read_varint(data, pos)
+            # Each header takes at least two bytes: this also bounds the loop on hostile counts.
+            if header_count < 0 or 2 * header_count > record_end - pos:
+                raise CorruptRecordError(f"invalid record header count {header_count}")
+            headers = []
+            for _ in range(header_count):
+                length, pos = read_varint(data, pos)
+                if length < 0:
+                    raise CorruptRecordError("record header key is null or has a negative length")
+                header_key = data[pos:pos + length].decode("utf-8", "surrogateescape")
+                pos += length
+                length, pos = read_varint(data, pos)
+                if length < 0:
+                    if length != -1:
+                        raise CorruptRecordError(f"invalid record header value length {length}")
+                    header_value = None
+                else:
+                    header_value = data[pos:pos + length]
+                    pos += length
+                headers.append((header_key, header_value))
+
+            if pos != record_end:
+                raise CorruptRecordError(f"record body takes {pos - record_end + size} bytes, its size says {size}")
+            append(Record(offset_delta, timestamp_delta, key, value, headers, attributes))
+    except IndexError:
+        raise CorruptRecordError("record data is truncated") from None
+    if pos != end:
+        raise CorruptRecordError(f"{end - pos} bytes follow the last of the batch's {count} records")
+    return records
+
+
+# --- batches -------------------------------------------------------------------------------------
+
+def build_batch(
+    records: Sequence[Record],
+    *,
+    base_offset: int = 0,
+    compression: int = CompressionType.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    timestamp_type: int = CREATE_TIME,
+    base_timestamp: int | None = None,
+    max_timestamp: int | None = None,
+    has_delete_horizon: bool = False,
+    last_offset_delta: int | None = None,
+    compression_level: int | None = None,
+) -> bytes:
+    """A complete v2 batch, CRC included.
+
+    base_timestamp defaults to NO_TIMESTAMP (-1); record timestamp deltas are relative to it.
+    max_timestamp defaults to the largest record timestamp (base_timestamp if there is no record).
+    has_delete_horizon marks base_timestamp as compaction's delete horizon.
+    last_offset_delta defaults to the last record's offset delta (0 for an empty batch; compaction
+    passes the original one when it keeps an emptied batch).
+    """
+    if base_timestamp is None:
+        base_timestamp = NO_TIMESTAMP
+    if max_timestamp is None:
+        max_timestamp = base_timestamp + max((r.timestamp_delta for r in records), default=0)
+    if last_offset_delta is None:
+        last_offset_delta = records[-1].offset_delta if records else 0
+    attributes = (
+        CompressionType(compression)
+        | (TIMESTAMP_TYPE_BIT if timestamp_type == LOG_APPEND_TIME else 0)
+        | (TRANSACTIONAL_BIT if is_transactional else 0)
+        | (CONTROL_BIT if is_control else 0)
+        | (DELETE_HORIZON_BIT if has_delete_horizon else 0)
+    )
+    payload = encode_records(records)
+    if compression != CompressionType.NONE:
+        payload = compress(compression, payload, level=compression_level)
+    fields = [
+        base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload), partition_leader_epoch, 2, 0,
+        attributes, last_offset_delta, base_timestamp, max_timestamp,
+        producer_id, producer_epoch, base_sequence, len(records),
+    ]
+    try:
+        header = BATCH_HEADER.pack(*fields)
+        fields[4] = _crc32c.crc32c(payload, _crc32c.crc32c(header[CRC_START:]))
+        return BATCH_HEADER.pack(*fields) + payload
+    except struct.error as exc:
+        raise CodecError(f"record batch field out of range: {exc}") from None
+
+
+def decode_batch(buf, pos: int = 0, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> tuple[BatchHeader, list[Record]]:
+    """Check and decode the whole batch at `pos`: CorruptRecordError (DecompressionError for the
+    codec's part) on truncation, a CRC mismatch or any malformed record."""
+    header = parse_batch_header(buf, pos)
+    end = pos + header.size
+    if end > len(buf):
+        raise CorruptRecordError(f"record batch of {header.size} bytes is truncated to {len(buf) - pos}")
+    crc = batch_crc(buf, pos, header)
+    if crc != header.crc:
+        raise CorruptRecordError(f"record batch CRC is {crc:#010x}, header says {header.crc:#010x}")
+    if header.records_count < 0:
+        raise CorruptRecordError(f"invalid record count {header.records_count}")
+    payload = memoryview(buf)[pos + BATCH_HEADER_SIZE:end]
+    if header.compression == CompressionType.NONE:
+        data = bytes(payload)
+    else:
+        data = decompress(header.compression, payload, max_decompressed)
+    return header, decode_records(data, header.records_count)
+
+
+def iter_records(buf, pos: int = 0, end: int | None = None, *,
+                 max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> Iterator[tuple[BatchHeader, Record]]:
+    """(header, record) for every record of every complete batch in buf[pos:end]."""
+    for batch_pos, _ in iter_batch_headers(buf, pos, end):
+        header, records = decode_batch(buf, batch_pos, max_decompressed=max_decompressed)
+        for record in records:
+            yield header, record
+
+
+def recompress_batch(buf, pos: int, target_compression: int, *, compression_level: int | None = None,
+                     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+    """The batch at `pos` re-encoded with another codec; every other header field is kept."""
+    header, records = decode_batch(buf, pos, max_decompressed=max_decompressed)
+    return build_batch(
+        records,
+        base_offset=header.base_offset,
+        compression=target_compression,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        is_transactional=header.is_transactional,
+        is_control=header.is_control,
+        partition_leader_epoch=header.partition_leader_epoch,
+        timestamp_type=header.timestamp_type,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=header.max_timestamp,
+        has_delete_horizon=header.has_delete_horizon,
+        last_offset_delta=header.last_offset_delta,
+        compression_level=compression_level,
+    )
+
+
+# --- control records -----------------------------------------------------------------------------
+
+class ControlRecordType(IntEnum):
+    """The type in a control record's key (Java's ControlRecordType)."""
+
+    UNKNOWN = -1  # a type this broker does not know; Kafka reads such records and ignores them
+    ABORT = 0
+    COMMIT = 1
+
+
+class ControlRecord(NamedTuple):
+    type: ControlRecordType
+    version: int  # of the key
+    coordinator_epoch: int | None  # from the value of COMMIT and ABORT markers
+
+
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_END_TXN_MARKER_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch
+_CONTROL_KEY_VERSION = 0
+_END_TXN_MARKER_VERSION = 0
+
+
+def build_control_batch(kind: ControlRecordType | str, producer_id: int, producer_epoch: int,
+                        coordinator_epoch: int, base_offset: int, timestamp: int, *,
+                        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
+    """The end-transaction marker batch ("COMMIT" or "ABORT") the broker writes for a producer."""
+    kind = ControlRecordType[kind] if isinstance(kind, str) else ControlRecordType(kind)
+    if kind is ControlRecordType.UNKNOWN:
+        raise ValueError("an end-transaction marker is COMMIT or ABORT")
+    record = Record(
+        offset_delta=0,
+        timestamp_delta=0,
+        key=_CONTROL_KEY.pack(_CONTROL_KEY_VERSION, kind),
+        value=_END_TXN_MARKER_VALUE.pack(_END_TXN_MARKER_VERSION, coordinator_epoch),
+        headers=[],
+    )
+    return build_batch(
+        [record],
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
+        base_timestamp=timestamp,
+        max_timestamp=timestamp,
+    )
+
+
+def parse_control_record(record: Record) -> ControlRecord:
+    """Read a control batch's record. Newer key/value versions are accepted, as Kafka does."""
+    key = record.key
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise CorruptRecordError("control record key is shorter than 4 bytes")
+    version, type_id = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise CorruptRecordError(f"invalid control record key version {version}")
+    try:
+        kind = ControlRecordType(type_id)
+    except ValueError:
+        kind = ControlRecordType.UNKNOWN
+    if kind is ControlRecordType.UNKNOWN:
+        return ControlRecord(kind, version, None)
+    value = record.value
+    if value is None or len(value) < _END_TXN_MARKER_VALUE.size:
+        raise CorruptRecordError("end-transaction marker value is shorter than 6 bytes")
+    value_version, coordinator_epoch = _END_TXN_MARKER_VALUE.unpack_from(value)
+    if value_version < 0:
+        raise CorruptRecordError(f"invalid end-transaction marker version {value_version}")
+    return ControlRecord(kind, version, coordinator_epoch)
