@@ -1,6 +1,7 @@
 """Generate wire/messages/ from Apache Kafka's message schemas.
 
-Usage: python tools/gen_messages.py [../shared/kafka-protocol/messages]
+Usage: python tools/gen_messages.py [SCHEMA_DIR [OUTPUT_DIR]]
+(defaults: ../shared/kafka-protocol/messages and wire/messages)
 
 For every schema (requests, responses, headers, data) it writes one module with a class per struct
 (fields in __slots__, Kafka's names in snake_case) and, per struct and per version, a decode and an
@@ -734,8 +735,8 @@ class ModuleWriter:
             "# ruff: noqa",
             "import struct",
             "",
-            "from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,",
-            "                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,",
+            "from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,",
+            "                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,",
             "                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)",
             "",
         ]
@@ -751,9 +752,21 @@ class ModuleWriter:
         out.append(f"{spec.root.name}._decoders = ({decoders},)")
         out.append(f"{spec.root.name}._encoders = ({encoders},)")
         for s in spec.structs:
+            out.append(self.render_schema(s))
+        for s in spec.structs:
             if s is not spec.root:
                 out.append(f"{spec.root.name}.{s.name} = {s.name}")
         return "\n".join(out) + "\n"
+
+    def render_schema(self, s: StructSpec) -> str:
+        """The class's FieldInfo tuple, assigned once every class of the module exists."""
+        rows = []
+        for f in s.fields:
+            tagged = f.tagged.as_tuple() if f.tag is not None else "None"
+            struct_ref = f.struct.name if f.struct is not None else "None"
+            rows.append(f"    FieldInfo({f.attr!r}, {f.type!r}, {f.versions.as_tuple()}, {f.nullable.as_tuple()}, "
+                        f"{f.tag!r}, {tagged}, {struct_ref}),")
+        return "\n".join([f"{s.name}._schema = (", *rows, ")"])
 
     def render_class(self, s: StructSpec, is_root: bool) -> str:
         spec = self.spec
@@ -832,16 +845,23 @@ def render_index(specs: list[MessageSpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str]) -> None:
-    source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
+def generate(source: Path, output: Path) -> int:
+    """Write every message module for the schemas in `source` into `output`; returns how many."""
     specs = [parse_message(p) for p in sorted(source.glob("*.json"))]
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    for old in OUTPUT.glob("*.py"):
+    output.mkdir(parents=True, exist_ok=True)
+    for old in output.glob("*.py"):
         old.unlink()
     for spec in specs:
-        (OUTPUT / f"{module_name(spec.name)}.py").write_text(ModuleWriter(spec).render())
-    (OUTPUT / "__init__.py").write_text(render_index(specs))
-    print(f"generated {len(specs)} message modules into {OUTPUT.relative_to(ROOT)}")
+        (output / f"{module_name(spec.name)}.py").write_text(ModuleWriter(spec).render())
+    (output / "__init__.py").write_text(render_index(specs))
+    return len(specs)
+
+
+def main(argv: list[str]) -> None:
+    source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
+    output = Path(argv[2]) if len(argv) > 2 else OUTPUT
+    count = generate(source, output)
+    print(f"generated {count} message modules into {output}")
 
 
 if __name__ == "__main__":

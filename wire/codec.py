@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import NamedTuple
 
 from .exceptions import CodecError, UnsupportedVersionError
 
@@ -195,11 +196,37 @@ def write_tags(out: bytearray, known: list[tuple[int, bytes]], unknown: list | N
 
 # --- structs and messages ----------------------------------------------------------------------
 
+class FieldInfo(NamedTuple):
+    """What the schema says of one field: lets tests and tools walk any message generically."""
+
+    name: str  # the attribute
+    type: str  # Kafka's type: "int32", "string", "[]int32", "[]SomeStruct", ...
+    versions: tuple[int, int]  # inclusive
+    nullable: tuple[int, int] | None
+    tag: int | None
+    tagged: tuple[int, int] | None  # versions in which the field is tagged
+    struct: type | None  # the generated class of a struct or struct-array field
+
+    def in_version(self, version: int) -> bool:
+        return self.versions[0] <= version <= self.versions[1]
+
+    def nullable_in(self, version: int) -> bool:
+        return self.nullable is not None and self.nullable[0] <= version <= self.nullable[1]
+
+    def tagged_in(self, version: int) -> bool:
+        return self.tagged is not None and self.tagged[0] <= version <= self.tagged[1]
+
+    @property
+    def is_array(self) -> bool:
+        return self.type.startswith("[]")
+
+
 class Struct:
     """Base of every generated struct: fields in __slots__, compared and printed by value."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
+    _schema: tuple[FieldInfo, ...] = ()
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

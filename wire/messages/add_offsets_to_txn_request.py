@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -121,3 +121,9 @@ def _e_AddOffsetsToTxnRequest_v3(o, out):
 
 AddOffsetsToTxnRequest._decoders = (_d_AddOffsetsToTxnRequest_v0, _d_AddOffsetsToTxnRequest_v0, _d_AddOffsetsToTxnRequest_v0, _d_AddOffsetsToTxnRequest_v3, _d_AddOffsetsToTxnRequest_v3,)
 AddOffsetsToTxnRequest._encoders = (_e_AddOffsetsToTxnRequest_v0, _e_AddOffsetsToTxnRequest_v0, _e_AddOffsetsToTxnRequest_v0, _e_AddOffsetsToTxnRequest_v3, _e_AddOffsetsToTxnRequest_v3,)
+AddOffsetsToTxnRequest._schema = (
+    FieldInfo('transactional_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -357,5 +357,23 @@ def _e_AddPartitionsToTxnRequest_v4(o, out):
 
 AddPartitionsToTxnRequest._decoders = (_d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v3, _d_AddPartitionsToTxnRequest_v4, _d_AddPartitionsToTxnRequest_v4,)
 AddPartitionsToTxnRequest._encoders = (_e_AddPartitionsToTxnRequest_v0, _e_AddPartitionsToTxnRequest_v0, _e_AddPartitionsToTxnRequest_v0, _e_AddPartitionsToTxnRequest_v3, _e_AddPartitionsToTxnRequest_v4, _e_AddPartitionsToTxnRequest_v4,)
+AddPartitionsToTxnTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+AddPartitionsToTxnTransaction._schema = (
+    FieldInfo('transactional_id', 'string', (4, 32767), None, None, None, None),
+    FieldInfo('producer_id', 'int64', (4, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int16', (4, 32767), None, None, None, None),
+    FieldInfo('verify_only', 'bool', (4, 32767), None, None, None, None),
+    FieldInfo('topics', '[]AddPartitionsToTxnTopic', (4, 32767), None, None, None, AddPartitionsToTxnTopic),
+)
+AddPartitionsToTxnRequest._schema = (
+    FieldInfo('transactions', '[]AddPartitionsToTxnTransaction', (4, 32767), None, None, None, AddPartitionsToTxnTransaction),
+    FieldInfo('v3_and_below_transactional_id', 'string', (0, 3), None, None, None, None),
+    FieldInfo('v3_and_below_producer_id', 'int64', (0, 3), None, None, None, None),
+    FieldInfo('v3_and_below_producer_epoch', 'int16', (0, 3), None, None, None, None),
+    FieldInfo('v3_and_below_topics', '[]AddPartitionsToTxnTopic', (0, 3), None, None, None, AddPartitionsToTxnTopic),
+)
 AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = AddPartitionsToTxnTopic
 AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction = AddPartitionsToTxnTransaction

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -374,6 +374,24 @@ def _e_AddPartitionsToTxnResponse_v4(o, out):
 
 AddPartitionsToTxnResponse._decoders = (_d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v3, _d_AddPartitionsToTxnResponse_v4, _d_AddPartitionsToTxnResponse_v4,)
 AddPartitionsToTxnResponse._encoders = (_e_AddPartitionsToTxnResponse_v0, _e_AddPartitionsToTxnResponse_v0, _e_AddPartitionsToTxnResponse_v0, _e_AddPartitionsToTxnResponse_v3, _e_AddPartitionsToTxnResponse_v4, _e_AddPartitionsToTxnResponse_v4,)
+AddPartitionsToTxnPartitionResult._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('partition_error_code', 'int16', (0, 32767), None, None, None, None),
+)
+AddPartitionsToTxnTopicResult._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('results_by_partition', '[]AddPartitionsToTxnPartitionResult', (0, 32767), None, None, None, AddPartitionsToTxnPartitionResult),
+)
+AddPartitionsToTxnResult._schema = (
+    FieldInfo('transactional_id', 'string', (4, 32767), None, None, None, None),
+    FieldInfo('topic_results', '[]AddPartitionsToTxnTopicResult', (4, 32767), None, None, None, AddPartitionsToTxnTopicResult),
+)
+AddPartitionsToTxnResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (4, 32767), None, None, None, None),
+    FieldInfo('results_by_transaction', '[]AddPartitionsToTxnResult', (4, 32767), None, None, None, AddPartitionsToTxnResult),
+    FieldInfo('results_by_topic_v3_and_below', '[]AddPartitionsToTxnTopicResult', (0, 3), None, None, None, AddPartitionsToTxnTopicResult),
+)
 AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult = AddPartitionsToTxnPartitionResult
 AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult = AddPartitionsToTxnTopicResult
 AddPartitionsToTxnResponse.AddPartitionsToTxnResult = AddPartitionsToTxnResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_W = struct.Struct('>H')
@@ -164,4 +164,16 @@ def _e_AddRaftVoterRequest_v0(o, out):
 
 AddRaftVoterRequest._decoders = (_d_AddRaftVoterRequest_v0,)
 AddRaftVoterRequest._encoders = (_e_AddRaftVoterRequest_v0,)
+Listener._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (0, 32767), None, None, None, None),
+)
+AddRaftVoterRequest._schema = (
+    FieldInfo('cluster_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('voter_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('voter_directory_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('listeners', '[]Listener', (0, 32767), None, None, None, Listener),
+)
 AddRaftVoterRequest.Listener = Listener

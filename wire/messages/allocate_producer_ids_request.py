@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_iq = struct.Struct('>iq')
@@ -54,3 +54,7 @@ def _e_AllocateProducerIdsRequest_v0(o, out):
 
 AllocateProducerIdsRequest._decoders = (_d_AllocateProducerIdsRequest_v0,)
 AllocateProducerIdsRequest._encoders = (_e_AllocateProducerIdsRequest_v0,)
+AllocateProducerIdsRequest._schema = (
+    FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),
+)

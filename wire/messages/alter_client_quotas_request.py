@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_do = struct.Struct('>d?')
@@ -385,6 +385,23 @@ def _e_AlterClientQuotasRequest_v1(o, out):
 
 AlterClientQuotasRequest._decoders = (_d_AlterClientQuotasRequest_v0, _d_AlterClientQuotasRequest_v1,)
 AlterClientQuotasRequest._encoders = (_e_AlterClientQuotasRequest_v0, _e_AlterClientQuotasRequest_v1,)
+EntityData._schema = (
+    FieldInfo('entity_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('entity_name', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+OpData._schema = (
+    FieldInfo('key', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('value', 'float64', (0, 32767), None, None, None, None),
+    FieldInfo('remove', 'bool', (0, 32767), None, None, None, None),
+)
+EntryData._schema = (
+    FieldInfo('entity', '[]EntityData', (0, 32767), None, None, None, EntityData),
+    FieldInfo('ops', '[]OpData', (0, 32767), None, None, None, OpData),
+)
+AlterClientQuotasRequest._schema = (
+    FieldInfo('entries', '[]EntryData', (0, 32767), None, None, None, EntryData),
+    FieldInfo('validate_only', 'bool', (0, 32767), None, None, None, None),
+)
 AlterClientQuotasRequest.EntityData = EntityData
 AlterClientQuotasRequest.OpData = OpData
 AlterClientQuotasRequest.EntryData = EntryData

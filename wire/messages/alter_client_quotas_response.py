@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -306,5 +306,18 @@ def _e_AlterClientQuotasResponse_v1(o, out):
 
 AlterClientQuotasResponse._decoders = (_d_AlterClientQuotasResponse_v0, _d_AlterClientQuotasResponse_v1,)
 AlterClientQuotasResponse._encoders = (_e_AlterClientQuotasResponse_v0, _e_AlterClientQuotasResponse_v1,)
+EntityData._schema = (
+    FieldInfo('entity_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('entity_name', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+EntryData._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('entity', '[]EntityData', (0, 32767), None, None, None, EntityData),
+)
+AlterClientQuotasResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('entries', '[]EntryData', (0, 32767), None, None, None, EntryData),
+)
 AlterClientQuotasResponse.EntityData = EntityData
 AlterClientQuotasResponse.EntryData = EntryData

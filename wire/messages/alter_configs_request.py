@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -308,5 +308,18 @@ def _e_AlterConfigsRequest_v2(o, out):
 
 AlterConfigsRequest._decoders = (_d_AlterConfigsRequest_v0, _d_AlterConfigsRequest_v0, _d_AlterConfigsRequest_v2,)
 AlterConfigsRequest._encoders = (_e_AlterConfigsRequest_v0, _e_AlterConfigsRequest_v0, _e_AlterConfigsRequest_v2,)
+AlterableConfig._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('value', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+AlterConfigsResource._schema = (
+    FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('configs', '[]AlterableConfig', (0, 32767), None, None, None, AlterableConfig),
+)
+AlterConfigsRequest._schema = (
+    FieldInfo('resources', '[]AlterConfigsResource', (0, 32767), None, None, None, AlterConfigsResource),
+    FieldInfo('validate_only', 'bool', (0, 32767), None, None, None, None),
+)
 AlterConfigsRequest.AlterableConfig = AlterableConfig
 AlterConfigsRequest.AlterConfigsResource = AlterConfigsResource

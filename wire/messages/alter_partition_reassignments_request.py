@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -192,5 +192,17 @@ def _e_AlterPartitionReassignmentsRequest_v0(o, out):
 
 AlterPartitionReassignmentsRequest._decoders = (_d_AlterPartitionReassignmentsRequest_v0,)
 AlterPartitionReassignmentsRequest._encoders = (_e_AlterPartitionReassignmentsRequest_v0,)
+ReassignablePartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replicas', '[]int32', (0, 32767), (0, 32767), None, None, None),
+)
+ReassignableTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]ReassignablePartition', (0, 32767), None, None, None, ReassignablePartition),
+)
+AlterPartitionReassignmentsRequest._schema = (
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]ReassignableTopic', (0, 32767), None, None, None, ReassignableTopic),
+)
 AlterPartitionReassignmentsRequest.ReassignablePartition = ReassignablePartition
 AlterPartitionReassignmentsRequest.ReassignableTopic = ReassignableTopic

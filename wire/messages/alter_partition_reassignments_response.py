@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ih = struct.Struct('>ih')
@@ -214,5 +214,20 @@ def _e_AlterPartitionReassignmentsResponse_v0(o, out):
 
 AlterPartitionReassignmentsResponse._decoders = (_d_AlterPartitionReassignmentsResponse_v0,)
 AlterPartitionReassignmentsResponse._encoders = (_e_AlterPartitionReassignmentsResponse_v0,)
+ReassignablePartitionResponse._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+ReassignableTopicResponse._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]ReassignablePartitionResponse', (0, 32767), None, None, None, ReassignablePartitionResponse),
+)
+AlterPartitionReassignmentsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('responses', '[]ReassignableTopicResponse', (0, 32767), None, None, None, ReassignableTopicResponse),
+)
 AlterPartitionReassignmentsResponse.ReassignablePartitionResponse = ReassignablePartitionResponse
 AlterPartitionReassignmentsResponse.ReassignableTopicResponse = ReassignableTopicResponse

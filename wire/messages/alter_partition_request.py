@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -630,6 +630,28 @@ def _e_AlterPartitionRequest_v3(o, out):
 
 AlterPartitionRequest._decoders = (_d_AlterPartitionRequest_v0, _d_AlterPartitionRequest_v1, _d_AlterPartitionRequest_v2, _d_AlterPartitionRequest_v3,)
 AlterPartitionRequest._encoders = (_e_AlterPartitionRequest_v0, _e_AlterPartitionRequest_v1, _e_AlterPartitionRequest_v2, _e_AlterPartitionRequest_v3,)
+BrokerState._schema = (
+    FieldInfo('broker_id', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (3, 32767), None, None, None, None),
+)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('new_isr', '[]int32', (0, 2), None, None, None, None),
+    FieldInfo('new_isr_with_epochs', '[]BrokerState', (3, 32767), None, None, None, BrokerState),
+    FieldInfo('leader_recovery_state', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('partition_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 1), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (2, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+AlterPartitionRequest._schema = (
+    FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+)
 AlterPartitionRequest.BrokerState = BrokerState
 AlterPartitionRequest.PartitionData = PartitionData
 AlterPartitionRequest.TopicData = TopicData

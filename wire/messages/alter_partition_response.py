@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -445,5 +445,24 @@ def _e_AlterPartitionResponse_v2(o, out):
 
 AlterPartitionResponse._decoders = (_d_AlterPartitionResponse_v0, _d_AlterPartitionResponse_v1, _d_AlterPartitionResponse_v2, _d_AlterPartitionResponse_v2,)
 AlterPartitionResponse._encoders = (_e_AlterPartitionResponse_v0, _e_AlterPartitionResponse_v1, _e_AlterPartitionResponse_v2, _e_AlterPartitionResponse_v2,)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('isr', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_recovery_state', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('partition_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 1), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (2, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+AlterPartitionResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+)
 AlterPartitionResponse.PartitionData = PartitionData
 AlterPartitionResponse.TopicData = TopicData

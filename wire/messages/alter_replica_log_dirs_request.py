@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -288,5 +288,16 @@ def _e_AlterReplicaLogDirsRequest_v2(o, out):
 
 AlterReplicaLogDirsRequest._decoders = (_d_AlterReplicaLogDirsRequest_v0, _d_AlterReplicaLogDirsRequest_v0, _d_AlterReplicaLogDirsRequest_v2,)
 AlterReplicaLogDirsRequest._encoders = (_e_AlterReplicaLogDirsRequest_v0, _e_AlterReplicaLogDirsRequest_v0, _e_AlterReplicaLogDirsRequest_v2,)
+AlterReplicaLogDirTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+AlterReplicaLogDir._schema = (
+    FieldInfo('path', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]AlterReplicaLogDirTopic', (0, 32767), None, None, None, AlterReplicaLogDirTopic),
+)
+AlterReplicaLogDirsRequest._schema = (
+    FieldInfo('dirs', '[]AlterReplicaLogDir', (0, 32767), None, None, None, AlterReplicaLogDir),
+)
 AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic = AlterReplicaLogDirTopic
 AlterReplicaLogDirsRequest.AlterReplicaLogDir = AlterReplicaLogDir

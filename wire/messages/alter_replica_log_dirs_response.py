@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -248,5 +248,17 @@ def _e_AlterReplicaLogDirsResponse_v2(o, out):
 
 AlterReplicaLogDirsResponse._decoders = (_d_AlterReplicaLogDirsResponse_v0, _d_AlterReplicaLogDirsResponse_v0, _d_AlterReplicaLogDirsResponse_v2,)
 AlterReplicaLogDirsResponse._encoders = (_e_AlterReplicaLogDirsResponse_v0, _e_AlterReplicaLogDirsResponse_v0, _e_AlterReplicaLogDirsResponse_v2,)
+AlterReplicaLogDirPartitionResult._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+AlterReplicaLogDirTopicResult._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]AlterReplicaLogDirPartitionResult', (0, 32767), None, None, None, AlterReplicaLogDirPartitionResult),
+)
+AlterReplicaLogDirsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('results', '[]AlterReplicaLogDirTopicResult', (0, 32767), None, None, None, AlterReplicaLogDirTopicResult),
+)
 AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult = AlterReplicaLogDirPartitionResult
 AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult = AlterReplicaLogDirTopicResult

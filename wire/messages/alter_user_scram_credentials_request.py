@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -229,5 +229,20 @@ def _e_AlterUserScramCredentialsRequest_v0(o, out):
 
 AlterUserScramCredentialsRequest._decoders = (_d_AlterUserScramCredentialsRequest_v0,)
 AlterUserScramCredentialsRequest._encoders = (_e_AlterUserScramCredentialsRequest_v0,)
+ScramCredentialDeletion._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('mechanism', 'int8', (0, 32767), None, None, None, None),
+)
+ScramCredentialUpsertion._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('mechanism', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('iterations', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('salt', 'bytes', (0, 32767), None, None, None, None),
+    FieldInfo('salted_password', 'bytes', (0, 32767), None, None, None, None),
+)
+AlterUserScramCredentialsRequest._schema = (
+    FieldInfo('deletions', '[]ScramCredentialDeletion', (0, 32767), None, None, None, ScramCredentialDeletion),
+    FieldInfo('upsertions', '[]ScramCredentialUpsertion', (0, 32767), None, None, None, ScramCredentialUpsertion),
+)
 AlterUserScramCredentialsRequest.ScramCredentialDeletion = ScramCredentialDeletion
 AlterUserScramCredentialsRequest.ScramCredentialUpsertion = ScramCredentialUpsertion

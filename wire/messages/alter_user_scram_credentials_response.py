@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -144,4 +144,13 @@ def _e_AlterUserScramCredentialsResponse_v0(o, out):
 
 AlterUserScramCredentialsResponse._decoders = (_d_AlterUserScramCredentialsResponse_v0,)
 AlterUserScramCredentialsResponse._encoders = (_e_AlterUserScramCredentialsResponse_v0,)
+AlterUserScramCredentialsResult._schema = (
+    FieldInfo('user', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+AlterUserScramCredentialsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('results', '[]AlterUserScramCredentialsResult', (0, 32767), None, None, None, AlterUserScramCredentialsResult),
+)
 AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult = AlterUserScramCredentialsResult

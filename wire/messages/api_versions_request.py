@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 
@@ -92,3 +92,7 @@ def _e_ApiVersionsRequest_v3(o, out):
 
 ApiVersionsRequest._decoders = (_d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v3, _d_ApiVersionsRequest_v3,)
 ApiVersionsRequest._encoders = (_e_ApiVersionsRequest_v0, _e_ApiVersionsRequest_v0, _e_ApiVersionsRequest_v0, _e_ApiVersionsRequest_v3, _e_ApiVersionsRequest_v3,)
+ApiVersionsRequest._schema = (
+    FieldInfo('client_software_name', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('client_software_version', 'string', (3, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -370,6 +370,30 @@ def _e_ApiVersionsResponse_v3(o, out):
 
 ApiVersionsResponse._decoders = (_d_ApiVersionsResponse_v0, _d_ApiVersionsResponse_v1, _d_ApiVersionsResponse_v1, _d_ApiVersionsResponse_v3, _d_ApiVersionsResponse_v3,)
 ApiVersionsResponse._encoders = (_e_ApiVersionsResponse_v0, _e_ApiVersionsResponse_v1, _e_ApiVersionsResponse_v1, _e_ApiVersionsResponse_v3, _e_ApiVersionsResponse_v3,)
+ApiVersion._schema = (
+    FieldInfo('api_key', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('min_version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('max_version', 'int16', (0, 32767), None, None, None, None),
+)
+SupportedFeatureKey._schema = (
+    FieldInfo('name', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('min_version', 'int16', (3, 32767), None, None, None, None),
+    FieldInfo('max_version', 'int16', (3, 32767), None, None, None, None),
+)
+FinalizedFeatureKey._schema = (
+    FieldInfo('name', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('max_version_level', 'int16', (3, 32767), None, None, None, None),
+    FieldInfo('min_version_level', 'int16', (3, 32767), None, None, None, None),
+)
+ApiVersionsResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('api_keys', '[]ApiVersion', (0, 32767), None, None, None, ApiVersion),
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('supported_features', '[]SupportedFeatureKey', (3, 32767), None, 0, (3, 32767), SupportedFeatureKey),
+    FieldInfo('finalized_features_epoch', 'int64', (3, 32767), None, 1, (3, 32767), None),
+    FieldInfo('finalized_features', '[]FinalizedFeatureKey', (3, 32767), None, 2, (3, 32767), FinalizedFeatureKey),
+    FieldInfo('zk_migration_ready', 'bool', (3, 32767), None, 3, (3, 32767), None),
+)
 ApiVersionsResponse.ApiVersion = ApiVersion
 ApiVersionsResponse.SupportedFeatureKey = SupportedFeatureKey
 ApiVersionsResponse.FinalizedFeatureKey = FinalizedFeatureKey

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -223,6 +223,22 @@ def _e_AssignReplicasToDirsRequest_v0(o, out):
 
 AssignReplicasToDirsRequest._decoders = (_d_AssignReplicasToDirsRequest_v0,)
 AssignReplicasToDirsRequest._encoders = (_e_AssignReplicasToDirsRequest_v0,)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+)
+TopicData._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+DirectoryData._schema = (
+    FieldInfo('id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+)
+AssignReplicasToDirsRequest._schema = (
+    FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('directories', '[]DirectoryData', (0, 32767), None, None, None, DirectoryData),
+)
 AssignReplicasToDirsRequest.PartitionData = PartitionData
 AssignReplicasToDirsRequest.TopicData = TopicData
 AssignReplicasToDirsRequest.DirectoryData = DirectoryData

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_W = struct.Struct('>H')
@@ -375,6 +375,27 @@ def _e_BeginQuorumEpochRequest_v1(o, out):
 
 BeginQuorumEpochRequest._decoders = (_d_BeginQuorumEpochRequest_v0, _d_BeginQuorumEpochRequest_v1,)
 BeginQuorumEpochRequest._encoders = (_e_BeginQuorumEpochRequest_v0, _e_BeginQuorumEpochRequest_v1,)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('voter_directory_id', 'uuid', (1, 32767), None, None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+LeaderEndpoint._schema = (
+    FieldInfo('name', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (1, 32767), None, None, None, None),
+)
+BeginQuorumEpochRequest._schema = (
+    FieldInfo('cluster_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('voter_id', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+    FieldInfo('leader_endpoints', '[]LeaderEndpoint', (1, 32767), None, None, None, LeaderEndpoint),
+)
 BeginQuorumEpochRequest.PartitionData = PartitionData
 BeginQuorumEpochRequest.TopicData = TopicData
 BeginQuorumEpochRequest.LeaderEndpoint = LeaderEndpoint

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_iqqoo = struct.Struct('>iqq??')
@@ -110,3 +110,11 @@ def _e_BrokerHeartbeatRequest_v1(o, out):
 
 BrokerHeartbeatRequest._decoders = (_d_BrokerHeartbeatRequest_v0, _d_BrokerHeartbeatRequest_v1,)
 BrokerHeartbeatRequest._encoders = (_e_BrokerHeartbeatRequest_v0, _e_BrokerHeartbeatRequest_v1,)
+BrokerHeartbeatRequest._schema = (
+    FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('current_metadata_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('want_fence', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('want_shut_down', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('offline_log_dirs', '[]uuid', (1, 32767), None, '0', (1, 32767), None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ihooo = struct.Struct('>ih???')
@@ -57,3 +57,10 @@ def _e_BrokerHeartbeatResponse_v0(o, out):
 
 BrokerHeartbeatResponse._decoders = (_d_BrokerHeartbeatResponse_v0, _d_BrokerHeartbeatResponse_v0,)
 BrokerHeartbeatResponse._encoders = (_e_BrokerHeartbeatResponse_v0, _e_BrokerHeartbeatResponse_v0,)
+BrokerHeartbeatResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('is_caught_up', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('is_fenced', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('should_shut_down', 'bool', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -620,5 +620,27 @@ def _e_BrokerRegistrationRequest_v3(o, out):
 
 BrokerRegistrationRequest._decoders = (_d_BrokerRegistrationRequest_v0, _d_BrokerRegistrationRequest_v1, _d_BrokerRegistrationRequest_v2, _d_BrokerRegistrationRequest_v3, _d_BrokerRegistrationRequest_v3,)
 BrokerRegistrationRequest._encoders = (_e_BrokerRegistrationRequest_v0, _e_BrokerRegistrationRequest_v1, _e_BrokerRegistrationRequest_v2, _e_BrokerRegistrationRequest_v3, _e_BrokerRegistrationRequest_v3,)
+Listener._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (0, 32767), None, None, None, None),
+    FieldInfo('security_protocol', 'int16', (0, 32767), None, None, None, None),
+)
+Feature._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('min_supported_version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('max_supported_version', 'int16', (0, 32767), None, None, None, None),
+)
+BrokerRegistrationRequest._schema = (
+    FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('cluster_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('incarnation_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('listeners', '[]Listener', (0, 32767), None, None, None, Listener),
+    FieldInfo('features', '[]Feature', (0, 32767), None, None, None, Feature),
+    FieldInfo('rack', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('is_migrating_zk_broker', 'bool', (1, 32767), None, None, None, None),
+    FieldInfo('log_dirs', '[]uuid', (2, 32767), None, None, None, None),
+    FieldInfo('previous_broker_epoch', 'int64', (3, 32767), None, None, None, None),
+)
 BrokerRegistrationRequest.Listener = Listener
 BrokerRegistrationRequest.Feature = Feature

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ihq = struct.Struct('>ihq')
@@ -55,3 +55,8 @@ def _e_BrokerRegistrationResponse_v0(o, out):
 
 BrokerRegistrationResponse._decoders = (_d_BrokerRegistrationResponse_v0, _d_BrokerRegistrationResponse_v0, _d_BrokerRegistrationResponse_v0, _d_BrokerRegistrationResponse_v0, _d_BrokerRegistrationResponse_v0,)
 BrokerRegistrationResponse._encoders = (_e_BrokerRegistrationResponse_v0, _e_BrokerRegistrationResponse_v0, _e_BrokerRegistrationResponse_v0, _e_BrokerRegistrationResponse_v0, _e_BrokerRegistrationResponse_v0,)
+BrokerRegistrationResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_o = struct.Struct('>?')
@@ -85,3 +85,7 @@ def _e_ConsumerGroupDescribeRequest_v0(o, out):
 
 ConsumerGroupDescribeRequest._decoders = (_d_ConsumerGroupDescribeRequest_v0,)
 ConsumerGroupDescribeRequest._encoders = (_e_ConsumerGroupDescribeRequest_v0,)
+ConsumerGroupDescribeRequest._schema = (
+    FieldInfo('group_ids', '[]string', (0, 32767), None, None, None, None),
+    FieldInfo('include_authorized_operations', 'bool', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -436,4 +436,20 @@ def _e_ConsumerGroupHeartbeatRequest_v1(o, out):
 
 ConsumerGroupHeartbeatRequest._decoders = (_d_ConsumerGroupHeartbeatRequest_v0, _d_ConsumerGroupHeartbeatRequest_v1,)
 ConsumerGroupHeartbeatRequest._encoders = (_e_ConsumerGroupHeartbeatRequest_v0, _e_ConsumerGroupHeartbeatRequest_v1,)
+TopicPartitions._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+ConsumerGroupHeartbeatRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('member_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('instance_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('rack_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('rebalance_timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('subscribed_topic_names', '[]string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('subscribed_topic_regex', 'string', (1, 32767), (1, 32767), None, None, None),
+    FieldInfo('server_assignor', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('topic_partitions', '[]TopicPartitions', (0, 32767), (0, 32767), None, None, TopicPartitions),
+)
 ConsumerGroupHeartbeatRequest.TopicPartitions = TopicPartitions

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -210,5 +210,21 @@ def _e_ConsumerGroupHeartbeatResponse_v0(o, out):
 
 ConsumerGroupHeartbeatResponse._decoders = (_d_ConsumerGroupHeartbeatResponse_v0, _d_ConsumerGroupHeartbeatResponse_v0,)
 ConsumerGroupHeartbeatResponse._encoders = (_e_ConsumerGroupHeartbeatResponse_v0, _e_ConsumerGroupHeartbeatResponse_v0,)
+TopicPartitions._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+Assignment._schema = (
+    FieldInfo('topic_partitions', '[]TopicPartitions', (0, 32767), None, None, None, TopicPartitions),
+)
+ConsumerGroupHeartbeatResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('member_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('heartbeat_interval_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('assignment', 'Assignment', (0, 32767), (0, 32767), None, None, Assignment),
+)
 ConsumerGroupHeartbeatResponse.TopicPartitions = TopicPartitions
 ConsumerGroupHeartbeatResponse.Assignment = Assignment

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -105,4 +105,12 @@ def _e_ConsumerProtocolAssignment_v0(o, out):
 
 ConsumerProtocolAssignment._decoders = (_d_ConsumerProtocolAssignment_v0, _d_ConsumerProtocolAssignment_v0, _d_ConsumerProtocolAssignment_v0, _d_ConsumerProtocolAssignment_v0,)
 ConsumerProtocolAssignment._encoders = (_e_ConsumerProtocolAssignment_v0, _e_ConsumerProtocolAssignment_v0, _e_ConsumerProtocolAssignment_v0, _e_ConsumerProtocolAssignment_v0,)
+TopicPartition._schema = (
+    FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+ConsumerProtocolAssignment._schema = (
+    FieldInfo('assigned_partitions', '[]TopicPartition', (0, 32767), None, None, None, TopicPartition),
+    FieldInfo('user_data', 'bytes', (0, 32767), (0, 32767), None, None, None),
+)
 ConsumerProtocolAssignment.TopicPartition = TopicPartition

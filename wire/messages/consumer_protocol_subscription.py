@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -315,4 +315,15 @@ def _e_ConsumerProtocolSubscription_v3(o, out):
 
 ConsumerProtocolSubscription._decoders = (_d_ConsumerProtocolSubscription_v0, _d_ConsumerProtocolSubscription_v1, _d_ConsumerProtocolSubscription_v2, _d_ConsumerProtocolSubscription_v3,)
 ConsumerProtocolSubscription._encoders = (_e_ConsumerProtocolSubscription_v0, _e_ConsumerProtocolSubscription_v1, _e_ConsumerProtocolSubscription_v2, _e_ConsumerProtocolSubscription_v3,)
+TopicPartition._schema = (
+    FieldInfo('topic', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (1, 32767), None, None, None, None),
+)
+ConsumerProtocolSubscription._schema = (
+    FieldInfo('topics', '[]string', (0, 32767), None, None, None, None),
+    FieldInfo('user_data', 'bytes', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('owned_partitions', '[]TopicPartition', (1, 32767), None, None, None, TopicPartition),
+    FieldInfo('generation_id', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('rack_id', 'string', (3, 32767), (3, 32767), None, None, None),
+)
 ConsumerProtocolSubscription.TopicPartition = TopicPartition

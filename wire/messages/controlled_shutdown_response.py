@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -172,4 +172,12 @@ def _e_ControlledShutdownResponse_v3(o, out):
 
 ControlledShutdownResponse._decoders = (_d_ControlledShutdownResponse_v0, _d_ControlledShutdownResponse_v0, _d_ControlledShutdownResponse_v0, _d_ControlledShutdownResponse_v3,)
 ControlledShutdownResponse._encoders = (_e_ControlledShutdownResponse_v0, _e_ControlledShutdownResponse_v0, _e_ControlledShutdownResponse_v0, _e_ControlledShutdownResponse_v3,)
+RemainingPartition._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+)
+ControlledShutdownResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('remaining_partitions', '[]RemainingPartition', (0, 32767), None, None, None, RemainingPartition),
+)
 ControlledShutdownResponse.RemainingPartition = RemainingPartition

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_Wh = struct.Struct('>Hh')
@@ -221,5 +221,23 @@ def _e_ControllerRegistrationRequest_v0(o, out):
 
 ControllerRegistrationRequest._decoders = (_d_ControllerRegistrationRequest_v0,)
 ControllerRegistrationRequest._encoders = (_e_ControllerRegistrationRequest_v0,)
+Listener._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (0, 32767), None, None, None, None),
+    FieldInfo('security_protocol', 'int16', (0, 32767), None, None, None, None),
+)
+Feature._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('min_supported_version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('max_supported_version', 'int16', (0, 32767), None, None, None, None),
+)
+ControllerRegistrationRequest._schema = (
+    FieldInfo('controller_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('incarnation_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('zk_migration_ready', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('listeners', '[]Listener', (0, 32767), None, None, None, Listener),
+    FieldInfo('features', '[]Feature', (0, 32767), None, None, None, Feature),
+)
 ControllerRegistrationRequest.Listener = Listener
 ControllerRegistrationRequest.Feature = Feature

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -309,4 +309,16 @@ def _e_CreateAclsRequest_v2(o, out):
 
 CreateAclsRequest._decoders = (_d_CreateAclsRequest_v0, _d_CreateAclsRequest_v1, _d_CreateAclsRequest_v2, _d_CreateAclsRequest_v2,)
 CreateAclsRequest._encoders = (_e_CreateAclsRequest_v0, _e_CreateAclsRequest_v1, _e_CreateAclsRequest_v2, _e_CreateAclsRequest_v2,)
+AclCreation._schema = (
+    FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('resource_pattern_type', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('principal', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('operation', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('permission_type', 'int8', (0, 32767), None, None, None, None),
+)
+CreateAclsRequest._schema = (
+    FieldInfo('creations', '[]AclCreation', (0, 32767), None, None, None, AclCreation),
+)
 CreateAclsRequest.AclCreation = AclCreation

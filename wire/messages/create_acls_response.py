@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -172,4 +172,12 @@ def _e_CreateAclsResponse_v2(o, out):
 
 CreateAclsResponse._decoders = (_d_CreateAclsResponse_v0, _d_CreateAclsResponse_v0, _d_CreateAclsResponse_v2, _d_CreateAclsResponse_v2,)
 CreateAclsResponse._encoders = (_e_CreateAclsResponse_v0, _e_CreateAclsResponse_v0, _e_CreateAclsResponse_v2, _e_CreateAclsResponse_v2,)
+AclCreationResult._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+CreateAclsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('results', '[]AclCreationResult', (0, 32767), None, None, None, AclCreationResult),
+)
 CreateAclsResponse.AclCreationResult = AclCreationResult

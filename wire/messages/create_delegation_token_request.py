@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -290,4 +290,14 @@ def _e_CreateDelegationTokenRequest_v3(o, out):
 
 CreateDelegationTokenRequest._decoders = (_d_CreateDelegationTokenRequest_v0, _d_CreateDelegationTokenRequest_v0, _d_CreateDelegationTokenRequest_v2, _d_CreateDelegationTokenRequest_v3,)
 CreateDelegationTokenRequest._encoders = (_e_CreateDelegationTokenRequest_v0, _e_CreateDelegationTokenRequest_v0, _e_CreateDelegationTokenRequest_v2, _e_CreateDelegationTokenRequest_v3,)
+CreatableRenewers._schema = (
+    FieldInfo('principal_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('principal_name', 'string', (0, 32767), None, None, None, None),
+)
+CreateDelegationTokenRequest._schema = (
+    FieldInfo('owner_principal_type', 'string', (3, 32767), (3, 32767), None, None, None),
+    FieldInfo('owner_principal_name', 'string', (3, 32767), (3, 32767), None, None, None),
+    FieldInfo('renewers', '[]CreatableRenewers', (0, 32767), None, None, None, CreatableRenewers),
+    FieldInfo('max_lifetime_ms', 'int64', (0, 32767), None, None, None, None),
+)
 CreateDelegationTokenRequest.CreatableRenewers = CreatableRenewers

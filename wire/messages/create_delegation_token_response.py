@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -334,3 +334,16 @@ def _e_CreateDelegationTokenResponse_v3(o, out):
 
 CreateDelegationTokenResponse._decoders = (_d_CreateDelegationTokenResponse_v0, _d_CreateDelegationTokenResponse_v0, _d_CreateDelegationTokenResponse_v2, _d_CreateDelegationTokenResponse_v3,)
 CreateDelegationTokenResponse._encoders = (_e_CreateDelegationTokenResponse_v0, _e_CreateDelegationTokenResponse_v0, _e_CreateDelegationTokenResponse_v2, _e_CreateDelegationTokenResponse_v3,)
+CreateDelegationTokenResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('principal_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('principal_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('token_requester_principal_type', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('token_requester_principal_name', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('issue_timestamp_ms', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('expiry_timestamp_ms', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('max_timestamp_ms', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('token_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('hmac', 'bytes', (0, 32767), None, None, None, None),
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+)

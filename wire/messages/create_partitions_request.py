@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -275,5 +275,18 @@ def _e_CreatePartitionsRequest_v2(o, out):
 
 CreatePartitionsRequest._decoders = (_d_CreatePartitionsRequest_v0, _d_CreatePartitionsRequest_v0, _d_CreatePartitionsRequest_v2, _d_CreatePartitionsRequest_v2,)
 CreatePartitionsRequest._encoders = (_e_CreatePartitionsRequest_v0, _e_CreatePartitionsRequest_v0, _e_CreatePartitionsRequest_v2, _e_CreatePartitionsRequest_v2,)
+CreatePartitionsAssignment._schema = (
+    FieldInfo('broker_ids', '[]int32', (0, 32767), None, None, None, None),
+)
+CreatePartitionsTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('count', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('assignments', '[]CreatePartitionsAssignment', (0, 32767), (0, 32767), None, None, CreatePartitionsAssignment),
+)
+CreatePartitionsRequest._schema = (
+    FieldInfo('topics', '[]CreatePartitionsTopic', (0, 32767), None, None, None, CreatePartitionsTopic),
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('validate_only', 'bool', (0, 32767), None, None, None, None),
+)
 CreatePartitionsRequest.CreatePartitionsAssignment = CreatePartitionsAssignment
 CreatePartitionsRequest.CreatePartitionsTopic = CreatePartitionsTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -201,4 +201,13 @@ def _e_CreatePartitionsResponse_v2(o, out):
 
 CreatePartitionsResponse._decoders = (_d_CreatePartitionsResponse_v0, _d_CreatePartitionsResponse_v0, _d_CreatePartitionsResponse_v2, _d_CreatePartitionsResponse_v2,)
 CreatePartitionsResponse._encoders = (_e_CreatePartitionsResponse_v0, _e_CreatePartitionsResponse_v0, _e_CreatePartitionsResponse_v2, _e_CreatePartitionsResponse_v2,)
+CreatePartitionsTopicResult._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+CreatePartitionsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('results', '[]CreatePartitionsTopicResult', (0, 32767), None, None, None, CreatePartitionsTopicResult),
+)
 CreatePartitionsResponse.CreatePartitionsTopicResult = CreatePartitionsTopicResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -443,6 +443,26 @@ def _e_CreateTopicsRequest_v5(o, out):
 
 CreateTopicsRequest._decoders = (_d_CreateTopicsRequest_v0, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v5, _d_CreateTopicsRequest_v5, _d_CreateTopicsRequest_v5,)
 CreateTopicsRequest._encoders = (_e_CreateTopicsRequest_v0, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v5, _e_CreateTopicsRequest_v5, _e_CreateTopicsRequest_v5,)
+CreatableReplicaAssignment._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_ids', '[]int32', (0, 32767), None, None, None, None),
+)
+CreatableTopicConfig._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('value', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+CreatableTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('num_partitions', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replication_factor', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('assignments', '[]CreatableReplicaAssignment', (0, 32767), None, None, None, CreatableReplicaAssignment),
+    FieldInfo('configs', '[]CreatableTopicConfig', (0, 32767), None, None, None, CreatableTopicConfig),
+)
+CreateTopicsRequest._schema = (
+    FieldInfo('topics', '[]CreatableTopic', (0, 32767), None, None, None, CreatableTopic),
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('validate_only', 'bool', (1, 32767), None, None, None, None),
+)
 CreateTopicsRequest.CreatableReplicaAssignment = CreatableReplicaAssignment
 CreateTopicsRequest.CreatableTopicConfig = CreatableTopicConfig
 CreateTopicsRequest.CreatableTopic = CreatableTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_Uh = struct.Struct('>16sh')
@@ -536,5 +536,26 @@ def _e_CreateTopicsResponse_v7(o, out):
 
 CreateTopicsResponse._decoders = (_d_CreateTopicsResponse_v0, _d_CreateTopicsResponse_v1, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v5, _d_CreateTopicsResponse_v5, _d_CreateTopicsResponse_v7,)
 CreateTopicsResponse._encoders = (_e_CreateTopicsResponse_v0, _e_CreateTopicsResponse_v1, _e_CreateTopicsResponse_v2, _e_CreateTopicsResponse_v2, _e_CreateTopicsResponse_v2, _e_CreateTopicsResponse_v5, _e_CreateTopicsResponse_v5, _e_CreateTopicsResponse_v7,)
+CreatableTopicConfigs._schema = (
+    FieldInfo('name', 'string', (5, 32767), None, None, None, None),
+    FieldInfo('value', 'string', (5, 32767), (5, 32767), None, None, None),
+    FieldInfo('read_only', 'bool', (5, 32767), None, None, None, None),
+    FieldInfo('config_source', 'int8', (5, 32767), None, None, None, None),
+    FieldInfo('is_sensitive', 'bool', (5, 32767), None, None, None, None),
+)
+CreatableTopicResult._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (7, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (1, 32767), (0, 32767), None, None, None),
+    FieldInfo('topic_config_error_code', 'int16', (5, 32767), None, 0, (5, 32767), None),
+    FieldInfo('num_partitions', 'int32', (5, 32767), None, None, None, None),
+    FieldInfo('replication_factor', 'int16', (5, 32767), None, None, None, None),
+    FieldInfo('configs', '[]CreatableTopicConfigs', (5, 32767), (5, 32767), None, None, CreatableTopicConfigs),
+)
+CreateTopicsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('topics', '[]CreatableTopicResult', (0, 32767), None, None, None, CreatableTopicResult),
+)
 CreateTopicsResponse.CreatableTopicConfigs = CreatableTopicConfigs
 CreateTopicsResponse.CreatableTopicResult = CreatableTopicResult

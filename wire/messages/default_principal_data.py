@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_o = struct.Struct('>?')
@@ -87,3 +87,8 @@ def _e_DefaultPrincipalData_v0(o, out):
 
 DefaultPrincipalData._decoders = (_d_DefaultPrincipalData_v0,)
 DefaultPrincipalData._encoders = (_e_DefaultPrincipalData_v0,)
+DefaultPrincipalData._schema = (
+    FieldInfo('type_', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('token_authenticated', 'bool', (0, 32767), None, None, None, None),
+)

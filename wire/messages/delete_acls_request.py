@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -318,4 +318,16 @@ def _e_DeleteAclsRequest_v2(o, out):
 
 DeleteAclsRequest._decoders = (_d_DeleteAclsRequest_v0, _d_DeleteAclsRequest_v1, _d_DeleteAclsRequest_v2, _d_DeleteAclsRequest_v2,)
 DeleteAclsRequest._encoders = (_e_DeleteAclsRequest_v0, _e_DeleteAclsRequest_v1, _e_DeleteAclsRequest_v2, _e_DeleteAclsRequest_v2,)
+DeleteAclsFilter._schema = (
+    FieldInfo('resource_type_filter', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name_filter', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('pattern_type_filter', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('principal_filter', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('host_filter', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('operation', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('permission_type', 'int8', (0, 32767), None, None, None, None),
+)
+DeleteAclsRequest._schema = (
+    FieldInfo('filters', '[]DeleteAclsFilter', (0, 32767), None, None, None, DeleteAclsFilter),
+)
 DeleteAclsRequest.DeleteAclsFilter = DeleteAclsFilter

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -508,5 +508,25 @@ def _e_DeleteAclsResponse_v2(o, out):
 
 DeleteAclsResponse._decoders = (_d_DeleteAclsResponse_v0, _d_DeleteAclsResponse_v1, _d_DeleteAclsResponse_v2, _d_DeleteAclsResponse_v2,)
 DeleteAclsResponse._encoders = (_e_DeleteAclsResponse_v0, _e_DeleteAclsResponse_v1, _e_DeleteAclsResponse_v2, _e_DeleteAclsResponse_v2,)
+DeleteAclsMatchingAcl._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('pattern_type', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('principal', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('operation', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('permission_type', 'int8', (0, 32767), None, None, None, None),
+)
+DeleteAclsFilterResult._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('matching_acls', '[]DeleteAclsMatchingAcl', (0, 32767), None, None, None, DeleteAclsMatchingAcl),
+)
+DeleteAclsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('filter_results', '[]DeleteAclsFilterResult', (0, 32767), None, None, None, DeleteAclsFilterResult),
+)
 DeleteAclsResponse.DeleteAclsMatchingAcl = DeleteAclsMatchingAcl
 DeleteAclsResponse.DeleteAclsFilterResult = DeleteAclsFilterResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -112,3 +112,6 @@ def _e_DeleteGroupsRequest_v2(o, out):
 
 DeleteGroupsRequest._decoders = (_d_DeleteGroupsRequest_v0, _d_DeleteGroupsRequest_v0, _d_DeleteGroupsRequest_v2,)
 DeleteGroupsRequest._encoders = (_e_DeleteGroupsRequest_v0, _e_DeleteGroupsRequest_v0, _e_DeleteGroupsRequest_v2,)
+DeleteGroupsRequest._schema = (
+    FieldInfo('groups_names', '[]string', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -172,4 +172,12 @@ def _e_DeleteGroupsResponse_v2(o, out):
 
 DeleteGroupsResponse._decoders = (_d_DeleteGroupsResponse_v0, _d_DeleteGroupsResponse_v0, _d_DeleteGroupsResponse_v2,)
 DeleteGroupsResponse._encoders = (_e_DeleteGroupsResponse_v0, _e_DeleteGroupsResponse_v0, _e_DeleteGroupsResponse_v2,)
+DeletableGroupResult._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+DeleteGroupsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('results', '[]DeletableGroupResult', (0, 32767), None, None, None, DeletableGroupResult),
+)
 DeleteGroupsResponse.DeletableGroupResult = DeletableGroupResult

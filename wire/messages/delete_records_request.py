@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -250,5 +250,17 @@ def _e_DeleteRecordsRequest_v2(o, out):
 
 DeleteRecordsRequest._decoders = (_d_DeleteRecordsRequest_v0, _d_DeleteRecordsRequest_v0, _d_DeleteRecordsRequest_v2,)
 DeleteRecordsRequest._encoders = (_e_DeleteRecordsRequest_v0, _e_DeleteRecordsRequest_v0, _e_DeleteRecordsRequest_v2,)
+DeleteRecordsPartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('offset', 'int64', (0, 32767), None, None, None, None),
+)
+DeleteRecordsTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]DeleteRecordsPartition', (0, 32767), None, None, None, DeleteRecordsPartition),
+)
+DeleteRecordsRequest._schema = (
+    FieldInfo('topics', '[]DeleteRecordsTopic', (0, 32767), None, None, None, DeleteRecordsTopic),
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+)
 DeleteRecordsRequest.DeleteRecordsPartition = DeleteRecordsPartition
 DeleteRecordsRequest.DeleteRecordsTopic = DeleteRecordsTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -249,5 +249,18 @@ def _e_DeleteRecordsResponse_v2(o, out):
 
 DeleteRecordsResponse._decoders = (_d_DeleteRecordsResponse_v0, _d_DeleteRecordsResponse_v0, _d_DeleteRecordsResponse_v2,)
 DeleteRecordsResponse._encoders = (_e_DeleteRecordsResponse_v0, _e_DeleteRecordsResponse_v0, _e_DeleteRecordsResponse_v2,)
+DeleteRecordsPartitionResult._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('low_watermark', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+DeleteRecordsTopicResult._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]DeleteRecordsPartitionResult', (0, 32767), None, None, None, DeleteRecordsPartitionResult),
+)
+DeleteRecordsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]DeleteRecordsTopicResult', (0, 32767), None, None, None, DeleteRecordsTopicResult),
+)
 DeleteRecordsResponse.DeleteRecordsPartitionResult = DeleteRecordsPartitionResult
 DeleteRecordsResponse.DeleteRecordsTopicResult = DeleteRecordsTopicResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -178,5 +178,16 @@ def _e_DeleteShareGroupStateRequest_v0(o, out):
 
 DeleteShareGroupStateRequest._decoders = (_d_DeleteShareGroupStateRequest_v0,)
 DeleteShareGroupStateRequest._encoders = (_e_DeleteShareGroupStateRequest_v0,)
+PartitionData._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+)
+DeleteStateData._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+DeleteShareGroupStateRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]DeleteStateData', (0, 32767), None, None, None, DeleteStateData),
+)
 DeleteShareGroupStateRequest.PartitionData = PartitionData
 DeleteShareGroupStateRequest.DeleteStateData = DeleteStateData

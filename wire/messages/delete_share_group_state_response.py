@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -180,5 +180,17 @@ def _e_DeleteShareGroupStateResponse_v0(o, out):
 
 DeleteShareGroupStateResponse._decoders = (_d_DeleteShareGroupStateResponse_v0,)
 DeleteShareGroupStateResponse._encoders = (_e_DeleteShareGroupStateResponse_v0,)
+PartitionResult._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+DeleteStateResult._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionResult', (0, 32767), None, None, None, PartitionResult),
+)
+DeleteShareGroupStateResponse._schema = (
+    FieldInfo('results', '[]DeleteStateResult', (0, 32767), None, None, None, DeleteStateResult),
+)
 DeleteShareGroupStateResponse.PartitionResult = PartitionResult
 DeleteShareGroupStateResponse.DeleteStateResult = DeleteStateResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -226,4 +226,13 @@ def _e_DeleteTopicsRequest_v6(o, out):
 
 DeleteTopicsRequest._decoders = (_d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v4, _d_DeleteTopicsRequest_v4, _d_DeleteTopicsRequest_v6,)
 DeleteTopicsRequest._encoders = (_e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v4, _e_DeleteTopicsRequest_v4, _e_DeleteTopicsRequest_v6,)
+DeleteTopicState._schema = (
+    FieldInfo('name', 'string', (6, 32767), (6, 32767), None, None, None),
+    FieldInfo('topic_id', 'uuid', (6, 32767), None, None, None, None),
+)
+DeleteTopicsRequest._schema = (
+    FieldInfo('topics', '[]DeleteTopicState', (6, 32767), None, None, None, DeleteTopicState),
+    FieldInfo('topic_names', '[]string', (0, 5), None, None, None, None),
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+)
 DeleteTopicsRequest.DeleteTopicState = DeleteTopicState

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_Uh = struct.Struct('>16sh')
@@ -412,4 +412,14 @@ def _e_DeleteTopicsResponse_v6(o, out):
 
 DeleteTopicsResponse._decoders = (_d_DeleteTopicsResponse_v0, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v4, _d_DeleteTopicsResponse_v5, _d_DeleteTopicsResponse_v6,)
 DeleteTopicsResponse._encoders = (_e_DeleteTopicsResponse_v0, _e_DeleteTopicsResponse_v1, _e_DeleteTopicsResponse_v1, _e_DeleteTopicsResponse_v1, _e_DeleteTopicsResponse_v4, _e_DeleteTopicsResponse_v5, _e_DeleteTopicsResponse_v6,)
+DeletableTopicResult._schema = (
+    FieldInfo('name', 'string', (0, 32767), (6, 32767), None, None, None),
+    FieldInfo('topic_id', 'uuid', (6, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (5, 32767), (5, 32767), None, None, None),
+)
+DeleteTopicsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('responses', '[]DeletableTopicResult', (0, 32767), None, None, None, DeletableTopicResult),
+)
 DeleteTopicsResponse.DeletableTopicResult = DeletableTopicResult

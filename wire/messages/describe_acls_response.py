@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -424,5 +424,23 @@ def _e_DescribeAclsResponse_v2(o, out):
 
 DescribeAclsResponse._decoders = (_d_DescribeAclsResponse_v0, _d_DescribeAclsResponse_v1, _d_DescribeAclsResponse_v2, _d_DescribeAclsResponse_v2,)
 DescribeAclsResponse._encoders = (_e_DescribeAclsResponse_v0, _e_DescribeAclsResponse_v1, _e_DescribeAclsResponse_v2, _e_DescribeAclsResponse_v2,)
+AclDescription._schema = (
+    FieldInfo('principal', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('operation', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('permission_type', 'int8', (0, 32767), None, None, None, None),
+)
+DescribeAclsResource._schema = (
+    FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('pattern_type', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('acls', '[]AclDescription', (0, 32767), None, None, None, AclDescription),
+)
+DescribeAclsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('resources', '[]DescribeAclsResource', (0, 32767), None, None, None, DescribeAclsResource),
+)
 DescribeAclsResponse.AclDescription = AclDescription
 DescribeAclsResponse.DescribeAclsResource = DescribeAclsResource

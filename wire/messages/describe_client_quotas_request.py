@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -205,4 +205,13 @@ def _e_DescribeClientQuotasRequest_v1(o, out):
 
 DescribeClientQuotasRequest._decoders = (_d_DescribeClientQuotasRequest_v0, _d_DescribeClientQuotasRequest_v1,)
 DescribeClientQuotasRequest._encoders = (_e_DescribeClientQuotasRequest_v0, _e_DescribeClientQuotasRequest_v1,)
+ComponentData._schema = (
+    FieldInfo('entity_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('match_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('match', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+DescribeClientQuotasRequest._schema = (
+    FieldInfo('components', '[]ComponentData', (0, 32767), None, None, None, ComponentData),
+    FieldInfo('strict', 'bool', (0, 32767), None, None, None, None),
+)
 DescribeClientQuotasRequest.ComponentData = ComponentData

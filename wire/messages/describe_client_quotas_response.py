@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_d = struct.Struct('>d')
@@ -416,6 +416,24 @@ def _e_DescribeClientQuotasResponse_v1(o, out):
 
 DescribeClientQuotasResponse._decoders = (_d_DescribeClientQuotasResponse_v0, _d_DescribeClientQuotasResponse_v1,)
 DescribeClientQuotasResponse._encoders = (_e_DescribeClientQuotasResponse_v0, _e_DescribeClientQuotasResponse_v1,)
+EntityData._schema = (
+    FieldInfo('entity_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('entity_name', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+ValueData._schema = (
+    FieldInfo('key', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('value', 'float64', (0, 32767), None, None, None, None),
+)
+EntryData._schema = (
+    FieldInfo('entity', '[]EntityData', (0, 32767), None, None, None, EntityData),
+    FieldInfo('values', '[]ValueData', (0, 32767), None, None, None, ValueData),
+)
+DescribeClientQuotasResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('entries', '[]EntryData', (0, 32767), (0, 32767), None, None, EntryData),
+)
 DescribeClientQuotasResponse.EntityData = EntityData
 DescribeClientQuotasResponse.ValueData = ValueData
 DescribeClientQuotasResponse.EntryData = EntryData

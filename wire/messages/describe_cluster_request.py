@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_o = struct.Struct('>?')
@@ -83,3 +83,7 @@ def _e_DescribeClusterRequest_v1(o, out):
 
 DescribeClusterRequest._decoders = (_d_DescribeClusterRequest_v0, _d_DescribeClusterRequest_v1,)
 DescribeClusterRequest._encoders = (_e_DescribeClusterRequest_v0, _e_DescribeClusterRequest_v1,)
+DescribeClusterRequest._schema = (
+    FieldInfo('include_cluster_authorized_operations', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('endpoint_type', 'int8', (1, 32767), None, None, None, None),
+)

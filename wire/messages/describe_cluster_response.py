@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -284,4 +284,20 @@ def _e_DescribeClusterResponse_v1(o, out):
 
 DescribeClusterResponse._decoders = (_d_DescribeClusterResponse_v0, _d_DescribeClusterResponse_v1,)
 DescribeClusterResponse._encoders = (_e_DescribeClusterResponse_v0, _e_DescribeClusterResponse_v1,)
+DescribeClusterBroker._schema = (
+    FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('rack', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+DescribeClusterResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('endpoint_type', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('cluster_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('controller_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('brokers', '[]DescribeClusterBroker', (0, 32767), None, None, None, DescribeClusterBroker),
+    FieldInfo('cluster_authorized_operations', 'int32', (0, 32767), None, None, None, None),
+)
 DescribeClusterResponse.DescribeClusterBroker = DescribeClusterBroker

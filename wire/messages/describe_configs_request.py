@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -291,4 +291,14 @@ def _e_DescribeConfigsRequest_v4(o, out):
 
 DescribeConfigsRequest._decoders = (_d_DescribeConfigsRequest_v0, _d_DescribeConfigsRequest_v1, _d_DescribeConfigsRequest_v1, _d_DescribeConfigsRequest_v3, _d_DescribeConfigsRequest_v4,)
 DescribeConfigsRequest._encoders = (_e_DescribeConfigsRequest_v0, _e_DescribeConfigsRequest_v1, _e_DescribeConfigsRequest_v1, _e_DescribeConfigsRequest_v3, _e_DescribeConfigsRequest_v4,)
+DescribeConfigsResource._schema = (
+    FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('configuration_keys', '[]string', (0, 32767), (0, 32767), None, None, None),
+)
+DescribeConfigsRequest._schema = (
+    FieldInfo('resources', '[]DescribeConfigsResource', (0, 32767), None, None, None, DescribeConfigsResource),
+    FieldInfo('include_synonyms', 'bool', (1, 32767), None, None, None, None),
+    FieldInfo('include_documentation', 'bool', (3, 32767), None, None, None, None),
+)
 DescribeConfigsRequest.DescribeConfigsResource = DescribeConfigsResource

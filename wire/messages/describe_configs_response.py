@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -767,6 +767,33 @@ def _e_DescribeConfigsResponse_v4(o, out):
 
 DescribeConfigsResponse._decoders = (_d_DescribeConfigsResponse_v0, _d_DescribeConfigsResponse_v1, _d_DescribeConfigsResponse_v1, _d_DescribeConfigsResponse_v3, _d_DescribeConfigsResponse_v4,)
 DescribeConfigsResponse._encoders = (_e_DescribeConfigsResponse_v0, _e_DescribeConfigsResponse_v1, _e_DescribeConfigsResponse_v1, _e_DescribeConfigsResponse_v3, _e_DescribeConfigsResponse_v4,)
+DescribeConfigsSynonym._schema = (
+    FieldInfo('name', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('value', 'string', (1, 32767), (0, 32767), None, None, None),
+    FieldInfo('source', 'int8', (1, 32767), None, None, None, None),
+)
+DescribeConfigsResourceResult._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('value', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('read_only', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('is_default', 'bool', (0, 0), None, None, None, None),
+    FieldInfo('config_source', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('is_sensitive', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('synonyms', '[]DescribeConfigsSynonym', (1, 32767), None, None, None, DescribeConfigsSynonym),
+    FieldInfo('config_type', 'int8', (3, 32767), None, None, None, None),
+    FieldInfo('documentation', 'string', (3, 32767), (0, 32767), None, None, None),
+)
+DescribeConfigsResult._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('configs', '[]DescribeConfigsResourceResult', (0, 32767), None, None, None, DescribeConfigsResourceResult),
+)
+DescribeConfigsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('results', '[]DescribeConfigsResult', (0, 32767), None, None, None, DescribeConfigsResult),
+)
 DescribeConfigsResponse.DescribeConfigsSynonym = DescribeConfigsSynonym
 DescribeConfigsResponse.DescribeConfigsResourceResult = DescribeConfigsResourceResult
 DescribeConfigsResponse.DescribeConfigsResult = DescribeConfigsResult

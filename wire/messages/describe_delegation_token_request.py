@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -191,4 +191,11 @@ def _e_DescribeDelegationTokenRequest_v2(o, out):
 
 DescribeDelegationTokenRequest._decoders = (_d_DescribeDelegationTokenRequest_v0, _d_DescribeDelegationTokenRequest_v0, _d_DescribeDelegationTokenRequest_v2, _d_DescribeDelegationTokenRequest_v2,)
 DescribeDelegationTokenRequest._encoders = (_e_DescribeDelegationTokenRequest_v0, _e_DescribeDelegationTokenRequest_v0, _e_DescribeDelegationTokenRequest_v2, _e_DescribeDelegationTokenRequest_v2,)
+DescribeDelegationTokenOwner._schema = (
+    FieldInfo('principal_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('principal_name', 'string', (0, 32767), None, None, None, None),
+)
+DescribeDelegationTokenRequest._schema = (
+    FieldInfo('owners', '[]DescribeDelegationTokenOwner', (0, 32767), (0, 32767), None, None, DescribeDelegationTokenOwner),
+)
 DescribeDelegationTokenRequest.DescribeDelegationTokenOwner = DescribeDelegationTokenOwner

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -153,3 +153,7 @@ def _e_DescribeGroupsRequest_v5(o, out):
 
 DescribeGroupsRequest._decoders = (_d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v3, _d_DescribeGroupsRequest_v3, _d_DescribeGroupsRequest_v5,)
 DescribeGroupsRequest._encoders = (_e_DescribeGroupsRequest_v0, _e_DescribeGroupsRequest_v0, _e_DescribeGroupsRequest_v0, _e_DescribeGroupsRequest_v3, _e_DescribeGroupsRequest_v3, _e_DescribeGroupsRequest_v5,)
+DescribeGroupsRequest._schema = (
+    FieldInfo('groups', '[]string', (0, 32767), None, None, None, None),
+    FieldInfo('include_authorized_operations', 'bool', (3, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -800,5 +800,26 @@ def _e_DescribeGroupsResponse_v5(o, out):
 
 DescribeGroupsResponse._decoders = (_d_DescribeGroupsResponse_v0, _d_DescribeGroupsResponse_v1, _d_DescribeGroupsResponse_v1, _d_DescribeGroupsResponse_v3, _d_DescribeGroupsResponse_v4, _d_DescribeGroupsResponse_v5,)
 DescribeGroupsResponse._encoders = (_e_DescribeGroupsResponse_v0, _e_DescribeGroupsResponse_v1, _e_DescribeGroupsResponse_v1, _e_DescribeGroupsResponse_v3, _e_DescribeGroupsResponse_v4, _e_DescribeGroupsResponse_v5,)
+DescribedGroupMember._schema = (
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (4, 32767), (4, 32767), None, None, None),
+    FieldInfo('client_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('client_host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('member_metadata', 'bytes', (0, 32767), None, None, None, None),
+    FieldInfo('member_assignment', 'bytes', (0, 32767), None, None, None, None),
+)
+DescribedGroup._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_state', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('protocol_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('protocol_data', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('members', '[]DescribedGroupMember', (0, 32767), None, None, None, DescribedGroupMember),
+    FieldInfo('authorized_operations', 'int32', (3, 32767), None, None, None, None),
+)
+DescribeGroupsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('groups', '[]DescribedGroup', (0, 32767), None, None, None, DescribedGroup),
+)
 DescribeGroupsResponse.DescribedGroupMember = DescribedGroupMember
 DescribeGroupsResponse.DescribedGroup = DescribedGroup

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -187,4 +187,11 @@ def _e_DescribeLogDirsRequest_v2(o, out):
 
 DescribeLogDirsRequest._decoders = (_d_DescribeLogDirsRequest_v0, _d_DescribeLogDirsRequest_v0, _d_DescribeLogDirsRequest_v2, _d_DescribeLogDirsRequest_v2, _d_DescribeLogDirsRequest_v2,)
 DescribeLogDirsRequest._encoders = (_e_DescribeLogDirsRequest_v0, _e_DescribeLogDirsRequest_v0, _e_DescribeLogDirsRequest_v2, _e_DescribeLogDirsRequest_v2, _e_DescribeLogDirsRequest_v2,)
+DescribableLogDirTopic._schema = (
+    FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+DescribeLogDirsRequest._schema = (
+    FieldInfo('topics', '[]DescribableLogDirTopic', (0, 32767), (0, 32767), None, None, DescribableLogDirTopic),
+)
 DescribeLogDirsRequest.DescribableLogDirTopic = DescribableLogDirTopic

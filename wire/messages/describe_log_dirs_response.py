@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -523,6 +523,28 @@ def _e_DescribeLogDirsResponse_v4(o, out):
 
 DescribeLogDirsResponse._decoders = (_d_DescribeLogDirsResponse_v0, _d_DescribeLogDirsResponse_v0, _d_DescribeLogDirsResponse_v2, _d_DescribeLogDirsResponse_v3, _d_DescribeLogDirsResponse_v4,)
 DescribeLogDirsResponse._encoders = (_e_DescribeLogDirsResponse_v0, _e_DescribeLogDirsResponse_v0, _e_DescribeLogDirsResponse_v2, _e_DescribeLogDirsResponse_v3, _e_DescribeLogDirsResponse_v4,)
+DescribeLogDirsPartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('partition_size', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('offset_lag', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('is_future_key', 'bool', (0, 32767), None, None, None, None),
+)
+DescribeLogDirsTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]DescribeLogDirsPartition', (0, 32767), None, None, None, DescribeLogDirsPartition),
+)
+DescribeLogDirsResult._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('log_dir', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]DescribeLogDirsTopic', (0, 32767), None, None, None, DescribeLogDirsTopic),
+    FieldInfo('total_bytes', 'int64', (4, 32767), None, None, None, None),
+    FieldInfo('usable_bytes', 'int64', (4, 32767), None, None, None, None),
+)
+DescribeLogDirsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (3, 32767), None, None, None, None),
+    FieldInfo('results', '[]DescribeLogDirsResult', (0, 32767), None, None, None, DescribeLogDirsResult),
+)
 DescribeLogDirsResponse.DescribeLogDirsPartition = DescribeLogDirsPartition
 DescribeLogDirsResponse.DescribeLogDirsTopic = DescribeLogDirsTopic
 DescribeLogDirsResponse.DescribeLogDirsResult = DescribeLogDirsResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 
@@ -131,4 +131,11 @@ def _e_DescribeProducersRequest_v0(o, out):
 
 DescribeProducersRequest._decoders = (_d_DescribeProducersRequest_v0,)
 DescribeProducersRequest._encoders = (_e_DescribeProducersRequest_v0,)
+TopicRequest._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_indexes', '[]int32', (0, 32767), None, None, None, None),
+)
+DescribeProducersRequest._schema = (
+    FieldInfo('topics', '[]TopicRequest', (0, 32767), None, None, None, TopicRequest),
+)
 DescribeProducersRequest.TopicRequest = TopicRequest

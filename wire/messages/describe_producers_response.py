@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -257,6 +257,28 @@ def _e_DescribeProducersResponse_v0(o, out):
 
 DescribeProducersResponse._decoders = (_d_DescribeProducersResponse_v0,)
 DescribeProducersResponse._encoders = (_e_DescribeProducersResponse_v0,)
+ProducerState._schema = (
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('last_sequence', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('last_timestamp', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('coordinator_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('current_txn_start_offset', 'int64', (0, 32767), None, None, None, None),
+)
+PartitionResponse._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('active_producers', '[]ProducerState', (0, 32767), None, None, None, ProducerState),
+)
+TopicResponse._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionResponse', (0, 32767), None, None, None, PartitionResponse),
+)
+DescribeProducersResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicResponse', (0, 32767), None, None, None, TopicResponse),
+)
 DescribeProducersResponse.ProducerState = ProducerState
 DescribeProducersResponse.PartitionResponse = PartitionResponse
 DescribeProducersResponse.TopicResponse = TopicResponse

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -172,5 +172,15 @@ def _e_DescribeQuorumRequest_v0(o, out):
 
 DescribeQuorumRequest._decoders = (_d_DescribeQuorumRequest_v0, _d_DescribeQuorumRequest_v0, _d_DescribeQuorumRequest_v0,)
 DescribeQuorumRequest._encoders = (_e_DescribeQuorumRequest_v0, _e_DescribeQuorumRequest_v0, _e_DescribeQuorumRequest_v0,)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+DescribeQuorumRequest._schema = (
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+)
 DescribeQuorumRequest.PartitionData = PartitionData
 DescribeQuorumRequest.TopicData = TopicData

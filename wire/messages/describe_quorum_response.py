@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_W = struct.Struct('>H')
@@ -856,6 +856,42 @@ def _e_DescribeQuorumResponse_v2(o, out):
 
 DescribeQuorumResponse._decoders = (_d_DescribeQuorumResponse_v0, _d_DescribeQuorumResponse_v1, _d_DescribeQuorumResponse_v2,)
 DescribeQuorumResponse._encoders = (_e_DescribeQuorumResponse_v0, _e_DescribeQuorumResponse_v1, _e_DescribeQuorumResponse_v2,)
+ReplicaState._schema = (
+    FieldInfo('replica_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replica_directory_id', 'uuid', (2, 32767), None, None, None, None),
+    FieldInfo('log_end_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_fetch_timestamp', 'int64', (1, 32767), None, None, None, None),
+    FieldInfo('last_caught_up_timestamp', 'int64', (1, 32767), None, None, None, None),
+)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (2, 32767), (2, 32767), None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('high_watermark', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('current_voters', '[]ReplicaState', (0, 32767), None, None, None, ReplicaState),
+    FieldInfo('observers', '[]ReplicaState', (0, 32767), None, None, None, ReplicaState),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+Listener._schema = (
+    FieldInfo('name', 'string', (2, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (2, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (2, 32767), None, None, None, None),
+)
+Node._schema = (
+    FieldInfo('node_id', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('listeners', '[]Listener', (2, 32767), None, None, None, Listener),
+)
+DescribeQuorumResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (2, 32767), (2, 32767), None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+    FieldInfo('nodes', '[]Node', (2, 32767), None, None, None, Node),
+)
 DescribeQuorumResponse.ReplicaState = ReplicaState
 DescribeQuorumResponse.PartitionData = PartitionData
 DescribeQuorumResponse.TopicData = TopicData

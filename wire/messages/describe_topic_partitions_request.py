@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -184,5 +184,17 @@ def _e_DescribeTopicPartitionsRequest_v0(o, out):
 
 DescribeTopicPartitionsRequest._decoders = (_d_DescribeTopicPartitionsRequest_v0,)
 DescribeTopicPartitionsRequest._encoders = (_e_DescribeTopicPartitionsRequest_v0,)
+TopicRequest._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+)
+Cursor._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+)
+DescribeTopicPartitionsRequest._schema = (
+    FieldInfo('topics', '[]TopicRequest', (0, 32767), None, None, None, TopicRequest),
+    FieldInfo('response_partition_limit', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('cursor', 'Cursor', (0, 32767), (0, 32767), None, None, Cursor),
+)
 DescribeTopicPartitionsRequest.TopicRequest = TopicRequest
 DescribeTopicPartitionsRequest.Cursor = Cursor

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_Uo = struct.Struct('>16s?')
@@ -339,6 +339,34 @@ def _e_DescribeTopicPartitionsResponse_v0(o, out):
 
 DescribeTopicPartitionsResponse._decoders = (_d_DescribeTopicPartitionsResponse_v0,)
 DescribeTopicPartitionsResponse._encoders = (_e_DescribeTopicPartitionsResponse_v0,)
+DescribeTopicPartitionsResponsePartition._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replica_nodes', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('isr_nodes', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('eligible_leader_replicas', '[]int32', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('last_known_elr', '[]int32', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('offline_replicas', '[]int32', (0, 32767), None, None, None, None),
+)
+DescribeTopicPartitionsResponseTopic._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('name', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('is_internal', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]DescribeTopicPartitionsResponsePartition', (0, 32767), None, None, None, DescribeTopicPartitionsResponsePartition),
+    FieldInfo('topic_authorized_operations', 'int32', (0, 32767), None, None, None, None),
+)
+Cursor._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+)
+DescribeTopicPartitionsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]DescribeTopicPartitionsResponseTopic', (0, 32767), None, None, None, DescribeTopicPartitionsResponseTopic),
+    FieldInfo('next_cursor', 'Cursor', (0, 32767), (0, 32767), None, None, Cursor),
+)
 DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartition
 DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopic
 DescribeTopicPartitionsResponse.Cursor = Cursor

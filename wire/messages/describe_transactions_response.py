@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -234,5 +234,23 @@ def _e_DescribeTransactionsResponse_v0(o, out):
 
 DescribeTransactionsResponse._decoders = (_d_DescribeTransactionsResponse_v0,)
 DescribeTransactionsResponse._encoders = (_e_DescribeTransactionsResponse_v0,)
+TopicData._schema = (
+    FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+TransactionState._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('transactional_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('transaction_state', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('transaction_timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('transaction_start_time_ms', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+)
+DescribeTransactionsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('transaction_states', '[]TransactionState', (0, 32767), None, None, None, TransactionState),
+)
 DescribeTransactionsResponse.TopicData = TopicData
 DescribeTransactionsResponse.TransactionState = TransactionState

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 
@@ -117,4 +117,10 @@ def _e_DescribeUserScramCredentialsRequest_v0(o, out):
 
 DescribeUserScramCredentialsRequest._decoders = (_d_DescribeUserScramCredentialsRequest_v0,)
 DescribeUserScramCredentialsRequest._encoders = (_e_DescribeUserScramCredentialsRequest_v0,)
+UserName._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+)
+DescribeUserScramCredentialsRequest._schema = (
+    FieldInfo('users', '[]UserName', (0, 32767), (0, 32767), None, None, UserName),
+)
 DescribeUserScramCredentialsRequest.UserName = UserName

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_bi = struct.Struct('>bi')
@@ -220,5 +220,21 @@ def _e_DescribeUserScramCredentialsResponse_v0(o, out):
 
 DescribeUserScramCredentialsResponse._decoders = (_d_DescribeUserScramCredentialsResponse_v0,)
 DescribeUserScramCredentialsResponse._encoders = (_e_DescribeUserScramCredentialsResponse_v0,)
+CredentialInfo._schema = (
+    FieldInfo('mechanism', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('iterations', 'int32', (0, 32767), None, None, None, None),
+)
+DescribeUserScramCredentialsResult._schema = (
+    FieldInfo('user', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('credential_infos', '[]CredentialInfo', (0, 32767), None, None, None, CredentialInfo),
+)
+DescribeUserScramCredentialsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('results', '[]DescribeUserScramCredentialsResult', (0, 32767), None, None, None, DescribeUserScramCredentialsResult),
+)
 DescribeUserScramCredentialsResponse.CredentialInfo = CredentialInfo
 DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult = DescribeUserScramCredentialsResult

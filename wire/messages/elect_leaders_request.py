@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -230,4 +230,13 @@ def _e_ElectLeadersRequest_v2(o, out):
 
 ElectLeadersRequest._decoders = (_d_ElectLeadersRequest_v0, _d_ElectLeadersRequest_v1, _d_ElectLeadersRequest_v2,)
 ElectLeadersRequest._encoders = (_e_ElectLeadersRequest_v0, _e_ElectLeadersRequest_v1, _e_ElectLeadersRequest_v2,)
+TopicPartitions._schema = (
+    FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+ElectLeadersRequest._schema = (
+    FieldInfo('election_type', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('topic_partitions', '[]TopicPartitions', (0, 32767), (0, 32767), None, None, TopicPartitions),
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+)
 ElectLeadersRequest.TopicPartitions = TopicPartitions

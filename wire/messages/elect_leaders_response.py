@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -305,5 +305,19 @@ def _e_ElectLeadersResponse_v2(o, out):
 
 ElectLeadersResponse._decoders = (_d_ElectLeadersResponse_v0, _d_ElectLeadersResponse_v1, _d_ElectLeadersResponse_v2,)
 ElectLeadersResponse._encoders = (_e_ElectLeadersResponse_v0, _e_ElectLeadersResponse_v1, _e_ElectLeadersResponse_v2,)
+PartitionResult._schema = (
+    FieldInfo('partition_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+ReplicaElectionResult._schema = (
+    FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_result', '[]PartitionResult', (0, 32767), None, None, None, PartitionResult),
+)
+ElectLeadersResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (1, 32767), None, None, None, None),
+    FieldInfo('replica_election_results', '[]ReplicaElectionResult', (0, 32767), None, None, None, ReplicaElectionResult),
+)
 ElectLeadersResponse.PartitionResult = PartitionResult
 ElectLeadersResponse.ReplicaElectionResult = ReplicaElectionResult

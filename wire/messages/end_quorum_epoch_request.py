@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_W = struct.Struct('>H')
@@ -435,6 +435,31 @@ def _e_EndQuorumEpochRequest_v1(o, out):
 
 EndQuorumEpochRequest._decoders = (_d_EndQuorumEpochRequest_v0, _d_EndQuorumEpochRequest_v1,)
 EndQuorumEpochRequest._encoders = (_e_EndQuorumEpochRequest_v0, _e_EndQuorumEpochRequest_v1,)
+ReplicaInfo._schema = (
+    FieldInfo('candidate_id', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('candidate_directory_id', 'uuid', (1, 32767), None, None, None, None),
+)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('preferred_successors', '[]int32', (0, 0), None, None, None, None),
+    FieldInfo('preferred_candidates', '[]ReplicaInfo', (1, 32767), None, None, None, ReplicaInfo),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+LeaderEndpoint._schema = (
+    FieldInfo('name', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (1, 32767), None, None, None, None),
+)
+EndQuorumEpochRequest._schema = (
+    FieldInfo('cluster_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+    FieldInfo('leader_endpoints', '[]LeaderEndpoint', (1, 32767), None, None, None, LeaderEndpoint),
+)
 EndQuorumEpochRequest.ReplicaInfo = ReplicaInfo
 EndQuorumEpochRequest.PartitionData = PartitionData
 EndQuorumEpochRequest.TopicData = TopicData

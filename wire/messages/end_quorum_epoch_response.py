@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_W = struct.Struct('>H')
@@ -339,6 +339,26 @@ def _e_EndQuorumEpochResponse_v1(o, out):
 
 EndQuorumEpochResponse._decoders = (_d_EndQuorumEpochResponse_v0, _d_EndQuorumEpochResponse_v1,)
 EndQuorumEpochResponse._encoders = (_e_EndQuorumEpochResponse_v0, _e_EndQuorumEpochResponse_v1,)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+NodeEndpoint._schema = (
+    FieldInfo('node_id', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (1, 32767), None, None, None, None),
+)
+EndQuorumEpochResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+    FieldInfo('node_endpoints', '[]NodeEndpoint', (1, 32767), None, 0, (1, 32767), NodeEndpoint),
+)
 EndQuorumEpochResponse.PartitionData = PartitionData
 EndQuorumEpochResponse.TopicData = TopicData
 EndQuorumEpochResponse.NodeEndpoint = NodeEndpoint

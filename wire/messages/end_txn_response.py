@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ih = struct.Struct('>ih')
@@ -96,3 +96,9 @@ def _e_EndTxnResponse_v5(o, out):
 
 EndTxnResponse._decoders = (_d_EndTxnResponse_v0, _d_EndTxnResponse_v0, _d_EndTxnResponse_v0, _d_EndTxnResponse_v3, _d_EndTxnResponse_v3, _d_EndTxnResponse_v5,)
 EndTxnResponse._encoders = (_e_EndTxnResponse_v0, _e_EndTxnResponse_v0, _e_EndTxnResponse_v0, _e_EndTxnResponse_v3, _e_EndTxnResponse_v3, _e_EndTxnResponse_v5,)
+EndTxnResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('producer_id', 'int64', (5, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int16', (5, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 
@@ -100,3 +100,8 @@ def _e_EnvelopeRequest_v0(o, out):
 
 EnvelopeRequest._decoders = (_d_EnvelopeRequest_v0,)
 EnvelopeRequest._encoders = (_e_EnvelopeRequest_v0,)
+EnvelopeRequest._schema = (
+    FieldInfo('request_data', 'bytes', (0, 32767), None, None, None, None),
+    FieldInfo('request_principal', 'bytes', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('client_host_address', 'bytes', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -71,3 +71,7 @@ def _e_EnvelopeResponse_v0(o, out):
 
 EnvelopeResponse._decoders = (_d_EnvelopeResponse_v0,)
 EnvelopeResponse._encoders = (_e_EnvelopeResponse_v0,)
+EnvelopeResponse._schema = (
+    FieldInfo('response_data', 'bytes', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)

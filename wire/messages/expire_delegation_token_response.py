@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hqi = struct.Struct('>hqi')
@@ -65,3 +65,8 @@ def _e_ExpireDelegationTokenResponse_v2(o, out):
 
 ExpireDelegationTokenResponse._decoders = (_d_ExpireDelegationTokenResponse_v0, _d_ExpireDelegationTokenResponse_v0, _d_ExpireDelegationTokenResponse_v2,)
 ExpireDelegationTokenResponse._encoders = (_e_ExpireDelegationTokenResponse_v0, _e_ExpireDelegationTokenResponse_v0, _e_ExpireDelegationTokenResponse_v2,)
+ExpireDelegationTokenResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('expiry_timestamp_ms', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -1354,6 +1354,43 @@ def _e_FetchRequest_v17(o, out):
 
 FetchRequest._decoders = (_d_FetchRequest_v0, _d_FetchRequest_v0, _d_FetchRequest_v0, _d_FetchRequest_v3, _d_FetchRequest_v4, _d_FetchRequest_v5, _d_FetchRequest_v5, _d_FetchRequest_v7, _d_FetchRequest_v7, _d_FetchRequest_v9, _d_FetchRequest_v9, _d_FetchRequest_v11, _d_FetchRequest_v12, _d_FetchRequest_v13, _d_FetchRequest_v13, _d_FetchRequest_v15, _d_FetchRequest_v15, _d_FetchRequest_v17,)
 FetchRequest._encoders = (_e_FetchRequest_v0, _e_FetchRequest_v0, _e_FetchRequest_v0, _e_FetchRequest_v3, _e_FetchRequest_v4, _e_FetchRequest_v5, _e_FetchRequest_v5, _e_FetchRequest_v7, _e_FetchRequest_v7, _e_FetchRequest_v9, _e_FetchRequest_v9, _e_FetchRequest_v11, _e_FetchRequest_v12, _e_FetchRequest_v13, _e_FetchRequest_v13, _e_FetchRequest_v15, _e_FetchRequest_v15, _e_FetchRequest_v17,)
+ReplicaState._schema = (
+    FieldInfo('replica_id', 'int32', (15, 32767), None, None, None, None),
+    FieldInfo('replica_epoch', 'int64', (15, 32767), None, None, None, None),
+)
+FetchPartition._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('current_leader_epoch', 'int32', (9, 32767), None, None, None, None),
+    FieldInfo('fetch_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_fetched_epoch', 'int32', (12, 32767), None, None, None, None),
+    FieldInfo('log_start_offset', 'int64', (5, 32767), None, None, None, None),
+    FieldInfo('partition_max_bytes', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replica_directory_id', 'uuid', (17, 32767), None, 0, (17, 32767), None),
+)
+FetchTopic._schema = (
+    FieldInfo('topic', 'string', (0, 12), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (13, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]FetchPartition', (0, 32767), None, None, None, FetchPartition),
+)
+ForgottenTopic._schema = (
+    FieldInfo('topic', 'string', (7, 12), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (13, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (7, 32767), None, None, None, None),
+)
+FetchRequest._schema = (
+    FieldInfo('cluster_id', 'string', (12, 32767), (12, 32767), 0, (12, 32767), None),
+    FieldInfo('replica_id', 'int32', (0, 14), None, None, None, None),
+    FieldInfo('replica_state', 'ReplicaState', (15, 32767), None, 1, (15, 32767), ReplicaState),
+    FieldInfo('max_wait_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('min_bytes', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('max_bytes', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('isolation_level', 'int8', (4, 32767), None, None, None, None),
+    FieldInfo('session_id', 'int32', (7, 32767), None, None, None, None),
+    FieldInfo('session_epoch', 'int32', (7, 32767), None, None, None, None),
+    FieldInfo('topics', '[]FetchTopic', (0, 32767), None, None, None, FetchTopic),
+    FieldInfo('forgotten_topics_data', '[]ForgottenTopic', (7, 32767), None, None, None, ForgottenTopic),
+    FieldInfo('rack_id', 'string', (11, 32767), None, None, None, None),
+)
 FetchRequest.ReplicaState = ReplicaState
 FetchRequest.FetchPartition = FetchPartition
 FetchRequest.FetchTopic = FetchTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -1151,6 +1151,53 @@ def _e_FetchResponse_v16(o, out):
 
 FetchResponse._decoders = (_d_FetchResponse_v0, _d_FetchResponse_v1, _d_FetchResponse_v1, _d_FetchResponse_v1, _d_FetchResponse_v4, _d_FetchResponse_v5, _d_FetchResponse_v5, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v11, _d_FetchResponse_v12, _d_FetchResponse_v13, _d_FetchResponse_v13, _d_FetchResponse_v13, _d_FetchResponse_v16, _d_FetchResponse_v16,)
 FetchResponse._encoders = (_e_FetchResponse_v0, _e_FetchResponse_v1, _e_FetchResponse_v1, _e_FetchResponse_v1, _e_FetchResponse_v4, _e_FetchResponse_v5, _e_FetchResponse_v5, _e_FetchResponse_v7, _e_FetchResponse_v7, _e_FetchResponse_v7, _e_FetchResponse_v7, _e_FetchResponse_v11, _e_FetchResponse_v12, _e_FetchResponse_v13, _e_FetchResponse_v13, _e_FetchResponse_v13, _e_FetchResponse_v16, _e_FetchResponse_v16,)
+EpochEndOffset._schema = (
+    FieldInfo('epoch', 'int32', (12, 32767), None, None, None, None),
+    FieldInfo('end_offset', 'int64', (12, 32767), None, None, None, None),
+)
+LeaderIdAndEpoch._schema = (
+    FieldInfo('leader_id', 'int32', (12, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (12, 32767), None, None, None, None),
+)
+SnapshotId._schema = (
+    FieldInfo('end_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('epoch', 'int32', (0, 32767), None, None, None, None),
+)
+AbortedTransaction._schema = (
+    FieldInfo('producer_id', 'int64', (4, 32767), None, None, None, None),
+    FieldInfo('first_offset', 'int64', (4, 32767), None, None, None, None),
+)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('high_watermark', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_stable_offset', 'int64', (4, 32767), None, None, None, None),
+    FieldInfo('log_start_offset', 'int64', (5, 32767), None, None, None, None),
+    FieldInfo('diverging_epoch', 'EpochEndOffset', (12, 32767), None, 0, (12, 32767), EpochEndOffset),
+    FieldInfo('current_leader', 'LeaderIdAndEpoch', (12, 32767), None, 1, (12, 32767), LeaderIdAndEpoch),
+    FieldInfo('snapshot_id', 'SnapshotId', (12, 32767), None, 2, (12, 32767), SnapshotId),
+    FieldInfo('aborted_transactions', '[]AbortedTransaction', (4, 32767), (4, 32767), None, None, AbortedTransaction),
+    FieldInfo('preferred_read_replica', 'int32', (11, 32767), None, None, None, None),
+    FieldInfo('records', 'records', (0, 32767), (0, 32767), None, None, None),
+)
+FetchableTopicResponse._schema = (
+    FieldInfo('topic', 'string', (0, 12), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (13, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+NodeEndpoint._schema = (
+    FieldInfo('node_id', 'int32', (16, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (16, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (16, 32767), None, None, None, None),
+    FieldInfo('rack', 'string', (16, 32767), (16, 32767), None, None, None),
+)
+FetchResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (7, 32767), None, None, None, None),
+    FieldInfo('session_id', 'int32', (7, 32767), None, None, None, None),
+    FieldInfo('responses', '[]FetchableTopicResponse', (0, 32767), None, None, None, FetchableTopicResponse),
+    FieldInfo('node_endpoints', '[]NodeEndpoint', (16, 32767), None, 0, (16, 32767), NodeEndpoint),
+)
 FetchResponse.EpochEndOffset = EpochEndOffset
 FetchResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
 FetchResponse.SnapshotId = SnapshotId

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -424,6 +424,27 @@ def _e_FetchSnapshotRequest_v1(o, out):
 
 FetchSnapshotRequest._decoders = (_d_FetchSnapshotRequest_v0, _d_FetchSnapshotRequest_v1,)
 FetchSnapshotRequest._encoders = (_e_FetchSnapshotRequest_v0, _e_FetchSnapshotRequest_v1,)
+SnapshotId._schema = (
+    FieldInfo('end_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('epoch', 'int32', (0, 32767), None, None, None, None),
+)
+PartitionSnapshot._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('current_leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('snapshot_id', 'SnapshotId', (0, 32767), None, None, None, SnapshotId),
+    FieldInfo('position', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('replica_directory_id', 'uuid', (1, 32767), None, 0, (1, 32767), None),
+)
+TopicSnapshot._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionSnapshot', (0, 32767), None, None, None, PartitionSnapshot),
+)
+FetchSnapshotRequest._schema = (
+    FieldInfo('cluster_id', 'string', (0, 32767), (0, 32767), 0, (0, 32767), None),
+    FieldInfo('replica_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('max_bytes', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicSnapshot', (0, 32767), None, None, None, TopicSnapshot),
+)
 FetchSnapshotRequest.SnapshotId = SnapshotId
 FetchSnapshotRequest.PartitionSnapshot = PartitionSnapshot
 FetchSnapshotRequest.TopicSnapshot = TopicSnapshot

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_W = struct.Struct('>H')
@@ -422,6 +422,38 @@ def _e_FetchSnapshotResponse_v1(o, out):
 
 FetchSnapshotResponse._decoders = (_d_FetchSnapshotResponse_v0, _d_FetchSnapshotResponse_v1,)
 FetchSnapshotResponse._encoders = (_e_FetchSnapshotResponse_v0, _e_FetchSnapshotResponse_v1,)
+SnapshotId._schema = (
+    FieldInfo('end_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('epoch', 'int32', (0, 32767), None, None, None, None),
+)
+LeaderIdAndEpoch._schema = (
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+PartitionSnapshot._schema = (
+    FieldInfo('index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('snapshot_id', 'SnapshotId', (0, 32767), None, None, None, SnapshotId),
+    FieldInfo('current_leader', 'LeaderIdAndEpoch', (0, 32767), None, 0, (0, 32767), LeaderIdAndEpoch),
+    FieldInfo('size', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('position', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('unaligned_records', 'records', (0, 32767), None, None, None, None),
+)
+TopicSnapshot._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionSnapshot', (0, 32767), None, None, None, PartitionSnapshot),
+)
+NodeEndpoint._schema = (
+    FieldInfo('node_id', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (1, 32767), None, None, None, None),
+)
+FetchSnapshotResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicSnapshot', (0, 32767), None, None, None, TopicSnapshot),
+    FieldInfo('node_endpoints', '[]NodeEndpoint', (1, 32767), None, 0, (1, 32767), NodeEndpoint),
+)
 FetchSnapshotResponse.SnapshotId = SnapshotId
 FetchSnapshotResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
 FetchSnapshotResponse.PartitionSnapshot = PartitionSnapshot

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -184,3 +184,8 @@ def _e_FindCoordinatorRequest_v4(o, out):
 
 FindCoordinatorRequest._decoders = (_d_FindCoordinatorRequest_v0, _d_FindCoordinatorRequest_v1, _d_FindCoordinatorRequest_v1, _d_FindCoordinatorRequest_v3, _d_FindCoordinatorRequest_v4, _d_FindCoordinatorRequest_v4, _d_FindCoordinatorRequest_v4,)
 FindCoordinatorRequest._encoders = (_e_FindCoordinatorRequest_v0, _e_FindCoordinatorRequest_v1, _e_FindCoordinatorRequest_v1, _e_FindCoordinatorRequest_v3, _e_FindCoordinatorRequest_v4, _e_FindCoordinatorRequest_v4, _e_FindCoordinatorRequest_v4,)
+FindCoordinatorRequest._schema = (
+    FieldInfo('key', 'string', (0, 3), None, None, None, None),
+    FieldInfo('key_type', 'int8', (1, 32767), None, None, None, None),
+    FieldInfo('coordinator_keys', '[]string', (4, 32767), None, None, None, None),
+)

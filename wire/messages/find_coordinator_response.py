@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hih = struct.Struct('>hih')
@@ -318,4 +318,21 @@ def _e_FindCoordinatorResponse_v4(o, out):
 
 FindCoordinatorResponse._decoders = (_d_FindCoordinatorResponse_v0, _d_FindCoordinatorResponse_v1, _d_FindCoordinatorResponse_v1, _d_FindCoordinatorResponse_v3, _d_FindCoordinatorResponse_v4, _d_FindCoordinatorResponse_v4, _d_FindCoordinatorResponse_v4,)
 FindCoordinatorResponse._encoders = (_e_FindCoordinatorResponse_v0, _e_FindCoordinatorResponse_v1, _e_FindCoordinatorResponse_v1, _e_FindCoordinatorResponse_v3, _e_FindCoordinatorResponse_v4, _e_FindCoordinatorResponse_v4, _e_FindCoordinatorResponse_v4,)
+Coordinator._schema = (
+    FieldInfo('key', 'string', (4, 32767), None, None, None, None),
+    FieldInfo('node_id', 'int32', (4, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (4, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (4, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (4, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (4, 32767), (4, 32767), None, None, None),
+)
+FindCoordinatorResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 3), None, None, None, None),
+    FieldInfo('error_message', 'string', (1, 3), (1, 3), None, None, None),
+    FieldInfo('node_id', 'int32', (0, 3), None, None, None, None),
+    FieldInfo('host', 'string', (0, 3), None, None, None, None),
+    FieldInfo('port', 'int32', (0, 3), None, None, None, None),
+    FieldInfo('coordinators', '[]Coordinator', (4, 32767), None, None, None, Coordinator),
+)
 FindCoordinatorResponse.Coordinator = Coordinator

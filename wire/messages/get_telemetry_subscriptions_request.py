@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -54,3 +54,6 @@ def _e_GetTelemetrySubscriptionsRequest_v0(o, out):
 
 GetTelemetrySubscriptionsRequest._decoders = (_d_GetTelemetrySubscriptionsRequest_v0,)
 GetTelemetrySubscriptionsRequest._encoders = (_e_GetTelemetrySubscriptionsRequest_v0,)
+GetTelemetrySubscriptionsRequest._schema = (
+    FieldInfo('client_instance_id', 'uuid', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ihUi = struct.Struct('>ih16si')
@@ -111,3 +111,14 @@ def _e_GetTelemetrySubscriptionsResponse_v0(o, out):
 
 GetTelemetrySubscriptionsResponse._decoders = (_d_GetTelemetrySubscriptionsResponse_v0,)
 GetTelemetrySubscriptionsResponse._encoders = (_e_GetTelemetrySubscriptionsResponse_v0,)
+GetTelemetrySubscriptionsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('client_instance_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('subscription_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('accepted_compression_types', '[]int8', (0, 32767), None, None, None, None),
+    FieldInfo('push_interval_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('telemetry_max_bytes', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('delta_temporality', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('requested_metrics', '[]string', (0, 32767), None, None, None, None),
+)

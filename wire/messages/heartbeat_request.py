@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -185,3 +185,9 @@ def _e_HeartbeatRequest_v4(o, out):
 
 HeartbeatRequest._decoders = (_d_HeartbeatRequest_v0, _d_HeartbeatRequest_v0, _d_HeartbeatRequest_v0, _d_HeartbeatRequest_v3, _d_HeartbeatRequest_v4,)
 HeartbeatRequest._encoders = (_e_HeartbeatRequest_v0, _e_HeartbeatRequest_v0, _e_HeartbeatRequest_v0, _e_HeartbeatRequest_v3, _e_HeartbeatRequest_v4,)
+HeartbeatRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('generation_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),
+)

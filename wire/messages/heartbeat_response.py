@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -76,3 +76,7 @@ def _e_HeartbeatResponse_v4(o, out):
 
 HeartbeatResponse._decoders = (_d_HeartbeatResponse_v0, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v4,)
 HeartbeatResponse._encoders = (_e_HeartbeatResponse_v0, _e_HeartbeatResponse_v1, _e_HeartbeatResponse_v1, _e_HeartbeatResponse_v1, _e_HeartbeatResponse_v4,)
+HeartbeatResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)

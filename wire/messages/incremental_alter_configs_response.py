@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_b = struct.Struct('>b')
@@ -207,4 +207,14 @@ def _e_IncrementalAlterConfigsResponse_v1(o, out):
 
 IncrementalAlterConfigsResponse._decoders = (_d_IncrementalAlterConfigsResponse_v0, _d_IncrementalAlterConfigsResponse_v1,)
 IncrementalAlterConfigsResponse._encoders = (_e_IncrementalAlterConfigsResponse_v0, _e_IncrementalAlterConfigsResponse_v1,)
+AlterConfigsResourceResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),
+)
+IncrementalAlterConfigsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('responses', '[]AlterConfigsResourceResponse', (0, 32767), None, None, None, AlterConfigsResourceResponse),
+)
 IncrementalAlterConfigsResponse.AlterConfigsResourceResponse = AlterConfigsResourceResponse

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ihqh = struct.Struct('>ihqh')
@@ -66,3 +66,9 @@ def _e_InitProducerIdResponse_v2(o, out):
 
 InitProducerIdResponse._decoders = (_d_InitProducerIdResponse_v0, _d_InitProducerIdResponse_v0, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2, _d_InitProducerIdResponse_v2,)
 InitProducerIdResponse._encoders = (_e_InitProducerIdResponse_v0, _e_InitProducerIdResponse_v0, _e_InitProducerIdResponse_v2, _e_InitProducerIdResponse_v2, _e_InitProducerIdResponse_v2, _e_InitProducerIdResponse_v2,)
+InitProducerIdResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int16', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -180,5 +180,18 @@ def _e_InitializeShareGroupStateRequest_v0(o, out):
 
 InitializeShareGroupStateRequest._decoders = (_d_InitializeShareGroupStateRequest_v0,)
 InitializeShareGroupStateRequest._encoders = (_e_InitializeShareGroupStateRequest_v0,)
+PartitionData._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('state_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('start_offset', 'int64', (0, 32767), None, None, None, None),
+)
+InitializeStateData._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+InitializeShareGroupStateRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]InitializeStateData', (0, 32767), None, None, None, InitializeStateData),
+)
 InitializeShareGroupStateRequest.PartitionData = PartitionData
 InitializeShareGroupStateRequest.InitializeStateData = InitializeStateData

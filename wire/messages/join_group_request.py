@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -572,4 +572,18 @@ def _e_JoinGroupRequest_v8(o, out):
 
 JoinGroupRequest._decoders = (_d_JoinGroupRequest_v0, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v5, _d_JoinGroupRequest_v6, _d_JoinGroupRequest_v6, _d_JoinGroupRequest_v8, _d_JoinGroupRequest_v8,)
 JoinGroupRequest._encoders = (_e_JoinGroupRequest_v0, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v5, _e_JoinGroupRequest_v6, _e_JoinGroupRequest_v6, _e_JoinGroupRequest_v8, _e_JoinGroupRequest_v8,)
+JoinGroupRequestProtocol._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('metadata', 'bytes', (0, 32767), None, None, None, None),
+)
+JoinGroupRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('session_timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('rebalance_timeout_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (5, 32767), (5, 32767), None, None, None),
+    FieldInfo('protocol_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('protocols', '[]JoinGroupRequestProtocol', (0, 32767), None, None, None, JoinGroupRequestProtocol),
+    FieldInfo('reason', 'string', (8, 32767), (8, 32767), None, None, None),
+)
 JoinGroupRequest.JoinGroupRequestProtocol = JoinGroupRequestProtocol

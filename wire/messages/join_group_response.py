@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -714,4 +714,20 @@ def _e_JoinGroupResponse_v9(o, out):
 
 JoinGroupResponse._decoders = (_d_JoinGroupResponse_v0, _d_JoinGroupResponse_v0, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v5, _d_JoinGroupResponse_v6, _d_JoinGroupResponse_v7, _d_JoinGroupResponse_v7, _d_JoinGroupResponse_v9,)
 JoinGroupResponse._encoders = (_e_JoinGroupResponse_v0, _e_JoinGroupResponse_v0, _e_JoinGroupResponse_v2, _e_JoinGroupResponse_v2, _e_JoinGroupResponse_v2, _e_JoinGroupResponse_v5, _e_JoinGroupResponse_v6, _e_JoinGroupResponse_v7, _e_JoinGroupResponse_v7, _e_JoinGroupResponse_v9,)
+JoinGroupResponseMember._schema = (
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (5, 32767), (5, 32767), None, None, None),
+    FieldInfo('metadata', 'bytes', (0, 32767), None, None, None, None),
+)
+JoinGroupResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('generation_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('protocol_type', 'string', (7, 32767), (7, 32767), None, None, None),
+    FieldInfo('protocol_name', 'string', (0, 32767), (7, 32767), None, None, None),
+    FieldInfo('leader', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('skip_assignment', 'bool', (9, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('members', '[]JoinGroupResponseMember', (0, 32767), None, None, None, JoinGroupResponseMember),
+)
 JoinGroupResponse.JoinGroupResponseMember = JoinGroupResponseMember

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hh = struct.Struct('>hh')
@@ -54,3 +54,7 @@ def _e_KRaftVersionRecord_v0(o, out):
 
 KRaftVersionRecord._decoders = (_d_KRaftVersionRecord_v0,)
 KRaftVersionRecord._encoders = (_e_KRaftVersionRecord_v0,)
+KRaftVersionRecord._schema = (
+    FieldInfo('version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('k_raft_version', 'int16', (0, 32767), None, None, None, None),
+)

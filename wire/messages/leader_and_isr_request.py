@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -1250,6 +1250,40 @@ def _e_LeaderAndIsrRequest_v7(o, out):
 
 LeaderAndIsrRequest._decoders = (_d_LeaderAndIsrRequest_v0, _d_LeaderAndIsrRequest_v1, _d_LeaderAndIsrRequest_v2, _d_LeaderAndIsrRequest_v3, _d_LeaderAndIsrRequest_v4, _d_LeaderAndIsrRequest_v5, _d_LeaderAndIsrRequest_v6, _d_LeaderAndIsrRequest_v7,)
 LeaderAndIsrRequest._encoders = (_e_LeaderAndIsrRequest_v0, _e_LeaderAndIsrRequest_v1, _e_LeaderAndIsrRequest_v2, _e_LeaderAndIsrRequest_v3, _e_LeaderAndIsrRequest_v4, _e_LeaderAndIsrRequest_v5, _e_LeaderAndIsrRequest_v6, _e_LeaderAndIsrRequest_v7,)
+LeaderAndIsrPartitionState._schema = (
+    FieldInfo('topic_name', 'string', (0, 1), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('controller_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('isr', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('partition_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replicas', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('adding_replicas', '[]int32', (3, 32767), None, None, None, None),
+    FieldInfo('removing_replicas', '[]int32', (3, 32767), None, None, None, None),
+    FieldInfo('is_new', 'bool', (1, 32767), None, None, None, None),
+    FieldInfo('leader_recovery_state', 'int8', (6, 32767), None, None, None, None),
+)
+LeaderAndIsrTopicState._schema = (
+    FieldInfo('topic_name', 'string', (2, 32767), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (5, 32767), None, None, None, None),
+    FieldInfo('partition_states', '[]LeaderAndIsrPartitionState', (2, 32767), None, None, None, LeaderAndIsrPartitionState),
+)
+LeaderAndIsrLiveLeader._schema = (
+    FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('host_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (0, 32767), None, None, None, None),
+)
+LeaderAndIsrRequest._schema = (
+    FieldInfo('controller_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('is_k_raft_controller', 'bool', (7, 32767), None, None, None, None),
+    FieldInfo('controller_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (2, 32767), None, None, None, None),
+    FieldInfo('type_', 'int8', (5, 32767), None, None, None, None),
+    FieldInfo('ungrouped_partition_states', '[]LeaderAndIsrPartitionState', (0, 1), None, None, None, LeaderAndIsrPartitionState),
+    FieldInfo('topic_states', '[]LeaderAndIsrTopicState', (2, 32767), None, None, None, LeaderAndIsrTopicState),
+    FieldInfo('live_leaders', '[]LeaderAndIsrLiveLeader', (0, 32767), None, None, None, LeaderAndIsrLiveLeader),
+)
 LeaderAndIsrRequest.LeaderAndIsrPartitionState = LeaderAndIsrPartitionState
 LeaderAndIsrRequest.LeaderAndIsrTopicState = LeaderAndIsrTopicState
 LeaderAndIsrRequest.LeaderAndIsrLiveLeader = LeaderAndIsrLiveLeader

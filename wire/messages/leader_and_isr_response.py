@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -311,5 +311,19 @@ def _e_LeaderAndIsrResponse_v5(o, out):
 
 LeaderAndIsrResponse._decoders = (_d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v4, _d_LeaderAndIsrResponse_v5, _d_LeaderAndIsrResponse_v5, _d_LeaderAndIsrResponse_v5,)
 LeaderAndIsrResponse._encoders = (_e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v4, _e_LeaderAndIsrResponse_v5, _e_LeaderAndIsrResponse_v5, _e_LeaderAndIsrResponse_v5,)
+LeaderAndIsrPartitionError._schema = (
+    FieldInfo('topic_name', 'string', (0, 4), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+LeaderAndIsrTopicError._schema = (
+    FieldInfo('topic_id', 'uuid', (5, 32767), None, None, None, None),
+    FieldInfo('partition_errors', '[]LeaderAndIsrPartitionError', (5, 32767), None, None, None, LeaderAndIsrPartitionError),
+)
+LeaderAndIsrResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('partition_errors', '[]LeaderAndIsrPartitionError', (0, 4), None, None, None, LeaderAndIsrPartitionError),
+    FieldInfo('topics', '[]LeaderAndIsrTopicError', (5, 32767), None, None, None, LeaderAndIsrTopicError),
+)
 LeaderAndIsrResponse.LeaderAndIsrPartitionError = LeaderAndIsrPartitionError
 LeaderAndIsrResponse.LeaderAndIsrTopicError = LeaderAndIsrTopicError

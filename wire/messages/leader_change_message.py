@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hi = struct.Struct('>hi')
@@ -227,4 +227,14 @@ def _e_LeaderChangeMessage_v1(o, out):
 
 LeaderChangeMessage._decoders = (_d_LeaderChangeMessage_v0, _d_LeaderChangeMessage_v1,)
 LeaderChangeMessage._encoders = (_e_LeaderChangeMessage_v0, _e_LeaderChangeMessage_v1,)
+Voter._schema = (
+    FieldInfo('voter_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('voter_directory_id', 'uuid', (1, 32767), None, None, None, None),
+)
+LeaderChangeMessage._schema = (
+    FieldInfo('version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('voters', '[]Voter', (0, 32767), None, None, None, Voter),
+    FieldInfo('granting_voters', '[]Voter', (0, 32767), None, None, None, Voter),
+)
 LeaderChangeMessage.Voter = Voter

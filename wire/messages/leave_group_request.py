@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -397,4 +397,14 @@ def _e_LeaveGroupRequest_v5(o, out):
 
 LeaveGroupRequest._decoders = (_d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v3, _d_LeaveGroupRequest_v4, _d_LeaveGroupRequest_v5,)
 LeaveGroupRequest._encoders = (_e_LeaveGroupRequest_v0, _e_LeaveGroupRequest_v0, _e_LeaveGroupRequest_v0, _e_LeaveGroupRequest_v3, _e_LeaveGroupRequest_v4, _e_LeaveGroupRequest_v5,)
+MemberIdentity._schema = (
+    FieldInfo('member_id', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),
+    FieldInfo('reason', 'string', (5, 32767), (5, 32767), None, None, None),
+)
+LeaveGroupRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (0, 2), None, None, None, None),
+    FieldInfo('members', '[]MemberIdentity', (3, 32767), None, None, None, MemberIdentity),
+)
 LeaveGroupRequest.MemberIdentity = MemberIdentity

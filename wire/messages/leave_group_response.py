@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -231,4 +231,14 @@ def _e_LeaveGroupResponse_v4(o, out):
 
 LeaveGroupResponse._decoders = (_d_LeaveGroupResponse_v0, _d_LeaveGroupResponse_v1, _d_LeaveGroupResponse_v1, _d_LeaveGroupResponse_v3, _d_LeaveGroupResponse_v4, _d_LeaveGroupResponse_v4,)
 LeaveGroupResponse._encoders = (_e_LeaveGroupResponse_v0, _e_LeaveGroupResponse_v1, _e_LeaveGroupResponse_v1, _e_LeaveGroupResponse_v3, _e_LeaveGroupResponse_v4, _e_LeaveGroupResponse_v4,)
+MemberResponse._schema = (
+    FieldInfo('member_id', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),
+    FieldInfo('error_code', 'int16', (3, 32767), None, None, None, None),
+)
+LeaveGroupResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('members', '[]MemberResponse', (3, 32767), None, None, None, MemberResponse),
+)
 LeaveGroupResponse.MemberResponse = MemberResponse

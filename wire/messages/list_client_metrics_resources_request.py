@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 
@@ -48,3 +48,5 @@ def _e_ListClientMetricsResourcesRequest_v0(o, out):
 
 ListClientMetricsResourcesRequest._decoders = (_d_ListClientMetricsResourcesRequest_v0,)
 ListClientMetricsResourcesRequest._encoders = (_e_ListClientMetricsResourcesRequest_v0,)
+ListClientMetricsResourcesRequest._schema = (
+)

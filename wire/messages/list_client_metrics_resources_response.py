@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ih = struct.Struct('>ih')
@@ -122,4 +122,12 @@ def _e_ListClientMetricsResourcesResponse_v0(o, out):
 
 ListClientMetricsResourcesResponse._decoders = (_d_ListClientMetricsResourcesResponse_v0,)
 ListClientMetricsResourcesResponse._encoders = (_e_ListClientMetricsResourcesResponse_v0,)
+ClientMetricsResource._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+)
+ListClientMetricsResourcesResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('client_metrics_resources', '[]ClientMetricsResource', (0, 32767), None, None, None, ClientMetricsResource),
+)
 ListClientMetricsResourcesResponse.ClientMetricsResource = ClientMetricsResource

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 
@@ -209,3 +209,7 @@ def _e_ListGroupsRequest_v5(o, out):
 
 ListGroupsRequest._decoders = (_d_ListGroupsRequest_v0, _d_ListGroupsRequest_v0, _d_ListGroupsRequest_v0, _d_ListGroupsRequest_v3, _d_ListGroupsRequest_v4, _d_ListGroupsRequest_v5,)
 ListGroupsRequest._encoders = (_e_ListGroupsRequest_v0, _e_ListGroupsRequest_v0, _e_ListGroupsRequest_v0, _e_ListGroupsRequest_v3, _e_ListGroupsRequest_v4, _e_ListGroupsRequest_v5,)
+ListGroupsRequest._schema = (
+    FieldInfo('states_filter', '[]string', (4, 32767), None, None, None, None),
+    FieldInfo('types_filter', '[]string', (5, 32767), None, None, None, None),
+)

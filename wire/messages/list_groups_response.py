@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -473,4 +473,15 @@ def _e_ListGroupsResponse_v5(o, out):
 
 ListGroupsResponse._decoders = (_d_ListGroupsResponse_v0, _d_ListGroupsResponse_v1, _d_ListGroupsResponse_v1, _d_ListGroupsResponse_v3, _d_ListGroupsResponse_v4, _d_ListGroupsResponse_v5,)
 ListGroupsResponse._encoders = (_e_ListGroupsResponse_v0, _e_ListGroupsResponse_v1, _e_ListGroupsResponse_v1, _e_ListGroupsResponse_v3, _e_ListGroupsResponse_v4, _e_ListGroupsResponse_v5,)
+ListedGroup._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('protocol_type', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_state', 'string', (4, 32767), None, None, None, None),
+    FieldInfo('group_type', 'string', (5, 32767), None, None, None, None),
+)
+ListGroupsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('groups', '[]ListedGroup', (0, 32767), None, None, None, ListedGroup),
+)
 ListGroupsResponse.ListedGroup = ListedGroup

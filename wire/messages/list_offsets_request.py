@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -485,5 +485,21 @@ def _e_ListOffsetsRequest_v10(o, out):
 
 ListOffsetsRequest._decoders = (_d_ListOffsetsRequest_v0, _d_ListOffsetsRequest_v1, _d_ListOffsetsRequest_v2, _d_ListOffsetsRequest_v2, _d_ListOffsetsRequest_v4, _d_ListOffsetsRequest_v4, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v10,)
 ListOffsetsRequest._encoders = (_e_ListOffsetsRequest_v0, _e_ListOffsetsRequest_v1, _e_ListOffsetsRequest_v2, _e_ListOffsetsRequest_v2, _e_ListOffsetsRequest_v4, _e_ListOffsetsRequest_v4, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v10,)
+ListOffsetsPartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('current_leader_epoch', 'int32', (4, 32767), None, None, None, None),
+    FieldInfo('timestamp', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('max_num_offsets', 'int32', (0, 0), None, None, None, None),
+)
+ListOffsetsTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]ListOffsetsPartition', (0, 32767), None, None, None, ListOffsetsPartition),
+)
+ListOffsetsRequest._schema = (
+    FieldInfo('replica_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('isolation_level', 'int8', (2, 32767), None, None, None, None),
+    FieldInfo('topics', '[]ListOffsetsTopic', (0, 32767), None, None, None, ListOffsetsTopic),
+    FieldInfo('timeout_ms', 'int32', (10, 32767), None, None, None, None),
+)
 ListOffsetsRequest.ListOffsetsPartition = ListOffsetsPartition
 ListOffsetsRequest.ListOffsetsTopic = ListOffsetsTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -443,5 +443,21 @@ def _e_ListOffsetsResponse_v6(o, out):
 
 ListOffsetsResponse._decoders = (_d_ListOffsetsResponse_v0, _d_ListOffsetsResponse_v1, _d_ListOffsetsResponse_v2, _d_ListOffsetsResponse_v2, _d_ListOffsetsResponse_v4, _d_ListOffsetsResponse_v4, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6,)
 ListOffsetsResponse._encoders = (_e_ListOffsetsResponse_v0, _e_ListOffsetsResponse_v1, _e_ListOffsetsResponse_v2, _e_ListOffsetsResponse_v2, _e_ListOffsetsResponse_v4, _e_ListOffsetsResponse_v4, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6,)
+ListOffsetsPartitionResponse._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('old_style_offsets', '[]int64', (0, 0), None, None, None, None),
+    FieldInfo('timestamp', 'int64', (1, 32767), None, None, None, None),
+    FieldInfo('offset', 'int64', (1, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (4, 32767), None, None, None, None),
+)
+ListOffsetsTopicResponse._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]ListOffsetsPartitionResponse', (0, 32767), None, None, None, ListOffsetsPartitionResponse),
+)
+ListOffsetsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('topics', '[]ListOffsetsTopicResponse', (0, 32767), None, None, None, ListOffsetsTopicResponse),
+)
 ListOffsetsResponse.ListOffsetsPartitionResponse = ListOffsetsPartitionResponse
 ListOffsetsResponse.ListOffsetsTopicResponse = ListOffsetsTopicResponse

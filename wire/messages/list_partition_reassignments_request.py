@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -137,4 +137,12 @@ def _e_ListPartitionReassignmentsRequest_v0(o, out):
 
 ListPartitionReassignmentsRequest._decoders = (_d_ListPartitionReassignmentsRequest_v0,)
 ListPartitionReassignmentsRequest._encoders = (_e_ListPartitionReassignmentsRequest_v0,)
+ListPartitionReassignmentsTopics._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_indexes', '[]int32', (0, 32767), None, None, None, None),
+)
+ListPartitionReassignmentsRequest._schema = (
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]ListPartitionReassignmentsTopics', (0, 32767), (0, 32767), None, None, ListPartitionReassignmentsTopics),
+)
 ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics = ListPartitionReassignmentsTopics

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -241,5 +241,21 @@ def _e_ListPartitionReassignmentsResponse_v0(o, out):
 
 ListPartitionReassignmentsResponse._decoders = (_d_ListPartitionReassignmentsResponse_v0,)
 ListPartitionReassignmentsResponse._encoders = (_e_ListPartitionReassignmentsResponse_v0,)
+OngoingPartitionReassignment._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replicas', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('adding_replicas', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('removing_replicas', '[]int32', (0, 32767), None, None, None, None),
+)
+OngoingTopicReassignment._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]OngoingPartitionReassignment', (0, 32767), None, None, None, OngoingPartitionReassignment),
+)
+ListPartitionReassignmentsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('topics', '[]OngoingTopicReassignment', (0, 32767), None, None, None, OngoingTopicReassignment),
+)
 ListPartitionReassignmentsResponse.OngoingPartitionReassignment = OngoingPartitionReassignment
 ListPartitionReassignmentsResponse.OngoingTopicReassignment = OngoingTopicReassignment

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_q = struct.Struct('>q')
@@ -170,3 +170,8 @@ def _e_ListTransactionsRequest_v1(o, out):
 
 ListTransactionsRequest._decoders = (_d_ListTransactionsRequest_v0, _d_ListTransactionsRequest_v1,)
 ListTransactionsRequest._encoders = (_e_ListTransactionsRequest_v0, _e_ListTransactionsRequest_v1,)
+ListTransactionsRequest._schema = (
+    FieldInfo('state_filters', '[]string', (0, 32767), None, None, None, None),
+    FieldInfo('producer_id_filters', '[]int64', (0, 32767), None, None, None, None),
+    FieldInfo('duration_filter', 'int64', (1, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_ih = struct.Struct('>ih')
@@ -176,4 +176,15 @@ def _e_ListTransactionsResponse_v0(o, out):
 
 ListTransactionsResponse._decoders = (_d_ListTransactionsResponse_v0, _d_ListTransactionsResponse_v0,)
 ListTransactionsResponse._encoders = (_e_ListTransactionsResponse_v0, _e_ListTransactionsResponse_v0,)
+TransactionState._schema = (
+    FieldInfo('transactional_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('transaction_state', 'string', (0, 32767), None, None, None, None),
+)
+ListTransactionsResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('unknown_state_filters', '[]string', (0, 32767), None, None, None, None),
+    FieldInfo('transaction_states', '[]TransactionState', (0, 32767), None, None, None, TransactionState),
+)
 ListTransactionsResponse.TransactionState = TransactionState

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -414,4 +414,14 @@ def _e_MetadataRequest_v11(o, out):
 
 MetadataRequest._decoders = (_d_MetadataRequest_v0, _d_MetadataRequest_v1, _d_MetadataRequest_v1, _d_MetadataRequest_v1, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v8, _d_MetadataRequest_v9, _d_MetadataRequest_v10, _d_MetadataRequest_v11, _d_MetadataRequest_v11,)
 MetadataRequest._encoders = (_e_MetadataRequest_v0, _e_MetadataRequest_v1, _e_MetadataRequest_v1, _e_MetadataRequest_v1, _e_MetadataRequest_v4, _e_MetadataRequest_v4, _e_MetadataRequest_v4, _e_MetadataRequest_v4, _e_MetadataRequest_v8, _e_MetadataRequest_v9, _e_MetadataRequest_v10, _e_MetadataRequest_v11, _e_MetadataRequest_v11,)
+MetadataRequestTopic._schema = (
+    FieldInfo('topic_id', 'uuid', (10, 32767), None, None, None, None),
+    FieldInfo('name', 'string', (0, 32767), (10, 32767), None, None, None),
+)
+MetadataRequest._schema = (
+    FieldInfo('topics', '[]MetadataRequestTopic', (0, 32767), (1, 32767), None, None, MetadataRequestTopic),
+    FieldInfo('allow_auto_topic_creation', 'bool', (4, 32767), None, None, None, None),
+    FieldInfo('include_cluster_authorized_operations', 'bool', (8, 10), None, None, None, None),
+    FieldInfo('include_topic_authorized_operations', 'bool', (8, 32767), None, None, None, None),
+)
 MetadataRequest.MetadataRequestTopic = MetadataRequestTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_Uo = struct.Struct('>16s?')
@@ -1488,6 +1488,37 @@ def _e_MetadataResponse_v12(o, out):
 
 MetadataResponse._decoders = (_d_MetadataResponse_v0, _d_MetadataResponse_v1, _d_MetadataResponse_v2, _d_MetadataResponse_v3, _d_MetadataResponse_v3, _d_MetadataResponse_v5, _d_MetadataResponse_v5, _d_MetadataResponse_v7, _d_MetadataResponse_v8, _d_MetadataResponse_v9, _d_MetadataResponse_v10, _d_MetadataResponse_v11, _d_MetadataResponse_v12,)
 MetadataResponse._encoders = (_e_MetadataResponse_v0, _e_MetadataResponse_v1, _e_MetadataResponse_v2, _e_MetadataResponse_v3, _e_MetadataResponse_v3, _e_MetadataResponse_v5, _e_MetadataResponse_v5, _e_MetadataResponse_v7, _e_MetadataResponse_v8, _e_MetadataResponse_v9, _e_MetadataResponse_v10, _e_MetadataResponse_v11, _e_MetadataResponse_v12,)
+MetadataResponseBroker._schema = (
+    FieldInfo('node_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('rack', 'string', (1, 32767), (1, 32767), None, None, None),
+)
+MetadataResponsePartition._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (7, 32767), None, None, None, None),
+    FieldInfo('replica_nodes', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('isr_nodes', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('offline_replicas', '[]int32', (5, 32767), None, None, None, None),
+)
+MetadataResponseTopic._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('name', 'string', (0, 32767), (12, 32767), None, None, None),
+    FieldInfo('topic_id', 'uuid', (10, 32767), None, None, None, None),
+    FieldInfo('is_internal', 'bool', (1, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]MetadataResponsePartition', (0, 32767), None, None, None, MetadataResponsePartition),
+    FieldInfo('topic_authorized_operations', 'int32', (8, 32767), None, None, None, None),
+)
+MetadataResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('brokers', '[]MetadataResponseBroker', (0, 32767), None, None, None, MetadataResponseBroker),
+    FieldInfo('cluster_id', 'string', (2, 32767), (2, 32767), None, None, None),
+    FieldInfo('controller_id', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('topics', '[]MetadataResponseTopic', (0, 32767), None, None, None, MetadataResponseTopic),
+    FieldInfo('cluster_authorized_operations', 'int32', (8, 10), None, None, None, None),
+)
 MetadataResponse.MetadataResponseBroker = MetadataResponseBroker
 MetadataResponse.MetadataResponsePartition = MetadataResponsePartition
 MetadataResponse.MetadataResponseTopic = MetadataResponseTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -739,5 +739,24 @@ def _e_OffsetCommitRequest_v8(o, out):
 
 OffsetCommitRequest._decoders = (_d_OffsetCommitRequest_v0, _d_OffsetCommitRequest_v1, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v5, _d_OffsetCommitRequest_v6, _d_OffsetCommitRequest_v7, _d_OffsetCommitRequest_v8, _d_OffsetCommitRequest_v8,)
 OffsetCommitRequest._encoders = (_e_OffsetCommitRequest_v0, _e_OffsetCommitRequest_v1, _e_OffsetCommitRequest_v2, _e_OffsetCommitRequest_v2, _e_OffsetCommitRequest_v2, _e_OffsetCommitRequest_v5, _e_OffsetCommitRequest_v6, _e_OffsetCommitRequest_v7, _e_OffsetCommitRequest_v8, _e_OffsetCommitRequest_v8,)
+OffsetCommitRequestPartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('committed_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('committed_leader_epoch', 'int32', (6, 32767), None, None, None, None),
+    FieldInfo('commit_timestamp', 'int64', (1, 1), None, None, None, None),
+    FieldInfo('committed_metadata', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+OffsetCommitRequestTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]OffsetCommitRequestPartition', (0, 32767), None, None, None, OffsetCommitRequestPartition),
+)
+OffsetCommitRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('generation_id_or_member_epoch', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (7, 32767), (7, 32767), None, None, None),
+    FieldInfo('retention_time_ms', 'int64', (2, 4), None, None, None, None),
+    FieldInfo('topics', '[]OffsetCommitRequestTopic', (0, 32767), None, None, None, OffsetCommitRequestTopic),
+)
 OffsetCommitRequest.OffsetCommitRequestPartition = OffsetCommitRequestPartition
 OffsetCommitRequest.OffsetCommitRequestTopic = OffsetCommitRequestTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -272,5 +272,17 @@ def _e_OffsetCommitResponse_v8(o, out):
 
 OffsetCommitResponse._decoders = (_d_OffsetCommitResponse_v0, _d_OffsetCommitResponse_v0, _d_OffsetCommitResponse_v0, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v8, _d_OffsetCommitResponse_v8,)
 OffsetCommitResponse._encoders = (_e_OffsetCommitResponse_v0, _e_OffsetCommitResponse_v0, _e_OffsetCommitResponse_v0, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v8, _e_OffsetCommitResponse_v8,)
+OffsetCommitResponsePartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+OffsetCommitResponseTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]OffsetCommitResponsePartition', (0, 32767), None, None, None, OffsetCommitResponsePartition),
+)
+OffsetCommitResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetCommitResponseTopic', (0, 32767), None, None, None, OffsetCommitResponseTopic),
+)
 OffsetCommitResponse.OffsetCommitResponsePartition = OffsetCommitResponsePartition
 OffsetCommitResponse.OffsetCommitResponseTopic = OffsetCommitResponseTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -129,5 +129,16 @@ def _e_OffsetDeleteRequest_v0(o, out):
 
 OffsetDeleteRequest._decoders = (_d_OffsetDeleteRequest_v0,)
 OffsetDeleteRequest._encoders = (_e_OffsetDeleteRequest_v0,)
+OffsetDeleteRequestPartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+)
+OffsetDeleteRequestTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]OffsetDeleteRequestPartition', (0, 32767), None, None, None, OffsetDeleteRequestPartition),
+)
+OffsetDeleteRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetDeleteRequestTopic', (0, 32767), None, None, None, OffsetDeleteRequestTopic),
+)
 OffsetDeleteRequest.OffsetDeleteRequestPartition = OffsetDeleteRequestPartition
 OffsetDeleteRequest.OffsetDeleteRequestTopic = OffsetDeleteRequestTopic

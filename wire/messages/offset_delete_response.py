@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -121,5 +121,18 @@ def _e_OffsetDeleteResponse_v0(o, out):
 
 OffsetDeleteResponse._decoders = (_d_OffsetDeleteResponse_v0,)
 OffsetDeleteResponse._encoders = (_e_OffsetDeleteResponse_v0,)
+OffsetDeleteResponsePartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+OffsetDeleteResponseTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]OffsetDeleteResponsePartition', (0, 32767), None, None, None, OffsetDeleteResponsePartition),
+)
+OffsetDeleteResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetDeleteResponseTopic', (0, 32767), None, None, None, OffsetDeleteResponseTopic),
+)
 OffsetDeleteResponse.OffsetDeleteResponsePartition = OffsetDeleteResponsePartition
 OffsetDeleteResponse.OffsetDeleteResponseTopic = OffsetDeleteResponseTopic

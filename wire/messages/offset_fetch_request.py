@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -638,6 +638,26 @@ def _e_OffsetFetchRequest_v9(o, out):
 
 OffsetFetchRequest._decoders = (_d_OffsetFetchRequest_v0, _d_OffsetFetchRequest_v0, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v6, _d_OffsetFetchRequest_v7, _d_OffsetFetchRequest_v8, _d_OffsetFetchRequest_v9,)
 OffsetFetchRequest._encoders = (_e_OffsetFetchRequest_v0, _e_OffsetFetchRequest_v0, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v6, _e_OffsetFetchRequest_v7, _e_OffsetFetchRequest_v8, _e_OffsetFetchRequest_v9,)
+OffsetFetchRequestTopic._schema = (
+    FieldInfo('name', 'string', (0, 7), None, None, None, None),
+    FieldInfo('partition_indexes', '[]int32', (0, 7), None, None, None, None),
+)
+OffsetFetchRequestTopics._schema = (
+    FieldInfo('name', 'string', (8, 32767), None, None, None, None),
+    FieldInfo('partition_indexes', '[]int32', (8, 32767), None, None, None, None),
+)
+OffsetFetchRequestGroup._schema = (
+    FieldInfo('group_id', 'string', (8, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (9, 32767), (9, 32767), None, None, None),
+    FieldInfo('member_epoch', 'int32', (9, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetFetchRequestTopics', (8, 32767), (8, 32767), None, None, OffsetFetchRequestTopics),
+)
+OffsetFetchRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 7), None, None, None, None),
+    FieldInfo('topics', '[]OffsetFetchRequestTopic', (0, 7), (2, 7), None, None, OffsetFetchRequestTopic),
+    FieldInfo('groups', '[]OffsetFetchRequestGroup', (8, 32767), None, None, None, OffsetFetchRequestGroup),
+    FieldInfo('require_stable', 'bool', (7, 32767), None, None, None, None),
+)
 OffsetFetchRequest.OffsetFetchRequestTopic = OffsetFetchRequestTopic
 OffsetFetchRequest.OffsetFetchRequestTopics = OffsetFetchRequestTopics
 OffsetFetchRequest.OffsetFetchRequestGroup = OffsetFetchRequestGroup

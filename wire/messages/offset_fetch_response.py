@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -663,6 +663,39 @@ def _e_OffsetFetchResponse_v8(o, out):
 
 OffsetFetchResponse._decoders = (_d_OffsetFetchResponse_v0, _d_OffsetFetchResponse_v0, _d_OffsetFetchResponse_v2, _d_OffsetFetchResponse_v3, _d_OffsetFetchResponse_v3, _d_OffsetFetchResponse_v5, _d_OffsetFetchResponse_v6, _d_OffsetFetchResponse_v6, _d_OffsetFetchResponse_v8, _d_OffsetFetchResponse_v8,)
 OffsetFetchResponse._encoders = (_e_OffsetFetchResponse_v0, _e_OffsetFetchResponse_v0, _e_OffsetFetchResponse_v2, _e_OffsetFetchResponse_v3, _e_OffsetFetchResponse_v3, _e_OffsetFetchResponse_v5, _e_OffsetFetchResponse_v6, _e_OffsetFetchResponse_v6, _e_OffsetFetchResponse_v8, _e_OffsetFetchResponse_v8,)
+OffsetFetchResponsePartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 7), None, None, None, None),
+    FieldInfo('committed_offset', 'int64', (0, 7), None, None, None, None),
+    FieldInfo('committed_leader_epoch', 'int32', (5, 7), None, None, None, None),
+    FieldInfo('metadata', 'string', (0, 7), (0, 7), None, None, None),
+    FieldInfo('error_code', 'int16', (0, 7), None, None, None, None),
+)
+OffsetFetchResponseTopic._schema = (
+    FieldInfo('name', 'string', (0, 7), None, None, None, None),
+    FieldInfo('partitions', '[]OffsetFetchResponsePartition', (0, 7), None, None, None, OffsetFetchResponsePartition),
+)
+OffsetFetchResponsePartitions._schema = (
+    FieldInfo('partition_index', 'int32', (8, 32767), None, None, None, None),
+    FieldInfo('committed_offset', 'int64', (8, 32767), None, None, None, None),
+    FieldInfo('committed_leader_epoch', 'int32', (8, 32767), None, None, None, None),
+    FieldInfo('metadata', 'string', (8, 32767), (8, 32767), None, None, None),
+    FieldInfo('error_code', 'int16', (8, 32767), None, None, None, None),
+)
+OffsetFetchResponseTopics._schema = (
+    FieldInfo('name', 'string', (8, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]OffsetFetchResponsePartitions', (8, 32767), None, None, None, OffsetFetchResponsePartitions),
+)
+OffsetFetchResponseGroup._schema = (
+    FieldInfo('group_id', 'string', (8, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetFetchResponseTopics', (8, 32767), None, None, None, OffsetFetchResponseTopics),
+    FieldInfo('error_code', 'int16', (8, 32767), None, None, None, None),
+)
+OffsetFetchResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetFetchResponseTopic', (0, 7), None, None, None, OffsetFetchResponseTopic),
+    FieldInfo('error_code', 'int16', (2, 7), None, None, None, None),
+    FieldInfo('groups', '[]OffsetFetchResponseGroup', (8, 32767), None, None, None, OffsetFetchResponseGroup),
+)
 OffsetFetchResponse.OffsetFetchResponsePartition = OffsetFetchResponsePartition
 OffsetFetchResponse.OffsetFetchResponseTopic = OffsetFetchResponseTopic
 OffsetFetchResponse.OffsetFetchResponsePartitions = OffsetFetchResponsePartitions

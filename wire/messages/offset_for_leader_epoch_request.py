@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -343,5 +343,18 @@ def _e_OffsetForLeaderEpochRequest_v4(o, out):
 
 OffsetForLeaderEpochRequest._decoders = (_d_OffsetForLeaderEpochRequest_v0, _d_OffsetForLeaderEpochRequest_v0, _d_OffsetForLeaderEpochRequest_v2, _d_OffsetForLeaderEpochRequest_v3, _d_OffsetForLeaderEpochRequest_v4,)
 OffsetForLeaderEpochRequest._encoders = (_e_OffsetForLeaderEpochRequest_v0, _e_OffsetForLeaderEpochRequest_v0, _e_OffsetForLeaderEpochRequest_v2, _e_OffsetForLeaderEpochRequest_v3, _e_OffsetForLeaderEpochRequest_v4,)
+OffsetForLeaderPartition._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('current_leader_epoch', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+OffsetForLeaderTopic._schema = (
+    FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]OffsetForLeaderPartition', (0, 32767), None, None, None, OffsetForLeaderPartition),
+)
+OffsetForLeaderEpochRequest._schema = (
+    FieldInfo('replica_id', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetForLeaderTopic', (0, 32767), None, None, None, OffsetForLeaderTopic),
+)
 OffsetForLeaderEpochRequest.OffsetForLeaderPartition = OffsetForLeaderPartition
 OffsetForLeaderEpochRequest.OffsetForLeaderTopic = OffsetForLeaderTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -345,5 +345,19 @@ def _e_OffsetForLeaderEpochResponse_v4(o, out):
 
 OffsetForLeaderEpochResponse._decoders = (_d_OffsetForLeaderEpochResponse_v0, _d_OffsetForLeaderEpochResponse_v1, _d_OffsetForLeaderEpochResponse_v2, _d_OffsetForLeaderEpochResponse_v2, _d_OffsetForLeaderEpochResponse_v4,)
 OffsetForLeaderEpochResponse._encoders = (_e_OffsetForLeaderEpochResponse_v0, _e_OffsetForLeaderEpochResponse_v1, _e_OffsetForLeaderEpochResponse_v2, _e_OffsetForLeaderEpochResponse_v2, _e_OffsetForLeaderEpochResponse_v4,)
+EpochEndOffset._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('end_offset', 'int64', (0, 32767), None, None, None, None),
+)
+OffsetForLeaderTopicResult._schema = (
+    FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]EpochEndOffset', (0, 32767), None, None, None, EpochEndOffset),
+)
+OffsetForLeaderEpochResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('topics', '[]OffsetForLeaderTopicResult', (0, 32767), None, None, None, OffsetForLeaderTopicResult),
+)
 OffsetForLeaderEpochResponse.EpochEndOffset = EpochEndOffset
 OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult = OffsetForLeaderTopicResult

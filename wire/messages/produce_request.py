@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -327,5 +327,19 @@ def _e_ProduceRequest_v9(o, out):
 
 ProduceRequest._decoders = (_d_ProduceRequest_v0, _d_ProduceRequest_v0, _d_ProduceRequest_v0, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v9, _d_ProduceRequest_v9, _d_ProduceRequest_v9,)
 ProduceRequest._encoders = (_e_ProduceRequest_v0, _e_ProduceRequest_v0, _e_ProduceRequest_v0, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v9, _e_ProduceRequest_v9, _e_ProduceRequest_v9,)
+PartitionProduceData._schema = (
+    FieldInfo('index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('records', 'records', (0, 32767), (0, 32767), None, None, None),
+)
+TopicProduceData._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_data', '[]PartitionProduceData', (0, 32767), None, None, None, PartitionProduceData),
+)
+ProduceRequest._schema = (
+    FieldInfo('transactional_id', 'string', (3, 32767), (3, 32767), None, None, None),
+    FieldInfo('acks', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topic_data', '[]TopicProduceData', (0, 32767), None, None, None, TopicProduceData),
+)
 ProduceRequest.PartitionProduceData = PartitionProduceData
 ProduceRequest.TopicProduceData = TopicProduceData

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -990,6 +990,39 @@ def _e_ProduceResponse_v10(o, out):
 
 ProduceResponse._decoders = (_d_ProduceResponse_v0, _d_ProduceResponse_v1, _d_ProduceResponse_v2, _d_ProduceResponse_v2, _d_ProduceResponse_v2, _d_ProduceResponse_v5, _d_ProduceResponse_v5, _d_ProduceResponse_v5, _d_ProduceResponse_v8, _d_ProduceResponse_v9, _d_ProduceResponse_v10, _d_ProduceResponse_v10,)
 ProduceResponse._encoders = (_e_ProduceResponse_v0, _e_ProduceResponse_v1, _e_ProduceResponse_v2, _e_ProduceResponse_v2, _e_ProduceResponse_v2, _e_ProduceResponse_v5, _e_ProduceResponse_v5, _e_ProduceResponse_v5, _e_ProduceResponse_v8, _e_ProduceResponse_v9, _e_ProduceResponse_v10, _e_ProduceResponse_v10,)
+BatchIndexAndErrorMessage._schema = (
+    FieldInfo('batch_index', 'int32', (8, 32767), None, None, None, None),
+    FieldInfo('batch_index_error_message', 'string', (8, 32767), (8, 32767), None, None, None),
+)
+LeaderIdAndEpoch._schema = (
+    FieldInfo('leader_id', 'int32', (10, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (10, 32767), None, None, None, None),
+)
+PartitionProduceResponse._schema = (
+    FieldInfo('index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('base_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('log_append_time_ms', 'int64', (2, 32767), None, None, None, None),
+    FieldInfo('log_start_offset', 'int64', (5, 32767), None, None, None, None),
+    FieldInfo('record_errors', '[]BatchIndexAndErrorMessage', (8, 32767), None, None, None, BatchIndexAndErrorMessage),
+    FieldInfo('error_message', 'string', (8, 32767), (8, 32767), None, None, None),
+    FieldInfo('current_leader', 'LeaderIdAndEpoch', (10, 32767), None, 0, (10, 32767), LeaderIdAndEpoch),
+)
+TopicProduceResponse._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_responses', '[]PartitionProduceResponse', (0, 32767), None, None, None, PartitionProduceResponse),
+)
+NodeEndpoint._schema = (
+    FieldInfo('node_id', 'int32', (10, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (10, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (10, 32767), None, None, None, None),
+    FieldInfo('rack', 'string', (10, 32767), (10, 32767), None, None, None),
+)
+ProduceResponse._schema = (
+    FieldInfo('responses', '[]TopicProduceResponse', (0, 32767), None, None, None, TopicProduceResponse),
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('node_endpoints', '[]NodeEndpoint', (10, 32767), None, 0, (10, 32767), NodeEndpoint),
+)
 ProduceResponse.BatchIndexAndErrorMessage = BatchIndexAndErrorMessage
 ProduceResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
 ProduceResponse.PartitionProduceResponse = PartitionProduceResponse

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_Uiob = struct.Struct('>16si?b')
@@ -74,3 +74,10 @@ def _e_PushTelemetryRequest_v0(o, out):
 
 PushTelemetryRequest._decoders = (_d_PushTelemetryRequest_v0,)
 PushTelemetryRequest._encoders = (_e_PushTelemetryRequest_v0,)
+PushTelemetryRequest._schema = (
+    FieldInfo('client_instance_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('subscription_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('terminating', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('compression_type', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('metrics', 'bytes', (0, 32767), None, None, None, None),
+)

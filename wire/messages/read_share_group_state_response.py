@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -245,6 +245,27 @@ def _e_ReadShareGroupStateResponse_v0(o, out):
 
 ReadShareGroupStateResponse._decoders = (_d_ReadShareGroupStateResponse_v0,)
 ReadShareGroupStateResponse._encoders = (_e_ReadShareGroupStateResponse_v0,)
+StateBatch._schema = (
+    FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('delivery_state', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('delivery_count', 'int16', (0, 32767), None, None, None, None),
+)
+PartitionResult._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('state_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('start_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('state_batches', '[]StateBatch', (0, 32767), None, None, None, StateBatch),
+)
+ReadStateResult._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionResult', (0, 32767), None, None, None, PartitionResult),
+)
+ReadShareGroupStateResponse._schema = (
+    FieldInfo('results', '[]ReadStateResult', (0, 32767), None, None, None, ReadStateResult),
+)
 ReadShareGroupStateResponse.StateBatch = StateBatch
 ReadShareGroupStateResponse.PartitionResult = PartitionResult
 ReadShareGroupStateResponse.ReadStateResult = ReadStateResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -179,5 +179,17 @@ def _e_ReadShareGroupStateSummaryRequest_v0(o, out):
 
 ReadShareGroupStateSummaryRequest._decoders = (_d_ReadShareGroupStateSummaryRequest_v0,)
 ReadShareGroupStateSummaryRequest._encoders = (_e_ReadShareGroupStateSummaryRequest_v0,)
+PartitionData._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+ReadStateSummaryData._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+ReadShareGroupStateSummaryRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]ReadStateSummaryData', (0, 32767), None, None, None, ReadStateSummaryData),
+)
 ReadShareGroupStateSummaryRequest.PartitionData = PartitionData
 ReadShareGroupStateSummaryRequest.ReadStateSummaryData = ReadStateSummaryData

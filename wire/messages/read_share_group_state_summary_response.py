@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -186,5 +186,19 @@ def _e_ReadShareGroupStateSummaryResponse_v0(o, out):
 
 ReadShareGroupStateSummaryResponse._decoders = (_d_ReadShareGroupStateSummaryResponse_v0,)
 ReadShareGroupStateSummaryResponse._encoders = (_e_ReadShareGroupStateSummaryResponse_v0,)
+PartitionResult._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('state_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('start_offset', 'int64', (0, 32767), None, None, None, None),
+)
+ReadStateSummaryResult._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionResult', (0, 32767), None, None, None, PartitionResult),
+)
+ReadShareGroupStateSummaryResponse._schema = (
+    FieldInfo('results', '[]ReadStateSummaryResult', (0, 32767), None, None, None, ReadStateSummaryResult),
+)
 ReadShareGroupStateSummaryResponse.PartitionResult = PartitionResult
 ReadShareGroupStateSummaryResponse.ReadStateSummaryResult = ReadStateSummaryResult

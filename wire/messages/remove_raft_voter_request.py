@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_iU = struct.Struct('>i16s')
@@ -73,3 +73,8 @@ def _e_RemoveRaftVoterRequest_v0(o, out):
 
 RemoveRaftVoterRequest._decoders = (_d_RemoveRaftVoterRequest_v0,)
 RemoveRaftVoterRequest._encoders = (_e_RemoveRaftVoterRequest_v0,)
+RemoveRaftVoterRequest._schema = (
+    FieldInfo('cluster_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('voter_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('voter_directory_id', 'uuid', (0, 32767), None, None, None, None),
+)

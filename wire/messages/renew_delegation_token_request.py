@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -93,3 +93,7 @@ def _e_RenewDelegationTokenRequest_v2(o, out):
 
 RenewDelegationTokenRequest._decoders = (_d_RenewDelegationTokenRequest_v0, _d_RenewDelegationTokenRequest_v0, _d_RenewDelegationTokenRequest_v2,)
 RenewDelegationTokenRequest._encoders = (_e_RenewDelegationTokenRequest_v0, _e_RenewDelegationTokenRequest_v0, _e_RenewDelegationTokenRequest_v2,)
+RenewDelegationTokenRequest._schema = (
+    FieldInfo('hmac', 'bytes', (0, 32767), None, None, None, None),
+    FieldInfo('renew_period_ms', 'int64', (0, 32767), None, None, None, None),
+)

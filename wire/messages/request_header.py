@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hhi = struct.Struct('>hhi')
@@ -98,3 +98,9 @@ def _e_RequestHeader_v2(o, out):
 
 RequestHeader._decoders = (_d_RequestHeader_v0, _d_RequestHeader_v1, _d_RequestHeader_v2,)
 RequestHeader._encoders = (_e_RequestHeader_v0, _e_RequestHeader_v1, _e_RequestHeader_v2,)
+RequestHeader._schema = (
+    FieldInfo('request_api_key', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('request_api_version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('correlation_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('client_id', 'string', (1, 32767), (1, 32767), None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -163,3 +163,9 @@ def _e_SaslAuthenticateResponse_v2(o, out):
 
 SaslAuthenticateResponse._decoders = (_d_SaslAuthenticateResponse_v0, _d_SaslAuthenticateResponse_v1, _d_SaslAuthenticateResponse_v2,)
 SaslAuthenticateResponse._encoders = (_e_SaslAuthenticateResponse_v0, _e_SaslAuthenticateResponse_v1, _e_SaslAuthenticateResponse_v2,)
+SaslAuthenticateResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('auth_bytes', 'bytes', (0, 32767), None, None, None, None),
+    FieldInfo('session_lifetime_ms', 'int64', (1, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -47,3 +47,6 @@ def _e_SaslHandshakeRequest_v0(o, out):
 
 SaslHandshakeRequest._decoders = (_d_SaslHandshakeRequest_v0, _d_SaslHandshakeRequest_v0,)
 SaslHandshakeRequest._encoders = (_e_SaslHandshakeRequest_v0, _e_SaslHandshakeRequest_v0,)
+SaslHandshakeRequest._schema = (
+    FieldInfo('mechanism', 'string', (0, 32767), None, None, None, None),
+)

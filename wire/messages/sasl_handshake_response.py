@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -60,3 +60,7 @@ def _e_SaslHandshakeResponse_v0(o, out):
 
 SaslHandshakeResponse._decoders = (_d_SaslHandshakeResponse_v0, _d_SaslHandshakeResponse_v0,)
 SaslHandshakeResponse._encoders = (_e_SaslHandshakeResponse_v0, _e_SaslHandshakeResponse_v0,)
+SaslHandshakeResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('mechanisms', '[]string', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -273,6 +273,25 @@ def _e_ShareAcknowledgeRequest_v0(o, out):
 
 ShareAcknowledgeRequest._decoders = (_d_ShareAcknowledgeRequest_v0,)
 ShareAcknowledgeRequest._encoders = (_e_ShareAcknowledgeRequest_v0,)
+AcknowledgementBatch._schema = (
+    FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('acknowledge_types', '[]int8', (0, 32767), None, None, None, None),
+)
+AcknowledgePartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('acknowledgement_batches', '[]AcknowledgementBatch', (0, 32767), None, None, None, AcknowledgementBatch),
+)
+AcknowledgeTopic._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]AcknowledgePartition', (0, 32767), None, None, None, AcknowledgePartition),
+)
+ShareAcknowledgeRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('share_session_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]AcknowledgeTopic', (0, 32767), None, None, None, AcknowledgeTopic),
+)
 ShareAcknowledgeRequest.AcknowledgementBatch = AcknowledgementBatch
 ShareAcknowledgeRequest.AcknowledgePartition = AcknowledgePartition
 ShareAcknowledgeRequest.AcknowledgeTopic = AcknowledgeTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -349,6 +349,34 @@ def _e_ShareFetchRequest_v0(o, out):
 
 ShareFetchRequest._decoders = (_d_ShareFetchRequest_v0,)
 ShareFetchRequest._encoders = (_e_ShareFetchRequest_v0,)
+AcknowledgementBatch._schema = (
+    FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('acknowledge_types', '[]int8', (0, 32767), None, None, None, None),
+)
+FetchPartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('partition_max_bytes', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('acknowledgement_batches', '[]AcknowledgementBatch', (0, 32767), None, None, None, AcknowledgementBatch),
+)
+FetchTopic._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]FetchPartition', (0, 32767), None, None, None, FetchPartition),
+)
+ForgottenTopic._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+ShareFetchRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('share_session_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('max_wait_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('min_bytes', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('max_bytes', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]FetchTopic', (0, 32767), None, None, None, FetchTopic),
+    FieldInfo('forgotten_topics_data', '[]ForgottenTopic', (0, 32767), None, None, None, ForgottenTopic),
+)
 ShareFetchRequest.AcknowledgementBatch = AcknowledgementBatch
 ShareFetchRequest.FetchPartition = FetchPartition
 ShareFetchRequest.FetchTopic = FetchTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -433,6 +433,42 @@ def _e_ShareFetchResponse_v0(o, out):
 
 ShareFetchResponse._decoders = (_d_ShareFetchResponse_v0,)
 ShareFetchResponse._encoders = (_e_ShareFetchResponse_v0,)
+LeaderIdAndEpoch._schema = (
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+AcquiredRecords._schema = (
+    FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('delivery_count', 'int16', (0, 32767), None, None, None, None),
+)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('acknowledge_error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('acknowledge_error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('current_leader', 'LeaderIdAndEpoch', (0, 32767), None, None, None, LeaderIdAndEpoch),
+    FieldInfo('records', 'records', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('acquired_records', '[]AcquiredRecords', (0, 32767), None, None, None, AcquiredRecords),
+)
+ShareFetchableTopicResponse._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+NodeEndpoint._schema = (
+    FieldInfo('node_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('rack', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+ShareFetchResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('responses', '[]ShareFetchableTopicResponse', (0, 32767), None, None, None, ShareFetchableTopicResponse),
+    FieldInfo('node_endpoints', '[]NodeEndpoint', (0, 32767), None, None, None, NodeEndpoint),
+)
 ShareFetchResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
 ShareFetchResponse.AcquiredRecords = AcquiredRecords
 ShareFetchResponse.PartitionData = PartitionData

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -467,6 +467,38 @@ def _e_ShareGroupDescribeResponse_v0(o, out):
 
 ShareGroupDescribeResponse._decoders = (_d_ShareGroupDescribeResponse_v0,)
 ShareGroupDescribeResponse._encoders = (_e_ShareGroupDescribeResponse_v0,)
+TopicPartitions._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),
+)
+Assignment._schema = (
+    FieldInfo('topic_partitions', '[]TopicPartitions', (0, 32767), None, None, None, TopicPartitions),
+)
+Member._schema = (
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('rack_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('member_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('client_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('client_host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('subscribed_topic_names', '[]string', (0, 32767), None, None, None, None),
+    FieldInfo('assignment', 'Assignment', (0, 32767), None, None, None, Assignment),
+)
+DescribedGroup._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_state', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('assignment_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('assignor_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('members', '[]Member', (0, 32767), None, None, None, Member),
+    FieldInfo('authorized_operations', 'int32', (0, 32767), None, None, None, None),
+)
+ShareGroupDescribeResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('groups', '[]DescribedGroup', (0, 32767), None, None, None, DescribedGroup),
+)
 ShareGroupDescribeResponse.TopicPartitions = TopicPartitions
 ShareGroupDescribeResponse.Assignment = Assignment
 ShareGroupDescribeResponse.Member = Member

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -138,3 +138,10 @@ def _e_ShareGroupHeartbeatRequest_v0(o, out):
 
 ShareGroupHeartbeatRequest._decoders = (_d_ShareGroupHeartbeatRequest_v0,)
 ShareGroupHeartbeatRequest._encoders = (_e_ShareGroupHeartbeatRequest_v0,)
+ShareGroupHeartbeatRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('member_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('rack_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('subscribed_topic_names', '[]string', (0, 32767), (0, 32767), None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hq = struct.Struct('>hq')
@@ -54,3 +54,7 @@ def _e_SnapshotHeaderRecord_v0(o, out):
 
 SnapshotHeaderRecord._decoders = (_d_SnapshotHeaderRecord_v0,)
 SnapshotHeaderRecord._encoders = (_e_SnapshotHeaderRecord_v0,)
+SnapshotHeaderRecord._schema = (
+    FieldInfo('version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('last_contained_log_timestamp', 'int64', (0, 32767), None, None, None, None),
+)

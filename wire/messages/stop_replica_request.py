@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -499,6 +499,33 @@ def _e_StopReplicaRequest_v4(o, out):
 
 StopReplicaRequest._decoders = (_d_StopReplicaRequest_v0, _d_StopReplicaRequest_v1, _d_StopReplicaRequest_v2, _d_StopReplicaRequest_v3, _d_StopReplicaRequest_v4,)
 StopReplicaRequest._encoders = (_e_StopReplicaRequest_v0, _e_StopReplicaRequest_v1, _e_StopReplicaRequest_v2, _e_StopReplicaRequest_v3, _e_StopReplicaRequest_v4,)
+StopReplicaPartitionV0._schema = (
+    FieldInfo('topic_name', 'string', (0, 0), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 0), None, None, None, None),
+)
+StopReplicaTopicV1._schema = (
+    FieldInfo('name', 'string', (1, 2), None, None, None, None),
+    FieldInfo('partition_indexes', '[]int32', (1, 2), None, None, None, None),
+)
+StopReplicaPartitionState._schema = (
+    FieldInfo('partition_index', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('delete_partition', 'bool', (3, 32767), None, None, None, None),
+)
+StopReplicaTopicState._schema = (
+    FieldInfo('topic_name', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('partition_states', '[]StopReplicaPartitionState', (3, 32767), None, None, None, StopReplicaPartitionState),
+)
+StopReplicaRequest._schema = (
+    FieldInfo('controller_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('is_k_raft_controller', 'bool', (4, 32767), None, None, None, None),
+    FieldInfo('controller_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (1, 32767), None, None, None, None),
+    FieldInfo('delete_partitions', 'bool', (0, 2), None, None, None, None),
+    FieldInfo('ungrouped_partitions', '[]StopReplicaPartitionV0', (0, 0), None, None, None, StopReplicaPartitionV0),
+    FieldInfo('topics', '[]StopReplicaTopicV1', (1, 2), None, None, None, StopReplicaTopicV1),
+    FieldInfo('topic_states', '[]StopReplicaTopicState', (3, 32767), None, None, None, StopReplicaTopicState),
+)
 StopReplicaRequest.StopReplicaPartitionV0 = StopReplicaPartitionV0
 StopReplicaRequest.StopReplicaTopicV1 = StopReplicaTopicV1
 StopReplicaRequest.StopReplicaPartitionState = StopReplicaPartitionState

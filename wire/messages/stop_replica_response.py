@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -173,4 +173,13 @@ def _e_StopReplicaResponse_v2(o, out):
 
 StopReplicaResponse._decoders = (_d_StopReplicaResponse_v0, _d_StopReplicaResponse_v0, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2,)
 StopReplicaResponse._encoders = (_e_StopReplicaResponse_v0, _e_StopReplicaResponse_v0, _e_StopReplicaResponse_v2, _e_StopReplicaResponse_v2, _e_StopReplicaResponse_v2,)
+StopReplicaPartitionError._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+StopReplicaResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('partition_errors', '[]StopReplicaPartitionError', (0, 32767), None, None, None, StopReplicaPartitionError),
+)
 StopReplicaResponse.StopReplicaPartitionError = StopReplicaPartitionError

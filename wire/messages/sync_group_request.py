@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -469,4 +469,17 @@ def _e_SyncGroupRequest_v5(o, out):
 
 SyncGroupRequest._decoders = (_d_SyncGroupRequest_v0, _d_SyncGroupRequest_v0, _d_SyncGroupRequest_v0, _d_SyncGroupRequest_v3, _d_SyncGroupRequest_v4, _d_SyncGroupRequest_v5,)
 SyncGroupRequest._encoders = (_e_SyncGroupRequest_v0, _e_SyncGroupRequest_v0, _e_SyncGroupRequest_v0, _e_SyncGroupRequest_v3, _e_SyncGroupRequest_v4, _e_SyncGroupRequest_v5,)
+SyncGroupRequestAssignment._schema = (
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('assignment', 'bytes', (0, 32767), None, None, None, None),
+)
+SyncGroupRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('generation_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),
+    FieldInfo('protocol_type', 'string', (5, 32767), (5, 32767), None, None, None),
+    FieldInfo('protocol_name', 'string', (5, 32767), (5, 32767), None, None, None),
+    FieldInfo('assignments', '[]SyncGroupRequestAssignment', (0, 32767), None, None, None, SyncGroupRequestAssignment),
+)
 SyncGroupRequest.SyncGroupRequestAssignment = SyncGroupRequestAssignment

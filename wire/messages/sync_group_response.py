@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hi = struct.Struct('>hi')
@@ -195,3 +195,10 @@ def _e_SyncGroupResponse_v5(o, out):
 
 SyncGroupResponse._decoders = (_d_SyncGroupResponse_v0, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v4, _d_SyncGroupResponse_v5,)
 SyncGroupResponse._encoders = (_e_SyncGroupResponse_v0, _e_SyncGroupResponse_v1, _e_SyncGroupResponse_v1, _e_SyncGroupResponse_v1, _e_SyncGroupResponse_v4, _e_SyncGroupResponse_v5,)
+SyncGroupResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('protocol_type', 'string', (5, 32767), (5, 32767), None, None, None),
+    FieldInfo('protocol_name', 'string', (5, 32767), (5, 32767), None, None, None),
+    FieldInfo('assignment', 'bytes', (0, 32767), None, None, None, None),
+)

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -495,5 +495,25 @@ def _e_TxnOffsetCommitRequest_v3(o, out):
 
 TxnOffsetCommitRequest._decoders = (_d_TxnOffsetCommitRequest_v0, _d_TxnOffsetCommitRequest_v0, _d_TxnOffsetCommitRequest_v2, _d_TxnOffsetCommitRequest_v3, _d_TxnOffsetCommitRequest_v3,)
 TxnOffsetCommitRequest._encoders = (_e_TxnOffsetCommitRequest_v0, _e_TxnOffsetCommitRequest_v0, _e_TxnOffsetCommitRequest_v2, _e_TxnOffsetCommitRequest_v3, _e_TxnOffsetCommitRequest_v3,)
+TxnOffsetCommitRequestPartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('committed_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('committed_leader_epoch', 'int32', (2, 32767), None, None, None, None),
+    FieldInfo('committed_metadata', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+TxnOffsetCommitRequestTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]TxnOffsetCommitRequestPartition', (0, 32767), None, None, None, TxnOffsetCommitRequestPartition),
+)
+TxnOffsetCommitRequest._schema = (
+    FieldInfo('transactional_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('generation_id', 'int32', (3, 32767), None, None, None, None),
+    FieldInfo('member_id', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),
+    FieldInfo('topics', '[]TxnOffsetCommitRequestTopic', (0, 32767), None, None, None, TxnOffsetCommitRequestTopic),
+)
 TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = TxnOffsetCommitRequestPartition
 TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = TxnOffsetCommitRequestTopic

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -248,5 +248,17 @@ def _e_TxnOffsetCommitResponse_v3(o, out):
 
 TxnOffsetCommitResponse._decoders = (_d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v3, _d_TxnOffsetCommitResponse_v3,)
 TxnOffsetCommitResponse._encoders = (_e_TxnOffsetCommitResponse_v0, _e_TxnOffsetCommitResponse_v0, _e_TxnOffsetCommitResponse_v0, _e_TxnOffsetCommitResponse_v3, _e_TxnOffsetCommitResponse_v3,)
+TxnOffsetCommitResponsePartition._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+TxnOffsetCommitResponseTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]TxnOffsetCommitResponsePartition', (0, 32767), None, None, None, TxnOffsetCommitResponsePartition),
+)
+TxnOffsetCommitResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TxnOffsetCommitResponseTopic', (0, 32767), None, None, None, TxnOffsetCommitResponseTopic),
+)
 TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition = TxnOffsetCommitResponsePartition
 TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic = TxnOffsetCommitResponseTopic

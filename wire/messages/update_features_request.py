@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_hb = struct.Struct('>hb')
@@ -229,4 +229,15 @@ def _e_UpdateFeaturesRequest_v1(o, out):
 
 UpdateFeaturesRequest._decoders = (_d_UpdateFeaturesRequest_v0, _d_UpdateFeaturesRequest_v1, _d_UpdateFeaturesRequest_v1,)
 UpdateFeaturesRequest._encoders = (_e_UpdateFeaturesRequest_v0, _e_UpdateFeaturesRequest_v1, _e_UpdateFeaturesRequest_v1,)
+FeatureUpdateKey._schema = (
+    FieldInfo('feature', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('max_version_level', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('allow_downgrade', 'bool', (0, 0), None, None, None, None),
+    FieldInfo('upgrade_type', 'int8', (1, 32767), None, None, None, None),
+)
+UpdateFeaturesRequest._schema = (
+    FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('feature_updates', '[]FeatureUpdateKey', (0, 32767), None, None, None, FeatureUpdateKey),
+    FieldInfo('validate_only', 'bool', (1, 32767), None, None, None, None),
+)
 UpdateFeaturesRequest.FeatureUpdateKey = FeatureUpdateKey

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -206,4 +206,15 @@ def _e_UpdateFeaturesResponse_v2(o, out):
 
 UpdateFeaturesResponse._decoders = (_d_UpdateFeaturesResponse_v0, _d_UpdateFeaturesResponse_v0, _d_UpdateFeaturesResponse_v2,)
 UpdateFeaturesResponse._encoders = (_e_UpdateFeaturesResponse_v0, _e_UpdateFeaturesResponse_v0, _e_UpdateFeaturesResponse_v2,)
+UpdatableFeatureResult._schema = (
+    FieldInfo('feature', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+)
+UpdateFeaturesResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('results', '[]UpdatableFeatureResult', (0, 1), None, None, None, UpdatableFeatureResult),
+)
 UpdateFeaturesResponse.UpdatableFeatureResult = UpdatableFeatureResult

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -1281,6 +1281,45 @@ def _e_UpdateMetadataRequest_v8(o, out):
 
 UpdateMetadataRequest._decoders = (_d_UpdateMetadataRequest_v0, _d_UpdateMetadataRequest_v1, _d_UpdateMetadataRequest_v2, _d_UpdateMetadataRequest_v3, _d_UpdateMetadataRequest_v4, _d_UpdateMetadataRequest_v5, _d_UpdateMetadataRequest_v6, _d_UpdateMetadataRequest_v7, _d_UpdateMetadataRequest_v8,)
 UpdateMetadataRequest._encoders = (_e_UpdateMetadataRequest_v0, _e_UpdateMetadataRequest_v1, _e_UpdateMetadataRequest_v2, _e_UpdateMetadataRequest_v3, _e_UpdateMetadataRequest_v4, _e_UpdateMetadataRequest_v5, _e_UpdateMetadataRequest_v6, _e_UpdateMetadataRequest_v7, _e_UpdateMetadataRequest_v8,)
+UpdateMetadataPartitionState._schema = (
+    FieldInfo('topic_name', 'string', (0, 4), None, None, None, None),
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('controller_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('isr', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('zk_version', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('replicas', '[]int32', (0, 32767), None, None, None, None),
+    FieldInfo('offline_replicas', '[]int32', (4, 32767), None, None, None, None),
+)
+UpdateMetadataTopicState._schema = (
+    FieldInfo('topic_name', 'string', (5, 32767), None, None, None, None),
+    FieldInfo('topic_id', 'uuid', (7, 32767), None, None, None, None),
+    FieldInfo('partition_states', '[]UpdateMetadataPartitionState', (5, 32767), None, None, None, UpdateMetadataPartitionState),
+)
+UpdateMetadataEndpoint._schema = (
+    FieldInfo('port', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (1, 32767), None, None, None, None),
+    FieldInfo('listener', 'string', (3, 32767), None, None, None, None),
+    FieldInfo('security_protocol', 'int16', (1, 32767), None, None, None, None),
+)
+UpdateMetadataBroker._schema = (
+    FieldInfo('id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('v0_host', 'string', (0, 0), None, None, None, None),
+    FieldInfo('v0_port', 'int32', (0, 0), None, None, None, None),
+    FieldInfo('endpoints', '[]UpdateMetadataEndpoint', (1, 32767), None, None, None, UpdateMetadataEndpoint),
+    FieldInfo('rack', 'string', (2, 32767), (0, 32767), None, None, None),
+)
+UpdateMetadataRequest._schema = (
+    FieldInfo('controller_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('is_k_raft_controller', 'bool', (8, 32767), None, None, None, None),
+    FieldInfo('type_', 'int8', (8, 32767), None, 0, (8, 32767), None),
+    FieldInfo('controller_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('broker_epoch', 'int64', (5, 32767), None, None, None, None),
+    FieldInfo('ungrouped_partition_states', '[]UpdateMetadataPartitionState', (0, 4), None, None, None, UpdateMetadataPartitionState),
+    FieldInfo('topic_states', '[]UpdateMetadataTopicState', (5, 32767), None, None, None, UpdateMetadataTopicState),
+    FieldInfo('live_brokers', '[]UpdateMetadataBroker', (0, 32767), None, None, None, UpdateMetadataBroker),
+)
 UpdateMetadataRequest.UpdateMetadataPartitionState = UpdateMetadataPartitionState
 UpdateMetadataRequest.UpdateMetadataTopicState = UpdateMetadataTopicState
 UpdateMetadataRequest.UpdateMetadataEndpoint = UpdateMetadataEndpoint

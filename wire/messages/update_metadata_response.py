@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -63,3 +63,6 @@ def _e_UpdateMetadataResponse_v6(o, out):
 
 UpdateMetadataResponse._decoders = (_d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v6, _d_UpdateMetadataResponse_v6, _d_UpdateMetadataResponse_v6,)
 UpdateMetadataResponse._encoders = (_e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v6, _e_UpdateMetadataResponse_v6, _e_UpdateMetadataResponse_v6,)
+UpdateMetadataResponse._schema = (
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)

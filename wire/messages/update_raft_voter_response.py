@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -125,4 +125,15 @@ def _e_UpdateRaftVoterResponse_v0(o, out):
 
 UpdateRaftVoterResponse._decoders = (_d_UpdateRaftVoterResponse_v0,)
 UpdateRaftVoterResponse._encoders = (_e_UpdateRaftVoterResponse_v0,)
+CurrentLeader._schema = (
+    FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'int32', (0, 32767), None, None, None, None),
+)
+UpdateRaftVoterResponse._schema = (
+    FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('current_leader', 'CurrentLeader', (0, 32767), None, 0, (0, 32767), CurrentLeader),
+)
 UpdateRaftVoterResponse.CurrentLeader = CurrentLeader

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_i = struct.Struct('>i')
@@ -349,5 +349,23 @@ def _e_VoteRequest_v1(o, out):
 
 VoteRequest._decoders = (_d_VoteRequest_v0, _d_VoteRequest_v1,)
 VoteRequest._encoders = (_e_VoteRequest_v0, _e_VoteRequest_v1,)
+PartitionData._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('candidate_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('candidate_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('candidate_directory_id', 'uuid', (1, 32767), None, None, None, None),
+    FieldInfo('voter_directory_id', 'uuid', (1, 32767), None, None, None, None),
+    FieldInfo('last_offset_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),
+)
+TopicData._schema = (
+    FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+VoteRequest._schema = (
+    FieldInfo('cluster_id', 'string', (0, 32767), (0, 32767), None, None, None),
+    FieldInfo('voter_id', 'int32', (1, 32767), None, None, None, None),
+    FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
+)
 VoteRequest.PartitionData = PartitionData
 VoteRequest.TopicData = TopicData

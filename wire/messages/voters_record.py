@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_W = struct.Struct('>H')
@@ -241,6 +241,25 @@ def _e_VotersRecord_v0(o, out):
 
 VotersRecord._decoders = (_d_VotersRecord_v0,)
 VotersRecord._encoders = (_e_VotersRecord_v0,)
+Endpoint._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('host', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('port', 'uint16', (0, 32767), None, None, None, None),
+)
+KRaftVersionFeature._schema = (
+    FieldInfo('min_supported_version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('max_supported_version', 'int16', (0, 32767), None, None, None, None),
+)
+Voter._schema = (
+    FieldInfo('voter_id', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('voter_directory_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('endpoints', '[]Endpoint', (0, 32767), None, None, None, Endpoint),
+    FieldInfo('k_raft_version_feature', 'KRaftVersionFeature', (0, 32767), None, None, None, KRaftVersionFeature),
+)
+VotersRecord._schema = (
+    FieldInfo('version', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('voters', '[]Voter', (0, 32767), None, None, None, Voter),
+)
 VotersRecord.Endpoint = Endpoint
 VotersRecord.KRaftVersionFeature = KRaftVersionFeature
 VotersRecord.Voter = Voter

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_U = struct.Struct('>16s')
@@ -240,6 +240,27 @@ def _e_WriteShareGroupStateRequest_v0(o, out):
 
 WriteShareGroupStateRequest._decoders = (_d_WriteShareGroupStateRequest_v0,)
 WriteShareGroupStateRequest._encoders = (_e_WriteShareGroupStateRequest_v0,)
+StateBatch._schema = (
+    FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('delivery_state', 'int8', (0, 32767), None, None, None, None),
+    FieldInfo('delivery_count', 'int16', (0, 32767), None, None, None, None),
+)
+PartitionData._schema = (
+    FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('state_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('start_offset', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('state_batches', '[]StateBatch', (0, 32767), None, None, None, StateBatch),
+)
+WriteStateData._schema = (
+    FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]PartitionData', (0, 32767), None, None, None, PartitionData),
+)
+WriteShareGroupStateRequest._schema = (
+    FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]WriteStateData', (0, 32767), None, None, None, WriteStateData),
+)
 WriteShareGroupStateRequest.StateBatch = StateBatch
 WriteShareGroupStateRequest.PartitionData = PartitionData
 WriteShareGroupStateRequest.WriteStateData = WriteStateData

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -274,5 +274,19 @@ def _e_WriteTxnMarkersRequest_v1(o, out):
 
 WriteTxnMarkersRequest._decoders = (_d_WriteTxnMarkersRequest_v0, _d_WriteTxnMarkersRequest_v1,)
 WriteTxnMarkersRequest._encoders = (_e_WriteTxnMarkersRequest_v0, _e_WriteTxnMarkersRequest_v1,)
+WritableTxnMarkerTopic._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partition_indexes', '[]int32', (0, 32767), None, None, None, None),
+)
+WritableTxnMarker._schema = (
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('producer_epoch', 'int16', (0, 32767), None, None, None, None),
+    FieldInfo('transaction_result', 'bool', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]WritableTxnMarkerTopic', (0, 32767), None, None, None, WritableTxnMarkerTopic),
+    FieldInfo('coordinator_epoch', 'int32', (0, 32767), None, None, None, None),
+)
+WriteTxnMarkersRequest._schema = (
+    FieldInfo('markers', '[]WritableTxnMarker', (0, 32767), None, None, None, WritableTxnMarker),
+)
 WriteTxnMarkersRequest.WritableTxnMarkerTopic = WritableTxnMarkerTopic
 WriteTxnMarkersRequest.WritableTxnMarker = WritableTxnMarker

@@ -4,8 +4,8 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
+                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
                      read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
 
 _S_h = struct.Struct('>h')
@@ -323,6 +323,21 @@ def _e_WriteTxnMarkersResponse_v1(o, out):
 
 WriteTxnMarkersResponse._decoders = (_d_WriteTxnMarkersResponse_v0, _d_WriteTxnMarkersResponse_v1,)
 WriteTxnMarkersResponse._encoders = (_e_WriteTxnMarkersResponse_v0, _e_WriteTxnMarkersResponse_v1,)
+WritableTxnMarkerPartitionResult._schema = (
+    FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
+    FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
+)
+WritableTxnMarkerTopicResult._schema = (
+    FieldInfo('name', 'string', (0, 32767), None, None, None, None),
+    FieldInfo('partitions', '[]WritableTxnMarkerPartitionResult', (0, 32767), None, None, None, WritableTxnMarkerPartitionResult),
+)
+WritableTxnMarkerResult._schema = (
+    FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
+    FieldInfo('topics', '[]WritableTxnMarkerTopicResult', (0, 32767), None, None, None, WritableTxnMarkerTopicResult),
+)
+WriteTxnMarkersResponse._schema = (
+    FieldInfo('markers', '[]WritableTxnMarkerResult', (0, 32767), None, None, None, WritableTxnMarkerResult),
+)
 WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult = WritableTxnMarkerPartitionResult
 WriteTxnMarkersResponse.WritableTxnMarkerTopicResult = WritableTxnMarkerTopicResult
 WriteTxnMarkersResponse.WritableTxnMarkerResult = WritableTxnMarkerResult
