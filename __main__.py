@@ -1,0 +1,7 @@
+"""`python -m samsa serve ...`"""
+
+import sys
+
+from .server.cli import main
+
+sys.exit(main())

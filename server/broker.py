@@ -1,0 +1,221 @@
+"""The broker: owns the log manager, the metadata image and the replica manager, serves listeners,
+and runs the periodic jobs (flush, retention, checkpoints). One trio nursery holds it all, so a
+shutdown cancels everything in order: stop accepting, let requests in flight finish, flush, exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+import base64
+from pathlib import Path
+
+import trio
+
+from ..storage.log_manager import LogManager
+from ..wire.codec import FrameBuffer
+from ..wire.errors import ErrorCode
+from ..wire.exceptions import CodecError, UnsupportedVersionError
+from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
+from .context import RequestContext
+from .handlers import load_handlers
+from .metadata import BrokerInfo, MetadataImage
+from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
+from .fetch_session import FetchSessionCache
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger("samsa.broker")
+request_log = logging.getLogger("samsa.request")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_cluster_id() -> str:
+    """Kafka's cluster ids are a random UUID in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class Broker:
+    def __init__(self, config) -> None:
+        self.config = config
+        self.node_id: int = config.node_id
+        self.handlers = load_handlers()
+        self.log_dirs = [Path(d).resolve() for d in config.log_dirs]
+        self.log_manager: LogManager | None = None
+        self.metadata: MetadataImage | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.endpoints: list[Endpoint] = []
+        self.advertised: dict[str, BrokerInfo] = {}
+        self.cluster_id = ""
+        self._in_flight = 0
+        self._idle = trio.Event()
+        self._idle.set()
+        self.started = trio.Event()
+        self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
+        self.request_limiter = trio.CapacityLimiter(1)  # background disk work, one at a time
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        self.log_manager = LogManager(self.log_dirs, self.config.log_config(), now_ms)
+        self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
+        self.log_manager.startup()
+        self.metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
+        self.replica_manager = ReplicaManager(self)
+        self.replica_manager.load()
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        started_at = time.monotonic()
+        await trio.to_thread.run_sync(self._load)
+        async with trio.open_nursery() as services:
+            listeners = []
+            for listener in self.config.listeners:
+                ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)
+                sock = await open_listener(ep)
+                ep.port = sock.getsockname()[1]  # resolves port 0
+                self.endpoints.append(ep)
+                listeners.append((sock, ep))
+            for adv in self.config.advertised_listeners:
+                port = adv.port
+                if port == 0:
+                    port = next(e.port for e in self.endpoints if e.listener == adv.name)
+                self.advertised[adv.name] = BrokerInfo(self.node_id, adv.host or "localhost", port,
+                                                       self.config.get("broker.rack"))
+            async with trio.open_nursery() as connections:
+                for sock, ep in listeners:
+                    services.start_soon(serve_listener, sock, ep, self._serve_connection, connections,
+                                        (self.config.get("socket.send.buffer.bytes"),
+                                         self.config.get("socket.receive.buffer.bytes")))
+                services.start_soon(self._periodic_jobs)
+                log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
+                         time.monotonic() - started_at,
+                         ", ".join(f"{e.listener}://{e.host}:{e.port}" for e in self.endpoints))
+                self.started.set()
+                task_status.started(self)
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self._shutdown(services, connections)
+
+    async def _shutdown(self, services: trio.Nursery, connections: trio.Nursery) -> None:
+        log.info("[KafkaServer id=%d] shutting down", self.node_id)
+        services.cancel_scope.cancel()  # stop accepting and periodic jobs
+        with trio.move_on_after(self.config.get("controlled.shutdown.retry.backoff.ms") / 1000 + 5):
+            await self._idle.wait()  # requests in flight finish
+        connections.cancel_scope.cancel()
+        if self.replica_manager is not None:
+            self.replica_manager.wake_all()
+        if self.log_manager is not None:
+            await trio.to_thread.run_sync(self.log_manager.shutdown)
+        log.info("[KafkaServer id=%d] shut down completed", self.node_id)
+
+    async def _periodic_jobs(self) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._every, self.config.get("log.retention.check.interval.ms"),
+                               self._retention)
+            nursery.start_soon(self._every, self.config.get("log.flush.scheduler.interval.ms"),
+                               self._flush)
+            nursery.start_soon(self._every, self.config.get("log.flush.offset.checkpoint.interval.ms"),
+                               self._checkpoint)
+
+    async def _every(self, interval_ms: int, job) -> None:
+        interval = max(interval_ms, 10) / 1000
+        while True:
+            await trio.sleep(interval)
+            try:
+                await job()
+            except Exception:
+                log.exception("periodic job %s failed", job.__name__)
+
+    async def _retention(self) -> None:
+        await trio.to_thread.run_sync(self.log_manager.cleanup, now_ms(), limiter=self.request_limiter)
+
+    async def _flush(self) -> None:
+        await trio.to_thread.run_sync(self.log_manager.flush_dirty, now_ms(), limiter=self.request_limiter)
+
+    async def _checkpoint(self) -> None:
+        await trio.to_thread.run_sync(self.log_manager.checkpoint, limiter=self.request_limiter)
+
+    # --- requests -----------------------------------------------------------------------------
+
+    async def _serve_connection(self, conn: Connection) -> None:
+        max_frame = self.config.get("socket.request.max.bytes")
+        idle_timeout = self.config.get("connections.max.idle.ms") / 1000
+        try:
+            while True:
+                with trio.move_on_after(idle_timeout) as idle:
+                    frame = await conn.read_frame(max_frame)
+                if idle.cancelled_caught:
+                    log.debug("closing idle connection %s", conn.id)
+                    return
+                self._in_flight += 1
+                self._idle = trio.Event() if self._in_flight == 1 else self._idle
+                try:
+                    response = await self._process(conn, frame)
+                    if response is not None:
+                        await conn.send_response(response)
+                finally:
+                    self._in_flight -= 1
+                    if self._in_flight == 0:
+                        self._idle.set()
+        except ConnectionClosed:
+            pass
+        except (ValueError, CodecError) as e:
+            log.warning("closing connection %s from %s:%s: %s", conn.id, conn.client_host, conn.client_port, e)
+        except OSError as e:
+            log.debug("connection %s: %s", conn.id, e)
+        finally:
+            conn.close()
+
+    async def _process(self, conn: Connection, frame: bytearray):
+        try:
+            header, pos = decode_request_header(frame)
+        except CodecError as e:
+            raise CodecError(f"malformed request header: {e}") from e
+        api_key, version = header.request_api_key, header.request_api_version
+        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id)
+        handler = self.handlers.get(api_key)
+        if handler is None or not handler.min_version <= version <= handler.max_version:
+            if api_key == ApiKey.API_VERSIONS:
+                # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
+                from .handlers.api_versions import unsupported_version_response
+                return encode_response(unsupported_version_response(self), 0, header.correlation_id)
+            raise CodecError(f"unsupported api {api_key} version {version} from client {header.client_id!r}")
+        request = request_class(api_key).decode(frame, version, pos)
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("%s v%d from %s: %r", type(request).__name__, version, conn.id, request)
+        try:
+            response = await handler.handle(ctx, request)
+        except (UnsupportedVersionError, ConnectionClosed):
+            raise
+        except Exception:
+            log.exception("error handling %s v%d from %s", type(request).__name__, version, header.client_id)
+            response = error_response(api_key, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if response is None:
+                raise CodecError("no error response for this api; closing the connection")
+        if response is None:
+            return None
+        return encode_response(response, version, header.correlation_id, FrameBuffer())
+
+    # --- helpers for handlers -----------------------------------------------------------------
+
+    def broker_info(self, listener: str) -> BrokerInfo:
+        info = self.advertised.get(listener)
+        if info is None:
+            info = next(iter(self.advertised.values()))
+        return info
+
+
+def error_response(api_key: int, code: int):
+    """A response carrying `code` at the top level, for apis that have a top-level error code."""
+    response = response_class(api_key)()
+    if "error_code" in response._fields:
+        response.error_code = code
+        return response
+    return None

@@ -1,0 +1,37 @@
+"""ApiVersions (key 18): the apis and versions this broker serves, from the handler registry."""
+
+from __future__ import annotations
+
+import re
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import HANDLERS, handler
+
+ApiVersionsResponse = response_class(ApiKey.API_VERSIONS)
+# Kafka's ApiVersionsRequest.isValid: software name and version are [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def api_keys():
+    Key = ApiVersionsResponse.ApiVersion
+    return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)]
+
+
+def unsupported_version_response(broker) -> object:
+    """KIP-511: a client newer than us gets v0 with UNSUPPORTED_VERSION and our ApiVersions range."""
+    ours = HANDLERS[ApiKey.API_VERSIONS]
+    Key = ApiVersionsResponse.ApiVersion
+    return ApiVersionsResponse(
+        error_code=ErrorCode.UNSUPPORTED_VERSION,
+        api_keys=[Key(api_key=ApiKey.API_VERSIONS, min_version=ours.min_version, max_version=ours.max_version)],
+    )
+
+
+@handler(ApiKey.API_VERSIONS)
+async def handle(ctx, request):
+    if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
+                                     and _SOFTWARE.fullmatch(request.client_software_version)):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(), throttle_time_ms=0)

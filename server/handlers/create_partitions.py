@@ -1,0 +1,48 @@
+"""CreatePartitions (key 37): grow a topic's partition count."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+CreatePartitionsResponse = response_class(ApiKey.CREATE_PARTITIONS)
+Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+def grow(ctx, topic, validate_only: bool):
+    broker = ctx.broker
+    info = broker.metadata.topics.get(topic.name)
+    if info is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic.name}' does not exist."
+    if topic.count < info.num_partitions:
+        return ErrorCode.INVALID_PARTITIONS, (f"Topic currently has {info.num_partitions} partitions, which is "
+                                              f"higher than the requested {topic.count}.")
+    if topic.count == info.num_partitions:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partitions."
+    if topic.assignments is not None:
+        if len(topic.assignments) != topic.count - info.num_partitions:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                f"Attempted to add {topic.count - info.num_partitions} additional partition(s), but only "
+                f"{len(topic.assignments)} assignment(s) were specified.")
+        for a in topic.assignments:
+            if not a.broker_ids or any(b != broker.node_id for b in a.broker_ids):
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker(s) in assignment {a.broker_ids}."
+    if not validate_only:
+        broker.replica_manager.add_partitions(topic.name, topic.count)
+    return ErrorCode.NONE, None
+
+
+@handler(ApiKey.CREATE_PARTITIONS)
+async def handle(ctx, request):
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        else:
+            code, message = grow(ctx, topic, request.validate_only)
+        results.append(Result(name=topic.name, error_code=code, error_message=message))
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,105 @@
+"""CreateTopics (key 19): validate names, counts and configs, then create (unless validate_only)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ...storage.errors import InvalidConfigurationException
+from ...storage.log_config import LogConfig
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..metadata import InvalidTopicError, validate_topic_name
+from . import handler
+
+CreateTopicsResponse = response_class(ApiKey.CREATE_TOPICS)
+Result = CreateTopicsResponse.CreatableTopicResult
+ConfigEntry = CreateTopicsResponse.CreatableTopicConfigs
+
+
+class TopicError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
+    """(partitions, replication factor, configs) to create, or raise TopicError."""
+    broker = ctx.broker
+    try:
+        validate_topic_name(topic.name)
+    except InvalidTopicError as e:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
+    if topic.name in broker.metadata.topics:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
+    clash = broker.metadata.collides(topic.name)
+    if clash is not None:
+        raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic '{topic.name}' collides with existing topic: {clash}")
+    if topic.assignments:
+        if topic.num_partitions != -1 or topic.replication_factor != -1:
+            raise TopicError(ErrorCode.INVALID_REQUEST,
+                             "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                             "Both cannot be used at the same time.")
+        for a in topic.assignments:
+            if any(b != broker.node_id for b in a.broker_ids) or not a.broker_ids:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes a broker that is not registered: {a.broker_ids}")
+        partitions = len(topic.assignments)
+        replication = len(topic.assignments[0].broker_ids)
+    else:
+        partitions = broker.config.get("num.partitions") if topic.num_partitions == -1 else topic.num_partitions
+        replication = (broker.config.get("default.replication.factor") if topic.replication_factor == -1
+                       else topic.replication_factor)
+    if partitions <= 0:
+        raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+    if replication <= 0:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "Replication factor must be larger than 0, or -1 to use the default value.")
+    if replication > 1:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"Unable to replicate the partition {replication} time(s): The target replication factor "
+                         f"of {replication} cannot be reached because only 1 broker(s) are registered.")
+    configs: dict[str, str] = {}
+    for c in topic.configs:
+        if c.value is None:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}")
+        configs[c.name] = c.value
+    try:
+        LogConfig.from_props(configs, base=broker.config.log_config())
+    except InvalidConfigurationException as e:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(e.args[-1])) from None
+    return partitions, replication, configs
+
+
+def config_entries(ctx, configs: dict[str, str]):
+    entries = ctx.broker.config.describe_topic_configs(configs)
+    return [ConfigEntry(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
+                        is_sensitive=e.is_sensitive) for e in entries]
+
+
+@handler(ApiKey.CREATE_TOPICS)
+async def handle(ctx, request):
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            results.append(Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
+                                  error_message="Found multiple entries for this topic.",
+                                  num_partitions=-1, replication_factor=-1, configs=None))
+            continue
+        try:
+            partitions, replication, configs = check(ctx, topic)
+        except TopicError as e:
+            results.append(Result(name=topic.name, error_code=e.code, error_message=str(e),
+                                  num_partitions=-1, replication_factor=-1, configs=None))
+            continue
+        topic_id = None
+        if not request.validate_only:
+            topic_id = ctx.broker.replica_manager.create_topic(topic.name, partitions, configs, replication).topic_id
+        result = Result(name=topic.name, error_code=ErrorCode.NONE, num_partitions=partitions,
+                        replication_factor=replication,
+                        configs=config_entries(ctx, configs) if ctx.api_version >= 5 else None)
+        if topic_id is not None:
+            result.topic_id = topic_id
+        results.append(result)
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)

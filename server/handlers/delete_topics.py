@@ -1,0 +1,40 @@
+"""DeleteTopics (key 20): by name (v0-5) or by name or topic id (v6+)."""
+
+from __future__ import annotations
+
+import uuid
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+DeleteTopicsResponse = response_class(ApiKey.DELETE_TOPICS)
+Result = DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def delete_one(ctx, name: str | None, topic_id: uuid.UUID):
+    broker = ctx.broker
+    image = broker.metadata
+    if name is None:
+        topic = image.topics_by_id.get(topic_id)
+        if topic is None:
+            return Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+    else:
+        topic = image.topics.get(name)
+        if topic is None:
+            return Result(name=name, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not broker.config.get("delete.topic.enable"):
+        return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED)
+    broker.replica_manager.delete_topic(topic.name)
+    broker.fetch_sessions.remove_topic(topic.name)
+    return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.NONE)
+
+
+@handler(ApiKey.DELETE_TOPICS)
+async def handle(ctx, request):
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, ZERO_UUID) for name in request.topic_names]
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=[delete_one(ctx, n, i) for n, i in wanted])

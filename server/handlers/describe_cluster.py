@@ -1,0 +1,29 @@
+"""DescribeCluster (key 60): this broker, as the cluster's only broker and its controller."""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+from .metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+
+DescribeClusterResponse = response_class(ApiKey.DESCRIBE_CLUSTER)
+BrokerEntry = DescribeClusterResponse.DescribeClusterBroker
+BROKERS_ENDPOINT = 1
+
+
+@handler(ApiKey.DESCRIBE_CLUSTER)
+async def handle(ctx, request):
+    broker = ctx.broker
+    if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
+        return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                                       error_message="The broker only handles BROKER endpoints",
+                                       endpoint_type=request.endpoint_type, cluster_id=broker.cluster_id)
+    me = broker.broker_info(ctx.listener)
+    return DescribeClusterResponse(
+        throttle_time_ms=0, error_code=ErrorCode.NONE, endpoint_type=BROKERS_ENDPOINT,
+        cluster_id=broker.cluster_id, controller_id=broker.node_id,
+        brokers=[BrokerEntry(broker_id=me.node_id, host=me.host, port=me.port, rack=me.rack)],
+        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                                       else AUTHORIZED_OPERATIONS_OMITTED),
+    )

@@ -1,0 +1,173 @@
+"""Fetch (key 1): serve log bytes, long-polling until `min_bytes` arrive or `max_wait_ms` passes.
+
+Record data is never copied: the log returns file ranges that the connection sends with sendfile.
+Only clients of message format v0/v1 (Fetch v0-3) get bytes read and down-converted.
+"""
+
+from __future__ import annotations
+
+import time
+
+import trio
+
+from ...storage.errors import OffsetOutOfRangeException, StorageError
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..fetch_session import CachedPartition
+from . import handler
+
+FetchResponse = response_class(ApiKey.FETCH)
+TopicResponse = FetchResponse.FetchableTopicResponse
+PartitionData = FetchResponse.PartitionData
+READ_COMMITTED = 1
+NO_LIMIT = 2**31 - 1
+
+
+def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tuple[str, int]], list]:
+    """The partitions a request names, with topic ids resolved (v13+); unknown ids answered later."""
+    image = ctx.broker.metadata
+    by_id = ctx.api_version >= 13
+    wanted, unknown_ids = [], []
+    for t in request.topics:
+        if by_id:
+            topic = image.topics_by_id.get(t.topic_id)
+            if topic is None:
+                unknown_ids.append(t)
+                continue
+            name = topic.name
+        else:
+            name = t.topic
+        for p in t.partitions:
+            wanted.append(CachedPartition(name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                          p.log_start_offset, p.current_leader_epoch))
+    forgotten = []
+    for t in request.forgotten_topics_data or ():
+        if by_id:
+            topic = image.topics_by_id.get(t.topic_id)
+            if topic is None:
+                continue
+            name = topic.name
+        else:
+            name = t.topic
+        forgotten.extend((name, p) for p in t.partitions)
+    return wanted, forgotten, unknown_ids
+
+
+def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: bool, isolation: int):
+    """PartitionData for one partition (records possibly a file range) and the bytes it carries."""
+    partition = ctx.broker.replica_manager.get(p.topic, p.partition)
+    if partition is None:
+        return error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
+    if p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
+        code = (ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return error_data(p.partition, code), 0
+    log_ = partition.log
+    hwm = log_.high_watermark
+    lso = log_.last_stable_offset if hasattr(log_, "last_stable_offset") else hwm
+    upper = lso if isolation == READ_COMMITTED else hwm
+    try:
+        info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=upper, min_one_message=min_one_message)
+    except OffsetOutOfRangeException:
+        return error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, lso, log_.log_start_offset), 0
+    except StorageError as e:
+        return error_data(p.partition, e.error_code, hwm, lso, log_.log_start_offset), 0
+    records = info.records
+    size = records.size
+    if ctx.api_version <= 3:
+        records = down_convert(records, 0 if ctx.api_version <= 1 else 1)
+        size = len(records)
+    elif size == 0:
+        records = b""
+    data = PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hwm,
+                         last_stable_offset=lso, log_start_offset=log_.log_start_offset,
+                         aborted_transactions=[] if isolation == READ_COMMITTED else None,
+                         preferred_read_replica=-1, records=records)
+    return data, size
+
+
+def down_convert(records, magic: int) -> bytes:
+    if records.size == 0:
+        return b""
+    from ...wire.legacy import down_convert as convert
+    return convert(records.read_bytes(), magic)
+
+
+def error_data(index: int, code: int, hwm: int = -1, lso: int = -1, log_start: int = -1):
+    return PartitionData(partition_index=index, error_code=code, high_watermark=hwm, last_stable_offset=lso,
+                         log_start_offset=log_start, aborted_transactions=None, preferred_read_replica=-1,
+                         records=b"")
+
+
+def read_all(ctx, request, context, isolation: int):
+    """One pass over the session's partitions: [(cached partition, data)], bytes read."""
+    remaining = request.max_bytes if ctx.api_version >= 3 else NO_LIMIT
+    results = []
+    total = 0
+    for p in context.partitions:
+        limit = min(p.max_bytes, remaining)
+        data, size = read_partition(ctx, p, limit, min_one_message=total == 0, isolation=isolation)
+        results.append((p, data))
+        total += size
+        remaining = max(0, remaining - size)
+    return results, total
+
+
+@handler(ApiKey.FETCH)
+async def handle(ctx, request):
+    broker = ctx.broker
+    version = ctx.api_version
+    wanted, forgotten, unknown_ids = requested_partitions(ctx, request)
+    now_ms = time.time_ns() // 1_000_000
+    if version >= 7:
+        context = broker.fetch_sessions.new_context(request.session_id, request.session_epoch, wanted,
+                                                    forgotten, now_ms)
+        if context.error != ErrorCode.NONE:
+            return FetchResponse(throttle_time_ms=0, error_code=context.error, session_id=0, responses=[])
+    else:
+        from ..fetch_session import FetchContext
+        context = FetchContext(wanted)
+    isolation = request.isolation_level if version >= 4 else 0
+    deadline = trio.current_time() + max(request.max_wait_ms, 0) / 1000
+    while True:
+        results, total = read_all(ctx, request, context, isolation)
+        errors = any(data.error_code != ErrorCode.NONE for _, data in results)
+        if total >= request.min_bytes or errors or not results or trio.current_time() >= deadline:
+            break
+        wake = trio.Event()
+        parked = [broker.replica_manager.get(p.topic, p.partition) for p in context.partitions]
+        for partition in parked:
+            if partition is not None:
+                partition.park(wake)
+        with trio.move_on_at(deadline):
+            await wake.wait()
+        for partition in parked:
+            if partition is not None:
+                partition.unpark(wake)
+    return build_response(ctx, context, results, unknown_ids)
+
+
+def carries_records(records) -> bool:
+    size = len(records) if isinstance(records, (bytes, bytearray, memoryview)) else records.size
+    return size > 0
+
+
+def build_response(ctx, context, results, unknown_ids):
+    by_topic: dict[str, TopicResponse] = {}
+    topics = []
+    for p, data in results:
+        changed = p.needs_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
+                                   carries_records(data.records), data.error_code)
+        if context.incremental and not changed:
+            continue
+        entry = by_topic.get(p.topic)
+        if entry is None:
+            entry = TopicResponse(topic=p.topic, topic_id=p.topic_id, partitions=[])
+            by_topic[p.topic] = entry
+            topics.append(entry)
+        entry.partitions.append(data)
+    for t in unknown_ids:
+        topics.append(TopicResponse(topic="", topic_id=t.topic_id, partitions=[
+            error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partitions]))
+    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=context.session_id,
+                         responses=topics)

@@ -1,0 +1,81 @@
+"""ListOffsets (key 2): offsets by timestamp, and the special timestamps Kafka defines."""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+ListOffsetsResponse = response_class(ApiKey.LIST_OFFSETS)
+TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
+PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+READ_COMMITTED = 1
+NO_TIMESTAMP = -1
+
+
+def error(index: int, code: int):
+    return PartitionResponse(partition_index=index, error_code=code, timestamp=NO_TIMESTAMP, offset=-1,
+                             leader_epoch=-1, old_style_offsets=[])
+
+
+def lookup(ctx, partition, timestamp: int, isolation: int) -> tuple[int, int]:
+    """(timestamp, offset) for a ListOffsets query; offset -1 when nothing matches."""
+    log_ = partition.log
+    if timestamp == LATEST_TIMESTAMP:
+        upper = getattr(log_, "last_stable_offset", log_.high_watermark) if isolation == READ_COMMITTED \
+            else log_.high_watermark
+        return NO_TIMESTAMP, upper
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        return NO_TIMESTAMP, log_.log_start_offset
+    if timestamp == LATEST_TIERED_TIMESTAMP:
+        return NO_TIMESTAMP, -1  # no tiered storage: nothing is remote
+    found = log_.fetch_offset_by_timestamp(timestamp)
+    if found is None:
+        return NO_TIMESTAMP, -1
+    offset, ts = found
+    if timestamp != MAX_TIMESTAMP and offset >= log_.high_watermark:
+        return NO_TIMESTAMP, -1
+    return ts, offset
+
+
+@handler(ApiKey.LIST_OFFSETS)
+async def handle(ctx, request):
+    version = ctx.api_version
+    isolation = request.isolation_level if version >= 2 else 0
+    topics = []
+    for t in request.topics:
+        seen: set[int] = set()
+        duplicates = {p.partition_index for p in t.partitions if p.partition_index in seen or seen.add(p.partition_index)}
+        parts = []
+        for p in t.partitions:
+            if p.partition_index in duplicates:
+                parts.append(error(p.partition_index, ErrorCode.INVALID_REQUEST))
+                continue
+            partition = ctx.broker.replica_manager.get(t.name, p.partition_index)
+            if partition is None:
+                parts.append(error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            if version >= 4 and p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
+                code = (ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch
+                        else ErrorCode.UNKNOWN_LEADER_EPOCH)
+                parts.append(error(p.partition_index, code))
+                continue
+            if version < 7 and p.timestamp == MAX_TIMESTAMP or version < 8 and p.timestamp == EARLIEST_LOCAL_TIMESTAMP:
+                parts.append(error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
+                continue
+            ts, offset = lookup(ctx, partition, p.timestamp, isolation)
+            if version == 0:
+                parts.append(PartitionResponse(partition_index=p.partition_index, error_code=ErrorCode.NONE,
+                                               old_style_offsets=[offset] if offset >= 0 and p.max_num_offsets > 0 else []))
+            else:
+                parts.append(PartitionResponse(partition_index=p.partition_index, error_code=ErrorCode.NONE,
+                                               timestamp=ts, offset=offset,
+                                               leader_epoch=partition.leader_epoch if offset >= 0 else -1))
+        topics.append(TopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

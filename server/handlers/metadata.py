@@ -1,0 +1,84 @@
+"""Metadata (key 3): brokers, controller, topics and partitions; creates topics on demand."""
+
+from __future__ import annotations
+
+import logging
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..metadata import InvalidTopicError, validate_topic_name
+from . import handler
+
+log = logging.getLogger("samsa.metadata")
+MetadataResponse = response_class(ApiKey.METADATA)
+Topic = MetadataResponse.MetadataResponseTopic
+PartitionMeta = MetadataResponse.MetadataResponsePartition
+Broker = MetadataResponse.MetadataResponseBroker
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# Operations an unsecured broker allows: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS (bits of AclOperation codes 3..8, 10, 11).
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (4, 7, 8, 9, 10, 11, 12, 13))
+
+
+def topic_metadata(ctx, topic, include_operations: bool) -> object:
+    node = ctx.broker.node_id
+    partitions = [
+        PartitionMeta(error_code=ErrorCode.NONE, partition_index=i, leader_id=node,
+                      leader_epoch=ctx.broker.replica_manager.get(topic.name, i).leader_epoch,
+                      replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+        for i in range(topic.num_partitions)
+    ]
+    return Topic(error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id,
+                 is_internal=topic.is_internal, partitions=partitions,
+                 topic_authorized_operations=TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED)
+
+
+def auto_create(ctx, name: str):
+    """Create a topic on first mention, as `auto.create.topics.enable` asks; None if not allowed."""
+    config = ctx.broker.config
+    return ctx.broker.replica_manager.create_topic(
+        name, config.get("num.partitions"), {}, config.get("default.replication.factor"))
+
+
+@handler(ApiKey.METADATA)
+async def handle(ctx, request):
+    broker = ctx.broker
+    image = broker.metadata
+    include_ops = ctx.api_version >= 8 and request.include_topic_authorized_operations
+    allow_auto = (ctx.api_version < 4 or request.allow_auto_topic_creation) and broker.config.get("auto.create.topics.enable")
+    topics = []
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()]
+    else:
+        for wanted in request.topics:
+            name = wanted.name
+            if name is None:
+                topic = image.topics_by_id.get(wanted.topic_id)
+                if topic is None:
+                    topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id))
+                    continue
+            else:
+                topic = image.topics.get(name)
+            if topic is None:
+                try:
+                    validate_topic_name(name)
+                except InvalidTopicError:
+                    topics.append(Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name, is_internal=False))
+                    continue
+                if allow_auto and image.collides(name) is None:
+                    topic = auto_create(ctx, name)
+                else:
+                    topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=False))
+                    continue
+            topics.append(topic_metadata(ctx, topic, include_ops))
+    me = broker.broker_info(ctx.listener)
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[Broker(node_id=me.node_id, host=me.host, port=me.port, rack=me.rack)],
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+        cluster_authorized_operations=(CLUSTER_OPERATIONS if ctx.api_version >= 8 and request.include_cluster_authorized_operations
+                                       else AUTHORIZED_OPERATIONS_OMITTED),
+    )

@@ -1,0 +1,107 @@
+"""Produce (key 0): append each partition's record batch to its log.
+
+The records stay the bytes the client sent: batch headers are parsed with struct, CRC32C checked,
+offsets written into the header in place, and the bytes appended. Records are re-encoded only when
+the client speaks an old message format (v0-2: up-converted to v2) or the topic's compression.type
+asks for a codec other than the batch's.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ...storage.errors import StorageError
+from ...wire import records as batches
+from ...wire.errors import ErrorCode
+from ...wire.exceptions import CorruptRecordError
+from ...wire.protocol import ApiKey, response_class
+from ..network import ConnectionClosed
+from . import handler
+
+log = logging.getLogger("samsa.produce")
+ProduceResponse = response_class(ApiKey.PRODUCE)
+TopicResponse = ProduceResponse.TopicProduceResponse
+PartitionResponse = ProduceResponse.PartitionProduceResponse
+BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
+
+COMPRESSION_CODES = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+class InvalidRecord(Exception):
+    """Record data the request may not carry (Kafka's InvalidRecordException)."""
+
+
+def v2_batch(records, api_version: int):
+    """The records of one partition as one v2 batch (bytes the log can take), or raise."""
+    if records is None or len(records) == 0:
+        raise InvalidRecord("Produce request has no records for the partition")
+    magic = batches.peek_magic(records)
+    if api_version <= 2:
+        if magic == 2:
+            raise InvalidRecord("Produce request v0-2 cannot carry message format v2")
+        from ...wire.legacy import up_convert
+        return bytearray(up_convert(records))
+    if magic != 2:
+        raise InvalidRecord(f"Produce requests v3+ carry message format v2 only, found magic {magic}")
+    header = batches.parse_batch_header(records)
+    if header.size != len(records):
+        raise InvalidRecord("Produce requests v3+ are only allowed to contain exactly one record batch")
+    return records
+
+
+def apply_topic_compression(records, compression_type: str):
+    if compression_type == "producer":
+        return records
+    target = COMPRESSION_CODES[compression_type]
+    header = batches.parse_batch_header(records)
+    if header.compression == target:
+        return records
+    return bytearray(batches.recompress_batch(records, 0, target))
+
+
+def partition_error(index: int, code: int, message: str | None = None):
+    return PartitionResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                             log_start_offset=-1, error_message=message)
+
+
+def append_partition(ctx, topic_name: str, data, acks: int):
+    partition = ctx.broker.replica_manager.get(topic_name, data.index)
+    if partition is None:
+        return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if topic_name.startswith("__") and partition.topic.is_internal:
+        return partition_error(data.index, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    config = partition.log.config
+    if acks == -1 and config.min_insync_replicas > 1:
+        return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
+    try:
+        records = v2_batch(data.records, ctx.api_version)
+        records = apply_topic_compression(records, config.compression_type)
+        info = partition.append(records)
+    except InvalidRecord as e:
+        return partition_error(data.index, ErrorCode.INVALID_RECORD, str(e))
+    except CorruptRecordError as e:
+        return partition_error(data.index, ErrorCode.CORRUPT_MESSAGE, str(e))
+    except StorageError as e:
+        log.debug("append to %s-%d refused: %s", topic_name, data.index, e)
+        return partition_error(data.index, e.error_code, str(e))
+    return PartitionResponse(index=data.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
+                             log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
+
+
+@handler(ApiKey.PRODUCE)
+async def handle(ctx, request):
+    acks = request.acks
+    responses = []
+    for topic in request.topic_data:
+        if acks not in (-1, 0, 1):
+            parts = [partition_error(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
+        else:
+            parts = [append_partition(ctx, topic.name, p, acks) for p in topic.partition_data]
+        responses.append(TopicResponse(name=topic.name, partition_responses=parts))
+    if acks == 0:
+        # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so
+        # that the client notices and refreshes its metadata.
+        if any(p.error_code != ErrorCode.NONE for t in responses for p in t.partition_responses):
+            raise ConnectionClosed("acks=0 produce failed")
+        return None
+    return ProduceResponse(responses=responses, throttle_time_ms=0)

@@ -1,0 +1,134 @@
+"""The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs.
+
+In single-broker mode the broker is its own controller: the image is kept in one file in the first
+log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
+on every change, so a crash leaves either the old or the new image. Kafka keeps this in the
+`__cluster_metadata` log; a JSON image is enough for one broker and readable by people.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+METADATA_FILE = "__samsa_metadata.json"
+# Kafka's Topic.validate: legal characters and length (249 leaves room for partition suffixes).
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class InvalidTopicError(ValueError):
+    pass
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}")
+    if not _LEGAL_TOPIC.match(name):
+        raise InvalidTopicError(
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+
+
+@dataclass
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    replication_factor: int = 1
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class MetadataImage:
+    """Topics by name and by id, persisted in one JSON file."""
+
+    def __init__(self, path: Path, cluster_id: str) -> None:
+        self.path = path
+        self.cluster_id = cluster_id
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+
+    @classmethod
+    def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
+        image = cls(log_dir / METADATA_FILE, cluster_id)
+        if image.path.exists():
+            data = json.loads(image.path.read_text())
+            for t in data.get("topics", []):
+                image._index(TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["num_partitions"],
+                                       dict(t.get("configs", {})), t.get("replication_factor", 1)))
+        return image
+
+    def _index(self, topic: TopicInfo) -> None:
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+
+    def save(self) -> None:
+        data = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "topics": [
+                {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
+                 "replication_factor": t.replication_factor, "configs": t.configs}
+                for t in sorted(self.topics.values(), key=lambda t: t.name)
+            ],
+        }
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def add_topic(self, name: str, num_partitions: int, configs: dict[str, str], replication_factor: int = 1) -> TopicInfo:
+        topic = TopicInfo(name, uuid.uuid4(), num_partitions, dict(configs), replication_factor)
+        self._index(topic)
+        self.save()
+        return topic
+
+    def remove_topic(self, name: str) -> TopicInfo:
+        topic = self.topics.pop(name)
+        del self.topics_by_id[topic.topic_id]
+        self.save()
+        return topic
+
+    def set_partitions(self, name: str, count: int) -> None:
+        self.topics[name].num_partitions = count
+        self.save()
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self.save()
+
+    def collides(self, name: str) -> str | None:
+        """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""
+        key = name.replace(".", "_")
+        for other in self.topics:
+            if other != name and other.replace(".", "_") == key:
+                return other
+        return None

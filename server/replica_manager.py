@@ -1,0 +1,126 @@
+"""Partitions this broker leads, their logs, and the fetches parked on them (purgatory).
+
+With one broker every partition's ISR is this broker alone, so the high watermark follows the log
+end offset on every append. A long-polling fetch registers a trio.Event with each partition it
+reads; an append sets them, so the fetch wakes as soon as data arrives.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from ..storage.log_config import LogConfig
+from .metadata import TopicInfo
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("samsa.replica")
+
+
+class Partition:
+    def __init__(self, topic: TopicInfo, index: int, log_) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log_
+        self.leader_epoch = 0
+        self._waiters: list[trio.Event] = []
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic.name}-{self.index}"
+
+    def append(self, records) -> object:
+        """Append validated-on-the-way batches (offsets assigned in place); wakes parked fetches."""
+        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch)
+        self.log.high_watermark = self.log.log_end_offset
+        self.wake()
+        return info
+
+    def park(self, event: trio.Event) -> None:
+        self._waiters.append(event)
+
+    def unpark(self, event: trio.Event) -> None:
+        try:
+            self._waiters.remove(event)
+        except ValueError:
+            pass
+
+    def wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for event in waiters:
+            event.set()
+
+
+class ReplicaManager:
+    def __init__(self, broker: "Broker") -> None:
+        self.broker = broker
+        self.partitions: dict[tuple[str, int], Partition] = {}
+
+    @property
+    def _logs(self):
+        return self.broker.log_manager
+
+    def topic_log_config(self, topic: TopicInfo) -> LogConfig:
+        return LogConfig.from_props(topic.configs, base=self.broker.config.log_config())
+
+    def load(self) -> None:
+        """Open (or create) the log of every partition in the metadata image."""
+        for topic in self.broker.metadata.topics.values():
+            config = self.topic_log_config(topic)
+            for index in range(topic.num_partitions):
+                self._open(topic, index, config)
+
+    def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
+        log_ = self._logs.get_log(topic.name, index)
+        if log_ is None:
+            log_ = self._logs.create_log(topic.name, index, config)
+        else:
+            log_.update_config(config)
+        log_.high_watermark = log_.log_end_offset
+        partition = Partition(topic, index, log_)
+        self.partitions[(topic.name, index)] = partition
+        return partition
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
+                     replication_factor: int = 1) -> TopicInfo:
+        topic = self.broker.metadata.add_topic(name, num_partitions, configs, replication_factor)
+        config = self.topic_log_config(topic)
+        for index in range(num_partitions):
+            self._open(topic, index, config)
+        log.info("Created topic %s with %d partitions, topic id %s", name, num_partitions, topic.topic_id)
+        return topic
+
+    def add_partitions(self, name: str, new_total: int) -> None:
+        topic = self.broker.metadata.topics[name]
+        config = self.topic_log_config(topic)
+        for index in range(topic.num_partitions, new_total):
+            self._open(topic, index, config)
+        self.broker.metadata.set_partitions(name, new_total)
+
+    def update_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        topic = self.broker.metadata.topics[name]
+        self.broker.metadata.set_configs(name, configs)
+        config = self.topic_log_config(topic)
+        for index in range(topic.num_partitions):
+            self.partitions[(name, index)].log.update_config(config)
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        topic = self.broker.metadata.remove_topic(name)
+        for index in range(topic.num_partitions):
+            partition = self.partitions.pop((name, index), None)
+            if partition is not None:
+                partition.wake()
+                self._logs.delete_log(name, index)
+        log.info("Deleted topic %s", name)
+        return topic
+
+    def wake_all(self) -> None:
+        for partition in self.partitions.values():
+            partition.wake()
