@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up Samsa on a fresh Debian/Ubuntu machine: Python 3.11+ in a virtualenv at .venv.
+#   scripts/setup.sh          the broker
+#   scripts/setup.sh --test   the broker and everything the tests use (clients, kcat, kafkajs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+
+apt_install() {
+  missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+PYTHON="${PYTHON:-python3}"
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  apt_install python3 python3-venv
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "Samsa needs Python 3.11 or newer; $PYTHON is $("$PYTHON" --version)" >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; "$PYTHON" -m venv .venv; }
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "${1:-}" = "--test" ]; then
+  .venv/bin/python -m pip install -q -e ".[test]"
+  if [ -f compat-tests/install.sh ]; then bash compat-tests/install.sh; fi
+else
+  .venv/bin/python -m pip install -q -e .
+fi
