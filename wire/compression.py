@@ -159,10 +159,13 @@ class _BoundedOutput:
         self.room = max_size
         self._max_size = max_size
 
-    def add(self, piece: bytes) -> None:
-        self.room -= len(piece)
-        if self.room < 0:
+    def ensure_room(self, size: int) -> None:
+        if size > self.room:
             raise _too_large(self._max_size)
+
+    def add(self, piece: bytes) -> None:
+        self.ensure_room(len(piece))
+        self.room -= len(piece)
         self.pieces.append(piece)
 
     def result(self) -> bytes:
@@ -201,11 +204,12 @@ def _xerial_compress(data: bytes) -> bytes:
 
 def _snappy_decompress(data: bytes, max_size: int) -> bytes:
     data = bytes(data)
+    out = _BoundedOutput(max_size)
     if not data.startswith(XERIAL_MAGIC):
-        return _raw_snappy_block(data, max_size)
+        _add_raw_snappy_block(data, out)
+        return out.result()
     if len(data) < _XERIAL_HEADER_SIZE:
         raise DecompressionError("xerial snappy header is truncated")
-    out = _BoundedOutput(max_size)
     pos = _XERIAL_HEADER_SIZE
     end = len(data)
     while pos < end:
@@ -215,23 +219,22 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
         pos += 4
         if block_size < 0 or pos + block_size > end:
             raise DecompressionError(f"xerial snappy block of {block_size} bytes does not fit the data")
-        out.add(_raw_snappy_block(data[pos:pos + block_size], out.room))
+        _add_raw_snappy_block(data[pos:pos + block_size], out)
         pos += block_size
     return out.result()
 
 
-def _raw_snappy_block(block: bytes, max_size: int) -> bytes:
+def _add_raw_snappy_block(block: bytes, out: _BoundedOutput) -> None:
     """A raw snappy block opens with its uncompressed length, so a bomb is refused before inflating."""
     declared = _snappy_declared_length(block)
-    if declared > max_size:
-        raise _too_large(max_size)
+    out.ensure_room(declared)
     try:
-        out = _snappy.decompress(block)
+        inflated = _snappy.decompress(block)
     except Exception as exc:  # python-snappy raises its own UncompressError, or cramjam's errors
         raise DecompressionError(f"corrupt snappy data: {exc!r}") from None
-    if len(out) != declared:
+    if len(inflated) != declared:
         raise DecompressionError("snappy data inflates to a different length than it declares")
-    return out
+    out.add(inflated)
 
 
 def _snappy_declared_length(block: bytes) -> int:

@@ -416,6 +416,7 @@ def build_batch(
     base_timestamp defaults to NO_TIMESTAMP (-1); record timestamp deltas are relative to it.
     max_timestamp defaults to the largest record timestamp (base_timestamp if there is no record).
     has_delete_horizon marks base_timestamp as compaction's delete horizon.
+    An empty batch is written uncompressed whatever `compression` says.
     last_offset_delta defaults to the last record's offset delta (0 for an empty batch; compaction
     passes the original one when it keeps an emptied batch).
     """
@@ -425,6 +426,9 @@ def build_batch(
         max_timestamp = base_timestamp + max((r.timestamp_delta for r in records), default=0)
     if last_offset_delta is None:
         last_offset_delta = records[-1].offset_delta if records else 0
+    if not records:
+        # As Kafka's writeEmptyHeader: nothing to compress, and readers never decompress an empty batch.
+        compression = CompressionType.NONE
     attributes = (
         CompressionType(compression)
         | (TIMESTAMP_TYPE_BIT if timestamp_type == LOG_APPEND_TIME else 0)
@@ -460,6 +464,8 @@ def decode_batch(buf, pos: int = 0, *, max_decompressed: int = DEFAULT_MAX_DECOM
         raise CorruptRecordError(f"record batch CRC is {crc:#010x}, header says {header.crc:#010x}")
     if header.records_count < 0:
         raise CorruptRecordError(f"invalid record count {header.records_count}")
+    if header.records_count == 0:
+        return header, []  # Kafka does not look at the records section of an empty batch
     payload = memoryview(buf)[pos + BATCH_HEADER_SIZE:end]
     if header.compression == CompressionType.NONE:
         data = bytes(payload)
