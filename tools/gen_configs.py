@@ -154,30 +154,34 @@ TOPIC_FIELDS = [
 ]
 
 
-def main(argv: list[str]) -> None:
-    configuration = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
+def generate(configuration: Path) -> dict[str, str]:
+    """The generated modules' text, by path relative to the repository root."""
     broker = parse_table(included_table(configuration, BROKER_TABLE))
     topic = parse_table(included_table(configuration, TOPIC_TABLE))
-    (ROOT / "server" / "broker_config_defs.py").write_text(
-        render(
+    return {
+        "server/broker_config_defs.py": render(
             "BrokerConfigDef",
             "BROKER_CONFIGS",
             "Apache Kafka's broker configs as its docs list them; update_mode is read-only, per-broker "
             "or cluster-wide.",
             BROKER_FIELDS,
             broker,
-        )
-    )
-    (ROOT / "storage" / "topic_config_defs.py").write_text(
-        render(
+        ),
+        "storage/topic_config_defs.py": render(
             "TopicConfigDef",
             "TOPIC_CONFIGS",
             "Apache Kafka's topic-level configs as its docs list them; server_default_property names "
             "the broker config that supplies the default.",
             TOPIC_FIELDS,
             topic,
-        )
-    )
+        ),
+    }
+
+
+def main(argv: list[str]) -> None:
+    configuration = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
+    for path, text in generate(configuration).items():
+        (ROOT / path).write_text(text)
 
 
 if __name__ == "__main__":
