@@ -1,0 +1,154 @@
+"""What the offset and time indexes share (Kafka's AbstractIndex): a file of fixed-size big-endian
+entries, preallocated to segment.index.bytes while its segment is active and trimmed to its entries
+when the segment rolls or closes.
+
+Entries are kept in memory (arrays, searched with bisect) and written with pwrite; the file is read
+lazily, on the first lookup, so opening a log touches no index. Only the active segment keeps its
+index files open. A file left preallocated by a crash ends in zero entries; they are dropped on
+load (a real first entry is never all zero: a segment's first batch gets no index entry).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from .errors import CorruptIndexException, KafkaStorageException
+
+
+class AbstractIndex:
+    ENTRY_SIZE: ClassVar[int]
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self._fd: int | None = None
+        self._loaded = False
+        self._dirty = False
+
+    # -- subclass hooks: the in-memory entries
+    def _decode(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _clear_from(self, slot: int) -> None:
+        raise NotImplementedError
+
+    def _entry_count(self) -> int:
+        raise NotImplementedError
+
+    def sanity_check(self, log_size: int) -> None:
+        raise NotImplementedError
+
+    # -- sizes
+    @property
+    def max_entries(self) -> int:
+        return self.max_index_size // self.ENTRY_SIZE
+
+    @property
+    def entries(self) -> int:
+        self._ensure_loaded()
+        return self._entry_count()
+
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded
+
+    # -- file handling
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        except OSError as e:
+            raise KafkaStorageException(f"Error while reading index {self.path}: {e}") from e
+        if len(data) % self.ENTRY_SIZE:
+            raise CorruptIndexException(
+                f"Index file {self.path} is corrupt, found {len(data)} bytes which is not a multiple of "
+                f"{self.ENTRY_SIZE}")
+        zero = bytes(self.ENTRY_SIZE)
+        end = len(data)
+        while end and data[end - self.ENTRY_SIZE:end] == zero:
+            end -= self.ENTRY_SIZE
+        self._decode(data[:end])
+        self._loaded = True
+
+    def open_for_append(self) -> None:
+        """Become the active segment's index: open the file and preallocate it, as Kafka does."""
+        if self._fd is not None:
+            return
+        self._ensure_loaded()
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._resize_file(self.max_entries * self.ENTRY_SIZE)
+
+    def _resize_file(self, size: int) -> None:
+        assert self._fd is not None
+        os.ftruncate(self._fd, max(size, self._entry_count() * self.ENTRY_SIZE))
+        self._dirty = True
+
+    def _write_entry(self, data: bytes) -> None:
+        if self._fd is None:
+            self.open_for_append()
+        assert self._fd is not None
+        os.pwrite(self._fd, data, self._entry_count() * self.ENTRY_SIZE)
+        self._dirty = True
+
+    def truncate_to_entries(self, count: int) -> None:
+        self._ensure_loaded()
+        if count >= self._entry_count():
+            return
+        self._clear_from(count)
+        if self._fd is not None:
+            # Zero the stale tail rather than leave old entries a crash could resurrect.
+            os.ftruncate(self._fd, count * self.ENTRY_SIZE)
+            self._resize_file(self.max_entries * self.ENTRY_SIZE)
+        else:
+            with open(self.path, "r+b") as f:
+                f.truncate(count * self.ENTRY_SIZE)
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild from the log)."""
+        self._loaded = True
+        self._clear_from(0)
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            self._resize_file(self.max_entries * self.ENTRY_SIZE)
+        else:
+            self.path.write_bytes(b"")
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the preallocated file down to its entries (on roll and close)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, self._entry_count() * self.ENTRY_SIZE)
+
+    def flush(self) -> None:
+        fd = self._fd
+        if fd is not None and self._dirty:
+            self._dirty = False
+            os.fsync(fd)
+
+    def close(self) -> None:
+        """Trim, make durable and release the file; the entries stay readable."""
+        if self._fd is None:
+            return
+        self.trim_to_valid_size()
+        self.flush()
+        os.close(self._fd)
+        self._fd = None
+
+    def rename(self, new_path: Path) -> None:
+        try:
+            os.rename(self.path, new_path)
+        except FileNotFoundError:
+            pass
+        self.path = new_path
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)

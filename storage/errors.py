@@ -1,0 +1,65 @@
+"""The storage layer's exceptions, named after Kafka's, each carrying the protocol error code the
+server answers with, so a handler maps any of them with `exc.error_code`."""
+
+from __future__ import annotations
+
+from ..wire.errors import ErrorCode
+
+
+class StorageError(Exception):
+    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class CorruptRecordException(StorageError):
+    """Record data that fails its size, magic or CRC check."""
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class RecordTooLargeException(StorageError):
+    """A batch larger than max.message.bytes."""
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class RecordBatchTooLargeException(StorageError):
+    """An append larger than segment.bytes: it could never fit in a segment."""
+    error_code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+class InvalidRecordException(StorageError):
+    error_code = ErrorCode.INVALID_RECORD
+
+
+class InvalidTimestampException(StorageError):
+    error_code = ErrorCode.INVALID_TIMESTAMP
+
+
+class UnsupportedForMessageFormatException(StorageError):
+    error_code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+
+
+class OffsetOutOfRangeException(StorageError):
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class PolicyViolationException(StorageError):
+    """DeleteRecords on a topic whose cleanup.policy does not include delete."""
+    error_code = ErrorCode.POLICY_VIOLATION
+
+
+class KafkaStorageException(StorageError):
+    """An I/O failure of the log directory: the partition is offline on this broker."""
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class CorruptIndexException(StorageError):
+    """An offset or time index that fails its sanity check; it is rebuilt from the log."""
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class InvalidConfigurationException(StorageError, ValueError):
+    """A topic config with an unknown name or a value outside its valid range."""
+    error_code = ErrorCode.INVALID_CONFIG
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key

@@ -1,0 +1,597 @@
+"""One partition's log (Kafka's UnifiedLog and LocalLog, without tiered storage): an ordered run
+of segments, the last one active; the log start offset, log end offset, high watermark and
+recovery point; appends, reads, ListOffsets lookups, retention, DeleteRecords, truncation, and
+loading from disk with crash recovery (Kafka's LogLoader).
+
+Threads: the event loop appends and reads; worker threads flush (fsync), run retention and unlink
+deleted files. A lock guards every change of state; the segment list is copy-on-write, so a read
+or a flush works on a consistent snapshot without holding the lock. A segment removed by
+retention or truncation is renamed to `.deleted` at once but its file stays open until
+file.delete.delay.ms passes, so a fetch already holding one of its file ranges can still send it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import uuid
+from bisect import bisect_right
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from ..wire.records import NO_TIMESTAMP
+from .errors import (
+    InvalidRecordException, KafkaStorageException, OffsetOutOfRangeException, PolicyViolationException,
+    RecordBatchTooLargeException,
+)
+from .file_records import FileRecords
+from .log_config import LogConfig
+from .log_segment import (
+    DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, FetchDataInfo, LogSegment,
+    filename_prefix,
+)
+from .log_validator import AppendOrigin, ValidationResult, analyze_batches, validate_and_assign_offsets
+
+__all__ = [
+    "Log", "LogAppendInfo", "FetchDataInfo", "OffsetAndTimestamp", "AppendOrigin",
+    "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP",
+    "parse_topic_partition_name", "delete_dir_name",
+]
+
+# ListOffsets' special timestamps.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+_MARKED_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)(-delete|-future|-stray)$")
+# Files a crash can leave behind: half-done deletions, and the log cleaner's scratch files.
+_TEMPORARY_SUFFIXES = (DELETED_FILE_SUFFIX, ".cleaned", ".swap")
+_SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
+
+
+def parse_topic_partition_name(name: str) -> tuple[str, int]:
+    """`<topic>-<partition>`, also behind a `.<id>-delete` / `-future` / `-stray` mark (Kafka's
+    UnifiedLog.parseTopicPartitionName); ValueError for anything else."""
+    if name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+        if not _MARKED_DIR.match(name):
+            raise ValueError(f"{name!r} is not in the form of topic-partition or topic-partition.uniqueId-delete")
+        name = name[:name.rindex(".")]
+    topic, dash, partition = name.rpartition("-")
+    if not dash or not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not in the form of topic-partition or topic-partition.uniqueId-delete")
+    return topic, int(partition)
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """`<topic>-<partition>.<uuid hex>-delete`, the topic cut so the name fits in 255 bytes."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return topic[:255 - len(suffix)] + suffix
+
+
+class LogAppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    record_count: int
+    valid_bytes: int
+    # The caller should run `log.flush()` in a worker thread: flush.messages was reached, or a
+    # segment rolled (Kafka flushes a rolled segment right away so recovery stays short).
+    flush_needed: bool
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+class _Segments(NamedTuple):
+    """The segment list, replaced whole on every change so readers need no lock."""
+    base_offsets: tuple[int, ...]
+    segments: tuple[LogSegment, ...]
+
+    @classmethod
+    def of(cls, segments: Iterable[LogSegment]) -> _Segments:
+        ordered = tuple(sorted(segments, key=lambda s: s.base_offset))
+        return cls(tuple(s.base_offset for s in ordered), ordered)
+
+    def floor_index(self, offset: int) -> int:
+        return bisect_right(self.base_offsets, offset) - 1
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, clock_ms: Callable[[], int], segments: Iterable[LogSegment],
+                 *, log_start_offset: int, recovery_point: int, next_offset: int) -> None:
+        self.dir = directory
+        self.topic, self.partition = parse_topic_partition_name(directory.name)
+        self.config = config
+        self._clock_ms = clock_ms
+        self._segments = _Segments.of(segments)
+        self._lock = threading.RLock()
+        self._next_offset = next_offset
+        self._log_start_offset = max(log_start_offset, self._segments.base_offsets[0])
+        self._recovery_point = min(max(recovery_point, self._log_start_offset), next_offset)
+        self._high_watermark = self._log_start_offset
+        self._last_flush_ms = clock_ms()
+        self._rolled_since_flush = False
+        self._pending_deletions: list[tuple[int, LogSegment]] = []
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    def __repr__(self) -> str:
+        return f"Log({self.name}, start={self.log_start_offset}, end={self.log_end_offset})"
+
+    # -- loading (Kafka's LogLoader)
+    @classmethod
+    def open(cls, directory: Path | str, config: LogConfig, *, log_start_offset: int = 0, recovery_point: int = 0,
+             clock_ms: Callable[[], int], had_clean_shutdown: bool = True) -> Log:
+        """Load the partition in `directory` (created if missing). Without a clean shutdown every
+        segment from the one holding `recovery_point` on is recovered: its batches are
+        re-validated, a torn or corrupt tail is cut (with every later segment) and its indexes are
+        rebuilt. A segment missing an index file is recovered too."""
+        directory = Path(directory)
+        now = clock_ms()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            names = os.listdir(directory)
+            segments = _load_segments(directory, names, config, now)
+            if not had_clean_shutdown:
+                _recover_unflushed(segments, recovery_point)
+            if not segments:
+                segments = [LogSegment.open(directory, log_start_offset, config, now, file_already_exists=False)]
+            next_offset = segments[-1].read_next_offset()
+            if log_start_offset > next_offset:
+                # Everything below the start offset is gone: start over empty at it.
+                for segment in segments:
+                    segment.delete()
+                segments = [LogSegment.open(directory, log_start_offset, config, now, file_already_exists=False)]
+                next_offset = log_start_offset
+        except OSError as e:
+            raise KafkaStorageException(f"Error while loading log {directory}: {e}") from e
+        return cls(directory, config, clock_ms, segments, log_start_offset=log_start_offset,
+                   recovery_point=next_offset if had_clean_shutdown else recovery_point, next_offset=next_offset)
+
+    # -- offsets
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        """Set by the replica manager; kept within [log start offset, log end offset]."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self._next_offset)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._next_offset - self._recovery_point
+
+    @property
+    def last_flush_time_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._segments.segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments.segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self._segments.segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    # -- appends
+    def append_as_leader(self, records, *, leader_epoch: int = 0,
+                         origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Validate a v2 batch and append it, assigning offsets from the log end offset by
+        rewriting `records` (a bytearray or writable memoryview) in place."""
+        batches = analyze_batches(records, self.config, origin, self.name)
+        if not batches:
+            return LogAppendInfo(-1, -1, NO_TIMESTAMP, -1, NO_TIMESTAMP, self._log_start_offset, 0, 0, False)
+        with self._lock:
+            self._check_open()
+            now = self._clock_ms()
+            result = validate_and_assign_offsets(
+                records, batches, first_offset=self._next_offset, config=self.config, now_ms=now,
+                leader_epoch=leader_epoch, origin=origin, topic_partition=self.name)
+            if result.valid_bytes > self.config.segment_bytes:
+                raise RecordBatchTooLargeException(
+                    f"Message batch size is {result.valid_bytes} bytes in append to partition {self.name}, which "
+                    f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
+            segment = self._maybe_roll(result, now)
+            segment.append(result.last_offset, memoryview(records)[:result.valid_bytes], result.batches)
+            self._next_offset = result.last_offset + 1
+            flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
+            return LogAppendInfo(
+                first_offset=result.first_offset, last_offset=result.last_offset, max_timestamp=result.max_timestamp,
+                offset_of_max_timestamp=result.offset_of_max_timestamp, log_append_time=result.log_append_time,
+                log_start_offset=self._log_start_offset, record_count=result.record_count,
+                valid_bytes=result.valid_bytes, flush_needed=flush_needed)
+
+    def _maybe_roll(self, result: ValidationResult, now: int) -> LogSegment:
+        segment = self.active_segment
+        if segment.should_roll(max_segment_ms=self.config.max_segment_ms, max_segment_bytes=self.config.segment_bytes,
+                               max_timestamp_in_messages=result.max_timestamp,
+                               max_offset_in_messages=result.last_offset, messages_size=result.valid_bytes,
+                               now_ms=now):
+            return self.roll(result.first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, log end offset)."""
+        with self._lock:
+            self._check_open()
+            new_offset = max(expected_next_offset or 0, self._next_offset)
+            active = self.active_segment
+            if new_offset == active.base_offset:
+                if active.size == 0:
+                    return active
+                raise KafkaStorageException(
+                    f"Trying to roll a new log segment for {self.name} with start offset {new_offset} while it "
+                    f"already exists.")
+            if new_offset < active.base_offset:
+                raise KafkaStorageException(
+                    f"Trying to roll a new log segment for {self.name} with start offset {new_offset} lower than "
+                    f"start offset of the active segment {active.base_offset}")
+            prefix = filename_prefix(new_offset)
+            for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
+                (self.dir / (prefix + suffix)).unlink(missing_ok=True)
+            try:
+                active.on_become_inactive()
+                segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(),
+                                          file_already_exists=False)
+            except OSError as e:
+                raise KafkaStorageException(f"Error while rolling log segment for {self.name}: {e}") from e
+            self._segments = _Segments.of((*self._segments.segments, segment))
+            self._rolled_since_flush = True
+            return segment
+
+    # -- reads
+    def read(self, offset: int, max_bytes: int, *, isolation_max_offset: int | None = None,
+             min_one_message: bool = True) -> FetchDataInfo:
+        """Up to max_bytes from `offset`, never past isolation_max_offset (high watermark or last
+        stable offset; None for the log end). Returns the file range of whole batches from the
+        one holding `offset` (a batch is never split at its start; max_bytes may cut the last one,
+        as Kafka does); min_one_message returns the first batch whole even past max_bytes."""
+        view = self._segments
+        end = self._next_offset
+        if offset < self._log_start_offset or offset > end:
+            raise OffsetOutOfRangeException(
+                f"Received request for offset {offset} for partition {self.name}, but we only have log segments "
+                f"in the range {self._log_start_offset} to {end}.")
+        max_offset = end if isolation_max_offset is None else min(isolation_max_offset, end)
+        if offset >= max_offset:
+            return FetchDataInfo(FileRecords.empty(), offset)
+        index = max(view.floor_index(offset), 0)
+        while index < len(view.segments):
+            segment = view.segments[index]
+            next_base = view.base_offsets[index + 1] if index + 1 < len(view.segments) else end
+            info = segment.read(offset, max_bytes, _max_position(segment, next_base, max_offset), min_one_message)
+            if info is not None:
+                return info
+            index += 1
+        return FetchDataInfo(FileRecords.empty(), offset)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
+        """ListOffsets: -2 (and -4) the log start offset, -1 the log end offset, -3 the record with
+        the largest timestamp, otherwise the first record whose timestamp is >= `timestamp`; None
+        when there is none. Timestamps are -1 for the special queries."""
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return OffsetAndTimestamp(self._log_start_offset, NO_TIMESTAMP)
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetAndTimestamp(self._next_offset, NO_TIMESTAMP)
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return OffsetAndTimestamp(-1, NO_TIMESTAMP)
+        segments = self._segments.segments
+        if timestamp == MAX_TIMESTAMP:
+            found = max(segments, key=lambda s: s.max_timestamp_so_far).offset_of_max_timestamp()
+        else:
+            target = next((s for s in segments if s.largest_timestamp() >= timestamp), None)
+            found = target.find_offset_by_timestamp(timestamp, self._log_start_offset) if target else None
+        return OffsetAndTimestamp(found.offset, found.timestamp) if found else None
+
+    def legacy_fetch_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0: segment base offsets whose file was last modified at or before
+        `timestamp`, newest first (Kafka's legacyFetchOffsetsBefore)."""
+        segments = self._segments.segments
+        offset_times = [(max(s.base_offset, self._log_start_offset), s.last_modified_ms()) for s in segments]
+        if segments[-1].size > 0:
+            offset_times.append((self._next_offset, self._clock_ms()))
+        if timestamp == LATEST_TIMESTAMP:
+            start = len(offset_times) - 1
+        elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            start = 0
+        else:
+            start = len(offset_times) - 1
+            while start >= 0 and offset_times[start][1] > timestamp:
+                start -= 1
+        chosen = [offset_times[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)]
+        return sorted(chosen, reverse=True)
+
+    # -- log start offset, retention
+    def delete_records(self, before_offset: int) -> int:
+        """DeleteRecords: make `before_offset` the log start offset; returns the new low
+        watermark. The segments below it go with the next retention pass."""
+        with self._lock:
+            if not self.config.delete:
+                raise PolicyViolationException(
+                    f"Records of partition {self.name} can not be deleted due to the configured policy")
+            if before_offset < 0:
+                raise OffsetOutOfRangeException(f"The offset {before_offset} for partition {self.name} is not valid")
+            if before_offset > self._high_watermark:
+                raise OffsetOutOfRangeException(
+                    f"Cannot increment the log start offset to {before_offset} of partition {self.name} since it "
+                    f"is larger than the high watermark {self._high_watermark}")
+            self._maybe_increment_log_start_offset(before_offset)
+            return self._log_start_offset
+
+    def _maybe_increment_log_start_offset(self, offset: int) -> None:
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            self._high_watermark = max(self._high_watermark, offset)
+            self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Retention: drop the oldest segments past retention.ms (by their largest timestamp) or
+        beyond retention.bytes when cleanup.policy has delete, and in any case the segments wholly
+        below the log start offset. Never goes past the high watermark; the active segment goes
+        only after a roll. Returns how many segments were removed; their files are renamed to
+        `.deleted` and unlinked by `delete_pending_segments` after file.delete.delay.ms."""
+        with self._lock:
+            if self._closed:
+                return 0
+            deleted = self._delete_segments_below_log_start()
+            if self.config.delete:
+                deleted += self._delete_retention_size_breached()
+                deleted += self._delete_retention_ms_breached(now_ms)
+            return deleted
+
+    def _delete_segments_below_log_start(self) -> int:
+        return self._delete_old_segments(
+            lambda segment, next_segment: next_segment is not None and next_segment.base_offset <= self._log_start_offset)
+
+    def _delete_retention_ms_breached(self, now_ms: int) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+        return self._delete_old_segments(lambda segment, _: now_ms - segment.largest_timestamp() > retention_ms)
+
+    def _delete_retention_size_breached(self) -> int:
+        retention_bytes = self.config.retention_bytes
+        size = self.size
+        if retention_bytes < 0 or size < retention_bytes:
+            return 0
+        excess = size - retention_bytes
+
+        def should_delete(segment: LogSegment, _: LogSegment | None) -> bool:
+            nonlocal excess
+            if excess - segment.size >= 0:
+                excess -= segment.size
+                return True
+            return False
+        return self._delete_old_segments(should_delete)
+
+    def _delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        segments = self._segments.segments
+        deletable = []
+        for index, segment in enumerate(segments):
+            next_segment = segments[index + 1] if index + 1 < len(segments) else None
+            upper_bound = next_segment.base_offset if next_segment else self._next_offset
+            is_last_and_empty = next_segment is None and segment.size == 0
+            if self._high_watermark >= upper_bound and not is_last_and_empty and predicate(segment, next_segment):
+                deletable.append(segment)
+            else:
+                break
+        if not deletable:
+            return 0
+        to_delete = deletable
+        if len(deletable) == len(segments):
+            # A log always keeps a segment: roll a fresh active one before the last goes.
+            new_segment = self.roll()
+            if deletable[-1].base_offset == new_segment.base_offset:
+                to_delete = deletable[:-1]
+        if to_delete:
+            view = self._segments
+            self._maybe_increment_log_start_offset(view.base_offsets[view.floor_index(to_delete[-1].base_offset) + 1])
+            self._remove_and_delete_segments(to_delete)
+        return len(deletable)
+
+    def _remove_and_delete_segments(self, segments: list[LogSegment]) -> None:
+        doomed = {id(s) for s in segments}
+        self._segments = _Segments.of(s for s in self._segments.segments if id(s) not in doomed)
+        due = self._clock_ms() + self.config.file_delete_delay_ms
+        for segment in segments:
+            try:
+                segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            except OSError as e:
+                raise KafkaStorageException(f"Error while renaming segment {segment} of {self.name}: {e}") from e
+            self._pending_deletions.append((due, segment))
+
+    def delete_pending_segments(self, now_ms: int) -> int:
+        """Close and unlink the `.deleted` segments whose file.delete.delay.ms has passed (thread-safe)."""
+        with self._lock:
+            due = [segment for when, segment in self._pending_deletions if when <= now_ms]
+            self._pending_deletions = [(when, s) for when, s in self._pending_deletions if when > now_ms]
+        for segment in due:
+            segment.delete()
+        return len(due)
+
+    # -- truncation
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove every offset >= target_offset; False when there is nothing to remove."""
+        if target_offset < 0:
+            raise InvalidRecordException(f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
+        with self._lock:
+            self._check_open()
+            if target_offset >= self._next_offset:
+                return False
+            if self._segments.base_offsets[0] > target_offset:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            self._remove_and_delete_segments([s for s in self._segments.segments if s.base_offset > target_offset])
+            self.active_segment.truncate_to(target_offset, self._clock_ms())
+            self._next_offset = target_offset
+            self._recovery_point = min(self._recovery_point, target_offset)
+            self._log_start_offset = min(self._log_start_offset, target_offset)
+            self._high_watermark = min(self._high_watermark, target_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Drop every segment and start empty at `new_offset`."""
+        with self._lock:
+            self._check_open()
+            self._remove_and_delete_segments(list(self._segments.segments))
+            segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
+            self._segments = _Segments.of([segment])
+            self._next_offset = new_offset
+            self._log_start_offset = new_offset
+            self._recovery_point = min(self._recovery_point, new_offset)
+            self._high_watermark = new_offset
+
+    # -- durability
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync everything below `up_to_offset` (default: the log end offset) and advance the
+        recovery point to it. Meant for a worker thread while the event loop appends."""
+        with self._lock:
+            if self._closed:
+                return
+            offset = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
+            start = self._recovery_point
+            self._rolled_since_flush = False
+            if offset <= start:
+                return
+            view = self._segments
+            first = max(view.floor_index(start), 0)
+            segments = [s for s in view.segments[first:] if s.base_offset < offset]
+        for segment in segments:
+            segment.flush()
+        if any(s.base_offset >= start for s in segments):
+            # A segment created since the last flush: its directory entry must be durable too.
+            _fsync_dir(self.dir)
+        with self._lock:
+            self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
+            self._last_flush_ms = self._clock_ms()
+
+    # -- closing and deleting
+    def close(self) -> None:
+        """Close every segment (the active one's indexes are trimmed) and finish pending deletions."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            pending, self._pending_deletions = self._pending_deletions, []
+        for segment in self._segments.segments:
+            segment.close()
+        for _, segment in pending:
+            segment.delete()
+
+    def rename_dir(self, name: str) -> None:
+        """Move the log directory (to its `-delete` name before removal)."""
+        with self._lock:
+            target = self.dir.parent / name
+            try:
+                os.rename(self.dir, target)
+            except OSError as e:
+                raise KafkaStorageException(f"Error while renaming dir for {self.name}: {e}") from e
+            self.dir = target
+            for segment in (*self._segments.segments, *(s for _, s in self._pending_deletions)):
+                segment.update_parent_dir(target)
+
+    def delete(self) -> None:
+        """Close the files and remove the directory with everything in it."""
+        self.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageException(f"The log for partition {self.name} is closed")
+
+
+def _max_position(segment: LogSegment, next_base_offset: int, max_offset: int) -> int | None:
+    """How far into `segment` a read may go so no offset >= max_offset is returned; None when
+    nothing of it may be."""
+    if max_offset >= next_base_offset:
+        return segment.size
+    if max_offset < segment.base_offset:
+        return None
+    bound = segment.translate_offset(max_offset)
+    return bound.position if bound else segment.size
+
+
+def _load_segments(directory: Path, names: list[str], config: LogConfig, now: int) -> list[LogSegment]:
+    """Open the segments found in `directory`: crash leftovers are removed, an index without its
+    log goes, a segment without both indexes is rebuilt."""
+    logs: set[str] = set()
+    indexes: set[str] = set()
+    for name in names:
+        if name.endswith(_TEMPORARY_SUFFIXES):
+            (directory / name).unlink(missing_ok=True)
+            continue
+        match = _SEGMENT_FILE.match(name)
+        if match:
+            (logs if match.group(2) == LOG_FILE_SUFFIX else indexes).add(name)
+    for name in indexes:
+        if name[:20] + LOG_FILE_SUFFIX not in logs:
+            (directory / name).unlink(missing_ok=True)
+    segments = []
+    for name in sorted(logs):
+        segment = LogSegment.open(directory, int(name[:20]), config, now)
+        if name[:20] + INDEX_FILE_SUFFIX not in indexes or name[:20] + TIME_INDEX_FILE_SUFFIX not in indexes:
+            segment.recover()
+        segments.append(segment)
+    return segments
+
+
+def _recover_unflushed(segments: list[LogSegment], recovery_point: int) -> None:
+    """Recover the segments from the one holding the recovery point on; after one that had to be
+    cut, the later ones cannot be trusted and are deleted."""
+    bases = [s.base_offset for s in segments]
+    first = max(bisect_right(bases, recovery_point) - 1, 0)
+    for index in range(first, len(segments)):
+        if segments[index].recover() > 0:
+            for later in segments[index + 1:]:
+                later.delete()
+            del segments[index + 1:]
+            return
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make file creations and renames in `directory` durable; it may be gone (deleted log)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,190 @@
+"""Validation and offset assignment for a leader append (Kafka's UnifiedLog.analyzeAndValidateRecords
+and LogValidator), for v2 batches appended as they are: uncompressed, or compressed with the codec
+the topic keeps (the server recompresses or up-converts before calling the log).
+
+Everything is decided from batch headers: sizes, magic, CRC32C, the offset range against the
+record count, timestamps against message.timestamp.*.max.ms. Offsets are assigned by rewriting
+baseOffset in place (outside the CRC); only LogAppendTime stamping rewrites the CRC. Records are
+decoded only for a compacted topic, whose records must all have keys.
+"""
+
+from __future__ import annotations
+
+import struct
+from enum import Enum
+from typing import NamedTuple
+
+import crc32c
+
+from ..wire.exceptions import CorruptRecordError
+from ..wire.records import (
+    ATTRIBUTES_POS, CRC_POS, CRC_START, LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT,
+    BatchHeader, CompressionType, decode_batch, is_crc_valid, parse_batch_header, set_base_offset,
+    set_log_append_time, set_partition_leader_epoch,
+)
+from .errors import (
+    CorruptRecordException, InvalidRecordException, InvalidTimestampException, RecordTooLargeException,
+    UnsupportedForMessageFormatException,
+)
+from .log_config import LOG_APPEND_TIME, LogConfig
+
+# LegacyRecord.RECORD_OVERHEAD_V0: no batch of any magic is smaller.
+_MIN_RECORD_OVERHEAD = 14
+_HEADER_SIZE_UP_TO_MAGIC = MAGIC_POS + 1
+_LENGTH = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")
+_CRC = struct.Struct(">I")
+
+
+class AppendOrigin(Enum):
+    """Who appends: client batches get the strict checks, the broker's own writes do not."""
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
+
+
+class ValidationResult(NamedTuple):
+    batches: list[tuple[int, BatchHeader]]  # position in the input and header, offsets assigned
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int  # the last offset of the batch holding it (Kafka's shallow offset)
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    record_count: int
+    valid_bytes: int  # the input's complete batches; a partial tail is dropped, as Kafka does
+
+
+def analyze_batches(records, config: LogConfig, origin: AppendOrigin, topic_partition: str) -> list[tuple[int, BatchHeader]]:
+    """The complete batches of `records`, each checked for size, magic and CRC."""
+    batches = []
+    end = len(records)
+    position = 0
+    while end - position >= LOG_OVERHEAD:
+        (length,) = _LENGTH.unpack_from(records, position + LENGTH_POS)
+        if length < _MIN_RECORD_OVERHEAD:
+            raise CorruptRecordException(
+                f"Record size {length} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})")
+        if end - position < _HEADER_SIZE_UP_TO_MAGIC or end - position < LOG_OVERHEAD + length:
+            break
+        magic = records[position + MAGIC_POS]
+        if magic > 2:
+            raise CorruptRecordException(f"Invalid magic found in record: {magic}")
+        if magic < 2:
+            raise UnsupportedForMessageFormatException(
+                f"Message format v{magic} reached the log of {topic_partition}; it takes v2 batches only")
+        try:
+            header = parse_batch_header(records, position)
+        except CorruptRecordError as e:
+            raise CorruptRecordException(str(e)) from None
+        if origin is AppendOrigin.CLIENT and header.base_offset != 0:
+            raise InvalidRecordException(
+                f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
+                f"but it is {header.base_offset}")
+        if header.size > config.max_message_bytes:
+            raise RecordTooLargeException(
+                f"The record batch size in the append to {topic_partition} is {header.size} bytes which exceeds "
+                f"the maximum configured value of {config.max_message_bytes}.")
+        if not is_crc_valid(records, position, header):
+            raise CorruptRecordException(f"Record is corrupt (stored crc = {header.crc}) in topic partition {topic_partition}.")
+        batches.append((position, header))
+        position += header.size
+    return batches
+
+
+def validate_and_assign_offsets(records, batches: list[tuple[int, BatchHeader]], *, first_offset: int,
+                                config: LogConfig, now_ms: int, leader_epoch: int, origin: AppendOrigin,
+                                topic_partition: str) -> ValidationResult:
+    """Check the single batch of a v2 append and stamp offsets, leader epoch and, under
+    LogAppendTime, the broker's time into `records` (which must be writable)."""
+    if len(batches) != 1:
+        raise InvalidRecordException("Compressed outer record has more than one batch")
+    position, header = batches[0]
+    if origin is AppendOrigin.CLIENT:
+        _validate_client_batch(header, topic_partition)
+    if config.compact:
+        _validate_keys(records, position, header, topic_partition)
+
+    log_append_time = config.message_timestamp_type == LOG_APPEND_TIME
+    _validate_timestamps(header, config, now_ms, log_append_time)
+
+    set_base_offset(records, position, first_offset)
+    set_partition_leader_epoch(records, position, leader_epoch)
+    if log_append_time:
+        set_log_append_time(records, position, header, now_ms)
+        header = header._replace(attributes=header.attributes | TIMESTAMP_TYPE_BIT, max_timestamp=now_ms)
+    elif header.timestamp_type:
+        # A CreateTime topic keeps CreateTime: the records keep the timestamp they carried.
+        _clear_log_append_time(records, position, header)
+        header = header._replace(attributes=header.attributes & ~TIMESTAMP_TYPE_BIT)
+    header = header._replace(base_offset=first_offset, partition_leader_epoch=leader_epoch)
+
+    last_offset = header.last_offset
+    if log_append_time:
+        offset_of_max_timestamp = first_offset if header.compression != CompressionType.NONE else last_offset
+    else:
+        offset_of_max_timestamp = last_offset
+    return ValidationResult(
+        batches=[(position, header)],
+        first_offset=first_offset,
+        last_offset=last_offset,
+        max_timestamp=header.max_timestamp,
+        offset_of_max_timestamp=offset_of_max_timestamp,
+        log_append_time=now_ms if log_append_time else NO_TIMESTAMP,
+        record_count=header.records_count,
+        valid_bytes=header.size,
+    )
+
+
+def _validate_client_batch(header: BatchHeader, topic_partition: str) -> None:
+    count_from_offsets = header.last_offset_delta + 1
+    if count_from_offsets <= 0:
+        raise InvalidRecordException(
+            f"Batch has an invalid offset range: [{header.base_offset}, {header.last_offset}] in topic partition "
+            f"{topic_partition}")
+    if header.records_count <= 0:
+        raise InvalidRecordException(
+            f"Invalid reported count for record batch: {header.records_count} in topic partition {topic_partition}")
+    if count_from_offsets != header.records_count:
+        raise InvalidRecordException(
+            f"Inconsistent batch offset range [{header.base_offset}, {header.last_offset}] and count of records "
+            f"{header.records_count} in topic partition {topic_partition}")
+    if header.is_control:
+        raise InvalidRecordException(f"Clients are not allowed to write control records in topic partition {topic_partition}")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise InvalidRecordException(
+            f"Invalid sequence number {header.base_sequence} in record batch with producerId {header.producer_id} "
+            f"in topic partition {topic_partition}")
+
+
+def _validate_keys(records, position: int, header: BatchHeader, topic_partition: str) -> None:
+    try:
+        _, decoded = decode_batch(records, position)
+    except CorruptRecordError as e:
+        raise CorruptRecordException(f"{e} in topic partition {topic_partition}") from None
+    if any(record.key is None for record in decoded) and not header.is_control:
+        raise InvalidRecordException(
+            f"Compacted topic cannot accept message without key in topic partition {topic_partition}")
+
+
+def _validate_timestamps(header: BatchHeader, config: LogConfig, now_ms: int, log_append_time: bool) -> None:
+    """Batch-level form of Kafka's per-record check: under CreateTime the batch's first timestamp
+    and its max bound the records' timestamps; a producer may not claim LogAppendTime."""
+    if header.timestamp_type and (log_append_time or header.max_timestamp == NO_TIMESTAMP):
+        raise InvalidTimestampException(
+            "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.")
+    if log_append_time:
+        return
+    lowest = now_ms - config.timestamp_before_max_ms
+    highest = now_ms + config.timestamp_after_max_ms
+    candidates = (header.max_timestamp,) if header.timestamp_type else (header.base_timestamp, header.max_timestamp)
+    for timestamp in candidates:
+        if timestamp != NO_TIMESTAMP and not lowest <= timestamp <= highest:
+            raise InvalidTimestampException(
+                f"Timestamp {timestamp} of message with offset {header.base_offset} is out of range. "
+                f"The timestamp should be within [{lowest}, {highest}]")
+
+
+def _clear_log_append_time(records, position: int, header: BatchHeader) -> None:
+    _ATTRIBUTES.pack_into(records, position + ATTRIBUTES_POS, header.attributes & ~TIMESTAMP_TYPE_BIT)
+    crc = crc32c.crc32c(memoryview(records)[position + CRC_START:position + header.size])
+    _CRC.pack_into(records, position + CRC_POS, crc)
