@@ -55,7 +55,7 @@ class Broker:
         self._idle.set()
         self.started = trio.Event()
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
-        self.request_limiter = trio.CapacityLimiter(1)  # background disk work, one at a time
+        self.disk_limiter = trio.CapacityLimiter(1)  # fsync, retention, checkpoints: one at a time
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -64,9 +64,10 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
         self.log_manager = LogManager(self.log_dirs, self.config.log_config(), now_ms)
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
-        self.log_manager.startup()
         self.metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
         self.replica_manager = ReplicaManager(self)
+        self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
+                                  for name, topic in self.metadata.topics.items()})
         self.replica_manager.load()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -134,13 +135,13 @@ class Broker:
                 log.exception("periodic job %s failed", job.__name__)
 
     async def _retention(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.cleanup, now_ms(), limiter=self.request_limiter)
+        await trio.to_thread.run_sync(self.log_manager.cleanup, now_ms(), limiter=self.disk_limiter)
 
     async def _flush(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.flush_dirty, now_ms(), limiter=self.request_limiter)
+        await trio.to_thread.run_sync(self.log_manager.flush_dirty, now_ms(), limiter=self.disk_limiter)
 
     async def _checkpoint(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.checkpoint, limiter=self.request_limiter)
+        await trio.to_thread.run_sync(self.log_manager.checkpoint, limiter=self.disk_limiter)
 
     # --- requests -----------------------------------------------------------------------------
 

@@ -464,7 +464,7 @@ def _parse_endpoints(
         for port in {endpoint.port for endpoint in endpoints if endpoint.port != 0}:
             sharing = [endpoint.host for endpoint in endpoints if endpoint.port == port]
             # Kafka lets one IPv4 and one IPv6 listener share a port.
-            if len(sharing) > 1 and sorted(map(_ip_version, sharing)) != [4, 6]:
+            if len(sharing) > 1 and sorted(map(_ip_version, sharing), key=str) != [4, 6]:
                 raise ConfigError(
                     config,
                     "Each listener must have a different port unless exactly one listener has an IPv4 "

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 
+import trio
+
 from ...storage.errors import StorageError
 from ...wire import records as batches
 from ...wire.errors import ErrorCode
@@ -64,7 +66,7 @@ def partition_error(index: int, code: int, message: str | None = None):
                              log_start_offset=-1, error_message=message)
 
 
-def append_partition(ctx, topic_name: str, data, acks: int):
+def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
     partition = ctx.broker.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -77,6 +79,8 @@ def append_partition(ctx, topic_name: str, data, acks: int):
         records = v2_batch(data.records, ctx.api_version)
         records = apply_topic_compression(records, config.compression_type)
         info = partition.append(records)
+        if info.flush_needed:
+            to_flush.append(partition.log)
     except InvalidRecord as e:
         return partition_error(data.index, ErrorCode.INVALID_RECORD, str(e))
     except CorruptRecordError as e:
@@ -92,12 +96,16 @@ def append_partition(ctx, topic_name: str, data, acks: int):
 async def handle(ctx, request):
     acks = request.acks
     responses = []
+    to_flush: list = []
     for topic in request.topic_data:
         if acks not in (-1, 0, 1):
             parts = [partition_error(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
         else:
-            parts = [append_partition(ctx, topic.name, p, acks) for p in topic.partition_data]
+            parts = [append_partition(ctx, topic.name, p, acks, to_flush) for p in topic.partition_data]
         responses.append(TopicResponse(name=topic.name, partition_responses=parts))
+    for log_ in to_flush:
+        # flush.messages reached or a segment rolled: fsync off the event loop before answering.
+        await trio.to_thread.run_sync(log_.flush, limiter=ctx.broker.disk_limiter)
     if acks == 0:
         # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so
         # that the client notices and refreshes its metadata.

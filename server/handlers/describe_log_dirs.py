@@ -1,0 +1,36 @@
+"""DescribeLogDirs (key 35): each log dir with the size of the partitions in it."""
+
+from __future__ import annotations
+
+import os
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+DescribeLogDirsResponse = response_class(ApiKey.DESCRIBE_LOG_DIRS)
+Result = DescribeLogDirsResponse.DescribeLogDirsResult
+TopicEntry = DescribeLogDirsResponse.DescribeLogDirsTopic
+PartitionEntry = DescribeLogDirsResponse.DescribeLogDirsPartition
+
+
+@handler(ApiKey.DESCRIBE_LOG_DIRS)
+async def handle(ctx, request):
+    broker = ctx.broker
+    if request.topics is None:
+        wanted = {(t, p) for (t, p) in broker.replica_manager.partitions}
+    else:
+        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+    results = []
+    for log_dir in broker.log_dirs:
+        by_topic: dict[str, list] = {}
+        for (topic, index), partition in sorted(broker.replica_manager.partitions.items()):
+            if (topic, index) in wanted and partition.log.dir.parent == log_dir:
+                by_topic.setdefault(topic, []).append(PartitionEntry(
+                    partition_index=index, partition_size=partition.log.size,
+                    offset_lag=0, is_future_key=False))
+        stats = os.statvfs(log_dir)
+        results.append(Result(error_code=ErrorCode.NONE, log_dir=str(log_dir),
+                              topics=[TopicEntry(name=t, partitions=ps) for t, ps in by_topic.items()],
+                              total_bytes=stats.f_blocks * stats.f_frsize, usable_bytes=stats.f_bavail * stats.f_frsize))
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)

@@ -1,0 +1,50 @@
+"""DescribeTopicPartitions (key 75): topics and partitions, paged by a cursor (KIP-966)."""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+from .metadata import TOPIC_OPERATIONS
+
+Response = response_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+TopicEntry = Response.DescribeTopicPartitionsResponseTopic
+PartitionEntry = Response.DescribeTopicPartitionsResponsePartition
+Cursor = Response.Cursor
+
+
+@handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+async def handle(ctx, request):
+    broker = ctx.broker
+    image = broker.metadata
+    names = sorted({t.name for t in request.topics}) if request.topics else sorted(image.topics)
+    start_topic, start_partition = "", 0
+    if request.cursor is not None:
+        start_topic, start_partition = request.cursor.topic_name, request.cursor.partition_index
+    budget = request.response_partition_limit
+    topics, next_cursor = [], None
+    for name in names:
+        if name < start_topic:
+            continue
+        topic = image.topics.get(name)
+        if topic is None:
+            topics.append(TopicEntry(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]))
+            continue
+        first = start_partition if name == start_topic else 0
+        partitions = []
+        for index in range(first, topic.num_partitions):
+            if budget == 0:
+                next_cursor = Cursor(topic_name=name, partition_index=index)
+                break
+            budget -= 1
+            partitions.append(PartitionEntry(
+                error_code=ErrorCode.NONE, partition_index=index, leader_id=broker.node_id,
+                leader_epoch=broker.replica_manager.get(name, index).leader_epoch,
+                replica_nodes=[broker.node_id], isr_nodes=[broker.node_id], eligible_leader_replicas=[],
+                last_known_elr=[], offline_replicas=[]))
+        topics.append(TopicEntry(error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
+                                 is_internal=topic.is_internal, partitions=partitions,
+                                 topic_authorized_operations=TOPIC_OPERATIONS))
+        if next_cursor is not None:
+            break
+    return Response(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)
