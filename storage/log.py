@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..wire.records import NO_TIMESTAMP
+from .durability import fsync_dir
 from .errors import (
     InvalidRecordException, KafkaStorageException, OffsetOutOfRangeException, PolicyViolationException,
     RecordBatchTooLargeException,
@@ -479,6 +480,12 @@ class Log:
             self._high_watermark = new_offset
 
     # -- durability
+    def flush_due(self, now_ms: int) -> bool:
+        """flush.messages or flush.ms reached, or a rolled segment not flushed yet."""
+        unflushed = self.unflushed_messages
+        return self._rolled_since_flush or unflushed > 0 and (
+            unflushed >= self.config.flush_messages or now_ms - self._last_flush_ms >= self.config.flush_ms)
+
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync everything below `up_to_offset` (default: the log end offset) and advance the
         recovery point to it. Meant for a worker thread while the event loop appends."""
@@ -497,7 +504,7 @@ class Log:
             segment.flush()
         if any(s.base_offset >= start for s in segments):
             # A segment created since the last flush: its directory entry must be durable too.
-            _fsync_dir(self.dir)
+            fsync_dir(self.dir)
         with self._lock:
             self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
             self._last_flush_ms = self._clock_ms()
@@ -584,14 +591,3 @@ def _recover_unflushed(segments: list[LogSegment], recovery_point: int) -> None:
             del segments[index + 1:]
             return
 
-
-def _fsync_dir(directory: Path) -> None:
-    """Make file creations and renames in `directory` durable; it may be gone (deleted log)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -1,43 +1,13 @@
-"""Helpers for the storage tests: record batches built by kafka-python (an implementation
-independent of ours), an explicit clock, and a small-segment LogConfig."""
-
-from __future__ import annotations
-
-import dataclasses
+import sys
+from pathlib import Path
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from samsa.storage.log_config import LogConfig
-
-NO_PRODUCER = (-1, -1, -1)
-
-
-def make_batch(timestamps=(1000,), *, value_size: int = 10, compression: int = 0, key: bytes | None = b"k",
-               producer: tuple[int, int, int] = NO_PRODUCER) -> bytearray:
-    """A v2 batch with one record per timestamp, base offset 0."""
-    producer_id, producer_epoch, base_sequence = producer
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=compression, is_transactional=0,
-                                        producer_id=producer_id, producer_epoch=producer_epoch,
-                                        base_sequence=base_sequence, batch_size=1 << 30)
-    for delta, timestamp in enumerate(timestamps):
-        builder.append(delta, timestamp=timestamp, key=key, value=bytes(value_size), headers=[])
-    return bytearray(builder.build())
-
-
-class Clock:
-    def __init__(self, now: int = 1_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
+# The test modules import their helpers as a top-level module (pytest runs in importlib mode).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from storage_helpers import Clock  # noqa: E402
 
 
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-def small_config(**overrides) -> LogConfig:
-    """Kafka's defaults, except an index entry for every batch and no timestamp bound."""
-    return dataclasses.replace(LogConfig(index_interval_bytes=0), **overrides)

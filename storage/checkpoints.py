@@ -1,0 +1,115 @@
+"""Kafka's small metadata files in a log directory, byte for byte as Kafka writes them.
+
+- Offset checkpoints (recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+  replication-offset-checkpoint): a version line `0`, a count line, then `topic partition offset`.
+- leader-epoch-checkpoint in each partition directory: the same frame with `epoch startOffset`.
+- meta.properties: Java properties naming the cluster and this node.
+
+Every write is atomic (durability.write_atomically): a crash leaves the old file or the new one.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from .durability import write_atomically
+
+CHECKPOINT_VERSION = 0
+META_PROPERTIES = "meta.properties"
+
+
+def _write_checkpoint(path: Path, lines: list[str]) -> None:
+    write_atomically(path, "".join(f"{line}\n" for line in [str(CHECKPOINT_VERSION), str(len(lines)), *lines]))
+
+
+def _read_checkpoint(path: Path, fields: int) -> list[list[str]]:
+    """The entry lines split in `fields` parts; none when the file does not exist, ValueError when
+    it is malformed."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    if len(lines) < 2:
+        raise ValueError(f"Malformed checkpoint file {path}: missing version or count line")
+    if lines[0].strip() != str(CHECKPOINT_VERSION):
+        raise ValueError(f"Unrecognized version of the checkpoint file ({path}): {lines[0]!r}")
+    expected = int(lines[1].strip())
+    entries = [line.split() for line in lines[2:] if line.strip()]
+    if len(entries) != expected or any(len(entry) != fields for entry in entries):
+        raise ValueError(f"Expected {expected} entries in checkpoint file ({path}), but found {len(entries)}")
+    return entries
+
+
+class OffsetCheckpointFile:
+    """(topic, partition) -> offset, one file per log directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        _write_checkpoint(self.path, [f"{topic} {partition} {offset}" for (topic, partition), offset in offsets.items()])
+
+    def read(self) -> dict[tuple[str, int], int]:
+        try:
+            return {(topic, int(partition)): int(offset) for topic, partition, offset in _read_checkpoint(self.path, 3)}
+        except ValueError as e:
+            raise ValueError(f"Malformed line in checkpoint file ({self.path}): {e}") from None
+
+
+class LeaderEpochCheckpointFile:
+    """The (epoch, start offset) pairs of a partition's leader epoch cache."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def write(self, entries: Iterable[tuple[int, int]]) -> None:
+        _write_checkpoint(self.path, [f"{epoch} {start_offset}" for epoch, start_offset in entries])
+
+    def read(self) -> list[tuple[int, int]]:
+        try:
+            return [(int(epoch), int(start)) for epoch, start in _read_checkpoint(self.path, 2)]
+        except ValueError as e:
+            raise ValueError(f"Malformed line in checkpoint file ({self.path}): {e}") from None
+
+
+def new_directory_id() -> str:
+    """A random Kafka Uuid in URL-safe base64 without padding, as directory.id holds."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def read_properties(path: Path) -> dict[str, str] | None:
+    """A Java properties file with `key=value` lines (`#`/`!` comments); None if missing."""
+    try:
+        text = path.read_text(encoding="latin-1")
+    except FileNotFoundError:
+        return None
+    props = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=len(line))
+        props[_unescape(line[:cut].strip())] = _unescape(line[cut + 1:].strip())
+    return props
+
+
+def write_properties(path: Path, props: Mapping[str, str]) -> None:
+    """Written the way java.util.Properties.store does: a blank comment, a date comment, entries."""
+    stamp = time.strftime("%a %b %d %H:%M:%S %Z %Y")
+    body = "".join(f"{_escape(k)}={_escape(v)}\n" for k, v in props.items())
+    write_atomically(path, f"#\n#{stamp}\n{body}")
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + c if c in "\\=:#!" else c for c in text)
+
+
+def _unescape(text: str) -> str:
+    out, chars = [], iter(text)
+    for c in chars:
+        out.append(next(chars, "") if c == "\\" else c)
+    return "".join(out)

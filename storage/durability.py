@@ -1,0 +1,36 @@
+"""Making file-system changes durable: fsync of a directory (file creations, renames, removals)
+and atomic replacement of a small file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import KafkaStorageException
+
+
+def fsync_dir(directory: Path) -> None:
+    """Quietly skips a directory that is gone (a log being deleted)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write a `.tmp` sibling, fsync it, rename it over `path`, fsync the directory: a crash
+    leaves either the old file or the new one."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except OSError as e:
+        raise KafkaStorageException(f"Error while writing {path}: {e}") from e
