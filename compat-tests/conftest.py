@@ -144,7 +144,8 @@ class Broker:
 
     _seq = 0
 
-    def __init__(self, base_dir: Path, overrides: "dict[str, object] | None" = None):
+    def __init__(self, base_dir: Path, overrides: "dict[str, object] | None" = None,
+                 properties: "dict[str, object] | None" = None):
         Broker._seq += 1
         self.name = f"b{Broker._seq}"
         self.base_dir = Path(base_dir)
@@ -153,6 +154,10 @@ class Broker:
         self.data_dir.mkdir(exist_ok=True)
         self.log_path = self.base_dir / "broker.log"
         self.overrides = {str(k): str(v) for k, v in (overrides or {}).items()}
+        self.properties_file: "Path | None" = None
+        if properties is not None:  # passed as `samsa serve FILE`, overrides still win
+            self.properties_file = self.base_dir / "server.properties"
+            self.properties_file.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
         self.port = free_port()
         self.proc: "subprocess.Popen | None" = None
         self._log = None
@@ -179,6 +184,8 @@ class Broker:
         }
         settings.update(self.overrides)
         cmd = [sys.executable, "-m", "samsa.server.cli", "serve"]
+        if self.properties_file is not None:
+            cmd.append(str(self.properties_file))
         for k, v in settings.items():
             cmd += ["--override", f"{k}={v}"]
         return cmd
@@ -308,12 +315,13 @@ class BrokerPool:
         self.brokers: "list[Broker]" = []
         _POOLS.add(self)
 
-    def __call__(self, overrides: "dict[str, object] | None" = None, start: bool = True) -> Broker:
-        if overrides and EXTERNAL_CMD:
-            pytest.skip(f"external broker command cannot take overrides {overrides}")
+    def __call__(self, overrides: "dict[str, object] | None" = None, start: bool = True,
+                 properties: "dict[str, object] | None" = None) -> Broker:
+        if (overrides or properties) and EXTERNAL_CMD:
+            pytest.skip(f"external broker command cannot take settings {overrides or properties}")
         last_err = None
         for _ in range(3):  # the free port may be taken between probing and binding
-            b = Broker(self.tmp_factory.mktemp(self.label), overrides)
+            b = Broker(self.tmp_factory.mktemp(self.label), overrides, properties)
             self.brokers.append(b)
             if not start:
                 return b
