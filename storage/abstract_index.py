@@ -79,6 +79,13 @@ class AbstractIndex:
         self._decode(data[:end])
         self._loaded = True
 
+    def create(self) -> None:
+        """A new segment's index: an empty file, preallocated."""
+        self._loaded = True
+        self._clear_from(0)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._resize_file(self.max_entries * self.ENTRY_SIZE)
+
     def open_for_append(self) -> None:
         """Become the active segment's index: open the file and preallocate it, as Kafka does."""
         if self._fd is not None:
@@ -88,9 +95,9 @@ class AbstractIndex:
         self._resize_file(self.max_entries * self.ENTRY_SIZE)
 
     def _resize_file(self, size: int) -> None:
+        # Not worth an fsync: a length lost in a crash leaves zero entries, dropped on load.
         assert self._fd is not None
         os.ftruncate(self._fd, max(size, self._entry_count() * self.ENTRY_SIZE))
-        self._dirty = True
 
     def _write_entry(self, data: bytes) -> None:
         if self._fd is None:
@@ -108,6 +115,7 @@ class AbstractIndex:
             # Zero the stale tail rather than leave old entries a crash could resurrect.
             os.ftruncate(self._fd, count * self.ENTRY_SIZE)
             self._resize_file(self.max_entries * self.ENTRY_SIZE)
+            self._dirty = True
         else:
             with open(self.path, "r+b") as f:
                 f.truncate(count * self.ENTRY_SIZE)
@@ -119,6 +127,7 @@ class AbstractIndex:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
             self._resize_file(self.max_entries * self.ENTRY_SIZE)
+            self._dirty = True
         else:
             self.path.write_bytes(b"")
 
@@ -134,7 +143,7 @@ class AbstractIndex:
             os.fsync(fd)
 
     def close(self) -> None:
-        """Trim, make durable and release the file; the entries stay readable."""
+        """Trim, make unflushed entries durable and release the file; the entries stay readable."""
         if self._fd is None:
             return
         self.trim_to_valid_size()

@@ -92,9 +92,22 @@ def read_properties(path: Path) -> dict[str, str] | None:
         line = raw.strip()
         if not line or line[0] in "#!":
             continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=len(line))
-        props[_unescape(line[:cut].strip())] = _unescape(line[cut + 1:].strip())
+        key, value = _split_entry(line)
+        props[_unescape(key.strip())] = _unescape(value.strip())
     return props
+
+
+def _split_entry(line: str) -> tuple[str, str]:
+    """At the first `=` or `:` that is not escaped."""
+    i = 0
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        if line[i] in "=:":
+            return line[:i], line[i + 1:]
+        i += 1
+    return line, ""
 
 
 def write_properties(path: Path, props: Mapping[str, str]) -> None:

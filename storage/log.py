@@ -112,7 +112,7 @@ class _Segments(NamedTuple):
 
 class Log:
     def __init__(self, directory: Path, config: LogConfig, clock_ms: Callable[[], int], segments: Iterable[LogSegment],
-                 *, log_start_offset: int, recovery_point: int, next_offset: int) -> None:
+                 *, log_start_offset: int, recovery_point: int, next_offset: int, new_directory: bool = False) -> None:
         self.dir = directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
         self.config = config
@@ -125,6 +125,8 @@ class Log:
         self._high_watermark = self._log_start_offset
         self._last_flush_ms = clock_ms()
         self._rolled_since_flush = False
+        # A new log's directory entry becomes durable with its first flush, off the event loop.
+        self._parent_dir_synced = not new_directory
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         self._closed = False
 
@@ -145,6 +147,7 @@ class Log:
         rebuilt. A segment missing an index file is recovered too."""
         directory = Path(directory)
         now = clock_ms()
+        new_directory = not directory.exists()
         try:
             directory.mkdir(parents=True, exist_ok=True)
             names = os.listdir(directory)
@@ -163,7 +166,8 @@ class Log:
         except OSError as e:
             raise KafkaStorageException(f"Error while loading log {directory}: {e}") from e
         return cls(directory, config, clock_ms, segments, log_start_offset=log_start_offset,
-                   recovery_point=next_offset if had_clean_shutdown else recovery_point, next_offset=next_offset)
+                   recovery_point=next_offset if had_clean_shutdown else recovery_point, next_offset=next_offset,
+                   new_directory=new_directory)
 
     # -- offsets
     @property
@@ -505,6 +509,9 @@ class Log:
         if any(s.base_offset >= start for s in segments):
             # A segment created since the last flush: its directory entry must be durable too.
             fsync_dir(self.dir)
+        if not self._parent_dir_synced:
+            fsync_dir(self.dir.parent)
+            self._parent_dir_synced = True
         with self._lock:
             self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
             self._last_flush_ms = self._clock_ms()

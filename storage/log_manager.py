@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from .checkpoints import META_PROPERTIES, OffsetCheckpointFile, new_directory_id, read_properties, write_properties
-from .durability import fsync_dir, write_atomically
+from .durability import write_atomically
 from .errors import KafkaStorageException
 from .log import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name
 from .log_config import LogConfig
@@ -45,6 +45,8 @@ class LogManager:
         self._clock_ms = clock_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._logs_to_delete: list[tuple[int, Log]] = []
+        self._deleted_since_checkpoint: set[TopicPartition] = set()
+        self._log_counts: dict[Path, int] = {}  # logs per log directory
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._dir_locks: list[int] = []
@@ -111,7 +113,7 @@ class LogManager:
                                   recovery_point=recovery_points.get(tp, 0),
                                   clock_ms=self._clock_ms, had_clean_shutdown=had_clean_shutdown)
                 loaded.high_watermark = high_watermarks.get(tp, loaded.log_start_offset)
-                self._logs[tp] = loaded
+                self._register(loaded)
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
@@ -150,31 +152,35 @@ class LogManager:
 
     def create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         """The partition's log, created empty in the log directory holding the fewest logs."""
+        if (topic, partition) in self._deleted_since_checkpoint:
+            # The checkpoints still name the deleted log: after a crash its start offset would
+            # apply to the new one. Rare (deleted and created again within a checkpoint interval).
+            self.checkpoint()
         with self._lock:
             existing = self._logs.get((topic, partition))
             if existing is not None:
                 return existing
-            counts = {d: 0 for d in self.log_dirs}
-            for each in self._logs.values():
-                counts[each.dir.parent] = counts.get(each.dir.parent, 0) + 1
-            directory = min(self.log_dirs, key=lambda d: counts[d])
+            directory = min(self.log_dirs, key=lambda d: self._log_counts.get(d, 0))
             created = Log.open(directory / f"{topic}-{partition}", config or self.default_config,
                                clock_ms=self._clock_ms)
-            fsync_dir(directory)
-            self._logs[(topic, partition)] = created
+            self._register(created)
             return created
+
+    def _register(self, added: Log) -> None:
+        self._logs[(added.topic, added.partition)] = added
+        self._log_counts[added.dir.parent] = self._log_counts.get(added.dir.parent, 0) + 1
 
     def delete_log(self, topic: str, partition: int) -> Log | None:
         """Forget the log and rename its directory to `<topic>-<partition>.<uuid>-delete`; `cleanup`
-        removes it once file.delete.delay.ms has passed. The checkpoints drop it at once, so a topic
-        created again under the same name starts from nothing even after a crash."""
+        removes it once file.delete.delay.ms has passed, the next checkpoint forgets it."""
         with self._lock:
             removed = self._logs.pop((topic, partition), None)
             if removed is None:
                 return None
+            self._log_counts[removed.dir.parent] -= 1
             removed.rename_dir(delete_dir_name(topic, partition))
             self._logs_to_delete.append((self._clock_ms() + removed.config.file_delete_delay_ms, removed))
-        self.checkpoint()
+            self._deleted_since_checkpoint.add((topic, partition))
         return removed
 
     # -- periodic work (worker threads)
@@ -185,6 +191,7 @@ class LogManager:
             with self._lock:
                 for tp, each in self._logs.items():
                     by_dir.setdefault(each.dir.parent, []).append((tp, each))
+                forgotten = set(self._deleted_since_checkpoint)
             for directory, logs in by_dir.items():
                 OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT_FILE).write(
                     {tp: each.recovery_point for tp, each in logs})
@@ -194,6 +201,8 @@ class LogManager:
                      if each.log_start_offset > each.segments[0].base_offset})
                 OffsetCheckpointFile(directory / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
                     {tp: each.high_watermark for tp, each in logs})
+            with self._lock:
+                self._deleted_since_checkpoint -= forgotten
 
     def flush_dirty(self, now_ms: int) -> None:
         """Flush the logs past flush.ms or flush.messages, and those with a rolled segment not yet

@@ -44,15 +44,15 @@ class FetchDataInfo(NamedTuple):
 
 class LogSegment:
     def __init__(self, directory: Path, base_offset: int, log: FileRecords, index_interval_bytes: int,
-                 max_index_size: int, roll_jitter_ms: int, created_ms: int, suffix: str = "") -> None:
+                 max_index_size: int, roll_jitter_ms: int, created_ms: int) -> None:
         self.base_offset = base_offset
         self.log = log
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
         self.created_ms = created_ms
-        prefix = directory / filename_prefix(base_offset)
-        self._offset_index = OffsetIndex(Path(f"{prefix}{INDEX_FILE_SUFFIX}{suffix}"), base_offset, max_index_size)
-        self._time_index = TimeIndex(Path(f"{prefix}{TIME_INDEX_FILE_SUFFIX}{suffix}"), base_offset, max_index_size)
+        prefix = filename_prefix(base_offset)
+        self._offset_index = OffsetIndex(directory / (prefix + INDEX_FILE_SUFFIX), base_offset, max_index_size)
+        self._time_index = TimeIndex(directory / (prefix + TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size)
         self._indexes_checked = False
         self._bytes_since_last_index_entry = 0
         self._max_timestamp_and_offset: TimestampOffset | None = None  # loaded on first use
@@ -69,9 +69,8 @@ class LogSegment:
                       config.index_interval_bytes, config.segment_index_bytes, config.random_segment_jitter(), now_ms)
         if not file_already_exists:
             segment._indexes_checked = True
-            for index in (segment._offset_index, segment._time_index):
-                index.reset()
-                index.open_for_append()
+            segment._offset_index.create()
+            segment._time_index.create()
         return segment
 
     def __repr__(self) -> str:
@@ -217,6 +216,8 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch: scans from the last index entry."""
+        if self.size == 0:
+            return self.base_offset
         index = self.offset_index
         start = index.entry(index.entries - 1).position if index.entries else 0
         next_offset = self.base_offset

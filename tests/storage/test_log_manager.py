@@ -1,0 +1,183 @@
+import time
+
+import pytest
+from storage_helpers import make_batch, small_config
+
+from samsa.storage.checkpoints import OffsetCheckpointFile, read_properties
+from samsa.storage.errors import KafkaStorageException
+from samsa.storage.log_config import LogConfig
+from samsa.storage.log_manager import (
+    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
+    REPLICATION_OFFSET_CHECKPOINT_FILE, LogManager,
+)
+from samsa.storage.log_segment import LogSegment
+
+
+def started(dirs, clock, config=None, **kwargs) -> LogManager:
+    manager = LogManager(dirs, config or small_config(), clock)
+    manager.startup(**kwargs)
+    return manager
+
+
+def fill(manager: LogManager, topic: str, partition: int, batches: int):
+    log = manager.create_log(topic, partition)
+    for _ in range(batches):
+        log.append_as_leader(make_batch([1000, 1001]))
+    log.high_watermark = log.log_end_offset
+    return log
+
+
+def test_logs_survive_a_clean_restart(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    fill(manager, "orders", 0, 3)
+    fill(manager, "orders", 1, 1).delete_records(1)
+    manager.shutdown()
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    assert OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).read() == {("orders", 0): 6, ("orders", 1): 2}
+    assert OffsetCheckpointFile(tmp_path / REPLICATION_OFFSET_CHECKPOINT_FILE).read() == {("orders", 0): 6, ("orders", 1): 2}
+    # Only a start offset above the first segment's base is recorded, as Kafka does.
+    assert OffsetCheckpointFile(tmp_path / LOG_START_OFFSET_CHECKPOINT_FILE).read() == {("orders", 1): 1}
+
+    manager = started([tmp_path], clock)
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()  # a crash from here on is unclean
+    first, second = manager.get_log("orders", 0), manager.get_log("orders", 1)
+    assert (first.log_end_offset, first.high_watermark, first.recovery_point) == (6, 6, 6)
+    assert (second.log_start_offset, second.log_end_offset) == (1, 2)
+    assert manager.get_log("orders", 2) is None
+
+
+def test_an_unclean_start_recovers_past_the_recovery_point(tmp_path, clock, monkeypatch):
+    manager = started([tmp_path], clock, config=small_config(segment_bytes=200))
+    fill(manager, "t", 0, 4)  # segments at 0 and 4: two 97-byte batches each
+    manager.shutdown()
+    OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).write({("t", 0): 5})
+    (tmp_path / CLEAN_SHUTDOWN_FILE).unlink()
+    recovered = []
+    original = LogSegment.recover
+
+    def spy(self):
+        recovered.append(self.base_offset)
+        return original(self)
+    monkeypatch.setattr(LogSegment, "recover", spy)
+    manager = started([tmp_path], clock, config=small_config(segment_bytes=200))
+    assert recovered == [4]
+    assert manager.get_log("t", 0).recovery_point == 5
+
+
+def test_a_damaged_checkpoint_means_recovery_not_failure(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    fill(manager, "t", 0, 2)
+    manager.shutdown()
+    (tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).write_text("garbage")
+    (tmp_path / CLEAN_SHUTDOWN_FILE).unlink()
+    manager = started([tmp_path], clock)
+    assert manager.get_log("t", 0).log_end_offset == 4
+
+
+def test_topic_configs_apply_on_startup(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    fill(manager, "a", 0, 1)
+    fill(manager, "b", 0, 1)
+    manager.shutdown()
+    special = LogConfig(retention_ms=5)
+    manager = started([tmp_path], clock, topic_configs={"a": special})
+    assert manager.get_log("a", 0).config is special
+    assert manager.get_log("b", 0).config == small_config()
+
+
+def test_new_logs_go_to_the_emptiest_directory(tmp_path, clock):
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    manager = started(dirs, clock)
+    placed = [manager.create_log("t", p).dir.parent for p in range(4)]
+    assert placed == [dirs[0], dirs[1], dirs[0], dirs[1]]
+    assert manager.create_log("t", 0).dir.parent == dirs[0]  # get-or-create
+    manager.shutdown()
+    manager = started(dirs, clock)
+    assert sorted(log.name for log in manager.logs()) == ["t-0", "t-1", "t-2", "t-3"]
+
+
+def test_delete_log_renames_then_cleanup_removes(tmp_path, clock):
+    manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=1000))
+    fill(manager, "gone", 0, 1)
+    fill(manager, "kept", 0, 1)
+    manager.delete_log("gone", 0)
+    assert manager.get_log("gone", 0) is None
+    marked = [p.name for p in tmp_path.iterdir() if p.name.endswith("-delete")]
+    assert len(marked) == 1 and marked[0].startswith("gone-0.")
+    assert ("gone", 0) not in OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).read()
+    manager.cleanup(clock.now + 999)
+    assert (tmp_path / marked[0]).exists()
+    manager.cleanup(clock.now + 1000)
+    assert not (tmp_path / marked[0]).exists()
+    assert manager.create_log("gone", 0).log_end_offset == 0
+
+
+def test_startup_finishes_deletions_and_skips_foreign_directories(tmp_path, clock):
+    (tmp_path / "old-0.0123456789abcdef0123456789abcdef-delete").mkdir()
+    (tmp_path / "moving-0.0123456789abcdef0123456789abcdef-future").mkdir()
+    (tmp_path / "lost+found").mkdir()
+    manager = started([tmp_path], clock)
+    assert manager.logs() == []
+    assert not (tmp_path / "old-0.0123456789abcdef0123456789abcdef-delete").exists()
+    assert (tmp_path / "lost+found").exists()
+
+
+def test_cleanup_applies_retention_everywhere(tmp_path, clock):
+    config = small_config(segment_bytes=len(make_batch([1, 2])), retention_ms=1000, file_delete_delay_ms=0)
+    manager = started([tmp_path], clock, config=config)
+    for partition in range(3):
+        fill(manager, "t", partition, 3)  # timestamps far in the past
+    assert manager.cleanup(clock.now) == 9
+    for log in manager.logs():
+        assert (log.log_start_offset, [s.size for s in log.segments]) == (6, [0])
+        assert not [p for p in log.dir.iterdir() if p.name.endswith(".deleted")]
+
+
+def test_flush_dirty_flushes_rolled_and_due_logs(tmp_path, clock):
+    manager = started([tmp_path], clock, config=small_config(segment_bytes=200))
+    rolled = fill(manager, "t", 0, 3)
+    idle = fill(manager, "t", 1, 1)
+    manager.flush_dirty(clock.now)
+    assert rolled.recovery_point == 6
+    assert idle.recovery_point == 0  # flush.ms defaults to Long.MAX: no time-based flush
+    idle.update_config(small_config(flush_ms=10))
+    manager.flush_dirty(clock.now + 10)
+    assert idle.recovery_point == 2
+
+
+def test_meta_properties(tmp_path, clock):
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    manager = LogManager(dirs, small_config(), clock)
+    cluster_id = manager.ensure_meta_properties(1, lambda: "fresh-cluster-id")
+    assert cluster_id == "fresh-cluster-id"
+    props = read_properties(dirs[0] / "meta.properties")
+    assert {k: props[k] for k in ("version", "node.id", "cluster.id")} == {
+        "version": "1", "node.id": "1", "cluster.id": "fresh-cluster-id"}
+    assert read_properties(dirs[1] / "meta.properties")["directory.id"] != props["directory.id"]
+    assert manager.ensure_meta_properties(1, lambda: "another") == "fresh-cluster-id"
+    with pytest.raises(KafkaStorageException, match="node id"):
+        manager.ensure_meta_properties(2, lambda: "another")
+    (dirs[1] / "meta.properties").write_text("version=0\nbroker.id=1\ncluster.id=other\n")
+    with pytest.raises(KafkaStorageException, match="cluster"):
+        manager.ensure_meta_properties(1, lambda: "another")
+
+
+def test_a_directory_is_used_by_one_broker_at_a_time(tmp_path, clock):
+    first = started([tmp_path], clock)
+    with pytest.raises(KafkaStorageException, match="lock"):
+        started([tmp_path], clock)
+    first.shutdown()
+    started([tmp_path], clock).shutdown()
+
+
+def test_a_thousand_partitions_load_quickly(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    for partition in range(1000):
+        manager.create_log("many", partition)
+    manager.shutdown()
+    begin = time.perf_counter()
+    manager = started([tmp_path], clock)
+    elapsed = time.perf_counter() - begin
+    assert len(manager.logs()) == 1000
+    print(f"loaded 1000 empty partitions in {elapsed:.3f}s")
+    manager.shutdown()

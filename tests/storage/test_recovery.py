@@ -1,0 +1,201 @@
+"""Crash recovery: a torn or corrupt tail is cut, indexes are rebuilt, every complete batch before
+the damage keeps its offsets."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from storage_helpers import make_batch, small_config
+
+from samsa.storage.log import Log
+from samsa.storage.log_segment import LogSegment
+from samsa.wire.records import is_crc_valid, iter_batch_headers
+
+BATCH_TIMESTAMPS = [[1000 + i, 1000 + i] for i in range(12)]
+
+
+def build_log(directory: Path, clock, **overrides) -> tuple[Log, list[int]]:
+    """A closed log of three segments of four 2-record batches; returns the batch end positions
+    within the last segment."""
+    config = small_config(segment_bytes=4 * len(make_batch(BATCH_TIMESTAMPS[0])) + 10, **overrides)
+    log = Log.open(directory, config, clock_ms=clock)
+    for timestamps in BATCH_TIMESTAMPS:
+        log.append_as_leader(make_batch(timestamps))
+    assert [s.base_offset for s in log.segments] == [0, 8, 16]
+    ends = []
+    for position, header in iter_batch_headers(log.active_segment.log.read_bytes()):
+        ends.append(position + header.size)
+    log.flush()
+    log.close()
+    return log, ends
+
+
+def reopen(directory: Path, clock, recovery_point: int = 0, **overrides) -> Log:
+    config = small_config(segment_bytes=4 * len(make_batch(BATCH_TIMESTAMPS[0])) + 10, **overrides)
+    return Log.open(directory, config, clock_ms=clock, had_clean_shutdown=False, recovery_point=recovery_point)
+
+
+def assert_intact(log: Log, end_offset: int) -> None:
+    """Offsets 0..end_offset-1 readable, in order, every batch valid; appends continue there."""
+    assert log.log_end_offset == end_offset
+    data = b"".join(s.log.read_bytes() for s in log.segments)
+    headers = list(iter_batch_headers(data))
+    assert sum(h.size for _, h in headers) == len(data)
+    assert [h.base_offset for _, h in headers] == [0] + [h.next_offset for _, h in headers[:-1]]
+    assert (headers[-1][1].next_offset if headers else 0) == end_offset
+    assert all(is_crc_valid(data, position, h) for position, h in headers)
+    for offset in range(0, end_offset, 3):
+        first = next(iter_batch_headers(log.read(offset, 1).records.read_bytes()))[1]
+        assert first.base_offset <= offset <= first.last_offset
+    log.high_watermark = log.log_end_offset
+    assert log.append_as_leader(make_batch()).first_offset == end_offset
+
+
+def test_recovery_from_a_tail_torn_at_every_byte(tmp_path, clock):
+    original = tmp_path / "original" / "t-0"
+    _, ends = build_log(original, clock)
+    last_log = original / "00000000000000000016.log"
+    positions = sorted(set(range(0, ends[-1] + 1, 7)) | set(ends) | {e - 1 for e in ends} | {e + 1 for e in ends})
+    for cut in positions:
+        copy = tmp_path / f"cut{cut}" / "t-0"
+        shutil.copytree(original, copy)
+        os.truncate(copy / last_log.name, min(cut, ends[-1]))
+        log = reopen(copy, clock, recovery_point=16)
+        complete = sum(1 for end in ends if end <= cut)
+        assert (copy / last_log.name).stat().st_size == ([0] + ends)[complete]
+        assert_intact(log, 16 + 2 * complete)
+        log.close()
+
+
+def test_recovery_cuts_at_a_corrupt_batch_and_drops_later_segments(tmp_path, clock):
+    directory = tmp_path / "t-0"
+    _, ends = build_log(directory, clock)
+    middle = directory / "00000000000000000008.log"
+    data = bytearray(middle.read_bytes())
+    flip_at = ends[1] + 70  # inside the records of the third batch of the middle segment
+    data[flip_at] ^= 0x10
+    middle.write_bytes(data)
+    log = reopen(directory, clock, recovery_point=8)
+    assert_intact(log, 8 + 2 * 2)
+    assert [s.base_offset for s in log.segments] == [0, 8]
+    assert not (directory / "00000000000000000016.log").exists()
+
+
+def test_segments_below_the_recovery_point_are_not_rescanned(tmp_path, clock):
+    directory = tmp_path / "t-0"
+    build_log(directory, clock)
+    first = directory / "00000000000000000000.log"
+    data = bytearray(first.read_bytes())
+    data[-5] ^= 0xFF  # damage the recovery point says was flushed: not looked at
+    first.write_bytes(data)
+    log = reopen(directory, clock, recovery_point=16)
+    assert log.log_end_offset == 24
+
+
+def test_a_preallocated_segment_left_by_a_crash_is_trimmed(tmp_path, clock):
+    directory = tmp_path / "t-0"
+    log = Log.open(directory, small_config(preallocate=True, segment_bytes=1 << 20), clock_ms=clock)
+    for timestamps in BATCH_TIMESTAMPS[:3]:
+        log.append_as_leader(make_batch(timestamps))
+    size = log.active_segment.size
+    log.flush()  # no close: the file keeps its preallocated length
+    assert (directory / "00000000000000000000.log").stat().st_size == 1 << 20
+    recovered = Log.open(directory, small_config(preallocate=True), clock_ms=clock, had_clean_shutdown=False)
+    assert recovered.log_end_offset == 6
+    assert (directory / "00000000000000000000.log").stat().st_size == size
+
+
+@pytest.mark.parametrize("damage", ["missing", "unordered", "garbage"])
+def test_a_missing_or_corrupt_index_is_rebuilt(tmp_path, clock, damage):
+    directory = tmp_path / "t-0"
+    build_log(directory, clock)
+    index = directory / "00000000000000000008.index"
+    expected = index.read_bytes()
+    assert len(expected) >= 16
+    if damage == "missing":
+        index.unlink()
+        (directory / "00000000000000000008.timeindex").unlink()
+    elif damage == "unordered":
+        index.write_bytes(expected[8:16] + expected[:8] + expected[16:])
+    else:
+        index.write_bytes(b"\xff" * 12)
+    log = Log.open(directory, small_config(segment_bytes=10_000), clock_ms=clock, had_clean_shutdown=True)
+    for offset in range(8, 16):
+        header = next(iter_batch_headers(log.read(offset, 1).records.read_bytes()))[1]
+        assert header.base_offset <= offset <= header.last_offset
+    log.close()
+    assert index.read_bytes() == expected
+    assert (directory / "00000000000000000008.timeindex").stat().st_size > 0
+
+
+def test_a_clean_shutdown_loads_without_recovery(tmp_path, clock, monkeypatch):
+    directory = tmp_path / "t-0"
+    build_log(directory, clock)
+
+    def no_scan(self):
+        raise AssertionError("recovered after a clean shutdown")
+    monkeypatch.setattr(LogSegment, "recover", no_scan)
+    log = Log.open(directory, small_config(), clock_ms=clock, had_clean_shutdown=True)
+    assert (log.log_end_offset, log.recovery_point) == (24, 24)
+
+
+def test_leftovers_of_a_crash_are_removed(tmp_path, clock):
+    directory = tmp_path / "t-0"
+    build_log(directory, clock)
+    (directory / "00000000000000000030.index").write_bytes(b"")  # an index without its log
+    (directory / "00000000000000000004.log.deleted").write_bytes(b"x")
+    (directory / "00000000000000000004.log.cleaned").write_bytes(b"x")
+    log = Log.open(directory, small_config(), clock_ms=clock, had_clean_shutdown=True)
+    assert log.log_end_offset == 24
+    assert sorted(p.name for p in directory.iterdir() if not p.name.startswith(("00000000000000000000",
+                                                                                 "00000000000000000008",
+                                                                                 "00000000000000000016"))) == []
+
+
+CHILD = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, {helpers!r})
+    from storage_helpers import make_batch, small_config
+    from samsa.storage.log_manager import LogManager
+
+    manager = LogManager([{log_dir!r}], small_config(segment_bytes=4096), lambda: int(time.time() * 1000))
+    manager.startup()
+    log = manager.create_log("t", 0)
+    for i in range(200):
+        log.append_as_leader(make_batch([int(time.time() * 1000)] * 3))
+        log.high_watermark = log.log_end_offset
+        if i == 149:
+            log.flush()
+            manager.checkpoint()
+            print(log.recovery_point, flush=True)
+    print(log.log_end_offset, flush=True)
+    time.sleep(60)
+""")
+
+
+def test_sigkill_after_fsync_loses_nothing_acknowledged(tmp_path, clock):
+    log_dir = tmp_path / "logs"
+    script = CHILD.format(helpers=str(Path(__file__).resolve().parent), log_dir=str(log_dir))
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        flushed = int(child.stdout.readline())
+        written = int(child.stdout.readline())
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert (flushed, written) == (450, 600)
+
+    from samsa.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+    assert not (log_dir / CLEAN_SHUTDOWN_FILE).exists()
+    manager = LogManager([log_dir], small_config(segment_bytes=4096), clock)
+    manager.startup()
+    log = manager.get_log("t", 0)
+    assert log.log_end_offset >= flushed
+    assert_intact(log, log.log_end_offset)
+    manager.shutdown()
+    assert (log_dir / CLEAN_SHUTDOWN_FILE).exists()
