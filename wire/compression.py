@@ -333,10 +333,17 @@ def _zstd_decompress(data: bytes, max_size: int) -> bytes:
     try:
         while pos < end:  # one zstd frame per turn; zstd-jni reads concatenated frames
             inflater = decompressor.decompressobj()
+            declared = _zstd.get_frame_parameters(view[pos:]).content_size
+            if declared != _zstd.CONTENTSIZE_UNKNOWN:
+                # libzstd holds a frame to the size it declares, so the whole frame can go at once.
+                out.ensure_room(declared)
             while not inflater.eof:
                 if pos >= end:
                     raise DecompressionError("zstd frame is truncated")
-                feed = max(_ZSTD_MIN_FEED, out.room // _ZSTD_MAX_RATIO)
+                if declared != _zstd.CONTENTSIZE_UNKNOWN:
+                    feed = end - pos
+                else:
+                    feed = max(_ZSTD_MIN_FEED, out.room // _ZSTD_MAX_RATIO)
                 out.add(inflater.decompress(view[pos:pos + feed]))
                 pos += feed
             pos = min(pos, end) - len(inflater.unused_data)

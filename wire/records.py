@@ -39,7 +39,7 @@ __all__ = [
     "set_partition_leader_epoch", "set_log_append_time", "iter_batch_headers", "peek_magic",
     "CompressionType", "DEFAULT_MAX_DECOMPRESSED",
     "read_varint", "read_varlong", "write_varint", "write_varlong",
-    "Record", "build_batch", "decode_batch", "iter_records", "recompress_batch",
+    "Record", "encode_records", "decode_records", "build_batch", "decode_batch", "iter_records", "recompress_batch",
     "ControlRecordType", "ControlRecord", "build_control_batch", "parse_control_record",
 ]
 

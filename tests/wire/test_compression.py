@@ -264,6 +264,16 @@ def test_zstd_concatenated_frames():
     assert decompress(CompressionType.ZSTD, one + two) == b"onetwo"
 
 
+def test_zstd_declared_content_size_is_checked_before_inflating():
+    sized = zstandard.ZstdCompressor().compress(bytes(8 * MIB))
+    with pytest.raises(DecompressionError, match=f"{MIB}-byte limit"):
+        decompress(CompressionType.ZSTD, sized, max_size=MIB)
+    lying = bytearray(zstandard.ZstdCompressor().compress(b"a" * 1000))
+    lying[5:7] = (0).to_bytes(2, "little")  # single-segment frame now claims 256 bytes
+    with pytest.raises(DecompressionError):
+        decompress(CompressionType.ZSTD, bytes(lying), max_size=300)
+
+
 def test_zstd_corruption():
     good = zstandard.ZstdCompressor(write_content_size=False).compress(b"hello world " * 1000)
     for bad in (b"", good[:3], good[:-5], good[: len(good) // 2], b"\x00" * 20, good + b"junk!"):
