@@ -16,14 +16,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import IntEnum
+from typing import TypeAlias
 
 from samsa.server.broker_config_defs import BROKER_CONFIGS, BrokerConfigDef
 from samsa.storage.errors import InvalidConfigurationException
 from samsa.storage.log_config import LogConfig
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS, TopicConfigDef
 
-ConfigValue = bool | int | float | str | tuple[str, ...] | None
-ConfigDef = BrokerConfigDef | TopicConfigDef
+ConfigValue: TypeAlias = bool | int | float | str | tuple[str, ...] | None
+ConfigDef: TypeAlias = BrokerConfigDef | TopicConfigDef
 
 
 class ConfigError(Exception):

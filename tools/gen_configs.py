@@ -91,17 +91,21 @@ def parse_default(config_type: str, text: str) -> object:
 def parse_table(table: str) -> list[ConfigDoc]:
     docs = []
     for heading, doc, rows in ENTRY.findall(table):
+        name = text_of(heading)
+        paragraph = FIRST_PARAGRAPH.match(doc)
+        if paragraph is None:
+            raise SystemExit(f"no doc paragraph for {name}")
         fields = {key: html.unescape(value) for key, value in ROW.findall(rows)}
         config_type = fields["Type"]
         server_default = fields.get("Server Default Property")
         docs.append(
             ConfigDoc(
-                name=text_of(heading),
+                name=name,
                 type=config_type,
                 default=parse_default(config_type, fields["Default"]),
                 valid_values=fields["Valid Values"],
                 importance=fields["Importance"],
-                doc=first_sentence(text_of(FIRST_PARAGRAPH.match(doc).group(1))),
+                doc=first_sentence(text_of(paragraph[1])),
                 update_mode=fields.get("Update Mode"),
                 server_default_property=None if server_default in (None, "null") else server_default,
             )
