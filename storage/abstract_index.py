@@ -158,6 +158,8 @@ class AbstractIndex:
             pass
         self.path = new_path
 
-    def delete(self) -> None:
-        self.close()
-        self.path.unlink(missing_ok=True)
+    def release(self) -> None:
+        """Close the file as it is (the segment is being deleted)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

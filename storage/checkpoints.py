@@ -51,7 +51,8 @@ class OffsetCheckpointFile:
         self.path = path
 
     def write(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        _write_checkpoint(self.path, [f"{topic} {partition} {offset}" for (topic, partition), offset in offsets.items()])
+        lines = [f"{topic} {partition} {offset}" for (topic, partition), offset in offsets.items()]
+        _write_checkpoint(self.path, lines)
 
     def read(self) -> dict[tuple[str, int], int]:
         try:

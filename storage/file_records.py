@@ -60,9 +60,6 @@ class FileRecords:
     def empty(cls) -> FileRecords:
         return cls(None, -1, 0, 0)
 
-    def __len__(self) -> int:
-        return self.size
-
     def __repr__(self) -> str:
         return f"FileRecords({self.path}, position={self.position}, size={self.size})"
 
@@ -136,10 +133,10 @@ class FileRecords:
         except CorruptRecordError as e:
             raise CorruptRecordException(f"Invalid record batch at position {position} of {self.path}: {e}") from None
 
-    def batch_headers_from(self, start: int, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of each complete batch in [start, end); a partial tail ends the scan,
-        a header that is not a v2 batch raises CorruptRecordException."""
-        end = self.size if end is None else min(end, self.size)
+    def batch_headers_from(self, start: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each complete batch from `start`; a partial tail ends the scan, a
+        header that is not a v2 batch raises CorruptRecordException."""
+        end = self.size
         position = start
         chunk, chunk_start = b"", start
         while end - position >= BATCH_HEADER_SIZE:
@@ -168,10 +165,9 @@ class FileRecords:
             yield position, header, chunk[at:at + header.size]
             position += header.size
 
-    def search_for_offset_with_size(self, target_offset: int, start_position: int,
-                                    end: int | None = None) -> LogOffsetPosition | None:
+    def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:
         """The first batch from `start_position` whose last offset is >= target."""
-        for position, header in self.batch_headers_from(start_position, end):
+        for position, header in self.batch_headers_from(start_position):
             if header.last_offset >= target_offset:
                 return LogOffsetPosition(header.last_offset, position, header.size)
         return None

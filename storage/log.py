@@ -382,8 +382,9 @@ class Log:
             return deleted
 
     def _delete_segments_below_log_start(self) -> int:
-        return self._delete_old_segments(
-            lambda segment, next_segment: next_segment is not None and next_segment.base_offset <= self._log_start_offset)
+        def below_log_start(_: LogSegment, next_segment: LogSegment | None) -> bool:
+            return next_segment is not None and next_segment.base_offset <= self._log_start_offset
+        return self._delete_old_segments(below_log_start)
 
     def _delete_retention_ms_breached(self, now_ms: int) -> int:
         retention_ms = self.config.retention_ms
@@ -455,7 +456,8 @@ class Log:
     def truncate_to(self, target_offset: int) -> bool:
         """Remove every offset >= target_offset; False when there is nothing to remove."""
         if target_offset < 0:
-            raise InvalidRecordException(f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
+            raise InvalidRecordException(
+                f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
         with self._lock:
             self._check_open()
             if target_offset >= self._next_offset:

@@ -24,7 +24,9 @@ from pathlib import Path
 from .checkpoints import META_PROPERTIES, OffsetCheckpointFile, new_directory_id, read_properties, write_properties
 from .durability import write_atomically
 from .errors import KafkaStorageException
-from .log import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name
+from .log import (
+    DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name,
+)
 from .log_config import LogConfig
 
 log = logging.getLogger("samsa.storage")
@@ -66,8 +68,9 @@ class LogManager:
             stored = props and (props.get("node.id") or props.get("broker.id"))
             if stored and int(stored) != node_id:
                 raise KafkaStorageException(
-                    f"Stored node id {stored} doesn't match previous node id {node_id} in {directory / META_PROPERTIES}. "
-                    f"If you moved your data, make sure your configured node id matches.")
+                    f"Stored node id {stored} doesn't match previous node id {node_id} in "
+                    f"{directory / META_PROPERTIES}. If you moved your data, make sure your configured node id "
+                    f"matches.")
         cluster_id = cluster_ids.pop() if cluster_ids else new_cluster_id()
         for directory, props in found.items():
             if props is None:

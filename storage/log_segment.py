@@ -106,7 +106,10 @@ class LogSegment:
     def max_timestamp_and_offset_so_far(self) -> TimestampOffset:
         """The largest timestamp in the segment and the last offset of the batch holding it."""
         if self._max_timestamp_and_offset is None:
-            self._max_timestamp_and_offset = self._time_index.last_entry()
+            try:
+                self._max_timestamp_and_offset = self._time_index.last_entry()
+            except CorruptIndexException:
+                self._max_timestamp_and_offset = self.time_index.last_entry()  # checked: rebuilt
         return self._max_timestamp_and_offset
 
     @property
@@ -193,10 +196,9 @@ class LogSegment:
         self.log.trim()
 
     # -- reads
-    def translate_offset(self, offset: int, starting_position: int = 0, end: int | None = None) -> LogOffsetPosition | None:
+    def translate_offset(self, offset: int) -> LogOffsetPosition | None:
         """The batch holding `offset` (or the first after it), searched from the index's hint."""
-        mapping = self.offset_index.lookup(offset)
-        return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_position), end)
+        return self.log.search_for_offset_with_size(offset, self.offset_index.lookup(offset).position)
 
     def read(self, start_offset: int, max_size: int, max_position: int | None,
              min_one_message: bool) -> FetchDataInfo | None:
@@ -326,7 +328,12 @@ class LogSegment:
 
     def delete(self) -> None:
         """Close and remove the files, whatever suffix they carry now."""
-        self.close()
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._offset_index.release()
+                self._time_index.release()
+                self.log.close()
         for path in (self.log.path, self._offset_index.path, self._time_index.path):
             if path is not None:
                 path.unlink(missing_ok=True)

@@ -54,7 +54,8 @@ class ValidationResult(NamedTuple):
     valid_bytes: int  # the input's complete batches; a partial tail is dropped, as Kafka does
 
 
-def analyze_batches(records, config: LogConfig, origin: AppendOrigin, topic_partition: str) -> list[tuple[int, BatchHeader]]:
+def analyze_batches(records, config: LogConfig, origin: AppendOrigin,
+                    topic_partition: str) -> list[tuple[int, BatchHeader]]:
     """The complete batches of `records`, each checked for size, magic and CRC."""
     batches = []
     end = len(records)
@@ -85,7 +86,8 @@ def analyze_batches(records, config: LogConfig, origin: AppendOrigin, topic_part
                 f"The record batch size in the append to {topic_partition} is {header.size} bytes which exceeds "
                 f"the maximum configured value of {config.max_message_bytes}.")
         if not is_crc_valid(records, position, header):
-            raise CorruptRecordException(f"Record is corrupt (stored crc = {header.crc}) in topic partition {topic_partition}.")
+            raise CorruptRecordException(
+                f"Record is corrupt (stored crc = {header.crc}) in topic partition {topic_partition}.")
         batches.append((position, header))
         position += header.size
     return batches
@@ -149,7 +151,8 @@ def _validate_client_batch(header: BatchHeader, topic_partition: str) -> None:
             f"Inconsistent batch offset range [{header.base_offset}, {header.last_offset}] and count of records "
             f"{header.records_count} in topic partition {topic_partition}")
     if header.is_control:
-        raise InvalidRecordException(f"Clients are not allowed to write control records in topic partition {topic_partition}")
+        raise InvalidRecordException(
+            f"Clients are not allowed to write control records in topic partition {topic_partition}")
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise InvalidRecordException(
             f"Invalid sequence number {header.base_sequence} in record batch with producerId {header.producer_id} "

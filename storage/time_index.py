@@ -54,9 +54,9 @@ class TimeIndex(AbstractIndex):
             try:
                 with open(self.path, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
-                    tail = os.pread(f.fileno(), self.ENTRY_SIZE, size - self.ENTRY_SIZE) if size >= self.ENTRY_SIZE else b""
+                    tail = os.pread(f.fileno(), self.ENTRY_SIZE, max(size - self.ENTRY_SIZE, 0))
             except FileNotFoundError:
-                tail = b""
+                size, tail = 0, b""
             if not tail:
                 return TimestampOffset(NO_TIMESTAMP, self.base_offset)
             if size % self.ENTRY_SIZE == 0 and tail != bytes(self.ENTRY_SIZE):
@@ -108,6 +108,7 @@ class TimeIndex(AbstractIndex):
         self._ensure_loaded()
         stamps, offsets = self._timestamps, self._relative_offsets
         if offsets and offsets[0] < 0:
-            raise CorruptIndexException(f"Corrupt time index found, time index file ({self.path}) has an offset below its base")
+            raise CorruptIndexException(
+                f"Corrupt time index found, time index file ({self.path}) has an offset below its base")
         if any(a >= b for a, b in zip(stamps, stamps[1:])) or any(a > b for a, b in zip(offsets, offsets[1:])):
             raise CorruptIndexException(f"Corrupt time index found, time index file ({self.path}) is not in order")

@@ -1,4 +1,5 @@
 import os
+import threading
 
 import pytest
 from storage_helpers import make_batch, small_config
@@ -425,3 +426,42 @@ def test_append_after_close_fails(tmp_path, clock):
     with pytest.raises(Exception, match="closed"):
         log.append_as_leader(make_batch())
     assert os.path.exists(log.dir)
+
+
+def test_flush_and_retention_threads_interleave_with_appends(tmp_path, clock):
+    size = len(make_batch())
+    # Deleted segments stay open for file.delete.delay.ms: the reads below may hold their ranges.
+    log = open_log(tmp_path, clock, segment_bytes=4 * size, retention_bytes=20 * size, retention_ms=-1,
+                   file_delete_delay_ms=1000)
+    stop = threading.Event()
+    errors = []
+
+    def background():
+        try:
+            while not stop.is_set():
+                log.flush()
+                log.delete_old_segments(clock.now)
+                log.delete_pending_segments(clock.now)
+                assert log.recovery_point <= log.log_end_offset
+        except Exception as e:  # surfaced below: an assert in a thread would be lost
+            errors.append(e)
+
+    worker = threading.Thread(target=background)
+    worker.start()
+    try:
+        for _ in range(400):
+            append(log)
+            start = log.log_start_offset
+            assert offsets_in(log.read(start, 10 * size).records)[0] <= start
+    finally:
+        stop.set()
+        worker.join()
+    assert errors == []
+    log.flush()
+    log.delete_old_segments(clock.now)
+    assert (log.recovery_point, log.log_end_offset) == (400, 400)
+    assert log.size <= 20 * size
+    assert log.segments[0].base_offset == log.log_start_offset
+    assert offsets_in(log.read(399, size).records) == [399]
+    assert log.delete_pending_segments(clock.now + 1000) > 0
+    assert not [p for p in log.dir.iterdir() if p.name.endswith(".deleted")]

@@ -199,3 +199,11 @@ def test_sigkill_after_fsync_loses_nothing_acknowledged(tmp_path, clock):
     assert_intact(log, log.log_end_offset)
     manager.shutdown()
     assert (log_dir / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_a_torn_time_index_is_rebuilt_when_retention_reads_it(tmp_path, clock):
+    directory = tmp_path / "t-0"
+    build_log(directory, clock)
+    (directory / "00000000000000000000.timeindex").write_bytes(b"\x00\x00\x00\x00\x00")
+    log = Log.open(directory, small_config(), clock_ms=clock)
+    assert log.segments[0].largest_timestamp() == 1003
