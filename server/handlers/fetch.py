@@ -11,6 +11,7 @@ import time
 import trio
 
 from ...storage.errors import OffsetOutOfRangeException, StorageError
+from ...wire import legacy
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..fetch_session import CachedPartition
@@ -75,7 +76,7 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
     records = info.records
     size = records.size
     if ctx.api_version <= 3:
-        records = down_convert(records, 0 if ctx.api_version <= 1 else 1)
+        records = down_convert(records, 0 if ctx.api_version <= 1 else 1, p.fetch_offset)
         size = len(records)
     elif size == 0:
         records = b""
@@ -86,11 +87,11 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
     return data, size
 
 
-def down_convert(records, magic: int) -> bytes:
+def down_convert(records, magic: int, fetch_offset: int) -> bytes:
+    """Message format v0/v1 for Fetch v0-3 clients (headers dropped), from the fetch offset on."""
     if records.size == 0:
         return b""
-    from ...wire.legacy import down_convert as convert
-    return convert(records.read_bytes(), magic)
+    return legacy.down_convert(records.read_bytes(), magic, first_offset=fetch_offset)
 
 
 def error_data(index: int, code: int, hwm: int = -1, lso: int = -1, log_start: int = -1):

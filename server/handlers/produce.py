@@ -13,9 +13,10 @@ import logging
 import trio
 
 from ...storage.errors import StorageError
+from ...wire import legacy
 from ...wire import records as batches
 from ...wire.errors import ErrorCode
-from ...wire.exceptions import CorruptRecordError
+from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, response_class
 from ..network import ConnectionClosed
 from . import handler
@@ -41,8 +42,7 @@ def v2_batch(records, api_version: int):
     if api_version <= 2:
         if magic == 2:
             raise InvalidRecord("Produce request v0-2 cannot carry message format v2")
-        from ...wire.legacy import up_convert
-        return bytearray(up_convert(records))
+        return bytearray(legacy.up_convert(records))
     if magic != 2:
         raise InvalidRecord(f"Produce requests v3+ carry message format v2 only, found magic {magic}")
     header = batches.parse_batch_header(records)
@@ -83,7 +83,9 @@ def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
             to_flush.append(partition.log)
     except InvalidRecord as e:
         return partition_error(data.index, ErrorCode.INVALID_RECORD, str(e))
-    except CorruptRecordError as e:
+    except legacy.UnsupportedCompressionTypeError as e:
+        return partition_error(data.index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(e))
+    except CodecError as e:  # CorruptRecordError and malformed legacy message sets alike
         return partition_error(data.index, ErrorCode.CORRUPT_MESSAGE, str(e))
     except StorageError as e:
         log.debug("append to %s-%d refused: %s", topic_name, data.index, e)
