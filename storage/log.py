@@ -18,7 +18,8 @@ import shutil
 import threading
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -129,6 +130,7 @@ class Log:
         self._parent_dir_synced = not new_directory
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         self._closed = False
+        self._offline = False
 
     @property
     def name(self) -> str:
@@ -223,8 +225,7 @@ class Log:
         batches = analyze_batches(records, self.config, origin, self.name)
         if not batches:
             return LogAppendInfo(-1, -1, NO_TIMESTAMP, -1, NO_TIMESTAMP, self._log_start_offset, 0, 0, False)
-        with self._lock:
-            self._check_open()
+        with self._lock, self._io("appending"):
             now = self._clock_ms()
             result = validate_and_assign_offsets(
                 records, batches, first_offset=self._next_offset, config=self.config, now_ms=now,
@@ -254,8 +255,7 @@ class Log:
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset)."""
-        with self._lock:
-            self._check_open()
+        with self._lock, self._io("rolling a segment"):
             new_offset = max(expected_next_offset or 0, self._next_offset)
             active = self.active_segment
             if new_offset == active.base_offset:
@@ -271,12 +271,8 @@ class Log:
             prefix = filename_prefix(new_offset)
             for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
                 (self.dir / (prefix + suffix)).unlink(missing_ok=True)
-            try:
-                active.on_become_inactive()
-                segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(),
-                                          file_already_exists=False)
-            except OSError as e:
-                raise KafkaStorageException(f"Error while rolling log segment for {self.name}: {e}") from e
+            active.on_become_inactive()
+            segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
             self._segments = _Segments.of((*self._segments.segments, segment))
             self._rolled_since_flush = True
             return segment
@@ -297,14 +293,15 @@ class Log:
         max_offset = end if isolation_max_offset is None else min(isolation_max_offset, end)
         if offset >= max_offset:
             return FetchDataInfo(FileRecords.empty(), offset)
-        index = max(view.floor_index(offset), 0)
-        while index < len(view.segments):
-            segment = view.segments[index]
-            next_base = view.base_offsets[index + 1] if index + 1 < len(view.segments) else end
-            info = segment.read(offset, max_bytes, _max_position(segment, next_base, max_offset), min_one_message)
-            if info is not None:
-                return info
-            index += 1
+        with self._io("reading"):
+            index = max(view.floor_index(offset), 0)
+            while index < len(view.segments):
+                segment = view.segments[index]
+                next_base = view.base_offsets[index + 1] if index + 1 < len(view.segments) else end
+                info = segment.read(offset, max_bytes, _max_position(segment, next_base, max_offset), min_one_message)
+                if info is not None:
+                    return info
+                index += 1
         return FetchDataInfo(FileRecords.empty(), offset)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
@@ -318,11 +315,12 @@ class Log:
         if timestamp == LATEST_TIERED_TIMESTAMP:
             return OffsetAndTimestamp(-1, NO_TIMESTAMP)
         segments = self._segments.segments
-        if timestamp == MAX_TIMESTAMP:
-            found = max(segments, key=lambda s: s.max_timestamp_so_far).offset_of_max_timestamp()
-        else:
-            target = next((s for s in segments if s.largest_timestamp() >= timestamp), None)
-            found = target.find_offset_by_timestamp(timestamp, self._log_start_offset) if target else None
+        with self._io("searching offsets by timestamp"):
+            if timestamp == MAX_TIMESTAMP:
+                found = max(segments, key=lambda s: s.max_timestamp_so_far).offset_of_max_timestamp()
+            else:
+                target = next((s for s in segments if s.largest_timestamp() >= timestamp), None)
+                found = target.find_offset_by_timestamp(timestamp, self._log_start_offset) if target else None
         return OffsetAndTimestamp(found.offset, found.timestamp) if found else None
 
     def legacy_fetch_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
@@ -373,12 +371,13 @@ class Log:
         only after a roll. Returns how many segments were removed; their files are renamed to
         `.deleted` and unlinked by `delete_pending_segments` after file.delete.delay.ms."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._offline:
                 return 0
-            deleted = self._delete_segments_below_log_start()
-            if self.config.delete:
-                deleted += self._delete_retention_size_breached()
-                deleted += self._delete_retention_ms_breached(now_ms)
+            with self._io("deleting old segments"):
+                deleted = self._delete_segments_below_log_start()
+                if self.config.delete:
+                    deleted += self._delete_retention_size_breached()
+                    deleted += self._delete_retention_ms_breached(now_ms)
             return deleted
 
     def _delete_segments_below_log_start(self) -> int:
@@ -437,10 +436,7 @@ class Log:
         self._segments = _Segments.of(s for s in self._segments.segments if id(s) not in doomed)
         due = self._clock_ms() + self.config.file_delete_delay_ms
         for segment in segments:
-            try:
-                segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
-            except OSError as e:
-                raise KafkaStorageException(f"Error while renaming segment {segment} of {self.name}: {e}") from e
+            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletions.append((due, segment))
 
     def delete_pending_segments(self, now_ms: int) -> int:
@@ -458,8 +454,7 @@ class Log:
         if target_offset < 0:
             raise InvalidRecordException(
                 f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
-        with self._lock:
-            self._check_open()
+        with self._lock, self._io("truncating"):
             if target_offset >= self._next_offset:
                 return False
             if self._segments.base_offsets[0] > target_offset:
@@ -475,8 +470,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop every segment and start empty at `new_offset`."""
-        with self._lock:
-            self._check_open()
+        with self._lock, self._io("truncating"):
             self._remove_and_delete_segments(list(self._segments.segments))
             segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
             self._segments = _Segments.of([segment])
@@ -496,7 +490,7 @@ class Log:
         """fsync everything below `up_to_offset` (default: the log end offset) and advance the
         recovery point to it. Meant for a worker thread while the event loop appends."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._offline:
                 return
             offset = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
             start = self._recovery_point
@@ -506,14 +500,15 @@ class Log:
             view = self._segments
             first = max(view.floor_index(start), 0)
             segments = [s for s in view.segments[first:] if s.base_offset < offset]
-        for segment in segments:
-            segment.flush()
-        if any(s.base_offset >= start for s in segments):
-            # A segment created since the last flush: its directory entry must be durable too.
-            fsync_dir(self.dir)
-        if not self._parent_dir_synced:
-            fsync_dir(self.dir.parent)
-            self._parent_dir_synced = True
+        with self._io("flushing"):
+            for segment in segments:
+                segment.flush()
+            if any(s.base_offset >= start for s in segments):
+                # A segment created since the last flush: its directory entry must be durable too.
+                fsync_dir(self.dir)
+            if not self._parent_dir_synced:
+                fsync_dir(self.dir.parent)
+                self._parent_dir_synced = True
         with self._lock:
             self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
             self._last_flush_ms = self._clock_ms()
@@ -548,9 +543,24 @@ class Log:
         self.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise KafkaStorageException(f"The log for partition {self.name} is closed")
+    @property
+    def is_offline(self) -> bool:
+        """An I/O error took the log offline, as Kafka takes its directory offline; loading it
+        again (a restart) recovers it."""
+        return self._offline
+
+    @contextmanager
+    def _io(self, action: str) -> Iterator[None]:
+        """Kafka's maybeHandleIOException: any I/O failure takes the log offline for good, since
+        what reached the disk is no longer known."""
+        if self._closed or self._offline:
+            state = "closed" if self._closed else "offline"
+            raise KafkaStorageException(f"The log for partition {self.name} is {state}")
+        try:
+            yield
+        except (OSError, KafkaStorageException) as e:
+            self._offline = True
+            raise KafkaStorageException(f"Error while {action} for {self.name} in dir {self.dir.parent}: {e}") from e
 
 
 def _max_position(segment: LogSegment, next_base_offset: int, max_offset: int) -> int | None:

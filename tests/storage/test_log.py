@@ -5,8 +5,8 @@ import pytest
 from storage_helpers import make_batch, small_config
 
 from samsa.storage.errors import (
-    CorruptRecordException, InvalidRecordException, InvalidTimestampException, OffsetOutOfRangeException,
-    PolicyViolationException, RecordBatchTooLargeException, RecordTooLargeException,
+    CorruptRecordException, InvalidRecordException, InvalidTimestampException, KafkaStorageException,
+    OffsetOutOfRangeException, PolicyViolationException, RecordBatchTooLargeException, RecordTooLargeException,
     UnsupportedForMessageFormatException,
 )
 from samsa.storage.log import (
@@ -423,7 +423,7 @@ def test_directory_names():
 def test_append_after_close_fails(tmp_path, clock):
     log = open_log(tmp_path, clock)
     log.close()
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(KafkaStorageException, match="closed"):
         log.append_as_leader(make_batch())
     assert os.path.exists(log.dir)
 
@@ -465,3 +465,28 @@ def test_flush_and_retention_threads_interleave_with_appends(tmp_path, clock):
     assert offsets_in(log.read(399, size).records) == [399]
     assert log.delete_pending_segments(clock.now + 1000) > 0
     assert not [p for p in log.dir.iterdir() if p.name.endswith(".deleted")]
+
+
+def test_an_io_error_takes_the_log_offline_and_a_restart_recovers_it(tmp_path, clock, monkeypatch):
+    log = open_log(tmp_path, clock)
+    append(log, [1, 2])
+    written = log.active_segment.size
+    real_pwrite = os.pwrite
+
+    def disk_full(fd, data, offset):
+        real_pwrite(fd, bytes(data)[:20], offset)  # a torn write, then the failure
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "pwrite", disk_full)
+    with pytest.raises(KafkaStorageException, match="No space left"):
+        log.append_as_leader(make_batch())
+    monkeypatch.setattr(os, "pwrite", real_pwrite)
+    assert log.is_offline
+    with pytest.raises(KafkaStorageException, match="offline"):
+        log.append_as_leader(make_batch())
+    with pytest.raises(KafkaStorageException, match="offline"):
+        log.read(0, 1000)
+    log.close()
+    assert (log.dir / "00000000000000000000.log").stat().st_size == written
+    reopened = open_log(tmp_path, clock)
+    assert reopened.log_end_offset == 2
+    assert append(reopened).first_offset == 2
