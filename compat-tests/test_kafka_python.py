@@ -1,5 +1,6 @@
-"""kafka-python 3.0 against a real broker: produce/consume with every codec (its producer is
-idempotent by default), admin operations incl. DescribeLogDirs, ListOffsets specs, long poll."""
+"""kafka-python 3.0 against a real broker: produce/consume with every codec, its default
+(idempotent) producer, admin operations incl. DescribeLogDirs, ListOffsets specs, long poll.
+Tests of other features turn idempotence off so that each fails for its own feature only."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def admin(broker):
 
 def producer(bootstrap, **extra):
     conf = dict(bootstrap_servers=bootstrap, acks="all", linger_ms=5, request_timeout_ms=T * 1000,
-                max_block_ms=T * 1000)
+                max_block_ms=T * 1000, enable_idempotence=False)
     conf.update(extra)
     return KafkaProducer(**conf)
 
@@ -102,10 +103,13 @@ def test_produce_consume_every_codec(broker, admin, topic_name, codec):
                 (r.key, r.value, r.headers, r.timestamp, 0), f"partition {part} offset {c.offset}"
 
 
-def test_non_idempotent_producer(broker, admin, topic_name):
+def test_default_idempotent_producer(broker, admin, topic_name):
+    """kafka-python 3.0 producers are idempotent unless told otherwise (InitProducerId, sequences)."""
     create(admin, topic_name)
     recs = make_records(10, seed=1, null_header_values=False, allow_null_key_and_value=False)
-    p = producer(broker.bootstrap, enable_idempotence=False, compression_type="gzip", acks=1)
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap, compression_type="gzip", max_block_ms=T * 1000,
+                      request_timeout_ms=T * 1000)
+    assert p.config["enable_idempotence"], "kafka-python's default changed"
     try:
         metas = send_all(p, topic_name, recs)
     finally:

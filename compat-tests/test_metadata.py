@@ -41,7 +41,7 @@ def test_auto_create_on_produce(broker_factory, topic_name):
     assert topic_id(b.bootstrap, topic_name) != str(Uuid(0, 0))
 
     # kafka-python's producer too.
-    kp = KafkaProducer(bootstrap_servers=b.bootstrap, max_block_ms=T * 1000)
+    kp = KafkaProducer(bootstrap_servers=b.bootstrap, max_block_ms=T * 1000, enable_idempotence=False)
     try:
         meta = kp.send(topic_name + "-kp", b"x", partition=2).get(T)
         assert meta.offset == 0
@@ -76,7 +76,7 @@ def test_unknown_topic_when_auto_create_off(broker_factory, topic_name):
     assert errs[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC), errs[0]
 
     # kafka-python producer: metadata never shows the topic.
-    kp = KafkaProducer(bootstrap_servers=b.bootstrap, max_block_ms=2000)
+    kp = KafkaProducer(bootstrap_servers=b.bootstrap, max_block_ms=2000, enable_idempotence=False)
     try:
         with pytest.raises((KErrors.KafkaTimeoutError, KErrors.UnknownTopicOrPartitionError)):
             kp.send(topic_name, b"lost").get(5)
