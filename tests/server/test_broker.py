@@ -1,0 +1,230 @@
+"""The broker over real loopback sockets: framing, bad input, produce and fetch, restart.
+
+Each test runs a Broker in-process under trio and speaks to it with Samsa's own codec, so that it
+can send what real clients never would (malformed frames, unknown versions, huge sizes).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import trio
+
+from samsa.server.broker import Broker
+from samsa.server.config import KafkaConfig
+from samsa.wire import records
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
+
+SIZE = struct.Struct(">i")
+
+
+def broker_config(tmp_path, **overrides) -> KafkaConfig:
+    props = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data")}
+    props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+    return KafkaConfig(props)
+
+
+def run_broker(config: KafkaConfig, scenario) -> None:
+    """Start a broker, run `scenario(port)` against it, then stop the broker (always)."""
+
+    async def main():
+        broker = Broker(config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(broker.run)
+            try:
+                await scenario(broker.endpoints[0].port)
+            finally:
+                nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+class Client:
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.buffer = bytearray()
+        self.correlation_id = 0
+
+    @classmethod
+    async def connect(cls, port: int) -> "Client":
+        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+
+    async def send_raw(self, data: bytes) -> None:
+        await self.stream.send_all(data)
+
+    async def read_frame(self) -> bytes | None:
+        """The next response frame body, or None when the broker closed the connection."""
+        while True:
+            if len(self.buffer) >= 4:
+                (size,) = SIZE.unpack_from(self.buffer)
+                if len(self.buffer) >= 4 + size:
+                    frame = bytes(self.buffer[4:4 + size])
+                    del self.buffer[:4 + size]
+                    return frame
+            chunk = await self.stream.receive_some(1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    async def call(self, message, version: int):
+        self.correlation_id += 1
+        await self.send_raw(encode_request(message, version, self.correlation_id, "test"))
+        frame = await self.read_frame()
+        assert frame is not None, "broker closed the connection"
+        correlation_id, response = decode_response(frame, message.API_KEY, version)
+        assert correlation_id == self.correlation_id
+        return response
+
+
+def produce_request(topic: str, batch: bytes, acks: int = 1):
+    Produce = request_class(ApiKey.PRODUCE)
+    return Produce(acks=acks, timeout_ms=5000, topic_data=[
+        Produce.TopicProduceData(name=topic, partition_data=[Produce.PartitionProduceData(index=0, records=batch)])])
+
+
+def fetch_request(topic: str, offset: int, max_wait_ms: int = 0, min_bytes: int = 1):
+    Fetch = request_class(ApiKey.FETCH)
+    return Fetch(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 20, isolation_level=0,
+                 session_id=0, session_epoch=-1, topics=[Fetch.FetchTopic(topic=topic, partitions=[
+                     Fetch.FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])])
+
+
+def one_batch(values: list[bytes]) -> bytes:
+    return records.build_batch([records.Record(i, 0, None, v, []) for i, v in enumerate(values)])
+
+
+def create_topic_request(name: str, partitions: int = 1):
+    Create = request_class(ApiKey.CREATE_TOPICS)
+    return Create(topics=[Create.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
+                  timeout_ms=5000)
+
+
+def test_malformed_frame_closes_only_that_connection(tmp_path):
+    async def scenario(port):
+        good = await Client.connect(port)
+        bad = await Client.connect(port)
+        # A request header that claims a 100-byte client id inside a 10-byte frame.
+        await bad.send_raw(SIZE.pack(10) + struct.pack(">hhih", 18, 0, 1, 100))
+        assert await bad.read_frame() is None
+        response = await good.call(request_class(ApiKey.API_VERSIONS)(), 0)
+        assert response.error_code == ErrorCode.NONE
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_frame_larger_than_socket_request_max_bytes_is_refused(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.send_raw(SIZE.pack(2_000_000))
+        assert await client.read_frame() is None
+
+    run_broker(broker_config(tmp_path, socket_request_max_bytes=1_000_000), scenario)
+
+
+def test_unknown_api_versions_version_gets_v0_with_unsupported_version(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        # ApiVersions v99 with a v2 header: key, version, correlation id, client id, no tags.
+        body = struct.pack(">hhih", 18, 99, 7, 4) + b"test" + b"\x00"
+        await client.send_raw(SIZE.pack(len(body)) + body)
+        correlation_id, response = decode_response(await client.read_frame(), ApiKey.API_VERSIONS, 0)
+        assert correlation_id == 7
+        assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert [(k.api_key, k.min_version) for k in response.api_keys] == [(ApiKey.API_VERSIONS, 0)]
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_api_versions_lists_every_served_api_without_unstable_versions(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        ApiVersions = request_class(ApiKey.API_VERSIONS)
+        unnamed = await client.call(ApiVersions(client_software_name="", client_software_version="1"), 3)
+        assert unnamed.error_code == ErrorCode.INVALID_REQUEST
+        response = await client.call(ApiVersions(client_software_name="test", client_software_version="1.0"), 3)
+        served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        assert served[ApiKey.PRODUCE] == (0, 11)  # v0-2 kept: librdkafka needs them for compression
+        assert served[ApiKey.FETCH][0] == 0
+        assert served[ApiKey.LIST_OFFSETS][1] == 9  # v10 is unstable in the schemas
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_produce_then_fetch_returns_the_batch_with_assigned_offsets(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        created = await client.call(create_topic_request("t"), 7)
+        assert created.topics[0].error_code == ErrorCode.NONE
+        for expected_base in (0, 2):
+            produced = await client.call(produce_request("t", one_batch([b"a", b"b"])), 9)
+            part = produced.responses[0].partition_responses[0]
+            assert (part.error_code, part.base_offset) == (ErrorCode.NONE, expected_base)
+        fetched = await client.call(fetch_request("t", 3), 12)
+        data = fetched.responses[0].partitions[0]
+        assert data.error_code == ErrorCode.NONE and data.high_watermark == 4
+        header, batch = records.decode_batch(bytes(data.records))
+        # An offset inside a batch returns the whole batch.
+        assert header.base_offset == 2 and [r.value for r in batch] == [b"a", b"b"]
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_corrupt_batch_gets_corrupt_message_and_nothing_is_appended(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("t"), 7)
+        batch = bytearray(one_batch([b"payload"]))
+        batch[-1] ^= 0xFF  # breaks the CRC
+        produced = await client.call(produce_request("t", bytes(batch)), 9)
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.CORRUPT_MESSAGE
+        fetched = await client.call(fetch_request("t", 0), 12)
+        assert fetched.responses[0].partitions[0].high_watermark == 0
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_long_poll_wakes_when_data_arrives(tmp_path):
+    async def scenario(port):
+        consumer = await Client.connect(port)
+        producer = await Client.connect(port)
+        await producer.call(create_topic_request("t"), 7)
+        woke = {}
+
+        async def poll():
+            start = trio.current_time()
+            response = await consumer.call(fetch_request("t", 0, max_wait_ms=10_000), 12)
+            woke["after"] = trio.current_time() - start
+            woke["records"] = response.responses[0].partitions[0].records
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll)
+            await trio.sleep(0.2)
+            await producer.call(produce_request("t", one_batch([b"x"])), 9)
+        assert len(woke["records"]) > 0
+        assert woke["after"] < 5  # woken by the produce, not by max_wait_ms
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_data_and_topics_survive_a_restart(tmp_path):
+    config = broker_config(tmp_path)
+
+    async def write(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("kept", partitions=2), 7)
+        await client.call(produce_request("kept", one_batch([b"1", b"2", b"3"])), 9)
+
+    async def read(port):
+        client = await Client.connect(port)
+        fetched = await client.call(fetch_request("kept", 0), 12)
+        data = fetched.responses[0].partitions[0]
+        assert data.high_watermark == 3
+        _, batch = records.decode_batch(bytes(data.records))
+        assert [r.value for r in batch] == [b"1", b"2", b"3"]
+        Metadata = request_class(ApiKey.METADATA)
+        meta = await client.call(Metadata(topics=None), 12)
+        assert {t.name: len(t.partitions) for t in meta.topics} == {"kept": 2}
+
+    run_broker(config, write)
+    run_broker(config, read)
