@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ..storage.log_config import LogConfig
+from ..wire.errors import ErrorCode
 from .metadata import TopicInfo
 
 if TYPE_CHECKING:
@@ -32,6 +33,12 @@ class Partition:
     @property
     def name(self) -> str:
         return f"{self.topic.name}-{self.index}"
+
+    def check_leader_epoch(self, requested: int) -> int:
+        """KIP-320: a client's view of the leader epoch; -1 means it has none to check."""
+        if requested < 0 or requested == self.leader_epoch:
+            return ErrorCode.NONE
+        return ErrorCode.FENCED_LEADER_EPOCH if requested < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
 
     def append(self, records) -> object:
         """Append validated-on-the-way batches (offsets assigned in place); wakes parked fetches."""

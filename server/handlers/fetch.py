@@ -59,10 +59,9 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
     partition = ctx.broker.replica_manager.get(p.topic, p.partition)
     if partition is None:
         return error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
-    if p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
-        code = (ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch
-                else ErrorCode.UNKNOWN_LEADER_EPOCH)
-        return error_data(p.partition, code), 0
+    epoch_error = partition.check_leader_epoch(p.current_leader_epoch)
+    if epoch_error != ErrorCode.NONE:
+        return error_data(p.partition, epoch_error), 0
     log_ = partition.log
     hwm = log_.high_watermark
     lso = log_.last_stable_offset if hasattr(log_, "last_stable_offset") else hwm

@@ -61,10 +61,9 @@ async def handle(ctx, request):
             if partition is None:
                 parts.append(error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
-            if version >= 4 and p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
-                code = (ErrorCode.FENCED_LEADER_EPOCH if p.current_leader_epoch < partition.leader_epoch
-                        else ErrorCode.UNKNOWN_LEADER_EPOCH)
-                parts.append(error(p.partition_index, code))
+            epoch_error = partition.check_leader_epoch(p.current_leader_epoch) if version >= 4 else ErrorCode.NONE
+            if epoch_error != ErrorCode.NONE:
+                parts.append(error(p.partition_index, epoch_error))
                 continue
             if version < 7 and p.timestamp == MAX_TIMESTAMP or version < 8 and p.timestamp == EARLIEST_LOCAL_TIMESTAMP:
                 parts.append(error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
