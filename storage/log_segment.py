@@ -59,6 +59,7 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None  # the first batch's max timestamp
         self._lock = threading.Lock()
         self._closed = False
+        self._rolled = False  # no longer active: its indexes only change by truncation
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, *,
@@ -194,6 +195,7 @@ class LogSegment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         self.log.trim()
+        self._rolled = True
 
     # -- reads
     def translate_offset(self, offset: int) -> LogOffsetPosition | None:
@@ -273,11 +275,14 @@ class LogSegment:
         return truncated
 
     def truncate_to(self, offset: int, now_ms: int) -> int:
-        """Remove the batches holding offsets >= `offset` (a batch holding it goes whole)."""
+        """Remove the batches holding offsets >= `offset` (a batch holding it goes whole); the
+        segment is the active one again."""
         mapping = self.translate_offset(offset)
-        self.offset_index.truncate_to(offset)
-        self.time_index.truncate_to(offset)
-        truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
+        with self._lock:  # a flush may be releasing the index files of a rolled segment
+            self._rolled = False
+            self.offset_index.truncate_to(offset)
+            self.time_index.truncate_to(offset)
+            truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
         if self.size == 0:
             self.created_ms = now_ms
             self._rolling_based_timestamp = None
@@ -287,6 +292,8 @@ class LogSegment:
 
     # -- files
     def flush(self) -> None:
+        """fsync the data and index files; a rolled segment's index files are then released (one
+        open file per old segment, like Kafka's)."""
         with self._lock:
             if self._closed:
                 return
@@ -296,6 +303,9 @@ class LogSegment:
                 self._time_index.flush()
             except OSError as e:
                 raise KafkaStorageException(f"Error while flushing {self.log.path}: {e}") from e
+            if self._rolled:
+                self._offset_index.release()
+                self._time_index.release()
 
     def close(self) -> None:
         with self._lock:

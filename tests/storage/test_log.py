@@ -148,6 +148,11 @@ def test_roll_by_size(tmp_path, clock):
     assert [s.base_offset for s in log.segments] == [0, 3, 6]
     assert [s.size for s in log.segments] == [3 * batch_size, 3 * batch_size, batch_size]
     assert [i.flush_needed for i in infos] == [False] * 3 + [True] * 4
+    log.flush()
+    # After the flush an old segment keeps only its log file open, as Kafka's do.
+    names = {os.path.basename(os.path.realpath(f"/proc/self/fd/{fd}")) for fd in os.listdir("/proc/self/fd")}
+    assert "00000000000000000000.log" in names and "00000000000000000000.index" not in names
+    assert "00000000000000000006.index" in names
 
 
 def test_roll_by_time_follows_record_timestamps(tmp_path, clock):
