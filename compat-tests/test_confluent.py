@@ -171,13 +171,13 @@ def test_create_topic_with_partitions_and_configs(broker, topic_name):
     assert entries["min.insync.replicas"].value == "1"
 
     # The configs take effect: a compacted topic refuses records without a key.
-    errs = []
+    errs = {}
     p = producer(broker.bootstrap)
-    p.produce(topic_name, b"no key", partition=0, on_delivery=lambda err, m: errs.append(err))
-    p.produce(topic_name, b"keyed", key=b"k", partition=1, on_delivery=lambda err, m: errs.append(err))
+    p.produce(topic_name, b"no key", partition=0, on_delivery=lambda err, m: errs.__setitem__(m.value(), err))
+    p.produce(topic_name, b"keyed", key=b"k", partition=1, on_delivery=lambda err, m: errs.__setitem__(m.value(), err))
     assert p.flush(T) == 0
-    assert errs[0] is not None and errs[0].code() == KafkaError.INVALID_RECORD, errs
-    assert errs[1] is None, errs
+    assert errs[b"no key"] is not None and errs[b"no key"].code() == KafkaError.INVALID_RECORD, errs
+    assert errs[b"keyed"] is None, errs
 
     # Creating it again: TOPIC_ALREADY_EXISTS.
     with pytest.raises(KafkaException) as ei:
