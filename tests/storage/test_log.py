@@ -150,7 +150,8 @@ def test_roll_by_size(tmp_path, clock):
     assert [i.flush_needed for i in infos] == [False] * 3 + [True] * 4
     log.flush()
     # After the flush an old segment keeps only its log file open, as Kafka's do.
-    names = {os.path.basename(os.path.realpath(f"/proc/self/fd/{fd}")) for fd in os.listdir("/proc/self/fd")}
+    open_paths = {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+    names = {os.path.basename(p) for p in open_paths if os.path.dirname(p) == os.path.realpath(log.dir)}
     assert "00000000000000000000.log" in names and "00000000000000000000.index" not in names
     assert "00000000000000000006.index" in names
 
