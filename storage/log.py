@@ -35,6 +35,7 @@ from .log_segment import (
     DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, FetchDataInfo, LogSegment,
     filename_prefix,
 )
+from .leader_epoch_cache import LeaderEpochFileCache
 from .log_validator import AppendOrigin, ValidationResult, analyze_batches, validate_and_assign_offsets
 
 __all__ = [
@@ -131,6 +132,9 @@ class Log:
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         self._closed = False
         self._offline = False
+        self.leader_epoch_cache = LeaderEpochFileCache(directory)
+        self.leader_epoch_cache.truncate_from_end(next_offset)
+        self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
 
     @property
     def name(self) -> str:
@@ -217,6 +221,11 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         self.config = config
 
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch: (the largest epoch <= leader_epoch, where its records end), or
+        (-1, -1) when unknown."""
+        return self.leader_epoch_cache.end_offset_for(leader_epoch, self._next_offset)
+
     # -- appends
     def append_as_leader(self, records, *, leader_epoch: int = 0,
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
@@ -237,6 +246,7 @@ class Log:
             segment = self._maybe_roll(result, now)
             segment.append(result.last_offset, memoryview(records)[:result.valid_bytes], result.batches)
             self._next_offset = result.last_offset + 1
+            self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
             flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
             return LogAppendInfo(
                 first_offset=result.first_offset, last_offset=result.last_offset, max_timestamp=result.max_timestamp,
@@ -363,6 +373,7 @@ class Log:
             self._log_start_offset = offset
             self._high_watermark = max(self._high_watermark, offset)
             self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
+            self.leader_epoch_cache.truncate_from_start(offset)
 
     def delete_old_segments(self, now_ms: int) -> int:
         """Retention: drop the oldest segments past retention.ms (by their largest timestamp) or
@@ -462,6 +473,7 @@ class Log:
                 return True
             self._remove_and_delete_segments([s for s in self._segments.segments if s.base_offset > target_offset])
             self.active_segment.truncate_to(target_offset, self._clock_ms())
+            self.leader_epoch_cache.truncate_from_end(target_offset)
             self._next_offset = target_offset
             self._recovery_point = min(self._recovery_point, target_offset)
             self._log_start_offset = min(self._log_start_offset, target_offset)
@@ -474,6 +486,7 @@ class Log:
             self._remove_and_delete_segments(list(self._segments.segments))
             segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
             self._segments = _Segments.of([segment])
+            self.leader_epoch_cache.clear()
             self._next_offset = new_offset
             self._log_start_offset = new_offset
             self._recovery_point = min(self._recovery_point, new_offset)
@@ -535,6 +548,7 @@ class Log:
             except OSError as e:
                 raise KafkaStorageException(f"Error while renaming dir for {self.name}: {e}") from e
             self.dir = target
+            self.leader_epoch_cache.move_to(target)
             for segment in (*self._segments.segments, *(s for _, s in self._pending_deletions)):
                 segment.update_parent_dir(target)
 
