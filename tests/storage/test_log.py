@@ -110,7 +110,8 @@ def test_client_batch_checks(tmp_path, clock):
     with pytest.raises(InvalidRecordException, match="sequence"):
         log.append_as_leader(make_batch(producer=(1, 0, -1)))
     # The broker's own writes (transaction markers) skip the client checks.
-    info = log.append_as_leader(bytearray(build_control_batch("COMMIT", 1, 0, 0, 0, clock.now)), origin=AppendOrigin.COORDINATOR)
+    marker = bytearray(build_control_batch("COMMIT", 1, 0, 0, 0, clock.now))
+    info = log.append_as_leader(marker, origin=AppendOrigin.COORDINATOR)
     assert info.first_offset == 0
 
 

@@ -33,8 +33,9 @@ def test_logs_survive_a_clean_restart(tmp_path, clock):
     fill(manager, "orders", 1, 1).delete_records(1)
     manager.shutdown()
     assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
-    assert OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).read() == {("orders", 0): 6, ("orders", 1): 2}
-    assert OffsetCheckpointFile(tmp_path / REPLICATION_OFFSET_CHECKPOINT_FILE).read() == {("orders", 0): 6, ("orders", 1): 2}
+    ends = {("orders", 0): 6, ("orders", 1): 2}
+    assert OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).read() == ends
+    assert OffsetCheckpointFile(tmp_path / REPLICATION_OFFSET_CHECKPOINT_FILE).read() == ends
     # Only a start offset above the first segment's base is recorded, as Kafka does.
     assert OffsetCheckpointFile(tmp_path / LOG_START_OFFSET_CHECKPOINT_FILE).read() == {("orders", 1): 1}
 
