@@ -119,9 +119,13 @@ class LogManager:
                 self._register(loaded)
 
     def shutdown(self) -> None:
-        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
+        """Flush and close every log, write the checkpoints, then the clean-shutdown marker (not in
+        a directory where a log went offline: what it holds must be recovered)."""
+        damaged = set()
         for each in self.logs():
             each.flush()
+            if each.is_offline:
+                damaged.add(each.dir.parent)
             each.close()
         with self._lock:
             doomed, self._logs_to_delete = self._logs_to_delete, []
@@ -129,7 +133,8 @@ class LogManager:
             each.delete()
         self.checkpoint()
         for directory in self.log_dirs:
-            write_atomically(directory / CLEAN_SHUTDOWN_FILE, json.dumps({"version": 0, "brokerEpoch": -1}))
+            if directory not in damaged:
+                write_atomically(directory / CLEAN_SHUTDOWN_FILE, json.dumps({"version": 0, "brokerEpoch": -1}))
         for fd in self._dir_locks:
             os.close(fd)
         self._dir_locks = []

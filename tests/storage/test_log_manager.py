@@ -1,3 +1,4 @@
+import os
 import time
 
 import pytest
@@ -182,3 +183,17 @@ def test_a_thousand_partitions_load_quickly(tmp_path, clock):
     assert len(manager.logs()) == 1000
     print(f"loaded 1000 empty partitions in {elapsed:.3f}s")
     manager.shutdown()
+
+
+def test_no_clean_shutdown_marker_where_a_log_went_offline(tmp_path, clock, monkeypatch):
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    manager = started(dirs, clock)
+    broken = fill(manager, "t", 0, 1)
+    fill(manager, "t", 1, 1)
+    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "Input/output error")))
+    with pytest.raises(KafkaStorageException):
+        broken.flush()
+    monkeypatch.undo()
+    manager.shutdown()
+    assert not (broken.dir.parent / CLEAN_SHUTDOWN_FILE).exists()
+    assert [d for d in dirs if (d / CLEAN_SHUTDOWN_FILE).exists()] == [d for d in dirs if d != broken.dir.parent]
