@@ -27,7 +27,8 @@ def unb64(s):
 
 
 def ops(broker, *operations, timeout=90):
-    res = node_script("kafkajs_ops.js", {"brokers": [broker.bootstrap], "ops": list(operations)}, timeout)
+    payload = {"brokers": [broker.bootstrap], "ops": list(operations), "globalTimeoutMs": (timeout - 5) * 1000}
+    res = node_script("kafkajs_ops.js", payload, timeout)
     return res["results"]
 
 
@@ -173,8 +174,8 @@ def test_consume_in_group_every_codec(broker, topic_name):
     for c in CODECS:
         operations.append({"op": "produce", "topic": f"{topic_name}-{c}", "codec": c, "messages": js_messages(recs)})
         operations.append({"op": "consumeGroup", "topic": f"{topic_name}-{c}", "groupId": f"g-{topic_name}-{c}",
-                           "count": len(recs), "timeoutMs": 30000})
-    res = ops(broker, *operations, timeout=240)
+                           "count": len(recs), "timeoutMs": 20000})
+    res = ops(broker, *operations, timeout=180)
     for i, c in enumerate(CODECS):
         ok(res[2 * i])
         got = ok(res[2 * i + 1])

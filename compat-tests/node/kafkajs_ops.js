@@ -147,6 +147,9 @@ function describeError(e) {
 
 async function main() {
   const input = await readStdin()
+  const watchdog = setTimeout(() => { process.stderr.write('kafkajs_ops: global timeout\n'); process.exit(3) },
+    input.globalTimeoutMs || 120000)
+  watchdog.unref()
   const kafka = new Kafka({
     clientId: 'compat-kafkajs',
     brokers: input.brokers,
@@ -173,6 +176,4 @@ async function main() {
   process.stdout.write(JSON.stringify({ results }) + '\n')
 }
 
-const watchdog = setTimeout(() => { process.stderr.write('kafkajs_ops: global timeout\n'); process.exit(3) }, 120000)
-watchdog.unref()
 main().then(() => process.exit(0), e => { process.stderr.write(`${e.stack}\n`); process.exit(1) })
