@@ -272,11 +272,16 @@ class ModuleWriter:
     def __init__(self, spec: MessageSpec) -> None:
         self.spec = spec
         self.formats: dict[str, str] = {}
-        self.functions: list[str] = []
+        self.functions: dict[str, str] = {}  # name -> source
         # (struct name, version, 'd'|'e') -> canonical function name
         self.fn_names: dict[tuple[str, int, str], str] = {}
         self.bodies: dict[tuple[str, str], str] = {}
         self.tmp = 0
+
+    def array_table(self, code: str) -> str:
+        name = "_A_" + code.replace("?", "o").replace("H", "W").replace("I", "J")
+        self.formats[name] = code
+        return name
 
     def fmt(self, codes: str) -> str:
         name = "_S_" + codes.replace("16s", "U").replace("?", "o").replace("H", "W").replace("I", "J")
@@ -324,14 +329,16 @@ class ModuleWriter:
             canonical = f"_{kind}_{s.name}_v{version}"
             self.bodies[(kind, body)] = canonical
             args = "buf, pos" if kind == "d" else "o, out"
-            self.functions.append(f"def {canonical}({args}):\n{body}\n")
+            self.functions[canonical] = f"def {canonical}({args}):\n{body}\n"
         self.fn_names[key] = canonical
         return canonical
 
-    def decode_body(self, s: StructSpec, version: int) -> str:
-        c = Code()
+    def decode_body(self, s: StructSpec, version: int, c: Code | None = None, obj: str = "o") -> str:
+        """The decode function's body, or, given `c`, the same code inlined there into `obj`."""
+        inlined = c is not None
+        c = Code() if c is None else c
         regular, tagged = self.present(s, version)
-        c(f"o = _new({s.name})")
+        c(f"{obj} = _new({s.name})")
         pending_codes: list[str] = []
         pending_targets: list[str] = []
         post: list[str] = []
@@ -352,7 +359,7 @@ class ModuleWriter:
             post.clear()
 
         for f in regular:
-            target = f"o.{f.attr}"
+            target = f"{obj}.{f.attr}"
             what = f"{s.name}.{f.attr}"
             flex = self.field_flexible(f, version)
             nullable = version in f.nullable
@@ -403,29 +410,38 @@ class ModuleWriter:
                     pending_codes.append("h")
                 pending_targets.append(n)
                 flush()
-            self.decode_value(c, f, version, n, target, nullable, what)
+            self.decode_value(c, f, version, n, target, nullable, what, may_inline=True)
         flush()
         for f in s.fields:
             if version not in f.versions:
-                c(f"o.{f.attr} = {default_expr(f)}")
+                c(f"{obj}.{f.attr} = {default_expr(f)}")
         for f in tagged:
-            c(f"o.{f.attr} = {default_expr(f)}")
+            c(f"{obj}.{f.attr} = {default_expr(f)}")
         if self.flexible(version):
             c("if buf[pos] == 0:")
             with c.block():
                 c("pos += 1")
-                c("o._unknown_tagged = None")
+                c(f"{obj}._unknown_tagged = None")
             c("else:")
             with c.block():
-                self.decode_tags(c, s, tagged, version)
+                self.decode_tags(c, s, tagged, version, obj)
         else:
-            c("o._unknown_tagged = None")
-        c("return o, pos")
+            c(f"{obj}._unknown_tagged = None")
+        if inlined:
+            return ""
+        c(f"return {obj}, pos")
         return c.text()
 
+    def is_leaf(self, s: StructSpec, version: int) -> bool:
+        return all(f.struct is None for f in s.fields if version in f.versions)
+
+
     def decode_value(self, c: Code, f: FieldSpec, version: int, n: str, target: str, nullable: bool,
-                     what: str) -> None:
-        """Read the field whose length/count/marker is already in `n` (after compact adjustment)."""
+                     what: str, may_inline: bool = False) -> None:
+        """Read the field whose length/count/marker is already in `n` (after compact adjustment).
+
+        Elements of an array of leaf structs are decoded inline, saving a call per element, except
+        inside a tagged field, whose loop variables the inlined tag section would overwrite."""
         c(f"if {n} < 0:")
         with c.block():
             if nullable:
@@ -438,20 +454,36 @@ class ModuleWriter:
                 el = f.element
                 if f.struct is not None:
                     fn = self.fn_names[(f.struct.name, version, "d")]
+                    c(f"if {n} == 0:")
+                    with c.block():
+                        c(f"{target} = []")
+                    c("else:")
+                    c.indent += 1
                     c(f"check_count(buf, pos, {n}, {what!r})")
                     lst = self.temp()
                     c(f"{lst} = []")
                     c(f"for _ in range({n}):")
                     with c.block():
                         x = self.temp()
-                        c(f"{x}, pos = {fn}(buf, pos)")
+                        if may_inline and self.is_leaf(f.struct, version):
+                            self.decode_body(f.struct, version, c, x)
+                        else:
+                            c(f"{x}, pos = {fn}(buf, pos)")
                         c(f"{lst}.append({x})")
                     c(f"{target} = {lst}")
+                    c.indent -= 1
                 elif el == "uuid":
                     c(f"{target}, pos = read_uuid_array(buf, pos, {n})")
                 elif el in FIXED:
                     code, size, _ = FIXED[el]
-                    c(f"{target}, pos = read_fixed_array(buf, pos, {n}, {code!r}, {size})")
+                    # Short arrays (replica lists) through a precompiled struct, longer ones checked.
+                    c(f"if {n} < {SHORT_ARRAY}:")
+                    with c.block():
+                        c(f"{target} = list({self.array_table(code)}[{n}].unpack_from(buf, pos))")
+                        c(f"pos += {size} * {n}")
+                    c("else:")
+                    with c.block():
+                        c(f"{target}, pos = read_fixed_array(buf, pos, {n}, {code!r}, {size})")
                 else:
                     c(f"check_count(buf, pos, {n}, {what!r})")
                     lst = self.temp()
@@ -464,13 +496,15 @@ class ModuleWriter:
                         with c.block():
                             c(f"raise null_error({what!r})")
                         e = self.temp()
-                        c(f"{e} = check_length(buf, pos, {m})")
+                        c(f"{e} = pos + {m}")
                         c(f"{lst}.append({self.slice_expr(el, e, f)})")
                         c(f"pos = {e}")
                     c(f"{target} = {lst}")
             else:
+                # A slice past the end comes out short and leaves pos past the end: the next read
+                # fails, or Message.decode_from's final check does.
                 e = self.temp()
-                c(f"{e} = check_length(buf, pos, {n})")
+                c(f"{e} = pos + {n}")
                 c(f"{target} = {self.slice_expr(f.type, e, f)}")
                 c(f"pos = {e}")
 
@@ -497,7 +531,7 @@ class ModuleWriter:
             c(f"{n}, = {fmt}.unpack_from(buf, pos)")
             c(f"pos += {size}")
 
-    def decode_tags(self, c: Code, s: StructSpec, tagged: list[FieldSpec], version: int) -> None:
+    def decode_tags(self, c: Code, s: StructSpec, tagged: list[FieldSpec], version: int, obj: str) -> None:
         c("unknown = None")
         c("count, pos = read_uvarint(buf, pos)")
         c("for _ in range(count):")
@@ -515,24 +549,24 @@ class ModuleWriter:
                         code = FIXED[f.type][0]
                         name = self.fmt(code)
                         if f.type == "uuid":
-                            c(f"o.{f.attr} = uuid_from({name}.unpack_from(buf, pos)[0])")
+                            c(f"{obj}.{f.attr} = uuid_from({name}.unpack_from(buf, pos)[0])")
                         else:
-                            c(f"o.{f.attr}, = {name}.unpack_from(buf, pos)")
+                            c(f"{obj}.{f.attr}, = {name}.unpack_from(buf, pos)")
                     elif f.struct is not None and not f.is_array:
                         fn = self.fn_names[(f.struct.name, version, "d")]
                         if version in f.nullable:
                             c("if buf[pos] >= 128:")
                             with c.block():
-                                c(f"o.{f.attr} = None")
+                                c(f"{obj}.{f.attr} = None")
                             c("else:")
                             with c.block():
-                                c(f"o.{f.attr}, _ = {fn}(buf, pos + 1)")
+                                c(f"{obj}.{f.attr}, _ = {fn}(buf, pos + 1)")
                         else:
-                            c(f"o.{f.attr}, _ = {fn}(buf, pos)")
+                            c(f"{obj}.{f.attr}, _ = {fn}(buf, pos)")
                     else:
                         n = self.temp()
                         self.read_length(c, n, True, f.type)
-                        self.decode_value(c, f, version, n, f"o.{f.attr}", version in f.nullable,
+                        self.decode_value(c, f, version, n, f"{obj}.{f.attr}", version in f.nullable,
                                           f"{s.name}.{f.attr}")
                     c("pos = tag_end")
             if tagged:
@@ -541,7 +575,7 @@ class ModuleWriter:
                     c("unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)")
             else:
                 c("unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)")
-        c("o._unknown_tagged = unknown")
+        c(f"{obj}._unknown_tagged = unknown")
 
     # -- encode --
 
@@ -735,20 +769,24 @@ class ModuleWriter:
             "# ruff: noqa",
             "import struct",
             "",
-            "from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,",
-            "                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,",
-            "                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)",
+            "from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,",
+            "                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,",
+            "                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,",
+            "                     write_tags)",
             "",
         ]
         for name, fmt in sorted(self.formats.items()):
-            out.append(f"{name} = struct.Struct({fmt!r})")
+            if name.startswith("_A_"):
+                out.append(f"{name} = short_arrays({fmt!r}, {SHORT_ARRAY})")
+            else:
+                out.append(f"{name} = struct.Struct({fmt!r})")
         out.append("")
         for s in spec.structs:
             out.append(self.render_class(s, s is spec.root))
-        out.extend(self.functions)
         lo, hi = spec.valid.lo, spec.valid.hi
         decoders = ", ".join(self.fn_names[(spec.root.name, v, "d")] for v in range(lo, hi + 1))
         encoders = ", ".join(self.fn_names[(spec.root.name, v, "e")] for v in range(lo, hi + 1))
+        out.extend(self.functions[name] for name in self.reachable(decoders.split(", ") + encoders.split(", ")))
         out.append(f"{spec.root.name}._decoders = ({decoders},)")
         out.append(f"{spec.root.name}._encoders = ({encoders},)")
         for s in spec.structs:
@@ -757,6 +795,17 @@ class ModuleWriter:
             if s is not spec.root:
                 out.append(f"{spec.root.name}.{s.name} = {s.name}")
         return "\n".join(out) + "\n"
+
+    def reachable(self, roots: list[str]) -> list[str]:
+        """The functions the roots call, in generation order: structs only ever decoded inline get none."""
+        seen = set()
+        stack = list(roots)
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                stack.extend(re.findall(r"\b_[de]_\w+", self.functions[name]))
+        return [name for name in self.functions if name in seen]
 
     def render_schema(self, s: StructSpec) -> str:
         """The class's FieldInfo tuple, assigned once every class of the module exists."""
@@ -802,6 +851,8 @@ class ModuleWriter:
         return "\n".join(lines) + "\n"
 
 
+# Arrays of fixed-width elements shorter than this are read through precompiled structs.
+SHORT_ARRAY = 32
 FIXED_SIZE = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8, "16s": 16}
 
 

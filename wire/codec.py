@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from functools import cache
 from typing import NamedTuple
 
 from .exceptions import CodecError, UnsupportedVersionError
@@ -105,6 +106,13 @@ def check_count(buf, pos: int, n: int, what: str) -> None:
 
 def null_error(what: str):
     return CodecError(f"non-nullable field {what} was serialized as null")
+
+
+@cache
+def short_arrays(code: str, count: int) -> tuple[struct.Struct, ...]:
+    """Precompiled structs for 0..count-1 elements of one fixed-width type: the generated code
+    reads short arrays with `short_arrays(code, count)[n].unpack_from`, which checks the bounds."""
+    return tuple(struct.Struct(f">{n}{code}") for n in range(count))
 
 
 def read_fixed_array(buf, pos: int, n: int, code: str, size: int) -> tuple[list, int]:
@@ -281,14 +289,19 @@ class Message(Struct):
     @classmethod
     def decode_from(cls, buf, version: int, pos: int = 0):
         """Decode one message at `pos`; returns (message, position after it)."""
-        cls.check_version(version)
-        view = buf if isinstance(buf, memoryview) else memoryview(buf)
+        index = version - cls.VALID_VERSIONS[0]
+        if index < 0 or version > cls.VALID_VERSIONS[1]:
+            cls.check_version(version)
+        view = buf if type(buf) is memoryview else memoryview(buf)
         try:
-            return cls._decoders[version - cls.VALID_VERSIONS[0]](view, pos)
+            message, end = cls._decoders[index](view, pos)
         except CodecError:
             raise
         except _DECODE_FAILURES as e:
             raise CodecError(f"cannot decode {cls.__name__} v{version}: {e}") from e
+        if end > len(view):
+            raise CodecError(f"cannot decode {cls.__name__} v{version}: a field runs past the end of the data")
+        return message, end
 
     def encode(self, version: int, out: bytearray | None = None) -> bytearray:
         """Append this message at `version` to `out` (a new bytearray by default) and return it."""

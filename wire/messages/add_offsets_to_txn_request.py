@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_qh = struct.Struct('>qh')
@@ -38,7 +39,7 @@ def _d_AddOffsetsToTxnRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AddOffsetsToTxnRequest.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.producer_id, o.producer_epoch, _t3, = _S_qhh.unpack_from(buf, pos)
@@ -46,7 +47,7 @@ def _d_AddOffsetsToTxnRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('AddOffsetsToTxnRequest.group_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o._unknown_tagged = None
@@ -73,7 +74,7 @@ def _d_AddOffsetsToTxnRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('AddOffsetsToTxnRequest.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.producer_id, o.producer_epoch, = _S_qh.unpack_from(buf, pos)
@@ -87,7 +88,7 @@ def _d_AddOffsetsToTxnRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('AddOffsetsToTxnRequest.group_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     if buf[pos] == 0:

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_qh = struct.Struct('>qh')
@@ -57,25 +59,6 @@ class AddPartitionsToTxnRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AddPartitionsToTxnTopic_v0(buf, pos):
-    o = _new(AddPartitionsToTxnTopic)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('AddPartitionsToTxnTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('AddPartitionsToTxnTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_AddPartitionsToTxnRequest_v0(buf, pos):
     o = _new(AddPartitionsToTxnRequest)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -83,7 +66,7 @@ def _d_AddPartitionsToTxnRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnRequest.v3_and_below_transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.v3_and_below_transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, _t3, = _S_qhi.unpack_from(buf, pos)
@@ -91,12 +74,34 @@ def _d_AddPartitionsToTxnRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('AddPartitionsToTxnRequest.v3_and_below_topics')
     else:
-        check_count(buf, pos, _t3, 'AddPartitionsToTxnRequest.v3_and_below_topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AddPartitionsToTxnTopic_v0(buf, pos)
-            _t4.append(_t5)
-        o.v3_and_below_topics = _t4
+        if _t3 == 0:
+            o.v3_and_below_topics = []
+        else:
+            check_count(buf, pos, _t3, 'AddPartitionsToTxnRequest.v3_and_below_topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AddPartitionsToTxnTopic)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('AddPartitionsToTxnTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('AddPartitionsToTxnTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.v3_and_below_topics = _t4
     o.transactions = []
     o._unknown_tagged = None
     return o, pos
@@ -124,43 +129,6 @@ def _e_AddPartitionsToTxnRequest_v0(o, out):
     for _t5 in _t3:
         _e_AddPartitionsToTxnTopic_v0(_t5, out)
 
-def _d_AddPartitionsToTxnTopic_v3(buf, pos):
-    o = _new(AddPartitionsToTxnTopic)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('AddPartitionsToTxnTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('AddPartitionsToTxnTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_AddPartitionsToTxnRequest_v3(buf, pos):
     o = _new(AddPartitionsToTxnRequest)
     _t1 = buf[pos]
@@ -172,7 +140,7 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnRequest.v3_and_below_transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.v3_and_below_transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, = _S_qh.unpack_from(buf, pos)
@@ -186,12 +154,52 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('AddPartitionsToTxnRequest.v3_and_below_topics')
     else:
-        check_count(buf, pos, _t3, 'AddPartitionsToTxnRequest.v3_and_below_topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AddPartitionsToTxnTopic_v3(buf, pos)
-            _t4.append(_t5)
-        o.v3_and_below_topics = _t4
+        if _t3 == 0:
+            o.v3_and_below_topics = []
+        else:
+            check_count(buf, pos, _t3, 'AddPartitionsToTxnRequest.v3_and_below_topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AddPartitionsToTxnTopic)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('AddPartitionsToTxnTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('AddPartitionsToTxnTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.v3_and_below_topics = _t4
     o.transactions = []
     if buf[pos] == 0:
         pos += 1
@@ -251,7 +259,7 @@ def _d_AddPartitionsToTxnTransaction_v4(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnTransaction.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.producer_id, o.producer_epoch, o.verify_only, = _S_qho.unpack_from(buf, pos)
@@ -265,12 +273,52 @@ def _d_AddPartitionsToTxnTransaction_v4(buf, pos):
     if _t3 < 0:
         raise null_error('AddPartitionsToTxnTransaction.topics')
     else:
-        check_count(buf, pos, _t3, 'AddPartitionsToTxnTransaction.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AddPartitionsToTxnTopic_v3(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'AddPartitionsToTxnTransaction.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AddPartitionsToTxnTopic)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('AddPartitionsToTxnTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('AddPartitionsToTxnTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.topics = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -295,12 +343,15 @@ def _d_AddPartitionsToTxnRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnRequest.transactions')
     else:
-        check_count(buf, pos, _t1, 'AddPartitionsToTxnRequest.transactions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AddPartitionsToTxnTransaction_v4(buf, pos)
-            _t2.append(_t3)
-        o.transactions = _t2
+        if _t1 == 0:
+            o.transactions = []
+        else:
+            check_count(buf, pos, _t1, 'AddPartitionsToTxnRequest.transactions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AddPartitionsToTxnTransaction_v4(buf, pos)
+                _t2.append(_t3)
+            o.transactions = _t2
     o.v3_and_below_transactional_id = ''
     o.v3_and_below_producer_id = 0
     o.v3_and_below_producer_epoch = 0

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -62,13 +63,6 @@ class AddPartitionsToTxnResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AddPartitionsToTxnPartitionResult_v0(buf, pos):
-    o = _new(AddPartitionsToTxnPartitionResult)
-    o.partition_index, o.partition_error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_AddPartitionsToTxnTopicResult_v0(buf, pos):
     o = _new(AddPartitionsToTxnTopicResult)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -76,7 +70,7 @@ def _d_AddPartitionsToTxnTopicResult_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnTopicResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -84,12 +78,18 @@ def _d_AddPartitionsToTxnTopicResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('AddPartitionsToTxnTopicResult.results_by_partition')
     else:
-        check_count(buf, pos, _t3, 'AddPartitionsToTxnTopicResult.results_by_partition')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AddPartitionsToTxnPartitionResult_v0(buf, pos)
-            _t4.append(_t5)
-        o.results_by_partition = _t4
+        if _t3 == 0:
+            o.results_by_partition = []
+        else:
+            check_count(buf, pos, _t3, 'AddPartitionsToTxnTopicResult.results_by_partition')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AddPartitionsToTxnPartitionResult)
+                _t5.partition_index, _t5.partition_error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.results_by_partition = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -100,12 +100,15 @@ def _d_AddPartitionsToTxnResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnResponse.results_by_topic_v3_and_below')
     else:
-        check_count(buf, pos, _t1, 'AddPartitionsToTxnResponse.results_by_topic_v3_and_below')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AddPartitionsToTxnTopicResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.results_by_topic_v3_and_below = _t2
+        if _t1 == 0:
+            o.results_by_topic_v3_and_below = []
+        else:
+            check_count(buf, pos, _t1, 'AddPartitionsToTxnResponse.results_by_topic_v3_and_below')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AddPartitionsToTxnTopicResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.results_by_topic_v3_and_below = _t2
     o.error_code = 0
     o.results_by_transaction = []
     o._unknown_tagged = None
@@ -134,23 +137,6 @@ def _e_AddPartitionsToTxnResponse_v0(o, out):
     for _t3 in _t1:
         _e_AddPartitionsToTxnTopicResult_v0(_t3, out)
 
-def _d_AddPartitionsToTxnPartitionResult_v3(buf, pos):
-    o = _new(AddPartitionsToTxnPartitionResult)
-    o.partition_index, o.partition_error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_AddPartitionsToTxnTopicResult_v3(buf, pos):
     o = _new(AddPartitionsToTxnTopicResult)
     _t1 = buf[pos]
@@ -162,7 +148,7 @@ def _d_AddPartitionsToTxnTopicResult_v3(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnTopicResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -174,12 +160,28 @@ def _d_AddPartitionsToTxnTopicResult_v3(buf, pos):
     if _t3 < 0:
         raise null_error('AddPartitionsToTxnTopicResult.results_by_partition')
     else:
-        check_count(buf, pos, _t3, 'AddPartitionsToTxnTopicResult.results_by_partition')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AddPartitionsToTxnPartitionResult_v3(buf, pos)
-            _t4.append(_t5)
-        o.results_by_partition = _t4
+        if _t3 == 0:
+            o.results_by_partition = []
+        else:
+            check_count(buf, pos, _t3, 'AddPartitionsToTxnTopicResult.results_by_partition')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AddPartitionsToTxnPartitionResult)
+                _t5.partition_index, _t5.partition_error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.results_by_partition = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -206,12 +208,15 @@ def _d_AddPartitionsToTxnResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnResponse.results_by_topic_v3_and_below')
     else:
-        check_count(buf, pos, _t1, 'AddPartitionsToTxnResponse.results_by_topic_v3_and_below')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AddPartitionsToTxnTopicResult_v3(buf, pos)
-            _t2.append(_t3)
-        o.results_by_topic_v3_and_below = _t2
+        if _t1 == 0:
+            o.results_by_topic_v3_and_below = []
+        else:
+            check_count(buf, pos, _t1, 'AddPartitionsToTxnResponse.results_by_topic_v3_and_below')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AddPartitionsToTxnTopicResult_v3(buf, pos)
+                _t2.append(_t3)
+            o.results_by_topic_v3_and_below = _t2
     o.error_code = 0
     o.results_by_transaction = []
     if buf[pos] == 0:
@@ -277,7 +282,7 @@ def _d_AddPartitionsToTxnResult_v4(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnResult.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -289,12 +294,15 @@ def _d_AddPartitionsToTxnResult_v4(buf, pos):
     if _t3 < 0:
         raise null_error('AddPartitionsToTxnResult.topic_results')
     else:
-        check_count(buf, pos, _t3, 'AddPartitionsToTxnResult.topic_results')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AddPartitionsToTxnTopicResult_v3(buf, pos)
-            _t4.append(_t5)
-        o.topic_results = _t4
+        if _t3 == 0:
+            o.topic_results = []
+        else:
+            check_count(buf, pos, _t3, 'AddPartitionsToTxnResult.topic_results')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_AddPartitionsToTxnTopicResult_v3(buf, pos)
+                _t4.append(_t5)
+            o.topic_results = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -321,12 +329,15 @@ def _d_AddPartitionsToTxnResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('AddPartitionsToTxnResponse.results_by_transaction')
     else:
-        check_count(buf, pos, _t1, 'AddPartitionsToTxnResponse.results_by_transaction')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AddPartitionsToTxnResult_v4(buf, pos)
-            _t2.append(_t3)
-        o.results_by_transaction = _t2
+        if _t1 == 0:
+            o.results_by_transaction = []
+        else:
+            check_count(buf, pos, _t1, 'AddPartitionsToTxnResponse.results_by_transaction')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AddPartitionsToTxnResult_v4(buf, pos)
+                _t2.append(_t3)
+            o.results_by_transaction = _t2
     o.results_by_topic_v3_and_below = []
     if buf[pos] == 0:
         pos += 1

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_W = struct.Struct('>H')
 _S_iiU = struct.Struct('>ii16s')
@@ -42,47 +43,6 @@ class AddRaftVoterRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_Listener_v0(buf, pos):
-    o = _new(Listener)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Listener.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('Listener.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, = _S_W.unpack_from(buf, pos)
-    pos += 2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_AddRaftVoterRequest_v0(buf, pos):
     o = _new(AddRaftVoterRequest)
     _t1 = buf[pos]
@@ -94,7 +54,7 @@ def _d_AddRaftVoterRequest_v0(buf, pos):
     if _t1 < 0:
         o.cluster_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.timeout_ms, o.voter_id, _t3, = _S_iiU.unpack_from(buf, pos)
@@ -109,12 +69,52 @@ def _d_AddRaftVoterRequest_v0(buf, pos):
     if _t4 < 0:
         raise null_error('AddRaftVoterRequest.listeners')
     else:
-        check_count(buf, pos, _t4, 'AddRaftVoterRequest.listeners')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_Listener_v0(buf, pos)
-            _t5.append(_t6)
-        o.listeners = _t5
+        if _t4 == 0:
+            o.listeners = []
+        else:
+            check_count(buf, pos, _t4, 'AddRaftVoterRequest.listeners')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(Listener)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('Listener.name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('Listener.host')
+                else:
+                    _t10 = pos + _t9
+                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t6.port, = _S_W.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.listeners = _t5
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_do = struct.Struct('>d?')
 _S_h = struct.Struct('>h')
@@ -61,42 +62,6 @@ class AlterClientQuotasRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_EntityData_v0(buf, pos):
-    o = _new(EntityData)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('EntityData.entity_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.entity_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.entity_name = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.entity_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
-def _d_OpData_v0(buf, pos):
-    o = _new(OpData)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('OpData.key')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.key = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.value, o.remove, = _S_do.unpack_from(buf, pos)
-    pos += 9
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_EntryData_v0(buf, pos):
     o = _new(EntryData)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -104,23 +69,57 @@ def _d_EntryData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('EntryData.entity')
     else:
-        check_count(buf, pos, _t1, 'EntryData.entity')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_EntityData_v0(buf, pos)
-            _t2.append(_t3)
-        o.entity = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.entity = []
+        else:
+            check_count(buf, pos, _t1, 'EntryData.entity')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(EntityData)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('EntityData.entity_type')
+                else:
+                    _t5 = pos + _t4
+                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    _t3.entity_name = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.entity_name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.entity = _t2
+    _t8, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('EntryData.ops')
     else:
-        check_count(buf, pos, _t4, 'EntryData.ops')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_OpData_v0(buf, pos)
-            _t5.append(_t6)
-        o.ops = _t5
+        if _t8 == 0:
+            o.ops = []
+        else:
+            check_count(buf, pos, _t8, 'EntryData.ops')
+            _t9 = []
+            for _ in range(_t8):
+                _t10 = _new(OpData)
+                _t11, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t11 < 0:
+                    raise null_error('OpData.key')
+                else:
+                    _t12 = pos + _t11
+                    _t10.key = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t10.value, _t10.remove, = _S_do.unpack_from(buf, pos)
+                pos += 9
+                _t10._unknown_tagged = None
+                _t9.append(_t10)
+            o.ops = _t9
     o._unknown_tagged = None
     return o, pos
 
@@ -131,12 +130,15 @@ def _d_AlterClientQuotasRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterClientQuotasRequest.entries')
     else:
-        check_count(buf, pos, _t1, 'AlterClientQuotasRequest.entries')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_EntryData_v0(buf, pos)
-            _t2.append(_t3)
-        o.entries = _t2
+        if _t1 == 0:
+            o.entries = []
+        else:
+            check_count(buf, pos, _t1, 'AlterClientQuotasRequest.entries')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_EntryData_v0(buf, pos)
+                _t2.append(_t3)
+            o.entries = _t2
     o.validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     o._unknown_tagged = None
@@ -180,74 +182,6 @@ def _e_AlterClientQuotasRequest_v0(o, out):
         _e_EntryData_v0(_t3, out)
     out += _S_o.pack(o.validate_only)
 
-def _d_EntityData_v1(buf, pos):
-    o = _new(EntityData)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('EntityData.entity_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.entity_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.entity_name = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.entity_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_OpData_v1(buf, pos):
-    o = _new(OpData)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('OpData.key')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.key = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.value, o.remove, = _S_do.unpack_from(buf, pos)
-    pos += 9
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_EntryData_v1(buf, pos):
     o = _new(EntryData)
     _t1 = buf[pos]
@@ -259,27 +193,93 @@ def _d_EntryData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('EntryData.entity')
     else:
-        check_count(buf, pos, _t1, 'EntryData.entity')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_EntityData_v1(buf, pos)
-            _t2.append(_t3)
-        o.entity = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.entity = []
+        else:
+            check_count(buf, pos, _t1, 'EntryData.entity')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(EntityData)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('EntityData.entity_type')
+                else:
+                    _t5 = pos + _t4
+                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t3.entity_name = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.entity_name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.entity = _t2
+    _t8 = buf[pos]
+    if _t8 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t8, pos = read_uvarint(buf, pos)
+    _t8 -= 1
+    if _t8 < 0:
         raise null_error('EntryData.ops')
     else:
-        check_count(buf, pos, _t4, 'EntryData.ops')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_OpData_v1(buf, pos)
-            _t5.append(_t6)
-        o.ops = _t5
+        if _t8 == 0:
+            o.ops = []
+        else:
+            check_count(buf, pos, _t8, 'EntryData.ops')
+            _t9 = []
+            for _ in range(_t8):
+                _t10 = _new(OpData)
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    raise null_error('OpData.key')
+                else:
+                    _t12 = pos + _t11
+                    _t10.key = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t10.value, _t10.remove, = _S_do.unpack_from(buf, pos)
+                pos += 9
+                if buf[pos] == 0:
+                    pos += 1
+                    _t10._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t10._unknown_tagged = unknown
+                _t9.append(_t10)
+            o.ops = _t9
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -304,12 +304,15 @@ def _d_AlterClientQuotasRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('AlterClientQuotasRequest.entries')
     else:
-        check_count(buf, pos, _t1, 'AlterClientQuotasRequest.entries')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_EntryData_v1(buf, pos)
-            _t2.append(_t3)
-        o.entries = _t2
+        if _t1 == 0:
+            o.entries = []
+        else:
+            check_count(buf, pos, _t1, 'AlterClientQuotasRequest.entries')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_EntryData_v1(buf, pos)
+                _t2.append(_t3)
+            o.entries = _t2
     o.validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -51,27 +52,6 @@ class AlterClientQuotasResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_EntityData_v0(buf, pos):
-    o = _new(EntityData)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('EntityData.entity_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.entity_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.entity_name = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.entity_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_EntryData_v0(buf, pos):
     o = _new(EntryData)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -79,7 +59,7 @@ def _d_EntryData_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -87,12 +67,32 @@ def _d_EntryData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('EntryData.entity')
     else:
-        check_count(buf, pos, _t3, 'EntryData.entity')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_EntityData_v0(buf, pos)
-            _t4.append(_t5)
-        o.entity = _t4
+        if _t3 == 0:
+            o.entity = []
+        else:
+            check_count(buf, pos, _t3, 'EntryData.entity')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(EntityData)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('EntityData.entity_type')
+                else:
+                    _t7 = pos + _t6
+                    _t5.entity_type = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    _t5.entity_name = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.entity_name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.entity = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -103,12 +103,15 @@ def _d_AlterClientQuotasResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterClientQuotasResponse.entries')
     else:
-        check_count(buf, pos, _t1, 'AlterClientQuotasResponse.entries')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_EntryData_v0(buf, pos)
-            _t2.append(_t3)
-        o.entries = _t2
+        if _t1 == 0:
+            o.entries = []
+        else:
+            check_count(buf, pos, _t1, 'AlterClientQuotasResponse.entries')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_EntryData_v0(buf, pos)
+                _t2.append(_t3)
+            o.entries = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -142,45 +145,6 @@ def _e_AlterClientQuotasResponse_v0(o, out):
     for _t3 in _t1:
         _e_EntryData_v0(_t3, out)
 
-def _d_EntityData_v1(buf, pos):
-    o = _new(EntityData)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('EntityData.entity_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.entity_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.entity_name = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.entity_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_EntryData_v1(buf, pos):
     o = _new(EntryData)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -194,7 +158,7 @@ def _d_EntryData_v1(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -206,12 +170,50 @@ def _d_EntryData_v1(buf, pos):
     if _t3 < 0:
         raise null_error('EntryData.entity')
     else:
-        check_count(buf, pos, _t3, 'EntryData.entity')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_EntityData_v1(buf, pos)
-            _t4.append(_t5)
-        o.entity = _t4
+        if _t3 == 0:
+            o.entity = []
+        else:
+            check_count(buf, pos, _t3, 'EntryData.entity')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(EntityData)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('EntityData.entity_type')
+                else:
+                    _t7 = pos + _t6
+                    _t5.entity_type = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    _t5.entity_name = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.entity_name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.entity = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -238,12 +240,15 @@ def _d_AlterClientQuotasResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('AlterClientQuotasResponse.entries')
     else:
-        check_count(buf, pos, _t1, 'AlterClientQuotasResponse.entries')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_EntryData_v1(buf, pos)
-            _t2.append(_t3)
-        o.entries = _t2
+        if _t1 == 0:
+            o.entries = []
+        else:
+            check_count(buf, pos, _t1, 'AlterClientQuotasResponse.entries')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_EntryData_v1(buf, pos)
+                _t2.append(_t3)
+            o.entries = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -52,27 +53,6 @@ class AlterConfigsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AlterableConfig_v0(buf, pos):
-    o = _new(AlterableConfig)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('AlterableConfig.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_AlterConfigsResource_v0(buf, pos):
     o = _new(AlterConfigsResource)
     o.resource_type, _t1, = _S_bh.unpack_from(buf, pos)
@@ -80,7 +60,7 @@ def _d_AlterConfigsResource_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterConfigsResource.resource_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -88,12 +68,32 @@ def _d_AlterConfigsResource_v0(buf, pos):
     if _t3 < 0:
         raise null_error('AlterConfigsResource.configs')
     else:
-        check_count(buf, pos, _t3, 'AlterConfigsResource.configs')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AlterableConfig_v0(buf, pos)
-            _t4.append(_t5)
-        o.configs = _t4
+        if _t3 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t3, 'AlterConfigsResource.configs')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AlterableConfig)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('AlterableConfig.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    _t5.value = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.value = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.configs = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -104,12 +104,15 @@ def _d_AlterConfigsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterConfigsRequest.resources')
     else:
-        check_count(buf, pos, _t1, 'AlterConfigsRequest.resources')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AlterConfigsResource_v0(buf, pos)
-            _t2.append(_t3)
-        o.resources = _t2
+        if _t1 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t1, 'AlterConfigsRequest.resources')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AlterConfigsResource_v0(buf, pos)
+                _t2.append(_t3)
+            o.resources = _t2
     o.validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     o._unknown_tagged = None
@@ -145,45 +148,6 @@ def _e_AlterConfigsRequest_v0(o, out):
         _e_AlterConfigsResource_v0(_t3, out)
     out += _S_o.pack(o.validate_only)
 
-def _d_AlterableConfig_v2(buf, pos):
-    o = _new(AlterableConfig)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('AlterableConfig.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_AlterConfigsResource_v2(buf, pos):
     o = _new(AlterConfigsResource)
     o.resource_type, = _S_b.unpack_from(buf, pos)
@@ -197,7 +161,7 @@ def _d_AlterConfigsResource_v2(buf, pos):
     if _t1 < 0:
         raise null_error('AlterConfigsResource.resource_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -209,12 +173,50 @@ def _d_AlterConfigsResource_v2(buf, pos):
     if _t3 < 0:
         raise null_error('AlterConfigsResource.configs')
     else:
-        check_count(buf, pos, _t3, 'AlterConfigsResource.configs')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AlterableConfig_v2(buf, pos)
-            _t4.append(_t5)
-        o.configs = _t4
+        if _t3 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t3, 'AlterConfigsResource.configs')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AlterableConfig)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('AlterableConfig.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    _t5.value = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.value = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.configs = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -239,12 +241,15 @@ def _d_AlterConfigsRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('AlterConfigsRequest.resources')
     else:
-        check_count(buf, pos, _t1, 'AlterConfigsRequest.resources')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AlterConfigsResource_v2(buf, pos)
-            _t2.append(_t3)
-        o.resources = _t2
+        if _t1 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t1, 'AlterConfigsRequest.resources')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AlterConfigsResource_v2(buf, pos)
+                _t2.append(_t3)
+            o.resources = _t2
     o.validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     if buf[pos] == 0:

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_i = struct.Struct('>i')
 
 class ReassignablePartition(Struct):
@@ -47,33 +49,6 @@ class AlterPartitionReassignmentsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ReassignablePartition_v0(buf, pos):
-    o = _new(ReassignablePartition)
-    o.partition_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.replicas = None
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ReassignableTopic_v0(buf, pos):
     o = _new(ReassignableTopic)
     _t1 = buf[pos]
@@ -85,7 +60,7 @@ def _d_ReassignableTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ReassignableTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -97,12 +72,42 @@ def _d_ReassignableTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ReassignableTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'ReassignableTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ReassignablePartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ReassignableTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ReassignablePartition)
+                _t5.partition_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.replicas = None
+                else:
+                    if _t6 < 32:
+                        _t5.replicas = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replicas, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -129,12 +134,15 @@ def _d_AlterPartitionReassignmentsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterPartitionReassignmentsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'AlterPartitionReassignmentsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReassignableTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'AlterPartitionReassignmentsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ReassignableTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

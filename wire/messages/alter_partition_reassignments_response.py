@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_ih = struct.Struct('>ih')
 
@@ -50,35 +51,6 @@ class AlterPartitionReassignmentsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ReassignablePartitionResponse_v0(buf, pos):
-    o = _new(ReassignablePartitionResponse)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ReassignableTopicResponse_v0(buf, pos):
     o = _new(ReassignableTopicResponse)
     _t1 = buf[pos]
@@ -90,7 +62,7 @@ def _d_ReassignableTopicResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ReassignableTopicResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -102,12 +74,40 @@ def _d_ReassignableTopicResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ReassignableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'ReassignableTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ReassignablePartitionResponse_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ReassignableTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ReassignablePartitionResponse)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -134,7 +134,7 @@ def _d_AlterPartitionReassignmentsResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -146,12 +146,15 @@ def _d_AlterPartitionReassignmentsResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('AlterPartitionReassignmentsResponse.responses')
     else:
-        check_count(buf, pos, _t3, 'AlterPartitionReassignmentsResponse.responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ReassignableTopicResponse_v0(buf, pos)
-            _t4.append(_t5)
-        o.responses = _t4
+        if _t3 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t3, 'AlterPartitionReassignmentsResponse.responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_ReassignableTopicResponse_v0(buf, pos)
+                _t4.append(_t5)
+            o.responses = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

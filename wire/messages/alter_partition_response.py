@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_bi = struct.Struct('>bi')
 _S_i = struct.Struct('>i')
@@ -58,36 +60,6 @@ class AlterPartitionResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, = _S_ihii.unpack_from(buf, pos)
-    pos += 14
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('PartitionData.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.partition_epoch, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o.leader_recovery_state = 0
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v0(buf, pos):
     o = _new(TopicData)
     _t1 = buf[pos]
@@ -99,7 +71,7 @@ def _d_TopicData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -111,12 +83,45 @@ def _d_TopicData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.error_code, _t5.leader_id, _t5.leader_epoch, = _S_ihii.unpack_from(buf, pos)
+                pos += 14
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('PartitionData.isr')
+                else:
+                    if _t6 < 32:
+                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.partition_epoch, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t5.leader_recovery_state = 0
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     if buf[pos] == 0:
         pos += 1
@@ -144,12 +149,15 @@ def _d_AlterPartitionResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterPartitionResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'AlterPartitionResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'AlterPartitionResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -205,35 +213,6 @@ def _e_AlterPartitionResponse_v0(o, out):
     else:
         out.append(0)
 
-def _d_PartitionData_v1(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, = _S_ihii.unpack_from(buf, pos)
-    pos += 14
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('PartitionData.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.leader_recovery_state, o.partition_epoch, = _S_bi.unpack_from(buf, pos)
-    pos += 5
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v1(buf, pos):
     o = _new(TopicData)
     _t1 = buf[pos]
@@ -245,7 +224,7 @@ def _d_TopicData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -257,12 +236,44 @@ def _d_TopicData_v1(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.error_code, _t5.leader_id, _t5.leader_epoch, = _S_ihii.unpack_from(buf, pos)
+                pos += 14
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('PartitionData.isr')
+                else:
+                    if _t6 < 32:
+                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.leader_recovery_state, _t5.partition_epoch, = _S_bi.unpack_from(buf, pos)
+                pos += 5
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     if buf[pos] == 0:
         pos += 1
@@ -290,12 +301,15 @@ def _d_AlterPartitionResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('AlterPartitionResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'AlterPartitionResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'AlterPartitionResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -365,12 +379,44 @@ def _d_TopicData_v2(buf, pos):
     if _t2 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t2, 'TopicData.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v1(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'TopicData.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(PartitionData)
+                _t4.partition_index, _t4.error_code, _t4.leader_id, _t4.leader_epoch, = _S_ihii.unpack_from(buf, pos)
+                pos += 14
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    raise null_error('PartitionData.isr')
+                else:
+                    if _t5 < 32:
+                        _t4.isr = list(_A_i[_t5].unpack_from(buf, pos))
+                        pos += 4 * _t5
+                    else:
+                        _t4.isr, pos = read_fixed_array(buf, pos, _t5, 'i', 4)
+                _t4.leader_recovery_state, _t4.partition_epoch, = _S_bi.unpack_from(buf, pos)
+                pos += 5
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partitions = _t3
     o.topic_name = ''
     if buf[pos] == 0:
         pos += 1
@@ -398,12 +444,15 @@ def _d_AlterPartitionResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('AlterPartitionResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'AlterPartitionResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v2(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'AlterPartitionResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v2(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

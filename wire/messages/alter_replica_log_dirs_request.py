@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
@@ -47,25 +49,6 @@ class AlterReplicaLogDirsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AlterReplicaLogDirTopic_v0(buf, pos):
-    o = _new(AlterReplicaLogDirTopic)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('AlterReplicaLogDirTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('AlterReplicaLogDirTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_AlterReplicaLogDir_v0(buf, pos):
     o = _new(AlterReplicaLogDir)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -73,7 +56,7 @@ def _d_AlterReplicaLogDir_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterReplicaLogDir.path')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.path = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -81,12 +64,34 @@ def _d_AlterReplicaLogDir_v0(buf, pos):
     if _t3 < 0:
         raise null_error('AlterReplicaLogDir.topics')
     else:
-        check_count(buf, pos, _t3, 'AlterReplicaLogDir.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AlterReplicaLogDirTopic_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'AlterReplicaLogDir.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AlterReplicaLogDirTopic)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('AlterReplicaLogDirTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('AlterReplicaLogDirTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.topics = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -97,12 +102,15 @@ def _d_AlterReplicaLogDirsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterReplicaLogDirsRequest.dirs')
     else:
-        check_count(buf, pos, _t1, 'AlterReplicaLogDirsRequest.dirs')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AlterReplicaLogDir_v0(buf, pos)
-            _t2.append(_t3)
-        o.dirs = _t2
+        if _t1 == 0:
+            o.dirs = []
+        else:
+            check_count(buf, pos, _t1, 'AlterReplicaLogDirsRequest.dirs')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AlterReplicaLogDir_v0(buf, pos)
+                _t2.append(_t3)
+            o.dirs = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -134,43 +142,6 @@ def _e_AlterReplicaLogDirsRequest_v0(o, out):
     for _t3 in _t1:
         _e_AlterReplicaLogDir_v0(_t3, out)
 
-def _d_AlterReplicaLogDirTopic_v2(buf, pos):
-    o = _new(AlterReplicaLogDirTopic)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('AlterReplicaLogDirTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('AlterReplicaLogDirTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_AlterReplicaLogDir_v2(buf, pos):
     o = _new(AlterReplicaLogDir)
     _t1 = buf[pos]
@@ -182,7 +153,7 @@ def _d_AlterReplicaLogDir_v2(buf, pos):
     if _t1 < 0:
         raise null_error('AlterReplicaLogDir.path')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.path = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -194,12 +165,52 @@ def _d_AlterReplicaLogDir_v2(buf, pos):
     if _t3 < 0:
         raise null_error('AlterReplicaLogDir.topics')
     else:
-        check_count(buf, pos, _t3, 'AlterReplicaLogDir.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AlterReplicaLogDirTopic_v2(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'AlterReplicaLogDir.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AlterReplicaLogDirTopic)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('AlterReplicaLogDirTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('AlterReplicaLogDirTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.topics = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -224,12 +235,15 @@ def _d_AlterReplicaLogDirsRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('AlterReplicaLogDirsRequest.dirs')
     else:
-        check_count(buf, pos, _t1, 'AlterReplicaLogDirsRequest.dirs')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AlterReplicaLogDir_v2(buf, pos)
-            _t2.append(_t3)
-        o.dirs = _t2
+        if _t1 == 0:
+            o.dirs = []
+        else:
+            check_count(buf, pos, _t1, 'AlterReplicaLogDirsRequest.dirs')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_AlterReplicaLogDir_v2(buf, pos)
+                _t2.append(_t3)
+            o.dirs = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

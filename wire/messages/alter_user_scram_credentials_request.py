@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bi = struct.Struct('>bi')
@@ -51,88 +52,6 @@ class AlterUserScramCredentialsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ScramCredentialDeletion_v0(buf, pos):
-    o = _new(ScramCredentialDeletion)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('ScramCredentialDeletion.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.mechanism, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_ScramCredentialUpsertion_v0(buf, pos):
-    o = _new(ScramCredentialUpsertion)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('ScramCredentialUpsertion.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.mechanism, o.iterations, = _S_bi.unpack_from(buf, pos)
-    pos += 5
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('ScramCredentialUpsertion.salt')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.salt = bytes(buf[pos:_t4])
-        pos = _t4
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('ScramCredentialUpsertion.salted_password')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.salted_password = bytes(buf[pos:_t6])
-        pos = _t6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
     o = _new(AlterUserScramCredentialsRequest)
     _t1 = buf[pos]
@@ -144,27 +63,107 @@ def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AlterUserScramCredentialsRequest.deletions')
     else:
-        check_count(buf, pos, _t1, 'AlterUserScramCredentialsRequest.deletions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ScramCredentialDeletion_v0(buf, pos)
-            _t2.append(_t3)
-        o.deletions = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.deletions = []
+        else:
+            check_count(buf, pos, _t1, 'AlterUserScramCredentialsRequest.deletions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ScramCredentialDeletion)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('ScramCredentialDeletion.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.mechanism, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.deletions = _t2
+    _t6 = buf[pos]
+    if _t6 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t6, pos = read_uvarint(buf, pos)
+    _t6 -= 1
+    if _t6 < 0:
         raise null_error('AlterUserScramCredentialsRequest.upsertions')
     else:
-        check_count(buf, pos, _t4, 'AlterUserScramCredentialsRequest.upsertions')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ScramCredentialUpsertion_v0(buf, pos)
-            _t5.append(_t6)
-        o.upsertions = _t5
+        if _t6 == 0:
+            o.upsertions = []
+        else:
+            check_count(buf, pos, _t6, 'AlterUserScramCredentialsRequest.upsertions')
+            _t7 = []
+            for _ in range(_t6):
+                _t8 = _new(ScramCredentialUpsertion)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('ScramCredentialUpsertion.name')
+                else:
+                    _t10 = pos + _t9
+                    _t8.name = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t8.mechanism, _t8.iterations, = _S_bi.unpack_from(buf, pos)
+                pos += 5
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    raise null_error('ScramCredentialUpsertion.salt')
+                else:
+                    _t12 = pos + _t11
+                    _t8.salt = bytes(buf[pos:_t12])
+                    pos = _t12
+                _t13 = buf[pos]
+                if _t13 < 128:
+                    pos += 1
+                else:
+                    _t13, pos = read_uvarint(buf, pos)
+                _t13 -= 1
+                if _t13 < 0:
+                    raise null_error('ScramCredentialUpsertion.salted_password')
+                else:
+                    _t14 = pos + _t13
+                    _t8.salted_password = bytes(buf[pos:_t14])
+                    pos = _t14
+                if buf[pos] == 0:
+                    pos += 1
+                    _t8._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t8._unknown_tagged = unknown
+                _t7.append(_t8)
+            o.upsertions = _t7
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 
 class ApiVersionsRequest(Message):
@@ -47,7 +48,7 @@ def _d_ApiVersionsRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('ApiVersionsRequest.client_software_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.client_software_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -59,7 +60,7 @@ def _d_ApiVersionsRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('ApiVersionsRequest.client_software_version')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.client_software_version = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -71,13 +72,6 @@ class ApiVersionsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ApiVersion_v0(buf, pos):
-    o = _new(ApiVersion)
-    o.api_key, o.min_version, o.max_version, = _S_hhh.unpack_from(buf, pos)
-    pos += 6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ApiVersionsResponse_v0(buf, pos):
     o = _new(ApiVersionsResponse)
     o.error_code, _t1, = _S_hi.unpack_from(buf, pos)
@@ -85,12 +79,18 @@ def _d_ApiVersionsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ApiVersionsResponse.api_keys')
     else:
-        check_count(buf, pos, _t1, 'ApiVersionsResponse.api_keys')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ApiVersion_v0(buf, pos)
-            _t2.append(_t3)
-        o.api_keys = _t2
+        if _t1 == 0:
+            o.api_keys = []
+        else:
+            check_count(buf, pos, _t1, 'ApiVersionsResponse.api_keys')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ApiVersion)
+                _t3.api_key, _t3.min_version, _t3.max_version, = _S_hhh.unpack_from(buf, pos)
+                pos += 6
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.api_keys = _t2
     o.throttle_time_ms = 0
     o.supported_features = []
     o.finalized_features_epoch = -1
@@ -116,12 +116,18 @@ def _d_ApiVersionsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ApiVersionsResponse.api_keys')
     else:
-        check_count(buf, pos, _t1, 'ApiVersionsResponse.api_keys')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ApiVersion_v0(buf, pos)
-            _t2.append(_t3)
-        o.api_keys = _t2
+        if _t1 == 0:
+            o.api_keys = []
+        else:
+            check_count(buf, pos, _t1, 'ApiVersionsResponse.api_keys')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ApiVersion)
+                _t3.api_key, _t3.min_version, _t3.max_version, = _S_hhh.unpack_from(buf, pos)
+                pos += 6
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.api_keys = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.supported_features = []
@@ -139,23 +145,6 @@ def _e_ApiVersionsResponse_v1(o, out):
         _e_ApiVersion_v0(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
 
-def _d_ApiVersion_v3(buf, pos):
-    o = _new(ApiVersion)
-    o.api_key, o.min_version, o.max_version, = _S_hhh.unpack_from(buf, pos)
-    pos += 6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_SupportedFeatureKey_v3(buf, pos):
     o = _new(SupportedFeatureKey)
     _t1 = buf[pos]
@@ -167,7 +156,7 @@ def _d_SupportedFeatureKey_v3(buf, pos):
     if _t1 < 0:
         raise null_error('SupportedFeatureKey.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.min_version, o.max_version, = _S_hh.unpack_from(buf, pos)
@@ -196,7 +185,7 @@ def _d_FinalizedFeatureKey_v3(buf, pos):
     if _t1 < 0:
         raise null_error('FinalizedFeatureKey.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.max_version_level, o.min_version_level, = _S_hh.unpack_from(buf, pos)
@@ -227,12 +216,28 @@ def _d_ApiVersionsResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('ApiVersionsResponse.api_keys')
     else:
-        check_count(buf, pos, _t1, 'ApiVersionsResponse.api_keys')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ApiVersion_v3(buf, pos)
-            _t2.append(_t3)
-        o.api_keys = _t2
+        if _t1 == 0:
+            o.api_keys = []
+        else:
+            check_count(buf, pos, _t1, 'ApiVersionsResponse.api_keys')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ApiVersion)
+                _t3.api_key, _t3.min_version, _t3.max_version, = _S_hhh.unpack_from(buf, pos)
+                pos += 6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.api_keys = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.supported_features = []
@@ -259,12 +264,15 @@ def _d_ApiVersionsResponse_v3(buf, pos):
                 if _t4 < 0:
                     raise null_error('ApiVersionsResponse.supported_features')
                 else:
-                    check_count(buf, pos, _t4, 'ApiVersionsResponse.supported_features')
-                    _t5 = []
-                    for _ in range(_t4):
-                        _t6, pos = _d_SupportedFeatureKey_v3(buf, pos)
-                        _t5.append(_t6)
-                    o.supported_features = _t5
+                    if _t4 == 0:
+                        o.supported_features = []
+                    else:
+                        check_count(buf, pos, _t4, 'ApiVersionsResponse.supported_features')
+                        _t5 = []
+                        for _ in range(_t4):
+                            _t6, pos = _d_SupportedFeatureKey_v3(buf, pos)
+                            _t5.append(_t6)
+                        o.supported_features = _t5
                 pos = tag_end
             elif tag == 1:
                 tag_end = check_length(buf, pos, size)
@@ -281,12 +289,15 @@ def _d_ApiVersionsResponse_v3(buf, pos):
                 if _t7 < 0:
                     raise null_error('ApiVersionsResponse.finalized_features')
                 else:
-                    check_count(buf, pos, _t7, 'ApiVersionsResponse.finalized_features')
-                    _t8 = []
-                    for _ in range(_t7):
-                        _t9, pos = _d_FinalizedFeatureKey_v3(buf, pos)
-                        _t8.append(_t9)
-                    o.finalized_features = _t8
+                    if _t7 == 0:
+                        o.finalized_features = []
+                    else:
+                        check_count(buf, pos, _t7, 'ApiVersionsResponse.finalized_features')
+                        _t8 = []
+                        for _ in range(_t7):
+                            _t9, pos = _d_FinalizedFeatureKey_v3(buf, pos)
+                            _t8.append(_t9)
+                        o.finalized_features = _t8
                 pos = tag_end
             elif tag == 3:
                 tag_end = check_length(buf, pos, size)

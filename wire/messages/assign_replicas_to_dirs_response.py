@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_ih = struct.Struct('>ih')
@@ -59,23 +60,6 @@ class AssignReplicasToDirsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v0(buf, pos):
     o = _new(TopicData)
     _t1, = _S_U.unpack_from(buf, pos)
@@ -90,12 +74,28 @@ def _d_TopicData_v0(buf, pos):
     if _t2 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t2, 'TopicData.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'TopicData.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(PartitionData)
+                _t4.partition_index, _t4.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -123,12 +123,15 @@ def _d_DirectoryData_v0(buf, pos):
     if _t2 < 0:
         raise null_error('DirectoryData.topics')
     else:
-        check_count(buf, pos, _t2, 'DirectoryData.topics')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_TopicData_v0(buf, pos)
-            _t3.append(_t4)
-        o.topics = _t3
+        if _t2 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t2, 'DirectoryData.topics')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_TopicData_v0(buf, pos)
+                _t3.append(_t4)
+            o.topics = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -155,12 +158,15 @@ def _d_AssignReplicasToDirsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AssignReplicasToDirsResponse.directories')
     else:
-        check_count(buf, pos, _t1, 'AssignReplicasToDirsResponse.directories')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DirectoryData_v0(buf, pos)
-            _t2.append(_t3)
-        o.directories = _t2
+        if _t1 == 0:
+            o.directories = []
+        else:
+            check_count(buf, pos, _t1, 'AssignReplicasToDirsResponse.directories')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DirectoryData_v0(buf, pos)
+                _t2.append(_t3)
+            o.directories = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

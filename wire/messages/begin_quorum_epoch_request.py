@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -66,14 +67,6 @@ class BeginQuorumEpochRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.leader_id, o.leader_epoch, = _S_iii.unpack_from(buf, pos)
-    pos += 12
-    o.voter_directory_id = ZERO_UUID
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TopicData_v0(buf, pos):
     o = _new(TopicData)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -81,7 +74,7 @@ def _d_TopicData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -89,12 +82,19 @@ def _d_TopicData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.leader_id, _t5.leader_epoch, = _S_iii.unpack_from(buf, pos)
+                pos += 12
+                _t5.voter_directory_id = ZERO_UUID
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -105,7 +105,7 @@ def _d_BeginQuorumEpochRequest_v0(buf, pos):
     if _t1 < 0:
         o.cluster_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -113,12 +113,15 @@ def _d_BeginQuorumEpochRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('BeginQuorumEpochRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'BeginQuorumEpochRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicData_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'BeginQuorumEpochRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicData_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.voter_id = -1
     o.leader_endpoints = []
     o._unknown_tagged = None
@@ -150,24 +153,6 @@ def _e_BeginQuorumEpochRequest_v0(o, out):
     for _t5 in _t3:
         _e_TopicData_v0(_t5, out)
 
-def _d_PartitionData_v1(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, _t1, o.leader_id, o.leader_epoch, = _S_iUii.unpack_from(buf, pos)
-    pos += 28
-    o.voter_directory_id = uuid_from(_t1)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v1(buf, pos):
     o = _new(TopicData)
     _t1 = buf[pos]
@@ -179,7 +164,7 @@ def _d_TopicData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -191,53 +176,29 @@ def _d_TopicData_v1(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_LeaderEndpoint_v1(buf, pos):
-    o = _new(LeaderEndpoint)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('LeaderEndpoint.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('LeaderEndpoint.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, = _S_W.unpack_from(buf, pos)
-    pos += 2
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t6, _t5.leader_id, _t5.leader_epoch, = _S_iUii.unpack_from(buf, pos)
+                pos += 28
+                _t5.voter_directory_id = uuid_from(_t6)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -262,7 +223,7 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
     if _t1 < 0:
         o.cluster_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.voter_id, = _S_i.unpack_from(buf, pos)
@@ -276,12 +237,15 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
     if _t3 < 0:
         raise null_error('BeginQuorumEpochRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'BeginQuorumEpochRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicData_v1(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'BeginQuorumEpochRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicData_v1(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     _t6 = buf[pos]
     if _t6 < 128:
         pos += 1
@@ -291,12 +255,52 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
     if _t6 < 0:
         raise null_error('BeginQuorumEpochRequest.leader_endpoints')
     else:
-        check_count(buf, pos, _t6, 'BeginQuorumEpochRequest.leader_endpoints')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_LeaderEndpoint_v1(buf, pos)
-            _t7.append(_t8)
-        o.leader_endpoints = _t7
+        if _t6 == 0:
+            o.leader_endpoints = []
+        else:
+            check_count(buf, pos, _t6, 'BeginQuorumEpochRequest.leader_endpoints')
+            _t7 = []
+            for _ in range(_t6):
+                _t8 = _new(LeaderEndpoint)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('LeaderEndpoint.name')
+                else:
+                    _t10 = pos + _t9
+                    _t8.name = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    raise null_error('LeaderEndpoint.host')
+                else:
+                    _t12 = pos + _t11
+                    _t8.host = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t8.port, = _S_W.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t8._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t8._unknown_tagged = unknown
+                _t7.append(_t8)
+            o.leader_endpoints = _t7
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -65,13 +66,6 @@ class BeginQuorumEpochResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, = _S_ihii.unpack_from(buf, pos)
-    pos += 14
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TopicData_v0(buf, pos):
     o = _new(TopicData)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -79,7 +73,7 @@ def _d_TopicData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -87,12 +81,18 @@ def _d_TopicData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.error_code, _t5.leader_id, _t5.leader_epoch, = _S_ihii.unpack_from(buf, pos)
+                pos += 14
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -103,12 +103,15 @@ def _d_BeginQuorumEpochResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('BeginQuorumEpochResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'BeginQuorumEpochResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'BeginQuorumEpochResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.node_endpoints = []
     o._unknown_tagged = None
     return o, pos
@@ -136,23 +139,6 @@ def _e_BeginQuorumEpochResponse_v0(o, out):
     for _t3 in _t1:
         _e_TopicData_v0(_t3, out)
 
-def _d_PartitionData_v1(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, = _S_ihii.unpack_from(buf, pos)
-    pos += 14
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v1(buf, pos):
     o = _new(TopicData)
     _t1 = buf[pos]
@@ -164,7 +150,7 @@ def _d_TopicData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -176,12 +162,28 @@ def _d_TopicData_v1(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.error_code, _t5.leader_id, _t5.leader_epoch, = _S_ihii.unpack_from(buf, pos)
+                pos += 14
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -208,7 +210,7 @@ def _d_NodeEndpoint_v1(buf, pos):
     if _t1 < 0:
         raise null_error('NodeEndpoint.host')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.host = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.port, = _S_W.unpack_from(buf, pos)
@@ -239,12 +241,15 @@ def _d_BeginQuorumEpochResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('BeginQuorumEpochResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'BeginQuorumEpochResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'BeginQuorumEpochResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -266,12 +271,15 @@ def _d_BeginQuorumEpochResponse_v1(buf, pos):
                 if _t4 < 0:
                     raise null_error('BeginQuorumEpochResponse.node_endpoints')
                 else:
-                    check_count(buf, pos, _t4, 'BeginQuorumEpochResponse.node_endpoints')
-                    _t5 = []
-                    for _ in range(_t4):
-                        _t6, pos = _d_NodeEndpoint_v1(buf, pos)
-                        _t5.append(_t6)
-                    o.node_endpoints = _t5
+                    if _t4 == 0:
+                        o.node_endpoints = []
+                    else:
+                        check_count(buf, pos, _t4, 'BeginQuorumEpochResponse.node_endpoints')
+                        _t5 = []
+                        for _ in range(_t4):
+                            _t6, pos = _d_NodeEndpoint_v1(buf, pos)
+                            _t5.append(_t6)
+                        o.node_endpoints = _t5
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)

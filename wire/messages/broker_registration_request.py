@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_Wh = struct.Struct('>Hh')
@@ -62,76 +63,6 @@ class BrokerRegistrationRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_Listener_v0(buf, pos):
-    o = _new(Listener)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Listener.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('Listener.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, o.security_protocol, = _S_Wh.unpack_from(buf, pos)
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_Feature_v0(buf, pos):
-    o = _new(Feature)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Feature.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.min_supported_version, o.max_supported_version, = _S_hh.unpack_from(buf, pos)
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_BrokerRegistrationRequest_v0(buf, pos):
     o = _new(BrokerRegistrationRequest)
     o.broker_id, = _S_i.unpack_from(buf, pos)
@@ -145,7 +76,7 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
@@ -160,39 +91,107 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
     if _t4 < 0:
         raise null_error('BrokerRegistrationRequest.listeners')
     else:
-        check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_Listener_v0(buf, pos)
-            _t5.append(_t6)
-        o.listeners = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.listeners = []
+        else:
+            check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(Listener)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('Listener.name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('Listener.host')
+                else:
+                    _t10 = pos + _t9
+                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.listeners = _t5
+    _t11 = buf[pos]
+    if _t11 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t11, pos = read_uvarint(buf, pos)
+    _t11 -= 1
+    if _t11 < 0:
         raise null_error('BrokerRegistrationRequest.features')
     else:
-        check_count(buf, pos, _t7, 'BrokerRegistrationRequest.features')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_Feature_v0(buf, pos)
-            _t8.append(_t9)
-        o.features = _t8
-    _t10 = buf[pos]
-    if _t10 < 128:
+        if _t11 == 0:
+            o.features = []
+        else:
+            check_count(buf, pos, _t11, 'BrokerRegistrationRequest.features')
+            _t12 = []
+            for _ in range(_t11):
+                _t13 = _new(Feature)
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('Feature.name')
+                else:
+                    _t15 = pos + _t14
+                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t13._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t13._unknown_tagged = unknown
+                _t12.append(_t13)
+            o.features = _t12
+    _t16 = buf[pos]
+    if _t16 < 128:
         pos += 1
     else:
-        _t10, pos = read_uvarint(buf, pos)
-    _t10 -= 1
-    if _t10 < 0:
+        _t16, pos = read_uvarint(buf, pos)
+    _t16 -= 1
+    if _t16 < 0:
         o.rack = None
     else:
-        _t11 = check_length(buf, pos, _t10)
-        o.rack = str(buf[pos:_t11], 'utf-8')
-        pos = _t11
+        _t17 = pos + _t16
+        o.rack = str(buf[pos:_t17], 'utf-8')
+        pos = _t17
     o.is_migrating_zk_broker = False
     o.log_dirs = []
     o.previous_broker_epoch = -1
@@ -280,7 +279,7 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
@@ -295,39 +294,107 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
     if _t4 < 0:
         raise null_error('BrokerRegistrationRequest.listeners')
     else:
-        check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_Listener_v0(buf, pos)
-            _t5.append(_t6)
-        o.listeners = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.listeners = []
+        else:
+            check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(Listener)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('Listener.name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('Listener.host')
+                else:
+                    _t10 = pos + _t9
+                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.listeners = _t5
+    _t11 = buf[pos]
+    if _t11 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t11, pos = read_uvarint(buf, pos)
+    _t11 -= 1
+    if _t11 < 0:
         raise null_error('BrokerRegistrationRequest.features')
     else:
-        check_count(buf, pos, _t7, 'BrokerRegistrationRequest.features')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_Feature_v0(buf, pos)
-            _t8.append(_t9)
-        o.features = _t8
-    _t10 = buf[pos]
-    if _t10 < 128:
+        if _t11 == 0:
+            o.features = []
+        else:
+            check_count(buf, pos, _t11, 'BrokerRegistrationRequest.features')
+            _t12 = []
+            for _ in range(_t11):
+                _t13 = _new(Feature)
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('Feature.name')
+                else:
+                    _t15 = pos + _t14
+                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t13._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t13._unknown_tagged = unknown
+                _t12.append(_t13)
+            o.features = _t12
+    _t16 = buf[pos]
+    if _t16 < 128:
         pos += 1
     else:
-        _t10, pos = read_uvarint(buf, pos)
-    _t10 -= 1
-    if _t10 < 0:
+        _t16, pos = read_uvarint(buf, pos)
+    _t16 -= 1
+    if _t16 < 0:
         o.rack = None
     else:
-        _t11 = check_length(buf, pos, _t10)
-        o.rack = str(buf[pos:_t11], 'utf-8')
-        pos = _t11
+        _t17 = pos + _t16
+        o.rack = str(buf[pos:_t17], 'utf-8')
+        pos = _t17
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
     o.log_dirs = []
@@ -387,7 +454,7 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
@@ -402,51 +469,119 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
     if _t4 < 0:
         raise null_error('BrokerRegistrationRequest.listeners')
     else:
-        check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_Listener_v0(buf, pos)
-            _t5.append(_t6)
-        o.listeners = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.listeners = []
+        else:
+            check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(Listener)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('Listener.name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('Listener.host')
+                else:
+                    _t10 = pos + _t9
+                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.listeners = _t5
+    _t11 = buf[pos]
+    if _t11 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t11, pos = read_uvarint(buf, pos)
+    _t11 -= 1
+    if _t11 < 0:
         raise null_error('BrokerRegistrationRequest.features')
     else:
-        check_count(buf, pos, _t7, 'BrokerRegistrationRequest.features')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_Feature_v0(buf, pos)
-            _t8.append(_t9)
-        o.features = _t8
-    _t10 = buf[pos]
-    if _t10 < 128:
+        if _t11 == 0:
+            o.features = []
+        else:
+            check_count(buf, pos, _t11, 'BrokerRegistrationRequest.features')
+            _t12 = []
+            for _ in range(_t11):
+                _t13 = _new(Feature)
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('Feature.name')
+                else:
+                    _t15 = pos + _t14
+                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t13._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t13._unknown_tagged = unknown
+                _t12.append(_t13)
+            o.features = _t12
+    _t16 = buf[pos]
+    if _t16 < 128:
         pos += 1
     else:
-        _t10, pos = read_uvarint(buf, pos)
-    _t10 -= 1
-    if _t10 < 0:
+        _t16, pos = read_uvarint(buf, pos)
+    _t16 -= 1
+    if _t16 < 0:
         o.rack = None
     else:
-        _t11 = check_length(buf, pos, _t10)
-        o.rack = str(buf[pos:_t11], 'utf-8')
-        pos = _t11
+        _t17 = pos + _t16
+        o.rack = str(buf[pos:_t17], 'utf-8')
+        pos = _t17
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
-    _t12 = buf[pos]
-    if _t12 < 128:
+    _t18 = buf[pos]
+    if _t18 < 128:
         pos += 1
     else:
-        _t12, pos = read_uvarint(buf, pos)
-    _t12 -= 1
-    if _t12 < 0:
+        _t18, pos = read_uvarint(buf, pos)
+    _t18 -= 1
+    if _t18 < 0:
         raise null_error('BrokerRegistrationRequest.log_dirs')
     else:
-        o.log_dirs, pos = read_uuid_array(buf, pos, _t12)
+        o.log_dirs, pos = read_uuid_array(buf, pos, _t18)
     o.previous_broker_epoch = -1
     if buf[pos] == 0:
         pos += 1
@@ -508,7 +643,7 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
@@ -523,51 +658,119 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
     if _t4 < 0:
         raise null_error('BrokerRegistrationRequest.listeners')
     else:
-        check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_Listener_v0(buf, pos)
-            _t5.append(_t6)
-        o.listeners = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.listeners = []
+        else:
+            check_count(buf, pos, _t4, 'BrokerRegistrationRequest.listeners')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(Listener)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('Listener.name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('Listener.host')
+                else:
+                    _t10 = pos + _t9
+                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.listeners = _t5
+    _t11 = buf[pos]
+    if _t11 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t11, pos = read_uvarint(buf, pos)
+    _t11 -= 1
+    if _t11 < 0:
         raise null_error('BrokerRegistrationRequest.features')
     else:
-        check_count(buf, pos, _t7, 'BrokerRegistrationRequest.features')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_Feature_v0(buf, pos)
-            _t8.append(_t9)
-        o.features = _t8
-    _t10 = buf[pos]
-    if _t10 < 128:
+        if _t11 == 0:
+            o.features = []
+        else:
+            check_count(buf, pos, _t11, 'BrokerRegistrationRequest.features')
+            _t12 = []
+            for _ in range(_t11):
+                _t13 = _new(Feature)
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('Feature.name')
+                else:
+                    _t15 = pos + _t14
+                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t13._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t13._unknown_tagged = unknown
+                _t12.append(_t13)
+            o.features = _t12
+    _t16 = buf[pos]
+    if _t16 < 128:
         pos += 1
     else:
-        _t10, pos = read_uvarint(buf, pos)
-    _t10 -= 1
-    if _t10 < 0:
+        _t16, pos = read_uvarint(buf, pos)
+    _t16 -= 1
+    if _t16 < 0:
         o.rack = None
     else:
-        _t11 = check_length(buf, pos, _t10)
-        o.rack = str(buf[pos:_t11], 'utf-8')
-        pos = _t11
+        _t17 = pos + _t16
+        o.rack = str(buf[pos:_t17], 'utf-8')
+        pos = _t17
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
-    _t12 = buf[pos]
-    if _t12 < 128:
+    _t18 = buf[pos]
+    if _t18 < 128:
         pos += 1
     else:
-        _t12, pos = read_uvarint(buf, pos)
-    _t12 -= 1
-    if _t12 < 0:
+        _t18, pos = read_uvarint(buf, pos)
+    _t18 -= 1
+    if _t18 < 0:
         raise null_error('BrokerRegistrationRequest.log_dirs')
     else:
-        o.log_dirs, pos = read_uuid_array(buf, pos, _t12)
+        o.log_dirs, pos = read_uuid_array(buf, pos, _t18)
     o.previous_broker_epoch, = _S_q.unpack_from(buf, pos)
     pos += 8
     if buf[pos] == 0:

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -85,46 +87,6 @@ class ConsumerGroupDescribeResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TopicPartitions_v0(buf, pos):
-    o = _new(TopicPartitions)
-    _t1, = _S_U.unpack_from(buf, pos)
-    pos += 16
-    o.topic_id = uuid_from(_t1)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('TopicPartitions.topic_name')
-    else:
-        _t3 = check_length(buf, pos, _t2)
-        o.topic_name = str(buf[pos:_t3], 'utf-8')
-        pos = _t3
-    _t4 = buf[pos]
-    if _t4 < 128:
-        pos += 1
-    else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
-        raise null_error('TopicPartitions.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_Assignment_v0(buf, pos):
     o = _new(Assignment)
     _t1 = buf[pos]
@@ -136,12 +98,55 @@ def _d_Assignment_v0(buf, pos):
     if _t1 < 0:
         raise null_error('Assignment.topic_partitions')
     else:
-        check_count(buf, pos, _t1, 'Assignment.topic_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicPartitions_v0(buf, pos)
-            _t2.append(_t3)
-        o.topic_partitions = _t2
+        if _t1 == 0:
+            o.topic_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'Assignment.topic_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(TopicPartitions)
+                _t4, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t3.topic_id = uuid_from(_t4)
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    raise null_error('TopicPartitions.topic_name')
+                else:
+                    _t6 = pos + _t5
+                    _t3.topic_name = str(buf[pos:_t6], 'utf-8')
+                    pos = _t6
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('TopicPartitions.partitions')
+                else:
+                    if _t7 < 32:
+                        _t3.partitions = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.partitions, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topic_partitions = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -166,7 +171,7 @@ def _d_Member_v0(buf, pos):
     if _t1 < 0:
         raise null_error('Member.member_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.member_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -178,7 +183,7 @@ def _d_Member_v0(buf, pos):
     if _t3 < 0:
         o.instance_id = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.instance_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -190,7 +195,7 @@ def _d_Member_v0(buf, pos):
     if _t5 < 0:
         o.rack_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.rack_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     o.member_epoch, = _S_i.unpack_from(buf, pos)
@@ -204,7 +209,7 @@ def _d_Member_v0(buf, pos):
     if _t7 < 0:
         raise null_error('Member.client_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.client_id = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -216,7 +221,7 @@ def _d_Member_v0(buf, pos):
     if _t9 < 0:
         raise null_error('Member.client_host')
     else:
-        _t10 = check_length(buf, pos, _t9)
+        _t10 = pos + _t9
         o.client_host = str(buf[pos:_t10], 'utf-8')
         pos = _t10
     _t11 = buf[pos]
@@ -239,7 +244,7 @@ def _d_Member_v0(buf, pos):
             _t13 -= 1
             if _t13 < 0:
                 raise null_error('Member.subscribed_topic_names')
-            _t14 = check_length(buf, pos, _t13)
+            _t14 = pos + _t13
             _t12.append(str(buf[pos:_t14], 'utf-8'))
             pos = _t14
         o.subscribed_topic_names = _t12
@@ -252,7 +257,7 @@ def _d_Member_v0(buf, pos):
     if _t15 < 0:
         o.subscribed_topic_regex = None
     else:
-        _t16 = check_length(buf, pos, _t15)
+        _t16 = pos + _t15
         o.subscribed_topic_regex = str(buf[pos:_t16], 'utf-8')
         pos = _t16
     o.assignment, pos = _d_Assignment_v0(buf, pos)
@@ -283,7 +288,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -295,7 +300,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedGroup.group_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -307,7 +312,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedGroup.group_state')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_state = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     o.group_epoch, o.assignment_epoch, = _S_ii.unpack_from(buf, pos)
@@ -321,7 +326,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedGroup.assignor_name')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.assignor_name = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -333,12 +338,15 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedGroup.members')
     else:
-        check_count(buf, pos, _t9, 'DescribedGroup.members')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_Member_v0(buf, pos)
-            _t10.append(_t11)
-        o.members = _t10
+        if _t9 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t9, 'DescribedGroup.members')
+            _t10 = []
+            for _ in range(_t9):
+                _t11, pos = _d_Member_v0(buf, pos)
+                _t10.append(_t11)
+            o.members = _t10
     o.authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -367,12 +375,15 @@ def _d_ConsumerGroupDescribeResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ConsumerGroupDescribeResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'ConsumerGroupDescribeResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedGroup_v0(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'ConsumerGroupDescribeResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedGroup_v0(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_i = struct.Struct('>i')
 
@@ -46,34 +48,6 @@ class ConsumerGroupHeartbeatRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TopicPartitions_v0(buf, pos):
-    o = _new(TopicPartitions)
-    _t1, = _S_U.unpack_from(buf, pos)
-    pos += 16
-    o.topic_id = uuid_from(_t1)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('TopicPartitions.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     o = _new(ConsumerGroupHeartbeatRequest)
     _t1 = buf[pos]
@@ -85,7 +59,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ConsumerGroupHeartbeatRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -97,7 +71,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ConsumerGroupHeartbeatRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
@@ -111,7 +85,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     if _t5 < 0:
         o.instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -123,7 +97,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     if _t7 < 0:
         o.rack_id = None
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.rack_id = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     o.rebalance_timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -148,7 +122,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
             _t11 -= 1
             if _t11 < 0:
                 raise null_error('ConsumerGroupHeartbeatRequest.subscribed_topic_names')
-            _t12 = check_length(buf, pos, _t11)
+            _t12 = pos + _t11
             _t10.append(str(buf[pos:_t12], 'utf-8'))
             pos = _t12
         o.subscribed_topic_names = _t10
@@ -161,7 +135,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     if _t13 < 0:
         o.server_assignor = None
     else:
-        _t14 = check_length(buf, pos, _t13)
+        _t14 = pos + _t13
         o.server_assignor = str(buf[pos:_t14], 'utf-8')
         pos = _t14
     _t15 = buf[pos]
@@ -173,12 +147,43 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
     if _t15 < 0:
         o.topic_partitions = None
     else:
-        check_count(buf, pos, _t15, 'ConsumerGroupHeartbeatRequest.topic_partitions')
-        _t16 = []
-        for _ in range(_t15):
-            _t17, pos = _d_TopicPartitions_v0(buf, pos)
-            _t16.append(_t17)
-        o.topic_partitions = _t16
+        if _t15 == 0:
+            o.topic_partitions = []
+        else:
+            check_count(buf, pos, _t15, 'ConsumerGroupHeartbeatRequest.topic_partitions')
+            _t16 = []
+            for _ in range(_t15):
+                _t17 = _new(TopicPartitions)
+                _t18, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t17.topic_id = uuid_from(_t18)
+                _t19 = buf[pos]
+                if _t19 < 128:
+                    pos += 1
+                else:
+                    _t19, pos = read_uvarint(buf, pos)
+                _t19 -= 1
+                if _t19 < 0:
+                    raise null_error('TopicPartitions.partitions')
+                else:
+                    if _t19 < 32:
+                        _t17.partitions = list(_A_i[_t19].unpack_from(buf, pos))
+                        pos += 4 * _t19
+                    else:
+                        _t17.partitions, pos = read_fixed_array(buf, pos, _t19, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t17._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t17._unknown_tagged = unknown
+                _t16.append(_t17)
+            o.topic_partitions = _t16
     o.subscribed_topic_regex = None
     if buf[pos] == 0:
         pos += 1
@@ -264,7 +269,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ConsumerGroupHeartbeatRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -276,7 +281,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     if _t3 < 0:
         raise null_error('ConsumerGroupHeartbeatRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
@@ -290,7 +295,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     if _t5 < 0:
         o.instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -302,7 +307,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     if _t7 < 0:
         o.rack_id = None
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.rack_id = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     o.rebalance_timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -327,7 +332,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
             _t11 -= 1
             if _t11 < 0:
                 raise null_error('ConsumerGroupHeartbeatRequest.subscribed_topic_names')
-            _t12 = check_length(buf, pos, _t11)
+            _t12 = pos + _t11
             _t10.append(str(buf[pos:_t12], 'utf-8'))
             pos = _t12
         o.subscribed_topic_names = _t10
@@ -340,7 +345,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     if _t13 < 0:
         o.subscribed_topic_regex = None
     else:
-        _t14 = check_length(buf, pos, _t13)
+        _t14 = pos + _t13
         o.subscribed_topic_regex = str(buf[pos:_t14], 'utf-8')
         pos = _t14
     _t15 = buf[pos]
@@ -352,7 +357,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     if _t15 < 0:
         o.server_assignor = None
     else:
-        _t16 = check_length(buf, pos, _t15)
+        _t16 = pos + _t15
         o.server_assignor = str(buf[pos:_t16], 'utf-8')
         pos = _t16
     _t17 = buf[pos]
@@ -364,12 +369,43 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
     if _t17 < 0:
         o.topic_partitions = None
     else:
-        check_count(buf, pos, _t17, 'ConsumerGroupHeartbeatRequest.topic_partitions')
-        _t18 = []
-        for _ in range(_t17):
-            _t19, pos = _d_TopicPartitions_v0(buf, pos)
-            _t18.append(_t19)
-        o.topic_partitions = _t18
+        if _t17 == 0:
+            o.topic_partitions = []
+        else:
+            check_count(buf, pos, _t17, 'ConsumerGroupHeartbeatRequest.topic_partitions')
+            _t18 = []
+            for _ in range(_t17):
+                _t19 = _new(TopicPartitions)
+                _t20, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t19.topic_id = uuid_from(_t20)
+                _t21 = buf[pos]
+                if _t21 < 128:
+                    pos += 1
+                else:
+                    _t21, pos = read_uvarint(buf, pos)
+                _t21 -= 1
+                if _t21 < 0:
+                    raise null_error('TopicPartitions.partitions')
+                else:
+                    if _t21 < 32:
+                        _t19.partitions = list(_A_i[_t21].unpack_from(buf, pos))
+                        pos += 4 * _t21
+                    else:
+                        _t19.partitions, pos = read_fixed_array(buf, pos, _t21, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t19._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t19._unknown_tagged = unknown
+                _t18.append(_t19)
+            o.topic_partitions = _t18
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

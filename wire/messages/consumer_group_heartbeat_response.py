@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_ih = struct.Struct('>ih')
 _S_ii = struct.Struct('>ii')
@@ -54,34 +56,6 @@ class ConsumerGroupHeartbeatResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TopicPartitions_v0(buf, pos):
-    o = _new(TopicPartitions)
-    _t1, = _S_U.unpack_from(buf, pos)
-    pos += 16
-    o.topic_id = uuid_from(_t1)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('TopicPartitions.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_Assignment_v0(buf, pos):
     o = _new(Assignment)
     _t1 = buf[pos]
@@ -93,12 +67,43 @@ def _d_Assignment_v0(buf, pos):
     if _t1 < 0:
         raise null_error('Assignment.topic_partitions')
     else:
-        check_count(buf, pos, _t1, 'Assignment.topic_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicPartitions_v0(buf, pos)
-            _t2.append(_t3)
-        o.topic_partitions = _t2
+        if _t1 == 0:
+            o.topic_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'Assignment.topic_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(TopicPartitions)
+                _t4, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t3.topic_id = uuid_from(_t4)
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    raise null_error('TopicPartitions.partitions')
+                else:
+                    if _t5 < 32:
+                        _t3.partitions = list(_A_i[_t5].unpack_from(buf, pos))
+                        pos += 4 * _t5
+                    else:
+                        _t3.partitions, pos = read_fixed_array(buf, pos, _t5, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topic_partitions = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -125,7 +130,7 @@ def _d_ConsumerGroupHeartbeatResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -137,7 +142,7 @@ def _d_ConsumerGroupHeartbeatResponse_v0(buf, pos):
     if _t3 < 0:
         o.member_id = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.member_epoch, o.heartbeat_interval_ms, _t5, = _S_iib.unpack_from(buf, pos)

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
@@ -38,25 +40,6 @@ class ConsumerProtocolAssignment(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TopicPartition_v0(buf, pos):
-    o = _new(TopicPartition)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('TopicPartition.topic')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('TopicPartition.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ConsumerProtocolAssignment_v0(buf, pos):
     o = _new(ConsumerProtocolAssignment)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -64,20 +47,42 @@ def _d_ConsumerProtocolAssignment_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ConsumerProtocolAssignment.assigned_partitions')
     else:
-        check_count(buf, pos, _t1, 'ConsumerProtocolAssignment.assigned_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicPartition_v0(buf, pos)
-            _t2.append(_t3)
-        o.assigned_partitions = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.assigned_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'ConsumerProtocolAssignment.assigned_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(TopicPartition)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('TopicPartition.topic')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    raise null_error('TopicPartition.partitions')
+                else:
+                    if _t6 < 32:
+                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.assigned_partitions = _t2
+    _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t7 < 0:
         o.user_data = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.user_data = buf[pos:_t5]
-        pos = _t5
+        _t8 = pos + _t7
+        o.user_data = buf[pos:_t8]
+        pos = _t8
     o._unknown_tagged = None
     return o, pos
 

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
@@ -56,7 +58,7 @@ def _d_ConsumerProtocolSubscription_v0(buf, pos):
             pos += 2
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.topics = _t2
@@ -65,7 +67,7 @@ def _d_ConsumerProtocolSubscription_v0(buf, pos):
     if _t5 < 0:
         o.user_data = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.user_data = buf[pos:_t6]
         pos = _t6
     o.owned_partitions = []
@@ -88,25 +90,6 @@ def _e_ConsumerProtocolSubscription_v0(o, out):
     if _t6 is not None:
         out += _t6
 
-def _d_TopicPartition_v1(buf, pos):
-    o = _new(TopicPartition)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('TopicPartition.topic')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('TopicPartition.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ConsumerProtocolSubscription_v1(buf, pos):
     o = _new(ConsumerProtocolSubscription)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -121,7 +104,7 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
             pos += 2
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.topics = _t2
@@ -130,7 +113,7 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
     if _t5 < 0:
         o.user_data = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.user_data = buf[pos:_t6]
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -138,12 +121,34 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
     if _t7 < 0:
         raise null_error('ConsumerProtocolSubscription.owned_partitions')
     else:
-        check_count(buf, pos, _t7, 'ConsumerProtocolSubscription.owned_partitions')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_TopicPartition_v1(buf, pos)
-            _t8.append(_t9)
-        o.owned_partitions = _t8
+        if _t7 == 0:
+            o.owned_partitions = []
+        else:
+            check_count(buf, pos, _t7, 'ConsumerProtocolSubscription.owned_partitions')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(TopicPartition)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('TopicPartition.topic')
+                else:
+                    _t11 = pos + _t10
+                    _t9.topic = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('TopicPartition.partitions')
+                else:
+                    if _t12 < 32:
+                        _t9.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        pos += 4 * _t12
+                    else:
+                        _t9.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.owned_partitions = _t8
     o.generation_id = -1
     o.rack_id = None
     o._unknown_tagged = None
@@ -192,7 +197,7 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
             pos += 2
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.topics = _t2
@@ -201,7 +206,7 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
     if _t5 < 0:
         o.user_data = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.user_data = buf[pos:_t6]
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -209,12 +214,34 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
     if _t7 < 0:
         raise null_error('ConsumerProtocolSubscription.owned_partitions')
     else:
-        check_count(buf, pos, _t7, 'ConsumerProtocolSubscription.owned_partitions')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_TopicPartition_v1(buf, pos)
-            _t8.append(_t9)
-        o.owned_partitions = _t8
+        if _t7 == 0:
+            o.owned_partitions = []
+        else:
+            check_count(buf, pos, _t7, 'ConsumerProtocolSubscription.owned_partitions')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(TopicPartition)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('TopicPartition.topic')
+                else:
+                    _t11 = pos + _t10
+                    _t9.topic = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('TopicPartition.partitions')
+                else:
+                    if _t12 < 32:
+                        _t9.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        pos += 4 * _t12
+                    else:
+                        _t9.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.owned_partitions = _t8
     o.generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.rack_id = None
@@ -255,7 +282,7 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
             pos += 2
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.topics = _t2
@@ -264,7 +291,7 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
     if _t5 < 0:
         o.user_data = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.user_data = buf[pos:_t6]
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -272,20 +299,42 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
     if _t7 < 0:
         raise null_error('ConsumerProtocolSubscription.owned_partitions')
     else:
-        check_count(buf, pos, _t7, 'ConsumerProtocolSubscription.owned_partitions')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_TopicPartition_v1(buf, pos)
-            _t8.append(_t9)
-        o.owned_partitions = _t8
-    o.generation_id, _t10, = _S_ih.unpack_from(buf, pos)
+        if _t7 == 0:
+            o.owned_partitions = []
+        else:
+            check_count(buf, pos, _t7, 'ConsumerProtocolSubscription.owned_partitions')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(TopicPartition)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('TopicPartition.topic')
+                else:
+                    _t11 = pos + _t10
+                    _t9.topic = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('TopicPartition.partitions')
+                else:
+                    if _t12 < 32:
+                        _t9.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        pos += 4 * _t12
+                    else:
+                        _t9.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.owned_partitions = _t8
+    o.generation_id, _t13, = _S_ih.unpack_from(buf, pos)
     pos += 6
-    if _t10 < 0:
+    if _t13 < 0:
         o.rack_id = None
     else:
-        _t11 = check_length(buf, pos, _t10)
-        o.rack_id = str(buf[pos:_t11], 'utf-8')
-        pos = _t11
+        _t14 = pos + _t13
+        o.rack_id = str(buf[pos:_t14], 'utf-8')
+        pos = _t14
     o._unknown_tagged = None
     return o, pos
 

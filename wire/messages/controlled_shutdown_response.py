@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -39,21 +40,6 @@ class ControlledShutdownResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_RemainingPartition_v0(buf, pos):
-    o = _new(RemainingPartition)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('RemainingPartition.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ControlledShutdownResponse_v0(buf, pos):
     o = _new(ControlledShutdownResponse)
     o.error_code, _t1, = _S_hi.unpack_from(buf, pos)
@@ -61,12 +47,26 @@ def _d_ControlledShutdownResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ControlledShutdownResponse.remaining_partitions')
     else:
-        check_count(buf, pos, _t1, 'ControlledShutdownResponse.remaining_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_RemainingPartition_v0(buf, pos)
-            _t2.append(_t3)
-        o.remaining_partitions = _t2
+        if _t1 == 0:
+            o.remaining_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'ControlledShutdownResponse.remaining_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(RemainingPartition)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('RemainingPartition.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.remaining_partitions = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -84,35 +84,6 @@ def _e_ControlledShutdownResponse_v0(o, out):
     for _t3 in _t1:
         _e_RemainingPartition_v0(_t3, out)
 
-def _d_RemainingPartition_v3(buf, pos):
-    o = _new(RemainingPartition)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('RemainingPartition.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ControlledShutdownResponse_v3(buf, pos):
     o = _new(ControlledShutdownResponse)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -126,12 +97,40 @@ def _d_ControlledShutdownResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('ControlledShutdownResponse.remaining_partitions')
     else:
-        check_count(buf, pos, _t1, 'ControlledShutdownResponse.remaining_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_RemainingPartition_v3(buf, pos)
-            _t2.append(_t3)
-        o.remaining_partitions = _t2
+        if _t1 == 0:
+            o.remaining_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'ControlledShutdownResponse.remaining_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(RemainingPartition)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('RemainingPartition.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.remaining_partitions = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

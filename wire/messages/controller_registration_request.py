@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_Wh = struct.Struct('>Hh')
 _S_hh = struct.Struct('>hh')
@@ -55,76 +56,6 @@ class ControllerRegistrationRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_Listener_v0(buf, pos):
-    o = _new(Listener)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Listener.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('Listener.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, o.security_protocol, = _S_Wh.unpack_from(buf, pos)
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_Feature_v0(buf, pos):
-    o = _new(Feature)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Feature.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.min_supported_version, o.max_supported_version, = _S_hh.unpack_from(buf, pos)
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ControllerRegistrationRequest_v0(buf, pos):
     o = _new(ControllerRegistrationRequest)
     o.controller_id, _t1, o.zk_migration_ready, = _S_iUo.unpack_from(buf, pos)
@@ -139,27 +70,95 @@ def _d_ControllerRegistrationRequest_v0(buf, pos):
     if _t2 < 0:
         raise null_error('ControllerRegistrationRequest.listeners')
     else:
-        check_count(buf, pos, _t2, 'ControllerRegistrationRequest.listeners')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_Listener_v0(buf, pos)
-            _t3.append(_t4)
-        o.listeners = _t3
-    _t5 = buf[pos]
-    if _t5 < 128:
+        if _t2 == 0:
+            o.listeners = []
+        else:
+            check_count(buf, pos, _t2, 'ControllerRegistrationRequest.listeners')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(Listener)
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    raise null_error('Listener.name')
+                else:
+                    _t6 = pos + _t5
+                    _t4.name = str(buf[pos:_t6], 'utf-8')
+                    pos = _t6
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('Listener.host')
+                else:
+                    _t8 = pos + _t7
+                    _t4.host = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t4.port, _t4.security_protocol, = _S_Wh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.listeners = _t3
+    _t9 = buf[pos]
+    if _t9 < 128:
         pos += 1
     else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
+        _t9, pos = read_uvarint(buf, pos)
+    _t9 -= 1
+    if _t9 < 0:
         raise null_error('ControllerRegistrationRequest.features')
     else:
-        check_count(buf, pos, _t5, 'ControllerRegistrationRequest.features')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_Feature_v0(buf, pos)
-            _t6.append(_t7)
-        o.features = _t6
+        if _t9 == 0:
+            o.features = []
+        else:
+            check_count(buf, pos, _t9, 'ControllerRegistrationRequest.features')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(Feature)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('Feature.name')
+                else:
+                    _t13 = pos + _t12
+                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t11.min_supported_version, _t11.max_supported_version, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t11._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t11._unknown_tagged = unknown
+                _t10.append(_t11)
+            o.features = _t10
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

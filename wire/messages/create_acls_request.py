@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -45,38 +46,6 @@ class CreateAclsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AclCreation_v0(buf, pos):
-    o = _new(AclCreation)
-    o.resource_type, _t1, = _S_bh.unpack_from(buf, pos)
-    pos += 3
-    if _t1 < 0:
-        raise null_error('AclCreation.resource_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        raise null_error('AclCreation.principal')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.principal = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t5 < 0:
-        raise null_error('AclCreation.host')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.host = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    o.resource_pattern_type = 3
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_CreateAclsRequest_v0(buf, pos):
     o = _new(CreateAclsRequest)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -84,12 +53,43 @@ def _d_CreateAclsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('CreateAclsRequest.creations')
     else:
-        check_count(buf, pos, _t1, 'CreateAclsRequest.creations')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AclCreation_v0(buf, pos)
-            _t2.append(_t3)
-        o.creations = _t2
+        if _t1 == 0:
+            o.creations = []
+        else:
+            check_count(buf, pos, _t1, 'CreateAclsRequest.creations')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AclCreation)
+                _t3.resource_type, _t4, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t4 < 0:
+                    raise null_error('AclCreation.resource_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('AclCreation.principal')
+                else:
+                    _t7 = pos + _t6
+                    _t3.principal = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('AclCreation.host')
+                else:
+                    _t9 = pos + _t8
+                    _t3.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                _t3.resource_pattern_type = 3
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.creations = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -117,37 +117,6 @@ def _e_CreateAclsRequest_v0(o, out):
     for _t3 in _t1:
         _e_AclCreation_v0(_t3, out)
 
-def _d_AclCreation_v1(buf, pos):
-    o = _new(AclCreation)
-    o.resource_type, _t1, = _S_bh.unpack_from(buf, pos)
-    pos += 3
-    if _t1 < 0:
-        raise null_error('AclCreation.resource_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.resource_pattern_type, _t3, = _S_bh.unpack_from(buf, pos)
-    pos += 3
-    if _t3 < 0:
-        raise null_error('AclCreation.principal')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.principal = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t5 < 0:
-        raise null_error('AclCreation.host')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.host = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_CreateAclsRequest_v1(buf, pos):
     o = _new(CreateAclsRequest)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -155,12 +124,42 @@ def _d_CreateAclsRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('CreateAclsRequest.creations')
     else:
-        check_count(buf, pos, _t1, 'CreateAclsRequest.creations')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AclCreation_v1(buf, pos)
-            _t2.append(_t3)
-        o.creations = _t2
+        if _t1 == 0:
+            o.creations = []
+        else:
+            check_count(buf, pos, _t1, 'CreateAclsRequest.creations')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AclCreation)
+                _t3.resource_type, _t4, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t4 < 0:
+                    raise null_error('AclCreation.resource_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.resource_pattern_type, _t6, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t6 < 0:
+                    raise null_error('AclCreation.principal')
+                else:
+                    _t7 = pos + _t6
+                    _t3.principal = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('AclCreation.host')
+                else:
+                    _t9 = pos + _t8
+                    _t3.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.creations = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -186,63 +185,6 @@ def _e_CreateAclsRequest_v1(o, out):
     for _t3 in _t1:
         _e_AclCreation_v1(_t3, out)
 
-def _d_AclCreation_v2(buf, pos):
-    o = _new(AclCreation)
-    o.resource_type, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('AclCreation.resource_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.resource_pattern_type, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('AclCreation.principal')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.principal = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('AclCreation.host')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.host = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_CreateAclsRequest_v2(buf, pos):
     o = _new(CreateAclsRequest)
     _t1 = buf[pos]
@@ -254,12 +196,68 @@ def _d_CreateAclsRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('CreateAclsRequest.creations')
     else:
-        check_count(buf, pos, _t1, 'CreateAclsRequest.creations')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AclCreation_v2(buf, pos)
-            _t2.append(_t3)
-        o.creations = _t2
+        if _t1 == 0:
+            o.creations = []
+        else:
+            check_count(buf, pos, _t1, 'CreateAclsRequest.creations')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AclCreation)
+                _t3.resource_type, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('AclCreation.resource_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.resource_pattern_type, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('AclCreation.principal')
+                else:
+                    _t7 = pos + _t6
+                    _t3.principal = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('AclCreation.host')
+                else:
+                    _t9 = pos + _t8
+                    _t3.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.creations = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -47,7 +48,7 @@ def _d_CreateDelegationTokenResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('CreateDelegationTokenResponse.principal_type')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.principal_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -55,7 +56,7 @@ def _d_CreateDelegationTokenResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('CreateDelegationTokenResponse.principal_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, _t5, = _S_qqqh.unpack_from(buf, pos)
@@ -63,7 +64,7 @@ def _d_CreateDelegationTokenResponse_v0(buf, pos):
     if _t5 < 0:
         raise null_error('CreateDelegationTokenResponse.token_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.token_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -71,7 +72,7 @@ def _d_CreateDelegationTokenResponse_v0(buf, pos):
     if _t7 < 0:
         raise null_error('CreateDelegationTokenResponse.hmac')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.hmac = bytes(buf[pos:_t8])
         pos = _t8
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
@@ -117,7 +118,7 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('CreateDelegationTokenResponse.principal_type')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.principal_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -129,7 +130,7 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
     if _t3 < 0:
         raise null_error('CreateDelegationTokenResponse.principal_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, = _S_qqq.unpack_from(buf, pos)
@@ -143,7 +144,7 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
     if _t5 < 0:
         raise null_error('CreateDelegationTokenResponse.token_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.token_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -155,7 +156,7 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
     if _t7 < 0:
         raise null_error('CreateDelegationTokenResponse.hmac')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.hmac = bytes(buf[pos:_t8])
         pos = _t8
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
@@ -218,7 +219,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('CreateDelegationTokenResponse.principal_type')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.principal_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -230,7 +231,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
     if _t3 < 0:
         raise null_error('CreateDelegationTokenResponse.principal_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -242,7 +243,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
     if _t5 < 0:
         raise null_error('CreateDelegationTokenResponse.token_requester_principal_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.token_requester_principal_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -254,7 +255,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
     if _t7 < 0:
         raise null_error('CreateDelegationTokenResponse.token_requester_principal_name')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.token_requester_principal_name = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, = _S_qqq.unpack_from(buf, pos)
@@ -268,7 +269,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
     if _t9 < 0:
         raise null_error('CreateDelegationTokenResponse.token_id')
     else:
-        _t10 = check_length(buf, pos, _t9)
+        _t10 = pos + _t9
         o.token_id = str(buf[pos:_t10], 'utf-8')
         pos = _t10
     _t11 = buf[pos]
@@ -280,7 +281,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
     if _t11 < 0:
         raise null_error('CreateDelegationTokenResponse.hmac')
     else:
-        _t12 = check_length(buf, pos, _t11)
+        _t12 = pos + _t11
         o.hmac = bytes(buf[pos:_t12])
         pos = _t12
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)

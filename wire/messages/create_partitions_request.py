@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_ii = struct.Struct('>ii')
@@ -51,17 +53,6 @@ class CreatePartitionsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_CreatePartitionsAssignment_v0(buf, pos):
-    o = _new(CreatePartitionsAssignment)
-    _t1, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t1 < 0:
-        raise null_error('CreatePartitionsAssignment.broker_ids')
-    else:
-        o.broker_ids, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_CreatePartitionsTopic_v0(buf, pos):
     o = _new(CreatePartitionsTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -69,7 +60,7 @@ def _d_CreatePartitionsTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('CreatePartitionsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.count, _t3, = _S_ii.unpack_from(buf, pos)
@@ -77,12 +68,26 @@ def _d_CreatePartitionsTopic_v0(buf, pos):
     if _t3 < 0:
         o.assignments = None
     else:
-        check_count(buf, pos, _t3, 'CreatePartitionsTopic.assignments')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_CreatePartitionsAssignment_v0(buf, pos)
-            _t4.append(_t5)
-        o.assignments = _t4
+        if _t3 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t3, 'CreatePartitionsTopic.assignments')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(CreatePartitionsAssignment)
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    raise null_error('CreatePartitionsAssignment.broker_ids')
+                else:
+                    if _t6 < 32:
+                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.assignments = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -93,12 +98,15 @@ def _d_CreatePartitionsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('CreatePartitionsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'CreatePartitionsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatePartitionsTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreatePartitionsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_CreatePartitionsTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, o.validate_only, = _S_io.unpack_from(buf, pos)
     pos += 5
     o._unknown_tagged = None
@@ -130,31 +138,6 @@ def _e_CreatePartitionsRequest_v0(o, out):
         _e_CreatePartitionsTopic_v0(_t3, out)
     out += _S_io.pack(o.timeout_ms, o.validate_only)
 
-def _d_CreatePartitionsAssignment_v2(buf, pos):
-    o = _new(CreatePartitionsAssignment)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('CreatePartitionsAssignment.broker_ids')
-    else:
-        o.broker_ids, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_CreatePartitionsTopic_v2(buf, pos):
     o = _new(CreatePartitionsTopic)
     _t1 = buf[pos]
@@ -166,7 +149,7 @@ def _d_CreatePartitionsTopic_v2(buf, pos):
     if _t1 < 0:
         raise null_error('CreatePartitionsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.count, = _S_i.unpack_from(buf, pos)
@@ -180,12 +163,40 @@ def _d_CreatePartitionsTopic_v2(buf, pos):
     if _t3 < 0:
         o.assignments = None
     else:
-        check_count(buf, pos, _t3, 'CreatePartitionsTopic.assignments')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_CreatePartitionsAssignment_v2(buf, pos)
-            _t4.append(_t5)
-        o.assignments = _t4
+        if _t3 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t3, 'CreatePartitionsTopic.assignments')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(CreatePartitionsAssignment)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('CreatePartitionsAssignment.broker_ids')
+                else:
+                    if _t6 < 32:
+                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.assignments = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -210,12 +221,15 @@ def _d_CreatePartitionsRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('CreatePartitionsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'CreatePartitionsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatePartitionsTopic_v2(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreatePartitionsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_CreatePartitionsTopic_v2(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, o.validate_only, = _S_io.unpack_from(buf, pos)
     pos += 5
     if buf[pos] == 0:

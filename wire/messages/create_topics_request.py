@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
@@ -66,38 +68,6 @@ class CreateTopicsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_CreatableReplicaAssignment_v0(buf, pos):
-    o = _new(CreatableReplicaAssignment)
-    o.partition_index, _t1, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t1 < 0:
-        raise null_error('CreatableReplicaAssignment.broker_ids')
-    else:
-        o.broker_ids, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
-def _d_CreatableTopicConfig_v0(buf, pos):
-    o = _new(CreatableTopicConfig)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('CreatableTopicConfig.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_CreatableTopic_v0(buf, pos):
     o = _new(CreatableTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -105,7 +75,7 @@ def _d_CreatableTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('CreatableTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.num_partitions, o.replication_factor, _t3, = _S_ihi.unpack_from(buf, pos)
@@ -113,23 +83,57 @@ def _d_CreatableTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('CreatableTopic.assignments')
     else:
-        check_count(buf, pos, _t3, 'CreatableTopic.assignments')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_CreatableReplicaAssignment_v0(buf, pos)
-            _t4.append(_t5)
-        o.assignments = _t4
-    _t6, = _S_i.unpack_from(buf, pos)
+        if _t3 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t3, 'CreatableTopic.assignments')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(CreatableReplicaAssignment)
+                _t5.partition_index, _t6, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t6 < 0:
+                    raise null_error('CreatableReplicaAssignment.broker_ids')
+                else:
+                    if _t6 < 32:
+                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.assignments = _t4
+    _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t6 < 0:
+    if _t7 < 0:
         raise null_error('CreatableTopic.configs')
     else:
-        check_count(buf, pos, _t6, 'CreatableTopic.configs')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_CreatableTopicConfig_v0(buf, pos)
-            _t7.append(_t8)
-        o.configs = _t7
+        if _t7 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t7, 'CreatableTopic.configs')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(CreatableTopicConfig)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('CreatableTopicConfig.name')
+                else:
+                    _t11 = pos + _t10
+                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    _t9.value = None
+                else:
+                    _t13 = pos + _t12
+                    _t9.value = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.configs = _t8
     o._unknown_tagged = None
     return o, pos
 
@@ -140,12 +144,15 @@ def _d_CreateTopicsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_CreatableTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.validate_only = False
@@ -202,12 +209,15 @@ def _d_CreateTopicsRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_CreatableTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, o.validate_only, = _S_io.unpack_from(buf, pos)
     pos += 5
     o._unknown_tagged = None
@@ -221,72 +231,6 @@ def _e_CreateTopicsRequest_v1(o, out):
         _e_CreatableTopic_v0(_t3, out)
     out += _S_io.pack(o.timeout_ms, o.validate_only)
 
-def _d_CreatableReplicaAssignment_v5(buf, pos):
-    o = _new(CreatableReplicaAssignment)
-    o.partition_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('CreatableReplicaAssignment.broker_ids')
-    else:
-        o.broker_ids, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_CreatableTopicConfig_v5(buf, pos):
-    o = _new(CreatableTopicConfig)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('CreatableTopicConfig.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_CreatableTopic_v5(buf, pos):
     o = _new(CreatableTopic)
     _t1 = buf[pos]
@@ -298,7 +242,7 @@ def _d_CreatableTopic_v5(buf, pos):
     if _t1 < 0:
         raise null_error('CreatableTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
@@ -312,27 +256,95 @@ def _d_CreatableTopic_v5(buf, pos):
     if _t3 < 0:
         raise null_error('CreatableTopic.assignments')
     else:
-        check_count(buf, pos, _t3, 'CreatableTopic.assignments')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_CreatableReplicaAssignment_v5(buf, pos)
-            _t4.append(_t5)
-        o.assignments = _t4
-    _t6 = buf[pos]
-    if _t6 < 128:
+        if _t3 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t3, 'CreatableTopic.assignments')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(CreatableReplicaAssignment)
+                _t5.partition_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('CreatableReplicaAssignment.broker_ids')
+                else:
+                    if _t6 < 32:
+                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.assignments = _t4
+    _t7 = buf[pos]
+    if _t7 < 128:
         pos += 1
     else:
-        _t6, pos = read_uvarint(buf, pos)
-    _t6 -= 1
-    if _t6 < 0:
+        _t7, pos = read_uvarint(buf, pos)
+    _t7 -= 1
+    if _t7 < 0:
         raise null_error('CreatableTopic.configs')
     else:
-        check_count(buf, pos, _t6, 'CreatableTopic.configs')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_CreatableTopicConfig_v5(buf, pos)
-            _t7.append(_t8)
-        o.configs = _t7
+        if _t7 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t7, 'CreatableTopic.configs')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(CreatableTopicConfig)
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('CreatableTopicConfig.name')
+                else:
+                    _t11 = pos + _t10
+                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    _t9.value = None
+                else:
+                    _t13 = pos + _t12
+                    _t9.value = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                if buf[pos] == 0:
+                    pos += 1
+                    _t9._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t9._unknown_tagged = unknown
+                _t8.append(_t9)
+            o.configs = _t8
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -357,12 +369,15 @@ def _d_CreateTopicsRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopic_v5(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_CreatableTopic_v5(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, o.validate_only, = _S_io.unpack_from(buf, pos)
     pos += 5
     if buf[pos] == 0:

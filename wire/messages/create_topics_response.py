@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_Uh = struct.Struct('>16sh')
 _S_h = struct.Struct('>h')
@@ -62,27 +63,6 @@ class CreateTopicsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_CreatableTopicResult_v0(buf, pos):
-    o = _new(CreatableTopicResult)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('CreatableTopicResult.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    o.topic_id = ZERO_UUID
-    o.error_message = ''
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_CreateTopicsResponse_v0(buf, pos):
     o = _new(CreateTopicsResponse)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -90,12 +70,32 @@ def _d_CreateTopicsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopicResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(CreatableTopicResult)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('CreatableTopicResult.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t3.topic_id = ZERO_UUID
+                _t3.error_message = ''
+                _t3.topic_config_error_code = 0
+                _t3.num_partitions = -1
+                _t3.replication_factor = -1
+                _t3.configs = []
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -114,32 +114,6 @@ def _e_CreateTopicsResponse_v0(o, out):
     for _t3 in _t1:
         _e_CreatableTopicResult_v0(_t3, out)
 
-def _d_CreatableTopicResult_v1(buf, pos):
-    o = _new(CreatableTopicResult)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('CreatableTopicResult.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, _t3, = _S_hh.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        o.error_message = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.error_message = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_CreateTopicsResponse_v1(buf, pos):
     o = _new(CreateTopicsResponse)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -147,12 +121,37 @@ def _d_CreateTopicsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopicResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(CreatableTopicResult)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('CreatableTopicResult.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.error_code, _t6, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    _t3.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.topic_id = ZERO_UUID
+                _t3.topic_config_error_code = 0
+                _t3.num_partitions = -1
+                _t3.replication_factor = -1
+                _t3.configs = []
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -182,12 +181,37 @@ def _d_CreateTopicsResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopicResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(CreatableTopicResult)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('CreatableTopicResult.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.error_code, _t6, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    _t3.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.topic_id = ZERO_UUID
+                _t3.topic_config_error_code = 0
+                _t3.num_partitions = -1
+                _t3.replication_factor = -1
+                _t3.configs = []
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -197,47 +221,6 @@ def _e_CreateTopicsResponse_v2(o, out):
     out += _S_ii.pack(o.throttle_time_ms, _t2)
     for _t3 in _t1:
         _e_CreatableTopicResult_v1(_t3, out)
-
-def _d_CreatableTopicConfigs_v5(buf, pos):
-    o = _new(CreatableTopicConfigs)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('CreatableTopicConfigs.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.read_only, o.config_source, o.is_sensitive, = _S_obo.unpack_from(buf, pos)
-    pos += 3
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
 
 def _d_CreatableTopicResult_v5(buf, pos):
     o = _new(CreatableTopicResult)
@@ -250,7 +233,7 @@ def _d_CreatableTopicResult_v5(buf, pos):
     if _t1 < 0:
         raise null_error('CreatableTopicResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -264,7 +247,7 @@ def _d_CreatableTopicResult_v5(buf, pos):
     if _t3 < 0:
         o.error_message = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.error_message = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
@@ -278,12 +261,52 @@ def _d_CreatableTopicResult_v5(buf, pos):
     if _t5 < 0:
         o.configs = None
     else:
-        check_count(buf, pos, _t5, 'CreatableTopicResult.configs')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_CreatableTopicConfigs_v5(buf, pos)
-            _t6.append(_t7)
-        o.configs = _t6
+        if _t5 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t5, 'CreatableTopicResult.configs')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(CreatableTopicConfigs)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('CreatableTopicConfigs.name')
+                else:
+                    _t9 = pos + _t8
+                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    _t7.value = None
+                else:
+                    _t11 = pos + _t10
+                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t7.read_only, _t7.config_source, _t7.is_sensitive, = _S_obo.unpack_from(buf, pos)
+                pos += 3
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.configs = _t6
     o.topic_id = ZERO_UUID
     o.topic_config_error_code = 0
     if buf[pos] == 0:
@@ -317,12 +340,15 @@ def _d_CreateTopicsResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopicResult_v5(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_CreatableTopicResult_v5(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -406,7 +432,7 @@ def _d_CreatableTopicResult_v7(buf, pos):
     if _t1 < 0:
         raise null_error('CreatableTopicResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, o.error_code, = _S_Uh.unpack_from(buf, pos)
@@ -421,7 +447,7 @@ def _d_CreatableTopicResult_v7(buf, pos):
     if _t4 < 0:
         o.error_message = None
     else:
-        _t5 = check_length(buf, pos, _t4)
+        _t5 = pos + _t4
         o.error_message = str(buf[pos:_t5], 'utf-8')
         pos = _t5
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
@@ -435,12 +461,52 @@ def _d_CreatableTopicResult_v7(buf, pos):
     if _t6 < 0:
         o.configs = None
     else:
-        check_count(buf, pos, _t6, 'CreatableTopicResult.configs')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_CreatableTopicConfigs_v5(buf, pos)
-            _t7.append(_t8)
-        o.configs = _t7
+        if _t6 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t6, 'CreatableTopicResult.configs')
+            _t7 = []
+            for _ in range(_t6):
+                _t8 = _new(CreatableTopicConfigs)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('CreatableTopicConfigs.name')
+                else:
+                    _t10 = pos + _t9
+                    _t8.name = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    _t8.value = None
+                else:
+                    _t12 = pos + _t11
+                    _t8.value = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t8.read_only, _t8.config_source, _t8.is_sensitive, = _S_obo.unpack_from(buf, pos)
+                pos += 3
+                if buf[pos] == 0:
+                    pos += 1
+                    _t8._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t8._unknown_tagged = unknown
+                _t7.append(_t8)
+            o.configs = _t7
     o.topic_config_error_code = 0
     if buf[pos] == 0:
         pos += 1
@@ -473,12 +539,15 @@ def _d_CreateTopicsResponse_v7(buf, pos):
     if _t1 < 0:
         raise null_error('CreateTopicsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_CreatableTopicResult_v7(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'CreateTopicsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_CreatableTopicResult_v7(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_o = struct.Struct('>?')
 
@@ -39,7 +40,7 @@ def _d_DefaultPrincipalData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DefaultPrincipalData.type_')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.type_ = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -51,7 +52,7 @@ def _d_DefaultPrincipalData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DefaultPrincipalData.name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.token_authenticated, = _S_o.unpack_from(buf, pos)

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -61,46 +62,6 @@ class DeleteAclsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DeleteAclsMatchingAcl_v0(buf, pos):
-    o = _new(DeleteAclsMatchingAcl)
-    o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
-    pos += 4
-    if _t1 < 0:
-        o.error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
-    pos += 3
-    if _t3 < 0:
-        raise null_error('DeleteAclsMatchingAcl.resource_name')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.resource_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t5 < 0:
-        raise null_error('DeleteAclsMatchingAcl.principal')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.principal = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    _t7, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t7 < 0:
-        raise null_error('DeleteAclsMatchingAcl.host')
-    else:
-        _t8 = check_length(buf, pos, _t7)
-        o.host = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    o.pattern_type = 3
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DeleteAclsFilterResult_v0(buf, pos):
     o = _new(DeleteAclsFilterResult)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -108,7 +69,7 @@ def _d_DeleteAclsFilterResult_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -116,12 +77,51 @@ def _d_DeleteAclsFilterResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DeleteAclsFilterResult.matching_acls')
     else:
-        check_count(buf, pos, _t3, 'DeleteAclsFilterResult.matching_acls')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DeleteAclsMatchingAcl_v0(buf, pos)
-            _t4.append(_t5)
-        o.matching_acls = _t4
+        if _t3 == 0:
+            o.matching_acls = []
+        else:
+            check_count(buf, pos, _t3, 'DeleteAclsFilterResult.matching_acls')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(DeleteAclsMatchingAcl)
+                _t5.error_code, _t6, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    _t5.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.resource_type, _t8, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t8 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.resource_name')
+                else:
+                    _t9 = pos + _t8
+                    _t5.resource_name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.principal')
+                else:
+                    _t11 = pos + _t10
+                    _t5.principal = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.host')
+                else:
+                    _t13 = pos + _t12
+                    _t5.host = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                _t5.pattern_type = 3
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.matching_acls = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -132,12 +132,15 @@ def _d_DeleteAclsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteAclsResponse.filter_results')
     else:
-        check_count(buf, pos, _t1, 'DeleteAclsResponse.filter_results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeleteAclsFilterResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.filter_results = _t2
+        if _t1 == 0:
+            o.filter_results = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteAclsResponse.filter_results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DeleteAclsFilterResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.filter_results = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -182,45 +185,6 @@ def _e_DeleteAclsResponse_v0(o, out):
     for _t3 in _t1:
         _e_DeleteAclsFilterResult_v0(_t3, out)
 
-def _d_DeleteAclsMatchingAcl_v1(buf, pos):
-    o = _new(DeleteAclsMatchingAcl)
-    o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
-    pos += 4
-    if _t1 < 0:
-        o.error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
-    pos += 3
-    if _t3 < 0:
-        raise null_error('DeleteAclsMatchingAcl.resource_name')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.resource_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.pattern_type, _t5, = _S_bh.unpack_from(buf, pos)
-    pos += 3
-    if _t5 < 0:
-        raise null_error('DeleteAclsMatchingAcl.principal')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.principal = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    _t7, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t7 < 0:
-        raise null_error('DeleteAclsMatchingAcl.host')
-    else:
-        _t8 = check_length(buf, pos, _t7)
-        o.host = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DeleteAclsFilterResult_v1(buf, pos):
     o = _new(DeleteAclsFilterResult)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -228,7 +192,7 @@ def _d_DeleteAclsFilterResult_v1(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -236,12 +200,50 @@ def _d_DeleteAclsFilterResult_v1(buf, pos):
     if _t3 < 0:
         raise null_error('DeleteAclsFilterResult.matching_acls')
     else:
-        check_count(buf, pos, _t3, 'DeleteAclsFilterResult.matching_acls')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DeleteAclsMatchingAcl_v1(buf, pos)
-            _t4.append(_t5)
-        o.matching_acls = _t4
+        if _t3 == 0:
+            o.matching_acls = []
+        else:
+            check_count(buf, pos, _t3, 'DeleteAclsFilterResult.matching_acls')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(DeleteAclsMatchingAcl)
+                _t5.error_code, _t6, = _S_hh.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    _t5.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.resource_type, _t8, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t8 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.resource_name')
+                else:
+                    _t9 = pos + _t8
+                    _t5.resource_name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5.pattern_type, _t10, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t10 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.principal')
+                else:
+                    _t11 = pos + _t10
+                    _t5.principal = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.host')
+                else:
+                    _t13 = pos + _t12
+                    _t5.host = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.matching_acls = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -252,12 +254,15 @@ def _d_DeleteAclsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteAclsResponse.filter_results')
     else:
-        check_count(buf, pos, _t1, 'DeleteAclsResponse.filter_results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeleteAclsFilterResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.filter_results = _t2
+        if _t1 == 0:
+            o.filter_results = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteAclsResponse.filter_results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DeleteAclsFilterResult_v1(buf, pos)
+                _t2.append(_t3)
+            o.filter_results = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -300,77 +305,6 @@ def _e_DeleteAclsResponse_v1(o, out):
     for _t3 in _t1:
         _e_DeleteAclsFilterResult_v1(_t3, out)
 
-def _d_DeleteAclsMatchingAcl_v2(buf, pos):
-    o = _new(DeleteAclsMatchingAcl)
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.resource_type, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('DeleteAclsMatchingAcl.resource_name')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.resource_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.pattern_type, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('DeleteAclsMatchingAcl.principal')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.principal = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    _t7 = buf[pos]
-    if _t7 < 128:
-        pos += 1
-    else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
-        raise null_error('DeleteAclsMatchingAcl.host')
-    else:
-        _t8 = check_length(buf, pos, _t7)
-        o.host = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DeleteAclsFilterResult_v2(buf, pos):
     o = _new(DeleteAclsFilterResult)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -384,7 +318,7 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -396,12 +330,82 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DeleteAclsFilterResult.matching_acls')
     else:
-        check_count(buf, pos, _t3, 'DeleteAclsFilterResult.matching_acls')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DeleteAclsMatchingAcl_v2(buf, pos)
-            _t4.append(_t5)
-        o.matching_acls = _t4
+        if _t3 == 0:
+            o.matching_acls = []
+        else:
+            check_count(buf, pos, _t3, 'DeleteAclsFilterResult.matching_acls')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(DeleteAclsMatchingAcl)
+                _t5.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.resource_type, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.resource_name')
+                else:
+                    _t9 = pos + _t8
+                    _t5.resource_name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5.pattern_type, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.principal')
+                else:
+                    _t11 = pos + _t10
+                    _t5.principal = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('DeleteAclsMatchingAcl.host')
+                else:
+                    _t13 = pos + _t12
+                    _t5.host = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.matching_acls = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -428,12 +432,15 @@ def _d_DeleteAclsResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteAclsResponse.filter_results')
     else:
-        check_count(buf, pos, _t1, 'DeleteAclsResponse.filter_results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeleteAclsFilterResult_v2(buf, pos)
-            _t2.append(_t3)
-        o.filter_results = _t2
+        if _t1 == 0:
+            o.filter_results = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteAclsResponse.filter_results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DeleteAclsFilterResult_v2(buf, pos)
+                _t2.append(_t3)
+            o.filter_results = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

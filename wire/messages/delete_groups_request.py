@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -41,7 +42,7 @@ def _d_DeleteGroupsRequest_v0(buf, pos):
             pos += 2
             if _t3 < 0:
                 raise null_error('DeleteGroupsRequest.groups_names')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.groups_names = _t2
@@ -79,7 +80,7 @@ def _d_DeleteGroupsRequest_v2(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('DeleteGroupsRequest.groups_names')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.groups_names = _t2

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -49,13 +50,6 @@ class DeleteRecordsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DeleteRecordsPartition_v0(buf, pos):
-    o = _new(DeleteRecordsPartition)
-    o.partition_index, o.offset, = _S_iq.unpack_from(buf, pos)
-    pos += 12
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DeleteRecordsTopic_v0(buf, pos):
     o = _new(DeleteRecordsTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -63,7 +57,7 @@ def _d_DeleteRecordsTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteRecordsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -71,12 +65,18 @@ def _d_DeleteRecordsTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DeleteRecordsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'DeleteRecordsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DeleteRecordsPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'DeleteRecordsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(DeleteRecordsPartition)
+                _t5.partition_index, _t5.offset, = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -87,12 +87,15 @@ def _d_DeleteRecordsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteRecordsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'DeleteRecordsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeleteRecordsTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteRecordsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DeleteRecordsTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o._unknown_tagged = None
@@ -120,23 +123,6 @@ def _e_DeleteRecordsRequest_v0(o, out):
         _e_DeleteRecordsTopic_v0(_t3, out)
     out += _S_i.pack(o.timeout_ms)
 
-def _d_DeleteRecordsPartition_v2(buf, pos):
-    o = _new(DeleteRecordsPartition)
-    o.partition_index, o.offset, = _S_iq.unpack_from(buf, pos)
-    pos += 12
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DeleteRecordsTopic_v2(buf, pos):
     o = _new(DeleteRecordsTopic)
     _t1 = buf[pos]
@@ -148,7 +134,7 @@ def _d_DeleteRecordsTopic_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteRecordsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -160,12 +146,28 @@ def _d_DeleteRecordsTopic_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DeleteRecordsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'DeleteRecordsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DeleteRecordsPartition_v2(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'DeleteRecordsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(DeleteRecordsPartition)
+                _t5.partition_index, _t5.offset, = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -190,12 +192,15 @@ def _d_DeleteRecordsRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteRecordsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'DeleteRecordsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeleteRecordsTopic_v2(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteRecordsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DeleteRecordsTopic_v2(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:

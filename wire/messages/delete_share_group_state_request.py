@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_i = struct.Struct('>i')
@@ -47,23 +48,6 @@ class DeleteShareGroupStateRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DeleteStateData_v0(buf, pos):
     o = _new(DeleteStateData)
     _t1, = _S_U.unpack_from(buf, pos)
@@ -78,12 +62,28 @@ def _d_DeleteStateData_v0(buf, pos):
     if _t2 < 0:
         raise null_error('DeleteStateData.partitions')
     else:
-        check_count(buf, pos, _t2, 'DeleteStateData.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'DeleteStateData.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(PartitionData)
+                _t4.partition, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -108,7 +108,7 @@ def _d_DeleteShareGroupStateRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteShareGroupStateRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -120,12 +120,15 @@ def _d_DeleteShareGroupStateRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DeleteShareGroupStateRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'DeleteShareGroupStateRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DeleteStateData_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'DeleteShareGroupStateRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DeleteStateData_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_ih = struct.Struct('>ih')
@@ -48,35 +49,6 @@ class DeleteShareGroupStateResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionResult_v0(buf, pos):
-    o = _new(PartitionResult)
-    o.partition, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DeleteStateResult_v0(buf, pos):
     o = _new(DeleteStateResult)
     _t1, = _S_U.unpack_from(buf, pos)
@@ -91,12 +63,40 @@ def _d_DeleteStateResult_v0(buf, pos):
     if _t2 < 0:
         raise null_error('DeleteStateResult.partitions')
     else:
-        check_count(buf, pos, _t2, 'DeleteStateResult.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionResult_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'DeleteStateResult.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(PartitionResult)
+                _t4.partition, _t4.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    _t4.error_message = None
+                else:
+                    _t6 = pos + _t5
+                    _t4.error_message = str(buf[pos:_t6], 'utf-8')
+                    pos = _t6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -121,12 +121,15 @@ def _d_DeleteShareGroupStateResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteShareGroupStateResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DeleteShareGroupStateResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeleteStateResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteShareGroupStateResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DeleteStateResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

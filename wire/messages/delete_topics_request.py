@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -54,7 +55,7 @@ def _d_DeleteTopicsRequest_v0(buf, pos):
             pos += 2
             if _t3 < 0:
                 raise null_error('DeleteTopicsRequest.topic_names')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.topic_names = _t2
@@ -98,7 +99,7 @@ def _d_DeleteTopicsRequest_v4(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('DeleteTopicsRequest.topic_names')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.topic_names = _t2
@@ -135,36 +136,6 @@ def _e_DeleteTopicsRequest_v4(o, out):
     else:
         out.append(0)
 
-def _d_DeleteTopicState_v6(buf, pos):
-    o = _new(DeleteTopicState)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.name = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_U.unpack_from(buf, pos)
-    pos += 16
-    o.topic_id = uuid_from(_t3)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DeleteTopicsRequest_v6(buf, pos):
     o = _new(DeleteTopicsRequest)
     _t1 = buf[pos]
@@ -176,12 +147,41 @@ def _d_DeleteTopicsRequest_v6(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteTopicsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'DeleteTopicsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeleteTopicState_v6(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteTopicsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DeleteTopicState)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    _t3.name = None
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t3.topic_id = uuid_from(_t6)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.topic_names = []

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_Uh = struct.Struct('>16sh')
 _S_h = struct.Struct('>h')
@@ -42,23 +43,6 @@ class DeleteTopicsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DeletableTopicResult_v0(buf, pos):
-    o = _new(DeletableTopicResult)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('DeletableTopicResult.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    o.topic_id = ZERO_UUID
-    o.error_message = None
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DeleteTopicsResponse_v0(buf, pos):
     o = _new(DeleteTopicsResponse)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -66,12 +50,28 @@ def _d_DeleteTopicsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteTopicsResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeletableTopicResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DeletableTopicResult)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('DeletableTopicResult.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t3.topic_id = ZERO_UUID
+                _t3.error_message = None
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -97,12 +97,28 @@ def _d_DeleteTopicsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteTopicsResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeletableTopicResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DeletableTopicResult)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('DeletableTopicResult.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t3.topic_id = ZERO_UUID
+                _t3.error_message = None
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.responses = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -112,37 +128,6 @@ def _e_DeleteTopicsResponse_v1(o, out):
     out += _S_ii.pack(o.throttle_time_ms, _t2)
     for _t3 in _t1:
         _e_DeletableTopicResult_v0(_t3, out)
-
-def _d_DeletableTopicResult_v4(buf, pos):
-    o = _new(DeletableTopicResult)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DeletableTopicResult.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    o.topic_id = ZERO_UUID
-    o.error_message = None
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
 
 def _d_DeleteTopicsResponse_v4(buf, pos):
     o = _new(DeleteTopicsResponse)
@@ -157,12 +142,42 @@ def _d_DeleteTopicsResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteTopicsResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeletableTopicResult_v4(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DeletableTopicResult)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('DeletableTopicResult.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t3.topic_id = ZERO_UUID
+                _t3.error_message = None
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.responses = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -201,48 +216,6 @@ def _e_DeleteTopicsResponse_v4(o, out):
     else:
         out.append(0)
 
-def _d_DeletableTopicResult_v5(buf, pos):
-    o = _new(DeletableTopicResult)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DeletableTopicResult.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.error_message = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.error_message = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.topic_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DeleteTopicsResponse_v5(buf, pos):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
@@ -256,12 +229,53 @@ def _d_DeleteTopicsResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteTopicsResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeletableTopicResult_v5(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DeletableTopicResult)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('DeletableTopicResult.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t3.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.topic_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.responses = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -305,48 +319,6 @@ def _e_DeleteTopicsResponse_v5(o, out):
     else:
         out.append(0)
 
-def _d_DeletableTopicResult_v6(buf, pos):
-    o = _new(DeletableTopicResult)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.name = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, o.error_code, = _S_Uh.unpack_from(buf, pos)
-    pos += 18
-    o.topic_id = uuid_from(_t3)
-    _t4 = buf[pos]
-    if _t4 < 128:
-        pos += 1
-    else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
-        o.error_message = None
-    else:
-        _t5 = check_length(buf, pos, _t4)
-        o.error_message = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DeleteTopicsResponse_v6(buf, pos):
     o = _new(DeleteTopicsResponse)
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
@@ -360,12 +332,53 @@ def _d_DeleteTopicsResponse_v6(buf, pos):
     if _t1 < 0:
         raise null_error('DeleteTopicsResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DeletableTopicResult_v6(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'DeleteTopicsResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DeletableTopicResult)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    _t3.name = None
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, _t3.error_code, = _S_Uh.unpack_from(buf, pos)
+                pos += 18
+                _t3.topic_id = uuid_from(_t6)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    _t3.error_message = None
+                else:
+                    _t8 = pos + _t7
+                    _t3.error_message = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.responses = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

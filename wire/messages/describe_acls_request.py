@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -42,7 +43,7 @@ def _d_DescribeAclsRequest_v0(buf, pos):
     if _t1 < 0:
         o.resource_name_filter = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name_filter = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -50,7 +51,7 @@ def _d_DescribeAclsRequest_v0(buf, pos):
     if _t3 < 0:
         o.principal_filter = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_filter = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -58,7 +59,7 @@ def _d_DescribeAclsRequest_v0(buf, pos):
     if _t5 < 0:
         o.host_filter = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.host_filter = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
@@ -94,7 +95,7 @@ def _d_DescribeAclsRequest_v1(buf, pos):
     if _t1 < 0:
         o.resource_name_filter = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name_filter = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.pattern_type_filter, _t3, = _S_bh.unpack_from(buf, pos)
@@ -102,7 +103,7 @@ def _d_DescribeAclsRequest_v1(buf, pos):
     if _t3 < 0:
         o.principal_filter = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_filter = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -110,7 +111,7 @@ def _d_DescribeAclsRequest_v1(buf, pos):
     if _t5 < 0:
         o.host_filter = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.host_filter = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
@@ -149,7 +150,7 @@ def _d_DescribeAclsRequest_v2(buf, pos):
     if _t1 < 0:
         o.resource_name_filter = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name_filter = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.pattern_type_filter, = _S_b.unpack_from(buf, pos)
@@ -163,7 +164,7 @@ def _d_DescribeAclsRequest_v2(buf, pos):
     if _t3 < 0:
         o.principal_filter = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_filter = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -175,7 +176,7 @@ def _d_DescribeAclsRequest_v2(buf, pos):
     if _t5 < 0:
         o.host_filter = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.host_filter = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -60,29 +61,6 @@ class DescribeAclsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AclDescription_v0(buf, pos):
-    o = _new(AclDescription)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('AclDescription.principal')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.principal = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        raise null_error('AclDescription.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribeAclsResource_v0(buf, pos):
     o = _new(DescribeAclsResource)
     o.resource_type, _t1, = _S_bh.unpack_from(buf, pos)
@@ -90,7 +68,7 @@ def _d_DescribeAclsResource_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeAclsResource.resource_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -98,12 +76,34 @@ def _d_DescribeAclsResource_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeAclsResource.acls')
     else:
-        check_count(buf, pos, _t3, 'DescribeAclsResource.acls')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AclDescription_v0(buf, pos)
-            _t4.append(_t5)
-        o.acls = _t4
+        if _t3 == 0:
+            o.acls = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeAclsResource.acls')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AclDescription)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('AclDescription.principal')
+                else:
+                    _t7 = pos + _t6
+                    _t5.principal = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('AclDescription.host')
+                else:
+                    _t9 = pos + _t8
+                    _t5.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.acls = _t4
     o.pattern_type = 3
     o._unknown_tagged = None
     return o, pos
@@ -115,7 +115,7 @@ def _d_DescribeAclsResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -123,12 +123,15 @@ def _d_DescribeAclsResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeAclsResponse.resources')
     else:
-        check_count(buf, pos, _t3, 'DescribeAclsResponse.resources')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeAclsResource_v0(buf, pos)
-            _t4.append(_t5)
-        o.resources = _t4
+        if _t3 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeAclsResponse.resources')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DescribeAclsResource_v0(buf, pos)
+                _t4.append(_t5)
+            o.resources = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -175,7 +178,7 @@ def _d_DescribeAclsResource_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeAclsResource.resource_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.pattern_type, _t3, = _S_bi.unpack_from(buf, pos)
@@ -183,12 +186,34 @@ def _d_DescribeAclsResource_v1(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeAclsResource.acls')
     else:
-        check_count(buf, pos, _t3, 'DescribeAclsResource.acls')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AclDescription_v0(buf, pos)
-            _t4.append(_t5)
-        o.acls = _t4
+        if _t3 == 0:
+            o.acls = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeAclsResource.acls')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AclDescription)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('AclDescription.principal')
+                else:
+                    _t7 = pos + _t6
+                    _t5.principal = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('AclDescription.host')
+                else:
+                    _t9 = pos + _t8
+                    _t5.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.acls = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -199,7 +224,7 @@ def _d_DescribeAclsResponse_v1(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -207,12 +232,15 @@ def _d_DescribeAclsResponse_v1(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeAclsResponse.resources')
     else:
-        check_count(buf, pos, _t3, 'DescribeAclsResponse.resources')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeAclsResource_v1(buf, pos)
-            _t4.append(_t5)
-        o.resources = _t4
+        if _t3 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeAclsResponse.resources')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DescribeAclsResource_v1(buf, pos)
+                _t4.append(_t5)
+            o.resources = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -239,47 +267,6 @@ def _e_DescribeAclsResponse_v1(o, out):
     for _t5 in _t3:
         _e_DescribeAclsResource_v1(_t5, out)
 
-def _d_AclDescription_v2(buf, pos):
-    o = _new(AclDescription)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('AclDescription.principal')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.principal = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('AclDescription.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
-    pos += 2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeAclsResource_v2(buf, pos):
     o = _new(DescribeAclsResource)
     o.resource_type, = _S_b.unpack_from(buf, pos)
@@ -293,7 +280,7 @@ def _d_DescribeAclsResource_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeAclsResource.resource_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.resource_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.pattern_type, = _S_b.unpack_from(buf, pos)
@@ -307,12 +294,52 @@ def _d_DescribeAclsResource_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeAclsResource.acls')
     else:
-        check_count(buf, pos, _t3, 'DescribeAclsResource.acls')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_AclDescription_v2(buf, pos)
-            _t4.append(_t5)
-        o.acls = _t4
+        if _t3 == 0:
+            o.acls = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeAclsResource.acls')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(AclDescription)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('AclDescription.principal')
+                else:
+                    _t7 = pos + _t6
+                    _t5.principal = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('AclDescription.host')
+                else:
+                    _t9 = pos + _t8
+                    _t5.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.acls = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -339,7 +366,7 @@ def _d_DescribeAclsResponse_v2(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -351,12 +378,15 @@ def _d_DescribeAclsResponse_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeAclsResponse.resources')
     else:
-        check_count(buf, pos, _t3, 'DescribeAclsResponse.resources')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeAclsResource_v2(buf, pos)
-            _t4.append(_t5)
-        o.resources = _t4
+        if _t3 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeAclsResponse.resources')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DescribeAclsResource_v2(buf, pos)
+                _t4.append(_t5)
+            o.resources = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

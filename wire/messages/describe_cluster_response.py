@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_i = struct.Struct('>i')
@@ -47,49 +48,6 @@ class DescribeClusterResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribeClusterBroker_v0(buf, pos):
-    o = _new(DescribeClusterBroker)
-    o.broker_id, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DescribeClusterBroker.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.rack = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.rack = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeClusterResponse_v0(buf, pos):
     o = _new(DescribeClusterResponse)
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -103,7 +61,7 @@ def _d_DescribeClusterResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -115,7 +73,7 @@ def _d_DescribeClusterResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeClusterResponse.cluster_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.cluster_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.controller_id, = _S_i.unpack_from(buf, pos)
@@ -129,12 +87,54 @@ def _d_DescribeClusterResponse_v0(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeClusterResponse.brokers')
     else:
-        check_count(buf, pos, _t5, 'DescribeClusterResponse.brokers')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeClusterBroker_v0(buf, pos)
-            _t6.append(_t7)
-        o.brokers = _t6
+        if _t5 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeClusterResponse.brokers')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(DescribeClusterBroker)
+                _t7.broker_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('DescribeClusterBroker.host')
+                else:
+                    _t9 = pos + _t8
+                    _t7.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t7.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    _t7.rack = None
+                else:
+                    _t11 = pos + _t10
+                    _t7.rack = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.brokers = _t6
     o.cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.endpoint_type = 1
@@ -208,7 +208,7 @@ def _d_DescribeClusterResponse_v1(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.endpoint_type, = _S_b.unpack_from(buf, pos)
@@ -222,7 +222,7 @@ def _d_DescribeClusterResponse_v1(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeClusterResponse.cluster_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.cluster_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.controller_id, = _S_i.unpack_from(buf, pos)
@@ -236,12 +236,54 @@ def _d_DescribeClusterResponse_v1(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeClusterResponse.brokers')
     else:
-        check_count(buf, pos, _t5, 'DescribeClusterResponse.brokers')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeClusterBroker_v0(buf, pos)
-            _t6.append(_t7)
-        o.brokers = _t6
+        if _t5 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeClusterResponse.brokers')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(DescribeClusterBroker)
+                _t7.broker_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('DescribeClusterBroker.host')
+                else:
+                    _t9 = pos + _t8
+                    _t7.host = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t7.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    _t7.rack = None
+                else:
+                    _t11 = pos + _t10
+                    _t7.rack = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.brokers = _t6
     o.cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -44,35 +45,6 @@ class DescribeConfigsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribeConfigsResource_v0(buf, pos):
-    o = _new(DescribeConfigsResource)
-    o.resource_type, _t1, = _S_bh.unpack_from(buf, pos)
-    pos += 3
-    if _t1 < 0:
-        raise null_error('DescribeConfigsResource.resource_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        o.configuration_keys = None
-    else:
-        check_count(buf, pos, _t3, 'DescribeConfigsResource.configuration_keys')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, = _S_h.unpack_from(buf, pos)
-            pos += 2
-            if _t5 < 0:
-                raise null_error('DescribeConfigsResource.configuration_keys')
-            _t6 = check_length(buf, pos, _t5)
-            _t4.append(str(buf[pos:_t6], 'utf-8'))
-            pos = _t6
-        o.configuration_keys = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribeConfigsRequest_v0(buf, pos):
     o = _new(DescribeConfigsRequest)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -80,12 +52,40 @@ def _d_DescribeConfigsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsRequest.resources')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResource_v0(buf, pos)
-            _t2.append(_t3)
-        o.resources = _t2
+        if _t1 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DescribeConfigsResource)
+                _t3.resource_type, _t4, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t4 < 0:
+                    raise null_error('DescribeConfigsResource.resource_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    _t3.configuration_keys = None
+                else:
+                    check_count(buf, pos, _t6, 'DescribeConfigsResource.configuration_keys')
+                    _t7 = []
+                    for _ in range(_t6):
+                        _t8, = _S_h.unpack_from(buf, pos)
+                        pos += 2
+                        if _t8 < 0:
+                            raise null_error('DescribeConfigsResource.configuration_keys')
+                        _t9 = pos + _t8
+                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        pos = _t9
+                    _t3.configuration_keys = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.resources = _t2
     o.include_synonyms = False
     o.include_documentation = False
     o._unknown_tagged = None
@@ -123,12 +123,40 @@ def _d_DescribeConfigsRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsRequest.resources')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResource_v0(buf, pos)
-            _t2.append(_t3)
-        o.resources = _t2
+        if _t1 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DescribeConfigsResource)
+                _t3.resource_type, _t4, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t4 < 0:
+                    raise null_error('DescribeConfigsResource.resource_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    _t3.configuration_keys = None
+                else:
+                    check_count(buf, pos, _t6, 'DescribeConfigsResource.configuration_keys')
+                    _t7 = []
+                    for _ in range(_t6):
+                        _t8, = _S_h.unpack_from(buf, pos)
+                        pos += 2
+                        if _t8 < 0:
+                            raise null_error('DescribeConfigsResource.configuration_keys')
+                        _t9 = pos + _t8
+                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        pos = _t9
+                    _t3.configuration_keys = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.resources = _t2
     o.include_synonyms, = _S_o.unpack_from(buf, pos)
     pos += 1
     o.include_documentation = False
@@ -152,12 +180,40 @@ def _d_DescribeConfigsRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsRequest.resources')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResource_v0(buf, pos)
-            _t2.append(_t3)
-        o.resources = _t2
+        if _t1 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DescribeConfigsResource)
+                _t3.resource_type, _t4, = _S_bh.unpack_from(buf, pos)
+                pos += 3
+                if _t4 < 0:
+                    raise null_error('DescribeConfigsResource.resource_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    _t3.configuration_keys = None
+                else:
+                    check_count(buf, pos, _t6, 'DescribeConfigsResource.configuration_keys')
+                    _t7 = []
+                    for _ in range(_t6):
+                        _t8, = _S_h.unpack_from(buf, pos)
+                        pos += 2
+                        if _t8 < 0:
+                            raise null_error('DescribeConfigsResource.configuration_keys')
+                        _t9 = pos + _t8
+                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        pos = _t9
+                    _t3.configuration_keys = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.resources = _t2
     o.include_synonyms, o.include_documentation, = _S_oo.unpack_from(buf, pos)
     pos += 2
     o._unknown_tagged = None
@@ -171,59 +227,6 @@ def _e_DescribeConfigsRequest_v3(o, out):
         _e_DescribeConfigsResource_v0(_t3, out)
     out += _S_oo.pack(o.include_synonyms, o.include_documentation)
 
-def _d_DescribeConfigsResource_v4(buf, pos):
-    o = _new(DescribeConfigsResource)
-    o.resource_type, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DescribeConfigsResource.resource_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.configuration_keys = None
-    else:
-        check_count(buf, pos, _t3, 'DescribeConfigsResource.configuration_keys')
-        _t4 = []
-        for _ in range(_t3):
-            _t5 = buf[pos]
-            if _t5 < 128:
-                pos += 1
-            else:
-                _t5, pos = read_uvarint(buf, pos)
-            _t5 -= 1
-            if _t5 < 0:
-                raise null_error('DescribeConfigsResource.configuration_keys')
-            _t6 = check_length(buf, pos, _t5)
-            _t4.append(str(buf[pos:_t6], 'utf-8'))
-            pos = _t6
-        o.configuration_keys = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeConfigsRequest_v4(buf, pos):
     o = _new(DescribeConfigsRequest)
     _t1 = buf[pos]
@@ -235,12 +238,64 @@ def _d_DescribeConfigsRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsRequest.resources')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResource_v4(buf, pos)
-            _t2.append(_t3)
-        o.resources = _t2
+        if _t1 == 0:
+            o.resources = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsRequest.resources')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DescribeConfigsResource)
+                _t3.resource_type, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('DescribeConfigsResource.resource_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t3.configuration_keys = None
+                else:
+                    check_count(buf, pos, _t6, 'DescribeConfigsResource.configuration_keys')
+                    _t7 = []
+                    for _ in range(_t6):
+                        _t8 = buf[pos]
+                        if _t8 < 128:
+                            pos += 1
+                        else:
+                            _t8, pos = read_uvarint(buf, pos)
+                        _t8 -= 1
+                        if _t8 < 0:
+                            raise null_error('DescribeConfigsResource.configuration_keys')
+                        _t9 = pos + _t8
+                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        pos = _t9
+                    _t3.configuration_keys = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.resources = _t2
     o.include_synonyms, o.include_documentation, = _S_oo.unpack_from(buf, pos)
     pos += 2
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -76,33 +77,6 @@ class DescribeConfigsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribeConfigsResourceResult_v0(buf, pos):
-    o = _new(DescribeConfigsResourceResult)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('DescribeConfigsResourceResult.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.read_only, o.is_default, o.is_sensitive, = _S_ooo.unpack_from(buf, pos)
-    pos += 3
-    o.config_source = -1
-    o.synonyms = []
-    o.config_type = 0
-    o.documentation = ''
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribeConfigsResult_v0(buf, pos):
     o = _new(DescribeConfigsResult)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -110,7 +84,7 @@ def _d_DescribeConfigsResult_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
@@ -118,7 +92,7 @@ def _d_DescribeConfigsResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeConfigsResult.resource_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.resource_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
@@ -126,12 +100,38 @@ def _d_DescribeConfigsResult_v0(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeConfigsResult.configs')
     else:
-        check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeConfigsResourceResult_v0(buf, pos)
-            _t6.append(_t7)
-        o.configs = _t6
+        if _t5 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(DescribeConfigsResourceResult)
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('DescribeConfigsResourceResult.name')
+                else:
+                    _t9 = pos + _t8
+                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    _t7.value = None
+                else:
+                    _t11 = pos + _t10
+                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t7.read_only, _t7.is_default, _t7.is_sensitive, = _S_ooo.unpack_from(buf, pos)
+                pos += 3
+                _t7.config_source = -1
+                _t7.synonyms = []
+                _t7.config_type = 0
+                _t7.documentation = ''
+                _t7._unknown_tagged = None
+                _t6.append(_t7)
+            o.configs = _t6
     o._unknown_tagged = None
     return o, pos
 
@@ -142,12 +142,15 @@ def _d_DescribeConfigsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeConfigsResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -186,29 +189,6 @@ def _e_DescribeConfigsResponse_v0(o, out):
     for _t3 in _t1:
         _e_DescribeConfigsResult_v0(_t3, out)
 
-def _d_DescribeConfigsSynonym_v1(buf, pos):
-    o = _new(DescribeConfigsSynonym)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('DescribeConfigsSynonym.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.source, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribeConfigsResourceResult_v1(buf, pos):
     o = _new(DescribeConfigsResourceResult)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -216,7 +196,7 @@ def _d_DescribeConfigsResourceResult_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsResourceResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -224,7 +204,7 @@ def _d_DescribeConfigsResourceResult_v1(buf, pos):
     if _t3 < 0:
         o.value = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.value = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.read_only, o.config_source, o.is_sensitive, _t5, = _S_oboi.unpack_from(buf, pos)
@@ -232,12 +212,34 @@ def _d_DescribeConfigsResourceResult_v1(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeConfigsResourceResult.synonyms')
     else:
-        check_count(buf, pos, _t5, 'DescribeConfigsResourceResult.synonyms')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeConfigsSynonym_v1(buf, pos)
-            _t6.append(_t7)
-        o.synonyms = _t6
+        if _t5 == 0:
+            o.synonyms = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeConfigsResourceResult.synonyms')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(DescribeConfigsSynonym)
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('DescribeConfigsSynonym.name')
+                else:
+                    _t9 = pos + _t8
+                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    _t7.value = None
+                else:
+                    _t11 = pos + _t10
+                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t7.source, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                _t7._unknown_tagged = None
+                _t6.append(_t7)
+            o.synonyms = _t6
     o.is_default = False
     o.config_type = 0
     o.documentation = ''
@@ -251,7 +253,7 @@ def _d_DescribeConfigsResult_v1(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
@@ -259,7 +261,7 @@ def _d_DescribeConfigsResult_v1(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeConfigsResult.resource_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.resource_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
@@ -267,12 +269,15 @@ def _d_DescribeConfigsResult_v1(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeConfigsResult.configs')
     else:
-        check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeConfigsResourceResult_v1(buf, pos)
-            _t6.append(_t7)
-        o.configs = _t6
+        if _t5 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_DescribeConfigsResourceResult_v1(buf, pos)
+                _t6.append(_t7)
+            o.configs = _t6
     o._unknown_tagged = None
     return o, pos
 
@@ -283,12 +288,15 @@ def _d_DescribeConfigsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeConfigsResult_v1(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -352,7 +360,7 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsResourceResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -360,7 +368,7 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
     if _t3 < 0:
         o.value = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.value = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.read_only, o.config_source, o.is_sensitive, _t5, = _S_oboi.unpack_from(buf, pos)
@@ -368,20 +376,42 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeConfigsResourceResult.synonyms')
     else:
-        check_count(buf, pos, _t5, 'DescribeConfigsResourceResult.synonyms')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeConfigsSynonym_v1(buf, pos)
-            _t6.append(_t7)
-        o.synonyms = _t6
-    o.config_type, _t8, = _S_bh.unpack_from(buf, pos)
+        if _t5 == 0:
+            o.synonyms = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeConfigsResourceResult.synonyms')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(DescribeConfigsSynonym)
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('DescribeConfigsSynonym.name')
+                else:
+                    _t9 = pos + _t8
+                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    _t7.value = None
+                else:
+                    _t11 = pos + _t10
+                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t7.source, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                _t7._unknown_tagged = None
+                _t6.append(_t7)
+            o.synonyms = _t6
+    o.config_type, _t12, = _S_bh.unpack_from(buf, pos)
     pos += 3
-    if _t8 < 0:
+    if _t12 < 0:
         o.documentation = None
     else:
-        _t9 = check_length(buf, pos, _t8)
-        o.documentation = str(buf[pos:_t9], 'utf-8')
-        pos = _t9
+        _t13 = pos + _t12
+        o.documentation = str(buf[pos:_t13], 'utf-8')
+        pos = _t13
     o.is_default = False
     o._unknown_tagged = None
     return o, pos
@@ -393,7 +423,7 @@ def _d_DescribeConfigsResult_v3(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
@@ -401,7 +431,7 @@ def _d_DescribeConfigsResult_v3(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeConfigsResult.resource_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.resource_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
@@ -409,12 +439,15 @@ def _d_DescribeConfigsResult_v3(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeConfigsResult.configs')
     else:
-        check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeConfigsResourceResult_v3(buf, pos)
-            _t6.append(_t7)
-        o.configs = _t6
+        if _t5 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_DescribeConfigsResourceResult_v3(buf, pos)
+                _t6.append(_t7)
+            o.configs = _t6
     o._unknown_tagged = None
     return o, pos
 
@@ -425,12 +458,15 @@ def _d_DescribeConfigsResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResult_v3(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeConfigsResult_v3(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -480,47 +516,6 @@ def _e_DescribeConfigsResponse_v3(o, out):
     for _t3 in _t1:
         _e_DescribeConfigsResult_v3(_t3, out)
 
-def _d_DescribeConfigsSynonym_v4(buf, pos):
-    o = _new(DescribeConfigsSynonym)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DescribeConfigsSynonym.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.value = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.value = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.source, = _S_b.unpack_from(buf, pos)
-    pos += 1
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeConfigsResourceResult_v4(buf, pos):
     o = _new(DescribeConfigsResourceResult)
     _t1 = buf[pos]
@@ -532,7 +527,7 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsResourceResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -544,7 +539,7 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
     if _t3 < 0:
         o.value = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.value = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.read_only, o.config_source, o.is_sensitive, = _S_obo.unpack_from(buf, pos)
@@ -558,26 +553,66 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeConfigsResourceResult.synonyms')
     else:
-        check_count(buf, pos, _t5, 'DescribeConfigsResourceResult.synonyms')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeConfigsSynonym_v4(buf, pos)
-            _t6.append(_t7)
-        o.synonyms = _t6
+        if _t5 == 0:
+            o.synonyms = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeConfigsResourceResult.synonyms')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(DescribeConfigsSynonym)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('DescribeConfigsSynonym.name')
+                else:
+                    _t9 = pos + _t8
+                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    _t7.value = None
+                else:
+                    _t11 = pos + _t10
+                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t7.source, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.synonyms = _t6
     o.config_type, = _S_b.unpack_from(buf, pos)
     pos += 1
-    _t8 = buf[pos]
-    if _t8 < 128:
+    _t12 = buf[pos]
+    if _t12 < 128:
         pos += 1
     else:
-        _t8, pos = read_uvarint(buf, pos)
-    _t8 -= 1
-    if _t8 < 0:
+        _t12, pos = read_uvarint(buf, pos)
+    _t12 -= 1
+    if _t12 < 0:
         o.documentation = None
     else:
-        _t9 = check_length(buf, pos, _t8)
-        o.documentation = str(buf[pos:_t9], 'utf-8')
-        pos = _t9
+        _t13 = pos + _t12
+        o.documentation = str(buf[pos:_t13], 'utf-8')
+        pos = _t13
     o.is_default = False
     if buf[pos] == 0:
         pos += 1
@@ -605,7 +640,7 @@ def _d_DescribeConfigsResult_v4(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.resource_type, = _S_b.unpack_from(buf, pos)
@@ -619,7 +654,7 @@ def _d_DescribeConfigsResult_v4(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeConfigsResult.resource_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.resource_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -631,12 +666,15 @@ def _d_DescribeConfigsResult_v4(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeConfigsResult.configs')
     else:
-        check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_DescribeConfigsResourceResult_v4(buf, pos)
-            _t6.append(_t7)
-        o.configs = _t6
+        if _t5 == 0:
+            o.configs = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeConfigsResult.configs')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_DescribeConfigsResourceResult_v4(buf, pos)
+                _t6.append(_t7)
+            o.configs = _t6
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -663,12 +701,15 @@ def _d_DescribeConfigsResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeConfigsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeConfigsResult_v4(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeConfigsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeConfigsResult_v4(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -37,27 +38,6 @@ class DescribeDelegationTokenRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribeDelegationTokenOwner_v0(buf, pos):
-    o = _new(DescribeDelegationTokenOwner)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('DescribeDelegationTokenOwner.principal_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        raise null_error('DescribeDelegationTokenOwner.principal_name')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribeDelegationTokenRequest_v0(buf, pos):
     o = _new(DescribeDelegationTokenRequest)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -65,12 +45,32 @@ def _d_DescribeDelegationTokenRequest_v0(buf, pos):
     if _t1 < 0:
         o.owners = None
     else:
-        check_count(buf, pos, _t1, 'DescribeDelegationTokenRequest.owners')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeDelegationTokenOwner_v0(buf, pos)
-            _t2.append(_t3)
-        o.owners = _t2
+        if _t1 == 0:
+            o.owners = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeDelegationTokenRequest.owners')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DescribeDelegationTokenOwner)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('DescribeDelegationTokenOwner.principal_type')
+                else:
+                    _t5 = pos + _t4
+                    _t3.principal_type = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('DescribeDelegationTokenOwner.principal_name')
+                else:
+                    _t7 = pos + _t6
+                    _t3.principal_name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.owners = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -92,45 +92,6 @@ def _e_DescribeDelegationTokenRequest_v0(o, out):
         for _t3 in _t1:
             _e_DescribeDelegationTokenOwner_v0(_t3, out)
 
-def _d_DescribeDelegationTokenOwner_v2(buf, pos):
-    o = _new(DescribeDelegationTokenOwner)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DescribeDelegationTokenOwner.principal_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('DescribeDelegationTokenOwner.principal_name')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeDelegationTokenRequest_v2(buf, pos):
     o = _new(DescribeDelegationTokenRequest)
     _t1 = buf[pos]
@@ -142,12 +103,50 @@ def _d_DescribeDelegationTokenRequest_v2(buf, pos):
     if _t1 < 0:
         o.owners = None
     else:
-        check_count(buf, pos, _t1, 'DescribeDelegationTokenRequest.owners')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeDelegationTokenOwner_v2(buf, pos)
-            _t2.append(_t3)
-        o.owners = _t2
+        if _t1 == 0:
+            o.owners = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeDelegationTokenRequest.owners')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(DescribeDelegationTokenOwner)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('DescribeDelegationTokenOwner.principal_type')
+                else:
+                    _t5 = pos + _t4
+                    _t3.principal_type = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('DescribeDelegationTokenOwner.principal_name')
+                else:
+                    _t7 = pos + _t6
+                    _t3.principal_name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.owners = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

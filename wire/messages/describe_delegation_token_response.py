@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -60,27 +61,6 @@ class DescribeDelegationTokenResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribedDelegationTokenRenewer_v0(buf, pos):
-    o = _new(DescribedDelegationTokenRenewer)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('DescribedDelegationTokenRenewer.principal_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        raise null_error('DescribedDelegationTokenRenewer.principal_name')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribedDelegationToken_v0(buf, pos):
     o = _new(DescribedDelegationToken)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -88,7 +68,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribedDelegationToken.principal_type')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.principal_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -96,7 +76,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedDelegationToken.principal_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp, _t5, = _S_qqqh.unpack_from(buf, pos)
@@ -104,7 +84,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedDelegationToken.token_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.token_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -112,7 +92,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedDelegationToken.hmac')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.hmac = bytes(buf[pos:_t8])
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
@@ -120,12 +100,32 @@ def _d_DescribedDelegationToken_v0(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedDelegationToken.renewers')
     else:
-        check_count(buf, pos, _t9, 'DescribedDelegationToken.renewers')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_DescribedDelegationTokenRenewer_v0(buf, pos)
-            _t10.append(_t11)
-        o.renewers = _t10
+        if _t9 == 0:
+            o.renewers = []
+        else:
+            check_count(buf, pos, _t9, 'DescribedDelegationToken.renewers')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(DescribedDelegationTokenRenewer)
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    raise null_error('DescribedDelegationTokenRenewer.principal_type')
+                else:
+                    _t13 = pos + _t12
+                    _t11.principal_type = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t14 < 0:
+                    raise null_error('DescribedDelegationTokenRenewer.principal_name')
+                else:
+                    _t15 = pos + _t14
+                    _t11.principal_name = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t11._unknown_tagged = None
+                _t10.append(_t11)
+            o.renewers = _t10
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     o._unknown_tagged = None
@@ -138,12 +138,15 @@ def _d_DescribeDelegationTokenResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeDelegationTokenResponse.tokens')
     else:
-        check_count(buf, pos, _t1, 'DescribeDelegationTokenResponse.tokens')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedDelegationToken_v0(buf, pos)
-            _t2.append(_t3)
-        o.tokens = _t2
+        if _t1 == 0:
+            o.tokens = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeDelegationTokenResponse.tokens')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedDelegationToken_v0(buf, pos)
+                _t2.append(_t3)
+            o.tokens = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o._unknown_tagged = None
@@ -194,45 +197,6 @@ def _e_DescribeDelegationTokenResponse_v0(o, out):
         _e_DescribedDelegationToken_v0(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
 
-def _d_DescribedDelegationTokenRenewer_v2(buf, pos):
-    o = _new(DescribedDelegationTokenRenewer)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DescribedDelegationTokenRenewer.principal_type')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('DescribedDelegationTokenRenewer.principal_name')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribedDelegationToken_v2(buf, pos):
     o = _new(DescribedDelegationToken)
     _t1 = buf[pos]
@@ -244,7 +208,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DescribedDelegationToken.principal_type')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.principal_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -256,7 +220,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedDelegationToken.principal_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp, = _S_qqq.unpack_from(buf, pos)
@@ -270,7 +234,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedDelegationToken.token_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.token_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -282,7 +246,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedDelegationToken.hmac')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.hmac = bytes(buf[pos:_t8])
         pos = _t8
     _t9 = buf[pos]
@@ -294,12 +258,50 @@ def _d_DescribedDelegationToken_v2(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedDelegationToken.renewers')
     else:
-        check_count(buf, pos, _t9, 'DescribedDelegationToken.renewers')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_DescribedDelegationTokenRenewer_v2(buf, pos)
-            _t10.append(_t11)
-        o.renewers = _t10
+        if _t9 == 0:
+            o.renewers = []
+        else:
+            check_count(buf, pos, _t9, 'DescribedDelegationToken.renewers')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(DescribedDelegationTokenRenewer)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('DescribedDelegationTokenRenewer.principal_type')
+                else:
+                    _t13 = pos + _t12
+                    _t11.principal_type = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('DescribedDelegationTokenRenewer.principal_name')
+                else:
+                    _t15 = pos + _t14
+                    _t11.principal_name = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                if buf[pos] == 0:
+                    pos += 1
+                    _t11._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t11._unknown_tagged = unknown
+                _t10.append(_t11)
+            o.renewers = _t10
     o.token_requester_principal_type = ''
     o.token_requester_principal_name = ''
     if buf[pos] == 0:
@@ -328,12 +330,15 @@ def _d_DescribeDelegationTokenResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeDelegationTokenResponse.tokens')
     else:
-        check_count(buf, pos, _t1, 'DescribeDelegationTokenResponse.tokens')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedDelegationToken_v2(buf, pos)
-            _t2.append(_t3)
-        o.tokens = _t2
+        if _t1 == 0:
+            o.tokens = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeDelegationTokenResponse.tokens')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedDelegationToken_v2(buf, pos)
+                _t2.append(_t3)
+            o.tokens = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -422,7 +427,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribedDelegationToken.principal_type')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.principal_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -434,7 +439,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedDelegationToken.principal_name')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.principal_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -446,7 +451,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedDelegationToken.token_requester_principal_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.token_requester_principal_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -458,7 +463,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedDelegationToken.token_requester_principal_name')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.token_requester_principal_name = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp, = _S_qqq.unpack_from(buf, pos)
@@ -472,7 +477,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedDelegationToken.token_id')
     else:
-        _t10 = check_length(buf, pos, _t9)
+        _t10 = pos + _t9
         o.token_id = str(buf[pos:_t10], 'utf-8')
         pos = _t10
     _t11 = buf[pos]
@@ -484,7 +489,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
     if _t11 < 0:
         raise null_error('DescribedDelegationToken.hmac')
     else:
-        _t12 = check_length(buf, pos, _t11)
+        _t12 = pos + _t11
         o.hmac = bytes(buf[pos:_t12])
         pos = _t12
     _t13 = buf[pos]
@@ -496,12 +501,50 @@ def _d_DescribedDelegationToken_v3(buf, pos):
     if _t13 < 0:
         raise null_error('DescribedDelegationToken.renewers')
     else:
-        check_count(buf, pos, _t13, 'DescribedDelegationToken.renewers')
-        _t14 = []
-        for _ in range(_t13):
-            _t15, pos = _d_DescribedDelegationTokenRenewer_v2(buf, pos)
-            _t14.append(_t15)
-        o.renewers = _t14
+        if _t13 == 0:
+            o.renewers = []
+        else:
+            check_count(buf, pos, _t13, 'DescribedDelegationToken.renewers')
+            _t14 = []
+            for _ in range(_t13):
+                _t15 = _new(DescribedDelegationTokenRenewer)
+                _t16 = buf[pos]
+                if _t16 < 128:
+                    pos += 1
+                else:
+                    _t16, pos = read_uvarint(buf, pos)
+                _t16 -= 1
+                if _t16 < 0:
+                    raise null_error('DescribedDelegationTokenRenewer.principal_type')
+                else:
+                    _t17 = pos + _t16
+                    _t15.principal_type = str(buf[pos:_t17], 'utf-8')
+                    pos = _t17
+                _t18 = buf[pos]
+                if _t18 < 128:
+                    pos += 1
+                else:
+                    _t18, pos = read_uvarint(buf, pos)
+                _t18 -= 1
+                if _t18 < 0:
+                    raise null_error('DescribedDelegationTokenRenewer.principal_name')
+                else:
+                    _t19 = pos + _t18
+                    _t15.principal_name = str(buf[pos:_t19], 'utf-8')
+                    pos = _t19
+                if buf[pos] == 0:
+                    pos += 1
+                    _t15._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t15._unknown_tagged = unknown
+                _t14.append(_t15)
+            o.renewers = _t14
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -528,12 +571,15 @@ def _d_DescribeDelegationTokenResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeDelegationTokenResponse.tokens')
     else:
-        check_count(buf, pos, _t1, 'DescribeDelegationTokenResponse.tokens')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedDelegationToken_v3(buf, pos)
-            _t2.append(_t3)
-        o.tokens = _t2
+        if _t1 == 0:
+            o.tokens = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeDelegationTokenResponse.tokens')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedDelegationToken_v3(buf, pos)
+                _t2.append(_t3)
+            o.tokens = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -59,52 +60,6 @@ class DescribeGroupsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribedGroupMember_v0(buf, pos):
-    o = _new(DescribedGroupMember)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('DescribedGroupMember.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        raise null_error('DescribedGroupMember.client_id')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.client_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t5 < 0:
-        raise null_error('DescribedGroupMember.client_host')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.client_host = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    _t7, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t7 < 0:
-        raise null_error('DescribedGroupMember.member_metadata')
-    else:
-        _t8 = check_length(buf, pos, _t7)
-        o.member_metadata = bytes(buf[pos:_t8])
-        pos = _t8
-    _t9, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t9 < 0:
-        raise null_error('DescribedGroupMember.member_assignment')
-    else:
-        _t10 = check_length(buf, pos, _t9)
-        o.member_assignment = bytes(buf[pos:_t10])
-        pos = _t10
-    o.group_instance_id = None
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribedGroup_v0(buf, pos):
     o = _new(DescribedGroup)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -112,7 +67,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribedGroup.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -120,7 +75,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedGroup.group_state')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_state = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -128,7 +83,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedGroup.protocol_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.protocol_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
@@ -136,7 +91,7 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedGroup.protocol_data')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_data = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
@@ -144,12 +99,57 @@ def _d_DescribedGroup_v0(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedGroup.members')
     else:
-        check_count(buf, pos, _t9, 'DescribedGroup.members')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_DescribedGroupMember_v0(buf, pos)
-            _t10.append(_t11)
-        o.members = _t10
+        if _t9 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t9, 'DescribedGroup.members')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(DescribedGroupMember)
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    raise null_error('DescribedGroupMember.member_id')
+                else:
+                    _t13 = pos + _t12
+                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t14 < 0:
+                    raise null_error('DescribedGroupMember.client_id')
+                else:
+                    _t15 = pos + _t14
+                    _t11.client_id = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t16, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t16 < 0:
+                    raise null_error('DescribedGroupMember.client_host')
+                else:
+                    _t17 = pos + _t16
+                    _t11.client_host = str(buf[pos:_t17], 'utf-8')
+                    pos = _t17
+                _t18, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t18 < 0:
+                    raise null_error('DescribedGroupMember.member_metadata')
+                else:
+                    _t19 = pos + _t18
+                    _t11.member_metadata = bytes(buf[pos:_t19])
+                    pos = _t19
+                _t20, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t20 < 0:
+                    raise null_error('DescribedGroupMember.member_assignment')
+                else:
+                    _t21 = pos + _t20
+                    _t11.member_assignment = bytes(buf[pos:_t21])
+                    pos = _t21
+                _t11.group_instance_id = None
+                _t11._unknown_tagged = None
+                _t10.append(_t11)
+            o.members = _t10
     o.authorized_operations = -2147483648
     o._unknown_tagged = None
     return o, pos
@@ -161,12 +161,15 @@ def _d_DescribeGroupsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedGroup_v0(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedGroup_v0(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -232,12 +235,15 @@ def _d_DescribeGroupsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedGroup_v0(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedGroup_v0(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -255,7 +261,7 @@ def _d_DescribedGroup_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribedGroup.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -263,7 +269,7 @@ def _d_DescribedGroup_v3(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedGroup.group_state')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_state = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -271,7 +277,7 @@ def _d_DescribedGroup_v3(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedGroup.protocol_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.protocol_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
@@ -279,7 +285,7 @@ def _d_DescribedGroup_v3(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedGroup.protocol_data')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_data = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
@@ -287,12 +293,57 @@ def _d_DescribedGroup_v3(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedGroup.members')
     else:
-        check_count(buf, pos, _t9, 'DescribedGroup.members')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_DescribedGroupMember_v0(buf, pos)
-            _t10.append(_t11)
-        o.members = _t10
+        if _t9 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t9, 'DescribedGroup.members')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(DescribedGroupMember)
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    raise null_error('DescribedGroupMember.member_id')
+                else:
+                    _t13 = pos + _t12
+                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t14 < 0:
+                    raise null_error('DescribedGroupMember.client_id')
+                else:
+                    _t15 = pos + _t14
+                    _t11.client_id = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t16, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t16 < 0:
+                    raise null_error('DescribedGroupMember.client_host')
+                else:
+                    _t17 = pos + _t16
+                    _t11.client_host = str(buf[pos:_t17], 'utf-8')
+                    pos = _t17
+                _t18, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t18 < 0:
+                    raise null_error('DescribedGroupMember.member_metadata')
+                else:
+                    _t19 = pos + _t18
+                    _t11.member_metadata = bytes(buf[pos:_t19])
+                    pos = _t19
+                _t20, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t20 < 0:
+                    raise null_error('DescribedGroupMember.member_assignment')
+                else:
+                    _t21 = pos + _t20
+                    _t11.member_assignment = bytes(buf[pos:_t21])
+                    pos = _t21
+                _t11.group_instance_id = None
+                _t11._unknown_tagged = None
+                _t10.append(_t11)
+            o.members = _t10
     o.authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     o._unknown_tagged = None
@@ -305,12 +356,15 @@ def _d_DescribeGroupsResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedGroup_v3(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedGroup_v3(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -345,59 +399,6 @@ def _e_DescribeGroupsResponse_v3(o, out):
     for _t3 in _t1:
         _e_DescribedGroup_v3(_t3, out)
 
-def _d_DescribedGroupMember_v4(buf, pos):
-    o = _new(DescribedGroupMember)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('DescribedGroupMember.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.group_instance_id = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.group_instance_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t5 < 0:
-        raise null_error('DescribedGroupMember.client_id')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.client_id = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    _t7, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t7 < 0:
-        raise null_error('DescribedGroupMember.client_host')
-    else:
-        _t8 = check_length(buf, pos, _t7)
-        o.client_host = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
-    _t9, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t9 < 0:
-        raise null_error('DescribedGroupMember.member_metadata')
-    else:
-        _t10 = check_length(buf, pos, _t9)
-        o.member_metadata = bytes(buf[pos:_t10])
-        pos = _t10
-    _t11, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t11 < 0:
-        raise null_error('DescribedGroupMember.member_assignment')
-    else:
-        _t12 = check_length(buf, pos, _t11)
-        o.member_assignment = bytes(buf[pos:_t12])
-        pos = _t12
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribedGroup_v4(buf, pos):
     o = _new(DescribedGroup)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -405,7 +406,7 @@ def _d_DescribedGroup_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DescribedGroup.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -413,7 +414,7 @@ def _d_DescribedGroup_v4(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedGroup.group_state')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_state = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -421,7 +422,7 @@ def _d_DescribedGroup_v4(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedGroup.protocol_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.protocol_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
@@ -429,7 +430,7 @@ def _d_DescribedGroup_v4(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedGroup.protocol_data')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_data = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
@@ -437,12 +438,64 @@ def _d_DescribedGroup_v4(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedGroup.members')
     else:
-        check_count(buf, pos, _t9, 'DescribedGroup.members')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_DescribedGroupMember_v4(buf, pos)
-            _t10.append(_t11)
-        o.members = _t10
+        if _t9 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t9, 'DescribedGroup.members')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(DescribedGroupMember)
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    raise null_error('DescribedGroupMember.member_id')
+                else:
+                    _t13 = pos + _t12
+                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t14 < 0:
+                    _t11.group_instance_id = None
+                else:
+                    _t15 = pos + _t14
+                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t16, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t16 < 0:
+                    raise null_error('DescribedGroupMember.client_id')
+                else:
+                    _t17 = pos + _t16
+                    _t11.client_id = str(buf[pos:_t17], 'utf-8')
+                    pos = _t17
+                _t18, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t18 < 0:
+                    raise null_error('DescribedGroupMember.client_host')
+                else:
+                    _t19 = pos + _t18
+                    _t11.client_host = str(buf[pos:_t19], 'utf-8')
+                    pos = _t19
+                _t20, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t20 < 0:
+                    raise null_error('DescribedGroupMember.member_metadata')
+                else:
+                    _t21 = pos + _t20
+                    _t11.member_metadata = bytes(buf[pos:_t21])
+                    pos = _t21
+                _t22, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t22 < 0:
+                    raise null_error('DescribedGroupMember.member_assignment')
+                else:
+                    _t23 = pos + _t22
+                    _t11.member_assignment = bytes(buf[pos:_t23])
+                    pos = _t23
+                _t11._unknown_tagged = None
+                _t10.append(_t11)
+            o.members = _t10
     o.authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     o._unknown_tagged = None
@@ -455,12 +508,15 @@ def _d_DescribeGroupsResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedGroup_v4(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedGroup_v4(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -522,93 +578,6 @@ def _e_DescribeGroupsResponse_v4(o, out):
     for _t3 in _t1:
         _e_DescribedGroup_v4(_t3, out)
 
-def _d_DescribedGroupMember_v5(buf, pos):
-    o = _new(DescribedGroupMember)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DescribedGroupMember.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.group_instance_id = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.group_instance_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('DescribedGroupMember.client_id')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.client_id = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    _t7 = buf[pos]
-    if _t7 < 128:
-        pos += 1
-    else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
-        raise null_error('DescribedGroupMember.client_host')
-    else:
-        _t8 = check_length(buf, pos, _t7)
-        o.client_host = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
-    _t9 = buf[pos]
-    if _t9 < 128:
-        pos += 1
-    else:
-        _t9, pos = read_uvarint(buf, pos)
-    _t9 -= 1
-    if _t9 < 0:
-        raise null_error('DescribedGroupMember.member_metadata')
-    else:
-        _t10 = check_length(buf, pos, _t9)
-        o.member_metadata = bytes(buf[pos:_t10])
-        pos = _t10
-    _t11 = buf[pos]
-    if _t11 < 128:
-        pos += 1
-    else:
-        _t11, pos = read_uvarint(buf, pos)
-    _t11 -= 1
-    if _t11 < 0:
-        raise null_error('DescribedGroupMember.member_assignment')
-    else:
-        _t12 = check_length(buf, pos, _t11)
-        o.member_assignment = bytes(buf[pos:_t12])
-        pos = _t12
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribedGroup_v5(buf, pos):
     o = _new(DescribedGroup)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -622,7 +591,7 @@ def _d_DescribedGroup_v5(buf, pos):
     if _t1 < 0:
         raise null_error('DescribedGroup.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -634,7 +603,7 @@ def _d_DescribedGroup_v5(buf, pos):
     if _t3 < 0:
         raise null_error('DescribedGroup.group_state')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_state = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -646,7 +615,7 @@ def _d_DescribedGroup_v5(buf, pos):
     if _t5 < 0:
         raise null_error('DescribedGroup.protocol_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.protocol_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -658,7 +627,7 @@ def _d_DescribedGroup_v5(buf, pos):
     if _t7 < 0:
         raise null_error('DescribedGroup.protocol_data')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_data = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -670,12 +639,98 @@ def _d_DescribedGroup_v5(buf, pos):
     if _t9 < 0:
         raise null_error('DescribedGroup.members')
     else:
-        check_count(buf, pos, _t9, 'DescribedGroup.members')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_DescribedGroupMember_v5(buf, pos)
-            _t10.append(_t11)
-        o.members = _t10
+        if _t9 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t9, 'DescribedGroup.members')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(DescribedGroupMember)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('DescribedGroupMember.member_id')
+                else:
+                    _t13 = pos + _t12
+                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    _t11.group_instance_id = None
+                else:
+                    _t15 = pos + _t14
+                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t16 = buf[pos]
+                if _t16 < 128:
+                    pos += 1
+                else:
+                    _t16, pos = read_uvarint(buf, pos)
+                _t16 -= 1
+                if _t16 < 0:
+                    raise null_error('DescribedGroupMember.client_id')
+                else:
+                    _t17 = pos + _t16
+                    _t11.client_id = str(buf[pos:_t17], 'utf-8')
+                    pos = _t17
+                _t18 = buf[pos]
+                if _t18 < 128:
+                    pos += 1
+                else:
+                    _t18, pos = read_uvarint(buf, pos)
+                _t18 -= 1
+                if _t18 < 0:
+                    raise null_error('DescribedGroupMember.client_host')
+                else:
+                    _t19 = pos + _t18
+                    _t11.client_host = str(buf[pos:_t19], 'utf-8')
+                    pos = _t19
+                _t20 = buf[pos]
+                if _t20 < 128:
+                    pos += 1
+                else:
+                    _t20, pos = read_uvarint(buf, pos)
+                _t20 -= 1
+                if _t20 < 0:
+                    raise null_error('DescribedGroupMember.member_metadata')
+                else:
+                    _t21 = pos + _t20
+                    _t11.member_metadata = bytes(buf[pos:_t21])
+                    pos = _t21
+                _t22 = buf[pos]
+                if _t22 < 128:
+                    pos += 1
+                else:
+                    _t22, pos = read_uvarint(buf, pos)
+                _t22 -= 1
+                if _t22 < 0:
+                    raise null_error('DescribedGroupMember.member_assignment')
+                else:
+                    _t23 = pos + _t22
+                    _t11.member_assignment = bytes(buf[pos:_t23])
+                    pos = _t23
+                if buf[pos] == 0:
+                    pos += 1
+                    _t11._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t11._unknown_tagged = unknown
+                _t10.append(_t11)
+            o.members = _t10
     o.authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -704,12 +759,15 @@ def _d_DescribeGroupsResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribedGroup_v5(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribedGroup_v5(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -69,13 +70,6 @@ class DescribeLogDirsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribeLogDirsPartition_v0(buf, pos):
-    o = _new(DescribeLogDirsPartition)
-    o.partition_index, o.partition_size, o.offset_lag, o.is_future_key, = _S_iqqo.unpack_from(buf, pos)
-    pos += 21
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_DescribeLogDirsTopic_v0(buf, pos):
     o = _new(DescribeLogDirsTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -83,7 +77,7 @@ def _d_DescribeLogDirsTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -91,12 +85,18 @@ def _d_DescribeLogDirsTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeLogDirsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'DescribeLogDirsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeLogDirsPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeLogDirsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(DescribeLogDirsPartition)
+                _t5.partition_index, _t5.partition_size, _t5.offset_lag, _t5.is_future_key, = _S_iqqo.unpack_from(buf, pos)
+                pos += 21
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -107,7 +107,7 @@ def _d_DescribeLogDirsResult_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsResult.log_dir')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.log_dir = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -115,12 +115,15 @@ def _d_DescribeLogDirsResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeLogDirsResult.topics')
     else:
-        check_count(buf, pos, _t3, 'DescribeLogDirsResult.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeLogDirsTopic_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeLogDirsResult.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DescribeLogDirsTopic_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.total_bytes = -1
     o.usable_bytes = -1
     o._unknown_tagged = None
@@ -133,12 +136,15 @@ def _d_DescribeLogDirsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeLogDirsResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeLogDirsResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     o.error_code = 0
     o._unknown_tagged = None
     return o, pos
@@ -175,23 +181,6 @@ def _e_DescribeLogDirsResponse_v0(o, out):
     for _t3 in _t1:
         _e_DescribeLogDirsResult_v0(_t3, out)
 
-def _d_DescribeLogDirsPartition_v2(buf, pos):
-    o = _new(DescribeLogDirsPartition)
-    o.partition_index, o.partition_size, o.offset_lag, o.is_future_key, = _S_iqqo.unpack_from(buf, pos)
-    pos += 21
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeLogDirsTopic_v2(buf, pos):
     o = _new(DescribeLogDirsTopic)
     _t1 = buf[pos]
@@ -203,7 +192,7 @@ def _d_DescribeLogDirsTopic_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -215,12 +204,28 @@ def _d_DescribeLogDirsTopic_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeLogDirsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'DescribeLogDirsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeLogDirsPartition_v2(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeLogDirsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(DescribeLogDirsPartition)
+                _t5.partition_index, _t5.partition_size, _t5.offset_lag, _t5.is_future_key, = _S_iqqo.unpack_from(buf, pos)
+                pos += 21
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -247,7 +252,7 @@ def _d_DescribeLogDirsResult_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsResult.log_dir')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.log_dir = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -259,12 +264,15 @@ def _d_DescribeLogDirsResult_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeLogDirsResult.topics')
     else:
-        check_count(buf, pos, _t3, 'DescribeLogDirsResult.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeLogDirsTopic_v2(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeLogDirsResult.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DescribeLogDirsTopic_v2(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.total_bytes = -1
     o.usable_bytes = -1
     if buf[pos] == 0:
@@ -293,12 +301,15 @@ def _d_DescribeLogDirsResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeLogDirsResult_v2(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeLogDirsResult_v2(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     o.error_code = 0
     if buf[pos] == 0:
         pos += 1
@@ -380,12 +391,15 @@ def _d_DescribeLogDirsResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeLogDirsResult_v2(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeLogDirsResult_v2(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -425,7 +439,7 @@ def _d_DescribeLogDirsResult_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsResult.log_dir')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.log_dir = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -437,12 +451,15 @@ def _d_DescribeLogDirsResult_v4(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeLogDirsResult.topics')
     else:
-        check_count(buf, pos, _t3, 'DescribeLogDirsResult.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeLogDirsTopic_v2(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeLogDirsResult.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DescribeLogDirsTopic_v2(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.total_bytes, o.usable_bytes, = _S_qq.unpack_from(buf, pos)
     pos += 16
     if buf[pos] == 0:
@@ -471,12 +488,15 @@ def _d_DescribeLogDirsResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeLogDirsResponse.results')
     else:
-        check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeLogDirsResult_v4(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeLogDirsResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeLogDirsResult_v4(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
@@ -65,23 +66,6 @@ class DescribeProducersResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ProducerState_v0(buf, pos):
-    o = _new(ProducerState)
-    o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset, = _S_qiiqiq.unpack_from(buf, pos)
-    pos += 36
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionResponse_v0(buf, pos):
     o = _new(PartitionResponse)
     o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -95,7 +79,7 @@ def _d_PartitionResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -107,12 +91,28 @@ def _d_PartitionResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('PartitionResponse.active_producers')
     else:
-        check_count(buf, pos, _t3, 'PartitionResponse.active_producers')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ProducerState_v0(buf, pos)
-            _t4.append(_t5)
-        o.active_producers = _t4
+        if _t3 == 0:
+            o.active_producers = []
+        else:
+            check_count(buf, pos, _t3, 'PartitionResponse.active_producers')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ProducerState)
+                _t5.producer_id, _t5.producer_epoch, _t5.last_sequence, _t5.last_timestamp, _t5.coordinator_epoch, _t5.current_txn_start_offset, = _S_qiiqiq.unpack_from(buf, pos)
+                pos += 36
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.active_producers = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -137,7 +137,7 @@ def _d_TopicResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -149,12 +149,15 @@ def _d_TopicResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionResponse_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionResponse_v0(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -181,12 +184,15 @@ def _d_DescribeProducersResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeProducersResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'DescribeProducersResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicResponse_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeProducersResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicResponse_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -97,26 +98,6 @@ class DescribeQuorumResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ReplicaState_v0(buf, pos):
-    o = _new(ReplicaState)
-    o.replica_id, o.log_end_offset, = _S_iq.unpack_from(buf, pos)
-    pos += 12
-    o.replica_directory_id = ZERO_UUID
-    o.last_fetch_timestamp = -1
-    o.last_caught_up_timestamp = -1
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionData_v0(buf, pos):
     o = _new(PartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark, = _S_ihiiq.unpack_from(buf, pos)
@@ -130,12 +111,31 @@ def _d_PartitionData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionData.current_voters')
     else:
-        check_count(buf, pos, _t1, 'PartitionData.current_voters')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReplicaState_v0(buf, pos)
-            _t2.append(_t3)
-        o.current_voters = _t2
+        if _t1 == 0:
+            o.current_voters = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.current_voters')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ReplicaState)
+                _t3.replica_id, _t3.log_end_offset, = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                _t3.replica_directory_id = ZERO_UUID
+                _t3.last_fetch_timestamp = -1
+                _t3.last_caught_up_timestamp = -1
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.current_voters = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -145,12 +145,31 @@ def _d_PartitionData_v0(buf, pos):
     if _t4 < 0:
         raise null_error('PartitionData.observers')
     else:
-        check_count(buf, pos, _t4, 'PartitionData.observers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ReplicaState_v0(buf, pos)
-            _t5.append(_t6)
-        o.observers = _t5
+        if _t4 == 0:
+            o.observers = []
+        else:
+            check_count(buf, pos, _t4, 'PartitionData.observers')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ReplicaState)
+                _t6.replica_id, _t6.log_end_offset, = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                _t6.replica_directory_id = ZERO_UUID
+                _t6.last_fetch_timestamp = -1
+                _t6.last_caught_up_timestamp = -1
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.observers = _t5
     o.error_message = ''
     if buf[pos] == 0:
         pos += 1
@@ -176,7 +195,7 @@ def _d_TopicData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -188,12 +207,15 @@ def _d_TopicData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v0(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -220,12 +242,15 @@ def _d_DescribeQuorumResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeQuorumResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'DescribeQuorumResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeQuorumResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.error_message = ''
     o.nodes = []
     if buf[pos] == 0:
@@ -300,24 +325,6 @@ def _e_DescribeQuorumResponse_v0(o, out):
     else:
         out.append(0)
 
-def _d_ReplicaState_v1(buf, pos):
-    o = _new(ReplicaState)
-    o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp, = _S_iqqq.unpack_from(buf, pos)
-    pos += 28
-    o.replica_directory_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionData_v1(buf, pos):
     o = _new(PartitionData)
     o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark, = _S_ihiiq.unpack_from(buf, pos)
@@ -331,12 +338,29 @@ def _d_PartitionData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionData.current_voters')
     else:
-        check_count(buf, pos, _t1, 'PartitionData.current_voters')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReplicaState_v1(buf, pos)
-            _t2.append(_t3)
-        o.current_voters = _t2
+        if _t1 == 0:
+            o.current_voters = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.current_voters')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ReplicaState)
+                _t3.replica_id, _t3.log_end_offset, _t3.last_fetch_timestamp, _t3.last_caught_up_timestamp, = _S_iqqq.unpack_from(buf, pos)
+                pos += 28
+                _t3.replica_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.current_voters = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -346,12 +370,29 @@ def _d_PartitionData_v1(buf, pos):
     if _t4 < 0:
         raise null_error('PartitionData.observers')
     else:
-        check_count(buf, pos, _t4, 'PartitionData.observers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ReplicaState_v1(buf, pos)
-            _t5.append(_t6)
-        o.observers = _t5
+        if _t4 == 0:
+            o.observers = []
+        else:
+            check_count(buf, pos, _t4, 'PartitionData.observers')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ReplicaState)
+                _t6.replica_id, _t6.log_end_offset, _t6.last_fetch_timestamp, _t6.last_caught_up_timestamp, = _S_iqqq.unpack_from(buf, pos)
+                pos += 28
+                _t6.replica_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.observers = _t5
     o.error_message = ''
     if buf[pos] == 0:
         pos += 1
@@ -377,7 +418,7 @@ def _d_TopicData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -389,12 +430,15 @@ def _d_TopicData_v1(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v1(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -421,12 +465,15 @@ def _d_DescribeQuorumResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeQuorumResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'DescribeQuorumResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeQuorumResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.error_message = ''
     o.nodes = []
     if buf[pos] == 0:
@@ -501,24 +548,6 @@ def _e_DescribeQuorumResponse_v1(o, out):
     else:
         out.append(0)
 
-def _d_ReplicaState_v2(buf, pos):
-    o = _new(ReplicaState)
-    o.replica_id, _t1, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp, = _S_iUqqq.unpack_from(buf, pos)
-    pos += 44
-    o.replica_directory_id = uuid_from(_t1)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionData_v2(buf, pos):
     o = _new(PartitionData)
     o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -532,7 +561,7 @@ def _d_PartitionData_v2(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.leader_id, o.leader_epoch, o.high_watermark, = _S_iiq.unpack_from(buf, pos)
@@ -546,27 +575,61 @@ def _d_PartitionData_v2(buf, pos):
     if _t3 < 0:
         raise null_error('PartitionData.current_voters')
     else:
-        check_count(buf, pos, _t3, 'PartitionData.current_voters')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ReplicaState_v2(buf, pos)
-            _t4.append(_t5)
-        o.current_voters = _t4
-    _t6 = buf[pos]
-    if _t6 < 128:
+        if _t3 == 0:
+            o.current_voters = []
+        else:
+            check_count(buf, pos, _t3, 'PartitionData.current_voters')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ReplicaState)
+                _t5.replica_id, _t6, _t5.log_end_offset, _t5.last_fetch_timestamp, _t5.last_caught_up_timestamp, = _S_iUqqq.unpack_from(buf, pos)
+                pos += 44
+                _t5.replica_directory_id = uuid_from(_t6)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.current_voters = _t4
+    _t7 = buf[pos]
+    if _t7 < 128:
         pos += 1
     else:
-        _t6, pos = read_uvarint(buf, pos)
-    _t6 -= 1
-    if _t6 < 0:
+        _t7, pos = read_uvarint(buf, pos)
+    _t7 -= 1
+    if _t7 < 0:
         raise null_error('PartitionData.observers')
     else:
-        check_count(buf, pos, _t6, 'PartitionData.observers')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_ReplicaState_v2(buf, pos)
-            _t7.append(_t8)
-        o.observers = _t7
+        if _t7 == 0:
+            o.observers = []
+        else:
+            check_count(buf, pos, _t7, 'PartitionData.observers')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(ReplicaState)
+                _t9.replica_id, _t10, _t9.log_end_offset, _t9.last_fetch_timestamp, _t9.last_caught_up_timestamp, = _S_iUqqq.unpack_from(buf, pos)
+                pos += 44
+                _t9.replica_directory_id = uuid_from(_t10)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t9._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t9._unknown_tagged = unknown
+                _t8.append(_t9)
+            o.observers = _t8
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -591,7 +654,7 @@ def _d_TopicData_v2(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -603,53 +666,15 @@ def _d_TopicData_v2(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v2(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_Listener_v2(buf, pos):
-    o = _new(Listener)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Listener.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('Listener.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, = _S_W.unpack_from(buf, pos)
-    pos += 2
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v2(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -676,12 +701,52 @@ def _d_Node_v2(buf, pos):
     if _t1 < 0:
         raise null_error('Node.listeners')
     else:
-        check_count(buf, pos, _t1, 'Node.listeners')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_Listener_v2(buf, pos)
-            _t2.append(_t3)
-        o.listeners = _t2
+        if _t1 == 0:
+            o.listeners = []
+        else:
+            check_count(buf, pos, _t1, 'Node.listeners')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(Listener)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('Listener.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('Listener.host')
+                else:
+                    _t7 = pos + _t6
+                    _t3.host = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.port, = _S_W.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.listeners = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -708,7 +773,7 @@ def _d_DescribeQuorumResponse_v2(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -720,12 +785,15 @@ def _d_DescribeQuorumResponse_v2(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeQuorumResponse.topics')
     else:
-        check_count(buf, pos, _t3, 'DescribeQuorumResponse.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicData_v2(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeQuorumResponse.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicData_v2(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     _t6 = buf[pos]
     if _t6 < 128:
         pos += 1
@@ -735,12 +803,15 @@ def _d_DescribeQuorumResponse_v2(buf, pos):
     if _t6 < 0:
         raise null_error('DescribeQuorumResponse.nodes')
     else:
-        check_count(buf, pos, _t6, 'DescribeQuorumResponse.nodes')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_Node_v2(buf, pos)
-            _t7.append(_t8)
-        o.nodes = _t7
+        if _t6 == 0:
+            o.nodes = []
+        else:
+            check_count(buf, pos, _t6, 'DescribeQuorumResponse.nodes')
+            _t7 = []
+            for _ in range(_t6):
+                _t8, pos = _d_Node_v2(buf, pos)
+                _t7.append(_t8)
+            o.nodes = _t7
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

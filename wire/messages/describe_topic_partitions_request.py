@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_i = struct.Struct('>i')
 _S_ib = struct.Struct('>ib')
@@ -48,33 +49,6 @@ class DescribeTopicPartitionsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TopicRequest_v0(buf, pos):
-    o = _new(TopicRequest)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('TopicRequest.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_Cursor_v0(buf, pos):
     o = _new(Cursor)
     _t1 = buf[pos]
@@ -86,7 +60,7 @@ def _d_Cursor_v0(buf, pos):
     if _t1 < 0:
         raise null_error('Cursor.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.partition_index, = _S_i.unpack_from(buf, pos)
@@ -115,15 +89,41 @@ def _d_DescribeTopicPartitionsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeTopicPartitionsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'DescribeTopicPartitionsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicRequest_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
-    o.response_partition_limit, _t4, = _S_ib.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeTopicPartitionsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(TopicRequest)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('TopicRequest.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topics = _t2
+    o.response_partition_limit, _t6, = _S_ib.unpack_from(buf, pos)
     pos += 5
-    if _t4 < 0:
+    if _t6 < 0:
         o.cursor = None
     else:
         o.cursor, pos = _d_Cursor_v0(buf, pos)

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_Uo = struct.Struct('>16s?')
 _S_b = struct.Struct('>b')
 _S_h = struct.Struct('>h')
@@ -73,73 +75,6 @@ class DescribeTopicPartitionsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_DescribeTopicPartitionsResponsePartition_v0(buf, pos):
-    o = _new(DescribeTopicPartitionsResponsePartition)
-    o.error_code, o.partition_index, o.leader_id, o.leader_epoch, = _S_hiii.unpack_from(buf, pos)
-    pos += 14
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('DescribeTopicPartitionsResponsePartition.replica_nodes')
-    else:
-        o.replica_nodes, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('DescribeTopicPartitionsResponsePartition.isr_nodes')
-    else:
-        o.isr_nodes, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.eligible_leader_replicas = None
-    else:
-        o.eligible_leader_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    _t4 = buf[pos]
-    if _t4 < 128:
-        pos += 1
-    else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
-        o.last_known_elr = None
-    else:
-        o.last_known_elr, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('DescribeTopicPartitionsResponsePartition.offline_replicas')
-    else:
-        o.offline_replicas, pos = read_fixed_array(buf, pos, _t5, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
     o = _new(DescribeTopicPartitionsResponseTopic)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -153,7 +88,7 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
     if _t1 < 0:
         o.name = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, o.is_internal, = _S_Uo.unpack_from(buf, pos)
@@ -168,12 +103,98 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
     if _t4 < 0:
         raise null_error('DescribeTopicPartitionsResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t4, 'DescribeTopicPartitionsResponseTopic.partitions')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
-            _t5.append(_t6)
-        o.partitions = _t5
+        if _t4 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t4, 'DescribeTopicPartitionsResponseTopic.partitions')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(DescribeTopicPartitionsResponsePartition)
+                _t6.error_code, _t6.partition_index, _t6.leader_id, _t6.leader_epoch, = _S_hiii.unpack_from(buf, pos)
+                pos += 14
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('DescribeTopicPartitionsResponsePartition.replica_nodes')
+                else:
+                    if _t7 < 32:
+                        _t6.replica_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t6.replica_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('DescribeTopicPartitionsResponsePartition.isr_nodes')
+                else:
+                    if _t8 < 32:
+                        _t6.isr_nodes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.isr_nodes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    _t6.eligible_leader_replicas = None
+                else:
+                    if _t9 < 32:
+                        _t6.eligible_leader_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.eligible_leader_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    _t6.last_known_elr = None
+                else:
+                    if _t10 < 32:
+                        _t6.last_known_elr = list(_A_i[_t10].unpack_from(buf, pos))
+                        pos += 4 * _t10
+                    else:
+                        _t6.last_known_elr, pos = read_fixed_array(buf, pos, _t10, 'i', 4)
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    raise null_error('DescribeTopicPartitionsResponsePartition.offline_replicas')
+                else:
+                    if _t11 < 32:
+                        _t6.offline_replicas = list(_A_i[_t11].unpack_from(buf, pos))
+                        pos += 4 * _t11
+                    else:
+                        _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t11, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.partitions = _t5
     o.topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -200,7 +221,7 @@ def _d_Cursor_v0(buf, pos):
     if _t1 < 0:
         raise null_error('Cursor.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.partition_index, = _S_i.unpack_from(buf, pos)
@@ -231,12 +252,15 @@ def _d_DescribeTopicPartitionsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeTopicPartitionsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'DescribeTopicPartitionsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeTopicPartitionsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4, = _S_b.unpack_from(buf, pos)
     pos += 1
     if _t4 < 0:

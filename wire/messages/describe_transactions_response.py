@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_iqqh = struct.Struct('>iqqh')
@@ -55,43 +57,6 @@ class DescribeTransactionsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TopicData_v0(buf, pos):
-    o = _new(TopicData)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('TopicData.topic')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('TopicData.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TransactionState_v0(buf, pos):
     o = _new(TransactionState)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -105,7 +70,7 @@ def _d_TransactionState_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TransactionState.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -117,7 +82,7 @@ def _d_TransactionState_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TransactionState.transaction_state')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.transaction_state = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch, = _S_iqqh.unpack_from(buf, pos)
@@ -131,12 +96,52 @@ def _d_TransactionState_v0(buf, pos):
     if _t5 < 0:
         raise null_error('TransactionState.topics')
     else:
-        check_count(buf, pos, _t5, 'TransactionState.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_TopicData_v0(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'TransactionState.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(TopicData)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('TopicData.topic')
+                else:
+                    _t9 = pos + _t8
+                    _t7.topic = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('TopicData.partitions')
+                else:
+                    if _t10 < 32:
+                        _t7.partitions = list(_A_i[_t10].unpack_from(buf, pos))
+                        pos += 4 * _t10
+                    else:
+                        _t7.partitions, pos = read_fixed_array(buf, pos, _t10, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.topics = _t6
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -163,12 +168,15 @@ def _d_DescribeTransactionsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeTransactionsResponse.transaction_states')
     else:
-        check_count(buf, pos, _t1, 'DescribeTransactionsResponse.transaction_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TransactionState_v0(buf, pos)
-            _t2.append(_t3)
-        o.transaction_states = _t2
+        if _t1 == 0:
+            o.transaction_states = []
+        else:
+            check_count(buf, pos, _t1, 'DescribeTransactionsResponse.transaction_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TransactionState_v0(buf, pos)
+                _t2.append(_t3)
+            o.transaction_states = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_bi = struct.Struct('>bi')
 _S_h = struct.Struct('>h')
@@ -53,23 +54,6 @@ class DescribeUserScramCredentialsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_CredentialInfo_v0(buf, pos):
-    o = _new(CredentialInfo)
-    o.mechanism, o.iterations, = _S_bi.unpack_from(buf, pos)
-    pos += 5
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_DescribeUserScramCredentialsResult_v0(buf, pos):
     o = _new(DescribeUserScramCredentialsResult)
     _t1 = buf[pos]
@@ -81,7 +65,7 @@ def _d_DescribeUserScramCredentialsResult_v0(buf, pos):
     if _t1 < 0:
         raise null_error('DescribeUserScramCredentialsResult.user')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.user = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -95,7 +79,7 @@ def _d_DescribeUserScramCredentialsResult_v0(buf, pos):
     if _t3 < 0:
         o.error_message = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.error_message = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -107,12 +91,28 @@ def _d_DescribeUserScramCredentialsResult_v0(buf, pos):
     if _t5 < 0:
         raise null_error('DescribeUserScramCredentialsResult.credential_infos')
     else:
-        check_count(buf, pos, _t5, 'DescribeUserScramCredentialsResult.credential_infos')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_CredentialInfo_v0(buf, pos)
-            _t6.append(_t7)
-        o.credential_infos = _t6
+        if _t5 == 0:
+            o.credential_infos = []
+        else:
+            check_count(buf, pos, _t5, 'DescribeUserScramCredentialsResult.credential_infos')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(CredentialInfo)
+                _t7.mechanism, _t7.iterations, = _S_bi.unpack_from(buf, pos)
+                pos += 5
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.credential_infos = _t6
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -139,7 +139,7 @@ def _d_DescribeUserScramCredentialsResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -151,12 +151,15 @@ def _d_DescribeUserScramCredentialsResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('DescribeUserScramCredentialsResponse.results')
     else:
-        check_count(buf, pos, _t3, 'DescribeUserScramCredentialsResponse.results')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_DescribeUserScramCredentialsResult_v0(buf, pos)
-            _t4.append(_t5)
-        o.results = _t4
+        if _t3 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t3, 'DescribeUserScramCredentialsResponse.results')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_DescribeUserScramCredentialsResult_v0(buf, pos)
+                _t4.append(_t5)
+            o.results = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

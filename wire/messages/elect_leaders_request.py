@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_b = struct.Struct('>b')
 _S_bi = struct.Struct('>bi')
 _S_h = struct.Struct('>h')
@@ -41,25 +43,6 @@ class ElectLeadersRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TopicPartitions_v0(buf, pos):
-    o = _new(TopicPartitions)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('TopicPartitions.topic')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('TopicPartitions.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ElectLeadersRequest_v0(buf, pos):
     o = _new(ElectLeadersRequest)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -67,12 +50,34 @@ def _d_ElectLeadersRequest_v0(buf, pos):
     if _t1 < 0:
         o.topic_partitions = None
     else:
-        check_count(buf, pos, _t1, 'ElectLeadersRequest.topic_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicPartitions_v0(buf, pos)
-            _t2.append(_t3)
-        o.topic_partitions = _t2
+        if _t1 == 0:
+            o.topic_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'ElectLeadersRequest.topic_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(TopicPartitions)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('TopicPartitions.topic')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    raise null_error('TopicPartitions.partitions')
+                else:
+                    if _t6 < 32:
+                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topic_partitions = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.election_type = 0
@@ -107,12 +112,34 @@ def _d_ElectLeadersRequest_v1(buf, pos):
     if _t1 < 0:
         o.topic_partitions = None
     else:
-        check_count(buf, pos, _t1, 'ElectLeadersRequest.topic_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicPartitions_v0(buf, pos)
-            _t2.append(_t3)
-        o.topic_partitions = _t2
+        if _t1 == 0:
+            o.topic_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'ElectLeadersRequest.topic_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(TopicPartitions)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('TopicPartitions.topic')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    raise null_error('TopicPartitions.partitions')
+                else:
+                    if _t6 < 32:
+                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topic_partitions = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o._unknown_tagged = None
@@ -127,43 +154,6 @@ def _e_ElectLeadersRequest_v1(o, out):
             _e_TopicPartitions_v0(_t3, out)
     out += _S_i.pack(o.timeout_ms)
 
-def _d_TopicPartitions_v2(buf, pos):
-    o = _new(TopicPartitions)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('TopicPartitions.topic')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('TopicPartitions.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ElectLeadersRequest_v2(buf, pos):
     o = _new(ElectLeadersRequest)
     o.election_type, = _S_b.unpack_from(buf, pos)
@@ -177,12 +167,52 @@ def _d_ElectLeadersRequest_v2(buf, pos):
     if _t1 < 0:
         o.topic_partitions = None
     else:
-        check_count(buf, pos, _t1, 'ElectLeadersRequest.topic_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicPartitions_v2(buf, pos)
-            _t2.append(_t3)
-        o.topic_partitions = _t2
+        if _t1 == 0:
+            o.topic_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'ElectLeadersRequest.topic_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(TopicPartitions)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('TopicPartitions.topic')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('TopicPartitions.partitions')
+                else:
+                    if _t6 < 32:
+                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topic_partitions = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -54,19 +55,6 @@ class ElectLeadersResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionResult_v0(buf, pos):
-    o = _new(PartitionResult)
-    o.partition_id, o.error_code, _t1, = _S_ihh.unpack_from(buf, pos)
-    pos += 8
-    if _t1 < 0:
-        o.error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ReplicaElectionResult_v0(buf, pos):
     o = _new(ReplicaElectionResult)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -74,7 +62,7 @@ def _d_ReplicaElectionResult_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ReplicaElectionResult.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -82,12 +70,24 @@ def _d_ReplicaElectionResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ReplicaElectionResult.partition_result')
     else:
-        check_count(buf, pos, _t3, 'ReplicaElectionResult.partition_result')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionResult_v0(buf, pos)
-            _t4.append(_t5)
-        o.partition_result = _t4
+        if _t3 == 0:
+            o.partition_result = []
+        else:
+            check_count(buf, pos, _t3, 'ReplicaElectionResult.partition_result')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionResult)
+                _t5.partition_id, _t5.error_code, _t6, = _S_ihh.unpack_from(buf, pos)
+                pos += 8
+                if _t6 < 0:
+                    _t5.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_result = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -98,12 +98,15 @@ def _d_ElectLeadersResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ElectLeadersResponse.replica_election_results')
     else:
-        check_count(buf, pos, _t1, 'ElectLeadersResponse.replica_election_results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReplicaElectionResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.replica_election_results = _t2
+        if _t1 == 0:
+            o.replica_election_results = []
+        else:
+            check_count(buf, pos, _t1, 'ElectLeadersResponse.replica_election_results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ReplicaElectionResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.replica_election_results = _t2
     o.error_code = 0
     o._unknown_tagged = None
     return o, pos
@@ -142,12 +145,15 @@ def _d_ElectLeadersResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ElectLeadersResponse.replica_election_results')
     else:
-        check_count(buf, pos, _t1, 'ElectLeadersResponse.replica_election_results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReplicaElectionResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.replica_election_results = _t2
+        if _t1 == 0:
+            o.replica_election_results = []
+        else:
+            check_count(buf, pos, _t1, 'ElectLeadersResponse.replica_election_results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ReplicaElectionResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.replica_election_results = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -157,35 +163,6 @@ def _e_ElectLeadersResponse_v1(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, _t2)
     for _t3 in _t1:
         _e_ReplicaElectionResult_v0(_t3, out)
-
-def _d_PartitionResult_v2(buf, pos):
-    o = _new(PartitionResult)
-    o.partition_id, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
 
 def _d_ReplicaElectionResult_v2(buf, pos):
     o = _new(ReplicaElectionResult)
@@ -198,7 +175,7 @@ def _d_ReplicaElectionResult_v2(buf, pos):
     if _t1 < 0:
         raise null_error('ReplicaElectionResult.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -210,12 +187,40 @@ def _d_ReplicaElectionResult_v2(buf, pos):
     if _t3 < 0:
         raise null_error('ReplicaElectionResult.partition_result')
     else:
-        check_count(buf, pos, _t3, 'ReplicaElectionResult.partition_result')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionResult_v2(buf, pos)
-            _t4.append(_t5)
-        o.partition_result = _t4
+        if _t3 == 0:
+            o.partition_result = []
+        else:
+            check_count(buf, pos, _t3, 'ReplicaElectionResult.partition_result')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionResult)
+                _t5.partition_id, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.error_message = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partition_result = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -242,12 +247,15 @@ def _d_ElectLeadersResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('ElectLeadersResponse.replica_election_results')
     else:
-        check_count(buf, pos, _t1, 'ElectLeadersResponse.replica_election_results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReplicaElectionResult_v2(buf, pos)
-            _t2.append(_t3)
-        o.replica_election_results = _t2
+        if _t1 == 0:
+            o.replica_election_results = []
+        else:
+            check_count(buf, pos, _t1, 'ElectLeadersResponse.replica_election_results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ReplicaElectionResult_v2(buf, pos)
+                _t2.append(_t3)
+            o.replica_election_results = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -77,18 +79,6 @@ class EndQuorumEpochRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.leader_id, o.leader_epoch, _t1, = _S_iiii.unpack_from(buf, pos)
-    pos += 16
-    if _t1 < 0:
-        raise null_error('PartitionData.preferred_successors')
-    else:
-        o.preferred_successors, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.preferred_candidates = []
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TopicData_v0(buf, pos):
     o = _new(TopicData)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -96,7 +86,7 @@ def _d_TopicData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -104,12 +94,27 @@ def _d_TopicData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.leader_id, _t5.leader_epoch, _t6, = _S_iiii.unpack_from(buf, pos)
+                pos += 16
+                if _t6 < 0:
+                    raise null_error('PartitionData.preferred_successors')
+                else:
+                    if _t6 < 32:
+                        _t5.preferred_successors = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.preferred_successors, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.preferred_candidates = []
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -120,7 +125,7 @@ def _d_EndQuorumEpochRequest_v0(buf, pos):
     if _t1 < 0:
         o.cluster_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -128,12 +133,15 @@ def _d_EndQuorumEpochRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('EndQuorumEpochRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'EndQuorumEpochRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicData_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'EndQuorumEpochRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicData_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.leader_endpoints = []
     o._unknown_tagged = None
     return o, pos
@@ -167,24 +175,6 @@ def _e_EndQuorumEpochRequest_v0(o, out):
     for _t5 in _t3:
         _e_TopicData_v0(_t5, out)
 
-def _d_ReplicaInfo_v1(buf, pos):
-    o = _new(ReplicaInfo)
-    o.candidate_id, _t1, = _S_iU.unpack_from(buf, pos)
-    pos += 20
-    o.candidate_directory_id = uuid_from(_t1)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionData_v1(buf, pos):
     o = _new(PartitionData)
     o.partition_index, o.leader_id, o.leader_epoch, = _S_iii.unpack_from(buf, pos)
@@ -198,12 +188,29 @@ def _d_PartitionData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionData.preferred_candidates')
     else:
-        check_count(buf, pos, _t1, 'PartitionData.preferred_candidates')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReplicaInfo_v1(buf, pos)
-            _t2.append(_t3)
-        o.preferred_candidates = _t2
+        if _t1 == 0:
+            o.preferred_candidates = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.preferred_candidates')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ReplicaInfo)
+                _t3.candidate_id, _t4, = _S_iU.unpack_from(buf, pos)
+                pos += 20
+                _t3.candidate_directory_id = uuid_from(_t4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.preferred_candidates = _t2
     o.preferred_successors = []
     if buf[pos] == 0:
         pos += 1
@@ -229,7 +236,7 @@ def _d_TopicData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -241,53 +248,15 @@ def _d_TopicData_v1(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_LeaderEndpoint_v1(buf, pos):
-    o = _new(LeaderEndpoint)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('LeaderEndpoint.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('LeaderEndpoint.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, = _S_W.unpack_from(buf, pos)
-    pos += 2
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v1(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -312,7 +281,7 @@ def _d_EndQuorumEpochRequest_v1(buf, pos):
     if _t1 < 0:
         o.cluster_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -324,12 +293,15 @@ def _d_EndQuorumEpochRequest_v1(buf, pos):
     if _t3 < 0:
         raise null_error('EndQuorumEpochRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'EndQuorumEpochRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicData_v1(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'EndQuorumEpochRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicData_v1(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     _t6 = buf[pos]
     if _t6 < 128:
         pos += 1
@@ -339,12 +311,52 @@ def _d_EndQuorumEpochRequest_v1(buf, pos):
     if _t6 < 0:
         raise null_error('EndQuorumEpochRequest.leader_endpoints')
     else:
-        check_count(buf, pos, _t6, 'EndQuorumEpochRequest.leader_endpoints')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_LeaderEndpoint_v1(buf, pos)
-            _t7.append(_t8)
-        o.leader_endpoints = _t7
+        if _t6 == 0:
+            o.leader_endpoints = []
+        else:
+            check_count(buf, pos, _t6, 'EndQuorumEpochRequest.leader_endpoints')
+            _t7 = []
+            for _ in range(_t6):
+                _t8 = _new(LeaderEndpoint)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('LeaderEndpoint.name')
+                else:
+                    _t10 = pos + _t9
+                    _t8.name = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    raise null_error('LeaderEndpoint.host')
+                else:
+                    _t12 = pos + _t11
+                    _t8.host = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t8.port, = _S_W.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t8._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t8._unknown_tagged = unknown
+                _t7.append(_t8)
+            o.leader_endpoints = _t7
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 
 class EnvelopeRequest(Message):
@@ -38,7 +39,7 @@ def _d_EnvelopeRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('EnvelopeRequest.request_data')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.request_data = buf[pos:_t2]
         pos = _t2
     _t3 = buf[pos]
@@ -50,7 +51,7 @@ def _d_EnvelopeRequest_v0(buf, pos):
     if _t3 < 0:
         o.request_principal = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.request_principal = bytes(buf[pos:_t4])
         pos = _t4
     _t5 = buf[pos]
@@ -62,7 +63,7 @@ def _d_EnvelopeRequest_v0(buf, pos):
     if _t5 < 0:
         raise null_error('EnvelopeRequest.client_host_address')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.client_host_address = bytes(buf[pos:_t6])
         pos = _t6
     if buf[pos] == 0:

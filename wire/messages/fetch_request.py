@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -97,17 +99,6 @@ class FetchRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_FetchPartition_v0(buf, pos):
-    o = _new(FetchPartition)
-    o.partition, o.fetch_offset, o.partition_max_bytes, = _S_iqi.unpack_from(buf, pos)
-    pos += 16
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = ZERO_UUID
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_FetchTopic_v0(buf, pos):
     o = _new(FetchTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -115,7 +106,7 @@ def _d_FetchTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FetchTopic.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -123,12 +114,22 @@ def _d_FetchTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('FetchTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_FetchPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(FetchPartition)
+                _t5.partition, _t5.fetch_offset, _t5.partition_max_bytes, = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                _t5.current_leader_epoch = -1
+                _t5.last_fetched_epoch = -1
+                _t5.log_start_offset = -1
+                _t5.replica_directory_id = ZERO_UUID
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -140,12 +141,15 @@ def _d_FetchRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.cluster_id = None
     o.replica_state = ReplicaState()
     o.max_bytes = 2147483647
@@ -191,12 +195,15 @@ def _d_FetchRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.cluster_id = None
     o.replica_state = ReplicaState()
     o.isolation_level = 0
@@ -225,12 +232,15 @@ def _d_FetchRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.cluster_id = None
     o.replica_state = ReplicaState()
     o.session_id = 0
@@ -251,16 +261,6 @@ def _e_FetchRequest_v4(o, out):
     for _t3 in _t1:
         _e_FetchTopic_v0(_t3, out)
 
-def _d_FetchPartition_v5(buf, pos):
-    o = _new(FetchPartition)
-    o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes, = _S_iqqi.unpack_from(buf, pos)
-    pos += 24
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_FetchTopic_v5(buf, pos):
     o = _new(FetchTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -268,7 +268,7 @@ def _d_FetchTopic_v5(buf, pos):
     if _t1 < 0:
         raise null_error('FetchTopic.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -276,12 +276,21 @@ def _d_FetchTopic_v5(buf, pos):
     if _t3 < 0:
         raise null_error('FetchTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_FetchPartition_v5(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(FetchPartition)
+                _t5.partition, _t5.fetch_offset, _t5.log_start_offset, _t5.partition_max_bytes, = _S_iqqi.unpack_from(buf, pos)
+                pos += 24
+                _t5.current_leader_epoch = -1
+                _t5.last_fetched_epoch = -1
+                _t5.replica_directory_id = ZERO_UUID
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -293,12 +302,15 @@ def _d_FetchRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v5(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v5(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.cluster_id = None
     o.replica_state = ReplicaState()
     o.session_id = 0
@@ -335,26 +347,6 @@ def _e_FetchRequest_v5(o, out):
     for _t3 in _t1:
         _e_FetchTopic_v5(_t3, out)
 
-def _d_ForgottenTopic_v7(buf, pos):
-    o = _new(ForgottenTopic)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('ForgottenTopic.topic')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('ForgottenTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.topic_id = ZERO_UUID
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_FetchRequest_v7(buf, pos):
     o = _new(FetchRequest)
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, _t1, = _S_iiiibiii.unpack_from(buf, pos)
@@ -362,23 +354,49 @@ def _d_FetchRequest_v7(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v5(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v5(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         raise null_error('FetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ForgottenTopic_v7(buf, pos)
-            _t5.append(_t6)
-        o.forgotten_topics_data = _t5
+        if _t4 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ForgottenTopic)
+                _t7, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t7 < 0:
+                    raise null_error('ForgottenTopic.topic')
+                else:
+                    _t8 = pos + _t7
+                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t9 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t9 < 32:
+                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t6.topic_id = ZERO_UUID
+                _t6._unknown_tagged = None
+                _t5.append(_t6)
+            o.forgotten_topics_data = _t5
     o.cluster_id = None
     o.replica_state = ReplicaState()
     o.rack_id = ''
@@ -409,15 +427,6 @@ def _e_FetchRequest_v7(o, out):
     for _t6 in _t4:
         _e_ForgottenTopic_v7(_t6, out)
 
-def _d_FetchPartition_v9(buf, pos):
-    o = _new(FetchPartition)
-    o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes, = _S_iiqqi.unpack_from(buf, pos)
-    pos += 28
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_FetchTopic_v9(buf, pos):
     o = _new(FetchTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -425,7 +434,7 @@ def _d_FetchTopic_v9(buf, pos):
     if _t1 < 0:
         raise null_error('FetchTopic.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -433,12 +442,20 @@ def _d_FetchTopic_v9(buf, pos):
     if _t3 < 0:
         raise null_error('FetchTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_FetchPartition_v9(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(FetchPartition)
+                _t5.partition, _t5.current_leader_epoch, _t5.fetch_offset, _t5.log_start_offset, _t5.partition_max_bytes, = _S_iiqqi.unpack_from(buf, pos)
+                pos += 28
+                _t5.last_fetched_epoch = -1
+                _t5.replica_directory_id = ZERO_UUID
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -450,23 +467,49 @@ def _d_FetchRequest_v9(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v9(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v9(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         raise null_error('FetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ForgottenTopic_v7(buf, pos)
-            _t5.append(_t6)
-        o.forgotten_topics_data = _t5
+        if _t4 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ForgottenTopic)
+                _t7, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t7 < 0:
+                    raise null_error('ForgottenTopic.topic')
+                else:
+                    _t8 = pos + _t7
+                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t9 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t9 < 32:
+                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t6.topic_id = ZERO_UUID
+                _t6._unknown_tagged = None
+                _t5.append(_t6)
+            o.forgotten_topics_data = _t5
     o.cluster_id = None
     o.replica_state = ReplicaState()
     o.rack_id = ''
@@ -510,31 +553,57 @@ def _d_FetchRequest_v11(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v9(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v9(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         raise null_error('FetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ForgottenTopic_v7(buf, pos)
-            _t5.append(_t6)
-        o.forgotten_topics_data = _t5
-    _t7, = _S_h.unpack_from(buf, pos)
+        if _t4 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ForgottenTopic)
+                _t7, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t7 < 0:
+                    raise null_error('ForgottenTopic.topic')
+                else:
+                    _t8 = pos + _t7
+                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t9 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t9 < 32:
+                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t6.topic_id = ZERO_UUID
+                _t6._unknown_tagged = None
+                _t5.append(_t6)
+            o.forgotten_topics_data = _t5
+    _t10, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t7 < 0:
+    if _t10 < 0:
         raise null_error('FetchRequest.rack_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
-        o.rack_id = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
+        _t11 = pos + _t10
+        o.rack_id = str(buf[pos:_t11], 'utf-8')
+        pos = _t11
     o.cluster_id = None
     o.replica_state = ReplicaState()
     o._unknown_tagged = None
@@ -558,24 +627,6 @@ def _e_FetchRequest_v11(o, out):
     out += _S_h.pack(len(_t8))
     out += _t8
 
-def _d_FetchPartition_v12(buf, pos):
-    o = _new(FetchPartition)
-    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes, = _S_iiqiqi.unpack_from(buf, pos)
-    pos += 32
-    o.replica_directory_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_FetchTopic_v12(buf, pos):
     o = _new(FetchTopic)
     _t1 = buf[pos]
@@ -587,7 +638,7 @@ def _d_FetchTopic_v12(buf, pos):
     if _t1 < 0:
         raise null_error('FetchTopic.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -599,50 +650,29 @@ def _d_FetchTopic_v12(buf, pos):
     if _t3 < 0:
         raise null_error('FetchTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_FetchPartition_v12(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
-    o.topic_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_ForgottenTopic_v12(buf, pos):
-    o = _new(ForgottenTopic)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('ForgottenTopic.topic')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('ForgottenTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(FetchPartition)
+                _t5.partition, _t5.current_leader_epoch, _t5.fetch_offset, _t5.last_fetched_epoch, _t5.log_start_offset, _t5.partition_max_bytes, = _S_iiqiqi.unpack_from(buf, pos)
+                pos += 32
+                _t5.replica_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     if buf[pos] == 0:
         pos += 1
@@ -670,12 +700,15 @@ def _d_FetchRequest_v12(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v12(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v12(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -685,24 +718,65 @@ def _d_FetchRequest_v12(buf, pos):
     if _t4 < 0:
         raise null_error('FetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ForgottenTopic_v12(buf, pos)
-            _t5.append(_t6)
-        o.forgotten_topics_data = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ForgottenTopic)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('ForgottenTopic.topic')
+                else:
+                    _t8 = pos + _t7
+                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t9 < 32:
+                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t6.topic_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.forgotten_topics_data = _t5
+    _t10 = buf[pos]
+    if _t10 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t10, pos = read_uvarint(buf, pos)
+    _t10 -= 1
+    if _t10 < 0:
         raise null_error('FetchRequest.rack_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
-        o.rack_id = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
+        _t11 = pos + _t10
+        o.rack_id = str(buf[pos:_t11], 'utf-8')
+        pos = _t11
     o.replica_state = ReplicaState()
     o.cluster_id = None
     if buf[pos] == 0:
@@ -716,18 +790,18 @@ def _d_FetchRequest_v12(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                _t9 = buf[pos]
-                if _t9 < 128:
+                _t12 = buf[pos]
+                if _t12 < 128:
                     pos += 1
                 else:
-                    _t9, pos = read_uvarint(buf, pos)
-                _t9 -= 1
-                if _t9 < 0:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
                     o.cluster_id = None
                 else:
-                    _t10 = check_length(buf, pos, _t9)
-                    o.cluster_id = str(buf[pos:_t10], 'utf-8')
-                    pos = _t10
+                    _t13 = pos + _t12
+                    o.cluster_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -820,41 +894,29 @@ def _d_FetchTopic_v13(buf, pos):
     if _t2 < 0:
         raise null_error('FetchTopic.partitions')
     else:
-        check_count(buf, pos, _t2, 'FetchTopic.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_FetchPartition_v12(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
-    o.topic = ''
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_ForgottenTopic_v13(buf, pos):
-    o = _new(ForgottenTopic)
-    _t1, = _S_U.unpack_from(buf, pos)
-    pos += 16
-    o.topic_id = uuid_from(_t1)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('ForgottenTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'FetchTopic.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(FetchPartition)
+                _t4.partition, _t4.current_leader_epoch, _t4.fetch_offset, _t4.last_fetched_epoch, _t4.log_start_offset, _t4.partition_max_bytes, = _S_iiqiqi.unpack_from(buf, pos)
+                pos += 32
+                _t4.replica_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partitions = _t3
     o.topic = ''
     if buf[pos] == 0:
         pos += 1
@@ -882,12 +944,15 @@ def _d_FetchRequest_v13(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v13(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v13(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -897,24 +962,56 @@ def _d_FetchRequest_v13(buf, pos):
     if _t4 < 0:
         raise null_error('FetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ForgottenTopic_v13(buf, pos)
-            _t5.append(_t6)
-        o.forgotten_topics_data = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ForgottenTopic)
+                _t7, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t6.topic_id = uuid_from(_t7)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t6.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t6.topic = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.forgotten_topics_data = _t5
+    _t9 = buf[pos]
+    if _t9 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t9, pos = read_uvarint(buf, pos)
+    _t9 -= 1
+    if _t9 < 0:
         raise null_error('FetchRequest.rack_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
-        o.rack_id = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
+        _t10 = pos + _t9
+        o.rack_id = str(buf[pos:_t10], 'utf-8')
+        pos = _t10
     o.replica_state = ReplicaState()
     o.cluster_id = None
     if buf[pos] == 0:
@@ -928,18 +1025,18 @@ def _d_FetchRequest_v13(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                _t9 = buf[pos]
-                if _t9 < 128:
+                _t11 = buf[pos]
+                if _t11 < 128:
                     pos += 1
                 else:
-                    _t9, pos = read_uvarint(buf, pos)
-                _t9 -= 1
-                if _t9 < 0:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
                     o.cluster_id = None
                 else:
-                    _t10 = check_length(buf, pos, _t9)
-                    o.cluster_id = str(buf[pos:_t10], 'utf-8')
-                    pos = _t10
+                    _t12 = pos + _t11
+                    o.cluster_id = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1034,12 +1131,15 @@ def _d_FetchRequest_v15(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v13(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v13(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -1049,24 +1149,56 @@ def _d_FetchRequest_v15(buf, pos):
     if _t4 < 0:
         raise null_error('FetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ForgottenTopic_v13(buf, pos)
-            _t5.append(_t6)
-        o.forgotten_topics_data = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ForgottenTopic)
+                _t7, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t6.topic_id = uuid_from(_t7)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t6.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t6.topic = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.forgotten_topics_data = _t5
+    _t9 = buf[pos]
+    if _t9 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t9, pos = read_uvarint(buf, pos)
+    _t9 -= 1
+    if _t9 < 0:
         raise null_error('FetchRequest.rack_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
-        o.rack_id = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
+        _t10 = pos + _t9
+        o.rack_id = str(buf[pos:_t10], 'utf-8')
+        pos = _t10
     o.replica_id = -1
     o.cluster_id = None
     o.replica_state = ReplicaState()
@@ -1081,18 +1213,18 @@ def _d_FetchRequest_v15(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                _t9 = buf[pos]
-                if _t9 < 128:
+                _t11 = buf[pos]
+                if _t11 < 128:
                     pos += 1
                 else:
-                    _t9, pos = read_uvarint(buf, pos)
-                _t9 -= 1
-                if _t9 < 0:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
                     o.cluster_id = None
                 else:
-                    _t10 = check_length(buf, pos, _t9)
-                    o.cluster_id = str(buf[pos:_t10], 'utf-8')
-                    pos = _t10
+                    _t12 = pos + _t11
+                    o.cluster_id = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
                 pos = tag_end
             elif tag == 1:
                 tag_end = check_length(buf, pos, size)
@@ -1149,29 +1281,6 @@ def _e_FetchRequest_v15(o, out):
     else:
         out.append(0)
 
-def _d_FetchPartition_v17(buf, pos):
-    o = _new(FetchPartition)
-    o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes, = _S_iiqiqi.unpack_from(buf, pos)
-    pos += 32
-    o.replica_directory_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            if tag == 0:
-                tag_end = check_length(buf, pos, size)
-                o.replica_directory_id = uuid_from(_S_U.unpack_from(buf, pos)[0])
-                pos = tag_end
-            else:
-                unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_FetchTopic_v17(buf, pos):
     o = _new(FetchTopic)
     _t1, = _S_U.unpack_from(buf, pos)
@@ -1186,12 +1295,34 @@ def _d_FetchTopic_v17(buf, pos):
     if _t2 < 0:
         raise null_error('FetchTopic.partitions')
     else:
-        check_count(buf, pos, _t2, 'FetchTopic.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_FetchPartition_v17(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'FetchTopic.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(FetchPartition)
+                _t4.partition, _t4.current_leader_epoch, _t4.fetch_offset, _t4.last_fetched_epoch, _t4.log_start_offset, _t4.partition_max_bytes, = _S_iiqiqi.unpack_from(buf, pos)
+                pos += 32
+                _t4.replica_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        if tag == 0:
+                            tag_end = check_length(buf, pos, size)
+                            _t4.replica_directory_id = uuid_from(_S_U.unpack_from(buf, pos)[0])
+                            pos = tag_end
+                        else:
+                            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partitions = _t3
     o.topic = ''
     if buf[pos] == 0:
         pos += 1
@@ -1219,12 +1350,15 @@ def _d_FetchRequest_v17(buf, pos):
     if _t1 < 0:
         raise null_error('FetchRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchTopic_v17(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchTopic_v17(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -1234,24 +1368,56 @@ def _d_FetchRequest_v17(buf, pos):
     if _t4 < 0:
         raise null_error('FetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_ForgottenTopic_v13(buf, pos)
-            _t5.append(_t6)
-        o.forgotten_topics_data = _t5
-    _t7 = buf[pos]
-    if _t7 < 128:
+        if _t4 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t4, 'FetchRequest.forgotten_topics_data')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(ForgottenTopic)
+                _t7, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t6.topic_id = uuid_from(_t7)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t8 < 32:
+                        _t6.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t6.topic = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.forgotten_topics_data = _t5
+    _t9 = buf[pos]
+    if _t9 < 128:
         pos += 1
     else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
+        _t9, pos = read_uvarint(buf, pos)
+    _t9 -= 1
+    if _t9 < 0:
         raise null_error('FetchRequest.rack_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
-        o.rack_id = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
+        _t10 = pos + _t9
+        o.rack_id = str(buf[pos:_t10], 'utf-8')
+        pos = _t10
     o.replica_id = -1
     o.cluster_id = None
     o.replica_state = ReplicaState()
@@ -1266,18 +1432,18 @@ def _d_FetchRequest_v17(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                _t9 = buf[pos]
-                if _t9 < 128:
+                _t11 = buf[pos]
+                if _t11 < 128:
                     pos += 1
                 else:
-                    _t9, pos = read_uvarint(buf, pos)
-                _t9 -= 1
-                if _t9 < 0:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
                     o.cluster_id = None
                 else:
-                    _t10 = check_length(buf, pos, _t9)
-                    o.cluster_id = str(buf[pos:_t10], 'utf-8')
-                    pos = _t10
+                    _t12 = pos + _t11
+                    o.cluster_id = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
                 pos = tag_end
             elif tag == 1:
                 tag_end = check_length(buf, pos, size)

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -125,26 +126,6 @@ class FetchResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.error_code, o.high_watermark, _t1, = _S_ihqi.unpack_from(buf, pos)
-    pos += 18
-    if _t1 < 0:
-        o.records = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.records = buf[pos:_t2]
-        pos = _t2
-    o.last_stable_offset = -1
-    o.log_start_offset = -1
-    o.diverging_epoch = EpochEndOffset()
-    o.current_leader = LeaderIdAndEpoch()
-    o.snapshot_id = SnapshotId()
-    o.aborted_transactions = []
-    o.preferred_read_replica = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_FetchableTopicResponse_v0(buf, pos):
     o = _new(FetchableTopicResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -152,7 +133,7 @@ def _d_FetchableTopicResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FetchableTopicResponse.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -160,12 +141,31 @@ def _d_FetchableTopicResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('FetchableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.error_code, _t5.high_watermark, _t6, = _S_ihqi.unpack_from(buf, pos)
+                pos += 18
+                if _t6 < 0:
+                    _t5.records = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.records = buf[pos:_t7]
+                    pos = _t7
+                _t5.last_stable_offset = -1
+                _t5.log_start_offset = -1
+                _t5.diverging_epoch = EpochEndOffset()
+                _t5.current_leader = LeaderIdAndEpoch()
+                _t5.snapshot_id = SnapshotId()
+                _t5.aborted_transactions = []
+                _t5.preferred_read_replica = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -177,12 +177,15 @@ def _d_FetchResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v0(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v0(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms = 0
     o.error_code = 0
     o.session_id = 0
@@ -231,12 +234,15 @@ def _d_FetchResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v0(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v0(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -254,13 +260,6 @@ def _e_FetchResponse_v1(o, out):
     for _t3 in _t1:
         _e_FetchableTopicResponse_v0(_t3, out)
 
-def _d_AbortedTransaction_v4(buf, pos):
-    o = _new(AbortedTransaction)
-    o.producer_id, o.first_offset, = _S_qq.unpack_from(buf, pos)
-    pos += 16
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_PartitionData_v4(buf, pos):
     o = _new(PartitionData)
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, _t1, = _S_ihqqi.unpack_from(buf, pos)
@@ -268,18 +267,24 @@ def _d_PartitionData_v4(buf, pos):
     if _t1 < 0:
         o.aborted_transactions = None
     else:
-        check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AbortedTransaction_v4(buf, pos)
-            _t2.append(_t3)
-        o.aborted_transactions = _t2
+        if _t1 == 0:
+            o.aborted_transactions = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AbortedTransaction)
+                _t3.producer_id, _t3.first_offset, = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.aborted_transactions = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         o.records = None
     else:
-        _t5 = check_length(buf, pos, _t4)
+        _t5 = pos + _t4
         o.records = buf[pos:_t5]
         pos = _t5
     o.log_start_offset = -1
@@ -297,7 +302,7 @@ def _d_FetchableTopicResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('FetchableTopicResponse.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -305,12 +310,15 @@ def _d_FetchableTopicResponse_v4(buf, pos):
     if _t3 < 0:
         raise null_error('FetchableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v4(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v4(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -322,12 +330,15 @@ def _d_FetchResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v4(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v4(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -383,18 +394,24 @@ def _d_PartitionData_v5(buf, pos):
     if _t1 < 0:
         o.aborted_transactions = None
     else:
-        check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AbortedTransaction_v4(buf, pos)
-            _t2.append(_t3)
-        o.aborted_transactions = _t2
+        if _t1 == 0:
+            o.aborted_transactions = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AbortedTransaction)
+                _t3.producer_id, _t3.first_offset, = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.aborted_transactions = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         o.records = None
     else:
-        _t5 = check_length(buf, pos, _t4)
+        _t5 = pos + _t4
         o.records = buf[pos:_t5]
         pos = _t5
     o.diverging_epoch = EpochEndOffset()
@@ -411,7 +428,7 @@ def _d_FetchableTopicResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('FetchableTopicResponse.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -419,12 +436,15 @@ def _d_FetchableTopicResponse_v5(buf, pos):
     if _t3 < 0:
         raise null_error('FetchableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v5(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v5(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -436,12 +456,15 @@ def _d_FetchResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v5(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v5(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.error_code = 0
     o.session_id = 0
     o.node_endpoints = []
@@ -494,12 +517,15 @@ def _d_FetchResponse_v7(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v5(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v5(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.node_endpoints = []
     o._unknown_tagged = None
     return o, pos
@@ -520,18 +546,24 @@ def _d_PartitionData_v11(buf, pos):
     if _t1 < 0:
         o.aborted_transactions = None
     else:
-        check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AbortedTransaction_v4(buf, pos)
-            _t2.append(_t3)
-        o.aborted_transactions = _t2
+        if _t1 == 0:
+            o.aborted_transactions = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AbortedTransaction)
+                _t3.producer_id, _t3.first_offset, = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.aborted_transactions = _t2
     o.preferred_read_replica, _t4, = _S_ii.unpack_from(buf, pos)
     pos += 8
     if _t4 < 0:
         o.records = None
     else:
-        _t5 = check_length(buf, pos, _t4)
+        _t5 = pos + _t4
         o.records = buf[pos:_t5]
         pos = _t5
     o.diverging_epoch = EpochEndOffset()
@@ -547,7 +579,7 @@ def _d_FetchableTopicResponse_v11(buf, pos):
     if _t1 < 0:
         raise null_error('FetchableTopicResponse.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -555,12 +587,15 @@ def _d_FetchableTopicResponse_v11(buf, pos):
     if _t3 < 0:
         raise null_error('FetchableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v11(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v11(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -572,12 +607,15 @@ def _d_FetchResponse_v11(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v11(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v11(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.node_endpoints = []
     o._unknown_tagged = None
     return o, pos
@@ -669,23 +707,6 @@ def _d_SnapshotId_v12(buf, pos):
         o._unknown_tagged = unknown
     return o, pos
 
-def _d_AbortedTransaction_v12(buf, pos):
-    o = _new(AbortedTransaction)
-    o.producer_id, o.first_offset, = _S_qq.unpack_from(buf, pos)
-    pos += 16
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionData_v12(buf, pos):
     o = _new(PartitionData)
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
@@ -699,12 +720,28 @@ def _d_PartitionData_v12(buf, pos):
     if _t1 < 0:
         o.aborted_transactions = None
     else:
-        check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AbortedTransaction_v12(buf, pos)
-            _t2.append(_t3)
-        o.aborted_transactions = _t2
+        if _t1 == 0:
+            o.aborted_transactions = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.aborted_transactions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AbortedTransaction)
+                _t3.producer_id, _t3.first_offset, = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.aborted_transactions = _t2
     o.preferred_read_replica, = _S_i.unpack_from(buf, pos)
     pos += 4
     _t4 = buf[pos]
@@ -716,7 +753,7 @@ def _d_PartitionData_v12(buf, pos):
     if _t4 < 0:
         o.records = None
     else:
-        _t5 = check_length(buf, pos, _t4)
+        _t5 = pos + _t4
         o.records = buf[pos:_t5]
         pos = _t5
     o.diverging_epoch = EpochEndOffset()
@@ -759,7 +796,7 @@ def _d_FetchableTopicResponse_v12(buf, pos):
     if _t1 < 0:
         raise null_error('FetchableTopicResponse.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -771,12 +808,15 @@ def _d_FetchableTopicResponse_v12(buf, pos):
     if _t3 < 0:
         raise null_error('FetchableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v12(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'FetchableTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionData_v12(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     if buf[pos] == 0:
         pos += 1
@@ -804,12 +844,15 @@ def _d_FetchResponse_v12(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v12(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v12(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -933,12 +976,15 @@ def _d_FetchableTopicResponse_v13(buf, pos):
     if _t2 < 0:
         raise null_error('FetchableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t2, 'FetchableTopicResponse.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v12(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'FetchableTopicResponse.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_PartitionData_v12(buf, pos)
+                _t3.append(_t4)
+            o.partitions = _t3
     o.topic = ''
     if buf[pos] == 0:
         pos += 1
@@ -966,12 +1012,15 @@ def _d_FetchResponse_v13(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v13(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v13(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -1027,7 +1076,7 @@ def _d_NodeEndpoint_v16(buf, pos):
     if _t1 < 0:
         raise null_error('NodeEndpoint.host')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.host = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.port, = _S_i.unpack_from(buf, pos)
@@ -1041,7 +1090,7 @@ def _d_NodeEndpoint_v16(buf, pos):
     if _t3 < 0:
         o.rack = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.rack = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     if buf[pos] == 0:
@@ -1070,12 +1119,15 @@ def _d_FetchResponse_v16(buf, pos):
     if _t1 < 0:
         raise null_error('FetchResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'FetchResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FetchableTopicResponse_v13(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'FetchResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_FetchableTopicResponse_v13(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -1097,12 +1149,15 @@ def _d_FetchResponse_v16(buf, pos):
                 if _t4 < 0:
                     raise null_error('FetchResponse.node_endpoints')
                 else:
-                    check_count(buf, pos, _t4, 'FetchResponse.node_endpoints')
-                    _t5 = []
-                    for _ in range(_t4):
-                        _t6, pos = _d_NodeEndpoint_v16(buf, pos)
-                        _t5.append(_t6)
-                    o.node_endpoints = _t5
+                    if _t4 == 0:
+                        o.node_endpoints = []
+                    else:
+                        check_count(buf, pos, _t4, 'FetchResponse.node_endpoints')
+                        _t5 = []
+                        for _ in range(_t4):
+                            _t6, pos = _d_NodeEndpoint_v16(buf, pos)
+                            _t5.append(_t6)
+                        o.node_endpoints = _t5
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_ii = struct.Struct('>ii')
@@ -114,7 +115,7 @@ def _d_TopicSnapshot_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicSnapshot.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -126,12 +127,15 @@ def _d_TopicSnapshot_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicSnapshot.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicSnapshot.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionSnapshot_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicSnapshot.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionSnapshot_v0(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -158,12 +162,15 @@ def _d_FetchSnapshotRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FetchSnapshotRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchSnapshotRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicSnapshot_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchSnapshotRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicSnapshot_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.cluster_id = None
     if buf[pos] == 0:
         pos += 1
@@ -185,7 +192,7 @@ def _d_FetchSnapshotRequest_v0(buf, pos):
                 if _t4 < 0:
                     o.cluster_id = None
                 else:
-                    _t5 = check_length(buf, pos, _t4)
+                    _t5 = pos + _t4
                     o.cluster_id = str(buf[pos:_t5], 'utf-8')
                     pos = _t5
                 pos = tag_end
@@ -288,7 +295,7 @@ def _d_TopicSnapshot_v1(buf, pos):
     if _t1 < 0:
         raise null_error('TopicSnapshot.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -300,12 +307,15 @@ def _d_TopicSnapshot_v1(buf, pos):
     if _t3 < 0:
         raise null_error('TopicSnapshot.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicSnapshot.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionSnapshot_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicSnapshot.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionSnapshot_v1(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -332,12 +342,15 @@ def _d_FetchSnapshotRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('FetchSnapshotRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchSnapshotRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicSnapshot_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchSnapshotRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicSnapshot_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.cluster_id = None
     if buf[pos] == 0:
         pos += 1
@@ -359,7 +372,7 @@ def _d_FetchSnapshotRequest_v1(buf, pos):
                 if _t4 < 0:
                     o.cluster_id = None
                 else:
-                    _t5 = check_length(buf, pos, _t4)
+                    _t5 = pos + _t4
                     o.cluster_id = str(buf[pos:_t5], 'utf-8')
                     pos = _t5
                 pos = tag_end

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_W = struct.Struct('>H')
 _S_i = struct.Struct('>i')
@@ -140,7 +141,7 @@ def _d_PartitionSnapshot_v0(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionSnapshot.unaligned_records')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.unaligned_records = buf[pos:_t2]
         pos = _t2
     o.current_leader = LeaderIdAndEpoch()
@@ -173,7 +174,7 @@ def _d_TopicSnapshot_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicSnapshot.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -185,12 +186,15 @@ def _d_TopicSnapshot_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicSnapshot.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicSnapshot.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionSnapshot_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicSnapshot.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionSnapshot_v0(buf, pos)
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -217,12 +221,15 @@ def _d_FetchSnapshotResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FetchSnapshotResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchSnapshotResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicSnapshot_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchSnapshotResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicSnapshot_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -315,7 +322,7 @@ def _d_NodeEndpoint_v1(buf, pos):
     if _t1 < 0:
         raise null_error('NodeEndpoint.host')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.host = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.port, = _S_W.unpack_from(buf, pos)
@@ -346,12 +353,15 @@ def _d_FetchSnapshotResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('FetchSnapshotResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'FetchSnapshotResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicSnapshot_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'FetchSnapshotResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicSnapshot_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -373,12 +383,15 @@ def _d_FetchSnapshotResponse_v1(buf, pos):
                 if _t4 < 0:
                     raise null_error('FetchSnapshotResponse.node_endpoints')
                 else:
-                    check_count(buf, pos, _t4, 'FetchSnapshotResponse.node_endpoints')
-                    _t5 = []
-                    for _ in range(_t4):
-                        _t6, pos = _d_NodeEndpoint_v1(buf, pos)
-                        _t5.append(_t6)
-                    o.node_endpoints = _t5
+                    if _t4 == 0:
+                        o.node_endpoints = []
+                    else:
+                        check_count(buf, pos, _t4, 'FetchSnapshotResponse.node_endpoints')
+                        _t5 = []
+                        for _ in range(_t4):
+                            _t6, pos = _d_NodeEndpoint_v1(buf, pos)
+                            _t5.append(_t6)
+                        o.node_endpoints = _t5
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_b = struct.Struct('>b')
 _S_h = struct.Struct('>h')
@@ -36,7 +37,7 @@ def _d_FindCoordinatorRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FindCoordinatorRequest.key')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.key = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.key_type = 0
@@ -61,7 +62,7 @@ def _d_FindCoordinatorRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('FindCoordinatorRequest.key')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.key = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.key_type, = _S_b.unpack_from(buf, pos)
@@ -90,7 +91,7 @@ def _d_FindCoordinatorRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('FindCoordinatorRequest.key')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.key = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.key_type, = _S_b.unpack_from(buf, pos)
@@ -147,7 +148,7 @@ def _d_FindCoordinatorRequest_v4(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('FindCoordinatorRequest.coordinator_keys')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.coordinator_keys = _t2

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_hih = struct.Struct('>hih')
 _S_i = struct.Struct('>i')
@@ -56,7 +57,7 @@ def _d_FindCoordinatorResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FindCoordinatorResponse.host')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.host = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.port, = _S_i.unpack_from(buf, pos)
@@ -83,7 +84,7 @@ def _d_FindCoordinatorResponse_v1(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.node_id, _t3, = _S_ih.unpack_from(buf, pos)
@@ -91,7 +92,7 @@ def _d_FindCoordinatorResponse_v1(buf, pos):
     if _t3 < 0:
         raise null_error('FindCoordinatorResponse.host')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.host = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.port, = _S_i.unpack_from(buf, pos)
@@ -127,7 +128,7 @@ def _d_FindCoordinatorResponse_v3(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.node_id, = _S_i.unpack_from(buf, pos)
@@ -141,7 +142,7 @@ def _d_FindCoordinatorResponse_v3(buf, pos):
     if _t3 < 0:
         raise null_error('FindCoordinatorResponse.host')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.host = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.port, = _S_i.unpack_from(buf, pos)
@@ -181,61 +182,6 @@ def _e_FindCoordinatorResponse_v3(o, out):
     else:
         out.append(0)
 
-def _d_Coordinator_v4(buf, pos):
-    o = _new(Coordinator)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Coordinator.key')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.key = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.node_id, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('Coordinator.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        o.error_message = None
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.error_message = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_FindCoordinatorResponse_v4(buf, pos):
     o = _new(FindCoordinatorResponse)
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
@@ -249,12 +195,66 @@ def _d_FindCoordinatorResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('FindCoordinatorResponse.coordinators')
     else:
-        check_count(buf, pos, _t1, 'FindCoordinatorResponse.coordinators')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_Coordinator_v4(buf, pos)
-            _t2.append(_t3)
-        o.coordinators = _t2
+        if _t1 == 0:
+            o.coordinators = []
+        else:
+            check_count(buf, pos, _t1, 'FindCoordinatorResponse.coordinators')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(Coordinator)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('Coordinator.key')
+                else:
+                    _t5 = pos + _t4
+                    _t3.key = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.node_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('Coordinator.host')
+                else:
+                    _t7 = pos + _t6
+                    _t3.host = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.port, _t3.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    _t3.error_message = None
+                else:
+                    _t9 = pos + _t8
+                    _t3.error_message = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.coordinators = _t2
     o.error_code = 0
     o.error_message = ''
     o.node_id = 0

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_b = short_arrays('b', 32)
 _S_ihUi = struct.Struct('>ih16si')
 _S_iio = struct.Struct('>ii?')
 
@@ -49,7 +51,11 @@ def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
     if _t2 < 0:
         raise null_error('GetTelemetrySubscriptionsResponse.accepted_compression_types')
     else:
-        o.accepted_compression_types, pos = read_fixed_array(buf, pos, _t2, 'b', 1)
+        if _t2 < 32:
+            o.accepted_compression_types = list(_A_b[_t2].unpack_from(buf, pos))
+            pos += 1 * _t2
+        else:
+            o.accepted_compression_types, pos = read_fixed_array(buf, pos, _t2, 'b', 1)
     o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality, = _S_iio.unpack_from(buf, pos)
     pos += 9
     _t3 = buf[pos]
@@ -72,7 +78,7 @@ def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
             _t5 -= 1
             if _t5 < 0:
                 raise null_error('GetTelemetrySubscriptionsResponse.requested_metrics')
-            _t6 = check_length(buf, pos, _t5)
+            _t6 = pos + _t5
             _t4.append(str(buf[pos:_t6], 'utf-8'))
             pos = _t6
         o.requested_metrics = _t4

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -38,7 +39,7 @@ def _d_HeartbeatRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('HeartbeatRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
@@ -46,7 +47,7 @@ def _d_HeartbeatRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('HeartbeatRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.group_instance_id = None
@@ -72,7 +73,7 @@ def _d_HeartbeatRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('HeartbeatRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
@@ -80,7 +81,7 @@ def _d_HeartbeatRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('HeartbeatRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -88,7 +89,7 @@ def _d_HeartbeatRequest_v3(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     o._unknown_tagged = None
@@ -120,7 +121,7 @@ def _d_HeartbeatRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('HeartbeatRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id, = _S_i.unpack_from(buf, pos)
@@ -134,7 +135,7 @@ def _d_HeartbeatRequest_v4(buf, pos):
     if _t3 < 0:
         raise null_error('HeartbeatRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -146,7 +147,7 @@ def _d_HeartbeatRequest_v4(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -38,7 +39,7 @@ def _d_InitProducerIdRequest_v0(buf, pos):
     if _t1 < 0:
         o.transactional_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.transaction_timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -71,7 +72,7 @@ def _d_InitProducerIdRequest_v2(buf, pos):
     if _t1 < 0:
         o.transactional_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.transaction_timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -119,7 +120,7 @@ def _d_InitProducerIdRequest_v3(buf, pos):
     if _t1 < 0:
         o.transactional_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.transaction_timeout_ms, o.producer_id, o.producer_epoch, = _S_iqh.unpack_from(buf, pos)

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -47,27 +48,6 @@ class JoinGroupRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_JoinGroupRequestProtocol_v0(buf, pos):
-    o = _new(JoinGroupRequestProtocol)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('JoinGroupRequestProtocol.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('JoinGroupRequestProtocol.metadata')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.metadata = bytes(buf[pos:_t4])
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_JoinGroupRequest_v0(buf, pos):
     o = _new(JoinGroupRequest)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -75,7 +55,7 @@ def _d_JoinGroupRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.session_timeout_ms, _t3, = _S_ih.unpack_from(buf, pos)
@@ -83,7 +63,7 @@ def _d_JoinGroupRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -91,7 +71,7 @@ def _d_JoinGroupRequest_v0(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupRequest.protocol_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.protocol_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -99,12 +79,32 @@ def _d_JoinGroupRequest_v0(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupRequest.protocols')
     else:
-        check_count(buf, pos, _t7, 'JoinGroupRequest.protocols')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_JoinGroupRequestProtocol_v0(buf, pos)
-            _t8.append(_t9)
-        o.protocols = _t8
+        if _t7 == 0:
+            o.protocols = []
+        else:
+            check_count(buf, pos, _t7, 'JoinGroupRequest.protocols')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(JoinGroupRequestProtocol)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('JoinGroupRequestProtocol.name')
+                else:
+                    _t11 = pos + _t10
+                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('JoinGroupRequestProtocol.metadata')
+                else:
+                    _t13 = pos + _t12
+                    _t9.metadata = bytes(buf[pos:_t13])
+                    pos = _t13
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.protocols = _t8
     o.rebalance_timeout_ms = -1
     o.group_instance_id = None
     o.reason = None
@@ -149,7 +149,7 @@ def _d_JoinGroupRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, _t3, = _S_iih.unpack_from(buf, pos)
@@ -157,7 +157,7 @@ def _d_JoinGroupRequest_v1(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -165,7 +165,7 @@ def _d_JoinGroupRequest_v1(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupRequest.protocol_type')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.protocol_type = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -173,12 +173,32 @@ def _d_JoinGroupRequest_v1(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupRequest.protocols')
     else:
-        check_count(buf, pos, _t7, 'JoinGroupRequest.protocols')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_JoinGroupRequestProtocol_v0(buf, pos)
-            _t8.append(_t9)
-        o.protocols = _t8
+        if _t7 == 0:
+            o.protocols = []
+        else:
+            check_count(buf, pos, _t7, 'JoinGroupRequest.protocols')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(JoinGroupRequestProtocol)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('JoinGroupRequestProtocol.name')
+                else:
+                    _t11 = pos + _t10
+                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('JoinGroupRequestProtocol.metadata')
+                else:
+                    _t13 = pos + _t12
+                    _t9.metadata = bytes(buf[pos:_t13])
+                    pos = _t13
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.protocols = _t8
     o.group_instance_id = None
     o.reason = None
     o._unknown_tagged = None
@@ -212,7 +232,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, _t3, = _S_iih.unpack_from(buf, pos)
@@ -220,7 +240,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -228,7 +248,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
@@ -236,7 +256,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupRequest.protocol_type')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_type = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
@@ -244,12 +264,32 @@ def _d_JoinGroupRequest_v5(buf, pos):
     if _t9 < 0:
         raise null_error('JoinGroupRequest.protocols')
     else:
-        check_count(buf, pos, _t9, 'JoinGroupRequest.protocols')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_JoinGroupRequestProtocol_v0(buf, pos)
-            _t10.append(_t11)
-        o.protocols = _t10
+        if _t9 == 0:
+            o.protocols = []
+        else:
+            check_count(buf, pos, _t9, 'JoinGroupRequest.protocols')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(JoinGroupRequestProtocol)
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    raise null_error('JoinGroupRequestProtocol.name')
+                else:
+                    _t13 = pos + _t12
+                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t14 < 0:
+                    raise null_error('JoinGroupRequestProtocol.metadata')
+                else:
+                    _t15 = pos + _t14
+                    _t11.metadata = bytes(buf[pos:_t15])
+                    pos = _t15
+                _t11._unknown_tagged = None
+                _t10.append(_t11)
+            o.protocols = _t10
     o.reason = None
     o._unknown_tagged = None
     return o, pos
@@ -278,45 +318,6 @@ def _e_JoinGroupRequest_v5(o, out):
     for _t11 in _t9:
         _e_JoinGroupRequestProtocol_v0(_t11, out)
 
-def _d_JoinGroupRequestProtocol_v6(buf, pos):
-    o = _new(JoinGroupRequestProtocol)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('JoinGroupRequestProtocol.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('JoinGroupRequestProtocol.metadata')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.metadata = bytes(buf[pos:_t4])
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_JoinGroupRequest_v6(buf, pos):
     o = _new(JoinGroupRequest)
     _t1 = buf[pos]
@@ -328,7 +329,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, = _S_ii.unpack_from(buf, pos)
@@ -342,7 +343,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -354,7 +355,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -366,7 +367,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupRequest.protocol_type')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_type = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -378,12 +379,50 @@ def _d_JoinGroupRequest_v6(buf, pos):
     if _t9 < 0:
         raise null_error('JoinGroupRequest.protocols')
     else:
-        check_count(buf, pos, _t9, 'JoinGroupRequest.protocols')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_JoinGroupRequestProtocol_v6(buf, pos)
-            _t10.append(_t11)
-        o.protocols = _t10
+        if _t9 == 0:
+            o.protocols = []
+        else:
+            check_count(buf, pos, _t9, 'JoinGroupRequest.protocols')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(JoinGroupRequestProtocol)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('JoinGroupRequestProtocol.name')
+                else:
+                    _t13 = pos + _t12
+                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('JoinGroupRequestProtocol.metadata')
+                else:
+                    _t15 = pos + _t14
+                    _t11.metadata = bytes(buf[pos:_t15])
+                    pos = _t15
+                if buf[pos] == 0:
+                    pos += 1
+                    _t11._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t11._unknown_tagged = unknown
+                _t10.append(_t11)
+            o.protocols = _t10
     o.reason = None
     if buf[pos] == 0:
         pos += 1
@@ -454,7 +493,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, = _S_ii.unpack_from(buf, pos)
@@ -468,7 +507,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -480,7 +519,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -492,7 +531,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupRequest.protocol_type')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_type = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -504,24 +543,62 @@ def _d_JoinGroupRequest_v8(buf, pos):
     if _t9 < 0:
         raise null_error('JoinGroupRequest.protocols')
     else:
-        check_count(buf, pos, _t9, 'JoinGroupRequest.protocols')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_JoinGroupRequestProtocol_v6(buf, pos)
-            _t10.append(_t11)
-        o.protocols = _t10
-    _t12 = buf[pos]
-    if _t12 < 128:
+        if _t9 == 0:
+            o.protocols = []
+        else:
+            check_count(buf, pos, _t9, 'JoinGroupRequest.protocols')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(JoinGroupRequestProtocol)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('JoinGroupRequestProtocol.name')
+                else:
+                    _t13 = pos + _t12
+                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('JoinGroupRequestProtocol.metadata')
+                else:
+                    _t15 = pos + _t14
+                    _t11.metadata = bytes(buf[pos:_t15])
+                    pos = _t15
+                if buf[pos] == 0:
+                    pos += 1
+                    _t11._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t11._unknown_tagged = unknown
+                _t10.append(_t11)
+            o.protocols = _t10
+    _t16 = buf[pos]
+    if _t16 < 128:
         pos += 1
     else:
-        _t12, pos = read_uvarint(buf, pos)
-    _t12 -= 1
-    if _t12 < 0:
+        _t16, pos = read_uvarint(buf, pos)
+    _t16 -= 1
+    if _t16 < 0:
         o.reason = None
     else:
-        _t13 = check_length(buf, pos, _t12)
-        o.reason = str(buf[pos:_t13], 'utf-8')
-        pos = _t13
+        _t17 = pos + _t16
+        o.reason = str(buf[pos:_t17], 'utf-8')
+        pos = _t17
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hih = struct.Struct('>hih')
@@ -50,28 +51,6 @@ class JoinGroupResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_JoinGroupResponseMember_v0(buf, pos):
-    o = _new(JoinGroupResponseMember)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('JoinGroupResponseMember.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('JoinGroupResponseMember.metadata')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.metadata = bytes(buf[pos:_t4])
-        pos = _t4
-    o.group_instance_id = None
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_JoinGroupResponse_v0(buf, pos):
     o = _new(JoinGroupResponse)
     o.error_code, o.generation_id, _t1, = _S_hih.unpack_from(buf, pos)
@@ -79,7 +58,7 @@ def _d_JoinGroupResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupResponse.protocol_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.protocol_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -87,7 +66,7 @@ def _d_JoinGroupResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupResponse.leader')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.leader = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -95,7 +74,7 @@ def _d_JoinGroupResponse_v0(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupResponse.member_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.member_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -103,12 +82,33 @@ def _d_JoinGroupResponse_v0(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupResponse.members')
     else:
-        check_count(buf, pos, _t7, 'JoinGroupResponse.members')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_JoinGroupResponseMember_v0(buf, pos)
-            _t8.append(_t9)
-        o.members = _t8
+        if _t7 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t7, 'JoinGroupResponse.members')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(JoinGroupResponseMember)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('JoinGroupResponseMember.member_id')
+                else:
+                    _t11 = pos + _t10
+                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('JoinGroupResponseMember.metadata')
+                else:
+                    _t13 = pos + _t12
+                    _t9.metadata = bytes(buf[pos:_t13])
+                    pos = _t13
+                _t9.group_instance_id = None
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.members = _t8
     o.throttle_time_ms = 0
     o.protocol_type = None
     o.skip_assignment = False
@@ -153,7 +153,7 @@ def _d_JoinGroupResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupResponse.protocol_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.protocol_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -161,7 +161,7 @@ def _d_JoinGroupResponse_v2(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupResponse.leader')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.leader = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -169,7 +169,7 @@ def _d_JoinGroupResponse_v2(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupResponse.member_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.member_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -177,12 +177,33 @@ def _d_JoinGroupResponse_v2(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupResponse.members')
     else:
-        check_count(buf, pos, _t7, 'JoinGroupResponse.members')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_JoinGroupResponseMember_v0(buf, pos)
-            _t8.append(_t9)
-        o.members = _t8
+        if _t7 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t7, 'JoinGroupResponse.members')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(JoinGroupResponseMember)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('JoinGroupResponseMember.member_id')
+                else:
+                    _t11 = pos + _t10
+                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('JoinGroupResponseMember.metadata')
+                else:
+                    _t13 = pos + _t12
+                    _t9.metadata = bytes(buf[pos:_t13])
+                    pos = _t13
+                _t9.group_instance_id = None
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.members = _t8
     o.protocol_type = None
     o.skip_assignment = False
     o._unknown_tagged = None
@@ -209,35 +230,6 @@ def _e_JoinGroupResponse_v2(o, out):
     for _t9 in _t7:
         _e_JoinGroupResponseMember_v0(_t9, out)
 
-def _d_JoinGroupResponseMember_v5(buf, pos):
-    o = _new(JoinGroupResponseMember)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('JoinGroupResponseMember.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.group_instance_id = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.group_instance_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t5 < 0:
-        raise null_error('JoinGroupResponseMember.metadata')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.metadata = bytes(buf[pos:_t6])
-        pos = _t6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_JoinGroupResponse_v5(buf, pos):
     o = _new(JoinGroupResponse)
     o.throttle_time_ms, o.error_code, o.generation_id, _t1, = _S_ihih.unpack_from(buf, pos)
@@ -245,7 +237,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupResponse.protocol_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.protocol_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -253,7 +245,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupResponse.leader')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.leader = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -261,7 +253,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupResponse.member_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.member_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -269,12 +261,40 @@ def _d_JoinGroupResponse_v5(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupResponse.members')
     else:
-        check_count(buf, pos, _t7, 'JoinGroupResponse.members')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_JoinGroupResponseMember_v5(buf, pos)
-            _t8.append(_t9)
-        o.members = _t8
+        if _t7 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t7, 'JoinGroupResponse.members')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(JoinGroupResponseMember)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('JoinGroupResponseMember.member_id')
+                else:
+                    _t11 = pos + _t10
+                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t12 < 0:
+                    _t9.group_instance_id = None
+                else:
+                    _t13 = pos + _t12
+                    _t9.group_instance_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t14 < 0:
+                    raise null_error('JoinGroupResponseMember.metadata')
+                else:
+                    _t15 = pos + _t14
+                    _t9.metadata = bytes(buf[pos:_t15])
+                    pos = _t15
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.members = _t8
     o.protocol_type = None
     o.skip_assignment = False
     o._unknown_tagged = None
@@ -316,57 +336,6 @@ def _e_JoinGroupResponse_v5(o, out):
     for _t9 in _t7:
         _e_JoinGroupResponseMember_v5(_t9, out)
 
-def _d_JoinGroupResponseMember_v6(buf, pos):
-    o = _new(JoinGroupResponseMember)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('JoinGroupResponseMember.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.group_instance_id = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.group_instance_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('JoinGroupResponseMember.metadata')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.metadata = bytes(buf[pos:_t6])
-        pos = _t6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_JoinGroupResponse_v6(buf, pos):
     o = _new(JoinGroupResponse)
     o.throttle_time_ms, o.error_code, o.generation_id, = _S_ihi.unpack_from(buf, pos)
@@ -380,7 +349,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
     if _t1 < 0:
         raise null_error('JoinGroupResponse.protocol_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.protocol_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -392,7 +361,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
     if _t3 < 0:
         raise null_error('JoinGroupResponse.leader')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.leader = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -404,7 +373,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupResponse.member_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.member_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -416,12 +385,62 @@ def _d_JoinGroupResponse_v6(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupResponse.members')
     else:
-        check_count(buf, pos, _t7, 'JoinGroupResponse.members')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_JoinGroupResponseMember_v6(buf, pos)
-            _t8.append(_t9)
-        o.members = _t8
+        if _t7 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t7, 'JoinGroupResponse.members')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(JoinGroupResponseMember)
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('JoinGroupResponseMember.member_id')
+                else:
+                    _t11 = pos + _t10
+                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    _t9.group_instance_id = None
+                else:
+                    _t13 = pos + _t12
+                    _t9.group_instance_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('JoinGroupResponseMember.metadata')
+                else:
+                    _t15 = pos + _t14
+                    _t9.metadata = bytes(buf[pos:_t15])
+                    pos = _t15
+                if buf[pos] == 0:
+                    pos += 1
+                    _t9._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t9._unknown_tagged = unknown
+                _t8.append(_t9)
+            o.members = _t8
     o.protocol_type = None
     o.skip_assignment = False
     if buf[pos] == 0:
@@ -497,7 +516,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
     if _t1 < 0:
         o.protocol_type = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.protocol_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -509,7 +528,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
     if _t3 < 0:
         o.protocol_name = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.protocol_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -521,7 +540,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupResponse.leader')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.leader = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -533,7 +552,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupResponse.member_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.member_id = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -545,12 +564,62 @@ def _d_JoinGroupResponse_v7(buf, pos):
     if _t9 < 0:
         raise null_error('JoinGroupResponse.members')
     else:
-        check_count(buf, pos, _t9, 'JoinGroupResponse.members')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_JoinGroupResponseMember_v6(buf, pos)
-            _t10.append(_t11)
-        o.members = _t10
+        if _t9 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t9, 'JoinGroupResponse.members')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(JoinGroupResponseMember)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('JoinGroupResponseMember.member_id')
+                else:
+                    _t13 = pos + _t12
+                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    _t11.group_instance_id = None
+                else:
+                    _t15 = pos + _t14
+                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t16 = buf[pos]
+                if _t16 < 128:
+                    pos += 1
+                else:
+                    _t16, pos = read_uvarint(buf, pos)
+                _t16 -= 1
+                if _t16 < 0:
+                    raise null_error('JoinGroupResponseMember.metadata')
+                else:
+                    _t17 = pos + _t16
+                    _t11.metadata = bytes(buf[pos:_t17])
+                    pos = _t17
+                if buf[pos] == 0:
+                    pos += 1
+                    _t11._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t11._unknown_tagged = unknown
+                _t10.append(_t11)
+            o.members = _t10
     o.skip_assignment = False
     if buf[pos] == 0:
         pos += 1
@@ -611,7 +680,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
     if _t1 < 0:
         o.protocol_type = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.protocol_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -623,7 +692,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
     if _t3 < 0:
         o.protocol_name = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.protocol_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -635,7 +704,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
     if _t5 < 0:
         raise null_error('JoinGroupResponse.leader')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.leader = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     o.skip_assignment, = _S_o.unpack_from(buf, pos)
@@ -649,7 +718,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
     if _t7 < 0:
         raise null_error('JoinGroupResponse.member_id')
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.member_id = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -661,12 +730,62 @@ def _d_JoinGroupResponse_v9(buf, pos):
     if _t9 < 0:
         raise null_error('JoinGroupResponse.members')
     else:
-        check_count(buf, pos, _t9, 'JoinGroupResponse.members')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_JoinGroupResponseMember_v6(buf, pos)
-            _t10.append(_t11)
-        o.members = _t10
+        if _t9 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t9, 'JoinGroupResponse.members')
+            _t10 = []
+            for _ in range(_t9):
+                _t11 = _new(JoinGroupResponseMember)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('JoinGroupResponseMember.member_id')
+                else:
+                    _t13 = pos + _t12
+                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    pos = _t13
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    _t11.group_instance_id = None
+                else:
+                    _t15 = pos + _t14
+                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t16 = buf[pos]
+                if _t16 < 128:
+                    pos += 1
+                else:
+                    _t16, pos = read_uvarint(buf, pos)
+                _t16 -= 1
+                if _t16 < 0:
+                    raise null_error('JoinGroupResponseMember.metadata')
+                else:
+                    _t17 = pos + _t16
+                    _t11.metadata = bytes(buf[pos:_t17])
+                    pos = _t17
+                if buf[pos] == 0:
+                    pos += 1
+                    _t11._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t11._unknown_tagged = unknown
+                _t10.append(_t11)
+            o.members = _t10
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -88,50 +90,6 @@ class LeaderAndIsrRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_LeaderAndIsrPartitionState_v0(buf, pos):
-    o = _new(LeaderAndIsrPartitionState)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionState.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, _t3, = _S_iiiii.unpack_from(buf, pos)
-    pos += 20
-    if _t3 < 0:
-        raise null_error('LeaderAndIsrPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.partition_epoch, _t4, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t4 < 0:
-        raise null_error('LeaderAndIsrPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.is_new = False
-    o.leader_recovery_state = 0
-    o._unknown_tagged = None
-    return o, pos
-
-def _d_LeaderAndIsrLiveLeader_v0(buf, pos):
-    o = _new(LeaderAndIsrLiveLeader)
-    o.broker_id, _t1, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrLiveLeader.host_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_LeaderAndIsrRequest_v0(buf, pos):
     o = _new(LeaderAndIsrRequest)
     o.controller_id, o.controller_epoch, _t1, = _S_iii.unpack_from(buf, pos)
@@ -139,23 +97,73 @@ def _d_LeaderAndIsrRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.ungrouped_partition_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.ungrouped_partition_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrPartitionState_v0(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partition_states = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.ungrouped_partition_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.ungrouped_partition_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(LeaderAndIsrPartitionState)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3.partition_epoch, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t3.adding_replicas = []
+                _t3.removing_replicas = []
+                _t3.is_new = False
+                _t3.leader_recovery_state = 0
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partition_states = _t2
+    _t8, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v0(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t8 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t8, 'LeaderAndIsrRequest.live_leaders')
+            _t9 = []
+            for _ in range(_t8):
+                _t10 = _new(LeaderAndIsrLiveLeader)
+                _t10.broker_id, _t11, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t11 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t12 = pos + _t11
+                    _t10.host_name = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t10.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t10._unknown_tagged = None
+                _t9.append(_t10)
+            o.live_leaders = _t9
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type_ = 0
@@ -204,36 +212,6 @@ def _e_LeaderAndIsrRequest_v0(o, out):
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v0(_t6, out)
 
-def _d_LeaderAndIsrPartitionState_v1(buf, pos):
-    o = _new(LeaderAndIsrPartitionState)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionState.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, _t3, = _S_iiiii.unpack_from(buf, pos)
-    pos += 20
-    if _t3 < 0:
-        raise null_error('LeaderAndIsrPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.partition_epoch, _t4, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t4 < 0:
-        raise null_error('LeaderAndIsrPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    o.is_new, = _S_o.unpack_from(buf, pos)
-    pos += 1
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.leader_recovery_state = 0
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_LeaderAndIsrRequest_v1(buf, pos):
     o = _new(LeaderAndIsrRequest)
     o.controller_id, o.controller_epoch, _t1, = _S_iii.unpack_from(buf, pos)
@@ -241,23 +219,74 @@ def _d_LeaderAndIsrRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.ungrouped_partition_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.ungrouped_partition_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrPartitionState_v1(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partition_states = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.ungrouped_partition_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.ungrouped_partition_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(LeaderAndIsrPartitionState)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3.partition_epoch, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t3.is_new, = _S_o.unpack_from(buf, pos)
+                pos += 1
+                _t3.adding_replicas = []
+                _t3.removing_replicas = []
+                _t3.leader_recovery_state = 0
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partition_states = _t2
+    _t8, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v0(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t8 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t8, 'LeaderAndIsrRequest.live_leaders')
+            _t9 = []
+            for _ in range(_t8):
+                _t10 = _new(LeaderAndIsrLiveLeader)
+                _t10.broker_id, _t11, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t11 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t12 = pos + _t11
+                    _t10.host_name = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t10.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t10._unknown_tagged = None
+                _t9.append(_t10)
+            o.live_leaders = _t9
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.type_ = 0
@@ -300,29 +329,6 @@ def _e_LeaderAndIsrRequest_v1(o, out):
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v0(_t6, out)
 
-def _d_LeaderAndIsrPartitionState_v2(buf, pos):
-    o = _new(LeaderAndIsrPartitionState)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, _t1, = _S_iiiii.unpack_from(buf, pos)
-    pos += 20
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.partition_epoch, _t2, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t2 < 0:
-        raise null_error('LeaderAndIsrPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    o.is_new, = _S_o.unpack_from(buf, pos)
-    pos += 1
-    o.topic_name = ''
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.leader_recovery_state = 0
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_LeaderAndIsrTopicState_v2(buf, pos):
     o = _new(LeaderAndIsrTopicState)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -330,7 +336,7 @@ def _d_LeaderAndIsrTopicState_v2(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -338,12 +344,42 @@ def _d_LeaderAndIsrTopicState_v2(buf, pos):
     if _t3 < 0:
         raise null_error('LeaderAndIsrTopicState.partition_states')
     else:
-        check_count(buf, pos, _t3, 'LeaderAndIsrTopicState.partition_states')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_LeaderAndIsrPartitionState_v2(buf, pos)
-            _t4.append(_t5)
-        o.partition_states = _t4
+        if _t3 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t3, 'LeaderAndIsrTopicState.partition_states')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(LeaderAndIsrPartitionState)
+                _t5.partition_index, _t5.controller_epoch, _t5.leader, _t5.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.partition_epoch, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t5.is_new, = _S_o.unpack_from(buf, pos)
+                pos += 1
+                _t5.topic_name = ''
+                _t5.adding_replicas = []
+                _t5.removing_replicas = []
+                _t5.leader_recovery_state = 0
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_states = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -355,23 +391,40 @@ def _d_LeaderAndIsrRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrTopicState_v2(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_LeaderAndIsrTopicState_v2(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v0(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t4 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrLiveLeader)
+                _t6.broker_id, _t7, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t6.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6._unknown_tagged = None
+                _t5.append(_t6)
+            o.live_leaders = _t5
     o.is_k_raft_controller = False
     o.type_ = 0
     o.ungrouped_partition_states = []
@@ -420,39 +473,6 @@ def _e_LeaderAndIsrRequest_v2(o, out):
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v0(_t6, out)
 
-def _d_LeaderAndIsrPartitionState_v3(buf, pos):
-    o = _new(LeaderAndIsrPartitionState)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, _t1, = _S_iiiii.unpack_from(buf, pos)
-    pos += 20
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.partition_epoch, _t2, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t2 < 0:
-        raise null_error('LeaderAndIsrPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('LeaderAndIsrPartitionState.adding_replicas')
-    else:
-        o.adding_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    _t4, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t4 < 0:
-        raise null_error('LeaderAndIsrPartitionState.removing_replicas')
-    else:
-        o.removing_replicas, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    o.is_new, = _S_o.unpack_from(buf, pos)
-    pos += 1
-    o.topic_name = ''
-    o.leader_recovery_state = 0
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_LeaderAndIsrTopicState_v3(buf, pos):
     o = _new(LeaderAndIsrTopicState)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -460,7 +480,7 @@ def _d_LeaderAndIsrTopicState_v3(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -468,12 +488,60 @@ def _d_LeaderAndIsrTopicState_v3(buf, pos):
     if _t3 < 0:
         raise null_error('LeaderAndIsrTopicState.partition_states')
     else:
-        check_count(buf, pos, _t3, 'LeaderAndIsrTopicState.partition_states')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_LeaderAndIsrPartitionState_v3(buf, pos)
-            _t4.append(_t5)
-        o.partition_states = _t4
+        if _t3 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t3, 'LeaderAndIsrTopicState.partition_states')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(LeaderAndIsrPartitionState)
+                _t5.partition_index, _t5.controller_epoch, _t5.leader, _t5.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.partition_epoch, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.adding_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.adding_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.adding_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t9 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.removing_replicas')
+                else:
+                    if _t9 < 32:
+                        _t5.removing_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t5.removing_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t5.is_new, = _S_o.unpack_from(buf, pos)
+                pos += 1
+                _t5.topic_name = ''
+                _t5.leader_recovery_state = 0
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_states = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -485,23 +553,40 @@ def _d_LeaderAndIsrRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrTopicState_v3(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_LeaderAndIsrTopicState_v3(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v0(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t4 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrLiveLeader)
+                _t6.broker_id, _t7, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t6.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6._unknown_tagged = None
+                _t5.append(_t6)
+            o.live_leaders = _t5
     o.is_k_raft_controller = False
     o.type_ = 0
     o.ungrouped_partition_states = []
@@ -558,69 +643,6 @@ def _e_LeaderAndIsrRequest_v3(o, out):
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v0(_t6, out)
 
-def _d_LeaderAndIsrPartitionState_v4(buf, pos):
-    o = _new(LeaderAndIsrPartitionState)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, = _S_iiii.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.partition_epoch, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('LeaderAndIsrPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('LeaderAndIsrPartitionState.adding_replicas')
-    else:
-        o.adding_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    _t4 = buf[pos]
-    if _t4 < 128:
-        pos += 1
-    else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
-        raise null_error('LeaderAndIsrPartitionState.removing_replicas')
-    else:
-        o.removing_replicas, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    o.is_new, = _S_o.unpack_from(buf, pos)
-    pos += 1
-    o.topic_name = ''
-    o.leader_recovery_state = 0
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaderAndIsrTopicState_v4(buf, pos):
     o = _new(LeaderAndIsrTopicState)
     _t1 = buf[pos]
@@ -632,7 +654,7 @@ def _d_LeaderAndIsrTopicState_v4(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -644,44 +666,91 @@ def _d_LeaderAndIsrTopicState_v4(buf, pos):
     if _t3 < 0:
         raise null_error('LeaderAndIsrTopicState.partition_states')
     else:
-        check_count(buf, pos, _t3, 'LeaderAndIsrTopicState.partition_states')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_LeaderAndIsrPartitionState_v4(buf, pos)
-            _t4.append(_t5)
-        o.partition_states = _t4
+        if _t3 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t3, 'LeaderAndIsrTopicState.partition_states')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(LeaderAndIsrPartitionState)
+                _t5.partition_index, _t5.controller_epoch, _t5.leader, _t5.leader_epoch, = _S_iiii.unpack_from(buf, pos)
+                pos += 16
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.partition_epoch, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.adding_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.adding_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.adding_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.removing_replicas')
+                else:
+                    if _t9 < 32:
+                        _t5.removing_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t5.removing_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t5.is_new, = _S_o.unpack_from(buf, pos)
+                pos += 1
+                _t5.topic_name = ''
+                _t5.leader_recovery_state = 0
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partition_states = _t4
     o.topic_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_LeaderAndIsrLiveLeader_v4(buf, pos):
-    o = _new(LeaderAndIsrLiveLeader)
-    o.broker_id, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrLiveLeader.host_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -708,12 +777,15 @@ def _d_LeaderAndIsrRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrTopicState_v4(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_LeaderAndIsrTopicState_v4(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -723,12 +795,42 @@ def _d_LeaderAndIsrRequest_v4(buf, pos):
     if _t4 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v4(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t4 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrLiveLeader)
+                _t6.broker_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t6.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.live_leaders = _t5
     o.is_k_raft_controller = False
     o.type_ = 0
     o.ungrouped_partition_states = []
@@ -837,7 +939,7 @@ def _d_LeaderAndIsrTopicState_v5(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
@@ -852,12 +954,90 @@ def _d_LeaderAndIsrTopicState_v5(buf, pos):
     if _t4 < 0:
         raise null_error('LeaderAndIsrTopicState.partition_states')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrTopicState.partition_states')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrPartitionState_v4(buf, pos)
-            _t5.append(_t6)
-        o.partition_states = _t5
+        if _t4 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrTopicState.partition_states')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrPartitionState)
+                _t6.partition_index, _t6.controller_epoch, _t6.leader, _t6.leader_epoch, = _S_iiii.unpack_from(buf, pos)
+                pos += 16
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.isr')
+                else:
+                    if _t7 < 32:
+                        _t6.isr = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t6.isr, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t6.partition_epoch, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.replicas')
+                else:
+                    if _t8 < 32:
+                        _t6.replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.adding_replicas')
+                else:
+                    if _t9 < 32:
+                        _t6.adding_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.adding_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.removing_replicas')
+                else:
+                    if _t10 < 32:
+                        _t6.removing_replicas = list(_A_i[_t10].unpack_from(buf, pos))
+                        pos += 4 * _t10
+                    else:
+                        _t6.removing_replicas, pos = read_fixed_array(buf, pos, _t10, 'i', 4)
+                _t6.is_new, = _S_o.unpack_from(buf, pos)
+                pos += 1
+                _t6.topic_name = ''
+                _t6.leader_recovery_state = 0
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.partition_states = _t5
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -884,12 +1064,15 @@ def _d_LeaderAndIsrRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrTopicState_v5(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_LeaderAndIsrTopicState_v5(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -899,12 +1082,42 @@ def _d_LeaderAndIsrRequest_v5(buf, pos):
     if _t4 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v4(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t4 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrLiveLeader)
+                _t6.broker_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t6.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.live_leaders = _t5
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     if buf[pos] == 0:
@@ -959,68 +1172,6 @@ def _e_LeaderAndIsrRequest_v5(o, out):
     else:
         out.append(0)
 
-def _d_LeaderAndIsrPartitionState_v6(buf, pos):
-    o = _new(LeaderAndIsrPartitionState)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, = _S_iiii.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.partition_epoch, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('LeaderAndIsrPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('LeaderAndIsrPartitionState.adding_replicas')
-    else:
-        o.adding_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    _t4 = buf[pos]
-    if _t4 < 128:
-        pos += 1
-    else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
-        raise null_error('LeaderAndIsrPartitionState.removing_replicas')
-    else:
-        o.removing_replicas, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    o.is_new, o.leader_recovery_state, = _S_ob.unpack_from(buf, pos)
-    pos += 2
-    o.topic_name = ''
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaderAndIsrTopicState_v6(buf, pos):
     o = _new(LeaderAndIsrTopicState)
     _t1 = buf[pos]
@@ -1032,7 +1183,7 @@ def _d_LeaderAndIsrTopicState_v6(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
@@ -1047,12 +1198,89 @@ def _d_LeaderAndIsrTopicState_v6(buf, pos):
     if _t4 < 0:
         raise null_error('LeaderAndIsrTopicState.partition_states')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrTopicState.partition_states')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrPartitionState_v6(buf, pos)
-            _t5.append(_t6)
-        o.partition_states = _t5
+        if _t4 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrTopicState.partition_states')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrPartitionState)
+                _t6.partition_index, _t6.controller_epoch, _t6.leader, _t6.leader_epoch, = _S_iiii.unpack_from(buf, pos)
+                pos += 16
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.isr')
+                else:
+                    if _t7 < 32:
+                        _t6.isr = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t6.isr, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t6.partition_epoch, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.replicas')
+                else:
+                    if _t8 < 32:
+                        _t6.replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.adding_replicas')
+                else:
+                    if _t9 < 32:
+                        _t6.adding_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.adding_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('LeaderAndIsrPartitionState.removing_replicas')
+                else:
+                    if _t10 < 32:
+                        _t6.removing_replicas = list(_A_i[_t10].unpack_from(buf, pos))
+                        pos += 4 * _t10
+                    else:
+                        _t6.removing_replicas, pos = read_fixed_array(buf, pos, _t10, 'i', 4)
+                _t6.is_new, _t6.leader_recovery_state, = _S_ob.unpack_from(buf, pos)
+                pos += 2
+                _t6.topic_name = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.partition_states = _t5
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -1079,12 +1307,15 @@ def _d_LeaderAndIsrRequest_v6(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrTopicState_v6(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_LeaderAndIsrTopicState_v6(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -1094,12 +1325,42 @@ def _d_LeaderAndIsrRequest_v6(buf, pos):
     if _t4 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v4(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t4 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrLiveLeader)
+                _t6.broker_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t6.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.live_leaders = _t5
     o.is_k_raft_controller = False
     o.ungrouped_partition_states = []
     if buf[pos] == 0:
@@ -1193,12 +1454,15 @@ def _d_LeaderAndIsrRequest_v7(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrTopicState_v6(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_LeaderAndIsrTopicState_v6(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -1208,12 +1472,42 @@ def _d_LeaderAndIsrRequest_v7(buf, pos):
     if _t4 < 0:
         raise null_error('LeaderAndIsrRequest.live_leaders')
     else:
-        check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_LeaderAndIsrLiveLeader_v4(buf, pos)
-            _t5.append(_t6)
-        o.live_leaders = _t5
+        if _t4 == 0:
+            o.live_leaders = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderAndIsrRequest.live_leaders')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(LeaderAndIsrLiveLeader)
+                _t6.broker_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('LeaderAndIsrLiveLeader.host_name')
+                else:
+                    _t8 = pos + _t7
+                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t6.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.live_leaders = _t5
     o.ungrouped_partition_states = []
     if buf[pos] == 0:
         pos += 1

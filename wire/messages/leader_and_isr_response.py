@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -52,21 +53,6 @@ class LeaderAndIsrResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_LeaderAndIsrPartitionError_v0(buf, pos):
-    o = _new(LeaderAndIsrPartitionError)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionError.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_LeaderAndIsrResponse_v0(buf, pos):
     o = _new(LeaderAndIsrResponse)
     o.error_code, _t1, = _S_hi.unpack_from(buf, pos)
@@ -74,12 +60,26 @@ def _d_LeaderAndIsrResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrResponse.partition_errors')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrResponse.partition_errors')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrPartitionError_v0(buf, pos)
-            _t2.append(_t3)
-        o.partition_errors = _t2
+        if _t1 == 0:
+            o.partition_errors = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrResponse.partition_errors')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(LeaderAndIsrPartitionError)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('LeaderAndIsrPartitionError.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.partition_errors = _t2
     o.topics = []
     o._unknown_tagged = None
     return o, pos
@@ -100,35 +100,6 @@ def _e_LeaderAndIsrResponse_v0(o, out):
     for _t3 in _t1:
         _e_LeaderAndIsrPartitionError_v0(_t3, out)
 
-def _d_LeaderAndIsrPartitionError_v4(buf, pos):
-    o = _new(LeaderAndIsrPartitionError)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('LeaderAndIsrPartitionError.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaderAndIsrResponse_v4(buf, pos):
     o = _new(LeaderAndIsrResponse)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -142,12 +113,40 @@ def _d_LeaderAndIsrResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrResponse.partition_errors')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrResponse.partition_errors')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrPartitionError_v4(buf, pos)
-            _t2.append(_t3)
-        o.partition_errors = _t2
+        if _t1 == 0:
+            o.partition_errors = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrResponse.partition_errors')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(LeaderAndIsrPartitionError)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('LeaderAndIsrPartitionError.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.partition_errors = _t2
     o.topics = []
     if buf[pos] == 0:
         pos += 1
@@ -189,24 +188,6 @@ def _e_LeaderAndIsrResponse_v4(o, out):
     else:
         out.append(0)
 
-def _d_LeaderAndIsrPartitionError_v5(buf, pos):
-    o = _new(LeaderAndIsrPartitionError)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    o.topic_name = ''
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaderAndIsrTopicError_v5(buf, pos):
     o = _new(LeaderAndIsrTopicError)
     _t1, = _S_U.unpack_from(buf, pos)
@@ -221,12 +202,29 @@ def _d_LeaderAndIsrTopicError_v5(buf, pos):
     if _t2 < 0:
         raise null_error('LeaderAndIsrTopicError.partition_errors')
     else:
-        check_count(buf, pos, _t2, 'LeaderAndIsrTopicError.partition_errors')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_LeaderAndIsrPartitionError_v5(buf, pos)
-            _t3.append(_t4)
-        o.partition_errors = _t3
+        if _t2 == 0:
+            o.partition_errors = []
+        else:
+            check_count(buf, pos, _t2, 'LeaderAndIsrTopicError.partition_errors')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(LeaderAndIsrPartitionError)
+                _t4.partition_index, _t4.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t4.topic_name = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partition_errors = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -253,12 +251,15 @@ def _d_LeaderAndIsrResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderAndIsrResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'LeaderAndIsrResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_LeaderAndIsrTopicError_v5(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderAndIsrResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_LeaderAndIsrTopicError_v5(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.partition_errors = []
     if buf[pos] == 0:
         pos += 1

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_hi = struct.Struct('>hi')
 _S_i = struct.Struct('>i')
@@ -41,24 +42,6 @@ class LeaderChangeMessage(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_Voter_v0(buf, pos):
-    o = _new(Voter)
-    o.voter_id, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o.voter_directory_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaderChangeMessage_v0(buf, pos):
     o = _new(LeaderChangeMessage)
     o.version, o.leader_id, = _S_hi.unpack_from(buf, pos)
@@ -72,12 +55,29 @@ def _d_LeaderChangeMessage_v0(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderChangeMessage.voters')
     else:
-        check_count(buf, pos, _t1, 'LeaderChangeMessage.voters')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_Voter_v0(buf, pos)
-            _t2.append(_t3)
-        o.voters = _t2
+        if _t1 == 0:
+            o.voters = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderChangeMessage.voters')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(Voter)
+                _t3.voter_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t3.voter_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.voters = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -87,12 +87,29 @@ def _d_LeaderChangeMessage_v0(buf, pos):
     if _t4 < 0:
         raise null_error('LeaderChangeMessage.granting_voters')
     else:
-        check_count(buf, pos, _t4, 'LeaderChangeMessage.granting_voters')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_Voter_v0(buf, pos)
-            _t5.append(_t6)
-        o.granting_voters = _t5
+        if _t4 == 0:
+            o.granting_voters = []
+        else:
+            check_count(buf, pos, _t4, 'LeaderChangeMessage.granting_voters')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(Voter)
+                _t6.voter_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6.voter_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.granting_voters = _t5
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -134,24 +151,6 @@ def _e_LeaderChangeMessage_v0(o, out):
     else:
         out.append(0)
 
-def _d_Voter_v1(buf, pos):
-    o = _new(Voter)
-    o.voter_id, _t1, = _S_iU.unpack_from(buf, pos)
-    pos += 20
-    o.voter_directory_id = uuid_from(_t1)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaderChangeMessage_v1(buf, pos):
     o = _new(LeaderChangeMessage)
     o.version, o.leader_id, = _S_hi.unpack_from(buf, pos)
@@ -165,27 +164,61 @@ def _d_LeaderChangeMessage_v1(buf, pos):
     if _t1 < 0:
         raise null_error('LeaderChangeMessage.voters')
     else:
-        check_count(buf, pos, _t1, 'LeaderChangeMessage.voters')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_Voter_v1(buf, pos)
-            _t2.append(_t3)
-        o.voters = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.voters = []
+        else:
+            check_count(buf, pos, _t1, 'LeaderChangeMessage.voters')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(Voter)
+                _t3.voter_id, _t4, = _S_iU.unpack_from(buf, pos)
+                pos += 20
+                _t3.voter_directory_id = uuid_from(_t4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.voters = _t2
+    _t5 = buf[pos]
+    if _t5 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t5, pos = read_uvarint(buf, pos)
+    _t5 -= 1
+    if _t5 < 0:
         raise null_error('LeaderChangeMessage.granting_voters')
     else:
-        check_count(buf, pos, _t4, 'LeaderChangeMessage.granting_voters')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_Voter_v1(buf, pos)
-            _t5.append(_t6)
-        o.granting_voters = _t5
+        if _t5 == 0:
+            o.granting_voters = []
+        else:
+            check_count(buf, pos, _t5, 'LeaderChangeMessage.granting_voters')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(Voter)
+                _t7.voter_id, _t8, = _S_iU.unpack_from(buf, pos)
+                pos += 20
+                _t7.voter_directory_id = uuid_from(_t8)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.granting_voters = _t6
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -47,7 +48,7 @@ def _d_LeaveGroupRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('LeaveGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -55,7 +56,7 @@ def _d_LeaveGroupRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('LeaveGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.members = []
@@ -74,28 +75,6 @@ def _e_LeaveGroupRequest_v0(o, out):
     out += _S_h.pack(len(_t4))
     out += _t4
 
-def _d_MemberIdentity_v3(buf, pos):
-    o = _new(MemberIdentity)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('MemberIdentity.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        o.group_instance_id = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.group_instance_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.reason = None
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_LeaveGroupRequest_v3(buf, pos):
     o = _new(LeaveGroupRequest)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -103,7 +82,7 @@ def _d_LeaveGroupRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('LeaveGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -111,12 +90,33 @@ def _d_LeaveGroupRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('LeaveGroupRequest.members')
     else:
-        check_count(buf, pos, _t3, 'LeaveGroupRequest.members')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MemberIdentity_v3(buf, pos)
-            _t4.append(_t5)
-        o.members = _t4
+        if _t3 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t3, 'LeaveGroupRequest.members')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MemberIdentity)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('MemberIdentity.member_id')
+                else:
+                    _t7 = pos + _t6
+                    _t5.member_id = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    _t5.group_instance_id = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.group_instance_id = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5.reason = None
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.members = _t4
     o.member_id = ''
     o._unknown_tagged = None
     return o, pos
@@ -145,46 +145,6 @@ def _e_LeaveGroupRequest_v3(o, out):
     for _t5 in _t3:
         _e_MemberIdentity_v3(_t5, out)
 
-def _d_MemberIdentity_v4(buf, pos):
-    o = _new(MemberIdentity)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('MemberIdentity.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.group_instance_id = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.group_instance_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.reason = None
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaveGroupRequest_v4(buf, pos):
     o = _new(LeaveGroupRequest)
     _t1 = buf[pos]
@@ -196,7 +156,7 @@ def _d_LeaveGroupRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('LeaveGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -208,12 +168,51 @@ def _d_LeaveGroupRequest_v4(buf, pos):
     if _t3 < 0:
         raise null_error('LeaveGroupRequest.members')
     else:
-        check_count(buf, pos, _t3, 'LeaveGroupRequest.members')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MemberIdentity_v4(buf, pos)
-            _t4.append(_t5)
-        o.members = _t4
+        if _t3 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t3, 'LeaveGroupRequest.members')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MemberIdentity)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('MemberIdentity.member_id')
+                else:
+                    _t7 = pos + _t6
+                    _t5.member_id = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    _t5.group_instance_id = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.group_instance_id = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t5.reason = None
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.members = _t4
     o.member_id = ''
     if buf[pos] == 0:
         pos += 1
@@ -262,57 +261,6 @@ def _e_LeaveGroupRequest_v4(o, out):
     else:
         out.append(0)
 
-def _d_MemberIdentity_v5(buf, pos):
-    o = _new(MemberIdentity)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('MemberIdentity.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.group_instance_id = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.group_instance_id = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        o.reason = None
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.reason = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_LeaveGroupRequest_v5(buf, pos):
     o = _new(LeaveGroupRequest)
     _t1 = buf[pos]
@@ -324,7 +272,7 @@ def _d_LeaveGroupRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('LeaveGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -336,12 +284,62 @@ def _d_LeaveGroupRequest_v5(buf, pos):
     if _t3 < 0:
         raise null_error('LeaveGroupRequest.members')
     else:
-        check_count(buf, pos, _t3, 'LeaveGroupRequest.members')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MemberIdentity_v5(buf, pos)
-            _t4.append(_t5)
-        o.members = _t4
+        if _t3 == 0:
+            o.members = []
+        else:
+            check_count(buf, pos, _t3, 'LeaveGroupRequest.members')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MemberIdentity)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('MemberIdentity.member_id')
+                else:
+                    _t7 = pos + _t6
+                    _t5.member_id = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    _t5.group_instance_id = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.group_instance_id = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    _t5.reason = None
+                else:
+                    _t11 = pos + _t10
+                    _t5.reason = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.members = _t4
     o.member_id = ''
     if buf[pos] == 0:
         pos += 1

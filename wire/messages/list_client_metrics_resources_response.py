@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_ih = struct.Struct('>ih')
 
@@ -37,33 +38,6 @@ class ListClientMetricsResourcesResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ClientMetricsResource_v0(buf, pos):
-    o = _new(ClientMetricsResource)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('ClientMetricsResource.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ListClientMetricsResourcesResponse_v0(buf, pos):
     o = _new(ListClientMetricsResourcesResponse)
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -77,12 +51,38 @@ def _d_ListClientMetricsResourcesResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ListClientMetricsResourcesResponse.client_metrics_resources')
     else:
-        check_count(buf, pos, _t1, 'ListClientMetricsResourcesResponse.client_metrics_resources')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ClientMetricsResource_v0(buf, pos)
-            _t2.append(_t3)
-        o.client_metrics_resources = _t2
+        if _t1 == 0:
+            o.client_metrics_resources = []
+        else:
+            check_count(buf, pos, _t1, 'ListClientMetricsResourcesResponse.client_metrics_resources')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ClientMetricsResource)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('ClientMetricsResource.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.client_metrics_resources = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 
 class ListGroupsRequest(Message):
@@ -89,7 +90,7 @@ def _d_ListGroupsRequest_v4(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('ListGroupsRequest.states_filter')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.states_filter = _t2
@@ -145,7 +146,7 @@ def _d_ListGroupsRequest_v5(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('ListGroupsRequest.states_filter')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.states_filter = _t2
@@ -169,7 +170,7 @@ def _d_ListGroupsRequest_v5(buf, pos):
             _t7 -= 1
             if _t7 < 0:
                 raise null_error('ListGroupsRequest.types_filter')
-            _t8 = check_length(buf, pos, _t7)
+            _t8 = pos + _t7
             _t6.append(str(buf[pos:_t8], 'utf-8'))
             pos = _t8
         o.types_filter = _t6

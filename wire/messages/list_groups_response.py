@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -43,29 +44,6 @@ class ListGroupsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ListedGroup_v0(buf, pos):
-    o = _new(ListedGroup)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('ListedGroup.group_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.group_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        raise null_error('ListedGroup.protocol_type')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.protocol_type = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.group_state = ''
-    o.group_type = ''
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ListGroupsResponse_v0(buf, pos):
     o = _new(ListGroupsResponse)
     o.error_code, _t1, = _S_hi.unpack_from(buf, pos)
@@ -73,12 +51,34 @@ def _d_ListGroupsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ListGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListedGroup_v0(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ListedGroup)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('ListedGroup.group_id')
+                else:
+                    _t5 = pos + _t4
+                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('ListedGroup.protocol_type')
+                else:
+                    _t7 = pos + _t6
+                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.group_state = ''
+                _t3.group_type = ''
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.groups = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -107,12 +107,34 @@ def _d_ListGroupsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ListGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListedGroup_v0(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ListedGroup)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('ListedGroup.group_id')
+                else:
+                    _t5 = pos + _t4
+                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('ListedGroup.protocol_type')
+                else:
+                    _t7 = pos + _t6
+                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.group_state = ''
+                _t3.group_type = ''
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.groups = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -122,47 +144,6 @@ def _e_ListGroupsResponse_v1(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, _t2)
     for _t3 in _t1:
         _e_ListedGroup_v0(_t3, out)
-
-def _d_ListedGroup_v3(buf, pos):
-    o = _new(ListedGroup)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('ListedGroup.group_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.group_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('ListedGroup.protocol_type')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.protocol_type = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.group_state = ''
-    o.group_type = ''
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
 
 def _d_ListGroupsResponse_v3(buf, pos):
     o = _new(ListGroupsResponse)
@@ -177,12 +158,52 @@ def _d_ListGroupsResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('ListGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListedGroup_v3(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ListedGroup)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('ListedGroup.group_id')
+                else:
+                    _t5 = pos + _t4
+                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('ListedGroup.protocol_type')
+                else:
+                    _t7 = pos + _t6
+                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.group_state = ''
+                _t3.group_type = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.groups = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -224,58 +245,6 @@ def _e_ListGroupsResponse_v3(o, out):
     else:
         out.append(0)
 
-def _d_ListedGroup_v4(buf, pos):
-    o = _new(ListedGroup)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('ListedGroup.group_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.group_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('ListedGroup.protocol_type')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.protocol_type = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('ListedGroup.group_state')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.group_state = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    o.group_type = ''
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ListGroupsResponse_v4(buf, pos):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -289,12 +258,63 @@ def _d_ListGroupsResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('ListGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListedGroup_v4(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ListedGroup)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('ListedGroup.group_id')
+                else:
+                    _t5 = pos + _t4
+                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('ListedGroup.protocol_type')
+                else:
+                    _t7 = pos + _t6
+                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('ListedGroup.group_state')
+                else:
+                    _t9 = pos + _t8
+                    _t3.group_state = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t3.group_type = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.groups = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -340,69 +360,6 @@ def _e_ListGroupsResponse_v4(o, out):
     else:
         out.append(0)
 
-def _d_ListedGroup_v5(buf, pos):
-    o = _new(ListedGroup)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('ListedGroup.group_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.group_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('ListedGroup.protocol_type')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.protocol_type = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    _t5 = buf[pos]
-    if _t5 < 128:
-        pos += 1
-    else:
-        _t5, pos = read_uvarint(buf, pos)
-    _t5 -= 1
-    if _t5 < 0:
-        raise null_error('ListedGroup.group_state')
-    else:
-        _t6 = check_length(buf, pos, _t5)
-        o.group_state = str(buf[pos:_t6], 'utf-8')
-        pos = _t6
-    _t7 = buf[pos]
-    if _t7 < 128:
-        pos += 1
-    else:
-        _t7, pos = read_uvarint(buf, pos)
-    _t7 -= 1
-    if _t7 < 0:
-        raise null_error('ListedGroup.group_type')
-    else:
-        _t8 = check_length(buf, pos, _t7)
-        o.group_type = str(buf[pos:_t8], 'utf-8')
-        pos = _t8
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ListGroupsResponse_v5(buf, pos):
     o = _new(ListGroupsResponse)
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -416,12 +373,74 @@ def _d_ListGroupsResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('ListGroupsResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListedGroup_v5(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'ListGroupsResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(ListedGroup)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('ListedGroup.group_id')
+                else:
+                    _t5 = pos + _t4
+                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('ListedGroup.protocol_type')
+                else:
+                    _t7 = pos + _t6
+                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('ListedGroup.group_state')
+                else:
+                    _t9 = pos + _t8
+                    _t3.group_state = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('ListedGroup.group_type')
+                else:
+                    _t11 = pos + _t10
+                    _t3.group_type = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.groups = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -58,14 +59,6 @@ class ListOffsetsRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ListOffsetsPartition_v0(buf, pos):
-    o = _new(ListOffsetsPartition)
-    o.partition_index, o.timestamp, o.max_num_offsets, = _S_iqi.unpack_from(buf, pos)
-    pos += 16
-    o.current_leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ListOffsetsTopic_v0(buf, pos):
     o = _new(ListOffsetsTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -73,7 +66,7 @@ def _d_ListOffsetsTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -81,12 +74,19 @@ def _d_ListOffsetsTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartition)
+                _t5.partition_index, _t5.timestamp, _t5.max_num_offsets, = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                _t5.current_leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -97,12 +97,15 @@ def _d_ListOffsetsRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.isolation_level = 0
     o.timeout_ms = 0
     o._unknown_tagged = None
@@ -131,15 +134,6 @@ def _e_ListOffsetsRequest_v0(o, out):
     for _t3 in _t1:
         _e_ListOffsetsTopic_v0(_t3, out)
 
-def _d_ListOffsetsPartition_v1(buf, pos):
-    o = _new(ListOffsetsPartition)
-    o.partition_index, o.timestamp, = _S_iq.unpack_from(buf, pos)
-    pos += 12
-    o.current_leader_epoch = -1
-    o.max_num_offsets = 1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ListOffsetsTopic_v1(buf, pos):
     o = _new(ListOffsetsTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -147,7 +141,7 @@ def _d_ListOffsetsTopic_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -155,12 +149,20 @@ def _d_ListOffsetsTopic_v1(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartition_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartition)
+                _t5.partition_index, _t5.timestamp, = _S_iq.unpack_from(buf, pos)
+                pos += 12
+                _t5.current_leader_epoch = -1
+                _t5.max_num_offsets = 1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -171,12 +173,15 @@ def _d_ListOffsetsRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopic_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopic_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.isolation_level = 0
     o.timeout_ms = 0
     o._unknown_tagged = None
@@ -214,12 +219,15 @@ def _d_ListOffsetsRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopic_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopic_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -231,14 +239,6 @@ def _e_ListOffsetsRequest_v2(o, out):
     for _t3 in _t1:
         _e_ListOffsetsTopic_v1(_t3, out)
 
-def _d_ListOffsetsPartition_v4(buf, pos):
-    o = _new(ListOffsetsPartition)
-    o.partition_index, o.current_leader_epoch, o.timestamp, = _S_iiq.unpack_from(buf, pos)
-    pos += 16
-    o.max_num_offsets = 1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ListOffsetsTopic_v4(buf, pos):
     o = _new(ListOffsetsTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -246,7 +246,7 @@ def _d_ListOffsetsTopic_v4(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -254,12 +254,19 @@ def _d_ListOffsetsTopic_v4(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartition_v4(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartition)
+                _t5.partition_index, _t5.current_leader_epoch, _t5.timestamp, = _S_iiq.unpack_from(buf, pos)
+                pos += 16
+                _t5.max_num_offsets = 1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -270,12 +277,15 @@ def _d_ListOffsetsRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopic_v4(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopic_v4(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -303,24 +313,6 @@ def _e_ListOffsetsRequest_v4(o, out):
     for _t3 in _t1:
         _e_ListOffsetsTopic_v4(_t3, out)
 
-def _d_ListOffsetsPartition_v6(buf, pos):
-    o = _new(ListOffsetsPartition)
-    o.partition_index, o.current_leader_epoch, o.timestamp, = _S_iiq.unpack_from(buf, pos)
-    pos += 16
-    o.max_num_offsets = 1
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ListOffsetsTopic_v6(buf, pos):
     o = _new(ListOffsetsTopic)
     _t1 = buf[pos]
@@ -332,7 +324,7 @@ def _d_ListOffsetsTopic_v6(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -344,12 +336,29 @@ def _d_ListOffsetsTopic_v6(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartition_v6(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartition)
+                _t5.partition_index, _t5.current_leader_epoch, _t5.timestamp, = _S_iiq.unpack_from(buf, pos)
+                pos += 16
+                _t5.max_num_offsets = 1
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -376,12 +385,15 @@ def _d_ListOffsetsRequest_v6(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopic_v6(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopic_v6(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms = 0
     if buf[pos] == 0:
         pos += 1
@@ -448,12 +460,15 @@ def _d_ListOffsetsRequest_v10(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopic_v6(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopic_v6(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_q = short_arrays('q', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_ihi = struct.Struct('>ihi')
@@ -56,20 +58,6 @@ class ListOffsetsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_ListOffsetsPartitionResponse_v0(buf, pos):
-    o = _new(ListOffsetsPartitionResponse)
-    o.partition_index, o.error_code, _t1, = _S_ihi.unpack_from(buf, pos)
-    pos += 10
-    if _t1 < 0:
-        raise null_error('ListOffsetsPartitionResponse.old_style_offsets')
-    else:
-        o.old_style_offsets, pos = read_fixed_array(buf, pos, _t1, 'q', 8)
-    o.timestamp = -1
-    o.offset = -1
-    o.leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ListOffsetsTopicResponse_v0(buf, pos):
     o = _new(ListOffsetsTopicResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -77,7 +65,7 @@ def _d_ListOffsetsTopicResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopicResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -85,12 +73,29 @@ def _d_ListOffsetsTopicResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartitionResponse_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartitionResponse)
+                _t5.partition_index, _t5.error_code, _t6, = _S_ihi.unpack_from(buf, pos)
+                pos += 10
+                if _t6 < 0:
+                    raise null_error('ListOffsetsPartitionResponse.old_style_offsets')
+                else:
+                    if _t6 < 32:
+                        _t5.old_style_offsets = list(_A_q[_t6].unpack_from(buf, pos))
+                        pos += 8 * _t6
+                    else:
+                        _t5.old_style_offsets, pos = read_fixed_array(buf, pos, _t6, 'q', 8)
+                _t5.timestamp = -1
+                _t5.offset = -1
+                _t5.leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -101,12 +106,15 @@ def _d_ListOffsetsResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopicResponse_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopicResponse_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -141,15 +149,6 @@ def _e_ListOffsetsResponse_v0(o, out):
     for _t3 in _t1:
         _e_ListOffsetsTopicResponse_v0(_t3, out)
 
-def _d_ListOffsetsPartitionResponse_v1(buf, pos):
-    o = _new(ListOffsetsPartitionResponse)
-    o.partition_index, o.error_code, o.timestamp, o.offset, = _S_ihqq.unpack_from(buf, pos)
-    pos += 22
-    o.old_style_offsets = []
-    o.leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ListOffsetsTopicResponse_v1(buf, pos):
     o = _new(ListOffsetsTopicResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -157,7 +156,7 @@ def _d_ListOffsetsTopicResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopicResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -165,12 +164,20 @@ def _d_ListOffsetsTopicResponse_v1(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartitionResponse_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartitionResponse)
+                _t5.partition_index, _t5.error_code, _t5.timestamp, _t5.offset, = _S_ihqq.unpack_from(buf, pos)
+                pos += 22
+                _t5.old_style_offsets = []
+                _t5.leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -181,12 +188,15 @@ def _d_ListOffsetsResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopicResponse_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopicResponse_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -223,12 +233,15 @@ def _d_ListOffsetsResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopicResponse_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopicResponse_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -239,14 +252,6 @@ def _e_ListOffsetsResponse_v2(o, out):
     for _t3 in _t1:
         _e_ListOffsetsTopicResponse_v1(_t3, out)
 
-def _d_ListOffsetsPartitionResponse_v4(buf, pos):
-    o = _new(ListOffsetsPartitionResponse)
-    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch, = _S_ihqqi.unpack_from(buf, pos)
-    pos += 26
-    o.old_style_offsets = []
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_ListOffsetsTopicResponse_v4(buf, pos):
     o = _new(ListOffsetsTopicResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -254,7 +259,7 @@ def _d_ListOffsetsTopicResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopicResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -262,12 +267,19 @@ def _d_ListOffsetsTopicResponse_v4(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartitionResponse_v4(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartitionResponse)
+                _t5.partition_index, _t5.error_code, _t5.timestamp, _t5.offset, _t5.leader_epoch, = _S_ihqqi.unpack_from(buf, pos)
+                pos += 26
+                _t5.old_style_offsets = []
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -278,12 +290,15 @@ def _d_ListOffsetsResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopicResponse_v4(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopicResponse_v4(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -310,24 +325,6 @@ def _e_ListOffsetsResponse_v4(o, out):
     for _t3 in _t1:
         _e_ListOffsetsTopicResponse_v4(_t3, out)
 
-def _d_ListOffsetsPartitionResponse_v6(buf, pos):
-    o = _new(ListOffsetsPartitionResponse)
-    o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch, = _S_ihqqi.unpack_from(buf, pos)
-    pos += 26
-    o.old_style_offsets = []
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ListOffsetsTopicResponse_v6(buf, pos):
     o = _new(ListOffsetsTopicResponse)
     _t1 = buf[pos]
@@ -339,7 +336,7 @@ def _d_ListOffsetsTopicResponse_v6(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsTopicResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -351,12 +348,29 @@ def _d_ListOffsetsTopicResponse_v6(buf, pos):
     if _t3 < 0:
         raise null_error('ListOffsetsTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ListOffsetsPartitionResponse_v6(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'ListOffsetsTopicResponse.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(ListOffsetsPartitionResponse)
+                _t5.partition_index, _t5.error_code, _t5.timestamp, _t5.offset, _t5.leader_epoch, = _S_ihqqi.unpack_from(buf, pos)
+                pos += 26
+                _t5.old_style_offsets = []
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -383,12 +397,15 @@ def _d_ListOffsetsResponse_v6(buf, pos):
     if _t1 < 0:
         raise null_error('ListOffsetsResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ListOffsetsTopicResponse_v6(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'ListOffsetsResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ListOffsetsTopicResponse_v6(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

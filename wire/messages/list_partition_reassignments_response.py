@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
@@ -52,53 +54,6 @@ class ListPartitionReassignmentsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OngoingPartitionReassignment_v0(buf, pos):
-    o = _new(OngoingPartitionReassignment)
-    o.partition_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('OngoingPartitionReassignment.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('OngoingPartitionReassignment.adding_replicas')
-    else:
-        o.adding_replicas, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('OngoingPartitionReassignment.removing_replicas')
-    else:
-        o.removing_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_OngoingTopicReassignment_v0(buf, pos):
     o = _new(OngoingTopicReassignment)
     _t1 = buf[pos]
@@ -110,7 +65,7 @@ def _d_OngoingTopicReassignment_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OngoingTopicReassignment.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -122,12 +77,70 @@ def _d_OngoingTopicReassignment_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OngoingTopicReassignment.partitions')
     else:
-        check_count(buf, pos, _t3, 'OngoingTopicReassignment.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OngoingPartitionReassignment_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OngoingTopicReassignment.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OngoingPartitionReassignment)
+                _t5.partition_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('OngoingPartitionReassignment.replicas')
+                else:
+                    if _t6 < 32:
+                        _t5.replicas = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replicas, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('OngoingPartitionReassignment.adding_replicas')
+                else:
+                    if _t7 < 32:
+                        _t5.adding_replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.adding_replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('OngoingPartitionReassignment.removing_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.removing_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.removing_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -154,7 +167,7 @@ def _d_ListPartitionReassignmentsResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -166,12 +179,15 @@ def _d_ListPartitionReassignmentsResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ListPartitionReassignmentsResponse.topics')
     else:
-        check_count(buf, pos, _t3, 'ListPartitionReassignmentsResponse.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OngoingTopicReassignment_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'ListPartitionReassignmentsResponse.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_OngoingTopicReassignment_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_q = short_arrays('q', 32)
 _S_q = struct.Struct('>q')
 
 class ListTransactionsRequest(Message):
@@ -50,7 +52,7 @@ def _d_ListTransactionsRequest_v0(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('ListTransactionsRequest.state_filters')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.state_filters = _t2
@@ -63,7 +65,11 @@ def _d_ListTransactionsRequest_v0(buf, pos):
     if _t5 < 0:
         raise null_error('ListTransactionsRequest.producer_id_filters')
     else:
-        o.producer_id_filters, pos = read_fixed_array(buf, pos, _t5, 'q', 8)
+        if _t5 < 32:
+            o.producer_id_filters = list(_A_q[_t5].unpack_from(buf, pos))
+            pos += 8 * _t5
+        else:
+            o.producer_id_filters, pos = read_fixed_array(buf, pos, _t5, 'q', 8)
     o.duration_filter = -1
     if buf[pos] == 0:
         pos += 1
@@ -120,7 +126,7 @@ def _d_ListTransactionsRequest_v1(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('ListTransactionsRequest.state_filters')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.state_filters = _t2
@@ -133,7 +139,11 @@ def _d_ListTransactionsRequest_v1(buf, pos):
     if _t5 < 0:
         raise null_error('ListTransactionsRequest.producer_id_filters')
     else:
-        o.producer_id_filters, pos = read_fixed_array(buf, pos, _t5, 'q', 8)
+        if _t5 < 32:
+            o.producer_id_filters = list(_A_q[_t5].unpack_from(buf, pos))
+            pos += 8 * _t5
+        else:
+            o.producer_id_filters, pos = read_fixed_array(buf, pos, _t5, 'q', 8)
     o.duration_filter, = _S_q.unpack_from(buf, pos)
     pos += 8
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_ih = struct.Struct('>ih')
 _S_q = struct.Struct('>q')
@@ -41,47 +42,6 @@ class ListTransactionsResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TransactionState_v0(buf, pos):
-    o = _new(TransactionState)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('TransactionState.transactional_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.producer_id, = _S_q.unpack_from(buf, pos)
-    pos += 8
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('TransactionState.transaction_state')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.transaction_state = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ListTransactionsResponse_v0(buf, pos):
     o = _new(ListTransactionsResponse)
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -106,7 +66,7 @@ def _d_ListTransactionsResponse_v0(buf, pos):
             _t3 -= 1
             if _t3 < 0:
                 raise null_error('ListTransactionsResponse.unknown_state_filters')
-            _t4 = check_length(buf, pos, _t3)
+            _t4 = pos + _t3
             _t2.append(str(buf[pos:_t4], 'utf-8'))
             pos = _t4
         o.unknown_state_filters = _t2
@@ -119,12 +79,52 @@ def _d_ListTransactionsResponse_v0(buf, pos):
     if _t5 < 0:
         raise null_error('ListTransactionsResponse.transaction_states')
     else:
-        check_count(buf, pos, _t5, 'ListTransactionsResponse.transaction_states')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_TransactionState_v0(buf, pos)
-            _t6.append(_t7)
-        o.transaction_states = _t6
+        if _t5 == 0:
+            o.transaction_states = []
+        else:
+            check_count(buf, pos, _t5, 'ListTransactionsResponse.transaction_states')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(TransactionState)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('TransactionState.transactional_id')
+                else:
+                    _t9 = pos + _t8
+                    _t7.transactional_id = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t7.producer_id, = _S_q.unpack_from(buf, pos)
+                pos += 8
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('TransactionState.transaction_state')
+                else:
+                    _t11 = pos + _t10
+                    _t7.transaction_state = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.transaction_states = _t6
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

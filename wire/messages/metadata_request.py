@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -44,20 +45,6 @@ class MetadataRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_MetadataRequestTopic_v0(buf, pos):
-    o = _new(MetadataRequestTopic)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('MetadataRequestTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.topic_id = ZERO_UUID
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_MetadataRequest_v0(buf, pos):
     o = _new(MetadataRequest)
     _t1, = _S_i.unpack_from(buf, pos)
@@ -65,12 +52,25 @@ def _d_MetadataRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'MetadataRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataRequestTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataRequestTopic)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('MetadataRequestTopic.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.topic_id = ZERO_UUID
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -103,12 +103,25 @@ def _d_MetadataRequest_v1(buf, pos):
     if _t1 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t1, 'MetadataRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataRequestTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataRequestTopic)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('MetadataRequestTopic.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.topic_id = ZERO_UUID
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o.allow_auto_topic_creation = True
     o.include_cluster_authorized_operations = False
     o.include_topic_authorized_operations = False
@@ -136,12 +149,25 @@ def _d_MetadataRequest_v4(buf, pos):
     if _t1 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t1, 'MetadataRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataRequestTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataRequestTopic)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('MetadataRequestTopic.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.topic_id = ZERO_UUID
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o.allow_auto_topic_creation, = _S_o.unpack_from(buf, pos)
     pos += 1
     o.include_cluster_authorized_operations = False
@@ -169,12 +195,25 @@ def _d_MetadataRequest_v8(buf, pos):
     if _t1 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t1, 'MetadataRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataRequestTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataRequestTopic)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('MetadataRequestTopic.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.topic_id = ZERO_UUID
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, = _S_ooo.unpack_from(buf, pos)
     pos += 3
     o._unknown_tagged = None
@@ -189,34 +228,6 @@ def _e_MetadataRequest_v8(o, out):
             _e_MetadataRequestTopic_v0(_t3, out)
     out += _S_ooo.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations)
 
-def _d_MetadataRequestTopic_v9(buf, pos):
-    o = _new(MetadataRequestTopic)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('MetadataRequestTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.topic_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_MetadataRequest_v9(buf, pos):
     o = _new(MetadataRequest)
     _t1 = buf[pos]
@@ -228,12 +239,39 @@ def _d_MetadataRequest_v9(buf, pos):
     if _t1 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t1, 'MetadataRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataRequestTopic_v9(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataRequestTopic)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('MetadataRequestTopic.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.topic_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topics = _t2
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, = _S_ooo.unpack_from(buf, pos)
     pos += 3
     if buf[pos] == 0:
@@ -274,36 +312,6 @@ def _e_MetadataRequest_v9(o, out):
     else:
         out.append(0)
 
-def _d_MetadataRequestTopic_v10(buf, pos):
-    o = _new(MetadataRequestTopic)
-    _t1, = _S_U.unpack_from(buf, pos)
-    pos += 16
-    o.topic_id = uuid_from(_t1)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        o.name = None
-    else:
-        _t3 = check_length(buf, pos, _t2)
-        o.name = str(buf[pos:_t3], 'utf-8')
-        pos = _t3
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_MetadataRequest_v10(buf, pos):
     o = _new(MetadataRequest)
     _t1 = buf[pos]
@@ -315,12 +323,41 @@ def _d_MetadataRequest_v10(buf, pos):
     if _t1 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t1, 'MetadataRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataRequestTopic_v10(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataRequestTopic)
+                _t4, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t3.topic_id = uuid_from(_t4)
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    _t3.name = None
+                else:
+                    _t6 = pos + _t5
+                    _t3.name = str(buf[pos:_t6], 'utf-8')
+                    pos = _t6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topics = _t2
     o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations, = _S_ooo.unpack_from(buf, pos)
     pos += 3
     if buf[pos] == 0:
@@ -374,12 +411,41 @@ def _d_MetadataRequest_v11(buf, pos):
     if _t1 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t1, 'MetadataRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataRequestTopic_v10(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataRequestTopic)
+                _t4, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t3.topic_id = uuid_from(_t4)
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    _t3.name = None
+                else:
+                    _t6 = pos + _t5
+                    _t3.name = str(buf[pos:_t6], 'utf-8')
+                    pos = _t6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topics = _t2
     o.allow_auto_topic_creation, o.include_topic_authorized_operations, = _S_oo.unpack_from(buf, pos)
     pos += 2
     o.include_cluster_authorized_operations = False

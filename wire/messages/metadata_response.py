@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_Uo = struct.Struct('>16s?')
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -81,41 +83,6 @@ class MetadataResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_MetadataResponseBroker_v0(buf, pos):
-    o = _new(MetadataResponseBroker)
-    o.node_id, _t1, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t1 < 0:
-        raise null_error('MetadataResponseBroker.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o.rack = None
-    o._unknown_tagged = None
-    return o, pos
-
-def _d_MetadataResponsePartition_v0(buf, pos):
-    o = _new(MetadataResponsePartition)
-    o.error_code, o.partition_index, o.leader_id, _t1, = _S_hiii.unpack_from(buf, pos)
-    pos += 14
-    if _t1 < 0:
-        raise null_error('MetadataResponsePartition.replica_nodes')
-    else:
-        o.replica_nodes, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    _t2, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t2 < 0:
-        raise null_error('MetadataResponsePartition.isr_nodes')
-    else:
-        o.isr_nodes, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_MetadataResponseTopic_v0(buf, pos):
     o = _new(MetadataResponseTopic)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -123,7 +90,7 @@ def _d_MetadataResponseTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -131,12 +98,38 @@ def _d_MetadataResponseTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MetadataResponsePartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MetadataResponsePartition)
+                _t5.error_code, _t5.partition_index, _t5.leader_id, _t6, = _S_hiii.unpack_from(buf, pos)
+                pos += 14
+                if _t6 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t6 < 32:
+                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t7, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t7 < 32:
+                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t5.leader_epoch = -1
+                _t5.offline_replicas = []
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o.is_internal = False
     o.topic_authorized_operations = -2147483648
@@ -150,23 +143,41 @@ def _d_MetadataResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v0(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t3.rack = None
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t6, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t6 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t4, 'MetadataResponse.topics')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_MetadataResponseTopic_v0(buf, pos)
-            _t5.append(_t6)
-        o.topics = _t5
+        if _t6 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t6, 'MetadataResponse.topics')
+            _t7 = []
+            for _ in range(_t6):
+                _t8, pos = _d_MetadataResponseTopic_v0(buf, pos)
+                _t7.append(_t8)
+            o.topics = _t7
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.controller_id = -1
@@ -218,27 +229,6 @@ def _e_MetadataResponse_v0(o, out):
     for _t6 in _t4:
         _e_MetadataResponseTopic_v0(_t6, out)
 
-def _d_MetadataResponseBroker_v1(buf, pos):
-    o = _new(MetadataResponseBroker)
-    o.node_id, _t1, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t1 < 0:
-        raise null_error('MetadataResponseBroker.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, _t3, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t3 < 0:
-        o.rack = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.rack = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_MetadataResponseTopic_v1(buf, pos):
     o = _new(MetadataResponseTopic)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -246,7 +236,7 @@ def _d_MetadataResponseTopic_v1(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
@@ -254,12 +244,38 @@ def _d_MetadataResponseTopic_v1(buf, pos):
     if _t3 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MetadataResponsePartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MetadataResponsePartition)
+                _t5.error_code, _t5.partition_index, _t5.leader_id, _t6, = _S_hiii.unpack_from(buf, pos)
+                pos += 14
+                if _t6 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t6 < 32:
+                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t7, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t7 < 32:
+                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t5.leader_epoch = -1
+                _t5.offline_replicas = []
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged = None
@@ -272,23 +288,46 @@ def _d_MetadataResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v1(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    o.controller_id, _t4, = _S_ii.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.brokers = _t2
+    o.controller_id, _t8, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t4, 'MetadataResponse.topics')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_MetadataResponseTopic_v1(buf, pos)
-            _t5.append(_t6)
-        o.topics = _t5
+        if _t8 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t8, 'MetadataResponse.topics')
+            _t9 = []
+            for _ in range(_t8):
+                _t10, pos = _d_MetadataResponseTopic_v1(buf, pos)
+                _t9.append(_t10)
+            o.topics = _t9
     o.throttle_time_ms = 0
     o.cluster_id = None
     o.cluster_authorized_operations = -2147483648
@@ -340,31 +379,54 @@ def _d_MetadataResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v1(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
-    o.controller_id, _t6, = _S_ii.unpack_from(buf, pos)
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
+    o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    if _t6 < 0:
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v1(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v1(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.throttle_time_ms = 0
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged = None
@@ -396,31 +458,54 @@ def _d_MetadataResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v1(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
-    o.controller_id, _t6, = _S_ii.unpack_from(buf, pos)
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
+    o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    if _t6 < 0:
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v1(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v1(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged = None
     return o, pos
@@ -444,30 +529,6 @@ def _e_MetadataResponse_v3(o, out):
     for _t8 in _t6:
         _e_MetadataResponseTopic_v1(_t8, out)
 
-def _d_MetadataResponsePartition_v5(buf, pos):
-    o = _new(MetadataResponsePartition)
-    o.error_code, o.partition_index, o.leader_id, _t1, = _S_hiii.unpack_from(buf, pos)
-    pos += 14
-    if _t1 < 0:
-        raise null_error('MetadataResponsePartition.replica_nodes')
-    else:
-        o.replica_nodes, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    _t2, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t2 < 0:
-        raise null_error('MetadataResponsePartition.isr_nodes')
-    else:
-        o.isr_nodes, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('MetadataResponsePartition.offline_replicas')
-    else:
-        o.offline_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_MetadataResponseTopic_v5(buf, pos):
     o = _new(MetadataResponseTopic)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -475,7 +536,7 @@ def _d_MetadataResponseTopic_v5(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
@@ -483,12 +544,47 @@ def _d_MetadataResponseTopic_v5(buf, pos):
     if _t3 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MetadataResponsePartition_v5(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MetadataResponsePartition)
+                _t5.error_code, _t5.partition_index, _t5.leader_id, _t6, = _S_hiii.unpack_from(buf, pos)
+                pos += 14
+                if _t6 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t6 < 32:
+                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t7, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t7 < 32:
+                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('MetadataResponsePartition.offline_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5.leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged = None
@@ -501,31 +597,54 @@ def _d_MetadataResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v1(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
-    o.controller_id, _t6, = _S_ii.unpack_from(buf, pos)
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
+    o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    if _t6 < 0:
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v5(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v5(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged = None
     return o, pos
@@ -576,29 +695,6 @@ def _e_MetadataResponse_v5(o, out):
     for _t8 in _t6:
         _e_MetadataResponseTopic_v5(_t8, out)
 
-def _d_MetadataResponsePartition_v7(buf, pos):
-    o = _new(MetadataResponsePartition)
-    o.error_code, o.partition_index, o.leader_id, o.leader_epoch, _t1, = _S_hiiii.unpack_from(buf, pos)
-    pos += 18
-    if _t1 < 0:
-        raise null_error('MetadataResponsePartition.replica_nodes')
-    else:
-        o.replica_nodes, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    _t2, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t2 < 0:
-        raise null_error('MetadataResponsePartition.isr_nodes')
-    else:
-        o.isr_nodes, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('MetadataResponsePartition.offline_replicas')
-    else:
-        o.offline_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_MetadataResponseTopic_v7(buf, pos):
     o = _new(MetadataResponseTopic)
     o.error_code, _t1, = _S_hh.unpack_from(buf, pos)
@@ -606,7 +702,7 @@ def _d_MetadataResponseTopic_v7(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
@@ -614,12 +710,46 @@ def _d_MetadataResponseTopic_v7(buf, pos):
     if _t3 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MetadataResponsePartition_v7(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MetadataResponsePartition)
+                _t5.error_code, _t5.partition_index, _t5.leader_id, _t5.leader_epoch, _t6, = _S_hiiii.unpack_from(buf, pos)
+                pos += 18
+                if _t6 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t6 < 32:
+                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t7, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t7 < 32:
+                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('MetadataResponsePartition.offline_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_id = ZERO_UUID
     o.topic_authorized_operations = -2147483648
     o._unknown_tagged = None
@@ -632,31 +762,54 @@ def _d_MetadataResponse_v7(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v1(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
-    o.controller_id, _t6, = _S_ii.unpack_from(buf, pos)
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
+    o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    if _t6 < 0:
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v7(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v7(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations = -2147483648
     o._unknown_tagged = None
     return o, pos
@@ -714,7 +867,7 @@ def _d_MetadataResponseTopic_v8(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
@@ -722,12 +875,46 @@ def _d_MetadataResponseTopic_v8(buf, pos):
     if _t3 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MetadataResponsePartition_v7(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MetadataResponsePartition)
+                _t5.error_code, _t5.partition_index, _t5.leader_id, _t5.leader_epoch, _t6, = _S_hiiii.unpack_from(buf, pos)
+                pos += 18
+                if _t6 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t6 < 32:
+                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t7, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t7 < 32:
+                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('MetadataResponsePartition.offline_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.topic_id = ZERO_UUID
@@ -741,31 +928,54 @@ def _d_MetadataResponse_v8(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v1(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
-    o.controller_id, _t6, = _S_ii.unpack_from(buf, pos)
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
+    o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
-    if _t6 < 0:
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v8(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v8(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     o._unknown_tagged = None
@@ -801,96 +1011,6 @@ def _e_MetadataResponse_v8(o, out):
         _e_MetadataResponseTopic_v8(_t8, out)
     out += _S_i.pack(o.cluster_authorized_operations)
 
-def _d_MetadataResponseBroker_v9(buf, pos):
-    o = _new(MetadataResponseBroker)
-    o.node_id, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('MetadataResponseBroker.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.rack = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.rack = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_MetadataResponsePartition_v9(buf, pos):
-    o = _new(MetadataResponsePartition)
-    o.error_code, o.partition_index, o.leader_id, o.leader_epoch, = _S_hiii.unpack_from(buf, pos)
-    pos += 14
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('MetadataResponsePartition.replica_nodes')
-    else:
-        o.replica_nodes, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('MetadataResponsePartition.isr_nodes')
-    else:
-        o.isr_nodes, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('MetadataResponsePartition.offline_replicas')
-    else:
-        o.offline_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_MetadataResponseTopic_v9(buf, pos):
     o = _new(MetadataResponseTopic)
     o.error_code, = _S_h.unpack_from(buf, pos)
@@ -904,7 +1024,7 @@ def _d_MetadataResponseTopic_v9(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.is_internal, = _S_o.unpack_from(buf, pos)
@@ -918,12 +1038,70 @@ def _d_MetadataResponseTopic_v9(buf, pos):
     if _t3 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_MetadataResponsePartition_v9(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'MetadataResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(MetadataResponsePartition)
+                _t5.error_code, _t5.partition_index, _t5.leader_id, _t5.leader_epoch, = _S_hiii.unpack_from(buf, pos)
+                pos += 14
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t6 < 32:
+                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t7 < 32:
+                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('MetadataResponsePartition.offline_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     o.topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.topic_id = ZERO_UUID
@@ -953,41 +1131,86 @@ def _d_MetadataResponse_v9(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v9(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8 = buf[pos]
+    if _t8 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t8, pos = read_uvarint(buf, pos)
+    _t8 -= 1
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    _t6 = buf[pos]
-    if _t6 < 128:
+    _t10 = buf[pos]
+    if _t10 < 128:
         pos += 1
     else:
-        _t6, pos = read_uvarint(buf, pos)
-    _t6 -= 1
-    if _t6 < 0:
+        _t10, pos = read_uvarint(buf, pos)
+    _t10 -= 1
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v9(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v9(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -1098,7 +1321,7 @@ def _d_MetadataResponseTopic_v10(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, o.is_internal, = _S_Uo.unpack_from(buf, pos)
@@ -1113,12 +1336,70 @@ def _d_MetadataResponseTopic_v10(buf, pos):
     if _t4 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t4, 'MetadataResponseTopic.partitions')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_MetadataResponsePartition_v9(buf, pos)
-            _t5.append(_t6)
-        o.partitions = _t5
+        if _t4 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t4, 'MetadataResponseTopic.partitions')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(MetadataResponsePartition)
+                _t6.error_code, _t6.partition_index, _t6.leader_id, _t6.leader_epoch, = _S_hiii.unpack_from(buf, pos)
+                pos += 14
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t7 < 32:
+                        _t6.replica_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t6.replica_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t8 < 32:
+                        _t6.isr_nodes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.isr_nodes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('MetadataResponsePartition.offline_replicas')
+                else:
+                    if _t9 < 32:
+                        _t6.offline_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.partitions = _t5
     o.topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -1147,41 +1428,86 @@ def _d_MetadataResponse_v10(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v9(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8 = buf[pos]
+    if _t8 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t8, pos = read_uvarint(buf, pos)
+    _t8 -= 1
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    _t6 = buf[pos]
-    if _t6 < 128:
+    _t10 = buf[pos]
+    if _t10 < 128:
         pos += 1
     else:
-        _t6, pos = read_uvarint(buf, pos)
-    _t6 -= 1
-    if _t6 < 0:
+        _t10, pos = read_uvarint(buf, pos)
+    _t10 -= 1
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v10(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v10(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -1254,41 +1580,86 @@ def _d_MetadataResponse_v11(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v9(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8 = buf[pos]
+    if _t8 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t8, pos = read_uvarint(buf, pos)
+    _t8 -= 1
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    _t6 = buf[pos]
-    if _t6 < 128:
+    _t10 = buf[pos]
+    if _t10 < 128:
         pos += 1
     else:
-        _t6, pos = read_uvarint(buf, pos)
-    _t6 -= 1
-    if _t6 < 0:
+        _t10, pos = read_uvarint(buf, pos)
+    _t10 -= 1
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v10(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v10(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations = -2147483648
     if buf[pos] == 0:
         pos += 1
@@ -1342,7 +1713,7 @@ def _d_MetadataResponseTopic_v12(buf, pos):
     if _t1 < 0:
         o.name = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, o.is_internal, = _S_Uo.unpack_from(buf, pos)
@@ -1357,12 +1728,70 @@ def _d_MetadataResponseTopic_v12(buf, pos):
     if _t4 < 0:
         raise null_error('MetadataResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t4, 'MetadataResponseTopic.partitions')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_MetadataResponsePartition_v9(buf, pos)
-            _t5.append(_t6)
-        o.partitions = _t5
+        if _t4 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t4, 'MetadataResponseTopic.partitions')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(MetadataResponsePartition)
+                _t6.error_code, _t6.partition_index, _t6.leader_id, _t6.leader_epoch, = _S_hiii.unpack_from(buf, pos)
+                pos += 14
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('MetadataResponsePartition.replica_nodes')
+                else:
+                    if _t7 < 32:
+                        _t6.replica_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t6.replica_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('MetadataResponsePartition.isr_nodes')
+                else:
+                    if _t8 < 32:
+                        _t6.isr_nodes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.isr_nodes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('MetadataResponsePartition.offline_replicas')
+                else:
+                    if _t9 < 32:
+                        _t6.offline_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.partitions = _t5
     o.topic_authorized_operations, = _S_i.unpack_from(buf, pos)
     pos += 4
     if buf[pos] == 0:
@@ -1391,41 +1820,86 @@ def _d_MetadataResponse_v12(buf, pos):
     if _t1 < 0:
         raise null_error('MetadataResponse.brokers')
     else:
-        check_count(buf, pos, _t1, 'MetadataResponse.brokers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_MetadataResponseBroker_v9(buf, pos)
-            _t2.append(_t3)
-        o.brokers = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.brokers = []
+        else:
+            check_count(buf, pos, _t1, 'MetadataResponse.brokers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(MetadataResponseBroker)
+                _t3.node_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('MetadataResponseBroker.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t3.rack = None
+                else:
+                    _t7 = pos + _t6
+                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.brokers = _t2
+    _t8 = buf[pos]
+    if _t8 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t8, pos = read_uvarint(buf, pos)
+    _t8 -= 1
+    if _t8 < 0:
         o.cluster_id = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.cluster_id = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t9 = pos + _t8
+        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
-    _t6 = buf[pos]
-    if _t6 < 128:
+    _t10 = buf[pos]
+    if _t10 < 128:
         pos += 1
     else:
-        _t6, pos = read_uvarint(buf, pos)
-    _t6 -= 1
-    if _t6 < 0:
+        _t10, pos = read_uvarint(buf, pos)
+    _t10 -= 1
+    if _t10 < 0:
         raise null_error('MetadataResponse.topics')
     else:
-        check_count(buf, pos, _t6, 'MetadataResponse.topics')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_MetadataResponseTopic_v12(buf, pos)
-            _t7.append(_t8)
-        o.topics = _t7
+        if _t10 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t10, 'MetadataResponse.topics')
+            _t11 = []
+            for _ in range(_t10):
+                _t12, pos = _d_MetadataResponseTopic_v12(buf, pos)
+                _t11.append(_t12)
+            o.topics = _t11
     o.cluster_authorized_operations = -2147483648
     if buf[pos] == 0:
         pos += 1

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -61,21 +62,6 @@ class OffsetCommitRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OffsetCommitRequestPartition_v0(buf, pos):
-    o = _new(OffsetCommitRequestPartition)
-    o.partition_index, o.committed_offset, _t1, = _S_iqh.unpack_from(buf, pos)
-    pos += 14
-    if _t1 < 0:
-        o.committed_metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.committed_metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetCommitRequestTopic_v0(buf, pos):
     o = _new(OffsetCommitRequestTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -83,7 +69,7 @@ def _d_OffsetCommitRequestTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -91,12 +77,26 @@ def _d_OffsetCommitRequestTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetCommitRequestPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetCommitRequestPartition)
+                _t5.partition_index, _t5.committed_offset, _t6, = _S_iqh.unpack_from(buf, pos)
+                pos += 14
+                if _t6 < 0:
+                    _t5.committed_metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.committed_leader_epoch = -1
+                _t5.commit_timestamp = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -107,7 +107,7 @@ def _d_OffsetCommitRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -115,12 +115,15 @@ def _d_OffsetCommitRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'OffsetCommitRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetCommitRequestTopic_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetCommitRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_OffsetCommitRequestTopic_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -161,20 +164,6 @@ def _e_OffsetCommitRequest_v0(o, out):
     for _t5 in _t3:
         _e_OffsetCommitRequestTopic_v0(_t5, out)
 
-def _d_OffsetCommitRequestPartition_v1(buf, pos):
-    o = _new(OffsetCommitRequestPartition)
-    o.partition_index, o.committed_offset, o.commit_timestamp, _t1, = _S_iqqh.unpack_from(buf, pos)
-    pos += 22
-    if _t1 < 0:
-        o.committed_metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.committed_metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.committed_leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetCommitRequestTopic_v1(buf, pos):
     o = _new(OffsetCommitRequestTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -182,7 +171,7 @@ def _d_OffsetCommitRequestTopic_v1(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -190,12 +179,25 @@ def _d_OffsetCommitRequestTopic_v1(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetCommitRequestPartition_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetCommitRequestPartition)
+                _t5.partition_index, _t5.committed_offset, _t5.commit_timestamp, _t6, = _S_iqqh.unpack_from(buf, pos)
+                pos += 22
+                if _t6 < 0:
+                    _t5.committed_metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.committed_leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -206,7 +208,7 @@ def _d_OffsetCommitRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
@@ -214,7 +216,7 @@ def _d_OffsetCommitRequest_v1(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
@@ -222,12 +224,15 @@ def _d_OffsetCommitRequest_v1(buf, pos):
     if _t5 < 0:
         raise null_error('OffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_OffsetCommitRequestTopic_v1(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_OffsetCommitRequestTopic_v1(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     o.group_instance_id = None
     o.retention_time_ms = -1
     o._unknown_tagged = None
@@ -275,7 +280,7 @@ def _d_OffsetCommitRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
@@ -283,7 +288,7 @@ def _d_OffsetCommitRequest_v2(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.retention_time_ms, _t5, = _S_qi.unpack_from(buf, pos)
@@ -291,12 +296,15 @@ def _d_OffsetCommitRequest_v2(buf, pos):
     if _t5 < 0:
         raise null_error('OffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_OffsetCommitRequestTopic_v0(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_OffsetCommitRequestTopic_v0(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     o.group_instance_id = None
     o._unknown_tagged = None
     return o, pos
@@ -325,7 +333,7 @@ def _d_OffsetCommitRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
@@ -333,7 +341,7 @@ def _d_OffsetCommitRequest_v5(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
@@ -341,12 +349,15 @@ def _d_OffsetCommitRequest_v5(buf, pos):
     if _t5 < 0:
         raise null_error('OffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_OffsetCommitRequestTopic_v0(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_OffsetCommitRequestTopic_v0(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     o.group_instance_id = None
     o.retention_time_ms = -1
     o._unknown_tagged = None
@@ -369,20 +380,6 @@ def _e_OffsetCommitRequest_v5(o, out):
     for _t7 in _t5:
         _e_OffsetCommitRequestTopic_v0(_t7, out)
 
-def _d_OffsetCommitRequestPartition_v6(buf, pos):
-    o = _new(OffsetCommitRequestPartition)
-    o.partition_index, o.committed_offset, o.committed_leader_epoch, _t1, = _S_iqih.unpack_from(buf, pos)
-    pos += 18
-    if _t1 < 0:
-        o.committed_metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.committed_metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.commit_timestamp = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetCommitRequestTopic_v6(buf, pos):
     o = _new(OffsetCommitRequestTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -390,7 +387,7 @@ def _d_OffsetCommitRequestTopic_v6(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -398,12 +395,25 @@ def _d_OffsetCommitRequestTopic_v6(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetCommitRequestPartition_v6(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetCommitRequestPartition)
+                _t5.partition_index, _t5.committed_offset, _t5.committed_leader_epoch, _t6, = _S_iqih.unpack_from(buf, pos)
+                pos += 18
+                if _t6 < 0:
+                    _t5.committed_metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.commit_timestamp = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -414,7 +424,7 @@ def _d_OffsetCommitRequest_v6(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
@@ -422,7 +432,7 @@ def _d_OffsetCommitRequest_v6(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
@@ -430,12 +440,15 @@ def _d_OffsetCommitRequest_v6(buf, pos):
     if _t5 < 0:
         raise null_error('OffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_OffsetCommitRequestTopic_v6(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'OffsetCommitRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_OffsetCommitRequestTopic_v6(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     o.group_instance_id = None
     o.retention_time_ms = -1
     o._unknown_tagged = None
@@ -485,7 +498,7 @@ def _d_OffsetCommitRequest_v7(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
@@ -493,7 +506,7 @@ def _d_OffsetCommitRequest_v7(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -501,7 +514,7 @@ def _d_OffsetCommitRequest_v7(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -509,12 +522,15 @@ def _d_OffsetCommitRequest_v7(buf, pos):
     if _t7 < 0:
         raise null_error('OffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t7, 'OffsetCommitRequest.topics')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_OffsetCommitRequestTopic_v6(buf, pos)
-            _t8.append(_t9)
-        o.topics = _t8
+        if _t7 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t7, 'OffsetCommitRequest.topics')
+            _t8 = []
+            for _ in range(_t7):
+                _t9, pos = _d_OffsetCommitRequestTopic_v6(buf, pos)
+                _t8.append(_t9)
+            o.topics = _t8
     o.retention_time_ms = -1
     o._unknown_tagged = None
     return o, pos
@@ -539,36 +555,6 @@ def _e_OffsetCommitRequest_v7(o, out):
     for _t9 in _t7:
         _e_OffsetCommitRequestTopic_v6(_t9, out)
 
-def _d_OffsetCommitRequestPartition_v8(buf, pos):
-    o = _new(OffsetCommitRequestPartition)
-    o.partition_index, o.committed_offset, o.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.committed_metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.committed_metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.commit_timestamp = -1
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_OffsetCommitRequestTopic_v8(buf, pos):
     o = _new(OffsetCommitRequestTopic)
     _t1 = buf[pos]
@@ -580,7 +566,7 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -592,12 +578,41 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetCommitRequestPartition_v8(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetCommitRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetCommitRequestPartition)
+                _t5.partition_index, _t5.committed_offset, _t5.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.committed_metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.commit_timestamp = -1
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -622,7 +637,7 @@ def _d_OffsetCommitRequest_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
@@ -636,7 +651,7 @@ def _d_OffsetCommitRequest_v8(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -648,7 +663,7 @@ def _d_OffsetCommitRequest_v8(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -660,12 +675,15 @@ def _d_OffsetCommitRequest_v8(buf, pos):
     if _t7 < 0:
         raise null_error('OffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t7, 'OffsetCommitRequest.topics')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_OffsetCommitRequestTopic_v8(buf, pos)
-            _t8.append(_t9)
-        o.topics = _t8
+        if _t7 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t7, 'OffsetCommitRequest.topics')
+            _t8 = []
+            for _ in range(_t7):
+                _t9, pos = _d_OffsetCommitRequestTopic_v8(buf, pos)
+                _t8.append(_t9)
+            o.topics = _t8
     o.retention_time_ms = -1
     if buf[pos] == 0:
         pos += 1

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -50,13 +51,6 @@ class OffsetCommitResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OffsetCommitResponsePartition_v0(buf, pos):
-    o = _new(OffsetCommitResponsePartition)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetCommitResponseTopic_v0(buf, pos):
     o = _new(OffsetCommitResponseTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -64,7 +58,7 @@ def _d_OffsetCommitResponseTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -72,12 +66,18 @@ def _d_OffsetCommitResponseTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetCommitResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetCommitResponsePartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetCommitResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetCommitResponsePartition)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -88,12 +88,15 @@ def _d_OffsetCommitResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetCommitResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetCommitResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetCommitResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetCommitResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -126,12 +129,15 @@ def _d_OffsetCommitResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetCommitResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetCommitResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetCommitResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetCommitResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -141,23 +147,6 @@ def _e_OffsetCommitResponse_v3(o, out):
     out += _S_ii.pack(o.throttle_time_ms, _t2)
     for _t3 in _t1:
         _e_OffsetCommitResponseTopic_v0(_t3, out)
-
-def _d_OffsetCommitResponsePartition_v8(buf, pos):
-    o = _new(OffsetCommitResponsePartition)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
 
 def _d_OffsetCommitResponseTopic_v8(buf, pos):
     o = _new(OffsetCommitResponseTopic)
@@ -170,7 +159,7 @@ def _d_OffsetCommitResponseTopic_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -182,12 +171,28 @@ def _d_OffsetCommitResponseTopic_v8(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetCommitResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetCommitResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetCommitResponsePartition_v8(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetCommitResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetCommitResponsePartition)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -214,12 +219,15 @@ def _d_OffsetCommitResponse_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetCommitResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetCommitResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetCommitResponseTopic_v8(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetCommitResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetCommitResponseTopic_v8(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

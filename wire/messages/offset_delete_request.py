@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -47,13 +48,6 @@ class OffsetDeleteRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OffsetDeleteRequestPartition_v0(buf, pos):
-    o = _new(OffsetDeleteRequestPartition)
-    o.partition_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetDeleteRequestTopic_v0(buf, pos):
     o = _new(OffsetDeleteRequestTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -61,7 +55,7 @@ def _d_OffsetDeleteRequestTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetDeleteRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -69,12 +63,18 @@ def _d_OffsetDeleteRequestTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetDeleteRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetDeleteRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetDeleteRequestPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetDeleteRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetDeleteRequestPartition)
+                _t5.partition_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -85,7 +85,7 @@ def _d_OffsetDeleteRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetDeleteRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -93,12 +93,15 @@ def _d_OffsetDeleteRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetDeleteRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'OffsetDeleteRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetDeleteRequestTopic_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetDeleteRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_OffsetDeleteRequestTopic_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o._unknown_tagged = None
     return o, pos
 

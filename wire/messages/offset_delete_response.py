@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hii = struct.Struct('>hii')
@@ -51,13 +52,6 @@ class OffsetDeleteResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OffsetDeleteResponsePartition_v0(buf, pos):
-    o = _new(OffsetDeleteResponsePartition)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetDeleteResponseTopic_v0(buf, pos):
     o = _new(OffsetDeleteResponseTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -65,7 +59,7 @@ def _d_OffsetDeleteResponseTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetDeleteResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -73,12 +67,18 @@ def _d_OffsetDeleteResponseTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetDeleteResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetDeleteResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetDeleteResponsePartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetDeleteResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetDeleteResponsePartition)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -89,12 +89,15 @@ def _d_OffsetDeleteResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetDeleteResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetDeleteResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetDeleteResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetDeleteResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetDeleteResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_o = struct.Struct('>?')
@@ -63,25 +65,6 @@ class OffsetFetchRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OffsetFetchRequestTopic_v0(buf, pos):
-    o = _new(OffsetFetchRequestTopic)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('OffsetFetchRequestTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('OffsetFetchRequestTopic.partition_indexes')
-    else:
-        o.partition_indexes, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetFetchRequest_v0(buf, pos):
     o = _new(OffsetFetchRequest)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -89,7 +72,7 @@ def _d_OffsetFetchRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -97,12 +80,34 @@ def _d_OffsetFetchRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetFetchRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchRequestTopic_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchRequestTopic)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('OffsetFetchRequestTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('OffsetFetchRequestTopic.partition_indexes')
+                else:
+                    if _t8 < 32:
+                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.topics = _t4
     o.groups = []
     o.require_stable = False
     o._unknown_tagged = None
@@ -140,7 +145,7 @@ def _d_OffsetFetchRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -148,12 +153,34 @@ def _d_OffsetFetchRequest_v2(buf, pos):
     if _t3 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchRequestTopic_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchRequestTopic)
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('OffsetFetchRequestTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('OffsetFetchRequestTopic.partition_indexes')
+                else:
+                    if _t8 < 32:
+                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.topics = _t4
     o.groups = []
     o.require_stable = False
     o._unknown_tagged = None
@@ -175,43 +202,6 @@ def _e_OffsetFetchRequest_v2(o, out):
         for _t5 in _t3:
             _e_OffsetFetchRequestTopic_v0(_t5, out)
 
-def _d_OffsetFetchRequestTopic_v6(buf, pos):
-    o = _new(OffsetFetchRequestTopic)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('OffsetFetchRequestTopic.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('OffsetFetchRequestTopic.partition_indexes')
-    else:
-        o.partition_indexes, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_OffsetFetchRequest_v6(buf, pos):
     o = _new(OffsetFetchRequest)
     _t1 = buf[pos]
@@ -223,7 +213,7 @@ def _d_OffsetFetchRequest_v6(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -235,12 +225,52 @@ def _d_OffsetFetchRequest_v6(buf, pos):
     if _t3 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchRequestTopic_v6(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchRequestTopic)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('OffsetFetchRequestTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('OffsetFetchRequestTopic.partition_indexes')
+                else:
+                    if _t8 < 32:
+                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.topics = _t4
     o.groups = []
     o.require_stable = False
     if buf[pos] == 0:
@@ -303,7 +333,7 @@ def _d_OffsetFetchRequest_v7(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -315,12 +345,52 @@ def _d_OffsetFetchRequest_v7(buf, pos):
     if _t3 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchRequestTopic_v6(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchRequestTopic)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('OffsetFetchRequestTopic.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('OffsetFetchRequestTopic.partition_indexes')
+                else:
+                    if _t8 < 32:
+                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.topics = _t4
     o.require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
     o.groups = []
@@ -357,43 +427,6 @@ def _e_OffsetFetchRequest_v7(o, out):
     else:
         out.append(0)
 
-def _d_OffsetFetchRequestTopics_v8(buf, pos):
-    o = _new(OffsetFetchRequestTopics)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('OffsetFetchRequestTopics.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('OffsetFetchRequestTopics.partition_indexes')
-    else:
-        o.partition_indexes, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_OffsetFetchRequestGroup_v8(buf, pos):
     o = _new(OffsetFetchRequestGroup)
     _t1 = buf[pos]
@@ -405,7 +438,7 @@ def _d_OffsetFetchRequestGroup_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequestGroup.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -417,12 +450,52 @@ def _d_OffsetFetchRequestGroup_v8(buf, pos):
     if _t3 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchRequestGroup.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchRequestTopics_v8(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchRequestGroup.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchRequestTopics)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('OffsetFetchRequestTopics.name')
+                else:
+                    _t7 = pos + _t6
+                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('OffsetFetchRequestTopics.partition_indexes')
+                else:
+                    if _t8 < 32:
+                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.topics = _t4
     o.member_id = None
     o.member_epoch = -1
     if buf[pos] == 0:
@@ -449,12 +522,15 @@ def _d_OffsetFetchRequest_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequest.groups')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchRequest.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchRequestGroup_v8(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchRequest.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchRequestGroup_v8(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     o.require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
     o.group_id = ''
@@ -517,7 +593,7 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequestGroup.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -529,7 +605,7 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
     if _t3 < 0:
         o.member_id = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
@@ -543,12 +619,52 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
     if _t5 < 0:
         o.topics = None
     else:
-        check_count(buf, pos, _t5, 'OffsetFetchRequestGroup.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_OffsetFetchRequestTopics_v8(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'OffsetFetchRequestGroup.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(OffsetFetchRequestTopics)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('OffsetFetchRequestTopics.name')
+                else:
+                    _t9 = pos + _t8
+                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('OffsetFetchRequestTopics.partition_indexes')
+                else:
+                    if _t10 < 32:
+                        _t7.partition_indexes = list(_A_i[_t10].unpack_from(buf, pos))
+                        pos += 4 * _t10
+                    else:
+                        _t7.partition_indexes, pos = read_fixed_array(buf, pos, _t10, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t7._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t7._unknown_tagged = unknown
+                _t6.append(_t7)
+            o.topics = _t6
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -573,12 +689,15 @@ def _d_OffsetFetchRequest_v9(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchRequest.groups')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchRequest.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchRequestGroup_v9(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchRequest.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchRequestGroup_v9(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     o.require_stable, = _S_o.unpack_from(buf, pos)
     pos += 1
     o.group_id = ''

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -91,22 +92,6 @@ class OffsetFetchResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OffsetFetchResponsePartition_v0(buf, pos):
-    o = _new(OffsetFetchResponsePartition)
-    o.partition_index, o.committed_offset, _t1, = _S_iqh.unpack_from(buf, pos)
-    pos += 14
-    if _t1 < 0:
-        o.metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    o.committed_leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetFetchResponseTopic_v0(buf, pos):
     o = _new(OffsetFetchResponseTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -114,7 +99,7 @@ def _d_OffsetFetchResponseTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -122,12 +107,27 @@ def _d_OffsetFetchResponseTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetFetchResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchResponsePartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchResponsePartition)
+                _t5.partition_index, _t5.committed_offset, _t6, = _S_iqh.unpack_from(buf, pos)
+                pos += 14
+                if _t6 < 0:
+                    _t5.metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t5.committed_leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -138,12 +138,15 @@ def _d_OffsetFetchResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o.error_code = 0
     o.groups = []
@@ -185,12 +188,15 @@ def _d_OffsetFetchResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.throttle_time_ms = 0
@@ -215,12 +221,15 @@ def _d_OffsetFetchResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.groups = []
@@ -237,21 +246,6 @@ def _e_OffsetFetchResponse_v3(o, out):
         _e_OffsetFetchResponseTopic_v0(_t3, out)
     out += _S_h.pack(o.error_code)
 
-def _d_OffsetFetchResponsePartition_v5(buf, pos):
-    o = _new(OffsetFetchResponsePartition)
-    o.partition_index, o.committed_offset, o.committed_leader_epoch, _t1, = _S_iqih.unpack_from(buf, pos)
-    pos += 18
-    if _t1 < 0:
-        o.metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetFetchResponseTopic_v5(buf, pos):
     o = _new(OffsetFetchResponseTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -259,7 +253,7 @@ def _d_OffsetFetchResponseTopic_v5(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -267,12 +261,26 @@ def _d_OffsetFetchResponseTopic_v5(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetFetchResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchResponsePartition_v5(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchResponsePartition)
+                _t5.partition_index, _t5.committed_offset, _t5.committed_leader_epoch, _t6, = _S_iqih.unpack_from(buf, pos)
+                pos += 18
+                if _t6 < 0:
+                    _t5.metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -283,12 +291,15 @@ def _d_OffsetFetchResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchResponseTopic_v5(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchResponseTopic_v5(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.groups = []
@@ -324,37 +335,6 @@ def _e_OffsetFetchResponse_v5(o, out):
         _e_OffsetFetchResponseTopic_v5(_t3, out)
     out += _S_h.pack(o.error_code)
 
-def _d_OffsetFetchResponsePartition_v6(buf, pos):
-    o = _new(OffsetFetchResponsePartition)
-    o.partition_index, o.committed_offset, o.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_OffsetFetchResponseTopic_v6(buf, pos):
     o = _new(OffsetFetchResponseTopic)
     _t1 = buf[pos]
@@ -366,7 +346,7 @@ def _d_OffsetFetchResponseTopic_v6(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -378,12 +358,42 @@ def _d_OffsetFetchResponseTopic_v6(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetFetchResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchResponsePartition_v6(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchResponsePartition)
+                _t5.partition_index, _t5.committed_offset, _t5.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -410,12 +420,15 @@ def _d_OffsetFetchResponse_v6(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchResponseTopic_v6(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchResponseTopic_v6(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     o.groups = []
@@ -478,37 +491,6 @@ def _e_OffsetFetchResponse_v6(o, out):
     else:
         out.append(0)
 
-def _d_OffsetFetchResponsePartitions_v8(buf, pos):
-    o = _new(OffsetFetchResponsePartitions)
-    o.partition_index, o.committed_offset, o.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_OffsetFetchResponseTopics_v8(buf, pos):
     o = _new(OffsetFetchResponseTopics)
     _t1 = buf[pos]
@@ -520,7 +502,7 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponseTopics.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -532,12 +514,42 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetFetchResponseTopics.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchResponseTopics.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchResponsePartitions_v8(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchResponseTopics.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetFetchResponsePartitions)
+                _t5.partition_index, _t5.committed_offset, _t5.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -562,7 +574,7 @@ def _d_OffsetFetchResponseGroup_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponseGroup.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -574,12 +586,15 @@ def _d_OffsetFetchResponseGroup_v8(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetFetchResponseGroup.topics')
     else:
-        check_count(buf, pos, _t3, 'OffsetFetchResponseGroup.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetFetchResponseTopics_v8(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetFetchResponseGroup.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_OffsetFetchResponseTopics_v8(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
     if buf[pos] == 0:
@@ -608,12 +623,15 @@ def _d_OffsetFetchResponse_v8(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetFetchResponse.groups')
     else:
-        check_count(buf, pos, _t1, 'OffsetFetchResponse.groups')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetFetchResponseGroup_v8(buf, pos)
-            _t2.append(_t3)
-        o.groups = _t2
+        if _t1 == 0:
+            o.groups = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetFetchResponse.groups')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetFetchResponseGroup_v8(buf, pos)
+                _t2.append(_t3)
+            o.groups = _t2
     o.topics = []
     o.error_code = 0
     if buf[pos] == 0:

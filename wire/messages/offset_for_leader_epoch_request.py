@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -51,14 +52,6 @@ class OffsetForLeaderEpochRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_OffsetForLeaderPartition_v0(buf, pos):
-    o = _new(OffsetForLeaderPartition)
-    o.partition, o.leader_epoch, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    o.current_leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetForLeaderTopic_v0(buf, pos):
     o = _new(OffsetForLeaderTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -66,7 +59,7 @@ def _d_OffsetForLeaderTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderTopic.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -74,12 +67,19 @@ def _d_OffsetForLeaderTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetForLeaderTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetForLeaderTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetForLeaderPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetForLeaderTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetForLeaderPartition)
+                _t5.partition, _t5.leader_epoch, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                _t5.current_leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -90,12 +90,15 @@ def _d_OffsetForLeaderEpochRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.replica_id = -2
     o._unknown_tagged = None
     return o, pos
@@ -121,13 +124,6 @@ def _e_OffsetForLeaderEpochRequest_v0(o, out):
     for _t3 in _t1:
         _e_OffsetForLeaderTopic_v0(_t3, out)
 
-def _d_OffsetForLeaderPartition_v2(buf, pos):
-    o = _new(OffsetForLeaderPartition)
-    o.partition, o.current_leader_epoch, o.leader_epoch, = _S_iii.unpack_from(buf, pos)
-    pos += 12
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetForLeaderTopic_v2(buf, pos):
     o = _new(OffsetForLeaderTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -135,7 +131,7 @@ def _d_OffsetForLeaderTopic_v2(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderTopic.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -143,12 +139,18 @@ def _d_OffsetForLeaderTopic_v2(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetForLeaderTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetForLeaderTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetForLeaderPartition_v2(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetForLeaderTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetForLeaderPartition)
+                _t5.partition, _t5.current_leader_epoch, _t5.leader_epoch, = _S_iii.unpack_from(buf, pos)
+                pos += 12
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -159,12 +161,15 @@ def _d_OffsetForLeaderEpochRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopic_v2(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopic_v2(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.replica_id = -2
     o._unknown_tagged = None
     return o, pos
@@ -197,12 +202,15 @@ def _d_OffsetForLeaderEpochRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopic_v2(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopic_v2(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -212,23 +220,6 @@ def _e_OffsetForLeaderEpochRequest_v3(o, out):
     out += _S_ii.pack(o.replica_id, _t2)
     for _t3 in _t1:
         _e_OffsetForLeaderTopic_v2(_t3, out)
-
-def _d_OffsetForLeaderPartition_v4(buf, pos):
-    o = _new(OffsetForLeaderPartition)
-    o.partition, o.current_leader_epoch, o.leader_epoch, = _S_iii.unpack_from(buf, pos)
-    pos += 12
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
 
 def _d_OffsetForLeaderTopic_v4(buf, pos):
     o = _new(OffsetForLeaderTopic)
@@ -241,7 +232,7 @@ def _d_OffsetForLeaderTopic_v4(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderTopic.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -253,12 +244,28 @@ def _d_OffsetForLeaderTopic_v4(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetForLeaderTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetForLeaderTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_OffsetForLeaderPartition_v4(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetForLeaderTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(OffsetForLeaderPartition)
+                _t5.partition, _t5.current_leader_epoch, _t5.leader_epoch, = _S_iii.unpack_from(buf, pos)
+                pos += 12
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -285,12 +292,15 @@ def _d_OffsetForLeaderEpochRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopic_v4(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopic_v4(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hiiq = struct.Struct('>hiiq')
@@ -53,14 +54,6 @@ class OffsetForLeaderEpochResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_EpochEndOffset_v0(buf, pos):
-    o = _new(EpochEndOffset)
-    o.error_code, o.partition, o.end_offset, = _S_hiq.unpack_from(buf, pos)
-    pos += 14
-    o.leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetForLeaderTopicResult_v0(buf, pos):
     o = _new(OffsetForLeaderTopicResult)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -68,7 +61,7 @@ def _d_OffsetForLeaderTopicResult_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderTopicResult.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -76,12 +69,19 @@ def _d_OffsetForLeaderTopicResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetForLeaderTopicResult.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetForLeaderTopicResult.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_EpochEndOffset_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetForLeaderTopicResult.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(EpochEndOffset)
+                _t5.error_code, _t5.partition, _t5.end_offset, = _S_hiq.unpack_from(buf, pos)
+                pos += 14
+                _t5.leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -92,12 +92,15 @@ def _d_OffsetForLeaderEpochResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopicResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopicResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -123,13 +126,6 @@ def _e_OffsetForLeaderEpochResponse_v0(o, out):
     for _t3 in _t1:
         _e_OffsetForLeaderTopicResult_v0(_t3, out)
 
-def _d_EpochEndOffset_v1(buf, pos):
-    o = _new(EpochEndOffset)
-    o.error_code, o.partition, o.leader_epoch, o.end_offset, = _S_hiiq.unpack_from(buf, pos)
-    pos += 18
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_OffsetForLeaderTopicResult_v1(buf, pos):
     o = _new(OffsetForLeaderTopicResult)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -137,7 +133,7 @@ def _d_OffsetForLeaderTopicResult_v1(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderTopicResult.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -145,12 +141,18 @@ def _d_OffsetForLeaderTopicResult_v1(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetForLeaderTopicResult.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetForLeaderTopicResult.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_EpochEndOffset_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetForLeaderTopicResult.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(EpochEndOffset)
+                _t5.error_code, _t5.partition, _t5.leader_epoch, _t5.end_offset, = _S_hiiq.unpack_from(buf, pos)
+                pos += 18
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -161,12 +163,15 @@ def _d_OffsetForLeaderEpochResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopicResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopicResult_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.throttle_time_ms = 0
     o._unknown_tagged = None
     return o, pos
@@ -199,12 +204,15 @@ def _d_OffsetForLeaderEpochResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopicResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopicResult_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -214,23 +222,6 @@ def _e_OffsetForLeaderEpochResponse_v2(o, out):
     out += _S_ii.pack(o.throttle_time_ms, _t2)
     for _t3 in _t1:
         _e_OffsetForLeaderTopicResult_v1(_t3, out)
-
-def _d_EpochEndOffset_v4(buf, pos):
-    o = _new(EpochEndOffset)
-    o.error_code, o.partition, o.leader_epoch, o.end_offset, = _S_hiiq.unpack_from(buf, pos)
-    pos += 18
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
 
 def _d_OffsetForLeaderTopicResult_v4(buf, pos):
     o = _new(OffsetForLeaderTopicResult)
@@ -243,7 +234,7 @@ def _d_OffsetForLeaderTopicResult_v4(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderTopicResult.topic')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -255,12 +246,28 @@ def _d_OffsetForLeaderTopicResult_v4(buf, pos):
     if _t3 < 0:
         raise null_error('OffsetForLeaderTopicResult.partitions')
     else:
-        check_count(buf, pos, _t3, 'OffsetForLeaderTopicResult.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_EpochEndOffset_v4(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'OffsetForLeaderTopicResult.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(EpochEndOffset)
+                _t5.error_code, _t5.partition, _t5.leader_epoch, _t5.end_offset, = _S_hiiq.unpack_from(buf, pos)
+                pos += 18
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -287,12 +294,15 @@ def _d_OffsetForLeaderEpochResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('OffsetForLeaderEpochResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_OffsetForLeaderTopicResult_v4(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'OffsetForLeaderEpochResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_OffsetForLeaderTopicResult_v4(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -53,19 +54,6 @@ class ProduceRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionProduceData_v0(buf, pos):
-    o = _new(PartitionProduceData)
-    o.index, _t1, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t1 < 0:
-        o.records = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.records = buf[pos:_t2]
-        pos = _t2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TopicProduceData_v0(buf, pos):
     o = _new(TopicProduceData)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -73,7 +61,7 @@ def _d_TopicProduceData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceData.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -81,12 +69,24 @@ def _d_TopicProduceData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceData.partition_data')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceData.partition_data')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partition_data = _t4
+        if _t3 == 0:
+            o.partition_data = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceData.partition_data')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionProduceData)
+                _t5.index, _t6, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t6 < 0:
+                    _t5.records = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.records = buf[pos:_t7]
+                    pos = _t7
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_data = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -97,12 +97,15 @@ def _d_ProduceRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceRequest.topic_data')
     else:
-        check_count(buf, pos, _t1, 'ProduceRequest.topic_data')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceData_v0(buf, pos)
-            _t2.append(_t3)
-        o.topic_data = _t2
+        if _t1 == 0:
+            o.topic_data = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceRequest.topic_data')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceData_v0(buf, pos)
+                _t2.append(_t3)
+            o.topic_data = _t2
     o.transactional_id = None
     o._unknown_tagged = None
     return o, pos
@@ -138,7 +141,7 @@ def _d_ProduceRequest_v3(buf, pos):
     if _t1 < 0:
         o.transactional_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.acks, o.timeout_ms, _t3, = _S_hii.unpack_from(buf, pos)
@@ -146,12 +149,15 @@ def _d_ProduceRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('ProduceRequest.topic_data')
     else:
-        check_count(buf, pos, _t3, 'ProduceRequest.topic_data')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicProduceData_v0(buf, pos)
-            _t4.append(_t5)
-        o.topic_data = _t4
+        if _t3 == 0:
+            o.topic_data = []
+        else:
+            check_count(buf, pos, _t3, 'ProduceRequest.topic_data')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicProduceData_v0(buf, pos)
+                _t4.append(_t5)
+            o.topic_data = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -167,35 +173,6 @@ def _e_ProduceRequest_v3(o, out):
     for _t5 in _t3:
         _e_TopicProduceData_v0(_t5, out)
 
-def _d_PartitionProduceData_v9(buf, pos):
-    o = _new(PartitionProduceData)
-    o.index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.records = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.records = buf[pos:_t2]
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicProduceData_v9(buf, pos):
     o = _new(TopicProduceData)
     _t1 = buf[pos]
@@ -207,7 +184,7 @@ def _d_TopicProduceData_v9(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceData.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -219,12 +196,40 @@ def _d_TopicProduceData_v9(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceData.partition_data')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceData.partition_data')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceData_v9(buf, pos)
-            _t4.append(_t5)
-        o.partition_data = _t4
+        if _t3 == 0:
+            o.partition_data = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceData.partition_data')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionProduceData)
+                _t5.index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.records = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.records = buf[pos:_t7]
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partition_data = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -249,7 +254,7 @@ def _d_ProduceRequest_v9(buf, pos):
     if _t1 < 0:
         o.transactional_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.acks, o.timeout_ms, = _S_hi.unpack_from(buf, pos)
@@ -263,12 +268,15 @@ def _d_ProduceRequest_v9(buf, pos):
     if _t3 < 0:
         raise null_error('ProduceRequest.topic_data')
     else:
-        check_count(buf, pos, _t3, 'ProduceRequest.topic_data')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicProduceData_v9(buf, pos)
-            _t4.append(_t5)
-        o.topic_data = _t4
+        if _t3 == 0:
+            o.topic_data = []
+        else:
+            check_count(buf, pos, _t3, 'ProduceRequest.topic_data')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicProduceData_v9(buf, pos)
+                _t4.append(_t5)
+            o.topic_data = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -93,18 +94,6 @@ class ProduceResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionProduceResponse_v0(buf, pos):
-    o = _new(PartitionProduceResponse)
-    o.index, o.error_code, o.base_offset, = _S_ihq.unpack_from(buf, pos)
-    pos += 14
-    o.log_append_time_ms = -1
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = LeaderIdAndEpoch()
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TopicProduceResponse_v0(buf, pos):
     o = _new(TopicProduceResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -112,7 +101,7 @@ def _d_TopicProduceResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -120,12 +109,23 @@ def _d_TopicProduceResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceResponse.partition_responses')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceResponse_v0(buf, pos)
-            _t4.append(_t5)
-        o.partition_responses = _t4
+        if _t3 == 0:
+            o.partition_responses = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionProduceResponse)
+                _t5.index, _t5.error_code, _t5.base_offset, = _S_ihq.unpack_from(buf, pos)
+                pos += 14
+                _t5.log_append_time_ms = -1
+                _t5.log_start_offset = -1
+                _t5.record_errors = []
+                _t5.error_message = None
+                _t5.current_leader = LeaderIdAndEpoch()
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_responses = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -136,12 +136,15 @@ def _d_ProduceResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'ProduceResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceResponse_v0(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceResponse_v0(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms = 0
     o.node_endpoints = []
     o._unknown_tagged = None
@@ -179,12 +182,15 @@ def _d_ProduceResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'ProduceResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceResponse_v0(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceResponse_v0(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.node_endpoints = []
@@ -201,17 +207,6 @@ def _e_ProduceResponse_v1(o, out):
         _e_TopicProduceResponse_v0(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
 
-def _d_PartitionProduceResponse_v2(buf, pos):
-    o = _new(PartitionProduceResponse)
-    o.index, o.error_code, o.base_offset, o.log_append_time_ms, = _S_ihqq.unpack_from(buf, pos)
-    pos += 22
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = LeaderIdAndEpoch()
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TopicProduceResponse_v2(buf, pos):
     o = _new(TopicProduceResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -219,7 +214,7 @@ def _d_TopicProduceResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -227,12 +222,22 @@ def _d_TopicProduceResponse_v2(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceResponse.partition_responses')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceResponse_v2(buf, pos)
-            _t4.append(_t5)
-        o.partition_responses = _t4
+        if _t3 == 0:
+            o.partition_responses = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionProduceResponse)
+                _t5.index, _t5.error_code, _t5.base_offset, _t5.log_append_time_ms, = _S_ihqq.unpack_from(buf, pos)
+                pos += 22
+                _t5.log_start_offset = -1
+                _t5.record_errors = []
+                _t5.error_message = None
+                _t5.current_leader = LeaderIdAndEpoch()
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_responses = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -243,12 +248,15 @@ def _d_ProduceResponse_v2(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'ProduceResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceResponse_v2(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceResponse_v2(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.node_endpoints = []
@@ -281,16 +289,6 @@ def _e_ProduceResponse_v2(o, out):
         _e_TopicProduceResponse_v2(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
 
-def _d_PartitionProduceResponse_v5(buf, pos):
-    o = _new(PartitionProduceResponse)
-    o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
-    pos += 30
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = LeaderIdAndEpoch()
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TopicProduceResponse_v5(buf, pos):
     o = _new(TopicProduceResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -298,7 +296,7 @@ def _d_TopicProduceResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -306,12 +304,21 @@ def _d_TopicProduceResponse_v5(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceResponse.partition_responses')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceResponse_v5(buf, pos)
-            _t4.append(_t5)
-        o.partition_responses = _t4
+        if _t3 == 0:
+            o.partition_responses = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionProduceResponse)
+                _t5.index, _t5.error_code, _t5.base_offset, _t5.log_append_time_ms, _t5.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
+                pos += 30
+                _t5.record_errors = []
+                _t5.error_message = None
+                _t5.current_leader = LeaderIdAndEpoch()
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_responses = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -322,12 +329,15 @@ def _d_ProduceResponse_v5(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'ProduceResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceResponse_v5(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceResponse_v5(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.node_endpoints = []
@@ -360,19 +370,6 @@ def _e_ProduceResponse_v5(o, out):
         _e_TopicProduceResponse_v5(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
 
-def _d_BatchIndexAndErrorMessage_v8(buf, pos):
-    o = _new(BatchIndexAndErrorMessage)
-    o.batch_index, _t1, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t1 < 0:
-        o.batch_index_error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.batch_index_error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_PartitionProduceResponse_v8(buf, pos):
     o = _new(PartitionProduceResponse)
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, _t1, = _S_ihqqqi.unpack_from(buf, pos)
@@ -380,20 +377,32 @@ def _d_PartitionProduceResponse_v8(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionProduceResponse.record_errors')
     else:
-        check_count(buf, pos, _t1, 'PartitionProduceResponse.record_errors')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_BatchIndexAndErrorMessage_v8(buf, pos)
-            _t2.append(_t3)
-        o.record_errors = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.record_errors = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionProduceResponse.record_errors')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(BatchIndexAndErrorMessage)
+                _t3.batch_index, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    _t3.batch_index_error_message = None
+                else:
+                    _t5 = pos + _t4
+                    _t3.batch_index_error_message = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.record_errors = _t2
+    _t6, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t6 < 0:
         o.error_message = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.error_message = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t7 = pos + _t6
+        o.error_message = str(buf[pos:_t7], 'utf-8')
+        pos = _t7
     o.current_leader = LeaderIdAndEpoch()
     o._unknown_tagged = None
     return o, pos
@@ -405,7 +414,7 @@ def _d_TopicProduceResponse_v8(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -413,12 +422,15 @@ def _d_TopicProduceResponse_v8(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceResponse.partition_responses')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceResponse_v8(buf, pos)
-            _t4.append(_t5)
-        o.partition_responses = _t4
+        if _t3 == 0:
+            o.partition_responses = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionProduceResponse_v8(buf, pos)
+                _t4.append(_t5)
+            o.partition_responses = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -429,12 +441,15 @@ def _d_ProduceResponse_v8(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'ProduceResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceResponse_v8(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceResponse_v8(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.node_endpoints = []
@@ -483,35 +498,6 @@ def _e_ProduceResponse_v8(o, out):
         _e_TopicProduceResponse_v8(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
 
-def _d_BatchIndexAndErrorMessage_v9(buf, pos):
-    o = _new(BatchIndexAndErrorMessage)
-    o.batch_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.batch_index_error_message = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.batch_index_error_message = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionProduceResponse_v9(buf, pos):
     o = _new(PartitionProduceResponse)
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, = _S_ihqqq.unpack_from(buf, pos)
@@ -525,24 +511,52 @@ def _d_PartitionProduceResponse_v9(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionProduceResponse.record_errors')
     else:
-        check_count(buf, pos, _t1, 'PartitionProduceResponse.record_errors')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_BatchIndexAndErrorMessage_v9(buf, pos)
-            _t2.append(_t3)
-        o.record_errors = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.record_errors = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionProduceResponse.record_errors')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(BatchIndexAndErrorMessage)
+                _t3.batch_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    _t3.batch_index_error_message = None
+                else:
+                    _t5 = pos + _t4
+                    _t3.batch_index_error_message = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.record_errors = _t2
+    _t6 = buf[pos]
+    if _t6 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t6, pos = read_uvarint(buf, pos)
+    _t6 -= 1
+    if _t6 < 0:
         o.error_message = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.error_message = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t7 = pos + _t6
+        o.error_message = str(buf[pos:_t7], 'utf-8')
+        pos = _t7
     o.current_leader = LeaderIdAndEpoch()
     if buf[pos] == 0:
         pos += 1
@@ -568,7 +582,7 @@ def _d_TopicProduceResponse_v9(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -580,12 +594,15 @@ def _d_TopicProduceResponse_v9(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceResponse.partition_responses')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceResponse_v9(buf, pos)
-            _t4.append(_t5)
-        o.partition_responses = _t4
+        if _t3 == 0:
+            o.partition_responses = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionProduceResponse_v9(buf, pos)
+                _t4.append(_t5)
+            o.partition_responses = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -610,12 +627,15 @@ def _d_ProduceResponse_v9(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'ProduceResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceResponse_v9(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceResponse_v9(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.node_endpoints = []
@@ -726,24 +746,52 @@ def _d_PartitionProduceResponse_v10(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionProduceResponse.record_errors')
     else:
-        check_count(buf, pos, _t1, 'PartitionProduceResponse.record_errors')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_BatchIndexAndErrorMessage_v9(buf, pos)
-            _t2.append(_t3)
-        o.record_errors = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.record_errors = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionProduceResponse.record_errors')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(BatchIndexAndErrorMessage)
+                _t3.batch_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    _t3.batch_index_error_message = None
+                else:
+                    _t5 = pos + _t4
+                    _t3.batch_index_error_message = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.record_errors = _t2
+    _t6 = buf[pos]
+    if _t6 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t6, pos = read_uvarint(buf, pos)
+    _t6 -= 1
+    if _t6 < 0:
         o.error_message = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.error_message = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t7 = pos + _t6
+        o.error_message = str(buf[pos:_t7], 'utf-8')
+        pos = _t7
     o.current_leader = LeaderIdAndEpoch()
     if buf[pos] == 0:
         pos += 1
@@ -774,7 +822,7 @@ def _d_TopicProduceResponse_v10(buf, pos):
     if _t1 < 0:
         raise null_error('TopicProduceResponse.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -786,12 +834,15 @@ def _d_TopicProduceResponse_v10(buf, pos):
     if _t3 < 0:
         raise null_error('TopicProduceResponse.partition_responses')
     else:
-        check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionProduceResponse_v10(buf, pos)
-            _t4.append(_t5)
-        o.partition_responses = _t4
+        if _t3 == 0:
+            o.partition_responses = []
+        else:
+            check_count(buf, pos, _t3, 'TopicProduceResponse.partition_responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_PartitionProduceResponse_v10(buf, pos)
+                _t4.append(_t5)
+            o.partition_responses = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -818,7 +869,7 @@ def _d_NodeEndpoint_v10(buf, pos):
     if _t1 < 0:
         raise null_error('NodeEndpoint.host')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.host = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.port, = _S_i.unpack_from(buf, pos)
@@ -832,7 +883,7 @@ def _d_NodeEndpoint_v10(buf, pos):
     if _t3 < 0:
         o.rack = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.rack = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     if buf[pos] == 0:
@@ -859,12 +910,15 @@ def _d_ProduceResponse_v10(buf, pos):
     if _t1 < 0:
         raise null_error('ProduceResponse.responses')
     else:
-        check_count(buf, pos, _t1, 'ProduceResponse.responses')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicProduceResponse_v10(buf, pos)
-            _t2.append(_t3)
-        o.responses = _t2
+        if _t1 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t1, 'ProduceResponse.responses')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicProduceResponse_v10(buf, pos)
+                _t2.append(_t3)
+            o.responses = _t2
     o.throttle_time_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
     o.node_endpoints = []
@@ -888,12 +942,15 @@ def _d_ProduceResponse_v10(buf, pos):
                 if _t4 < 0:
                     raise null_error('ProduceResponse.node_endpoints')
                 else:
-                    check_count(buf, pos, _t4, 'ProduceResponse.node_endpoints')
-                    _t5 = []
-                    for _ in range(_t4):
-                        _t6, pos = _d_NodeEndpoint_v10(buf, pos)
-                        _t5.append(_t6)
-                    o.node_endpoints = _t5
+                    if _t4 == 0:
+                        o.node_endpoints = []
+                    else:
+                        check_count(buf, pos, _t4, 'ProduceResponse.node_endpoints')
+                        _t5 = []
+                        for _ in range(_t4):
+                            _t6, pos = _d_NodeEndpoint_v10(buf, pos)
+                            _t5.append(_t6)
+                        o.node_endpoints = _t5
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)

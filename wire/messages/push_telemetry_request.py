@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_Uiob = struct.Struct('>16si?b')
 
@@ -44,7 +45,7 @@ def _d_PushTelemetryRequest_v0(buf, pos):
     if _t2 < 0:
         raise null_error('PushTelemetryRequest.metrics')
     else:
-        _t3 = check_length(buf, pos, _t2)
+        _t3 = pos + _t2
         o.metrics = bytes(buf[pos:_t3])
         pos = _t3
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_ii = struct.Struct('>ii')
@@ -48,23 +49,6 @@ class ReadShareGroupStateRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition, o.leader_epoch, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_ReadStateData_v0(buf, pos):
     o = _new(ReadStateData)
     _t1, = _S_U.unpack_from(buf, pos)
@@ -79,12 +63,28 @@ def _d_ReadStateData_v0(buf, pos):
     if _t2 < 0:
         raise null_error('ReadStateData.partitions')
     else:
-        check_count(buf, pos, _t2, 'ReadStateData.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'ReadStateData.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(PartitionData)
+                _t4.partition, _t4.leader_epoch, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -109,7 +109,7 @@ def _d_ReadShareGroupStateRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ReadShareGroupStateRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -121,12 +121,15 @@ def _d_ReadShareGroupStateRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ReadShareGroupStateRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'ReadShareGroupStateRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ReadStateData_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'ReadShareGroupStateRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_ReadStateData_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

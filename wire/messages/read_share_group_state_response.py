@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_ih = struct.Struct('>ih')
@@ -65,23 +66,6 @@ class ReadShareGroupStateResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_StateBatch_v0(buf, pos):
-    o = _new(StateBatch)
-    o.first_offset, o.last_offset, o.delivery_state, o.delivery_count, = _S_qqbh.unpack_from(buf, pos)
-    pos += 19
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionResult_v0(buf, pos):
     o = _new(PartitionResult)
     o.partition, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -95,7 +79,7 @@ def _d_PartitionResult_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.state_epoch, o.start_offset, = _S_iq.unpack_from(buf, pos)
@@ -109,12 +93,28 @@ def _d_PartitionResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('PartitionResult.state_batches')
     else:
-        check_count(buf, pos, _t3, 'PartitionResult.state_batches')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_StateBatch_v0(buf, pos)
-            _t4.append(_t5)
-        o.state_batches = _t4
+        if _t3 == 0:
+            o.state_batches = []
+        else:
+            check_count(buf, pos, _t3, 'PartitionResult.state_batches')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(StateBatch)
+                _t5.first_offset, _t5.last_offset, _t5.delivery_state, _t5.delivery_count, = _S_qqbh.unpack_from(buf, pos)
+                pos += 19
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.state_batches = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -142,12 +142,15 @@ def _d_ReadStateResult_v0(buf, pos):
     if _t2 < 0:
         raise null_error('ReadStateResult.partitions')
     else:
-        check_count(buf, pos, _t2, 'ReadStateResult.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionResult_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'ReadStateResult.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_PartitionResult_v0(buf, pos)
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -172,12 +175,15 @@ def _d_ReadShareGroupStateResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ReadShareGroupStateResponse.results')
     else:
-        check_count(buf, pos, _t1, 'ReadShareGroupStateResponse.results')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_ReadStateResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.results = _t2
+        if _t1 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t1, 'ReadShareGroupStateResponse.results')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_ReadStateResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.results = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_i = struct.Struct('>i')
 _S_q = struct.Struct('>q')
@@ -35,7 +36,7 @@ def _d_RenewDelegationTokenRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('RenewDelegationTokenRequest.hmac')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.hmac = bytes(buf[pos:_t2])
         pos = _t2
     o.renew_period_ms, = _S_q.unpack_from(buf, pos)
@@ -61,7 +62,7 @@ def _d_RenewDelegationTokenRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('RenewDelegationTokenRequest.hmac')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.hmac = bytes(buf[pos:_t2])
         pos = _t2
     o.renew_period_ms, = _S_q.unpack_from(buf, pos)

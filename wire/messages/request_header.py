@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_hhi = struct.Struct('>hhi')
 _S_hhih = struct.Struct('>hhih')
@@ -48,7 +49,7 @@ def _d_RequestHeader_v1(buf, pos):
     if _t1 < 0:
         o.client_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.client_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o._unknown_tagged = None
@@ -68,7 +69,7 @@ def _d_RequestHeader_v2(buf, pos):
     if _t1 < 0:
         o.client_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.client_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -39,7 +40,7 @@ def _d_SaslAuthenticateResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -47,7 +48,7 @@ def _d_SaslAuthenticateResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('SaslAuthenticateResponse.auth_bytes')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.auth_bytes = bytes(buf[pos:_t4])
         pos = _t4
     o.session_lifetime_ms = 0
@@ -72,7 +73,7 @@ def _d_SaslAuthenticateResponse_v1(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -80,7 +81,7 @@ def _d_SaslAuthenticateResponse_v1(buf, pos):
     if _t3 < 0:
         raise null_error('SaslAuthenticateResponse.auth_bytes')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.auth_bytes = bytes(buf[pos:_t4])
         pos = _t4
     o.session_lifetime_ms, = _S_q.unpack_from(buf, pos)
@@ -113,7 +114,7 @@ def _d_SaslAuthenticateResponse_v2(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -125,7 +126,7 @@ def _d_SaslAuthenticateResponse_v2(buf, pos):
     if _t3 < 0:
         raise null_error('SaslAuthenticateResponse.auth_bytes')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.auth_bytes = bytes(buf[pos:_t4])
         pos = _t4
     o.session_lifetime_ms, = _S_q.unpack_from(buf, pos)

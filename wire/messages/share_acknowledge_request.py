@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_b = short_arrays('b', 32)
 _S_U = struct.Struct('>16s')
 _S_i = struct.Struct('>i')
 _S_qq = struct.Struct('>qq')
@@ -62,33 +64,6 @@ class ShareAcknowledgeRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AcknowledgementBatch_v0(buf, pos):
-    o = _new(AcknowledgementBatch)
-    o.first_offset, o.last_offset, = _S_qq.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('AcknowledgementBatch.acknowledge_types')
-    else:
-        o.acknowledge_types, pos = read_fixed_array(buf, pos, _t1, 'b', 1)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_AcknowledgePartition_v0(buf, pos):
     o = _new(AcknowledgePartition)
     o.partition_index, = _S_i.unpack_from(buf, pos)
@@ -102,12 +77,42 @@ def _d_AcknowledgePartition_v0(buf, pos):
     if _t1 < 0:
         raise null_error('AcknowledgePartition.acknowledgement_batches')
     else:
-        check_count(buf, pos, _t1, 'AcknowledgePartition.acknowledgement_batches')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AcknowledgementBatch_v0(buf, pos)
-            _t2.append(_t3)
-        o.acknowledgement_batches = _t2
+        if _t1 == 0:
+            o.acknowledgement_batches = []
+        else:
+            check_count(buf, pos, _t1, 'AcknowledgePartition.acknowledgement_batches')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AcknowledgementBatch)
+                _t3.first_offset, _t3.last_offset, = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('AcknowledgementBatch.acknowledge_types')
+                else:
+                    if _t4 < 32:
+                        _t3.acknowledge_types = list(_A_b[_t4].unpack_from(buf, pos))
+                        pos += 1 * _t4
+                    else:
+                        _t3.acknowledge_types, pos = read_fixed_array(buf, pos, _t4, 'b', 1)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.acknowledgement_batches = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -135,12 +140,15 @@ def _d_AcknowledgeTopic_v0(buf, pos):
     if _t2 < 0:
         raise null_error('AcknowledgeTopic.partitions')
     else:
-        check_count(buf, pos, _t2, 'AcknowledgeTopic.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_AcknowledgePartition_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'AcknowledgeTopic.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_AcknowledgePartition_v0(buf, pos)
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -165,7 +173,7 @@ def _d_ShareAcknowledgeRequest_v0(buf, pos):
     if _t1 < 0:
         o.group_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -177,7 +185,7 @@ def _d_ShareAcknowledgeRequest_v0(buf, pos):
     if _t3 < 0:
         o.member_id = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.share_session_epoch, = _S_i.unpack_from(buf, pos)
@@ -191,12 +199,15 @@ def _d_ShareAcknowledgeRequest_v0(buf, pos):
     if _t5 < 0:
         raise null_error('ShareAcknowledgeRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'ShareAcknowledgeRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_AcknowledgeTopic_v0(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'ShareAcknowledgeRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_AcknowledgeTopic_v0(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

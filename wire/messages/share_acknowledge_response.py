@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_i = struct.Struct('>i')
@@ -107,7 +108,7 @@ def _d_PartitionData_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.current_leader, pos = _d_LeaderIdAndEpoch_v0(buf, pos)
@@ -138,55 +139,15 @@ def _d_ShareAcknowledgeTopicResponse_v0(buf, pos):
     if _t2 < 0:
         raise null_error('ShareAcknowledgeTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t2, 'ShareAcknowledgeTopicResponse.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_NodeEndpoint_v0(buf, pos):
-    o = _new(NodeEndpoint)
-    o.node_id, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('NodeEndpoint.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.rack = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.rack = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'ShareAcknowledgeTopicResponse.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_PartitionData_v0(buf, pos)
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -213,7 +174,7 @@ def _d_ShareAcknowledgeResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -225,12 +186,15 @@ def _d_ShareAcknowledgeResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ShareAcknowledgeResponse.responses')
     else:
-        check_count(buf, pos, _t3, 'ShareAcknowledgeResponse.responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ShareAcknowledgeTopicResponse_v0(buf, pos)
-            _t4.append(_t5)
-        o.responses = _t4
+        if _t3 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t3, 'ShareAcknowledgeResponse.responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_ShareAcknowledgeTopicResponse_v0(buf, pos)
+                _t4.append(_t5)
+            o.responses = _t4
     _t6 = buf[pos]
     if _t6 < 128:
         pos += 1
@@ -240,12 +204,54 @@ def _d_ShareAcknowledgeResponse_v0(buf, pos):
     if _t6 < 0:
         raise null_error('ShareAcknowledgeResponse.node_endpoints')
     else:
-        check_count(buf, pos, _t6, 'ShareAcknowledgeResponse.node_endpoints')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_NodeEndpoint_v0(buf, pos)
-            _t7.append(_t8)
-        o.node_endpoints = _t7
+        if _t6 == 0:
+            o.node_endpoints = []
+        else:
+            check_count(buf, pos, _t6, 'ShareAcknowledgeResponse.node_endpoints')
+            _t7 = []
+            for _ in range(_t6):
+                _t8 = _new(NodeEndpoint)
+                _t8.node_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('NodeEndpoint.host')
+                else:
+                    _t10 = pos + _t9
+                    _t8.host = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t8.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    _t8.rack = None
+                else:
+                    _t12 = pos + _t11
+                    _t8.rack = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                if buf[pos] == 0:
+                    pos += 1
+                    _t8._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t8._unknown_tagged = unknown
+                _t7.append(_t8)
+            o.node_endpoints = _t7
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,10 +4,13 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_b = short_arrays('b', 32)
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_ii = struct.Struct('>ii')
 _S_iiii = struct.Struct('>iiii')
@@ -78,33 +81,6 @@ class ShareFetchRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_AcknowledgementBatch_v0(buf, pos):
-    o = _new(AcknowledgementBatch)
-    o.first_offset, o.last_offset, = _S_qq.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('AcknowledgementBatch.acknowledge_types')
-    else:
-        o.acknowledge_types, pos = read_fixed_array(buf, pos, _t1, 'b', 1)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_FetchPartition_v0(buf, pos):
     o = _new(FetchPartition)
     o.partition_index, o.partition_max_bytes, = _S_ii.unpack_from(buf, pos)
@@ -118,12 +94,42 @@ def _d_FetchPartition_v0(buf, pos):
     if _t1 < 0:
         raise null_error('FetchPartition.acknowledgement_batches')
     else:
-        check_count(buf, pos, _t1, 'FetchPartition.acknowledgement_batches')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_AcknowledgementBatch_v0(buf, pos)
-            _t2.append(_t3)
-        o.acknowledgement_batches = _t2
+        if _t1 == 0:
+            o.acknowledgement_batches = []
+        else:
+            check_count(buf, pos, _t1, 'FetchPartition.acknowledgement_batches')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(AcknowledgementBatch)
+                _t3.first_offset, _t3.last_offset, = _S_qq.unpack_from(buf, pos)
+                pos += 16
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('AcknowledgementBatch.acknowledge_types')
+                else:
+                    if _t4 < 32:
+                        _t3.acknowledge_types = list(_A_b[_t4].unpack_from(buf, pos))
+                        pos += 1 * _t4
+                    else:
+                        _t3.acknowledge_types, pos = read_fixed_array(buf, pos, _t4, 'b', 1)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.acknowledgement_batches = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -151,40 +157,15 @@ def _d_FetchTopic_v0(buf, pos):
     if _t2 < 0:
         raise null_error('FetchTopic.partitions')
     else:
-        check_count(buf, pos, _t2, 'FetchTopic.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_FetchPartition_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_ForgottenTopic_v0(buf, pos):
-    o = _new(ForgottenTopic)
-    _t1, = _S_U.unpack_from(buf, pos)
-    pos += 16
-    o.topic_id = uuid_from(_t1)
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('ForgottenTopic.partitions')
-    else:
-        o.partitions, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'FetchTopic.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_FetchPartition_v0(buf, pos)
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -209,7 +190,7 @@ def _d_ShareFetchRequest_v0(buf, pos):
     if _t1 < 0:
         o.group_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -221,7 +202,7 @@ def _d_ShareFetchRequest_v0(buf, pos):
     if _t3 < 0:
         o.member_id = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, = _S_iiii.unpack_from(buf, pos)
@@ -235,12 +216,15 @@ def _d_ShareFetchRequest_v0(buf, pos):
     if _t5 < 0:
         raise null_error('ShareFetchRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'ShareFetchRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_FetchTopic_v0(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'ShareFetchRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_FetchTopic_v0(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     _t8 = buf[pos]
     if _t8 < 128:
         pos += 1
@@ -250,12 +234,43 @@ def _d_ShareFetchRequest_v0(buf, pos):
     if _t8 < 0:
         raise null_error('ShareFetchRequest.forgotten_topics_data')
     else:
-        check_count(buf, pos, _t8, 'ShareFetchRequest.forgotten_topics_data')
-        _t9 = []
-        for _ in range(_t8):
-            _t10, pos = _d_ForgottenTopic_v0(buf, pos)
-            _t9.append(_t10)
-        o.forgotten_topics_data = _t9
+        if _t8 == 0:
+            o.forgotten_topics_data = []
+        else:
+            check_count(buf, pos, _t8, 'ShareFetchRequest.forgotten_topics_data')
+            _t9 = []
+            for _ in range(_t8):
+                _t10 = _new(ForgottenTopic)
+                _t11, = _S_U.unpack_from(buf, pos)
+                pos += 16
+                _t10.topic_id = uuid_from(_t11)
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('ForgottenTopic.partitions')
+                else:
+                    if _t12 < 32:
+                        _t10.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        pos += 4 * _t12
+                    else:
+                        _t10.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t10._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t10._unknown_tagged = unknown
+                _t9.append(_t10)
+            o.forgotten_topics_data = _t9
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -111,23 +112,6 @@ def _d_LeaderIdAndEpoch_v0(buf, pos):
         o._unknown_tagged = unknown
     return o, pos
 
-def _d_AcquiredRecords_v0(buf, pos):
-    o = _new(AcquiredRecords)
-    o.first_offset, o.last_offset, o.delivery_count, = _S_qqh.unpack_from(buf, pos)
-    pos += 18
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionData_v0(buf, pos):
     o = _new(PartitionData)
     o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -141,7 +125,7 @@ def _d_PartitionData_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.acknowledge_error_code, = _S_h.unpack_from(buf, pos)
@@ -155,7 +139,7 @@ def _d_PartitionData_v0(buf, pos):
     if _t3 < 0:
         o.acknowledge_error_message = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.acknowledge_error_message = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.current_leader, pos = _d_LeaderIdAndEpoch_v0(buf, pos)
@@ -168,7 +152,7 @@ def _d_PartitionData_v0(buf, pos):
     if _t5 < 0:
         o.records = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.records = buf[pos:_t6]
         pos = _t6
     _t7 = buf[pos]
@@ -180,12 +164,28 @@ def _d_PartitionData_v0(buf, pos):
     if _t7 < 0:
         raise null_error('PartitionData.acquired_records')
     else:
-        check_count(buf, pos, _t7, 'PartitionData.acquired_records')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_AcquiredRecords_v0(buf, pos)
-            _t8.append(_t9)
-        o.acquired_records = _t8
+        if _t7 == 0:
+            o.acquired_records = []
+        else:
+            check_count(buf, pos, _t7, 'PartitionData.acquired_records')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(AcquiredRecords)
+                _t9.first_offset, _t9.last_offset, _t9.delivery_count, = _S_qqh.unpack_from(buf, pos)
+                pos += 18
+                if buf[pos] == 0:
+                    pos += 1
+                    _t9._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t9._unknown_tagged = unknown
+                _t8.append(_t9)
+            o.acquired_records = _t8
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -213,55 +213,15 @@ def _d_ShareFetchableTopicResponse_v0(buf, pos):
     if _t2 < 0:
         raise null_error('ShareFetchableTopicResponse.partitions')
     else:
-        check_count(buf, pos, _t2, 'ShareFetchableTopicResponse.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_NodeEndpoint_v0(buf, pos):
-    o = _new(NodeEndpoint)
-    o.node_id, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('NodeEndpoint.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.rack = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.rack = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'ShareFetchableTopicResponse.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_PartitionData_v0(buf, pos)
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -288,7 +248,7 @@ def _d_ShareFetchResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -300,12 +260,15 @@ def _d_ShareFetchResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ShareFetchResponse.responses')
     else:
-        check_count(buf, pos, _t3, 'ShareFetchResponse.responses')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_ShareFetchableTopicResponse_v0(buf, pos)
-            _t4.append(_t5)
-        o.responses = _t4
+        if _t3 == 0:
+            o.responses = []
+        else:
+            check_count(buf, pos, _t3, 'ShareFetchResponse.responses')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_ShareFetchableTopicResponse_v0(buf, pos)
+                _t4.append(_t5)
+            o.responses = _t4
     _t6 = buf[pos]
     if _t6 < 128:
         pos += 1
@@ -315,12 +278,54 @@ def _d_ShareFetchResponse_v0(buf, pos):
     if _t6 < 0:
         raise null_error('ShareFetchResponse.node_endpoints')
     else:
-        check_count(buf, pos, _t6, 'ShareFetchResponse.node_endpoints')
-        _t7 = []
-        for _ in range(_t6):
-            _t8, pos = _d_NodeEndpoint_v0(buf, pos)
-            _t7.append(_t8)
-        o.node_endpoints = _t7
+        if _t6 == 0:
+            o.node_endpoints = []
+        else:
+            check_count(buf, pos, _t6, 'ShareFetchResponse.node_endpoints')
+            _t7 = []
+            for _ in range(_t6):
+                _t8 = _new(NodeEndpoint)
+                _t8.node_id, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('NodeEndpoint.host')
+                else:
+                    _t10 = pos + _t9
+                    _t8.host = str(buf[pos:_t10], 'utf-8')
+                    pos = _t10
+                _t8.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t11 = buf[pos]
+                if _t11 < 128:
+                    pos += 1
+                else:
+                    _t11, pos = read_uvarint(buf, pos)
+                _t11 -= 1
+                if _t11 < 0:
+                    _t8.rack = None
+                else:
+                    _t12 = pos + _t11
+                    _t8.rack = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                if buf[pos] == 0:
+                    pos += 1
+                    _t8._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t8._unknown_tagged = unknown
+                _t7.append(_t8)
+            o.node_endpoints = _t7
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

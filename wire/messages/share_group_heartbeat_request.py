@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_i = struct.Struct('>i')
 
@@ -41,7 +42,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('ShareGroupHeartbeatRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -53,7 +54,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('ShareGroupHeartbeatRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
@@ -67,7 +68,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
     if _t5 < 0:
         o.rack_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.rack_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -90,7 +91,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
             _t9 -= 1
             if _t9 < 0:
                 raise null_error('ShareGroupHeartbeatRequest.subscribed_topic_names')
-            _t10 = check_length(buf, pos, _t9)
+            _t10 = pos + _t9
             _t8.append(str(buf[pos:_t10], 'utf-8'))
             pos = _t10
         o.subscribed_topic_names = _t8

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_iio = struct.Struct('>ii?')
@@ -81,21 +83,6 @@ class StopReplicaRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_StopReplicaPartitionV0_v0(buf, pos):
-    o = _new(StopReplicaPartitionV0)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('StopReplicaPartitionV0.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_StopReplicaRequest_v0(buf, pos):
     o = _new(StopReplicaRequest)
     o.controller_id, o.controller_epoch, o.delete_partitions, _t1, = _S_iioi.unpack_from(buf, pos)
@@ -103,12 +90,26 @@ def _d_StopReplicaRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('StopReplicaRequest.ungrouped_partitions')
     else:
-        check_count(buf, pos, _t1, 'StopReplicaRequest.ungrouped_partitions')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_StopReplicaPartitionV0_v0(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partitions = _t2
+        if _t1 == 0:
+            o.ungrouped_partitions = []
+        else:
+            check_count(buf, pos, _t1, 'StopReplicaRequest.ungrouped_partitions')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(StopReplicaPartitionV0)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('StopReplicaPartitionV0.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partitions = _t2
     o.is_k_raft_controller = False
     o.broker_epoch = -1
     o.topics = []
@@ -136,25 +137,6 @@ def _e_StopReplicaRequest_v0(o, out):
     for _t3 in _t1:
         _e_StopReplicaPartitionV0_v0(_t3, out)
 
-def _d_StopReplicaTopicV1_v1(buf, pos):
-    o = _new(StopReplicaTopicV1)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('StopReplicaTopicV1.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('StopReplicaTopicV1.partition_indexes')
-    else:
-        o.partition_indexes, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_StopReplicaRequest_v1(buf, pos):
     o = _new(StopReplicaRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions, _t1, = _S_iiqoi.unpack_from(buf, pos)
@@ -162,12 +144,34 @@ def _d_StopReplicaRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('StopReplicaRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'StopReplicaRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_StopReplicaTopicV1_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'StopReplicaRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(StopReplicaTopicV1)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('StopReplicaTopicV1.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t6 < 0:
+                    raise null_error('StopReplicaTopicV1.partition_indexes')
+                else:
+                    if _t6 < 32:
+                        _t3.partition_indexes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.partition_indexes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.topics = _t2
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
@@ -197,43 +201,6 @@ def _e_StopReplicaRequest_v1(o, out):
     for _t3 in _t1:
         _e_StopReplicaTopicV1_v1(_t3, out)
 
-def _d_StopReplicaTopicV1_v2(buf, pos):
-    o = _new(StopReplicaTopicV1)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('StopReplicaTopicV1.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('StopReplicaTopicV1.partition_indexes')
-    else:
-        o.partition_indexes, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_StopReplicaRequest_v2(buf, pos):
     o = _new(StopReplicaRequest)
     o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions, = _S_iiqo.unpack_from(buf, pos)
@@ -247,12 +214,52 @@ def _d_StopReplicaRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('StopReplicaRequest.topics')
     else:
-        check_count(buf, pos, _t1, 'StopReplicaRequest.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_StopReplicaTopicV1_v2(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'StopReplicaRequest.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(StopReplicaTopicV1)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('StopReplicaTopicV1.name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('StopReplicaTopicV1.partition_indexes')
+                else:
+                    if _t6 < 32:
+                        _t3.partition_indexes = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.partition_indexes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.topics = _t2
     o.is_k_raft_controller = False
     o.ungrouped_partitions = []
     o.topic_states = []
@@ -303,23 +310,6 @@ def _e_StopReplicaRequest_v2(o, out):
     else:
         out.append(0)
 
-def _d_StopReplicaPartitionState_v3(buf, pos):
-    o = _new(StopReplicaPartitionState)
-    o.partition_index, o.leader_epoch, o.delete_partition, = _S_iio.unpack_from(buf, pos)
-    pos += 9
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_StopReplicaTopicState_v3(buf, pos):
     o = _new(StopReplicaTopicState)
     _t1 = buf[pos]
@@ -331,7 +321,7 @@ def _d_StopReplicaTopicState_v3(buf, pos):
     if _t1 < 0:
         raise null_error('StopReplicaTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -343,12 +333,28 @@ def _d_StopReplicaTopicState_v3(buf, pos):
     if _t3 < 0:
         raise null_error('StopReplicaTopicState.partition_states')
     else:
-        check_count(buf, pos, _t3, 'StopReplicaTopicState.partition_states')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_StopReplicaPartitionState_v3(buf, pos)
-            _t4.append(_t5)
-        o.partition_states = _t4
+        if _t3 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t3, 'StopReplicaTopicState.partition_states')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(StopReplicaPartitionState)
+                _t5.partition_index, _t5.leader_epoch, _t5.delete_partition, = _S_iio.unpack_from(buf, pos)
+                pos += 9
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partition_states = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -375,12 +381,15 @@ def _d_StopReplicaRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('StopReplicaRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'StopReplicaRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_StopReplicaTopicState_v3(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'StopReplicaRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_StopReplicaTopicState_v3(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     o.is_k_raft_controller = False
     o.delete_partitions = False
     o.ungrouped_partitions = []
@@ -456,12 +465,15 @@ def _d_StopReplicaRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('StopReplicaRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'StopReplicaRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_StopReplicaTopicState_v3(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'StopReplicaRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_StopReplicaTopicState_v3(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     o.delete_partitions = False
     o.ungrouped_partitions = []
     o.topics = []

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -44,27 +45,6 @@ class SyncGroupRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_SyncGroupRequestAssignment_v0(buf, pos):
-    o = _new(SyncGroupRequestAssignment)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('SyncGroupRequestAssignment.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('SyncGroupRequestAssignment.assignment')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.assignment = bytes(buf[pos:_t4])
-        pos = _t4
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_SyncGroupRequest_v0(buf, pos):
     o = _new(SyncGroupRequest)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -72,7 +52,7 @@ def _d_SyncGroupRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('SyncGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
@@ -80,7 +60,7 @@ def _d_SyncGroupRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('SyncGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
@@ -88,12 +68,32 @@ def _d_SyncGroupRequest_v0(buf, pos):
     if _t5 < 0:
         raise null_error('SyncGroupRequest.assignments')
     else:
-        check_count(buf, pos, _t5, 'SyncGroupRequest.assignments')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_SyncGroupRequestAssignment_v0(buf, pos)
-            _t6.append(_t7)
-        o.assignments = _t6
+        if _t5 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t5, 'SyncGroupRequest.assignments')
+            _t6 = []
+            for _ in range(_t5):
+                _t7 = _new(SyncGroupRequestAssignment)
+                _t8, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t8 < 0:
+                    raise null_error('SyncGroupRequestAssignment.member_id')
+                else:
+                    _t9 = pos + _t8
+                    _t7.member_id = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                _t10, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t10 < 0:
+                    raise null_error('SyncGroupRequestAssignment.assignment')
+                else:
+                    _t11 = pos + _t10
+                    _t7.assignment = bytes(buf[pos:_t11])
+                    pos = _t11
+                _t7._unknown_tagged = None
+                _t6.append(_t7)
+            o.assignments = _t6
     o.group_instance_id = None
     o.protocol_type = None
     o.protocol_name = None
@@ -134,7 +134,7 @@ def _d_SyncGroupRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('SyncGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
@@ -142,7 +142,7 @@ def _d_SyncGroupRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('SyncGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
@@ -150,7 +150,7 @@ def _d_SyncGroupRequest_v3(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
@@ -158,12 +158,32 @@ def _d_SyncGroupRequest_v3(buf, pos):
     if _t7 < 0:
         raise null_error('SyncGroupRequest.assignments')
     else:
-        check_count(buf, pos, _t7, 'SyncGroupRequest.assignments')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_SyncGroupRequestAssignment_v0(buf, pos)
-            _t8.append(_t9)
-        o.assignments = _t8
+        if _t7 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t7, 'SyncGroupRequest.assignments')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(SyncGroupRequestAssignment)
+                _t10, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t10 < 0:
+                    raise null_error('SyncGroupRequestAssignment.member_id')
+                else:
+                    _t11 = pos + _t10
+                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t12 < 0:
+                    raise null_error('SyncGroupRequestAssignment.assignment')
+                else:
+                    _t13 = pos + _t12
+                    _t9.assignment = bytes(buf[pos:_t13])
+                    pos = _t13
+                _t9._unknown_tagged = None
+                _t8.append(_t9)
+            o.assignments = _t8
     o.protocol_type = None
     o.protocol_name = None
     o._unknown_tagged = None
@@ -189,45 +209,6 @@ def _e_SyncGroupRequest_v3(o, out):
     for _t9 in _t7:
         _e_SyncGroupRequestAssignment_v0(_t9, out)
 
-def _d_SyncGroupRequestAssignment_v4(buf, pos):
-    o = _new(SyncGroupRequestAssignment)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('SyncGroupRequestAssignment.member_id')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.member_id = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('SyncGroupRequestAssignment.assignment')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.assignment = bytes(buf[pos:_t4])
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_SyncGroupRequest_v4(buf, pos):
     o = _new(SyncGroupRequest)
     _t1 = buf[pos]
@@ -239,7 +220,7 @@ def _d_SyncGroupRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('SyncGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id, = _S_i.unpack_from(buf, pos)
@@ -253,7 +234,7 @@ def _d_SyncGroupRequest_v4(buf, pos):
     if _t3 < 0:
         raise null_error('SyncGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -265,7 +246,7 @@ def _d_SyncGroupRequest_v4(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -277,12 +258,50 @@ def _d_SyncGroupRequest_v4(buf, pos):
     if _t7 < 0:
         raise null_error('SyncGroupRequest.assignments')
     else:
-        check_count(buf, pos, _t7, 'SyncGroupRequest.assignments')
-        _t8 = []
-        for _ in range(_t7):
-            _t9, pos = _d_SyncGroupRequestAssignment_v4(buf, pos)
-            _t8.append(_t9)
-        o.assignments = _t8
+        if _t7 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t7, 'SyncGroupRequest.assignments')
+            _t8 = []
+            for _ in range(_t7):
+                _t9 = _new(SyncGroupRequestAssignment)
+                _t10 = buf[pos]
+                if _t10 < 128:
+                    pos += 1
+                else:
+                    _t10, pos = read_uvarint(buf, pos)
+                _t10 -= 1
+                if _t10 < 0:
+                    raise null_error('SyncGroupRequestAssignment.member_id')
+                else:
+                    _t11 = pos + _t10
+                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    pos = _t11
+                _t12 = buf[pos]
+                if _t12 < 128:
+                    pos += 1
+                else:
+                    _t12, pos = read_uvarint(buf, pos)
+                _t12 -= 1
+                if _t12 < 0:
+                    raise null_error('SyncGroupRequestAssignment.assignment')
+                else:
+                    _t13 = pos + _t12
+                    _t9.assignment = bytes(buf[pos:_t13])
+                    pos = _t13
+                if buf[pos] == 0:
+                    pos += 1
+                    _t9._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t9._unknown_tagged = unknown
+                _t8.append(_t9)
+            o.assignments = _t8
     o.protocol_type = None
     o.protocol_name = None
     if buf[pos] == 0:
@@ -350,7 +369,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('SyncGroupRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.generation_id, = _S_i.unpack_from(buf, pos)
@@ -364,7 +383,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
     if _t3 < 0:
         raise null_error('SyncGroupRequest.member_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.member_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -376,7 +395,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
     if _t5 < 0:
         o.group_instance_id = None
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.group_instance_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -388,7 +407,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
     if _t7 < 0:
         o.protocol_type = None
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.protocol_type = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -400,7 +419,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
     if _t9 < 0:
         o.protocol_name = None
     else:
-        _t10 = check_length(buf, pos, _t9)
+        _t10 = pos + _t9
         o.protocol_name = str(buf[pos:_t10], 'utf-8')
         pos = _t10
     _t11 = buf[pos]
@@ -412,12 +431,50 @@ def _d_SyncGroupRequest_v5(buf, pos):
     if _t11 < 0:
         raise null_error('SyncGroupRequest.assignments')
     else:
-        check_count(buf, pos, _t11, 'SyncGroupRequest.assignments')
-        _t12 = []
-        for _ in range(_t11):
-            _t13, pos = _d_SyncGroupRequestAssignment_v4(buf, pos)
-            _t12.append(_t13)
-        o.assignments = _t12
+        if _t11 == 0:
+            o.assignments = []
+        else:
+            check_count(buf, pos, _t11, 'SyncGroupRequest.assignments')
+            _t12 = []
+            for _ in range(_t11):
+                _t13 = _new(SyncGroupRequestAssignment)
+                _t14 = buf[pos]
+                if _t14 < 128:
+                    pos += 1
+                else:
+                    _t14, pos = read_uvarint(buf, pos)
+                _t14 -= 1
+                if _t14 < 0:
+                    raise null_error('SyncGroupRequestAssignment.member_id')
+                else:
+                    _t15 = pos + _t14
+                    _t13.member_id = str(buf[pos:_t15], 'utf-8')
+                    pos = _t15
+                _t16 = buf[pos]
+                if _t16 < 128:
+                    pos += 1
+                else:
+                    _t16, pos = read_uvarint(buf, pos)
+                _t16 -= 1
+                if _t16 < 0:
+                    raise null_error('SyncGroupRequestAssignment.assignment')
+                else:
+                    _t17 = pos + _t16
+                    _t13.assignment = bytes(buf[pos:_t17])
+                    pos = _t17
+                if buf[pos] == 0:
+                    pos += 1
+                    _t13._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t13._unknown_tagged = unknown
+                _t12.append(_t13)
+            o.assignments = _t12
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

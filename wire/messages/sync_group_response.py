@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_hi = struct.Struct('>hi')
 _S_ih = struct.Struct('>ih')
@@ -39,7 +40,7 @@ def _d_SyncGroupResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('SyncGroupResponse.assignment')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.assignment = bytes(buf[pos:_t2])
         pos = _t2
     o.throttle_time_ms = 0
@@ -61,7 +62,7 @@ def _d_SyncGroupResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('SyncGroupResponse.assignment')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.assignment = bytes(buf[pos:_t2])
         pos = _t2
     o.protocol_type = None
@@ -88,7 +89,7 @@ def _d_SyncGroupResponse_v4(buf, pos):
     if _t1 < 0:
         raise null_error('SyncGroupResponse.assignment')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.assignment = bytes(buf[pos:_t2])
         pos = _t2
     o.protocol_type = None
@@ -131,7 +132,7 @@ def _d_SyncGroupResponse_v5(buf, pos):
     if _t1 < 0:
         o.protocol_type = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.protocol_type = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -143,7 +144,7 @@ def _d_SyncGroupResponse_v5(buf, pos):
     if _t3 < 0:
         o.protocol_name = None
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.protocol_name = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     _t5 = buf[pos]
@@ -155,7 +156,7 @@ def _d_SyncGroupResponse_v5(buf, pos):
     if _t5 < 0:
         raise null_error('SyncGroupResponse.assignment')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.assignment = bytes(buf[pos:_t6])
         pos = _t6
     if buf[pos] == 0:

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -60,20 +61,6 @@ class TxnOffsetCommitRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TxnOffsetCommitRequestPartition_v0(buf, pos):
-    o = _new(TxnOffsetCommitRequestPartition)
-    o.partition_index, o.committed_offset, _t1, = _S_iqh.unpack_from(buf, pos)
-    pos += 14
-    if _t1 < 0:
-        o.committed_metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.committed_metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.committed_leader_epoch = -1
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TxnOffsetCommitRequestTopic_v0(buf, pos):
     o = _new(TxnOffsetCommitRequestTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -81,7 +68,7 @@ def _d_TxnOffsetCommitRequestTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -89,12 +76,25 @@ def _d_TxnOffsetCommitRequestTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'TxnOffsetCommitRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TxnOffsetCommitRequestPartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TxnOffsetCommitRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(TxnOffsetCommitRequestPartition)
+                _t5.partition_index, _t5.committed_offset, _t6, = _S_iqh.unpack_from(buf, pos)
+                pos += 14
+                if _t6 < 0:
+                    _t5.committed_metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.committed_leader_epoch = -1
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -105,7 +105,7 @@ def _d_TxnOffsetCommitRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitRequest.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -113,7 +113,7 @@ def _d_TxnOffsetCommitRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitRequest.group_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.producer_id, o.producer_epoch, _t5, = _S_qhi.unpack_from(buf, pos)
@@ -121,12 +121,15 @@ def _d_TxnOffsetCommitRequest_v0(buf, pos):
     if _t5 < 0:
         raise null_error('TxnOffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'TxnOffsetCommitRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_TxnOffsetCommitRequestTopic_v0(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'TxnOffsetCommitRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_TxnOffsetCommitRequestTopic_v0(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     o.generation_id = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -172,19 +175,6 @@ def _e_TxnOffsetCommitRequest_v0(o, out):
     for _t7 in _t5:
         _e_TxnOffsetCommitRequestTopic_v0(_t7, out)
 
-def _d_TxnOffsetCommitRequestPartition_v2(buf, pos):
-    o = _new(TxnOffsetCommitRequestPartition)
-    o.partition_index, o.committed_offset, o.committed_leader_epoch, _t1, = _S_iqih.unpack_from(buf, pos)
-    pos += 18
-    if _t1 < 0:
-        o.committed_metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.committed_metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TxnOffsetCommitRequestTopic_v2(buf, pos):
     o = _new(TxnOffsetCommitRequestTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -192,7 +182,7 @@ def _d_TxnOffsetCommitRequestTopic_v2(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -200,12 +190,24 @@ def _d_TxnOffsetCommitRequestTopic_v2(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'TxnOffsetCommitRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TxnOffsetCommitRequestPartition_v2(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TxnOffsetCommitRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(TxnOffsetCommitRequestPartition)
+                _t5.partition_index, _t5.committed_offset, _t5.committed_leader_epoch, _t6, = _S_iqih.unpack_from(buf, pos)
+                pos += 18
+                if _t6 < 0:
+                    _t5.committed_metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -216,7 +218,7 @@ def _d_TxnOffsetCommitRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitRequest.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
@@ -224,7 +226,7 @@ def _d_TxnOffsetCommitRequest_v2(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitRequest.group_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.producer_id, o.producer_epoch, _t5, = _S_qhi.unpack_from(buf, pos)
@@ -232,12 +234,15 @@ def _d_TxnOffsetCommitRequest_v2(buf, pos):
     if _t5 < 0:
         raise null_error('TxnOffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t5, 'TxnOffsetCommitRequest.topics')
-        _t6 = []
-        for _ in range(_t5):
-            _t7, pos = _d_TxnOffsetCommitRequestTopic_v2(buf, pos)
-            _t6.append(_t7)
-        o.topics = _t6
+        if _t5 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t5, 'TxnOffsetCommitRequest.topics')
+            _t6 = []
+            for _ in range(_t5):
+                _t7, pos = _d_TxnOffsetCommitRequestTopic_v2(buf, pos)
+                _t6.append(_t7)
+            o.topics = _t6
     o.generation_id = -1
     o.member_id = ''
     o.group_instance_id = None
@@ -283,35 +288,6 @@ def _e_TxnOffsetCommitRequest_v2(o, out):
     for _t7 in _t5:
         _e_TxnOffsetCommitRequestTopic_v2(_t7, out)
 
-def _d_TxnOffsetCommitRequestPartition_v3(buf, pos):
-    o = _new(TxnOffsetCommitRequestPartition)
-    o.partition_index, o.committed_offset, o.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        o.committed_metadata = None
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.committed_metadata = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TxnOffsetCommitRequestTopic_v3(buf, pos):
     o = _new(TxnOffsetCommitRequestTopic)
     _t1 = buf[pos]
@@ -323,7 +299,7 @@ def _d_TxnOffsetCommitRequestTopic_v3(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitRequestTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -335,12 +311,40 @@ def _d_TxnOffsetCommitRequestTopic_v3(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitRequestTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'TxnOffsetCommitRequestTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TxnOffsetCommitRequestPartition_v3(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TxnOffsetCommitRequestTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(TxnOffsetCommitRequestPartition)
+                _t5.partition_index, _t5.committed_offset, _t5.committed_leader_epoch, = _S_iqi.unpack_from(buf, pos)
+                pos += 16
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    _t5.committed_metadata = None
+                else:
+                    _t7 = pos + _t6
+                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -365,7 +369,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitRequest.transactional_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.transactional_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -377,7 +381,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitRequest.group_id')
     else:
-        _t4 = check_length(buf, pos, _t3)
+        _t4 = pos + _t3
         o.group_id = str(buf[pos:_t4], 'utf-8')
         pos = _t4
     o.producer_id, o.producer_epoch, o.generation_id, = _S_qhi.unpack_from(buf, pos)
@@ -391,7 +395,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
     if _t5 < 0:
         raise null_error('TxnOffsetCommitRequest.member_id')
     else:
-        _t6 = check_length(buf, pos, _t5)
+        _t6 = pos + _t5
         o.member_id = str(buf[pos:_t6], 'utf-8')
         pos = _t6
     _t7 = buf[pos]
@@ -403,7 +407,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
     if _t7 < 0:
         o.group_instance_id = None
     else:
-        _t8 = check_length(buf, pos, _t7)
+        _t8 = pos + _t7
         o.group_instance_id = str(buf[pos:_t8], 'utf-8')
         pos = _t8
     _t9 = buf[pos]
@@ -415,12 +419,15 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
     if _t9 < 0:
         raise null_error('TxnOffsetCommitRequest.topics')
     else:
-        check_count(buf, pos, _t9, 'TxnOffsetCommitRequest.topics')
-        _t10 = []
-        for _ in range(_t9):
-            _t11, pos = _d_TxnOffsetCommitRequestTopic_v3(buf, pos)
-            _t10.append(_t11)
-        o.topics = _t10
+        if _t9 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t9, 'TxnOffsetCommitRequest.topics')
+            _t10 = []
+            for _ in range(_t9):
+                _t11, pos = _d_TxnOffsetCommitRequestTopic_v3(buf, pos)
+                _t10.append(_t11)
+            o.topics = _t10
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

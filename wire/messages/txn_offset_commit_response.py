@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -50,13 +51,6 @@ class TxnOffsetCommitResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_TxnOffsetCommitResponsePartition_v0(buf, pos):
-    o = _new(TxnOffsetCommitResponsePartition)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_TxnOffsetCommitResponseTopic_v0(buf, pos):
     o = _new(TxnOffsetCommitResponseTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -64,7 +58,7 @@ def _d_TxnOffsetCommitResponseTopic_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -72,12 +66,18 @@ def _d_TxnOffsetCommitResponseTopic_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'TxnOffsetCommitResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TxnOffsetCommitResponsePartition_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TxnOffsetCommitResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(TxnOffsetCommitResponsePartition)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -88,12 +88,15 @@ def _d_TxnOffsetCommitResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'TxnOffsetCommitResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TxnOffsetCommitResponseTopic_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'TxnOffsetCommitResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TxnOffsetCommitResponseTopic_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -118,23 +121,6 @@ def _e_TxnOffsetCommitResponse_v0(o, out):
     for _t3 in _t1:
         _e_TxnOffsetCommitResponseTopic_v0(_t3, out)
 
-def _d_TxnOffsetCommitResponsePartition_v3(buf, pos):
-    o = _new(TxnOffsetCommitResponsePartition)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TxnOffsetCommitResponseTopic_v3(buf, pos):
     o = _new(TxnOffsetCommitResponseTopic)
     _t1 = buf[pos]
@@ -146,7 +132,7 @@ def _d_TxnOffsetCommitResponseTopic_v3(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitResponseTopic.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -158,12 +144,28 @@ def _d_TxnOffsetCommitResponseTopic_v3(buf, pos):
     if _t3 < 0:
         raise null_error('TxnOffsetCommitResponseTopic.partitions')
     else:
-        check_count(buf, pos, _t3, 'TxnOffsetCommitResponseTopic.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TxnOffsetCommitResponsePartition_v3(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TxnOffsetCommitResponseTopic.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(TxnOffsetCommitResponsePartition)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -190,12 +192,15 @@ def _d_TxnOffsetCommitResponse_v3(buf, pos):
     if _t1 < 0:
         raise null_error('TxnOffsetCommitResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'TxnOffsetCommitResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TxnOffsetCommitResponseTopic_v3(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'TxnOffsetCommitResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TxnOffsetCommitResponseTopic_v3(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_hb = struct.Struct('>hb')
 _S_ho = struct.Struct('>h?')
@@ -43,36 +44,6 @@ class UpdateFeaturesRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_FeatureUpdateKey_v0(buf, pos):
-    o = _new(FeatureUpdateKey)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('FeatureUpdateKey.feature')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.feature = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.max_version_level, o.allow_downgrade, = _S_ho.unpack_from(buf, pos)
-    pos += 3
-    o.upgrade_type = 1
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_UpdateFeaturesRequest_v0(buf, pos):
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -86,12 +57,41 @@ def _d_UpdateFeaturesRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateFeaturesRequest.feature_updates')
     else:
-        check_count(buf, pos, _t1, 'UpdateFeaturesRequest.feature_updates')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FeatureUpdateKey_v0(buf, pos)
-            _t2.append(_t3)
-        o.feature_updates = _t2
+        if _t1 == 0:
+            o.feature_updates = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateFeaturesRequest.feature_updates')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(FeatureUpdateKey)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('FeatureUpdateKey.feature')
+                else:
+                    _t5 = pos + _t4
+                    _t3.feature = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.max_version_level, _t3.allow_downgrade, = _S_ho.unpack_from(buf, pos)
+                pos += 3
+                _t3.upgrade_type = 1
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.feature_updates = _t2
     o.validate_only = False
     if buf[pos] == 0:
         pos += 1
@@ -135,36 +135,6 @@ def _e_UpdateFeaturesRequest_v0(o, out):
     else:
         out.append(0)
 
-def _d_FeatureUpdateKey_v1(buf, pos):
-    o = _new(FeatureUpdateKey)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('FeatureUpdateKey.feature')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.feature = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.max_version_level, o.upgrade_type, = _S_hb.unpack_from(buf, pos)
-    pos += 3
-    o.allow_downgrade = False
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_UpdateFeaturesRequest_v1(buf, pos):
     o = _new(UpdateFeaturesRequest)
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -178,12 +148,41 @@ def _d_UpdateFeaturesRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateFeaturesRequest.feature_updates')
     else:
-        check_count(buf, pos, _t1, 'UpdateFeaturesRequest.feature_updates')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_FeatureUpdateKey_v1(buf, pos)
-            _t2.append(_t3)
-        o.feature_updates = _t2
+        if _t1 == 0:
+            o.feature_updates = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateFeaturesRequest.feature_updates')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(FeatureUpdateKey)
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('FeatureUpdateKey.feature')
+                else:
+                    _t5 = pos + _t4
+                    _t3.feature = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.max_version_level, _t3.upgrade_type, = _S_hb.unpack_from(buf, pos)
+                pos += 3
+                _t3.allow_downgrade = False
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.feature_updates = _t2
     o.validate_only, = _S_o.unpack_from(buf, pos)
     pos += 1
     if buf[pos] == 0:

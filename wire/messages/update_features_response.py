@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
@@ -41,47 +42,6 @@ class UpdateFeaturesResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_UpdatableFeatureResult_v0(buf, pos):
-    o = _new(UpdatableFeatureResult)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('UpdatableFeatureResult.feature')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.feature = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.error_code, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        o.error_message = None
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.error_message = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_UpdateFeaturesResponse_v0(buf, pos):
     o = _new(UpdateFeaturesResponse)
     o.throttle_time_ms, o.error_code, = _S_ih.unpack_from(buf, pos)
@@ -95,7 +55,7 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -107,12 +67,52 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
     if _t3 < 0:
         raise null_error('UpdateFeaturesResponse.results')
     else:
-        check_count(buf, pos, _t3, 'UpdateFeaturesResponse.results')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_UpdatableFeatureResult_v0(buf, pos)
-            _t4.append(_t5)
-        o.results = _t4
+        if _t3 == 0:
+            o.results = []
+        else:
+            check_count(buf, pos, _t3, 'UpdateFeaturesResponse.results')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(UpdatableFeatureResult)
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('UpdatableFeatureResult.feature')
+                else:
+                    _t7 = pos + _t6
+                    _t5.feature = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t5.error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    _t5.error_message = None
+                else:
+                    _t9 = pos + _t8
+                    _t5.error_message = str(buf[pos:_t9], 'utf-8')
+                    pos = _t9
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.results = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -174,7 +174,7 @@ def _d_UpdateFeaturesResponse_v2(buf, pos):
     if _t1 < 0:
         o.error_message = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.error_message = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.results = []

@@ -4,10 +4,12 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
+_A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
 _S_b = struct.Struct('>b')
 _S_h = struct.Struct('>h')
@@ -97,49 +99,6 @@ class UpdateMetadataRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_UpdateMetadataPartitionState_v0(buf, pos):
-    o = _new(UpdateMetadataPartitionState)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('UpdateMetadataPartitionState.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, _t3, = _S_iiiii.unpack_from(buf, pos)
-    pos += 20
-    if _t3 < 0:
-        raise null_error('UpdateMetadataPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.zk_version, _t4, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t4 < 0:
-        raise null_error('UpdateMetadataPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    o.offline_replicas = []
-    o._unknown_tagged = None
-    return o, pos
-
-def _d_UpdateMetadataBroker_v0(buf, pos):
-    o = _new(UpdateMetadataBroker)
-    o.id, _t1, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t1 < 0:
-        raise null_error('UpdateMetadataBroker.v0_host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.v0_host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.v0_port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    o.endpoints = []
-    o.rack = ''
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_UpdateMetadataRequest_v0(buf, pos):
     o = _new(UpdateMetadataRequest)
     o.controller_id, o.controller_epoch, _t1, = _S_iii.unpack_from(buf, pos)
@@ -147,23 +106,72 @@ def _d_UpdateMetadataRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.ungrouped_partition_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataPartitionState_v0(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partition_states = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.ungrouped_partition_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataPartitionState)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataPartitionState.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3.zk_version, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t3.offline_replicas = []
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partition_states = _t2
+    _t8, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v0(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t8 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t8, 'UpdateMetadataRequest.live_brokers')
+            _t9 = []
+            for _ in range(_t8):
+                _t10 = _new(UpdateMetadataBroker)
+                _t10.id, _t11, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t11 < 0:
+                    raise null_error('UpdateMetadataBroker.v0_host')
+                else:
+                    _t12 = pos + _t11
+                    _t10.v0_host = str(buf[pos:_t12], 'utf-8')
+                    pos = _t12
+                _t10.v0_port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t10.endpoints = []
+                _t10.rack = ''
+                _t10._unknown_tagged = None
+                _t9.append(_t10)
+            o.live_brokers = _t9
     o.is_k_raft_controller = False
     o.type_ = 0
     o.broker_epoch = -1
@@ -210,22 +218,6 @@ def _e_UpdateMetadataRequest_v0(o, out):
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v0(_t6, out)
 
-def _d_UpdateMetadataEndpoint_v1(buf, pos):
-    o = _new(UpdateMetadataEndpoint)
-    o.port, _t1, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t1 < 0:
-        raise null_error('UpdateMetadataEndpoint.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.security_protocol, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    o.listener = ''
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_UpdateMetadataBroker_v1(buf, pos):
     o = _new(UpdateMetadataBroker)
     o.id, _t1, = _S_ii.unpack_from(buf, pos)
@@ -233,12 +225,27 @@ def _d_UpdateMetadataBroker_v1(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataBroker.endpoints')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataEndpoint_v1(buf, pos)
-            _t2.append(_t3)
-        o.endpoints = _t2
+        if _t1 == 0:
+            o.endpoints = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataEndpoint)
+                _t3.port, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataEndpoint.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.security_protocol, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t3.listener = ''
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.endpoints = _t2
     o.v0_host = ''
     o.v0_port = 0
     o.rack = ''
@@ -252,23 +259,59 @@ def _d_UpdateMetadataRequest_v1(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.ungrouped_partition_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataPartitionState_v0(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partition_states = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.ungrouped_partition_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataPartitionState)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataPartitionState.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3.zk_version, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t3.offline_replicas = []
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partition_states = _t2
+    _t8, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v1(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t8 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t8, 'UpdateMetadataRequest.live_brokers')
+            _t9 = []
+            for _ in range(_t8):
+                _t10, pos = _d_UpdateMetadataBroker_v1(buf, pos)
+                _t9.append(_t10)
+            o.live_brokers = _t9
     o.is_k_raft_controller = False
     o.type_ = 0
     o.broker_epoch = -1
@@ -315,20 +358,35 @@ def _d_UpdateMetadataBroker_v2(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataBroker.endpoints')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataEndpoint_v1(buf, pos)
-            _t2.append(_t3)
-        o.endpoints = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.endpoints = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataEndpoint)
+                _t3.port, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataEndpoint.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.security_protocol, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t3.listener = ''
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.endpoints = _t2
+    _t6, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t6 < 0:
         o.rack = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.rack = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t7 = pos + _t6
+        o.rack = str(buf[pos:_t7], 'utf-8')
+        pos = _t7
     o.v0_host = ''
     o.v0_port = 0
     o._unknown_tagged = None
@@ -341,23 +399,59 @@ def _d_UpdateMetadataRequest_v2(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.ungrouped_partition_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataPartitionState_v0(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partition_states = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.ungrouped_partition_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataPartitionState)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataPartitionState.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3.zk_version, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t3.offline_replicas = []
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partition_states = _t2
+    _t8, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v2(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t8 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t8, 'UpdateMetadataRequest.live_brokers')
+            _t9 = []
+            for _ in range(_t8):
+                _t10, pos = _d_UpdateMetadataBroker_v2(buf, pos)
+                _t9.append(_t10)
+            o.live_brokers = _t9
     o.is_k_raft_controller = False
     o.type_ = 0
     o.broker_epoch = -1
@@ -395,29 +489,6 @@ def _e_UpdateMetadataRequest_v2(o, out):
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v2(_t6, out)
 
-def _d_UpdateMetadataEndpoint_v3(buf, pos):
-    o = _new(UpdateMetadataEndpoint)
-    o.port, _t1, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if _t1 < 0:
-        raise null_error('UpdateMetadataEndpoint.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t3 < 0:
-        raise null_error('UpdateMetadataEndpoint.listener')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.listener = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.security_protocol, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_UpdateMetadataBroker_v3(buf, pos):
     o = _new(UpdateMetadataBroker)
     o.id, _t1, = _S_ii.unpack_from(buf, pos)
@@ -425,20 +496,42 @@ def _d_UpdateMetadataBroker_v3(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataBroker.endpoints')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataEndpoint_v3(buf, pos)
-            _t2.append(_t3)
-        o.endpoints = _t2
-    _t4, = _S_h.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.endpoints = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataEndpoint)
+                _t3.port, _t4, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataEndpoint.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataEndpoint.listener')
+                else:
+                    _t7 = pos + _t6
+                    _t3.listener = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.security_protocol, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.endpoints = _t2
+    _t8, = _S_h.unpack_from(buf, pos)
     pos += 2
-    if _t4 < 0:
+    if _t8 < 0:
         o.rack = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.rack = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t9 = pos + _t8
+        o.rack = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
     o.v0_host = ''
     o.v0_port = 0
     o._unknown_tagged = None
@@ -451,23 +544,59 @@ def _d_UpdateMetadataRequest_v3(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.ungrouped_partition_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataPartitionState_v0(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partition_states = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.ungrouped_partition_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataPartitionState)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataPartitionState.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3.zk_version, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t3.offline_replicas = []
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partition_states = _t2
+    _t8, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t8 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v3(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t8 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t8, 'UpdateMetadataRequest.live_brokers')
+            _t9 = []
+            for _ in range(_t8):
+                _t10, pos = _d_UpdateMetadataBroker_v3(buf, pos)
+                _t9.append(_t10)
+            o.live_brokers = _t9
     o.is_k_raft_controller = False
     o.type_ = 0
     o.broker_epoch = -1
@@ -516,37 +645,6 @@ def _e_UpdateMetadataRequest_v3(o, out):
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v3(_t6, out)
 
-def _d_UpdateMetadataPartitionState_v4(buf, pos):
-    o = _new(UpdateMetadataPartitionState)
-    _t1, = _S_h.unpack_from(buf, pos)
-    pos += 2
-    if _t1 < 0:
-        raise null_error('UpdateMetadataPartitionState.topic_name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, _t3, = _S_iiiii.unpack_from(buf, pos)
-    pos += 20
-    if _t3 < 0:
-        raise null_error('UpdateMetadataPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.zk_version, _t4, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t4 < 0:
-        raise null_error('UpdateMetadataPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t4, 'i', 4)
-    _t5, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t5 < 0:
-        raise null_error('UpdateMetadataPartitionState.offline_replicas')
-    else:
-        o.offline_replicas, pos = read_fixed_array(buf, pos, _t5, 'i', 4)
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_UpdateMetadataRequest_v4(buf, pos):
     o = _new(UpdateMetadataRequest)
     o.controller_id, o.controller_epoch, _t1, = _S_iii.unpack_from(buf, pos)
@@ -554,23 +652,68 @@ def _d_UpdateMetadataRequest_v4(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.ungrouped_partition_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataPartitionState_v4(buf, pos)
-            _t2.append(_t3)
-        o.ungrouped_partition_states = _t2
-    _t4, = _S_i.unpack_from(buf, pos)
+        if _t1 == 0:
+            o.ungrouped_partition_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.ungrouped_partition_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataPartitionState)
+                _t4, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataPartitionState.topic_name')
+                else:
+                    _t5 = pos + _t4
+                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t3.zk_version, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('UpdateMetadataPartitionState.offline_replicas')
+                else:
+                    if _t8 < 32:
+                        _t3.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t3.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t3._unknown_tagged = None
+                _t2.append(_t3)
+            o.ungrouped_partition_states = _t2
+    _t9, = _S_i.unpack_from(buf, pos)
     pos += 4
-    if _t4 < 0:
+    if _t9 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v3(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t9 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t9, 'UpdateMetadataRequest.live_brokers')
+            _t10 = []
+            for _ in range(_t9):
+                _t11, pos = _d_UpdateMetadataBroker_v3(buf, pos)
+                _t10.append(_t11)
+            o.live_brokers = _t10
     o.is_k_raft_controller = False
     o.type_ = 0
     o.broker_epoch = -1
@@ -614,30 +757,6 @@ def _e_UpdateMetadataRequest_v4(o, out):
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v3(_t6, out)
 
-def _d_UpdateMetadataPartitionState_v5(buf, pos):
-    o = _new(UpdateMetadataPartitionState)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, _t1, = _S_iiiii.unpack_from(buf, pos)
-    pos += 20
-    if _t1 < 0:
-        raise null_error('UpdateMetadataPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.zk_version, _t2, = _S_ii.unpack_from(buf, pos)
-    pos += 8
-    if _t2 < 0:
-        raise null_error('UpdateMetadataPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    if _t3 < 0:
-        raise null_error('UpdateMetadataPartitionState.offline_replicas')
-    else:
-        o.offline_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.topic_name = ''
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_UpdateMetadataTopicState_v5(buf, pos):
     o = _new(UpdateMetadataTopicState)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -645,7 +764,7 @@ def _d_UpdateMetadataTopicState_v5(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -653,12 +772,47 @@ def _d_UpdateMetadataTopicState_v5(buf, pos):
     if _t3 < 0:
         raise null_error('UpdateMetadataTopicState.partition_states')
     else:
-        check_count(buf, pos, _t3, 'UpdateMetadataTopicState.partition_states')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_UpdateMetadataPartitionState_v5(buf, pos)
-            _t4.append(_t5)
-        o.partition_states = _t4
+        if _t3 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t3, 'UpdateMetadataTopicState.partition_states')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(UpdateMetadataPartitionState)
+                _t5.partition_index, _t5.controller_epoch, _t5.leader, _t5.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
+                pos += 20
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.zk_version, _t7, = _S_ii.unpack_from(buf, pos)
+                pos += 8
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                if _t8 < 0:
+                    raise null_error('UpdateMetadataPartitionState.offline_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5.topic_name = ''
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partition_states = _t4
     o.topic_id = ZERO_UUID
     o._unknown_tagged = None
     return o, pos
@@ -670,23 +824,29 @@ def _d_UpdateMetadataRequest_v5(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataTopicState_v5(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_UpdateMetadataTopicState_v5(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4, = _S_i.unpack_from(buf, pos)
     pos += 4
     if _t4 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v3(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t4 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
+            _t5 = []
+            for _ in range(_t4):
+                _t6, pos = _d_UpdateMetadataBroker_v3(buf, pos)
+                _t5.append(_t6)
+            o.live_brokers = _t5
     o.is_k_raft_controller = False
     o.type_ = 0
     o.ungrouped_partition_states = []
@@ -736,56 +896,6 @@ def _e_UpdateMetadataRequest_v5(o, out):
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v3(_t6, out)
 
-def _d_UpdateMetadataPartitionState_v6(buf, pos):
-    o = _new(UpdateMetadataPartitionState)
-    o.partition_index, o.controller_epoch, o.leader, o.leader_epoch, = _S_iiii.unpack_from(buf, pos)
-    pos += 16
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('UpdateMetadataPartitionState.isr')
-    else:
-        o.isr, pos = read_fixed_array(buf, pos, _t1, 'i', 4)
-    o.zk_version, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t2 = buf[pos]
-    if _t2 < 128:
-        pos += 1
-    else:
-        _t2, pos = read_uvarint(buf, pos)
-    _t2 -= 1
-    if _t2 < 0:
-        raise null_error('UpdateMetadataPartitionState.replicas')
-    else:
-        o.replicas, pos = read_fixed_array(buf, pos, _t2, 'i', 4)
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('UpdateMetadataPartitionState.offline_replicas')
-    else:
-        o.offline_replicas, pos = read_fixed_array(buf, pos, _t3, 'i', 4)
-    o.topic_name = ''
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_UpdateMetadataTopicState_v6(buf, pos):
     o = _new(UpdateMetadataTopicState)
     _t1 = buf[pos]
@@ -797,7 +907,7 @@ def _d_UpdateMetadataTopicState_v6(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -809,56 +919,74 @@ def _d_UpdateMetadataTopicState_v6(buf, pos):
     if _t3 < 0:
         raise null_error('UpdateMetadataTopicState.partition_states')
     else:
-        check_count(buf, pos, _t3, 'UpdateMetadataTopicState.partition_states')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_UpdateMetadataPartitionState_v6(buf, pos)
-            _t4.append(_t5)
-        o.partition_states = _t4
+        if _t3 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t3, 'UpdateMetadataTopicState.partition_states')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(UpdateMetadataPartitionState)
+                _t5.partition_index, _t5.controller_epoch, _t5.leader, _t5.leader_epoch, = _S_iiii.unpack_from(buf, pos)
+                pos += 16
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t6 < 32:
+                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        pos += 4 * _t6
+                    else:
+                        _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
+                _t5.zk_version, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t7 < 32:
+                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('UpdateMetadataPartitionState.offline_replicas')
+                else:
+                    if _t8 < 32:
+                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t5.topic_name = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partition_states = _t4
     o.topic_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
-def _d_UpdateMetadataEndpoint_v6(buf, pos):
-    o = _new(UpdateMetadataEndpoint)
-    o.port, = _S_i.unpack_from(buf, pos)
-    pos += 4
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('UpdateMetadataEndpoint.host')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.host = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('UpdateMetadataEndpoint.listener')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.listener = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.security_protocol, = _S_h.unpack_from(buf, pos)
-    pos += 2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -885,24 +1013,66 @@ def _d_UpdateMetadataBroker_v6(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataBroker.endpoints')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataEndpoint_v6(buf, pos)
-            _t2.append(_t3)
-        o.endpoints = _t2
-    _t4 = buf[pos]
-    if _t4 < 128:
+        if _t1 == 0:
+            o.endpoints = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataBroker.endpoints')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(UpdateMetadataEndpoint)
+                _t3.port, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t4 = buf[pos]
+                if _t4 < 128:
+                    pos += 1
+                else:
+                    _t4, pos = read_uvarint(buf, pos)
+                _t4 -= 1
+                if _t4 < 0:
+                    raise null_error('UpdateMetadataEndpoint.host')
+                else:
+                    _t5 = pos + _t4
+                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    pos = _t5
+                _t6 = buf[pos]
+                if _t6 < 128:
+                    pos += 1
+                else:
+                    _t6, pos = read_uvarint(buf, pos)
+                _t6 -= 1
+                if _t6 < 0:
+                    raise null_error('UpdateMetadataEndpoint.listener')
+                else:
+                    _t7 = pos + _t6
+                    _t3.listener = str(buf[pos:_t7], 'utf-8')
+                    pos = _t7
+                _t3.security_protocol, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.endpoints = _t2
+    _t8 = buf[pos]
+    if _t8 < 128:
         pos += 1
     else:
-        _t4, pos = read_uvarint(buf, pos)
-    _t4 -= 1
-    if _t4 < 0:
+        _t8, pos = read_uvarint(buf, pos)
+    _t8 -= 1
+    if _t8 < 0:
         o.rack = None
     else:
-        _t5 = check_length(buf, pos, _t4)
-        o.rack = str(buf[pos:_t5], 'utf-8')
-        pos = _t5
+        _t9 = pos + _t8
+        o.rack = str(buf[pos:_t9], 'utf-8')
+        pos = _t9
     o.v0_host = ''
     o.v0_port = 0
     if buf[pos] == 0:
@@ -931,12 +1101,15 @@ def _d_UpdateMetadataRequest_v6(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataTopicState_v6(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_UpdateMetadataTopicState_v6(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -946,12 +1119,15 @@ def _d_UpdateMetadataRequest_v6(buf, pos):
     if _t4 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v6(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t4 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
+            _t5 = []
+            for _ in range(_t4):
+                _t6, pos = _d_UpdateMetadataBroker_v6(buf, pos)
+                _t5.append(_t6)
+            o.live_brokers = _t5
     o.is_k_raft_controller = False
     o.type_ = 0
     o.ungrouped_partition_states = []
@@ -1075,7 +1251,7 @@ def _d_UpdateMetadataTopicState_v7(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataTopicState.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
@@ -1090,12 +1266,73 @@ def _d_UpdateMetadataTopicState_v7(buf, pos):
     if _t4 < 0:
         raise null_error('UpdateMetadataTopicState.partition_states')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataTopicState.partition_states')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataPartitionState_v6(buf, pos)
-            _t5.append(_t6)
-        o.partition_states = _t5
+        if _t4 == 0:
+            o.partition_states = []
+        else:
+            check_count(buf, pos, _t4, 'UpdateMetadataTopicState.partition_states')
+            _t5 = []
+            for _ in range(_t4):
+                _t6 = _new(UpdateMetadataPartitionState)
+                _t6.partition_index, _t6.controller_epoch, _t6.leader, _t6.leader_epoch, = _S_iiii.unpack_from(buf, pos)
+                pos += 16
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('UpdateMetadataPartitionState.isr')
+                else:
+                    if _t7 < 32:
+                        _t6.isr = list(_A_i[_t7].unpack_from(buf, pos))
+                        pos += 4 * _t7
+                    else:
+                        _t6.isr, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
+                _t6.zk_version, = _S_i.unpack_from(buf, pos)
+                pos += 4
+                _t8 = buf[pos]
+                if _t8 < 128:
+                    pos += 1
+                else:
+                    _t8, pos = read_uvarint(buf, pos)
+                _t8 -= 1
+                if _t8 < 0:
+                    raise null_error('UpdateMetadataPartitionState.replicas')
+                else:
+                    if _t8 < 32:
+                        _t6.replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        pos += 4 * _t8
+                    else:
+                        _t6.replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
+                _t9 = buf[pos]
+                if _t9 < 128:
+                    pos += 1
+                else:
+                    _t9, pos = read_uvarint(buf, pos)
+                _t9 -= 1
+                if _t9 < 0:
+                    raise null_error('UpdateMetadataPartitionState.offline_replicas')
+                else:
+                    if _t9 < 32:
+                        _t6.offline_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        pos += 4 * _t9
+                    else:
+                        _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
+                _t6.topic_name = ''
+                if buf[pos] == 0:
+                    pos += 1
+                    _t6._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t6._unknown_tagged = unknown
+                _t5.append(_t6)
+            o.partition_states = _t5
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -1122,12 +1359,15 @@ def _d_UpdateMetadataRequest_v7(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataTopicState_v7(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_UpdateMetadataTopicState_v7(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -1137,12 +1377,15 @@ def _d_UpdateMetadataRequest_v7(buf, pos):
     if _t4 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v6(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t4 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
+            _t5 = []
+            for _ in range(_t4):
+                _t6, pos = _d_UpdateMetadataBroker_v6(buf, pos)
+                _t5.append(_t6)
+            o.live_brokers = _t5
     o.is_k_raft_controller = False
     o.type_ = 0
     o.ungrouped_partition_states = []
@@ -1213,12 +1456,15 @@ def _d_UpdateMetadataRequest_v8(buf, pos):
     if _t1 < 0:
         raise null_error('UpdateMetadataRequest.topic_states')
     else:
-        check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_UpdateMetadataTopicState_v7(buf, pos)
-            _t2.append(_t3)
-        o.topic_states = _t2
+        if _t1 == 0:
+            o.topic_states = []
+        else:
+            check_count(buf, pos, _t1, 'UpdateMetadataRequest.topic_states')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_UpdateMetadataTopicState_v7(buf, pos)
+                _t2.append(_t3)
+            o.topic_states = _t2
     _t4 = buf[pos]
     if _t4 < 128:
         pos += 1
@@ -1228,12 +1474,15 @@ def _d_UpdateMetadataRequest_v8(buf, pos):
     if _t4 < 0:
         raise null_error('UpdateMetadataRequest.live_brokers')
     else:
-        check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
-        _t5 = []
-        for _ in range(_t4):
-            _t6, pos = _d_UpdateMetadataBroker_v6(buf, pos)
-            _t5.append(_t6)
-        o.live_brokers = _t5
+        if _t4 == 0:
+            o.live_brokers = []
+        else:
+            check_count(buf, pos, _t4, 'UpdateMetadataRequest.live_brokers')
+            _t5 = []
+            for _ in range(_t4):
+                _t6, pos = _d_UpdateMetadataBroker_v6(buf, pos)
+                _t5.append(_t6)
+            o.live_brokers = _t5
     o.ungrouped_partition_states = []
     o.type_ = 0
     if buf[pos] == 0:

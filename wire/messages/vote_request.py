@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_i = struct.Struct('>i')
 _S_iiiUUiq = struct.Struct('>iii16s16siq')
@@ -55,25 +56,6 @@ class VoteRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.candidate_epoch, o.candidate_id, o.last_offset_epoch, o.last_offset, = _S_iiiiq.unpack_from(buf, pos)
-    pos += 24
-    o.candidate_directory_id = ZERO_UUID
-    o.voter_directory_id = ZERO_UUID
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v0(buf, pos):
     o = _new(TopicData)
     _t1 = buf[pos]
@@ -85,7 +67,7 @@ def _d_TopicData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -97,12 +79,30 @@ def _d_TopicData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.candidate_epoch, _t5.candidate_id, _t5.last_offset_epoch, _t5.last_offset, = _S_iiiiq.unpack_from(buf, pos)
+                pos += 24
+                _t5.candidate_directory_id = ZERO_UUID
+                _t5.voter_directory_id = ZERO_UUID
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -127,7 +127,7 @@ def _d_VoteRequest_v0(buf, pos):
     if _t1 < 0:
         o.cluster_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -139,12 +139,15 @@ def _d_VoteRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('VoteRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'VoteRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicData_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'VoteRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicData_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     o.voter_id = -1
     if buf[pos] == 0:
         pos += 1
@@ -200,25 +203,6 @@ def _e_VoteRequest_v0(o, out):
     else:
         out.append(0)
 
-def _d_PartitionData_v1(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.candidate_epoch, o.candidate_id, _t1, _t2, o.last_offset_epoch, o.last_offset, = _S_iiiUUiq.unpack_from(buf, pos)
-    pos += 56
-    o.candidate_directory_id = uuid_from(_t1)
-    o.voter_directory_id = uuid_from(_t2)
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v1(buf, pos):
     o = _new(TopicData)
     _t1 = buf[pos]
@@ -230,7 +214,7 @@ def _d_TopicData_v1(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -242,12 +226,30 @@ def _d_TopicData_v1(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.candidate_epoch, _t5.candidate_id, _t6, _t7, _t5.last_offset_epoch, _t5.last_offset, = _S_iiiUUiq.unpack_from(buf, pos)
+                pos += 56
+                _t5.candidate_directory_id = uuid_from(_t6)
+                _t5.voter_directory_id = uuid_from(_t7)
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -272,7 +274,7 @@ def _d_VoteRequest_v1(buf, pos):
     if _t1 < 0:
         o.cluster_id = None
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.cluster_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.voter_id, = _S_i.unpack_from(buf, pos)
@@ -286,12 +288,15 @@ def _d_VoteRequest_v1(buf, pos):
     if _t3 < 0:
         raise null_error('VoteRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'VoteRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_TopicData_v1(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'VoteRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_TopicData_v1(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

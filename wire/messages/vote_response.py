@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -65,23 +66,6 @@ class VoteResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_PartitionData_v0(buf, pos):
-    o = _new(PartitionData)
-    o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted, = _S_ihiio.unpack_from(buf, pos)
-    pos += 15
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_TopicData_v0(buf, pos):
     o = _new(TopicData)
     _t1 = buf[pos]
@@ -93,7 +77,7 @@ def _d_TopicData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('TopicData.topic_name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.topic_name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -105,12 +89,28 @@ def _d_TopicData_v0(buf, pos):
     if _t3 < 0:
         raise null_error('TopicData.partitions')
     else:
-        check_count(buf, pos, _t3, 'TopicData.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_PartitionData_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'TopicData.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(PartitionData)
+                _t5.partition_index, _t5.error_code, _t5.leader_id, _t5.leader_epoch, _t5.vote_granted, = _S_ihiio.unpack_from(buf, pos)
+                pos += 15
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -137,12 +137,15 @@ def _d_VoteResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('VoteResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'VoteResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'VoteResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -209,7 +212,7 @@ def _d_NodeEndpoint_v1(buf, pos):
     if _t1 < 0:
         raise null_error('NodeEndpoint.host')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.host = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     o.port, = _S_W.unpack_from(buf, pos)
@@ -240,12 +243,15 @@ def _d_VoteResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('VoteResponse.topics')
     else:
-        check_count(buf, pos, _t1, 'VoteResponse.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_TopicData_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'VoteResponse.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_TopicData_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o.node_endpoints = []
     if buf[pos] == 0:
         pos += 1
@@ -267,12 +273,15 @@ def _d_VoteResponse_v1(buf, pos):
                 if _t4 < 0:
                     raise null_error('VoteResponse.node_endpoints')
                 else:
-                    check_count(buf, pos, _t4, 'VoteResponse.node_endpoints')
-                    _t5 = []
-                    for _ in range(_t4):
-                        _t6, pos = _d_NodeEndpoint_v1(buf, pos)
-                        _t5.append(_t6)
-                    o.node_endpoints = _t5
+                    if _t4 == 0:
+                        o.node_endpoints = []
+                    else:
+                        check_count(buf, pos, _t4, 'VoteResponse.node_endpoints')
+                        _t5 = []
+                        for _ in range(_t4):
+                            _t6, pos = _d_NodeEndpoint_v1(buf, pos)
+                            _t5.append(_t6)
+                        o.node_endpoints = _t5
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)

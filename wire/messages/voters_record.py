@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -63,47 +64,6 @@ class VotersRecord(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_Endpoint_v0(buf, pos):
-    o = _new(Endpoint)
-    _t1 = buf[pos]
-    if _t1 < 128:
-        pos += 1
-    else:
-        _t1, pos = read_uvarint(buf, pos)
-    _t1 -= 1
-    if _t1 < 0:
-        raise null_error('Endpoint.name')
-    else:
-        _t2 = check_length(buf, pos, _t1)
-        o.name = str(buf[pos:_t2], 'utf-8')
-        pos = _t2
-    _t3 = buf[pos]
-    if _t3 < 128:
-        pos += 1
-    else:
-        _t3, pos = read_uvarint(buf, pos)
-    _t3 -= 1
-    if _t3 < 0:
-        raise null_error('Endpoint.host')
-    else:
-        _t4 = check_length(buf, pos, _t3)
-        o.host = str(buf[pos:_t4], 'utf-8')
-        pos = _t4
-    o.port, = _S_W.unpack_from(buf, pos)
-    pos += 2
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_KRaftVersionFeature_v0(buf, pos):
     o = _new(KRaftVersionFeature)
     o.min_supported_version, o.max_supported_version, = _S_hh.unpack_from(buf, pos)
@@ -135,12 +95,52 @@ def _d_Voter_v0(buf, pos):
     if _t2 < 0:
         raise null_error('Voter.endpoints')
     else:
-        check_count(buf, pos, _t2, 'Voter.endpoints')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_Endpoint_v0(buf, pos)
-            _t3.append(_t4)
-        o.endpoints = _t3
+        if _t2 == 0:
+            o.endpoints = []
+        else:
+            check_count(buf, pos, _t2, 'Voter.endpoints')
+            _t3 = []
+            for _ in range(_t2):
+                _t4 = _new(Endpoint)
+                _t5 = buf[pos]
+                if _t5 < 128:
+                    pos += 1
+                else:
+                    _t5, pos = read_uvarint(buf, pos)
+                _t5 -= 1
+                if _t5 < 0:
+                    raise null_error('Endpoint.name')
+                else:
+                    _t6 = pos + _t5
+                    _t4.name = str(buf[pos:_t6], 'utf-8')
+                    pos = _t6
+                _t7 = buf[pos]
+                if _t7 < 128:
+                    pos += 1
+                else:
+                    _t7, pos = read_uvarint(buf, pos)
+                _t7 -= 1
+                if _t7 < 0:
+                    raise null_error('Endpoint.host')
+                else:
+                    _t8 = pos + _t7
+                    _t4.host = str(buf[pos:_t8], 'utf-8')
+                    pos = _t8
+                _t4.port, = _S_W.unpack_from(buf, pos)
+                pos += 2
+                if buf[pos] == 0:
+                    pos += 1
+                    _t4._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t4._unknown_tagged = unknown
+                _t3.append(_t4)
+            o.endpoints = _t3
     o.k_raft_version_feature, pos = _d_KRaftVersionFeature_v0(buf, pos)
     if buf[pos] == 0:
         pos += 1
@@ -168,12 +168,15 @@ def _d_VotersRecord_v0(buf, pos):
     if _t1 < 0:
         raise null_error('VotersRecord.voters')
     else:
-        check_count(buf, pos, _t1, 'VotersRecord.voters')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_Voter_v0(buf, pos)
-            _t2.append(_t3)
-        o.voters = _t2
+        if _t1 == 0:
+            o.voters = []
+        else:
+            check_count(buf, pos, _t1, 'VotersRecord.voters')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_Voter_v0(buf, pos)
+                _t2.append(_t3)
+            o.voters = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

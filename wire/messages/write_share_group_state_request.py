@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_U = struct.Struct('>16s')
 _S_iiiq = struct.Struct('>iiiq')
@@ -64,23 +65,6 @@ class WriteShareGroupStateRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_StateBatch_v0(buf, pos):
-    o = _new(StateBatch)
-    o.first_offset, o.last_offset, o.delivery_state, o.delivery_count, = _S_qqbh.unpack_from(buf, pos)
-    pos += 19
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_PartitionData_v0(buf, pos):
     o = _new(PartitionData)
     o.partition, o.state_epoch, o.leader_epoch, o.start_offset, = _S_iiiq.unpack_from(buf, pos)
@@ -94,12 +78,28 @@ def _d_PartitionData_v0(buf, pos):
     if _t1 < 0:
         raise null_error('PartitionData.state_batches')
     else:
-        check_count(buf, pos, _t1, 'PartitionData.state_batches')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_StateBatch_v0(buf, pos)
-            _t2.append(_t3)
-        o.state_batches = _t2
+        if _t1 == 0:
+            o.state_batches = []
+        else:
+            check_count(buf, pos, _t1, 'PartitionData.state_batches')
+            _t2 = []
+            for _ in range(_t1):
+                _t3 = _new(StateBatch)
+                _t3.first_offset, _t3.last_offset, _t3.delivery_state, _t3.delivery_count, = _S_qqbh.unpack_from(buf, pos)
+                pos += 19
+                if buf[pos] == 0:
+                    pos += 1
+                    _t3._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t3._unknown_tagged = unknown
+                _t2.append(_t3)
+            o.state_batches = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -127,12 +127,15 @@ def _d_WriteStateData_v0(buf, pos):
     if _t2 < 0:
         raise null_error('WriteStateData.partitions')
     else:
-        check_count(buf, pos, _t2, 'WriteStateData.partitions')
-        _t3 = []
-        for _ in range(_t2):
-            _t4, pos = _d_PartitionData_v0(buf, pos)
-            _t3.append(_t4)
-        o.partitions = _t3
+        if _t2 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t2, 'WriteStateData.partitions')
+            _t3 = []
+            for _ in range(_t2):
+                _t4, pos = _d_PartitionData_v0(buf, pos)
+                _t3.append(_t4)
+            o.partitions = _t3
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -157,7 +160,7 @@ def _d_WriteShareGroupStateRequest_v0(buf, pos):
     if _t1 < 0:
         raise null_error('WriteShareGroupStateRequest.group_id')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.group_id = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -169,12 +172,15 @@ def _d_WriteShareGroupStateRequest_v0(buf, pos):
     if _t3 < 0:
         raise null_error('WriteShareGroupStateRequest.topics')
     else:
-        check_count(buf, pos, _t3, 'WriteShareGroupStateRequest.topics')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_WriteStateData_v0(buf, pos)
-            _t4.append(_t5)
-        o.topics = _t4
+        if _t3 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t3, 'WriteShareGroupStateRequest.topics')
+            _t4 = []
+            for _ in range(_t3):
+                _t5, pos = _d_WriteStateData_v0(buf, pos)
+                _t4.append(_t5)
+            o.topics = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None

@@ -4,9 +4,10 @@
 # ruff: noqa
 import struct
 
-from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry,
-                     check_count, check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, uuid_from, uvarint, write_fixed_array, write_records, write_tags)
+from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
+                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
+                     write_tags)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -60,13 +61,6 @@ class WriteTxnMarkersResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
-def _d_WritableTxnMarkerPartitionResult_v0(buf, pos):
-    o = _new(WritableTxnMarkerPartitionResult)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    o._unknown_tagged = None
-    return o, pos
-
 def _d_WritableTxnMarkerTopicResult_v0(buf, pos):
     o = _new(WritableTxnMarkerTopicResult)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -74,7 +68,7 @@ def _d_WritableTxnMarkerTopicResult_v0(buf, pos):
     if _t1 < 0:
         raise null_error('WritableTxnMarkerTopicResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
@@ -82,12 +76,18 @@ def _d_WritableTxnMarkerTopicResult_v0(buf, pos):
     if _t3 < 0:
         raise null_error('WritableTxnMarkerTopicResult.partitions')
     else:
-        check_count(buf, pos, _t3, 'WritableTxnMarkerTopicResult.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_WritableTxnMarkerPartitionResult_v0(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'WritableTxnMarkerTopicResult.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(WritableTxnMarkerPartitionResult)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                _t5._unknown_tagged = None
+                _t4.append(_t5)
+            o.partitions = _t4
     o._unknown_tagged = None
     return o, pos
 
@@ -98,12 +98,15 @@ def _d_WritableTxnMarkerResult_v0(buf, pos):
     if _t1 < 0:
         raise null_error('WritableTxnMarkerResult.topics')
     else:
-        check_count(buf, pos, _t1, 'WritableTxnMarkerResult.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_WritableTxnMarkerTopicResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'WritableTxnMarkerResult.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_WritableTxnMarkerTopicResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -114,12 +117,15 @@ def _d_WriteTxnMarkersResponse_v0(buf, pos):
     if _t1 < 0:
         raise null_error('WriteTxnMarkersResponse.markers')
     else:
-        check_count(buf, pos, _t1, 'WriteTxnMarkersResponse.markers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_WritableTxnMarkerResult_v0(buf, pos)
-            _t2.append(_t3)
-        o.markers = _t2
+        if _t1 == 0:
+            o.markers = []
+        else:
+            check_count(buf, pos, _t1, 'WriteTxnMarkersResponse.markers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_WritableTxnMarkerResult_v0(buf, pos)
+                _t2.append(_t3)
+            o.markers = _t2
     o._unknown_tagged = None
     return o, pos
 
@@ -151,23 +157,6 @@ def _e_WriteTxnMarkersResponse_v0(o, out):
     for _t3 in _t1:
         _e_WritableTxnMarkerResult_v0(_t3, out)
 
-def _d_WritableTxnMarkerPartitionResult_v1(buf, pos):
-    o = _new(WritableTxnMarkerPartitionResult)
-    o.partition_index, o.error_code, = _S_ih.unpack_from(buf, pos)
-    pos += 6
-    if buf[pos] == 0:
-        pos += 1
-        o._unknown_tagged = None
-    else:
-        unknown = None
-        count, pos = read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = read_uvarint(buf, pos)
-            size, pos = read_uvarint(buf, pos)
-            unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
-        o._unknown_tagged = unknown
-    return o, pos
-
 def _d_WritableTxnMarkerTopicResult_v1(buf, pos):
     o = _new(WritableTxnMarkerTopicResult)
     _t1 = buf[pos]
@@ -179,7 +168,7 @@ def _d_WritableTxnMarkerTopicResult_v1(buf, pos):
     if _t1 < 0:
         raise null_error('WritableTxnMarkerTopicResult.name')
     else:
-        _t2 = check_length(buf, pos, _t1)
+        _t2 = pos + _t1
         o.name = str(buf[pos:_t2], 'utf-8')
         pos = _t2
     _t3 = buf[pos]
@@ -191,12 +180,28 @@ def _d_WritableTxnMarkerTopicResult_v1(buf, pos):
     if _t3 < 0:
         raise null_error('WritableTxnMarkerTopicResult.partitions')
     else:
-        check_count(buf, pos, _t3, 'WritableTxnMarkerTopicResult.partitions')
-        _t4 = []
-        for _ in range(_t3):
-            _t5, pos = _d_WritableTxnMarkerPartitionResult_v1(buf, pos)
-            _t4.append(_t5)
-        o.partitions = _t4
+        if _t3 == 0:
+            o.partitions = []
+        else:
+            check_count(buf, pos, _t3, 'WritableTxnMarkerTopicResult.partitions')
+            _t4 = []
+            for _ in range(_t3):
+                _t5 = _new(WritableTxnMarkerPartitionResult)
+                _t5.partition_index, _t5.error_code, = _S_ih.unpack_from(buf, pos)
+                pos += 6
+                if buf[pos] == 0:
+                    pos += 1
+                    _t5._unknown_tagged = None
+                else:
+                    unknown = None
+                    count, pos = read_uvarint(buf, pos)
+                    for _ in range(count):
+                        tag, pos = read_uvarint(buf, pos)
+                        size, pos = read_uvarint(buf, pos)
+                        unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
+                    _t5._unknown_tagged = unknown
+                _t4.append(_t5)
+            o.partitions = _t4
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -223,12 +228,15 @@ def _d_WritableTxnMarkerResult_v1(buf, pos):
     if _t1 < 0:
         raise null_error('WritableTxnMarkerResult.topics')
     else:
-        check_count(buf, pos, _t1, 'WritableTxnMarkerResult.topics')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_WritableTxnMarkerTopicResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.topics = _t2
+        if _t1 == 0:
+            o.topics = []
+        else:
+            check_count(buf, pos, _t1, 'WritableTxnMarkerResult.topics')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_WritableTxnMarkerTopicResult_v1(buf, pos)
+                _t2.append(_t3)
+            o.topics = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
@@ -253,12 +261,15 @@ def _d_WriteTxnMarkersResponse_v1(buf, pos):
     if _t1 < 0:
         raise null_error('WriteTxnMarkersResponse.markers')
     else:
-        check_count(buf, pos, _t1, 'WriteTxnMarkersResponse.markers')
-        _t2 = []
-        for _ in range(_t1):
-            _t3, pos = _d_WritableTxnMarkerResult_v1(buf, pos)
-            _t2.append(_t3)
-        o.markers = _t2
+        if _t1 == 0:
+            o.markers = []
+        else:
+            check_count(buf, pos, _t1, 'WriteTxnMarkersResponse.markers')
+            _t2 = []
+            for _ in range(_t1):
+                _t3, pos = _d_WritableTxnMarkerResult_v1(buf, pos)
+                _t2.append(_t3)
+            o.markers = _t2
     if buf[pos] == 0:
         pos += 1
         o._unknown_tagged = None
