@@ -35,16 +35,16 @@ def wait_for(pred, timeout: float = 10.0, interval: float = 0.05, what: str = "c
 
 @dataclass
 class Rec:
-    key: "bytes | None"
-    value: "bytes | None"
-    headers: "list[tuple[str, bytes | None]]" = field(default_factory=list)
-    timestamp: "int | None" = None  # ms, CreateTime
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    timestamp: int | None = None  # ms, CreateTime
     partition: int = 0
 
 
 def make_records(n: int = 24, partitions: int = 1, seed: int = 0, null_header_values: bool = True,
-                 headers: bool = True, base_ts: "int | None" = None,
-                 allow_null_key_and_value: bool = True) -> "list[Rec]":
+                 headers: bool = True, base_ts: int | None = None,
+                 allow_null_key_and_value: bool = True) -> list[Rec]:
     """A data set that exercises what a broker must carry unchanged: null and empty keys, null
     (tombstone) and empty values, compressible and incompressible values, repeated and null
     header values, explicit CreateTime timestamps. Records go to partition i % partitions."""
@@ -69,7 +69,7 @@ def make_records(n: int = 24, partitions: int = 1, seed: int = 0, null_header_va
             value = (f"value-{i}-" + "the quick brown fox jumps over the lazy dog " * (1 + i % 20)).encode()
         if key is None and value is None and not allow_null_key_and_value:
             key = b"k"
-        hdrs: "list[tuple[str, bytes | None]]" = []
+        hdrs: list[tuple[str, bytes | None]] = []
         if headers and i % 3 != 0:
             hdrs = [("h", f"hv-{i}".encode()), ("dup", b"1"), ("dup", b"2"), ("empty", b"")]
             if null_header_values and i % 2 == 0:
@@ -78,8 +78,8 @@ def make_records(n: int = 24, partitions: int = 1, seed: int = 0, null_header_va
     return out
 
 
-def by_partition(recs: "list[Rec]") -> "dict[int, list[Rec]]":
-    out: "dict[int, list[Rec]]" = {}
+def by_partition(recs: list[Rec]) -> dict[int, list[Rec]]:
+    out: dict[int, list[Rec]] = {}
     for r in recs:
         out.setdefault(r.partition, []).append(r)
     return out
@@ -91,7 +91,7 @@ def confluent_admin(bootstrap: str):
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, config: "dict | None" = None,
+def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None,
                  timeout: float = 15.0) -> None:
     """Create a topic with confluent-kafka's admin client and wait until metadata shows it."""
     from confluent_kafka.admin import NewTopic
@@ -109,8 +109,8 @@ def _has_partitions(admin, name: str, partitions: int) -> bool:
     return t is not None and t.error is None and len(t.partitions) == partitions
 
 
-def confluent_consume_all(bootstrap: str, topic: str, partitions: "dict[int, int]", timeout: float = 20.0,
-                          start: int = 0, extra: "dict | None" = None):
+def confluent_consume_all(bootstrap: str, topic: str, partitions: dict[int, int], timeout: float = 20.0,
+                          start: int = 0, extra: dict | None = None):
     """Read partitions {partition: count} from offset `start` with assign(); returns
     {partition: [Message]} with exactly `count` messages per partition (fails otherwise)."""
     from confluent_kafka import Consumer, TopicPartition
@@ -127,7 +127,7 @@ def confluent_consume_all(bootstrap: str, topic: str, partitions: "dict[int, int
     c = Consumer(conf)
     try:
         c.assign([TopicPartition(topic, p, start) for p in partitions])
-        got: "dict[int, list]" = {p: [] for p in partitions}
+        got: dict[int, list] = {p: [] for p in partitions}
         deadline = time.monotonic() + timeout
         while any(len(got[p]) < n for p, n in partitions.items()):
             if time.monotonic() > deadline:

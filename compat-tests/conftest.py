@@ -54,7 +54,7 @@ STARTED_RE = re.compile(
 )
 
 # Every pool not yet closed, so a failing test's report can show its brokers' output.
-_POOLS: "set[BrokerPool]" = set()
+_POOLS: set[BrokerPool] = set()
 
 
 @atexit.register
@@ -78,7 +78,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-_LAST_RESORT: "list[threading.Timer]" = []
+_LAST_RESORT: list[threading.Timer] = []
 TEST_TIMEOUT = float(os.environ.get("SAMSA_COMPAT_TEST_TIMEOUT", "240"))
 
 
@@ -144,8 +144,8 @@ class Broker:
 
     _seq = 0
 
-    def __init__(self, base_dir: Path, overrides: "dict[str, object] | None" = None,
-                 properties: "dict[str, object] | None" = None):
+    def __init__(self, base_dir: Path, overrides: dict[str, object] | None = None,
+                 properties: dict[str, object] | None = None):
         Broker._seq += 1
         self.name = f"b{Broker._seq}"
         self.base_dir = Path(base_dir)
@@ -154,15 +154,15 @@ class Broker:
         self.data_dir.mkdir(exist_ok=True)
         self.log_path = self.base_dir / "broker.log"
         self.overrides = {str(k): str(v) for k, v in (overrides or {}).items()}
-        self.properties_file: "Path | None" = None
+        self.properties_file: Path | None = None
         if properties is not None:  # passed as `samsa serve FILE`, overrides still win
             self.properties_file = self.base_dir / "server.properties"
             self.properties_file.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
         self.port = free_port()
-        self.proc: "subprocess.Popen | None" = None
+        self.proc: subprocess.Popen | None = None
         self._log = None
         self.starts = 0
-        self.last_returncode: "int | None" = None
+        self.last_returncode: int | None = None
         self.sigterm_timed_out = False
 
     # -- addresses ---------------------------------------------------------------------------
@@ -175,7 +175,7 @@ class Broker:
         return f"{HOST}:{self.port}"
 
     # -- command line -----------------------------------------------------------------------
-    def command(self) -> "list[str]":
+    def command(self) -> list[str]:
         if EXTERNAL_CMD:
             return shlex.split(EXTERNAL_CMD.format(host=HOST, port=self.port, data_dir=self.data_dir))
         settings = {
@@ -191,7 +191,7 @@ class Broker:
         return cmd
 
     # -- lifecycle --------------------------------------------------------------------------
-    def start(self, timeout: float = START_TIMEOUT) -> "Broker":
+    def start(self, timeout: float = START_TIMEOUT) -> Broker:
         assert self.proc is None or self.proc.poll() is not None, "broker already running"
         self.starts += 1
         self._log = open(self.log_path, "ab")
@@ -232,7 +232,7 @@ class Broker:
                 )
             time.sleep(0.05)
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> "int | None":
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
         """SIGTERM, wait, then SIGKILL. Returns the exit code (None if it was not running)."""
         if self.proc is None:
             return None
@@ -264,14 +264,14 @@ class Broker:
             self.proc.wait(10)
         self._reap()
 
-    def restart(self, timeout: float = START_TIMEOUT) -> "Broker":
+    def restart(self, timeout: float = START_TIMEOUT) -> Broker:
         self.stop()
         return self.start(timeout)
 
     def is_running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def _reap(self) -> "int | None":
+    def _reap(self) -> int | None:
         rc = self.proc.returncode if self.proc is not None else None
         if self.proc is not None and rc is not None:
             self.last_returncode = rc
@@ -312,11 +312,11 @@ class BrokerPool:
     def __init__(self, tmp_factory, label: str):
         self.tmp_factory = tmp_factory
         self.label = label
-        self.brokers: "list[Broker]" = []
+        self.brokers: list[Broker] = []
         _POOLS.add(self)
 
-    def __call__(self, overrides: "dict[str, object] | None" = None, start: bool = True,
-                 properties: "dict[str, object] | None" = None) -> Broker:
+    def __call__(self, overrides: dict[str, object] | None = None, start: bool = True,
+                 properties: dict[str, object] | None = None) -> Broker:
         if (overrides or properties) and EXTERNAL_CMD:
             pytest.skip(f"external broker command cannot take settings {overrides or properties}")
         last_err = None

@@ -9,13 +9,36 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import (TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Consumer, KafkaError,
-                             KafkaException, Producer, TopicCollection, TopicPartition, Uuid)
-from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
-                                   NewPartitions, NewTopic, OffsetSpec, ResourceType)
-
-from compat_util import (CODECS, by_partition, confluent_admin, confluent_consume_all, create_topic,
-                         make_records, wait_for)
+from compat_util import (
+    CODECS,
+    by_partition,
+    confluent_admin,
+    confluent_consume_all,
+    create_topic,
+    make_records,
+    wait_for,
+)
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+    Uuid,
+)
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 
 T = 15  # seconds: bound on every single client call
 
@@ -29,7 +52,7 @@ def producer(bootstrap, **extra):
 
 def produce_all(p: Producer, topic: str, recs, timeout: float = T):
     """Produce recs to their partitions; returns the delivery reports in produce order."""
-    reports: "list" = [None] * len(recs)
+    reports: list = [None] * len(recs)
 
     def cb(i):
         def on_delivery(err, msg):
@@ -61,7 +84,7 @@ def test_produce_consume_every_codec(broker, topic_name, codec):
     reports = produce_all(p, topic_name, recs)
 
     # Acknowledged offsets: consecutive from 0 in each partition, in produce order.
-    per_part: "dict[int, list[int]]" = {}
+    per_part: dict[int, list[int]] = {}
     for r, (_, part, off, ts) in zip(recs, reports):
         assert part == r.partition
         assert ts == (TIMESTAMP_CREATE_TIME, r.timestamp)
@@ -153,10 +176,13 @@ def test_create_topic_with_partitions_and_configs(broker, topic_name):
     cfg = {"retention.ms": "123456789", "cleanup.policy": "compact", "max.message.bytes": "200000"}
     admin.create_topics([NewTopic(topic_name, 3, 1, config=cfg)], operation_timeout=T)[topic_name].result(T)
 
-    md = wait_for(lambda: (lambda t: t if t and t.error is None and len(t.partitions) == 3 else None)(
-        admin.list_topics(topic=topic_name, timeout=5).topics.get(topic_name)), T, what="3 partitions")
+    def topic_with_3_partitions():
+        t = admin.list_topics(topic=topic_name, timeout=5).topics.get(topic_name)
+        return t if t and t.error is None and len(t.partitions) == 3 else None
+
+    md = wait_for(topic_with_3_partitions, T, what="3 partitions")
     node_ids = set(admin.list_topics(timeout=5).brokers)
-    for pid, pm in md.partitions.items():
+    for pm in md.partitions.values():
         assert pm.leader in node_ids
         assert pm.replicas == [pm.leader] and pm.isrs == [pm.leader]
 
@@ -457,7 +483,7 @@ def test_long_poll_wakes_on_produce(broker, topic_name):
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "compat-unused",
                   "enable.auto.commit": False, "fetch.wait.max.ms": 5000, "fetch.min.bytes": 1,
                   "socket.timeout.ms": 20000, "statistics.interval.ms": 100, "stats_cb": on_stats})
-    received: "list[tuple[float, bytes]]" = []
+    received: list[tuple[float, bytes]] = []
     stop = threading.Event()
     errors = []
 

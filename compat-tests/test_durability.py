@@ -11,9 +11,8 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-
 from compat_util import create_topic, wait_for
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 PARTITIONS = 3
 RECORD = 1024
@@ -31,9 +30,9 @@ def payload(seq: int) -> bytes:
 class Acked:
     def __init__(self):
         self.lock = threading.Lock()
-        self.by_offset: "dict[tuple[int, int], int]" = {}  # (partition, offset) -> seq
+        self.by_offset: dict[tuple[int, int], int] = {}  # (partition, offset) -> seq
         self.failed = 0
-        self.duplicates: "list[tuple[int, int]]" = []
+        self.duplicates: list[tuple[int, int]] = []
 
     def callback(self, seq):
         def on_delivery(err, msg):

@@ -10,11 +10,16 @@ import threading
 import time
 
 import pytest
+from compat_util import CODECS, by_partition, make_records, wait_for
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as Errors
-from kafka.admin import (AlterConfigOp, ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec)
-
-from compat_util import CODECS, by_partition, make_records, wait_for
+from kafka.admin import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    KafkaAdminClient,
+    OffsetSpec,
+)
 
 T = 15
 
@@ -34,7 +39,7 @@ def producer(bootstrap, **extra):
     return KafkaProducer(**conf)
 
 
-def consume(bootstrap, topic, counts: "dict[int, int]", start: int = 0, timeout: float = 20, **extra):
+def consume(bootstrap, topic, counts: dict[int, int], start: int = 0, timeout: float = 20, **extra):
     """Read {partition: count} records from offset `start` with assign(): exactly that many."""
     conf = dict(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
                 fetch_max_wait_ms=100, request_timeout_ms=T * 1000, auto_offset_reset="earliest")

@@ -10,8 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from compat_util import CODECS, NODE_DIR, confluent_consume_all, make_records, node_script
+from compat_util import (
+    CODECS,
+    NODE_DIR,
+    confluent_consume_all,
+    make_records,
+    node_script,
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None or not (Path(NODE_DIR) / "node_modules" / "kafkajs").is_dir(),
@@ -37,7 +42,7 @@ def ok(result):
     return result["ok"]
 
 
-def error_types(result) -> "set[str]":
+def error_types(result) -> set[str]:
     """The Kafka error types of a failed op, its nested and original errors included."""
     assert "error" in result, f"expected an error, got {result}"
     out, todo = set(), [result["error"]]

@@ -9,16 +9,15 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import Producer
-
 from compat_util import CODECS, confluent_consume_all, create_topic
+from confluent_kafka import Producer
 
 pytestmark = pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed (compat-tests/install.sh)")
 
 T = 30
 
 
-def kcat(broker, *args, input: "bytes | None" = None, timeout: float = T, check: bool = True):
+def kcat(broker, *args, input: bytes | None = None, timeout: float = T, check: bool = True):
     cmd = ["kcat", "-b", broker.bootstrap, "-m", "10", *args]
     p = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout)
     if check and p.returncode != 0:

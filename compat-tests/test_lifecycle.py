@@ -11,10 +11,9 @@ import subprocess
 import sys
 
 import pytest
+from compat_util import confluent_admin, confluent_consume_all, create_topic, wait_for
 from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource, ResourceType
-
-from compat_util import confluent_admin, confluent_consume_all, create_topic, wait_for
 
 pytestmark = pytest.mark.skipif(bool(os.environ.get("SAMSA_COMPAT_BROKER_CMD")),
                                 reason="tests samsa's own command line")

@@ -8,12 +8,11 @@ import shutil
 import subprocess
 
 import pytest
+from compat_util import confluent_admin, confluent_consume_all, create_topic, wait_for
 from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, Uuid
 from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka import errors as KErrors
 from kafka.admin import OffsetSpec
-
-from compat_util import confluent_admin, confluent_consume_all, create_topic, wait_for
 
 T = 15
 
