@@ -34,7 +34,8 @@ def entries(ctx, request, resource):
     configs = []
     for e in found:
         configs.append(Entry(
-            name=e.name, value=e.value, read_only=e.read_only, is_default=e.source == ConfigSource.DEFAULT_CONFIG,
+            name=e.name, value=e.value, read_only=e.read_only,
+            is_default=ctx.api_version == 0 and e.source == ConfigSource.DEFAULT_CONFIG,
             config_source=e.source, is_sensitive=e.is_sensitive,
             synonyms=[Synonym(name=s.name, value=s.value, source=s.source) for s in e.synonyms] if include_synonyms else [],
             config_type=e.config_type, documentation=e.documentation if include_docs else None))

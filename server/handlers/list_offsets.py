@@ -75,6 +75,6 @@ async def handle(ctx, request):
             else:
                 parts.append(PartitionResponse(partition_index=p.partition_index, error_code=ErrorCode.NONE,
                                                timestamp=ts, offset=offset,
-                                               leader_epoch=partition.leader_epoch if offset >= 0 else -1))
+                                               leader_epoch=partition.leader_epoch if offset >= 0 and version >= 4 else -1))
         topics.append(TopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
