@@ -34,8 +34,12 @@ def apply_topic_configs(broker, resource_type: int, name: str, new_configs: dict
     return ErrorCode.NONE, None
 
 
-def incremental(current: dict[str, str], changes) -> tuple[dict[str, str], tuple[int, str] | None]:
-    """Kafka's IncrementalAlterConfigs operations on a copy of `current`."""
+def incremental(current: dict[str, str], changes, effective) -> tuple[dict[str, str], tuple[int, str] | None]:
+    """Kafka's IncrementalAlterConfigs operations on a copy of the overrides `current`.
+
+    APPEND and SUBTRACT start from the effective value (`effective(name)`: the override, else the
+    broker's or Kafka's default), as Kafka does.
+    """
     result = dict(current)
     for c in changes:
         if c.config_operation == SET:
@@ -47,7 +51,8 @@ def incremental(current: dict[str, str], changes) -> tuple[dict[str, str], tuple
                               "follower.replication.throttled.replicas"):
                 return result, (ErrorCode.INVALID_CONFIG,
                                 f"Config value append is not allowed for config key: {c.name}")
-            items = [x for x in result.get(c.name, "").split(",") if x]
+            base = result[c.name] if c.name in result else effective(c.name) or ""
+            items = [x for x in base.split(",") if x]
             values = [x.strip() for x in (c.value or "").split(",") if x.strip()]
             if c.config_operation == APPEND:
                 items += [v for v in values if v not in items]

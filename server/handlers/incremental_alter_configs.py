@@ -15,7 +15,13 @@ async def handle(ctx, request):
     responses = []
     for r in request.resources:
         topic = ctx.broker.metadata.topics.get(r.resource_name) if r.resource_type == TOPIC else None
-        configs, error = incremental(topic.configs if topic else {}, r.configs)
+        overrides = topic.configs if topic else {}
+
+        def effective(name: str, overrides=overrides) -> str | None:
+            entries = ctx.broker.config.describe_topic_configs(overrides, [name])
+            return entries[0].value if entries else None
+
+        configs, error = incremental(overrides, r.configs, effective)
         code, message = apply_topic_configs(ctx.broker, r.resource_type, r.resource_name, configs,
                                             request.validate_only, error)
         responses.append(Result(error_code=code, error_message=message, resource_type=r.resource_type,
