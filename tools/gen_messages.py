@@ -234,8 +234,13 @@ def differs_from_default(f: FieldSpec, value: str) -> str:
     if d == "None":
         return f"{value} is not None"
     if f.struct is not None:
-        return f"{value} != {d}"
+        return f"{value} != {prototype_name(f.struct)}"
     return f"{value} != {d}"
+
+
+def prototype_name(s: "StructSpec") -> str:
+    """A module-private default instance of the struct, compared against, never handed out."""
+    return f"_D_{s.name}"
 
 
 # --- code emission -----------------------------------------------------------------------------
@@ -670,7 +675,7 @@ class ModuleWriter:
 
         def write_len(expr: str, code: str) -> None:
             if flex:
-                c(f"{out} += uvarint(({expr}) + 1)")
+                self.write_compact_length(c, out, expr)
             elif pending_codes is not None:
                 pending_codes.append(code)
                 pending_values.append(expr)
@@ -730,7 +735,7 @@ class ModuleWriter:
                 else:
                     body(f"{b} = {x}")
                 if eflex:
-                    body(f"{out} += uvarint(len({b}) + 1)")
+                    self.write_compact_length(body, out, f"len({b})")
                 else:
                     body(f"{out} += {self.fmt('h' if el == 'string' else 'i')}.pack(len({b}))")
                 body(f"{out} += {b}")
@@ -754,6 +759,19 @@ class ModuleWriter:
             c(f"{b} = {conv}")
             write_len(f"len({b})", code)
             c(f"{out} += {b}")
+
+    def write_compact_length(self, c: Code, out: str, expr: str) -> None:
+        """Length + 1 as an unsigned varint (0 for null, from -1); one byte inline, as it mostly is."""
+        n = expr
+        if not expr.isidentifier():
+            n = self.temp()
+            c(f"{n} = {expr}")
+        c(f"if {n} < 127:")
+        with c.block():
+            c(f"{out}.append({n} + 1)")
+        c("else:")
+        with c.block():
+            c(f"{out} += uvarint({n} + 1)")
 
     # -- module --
 
@@ -783,6 +801,11 @@ class ModuleWriter:
         out.append("")
         for s in spec.structs:
             out.append(self.render_class(s, s is spec.root))
+        prototypes = sorted({f.struct.name for s in spec.structs for f in s.fields
+                             if f.struct is not None and not f.is_array and default_expr(f) != "None"})
+        out.extend(f"_D_{name} = {name}()" for name in prototypes)
+        if prototypes:
+            out.append("")
         lo, hi = spec.valid.lo, spec.valid.hi
         decoders = ", ".join(self.fn_names[(spec.root.name, v, "d")] for v in range(lo, hi + 1))
         encoders = ", ".join(self.fn_names[(spec.root.name, v, "e")] for v in range(lo, hi + 1))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 import uuid
 from functools import cache
+from operator import attrgetter
 from typing import NamedTuple
 
 from .exceptions import CodecError, UnsupportedVersionError
@@ -235,11 +236,18 @@ class Struct:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
     _schema: tuple[FieldInfo, ...] = ()
+    _values = staticmethod(lambda struct: ())
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls._fields:
+            # One C-level call gathers the fields: encoders compare tagged structs with their default.
+            cls._values = attrgetter(*cls._fields)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in self._fields)
+        return self._values(self) == self._values(other)
 
     __hash__ = None  # mutable
 

@@ -175,6 +175,28 @@ def test_null_records_are_distinct_from_empty():
             assert (got is None) == (records is None)
 
 
+def test_fixed_arrays_short_and_long_round_trip():
+    """Short arrays go through precompiled structs, long ones through the generic reader."""
+    for count in (0, 1, 31, 32, 33, 500):
+        partition = MetadataResponse.MetadataResponsePartition(replica_nodes=list(range(count)),
+                                                               isr_nodes=[-1] * count)
+        message = MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(name="t", partitions=[partition])])
+        for version in (0, 12):
+            decoded = MetadataResponse.decode(message.encode(version), version)
+            assert decoded.topics[0].partitions[0].replica_nodes == list(range(count))
+            assert decoded.topics[0].partitions[0].isr_nodes == [-1] * count
+
+
+def test_compact_lengths_around_the_one_byte_varint_limit():
+    for size in (125, 126, 127, 128, 300, 20000):
+        broker = MetadataResponse.MetadataResponseBroker(host="h" * size, rack="r" * size)
+        topics = [MetadataResponse.MetadataResponseTopic(name=str(i)) for i in range(size % 200)]
+        message = MetadataResponse(brokers=[broker], topics=topics, cluster_id="c" * size)
+        assert roundtrip(message, 12) == message
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="t" * size)])
+        assert roundtrip(request, 12) == request
+
+
 def test_a_field_a_version_cannot_carry_is_refused():
     with pytest.raises(UnsupportedVersionError):
         MetadataResponse(cluster_authorized_operations=5).encode(11)

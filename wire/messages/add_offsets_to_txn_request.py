@@ -107,13 +107,21 @@ def _d_AddOffsetsToTxnRequest_v3(buf, pos):
 def _e_AddOffsetsToTxnRequest_v3(o, out):
     _t1 = o.transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_qh.pack(o.producer_id, o.producer_epoch)
-    _t3 = o.group_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.group_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

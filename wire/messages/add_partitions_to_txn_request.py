@@ -217,12 +217,19 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
 def _e_AddPartitionsToTxnTopic_v3(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -234,14 +241,21 @@ def _e_AddPartitionsToTxnRequest_v3(o, out):
         raise cannot_carry('AddPartitionsToTxnRequest', 'transactions')
     _t1 = o.v3_and_below_transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch)
-    _t3 = o.v3_and_below_topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_AddPartitionsToTxnTopic_v3(_t5, out)
+    _t4 = o.v3_and_below_topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_AddPartitionsToTxnTopic_v3(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -372,14 +386,21 @@ def _d_AddPartitionsToTxnRequest_v4(buf, pos):
 def _e_AddPartitionsToTxnTransaction_v4(o, out):
     _t1 = o.transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_qho.pack(o.producer_id, o.producer_epoch, o.verify_only)
-    _t3 = o.topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_AddPartitionsToTxnTopic_v3(_t5, out)
+    _t4 = o.topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_AddPartitionsToTxnTopic_v3(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -397,7 +418,10 @@ def _e_AddPartitionsToTxnRequest_v4(o, out):
         raise cannot_carry('AddPartitionsToTxnRequest', 'v3_and_below_topics')
     _t1 = o.transactions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AddPartitionsToTxnTransaction_v4(_t3, out)
     u = o._unknown_tagged

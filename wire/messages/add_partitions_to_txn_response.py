@@ -243,13 +243,20 @@ def _e_AddPartitionsToTxnPartitionResult_v3(o, out):
 def _e_AddPartitionsToTxnTopicResult_v3(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.results_by_partition
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_AddPartitionsToTxnPartitionResult_v3(_t5, out)
+    _t4 = o.results_by_partition
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_AddPartitionsToTxnPartitionResult_v3(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -262,7 +269,10 @@ def _e_AddPartitionsToTxnResponse_v3(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.results_by_topic_v3_and_below
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AddPartitionsToTxnTopicResult_v3(_t3, out)
     u = o._unknown_tagged
@@ -355,13 +365,20 @@ def _d_AddPartitionsToTxnResponse_v4(buf, pos):
 def _e_AddPartitionsToTxnResult_v4(o, out):
     _t1 = o.transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topic_results
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_AddPartitionsToTxnTopicResult_v3(_t5, out)
+    _t4 = o.topic_results
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_AddPartitionsToTxnTopicResult_v3(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -374,7 +391,10 @@ def _e_AddPartitionsToTxnResponse_v4(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.results_by_transaction
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AddPartitionsToTxnResult_v4(_t3, out)
     u = o._unknown_tagged

@@ -331,13 +331,21 @@ def _d_AlterClientQuotasRequest_v1(buf, pos):
 def _e_EntityData_v1(o, out):
     _t1 = o.entity_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.entity_name
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.entity_name
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -347,7 +355,11 @@ def _e_EntityData_v1(o, out):
 def _e_OpData_v1(o, out):
     _t1 = o.key
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_do.pack(o.value, o.remove)
     u = o._unknown_tagged
@@ -359,12 +371,18 @@ def _e_OpData_v1(o, out):
 def _e_EntryData_v1(o, out):
     _t1 = o.entity
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_EntityData_v1(_t3, out)
     _t4 = o.ops
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_OpData_v1(_t6, out)
     u = o._unknown_tagged
@@ -376,7 +394,10 @@ def _e_EntryData_v1(o, out):
 def _e_AlterClientQuotasRequest_v1(o, out):
     _t1 = o.entries
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_EntryData_v1(_t3, out)
     out += _S_o.pack(o.validate_only)

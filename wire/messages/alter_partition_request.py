@@ -189,7 +189,10 @@ def _e_PartitionData_v0(o, out):
     out += _S_ii.pack(o.partition_index, o.leader_epoch)
     _t1 = o.new_isr
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     out += _S_i.pack(o.partition_epoch)
     u = o._unknown_tagged
@@ -201,13 +204,20 @@ def _e_PartitionData_v0(o, out):
 def _e_TopicData_v0(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionData_v0(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionData_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -218,7 +228,10 @@ def _e_AlterPartitionRequest_v0(o, out):
     out += _S_iq.pack(o.broker_id, o.broker_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v0(_t3, out)
     u = o._unknown_tagged
@@ -344,7 +357,10 @@ def _e_PartitionData_v1(o, out):
     out += _S_ii.pack(o.partition_index, o.leader_epoch)
     _t1 = o.new_isr
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     out += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     u = o._unknown_tagged
@@ -356,13 +372,20 @@ def _e_PartitionData_v1(o, out):
 def _e_TopicData_v1(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionData_v1(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionData_v1(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -373,7 +396,10 @@ def _e_AlterPartitionRequest_v1(o, out):
     out += _S_iq.pack(o.broker_id, o.broker_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v1(_t3, out)
     u = o._unknown_tagged
@@ -488,7 +514,10 @@ def _e_TopicData_v2(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionData_v1(_t3, out)
     u = o._unknown_tagged
@@ -501,7 +530,10 @@ def _e_AlterPartitionRequest_v2(o, out):
     out += _S_iq.pack(o.broker_id, o.broker_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v2(_t3, out)
     u = o._unknown_tagged
@@ -647,7 +679,10 @@ def _e_PartitionData_v3(o, out):
     out += _S_ii.pack(o.partition_index, o.leader_epoch)
     _t1 = o.new_isr_with_epochs
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_BrokerState_v3(_t3, out)
     out += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
@@ -661,7 +696,10 @@ def _e_TopicData_v3(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionData_v3(_t3, out)
     u = o._unknown_tagged
@@ -674,7 +712,10 @@ def _e_AlterPartitionRequest_v3(o, out):
     out += _S_iq.pack(o.broker_id, o.broker_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v3(_t3, out)
     u = o._unknown_tagged

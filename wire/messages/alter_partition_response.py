@@ -175,7 +175,10 @@ def _e_PartitionData_v0(o, out):
     out += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     _t1 = o.isr
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     out += _S_i.pack(o.partition_epoch)
     u = o._unknown_tagged
@@ -187,13 +190,20 @@ def _e_PartitionData_v0(o, out):
 def _e_TopicData_v0(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionData_v0(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionData_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -204,7 +214,10 @@ def _e_AlterPartitionResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v0(_t3, out)
     u = o._unknown_tagged
@@ -327,7 +340,10 @@ def _e_PartitionData_v1(o, out):
     out += _S_ihii.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch)
     _t1 = o.isr
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     out += _S_bi.pack(o.leader_recovery_state, o.partition_epoch)
     u = o._unknown_tagged
@@ -339,13 +355,20 @@ def _e_PartitionData_v1(o, out):
 def _e_TopicData_v1(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionData_v1(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionData_v1(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -356,7 +379,10 @@ def _e_AlterPartitionResponse_v1(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v1(_t3, out)
     u = o._unknown_tagged
@@ -470,7 +496,10 @@ def _e_TopicData_v2(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionData_v1(_t3, out)
     u = o._unknown_tagged
@@ -483,7 +512,10 @@ def _e_AlterPartitionResponse_v2(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v2(_t3, out)
     u = o._unknown_tagged

@@ -180,7 +180,11 @@ def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
 def _e_ScramCredentialDeletion_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_b.pack(o.mechanism)
     u = o._unknown_tagged
@@ -192,17 +196,29 @@ def _e_ScramCredentialDeletion_v0(o, out):
 def _e_ScramCredentialUpsertion_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_bi.pack(o.mechanism, o.iterations)
-    _t3 = o.salt
-    _t4 = _t3
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.salted_password
-    _t6 = _t5
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
+    _t4 = o.salt
+    _t5 = _t4
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.salted_password
+    _t8 = _t7
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -212,12 +228,18 @@ def _e_ScramCredentialUpsertion_v0(o, out):
 def _e_AlterUserScramCredentialsRequest_v0(o, out):
     _t1 = o.deletions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ScramCredentialDeletion_v0(_t3, out)
     _t4 = o.upsertions
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_ScramCredentialUpsertion_v0(_t6, out)
     u = o._unknown_tagged

@@ -115,14 +115,22 @@ def _d_AlterUserScramCredentialsResponse_v0(buf, pos):
 def _e_AlterUserScramCredentialsResult_v0(o, out):
     _t1 = o.user
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_h.pack(o.error_code)
-    _t3 = o.error_message
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.error_message
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -133,7 +141,10 @@ def _e_AlterUserScramCredentialsResponse_v0(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AlterUserScramCredentialsResult_v0(_t3, out)
     u = o._unknown_tagged

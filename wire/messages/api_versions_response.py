@@ -319,7 +319,11 @@ def _e_ApiVersion_v3(o, out):
 def _e_SupportedFeatureKey_v3(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_hh.pack(o.min_version, o.max_version)
     u = o._unknown_tagged
@@ -331,7 +335,11 @@ def _e_SupportedFeatureKey_v3(o, out):
 def _e_FinalizedFeatureKey_v3(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_hh.pack(o.max_version_level, o.min_version_level)
     u = o._unknown_tagged
@@ -344,7 +352,10 @@ def _e_ApiVersionsResponse_v3(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.api_keys
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ApiVersion_v3(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
@@ -353,7 +364,10 @@ def _e_ApiVersionsResponse_v3(o, out):
         t = bytearray()
         _t4 = o.supported_features
         _t5 = len(_t4)
-        t += uvarint((_t5) + 1)
+        if _t5 < 127:
+            t.append(_t5 + 1)
+        else:
+            t += uvarint(_t5 + 1)
         for _t6 in _t4:
             _e_SupportedFeatureKey_v3(_t6, t)
         tags.append((0, t))
@@ -365,7 +379,10 @@ def _e_ApiVersionsResponse_v3(o, out):
         t = bytearray()
         _t7 = o.finalized_features
         _t8 = len(_t7)
-        t += uvarint((_t8) + 1)
+        if _t8 < 127:
+            t.append(_t8 + 1)
+        else:
+            t += uvarint(_t8 + 1)
         for _t9 in _t7:
             _e_FinalizedFeatureKey_v3(_t9, t)
         tags.append((2, t))

@@ -192,7 +192,10 @@ def _e_TopicData_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionData_v0(_t3, out)
     u = o._unknown_tagged
@@ -205,7 +208,10 @@ def _e_DirectoryData_v0(o, out):
     out += _S_U.pack(o.id.bytes)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v0(_t3, out)
     u = o._unknown_tagged
@@ -218,7 +224,10 @@ def _e_AssignReplicasToDirsRequest_v0(o, out):
     out += _S_iq.pack(o.broker_id, o.broker_epoch)
     _t1 = o.directories
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DirectoryData_v0(_t3, out)
     u = o._unknown_tagged

@@ -99,7 +99,10 @@ def _e_BrokerHeartbeatRequest_v1(o, out):
         t = bytearray()
         _t1 = o.offline_log_dirs
         _t2 = len(_t1)
-        t += uvarint((_t2) + 1)
+        if _t2 < 127:
+            t.append(_t2 + 1)
+        else:
+            t += uvarint(_t2 + 1)
         for _t3 in _t1:
             t += _t3.bytes
         tags.append((0, t))

@@ -211,12 +211,20 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
 def _e_Listener_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.host
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.host
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_Wh.pack(o.port, o.security_protocol)
     u = o._unknown_tagged
     if u:
@@ -227,7 +235,11 @@ def _e_Listener_v0(o, out):
 def _e_Feature_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_hh.pack(o.min_supported_version, o.max_supported_version)
     u = o._unknown_tagged
@@ -242,24 +254,38 @@ def _e_BrokerRegistrationRequest_v0(o, out):
     out += _S_i.pack(o.broker_id)
     _t1 = o.cluster_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_U.pack(o.incarnation_id.bytes)
-    _t3 = o.listeners
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_Listener_v0(_t5, out)
-    _t6 = o.features
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_Feature_v0(_t8, out)
-    _t9 = o.rack
-    _t10 = None if _t9 is None else _t9.encode()
-    out += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-    if _t10 is not None:
-        out += _t10
+    _t4 = o.listeners
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_Listener_v0(_t6, out)
+    _t7 = o.features
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_Feature_v0(_t9, out)
+    _t10 = o.rack
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -416,24 +442,38 @@ def _e_BrokerRegistrationRequest_v1(o, out):
     out += _S_i.pack(o.broker_id)
     _t1 = o.cluster_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_U.pack(o.incarnation_id.bytes)
-    _t3 = o.listeners
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_Listener_v0(_t5, out)
-    _t6 = o.features
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_Feature_v0(_t8, out)
-    _t9 = o.rack
-    _t10 = None if _t9 is None else _t9.encode()
-    out += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-    if _t10 is not None:
-        out += _t10
+    _t4 = o.listeners
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_Listener_v0(_t6, out)
+    _t7 = o.features
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_Feature_v0(_t9, out)
+    _t10 = o.rack
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
     out += _S_o.pack(o.is_migrating_zk_broker)
     u = o._unknown_tagged
     if u:
@@ -600,30 +640,47 @@ def _e_BrokerRegistrationRequest_v2(o, out):
     out += _S_i.pack(o.broker_id)
     _t1 = o.cluster_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_U.pack(o.incarnation_id.bytes)
-    _t3 = o.listeners
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_Listener_v0(_t5, out)
-    _t6 = o.features
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_Feature_v0(_t8, out)
-    _t9 = o.rack
-    _t10 = None if _t9 is None else _t9.encode()
-    out += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-    if _t10 is not None:
-        out += _t10
+    _t4 = o.listeners
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_Listener_v0(_t6, out)
+    _t7 = o.features
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_Feature_v0(_t9, out)
+    _t10 = o.rack
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
     out += _S_o.pack(o.is_migrating_zk_broker)
-    _t11 = o.log_dirs
-    _t12 = len(_t11)
-    out += uvarint((_t12) + 1)
-    for _t13 in _t11:
-        out += _t13.bytes
+    _t13 = o.log_dirs
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        out += _t15.bytes
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -790,30 +847,47 @@ def _e_BrokerRegistrationRequest_v3(o, out):
     out += _S_i.pack(o.broker_id)
     _t1 = o.cluster_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_U.pack(o.incarnation_id.bytes)
-    _t3 = o.listeners
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_Listener_v0(_t5, out)
-    _t6 = o.features
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_Feature_v0(_t8, out)
-    _t9 = o.rack
-    _t10 = None if _t9 is None else _t9.encode()
-    out += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-    if _t10 is not None:
-        out += _t10
+    _t4 = o.listeners
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_Listener_v0(_t6, out)
+    _t7 = o.features
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_Feature_v0(_t9, out)
+    _t10 = o.rack
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
     out += _S_o.pack(o.is_migrating_zk_broker)
-    _t11 = o.log_dirs
-    _t12 = len(_t11)
-    out += uvarint((_t12) + 1)
-    for _t13 in _t11:
-        out += _t13.bytes
+    _t13 = o.log_dirs
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        out += _t15.bytes
     out += _S_q.pack(o.previous_broker_epoch)
     u = o._unknown_tagged
     if u:

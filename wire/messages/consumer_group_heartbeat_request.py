@@ -202,7 +202,10 @@ def _e_TopicPartitions_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     u = o._unknown_tagged
     if u:
@@ -215,43 +218,73 @@ def _e_ConsumerGroupHeartbeatRequest_v0(o, out):
         raise cannot_carry('ConsumerGroupHeartbeatRequest', 'subscribed_topic_regex')
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_i.pack(o.member_epoch)
-    _t5 = o.instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.rack_id
+    _t7 = o.instance_id
     _t8 = None if _t7 is None else _t7.encode()
-    out += uvarint((-1 if _t8 is None else len(_t8)) + 1)
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     if _t8 is not None:
         out += _t8
+    _t10 = o.rack_id
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
     out += _S_i.pack(o.rebalance_timeout_ms)
-    _t9 = o.subscribed_topic_names
-    _t10 = -1 if _t9 is None else len(_t9)
-    out += uvarint((_t10) + 1)
-    if _t9 is not None:
-        for _t11 in _t9:
-            _t12 = _t11.encode()
-            out += uvarint(len(_t12) + 1)
-            out += _t12
-    _t13 = o.server_assignor
-    _t14 = None if _t13 is None else _t13.encode()
-    out += uvarint((-1 if _t14 is None else len(_t14)) + 1)
-    if _t14 is not None:
-        out += _t14
-    _t15 = o.topic_partitions
-    _t16 = -1 if _t15 is None else len(_t15)
-    out += uvarint((_t16) + 1)
-    if _t15 is not None:
-        for _t17 in _t15:
-            _e_TopicPartitions_v0(_t17, out)
+    _t13 = o.subscribed_topic_names
+    _t14 = -1 if _t13 is None else len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    if _t13 is not None:
+        for _t15 in _t13:
+            _t16 = _t15.encode()
+            _t17 = len(_t16)
+            if _t17 < 127:
+                out.append(_t17 + 1)
+            else:
+                out += uvarint(_t17 + 1)
+            out += _t16
+    _t18 = o.server_assignor
+    _t19 = None if _t18 is None else _t18.encode()
+    _t20 = -1 if _t19 is None else len(_t19)
+    if _t20 < 127:
+        out.append(_t20 + 1)
+    else:
+        out += uvarint(_t20 + 1)
+    if _t19 is not None:
+        out += _t19
+    _t21 = o.topic_partitions
+    _t22 = -1 if _t21 is None else len(_t21)
+    if _t22 < 127:
+        out.append(_t22 + 1)
+    else:
+        out += uvarint(_t22 + 1)
+    if _t21 is not None:
+        for _t23 in _t21:
+            _e_TopicPartitions_v0(_t23, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -422,48 +455,82 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
 def _e_ConsumerGroupHeartbeatRequest_v1(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_i.pack(o.member_epoch)
-    _t5 = o.instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.rack_id
+    _t7 = o.instance_id
     _t8 = None if _t7 is None else _t7.encode()
-    out += uvarint((-1 if _t8 is None else len(_t8)) + 1)
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     if _t8 is not None:
         out += _t8
+    _t10 = o.rack_id
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
     out += _S_i.pack(o.rebalance_timeout_ms)
-    _t9 = o.subscribed_topic_names
-    _t10 = -1 if _t9 is None else len(_t9)
-    out += uvarint((_t10) + 1)
-    if _t9 is not None:
-        for _t11 in _t9:
-            _t12 = _t11.encode()
-            out += uvarint(len(_t12) + 1)
-            out += _t12
-    _t13 = o.subscribed_topic_regex
-    _t14 = None if _t13 is None else _t13.encode()
-    out += uvarint((-1 if _t14 is None else len(_t14)) + 1)
-    if _t14 is not None:
-        out += _t14
-    _t15 = o.server_assignor
-    _t16 = None if _t15 is None else _t15.encode()
-    out += uvarint((-1 if _t16 is None else len(_t16)) + 1)
-    if _t16 is not None:
-        out += _t16
-    _t17 = o.topic_partitions
-    _t18 = -1 if _t17 is None else len(_t17)
-    out += uvarint((_t18) + 1)
-    if _t17 is not None:
-        for _t19 in _t17:
-            _e_TopicPartitions_v0(_t19, out)
+    _t13 = o.subscribed_topic_names
+    _t14 = -1 if _t13 is None else len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    if _t13 is not None:
+        for _t15 in _t13:
+            _t16 = _t15.encode()
+            _t17 = len(_t16)
+            if _t17 < 127:
+                out.append(_t17 + 1)
+            else:
+                out += uvarint(_t17 + 1)
+            out += _t16
+    _t18 = o.subscribed_topic_regex
+    _t19 = None if _t18 is None else _t18.encode()
+    _t20 = -1 if _t19 is None else len(_t19)
+    if _t20 < 127:
+        out.append(_t20 + 1)
+    else:
+        out += uvarint(_t20 + 1)
+    if _t19 is not None:
+        out += _t19
+    _t21 = o.server_assignor
+    _t22 = None if _t21 is None else _t21.encode()
+    _t23 = -1 if _t22 is None else len(_t22)
+    if _t23 < 127:
+        out.append(_t23 + 1)
+    else:
+        out += uvarint(_t23 + 1)
+    if _t22 is not None:
+        out += _t22
+    _t24 = o.topic_partitions
+    _t25 = -1 if _t24 is None else len(_t24)
+    if _t25 < 127:
+        out.append(_t25 + 1)
+    else:
+        out += uvarint(_t25 + 1)
+    if _t24 is not None:
+        for _t26 in _t24:
+            _e_TopicPartitions_v0(_t26, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

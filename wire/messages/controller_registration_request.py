@@ -175,12 +175,20 @@ def _d_ControllerRegistrationRequest_v0(buf, pos):
 def _e_Listener_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.host
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.host
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_Wh.pack(o.port, o.security_protocol)
     u = o._unknown_tagged
     if u:
@@ -191,7 +199,11 @@ def _e_Listener_v0(o, out):
 def _e_Feature_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_hh.pack(o.min_supported_version, o.max_supported_version)
     u = o._unknown_tagged
@@ -204,12 +216,18 @@ def _e_ControllerRegistrationRequest_v0(o, out):
     out += _S_iUo.pack(o.controller_id, o.incarnation_id.bytes, o.zk_migration_ready)
     _t1 = o.listeners
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_Listener_v0(_t3, out)
     _t4 = o.features
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_Feature_v0(_t6, out)
     u = o._unknown_tagged

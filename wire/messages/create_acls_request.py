@@ -275,17 +275,29 @@ def _e_AclCreation_v2(o, out):
     out += _S_b.pack(o.resource_type)
     _t1 = o.resource_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_b.pack(o.resource_pattern_type)
-    _t3 = o.principal
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.host
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
+    _t4 = o.principal
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.host
+    _t8 = _t7.encode()
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
     out += _S_bb.pack(o.operation, o.permission_type)
     u = o._unknown_tagged
     if u:
@@ -296,7 +308,10 @@ def _e_AclCreation_v2(o, out):
 def _e_CreateAclsRequest_v2(o, out):
     _t1 = o.creations
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AclCreation_v2(_t3, out)
     u = o._unknown_tagged

@@ -147,7 +147,11 @@ def _e_AclCreationResult_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     u = o._unknown_tagged
@@ -160,7 +164,10 @@ def _e_CreateAclsResponse_v2(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AclCreationResult_v2(_t3, out)
     u = o._unknown_tagged

@@ -179,12 +179,20 @@ def _d_CreateDelegationTokenRequest_v2(buf, pos):
 def _e_CreatableRenewers_v2(o, out):
     _t1 = o.principal_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.principal_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.principal_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -198,7 +206,10 @@ def _e_CreateDelegationTokenRequest_v2(o, out):
         raise cannot_carry('CreateDelegationTokenRequest', 'owner_principal_name')
     _t1 = o.renewers
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_CreatableRenewers_v2(_t3, out)
     out += _S_q.pack(o.max_lifetime_ms)
@@ -305,19 +316,30 @@ def _d_CreateDelegationTokenRequest_v3(buf, pos):
 def _e_CreateDelegationTokenRequest_v3(o, out):
     _t1 = o.owner_principal_type
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.owner_principal_name
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.renewers
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_CreatableRenewers_v2(_t7, out)
+    _t4 = o.owner_principal_name
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.renewers
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_CreatableRenewers_v2(_t9, out)
     out += _S_q.pack(o.max_lifetime_ms)
     u = o._unknown_tagged
     if u:

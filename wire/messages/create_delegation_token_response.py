@@ -184,21 +184,37 @@ def _e_CreateDelegationTokenResponse_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.principal_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.principal_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.principal_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    _t5 = o.token_id
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.hmac
-    _t8 = _t7
-    out += uvarint((len(_t8)) + 1)
+    _t7 = o.token_id
+    _t8 = _t7.encode()
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
+    _t10 = o.hmac
+    _t11 = _t10
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
     out += _S_i.pack(o.throttle_time_ms)
     u = o._unknown_tagged
     if u:
@@ -303,29 +319,53 @@ def _e_CreateDelegationTokenResponse_v3(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.principal_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.principal_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.token_requester_principal_type
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.token_requester_principal_name
+    _t4 = o.principal_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.token_requester_principal_type
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
+    _t10 = o.token_requester_principal_name
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
     out += _S_qqq.pack(o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms)
-    _t9 = o.token_id
-    _t10 = _t9.encode()
-    out += uvarint((len(_t10)) + 1)
-    out += _t10
-    _t11 = o.hmac
-    _t12 = _t11
-    out += uvarint((len(_t12)) + 1)
-    out += _t12
+    _t13 = o.token_id
+    _t14 = _t13.encode()
+    _t15 = len(_t14)
+    if _t15 < 127:
+        out.append(_t15 + 1)
+    else:
+        out += uvarint(_t15 + 1)
+    out += _t14
+    _t16 = o.hmac
+    _t17 = _t16
+    _t18 = len(_t17)
+    if _t18 < 127:
+        out.append(_t18 + 1)
+    else:
+        out += uvarint(_t18 + 1)
+    out += _t17
     out += _S_i.pack(o.throttle_time_ms)
     u = o._unknown_tagged
     if u:

@@ -248,7 +248,10 @@ def _d_CreatePartitionsRequest_v2(buf, pos):
 def _e_CreatePartitionsAssignment_v2(o, out):
     _t1 = o.broker_ids
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     u = o._unknown_tagged
     if u:
@@ -259,15 +262,22 @@ def _e_CreatePartitionsAssignment_v2(o, out):
 def _e_CreatePartitionsTopic_v2(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.count)
-    _t3 = o.assignments
-    _t4 = -1 if _t3 is None else len(_t3)
-    out += uvarint((_t4) + 1)
-    if _t3 is not None:
-        for _t5 in _t3:
-            _e_CreatePartitionsAssignment_v2(_t5, out)
+    _t4 = o.assignments
+    _t5 = -1 if _t4 is None else len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    if _t4 is not None:
+        for _t6 in _t4:
+            _e_CreatePartitionsAssignment_v2(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -277,7 +287,10 @@ def _e_CreatePartitionsTopic_v2(o, out):
 def _e_CreatePartitionsRequest_v2(o, out):
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_CreatePartitionsTopic_v2(_t3, out)
     out += _S_io.pack(o.timeout_ms, o.validate_only)

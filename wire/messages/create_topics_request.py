@@ -397,7 +397,10 @@ def _e_CreatableReplicaAssignment_v5(o, out):
     out += _S_i.pack(o.partition_index)
     _t1 = o.broker_ids
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     u = o._unknown_tagged
     if u:
@@ -408,13 +411,21 @@ def _e_CreatableReplicaAssignment_v5(o, out):
 def _e_CreatableTopicConfig_v5(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.value
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.value
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -424,19 +435,29 @@ def _e_CreatableTopicConfig_v5(o, out):
 def _e_CreatableTopic_v5(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_ih.pack(o.num_partitions, o.replication_factor)
-    _t3 = o.assignments
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_CreatableReplicaAssignment_v5(_t5, out)
-    _t6 = o.configs
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_CreatableTopicConfig_v5(_t8, out)
+    _t4 = o.assignments
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_CreatableReplicaAssignment_v5(_t6, out)
+    _t7 = o.configs
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_CreatableTopicConfig_v5(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -446,7 +467,10 @@ def _e_CreatableTopic_v5(o, out):
 def _e_CreateTopicsRequest_v5(o, out):
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_CreatableTopic_v5(_t3, out)
     out += _S_io.pack(o.timeout_ms, o.validate_only)

@@ -365,13 +365,21 @@ def _d_CreateTopicsResponse_v5(buf, pos):
 def _e_CreatableTopicConfigs_v5(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.value
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.value
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
     u = o._unknown_tagged
     if u:
@@ -382,21 +390,32 @@ def _e_CreatableTopicConfigs_v5(o, out):
 def _e_CreatableTopicResult_v5(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_h.pack(o.error_code)
-    _t3 = o.error_message
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    out += _S_ih.pack(o.num_partitions, o.replication_factor)
-    _t5 = o.configs
+    _t4 = o.error_message
+    _t5 = None if _t4 is None else _t4.encode()
     _t6 = -1 if _t5 is None else len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
-        for _t7 in _t5:
-            _e_CreatableTopicConfigs_v5(_t7, out)
+        out += _t5
+    out += _S_ih.pack(o.num_partitions, o.replication_factor)
+    _t7 = o.configs
+    _t8 = -1 if _t7 is None else len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    if _t7 is not None:
+        for _t9 in _t7:
+            _e_CreatableTopicConfigs_v5(_t9, out)
     tags = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -412,7 +431,10 @@ def _e_CreateTopicsResponse_v5(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_CreatableTopicResult_v5(_t3, out)
     u = o._unknown_tagged
@@ -564,21 +586,32 @@ def _d_CreateTopicsResponse_v7(buf, pos):
 def _e_CreatableTopicResult_v7(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_Uh.pack(o.topic_id.bytes, o.error_code)
-    _t3 = o.error_message
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    out += _S_ih.pack(o.num_partitions, o.replication_factor)
-    _t5 = o.configs
+    _t4 = o.error_message
+    _t5 = None if _t4 is None else _t4.encode()
     _t6 = -1 if _t5 is None else len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
-        for _t7 in _t5:
-            _e_CreatableTopicConfigs_v5(_t7, out)
+        out += _t5
+    out += _S_ih.pack(o.num_partitions, o.replication_factor)
+    _t7 = o.configs
+    _t8 = -1 if _t7 is None else len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    if _t7 is not None:
+        for _t9 in _t7:
+            _e_CreatableTopicConfigs_v5(_t9, out)
     tags = []
     if o.topic_config_error_code != 0:
         t = bytearray()
@@ -594,7 +627,10 @@ def _e_CreateTopicsResponse_v7(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_CreatableTopicResult_v7(_t3, out)
     u = o._unknown_tagged

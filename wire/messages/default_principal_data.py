@@ -73,12 +73,20 @@ def _d_DefaultPrincipalData_v0(buf, pos):
 def _e_DefaultPrincipalData_v0(o, out):
     _t1 = o.type_
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_o.pack(o.token_authenticated)
     u = o._unknown_tagged
     if u:

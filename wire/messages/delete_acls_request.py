@@ -281,20 +281,32 @@ def _e_DeleteAclsFilter_v2(o, out):
     out += _S_b.pack(o.resource_type_filter)
     _t1 = o.resource_name_filter
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_b.pack(o.pattern_type_filter)
-    _t3 = o.principal_filter
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.host_filter
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
+    _t4 = o.principal_filter
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.host_filter
+    _t8 = None if _t7 is None else _t7.encode()
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    if _t8 is not None:
+        out += _t8
     out += _S_bb.pack(o.operation, o.permission_type)
     u = o._unknown_tagged
     if u:
@@ -305,7 +317,10 @@ def _e_DeleteAclsFilter_v2(o, out):
 def _e_DeleteAclsRequest_v2(o, out):
     _t1 = o.filters
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DeleteAclsFilter_v2(_t3, out)
     u = o._unknown_tagged

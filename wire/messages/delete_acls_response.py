@@ -458,23 +458,39 @@ def _e_DeleteAclsMatchingAcl_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_b.pack(o.resource_type)
-    _t3 = o.resource_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.resource_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_b.pack(o.pattern_type)
-    _t5 = o.principal
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.host
+    _t7 = o.principal
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
+    _t10 = o.host
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
     out += _S_bb.pack(o.operation, o.permission_type)
     u = o._unknown_tagged
     if u:
@@ -486,14 +502,21 @@ def _e_DeleteAclsFilterResult_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.matching_acls
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_DeleteAclsMatchingAcl_v2(_t5, out)
+    _t4 = o.matching_acls
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_DeleteAclsMatchingAcl_v2(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -504,7 +527,10 @@ def _e_DeleteAclsResponse_v2(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.filter_results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DeleteAclsFilterResult_v2(_t3, out)
     u = o._unknown_tagged

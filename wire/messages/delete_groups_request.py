@@ -100,10 +100,17 @@ def _d_DeleteGroupsRequest_v2(buf, pos):
 def _e_DeleteGroupsRequest_v2(o, out):
     _t1 = o.groups_names
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
     u = o._unknown_tagged
     if u:

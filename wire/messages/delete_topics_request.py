@@ -124,10 +124,17 @@ def _e_DeleteTopicsRequest_v4(o, out):
         raise cannot_carry('DeleteTopicsRequest', 'topics')
     _t1 = o.topic_names
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
     out += _S_i.pack(o.timeout_ms)
     u = o._unknown_tagged
@@ -201,7 +208,11 @@ def _d_DeleteTopicsRequest_v6(buf, pos):
 def _e_DeleteTopicState_v6(o, out):
     _t1 = o.name
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_U.pack(o.topic_id.bytes)
@@ -214,7 +225,10 @@ def _e_DeleteTopicState_v6(o, out):
 def _e_DeleteTopicsRequest_v6(o, out):
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DeleteTopicState_v6(_t3, out)
     out += _S_i.pack(o.timeout_ms)

@@ -194,7 +194,11 @@ def _d_DeleteTopicsResponse_v4(buf, pos):
 def _e_DeletableTopicResult_v4(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_h.pack(o.error_code)
     u = o._unknown_tagged
@@ -207,7 +211,10 @@ def _e_DeleteTopicsResponse_v4(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DeletableTopicResult_v4(_t3, out)
     u = o._unknown_tagged
@@ -292,14 +299,22 @@ def _d_DeleteTopicsResponse_v5(buf, pos):
 def _e_DeletableTopicResult_v5(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_h.pack(o.error_code)
-    _t3 = o.error_message
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.error_message
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -310,7 +325,10 @@ def _e_DeleteTopicsResponse_v5(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DeletableTopicResult_v5(_t3, out)
     u = o._unknown_tagged
@@ -395,15 +413,23 @@ def _d_DeleteTopicsResponse_v6(buf, pos):
 def _e_DeletableTopicResult_v6(o, out):
     _t1 = o.name
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_Uh.pack(o.topic_id.bytes, o.error_code)
-    _t3 = o.error_message
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.error_message
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -414,7 +440,10 @@ def _e_DeleteTopicsResponse_v6(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DeletableTopicResult_v6(_t3, out)
     u = o._unknown_tagged

@@ -403,12 +403,20 @@ def _d_DescribeAclsResponse_v2(buf, pos):
 def _e_AclDescription_v2(o, out):
     _t1 = o.principal
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.host
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.host
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_bb.pack(o.operation, o.permission_type)
     u = o._unknown_tagged
     if u:
@@ -420,14 +428,21 @@ def _e_DescribeAclsResource_v2(o, out):
     out += _S_b.pack(o.resource_type)
     _t1 = o.resource_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_b.pack(o.pattern_type)
-    _t3 = o.acls
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_AclDescription_v2(_t5, out)
+    _t4 = o.acls
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_AclDescription_v2(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -438,14 +453,21 @@ def _e_DescribeAclsResponse_v2(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.resources
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_DescribeAclsResource_v2(_t5, out)
+    _t4 = o.resources
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_DescribeAclsResource_v2(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

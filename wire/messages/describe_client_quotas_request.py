@@ -175,14 +175,22 @@ def _d_DescribeClientQuotasRequest_v1(buf, pos):
 def _e_ComponentData_v1(o, out):
     _t1 = o.entity_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_b.pack(o.match_type)
-    _t3 = o.match
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.match
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -192,7 +200,10 @@ def _e_ComponentData_v1(o, out):
 def _e_DescribeClientQuotasRequest_v1(o, out):
     _t1 = o.components
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ComponentData_v1(_t3, out)
     out += _S_o.pack(o.strict)

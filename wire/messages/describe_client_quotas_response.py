@@ -356,13 +356,21 @@ def _d_DescribeClientQuotasResponse_v1(buf, pos):
 def _e_EntityData_v1(o, out):
     _t1 = o.entity_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.entity_name
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.entity_name
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -372,7 +380,11 @@ def _e_EntityData_v1(o, out):
 def _e_ValueData_v1(o, out):
     _t1 = o.key
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_d.pack(o.value)
     u = o._unknown_tagged
@@ -384,12 +396,18 @@ def _e_ValueData_v1(o, out):
 def _e_EntryData_v1(o, out):
     _t1 = o.entity
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_EntityData_v1(_t3, out)
     _t4 = o.values
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_ValueData_v1(_t6, out)
     u = o._unknown_tagged
@@ -402,15 +420,22 @@ def _e_DescribeClientQuotasResponse_v1(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.entries
-    _t4 = -1 if _t3 is None else len(_t3)
-    out += uvarint((_t4) + 1)
-    if _t3 is not None:
-        for _t5 in _t3:
-            _e_EntryData_v1(_t5, out)
+    _t4 = o.entries
+    _t5 = -1 if _t4 is None else len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    if _t4 is not None:
+        for _t6 in _t4:
+            _e_EntryData_v1(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

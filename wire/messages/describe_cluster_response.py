@@ -155,14 +155,22 @@ def _e_DescribeClusterBroker_v0(o, out):
     out += _S_i.pack(o.broker_id)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.port)
-    _t3 = o.rack
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.rack
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -175,19 +183,30 @@ def _e_DescribeClusterResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.cluster_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    out += _S_i.pack(o.controller_id)
-    _t5 = o.brokers
+    _t4 = o.cluster_id
+    _t5 = _t4.encode()
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_DescribeClusterBroker_v0(_t7, out)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    out += _S_i.pack(o.controller_id)
+    _t7 = o.brokers
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_DescribeClusterBroker_v0(_t9, out)
     out += _S_i.pack(o.cluster_authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -303,20 +322,31 @@ def _e_DescribeClusterResponse_v1(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_b.pack(o.endpoint_type)
-    _t3 = o.cluster_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    out += _S_i.pack(o.controller_id)
-    _t5 = o.brokers
+    _t4 = o.cluster_id
+    _t5 = _t4.encode()
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_DescribeClusterBroker_v0(_t7, out)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    out += _S_i.pack(o.controller_id)
+    _t7 = o.brokers
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_DescribeClusterBroker_v0(_t9, out)
     out += _S_i.pack(o.cluster_authorized_operations)
     u = o._unknown_tagged
     if u:

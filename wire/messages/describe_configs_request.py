@@ -315,16 +315,27 @@ def _e_DescribeConfigsResource_v4(o, out):
     out += _S_b.pack(o.resource_type)
     _t1 = o.resource_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.configuration_keys
-    _t4 = -1 if _t3 is None else len(_t3)
-    out += uvarint((_t4) + 1)
-    if _t3 is not None:
-        for _t5 in _t3:
-            _t6 = _t5.encode()
-            out += uvarint(len(_t6) + 1)
-            out += _t6
+    _t4 = o.configuration_keys
+    _t5 = -1 if _t4 is None else len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    if _t4 is not None:
+        for _t6 in _t4:
+            _t7 = _t6.encode()
+            _t8 = len(_t7)
+            if _t8 < 127:
+                out.append(_t8 + 1)
+            else:
+                out += uvarint(_t8 + 1)
+            out += _t7
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -334,7 +345,10 @@ def _e_DescribeConfigsResource_v4(o, out):
 def _e_DescribeConfigsRequest_v4(o, out):
     _t1 = o.resources
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribeConfigsResource_v4(_t3, out)
     out += _S_oo.pack(o.include_synonyms, o.include_documentation)

@@ -726,13 +726,21 @@ def _d_DescribeConfigsResponse_v4(buf, pos):
 def _e_DescribeConfigsSynonym_v4(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.value
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.value
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_b.pack(o.source)
     u = o._unknown_tagged
     if u:
@@ -745,25 +753,40 @@ def _e_DescribeConfigsResourceResult_v4(o, out):
         raise cannot_carry('DescribeConfigsResourceResult', 'is_default')
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.value
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.value
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_obo.pack(o.read_only, o.config_source, o.is_sensitive)
-    _t5 = o.synonyms
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_DescribeConfigsSynonym_v4(_t7, out)
+    _t7 = o.synonyms
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_DescribeConfigsSynonym_v4(_t9, out)
     out += _S_b.pack(o.config_type)
-    _t8 = o.documentation
-    _t9 = None if _t8 is None else _t8.encode()
-    out += uvarint((-1 if _t9 is None else len(_t9)) + 1)
-    if _t9 is not None:
-        out += _t9
+    _t10 = o.documentation
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -774,19 +797,30 @@ def _e_DescribeConfigsResult_v4(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_b.pack(o.resource_type)
-    _t3 = o.resource_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.configs
+    _t4 = o.resource_name
+    _t5 = _t4.encode()
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_DescribeConfigsResourceResult_v4(_t7, out)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.configs
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_DescribeConfigsResourceResult_v4(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -797,7 +831,10 @@ def _e_DescribeConfigsResponse_v4(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribeConfigsResult_v4(_t3, out)
     u = o._unknown_tagged

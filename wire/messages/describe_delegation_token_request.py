@@ -163,12 +163,20 @@ def _d_DescribeDelegationTokenRequest_v2(buf, pos):
 def _e_DescribeDelegationTokenOwner_v2(o, out):
     _t1 = o.principal_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.principal_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.principal_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -178,7 +186,10 @@ def _e_DescribeDelegationTokenOwner_v2(o, out):
 def _e_DescribeDelegationTokenRequest_v2(o, out):
     _t1 = o.owners
     _t2 = -1 if _t1 is None else len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     if _t1 is not None:
         for _t3 in _t1:
             _e_DescribeDelegationTokenOwner_v2(_t3, out)

@@ -357,12 +357,20 @@ def _d_DescribeDelegationTokenResponse_v2(buf, pos):
 def _e_DescribedDelegationTokenRenewer_v2(o, out):
     _t1 = o.principal_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.principal_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.principal_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -376,26 +384,45 @@ def _e_DescribedDelegationToken_v2(o, out):
         raise cannot_carry('DescribedDelegationToken', 'token_requester_principal_name')
     _t1 = o.principal_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.principal_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.principal_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    _t5 = o.token_id
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.hmac
-    _t8 = _t7
-    out += uvarint((len(_t8)) + 1)
+    _t7 = o.token_id
+    _t8 = _t7.encode()
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
-    _t9 = o.renewers
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_DescribedDelegationTokenRenewer_v2(_t11, out)
+    _t10 = o.hmac
+    _t11 = _t10
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.renewers
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_DescribedDelegationTokenRenewer_v2(_t15, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -406,7 +433,10 @@ def _e_DescribeDelegationTokenResponse_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.tokens
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribedDelegationToken_v2(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
@@ -598,34 +628,61 @@ def _d_DescribeDelegationTokenResponse_v3(buf, pos):
 def _e_DescribedDelegationToken_v3(o, out):
     _t1 = o.principal_type
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.principal_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.token_requester_principal_type
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.token_requester_principal_name
+    _t4 = o.principal_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.token_requester_principal_type
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
+    _t10 = o.token_requester_principal_name
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
     out += _S_qqq.pack(o.issue_timestamp, o.expiry_timestamp, o.max_timestamp)
-    _t9 = o.token_id
-    _t10 = _t9.encode()
-    out += uvarint((len(_t10)) + 1)
-    out += _t10
-    _t11 = o.hmac
-    _t12 = _t11
-    out += uvarint((len(_t12)) + 1)
-    out += _t12
-    _t13 = o.renewers
-    _t14 = len(_t13)
-    out += uvarint((_t14) + 1)
-    for _t15 in _t13:
-        _e_DescribedDelegationTokenRenewer_v2(_t15, out)
+    _t13 = o.token_id
+    _t14 = _t13.encode()
+    _t15 = len(_t14)
+    if _t15 < 127:
+        out.append(_t15 + 1)
+    else:
+        out += uvarint(_t15 + 1)
+    out += _t14
+    _t16 = o.hmac
+    _t17 = _t16
+    _t18 = len(_t17)
+    if _t18 < 127:
+        out.append(_t18 + 1)
+    else:
+        out += uvarint(_t18 + 1)
+    out += _t17
+    _t19 = o.renewers
+    _t20 = len(_t19)
+    if _t20 < 127:
+        out.append(_t20 + 1)
+    else:
+        out += uvarint(_t20 + 1)
+    for _t21 in _t19:
+        _e_DescribedDelegationTokenRenewer_v2(_t21, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -636,7 +693,10 @@ def _e_DescribeDelegationTokenResponse_v3(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.tokens
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribedDelegationToken_v3(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)

@@ -784,29 +784,53 @@ def _d_DescribeGroupsResponse_v5(buf, pos):
 def _e_DescribedGroupMember_v5(o, out):
     _t1 = o.member_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.group_instance_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.client_id
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.client_host
+    _t4 = o.group_instance_id
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.client_id
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
-    _t9 = o.member_metadata
-    _t10 = _t9
-    out += uvarint((len(_t10)) + 1)
-    out += _t10
-    _t11 = o.member_assignment
-    _t12 = _t11
-    out += uvarint((len(_t12)) + 1)
-    out += _t12
+    _t10 = o.client_host
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.member_metadata
+    _t14 = _t13
+    _t15 = len(_t14)
+    if _t15 < 127:
+        out.append(_t15 + 1)
+    else:
+        out += uvarint(_t15 + 1)
+    out += _t14
+    _t16 = o.member_assignment
+    _t17 = _t16
+    _t18 = len(_t17)
+    if _t18 < 127:
+        out.append(_t18 + 1)
+    else:
+        out += uvarint(_t18 + 1)
+    out += _t17
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -817,25 +841,44 @@ def _e_DescribedGroup_v5(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.group_state
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.protocol_type
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.protocol_data
+    _t4 = o.group_state
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.protocol_type
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
-    _t9 = o.members
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_DescribedGroupMember_v5(_t11, out)
+    _t10 = o.protocol_data
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.members
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_DescribedGroupMember_v5(_t15, out)
     out += _S_i.pack(o.authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -847,7 +890,10 @@ def _e_DescribeGroupsResponse_v5(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribedGroup_v5(_t3, out)
     u = o._unknown_tagged

@@ -168,12 +168,19 @@ def _d_DescribeLogDirsRequest_v2(buf, pos):
 def _e_DescribableLogDirTopic_v2(o, out):
     _t1 = o.topic
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -183,7 +190,10 @@ def _e_DescribableLogDirTopic_v2(o, out):
 def _e_DescribeLogDirsRequest_v2(o, out):
     _t1 = o.topics
     _t2 = -1 if _t1 is None else len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     if _t1 is not None:
         for _t3 in _t1:
             _e_DescribableLogDirTopic_v2(_t3, out)

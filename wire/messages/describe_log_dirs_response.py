@@ -335,13 +335,20 @@ def _e_DescribeLogDirsPartition_v2(o, out):
 def _e_DescribeLogDirsTopic_v2(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_DescribeLogDirsPartition_v2(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_DescribeLogDirsPartition_v2(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -352,13 +359,20 @@ def _e_DescribeLogDirsResult_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.log_dir
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_DescribeLogDirsTopic_v2(_t5, out)
+    _t4 = o.topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_DescribeLogDirsTopic_v2(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -369,7 +383,10 @@ def _e_DescribeLogDirsResponse_v2(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribeLogDirsResult_v2(_t3, out)
     u = o._unknown_tagged
@@ -417,7 +434,10 @@ def _e_DescribeLogDirsResponse_v3(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribeLogDirsResult_v2(_t3, out)
     u = o._unknown_tagged
@@ -514,13 +534,20 @@ def _e_DescribeLogDirsResult_v4(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.log_dir
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_DescribeLogDirsTopic_v2(_t5, out)
+    _t4 = o.topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_DescribeLogDirsTopic_v2(_t6, out)
     out += _S_qq.pack(o.total_bytes, o.usable_bytes)
     u = o._unknown_tagged
     if u:
@@ -532,7 +559,10 @@ def _e_DescribeLogDirsResponse_v4(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribeLogDirsResult_v4(_t3, out)
     u = o._unknown_tagged

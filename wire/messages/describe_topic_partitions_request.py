@@ -143,7 +143,11 @@ def _d_DescribeTopicPartitionsRequest_v0(buf, pos):
 def _e_TopicRequest_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     u = o._unknown_tagged
     if u:
@@ -154,7 +158,11 @@ def _e_TopicRequest_v0(o, out):
 def _e_Cursor_v0(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.partition_index)
     u = o._unknown_tagged
@@ -166,7 +174,10 @@ def _e_Cursor_v0(o, out):
 def _e_DescribeTopicPartitionsRequest_v0(o, out):
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicRequest_v0(_t3, out)
     out += _S_i.pack(o.response_partition_limit)

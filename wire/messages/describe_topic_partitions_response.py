@@ -284,25 +284,40 @@ def _e_DescribeTopicPartitionsResponsePartition_v0(o, out):
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     _t1 = o.replica_nodes
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     _t3 = o.isr_nodes
     _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
+    if _t4 < 127:
+        out.append(_t4 + 1)
+    else:
+        out += uvarint(_t4 + 1)
     write_fixed_array(out, _t3, 'i')
     _t5 = o.eligible_leader_replicas
     _t6 = -1 if _t5 is None else len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         write_fixed_array(out, _t5, 'i')
     _t7 = o.last_known_elr
     _t8 = -1 if _t7 is None else len(_t7)
-    out += uvarint((_t8) + 1)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
     if _t7 is not None:
         write_fixed_array(out, _t7, 'i')
     _t9 = o.offline_replicas
     _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
+    if _t10 < 127:
+        out.append(_t10 + 1)
+    else:
+        out += uvarint(_t10 + 1)
     write_fixed_array(out, _t9, 'i')
     u = o._unknown_tagged
     if u:
@@ -314,15 +329,22 @@ def _e_DescribeTopicPartitionsResponseTopic_v0(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.name
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_Uo.pack(o.topic_id.bytes, o.is_internal)
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_DescribeTopicPartitionsResponsePartition_v0(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_DescribeTopicPartitionsResponsePartition_v0(_t6, out)
     out += _S_i.pack(o.topic_authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -333,7 +355,11 @@ def _e_DescribeTopicPartitionsResponseTopic_v0(o, out):
 def _e_Cursor_v0(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.partition_index)
     u = o._unknown_tagged
@@ -346,7 +372,10 @@ def _e_DescribeTopicPartitionsResponse_v0(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribeTopicPartitionsResponseTopic_v0(_t3, out)
     _t4 = o.next_cursor

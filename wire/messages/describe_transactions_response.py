@@ -193,12 +193,19 @@ def _d_DescribeTransactionsResponse_v0(buf, pos):
 def _e_TopicData_v0(o, out):
     _t1 = o.topic
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -209,18 +216,29 @@ def _e_TransactionState_v0(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.transaction_state
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    out += _S_iqqh.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
-    _t5 = o.topics
+    _t4 = o.transaction_state
+    _t5 = _t4.encode()
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_TopicData_v0(_t7, out)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    out += _S_iqqh.pack(o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch)
+    _t7 = o.topics
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_TopicData_v0(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -231,7 +249,10 @@ def _e_DescribeTransactionsResponse_v0(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.transaction_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TransactionState_v0(_t3, out)
     u = o._unknown_tagged

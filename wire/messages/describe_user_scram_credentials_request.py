@@ -94,7 +94,11 @@ def _d_DescribeUserScramCredentialsRequest_v0(buf, pos):
 def _e_UserName_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     u = o._unknown_tagged
     if u:
@@ -105,7 +109,10 @@ def _e_UserName_v0(o, out):
 def _e_DescribeUserScramCredentialsRequest_v0(o, out):
     _t1 = o.users
     _t2 = -1 if _t1 is None else len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     if _t1 is not None:
         for _t3 in _t1:
             _e_UserName_v0(_t3, out)

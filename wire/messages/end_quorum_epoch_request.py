@@ -382,7 +382,10 @@ def _e_PartitionData_v1(o, out):
     out += _S_iii.pack(o.partition_index, o.leader_id, o.leader_epoch)
     _t1 = o.preferred_candidates
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ReplicaInfo_v1(_t3, out)
     u = o._unknown_tagged
@@ -394,13 +397,20 @@ def _e_PartitionData_v1(o, out):
 def _e_TopicData_v1(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionData_v1(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionData_v1(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -410,12 +420,20 @@ def _e_TopicData_v1(o, out):
 def _e_LeaderEndpoint_v1(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.host
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.host
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_W.pack(o.port)
     u = o._unknown_tagged
     if u:
@@ -426,19 +444,29 @@ def _e_LeaderEndpoint_v1(o, out):
 def _e_EndQuorumEpochRequest_v1(o, out):
     _t1 = o.cluster_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_TopicData_v1(_t5, out)
-    _t6 = o.leader_endpoints
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_LeaderEndpoint_v1(_t8, out)
+    _t4 = o.topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_TopicData_v1(_t6, out)
+    _t7 = o.leader_endpoints
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_LeaderEndpoint_v1(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -297,13 +297,20 @@ def _e_PartitionData_v1(o, out):
 def _e_TopicData_v1(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionData_v1(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionData_v1(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -314,7 +321,11 @@ def _e_NodeEndpoint_v1(o, out):
     out += _S_i.pack(o.node_id)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_W.pack(o.port)
     u = o._unknown_tagged
@@ -327,7 +338,10 @@ def _e_EndQuorumEpochResponse_v1(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicData_v1(_t3, out)
     tags = []
@@ -335,7 +349,10 @@ def _e_EndQuorumEpochResponse_v1(o, out):
         t = bytearray()
         _t4 = o.node_endpoints
         _t5 = len(_t4)
-        t += uvarint((_t5) + 1)
+        if _t5 < 127:
+            t.append(_t5 + 1)
+        else:
+            t += uvarint(_t5 + 1)
         for _t6 in _t4:
             _e_NodeEndpoint_v1(_t6, t)
         tags.append((0, t))

@@ -85,7 +85,11 @@ def _d_EndTxnRequest_v3(buf, pos):
 def _e_EndTxnRequest_v3(o, out):
     _t1 = o.transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_qho.pack(o.producer_id, o.producer_epoch, o.committed)
     u = o._unknown_tagged

@@ -82,17 +82,29 @@ def _d_EnvelopeRequest_v0(buf, pos):
 def _e_EnvelopeRequest_v0(o, out):
     _t1 = o.request_data
     _t2 = _t1
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.request_principal
-    _t4 = None if _t3 is None else _t3
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.client_host_address
-    _t6 = _t5
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
+    _t4 = o.request_principal
+    _t5 = None if _t4 is None else _t4
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.client_host_address
+    _t8 = _t7
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

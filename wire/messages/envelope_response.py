@@ -60,7 +60,11 @@ def _d_EnvelopeResponse_v0(buf, pos):
 def _e_EnvelopeResponse_v0(o, out):
     _t1 = o.response_data
     _t2 = None if _t1 is None else _t1
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_h.pack(o.error_code)

@@ -83,7 +83,11 @@ def _d_ExpireDelegationTokenRequest_v2(buf, pos):
 def _e_ExpireDelegationTokenRequest_v2(o, out):
     _t1 = o.hmac
     _t2 = _t1
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_q.pack(o.expiry_time_period_ms)
     u = o._unknown_tagged

@@ -99,6 +99,8 @@ class FetchRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_ReplicaState = ReplicaState()
+
 def _d_FetchTopic_v0(buf, pos):
     o = _new(FetchTopic)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -178,7 +180,7 @@ def _e_FetchTopic_v0(o, out):
         _e_FetchPartition_v0(_t5, out)
 
 def _e_FetchRequest_v0(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     if o.forgotten_topics_data:
         raise cannot_carry('FetchRequest', 'forgotten_topics_data')
@@ -215,7 +217,7 @@ def _d_FetchRequest_v3(buf, pos):
     return o, pos
 
 def _e_FetchRequest_v3(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     if o.forgotten_topics_data:
         raise cannot_carry('FetchRequest', 'forgotten_topics_data')
@@ -251,7 +253,7 @@ def _d_FetchRequest_v4(buf, pos):
     return o, pos
 
 def _e_FetchRequest_v4(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     if o.forgotten_topics_data:
         raise cannot_carry('FetchRequest', 'forgotten_topics_data')
@@ -337,7 +339,7 @@ def _e_FetchTopic_v5(o, out):
         _e_FetchPartition_v5(_t5, out)
 
 def _e_FetchRequest_v5(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     if o.forgotten_topics_data:
         raise cannot_carry('FetchRequest', 'forgotten_topics_data')
@@ -414,7 +416,7 @@ def _e_ForgottenTopic_v7(o, out):
     write_fixed_array(out, _t3, 'i')
 
 def _e_FetchRequest_v7(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     _t1 = o.topics
     _t2 = len(_t1)
@@ -533,7 +535,7 @@ def _e_FetchTopic_v9(o, out):
         _e_FetchPartition_v9(_t5, out)
 
 def _e_FetchRequest_v9(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     _t1 = o.topics
     _t2 = len(_t1)
@@ -610,7 +612,7 @@ def _d_FetchRequest_v11(buf, pos):
     return o, pos
 
 def _e_FetchRequest_v11(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     _t1 = o.topics
     _t2 = len(_t1)
@@ -819,13 +821,20 @@ def _e_FetchPartition_v12(o, out):
 def _e_FetchTopic_v12(o, out):
     _t1 = o.topic
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_FetchPartition_v12(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_FetchPartition_v12(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -835,12 +844,19 @@ def _e_FetchTopic_v12(o, out):
 def _e_ForgottenTopic_v12(o, out):
     _t1 = o.topic
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -848,31 +864,45 @@ def _e_ForgottenTopic_v12(o, out):
         out.append(0)
 
 def _e_FetchRequest_v12(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     out += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchTopic_v12(_t3, out)
     _t4 = o.forgotten_topics_data
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_ForgottenTopic_v12(_t6, out)
     _t7 = o.rack_id
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
     tags = []
     if o.cluster_id is not None:
         t = bytearray()
-        _t9 = o.cluster_id
-        _t10 = None if _t9 is None else _t9.encode()
-        t += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-        if _t10 is not None:
-            t += _t10
+        _t10 = o.cluster_id
+        _t11 = None if _t10 is None else _t10.encode()
+        _t12 = -1 if _t11 is None else len(_t11)
+        if _t12 < 127:
+            t.append(_t12 + 1)
+        else:
+            t += uvarint(_t12 + 1)
+        if _t11 is not None:
+            t += _t11
         tags.append((0, t))
     u = o._unknown_tagged
     if tags or u:
@@ -1047,7 +1077,10 @@ def _e_FetchTopic_v13(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchPartition_v12(_t3, out)
     u = o._unknown_tagged
@@ -1060,7 +1093,10 @@ def _e_ForgottenTopic_v13(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     u = o._unknown_tagged
     if u:
@@ -1069,31 +1105,45 @@ def _e_ForgottenTopic_v13(o, out):
         out.append(0)
 
 def _e_FetchRequest_v13(o, out):
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         raise cannot_carry('FetchRequest', 'replica_state')
     out += _S_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchTopic_v13(_t3, out)
     _t4 = o.forgotten_topics_data
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_ForgottenTopic_v13(_t6, out)
     _t7 = o.rack_id
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
     tags = []
     if o.cluster_id is not None:
         t = bytearray()
-        _t9 = o.cluster_id
-        _t10 = None if _t9 is None else _t9.encode()
-        t += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-        if _t10 is not None:
-            t += _t10
+        _t10 = o.cluster_id
+        _t11 = None if _t10 is None else _t10.encode()
+        _t12 = -1 if _t11 is None else len(_t11)
+        if _t12 < 127:
+            t.append(_t12 + 1)
+        else:
+            t += uvarint(_t12 + 1)
+        if _t11 is not None:
+            t += _t11
         tags.append((0, t))
     u = o._unknown_tagged
     if tags or u:
@@ -1249,31 +1299,45 @@ def _e_FetchRequest_v15(o, out):
     out += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchTopic_v13(_t3, out)
     _t4 = o.forgotten_topics_data
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_ForgottenTopic_v13(_t6, out)
     _t7 = o.rack_id
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
     tags = []
     if o.cluster_id is not None:
         t = bytearray()
-        _t9 = o.cluster_id
-        _t10 = None if _t9 is None else _t9.encode()
-        t += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-        if _t10 is not None:
-            t += _t10
+        _t10 = o.cluster_id
+        _t11 = None if _t10 is None else _t10.encode()
+        _t12 = -1 if _t11 is None else len(_t11)
+        if _t12 < 127:
+            t.append(_t12 + 1)
+        else:
+            t += uvarint(_t12 + 1)
+        if _t11 is not None:
+            t += _t11
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         t = bytearray()
-        _t11 = o.replica_state
-        _e_ReplicaState_v15(_t11, t)
+        _t13 = o.replica_state
+        _e_ReplicaState_v15(_t13, t)
         tags.append((1, t))
     u = o._unknown_tagged
     if tags or u:
@@ -1471,7 +1535,10 @@ def _e_FetchTopic_v17(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchPartition_v17(_t3, out)
     u = o._unknown_tagged
@@ -1486,31 +1553,45 @@ def _e_FetchRequest_v17(o, out):
     out += _S_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchTopic_v17(_t3, out)
     _t4 = o.forgotten_topics_data
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_ForgottenTopic_v13(_t6, out)
     _t7 = o.rack_id
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
     tags = []
     if o.cluster_id is not None:
         t = bytearray()
-        _t9 = o.cluster_id
-        _t10 = None if _t9 is None else _t9.encode()
-        t += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-        if _t10 is not None:
-            t += _t10
+        _t10 = o.cluster_id
+        _t11 = None if _t10 is None else _t10.encode()
+        _t12 = -1 if _t11 is None else len(_t11)
+        if _t12 < 127:
+            t.append(_t12 + 1)
+        else:
+            t += uvarint(_t12 + 1)
+        if _t11 is not None:
+            t += _t11
         tags.append((0, t))
-    if o.replica_state != ReplicaState():
+    if o.replica_state != _D_ReplicaState:
         t = bytearray()
-        _t11 = o.replica_state
-        _e_ReplicaState_v15(_t11, t)
+        _t13 = o.replica_state
+        _e_ReplicaState_v15(_t13, t)
         tags.append((1, t))
     u = o._unknown_tagged
     if tags or u:

@@ -126,6 +126,10 @@ class FetchResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_EpochEndOffset = EpochEndOffset()
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_D_SnapshotId = SnapshotId()
+
 def _d_FetchableTopicResponse_v0(buf, pos):
     o = _new(FetchableTopicResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -194,11 +198,11 @@ def _d_FetchResponse_v0(buf, pos):
     return o, pos
 
 def _e_PartitionData_v0(o, out):
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise cannot_carry('PartitionData', 'diverging_epoch')
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionData', 'current_leader')
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise cannot_carry('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise cannot_carry('PartitionData', 'preferred_read_replica')
@@ -349,11 +353,11 @@ def _e_AbortedTransaction_v4(o, out):
     out += _S_qq.pack(o.producer_id, o.first_offset)
 
 def _e_PartitionData_v4(o, out):
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise cannot_carry('PartitionData', 'diverging_epoch')
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionData', 'current_leader')
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise cannot_carry('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise cannot_carry('PartitionData', 'preferred_read_replica')
@@ -472,11 +476,11 @@ def _d_FetchResponse_v5(buf, pos):
     return o, pos
 
 def _e_PartitionData_v5(o, out):
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise cannot_carry('PartitionData', 'diverging_epoch')
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionData', 'current_leader')
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise cannot_carry('PartitionData', 'snapshot_id')
     if o.preferred_read_replica != -1:
         raise cannot_carry('PartitionData', 'preferred_read_replica')
@@ -621,11 +625,11 @@ def _d_FetchResponse_v11(buf, pos):
     return o, pos
 
 def _e_PartitionData_v11(o, out):
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         raise cannot_carry('PartitionData', 'diverging_epoch')
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionData', 'current_leader')
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         raise cannot_carry('PartitionData', 'snapshot_id')
     _t1 = o.aborted_transactions
     _t2 = -1 if _t1 is None else len(_t1)
@@ -903,24 +907,27 @@ def _e_PartitionData_v12(o, out):
     out += _S_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset)
     _t1 = o.aborted_transactions
     _t2 = -1 if _t1 is None else len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     if _t1 is not None:
         for _t3 in _t1:
             _e_AbortedTransaction_v12(_t3, out)
     out += _S_i.pack(o.preferred_read_replica)
     write_records(out, o.records, True, True, 'PartitionData.records')
     tags = []
-    if o.diverging_epoch != EpochEndOffset():
+    if o.diverging_epoch != _D_EpochEndOffset:
         t = bytearray()
         _t4 = o.diverging_epoch
         _e_EpochEndOffset_v12(_t4, t)
         tags.append((0, t))
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
         _t5 = o.current_leader
         _e_LeaderIdAndEpoch_v12(_t5, t)
         tags.append((1, t))
-    if o.snapshot_id != SnapshotId():
+    if o.snapshot_id != _D_SnapshotId:
         t = bytearray()
         _t6 = o.snapshot_id
         _e_SnapshotId_v12(_t6, t)
@@ -934,13 +941,20 @@ def _e_PartitionData_v12(o, out):
 def _e_FetchableTopicResponse_v12(o, out):
     _t1 = o.topic
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionData_v12(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionData_v12(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -953,7 +967,10 @@ def _e_FetchResponse_v12(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchableTopicResponse_v12(_t3, out)
     u = o._unknown_tagged
@@ -1039,7 +1056,10 @@ def _e_FetchableTopicResponse_v13(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionData_v12(_t3, out)
     u = o._unknown_tagged
@@ -1054,7 +1074,10 @@ def _e_FetchResponse_v13(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchableTopicResponse_v13(_t3, out)
     u = o._unknown_tagged
@@ -1168,14 +1191,22 @@ def _e_NodeEndpoint_v16(o, out):
     out += _S_i.pack(o.node_id)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.port)
-    _t3 = o.rack
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.rack
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1186,7 +1217,10 @@ def _e_FetchResponse_v16(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.session_id)
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchableTopicResponse_v13(_t3, out)
     tags = []
@@ -1194,7 +1228,10 @@ def _e_FetchResponse_v16(o, out):
         t = bytearray()
         _t4 = o.node_endpoints
         _t5 = len(_t4)
-        t += uvarint((_t5) + 1)
+        if _t5 < 127:
+            t.append(_t5 + 1)
+        else:
+            t += uvarint(_t5 + 1)
         for _t6 in _t4:
             _e_NodeEndpoint_v16(_t6, t)
         tags.append((0, t))

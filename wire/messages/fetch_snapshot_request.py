@@ -66,6 +66,8 @@ class FetchSnapshotRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_SnapshotId = SnapshotId()
+
 def _d_SnapshotId_v0(buf, pos):
     o = _new(SnapshotId)
     o.end_offset, o.epoch, = _S_qi.unpack_from(buf, pos)
@@ -223,13 +225,20 @@ def _e_PartitionSnapshot_v0(o, out):
 def _e_TopicSnapshot_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionSnapshot_v0(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionSnapshot_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -240,7 +249,10 @@ def _e_FetchSnapshotRequest_v0(o, out):
     out += _S_ii.pack(o.replica_id, o.max_bytes)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicSnapshot_v0(_t3, out)
     tags = []
@@ -248,7 +260,11 @@ def _e_FetchSnapshotRequest_v0(o, out):
         t = bytearray()
         _t4 = o.cluster_id
         _t5 = None if _t4 is None else _t4.encode()
-        t += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+        _t6 = -1 if _t5 is None else len(_t5)
+        if _t6 < 127:
+            t.append(_t6 + 1)
+        else:
+            t += uvarint(_t6 + 1)
         if _t5 is not None:
             t += _t5
         tags.append((0, t))
@@ -400,13 +416,20 @@ def _e_PartitionSnapshot_v1(o, out):
 def _e_TopicSnapshot_v1(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionSnapshot_v1(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionSnapshot_v1(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -417,7 +440,10 @@ def _e_FetchSnapshotRequest_v1(o, out):
     out += _S_ii.pack(o.replica_id, o.max_bytes)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicSnapshot_v1(_t3, out)
     tags = []
@@ -425,7 +451,11 @@ def _e_FetchSnapshotRequest_v1(o, out):
         t = bytearray()
         _t4 = o.cluster_id
         _t5 = None if _t4 is None else _t4.encode()
-        t += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+        _t6 = -1 if _t5 is None else len(_t5)
+        if _t6 < 127:
+            t.append(_t6 + 1)
+        else:
+            t += uvarint(_t6 + 1)
         if _t5 is not None:
             t += _t5
         tags.append((0, t))

@@ -91,6 +91,9 @@ class FetchSnapshotResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+_D_SnapshotId = SnapshotId()
+
 def _d_SnapshotId_v0(buf, pos):
     o = _new(SnapshotId)
     o.end_offset, o.epoch, = _S_qi.unpack_from(buf, pos)
@@ -267,7 +270,7 @@ def _e_PartitionSnapshot_v0(o, out):
     out += _S_qq.pack(o.size, o.position)
     write_records(out, o.unaligned_records, True, False, 'PartitionSnapshot.unaligned_records')
     tags = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
         _t2 = o.current_leader
         _e_LeaderIdAndEpoch_v0(_t2, t)
@@ -281,13 +284,20 @@ def _e_PartitionSnapshot_v0(o, out):
 def _e_TopicSnapshot_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionSnapshot_v0(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionSnapshot_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -300,7 +310,10 @@ def _e_FetchSnapshotResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicSnapshot_v0(_t3, out)
     u = o._unknown_tagged
@@ -402,7 +415,11 @@ def _e_NodeEndpoint_v1(o, out):
     out += _S_i.pack(o.node_id)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_W.pack(o.port)
     u = o._unknown_tagged
@@ -415,7 +432,10 @@ def _e_FetchSnapshotResponse_v1(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicSnapshot_v0(_t3, out)
     tags = []
@@ -423,7 +443,10 @@ def _e_FetchSnapshotResponse_v1(o, out):
         t = bytearray()
         _t4 = o.node_endpoints
         _t5 = len(_t4)
-        t += uvarint((_t5) + 1)
+        if _t5 < 127:
+            t.append(_t5 + 1)
+        else:
+            t += uvarint(_t5 + 1)
         for _t6 in _t4:
             _e_NodeEndpoint_v1(_t6, t)
         tags.append((0, t))

@@ -115,7 +115,11 @@ def _e_FindCoordinatorRequest_v3(o, out):
         raise cannot_carry('FindCoordinatorRequest', 'coordinator_keys')
     _t1 = o.key
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_b.pack(o.key_type)
     u = o._unknown_tagged
@@ -172,10 +176,17 @@ def _e_FindCoordinatorRequest_v4(o, out):
     out += _S_b.pack(o.key_type)
     _t1 = o.coordinator_keys
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
     u = o._unknown_tagged
     if u:

@@ -99,15 +99,25 @@ def _e_GetTelemetrySubscriptionsResponse_v0(o, out):
     out += _S_ihUi.pack(o.throttle_time_ms, o.error_code, o.client_instance_id.bytes, o.subscription_id)
     _t1 = o.accepted_compression_types
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'b')
     out += _S_iio.pack(o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality)
     _t3 = o.requested_metrics
     _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
+    if _t4 < 127:
+        out.append(_t4 + 1)
+    else:
+        out += uvarint(_t4 + 1)
     for _t5 in _t3:
         _t6 = _t5.encode()
-        out += uvarint(len(_t6) + 1)
+        _t7 = len(_t6)
+        if _t7 < 127:
+            out.append(_t7 + 1)
+        else:
+            out += uvarint(_t7 + 1)
         out += _t6
     u = o._unknown_tagged
     if u:

@@ -166,18 +166,30 @@ def _d_HeartbeatRequest_v4(buf, pos):
 def _e_HeartbeatRequest_v4(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.generation_id)
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_instance_id
+    _t8 = None if _t7 is None else _t7.encode()
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    if _t8 is not None:
+        out += _t8
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

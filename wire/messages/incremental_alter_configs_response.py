@@ -177,14 +177,22 @@ def _e_AlterConfigsResourceResponse_v1(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_b.pack(o.resource_type)
-    _t3 = o.resource_name
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.resource_name
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -195,7 +203,10 @@ def _e_IncrementalAlterConfigsResponse_v1(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AlterConfigsResourceResponse_v1(_t3, out)
     u = o._unknown_tagged

@@ -99,7 +99,11 @@ def _e_InitProducerIdRequest_v2(o, out):
         raise cannot_carry('InitProducerIdRequest', 'producer_epoch')
     _t1 = o.transactional_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_i.pack(o.transaction_timeout_ms)
@@ -141,7 +145,11 @@ def _d_InitProducerIdRequest_v3(buf, pos):
 def _e_InitProducerIdRequest_v3(o, out):
     _t1 = o.transactional_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch)

@@ -440,12 +440,20 @@ def _d_JoinGroupRequest_v6(buf, pos):
 def _e_JoinGroupRequestProtocol_v6(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.metadata
-    _t4 = _t3
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.metadata
+    _t5 = _t4
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -455,27 +463,46 @@ def _e_JoinGroupRequestProtocol_v6(o, out):
 def _e_JoinGroupRequest_v6(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.protocol_type
-    _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
-    out += _t8
-    _t9 = o.protocols
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_JoinGroupRequestProtocol_v6(_t11, out)
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_instance_id
+    _t8 = None if _t7 is None else _t7.encode()
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    if _t8 is not None:
+        out += _t8
+    _t10 = o.protocol_type
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.protocols
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_JoinGroupRequestProtocol_v6(_t15, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -615,32 +642,55 @@ def _d_JoinGroupRequest_v8(buf, pos):
 def _e_JoinGroupRequest_v8(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms)
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.protocol_type
-    _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
-    out += _t8
-    _t9 = o.protocols
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_JoinGroupRequestProtocol_v6(_t11, out)
-    _t12 = o.reason
-    _t13 = None if _t12 is None else _t12.encode()
-    out += uvarint((-1 if _t13 is None else len(_t13)) + 1)
-    if _t13 is not None:
-        out += _t13
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_instance_id
+    _t8 = None if _t7 is None else _t7.encode()
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    if _t8 is not None:
+        out += _t8
+    _t10 = o.protocol_type
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.protocols
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_JoinGroupRequestProtocol_v6(_t15, out)
+    _t16 = o.reason
+    _t17 = None if _t16 is None else _t16.encode()
+    _t18 = -1 if _t17 is None else len(_t17)
+    if _t18 < 127:
+        out.append(_t18 + 1)
+    else:
+        out += uvarint(_t18 + 1)
+    if _t17 is not None:
+        out += _t17
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -459,17 +459,29 @@ def _d_JoinGroupResponse_v6(buf, pos):
 def _e_JoinGroupResponseMember_v6(o, out):
     _t1 = o.member_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.group_instance_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.metadata
-    _t6 = _t5
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
+    _t4 = o.group_instance_id
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.metadata
+    _t8 = _t7
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -482,21 +494,36 @@ def _e_JoinGroupResponse_v6(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     _t1 = o.protocol_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.leader
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.member_id
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.members
-    _t8 = len(_t7)
-    out += uvarint((_t8) + 1)
-    for _t9 in _t7:
-        _e_JoinGroupResponseMember_v6(_t9, out)
+    _t4 = o.leader
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.member_id
+    _t8 = _t7.encode()
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
+    _t10 = o.members
+    _t11 = len(_t10)
+    if _t11 < 127:
+        out.append(_t11 + 1)
+    else:
+        out += uvarint(_t11 + 1)
+    for _t12 in _t10:
+        _e_JoinGroupResponseMember_v6(_t12, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -640,27 +667,46 @@ def _e_JoinGroupResponse_v7(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     _t1 = o.protocol_type
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.protocol_name
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.leader
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.member_id
+    _t4 = o.protocol_name
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.leader
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
-    _t9 = o.members
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_JoinGroupResponseMember_v6(_t11, out)
+    _t10 = o.member_id
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.members
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_JoinGroupResponseMember_v6(_t15, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -803,28 +849,47 @@ def _e_JoinGroupResponse_v9(o, out):
     out += _S_ihi.pack(o.throttle_time_ms, o.error_code, o.generation_id)
     _t1 = o.protocol_type
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.protocol_name
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.leader
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    out += _S_o.pack(o.skip_assignment)
-    _t7 = o.member_id
+    _t4 = o.protocol_name
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.leader
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
-    _t9 = o.members
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_JoinGroupResponseMember_v6(_t11, out)
+    out += _S_o.pack(o.skip_assignment)
+    _t10 = o.member_id
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.members
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_JoinGroupResponseMember_v6(_t15, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -853,20 +853,32 @@ def _e_LeaderAndIsrPartitionState_v4(o, out):
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     _t1 = o.isr
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     out += _S_i.pack(o.partition_epoch)
     _t3 = o.replicas
     _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
+    if _t4 < 127:
+        out.append(_t4 + 1)
+    else:
+        out += uvarint(_t4 + 1)
     write_fixed_array(out, _t3, 'i')
     _t5 = o.adding_replicas
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     write_fixed_array(out, _t5, 'i')
     _t7 = o.removing_replicas
     _t8 = len(_t7)
-    out += uvarint((_t8) + 1)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
     write_fixed_array(out, _t7, 'i')
     out += _S_o.pack(o.is_new)
     u = o._unknown_tagged
@@ -878,13 +890,20 @@ def _e_LeaderAndIsrPartitionState_v4(o, out):
 def _e_LeaderAndIsrTopicState_v4(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_states
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_LeaderAndIsrPartitionState_v4(_t5, out)
+    _t4 = o.partition_states
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_LeaderAndIsrPartitionState_v4(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -895,7 +914,11 @@ def _e_LeaderAndIsrLiveLeader_v4(o, out):
     out += _S_i.pack(o.broker_id)
     _t1 = o.host_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.port)
     u = o._unknown_tagged
@@ -914,12 +937,18 @@ def _e_LeaderAndIsrRequest_v4(o, out):
     out += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_LeaderAndIsrTopicState_v4(_t3, out)
     _t4 = o.live_leaders
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v4(_t6, out)
     u = o._unknown_tagged
@@ -1136,14 +1165,21 @@ def _d_LeaderAndIsrRequest_v5(buf, pos):
 def _e_LeaderAndIsrTopicState_v5(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_U.pack(o.topic_id.bytes)
-    _t3 = o.partition_states
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_LeaderAndIsrPartitionState_v4(_t5, out)
+    _t4 = o.partition_states
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_LeaderAndIsrPartitionState_v4(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1158,12 +1194,18 @@ def _e_LeaderAndIsrRequest_v5(o, out):
     out += _S_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type_)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_LeaderAndIsrTopicState_v5(_t3, out)
     _t4 = o.live_leaders
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v4(_t6, out)
     u = o._unknown_tagged
@@ -1380,20 +1422,32 @@ def _e_LeaderAndIsrPartitionState_v6(o, out):
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     _t1 = o.isr
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     out += _S_i.pack(o.partition_epoch)
     _t3 = o.replicas
     _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
+    if _t4 < 127:
+        out.append(_t4 + 1)
+    else:
+        out += uvarint(_t4 + 1)
     write_fixed_array(out, _t3, 'i')
     _t5 = o.adding_replicas
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     write_fixed_array(out, _t5, 'i')
     _t7 = o.removing_replicas
     _t8 = len(_t7)
-    out += uvarint((_t8) + 1)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
     write_fixed_array(out, _t7, 'i')
     out += _S_ob.pack(o.is_new, o.leader_recovery_state)
     u = o._unknown_tagged
@@ -1405,14 +1459,21 @@ def _e_LeaderAndIsrPartitionState_v6(o, out):
 def _e_LeaderAndIsrTopicState_v6(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_U.pack(o.topic_id.bytes)
-    _t3 = o.partition_states
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_LeaderAndIsrPartitionState_v6(_t5, out)
+    _t4 = o.partition_states
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_LeaderAndIsrPartitionState_v6(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1427,12 +1488,18 @@ def _e_LeaderAndIsrRequest_v6(o, out):
     out += _S_iiqb.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.type_)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_LeaderAndIsrTopicState_v6(_t3, out)
     _t4 = o.live_leaders
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v4(_t6, out)
     u = o._unknown_tagged
@@ -1528,12 +1595,18 @@ def _e_LeaderAndIsrRequest_v7(o, out):
     out += _S_ioiqb.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch, o.type_)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_LeaderAndIsrTopicState_v6(_t3, out)
     _t4 = o.live_leaders
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_LeaderAndIsrLiveLeader_v4(_t6, out)
     u = o._unknown_tagged

@@ -164,7 +164,11 @@ def _d_LeaderAndIsrResponse_v4(buf, pos):
 def _e_LeaderAndIsrPartitionError_v4(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_ih.pack(o.partition_index, o.error_code)
     u = o._unknown_tagged
@@ -179,7 +183,10 @@ def _e_LeaderAndIsrResponse_v4(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.partition_errors
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_LeaderAndIsrPartitionError_v4(_t3, out)
     u = o._unknown_tagged
@@ -286,7 +293,10 @@ def _e_LeaderAndIsrTopicError_v5(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partition_errors
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_LeaderAndIsrPartitionError_v5(_t3, out)
     u = o._unknown_tagged
@@ -301,7 +311,10 @@ def _e_LeaderAndIsrResponse_v5(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_LeaderAndIsrTopicError_v5(_t3, out)
     u = o._unknown_tagged

@@ -137,12 +137,18 @@ def _e_LeaderChangeMessage_v0(o, out):
     out += _S_hi.pack(o.version, o.leader_id)
     _t1 = o.voters
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_Voter_v0(_t3, out)
     _t4 = o.granting_voters
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_Voter_v0(_t6, out)
     u = o._unknown_tagged
@@ -244,12 +250,18 @@ def _e_LeaderChangeMessage_v1(o, out):
     out += _S_hi.pack(o.version, o.leader_id)
     _t1 = o.voters
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_Voter_v1(_t3, out)
     _t4 = o.granting_voters
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_Voter_v1(_t6, out)
     u = o._unknown_tagged

@@ -201,13 +201,21 @@ def _d_LeaveGroupResponse_v4(buf, pos):
 def _e_MemberResponse_v4(o, out):
     _t1 = o.member_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.group_instance_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.group_instance_id
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_h.pack(o.error_code)
     u = o._unknown_tagged
     if u:
@@ -219,7 +227,10 @@ def _e_LeaveGroupResponse_v4(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.members
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_MemberResponse_v4(_t3, out)
     u = o._unknown_tagged

@@ -99,7 +99,11 @@ def _d_ListClientMetricsResourcesResponse_v0(buf, pos):
 def _e_ClientMetricsResource_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     u = o._unknown_tagged
     if u:
@@ -111,7 +115,10 @@ def _e_ListClientMetricsResourcesResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.client_metrics_resources
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ClientMetricsResource_v0(_t3, out)
     u = o._unknown_tagged

@@ -113,10 +113,17 @@ def _e_ListGroupsRequest_v4(o, out):
         raise cannot_carry('ListGroupsRequest', 'types_filter')
     _t1 = o.states_filter
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
     u = o._unknown_tagged
     if u:
@@ -190,18 +197,32 @@ def _d_ListGroupsRequest_v5(buf, pos):
 def _e_ListGroupsRequest_v5(o, out):
     _t1 = o.states_filter
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
-    _t5 = o.types_filter
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _t8 = _t7.encode()
-        out += uvarint(len(_t8) + 1)
-        out += _t8
+    _t6 = o.types_filter
+    _t7 = len(_t6)
+    if _t7 < 127:
+        out.append(_t7 + 1)
+    else:
+        out += uvarint(_t7 + 1)
+    for _t8 in _t6:
+        _t9 = _t8.encode()
+        _t10 = len(_t9)
+        if _t10 < 127:
+            out.append(_t10 + 1)
+        else:
+            out += uvarint(_t10 + 1)
+        out += _t9
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

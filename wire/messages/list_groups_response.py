@@ -220,12 +220,20 @@ def _d_ListGroupsResponse_v3(buf, pos):
 def _e_ListedGroup_v3(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.protocol_type
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.protocol_type
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -236,7 +244,10 @@ def _e_ListGroupsResponse_v3(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ListedGroup_v3(_t3, out)
     u = o._unknown_tagged
@@ -331,16 +342,28 @@ def _d_ListGroupsResponse_v4(buf, pos):
 def _e_ListedGroup_v4(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.protocol_type
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_state
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
+    _t4 = o.protocol_type
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_state
+    _t8 = _t7.encode()
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -351,7 +374,10 @@ def _e_ListGroupsResponse_v4(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ListedGroup_v4(_t3, out)
     u = o._unknown_tagged
@@ -457,20 +483,36 @@ def _d_ListGroupsResponse_v5(buf, pos):
 def _e_ListedGroup_v5(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.protocol_type
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_state
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.group_type
+    _t4 = o.protocol_type
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_state
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
+    _t10 = o.group_type
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -481,7 +523,10 @@ def _e_ListGroupsResponse_v5(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ListedGroup_v5(_t3, out)
     u = o._unknown_tagged

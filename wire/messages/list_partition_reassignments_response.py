@@ -205,15 +205,24 @@ def _e_OngoingPartitionReassignment_v0(o, out):
     out += _S_i.pack(o.partition_index)
     _t1 = o.replicas
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     _t3 = o.adding_replicas
     _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
+    if _t4 < 127:
+        out.append(_t4 + 1)
+    else:
+        out += uvarint(_t4 + 1)
     write_fixed_array(out, _t3, 'i')
     _t5 = o.removing_replicas
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     write_fixed_array(out, _t5, 'i')
     u = o._unknown_tagged
     if u:
@@ -224,13 +233,20 @@ def _e_OngoingPartitionReassignment_v0(o, out):
 def _e_OngoingTopicReassignment_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_OngoingPartitionReassignment_v0(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_OngoingPartitionReassignment_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -241,14 +257,21 @@ def _e_ListPartitionReassignmentsResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_OngoingTopicReassignment_v0(_t5, out)
+    _t4 = o.topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_OngoingTopicReassignment_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -89,15 +89,25 @@ def _e_ListTransactionsRequest_v0(o, out):
         raise cannot_carry('ListTransactionsRequest', 'duration_filter')
     _t1 = o.state_filters
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
-    _t5 = o.producer_id_filters
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    write_fixed_array(out, _t5, 'q')
+    _t6 = o.producer_id_filters
+    _t7 = len(_t6)
+    if _t7 < 127:
+        out.append(_t7 + 1)
+    else:
+        out += uvarint(_t7 + 1)
+    write_fixed_array(out, _t6, 'q')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -162,15 +172,25 @@ def _d_ListTransactionsRequest_v1(buf, pos):
 def _e_ListTransactionsRequest_v1(o, out):
     _t1 = o.state_filters
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
-    _t5 = o.producer_id_filters
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    write_fixed_array(out, _t5, 'q')
+    _t6 = o.producer_id_filters
+    _t7 = len(_t6)
+    if _t7 < 127:
+        out.append(_t7 + 1)
+    else:
+        out += uvarint(_t7 + 1)
+    write_fixed_array(out, _t6, 'q')
     out += _S_q.pack(o.duration_filter)
     u = o._unknown_tagged
     if u:

@@ -141,13 +141,21 @@ def _d_ListTransactionsResponse_v0(buf, pos):
 def _e_TransactionState_v0(o, out):
     _t1 = o.transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_q.pack(o.producer_id)
-    _t3 = o.transaction_state
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.transaction_state
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -158,16 +166,26 @@ def _e_ListTransactionsResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.unknown_state_filters
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
-    _t5 = o.transaction_states
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_TransactionState_v0(_t7, out)
+    _t6 = o.transaction_states
+    _t7 = len(_t6)
+    if _t7 < 127:
+        out.append(_t7 + 1)
+    else:
+        out += uvarint(_t7 + 1)
+    for _t8 in _t6:
+        _e_TransactionState_v0(_t8, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

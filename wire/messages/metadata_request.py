@@ -290,7 +290,11 @@ def _d_MetadataRequest_v9(buf, pos):
 def _e_MetadataRequestTopic_v9(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     u = o._unknown_tagged
     if u:
@@ -301,7 +305,10 @@ def _e_MetadataRequestTopic_v9(o, out):
 def _e_MetadataRequest_v9(o, out):
     _t1 = o.topics
     _t2 = -1 if _t1 is None else len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     if _t1 is not None:
         for _t3 in _t1:
             _e_MetadataRequestTopic_v9(_t3, out)
@@ -377,7 +384,11 @@ def _e_MetadataRequestTopic_v10(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.name
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     u = o._unknown_tagged
@@ -389,7 +400,10 @@ def _e_MetadataRequestTopic_v10(o, out):
 def _e_MetadataRequest_v10(o, out):
     _t1 = o.topics
     _t2 = -1 if _t1 is None else len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     if _t1 is not None:
         for _t3 in _t1:
             _e_MetadataRequestTopic_v10(_t3, out)
@@ -467,7 +481,10 @@ def _e_MetadataRequest_v11(o, out):
         raise cannot_carry('MetadataRequest', 'include_cluster_authorized_operations')
     _t1 = o.topics
     _t2 = -1 if _t1 is None else len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     if _t1 is not None:
         for _t3 in _t1:
             _e_MetadataRequestTopic_v10(_t3, out)

@@ -1230,14 +1230,22 @@ def _e_MetadataResponseBroker_v9(o, out):
     out += _S_i.pack(o.node_id)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.port)
-    _t3 = o.rack
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.rack
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1248,15 +1256,24 @@ def _e_MetadataResponsePartition_v9(o, out):
     out += _S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
     _t1 = o.replica_nodes
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     _t3 = o.isr_nodes
     _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
+    if _t4 < 127:
+        out.append(_t4 + 1)
+    else:
+        out += uvarint(_t4 + 1)
     write_fixed_array(out, _t3, 'i')
     _t5 = o.offline_replicas
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     write_fixed_array(out, _t5, 'i')
     u = o._unknown_tagged
     if u:
@@ -1268,14 +1285,21 @@ def _e_MetadataResponseTopic_v9(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_o.pack(o.is_internal)
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_MetadataResponsePartition_v9(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_MetadataResponsePartition_v9(_t6, out)
     out += _S_i.pack(o.topic_authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -1287,20 +1311,30 @@ def _e_MetadataResponse_v9(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.brokers
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_MetadataResponseBroker_v9(_t3, out)
     _t4 = o.cluster_id
     _t5 = None if _t4 is None else _t4.encode()
-    out += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         out += _t5
     out += _S_i.pack(o.controller_id)
-    _t6 = o.topics
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_MetadataResponseTopic_v9(_t8, out)
+    _t7 = o.topics
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_MetadataResponseTopic_v9(_t9, out)
     out += _S_i.pack(o.cluster_authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -1527,14 +1561,21 @@ def _e_MetadataResponseTopic_v10(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_Uo.pack(o.topic_id.bytes, o.is_internal)
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_MetadataResponsePartition_v9(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_MetadataResponsePartition_v9(_t6, out)
     out += _S_i.pack(o.topic_authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -1546,20 +1587,30 @@ def _e_MetadataResponse_v10(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.brokers
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_MetadataResponseBroker_v9(_t3, out)
     _t4 = o.cluster_id
     _t5 = None if _t4 is None else _t4.encode()
-    out += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         out += _t5
     out += _S_i.pack(o.controller_id)
-    _t6 = o.topics
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_MetadataResponseTopic_v10(_t8, out)
+    _t7 = o.topics
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_MetadataResponseTopic_v10(_t9, out)
     out += _S_i.pack(o.cluster_authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -1680,20 +1731,30 @@ def _e_MetadataResponse_v11(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.brokers
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_MetadataResponseBroker_v9(_t3, out)
     _t4 = o.cluster_id
     _t5 = None if _t4 is None else _t4.encode()
-    out += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         out += _t5
     out += _S_i.pack(o.controller_id)
-    _t6 = o.topics
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_MetadataResponseTopic_v10(_t8, out)
+    _t7 = o.topics
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_MetadataResponseTopic_v10(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1918,15 +1979,22 @@ def _e_MetadataResponseTopic_v12(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.name
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_Uo.pack(o.topic_id.bytes, o.is_internal)
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_MetadataResponsePartition_v9(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_MetadataResponsePartition_v9(_t6, out)
     out += _S_i.pack(o.topic_authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -1940,20 +2008,30 @@ def _e_MetadataResponse_v12(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.brokers
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_MetadataResponseBroker_v9(_t3, out)
     _t4 = o.cluster_id
     _t5 = None if _t4 is None else _t4.encode()
-    out += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         out += _t5
     out += _S_i.pack(o.controller_id)
-    _t6 = o.topics
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_MetadataResponseTopic_v12(_t8, out)
+    _t7 = o.topics
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_MetadataResponseTopic_v12(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -704,7 +704,11 @@ def _e_OffsetCommitRequestPartition_v8(o, out):
     out += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     _t1 = o.committed_metadata
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     u = o._unknown_tagged
@@ -716,13 +720,20 @@ def _e_OffsetCommitRequestPartition_v8(o, out):
 def _e_OffsetCommitRequestTopic_v8(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_OffsetCommitRequestPartition_v8(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_OffsetCommitRequestPartition_v8(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -732,23 +743,38 @@ def _e_OffsetCommitRequestTopic_v8(o, out):
 def _e_OffsetCommitRequest_v8(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.generation_id_or_member_epoch)
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.topics
-    _t8 = len(_t7)
-    out += uvarint((_t8) + 1)
-    for _t9 in _t7:
-        _e_OffsetCommitRequestTopic_v8(_t9, out)
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_instance_id
+    _t8 = None if _t7 is None else _t7.encode()
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    if _t8 is not None:
+        out += _t8
+    _t10 = o.topics
+    _t11 = len(_t10)
+    if _t11 < 127:
+        out.append(_t11 + 1)
+    else:
+        out += uvarint(_t11 + 1)
+    for _t12 in _t10:
+        _e_OffsetCommitRequestTopic_v8(_t12, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

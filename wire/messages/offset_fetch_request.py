@@ -289,12 +289,19 @@ def _d_OffsetFetchRequest_v6(buf, pos):
 def _e_OffsetFetchRequestTopic_v6(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_indexes
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partition_indexes
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -308,14 +315,21 @@ def _e_OffsetFetchRequest_v6(o, out):
         raise cannot_carry('OffsetFetchRequest', 'require_stable')
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topics
-    _t4 = -1 if _t3 is None else len(_t3)
-    out += uvarint((_t4) + 1)
-    if _t3 is not None:
-        for _t5 in _t3:
-            _e_OffsetFetchRequestTopic_v6(_t5, out)
+    _t4 = o.topics
+    _t5 = -1 if _t4 is None else len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    if _t4 is not None:
+        for _t6 in _t4:
+            _e_OffsetFetchRequestTopic_v6(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -412,14 +426,21 @@ def _e_OffsetFetchRequest_v7(o, out):
         raise cannot_carry('OffsetFetchRequest', 'groups')
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topics
-    _t4 = -1 if _t3 is None else len(_t3)
-    out += uvarint((_t4) + 1)
-    if _t3 is not None:
-        for _t5 in _t3:
-            _e_OffsetFetchRequestTopic_v6(_t5, out)
+    _t4 = o.topics
+    _t5 = -1 if _t4 is None else len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    if _t4 is not None:
+        for _t6 in _t4:
+            _e_OffsetFetchRequestTopic_v6(_t6, out)
     out += _S_o.pack(o.require_stable)
     u = o._unknown_tagged
     if u:
@@ -551,14 +572,21 @@ def _d_OffsetFetchRequest_v8(buf, pos):
 def _e_OffsetFetchRequestGroup_v8(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topics
-    _t4 = -1 if _t3 is None else len(_t3)
-    out += uvarint((_t4) + 1)
-    if _t3 is not None:
-        for _t5 in _t3:
-            _e_OffsetFetchRequestTopic_v6(_t5, out)
+    _t4 = o.topics
+    _t5 = -1 if _t4 is None else len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    if _t4 is not None:
+        for _t6 in _t4:
+            _e_OffsetFetchRequestTopic_v6(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -572,7 +600,10 @@ def _e_OffsetFetchRequest_v8(o, out):
         raise cannot_carry('OffsetFetchRequest', 'topics')
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_OffsetFetchRequestGroup_v8(_t3, out)
     out += _S_o.pack(o.require_stable)
@@ -718,20 +749,31 @@ def _d_OffsetFetchRequest_v9(buf, pos):
 def _e_OffsetFetchRequestGroup_v9(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.member_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    out += _S_i.pack(o.member_epoch)
-    _t5 = o.topics
+    _t4 = o.member_id
+    _t5 = None if _t4 is None else _t4.encode()
     _t6 = -1 if _t5 is None else len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
-        for _t7 in _t5:
-            _e_OffsetFetchRequestTopic_v6(_t7, out)
+        out += _t5
+    out += _S_i.pack(o.member_epoch)
+    _t7 = o.topics
+    _t8 = -1 if _t7 is None else len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    if _t7 is not None:
+        for _t9 in _t7:
+            _e_OffsetFetchRequestTopic_v6(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -745,7 +787,10 @@ def _e_OffsetFetchRequest_v9(o, out):
         raise cannot_carry('OffsetFetchRequest', 'topics')
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_OffsetFetchRequestGroup_v9(_t3, out)
     out += _S_o.pack(o.require_stable)

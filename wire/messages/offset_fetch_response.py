@@ -449,7 +449,11 @@ def _e_OffsetFetchResponsePartition_v6(o, out):
     out += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     _t1 = o.metadata
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_h.pack(o.error_code)
@@ -462,13 +466,20 @@ def _e_OffsetFetchResponsePartition_v6(o, out):
 def _e_OffsetFetchResponseTopic_v6(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_OffsetFetchResponsePartition_v6(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_OffsetFetchResponsePartition_v6(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -481,7 +492,10 @@ def _e_OffsetFetchResponse_v6(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_OffsetFetchResponseTopic_v6(_t3, out)
     out += _S_h.pack(o.error_code)
@@ -650,13 +664,20 @@ def _d_OffsetFetchResponse_v8(buf, pos):
 def _e_OffsetFetchResponseGroup_v8(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_OffsetFetchResponseTopic_v6(_t5, out)
+    _t4 = o.topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_OffsetFetchResponseTopic_v6(_t6, out)
     out += _S_h.pack(o.error_code)
     u = o._unknown_tagged
     if u:
@@ -670,7 +691,10 @@ def _e_OffsetFetchResponse_v8(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_OffsetFetchResponseGroup_v8(_t3, out)
     u = o._unknown_tagged

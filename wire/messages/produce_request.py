@@ -302,13 +302,20 @@ def _e_PartitionProduceData_v9(o, out):
 def _e_TopicProduceData_v9(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_data
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionProduceData_v9(_t5, out)
+    _t4 = o.partition_data
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionProduceData_v9(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -318,15 +325,22 @@ def _e_TopicProduceData_v9(o, out):
 def _e_ProduceRequest_v9(o, out):
     _t1 = o.transactional_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_hi.pack(o.acks, o.timeout_ms)
-    _t3 = o.topic_data
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_TopicProduceData_v9(_t5, out)
+    _t4 = o.topic_data
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_TopicProduceData_v9(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -94,6 +94,8 @@ class ProduceResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+
 def _d_TopicProduceResponse_v0(buf, pos):
     o = _new(TopicProduceResponse)
     _t1, = _S_h.unpack_from(buf, pos)
@@ -151,7 +153,7 @@ def _d_ProduceResponse_v0(buf, pos):
     return o, pos
 
 def _e_PartitionProduceResponse_v0(o, out):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionProduceResponse', 'current_leader')
     out += _S_ihq.pack(o.index, o.error_code, o.base_offset)
 
@@ -264,7 +266,7 @@ def _d_ProduceResponse_v2(buf, pos):
     return o, pos
 
 def _e_PartitionProduceResponse_v2(o, out):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionProduceResponse', 'current_leader')
     out += _S_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms)
 
@@ -345,7 +347,7 @@ def _d_ProduceResponse_v5(buf, pos):
     return o, pos
 
 def _e_PartitionProduceResponse_v5(o, out):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionProduceResponse', 'current_leader')
     out += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
 
@@ -464,7 +466,7 @@ def _e_BatchIndexAndErrorMessage_v8(o, out):
         out += _t2
 
 def _e_PartitionProduceResponse_v8(o, out):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionProduceResponse', 'current_leader')
     _t1 = o.record_errors
     _t2 = len(_t1)
@@ -656,7 +658,11 @@ def _e_BatchIndexAndErrorMessage_v9(o, out):
     out += _S_i.pack(o.batch_index)
     _t1 = o.batch_index_error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     u = o._unknown_tagged
@@ -666,17 +672,24 @@ def _e_BatchIndexAndErrorMessage_v9(o, out):
         out.append(0)
 
 def _e_PartitionProduceResponse_v9(o, out):
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         raise cannot_carry('PartitionProduceResponse', 'current_leader')
     out += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     _t1 = o.record_errors
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_BatchIndexAndErrorMessage_v9(_t3, out)
     _t4 = o.error_message
     _t5 = None if _t4 is None else _t4.encode()
-    out += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         out += _t5
     u = o._unknown_tagged
@@ -688,13 +701,20 @@ def _e_PartitionProduceResponse_v9(o, out):
 def _e_TopicProduceResponse_v9(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_responses
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionProduceResponse_v9(_t5, out)
+    _t4 = o.partition_responses
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionProduceResponse_v9(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -706,7 +726,10 @@ def _e_ProduceResponse_v9(o, out):
         raise cannot_carry('ProduceResponse', 'node_endpoints')
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicProduceResponse_v9(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
@@ -969,19 +992,26 @@ def _e_PartitionProduceResponse_v10(o, out):
     out += _S_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset)
     _t1 = o.record_errors
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_BatchIndexAndErrorMessage_v9(_t3, out)
     _t4 = o.error_message
     _t5 = None if _t4 is None else _t4.encode()
-    out += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         out += _t5
     tags = []
-    if o.current_leader != LeaderIdAndEpoch():
+    if o.current_leader != _D_LeaderIdAndEpoch:
         t = bytearray()
-        _t6 = o.current_leader
-        _e_LeaderIdAndEpoch_v10(_t6, t)
+        _t7 = o.current_leader
+        _e_LeaderIdAndEpoch_v10(_t7, t)
         tags.append((0, t))
     u = o._unknown_tagged
     if tags or u:
@@ -992,13 +1022,20 @@ def _e_PartitionProduceResponse_v10(o, out):
 def _e_TopicProduceResponse_v10(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_responses
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_PartitionProduceResponse_v10(_t5, out)
+    _t4 = o.partition_responses
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_PartitionProduceResponse_v10(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1009,14 +1046,22 @@ def _e_NodeEndpoint_v10(o, out):
     out += _S_i.pack(o.node_id)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.port)
-    _t3 = o.rack
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.rack
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1026,7 +1071,10 @@ def _e_NodeEndpoint_v10(o, out):
 def _e_ProduceResponse_v10(o, out):
     _t1 = o.responses
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicProduceResponse_v10(_t3, out)
     out += _S_i.pack(o.throttle_time_ms)
@@ -1035,7 +1083,10 @@ def _e_ProduceResponse_v10(o, out):
         t = bytearray()
         _t4 = o.node_endpoints
         _t5 = len(_t4)
-        t += uvarint((_t5) + 1)
+        if _t5 < 127:
+            t.append(_t5 + 1)
+        else:
+            t += uvarint(_t5 + 1)
         for _t6 in _t4:
             _e_NodeEndpoint_v10(_t6, t)
         tags.append((0, t))

@@ -65,7 +65,11 @@ def _e_PushTelemetryRequest_v0(o, out):
     out += _S_Uiob.pack(o.client_instance_id.bytes, o.subscription_id, o.terminating, o.compression_type)
     _t1 = o.metrics
     _t2 = _t1
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     u = o._unknown_tagged
     if u:

@@ -155,7 +155,10 @@ def _e_ReadStateData_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionData_v0(_t3, out)
     u = o._unknown_tagged
@@ -167,13 +170,20 @@ def _e_ReadStateData_v0(o, out):
 def _e_ReadShareGroupStateRequest_v0(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.topics
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_ReadStateData_v0(_t5, out)
+    _t4 = o.topics
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_ReadStateData_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -209,15 +209,22 @@ def _e_PartitionResult_v0(o, out):
     out += _S_ih.pack(o.partition, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_iq.pack(o.state_epoch, o.start_offset)
-    _t3 = o.state_batches
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_StateBatch_v0(_t5, out)
+    _t4 = o.state_batches
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_StateBatch_v0(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -228,7 +235,10 @@ def _e_ReadStateResult_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionResult_v0(_t3, out)
     u = o._unknown_tagged
@@ -240,7 +250,10 @@ def _e_ReadStateResult_v0(o, out):
 def _e_ReadShareGroupStateResponse_v0(o, out):
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ReadStateResult_v0(_t3, out)
     u = o._unknown_tagged

@@ -152,7 +152,11 @@ def _e_PartitionResult_v0(o, out):
     out += _S_ih.pack(o.partition, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_iq.pack(o.state_epoch, o.start_offset)
@@ -166,7 +170,10 @@ def _e_ReadStateSummaryResult_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionResult_v0(_t3, out)
     u = o._unknown_tagged
@@ -178,7 +185,10 @@ def _e_ReadStateSummaryResult_v0(o, out):
 def _e_ReadShareGroupStateSummaryResponse_v0(o, out):
     _t1 = o.results
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_ReadStateSummaryResult_v0(_t3, out)
     u = o._unknown_tagged

@@ -62,7 +62,11 @@ def _d_RemoveRaftVoterRequest_v0(buf, pos):
 def _e_RemoveRaftVoterRequest_v0(o, out):
     _t1 = o.cluster_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_iU.pack(o.voter_id, o.voter_directory_id.bytes)

@@ -76,7 +76,11 @@ def _d_SaslAuthenticateRequest_v2(buf, pos):
 def _e_SaslAuthenticateRequest_v2(o, out):
     _t1 = o.auth_bytes
     _t2 = _t1
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     u = o._unknown_tagged
     if u:

@@ -148,13 +148,21 @@ def _e_SaslAuthenticateResponse_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.auth_bytes
-    _t4 = _t3
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.auth_bytes
+    _t5 = _t4
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_q.pack(o.session_lifetime_ms)
     u = o._unknown_tagged
     if u:

@@ -225,7 +225,10 @@ def _e_AcknowledgementBatch_v0(o, out):
     out += _S_qq.pack(o.first_offset, o.last_offset)
     _t1 = o.acknowledge_types
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'b')
     u = o._unknown_tagged
     if u:
@@ -237,7 +240,10 @@ def _e_AcknowledgePartition_v0(o, out):
     out += _S_i.pack(o.partition_index)
     _t1 = o.acknowledgement_batches
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AcknowledgementBatch_v0(_t3, out)
     u = o._unknown_tagged
@@ -250,7 +256,10 @@ def _e_AcknowledgeTopic_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AcknowledgePartition_v0(_t3, out)
     u = o._unknown_tagged
@@ -262,20 +271,31 @@ def _e_AcknowledgeTopic_v0(o, out):
 def _e_ShareAcknowledgeRequest_v0(o, out):
     _t1 = o.group_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.member_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.member_id
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_i.pack(o.share_session_epoch)
-    _t5 = o.topics
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_AcknowledgeTopic_v0(_t7, out)
+    _t7 = o.topics
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_AcknowledgeTopic_v0(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

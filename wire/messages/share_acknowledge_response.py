@@ -78,6 +78,8 @@ class ShareAcknowledgeResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
+
 def _d_LeaderIdAndEpoch_v0(buf, pos):
     o = _new(LeaderIdAndEpoch)
     o.leader_id, o.leader_epoch, = _S_ii.unpack_from(buf, pos)
@@ -277,11 +279,15 @@ def _e_PartitionData_v0(o, out):
     out += _S_ih.pack(o.partition_index, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.current_leader
-    _e_LeaderIdAndEpoch_v0(_t3, out)
+    _t4 = o.current_leader
+    _e_LeaderIdAndEpoch_v0(_t4, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -292,7 +298,10 @@ def _e_ShareAcknowledgeTopicResponse_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_PartitionData_v0(_t3, out)
     u = o._unknown_tagged
@@ -305,14 +314,22 @@ def _e_NodeEndpoint_v0(o, out):
     out += _S_i.pack(o.node_id)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.port)
-    _t3 = o.rack
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.rack
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -323,19 +340,29 @@ def _e_ShareAcknowledgeResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.responses
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_ShareAcknowledgeTopicResponse_v0(_t5, out)
-    _t6 = o.node_endpoints
-    _t7 = len(_t6)
-    out += uvarint((_t7) + 1)
-    for _t8 in _t6:
-        _e_NodeEndpoint_v0(_t8, out)
+    _t4 = o.responses
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_ShareAcknowledgeTopicResponse_v0(_t6, out)
+    _t7 = o.node_endpoints
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_NodeEndpoint_v0(_t9, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -288,7 +288,10 @@ def _e_AcknowledgementBatch_v0(o, out):
     out += _S_qq.pack(o.first_offset, o.last_offset)
     _t1 = o.acknowledge_types
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'b')
     u = o._unknown_tagged
     if u:
@@ -300,7 +303,10 @@ def _e_FetchPartition_v0(o, out):
     out += _S_ii.pack(o.partition_index, o.partition_max_bytes)
     _t1 = o.acknowledgement_batches
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_AcknowledgementBatch_v0(_t3, out)
     u = o._unknown_tagged
@@ -313,7 +319,10 @@ def _e_FetchTopic_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FetchPartition_v0(_t3, out)
     u = o._unknown_tagged
@@ -326,7 +335,10 @@ def _e_ForgottenTopic_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     u = o._unknown_tagged
     if u:
@@ -337,25 +349,39 @@ def _e_ForgottenTopic_v0(o, out):
 def _e_ShareFetchRequest_v0(o, out):
     _t1 = o.group_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.member_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.member_id
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_iiii.pack(o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes)
-    _t5 = o.topics
-    _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
-    for _t7 in _t5:
-        _e_FetchTopic_v0(_t7, out)
-    _t8 = o.forgotten_topics_data
-    _t9 = len(_t8)
-    out += uvarint((_t9) + 1)
-    for _t10 in _t8:
-        _e_ForgottenTopic_v0(_t10, out)
+    _t7 = o.topics
+    _t8 = len(_t7)
+    if _t8 < 127:
+        out.append(_t8 + 1)
+    else:
+        out += uvarint(_t8 + 1)
+    for _t9 in _t7:
+        _e_FetchTopic_v0(_t9, out)
+    _t10 = o.forgotten_topics_data
+    _t11 = len(_t10)
+    if _t11 < 127:
+        out.append(_t11 + 1)
+    else:
+        out += uvarint(_t11 + 1)
+    for _t12 in _t10:
+        _e_ForgottenTopic_v0(_t12, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

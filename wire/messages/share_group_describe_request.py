@@ -72,10 +72,17 @@ def _d_ShareGroupDescribeRequest_v0(buf, pos):
 def _e_ShareGroupDescribeRequest_v0(o, out):
     _t1 = o.group_ids
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _t4 = _t3.encode()
-        out += uvarint(len(_t4) + 1)
+        _t5 = len(_t4)
+        if _t5 < 127:
+            out.append(_t5 + 1)
+        else:
+            out += uvarint(_t5 + 1)
         out += _t4
     out += _S_o.pack(o.include_authorized_operations)
     u = o._unknown_tagged

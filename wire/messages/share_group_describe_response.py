@@ -84,6 +84,8 @@ class ShareGroupDescribeResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_Assignment = Assignment()
+
 def _d_Assignment_v0(buf, pos):
     o = _new(Assignment)
     _t1 = buf[pos]
@@ -373,12 +375,19 @@ def _e_TopicPartitions_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -388,7 +397,10 @@ def _e_TopicPartitions_v0(o, out):
 def _e_Assignment_v0(o, out):
     _t1 = o.topic_partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicPartitions_v0(_t3, out)
     u = o._unknown_tagged
@@ -400,31 +412,54 @@ def _e_Assignment_v0(o, out):
 def _e_Member_v0(o, out):
     _t1 = o.member_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.rack_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.rack_id
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_i.pack(o.member_epoch)
-    _t5 = o.client_id
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.client_host
+    _t7 = o.client_id
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
-    _t9 = o.subscribed_topic_names
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _t12 = _t11.encode()
-        out += uvarint(len(_t12) + 1)
-        out += _t12
-    _t13 = o.assignment
-    _e_Assignment_v0(_t13, out)
+    _t10 = o.client_host
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.subscribed_topic_names
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _t16 = _t15.encode()
+        _t17 = len(_t16)
+        if _t17 < 127:
+            out.append(_t17 + 1)
+        else:
+            out += uvarint(_t17 + 1)
+        out += _t16
+    _t18 = o.assignment
+    _e_Assignment_v0(_t18, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -435,27 +470,46 @@ def _e_DescribedGroup_v0(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.group_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_state
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    out += _S_ii.pack(o.group_epoch, o.assignment_epoch)
-    _t7 = o.assignor_name
+    _t4 = o.group_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_state
     _t8 = _t7.encode()
-    out += uvarint((len(_t8)) + 1)
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     out += _t8
-    _t9 = o.members
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_Member_v0(_t11, out)
+    out += _S_ii.pack(o.group_epoch, o.assignment_epoch)
+    _t10 = o.assignor_name
+    _t11 = _t10.encode()
+    _t12 = len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    out += _t11
+    _t13 = o.members
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_Member_v0(_t15, out)
     out += _S_i.pack(o.authorized_operations)
     u = o._unknown_tagged
     if u:
@@ -467,7 +521,10 @@ def _e_ShareGroupDescribeResponse_v0(o, out):
     out += _S_i.pack(o.throttle_time_ms)
     _t1 = o.groups
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_DescribedGroup_v0(_t3, out)
     u = o._unknown_tagged

@@ -111,26 +111,45 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
 def _e_ShareGroupHeartbeatRequest_v0(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_i.pack(o.member_epoch)
-    _t5 = o.rack_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.subscribed_topic_names
-    _t8 = -1 if _t7 is None else len(_t7)
-    out += uvarint((_t8) + 1)
-    if _t7 is not None:
-        for _t9 in _t7:
-            _t10 = _t9.encode()
-            out += uvarint(len(_t10) + 1)
-            out += _t10
+    _t7 = o.rack_id
+    _t8 = None if _t7 is None else _t7.encode()
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    if _t8 is not None:
+        out += _t8
+    _t10 = o.subscribed_topic_names
+    _t11 = -1 if _t10 is None else len(_t10)
+    if _t11 < 127:
+        out.append(_t11 + 1)
+    else:
+        out += uvarint(_t11 + 1)
+    if _t10 is not None:
+        for _t12 in _t10:
+            _t13 = _t12.encode()
+            _t14 = len(_t13)
+            if _t14 < 127:
+                out.append(_t14 + 1)
+            else:
+                out += uvarint(_t14 + 1)
+            out += _t13
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

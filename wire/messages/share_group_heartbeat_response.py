@@ -168,7 +168,10 @@ def _e_TopicPartitions_v0(o, out):
     out += _S_U.pack(o.topic_id.bytes)
     _t1 = o.partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     u = o._unknown_tagged
     if u:
@@ -179,7 +182,10 @@ def _e_TopicPartitions_v0(o, out):
 def _e_Assignment_v0(o, out):
     _t1 = o.topic_partitions
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_TopicPartitions_v0(_t3, out)
     u = o._unknown_tagged
@@ -192,21 +198,29 @@ def _e_ShareGroupHeartbeatResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.error_message
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.member_id
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
+    _t4 = o.member_id
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
     out += _S_ii.pack(o.member_epoch, o.heartbeat_interval_ms)
-    _t5 = o.assignment
-    if _t5 is None:
+    _t7 = o.assignment
+    if _t7 is None:
         out += b'\xff'
     else:
         out += b'\x01'
-        _e_Assignment_v0(_t5, out)
+        _e_Assignment_v0(_t7, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

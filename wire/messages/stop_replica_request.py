@@ -279,12 +279,19 @@ def _d_StopReplicaRequest_v2(buf, pos):
 def _e_StopReplicaTopicV1_v2(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_indexes
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partition_indexes
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -301,7 +308,10 @@ def _e_StopReplicaRequest_v2(o, out):
     out += _S_iiqo.pack(o.controller_id, o.controller_epoch, o.broker_epoch, o.delete_partitions)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_StopReplicaTopicV1_v2(_t3, out)
     u = o._unknown_tagged
@@ -418,13 +428,20 @@ def _e_StopReplicaPartitionState_v3(o, out):
 def _e_StopReplicaTopicState_v3(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_states
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_StopReplicaPartitionState_v3(_t5, out)
+    _t4 = o.partition_states
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_StopReplicaPartitionState_v3(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -443,7 +460,10 @@ def _e_StopReplicaRequest_v3(o, out):
     out += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_StopReplicaTopicState_v3(_t3, out)
     u = o._unknown_tagged
@@ -500,7 +520,10 @@ def _e_StopReplicaRequest_v4(o, out):
     out += _S_ioiq.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_StopReplicaTopicState_v3(_t3, out)
     u = o._unknown_tagged

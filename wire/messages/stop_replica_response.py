@@ -148,7 +148,11 @@ def _d_StopReplicaResponse_v2(buf, pos):
 def _e_StopReplicaPartitionError_v2(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_ih.pack(o.partition_index, o.error_code)
     u = o._unknown_tagged
@@ -161,7 +165,10 @@ def _e_StopReplicaResponse_v2(o, out):
     out += _S_h.pack(o.error_code)
     _t1 = o.partition_errors
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_StopReplicaPartitionError_v2(_t3, out)
     u = o._unknown_tagged

@@ -320,12 +320,20 @@ def _d_SyncGroupRequest_v4(buf, pos):
 def _e_SyncGroupRequestAssignment_v4(o, out):
     _t1 = o.member_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.assignment
-    _t4 = _t3
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.assignment
+    _t5 = _t4
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -335,23 +343,38 @@ def _e_SyncGroupRequestAssignment_v4(o, out):
 def _e_SyncGroupRequest_v4(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.generation_id)
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.assignments
-    _t8 = len(_t7)
-    out += uvarint((_t8) + 1)
-    for _t9 in _t7:
-        _e_SyncGroupRequestAssignment_v4(_t9, out)
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_instance_id
+    _t8 = None if _t7 is None else _t7.encode()
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    if _t8 is not None:
+        out += _t8
+    _t10 = o.assignments
+    _t11 = len(_t10)
+    if _t11 < 127:
+        out.append(_t11 + 1)
+    else:
+        out += uvarint(_t11 + 1)
+    for _t12 in _t10:
+        _e_SyncGroupRequestAssignment_v4(_t12, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -491,33 +514,56 @@ def _d_SyncGroupRequest_v5(buf, pos):
 def _e_SyncGroupRequest_v5(o, out):
     _t1 = o.group_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.generation_id)
-    _t3 = o.member_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
-    _t5 = o.group_instance_id
-    _t6 = None if _t5 is None else _t5.encode()
-    out += uvarint((-1 if _t6 is None else len(_t6)) + 1)
-    if _t6 is not None:
-        out += _t6
-    _t7 = o.protocol_type
+    _t4 = o.member_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
+    _t7 = o.group_instance_id
     _t8 = None if _t7 is None else _t7.encode()
-    out += uvarint((-1 if _t8 is None else len(_t8)) + 1)
+    _t9 = -1 if _t8 is None else len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
     if _t8 is not None:
         out += _t8
-    _t9 = o.protocol_name
-    _t10 = None if _t9 is None else _t9.encode()
-    out += uvarint((-1 if _t10 is None else len(_t10)) + 1)
-    if _t10 is not None:
-        out += _t10
-    _t11 = o.assignments
-    _t12 = len(_t11)
-    out += uvarint((_t12) + 1)
-    for _t13 in _t11:
-        _e_SyncGroupRequestAssignment_v4(_t13, out)
+    _t10 = o.protocol_type
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
+    _t13 = o.protocol_name
+    _t14 = None if _t13 is None else _t13.encode()
+    _t15 = -1 if _t14 is None else len(_t14)
+    if _t15 < 127:
+        out.append(_t15 + 1)
+    else:
+        out += uvarint(_t15 + 1)
+    if _t14 is not None:
+        out += _t14
+    _t16 = o.assignments
+    _t17 = len(_t16)
+    if _t17 < 127:
+        out.append(_t17 + 1)
+    else:
+        out += uvarint(_t17 + 1)
+    for _t18 in _t16:
+        _e_SyncGroupRequestAssignment_v4(_t18, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

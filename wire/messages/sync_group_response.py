@@ -111,7 +111,11 @@ def _e_SyncGroupResponse_v4(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.assignment
     _t2 = _t1
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     u = o._unknown_tagged
     if u:
@@ -176,18 +180,30 @@ def _e_SyncGroupResponse_v5(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     _t1 = o.protocol_type
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
-    _t3 = o.protocol_name
-    _t4 = None if _t3 is None else _t3.encode()
-    out += uvarint((-1 if _t4 is None else len(_t4)) + 1)
-    if _t4 is not None:
-        out += _t4
-    _t5 = o.assignment
-    _t6 = _t5
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
+    _t4 = o.protocol_name
+    _t5 = None if _t4 is None else _t4.encode()
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    if _t5 is not None:
+        out += _t5
+    _t7 = o.assignment
+    _t8 = _t7
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

@@ -445,7 +445,11 @@ def _e_TxnOffsetCommitRequestPartition_v3(o, out):
     out += _S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch)
     _t1 = o.committed_metadata
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     u = o._unknown_tagged
@@ -457,13 +461,20 @@ def _e_TxnOffsetCommitRequestPartition_v3(o, out):
 def _e_TxnOffsetCommitRequestTopic_v3(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_TxnOffsetCommitRequestPartition_v3(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_TxnOffsetCommitRequestPartition_v3(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -473,27 +484,46 @@ def _e_TxnOffsetCommitRequestTopic_v3(o, out):
 def _e_TxnOffsetCommitRequest_v3(o, out):
     _t1 = o.transactional_id
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.group_id
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.group_id
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id)
-    _t5 = o.member_id
-    _t6 = _t5.encode()
-    out += uvarint((len(_t6)) + 1)
-    out += _t6
-    _t7 = o.group_instance_id
-    _t8 = None if _t7 is None else _t7.encode()
-    out += uvarint((-1 if _t8 is None else len(_t8)) + 1)
-    if _t8 is not None:
-        out += _t8
-    _t9 = o.topics
-    _t10 = len(_t9)
-    out += uvarint((_t10) + 1)
-    for _t11 in _t9:
-        _e_TxnOffsetCommitRequestTopic_v3(_t11, out)
+    _t7 = o.member_id
+    _t8 = _t7.encode()
+    _t9 = len(_t8)
+    if _t9 < 127:
+        out.append(_t9 + 1)
+    else:
+        out += uvarint(_t9 + 1)
+    out += _t8
+    _t10 = o.group_instance_id
+    _t11 = None if _t10 is None else _t10.encode()
+    _t12 = -1 if _t11 is None else len(_t11)
+    if _t12 < 127:
+        out.append(_t12 + 1)
+    else:
+        out += uvarint(_t12 + 1)
+    if _t11 is not None:
+        out += _t11
+    _t13 = o.topics
+    _t14 = len(_t13)
+    if _t14 < 127:
+        out.append(_t14 + 1)
+    else:
+        out += uvarint(_t14 + 1)
+    for _t15 in _t13:
+        _e_TxnOffsetCommitRequestTopic_v3(_t15, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

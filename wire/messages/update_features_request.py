@@ -111,7 +111,11 @@ def _e_FeatureUpdateKey_v0(o, out):
         raise cannot_carry('FeatureUpdateKey', 'upgrade_type')
     _t1 = o.feature
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_ho.pack(o.max_version_level, o.allow_downgrade)
     u = o._unknown_tagged
@@ -126,7 +130,10 @@ def _e_UpdateFeaturesRequest_v0(o, out):
     out += _S_i.pack(o.timeout_ms)
     _t1 = o.feature_updates
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FeatureUpdateKey_v0(_t3, out)
     u = o._unknown_tagged
@@ -203,7 +210,11 @@ def _e_FeatureUpdateKey_v1(o, out):
         raise cannot_carry('FeatureUpdateKey', 'allow_downgrade')
     _t1 = o.feature
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_hb.pack(o.max_version_level, o.upgrade_type)
     u = o._unknown_tagged
@@ -216,7 +227,10 @@ def _e_UpdateFeaturesRequest_v1(o, out):
     out += _S_i.pack(o.timeout_ms)
     _t1 = o.feature_updates
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_FeatureUpdateKey_v1(_t3, out)
     out += _S_o.pack(o.validate_only)

@@ -1148,16 +1148,25 @@ def _e_UpdateMetadataPartitionState_v6(o, out):
     out += _S_iiii.pack(o.partition_index, o.controller_epoch, o.leader, o.leader_epoch)
     _t1 = o.isr
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     write_fixed_array(out, _t1, 'i')
     out += _S_i.pack(o.zk_version)
     _t3 = o.replicas
     _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
+    if _t4 < 127:
+        out.append(_t4 + 1)
+    else:
+        out += uvarint(_t4 + 1)
     write_fixed_array(out, _t3, 'i')
     _t5 = o.offline_replicas
     _t6 = len(_t5)
-    out += uvarint((_t6) + 1)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     write_fixed_array(out, _t5, 'i')
     u = o._unknown_tagged
     if u:
@@ -1168,13 +1177,20 @@ def _e_UpdateMetadataPartitionState_v6(o, out):
 def _e_UpdateMetadataTopicState_v6(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_states
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_UpdateMetadataPartitionState_v6(_t5, out)
+    _t4 = o.partition_states
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_UpdateMetadataPartitionState_v6(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1185,12 +1201,20 @@ def _e_UpdateMetadataEndpoint_v6(o, out):
     out += _S_i.pack(o.port)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.listener
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.listener
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_h.pack(o.security_protocol)
     u = o._unknown_tagged
     if u:
@@ -1202,12 +1226,19 @@ def _e_UpdateMetadataBroker_v6(o, out):
     out += _S_i.pack(o.id)
     _t1 = o.endpoints
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_UpdateMetadataEndpoint_v6(_t3, out)
     _t4 = o.rack
     _t5 = None if _t4 is None else _t4.encode()
-    out += uvarint((-1 if _t5 is None else len(_t5)) + 1)
+    _t6 = -1 if _t5 is None else len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
     if _t5 is not None:
         out += _t5
     u = o._unknown_tagged
@@ -1226,12 +1257,18 @@ def _e_UpdateMetadataRequest_v6(o, out):
     out += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_UpdateMetadataTopicState_v6(_t3, out)
     _t4 = o.live_brokers
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v6(_t6, out)
     u = o._unknown_tagged
@@ -1405,14 +1442,21 @@ def _d_UpdateMetadataRequest_v7(buf, pos):
 def _e_UpdateMetadataTopicState_v7(o, out):
     _t1 = o.topic_name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_U.pack(o.topic_id.bytes)
-    _t3 = o.partition_states
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_UpdateMetadataPartitionState_v6(_t5, out)
+    _t4 = o.partition_states
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_UpdateMetadataPartitionState_v6(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -1429,12 +1473,18 @@ def _e_UpdateMetadataRequest_v7(o, out):
     out += _S_iiq.pack(o.controller_id, o.controller_epoch, o.broker_epoch)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_UpdateMetadataTopicState_v7(_t3, out)
     _t4 = o.live_brokers
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v6(_t6, out)
     u = o._unknown_tagged
@@ -1509,12 +1559,18 @@ def _e_UpdateMetadataRequest_v8(o, out):
     out += _S_ioiq.pack(o.controller_id, o.is_k_raft_controller, o.controller_epoch, o.broker_epoch)
     _t1 = o.topic_states
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_UpdateMetadataTopicState_v7(_t3, out)
     _t4 = o.live_brokers
     _t5 = len(_t4)
-    out += uvarint((_t5) + 1)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
     for _t6 in _t4:
         _e_UpdateMetadataBroker_v6(_t6, out)
     tags = []

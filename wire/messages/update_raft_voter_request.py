@@ -55,6 +55,8 @@ class UpdateRaftVoterRequest(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_KRaftVersionFeature = KRaftVersionFeature()
+
 def _d_KRaftVersionFeature_v0(buf, pos):
     o = _new(KRaftVersionFeature)
     o.min_supported_version, o.max_supported_version, = _S_hh.unpack_from(buf, pos)
@@ -161,12 +163,20 @@ def _d_UpdateRaftVoterRequest_v0(buf, pos):
 def _e_Listener_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.host
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.host
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_W.pack(o.port)
     u = o._unknown_tagged
     if u:
@@ -185,17 +195,24 @@ def _e_KRaftVersionFeature_v0(o, out):
 def _e_UpdateRaftVoterRequest_v0(o, out):
     _t1 = o.cluster_id
     _t2 = None if _t1 is None else _t1.encode()
-    out += uvarint((-1 if _t2 is None else len(_t2)) + 1)
+    _t3 = -1 if _t2 is None else len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     if _t2 is not None:
         out += _t2
     out += _S_iiU.pack(o.current_leader_epoch, o.voter_id, o.voter_directory_id.bytes)
-    _t3 = o.listeners
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_Listener_v0(_t5, out)
-    _t6 = o.k_raft_version_feature
-    _e_KRaftVersionFeature_v0(_t6, out)
+    _t4 = o.listeners
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_Listener_v0(_t6, out)
+    _t7 = o.k_raft_version_feature
+    _e_KRaftVersionFeature_v0(_t7, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)

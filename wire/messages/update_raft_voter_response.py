@@ -43,6 +43,8 @@ class UpdateRaftVoterResponse(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_CurrentLeader = CurrentLeader()
+
 def _d_CurrentLeader_v0(buf, pos):
     o = _new(CurrentLeader)
     o.leader_id, o.leader_epoch, = _S_ii.unpack_from(buf, pos)
@@ -101,7 +103,11 @@ def _e_CurrentLeader_v0(o, out):
     out += _S_ii.pack(o.leader_id, o.leader_epoch)
     _t1 = o.host
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
     out += _S_i.pack(o.port)
     u = o._unknown_tagged
@@ -113,7 +119,7 @@ def _e_CurrentLeader_v0(o, out):
 def _e_UpdateRaftVoterResponse_v0(o, out):
     out += _S_ih.pack(o.throttle_time_ms, o.error_code)
     tags = []
-    if o.current_leader != CurrentLeader():
+    if o.current_leader != _D_CurrentLeader:
         t = bytearray()
         _t1 = o.current_leader
         _e_CurrentLeader_v0(_t1, t)

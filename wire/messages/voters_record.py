@@ -64,6 +64,8 @@ class VotersRecord(Message):
         self._unknown_tagged = _unknown_tagged
 
 
+_D_KRaftVersionFeature = KRaftVersionFeature()
+
 def _d_KRaftVersionFeature_v0(buf, pos):
     o = _new(KRaftVersionFeature)
     o.min_supported_version, o.max_supported_version, = _S_hh.unpack_from(buf, pos)
@@ -193,12 +195,20 @@ def _d_VotersRecord_v0(buf, pos):
 def _e_Endpoint_v0(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.host
-    _t4 = _t3.encode()
-    out += uvarint((len(_t4)) + 1)
-    out += _t4
+    _t4 = o.host
+    _t5 = _t4.encode()
+    _t6 = len(_t5)
+    if _t6 < 127:
+        out.append(_t6 + 1)
+    else:
+        out += uvarint(_t6 + 1)
+    out += _t5
     out += _S_W.pack(o.port)
     u = o._unknown_tagged
     if u:
@@ -218,7 +228,10 @@ def _e_Voter_v0(o, out):
     out += _S_iU.pack(o.voter_id, o.voter_directory_id.bytes)
     _t1 = o.endpoints
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_Endpoint_v0(_t3, out)
     _t4 = o.k_raft_version_feature
@@ -233,7 +246,10 @@ def _e_VotersRecord_v0(o, out):
     out += _S_h.pack(o.version)
     _t1 = o.voters
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_Voter_v0(_t3, out)
     u = o._unknown_tagged

@@ -248,12 +248,19 @@ def _d_WriteTxnMarkersRequest_v1(buf, pos):
 def _e_WritableTxnMarkerTopic_v1(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partition_indexes
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    write_fixed_array(out, _t3, 'i')
+    _t4 = o.partition_indexes
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    write_fixed_array(out, _t4, 'i')
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -264,7 +271,10 @@ def _e_WritableTxnMarker_v1(o, out):
     out += _S_qho.pack(o.producer_id, o.producer_epoch, o.transaction_result)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_WritableTxnMarkerTopic_v1(_t3, out)
     out += _S_i.pack(o.coordinator_epoch)
@@ -277,7 +287,10 @@ def _e_WritableTxnMarker_v1(o, out):
 def _e_WriteTxnMarkersRequest_v1(o, out):
     _t1 = o.markers
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_WritableTxnMarker_v1(_t3, out)
     u = o._unknown_tagged

@@ -294,13 +294,20 @@ def _e_WritableTxnMarkerPartitionResult_v1(o, out):
 def _e_WritableTxnMarkerTopicResult_v1(o, out):
     _t1 = o.name
     _t2 = _t1.encode()
-    out += uvarint((len(_t2)) + 1)
+    _t3 = len(_t2)
+    if _t3 < 127:
+        out.append(_t3 + 1)
+    else:
+        out += uvarint(_t3 + 1)
     out += _t2
-    _t3 = o.partitions
-    _t4 = len(_t3)
-    out += uvarint((_t4) + 1)
-    for _t5 in _t3:
-        _e_WritableTxnMarkerPartitionResult_v1(_t5, out)
+    _t4 = o.partitions
+    _t5 = len(_t4)
+    if _t5 < 127:
+        out.append(_t5 + 1)
+    else:
+        out += uvarint(_t5 + 1)
+    for _t6 in _t4:
+        _e_WritableTxnMarkerPartitionResult_v1(_t6, out)
     u = o._unknown_tagged
     if u:
         write_tags(out, [], u)
@@ -311,7 +318,10 @@ def _e_WritableTxnMarkerResult_v1(o, out):
     out += _S_q.pack(o.producer_id)
     _t1 = o.topics
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_WritableTxnMarkerTopicResult_v1(_t3, out)
     u = o._unknown_tagged
@@ -323,7 +333,10 @@ def _e_WritableTxnMarkerResult_v1(o, out):
 def _e_WriteTxnMarkersResponse_v1(o, out):
     _t1 = o.markers
     _t2 = len(_t1)
-    out += uvarint((_t2) + 1)
+    if _t2 < 127:
+        out.append(_t2 + 1)
+    else:
+        out += uvarint(_t2 + 1)
     for _t3 in _t1:
         _e_WritableTxnMarkerResult_v1(_t3, out)
     u = o._unknown_tagged
