@@ -40,7 +40,7 @@ def _d_AddOffsetsToTxnRequest_v0(buf, pos):
         raise null_error('AddOffsetsToTxnRequest.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.producer_id, o.producer_epoch, _t3, = _S_qhh.unpack_from(buf, pos)
     pos += 12
@@ -48,7 +48,7 @@ def _d_AddOffsetsToTxnRequest_v0(buf, pos):
         raise null_error('AddOffsetsToTxnRequest.group_id')
     else:
         _t4 = pos + _t3
-        o.group_id = str(buf[pos:_t4], 'utf-8')
+        o.group_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o._unknown_tagged = None
     return o, pos
@@ -75,7 +75,7 @@ def _d_AddOffsetsToTxnRequest_v3(buf, pos):
         raise null_error('AddOffsetsToTxnRequest.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.producer_id, o.producer_epoch, = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -89,7 +89,7 @@ def _d_AddOffsetsToTxnRequest_v3(buf, pos):
         raise null_error('AddOffsetsToTxnRequest.group_id')
     else:
         _t4 = pos + _t3
-        o.group_id = str(buf[pos:_t4], 'utf-8')
+        o.group_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     if buf[pos] == 0:
         pos += 1

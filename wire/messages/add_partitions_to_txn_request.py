@@ -67,7 +67,7 @@ def _d_AddPartitionsToTxnRequest_v0(buf, pos):
         raise null_error('AddPartitionsToTxnRequest.v3_and_below_transactional_id')
     else:
         _t2 = pos + _t1
-        o.v3_and_below_transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.v3_and_below_transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, _t3, = _S_qhi.unpack_from(buf, pos)
     pos += 14
@@ -87,7 +87,7 @@ def _d_AddPartitionsToTxnRequest_v0(buf, pos):
                     raise null_error('AddPartitionsToTxnTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -141,7 +141,7 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
         raise null_error('AddPartitionsToTxnRequest.v3_and_below_transactional_id')
     else:
         _t2 = pos + _t1
-        o.v3_and_below_transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.v3_and_below_transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.v3_and_below_producer_id, o.v3_and_below_producer_epoch, = _S_qh.unpack_from(buf, pos)
     pos += 10
@@ -171,7 +171,7 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
                     raise null_error('AddPartitionsToTxnTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -274,7 +274,7 @@ def _d_AddPartitionsToTxnTransaction_v4(buf, pos):
         raise null_error('AddPartitionsToTxnTransaction.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.producer_id, o.producer_epoch, o.verify_only, = _S_qho.unpack_from(buf, pos)
     pos += 11
@@ -304,7 +304,7 @@ def _d_AddPartitionsToTxnTransaction_v4(buf, pos):
                     raise null_error('AddPartitionsToTxnTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:

@@ -71,7 +71,7 @@ def _d_AddPartitionsToTxnTopicResult_v0(buf, pos):
         raise null_error('AddPartitionsToTxnTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -149,7 +149,7 @@ def _d_AddPartitionsToTxnTopicResult_v3(buf, pos):
         raise null_error('AddPartitionsToTxnTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -293,7 +293,7 @@ def _d_AddPartitionsToTxnResult_v4(buf, pos):
         raise null_error('AddPartitionsToTxnResult.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -82,7 +82,7 @@ def _d_EntryData_v0(buf, pos):
                     raise null_error('EntityData.entity_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.entity_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -90,7 +90,7 @@ def _d_EntryData_v0(buf, pos):
                     _t3.entity_name = None
                 else:
                     _t7 = pos + _t6
-                    _t3.entity_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.entity_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -113,7 +113,7 @@ def _d_EntryData_v0(buf, pos):
                     raise null_error('OpData.key')
                 else:
                     _t12 = pos + _t11
-                    _t10.key = str(buf[pos:_t12], 'utf-8')
+                    _t10.key = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t10.value, _t10.remove, = _S_do.unpack_from(buf, pos)
                 pos += 9
@@ -210,7 +210,7 @@ def _d_EntryData_v1(buf, pos):
                     raise null_error('EntityData.entity_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.entity_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -222,7 +222,7 @@ def _d_EntryData_v1(buf, pos):
                     _t3.entity_name = None
                 else:
                     _t7 = pos + _t6
-                    _t3.entity_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.entity_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -263,7 +263,7 @@ def _d_EntryData_v1(buf, pos):
                     raise null_error('OpData.key')
                 else:
                     _t12 = pos + _t11
-                    _t10.key = str(buf[pos:_t12], 'utf-8')
+                    _t10.key = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t10.value, _t10.remove, = _S_do.unpack_from(buf, pos)
                 pos += 9

@@ -60,7 +60,7 @@ def _d_EntryData_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -80,7 +80,7 @@ def _d_EntryData_v0(buf, pos):
                     raise null_error('EntityData.entity_type')
                 else:
                     _t7 = pos + _t6
-                    _t5.entity_type = str(buf[pos:_t7], 'utf-8')
+                    _t5.entity_type = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -88,7 +88,7 @@ def _d_EntryData_v0(buf, pos):
                     _t5.entity_name = None
                 else:
                     _t9 = pos + _t8
-                    _t5.entity_name = str(buf[pos:_t9], 'utf-8')
+                    _t5.entity_name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5._unknown_tagged = None
                 _t4.append(_t5)
@@ -159,7 +159,7 @@ def _d_EntryData_v1(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -187,7 +187,7 @@ def _d_EntryData_v1(buf, pos):
                     raise null_error('EntityData.entity_type')
                 else:
                     _t7 = pos + _t6
-                    _t5.entity_type = str(buf[pos:_t7], 'utf-8')
+                    _t5.entity_type = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -199,7 +199,7 @@ def _d_EntryData_v1(buf, pos):
                     _t5.entity_name = None
                 else:
                     _t9 = pos + _t8
-                    _t5.entity_name = str(buf[pos:_t9], 'utf-8')
+                    _t5.entity_name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 if buf[pos] == 0:
                     pos += 1

@@ -61,7 +61,7 @@ def _d_AlterConfigsResource_v0(buf, pos):
         raise null_error('AlterConfigsResource.resource_name')
     else:
         _t2 = pos + _t1
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
+        o.resource_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -81,7 +81,7 @@ def _d_AlterConfigsResource_v0(buf, pos):
                     raise null_error('AlterableConfig.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -89,7 +89,7 @@ def _d_AlterConfigsResource_v0(buf, pos):
                     _t5.value = None
                 else:
                     _t9 = pos + _t8
-                    _t5.value = str(buf[pos:_t9], 'utf-8')
+                    _t5.value = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5._unknown_tagged = None
                 _t4.append(_t5)
@@ -162,7 +162,7 @@ def _d_AlterConfigsResource_v2(buf, pos):
         raise null_error('AlterConfigsResource.resource_name')
     else:
         _t2 = pos + _t1
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
+        o.resource_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -190,7 +190,7 @@ def _d_AlterConfigsResource_v2(buf, pos):
                     raise null_error('AlterableConfig.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -202,7 +202,7 @@ def _d_AlterConfigsResource_v2(buf, pos):
                     _t5.value = None
                 else:
                     _t9 = pos + _t8
-                    _t5.value = str(buf[pos:_t9], 'utf-8')
+                    _t5.value = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 if buf[pos] == 0:
                     pos += 1

@@ -61,7 +61,7 @@ def _d_ReassignableTopic_v0(buf, pos):
         raise null_error('ReassignableTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -63,7 +63,7 @@ def _d_ReassignableTopicResponse_v0(buf, pos):
         raise null_error('ReassignableTopicResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -93,7 +93,7 @@ def _d_ReassignableTopicResponse_v0(buf, pos):
                     _t5.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t5.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -135,7 +135,7 @@ def _d_AlterPartitionReassignmentsResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -72,7 +72,7 @@ def _d_TopicData_v0(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -238,7 +238,7 @@ def _d_TopicData_v1(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

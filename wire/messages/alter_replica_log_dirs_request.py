@@ -57,7 +57,7 @@ def _d_AlterReplicaLogDir_v0(buf, pos):
         raise null_error('AlterReplicaLogDir.path')
     else:
         _t2 = pos + _t1
-        o.path = str(buf[pos:_t2], 'utf-8')
+        o.path = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -77,7 +77,7 @@ def _d_AlterReplicaLogDir_v0(buf, pos):
                     raise null_error('AlterReplicaLogDirTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -154,7 +154,7 @@ def _d_AlterReplicaLogDir_v2(buf, pos):
         raise null_error('AlterReplicaLogDir.path')
     else:
         _t2 = pos + _t1
-        o.path = str(buf[pos:_t2], 'utf-8')
+        o.path = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -182,7 +182,7 @@ def _d_AlterReplicaLogDir_v2(buf, pos):
                     raise null_error('AlterReplicaLogDirTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:

@@ -59,7 +59,7 @@ def _d_AlterReplicaLogDirTopicResult_v0(buf, pos):
         raise null_error('AlterReplicaLogDirTopicResult.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -133,7 +133,7 @@ def _d_AlterReplicaLogDirTopicResult_v2(buf, pos):
         raise null_error('AlterReplicaLogDirTopicResult.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -80,7 +80,7 @@ def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
                     raise null_error('ScramCredentialDeletion.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.mechanism, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -123,7 +123,7 @@ def _d_AlterUserScramCredentialsRequest_v0(buf, pos):
                     raise null_error('ScramCredentialUpsertion.name')
                 else:
                     _t10 = pos + _t9
-                    _t8.name = str(buf[pos:_t10], 'utf-8')
+                    _t8.name = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t8.mechanism, _t8.iterations, = _S_bi.unpack_from(buf, pos)
                 pos += 5

@@ -70,7 +70,7 @@ def _d_AlterUserScramCredentialsResponse_v0(buf, pos):
                     raise null_error('AlterUserScramCredentialsResult.user')
                 else:
                     _t5 = pos + _t4
-                    _t3.user = str(buf[pos:_t5], 'utf-8')
+                    _t3.user = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -84,7 +84,7 @@ def _d_AlterUserScramCredentialsResponse_v0(buf, pos):
                     _t3.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t3.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1

@@ -49,7 +49,7 @@ def _d_ApiVersionsRequest_v3(buf, pos):
         raise null_error('ApiVersionsRequest.client_software_name')
     else:
         _t2 = pos + _t1
-        o.client_software_name = str(buf[pos:_t2], 'utf-8')
+        o.client_software_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -61,7 +61,7 @@ def _d_ApiVersionsRequest_v3(buf, pos):
         raise null_error('ApiVersionsRequest.client_software_version')
     else:
         _t4 = pos + _t3
-        o.client_software_version = str(buf[pos:_t4], 'utf-8')
+        o.client_software_version = buf[pos:_t4].tobytes().decode()
         pos = _t4
     if buf[pos] == 0:
         pos += 1

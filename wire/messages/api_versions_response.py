@@ -157,7 +157,7 @@ def _d_SupportedFeatureKey_v3(buf, pos):
         raise null_error('SupportedFeatureKey.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.min_version, o.max_version, = _S_hh.unpack_from(buf, pos)
     pos += 4
@@ -186,7 +186,7 @@ def _d_FinalizedFeatureKey_v3(buf, pos):
         raise null_error('FinalizedFeatureKey.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.max_version_level, o.min_version_level, = _S_hh.unpack_from(buf, pos)
     pos += 4

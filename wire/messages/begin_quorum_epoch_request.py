@@ -75,7 +75,7 @@ def _d_TopicData_v0(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -106,7 +106,7 @@ def _d_BeginQuorumEpochRequest_v0(buf, pos):
         o.cluster_id = None
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -165,7 +165,7 @@ def _d_TopicData_v1(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -224,7 +224,7 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
         o.cluster_id = None
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -272,7 +272,7 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
                     raise null_error('LeaderEndpoint.name')
                 else:
                     _t10 = pos + _t9
-                    _t8.name = str(buf[pos:_t10], 'utf-8')
+                    _t8.name = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t11 = buf[pos]
                 if _t11 < 128:
@@ -284,7 +284,7 @@ def _d_BeginQuorumEpochRequest_v1(buf, pos):
                     raise null_error('LeaderEndpoint.host')
                 else:
                     _t12 = pos + _t11
-                    _t8.host = str(buf[pos:_t12], 'utf-8')
+                    _t8.host = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t8.port, = _S_W.unpack_from(buf, pos)
                 pos += 2

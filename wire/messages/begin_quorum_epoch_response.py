@@ -74,7 +74,7 @@ def _d_TopicData_v0(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -151,7 +151,7 @@ def _d_TopicData_v1(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -211,7 +211,7 @@ def _d_NodeEndpoint_v1(buf, pos):
         raise null_error('NodeEndpoint.host')
     else:
         _t2 = pos + _t1
-        o.host = str(buf[pos:_t2], 'utf-8')
+        o.host = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.port, = _S_W.unpack_from(buf, pos)
     pos += 2

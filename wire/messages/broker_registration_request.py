@@ -77,7 +77,7 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
     pos += 16
@@ -108,7 +108,7 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
                     raise null_error('Listener.name')
                 else:
                     _t8 = pos + _t7
-                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    _t6.name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9 = buf[pos]
                 if _t9 < 128:
@@ -120,7 +120,7 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
                     raise null_error('Listener.host')
                 else:
                     _t10 = pos + _t9
-                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    _t6.host = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
                 pos += 4
@@ -163,7 +163,7 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
                     raise null_error('Feature.name')
                 else:
                     _t15 = pos + _t14
-                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    _t13.name = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
                 pos += 4
@@ -190,7 +190,7 @@ def _d_BrokerRegistrationRequest_v0(buf, pos):
         o.rack = None
     else:
         _t17 = pos + _t16
-        o.rack = str(buf[pos:_t17], 'utf-8')
+        o.rack = buf[pos:_t17].tobytes().decode()
         pos = _t17
     o.is_migrating_zk_broker = False
     o.log_dirs = []
@@ -306,7 +306,7 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
     pos += 16
@@ -337,7 +337,7 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
                     raise null_error('Listener.name')
                 else:
                     _t8 = pos + _t7
-                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    _t6.name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9 = buf[pos]
                 if _t9 < 128:
@@ -349,7 +349,7 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
                     raise null_error('Listener.host')
                 else:
                     _t10 = pos + _t9
-                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    _t6.host = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
                 pos += 4
@@ -392,7 +392,7 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
                     raise null_error('Feature.name')
                 else:
                     _t15 = pos + _t14
-                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    _t13.name = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
                 pos += 4
@@ -419,7 +419,7 @@ def _d_BrokerRegistrationRequest_v1(buf, pos):
         o.rack = None
     else:
         _t17 = pos + _t16
-        o.rack = str(buf[pos:_t17], 'utf-8')
+        o.rack = buf[pos:_t17].tobytes().decode()
         pos = _t17
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
@@ -495,7 +495,7 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
     pos += 16
@@ -526,7 +526,7 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
                     raise null_error('Listener.name')
                 else:
                     _t8 = pos + _t7
-                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    _t6.name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9 = buf[pos]
                 if _t9 < 128:
@@ -538,7 +538,7 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
                     raise null_error('Listener.host')
                 else:
                     _t10 = pos + _t9
-                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    _t6.host = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
                 pos += 4
@@ -581,7 +581,7 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
                     raise null_error('Feature.name')
                 else:
                     _t15 = pos + _t14
-                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    _t13.name = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
                 pos += 4
@@ -608,7 +608,7 @@ def _d_BrokerRegistrationRequest_v2(buf, pos):
         o.rack = None
     else:
         _t17 = pos + _t16
-        o.rack = str(buf[pos:_t17], 'utf-8')
+        o.rack = buf[pos:_t17].tobytes().decode()
         pos = _t17
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1
@@ -701,7 +701,7 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
         raise null_error('BrokerRegistrationRequest.cluster_id')
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
     pos += 16
@@ -732,7 +732,7 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
                     raise null_error('Listener.name')
                 else:
                     _t8 = pos + _t7
-                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    _t6.name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9 = buf[pos]
                 if _t9 < 128:
@@ -744,7 +744,7 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
                     raise null_error('Listener.host')
                 else:
                     _t10 = pos + _t9
-                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    _t6.host = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t6.port, _t6.security_protocol, = _S_Wh.unpack_from(buf, pos)
                 pos += 4
@@ -787,7 +787,7 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
                     raise null_error('Feature.name')
                 else:
                     _t15 = pos + _t14
-                    _t13.name = str(buf[pos:_t15], 'utf-8')
+                    _t13.name = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t13.min_supported_version, _t13.max_supported_version, = _S_hh.unpack_from(buf, pos)
                 pos += 4
@@ -814,7 +814,7 @@ def _d_BrokerRegistrationRequest_v3(buf, pos):
         o.rack = None
     else:
         _t17 = pos + _t16
-        o.rack = str(buf[pos:_t17], 'utf-8')
+        o.rack = buf[pos:_t17].tobytes().decode()
         pos = _t17
     o.is_migrating_zk_broker, = _S_o.unpack_from(buf, pos)
     pos += 1

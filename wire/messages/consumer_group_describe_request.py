@@ -51,7 +51,7 @@ def _d_ConsumerGroupDescribeRequest_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('ConsumerGroupDescribeRequest.group_ids')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.group_ids = _t2
     o.include_authorized_operations, = _S_o.unpack_from(buf, pos)

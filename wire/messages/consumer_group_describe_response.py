@@ -120,7 +120,7 @@ def _d_Assignment_v0(buf, pos):
                     raise null_error('TopicPartitions.topic_name')
                 else:
                     _t6 = pos + _t5
-                    _t3.topic_name = str(buf[pos:_t6], 'utf-8')
+                    _t3.topic_name = buf[pos:_t6].tobytes().decode()
                     pos = _t6
                 _t7 = buf[pos]
                 if _t7 < 128:
@@ -174,7 +174,7 @@ def _d_Member_v0(buf, pos):
         raise null_error('Member.member_id')
     else:
         _t2 = pos + _t1
-        o.member_id = str(buf[pos:_t2], 'utf-8')
+        o.member_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -186,7 +186,7 @@ def _d_Member_v0(buf, pos):
         o.instance_id = None
     else:
         _t4 = pos + _t3
-        o.instance_id = str(buf[pos:_t4], 'utf-8')
+        o.instance_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -198,7 +198,7 @@ def _d_Member_v0(buf, pos):
         o.rack_id = None
     else:
         _t6 = pos + _t5
-        o.rack_id = str(buf[pos:_t6], 'utf-8')
+        o.rack_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -212,7 +212,7 @@ def _d_Member_v0(buf, pos):
         raise null_error('Member.client_id')
     else:
         _t8 = pos + _t7
-        o.client_id = str(buf[pos:_t8], 'utf-8')
+        o.client_id = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:
@@ -224,7 +224,7 @@ def _d_Member_v0(buf, pos):
         raise null_error('Member.client_host')
     else:
         _t10 = pos + _t9
-        o.client_host = str(buf[pos:_t10], 'utf-8')
+        o.client_host = buf[pos:_t10].tobytes().decode()
         pos = _t10
     _t11 = buf[pos]
     if _t11 < 128:
@@ -247,7 +247,7 @@ def _d_Member_v0(buf, pos):
             if _t13 < 0:
                 raise null_error('Member.subscribed_topic_names')
             _t14 = pos + _t13
-            _t12.append(str(buf[pos:_t14], 'utf-8'))
+            _t12.append(buf[pos:_t14].tobytes().decode())
             pos = _t14
         o.subscribed_topic_names = _t12
     _t15 = buf[pos]
@@ -260,7 +260,7 @@ def _d_Member_v0(buf, pos):
         o.subscribed_topic_regex = None
     else:
         _t16 = pos + _t15
-        o.subscribed_topic_regex = str(buf[pos:_t16], 'utf-8')
+        o.subscribed_topic_regex = buf[pos:_t16].tobytes().decode()
         pos = _t16
     o.assignment, pos = _d_Assignment_v0(buf, pos)
     o.target_assignment, pos = _d_Assignment_v0(buf, pos)
@@ -291,7 +291,7 @@ def _d_DescribedGroup_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -303,7 +303,7 @@ def _d_DescribedGroup_v0(buf, pos):
         raise null_error('DescribedGroup.group_id')
     else:
         _t4 = pos + _t3
-        o.group_id = str(buf[pos:_t4], 'utf-8')
+        o.group_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -315,7 +315,7 @@ def _d_DescribedGroup_v0(buf, pos):
         raise null_error('DescribedGroup.group_state')
     else:
         _t6 = pos + _t5
-        o.group_state = str(buf[pos:_t6], 'utf-8')
+        o.group_state = buf[pos:_t6].tobytes().decode()
         pos = _t6
     o.group_epoch, o.assignment_epoch, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -329,7 +329,7 @@ def _d_DescribedGroup_v0(buf, pos):
         raise null_error('DescribedGroup.assignor_name')
     else:
         _t8 = pos + _t7
-        o.assignor_name = str(buf[pos:_t8], 'utf-8')
+        o.assignor_name = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:

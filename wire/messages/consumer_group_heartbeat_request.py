@@ -60,7 +60,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         raise null_error('ConsumerGroupHeartbeatRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -72,7 +72,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         raise null_error('ConsumerGroupHeartbeatRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -86,7 +86,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         o.instance_id = None
     else:
         _t6 = pos + _t5
-        o.instance_id = str(buf[pos:_t6], 'utf-8')
+        o.instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -98,7 +98,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         o.rack_id = None
     else:
         _t8 = pos + _t7
-        o.rack_id = str(buf[pos:_t8], 'utf-8')
+        o.rack_id = buf[pos:_t8].tobytes().decode()
         pos = _t8
     o.rebalance_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -123,7 +123,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
             if _t11 < 0:
                 raise null_error('ConsumerGroupHeartbeatRequest.subscribed_topic_names')
             _t12 = pos + _t11
-            _t10.append(str(buf[pos:_t12], 'utf-8'))
+            _t10.append(buf[pos:_t12].tobytes().decode())
             pos = _t12
         o.subscribed_topic_names = _t10
     _t13 = buf[pos]
@@ -136,7 +136,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
         o.server_assignor = None
     else:
         _t14 = pos + _t13
-        o.server_assignor = str(buf[pos:_t14], 'utf-8')
+        o.server_assignor = buf[pos:_t14].tobytes().decode()
         pos = _t14
     _t15 = buf[pos]
     if _t15 < 128:
@@ -303,7 +303,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         raise null_error('ConsumerGroupHeartbeatRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -315,7 +315,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         raise null_error('ConsumerGroupHeartbeatRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -329,7 +329,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         o.instance_id = None
     else:
         _t6 = pos + _t5
-        o.instance_id = str(buf[pos:_t6], 'utf-8')
+        o.instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -341,7 +341,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         o.rack_id = None
     else:
         _t8 = pos + _t7
-        o.rack_id = str(buf[pos:_t8], 'utf-8')
+        o.rack_id = buf[pos:_t8].tobytes().decode()
         pos = _t8
     o.rebalance_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -366,7 +366,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
             if _t11 < 0:
                 raise null_error('ConsumerGroupHeartbeatRequest.subscribed_topic_names')
             _t12 = pos + _t11
-            _t10.append(str(buf[pos:_t12], 'utf-8'))
+            _t10.append(buf[pos:_t12].tobytes().decode())
             pos = _t12
         o.subscribed_topic_names = _t10
     _t13 = buf[pos]
@@ -379,7 +379,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         o.subscribed_topic_regex = None
     else:
         _t14 = pos + _t13
-        o.subscribed_topic_regex = str(buf[pos:_t14], 'utf-8')
+        o.subscribed_topic_regex = buf[pos:_t14].tobytes().decode()
         pos = _t14
     _t15 = buf[pos]
     if _t15 < 128:
@@ -391,7 +391,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
         o.server_assignor = None
     else:
         _t16 = pos + _t15
-        o.server_assignor = str(buf[pos:_t16], 'utf-8')
+        o.server_assignor = buf[pos:_t16].tobytes().decode()
         pos = _t16
     _t17 = buf[pos]
     if _t17 < 128:

@@ -60,7 +60,7 @@ def _d_ConsumerProtocolAssignment_v0(buf, pos):
                     raise null_error('TopicPartition.topic')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4

@@ -59,7 +59,7 @@ def _d_ConsumerProtocolSubscription_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.topics = _t2
     _t5, = _S_i.unpack_from(buf, pos)
@@ -105,7 +105,7 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.topics = _t2
     _t5, = _S_i.unpack_from(buf, pos)
@@ -134,7 +134,7 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
                     raise null_error('TopicPartition.topic')
                 else:
                     _t11 = pos + _t10
-                    _t9.topic = str(buf[pos:_t11], 'utf-8')
+                    _t9.topic = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -198,7 +198,7 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.topics = _t2
     _t5, = _S_i.unpack_from(buf, pos)
@@ -227,7 +227,7 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
                     raise null_error('TopicPartition.topic')
                 else:
                     _t11 = pos + _t10
-                    _t9.topic = str(buf[pos:_t11], 'utf-8')
+                    _t9.topic = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -283,7 +283,7 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
             if _t3 < 0:
                 raise null_error('ConsumerProtocolSubscription.topics')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.topics = _t2
     _t5, = _S_i.unpack_from(buf, pos)
@@ -312,7 +312,7 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
                     raise null_error('TopicPartition.topic')
                 else:
                     _t11 = pos + _t10
-                    _t9.topic = str(buf[pos:_t11], 'utf-8')
+                    _t9.topic = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -333,7 +333,7 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
         o.rack_id = None
     else:
         _t14 = pos + _t13
-        o.rack_id = str(buf[pos:_t14], 'utf-8')
+        o.rack_id = buf[pos:_t14].tobytes().decode()
         pos = _t14
     o._unknown_tagged = None
     return o, pos

@@ -60,7 +60,7 @@ def _d_ControlledShutdownResponse_v0(buf, pos):
                     raise null_error('RemainingPartition.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -114,7 +114,7 @@ def _d_ControlledShutdownResponse_v3(buf, pos):
                     raise null_error('RemainingPartition.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, = _S_i.unpack_from(buf, pos)
                 pos += 4

@@ -87,7 +87,7 @@ def _d_ControllerRegistrationRequest_v0(buf, pos):
                     raise null_error('Listener.name')
                 else:
                     _t6 = pos + _t5
-                    _t4.name = str(buf[pos:_t6], 'utf-8')
+                    _t4.name = buf[pos:_t6].tobytes().decode()
                     pos = _t6
                 _t7 = buf[pos]
                 if _t7 < 128:
@@ -99,7 +99,7 @@ def _d_ControllerRegistrationRequest_v0(buf, pos):
                     raise null_error('Listener.host')
                 else:
                     _t8 = pos + _t7
-                    _t4.host = str(buf[pos:_t8], 'utf-8')
+                    _t4.host = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t4.port, _t4.security_protocol, = _S_Wh.unpack_from(buf, pos)
                 pos += 4
@@ -142,7 +142,7 @@ def _d_ControllerRegistrationRequest_v0(buf, pos):
                     raise null_error('Feature.name')
                 else:
                     _t13 = pos + _t12
-                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    _t11.name = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t11.min_supported_version, _t11.max_supported_version, = _S_hh.unpack_from(buf, pos)
                 pos += 4

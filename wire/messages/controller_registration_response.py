@@ -43,7 +43,7 @@ def _d_ControllerRegistrationResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     if buf[pos] == 0:
         pos += 1

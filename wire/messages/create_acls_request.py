@@ -66,7 +66,7 @@ def _d_CreateAclsRequest_v0(buf, pos):
                     raise null_error('AclCreation.resource_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -74,7 +74,7 @@ def _d_CreateAclsRequest_v0(buf, pos):
                     raise null_error('AclCreation.principal')
                 else:
                     _t7 = pos + _t6
-                    _t3.principal = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -82,7 +82,7 @@ def _d_CreateAclsRequest_v0(buf, pos):
                     raise null_error('AclCreation.host')
                 else:
                     _t9 = pos + _t8
-                    _t3.host = str(buf[pos:_t9], 'utf-8')
+                    _t3.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -137,7 +137,7 @@ def _d_CreateAclsRequest_v1(buf, pos):
                     raise null_error('AclCreation.resource_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.resource_pattern_type, _t6, = _S_bh.unpack_from(buf, pos)
                 pos += 3
@@ -145,7 +145,7 @@ def _d_CreateAclsRequest_v1(buf, pos):
                     raise null_error('AclCreation.principal')
                 else:
                     _t7 = pos + _t6
-                    _t3.principal = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -153,7 +153,7 @@ def _d_CreateAclsRequest_v1(buf, pos):
                     raise null_error('AclCreation.host')
                 else:
                     _t9 = pos + _t8
-                    _t3.host = str(buf[pos:_t9], 'utf-8')
+                    _t3.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -215,7 +215,7 @@ def _d_CreateAclsRequest_v2(buf, pos):
                     raise null_error('AclCreation.resource_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.resource_pattern_type, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -229,7 +229,7 @@ def _d_CreateAclsRequest_v2(buf, pos):
                     raise null_error('AclCreation.principal')
                 else:
                     _t7 = pos + _t6
-                    _t3.principal = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -241,7 +241,7 @@ def _d_CreateAclsRequest_v2(buf, pos):
                     raise null_error('AclCreation.host')
                 else:
                     _t9 = pos + _t8
-                    _t3.host = str(buf[pos:_t9], 'utf-8')
+                    _t3.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2

@@ -61,7 +61,7 @@ def _d_CreateAclsResponse_v0(buf, pos):
                     _t3.error_message = None
                 else:
                     _t5 = pos + _t4
-                    _t3.error_message = str(buf[pos:_t5], 'utf-8')
+                    _t3.error_message = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -115,7 +115,7 @@ def _d_CreateAclsResponse_v2(buf, pos):
                     _t3.error_message = None
                 else:
                     _t5 = pos + _t4
-                    _t3.error_message = str(buf[pos:_t5], 'utf-8')
+                    _t3.error_message = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 if buf[pos] == 0:
                     pos += 1

@@ -62,7 +62,7 @@ def _d_CreateDelegationTokenRequest_v0(buf, pos):
                     raise null_error('CreatableRenewers.principal_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.principal_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.principal_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -70,7 +70,7 @@ def _d_CreateDelegationTokenRequest_v0(buf, pos):
                     raise null_error('CreatableRenewers.principal_name')
                 else:
                     _t7 = pos + _t6
-                    _t3.principal_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -132,7 +132,7 @@ def _d_CreateDelegationTokenRequest_v2(buf, pos):
                     raise null_error('CreatableRenewers.principal_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.principal_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.principal_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -144,7 +144,7 @@ def _d_CreateDelegationTokenRequest_v2(buf, pos):
                     raise null_error('CreatableRenewers.principal_name')
                 else:
                     _t7 = pos + _t6
-                    _t3.principal_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -231,7 +231,7 @@ def _d_CreateDelegationTokenRequest_v3(buf, pos):
         o.owner_principal_type = None
     else:
         _t2 = pos + _t1
-        o.owner_principal_type = str(buf[pos:_t2], 'utf-8')
+        o.owner_principal_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -243,7 +243,7 @@ def _d_CreateDelegationTokenRequest_v3(buf, pos):
         o.owner_principal_name = None
     else:
         _t4 = pos + _t3
-        o.owner_principal_name = str(buf[pos:_t4], 'utf-8')
+        o.owner_principal_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -271,7 +271,7 @@ def _d_CreateDelegationTokenRequest_v3(buf, pos):
                     raise null_error('CreatableRenewers.principal_type')
                 else:
                     _t9 = pos + _t8
-                    _t7.principal_type = str(buf[pos:_t9], 'utf-8')
+                    _t7.principal_type = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10 = buf[pos]
                 if _t10 < 128:
@@ -283,7 +283,7 @@ def _d_CreateDelegationTokenRequest_v3(buf, pos):
                     raise null_error('CreatableRenewers.principal_name')
                 else:
                     _t11 = pos + _t10
-                    _t7.principal_name = str(buf[pos:_t11], 'utf-8')
+                    _t7.principal_name = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 if buf[pos] == 0:
                     pos += 1

@@ -49,7 +49,7 @@ def _d_CreateDelegationTokenResponse_v0(buf, pos):
         raise null_error('CreateDelegationTokenResponse.principal_type')
     else:
         _t2 = pos + _t1
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
+        o.principal_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -57,7 +57,7 @@ def _d_CreateDelegationTokenResponse_v0(buf, pos):
         raise null_error('CreateDelegationTokenResponse.principal_name')
     else:
         _t4 = pos + _t3
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
+        o.principal_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, _t5, = _S_qqqh.unpack_from(buf, pos)
     pos += 26
@@ -65,7 +65,7 @@ def _d_CreateDelegationTokenResponse_v0(buf, pos):
         raise null_error('CreateDelegationTokenResponse.token_id')
     else:
         _t6 = pos + _t5
-        o.token_id = str(buf[pos:_t6], 'utf-8')
+        o.token_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -119,7 +119,7 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
         raise null_error('CreateDelegationTokenResponse.principal_type')
     else:
         _t2 = pos + _t1
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
+        o.principal_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -131,7 +131,7 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
         raise null_error('CreateDelegationTokenResponse.principal_name')
     else:
         _t4 = pos + _t3
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
+        o.principal_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -145,7 +145,7 @@ def _d_CreateDelegationTokenResponse_v2(buf, pos):
         raise null_error('CreateDelegationTokenResponse.token_id')
     else:
         _t6 = pos + _t5
-        o.token_id = str(buf[pos:_t6], 'utf-8')
+        o.token_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -236,7 +236,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
         raise null_error('CreateDelegationTokenResponse.principal_type')
     else:
         _t2 = pos + _t1
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
+        o.principal_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -248,7 +248,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
         raise null_error('CreateDelegationTokenResponse.principal_name')
     else:
         _t4 = pos + _t3
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
+        o.principal_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -260,7 +260,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
         raise null_error('CreateDelegationTokenResponse.token_requester_principal_type')
     else:
         _t6 = pos + _t5
-        o.token_requester_principal_type = str(buf[pos:_t6], 'utf-8')
+        o.token_requester_principal_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -272,7 +272,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
         raise null_error('CreateDelegationTokenResponse.token_requester_principal_name')
     else:
         _t8 = pos + _t7
-        o.token_requester_principal_name = str(buf[pos:_t8], 'utf-8')
+        o.token_requester_principal_name = buf[pos:_t8].tobytes().decode()
         pos = _t8
     o.issue_timestamp_ms, o.expiry_timestamp_ms, o.max_timestamp_ms, = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -286,7 +286,7 @@ def _d_CreateDelegationTokenResponse_v3(buf, pos):
         raise null_error('CreateDelegationTokenResponse.token_id')
     else:
         _t10 = pos + _t9
-        o.token_id = str(buf[pos:_t10], 'utf-8')
+        o.token_id = buf[pos:_t10].tobytes().decode()
         pos = _t10
     _t11 = buf[pos]
     if _t11 < 128:

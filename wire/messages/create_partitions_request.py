@@ -61,7 +61,7 @@ def _d_CreatePartitionsTopic_v0(buf, pos):
         raise null_error('CreatePartitionsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.count, _t3, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -150,7 +150,7 @@ def _d_CreatePartitionsTopic_v2(buf, pos):
         raise null_error('CreatePartitionsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.count, = _S_i.unpack_from(buf, pos)
     pos += 4

@@ -62,7 +62,7 @@ def _d_CreatePartitionsResponse_v0(buf, pos):
                     raise null_error('CreatePartitionsTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, _t6, = _S_hh.unpack_from(buf, pos)
                 pos += 4
@@ -70,7 +70,7 @@ def _d_CreatePartitionsResponse_v0(buf, pos):
                     _t3.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t3.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -126,7 +126,7 @@ def _d_CreatePartitionsResponse_v2(buf, pos):
                     raise null_error('CreatePartitionsTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -140,7 +140,7 @@ def _d_CreatePartitionsResponse_v2(buf, pos):
                     _t3.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t3.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1

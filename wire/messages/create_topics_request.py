@@ -76,7 +76,7 @@ def _d_CreatableTopic_v0(buf, pos):
         raise null_error('CreatableTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.num_partitions, o.replication_factor, _t3, = _S_ihi.unpack_from(buf, pos)
     pos += 10
@@ -121,7 +121,7 @@ def _d_CreatableTopic_v0(buf, pos):
                     raise null_error('CreatableTopicConfig.name')
                 else:
                     _t11 = pos + _t10
-                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    _t9.name = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -129,7 +129,7 @@ def _d_CreatableTopic_v0(buf, pos):
                     _t9.value = None
                 else:
                     _t13 = pos + _t12
-                    _t9.value = str(buf[pos:_t13], 'utf-8')
+                    _t9.value = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t9._unknown_tagged = None
                 _t8.append(_t9)
@@ -243,7 +243,7 @@ def _d_CreatableTopic_v5(buf, pos):
         raise null_error('CreatableTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -318,7 +318,7 @@ def _d_CreatableTopic_v5(buf, pos):
                     raise null_error('CreatableTopicConfig.name')
                 else:
                     _t11 = pos + _t10
-                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    _t9.name = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12 = buf[pos]
                 if _t12 < 128:
@@ -330,7 +330,7 @@ def _d_CreatableTopic_v5(buf, pos):
                     _t9.value = None
                 else:
                     _t13 = pos + _t12
-                    _t9.value = str(buf[pos:_t13], 'utf-8')
+                    _t9.value = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 if buf[pos] == 0:
                     pos += 1

@@ -83,7 +83,7 @@ def _d_CreateTopicsResponse_v0(buf, pos):
                     raise null_error('CreatableTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -134,7 +134,7 @@ def _d_CreateTopicsResponse_v1(buf, pos):
                     raise null_error('CreatableTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, _t6, = _S_hh.unpack_from(buf, pos)
                 pos += 4
@@ -142,7 +142,7 @@ def _d_CreateTopicsResponse_v1(buf, pos):
                     _t3.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t3.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.topic_id = ZERO_UUID
                 _t3.topic_config_error_code = 0
@@ -194,7 +194,7 @@ def _d_CreateTopicsResponse_v2(buf, pos):
                     raise null_error('CreatableTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, _t6, = _S_hh.unpack_from(buf, pos)
                 pos += 4
@@ -202,7 +202,7 @@ def _d_CreateTopicsResponse_v2(buf, pos):
                     _t3.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t3.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.topic_id = ZERO_UUID
                 _t3.topic_config_error_code = 0
@@ -234,7 +234,7 @@ def _d_CreatableTopicResult_v5(buf, pos):
         raise null_error('CreatableTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -248,7 +248,7 @@ def _d_CreatableTopicResult_v5(buf, pos):
         o.error_message = None
     else:
         _t4 = pos + _t3
-        o.error_message = str(buf[pos:_t4], 'utf-8')
+        o.error_message = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -278,7 +278,7 @@ def _d_CreatableTopicResult_v5(buf, pos):
                     raise null_error('CreatableTopicConfigs.name')
                 else:
                     _t9 = pos + _t8
-                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    _t7.name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10 = buf[pos]
                 if _t10 < 128:
@@ -290,7 +290,7 @@ def _d_CreatableTopicResult_v5(buf, pos):
                     _t7.value = None
                 else:
                     _t11 = pos + _t10
-                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    _t7.value = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t7.read_only, _t7.config_source, _t7.is_sensitive, = _S_obo.unpack_from(buf, pos)
                 pos += 3
@@ -455,7 +455,7 @@ def _d_CreatableTopicResult_v7(buf, pos):
         raise null_error('CreatableTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, o.error_code, = _S_Uh.unpack_from(buf, pos)
     pos += 18
@@ -470,7 +470,7 @@ def _d_CreatableTopicResult_v7(buf, pos):
         o.error_message = None
     else:
         _t5 = pos + _t4
-        o.error_message = str(buf[pos:_t5], 'utf-8')
+        o.error_message = buf[pos:_t5].tobytes().decode()
         pos = _t5
     o.num_partitions, o.replication_factor, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -500,7 +500,7 @@ def _d_CreatableTopicResult_v7(buf, pos):
                     raise null_error('CreatableTopicConfigs.name')
                 else:
                     _t10 = pos + _t9
-                    _t8.name = str(buf[pos:_t10], 'utf-8')
+                    _t8.name = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t11 = buf[pos]
                 if _t11 < 128:
@@ -512,7 +512,7 @@ def _d_CreatableTopicResult_v7(buf, pos):
                     _t8.value = None
                 else:
                     _t12 = pos + _t11
-                    _t8.value = str(buf[pos:_t12], 'utf-8')
+                    _t8.value = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t8.read_only, _t8.config_source, _t8.is_sensitive, = _S_obo.unpack_from(buf, pos)
                 pos += 3

@@ -41,7 +41,7 @@ def _d_DefaultPrincipalData_v0(buf, pos):
         raise null_error('DefaultPrincipalData.type_')
     else:
         _t2 = pos + _t1
-        o.type_ = str(buf[pos:_t2], 'utf-8')
+        o.type_ = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -53,7 +53,7 @@ def _d_DefaultPrincipalData_v0(buf, pos):
         raise null_error('DefaultPrincipalData.name')
     else:
         _t4 = pos + _t3
-        o.name = str(buf[pos:_t4], 'utf-8')
+        o.name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.token_authenticated, = _S_o.unpack_from(buf, pos)
     pos += 1

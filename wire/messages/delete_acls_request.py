@@ -66,7 +66,7 @@ def _d_DeleteAclsRequest_v0(buf, pos):
                     _t3.resource_name_filter = None
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name_filter = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name_filter = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -74,7 +74,7 @@ def _d_DeleteAclsRequest_v0(buf, pos):
                     _t3.principal_filter = None
                 else:
                     _t7 = pos + _t6
-                    _t3.principal_filter = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal_filter = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -82,7 +82,7 @@ def _d_DeleteAclsRequest_v0(buf, pos):
                     _t3.host_filter = None
                 else:
                     _t9 = pos + _t8
-                    _t3.host_filter = str(buf[pos:_t9], 'utf-8')
+                    _t3.host_filter = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -140,7 +140,7 @@ def _d_DeleteAclsRequest_v1(buf, pos):
                     _t3.resource_name_filter = None
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name_filter = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name_filter = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.pattern_type_filter, _t6, = _S_bh.unpack_from(buf, pos)
                 pos += 3
@@ -148,7 +148,7 @@ def _d_DeleteAclsRequest_v1(buf, pos):
                     _t3.principal_filter = None
                 else:
                     _t7 = pos + _t6
-                    _t3.principal_filter = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal_filter = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -156,7 +156,7 @@ def _d_DeleteAclsRequest_v1(buf, pos):
                     _t3.host_filter = None
                 else:
                     _t9 = pos + _t8
-                    _t3.host_filter = str(buf[pos:_t9], 'utf-8')
+                    _t3.host_filter = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -221,7 +221,7 @@ def _d_DeleteAclsRequest_v2(buf, pos):
                     _t3.resource_name_filter = None
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name_filter = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name_filter = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.pattern_type_filter, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -235,7 +235,7 @@ def _d_DeleteAclsRequest_v2(buf, pos):
                     _t3.principal_filter = None
                 else:
                     _t7 = pos + _t6
-                    _t3.principal_filter = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal_filter = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -247,7 +247,7 @@ def _d_DeleteAclsRequest_v2(buf, pos):
                     _t3.host_filter = None
                 else:
                     _t9 = pos + _t8
-                    _t3.host_filter = str(buf[pos:_t9], 'utf-8')
+                    _t3.host_filter = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t3.operation, _t3.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2

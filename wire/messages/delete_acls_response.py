@@ -70,7 +70,7 @@ def _d_DeleteAclsFilterResult_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -90,7 +90,7 @@ def _d_DeleteAclsFilterResult_v0(buf, pos):
                     _t5.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t5.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.resource_type, _t8, = _S_bh.unpack_from(buf, pos)
                 pos += 3
@@ -98,7 +98,7 @@ def _d_DeleteAclsFilterResult_v0(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.resource_name')
                 else:
                     _t9 = pos + _t8
-                    _t5.resource_name = str(buf[pos:_t9], 'utf-8')
+                    _t5.resource_name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -106,7 +106,7 @@ def _d_DeleteAclsFilterResult_v0(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.principal')
                 else:
                     _t11 = pos + _t10
-                    _t5.principal = str(buf[pos:_t11], 'utf-8')
+                    _t5.principal = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -114,7 +114,7 @@ def _d_DeleteAclsFilterResult_v0(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.host')
                 else:
                     _t13 = pos + _t12
-                    _t5.host = str(buf[pos:_t13], 'utf-8')
+                    _t5.host = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -193,7 +193,7 @@ def _d_DeleteAclsFilterResult_v1(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -213,7 +213,7 @@ def _d_DeleteAclsFilterResult_v1(buf, pos):
                     _t5.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t5.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.resource_type, _t8, = _S_bh.unpack_from(buf, pos)
                 pos += 3
@@ -221,7 +221,7 @@ def _d_DeleteAclsFilterResult_v1(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.resource_name')
                 else:
                     _t9 = pos + _t8
-                    _t5.resource_name = str(buf[pos:_t9], 'utf-8')
+                    _t5.resource_name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5.pattern_type, _t10, = _S_bh.unpack_from(buf, pos)
                 pos += 3
@@ -229,7 +229,7 @@ def _d_DeleteAclsFilterResult_v1(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.principal')
                 else:
                     _t11 = pos + _t10
-                    _t5.principal = str(buf[pos:_t11], 'utf-8')
+                    _t5.principal = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -237,7 +237,7 @@ def _d_DeleteAclsFilterResult_v1(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.host')
                 else:
                     _t13 = pos + _t12
-                    _t5.host = str(buf[pos:_t13], 'utf-8')
+                    _t5.host = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -319,7 +319,7 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -349,7 +349,7 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
                     _t5.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t5.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.resource_type, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -363,7 +363,7 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.resource_name')
                 else:
                     _t9 = pos + _t8
-                    _t5.resource_name = str(buf[pos:_t9], 'utf-8')
+                    _t5.resource_name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5.pattern_type, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -377,7 +377,7 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.principal')
                 else:
                     _t11 = pos + _t10
-                    _t5.principal = str(buf[pos:_t11], 'utf-8')
+                    _t5.principal = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12 = buf[pos]
                 if _t12 < 128:
@@ -389,7 +389,7 @@ def _d_DeleteAclsFilterResult_v2(buf, pos):
                     raise null_error('DeleteAclsMatchingAcl.host')
                 else:
                     _t13 = pos + _t12
-                    _t5.host = str(buf[pos:_t13], 'utf-8')
+                    _t5.host = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2

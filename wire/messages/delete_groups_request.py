@@ -43,7 +43,7 @@ def _d_DeleteGroupsRequest_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('DeleteGroupsRequest.groups_names')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.groups_names = _t2
     o._unknown_tagged = None
@@ -81,7 +81,7 @@ def _d_DeleteGroupsRequest_v2(buf, pos):
             if _t3 < 0:
                 raise null_error('DeleteGroupsRequest.groups_names')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.groups_names = _t2
     if buf[pos] == 0:

@@ -60,7 +60,7 @@ def _d_DeleteGroupsResponse_v0(buf, pos):
                     raise null_error('DeletableGroupResult.group_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.group_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -114,7 +114,7 @@ def _d_DeleteGroupsResponse_v2(buf, pos):
                     raise null_error('DeletableGroupResult.group_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.group_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2

@@ -58,7 +58,7 @@ def _d_DeleteRecordsTopic_v0(buf, pos):
         raise null_error('DeleteRecordsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -135,7 +135,7 @@ def _d_DeleteRecordsTopic_v2(buf, pos):
         raise null_error('DeleteRecordsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -60,7 +60,7 @@ def _d_DeleteRecordsTopicResult_v0(buf, pos):
         raise null_error('DeleteRecordsTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -134,7 +134,7 @@ def _d_DeleteRecordsTopicResult_v2(buf, pos):
         raise null_error('DeleteRecordsTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -56,7 +56,7 @@ def _d_DeleteTopicsRequest_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('DeleteTopicsRequest.topic_names')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.topic_names = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -100,7 +100,7 @@ def _d_DeleteTopicsRequest_v4(buf, pos):
             if _t3 < 0:
                 raise null_error('DeleteTopicsRequest.topic_names')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.topic_names = _t2
     o.timeout_ms, = _S_i.unpack_from(buf, pos)
@@ -171,7 +171,7 @@ def _d_DeleteTopicsRequest_v6(buf, pos):
                     _t3.name = None
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_U.unpack_from(buf, pos)
                 pos += 16

@@ -63,7 +63,7 @@ def _d_DeleteTopicsResponse_v0(buf, pos):
                     raise null_error('DeletableTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -110,7 +110,7 @@ def _d_DeleteTopicsResponse_v1(buf, pos):
                     raise null_error('DeletableTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -159,7 +159,7 @@ def _d_DeleteTopicsResponse_v4(buf, pos):
                     raise null_error('DeletableTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -253,7 +253,7 @@ def _d_DeleteTopicsResponse_v5(buf, pos):
                     raise null_error('DeletableTopicResult.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -267,7 +267,7 @@ def _d_DeleteTopicsResponse_v5(buf, pos):
                     _t3.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t3.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t3.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.topic_id = ZERO_UUID
                 if buf[pos] == 0:
@@ -367,7 +367,7 @@ def _d_DeleteTopicsResponse_v6(buf, pos):
                     _t3.name = None
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, _t3.error_code, = _S_Uh.unpack_from(buf, pos)
                 pos += 18
@@ -382,7 +382,7 @@ def _d_DeleteTopicsResponse_v6(buf, pos):
                     _t3.error_message = None
                 else:
                     _t8 = pos + _t7
-                    _t3.error_message = str(buf[pos:_t8], 'utf-8')
+                    _t3.error_message = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 if buf[pos] == 0:
                     pos += 1

@@ -44,7 +44,7 @@ def _d_DescribeAclsRequest_v0(buf, pos):
         o.resource_name_filter = None
     else:
         _t2 = pos + _t1
-        o.resource_name_filter = str(buf[pos:_t2], 'utf-8')
+        o.resource_name_filter = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -52,7 +52,7 @@ def _d_DescribeAclsRequest_v0(buf, pos):
         o.principal_filter = None
     else:
         _t4 = pos + _t3
-        o.principal_filter = str(buf[pos:_t4], 'utf-8')
+        o.principal_filter = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -60,7 +60,7 @@ def _d_DescribeAclsRequest_v0(buf, pos):
         o.host_filter = None
     else:
         _t6 = pos + _t5
-        o.host_filter = str(buf[pos:_t6], 'utf-8')
+        o.host_filter = buf[pos:_t6].tobytes().decode()
         pos = _t6
     o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -96,7 +96,7 @@ def _d_DescribeAclsRequest_v1(buf, pos):
         o.resource_name_filter = None
     else:
         _t2 = pos + _t1
-        o.resource_name_filter = str(buf[pos:_t2], 'utf-8')
+        o.resource_name_filter = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.pattern_type_filter, _t3, = _S_bh.unpack_from(buf, pos)
     pos += 3
@@ -104,7 +104,7 @@ def _d_DescribeAclsRequest_v1(buf, pos):
         o.principal_filter = None
     else:
         _t4 = pos + _t3
-        o.principal_filter = str(buf[pos:_t4], 'utf-8')
+        o.principal_filter = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -112,7 +112,7 @@ def _d_DescribeAclsRequest_v1(buf, pos):
         o.host_filter = None
     else:
         _t6 = pos + _t5
-        o.host_filter = str(buf[pos:_t6], 'utf-8')
+        o.host_filter = buf[pos:_t6].tobytes().decode()
         pos = _t6
     o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
     pos += 2
@@ -151,7 +151,7 @@ def _d_DescribeAclsRequest_v2(buf, pos):
         o.resource_name_filter = None
     else:
         _t2 = pos + _t1
-        o.resource_name_filter = str(buf[pos:_t2], 'utf-8')
+        o.resource_name_filter = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.pattern_type_filter, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -165,7 +165,7 @@ def _d_DescribeAclsRequest_v2(buf, pos):
         o.principal_filter = None
     else:
         _t4 = pos + _t3
-        o.principal_filter = str(buf[pos:_t4], 'utf-8')
+        o.principal_filter = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -177,7 +177,7 @@ def _d_DescribeAclsRequest_v2(buf, pos):
         o.host_filter = None
     else:
         _t6 = pos + _t5
-        o.host_filter = str(buf[pos:_t6], 'utf-8')
+        o.host_filter = buf[pos:_t6].tobytes().decode()
         pos = _t6
     o.operation, o.permission_type, = _S_bb.unpack_from(buf, pos)
     pos += 2

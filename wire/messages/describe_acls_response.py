@@ -69,7 +69,7 @@ def _d_DescribeAclsResource_v0(buf, pos):
         raise null_error('DescribeAclsResource.resource_name')
     else:
         _t2 = pos + _t1
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
+        o.resource_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -89,7 +89,7 @@ def _d_DescribeAclsResource_v0(buf, pos):
                     raise null_error('AclDescription.principal')
                 else:
                     _t7 = pos + _t6
-                    _t5.principal = str(buf[pos:_t7], 'utf-8')
+                    _t5.principal = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -97,7 +97,7 @@ def _d_DescribeAclsResource_v0(buf, pos):
                     raise null_error('AclDescription.host')
                 else:
                     _t9 = pos + _t8
-                    _t5.host = str(buf[pos:_t9], 'utf-8')
+                    _t5.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -116,7 +116,7 @@ def _d_DescribeAclsResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -179,7 +179,7 @@ def _d_DescribeAclsResource_v1(buf, pos):
         raise null_error('DescribeAclsResource.resource_name')
     else:
         _t2 = pos + _t1
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
+        o.resource_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.pattern_type, _t3, = _S_bi.unpack_from(buf, pos)
     pos += 5
@@ -199,7 +199,7 @@ def _d_DescribeAclsResource_v1(buf, pos):
                     raise null_error('AclDescription.principal')
                 else:
                     _t7 = pos + _t6
-                    _t5.principal = str(buf[pos:_t7], 'utf-8')
+                    _t5.principal = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -207,7 +207,7 @@ def _d_DescribeAclsResource_v1(buf, pos):
                     raise null_error('AclDescription.host')
                 else:
                     _t9 = pos + _t8
-                    _t5.host = str(buf[pos:_t9], 'utf-8')
+                    _t5.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -225,7 +225,7 @@ def _d_DescribeAclsResponse_v1(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -281,7 +281,7 @@ def _d_DescribeAclsResource_v2(buf, pos):
         raise null_error('DescribeAclsResource.resource_name')
     else:
         _t2 = pos + _t1
-        o.resource_name = str(buf[pos:_t2], 'utf-8')
+        o.resource_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.pattern_type, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -311,7 +311,7 @@ def _d_DescribeAclsResource_v2(buf, pos):
                     raise null_error('AclDescription.principal')
                 else:
                     _t7 = pos + _t6
-                    _t5.principal = str(buf[pos:_t7], 'utf-8')
+                    _t5.principal = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -323,7 +323,7 @@ def _d_DescribeAclsResource_v2(buf, pos):
                     raise null_error('AclDescription.host')
                 else:
                     _t9 = pos + _t8
-                    _t5.host = str(buf[pos:_t9], 'utf-8')
+                    _t5.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5.operation, _t5.permission_type, = _S_bb.unpack_from(buf, pos)
                 pos += 2
@@ -367,7 +367,7 @@ def _d_DescribeAclsResponse_v2(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

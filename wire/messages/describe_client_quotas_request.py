@@ -63,7 +63,7 @@ def _d_DescribeClientQuotasRequest_v0(buf, pos):
                     raise null_error('ComponentData.entity_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.entity_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.match_type, _t6, = _S_bh.unpack_from(buf, pos)
                 pos += 3
@@ -71,7 +71,7 @@ def _d_DescribeClientQuotasRequest_v0(buf, pos):
                     _t3.match = None
                 else:
                     _t7 = pos + _t6
-                    _t3.match = str(buf[pos:_t7], 'utf-8')
+                    _t3.match = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -128,7 +128,7 @@ def _d_DescribeClientQuotasRequest_v1(buf, pos):
                     raise null_error('ComponentData.entity_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.entity_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.match_type, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -142,7 +142,7 @@ def _d_DescribeClientQuotasRequest_v1(buf, pos):
                     _t3.match = None
                 else:
                     _t7 = pos + _t6
-                    _t3.match = str(buf[pos:_t7], 'utf-8')
+                    _t3.match = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1

@@ -84,7 +84,7 @@ def _d_EntryData_v0(buf, pos):
                     raise null_error('EntityData.entity_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.entity_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -92,7 +92,7 @@ def _d_EntryData_v0(buf, pos):
                     _t3.entity_name = None
                 else:
                     _t7 = pos + _t6
-                    _t3.entity_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.entity_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -115,7 +115,7 @@ def _d_EntryData_v0(buf, pos):
                     raise null_error('ValueData.key')
                 else:
                     _t12 = pos + _t11
-                    _t10.key = str(buf[pos:_t12], 'utf-8')
+                    _t10.key = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t10.value, = _S_d.unpack_from(buf, pos)
                 pos += 8
@@ -133,7 +133,7 @@ def _d_DescribeClientQuotasResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -223,7 +223,7 @@ def _d_EntryData_v1(buf, pos):
                     raise null_error('EntityData.entity_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.entity_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.entity_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -235,7 +235,7 @@ def _d_EntryData_v1(buf, pos):
                     _t3.entity_name = None
                 else:
                     _t7 = pos + _t6
-                    _t3.entity_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.entity_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -276,7 +276,7 @@ def _d_EntryData_v1(buf, pos):
                     raise null_error('ValueData.key')
                 else:
                     _t12 = pos + _t11
-                    _t10.key = str(buf[pos:_t12], 'utf-8')
+                    _t10.key = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t10.value, = _S_d.unpack_from(buf, pos)
                 pos += 8
@@ -320,7 +320,7 @@ def _d_DescribeClientQuotasResponse_v1(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

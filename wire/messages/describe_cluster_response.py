@@ -62,7 +62,7 @@ def _d_DescribeClusterResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -74,7 +74,7 @@ def _d_DescribeClusterResponse_v0(buf, pos):
         raise null_error('DescribeClusterResponse.cluster_id')
     else:
         _t4 = pos + _t3
-        o.cluster_id = str(buf[pos:_t4], 'utf-8')
+        o.cluster_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -106,7 +106,7 @@ def _d_DescribeClusterResponse_v0(buf, pos):
                     raise null_error('DescribeClusterBroker.host')
                 else:
                     _t9 = pos + _t8
-                    _t7.host = str(buf[pos:_t9], 'utf-8')
+                    _t7.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t7.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -120,7 +120,7 @@ def _d_DescribeClusterResponse_v0(buf, pos):
                     _t7.rack = None
                 else:
                     _t11 = pos + _t10
-                    _t7.rack = str(buf[pos:_t11], 'utf-8')
+                    _t7.rack = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 if buf[pos] == 0:
                     pos += 1
@@ -228,7 +228,7 @@ def _d_DescribeClusterResponse_v1(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.endpoint_type, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -242,7 +242,7 @@ def _d_DescribeClusterResponse_v1(buf, pos):
         raise null_error('DescribeClusterResponse.cluster_id')
     else:
         _t4 = pos + _t3
-        o.cluster_id = str(buf[pos:_t4], 'utf-8')
+        o.cluster_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -274,7 +274,7 @@ def _d_DescribeClusterResponse_v1(buf, pos):
                     raise null_error('DescribeClusterBroker.host')
                 else:
                     _t9 = pos + _t8
-                    _t7.host = str(buf[pos:_t9], 'utf-8')
+                    _t7.host = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t7.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -288,7 +288,7 @@ def _d_DescribeClusterResponse_v1(buf, pos):
                     _t7.rack = None
                 else:
                     _t11 = pos + _t10
-                    _t7.rack = str(buf[pos:_t11], 'utf-8')
+                    _t7.rack = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 if buf[pos] == 0:
                     pos += 1

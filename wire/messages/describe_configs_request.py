@@ -65,7 +65,7 @@ def _d_DescribeConfigsRequest_v0(buf, pos):
                     raise null_error('DescribeConfigsResource.resource_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -80,7 +80,7 @@ def _d_DescribeConfigsRequest_v0(buf, pos):
                         if _t8 < 0:
                             raise null_error('DescribeConfigsResource.configuration_keys')
                         _t9 = pos + _t8
-                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        _t7.append(buf[pos:_t9].tobytes().decode())
                         pos = _t9
                     _t3.configuration_keys = _t7
                 _t3._unknown_tagged = None
@@ -136,7 +136,7 @@ def _d_DescribeConfigsRequest_v1(buf, pos):
                     raise null_error('DescribeConfigsResource.resource_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -151,7 +151,7 @@ def _d_DescribeConfigsRequest_v1(buf, pos):
                         if _t8 < 0:
                             raise null_error('DescribeConfigsResource.configuration_keys')
                         _t9 = pos + _t8
-                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        _t7.append(buf[pos:_t9].tobytes().decode())
                         pos = _t9
                     _t3.configuration_keys = _t7
                 _t3._unknown_tagged = None
@@ -193,7 +193,7 @@ def _d_DescribeConfigsRequest_v3(buf, pos):
                     raise null_error('DescribeConfigsResource.resource_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -208,7 +208,7 @@ def _d_DescribeConfigsRequest_v3(buf, pos):
                         if _t8 < 0:
                             raise null_error('DescribeConfigsResource.configuration_keys')
                         _t9 = pos + _t8
-                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        _t7.append(buf[pos:_t9].tobytes().decode())
                         pos = _t9
                     _t3.configuration_keys = _t7
                 _t3._unknown_tagged = None
@@ -257,7 +257,7 @@ def _d_DescribeConfigsRequest_v4(buf, pos):
                     raise null_error('DescribeConfigsResource.resource_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.resource_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.resource_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -280,7 +280,7 @@ def _d_DescribeConfigsRequest_v4(buf, pos):
                         if _t8 < 0:
                             raise null_error('DescribeConfigsResource.configuration_keys')
                         _t9 = pos + _t8
-                        _t7.append(str(buf[pos:_t9], 'utf-8'))
+                        _t7.append(buf[pos:_t9].tobytes().decode())
                         pos = _t9
                     _t3.configuration_keys = _t7
                 if buf[pos] == 0:

@@ -85,7 +85,7 @@ def _d_DescribeConfigsResult_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
     pos += 3
@@ -93,7 +93,7 @@ def _d_DescribeConfigsResult_v0(buf, pos):
         raise null_error('DescribeConfigsResult.resource_name')
     else:
         _t4 = pos + _t3
-        o.resource_name = str(buf[pos:_t4], 'utf-8')
+        o.resource_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -113,7 +113,7 @@ def _d_DescribeConfigsResult_v0(buf, pos):
                     raise null_error('DescribeConfigsResourceResult.name')
                 else:
                     _t9 = pos + _t8
-                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    _t7.name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -121,7 +121,7 @@ def _d_DescribeConfigsResult_v0(buf, pos):
                     _t7.value = None
                 else:
                     _t11 = pos + _t10
-                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    _t7.value = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t7.read_only, _t7.is_default, _t7.is_sensitive, = _S_ooo.unpack_from(buf, pos)
                 pos += 3
@@ -197,7 +197,7 @@ def _d_DescribeConfigsResourceResult_v1(buf, pos):
         raise null_error('DescribeConfigsResourceResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -205,7 +205,7 @@ def _d_DescribeConfigsResourceResult_v1(buf, pos):
         o.value = None
     else:
         _t4 = pos + _t3
-        o.value = str(buf[pos:_t4], 'utf-8')
+        o.value = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.read_only, o.config_source, o.is_sensitive, _t5, = _S_oboi.unpack_from(buf, pos)
     pos += 7
@@ -225,7 +225,7 @@ def _d_DescribeConfigsResourceResult_v1(buf, pos):
                     raise null_error('DescribeConfigsSynonym.name')
                 else:
                     _t9 = pos + _t8
-                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    _t7.name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -233,7 +233,7 @@ def _d_DescribeConfigsResourceResult_v1(buf, pos):
                     _t7.value = None
                 else:
                     _t11 = pos + _t10
-                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    _t7.value = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t7.source, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -254,7 +254,7 @@ def _d_DescribeConfigsResult_v1(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
     pos += 3
@@ -262,7 +262,7 @@ def _d_DescribeConfigsResult_v1(buf, pos):
         raise null_error('DescribeConfigsResult.resource_name')
     else:
         _t4 = pos + _t3
-        o.resource_name = str(buf[pos:_t4], 'utf-8')
+        o.resource_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -361,7 +361,7 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
         raise null_error('DescribeConfigsResourceResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -369,7 +369,7 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
         o.value = None
     else:
         _t4 = pos + _t3
-        o.value = str(buf[pos:_t4], 'utf-8')
+        o.value = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.read_only, o.config_source, o.is_sensitive, _t5, = _S_oboi.unpack_from(buf, pos)
     pos += 7
@@ -389,7 +389,7 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
                     raise null_error('DescribeConfigsSynonym.name')
                 else:
                     _t9 = pos + _t8
-                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    _t7.name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -397,7 +397,7 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
                     _t7.value = None
                 else:
                     _t11 = pos + _t10
-                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    _t7.value = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t7.source, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -410,7 +410,7 @@ def _d_DescribeConfigsResourceResult_v3(buf, pos):
         o.documentation = None
     else:
         _t13 = pos + _t12
-        o.documentation = str(buf[pos:_t13], 'utf-8')
+        o.documentation = buf[pos:_t13].tobytes().decode()
         pos = _t13
     o.is_default = False
     o._unknown_tagged = None
@@ -424,7 +424,7 @@ def _d_DescribeConfigsResult_v3(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.resource_type, _t3, = _S_bh.unpack_from(buf, pos)
     pos += 3
@@ -432,7 +432,7 @@ def _d_DescribeConfigsResult_v3(buf, pos):
         raise null_error('DescribeConfigsResult.resource_name')
     else:
         _t4 = pos + _t3
-        o.resource_name = str(buf[pos:_t4], 'utf-8')
+        o.resource_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -528,7 +528,7 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
         raise null_error('DescribeConfigsResourceResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -540,7 +540,7 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
         o.value = None
     else:
         _t4 = pos + _t3
-        o.value = str(buf[pos:_t4], 'utf-8')
+        o.value = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.read_only, o.config_source, o.is_sensitive, = _S_obo.unpack_from(buf, pos)
     pos += 3
@@ -570,7 +570,7 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
                     raise null_error('DescribeConfigsSynonym.name')
                 else:
                     _t9 = pos + _t8
-                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    _t7.name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10 = buf[pos]
                 if _t10 < 128:
@@ -582,7 +582,7 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
                     _t7.value = None
                 else:
                     _t11 = pos + _t10
-                    _t7.value = str(buf[pos:_t11], 'utf-8')
+                    _t7.value = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t7.source, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -611,7 +611,7 @@ def _d_DescribeConfigsResourceResult_v4(buf, pos):
         o.documentation = None
     else:
         _t13 = pos + _t12
-        o.documentation = str(buf[pos:_t13], 'utf-8')
+        o.documentation = buf[pos:_t13].tobytes().decode()
         pos = _t13
     o.is_default = False
     if buf[pos] == 0:
@@ -641,7 +641,7 @@ def _d_DescribeConfigsResult_v4(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.resource_type, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -655,7 +655,7 @@ def _d_DescribeConfigsResult_v4(buf, pos):
         raise null_error('DescribeConfigsResult.resource_name')
     else:
         _t4 = pos + _t3
-        o.resource_name = str(buf[pos:_t4], 'utf-8')
+        o.resource_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:

@@ -58,7 +58,7 @@ def _d_DescribeDelegationTokenRequest_v0(buf, pos):
                     raise null_error('DescribeDelegationTokenOwner.principal_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.principal_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.principal_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -66,7 +66,7 @@ def _d_DescribeDelegationTokenRequest_v0(buf, pos):
                     raise null_error('DescribeDelegationTokenOwner.principal_name')
                 else:
                     _t7 = pos + _t6
-                    _t3.principal_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -120,7 +120,7 @@ def _d_DescribeDelegationTokenRequest_v2(buf, pos):
                     raise null_error('DescribeDelegationTokenOwner.principal_type')
                 else:
                     _t5 = pos + _t4
-                    _t3.principal_type = str(buf[pos:_t5], 'utf-8')
+                    _t3.principal_type = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -132,7 +132,7 @@ def _d_DescribeDelegationTokenRequest_v2(buf, pos):
                     raise null_error('DescribeDelegationTokenOwner.principal_name')
                 else:
                     _t7 = pos + _t6
-                    _t3.principal_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.principal_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1

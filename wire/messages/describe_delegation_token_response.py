@@ -69,7 +69,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
         raise null_error('DescribedDelegationToken.principal_type')
     else:
         _t2 = pos + _t1
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
+        o.principal_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -77,7 +77,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
         raise null_error('DescribedDelegationToken.principal_name')
     else:
         _t4 = pos + _t3
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
+        o.principal_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp, _t5, = _S_qqqh.unpack_from(buf, pos)
     pos += 26
@@ -85,7 +85,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
         raise null_error('DescribedDelegationToken.token_id')
     else:
         _t6 = pos + _t5
-        o.token_id = str(buf[pos:_t6], 'utf-8')
+        o.token_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -113,7 +113,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
                     raise null_error('DescribedDelegationTokenRenewer.principal_type')
                 else:
                     _t13 = pos + _t12
-                    _t11.principal_type = str(buf[pos:_t13], 'utf-8')
+                    _t11.principal_type = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -121,7 +121,7 @@ def _d_DescribedDelegationToken_v0(buf, pos):
                     raise null_error('DescribedDelegationTokenRenewer.principal_name')
                 else:
                     _t15 = pos + _t14
-                    _t11.principal_name = str(buf[pos:_t15], 'utf-8')
+                    _t11.principal_name = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t11._unknown_tagged = None
                 _t10.append(_t11)
@@ -209,7 +209,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
         raise null_error('DescribedDelegationToken.principal_type')
     else:
         _t2 = pos + _t1
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
+        o.principal_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -221,7 +221,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
         raise null_error('DescribedDelegationToken.principal_name')
     else:
         _t4 = pos + _t3
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
+        o.principal_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp, = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -235,7 +235,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
         raise null_error('DescribedDelegationToken.token_id')
     else:
         _t6 = pos + _t5
-        o.token_id = str(buf[pos:_t6], 'utf-8')
+        o.token_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -275,7 +275,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
                     raise null_error('DescribedDelegationTokenRenewer.principal_type')
                 else:
                     _t13 = pos + _t12
-                    _t11.principal_type = str(buf[pos:_t13], 'utf-8')
+                    _t11.principal_type = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14 = buf[pos]
                 if _t14 < 128:
@@ -287,7 +287,7 @@ def _d_DescribedDelegationToken_v2(buf, pos):
                     raise null_error('DescribedDelegationTokenRenewer.principal_name')
                 else:
                     _t15 = pos + _t14
-                    _t11.principal_name = str(buf[pos:_t15], 'utf-8')
+                    _t11.principal_name = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 if buf[pos] == 0:
                     pos += 1
@@ -458,7 +458,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
         raise null_error('DescribedDelegationToken.principal_type')
     else:
         _t2 = pos + _t1
-        o.principal_type = str(buf[pos:_t2], 'utf-8')
+        o.principal_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -470,7 +470,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
         raise null_error('DescribedDelegationToken.principal_name')
     else:
         _t4 = pos + _t3
-        o.principal_name = str(buf[pos:_t4], 'utf-8')
+        o.principal_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -482,7 +482,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
         raise null_error('DescribedDelegationToken.token_requester_principal_type')
     else:
         _t6 = pos + _t5
-        o.token_requester_principal_type = str(buf[pos:_t6], 'utf-8')
+        o.token_requester_principal_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -494,7 +494,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
         raise null_error('DescribedDelegationToken.token_requester_principal_name')
     else:
         _t8 = pos + _t7
-        o.token_requester_principal_name = str(buf[pos:_t8], 'utf-8')
+        o.token_requester_principal_name = buf[pos:_t8].tobytes().decode()
         pos = _t8
     o.issue_timestamp, o.expiry_timestamp, o.max_timestamp, = _S_qqq.unpack_from(buf, pos)
     pos += 24
@@ -508,7 +508,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
         raise null_error('DescribedDelegationToken.token_id')
     else:
         _t10 = pos + _t9
-        o.token_id = str(buf[pos:_t10], 'utf-8')
+        o.token_id = buf[pos:_t10].tobytes().decode()
         pos = _t10
     _t11 = buf[pos]
     if _t11 < 128:
@@ -548,7 +548,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
                     raise null_error('DescribedDelegationTokenRenewer.principal_type')
                 else:
                     _t17 = pos + _t16
-                    _t15.principal_type = str(buf[pos:_t17], 'utf-8')
+                    _t15.principal_type = buf[pos:_t17].tobytes().decode()
                     pos = _t17
                 _t18 = buf[pos]
                 if _t18 < 128:
@@ -560,7 +560,7 @@ def _d_DescribedDelegationToken_v3(buf, pos):
                     raise null_error('DescribedDelegationTokenRenewer.principal_name')
                 else:
                     _t19 = pos + _t18
-                    _t15.principal_name = str(buf[pos:_t19], 'utf-8')
+                    _t15.principal_name = buf[pos:_t19].tobytes().decode()
                     pos = _t19
                 if buf[pos] == 0:
                     pos += 1

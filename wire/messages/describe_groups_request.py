@@ -45,7 +45,7 @@ def _d_DescribeGroupsRequest_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('DescribeGroupsRequest.groups')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.groups = _t2
     o.include_authorized_operations = False
@@ -78,7 +78,7 @@ def _d_DescribeGroupsRequest_v3(buf, pos):
             if _t3 < 0:
                 raise null_error('DescribeGroupsRequest.groups')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.groups = _t2
     o.include_authorized_operations, = _S_o.unpack_from(buf, pos)
@@ -119,7 +119,7 @@ def _d_DescribeGroupsRequest_v5(buf, pos):
             if _t3 < 0:
                 raise null_error('DescribeGroupsRequest.groups')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.groups = _t2
     o.include_authorized_operations, = _S_o.unpack_from(buf, pos)

@@ -68,7 +68,7 @@ def _d_DescribedGroup_v0(buf, pos):
         raise null_error('DescribedGroup.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -76,7 +76,7 @@ def _d_DescribedGroup_v0(buf, pos):
         raise null_error('DescribedGroup.group_state')
     else:
         _t4 = pos + _t3
-        o.group_state = str(buf[pos:_t4], 'utf-8')
+        o.group_state = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -84,7 +84,7 @@ def _d_DescribedGroup_v0(buf, pos):
         raise null_error('DescribedGroup.protocol_type')
     else:
         _t6 = pos + _t5
-        o.protocol_type = str(buf[pos:_t6], 'utf-8')
+        o.protocol_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -92,7 +92,7 @@ def _d_DescribedGroup_v0(buf, pos):
         raise null_error('DescribedGroup.protocol_data')
     else:
         _t8 = pos + _t7
-        o.protocol_data = str(buf[pos:_t8], 'utf-8')
+        o.protocol_data = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -112,7 +112,7 @@ def _d_DescribedGroup_v0(buf, pos):
                     raise null_error('DescribedGroupMember.member_id')
                 else:
                     _t13 = pos + _t12
-                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    _t11.member_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -120,7 +120,7 @@ def _d_DescribedGroup_v0(buf, pos):
                     raise null_error('DescribedGroupMember.client_id')
                 else:
                     _t15 = pos + _t14
-                    _t11.client_id = str(buf[pos:_t15], 'utf-8')
+                    _t11.client_id = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t16, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -128,7 +128,7 @@ def _d_DescribedGroup_v0(buf, pos):
                     raise null_error('DescribedGroupMember.client_host')
                 else:
                     _t17 = pos + _t16
-                    _t11.client_host = str(buf[pos:_t17], 'utf-8')
+                    _t11.client_host = buf[pos:_t17].tobytes().decode()
                     pos = _t17
                 _t18, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -262,7 +262,7 @@ def _d_DescribedGroup_v3(buf, pos):
         raise null_error('DescribedGroup.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -270,7 +270,7 @@ def _d_DescribedGroup_v3(buf, pos):
         raise null_error('DescribedGroup.group_state')
     else:
         _t4 = pos + _t3
-        o.group_state = str(buf[pos:_t4], 'utf-8')
+        o.group_state = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -278,7 +278,7 @@ def _d_DescribedGroup_v3(buf, pos):
         raise null_error('DescribedGroup.protocol_type')
     else:
         _t6 = pos + _t5
-        o.protocol_type = str(buf[pos:_t6], 'utf-8')
+        o.protocol_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -286,7 +286,7 @@ def _d_DescribedGroup_v3(buf, pos):
         raise null_error('DescribedGroup.protocol_data')
     else:
         _t8 = pos + _t7
-        o.protocol_data = str(buf[pos:_t8], 'utf-8')
+        o.protocol_data = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -306,7 +306,7 @@ def _d_DescribedGroup_v3(buf, pos):
                     raise null_error('DescribedGroupMember.member_id')
                 else:
                     _t13 = pos + _t12
-                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    _t11.member_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -314,7 +314,7 @@ def _d_DescribedGroup_v3(buf, pos):
                     raise null_error('DescribedGroupMember.client_id')
                 else:
                     _t15 = pos + _t14
-                    _t11.client_id = str(buf[pos:_t15], 'utf-8')
+                    _t11.client_id = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t16, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -322,7 +322,7 @@ def _d_DescribedGroup_v3(buf, pos):
                     raise null_error('DescribedGroupMember.client_host')
                 else:
                     _t17 = pos + _t16
-                    _t11.client_host = str(buf[pos:_t17], 'utf-8')
+                    _t11.client_host = buf[pos:_t17].tobytes().decode()
                     pos = _t17
                 _t18, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -407,7 +407,7 @@ def _d_DescribedGroup_v4(buf, pos):
         raise null_error('DescribedGroup.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -415,7 +415,7 @@ def _d_DescribedGroup_v4(buf, pos):
         raise null_error('DescribedGroup.group_state')
     else:
         _t4 = pos + _t3
-        o.group_state = str(buf[pos:_t4], 'utf-8')
+        o.group_state = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -423,7 +423,7 @@ def _d_DescribedGroup_v4(buf, pos):
         raise null_error('DescribedGroup.protocol_type')
     else:
         _t6 = pos + _t5
-        o.protocol_type = str(buf[pos:_t6], 'utf-8')
+        o.protocol_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -431,7 +431,7 @@ def _d_DescribedGroup_v4(buf, pos):
         raise null_error('DescribedGroup.protocol_data')
     else:
         _t8 = pos + _t7
-        o.protocol_data = str(buf[pos:_t8], 'utf-8')
+        o.protocol_data = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -451,7 +451,7 @@ def _d_DescribedGroup_v4(buf, pos):
                     raise null_error('DescribedGroupMember.member_id')
                 else:
                     _t13 = pos + _t12
-                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    _t11.member_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -459,7 +459,7 @@ def _d_DescribedGroup_v4(buf, pos):
                     _t11.group_instance_id = None
                 else:
                     _t15 = pos + _t14
-                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    _t11.group_instance_id = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t16, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -467,7 +467,7 @@ def _d_DescribedGroup_v4(buf, pos):
                     raise null_error('DescribedGroupMember.client_id')
                 else:
                     _t17 = pos + _t16
-                    _t11.client_id = str(buf[pos:_t17], 'utf-8')
+                    _t11.client_id = buf[pos:_t17].tobytes().decode()
                     pos = _t17
                 _t18, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -475,7 +475,7 @@ def _d_DescribedGroup_v4(buf, pos):
                     raise null_error('DescribedGroupMember.client_host')
                 else:
                     _t19 = pos + _t18
-                    _t11.client_host = str(buf[pos:_t19], 'utf-8')
+                    _t11.client_host = buf[pos:_t19].tobytes().decode()
                     pos = _t19
                 _t20, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -592,7 +592,7 @@ def _d_DescribedGroup_v5(buf, pos):
         raise null_error('DescribedGroup.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -604,7 +604,7 @@ def _d_DescribedGroup_v5(buf, pos):
         raise null_error('DescribedGroup.group_state')
     else:
         _t4 = pos + _t3
-        o.group_state = str(buf[pos:_t4], 'utf-8')
+        o.group_state = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -616,7 +616,7 @@ def _d_DescribedGroup_v5(buf, pos):
         raise null_error('DescribedGroup.protocol_type')
     else:
         _t6 = pos + _t5
-        o.protocol_type = str(buf[pos:_t6], 'utf-8')
+        o.protocol_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -628,7 +628,7 @@ def _d_DescribedGroup_v5(buf, pos):
         raise null_error('DescribedGroup.protocol_data')
     else:
         _t8 = pos + _t7
-        o.protocol_data = str(buf[pos:_t8], 'utf-8')
+        o.protocol_data = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:
@@ -656,7 +656,7 @@ def _d_DescribedGroup_v5(buf, pos):
                     raise null_error('DescribedGroupMember.member_id')
                 else:
                     _t13 = pos + _t12
-                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    _t11.member_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14 = buf[pos]
                 if _t14 < 128:
@@ -668,7 +668,7 @@ def _d_DescribedGroup_v5(buf, pos):
                     _t11.group_instance_id = None
                 else:
                     _t15 = pos + _t14
-                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    _t11.group_instance_id = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t16 = buf[pos]
                 if _t16 < 128:
@@ -680,7 +680,7 @@ def _d_DescribedGroup_v5(buf, pos):
                     raise null_error('DescribedGroupMember.client_id')
                 else:
                     _t17 = pos + _t16
-                    _t11.client_id = str(buf[pos:_t17], 'utf-8')
+                    _t11.client_id = buf[pos:_t17].tobytes().decode()
                     pos = _t17
                 _t18 = buf[pos]
                 if _t18 < 128:
@@ -692,7 +692,7 @@ def _d_DescribedGroup_v5(buf, pos):
                     raise null_error('DescribedGroupMember.client_host')
                 else:
                     _t19 = pos + _t18
-                    _t11.client_host = str(buf[pos:_t19], 'utf-8')
+                    _t11.client_host = buf[pos:_t19].tobytes().decode()
                     pos = _t19
                 _t20 = buf[pos]
                 if _t20 < 128:

@@ -78,7 +78,7 @@ def _d_DescribeLogDirsTopic_v0(buf, pos):
         raise null_error('DescribeLogDirsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -108,7 +108,7 @@ def _d_DescribeLogDirsResult_v0(buf, pos):
         raise null_error('DescribeLogDirsResult.log_dir')
     else:
         _t2 = pos + _t1
-        o.log_dir = str(buf[pos:_t2], 'utf-8')
+        o.log_dir = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -193,7 +193,7 @@ def _d_DescribeLogDirsTopic_v2(buf, pos):
         raise null_error('DescribeLogDirsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -253,7 +253,7 @@ def _d_DescribeLogDirsResult_v2(buf, pos):
         raise null_error('DescribeLogDirsResult.log_dir')
     else:
         _t2 = pos + _t1
-        o.log_dir = str(buf[pos:_t2], 'utf-8')
+        o.log_dir = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -460,7 +460,7 @@ def _d_DescribeLogDirsResult_v4(buf, pos):
         raise null_error('DescribeLogDirsResult.log_dir')
     else:
         _t2 = pos + _t1
-        o.log_dir = str(buf[pos:_t2], 'utf-8')
+        o.log_dir = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -65,7 +65,7 @@ def _d_DescribeProducersRequest_v0(buf, pos):
                     raise null_error('TopicRequest.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:

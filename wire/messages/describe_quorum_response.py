@@ -196,7 +196,7 @@ def _d_TopicData_v0(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -435,7 +435,7 @@ def _d_TopicData_v1(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -594,7 +594,7 @@ def _d_PartitionData_v2(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.leader_id, o.leader_epoch, o.high_watermark, = _S_iiq.unpack_from(buf, pos)
     pos += 16
@@ -687,7 +687,7 @@ def _d_TopicData_v2(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -750,7 +750,7 @@ def _d_Node_v2(buf, pos):
                     raise null_error('Listener.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -762,7 +762,7 @@ def _d_Node_v2(buf, pos):
                     raise null_error('Listener.host')
                 else:
                     _t7 = pos + _t6
-                    _t3.host = str(buf[pos:_t7], 'utf-8')
+                    _t3.host = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.port, = _S_W.unpack_from(buf, pos)
                 pos += 2
@@ -806,7 +806,7 @@ def _d_DescribeQuorumResponse_v2(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -61,7 +61,7 @@ def _d_Cursor_v0(buf, pos):
         raise null_error('Cursor.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -106,7 +106,7 @@ def _d_DescribeTopicPartitionsRequest_v0(buf, pos):
                     raise null_error('TopicRequest.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 if buf[pos] == 0:
                     pos += 1

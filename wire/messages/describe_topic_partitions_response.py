@@ -89,7 +89,7 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
         o.name = None
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, o.is_internal, = _S_Uo.unpack_from(buf, pos)
     pos += 17
@@ -222,7 +222,7 @@ def _d_Cursor_v0(buf, pos):
         raise null_error('Cursor.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.partition_index, = _S_i.unpack_from(buf, pos)
     pos += 4

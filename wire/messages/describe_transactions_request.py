@@ -49,7 +49,7 @@ def _d_DescribeTransactionsRequest_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('DescribeTransactionsRequest.transactional_ids')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.transactional_ids = _t2
     if buf[pos] == 0:

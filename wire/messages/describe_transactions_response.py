@@ -71,7 +71,7 @@ def _d_TransactionState_v0(buf, pos):
         raise null_error('TransactionState.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -83,7 +83,7 @@ def _d_TransactionState_v0(buf, pos):
         raise null_error('TransactionState.transaction_state')
     else:
         _t4 = pos + _t3
-        o.transaction_state = str(buf[pos:_t4], 'utf-8')
+        o.transaction_state = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch, = _S_iqqh.unpack_from(buf, pos)
     pos += 22
@@ -113,7 +113,7 @@ def _d_TransactionState_v0(buf, pos):
                     raise null_error('TopicData.topic')
                 else:
                     _t9 = pos + _t8
-                    _t7.topic = str(buf[pos:_t9], 'utf-8')
+                    _t7.topic = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10 = buf[pos]
                 if _t10 < 128:

@@ -66,7 +66,7 @@ def _d_DescribeUserScramCredentialsResult_v0(buf, pos):
         raise null_error('DescribeUserScramCredentialsResult.user')
     else:
         _t2 = pos + _t1
-        o.user = str(buf[pos:_t2], 'utf-8')
+        o.user = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.error_code, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -80,7 +80,7 @@ def _d_DescribeUserScramCredentialsResult_v0(buf, pos):
         o.error_message = None
     else:
         _t4 = pos + _t3
-        o.error_message = str(buf[pos:_t4], 'utf-8')
+        o.error_message = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -140,7 +140,7 @@ def _d_DescribeUserScramCredentialsResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

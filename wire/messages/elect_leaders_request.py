@@ -63,7 +63,7 @@ def _d_ElectLeadersRequest_v0(buf, pos):
                     raise null_error('TopicPartitions.topic')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -125,7 +125,7 @@ def _d_ElectLeadersRequest_v1(buf, pos):
                     raise null_error('TopicPartitions.topic')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -184,7 +184,7 @@ def _d_ElectLeadersRequest_v2(buf, pos):
                     raise null_error('TopicPartitions.topic')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:

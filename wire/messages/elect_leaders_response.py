@@ -63,7 +63,7 @@ def _d_ReplicaElectionResult_v0(buf, pos):
         raise null_error('ReplicaElectionResult.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -83,7 +83,7 @@ def _d_ReplicaElectionResult_v0(buf, pos):
                     _t5.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t5.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5._unknown_tagged = None
                 _t4.append(_t5)
@@ -176,7 +176,7 @@ def _d_ReplicaElectionResult_v2(buf, pos):
         raise null_error('ReplicaElectionResult.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -206,7 +206,7 @@ def _d_ReplicaElectionResult_v2(buf, pos):
                     _t5.error_message = None
                 else:
                     _t7 = pos + _t6
-                    _t5.error_message = str(buf[pos:_t7], 'utf-8')
+                    _t5.error_message = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1

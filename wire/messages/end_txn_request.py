@@ -39,7 +39,7 @@ def _d_EndTxnRequest_v0(buf, pos):
         raise null_error('EndTxnRequest.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.producer_id, o.producer_epoch, o.committed, = _S_qho.unpack_from(buf, pos)
     pos += 11
@@ -65,7 +65,7 @@ def _d_EndTxnRequest_v3(buf, pos):
         raise null_error('EndTxnRequest.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.producer_id, o.producer_epoch, o.committed, = _S_qho.unpack_from(buf, pos)
     pos += 11

@@ -109,7 +109,7 @@ def _d_FetchTopic_v0(buf, pos):
         raise null_error('FetchTopic.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -271,7 +271,7 @@ def _d_FetchTopic_v5(buf, pos):
         raise null_error('FetchTopic.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -383,7 +383,7 @@ def _d_FetchRequest_v7(buf, pos):
                     raise null_error('ForgottenTopic.topic')
                 else:
                     _t8 = pos + _t7
-                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    _t6.topic = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -437,7 +437,7 @@ def _d_FetchTopic_v9(buf, pos):
         raise null_error('FetchTopic.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -496,7 +496,7 @@ def _d_FetchRequest_v9(buf, pos):
                     raise null_error('ForgottenTopic.topic')
                 else:
                     _t8 = pos + _t7
-                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    _t6.topic = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -582,7 +582,7 @@ def _d_FetchRequest_v11(buf, pos):
                     raise null_error('ForgottenTopic.topic')
                 else:
                     _t8 = pos + _t7
-                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    _t6.topic = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -604,7 +604,7 @@ def _d_FetchRequest_v11(buf, pos):
         raise null_error('FetchRequest.rack_id')
     else:
         _t11 = pos + _t10
-        o.rack_id = str(buf[pos:_t11], 'utf-8')
+        o.rack_id = buf[pos:_t11].tobytes().decode()
         pos = _t11
     o.cluster_id = None
     o.replica_state = ReplicaState()
@@ -641,7 +641,7 @@ def _d_FetchTopic_v12(buf, pos):
         raise null_error('FetchTopic.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -737,7 +737,7 @@ def _d_FetchRequest_v12(buf, pos):
                     raise null_error('ForgottenTopic.topic')
                 else:
                     _t8 = pos + _t7
-                    _t6.topic = str(buf[pos:_t8], 'utf-8')
+                    _t6.topic = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9 = buf[pos]
                 if _t9 < 128:
@@ -777,7 +777,7 @@ def _d_FetchRequest_v12(buf, pos):
         raise null_error('FetchRequest.rack_id')
     else:
         _t11 = pos + _t10
-        o.rack_id = str(buf[pos:_t11], 'utf-8')
+        o.rack_id = buf[pos:_t11].tobytes().decode()
         pos = _t11
     o.replica_state = ReplicaState()
     o.cluster_id = None
@@ -802,7 +802,7 @@ def _d_FetchRequest_v12(buf, pos):
                     o.cluster_id = None
                 else:
                     _t13 = pos + _t12
-                    o.cluster_id = str(buf[pos:_t13], 'utf-8')
+                    o.cluster_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 pos = tag_end
             else:
@@ -1040,7 +1040,7 @@ def _d_FetchRequest_v13(buf, pos):
         raise null_error('FetchRequest.rack_id')
     else:
         _t10 = pos + _t9
-        o.rack_id = str(buf[pos:_t10], 'utf-8')
+        o.rack_id = buf[pos:_t10].tobytes().decode()
         pos = _t10
     o.replica_state = ReplicaState()
     o.cluster_id = None
@@ -1065,7 +1065,7 @@ def _d_FetchRequest_v13(buf, pos):
                     o.cluster_id = None
                 else:
                     _t12 = pos + _t11
-                    o.cluster_id = str(buf[pos:_t12], 'utf-8')
+                    o.cluster_id = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 pos = tag_end
             else:
@@ -1247,7 +1247,7 @@ def _d_FetchRequest_v15(buf, pos):
         raise null_error('FetchRequest.rack_id')
     else:
         _t10 = pos + _t9
-        o.rack_id = str(buf[pos:_t10], 'utf-8')
+        o.rack_id = buf[pos:_t10].tobytes().decode()
         pos = _t10
     o.replica_id = -1
     o.cluster_id = None
@@ -1273,7 +1273,7 @@ def _d_FetchRequest_v15(buf, pos):
                     o.cluster_id = None
                 else:
                     _t12 = pos + _t11
-                    o.cluster_id = str(buf[pos:_t12], 'utf-8')
+                    o.cluster_id = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 pos = tag_end
             elif tag == 1:
@@ -1480,7 +1480,7 @@ def _d_FetchRequest_v17(buf, pos):
         raise null_error('FetchRequest.rack_id')
     else:
         _t10 = pos + _t9
-        o.rack_id = str(buf[pos:_t10], 'utf-8')
+        o.rack_id = buf[pos:_t10].tobytes().decode()
         pos = _t10
     o.replica_id = -1
     o.cluster_id = None
@@ -1506,7 +1506,7 @@ def _d_FetchRequest_v17(buf, pos):
                     o.cluster_id = None
                 else:
                     _t12 = pos + _t11
-                    o.cluster_id = str(buf[pos:_t12], 'utf-8')
+                    o.cluster_id = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 pos = tag_end
             elif tag == 1:

@@ -138,7 +138,7 @@ def _d_FetchableTopicResponse_v0(buf, pos):
         raise null_error('FetchableTopicResponse.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -307,7 +307,7 @@ def _d_FetchableTopicResponse_v4(buf, pos):
         raise null_error('FetchableTopicResponse.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -433,7 +433,7 @@ def _d_FetchableTopicResponse_v5(buf, pos):
         raise null_error('FetchableTopicResponse.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -584,7 +584,7 @@ def _d_FetchableTopicResponse_v11(buf, pos):
         raise null_error('FetchableTopicResponse.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -801,7 +801,7 @@ def _d_FetchableTopicResponse_v12(buf, pos):
         raise null_error('FetchableTopicResponse.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -1100,7 +1100,7 @@ def _d_NodeEndpoint_v16(buf, pos):
         raise null_error('NodeEndpoint.host')
     else:
         _t2 = pos + _t1
-        o.host = str(buf[pos:_t2], 'utf-8')
+        o.host = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.port, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -1114,7 +1114,7 @@ def _d_NodeEndpoint_v16(buf, pos):
         o.rack = None
     else:
         _t4 = pos + _t3
-        o.rack = str(buf[pos:_t4], 'utf-8')
+        o.rack = buf[pos:_t4].tobytes().decode()
         pos = _t4
     if buf[pos] == 0:
         pos += 1

@@ -118,7 +118,7 @@ def _d_TopicSnapshot_v0(buf, pos):
         raise null_error('TopicSnapshot.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -195,7 +195,7 @@ def _d_FetchSnapshotRequest_v0(buf, pos):
                     o.cluster_id = None
                 else:
                     _t5 = pos + _t4
-                    o.cluster_id = str(buf[pos:_t5], 'utf-8')
+                    o.cluster_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 pos = tag_end
             else:
@@ -312,7 +312,7 @@ def _d_TopicSnapshot_v1(buf, pos):
         raise null_error('TopicSnapshot.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -389,7 +389,7 @@ def _d_FetchSnapshotRequest_v1(buf, pos):
                     o.cluster_id = None
                 else:
                     _t5 = pos + _t4
-                    o.cluster_id = str(buf[pos:_t5], 'utf-8')
+                    o.cluster_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 pos = tag_end
             else:

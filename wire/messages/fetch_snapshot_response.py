@@ -178,7 +178,7 @@ def _d_TopicSnapshot_v0(buf, pos):
         raise null_error('TopicSnapshot.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -336,7 +336,7 @@ def _d_NodeEndpoint_v1(buf, pos):
         raise null_error('NodeEndpoint.host')
     else:
         _t2 = pos + _t1
-        o.host = str(buf[pos:_t2], 'utf-8')
+        o.host = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.port, = _S_W.unpack_from(buf, pos)
     pos += 2

@@ -38,7 +38,7 @@ def _d_FindCoordinatorRequest_v0(buf, pos):
         raise null_error('FindCoordinatorRequest.key')
     else:
         _t2 = pos + _t1
-        o.key = str(buf[pos:_t2], 'utf-8')
+        o.key = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.key_type = 0
     o.coordinator_keys = []
@@ -63,7 +63,7 @@ def _d_FindCoordinatorRequest_v1(buf, pos):
         raise null_error('FindCoordinatorRequest.key')
     else:
         _t2 = pos + _t1
-        o.key = str(buf[pos:_t2], 'utf-8')
+        o.key = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -92,7 +92,7 @@ def _d_FindCoordinatorRequest_v3(buf, pos):
         raise null_error('FindCoordinatorRequest.key')
     else:
         _t2 = pos + _t1
-        o.key = str(buf[pos:_t2], 'utf-8')
+        o.key = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.key_type, = _S_b.unpack_from(buf, pos)
     pos += 1
@@ -153,7 +153,7 @@ def _d_FindCoordinatorRequest_v4(buf, pos):
             if _t3 < 0:
                 raise null_error('FindCoordinatorRequest.coordinator_keys')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.coordinator_keys = _t2
     o.key = ''

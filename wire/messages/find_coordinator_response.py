@@ -58,7 +58,7 @@ def _d_FindCoordinatorResponse_v0(buf, pos):
         raise null_error('FindCoordinatorResponse.host')
     else:
         _t2 = pos + _t1
-        o.host = str(buf[pos:_t2], 'utf-8')
+        o.host = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.port, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -85,7 +85,7 @@ def _d_FindCoordinatorResponse_v1(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.node_id, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -93,7 +93,7 @@ def _d_FindCoordinatorResponse_v1(buf, pos):
         raise null_error('FindCoordinatorResponse.host')
     else:
         _t4 = pos + _t3
-        o.host = str(buf[pos:_t4], 'utf-8')
+        o.host = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.port, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -129,7 +129,7 @@ def _d_FindCoordinatorResponse_v3(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.node_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -143,7 +143,7 @@ def _d_FindCoordinatorResponse_v3(buf, pos):
         raise null_error('FindCoordinatorResponse.host')
     else:
         _t4 = pos + _t3
-        o.host = str(buf[pos:_t4], 'utf-8')
+        o.host = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.port, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -220,7 +220,7 @@ def _d_FindCoordinatorResponse_v4(buf, pos):
                     raise null_error('Coordinator.key')
                 else:
                     _t5 = pos + _t4
-                    _t3.key = str(buf[pos:_t5], 'utf-8')
+                    _t3.key = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.node_id, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -234,7 +234,7 @@ def _d_FindCoordinatorResponse_v4(buf, pos):
                     raise null_error('Coordinator.host')
                 else:
                     _t7 = pos + _t6
-                    _t3.host = str(buf[pos:_t7], 'utf-8')
+                    _t3.host = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.port, _t3.error_code, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -248,7 +248,7 @@ def _d_FindCoordinatorResponse_v4(buf, pos):
                     _t3.error_message = None
                 else:
                     _t9 = pos + _t8
-                    _t3.error_message = str(buf[pos:_t9], 'utf-8')
+                    _t3.error_message = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 if buf[pos] == 0:
                     pos += 1

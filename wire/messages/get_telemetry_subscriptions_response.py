@@ -79,7 +79,7 @@ def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
             if _t5 < 0:
                 raise null_error('GetTelemetrySubscriptionsResponse.requested_metrics')
             _t6 = pos + _t5
-            _t4.append(str(buf[pos:_t6], 'utf-8'))
+            _t4.append(buf[pos:_t6].tobytes().decode())
             pos = _t6
         o.requested_metrics = _t4
     if buf[pos] == 0:

@@ -40,7 +40,7 @@ def _d_HeartbeatRequest_v0(buf, pos):
         raise null_error('HeartbeatRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -48,7 +48,7 @@ def _d_HeartbeatRequest_v0(buf, pos):
         raise null_error('HeartbeatRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.group_instance_id = None
     o._unknown_tagged = None
@@ -74,7 +74,7 @@ def _d_HeartbeatRequest_v3(buf, pos):
         raise null_error('HeartbeatRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -82,7 +82,7 @@ def _d_HeartbeatRequest_v3(buf, pos):
         raise null_error('HeartbeatRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -90,7 +90,7 @@ def _d_HeartbeatRequest_v3(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     o._unknown_tagged = None
     return o, pos
@@ -122,7 +122,7 @@ def _d_HeartbeatRequest_v4(buf, pos):
         raise null_error('HeartbeatRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -136,7 +136,7 @@ def _d_HeartbeatRequest_v4(buf, pos):
         raise null_error('HeartbeatRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -148,7 +148,7 @@ def _d_HeartbeatRequest_v4(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     if buf[pos] == 0:
         pos += 1

@@ -65,7 +65,7 @@ def _d_IncrementalAlterConfigsResponse_v0(buf, pos):
                     _t3.error_message = None
                 else:
                     _t5 = pos + _t4
-                    _t3.error_message = str(buf[pos:_t5], 'utf-8')
+                    _t3.error_message = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.resource_type, _t6, = _S_bh.unpack_from(buf, pos)
                 pos += 3
@@ -73,7 +73,7 @@ def _d_IncrementalAlterConfigsResponse_v0(buf, pos):
                     raise null_error('AlterConfigsResourceResponse.resource_name')
                 else:
                     _t7 = pos + _t6
-                    _t3.resource_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.resource_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -131,7 +131,7 @@ def _d_IncrementalAlterConfigsResponse_v1(buf, pos):
                     _t3.error_message = None
                 else:
                     _t5 = pos + _t4
-                    _t3.error_message = str(buf[pos:_t5], 'utf-8')
+                    _t3.error_message = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.resource_type, = _S_b.unpack_from(buf, pos)
                 pos += 1
@@ -145,7 +145,7 @@ def _d_IncrementalAlterConfigsResponse_v1(buf, pos):
                     raise null_error('AlterConfigsResourceResponse.resource_name')
                 else:
                     _t7 = pos + _t6
-                    _t3.resource_name = str(buf[pos:_t7], 'utf-8')
+                    _t3.resource_name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1

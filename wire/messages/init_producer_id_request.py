@@ -40,7 +40,7 @@ def _d_InitProducerIdRequest_v0(buf, pos):
         o.transactional_id = None
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.transaction_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -73,7 +73,7 @@ def _d_InitProducerIdRequest_v2(buf, pos):
         o.transactional_id = None
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.transaction_timeout_ms, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -125,7 +125,7 @@ def _d_InitProducerIdRequest_v3(buf, pos):
         o.transactional_id = None
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.transaction_timeout_ms, o.producer_id, o.producer_epoch, = _S_iqh.unpack_from(buf, pos)
     pos += 14

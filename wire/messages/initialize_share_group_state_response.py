@@ -82,7 +82,7 @@ def _d_InitializeStateResult_v0(buf, pos):
                     _t4.error_message = None
                 else:
                     _t6 = pos + _t5
-                    _t4.error_message = str(buf[pos:_t6], 'utf-8')
+                    _t4.error_message = buf[pos:_t6].tobytes().decode()
                     pos = _t6
                 if buf[pos] == 0:
                     pos += 1

@@ -56,7 +56,7 @@ def _d_JoinGroupRequest_v0(buf, pos):
         raise null_error('JoinGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.session_timeout_ms, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -64,7 +64,7 @@ def _d_JoinGroupRequest_v0(buf, pos):
         raise null_error('JoinGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -72,7 +72,7 @@ def _d_JoinGroupRequest_v0(buf, pos):
         raise null_error('JoinGroupRequest.protocol_type')
     else:
         _t6 = pos + _t5
-        o.protocol_type = str(buf[pos:_t6], 'utf-8')
+        o.protocol_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -92,7 +92,7 @@ def _d_JoinGroupRequest_v0(buf, pos):
                     raise null_error('JoinGroupRequestProtocol.name')
                 else:
                     _t11 = pos + _t10
-                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    _t9.name = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -150,7 +150,7 @@ def _d_JoinGroupRequest_v1(buf, pos):
         raise null_error('JoinGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, _t3, = _S_iih.unpack_from(buf, pos)
     pos += 10
@@ -158,7 +158,7 @@ def _d_JoinGroupRequest_v1(buf, pos):
         raise null_error('JoinGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -166,7 +166,7 @@ def _d_JoinGroupRequest_v1(buf, pos):
         raise null_error('JoinGroupRequest.protocol_type')
     else:
         _t6 = pos + _t5
-        o.protocol_type = str(buf[pos:_t6], 'utf-8')
+        o.protocol_type = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -186,7 +186,7 @@ def _d_JoinGroupRequest_v1(buf, pos):
                     raise null_error('JoinGroupRequestProtocol.name')
                 else:
                     _t11 = pos + _t10
-                    _t9.name = str(buf[pos:_t11], 'utf-8')
+                    _t9.name = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -233,7 +233,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
         raise null_error('JoinGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, _t3, = _S_iih.unpack_from(buf, pos)
     pos += 10
@@ -241,7 +241,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
         raise null_error('JoinGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -249,7 +249,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -257,7 +257,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
         raise null_error('JoinGroupRequest.protocol_type')
     else:
         _t8 = pos + _t7
-        o.protocol_type = str(buf[pos:_t8], 'utf-8')
+        o.protocol_type = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -277,7 +277,7 @@ def _d_JoinGroupRequest_v5(buf, pos):
                     raise null_error('JoinGroupRequestProtocol.name')
                 else:
                     _t13 = pos + _t12
-                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    _t11.name = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -330,7 +330,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
         raise null_error('JoinGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -344,7 +344,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
         raise null_error('JoinGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -356,7 +356,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -368,7 +368,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
         raise null_error('JoinGroupRequest.protocol_type')
     else:
         _t8 = pos + _t7
-        o.protocol_type = str(buf[pos:_t8], 'utf-8')
+        o.protocol_type = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:
@@ -396,7 +396,7 @@ def _d_JoinGroupRequest_v6(buf, pos):
                     raise null_error('JoinGroupRequestProtocol.name')
                 else:
                     _t13 = pos + _t12
-                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    _t11.name = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14 = buf[pos]
                 if _t14 < 128:
@@ -521,7 +521,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
         raise null_error('JoinGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.session_timeout_ms, o.rebalance_timeout_ms, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -535,7 +535,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
         raise null_error('JoinGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -547,7 +547,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -559,7 +559,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
         raise null_error('JoinGroupRequest.protocol_type')
     else:
         _t8 = pos + _t7
-        o.protocol_type = str(buf[pos:_t8], 'utf-8')
+        o.protocol_type = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:
@@ -587,7 +587,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
                     raise null_error('JoinGroupRequestProtocol.name')
                 else:
                     _t13 = pos + _t12
-                    _t11.name = str(buf[pos:_t13], 'utf-8')
+                    _t11.name = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14 = buf[pos]
                 if _t14 < 128:
@@ -624,7 +624,7 @@ def _d_JoinGroupRequest_v8(buf, pos):
         o.reason = None
     else:
         _t17 = pos + _t16
-        o.reason = str(buf[pos:_t17], 'utf-8')
+        o.reason = buf[pos:_t17].tobytes().decode()
         pos = _t17
     if buf[pos] == 0:
         pos += 1

@@ -59,7 +59,7 @@ def _d_JoinGroupResponse_v0(buf, pos):
         raise null_error('JoinGroupResponse.protocol_name')
     else:
         _t2 = pos + _t1
-        o.protocol_name = str(buf[pos:_t2], 'utf-8')
+        o.protocol_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -67,7 +67,7 @@ def _d_JoinGroupResponse_v0(buf, pos):
         raise null_error('JoinGroupResponse.leader')
     else:
         _t4 = pos + _t3
-        o.leader = str(buf[pos:_t4], 'utf-8')
+        o.leader = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -75,7 +75,7 @@ def _d_JoinGroupResponse_v0(buf, pos):
         raise null_error('JoinGroupResponse.member_id')
     else:
         _t6 = pos + _t5
-        o.member_id = str(buf[pos:_t6], 'utf-8')
+        o.member_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -95,7 +95,7 @@ def _d_JoinGroupResponse_v0(buf, pos):
                     raise null_error('JoinGroupResponseMember.member_id')
                 else:
                     _t11 = pos + _t10
-                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    _t9.member_id = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -154,7 +154,7 @@ def _d_JoinGroupResponse_v2(buf, pos):
         raise null_error('JoinGroupResponse.protocol_name')
     else:
         _t2 = pos + _t1
-        o.protocol_name = str(buf[pos:_t2], 'utf-8')
+        o.protocol_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -162,7 +162,7 @@ def _d_JoinGroupResponse_v2(buf, pos):
         raise null_error('JoinGroupResponse.leader')
     else:
         _t4 = pos + _t3
-        o.leader = str(buf[pos:_t4], 'utf-8')
+        o.leader = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -170,7 +170,7 @@ def _d_JoinGroupResponse_v2(buf, pos):
         raise null_error('JoinGroupResponse.member_id')
     else:
         _t6 = pos + _t5
-        o.member_id = str(buf[pos:_t6], 'utf-8')
+        o.member_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -190,7 +190,7 @@ def _d_JoinGroupResponse_v2(buf, pos):
                     raise null_error('JoinGroupResponseMember.member_id')
                 else:
                     _t11 = pos + _t10
-                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    _t9.member_id = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -238,7 +238,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
         raise null_error('JoinGroupResponse.protocol_name')
     else:
         _t2 = pos + _t1
-        o.protocol_name = str(buf[pos:_t2], 'utf-8')
+        o.protocol_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -246,7 +246,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
         raise null_error('JoinGroupResponse.leader')
     else:
         _t4 = pos + _t3
-        o.leader = str(buf[pos:_t4], 'utf-8')
+        o.leader = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -254,7 +254,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
         raise null_error('JoinGroupResponse.member_id')
     else:
         _t6 = pos + _t5
-        o.member_id = str(buf[pos:_t6], 'utf-8')
+        o.member_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -274,7 +274,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
                     raise null_error('JoinGroupResponseMember.member_id')
                 else:
                     _t11 = pos + _t10
-                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    _t9.member_id = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -282,7 +282,7 @@ def _d_JoinGroupResponse_v5(buf, pos):
                     _t9.group_instance_id = None
                 else:
                     _t13 = pos + _t12
-                    _t9.group_instance_id = str(buf[pos:_t13], 'utf-8')
+                    _t9.group_instance_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -350,7 +350,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
         raise null_error('JoinGroupResponse.protocol_name')
     else:
         _t2 = pos + _t1
-        o.protocol_name = str(buf[pos:_t2], 'utf-8')
+        o.protocol_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -362,7 +362,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
         raise null_error('JoinGroupResponse.leader')
     else:
         _t4 = pos + _t3
-        o.leader = str(buf[pos:_t4], 'utf-8')
+        o.leader = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -374,7 +374,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
         raise null_error('JoinGroupResponse.member_id')
     else:
         _t6 = pos + _t5
-        o.member_id = str(buf[pos:_t6], 'utf-8')
+        o.member_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -402,7 +402,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
                     raise null_error('JoinGroupResponseMember.member_id')
                 else:
                     _t11 = pos + _t10
-                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    _t9.member_id = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12 = buf[pos]
                 if _t12 < 128:
@@ -414,7 +414,7 @@ def _d_JoinGroupResponse_v6(buf, pos):
                     _t9.group_instance_id = None
                 else:
                     _t13 = pos + _t12
-                    _t9.group_instance_id = str(buf[pos:_t13], 'utf-8')
+                    _t9.group_instance_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14 = buf[pos]
                 if _t14 < 128:
@@ -544,7 +544,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
         o.protocol_type = None
     else:
         _t2 = pos + _t1
-        o.protocol_type = str(buf[pos:_t2], 'utf-8')
+        o.protocol_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -556,7 +556,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
         o.protocol_name = None
     else:
         _t4 = pos + _t3
-        o.protocol_name = str(buf[pos:_t4], 'utf-8')
+        o.protocol_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -568,7 +568,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
         raise null_error('JoinGroupResponse.leader')
     else:
         _t6 = pos + _t5
-        o.leader = str(buf[pos:_t6], 'utf-8')
+        o.leader = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -580,7 +580,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
         raise null_error('JoinGroupResponse.member_id')
     else:
         _t8 = pos + _t7
-        o.member_id = str(buf[pos:_t8], 'utf-8')
+        o.member_id = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:
@@ -608,7 +608,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
                     raise null_error('JoinGroupResponseMember.member_id')
                 else:
                     _t13 = pos + _t12
-                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    _t11.member_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14 = buf[pos]
                 if _t14 < 128:
@@ -620,7 +620,7 @@ def _d_JoinGroupResponse_v7(buf, pos):
                     _t11.group_instance_id = None
                 else:
                     _t15 = pos + _t14
-                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    _t11.group_instance_id = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t16 = buf[pos]
                 if _t16 < 128:
@@ -727,7 +727,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
         o.protocol_type = None
     else:
         _t2 = pos + _t1
-        o.protocol_type = str(buf[pos:_t2], 'utf-8')
+        o.protocol_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -739,7 +739,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
         o.protocol_name = None
     else:
         _t4 = pos + _t3
-        o.protocol_name = str(buf[pos:_t4], 'utf-8')
+        o.protocol_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -751,7 +751,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
         raise null_error('JoinGroupResponse.leader')
     else:
         _t6 = pos + _t5
-        o.leader = str(buf[pos:_t6], 'utf-8')
+        o.leader = buf[pos:_t6].tobytes().decode()
         pos = _t6
     o.skip_assignment, = _S_o.unpack_from(buf, pos)
     pos += 1
@@ -765,7 +765,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
         raise null_error('JoinGroupResponse.member_id')
     else:
         _t8 = pos + _t7
-        o.member_id = str(buf[pos:_t8], 'utf-8')
+        o.member_id = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:
@@ -793,7 +793,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
                     raise null_error('JoinGroupResponseMember.member_id')
                 else:
                     _t13 = pos + _t12
-                    _t11.member_id = str(buf[pos:_t13], 'utf-8')
+                    _t11.member_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
                 _t14 = buf[pos]
                 if _t14 < 128:
@@ -805,7 +805,7 @@ def _d_JoinGroupResponse_v9(buf, pos):
                     _t11.group_instance_id = None
                 else:
                     _t15 = pos + _t14
-                    _t11.group_instance_id = str(buf[pos:_t15], 'utf-8')
+                    _t11.group_instance_id = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t16 = buf[pos]
                 if _t16 < 128:

@@ -110,7 +110,7 @@ def _d_LeaderAndIsrRequest_v0(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
                 pos += 20
@@ -157,7 +157,7 @@ def _d_LeaderAndIsrRequest_v0(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t12 = pos + _t11
-                    _t10.host_name = str(buf[pos:_t12], 'utf-8')
+                    _t10.host_name = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t10.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -232,7 +232,7 @@ def _d_LeaderAndIsrRequest_v1(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
                 pos += 20
@@ -280,7 +280,7 @@ def _d_LeaderAndIsrRequest_v1(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t12 = pos + _t11
-                    _t10.host_name = str(buf[pos:_t12], 'utf-8')
+                    _t10.host_name = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t10.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -337,7 +337,7 @@ def _d_LeaderAndIsrTopicState_v2(buf, pos):
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -418,7 +418,7 @@ def _d_LeaderAndIsrRequest_v2(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t8 = pos + _t7
-                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    _t6.host_name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t6.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -481,7 +481,7 @@ def _d_LeaderAndIsrTopicState_v3(buf, pos):
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -580,7 +580,7 @@ def _d_LeaderAndIsrRequest_v3(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t8 = pos + _t7
-                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    _t6.host_name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t6.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -655,7 +655,7 @@ def _d_LeaderAndIsrTopicState_v4(buf, pos):
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -814,7 +814,7 @@ def _d_LeaderAndIsrRequest_v4(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t8 = pos + _t7
-                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    _t6.host_name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t6.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -969,7 +969,7 @@ def _d_LeaderAndIsrTopicState_v5(buf, pos):
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
     pos += 16
@@ -1130,7 +1130,7 @@ def _d_LeaderAndIsrRequest_v5(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t8 = pos + _t7
-                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    _t6.host_name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t6.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -1226,7 +1226,7 @@ def _d_LeaderAndIsrTopicState_v6(buf, pos):
         raise null_error('LeaderAndIsrTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
     pos += 16
@@ -1386,7 +1386,7 @@ def _d_LeaderAndIsrRequest_v6(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t8 = pos + _t7
-                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    _t6.host_name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t6.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -1558,7 +1558,7 @@ def _d_LeaderAndIsrRequest_v7(buf, pos):
                     raise null_error('LeaderAndIsrLiveLeader.host_name')
                 else:
                     _t8 = pos + _t7
-                    _t6.host_name = str(buf[pos:_t8], 'utf-8')
+                    _t6.host_name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t6.port, = _S_i.unpack_from(buf, pos)
                 pos += 4

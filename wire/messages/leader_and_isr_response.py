@@ -73,7 +73,7 @@ def _d_LeaderAndIsrResponse_v0(buf, pos):
                     raise null_error('LeaderAndIsrPartitionError.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.error_code, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -130,7 +130,7 @@ def _d_LeaderAndIsrResponse_v4(buf, pos):
                     raise null_error('LeaderAndIsrPartitionError.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.error_code, = _S_ih.unpack_from(buf, pos)
                 pos += 6

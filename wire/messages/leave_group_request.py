@@ -49,7 +49,7 @@ def _d_LeaveGroupRequest_v0(buf, pos):
         raise null_error('LeaveGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -57,7 +57,7 @@ def _d_LeaveGroupRequest_v0(buf, pos):
         raise null_error('LeaveGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.members = []
     o._unknown_tagged = None
@@ -83,7 +83,7 @@ def _d_LeaveGroupRequest_v3(buf, pos):
         raise null_error('LeaveGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -103,7 +103,7 @@ def _d_LeaveGroupRequest_v3(buf, pos):
                     raise null_error('MemberIdentity.member_id')
                 else:
                     _t7 = pos + _t6
-                    _t5.member_id = str(buf[pos:_t7], 'utf-8')
+                    _t5.member_id = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -111,7 +111,7 @@ def _d_LeaveGroupRequest_v3(buf, pos):
                     _t5.group_instance_id = None
                 else:
                     _t9 = pos + _t8
-                    _t5.group_instance_id = str(buf[pos:_t9], 'utf-8')
+                    _t5.group_instance_id = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5.reason = None
                 _t5._unknown_tagged = None
@@ -157,7 +157,7 @@ def _d_LeaveGroupRequest_v4(buf, pos):
         raise null_error('LeaveGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -185,7 +185,7 @@ def _d_LeaveGroupRequest_v4(buf, pos):
                     raise null_error('MemberIdentity.member_id')
                 else:
                     _t7 = pos + _t6
-                    _t5.member_id = str(buf[pos:_t7], 'utf-8')
+                    _t5.member_id = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -197,7 +197,7 @@ def _d_LeaveGroupRequest_v4(buf, pos):
                     _t5.group_instance_id = None
                 else:
                     _t9 = pos + _t8
-                    _t5.group_instance_id = str(buf[pos:_t9], 'utf-8')
+                    _t5.group_instance_id = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t5.reason = None
                 if buf[pos] == 0:
@@ -288,7 +288,7 @@ def _d_LeaveGroupRequest_v5(buf, pos):
         raise null_error('LeaveGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -316,7 +316,7 @@ def _d_LeaveGroupRequest_v5(buf, pos):
                     raise null_error('MemberIdentity.member_id')
                 else:
                     _t7 = pos + _t6
-                    _t5.member_id = str(buf[pos:_t7], 'utf-8')
+                    _t5.member_id = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -328,7 +328,7 @@ def _d_LeaveGroupRequest_v5(buf, pos):
                     _t5.group_instance_id = None
                 else:
                     _t9 = pos + _t8
-                    _t5.group_instance_id = str(buf[pos:_t9], 'utf-8')
+                    _t5.group_instance_id = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10 = buf[pos]
                 if _t10 < 128:
@@ -340,7 +340,7 @@ def _d_LeaveGroupRequest_v5(buf, pos):
                     _t5.reason = None
                 else:
                     _t11 = pos + _t10
-                    _t5.reason = str(buf[pos:_t11], 'utf-8')
+                    _t5.reason = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 if buf[pos] == 0:
                     pos += 1

@@ -89,7 +89,7 @@ def _d_LeaveGroupResponse_v3(buf, pos):
                     raise null_error('MemberResponse.member_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.member_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.member_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -97,7 +97,7 @@ def _d_LeaveGroupResponse_v3(buf, pos):
                     _t3.group_instance_id = None
                 else:
                     _t7 = pos + _t6
-                    _t3.group_instance_id = str(buf[pos:_t7], 'utf-8')
+                    _t3.group_instance_id = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -156,7 +156,7 @@ def _d_LeaveGroupResponse_v4(buf, pos):
                     raise null_error('MemberResponse.member_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.member_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.member_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -168,7 +168,7 @@ def _d_LeaveGroupResponse_v4(buf, pos):
                     _t3.group_instance_id = None
                 else:
                     _t7 = pos + _t6
-                    _t3.group_instance_id = str(buf[pos:_t7], 'utf-8')
+                    _t3.group_instance_id = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2

@@ -68,7 +68,7 @@ def _d_ListClientMetricsResourcesResponse_v0(buf, pos):
                     raise null_error('ClientMetricsResource.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 if buf[pos] == 0:
                     pos += 1

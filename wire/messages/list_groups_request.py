@@ -91,7 +91,7 @@ def _d_ListGroupsRequest_v4(buf, pos):
             if _t3 < 0:
                 raise null_error('ListGroupsRequest.states_filter')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.states_filter = _t2
     o.types_filter = []
@@ -154,7 +154,7 @@ def _d_ListGroupsRequest_v5(buf, pos):
             if _t3 < 0:
                 raise null_error('ListGroupsRequest.states_filter')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.states_filter = _t2
     _t5 = buf[pos]
@@ -178,7 +178,7 @@ def _d_ListGroupsRequest_v5(buf, pos):
             if _t7 < 0:
                 raise null_error('ListGroupsRequest.types_filter')
             _t8 = pos + _t7
-            _t6.append(str(buf[pos:_t8], 'utf-8'))
+            _t6.append(buf[pos:_t8].tobytes().decode())
             pos = _t8
         o.types_filter = _t6
     if buf[pos] == 0:

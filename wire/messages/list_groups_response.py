@@ -64,7 +64,7 @@ def _d_ListGroupsResponse_v0(buf, pos):
                     raise null_error('ListedGroup.group_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.group_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -72,7 +72,7 @@ def _d_ListGroupsResponse_v0(buf, pos):
                     raise null_error('ListedGroup.protocol_type')
                 else:
                     _t7 = pos + _t6
-                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    _t3.protocol_type = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.group_state = ''
                 _t3.group_type = ''
@@ -120,7 +120,7 @@ def _d_ListGroupsResponse_v1(buf, pos):
                     raise null_error('ListedGroup.group_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.group_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -128,7 +128,7 @@ def _d_ListGroupsResponse_v1(buf, pos):
                     raise null_error('ListedGroup.protocol_type')
                 else:
                     _t7 = pos + _t6
-                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    _t3.protocol_type = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.group_state = ''
                 _t3.group_type = ''
@@ -175,7 +175,7 @@ def _d_ListGroupsResponse_v3(buf, pos):
                     raise null_error('ListedGroup.group_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.group_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -187,7 +187,7 @@ def _d_ListGroupsResponse_v3(buf, pos):
                     raise null_error('ListedGroup.protocol_type')
                 else:
                     _t7 = pos + _t6
-                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    _t3.protocol_type = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.group_state = ''
                 _t3.group_type = ''
@@ -286,7 +286,7 @@ def _d_ListGroupsResponse_v4(buf, pos):
                     raise null_error('ListedGroup.group_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.group_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -298,7 +298,7 @@ def _d_ListGroupsResponse_v4(buf, pos):
                     raise null_error('ListedGroup.protocol_type')
                 else:
                     _t7 = pos + _t6
-                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    _t3.protocol_type = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -310,7 +310,7 @@ def _d_ListGroupsResponse_v4(buf, pos):
                     raise null_error('ListedGroup.group_state')
                 else:
                     _t9 = pos + _t8
-                    _t3.group_state = str(buf[pos:_t9], 'utf-8')
+                    _t3.group_state = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t3.group_type = ''
                 if buf[pos] == 0:
@@ -416,7 +416,7 @@ def _d_ListGroupsResponse_v5(buf, pos):
                     raise null_error('ListedGroup.group_id')
                 else:
                     _t5 = pos + _t4
-                    _t3.group_id = str(buf[pos:_t5], 'utf-8')
+                    _t3.group_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -428,7 +428,7 @@ def _d_ListGroupsResponse_v5(buf, pos):
                     raise null_error('ListedGroup.protocol_type')
                 else:
                     _t7 = pos + _t6
-                    _t3.protocol_type = str(buf[pos:_t7], 'utf-8')
+                    _t3.protocol_type = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -440,7 +440,7 @@ def _d_ListGroupsResponse_v5(buf, pos):
                     raise null_error('ListedGroup.group_state')
                 else:
                     _t9 = pos + _t8
-                    _t3.group_state = str(buf[pos:_t9], 'utf-8')
+                    _t3.group_state = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10 = buf[pos]
                 if _t10 < 128:
@@ -452,7 +452,7 @@ def _d_ListGroupsResponse_v5(buf, pos):
                     raise null_error('ListedGroup.group_type')
                 else:
                     _t11 = pos + _t10
-                    _t3.group_type = str(buf[pos:_t11], 'utf-8')
+                    _t3.group_type = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 if buf[pos] == 0:
                     pos += 1

@@ -67,7 +67,7 @@ def _d_ListOffsetsTopic_v0(buf, pos):
         raise null_error('ListOffsetsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -142,7 +142,7 @@ def _d_ListOffsetsTopic_v1(buf, pos):
         raise null_error('ListOffsetsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -247,7 +247,7 @@ def _d_ListOffsetsTopic_v4(buf, pos):
         raise null_error('ListOffsetsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -325,7 +325,7 @@ def _d_ListOffsetsTopic_v6(buf, pos):
         raise null_error('ListOffsetsTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -66,7 +66,7 @@ def _d_ListOffsetsTopicResponse_v0(buf, pos):
         raise null_error('ListOffsetsTopicResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -157,7 +157,7 @@ def _d_ListOffsetsTopicResponse_v1(buf, pos):
         raise null_error('ListOffsetsTopicResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -260,7 +260,7 @@ def _d_ListOffsetsTopicResponse_v4(buf, pos):
         raise null_error('ListOffsetsTopicResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -337,7 +337,7 @@ def _d_ListOffsetsTopicResponse_v6(buf, pos):
         raise null_error('ListOffsetsTopicResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -66,7 +66,7 @@ def _d_OngoingTopicReassignment_v0(buf, pos):
         raise null_error('OngoingTopicReassignment.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -168,7 +168,7 @@ def _d_ListPartitionReassignmentsResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -53,7 +53,7 @@ def _d_ListTransactionsRequest_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('ListTransactionsRequest.state_filters')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.state_filters = _t2
     _t5 = buf[pos]
@@ -137,7 +137,7 @@ def _d_ListTransactionsRequest_v1(buf, pos):
             if _t3 < 0:
                 raise null_error('ListTransactionsRequest.state_filters')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.state_filters = _t2
     _t5 = buf[pos]

@@ -67,7 +67,7 @@ def _d_ListTransactionsResponse_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('ListTransactionsResponse.unknown_state_filters')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.unknown_state_filters = _t2
     _t5 = buf[pos]
@@ -96,7 +96,7 @@ def _d_ListTransactionsResponse_v0(buf, pos):
                     raise null_error('TransactionState.transactional_id')
                 else:
                     _t9 = pos + _t8
-                    _t7.transactional_id = str(buf[pos:_t9], 'utf-8')
+                    _t7.transactional_id = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t7.producer_id, = _S_q.unpack_from(buf, pos)
                 pos += 8
@@ -110,7 +110,7 @@ def _d_ListTransactionsResponse_v0(buf, pos):
                     raise null_error('TransactionState.transaction_state')
                 else:
                     _t11 = pos + _t10
-                    _t7.transaction_state = str(buf[pos:_t11], 'utf-8')
+                    _t7.transaction_state = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 if buf[pos] == 0:
                     pos += 1

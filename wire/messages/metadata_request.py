@@ -65,7 +65,7 @@ def _d_MetadataRequest_v0(buf, pos):
                     raise null_error('MetadataRequestTopic.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.topic_id = ZERO_UUID
                 _t3._unknown_tagged = None
@@ -116,7 +116,7 @@ def _d_MetadataRequest_v1(buf, pos):
                     raise null_error('MetadataRequestTopic.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.topic_id = ZERO_UUID
                 _t3._unknown_tagged = None
@@ -162,7 +162,7 @@ def _d_MetadataRequest_v4(buf, pos):
                     raise null_error('MetadataRequestTopic.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.topic_id = ZERO_UUID
                 _t3._unknown_tagged = None
@@ -208,7 +208,7 @@ def _d_MetadataRequest_v8(buf, pos):
                     raise null_error('MetadataRequestTopic.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.topic_id = ZERO_UUID
                 _t3._unknown_tagged = None
@@ -256,7 +256,7 @@ def _d_MetadataRequest_v9(buf, pos):
                     raise null_error('MetadataRequestTopic.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.topic_id = ZERO_UUID
                 if buf[pos] == 0:
@@ -350,7 +350,7 @@ def _d_MetadataRequest_v10(buf, pos):
                     _t3.name = None
                 else:
                     _t6 = pos + _t5
-                    _t3.name = str(buf[pos:_t6], 'utf-8')
+                    _t3.name = buf[pos:_t6].tobytes().decode()
                     pos = _t6
                 if buf[pos] == 0:
                     pos += 1
@@ -445,7 +445,7 @@ def _d_MetadataRequest_v11(buf, pos):
                     _t3.name = None
                 else:
                     _t6 = pos + _t5
-                    _t3.name = str(buf[pos:_t6], 'utf-8')
+                    _t3.name = buf[pos:_t6].tobytes().decode()
                     pos = _t6
                 if buf[pos] == 0:
                     pos += 1

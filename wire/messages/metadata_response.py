@@ -91,7 +91,7 @@ def _d_MetadataResponseTopic_v0(buf, pos):
         raise null_error('MetadataResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -156,7 +156,7 @@ def _d_MetadataResponse_v0(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -237,7 +237,7 @@ def _d_MetadataResponseTopic_v1(buf, pos):
         raise null_error('MetadataResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
     pos += 5
@@ -301,7 +301,7 @@ def _d_MetadataResponse_v1(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -309,7 +309,7 @@ def _d_MetadataResponse_v1(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -392,7 +392,7 @@ def _d_MetadataResponse_v2(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -400,7 +400,7 @@ def _d_MetadataResponse_v2(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -411,7 +411,7 @@ def _d_MetadataResponse_v2(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -471,7 +471,7 @@ def _d_MetadataResponse_v3(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -479,7 +479,7 @@ def _d_MetadataResponse_v3(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -490,7 +490,7 @@ def _d_MetadataResponse_v3(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -537,7 +537,7 @@ def _d_MetadataResponseTopic_v5(buf, pos):
         raise null_error('MetadataResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
     pos += 5
@@ -610,7 +610,7 @@ def _d_MetadataResponse_v5(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -618,7 +618,7 @@ def _d_MetadataResponse_v5(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -629,7 +629,7 @@ def _d_MetadataResponse_v5(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -703,7 +703,7 @@ def _d_MetadataResponseTopic_v7(buf, pos):
         raise null_error('MetadataResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
     pos += 5
@@ -775,7 +775,7 @@ def _d_MetadataResponse_v7(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -783,7 +783,7 @@ def _d_MetadataResponse_v7(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -794,7 +794,7 @@ def _d_MetadataResponse_v7(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -868,7 +868,7 @@ def _d_MetadataResponseTopic_v8(buf, pos):
         raise null_error('MetadataResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.is_internal, _t3, = _S_oi.unpack_from(buf, pos)
     pos += 5
@@ -941,7 +941,7 @@ def _d_MetadataResponse_v8(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, _t6, = _S_ih.unpack_from(buf, pos)
                 pos += 6
@@ -949,7 +949,7 @@ def _d_MetadataResponse_v8(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -960,7 +960,7 @@ def _d_MetadataResponse_v8(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, _t10, = _S_ii.unpack_from(buf, pos)
     pos += 8
@@ -1025,7 +1025,7 @@ def _d_MetadataResponseTopic_v9(buf, pos):
         raise null_error('MetadataResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.is_internal, = _S_o.unpack_from(buf, pos)
     pos += 1
@@ -1150,7 +1150,7 @@ def _d_MetadataResponse_v9(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -1164,7 +1164,7 @@ def _d_MetadataResponse_v9(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -1189,7 +1189,7 @@ def _d_MetadataResponse_v9(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -1356,7 +1356,7 @@ def _d_MetadataResponseTopic_v10(buf, pos):
         raise null_error('MetadataResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, o.is_internal, = _S_Uo.unpack_from(buf, pos)
     pos += 17
@@ -1481,7 +1481,7 @@ def _d_MetadataResponse_v10(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -1495,7 +1495,7 @@ def _d_MetadataResponse_v10(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -1520,7 +1520,7 @@ def _d_MetadataResponse_v10(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -1650,7 +1650,7 @@ def _d_MetadataResponse_v11(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -1664,7 +1664,7 @@ def _d_MetadataResponse_v11(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -1689,7 +1689,7 @@ def _d_MetadataResponse_v11(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -1775,7 +1775,7 @@ def _d_MetadataResponseTopic_v12(buf, pos):
         o.name = None
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, o.is_internal, = _S_Uo.unpack_from(buf, pos)
     pos += 17
@@ -1900,7 +1900,7 @@ def _d_MetadataResponse_v12(buf, pos):
                     raise null_error('MetadataResponseBroker.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -1914,7 +1914,7 @@ def _d_MetadataResponse_v12(buf, pos):
                     _t3.rack = None
                 else:
                     _t7 = pos + _t6
-                    _t3.rack = str(buf[pos:_t7], 'utf-8')
+                    _t3.rack = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -1939,7 +1939,7 @@ def _d_MetadataResponse_v12(buf, pos):
         o.cluster_id = None
     else:
         _t9 = pos + _t8
-        o.cluster_id = str(buf[pos:_t9], 'utf-8')
+        o.cluster_id = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.controller_id, = _S_i.unpack_from(buf, pos)
     pos += 4

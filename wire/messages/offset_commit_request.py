@@ -70,7 +70,7 @@ def _d_OffsetCommitRequestTopic_v0(buf, pos):
         raise null_error('OffsetCommitRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -90,7 +90,7 @@ def _d_OffsetCommitRequestTopic_v0(buf, pos):
                     _t5.committed_metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.committed_metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.committed_leader_epoch = -1
                 _t5.commit_timestamp = -1
@@ -108,7 +108,7 @@ def _d_OffsetCommitRequest_v0(buf, pos):
         raise null_error('OffsetCommitRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -172,7 +172,7 @@ def _d_OffsetCommitRequestTopic_v1(buf, pos):
         raise null_error('OffsetCommitRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -192,7 +192,7 @@ def _d_OffsetCommitRequestTopic_v1(buf, pos):
                     _t5.committed_metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.committed_metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.committed_leader_epoch = -1
                 _t5._unknown_tagged = None
@@ -209,7 +209,7 @@ def _d_OffsetCommitRequest_v1(buf, pos):
         raise null_error('OffsetCommitRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -217,7 +217,7 @@ def _d_OffsetCommitRequest_v1(buf, pos):
         raise null_error('OffsetCommitRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -281,7 +281,7 @@ def _d_OffsetCommitRequest_v2(buf, pos):
         raise null_error('OffsetCommitRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -289,7 +289,7 @@ def _d_OffsetCommitRequest_v2(buf, pos):
         raise null_error('OffsetCommitRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.retention_time_ms, _t5, = _S_qi.unpack_from(buf, pos)
     pos += 12
@@ -334,7 +334,7 @@ def _d_OffsetCommitRequest_v5(buf, pos):
         raise null_error('OffsetCommitRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -342,7 +342,7 @@ def _d_OffsetCommitRequest_v5(buf, pos):
         raise null_error('OffsetCommitRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -388,7 +388,7 @@ def _d_OffsetCommitRequestTopic_v6(buf, pos):
         raise null_error('OffsetCommitRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -408,7 +408,7 @@ def _d_OffsetCommitRequestTopic_v6(buf, pos):
                     _t5.committed_metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.committed_metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.commit_timestamp = -1
                 _t5._unknown_tagged = None
@@ -425,7 +425,7 @@ def _d_OffsetCommitRequest_v6(buf, pos):
         raise null_error('OffsetCommitRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -433,7 +433,7 @@ def _d_OffsetCommitRequest_v6(buf, pos):
         raise null_error('OffsetCommitRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -499,7 +499,7 @@ def _d_OffsetCommitRequest_v7(buf, pos):
         raise null_error('OffsetCommitRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id_or_member_epoch, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -507,7 +507,7 @@ def _d_OffsetCommitRequest_v7(buf, pos):
         raise null_error('OffsetCommitRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -515,7 +515,7 @@ def _d_OffsetCommitRequest_v7(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -567,7 +567,7 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos):
         raise null_error('OffsetCommitRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -597,7 +597,7 @@ def _d_OffsetCommitRequestTopic_v8(buf, pos):
                     _t5.committed_metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.committed_metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.commit_timestamp = -1
                 if buf[pos] == 0:
@@ -638,7 +638,7 @@ def _d_OffsetCommitRequest_v8(buf, pos):
         raise null_error('OffsetCommitRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id_or_member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -652,7 +652,7 @@ def _d_OffsetCommitRequest_v8(buf, pos):
         raise null_error('OffsetCommitRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -664,7 +664,7 @@ def _d_OffsetCommitRequest_v8(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:

@@ -56,7 +56,7 @@ def _d_OffsetDeleteRequestTopic_v0(buf, pos):
         raise null_error('OffsetDeleteRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -86,7 +86,7 @@ def _d_OffsetDeleteRequest_v0(buf, pos):
         raise null_error('OffsetDeleteRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4

@@ -60,7 +60,7 @@ def _d_OffsetDeleteResponseTopic_v0(buf, pos):
         raise null_error('OffsetDeleteResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4

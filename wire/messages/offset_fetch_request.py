@@ -73,7 +73,7 @@ def _d_OffsetFetchRequest_v0(buf, pos):
         raise null_error('OffsetFetchRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -93,7 +93,7 @@ def _d_OffsetFetchRequest_v0(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -146,7 +146,7 @@ def _d_OffsetFetchRequest_v2(buf, pos):
         raise null_error('OffsetFetchRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -166,7 +166,7 @@ def _d_OffsetFetchRequest_v2(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -214,7 +214,7 @@ def _d_OffsetFetchRequest_v6(buf, pos):
         raise null_error('OffsetFetchRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -242,7 +242,7 @@ def _d_OffsetFetchRequest_v6(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -348,7 +348,7 @@ def _d_OffsetFetchRequest_v7(buf, pos):
         raise null_error('OffsetFetchRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -376,7 +376,7 @@ def _d_OffsetFetchRequest_v7(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -460,7 +460,7 @@ def _d_OffsetFetchRequestGroup_v8(buf, pos):
         raise null_error('OffsetFetchRequestGroup.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -488,7 +488,7 @@ def _d_OffsetFetchRequestGroup_v8(buf, pos):
                     raise null_error('OffsetFetchRequestTopics.name')
                 else:
                     _t7 = pos + _t6
-                    _t5.name = str(buf[pos:_t7], 'utf-8')
+                    _t5.name = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t8 = buf[pos]
                 if _t8 < 128:
@@ -625,7 +625,7 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
         raise null_error('OffsetFetchRequestGroup.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -637,7 +637,7 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
         o.member_id = None
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -667,7 +667,7 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
                     raise null_error('OffsetFetchRequestTopics.name')
                 else:
                     _t9 = pos + _t8
-                    _t7.name = str(buf[pos:_t9], 'utf-8')
+                    _t7.name = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10 = buf[pos]
                 if _t10 < 128:

@@ -100,7 +100,7 @@ def _d_OffsetFetchResponseTopic_v0(buf, pos):
         raise null_error('OffsetFetchResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -120,7 +120,7 @@ def _d_OffsetFetchResponseTopic_v0(buf, pos):
                     _t5.metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -254,7 +254,7 @@ def _d_OffsetFetchResponseTopic_v5(buf, pos):
         raise null_error('OffsetFetchResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -274,7 +274,7 @@ def _d_OffsetFetchResponseTopic_v5(buf, pos):
                     _t5.metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -347,7 +347,7 @@ def _d_OffsetFetchResponseTopic_v6(buf, pos):
         raise null_error('OffsetFetchResponseTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -377,7 +377,7 @@ def _d_OffsetFetchResponseTopic_v6(buf, pos):
                     _t5.metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -517,7 +517,7 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos):
         raise null_error('OffsetFetchResponseTopics.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -547,7 +547,7 @@ def _d_OffsetFetchResponseTopics_v8(buf, pos):
                     _t5.metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -589,7 +589,7 @@ def _d_OffsetFetchResponseGroup_v8(buf, pos):
         raise null_error('OffsetFetchResponseGroup.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -60,7 +60,7 @@ def _d_OffsetForLeaderTopic_v0(buf, pos):
         raise null_error('OffsetForLeaderTopic.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -132,7 +132,7 @@ def _d_OffsetForLeaderTopic_v2(buf, pos):
         raise null_error('OffsetForLeaderTopic.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -233,7 +233,7 @@ def _d_OffsetForLeaderTopic_v4(buf, pos):
         raise null_error('OffsetForLeaderTopic.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

@@ -62,7 +62,7 @@ def _d_OffsetForLeaderTopicResult_v0(buf, pos):
         raise null_error('OffsetForLeaderTopicResult.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -134,7 +134,7 @@ def _d_OffsetForLeaderTopicResult_v1(buf, pos):
         raise null_error('OffsetForLeaderTopicResult.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -235,7 +235,7 @@ def _d_OffsetForLeaderTopicResult_v4(buf, pos):
         raise null_error('OffsetForLeaderTopicResult.topic')
     else:
         _t2 = pos + _t1
-        o.topic = str(buf[pos:_t2], 'utf-8')
+        o.topic = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

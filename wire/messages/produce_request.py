@@ -62,7 +62,7 @@ def _d_TopicProduceData_v0(buf, pos):
         raise null_error('TopicProduceData.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -142,7 +142,7 @@ def _d_ProduceRequest_v3(buf, pos):
         o.transactional_id = None
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.acks, o.timeout_ms, _t3, = _S_hii.unpack_from(buf, pos)
     pos += 10
@@ -185,7 +185,7 @@ def _d_TopicProduceData_v9(buf, pos):
         raise null_error('TopicProduceData.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -255,7 +255,7 @@ def _d_ProduceRequest_v9(buf, pos):
         o.transactional_id = None
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.acks, o.timeout_ms, = _S_hi.unpack_from(buf, pos)
     pos += 6

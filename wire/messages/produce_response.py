@@ -104,7 +104,7 @@ def _d_TopicProduceResponse_v0(buf, pos):
         raise null_error('TopicProduceResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -217,7 +217,7 @@ def _d_TopicProduceResponse_v2(buf, pos):
         raise null_error('TopicProduceResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -299,7 +299,7 @@ def _d_TopicProduceResponse_v5(buf, pos):
         raise null_error('TopicProduceResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -392,7 +392,7 @@ def _d_PartitionProduceResponse_v8(buf, pos):
                     _t3.batch_index_error_message = None
                 else:
                     _t5 = pos + _t4
-                    _t3.batch_index_error_message = str(buf[pos:_t5], 'utf-8')
+                    _t3.batch_index_error_message = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3._unknown_tagged = None
                 _t2.append(_t3)
@@ -403,7 +403,7 @@ def _d_PartitionProduceResponse_v8(buf, pos):
         o.error_message = None
     else:
         _t7 = pos + _t6
-        o.error_message = str(buf[pos:_t7], 'utf-8')
+        o.error_message = buf[pos:_t7].tobytes().decode()
         pos = _t7
     o.current_leader = LeaderIdAndEpoch()
     o._unknown_tagged = None
@@ -417,7 +417,7 @@ def _d_TopicProduceResponse_v8(buf, pos):
         raise null_error('TopicProduceResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -532,7 +532,7 @@ def _d_PartitionProduceResponse_v9(buf, pos):
                     _t3.batch_index_error_message = None
                 else:
                     _t5 = pos + _t4
-                    _t3.batch_index_error_message = str(buf[pos:_t5], 'utf-8')
+                    _t3.batch_index_error_message = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 if buf[pos] == 0:
                     pos += 1
@@ -557,7 +557,7 @@ def _d_PartitionProduceResponse_v9(buf, pos):
         o.error_message = None
     else:
         _t7 = pos + _t6
-        o.error_message = str(buf[pos:_t7], 'utf-8')
+        o.error_message = buf[pos:_t7].tobytes().decode()
         pos = _t7
     o.current_leader = LeaderIdAndEpoch()
     if buf[pos] == 0:
@@ -585,7 +585,7 @@ def _d_TopicProduceResponse_v9(buf, pos):
         raise null_error('TopicProduceResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -788,7 +788,7 @@ def _d_PartitionProduceResponse_v10(buf, pos):
                     _t3.batch_index_error_message = None
                 else:
                     _t5 = pos + _t4
-                    _t3.batch_index_error_message = str(buf[pos:_t5], 'utf-8')
+                    _t3.batch_index_error_message = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 if buf[pos] == 0:
                     pos += 1
@@ -813,7 +813,7 @@ def _d_PartitionProduceResponse_v10(buf, pos):
         o.error_message = None
     else:
         _t7 = pos + _t6
-        o.error_message = str(buf[pos:_t7], 'utf-8')
+        o.error_message = buf[pos:_t7].tobytes().decode()
         pos = _t7
     o.current_leader = LeaderIdAndEpoch()
     if buf[pos] == 0:
@@ -846,7 +846,7 @@ def _d_TopicProduceResponse_v10(buf, pos):
         raise null_error('TopicProduceResponse.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -893,7 +893,7 @@ def _d_NodeEndpoint_v10(buf, pos):
         raise null_error('NodeEndpoint.host')
     else:
         _t2 = pos + _t1
-        o.host = str(buf[pos:_t2], 'utf-8')
+        o.host = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.port, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -907,7 +907,7 @@ def _d_NodeEndpoint_v10(buf, pos):
         o.rack = None
     else:
         _t4 = pos + _t3
-        o.rack = str(buf[pos:_t4], 'utf-8')
+        o.rack = buf[pos:_t4].tobytes().decode()
         pos = _t4
     if buf[pos] == 0:
         pos += 1

@@ -110,7 +110,7 @@ def _d_ReadShareGroupStateRequest_v0(buf, pos):
         raise null_error('ReadShareGroupStateRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

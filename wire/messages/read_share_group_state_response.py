@@ -80,7 +80,7 @@ def _d_PartitionResult_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.state_epoch, o.start_offset, = _S_iq.unpack_from(buf, pos)
     pos += 12

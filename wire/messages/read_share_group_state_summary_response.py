@@ -85,7 +85,7 @@ def _d_ReadStateSummaryResult_v0(buf, pos):
                     _t4.error_message = None
                 else:
                     _t6 = pos + _t5
-                    _t4.error_message = str(buf[pos:_t6], 'utf-8')
+                    _t4.error_message = buf[pos:_t6].tobytes().decode()
                     pos = _t6
                 _t4.state_epoch, _t4.start_offset, = _S_iq.unpack_from(buf, pos)
                 pos += 12

@@ -41,7 +41,7 @@ def _d_RemoveRaftVoterRequest_v0(buf, pos):
         o.cluster_id = None
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.voter_id, _t3, = _S_iU.unpack_from(buf, pos)
     pos += 20

@@ -50,7 +50,7 @@ def _d_RequestHeader_v1(buf, pos):
         o.client_id = None
     else:
         _t2 = pos + _t1
-        o.client_id = str(buf[pos:_t2], 'utf-8')
+        o.client_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o._unknown_tagged = None
     return o, pos
@@ -70,7 +70,7 @@ def _d_RequestHeader_v2(buf, pos):
         o.client_id = None
     else:
         _t2 = pos + _t1
-        o.client_id = str(buf[pos:_t2], 'utf-8')
+        o.client_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     if buf[pos] == 0:
         pos += 1

@@ -35,7 +35,7 @@ def _d_SaslHandshakeRequest_v0(buf, pos):
         raise null_error('SaslHandshakeRequest.mechanism')
     else:
         _t2 = pos + _t1
-        o.mechanism = str(buf[pos:_t2], 'utf-8')
+        o.mechanism = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o._unknown_tagged = None
     return o, pos

@@ -44,7 +44,7 @@ def _d_SaslHandshakeResponse_v0(buf, pos):
             if _t3 < 0:
                 raise null_error('SaslHandshakeResponse.mechanisms')
             _t4 = pos + _t3
-            _t2.append(str(buf[pos:_t4], 'utf-8'))
+            _t2.append(buf[pos:_t4].tobytes().decode())
             pos = _t4
         o.mechanisms = _t2
     o._unknown_tagged = None

@@ -174,7 +174,7 @@ def _d_ShareAcknowledgeRequest_v0(buf, pos):
         o.group_id = None
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -186,7 +186,7 @@ def _d_ShareAcknowledgeRequest_v0(buf, pos):
         o.member_id = None
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.share_session_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4

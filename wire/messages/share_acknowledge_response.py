@@ -111,7 +111,7 @@ def _d_PartitionData_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.current_leader, pos = _d_LeaderIdAndEpoch_v0(buf, pos)
     if buf[pos] == 0:
@@ -177,7 +177,7 @@ def _d_ShareAcknowledgeResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -225,7 +225,7 @@ def _d_ShareAcknowledgeResponse_v0(buf, pos):
                     raise null_error('NodeEndpoint.host')
                 else:
                     _t10 = pos + _t9
-                    _t8.host = str(buf[pos:_t10], 'utf-8')
+                    _t8.host = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t8.port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -239,7 +239,7 @@ def _d_ShareAcknowledgeResponse_v0(buf, pos):
                     _t8.rack = None
                 else:
                     _t12 = pos + _t11
-                    _t8.rack = str(buf[pos:_t12], 'utf-8')
+                    _t8.rack = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 if buf[pos] == 0:
                     pos += 1

@@ -191,7 +191,7 @@ def _d_ShareFetchRequest_v0(buf, pos):
         o.group_id = None
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -203,7 +203,7 @@ def _d_ShareFetchRequest_v0(buf, pos):
         o.member_id = None
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, = _S_iiii.unpack_from(buf, pos)
     pos += 16

@@ -43,7 +43,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
         raise null_error('ShareGroupHeartbeatRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -55,7 +55,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
         raise null_error('ShareGroupHeartbeatRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.member_epoch, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -69,7 +69,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
         o.rack_id = None
     else:
         _t6 = pos + _t5
-        o.rack_id = str(buf[pos:_t6], 'utf-8')
+        o.rack_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -92,7 +92,7 @@ def _d_ShareGroupHeartbeatRequest_v0(buf, pos):
             if _t9 < 0:
                 raise null_error('ShareGroupHeartbeatRequest.subscribed_topic_names')
             _t10 = pos + _t9
-            _t8.append(str(buf[pos:_t10], 'utf-8'))
+            _t8.append(buf[pos:_t10].tobytes().decode())
             pos = _t10
         o.subscribed_topic_names = _t8
     if buf[pos] == 0:

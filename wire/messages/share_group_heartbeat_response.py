@@ -131,7 +131,7 @@ def _d_ShareGroupHeartbeatResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -143,7 +143,7 @@ def _d_ShareGroupHeartbeatResponse_v0(buf, pos):
         o.member_id = None
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.member_epoch, o.heartbeat_interval_ms, _t5, = _S_iib.unpack_from(buf, pos)
     pos += 9

@@ -103,7 +103,7 @@ def _d_StopReplicaRequest_v0(buf, pos):
                     raise null_error('StopReplicaPartitionV0.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -157,7 +157,7 @@ def _d_StopReplicaRequest_v1(buf, pos):
                     raise null_error('StopReplicaTopicV1.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -231,7 +231,7 @@ def _d_StopReplicaRequest_v2(buf, pos):
                     raise null_error('StopReplicaTopicV1.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -332,7 +332,7 @@ def _d_StopReplicaTopicState_v3(buf, pos):
         raise null_error('StopReplicaTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:

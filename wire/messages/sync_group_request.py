@@ -53,7 +53,7 @@ def _d_SyncGroupRequest_v0(buf, pos):
         raise null_error('SyncGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -61,7 +61,7 @@ def _d_SyncGroupRequest_v0(buf, pos):
         raise null_error('SyncGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -81,7 +81,7 @@ def _d_SyncGroupRequest_v0(buf, pos):
                     raise null_error('SyncGroupRequestAssignment.member_id')
                 else:
                     _t9 = pos + _t8
-                    _t7.member_id = str(buf[pos:_t9], 'utf-8')
+                    _t7.member_id = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 _t10, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -135,7 +135,7 @@ def _d_SyncGroupRequest_v3(buf, pos):
         raise null_error('SyncGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id, _t3, = _S_ih.unpack_from(buf, pos)
     pos += 6
@@ -143,7 +143,7 @@ def _d_SyncGroupRequest_v3(buf, pos):
         raise null_error('SyncGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -151,7 +151,7 @@ def _d_SyncGroupRequest_v3(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -171,7 +171,7 @@ def _d_SyncGroupRequest_v3(buf, pos):
                     raise null_error('SyncGroupRequestAssignment.member_id')
                 else:
                     _t11 = pos + _t10
-                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    _t9.member_id = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -221,7 +221,7 @@ def _d_SyncGroupRequest_v4(buf, pos):
         raise null_error('SyncGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -235,7 +235,7 @@ def _d_SyncGroupRequest_v4(buf, pos):
         raise null_error('SyncGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -247,7 +247,7 @@ def _d_SyncGroupRequest_v4(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -275,7 +275,7 @@ def _d_SyncGroupRequest_v4(buf, pos):
                     raise null_error('SyncGroupRequestAssignment.member_id')
                 else:
                     _t11 = pos + _t10
-                    _t9.member_id = str(buf[pos:_t11], 'utf-8')
+                    _t9.member_id = buf[pos:_t11].tobytes().decode()
                     pos = _t11
                 _t12 = buf[pos]
                 if _t12 < 128:
@@ -393,7 +393,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
         raise null_error('SyncGroupRequest.group_id')
     else:
         _t2 = pos + _t1
-        o.group_id = str(buf[pos:_t2], 'utf-8')
+        o.group_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.generation_id, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -407,7 +407,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
         raise null_error('SyncGroupRequest.member_id')
     else:
         _t4 = pos + _t3
-        o.member_id = str(buf[pos:_t4], 'utf-8')
+        o.member_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:
@@ -419,7 +419,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
         o.group_instance_id = None
     else:
         _t6 = pos + _t5
-        o.group_instance_id = str(buf[pos:_t6], 'utf-8')
+        o.group_instance_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -431,7 +431,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
         o.protocol_type = None
     else:
         _t8 = pos + _t7
-        o.protocol_type = str(buf[pos:_t8], 'utf-8')
+        o.protocol_type = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:
@@ -443,7 +443,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
         o.protocol_name = None
     else:
         _t10 = pos + _t9
-        o.protocol_name = str(buf[pos:_t10], 'utf-8')
+        o.protocol_name = buf[pos:_t10].tobytes().decode()
         pos = _t10
     _t11 = buf[pos]
     if _t11 < 128:
@@ -471,7 +471,7 @@ def _d_SyncGroupRequest_v5(buf, pos):
                     raise null_error('SyncGroupRequestAssignment.member_id')
                 else:
                     _t15 = pos + _t14
-                    _t13.member_id = str(buf[pos:_t15], 'utf-8')
+                    _t13.member_id = buf[pos:_t15].tobytes().decode()
                     pos = _t15
                 _t16 = buf[pos]
                 if _t16 < 128:

@@ -137,7 +137,7 @@ def _d_SyncGroupResponse_v5(buf, pos):
         o.protocol_type = None
     else:
         _t2 = pos + _t1
-        o.protocol_type = str(buf[pos:_t2], 'utf-8')
+        o.protocol_type = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -149,7 +149,7 @@ def _d_SyncGroupResponse_v5(buf, pos):
         o.protocol_name = None
     else:
         _t4 = pos + _t3
-        o.protocol_name = str(buf[pos:_t4], 'utf-8')
+        o.protocol_name = buf[pos:_t4].tobytes().decode()
         pos = _t4
     _t5 = buf[pos]
     if _t5 < 128:

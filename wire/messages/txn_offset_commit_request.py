@@ -69,7 +69,7 @@ def _d_TxnOffsetCommitRequestTopic_v0(buf, pos):
         raise null_error('TxnOffsetCommitRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -89,7 +89,7 @@ def _d_TxnOffsetCommitRequestTopic_v0(buf, pos):
                     _t5.committed_metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.committed_metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.committed_leader_epoch = -1
                 _t5._unknown_tagged = None
@@ -106,7 +106,7 @@ def _d_TxnOffsetCommitRequest_v0(buf, pos):
         raise null_error('TxnOffsetCommitRequest.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -114,7 +114,7 @@ def _d_TxnOffsetCommitRequest_v0(buf, pos):
         raise null_error('TxnOffsetCommitRequest.group_id')
     else:
         _t4 = pos + _t3
-        o.group_id = str(buf[pos:_t4], 'utf-8')
+        o.group_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.producer_id, o.producer_epoch, _t5, = _S_qhi.unpack_from(buf, pos)
     pos += 14
@@ -183,7 +183,7 @@ def _d_TxnOffsetCommitRequestTopic_v2(buf, pos):
         raise null_error('TxnOffsetCommitRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -203,7 +203,7 @@ def _d_TxnOffsetCommitRequestTopic_v2(buf, pos):
                     _t5.committed_metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.committed_metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5._unknown_tagged = None
                 _t4.append(_t5)
@@ -219,7 +219,7 @@ def _d_TxnOffsetCommitRequest_v2(buf, pos):
         raise null_error('TxnOffsetCommitRequest.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_h.unpack_from(buf, pos)
     pos += 2
@@ -227,7 +227,7 @@ def _d_TxnOffsetCommitRequest_v2(buf, pos):
         raise null_error('TxnOffsetCommitRequest.group_id')
     else:
         _t4 = pos + _t3
-        o.group_id = str(buf[pos:_t4], 'utf-8')
+        o.group_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.producer_id, o.producer_epoch, _t5, = _S_qhi.unpack_from(buf, pos)
     pos += 14
@@ -300,7 +300,7 @@ def _d_TxnOffsetCommitRequestTopic_v3(buf, pos):
         raise null_error('TxnOffsetCommitRequestTopic.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -330,7 +330,7 @@ def _d_TxnOffsetCommitRequestTopic_v3(buf, pos):
                     _t5.committed_metadata = None
                 else:
                     _t7 = pos + _t6
-                    _t5.committed_metadata = str(buf[pos:_t7], 'utf-8')
+                    _t5.committed_metadata = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 if buf[pos] == 0:
                     pos += 1
@@ -370,7 +370,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
         raise null_error('TxnOffsetCommitRequest.transactional_id')
     else:
         _t2 = pos + _t1
-        o.transactional_id = str(buf[pos:_t2], 'utf-8')
+        o.transactional_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -382,7 +382,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
         raise null_error('TxnOffsetCommitRequest.group_id')
     else:
         _t4 = pos + _t3
-        o.group_id = str(buf[pos:_t4], 'utf-8')
+        o.group_id = buf[pos:_t4].tobytes().decode()
         pos = _t4
     o.producer_id, o.producer_epoch, o.generation_id, = _S_qhi.unpack_from(buf, pos)
     pos += 14
@@ -396,7 +396,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
         raise null_error('TxnOffsetCommitRequest.member_id')
     else:
         _t6 = pos + _t5
-        o.member_id = str(buf[pos:_t6], 'utf-8')
+        o.member_id = buf[pos:_t6].tobytes().decode()
         pos = _t6
     _t7 = buf[pos]
     if _t7 < 128:
@@ -408,7 +408,7 @@ def _d_TxnOffsetCommitRequest_v3(buf, pos):
         o.group_instance_id = None
     else:
         _t8 = pos + _t7
-        o.group_instance_id = str(buf[pos:_t8], 'utf-8')
+        o.group_instance_id = buf[pos:_t8].tobytes().decode()
         pos = _t8
     _t9 = buf[pos]
     if _t9 < 128:

@@ -74,7 +74,7 @@ def _d_UpdateFeaturesRequest_v0(buf, pos):
                     raise null_error('FeatureUpdateKey.feature')
                 else:
                     _t5 = pos + _t4
-                    _t3.feature = str(buf[pos:_t5], 'utf-8')
+                    _t3.feature = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.max_version_level, _t3.allow_downgrade, = _S_ho.unpack_from(buf, pos)
                 pos += 3
@@ -172,7 +172,7 @@ def _d_UpdateFeaturesRequest_v1(buf, pos):
                     raise null_error('FeatureUpdateKey.feature')
                 else:
                     _t5 = pos + _t4
-                    _t3.feature = str(buf[pos:_t5], 'utf-8')
+                    _t3.feature = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.max_version_level, _t3.upgrade_type, = _S_hb.unpack_from(buf, pos)
                 pos += 3

@@ -56,7 +56,7 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -84,7 +84,7 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
                     raise null_error('UpdatableFeatureResult.feature')
                 else:
                     _t7 = pos + _t6
-                    _t5.feature = str(buf[pos:_t7], 'utf-8')
+                    _t5.feature = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t5.error_code, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -98,7 +98,7 @@ def _d_UpdateFeaturesResponse_v0(buf, pos):
                     _t5.error_message = None
                 else:
                     _t9 = pos + _t8
-                    _t5.error_message = str(buf[pos:_t9], 'utf-8')
+                    _t5.error_message = buf[pos:_t9].tobytes().decode()
                     pos = _t9
                 if buf[pos] == 0:
                     pos += 1
@@ -190,7 +190,7 @@ def _d_UpdateFeaturesResponse_v2(buf, pos):
         o.error_message = None
     else:
         _t2 = pos + _t1
-        o.error_message = str(buf[pos:_t2], 'utf-8')
+        o.error_message = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.results = []
     if buf[pos] == 0:

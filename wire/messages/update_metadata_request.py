@@ -119,7 +119,7 @@ def _d_UpdateMetadataRequest_v0(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
                 pos += 20
@@ -163,7 +163,7 @@ def _d_UpdateMetadataRequest_v0(buf, pos):
                     raise null_error('UpdateMetadataBroker.v0_host')
                 else:
                     _t12 = pos + _t11
-                    _t10.v0_host = str(buf[pos:_t12], 'utf-8')
+                    _t10.v0_host = buf[pos:_t12].tobytes().decode()
                     pos = _t12
                 _t10.v0_port, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -238,7 +238,7 @@ def _d_UpdateMetadataBroker_v1(buf, pos):
                     raise null_error('UpdateMetadataEndpoint.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.security_protocol, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -272,7 +272,7 @@ def _d_UpdateMetadataRequest_v1(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
                 pos += 20
@@ -371,7 +371,7 @@ def _d_UpdateMetadataBroker_v2(buf, pos):
                     raise null_error('UpdateMetadataEndpoint.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.security_protocol, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -385,7 +385,7 @@ def _d_UpdateMetadataBroker_v2(buf, pos):
         o.rack = None
     else:
         _t7 = pos + _t6
-        o.rack = str(buf[pos:_t7], 'utf-8')
+        o.rack = buf[pos:_t7].tobytes().decode()
         pos = _t7
     o.v0_host = ''
     o.v0_port = 0
@@ -412,7 +412,7 @@ def _d_UpdateMetadataRequest_v2(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
                 pos += 20
@@ -509,7 +509,7 @@ def _d_UpdateMetadataBroker_v3(buf, pos):
                     raise null_error('UpdateMetadataEndpoint.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -517,7 +517,7 @@ def _d_UpdateMetadataBroker_v3(buf, pos):
                     raise null_error('UpdateMetadataEndpoint.listener')
                 else:
                     _t7 = pos + _t6
-                    _t3.listener = str(buf[pos:_t7], 'utf-8')
+                    _t3.listener = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.security_protocol, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -530,7 +530,7 @@ def _d_UpdateMetadataBroker_v3(buf, pos):
         o.rack = None
     else:
         _t9 = pos + _t8
-        o.rack = str(buf[pos:_t9], 'utf-8')
+        o.rack = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.v0_host = ''
     o.v0_port = 0
@@ -557,7 +557,7 @@ def _d_UpdateMetadataRequest_v3(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
                 pos += 20
@@ -665,7 +665,7 @@ def _d_UpdateMetadataRequest_v4(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.topic_name')
                 else:
                     _t5 = pos + _t4
-                    _t3.topic_name = str(buf[pos:_t5], 'utf-8')
+                    _t3.topic_name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t3.partition_index, _t3.controller_epoch, _t3.leader, _t3.leader_epoch, _t6, = _S_iiiii.unpack_from(buf, pos)
                 pos += 20
@@ -765,7 +765,7 @@ def _d_UpdateMetadataTopicState_v5(buf, pos):
         raise null_error('UpdateMetadataTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -908,7 +908,7 @@ def _d_UpdateMetadataTopicState_v6(buf, pos):
         raise null_error('UpdateMetadataTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -1032,7 +1032,7 @@ def _d_UpdateMetadataBroker_v6(buf, pos):
                     raise null_error('UpdateMetadataEndpoint.host')
                 else:
                     _t5 = pos + _t4
-                    _t3.host = str(buf[pos:_t5], 'utf-8')
+                    _t3.host = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:
@@ -1044,7 +1044,7 @@ def _d_UpdateMetadataBroker_v6(buf, pos):
                     raise null_error('UpdateMetadataEndpoint.listener')
                 else:
                     _t7 = pos + _t6
-                    _t3.listener = str(buf[pos:_t7], 'utf-8')
+                    _t3.listener = buf[pos:_t7].tobytes().decode()
                     pos = _t7
                 _t3.security_protocol, = _S_h.unpack_from(buf, pos)
                 pos += 2
@@ -1071,7 +1071,7 @@ def _d_UpdateMetadataBroker_v6(buf, pos):
         o.rack = None
     else:
         _t9 = pos + _t8
-        o.rack = str(buf[pos:_t9], 'utf-8')
+        o.rack = buf[pos:_t9].tobytes().decode()
         pos = _t9
     o.v0_host = ''
     o.v0_port = 0
@@ -1289,7 +1289,7 @@ def _d_UpdateMetadataTopicState_v7(buf, pos):
         raise null_error('UpdateMetadataTopicState.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_U.unpack_from(buf, pos)
     pos += 16

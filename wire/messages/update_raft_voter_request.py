@@ -86,7 +86,7 @@ def _d_UpdateRaftVoterRequest_v0(buf, pos):
         o.cluster_id = None
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.current_leader_epoch, o.voter_id, _t3, = _S_iiU.unpack_from(buf, pos)
     pos += 24
@@ -117,7 +117,7 @@ def _d_UpdateRaftVoterRequest_v0(buf, pos):
                     raise null_error('Listener.name')
                 else:
                     _t8 = pos + _t7
-                    _t6.name = str(buf[pos:_t8], 'utf-8')
+                    _t6.name = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t9 = buf[pos]
                 if _t9 < 128:
@@ -129,7 +129,7 @@ def _d_UpdateRaftVoterRequest_v0(buf, pos):
                     raise null_error('Listener.host')
                 else:
                     _t10 = pos + _t9
-                    _t6.host = str(buf[pos:_t10], 'utf-8')
+                    _t6.host = buf[pos:_t10].tobytes().decode()
                     pos = _t10
                 _t6.port, = _S_W.unpack_from(buf, pos)
                 pos += 2

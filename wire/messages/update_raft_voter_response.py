@@ -59,7 +59,7 @@ def _d_CurrentLeader_v0(buf, pos):
         raise null_error('CurrentLeader.host')
     else:
         _t2 = pos + _t1
-        o.host = str(buf[pos:_t2], 'utf-8')
+        o.host = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.port, = _S_i.unpack_from(buf, pos)
     pos += 4

@@ -68,7 +68,7 @@ def _d_TopicData_v0(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -128,7 +128,7 @@ def _d_VoteRequest_v0(buf, pos):
         o.cluster_id = None
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -229,7 +229,7 @@ def _d_TopicData_v1(buf, pos):
         raise null_error('TopicData.topic_name')
     else:
         _t2 = pos + _t1
-        o.topic_name = str(buf[pos:_t2], 'utf-8')
+        o.topic_name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
@@ -289,7 +289,7 @@ def _d_VoteRequest_v1(buf, pos):
         o.cluster_id = None
     else:
         _t2 = pos + _t1
-        o.cluster_id = str(buf[pos:_t2], 'utf-8')
+        o.cluster_id = buf[pos:_t2].tobytes().decode()
         pos = _t2
     o.voter_id, = _S_i.unpack_from(buf, pos)
     pos += 4

@@ -114,7 +114,7 @@ def _d_Voter_v0(buf, pos):
                     raise null_error('Endpoint.name')
                 else:
                     _t6 = pos + _t5
-                    _t4.name = str(buf[pos:_t6], 'utf-8')
+                    _t4.name = buf[pos:_t6].tobytes().decode()
                     pos = _t6
                 _t7 = buf[pos]
                 if _t7 < 128:
@@ -126,7 +126,7 @@ def _d_Voter_v0(buf, pos):
                     raise null_error('Endpoint.host')
                 else:
                     _t8 = pos + _t7
-                    _t4.host = str(buf[pos:_t8], 'utf-8')
+                    _t4.host = buf[pos:_t8].tobytes().decode()
                     pos = _t8
                 _t4.port, = _S_W.unpack_from(buf, pos)
                 pos += 2

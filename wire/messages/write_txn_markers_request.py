@@ -74,7 +74,7 @@ def _d_WritableTxnMarker_v0(buf, pos):
                     raise null_error('WritableTxnMarkerTopic.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6, = _S_i.unpack_from(buf, pos)
                 pos += 4
@@ -168,7 +168,7 @@ def _d_WritableTxnMarker_v1(buf, pos):
                     raise null_error('WritableTxnMarkerTopic.name')
                 else:
                     _t5 = pos + _t4
-                    _t3.name = str(buf[pos:_t5], 'utf-8')
+                    _t3.name = buf[pos:_t5].tobytes().decode()
                     pos = _t5
                 _t6 = buf[pos]
                 if _t6 < 128:

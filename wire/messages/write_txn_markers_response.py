@@ -69,7 +69,7 @@ def _d_WritableTxnMarkerTopicResult_v0(buf, pos):
         raise null_error('WritableTxnMarkerTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3, = _S_i.unpack_from(buf, pos)
     pos += 4
@@ -169,7 +169,7 @@ def _d_WritableTxnMarkerTopicResult_v1(buf, pos):
         raise null_error('WritableTxnMarkerTopicResult.name')
     else:
         _t2 = pos + _t1
-        o.name = str(buf[pos:_t2], 'utf-8')
+        o.name = buf[pos:_t2].tobytes().decode()
         pos = _t2
     _t3 = buf[pos]
     if _t3 < 128:
