@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 import sys
 import uuid
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from samsa.wire import codec
 from samsa.wire.codec import FrameBuffer, Message
 from samsa.wire.exceptions import CodecError, UnsupportedVersionError
 from samsa.wire.messages import APIS, MODULES
@@ -108,6 +110,14 @@ def test_uuid_round_trips_and_zero_is_default():
     decoded = MetadataResponse.decode(MetadataResponse(topics=[topic]).encode(12), 12)
     assert decoded.topics[0].topic_id == topic_id
     assert MetadataResponse.MetadataResponseTopic().topic_id == uuid.UUID(int=0)
+
+
+def test_decoded_uuids_are_ordinary_uuids():
+    for value in (uuid.UUID(int=0), uuid.UUID(int=1), uuid.uuid4(), uuid.UUID(int=2**128 - 1)):
+        decoded = codec.uuid_from(value.bytes)
+        assert decoded == value and hash(decoded) == hash(value) and str(decoded) == str(value)
+        assert decoded.version == value.version and decoded.is_safe == uuid.SafeUUID.unknown
+        assert pickle.loads(pickle.dumps(decoded)) == value
 
 
 def test_float64_round_trips():
