@@ -5,10 +5,10 @@ shutdown cancels everything in order: stop accepting, let requests in flight fin
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 import uuid
-import base64
 from pathlib import Path
 
 import trio
@@ -20,6 +20,7 @@ from ..wire.exceptions import CodecError, UnsupportedVersionError
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
 from .context import RequestContext
 from .handlers import load_handlers
+from .handlers.api_versions import unsupported_version_response
 from .metadata import BrokerInfo, MetadataImage
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .fetch_session import FetchSessionCache
@@ -185,7 +186,6 @@ class Broker:
         if handler is None or not handler.min_version <= version <= handler.max_version:
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
-                from .handlers.api_versions import unsupported_version_response
                 return encode_response(unsupported_version_response(self), 0, header.correlation_id)
             raise CodecError(f"unsupported api {api_key} version {version} from client {header.client_id!r}")
         request = request_class(api_key).decode(frame, version, pos)
