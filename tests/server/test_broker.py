@@ -230,3 +230,53 @@ def test_data_and_topics_survive_a_restart(tmp_path):
 
     run_broker(config, write)
     run_broker(config, read)
+
+
+def test_topic_compression_type_recompresses_only_when_it_differs(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        Create = request_class(ApiKey.CREATE_TOPICS)
+        gzip_topic = Create.CreatableTopic(name="gz", num_partitions=1, replication_factor=1, configs=[
+            Create.CreatableTopicConfig(name="compression.type", value="gzip")])
+        await client.call(Create(topics=[gzip_topic], timeout_ms=5000), 7)
+        await client.call(create_topic_request("as-sent"), 7)
+        plain = one_batch([b"a" * 100, b"b" * 100])
+        for topic in ("gz", "as-sent"):
+            produced = await client.call(produce_request(topic, plain), 9)
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        stored = {}
+        for topic in ("gz", "as-sent"):
+            fetched = await client.call(fetch_request(topic, 0), 12)
+            header, batch = records.decode_batch(bytes(fetched.responses[0].partitions[0].records))
+            assert [r.value for r in batch] == [b"a" * 100, b"b" * 100]
+            stored[topic] = header.compression
+        assert stored == {"gz": records.CompressionType.GZIP, "as-sent": records.CompressionType.NONE}
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_old_message_formats_are_converted_up_on_produce_and_down_on_fetch(tmp_path):
+    from samsa.wire import legacy
+
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("old"), 7)
+        message_set = legacy.build_message_set(
+            [legacy.LegacyMessage(0, 1, 0, 1_700_000_000_000, b"k", b"v1"),
+             legacy.LegacyMessage(1, 1, 0, 1_700_000_000_001, None, b"v2")], magic=1)
+        produced = await client.call(produce_request("old", message_set), 2)
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        # A v2 client reads a v2 batch, timestamps kept.
+        modern = await client.call(fetch_request("old", 0), 12)
+        header, batch = records.decode_batch(bytes(modern.responses[0].partitions[0].records))
+        assert header.magic == 2 and [(r.key, r.value) for r in batch] == [(b"k", b"v1"), (None, b"v2")]
+        assert header.base_timestamp == 1_700_000_000_000
+        # A Fetch v3 client reads message format v1, from its fetch offset on.
+        old = await client.call(fetch_request("old", 1), 3)
+        messages = list(legacy.iter_messages(bytes(old.responses[0].partitions[0].records)))
+        assert [(m.offset, m.magic, m.value) for m in messages] == [(1, 1, b"v2")]
+        # A v3+ produce of an old format is refused.
+        refused = await client.call(produce_request("old", message_set), 3)
+        assert refused.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_RECORD
+
+    run_broker(broker_config(tmp_path), scenario)
