@@ -46,6 +46,29 @@ class PolicyViolationException(StorageError):
     error_code = ErrorCode.POLICY_VIOLATION
 
 
+class OutOfOrderSequenceException(StorageError):
+    """An idempotent producer's batch whose first sequence does not follow the last one written."""
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochException(StorageError):
+    """A batch from an older epoch of its producer id. Since Kafka 2.7 (KIP-588) a produce gets
+    INVALID_PRODUCER_EPOCH, not PRODUCER_FENCED, whatever its version: the client may abort and retry."""
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class InvalidTxnStateException(StorageError):
+    """A transactional batch outside a transaction the coordinator knows of, or a plain batch from
+    a producer whose transaction is open."""
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class CorruptSnapshotException(StorageError):
+    """A producer state snapshot that fails its version or CRC check; it is deleted and the state
+    rebuilt from the log."""
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
 class KafkaStorageException(StorageError):
     """An I/O failure of the log directory: the partition is offline on this broker."""
     error_code = ErrorCode.KAFKA_STORAGE_ERROR

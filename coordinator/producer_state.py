@@ -1,0 +1,259 @@
+"""The idempotent producers of one partition (Kafka's ProducerStateManager, ProducerStateEntry,
+ProducerAppendInfo and BatchMetadata), sans I/O.
+
+For each producer id: its epoch and the metadata of its last five batches, enough to recognise a
+batch the producer retried (it keeps at most five requests in flight per partition) and to answer
+it with the offsets it got the first time, and to refuse a gap in the sequence numbers.
+
+The log asks `prepare_update` about a batch once offsets are assigned and, if the batch is not a
+duplicate, appends it and hands the result to `update`. Loading restores `load_snapshot_entries`
+and replays batch headers with AppendOrigin.REPLICATION, which checks nothing. Time is an
+argument: `remove_expired_producers(now_ms)` forgets producers idle for producer.id.expiration.ms.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..storage.errors import InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException
+from ..storage.log_validator import AppendOrigin
+from ..wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
+
+__all__ = [
+    "NUM_BATCHES_TO_RETAIN", "DEFAULT_PRODUCER_ID_EXPIRATION_MS", "BatchMetadata", "ProducerStateEntry",
+    "ProducerAppendInfo", "ProducerStateManager",
+]
+
+log = logging.getLogger("samsa.producer_state")
+
+# Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: max.in.flight.requests.per.connection may be at
+# most 5 for an idempotent producer, so a retry is always one of the last five batches.
+NUM_BATCHES_TO_RETAIN = 5
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+_INT_MAX = 2**31 - 1
+
+
+def _decrement_sequence(sequence: int, decrement: int) -> int:
+    """Sequences wrap from Integer.MAX_VALUE to 0."""
+    if sequence < decrement:
+        return _INT_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT_MAX)
+
+
+class BatchMetadata(NamedTuple):
+    last_seq: int
+    last_offset: int
+    offset_delta: int  # last offset - first offset, which is also last sequence - first sequence
+    timestamp: int  # the batch's max timestamp
+
+    @property
+    def first_seq(self) -> int:
+        return _decrement_sequence(self.last_seq, self.offset_delta)
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
+
+
+@dataclass
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = NO_TIMESTAMP
+    current_txn_first_offset: int | None = None
+    batches: deque[BatchMetadata] = field(default_factory=deque)  # oldest first
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.batches
+
+    @property
+    def first_seq(self) -> int:
+        return self.batches[0].first_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.batches[-1].offset_delta if self.batches else 0
+
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.coordinator_epoch, self.last_timestamp,
+                                  self.current_txn_first_offset, deque(self.batches))
+
+    def maybe_update_producer_epoch(self, epoch: int) -> None:
+        """A new epoch starts the sequence over: the old batches no longer tell duplicates."""
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+
+    def add_batch(self, epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int) -> None:
+        self.maybe_update_producer_epoch(epoch)
+        if len(self.batches) == NUM_BATCHES_TO_RETAIN:
+            self.batches.popleft()
+        self.batches.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+        self.last_timestamp = timestamp
+
+    def find_duplicate_batch(self, header: BatchHeader) -> BatchMetadata | None:
+        if header.producer_epoch != self.producer_epoch:
+            return None
+        first_seq, last_seq = header.base_sequence, header.last_sequence
+        return next((b for b in self.batches if b.first_seq == first_seq and b.last_seq == last_seq), None)
+
+
+class ProducerAppendInfo(NamedTuple):
+    """What `prepare_update` decided about one batch: either a duplicate of a batch already in the
+    log (its metadata: nothing is written, the client gets the original offsets), or the producer's
+    entry as it will be once the batch is written."""
+    producer_id: int
+    duplicate: BatchMetadata | None
+    updated_entry: ProducerStateEntry | None
+
+
+class ProducerStateManager:
+    def __init__(self, topic_partition: str,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+        self.topic_partition = topic_partition
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.producers: dict[int, ProducerStateEntry] = {}
+        # Every batch below this log offset is reflected in the state (Kafka's lastMapOffset).
+        self.map_end_offset = 0
+        # Where the last snapshot was taken or loaded from (Kafka's lastSnapOffset).
+        self.last_snapshot_offset = 0
+
+    def __repr__(self) -> str:
+        return f"ProducerStateManager({self.topic_partition}, {len(self.producers)} producers)"
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.producers
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+    # -- appends
+    def prepare_update(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT) -> ProducerAppendInfo:
+        """Check a batch (offsets assigned) from a producer against its state without changing it.
+        Raises InvalidProducerEpochException for an older epoch, OutOfOrderSequenceException for a
+        sequence that does not follow the last one. Only a client's batch is checked for duplicates
+        and sequence; a replicated one (or one replayed from the log) is taken as it is."""
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID:
+            raise ValueError(f"Batch without a producer id passed to the producer state of {self.topic_partition}")
+        current = self.producers.get(producer_id) or ProducerStateEntry(producer_id)
+        if origin is AppendOrigin.CLIENT:
+            duplicate = current.find_duplicate_batch(header)
+            if duplicate is not None:
+                return ProducerAppendInfo(producer_id, duplicate, None)
+        self._check_producer_epoch(current, header, origin)
+        updated = current.copy()
+        if header.is_control:
+            # A transaction marker closes the producer's transaction. Its coordinator epoch is in
+            # the marker's record, which replaying batch headers does not read.
+            updated.maybe_update_producer_epoch(header.producer_epoch)
+            updated.current_txn_first_offset = None
+            updated.last_timestamp = header.max_timestamp
+            return ProducerAppendInfo(producer_id, None, updated)
+        if origin is AppendOrigin.CLIENT:
+            self._check_sequence(current, header)
+        updated.add_batch(header.producer_epoch, header.last_sequence, header.last_offset, header.last_offset_delta,
+                          header.max_timestamp)
+        if updated.current_txn_first_offset is not None and not header.is_transactional:
+            raise InvalidTxnStateException(
+                f"Expected transactional write from producer {producer_id} at offset {header.base_offset} in "
+                f"partition {self.topic_partition}")
+        if updated.current_txn_first_offset is None and header.is_transactional:
+            updated.current_txn_first_offset = header.base_offset
+        return ProducerAppendInfo(producer_id, None, updated)
+
+    def _check_producer_epoch(self, current: ProducerStateEntry, header: BatchHeader, origin: AppendOrigin) -> None:
+        if header.producer_epoch >= current.producer_epoch:
+            return
+        message = (f"Epoch of producer {header.producer_id} at offset {header.base_offset} in "
+                   f"{self.topic_partition} is {header.producer_epoch}, which is smaller than the last seen epoch "
+                   f"{current.producer_epoch}")
+        if origin is AppendOrigin.REPLICATION:
+            log.warning("%s", message)
+        else:
+            raise InvalidProducerEpochException(message)
+
+    def _check_sequence(self, current: ProducerStateEntry, header: BatchHeader) -> None:
+        epoch, first_seq = header.producer_epoch, header.base_sequence
+        if epoch != current.producer_epoch:
+            # A new epoch must start at 0. An unknown producer (its state expired, or its records
+            # were deleted) may go on from any sequence: Kafka stopped refusing it with
+            # UNKNOWN_PRODUCER_ID in 2.5 (KIP-360).
+            if first_seq != 0 and current.producer_epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceException(
+                    f"Invalid sequence number for new epoch of producer {header.producer_id} at offset "
+                    f"{header.base_offset} in partition {self.topic_partition}: {epoch} (request epoch), "
+                    f"{first_seq} (seq. number), {current.producer_epoch} (current producer epoch)")
+            return
+        if current.producer_epoch != NO_PRODUCER_EPOCH and not _in_sequence(current.last_seq, first_seq):
+            raise OutOfOrderSequenceException(
+                f"Out of order sequence number for producer {header.producer_id} at offset {header.base_offset} in "
+                f"partition {self.topic_partition}: {first_seq} (incoming seq. number), {current.last_seq} (current "
+                f"end sequence number)")
+
+    def update(self, append: ProducerAppendInfo) -> None:
+        """Apply what `prepare_update` decided, once the batch is in the log."""
+        if append.updated_entry is not None:
+            self.producers[append.producer_id] = append.updated_entry
+
+    def update_map_end_offset(self, offset: int) -> None:
+        self.map_end_offset = offset
+
+    # -- snapshots, loading, truncation, expiry
+    @property
+    def needs_snapshot(self) -> bool:
+        """The state moved past the last snapshot (Kafka takes none otherwise)."""
+        return self.map_end_offset > self.last_snapshot_offset
+
+    def snapshot_taken(self) -> None:
+        self.last_snapshot_offset = self.map_end_offset
+
+    def load_snapshot_entries(self, entries: Iterable[ProducerStateEntry], snapshot_offset: int, now_ms: int) -> None:
+        """Start over from a snapshot taken at `snapshot_offset`, less the producers expired since."""
+        self.producers = {e.producer_id: e for e in entries if not self._is_expired(e, now_ms)}
+        self.map_end_offset = self.last_snapshot_offset = snapshot_offset
+
+    def start_empty_at(self, offset: int) -> None:
+        """No snapshot to load: the state is rebuilt from the log from `offset` (the log start)."""
+        self.producers = {}
+        self.map_end_offset = self.last_snapshot_offset = offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.producers = {}
+        self.last_snapshot_offset = 0
+        self.map_end_offset = offset
+
+    def on_log_start_offset_incremented(self, log_start_offset: int, latest_snapshot_offset: int | None) -> None:
+        self.map_end_offset = max(self.map_end_offset, log_start_offset)
+        self.last_snapshot_offset = log_start_offset if latest_snapshot_offset is None else latest_snapshot_offset
+
+    def _is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
+        idle_ms = now_ms - entry.last_timestamp
+        return entry.current_txn_first_offset is None and idle_ms >= self.producer_id_expiration_ms
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget producers without an open transaction whose last batch is older than
+        producer.id.expiration.ms (by the batch's timestamp, as Kafka does). Returns how many went."""
+        expired = [pid for pid, entry in self.producers.items() if self._is_expired(entry, now_ms)]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
