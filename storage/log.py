@@ -3,6 +3,11 @@ of segments, the last one active; the log start offset, log end offset, high wat
 recovery point; appends, reads, ListOffsets lookups, retention, DeleteRecords, truncation, and
 loading from disk with crash recovery (Kafka's LogLoader).
 
+Idempotent producers: an append is checked against the partition's producer state before it is
+written (a retried batch is answered with its original offsets, a sequence gap or an old epoch is
+refused). The state is snapshotted when a segment rolls and when the log closes, and rebuilt on
+load from the latest trusted snapshot plus the batch headers after it.
+
 Threads: the event loop appends and reads; worker threads flush (fsync), run retention and unlink
 deleted files. A lock guards every change of state; the segment list is copy-on-write, so a read
 or a flush works on a consistent snapshot without holding the lock. A segment removed by
@@ -12,21 +17,26 @@ file.delete.delay.ms passes, so a fetch already holding one of its file ranges c
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import threading
 import uuid
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from ..wire.records import NO_TIMESTAMP
+from ..coordinator.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerAppendInfo, ProducerStateEntry, ProducerStateManager,
+)
+from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader
 from .durability import fsync_dir
 from .errors import (
-    InvalidRecordException, KafkaStorageException, OffsetOutOfRangeException, PolicyViolationException,
+    CorruptSnapshotException, InvalidProducerEpochException, InvalidRecordException,
+    InvalidTxnStateException, KafkaStorageException, OffsetOutOfRangeException, PolicyViolationException,
     RecordBatchTooLargeException,
 )
 from .file_records import FileRecords
@@ -37,12 +47,15 @@ from .log_segment import (
 )
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_validator import AppendOrigin, ValidationResult, analyze_batches, validate_and_assign_offsets
+from .producer_snapshots import ProducerSnapshotFiles
 
 __all__ = [
     "Log", "LogAppendInfo", "FetchDataInfo", "OffsetAndTimestamp", "AppendOrigin",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP",
     "parse_topic_partition_name", "delete_dir_name",
 ]
+
+log = logging.getLogger("samsa.storage")
 
 # ListOffsets' special timestamps.
 LATEST_TIMESTAMP = -1
@@ -114,7 +127,8 @@ class _Segments(NamedTuple):
 
 class Log:
     def __init__(self, directory: Path, config: LogConfig, clock_ms: Callable[[], int], segments: Iterable[LogSegment],
-                 *, log_start_offset: int, recovery_point: int, next_offset: int, new_directory: bool = False) -> None:
+                 *, log_start_offset: int, recovery_point: int, next_offset: int, new_directory: bool = False,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         self.dir = directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
         self.config = config
@@ -135,6 +149,9 @@ class Log:
         self.leader_epoch_cache = LeaderEpochFileCache(directory)
         self.leader_epoch_cache.truncate_from_end(next_offset)
         self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+        self._producer_state = ProducerStateManager(self.name, producer_id_expiration_ms)
+        self._producer_snapshots = ProducerSnapshotFiles(directory)
+        self._unflushed_snapshots: list[Path] = []  # written at a roll, fsynced by the next flush
 
     @property
     def name(self) -> str:
@@ -146,11 +163,13 @@ class Log:
     # -- loading (Kafka's LogLoader)
     @classmethod
     def open(cls, directory: Path | str, config: LogConfig, *, log_start_offset: int = 0, recovery_point: int = 0,
-             clock_ms: Callable[[], int], had_clean_shutdown: bool = True) -> Log:
+             clock_ms: Callable[[], int], had_clean_shutdown: bool = True,
+             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> Log:
         """Load the partition in `directory` (created if missing). Without a clean shutdown every
         segment from the one holding `recovery_point` on is recovered: its batches are
         re-validated, a torn or corrupt tail is cut (with every later segment) and its indexes are
-        rebuilt. A segment missing an index file is recovered too."""
+        rebuilt. A segment missing an index file is recovered too. Then the producer state is
+        loaded from the latest snapshot it can trust and the batch headers after it."""
         directory = Path(directory)
         now = clock_ms()
         new_directory = not directory.exists()
@@ -169,11 +188,14 @@ class Log:
                     segment.delete()
                 segments = [LogSegment.open(directory, log_start_offset, config, now, file_already_exists=False)]
                 next_offset = log_start_offset
+            loaded = cls(directory, config, clock_ms, segments, log_start_offset=log_start_offset,
+                         recovery_point=next_offset if had_clean_shutdown else recovery_point,
+                         next_offset=next_offset, new_directory=new_directory,
+                         producer_id_expiration_ms=producer_id_expiration_ms)
+            loaded._load_producer_state(had_clean_shutdown)
         except OSError as e:
             raise KafkaStorageException(f"Error while loading log {directory}: {e}") from e
-        return cls(directory, config, clock_ms, segments, log_start_offset=log_start_offset,
-                   recovery_point=next_offset if had_clean_shutdown else recovery_point, next_offset=next_offset,
-                   new_directory=new_directory)
+        return loaded
 
     # -- offsets
     @property
@@ -230,7 +252,8 @@ class Log:
     def append_as_leader(self, records, *, leader_epoch: int = 0,
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Validate a v2 batch and append it, assigning offsets from the log end offset by
-        rewriting `records` (a bytearray or writable memoryview) in place."""
+        rewriting `records` (a bytearray or writable memoryview) in place. A producer's retry of
+        one of its last five batches writes nothing and returns the offsets the batch got then."""
         batches = analyze_batches(records, self.config, origin, self.name)
         if not batches:
             return LogAppendInfo(-1, -1, NO_TIMESTAMP, -1, NO_TIMESTAMP, self._log_start_offset, 0, 0, False)
@@ -243,9 +266,15 @@ class Log:
                 raise RecordBatchTooLargeException(
                     f"Message batch size is {result.valid_bytes} bytes in append to partition {self.name}, which "
                     f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
+            producer_append = self._analyze_and_validate_producer_state(result.batches[0][1], origin)
+            if producer_append is not None and producer_append.duplicate is not None:
+                return self._duplicate_append_info(producer_append.duplicate)
             segment = self._maybe_roll(result, now)
             segment.append(result.last_offset, memoryview(records)[:result.valid_bytes], result.batches)
             self._next_offset = result.last_offset + 1
+            if producer_append is not None:
+                self._producer_state.update(producer_append)
+            self._producer_state.update_map_end_offset(self._next_offset)
             self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
             flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
             return LogAppendInfo(
@@ -253,6 +282,30 @@ class Log:
                 offset_of_max_timestamp=result.offset_of_max_timestamp, log_append_time=result.log_append_time,
                 log_start_offset=self._log_start_offset, record_count=result.record_count,
                 valid_bytes=result.valid_bytes, flush_needed=flush_needed)
+
+    def _analyze_and_validate_producer_state(self, header: BatchHeader,
+                                             origin: AppendOrigin) -> ProducerAppendInfo | None:
+        if header.producer_id == NO_PRODUCER_ID:
+            return None
+        if header.is_transactional and not header.is_control and origin is not AppendOrigin.REPLICATION:
+            # Kafka's transaction verification: a transactional batch needs a transaction the
+            # coordinator vouches for, and no coordinator serves transactions here yet.
+            entry = self._producer_state.last_entry(header.producer_id)
+            if entry is not None and header.producer_epoch < entry.producer_epoch:
+                raise InvalidProducerEpochException(
+                    f"Epoch of producer {header.producer_id} is {header.producer_epoch}, which is smaller than the "
+                    f"last seen epoch {entry.producer_epoch}")
+            raise InvalidTxnStateException("Record was not part of an ongoing transaction")
+        return self._producer_state.prepare_update(header, origin)
+
+    def _duplicate_append_info(self, duplicate: BatchMetadata) -> LogAppendInfo:
+        # As Kafka: the batch's max timestamp goes back as the log append time, even under
+        # CreateTime. Nothing was written.
+        return LogAppendInfo(
+            first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
+            max_timestamp=duplicate.timestamp, offset_of_max_timestamp=duplicate.last_offset,
+            log_append_time=duplicate.timestamp, log_start_offset=self._log_start_offset, record_count=0,
+            valid_bytes=0, flush_needed=False)
 
     def _maybe_roll(self, result: ValidationResult, now: int) -> LogSegment:
         segment = self.active_segment
@@ -284,8 +337,128 @@ class Log:
             active.on_become_inactive()
             segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
             self._segments = _Segments.of((*self._segments.segments, segment))
+            # A snapshot at the new segment's base offset: recovering the segment then starts from
+            # it. Written now, fsynced by the flush the roll calls for.
+            self._producer_state.update_map_end_offset(new_offset)
+            self._take_producer_snapshot(sync=False)
             self._rolled_since_flush = True
             return segment
+
+    # -- producer state (Kafka's ProducerStateManager files and UnifiedLog.rebuildProducerState)
+    def last_producer_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producer_state.last_entry(producer_id)
+
+    @property
+    def producer_snapshot_offsets(self) -> list[int]:
+        return self._producer_snapshots.offsets
+
+    def _take_producer_snapshot(self, *, sync: bool) -> None:
+        state = self._producer_state
+        if not state.needs_snapshot:
+            return
+        path = self._producer_snapshots.write(state.map_end_offset, state.producers.values(), sync=sync)
+        if not sync:
+            self._unflushed_snapshots.append(path)
+        state.snapshot_taken()
+
+    def _load_producer_state(self, had_clean_shutdown: bool) -> None:
+        """At load: drop the snapshots that match no segment (Kafka's removeStraySnapshots) and,
+        after a crash, those past the recovery point (written after the last flush, they may be
+        torn); then rebuild the state up to the log end offset."""
+        self._producer_snapshots.remove_stray(self._segments.base_offsets)
+        if not had_clean_shutdown:
+            self._producer_snapshots.delete_above(self._recovery_point)
+        self._rebuild_producer_state(self._next_offset, reload_from_clean_shutdown=had_clean_shutdown)
+
+    def _rebuild_producer_state(self, last_offset: int, *, reload_from_clean_shutdown: bool) -> None:
+        """The state as of `last_offset`: the latest snapshot at or below it, then the producer
+        batches after it, read from batch headers only. Snapshots are taken on the way at the base
+        offsets of the last two segments and at `last_offset`."""
+        state, snapshots = self._producer_state, self._producer_snapshots
+        bases = self._segments.base_offsets
+        offsets_to_snapshot = {*bases[-2:], last_offset}
+        if snapshots.latest_offset is None and reload_from_clean_shutdown:
+            # A log written before producer state was kept (Kafka's upgrade path): a clean shutdown
+            # left nothing to recover, so empty snapshots stand in for a scan of every segment.
+            for offset in sorted(offsets_to_snapshot):
+                state.update_map_end_offset(offset)
+                self._take_producer_snapshot(sync=True)
+            return
+        had_no_producers = state.is_empty and state.map_end_offset >= last_offset
+        self._truncate_and_reload_producer_state(last_offset)
+        if last_offset > state.map_end_offset and not had_no_producers:
+            view = self._segments
+            first = max(view.floor_index(state.map_end_offset), 0)
+            for segment in view.segments[first:]:
+                if segment.base_offset >= last_offset:
+                    break
+                start = max(state.map_end_offset, segment.base_offset, self._log_start_offset)
+                state.update_map_end_offset(start)
+                if segment.base_offset in offsets_to_snapshot:
+                    self._take_producer_snapshot(sync=True)
+                self._replay_producer_batches(segment, start, last_offset)
+        state.update_map_end_offset(last_offset)
+        self._take_producer_snapshot(sync=True)
+
+    def _truncate_and_reload_producer_state(self, log_end_offset: int) -> None:
+        """Kafka's truncateAndReload: snapshots beyond the log or at or below its start go; a state
+        not already at `log_end_offset` restarts from the latest valid snapshot."""
+        snapshots = self._producer_snapshots
+        for offset in snapshots.offsets:
+            if offset > log_end_offset or offset <= self._log_start_offset:
+                snapshots.delete(offset)
+        state = self._producer_state
+        if log_end_offset == state.map_end_offset:
+            state.on_log_start_offset_incremented(self._log_start_offset, snapshots.latest_offset)
+            return
+        now = self._clock_ms()
+        while (latest := snapshots.latest_offset) is not None:
+            try:
+                state.load_snapshot_entries(snapshots.read(latest), latest, now)
+                return
+            except CorruptSnapshotException as e:
+                log.warning("Failed to load producer snapshot %s: %s", snapshots.path(latest), e)
+                snapshots.delete(latest)
+        state.start_empty_at(self._log_start_offset)
+
+    def _replay_producer_batches(self, segment: LogSegment, start_offset: int, end_offset: int) -> None:
+        """Apply the producer batches of `segment` from the one holding `start_offset` to the
+        last one below `end_offset`, unchecked (they are in the log already)."""
+        start = segment.translate_offset(start_offset)
+        if start is None:
+            return
+        state = self._producer_state
+        for _, header in segment.log.batch_headers_from(start.position):
+            if header.base_offset >= end_offset:
+                break
+            if header.producer_id != NO_PRODUCER_ID:
+                state.update(state.prepare_update(header, AppendOrigin.REPLICATION))
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget the producers idle past producer.id.expiration.ms; returns how many went."""
+        with self._lock:
+            return self._producer_state.remove_expired_producers(now_ms)
+
+    def min_snapshots_offset_to_retain(self) -> int:
+        """Snapshots below this offset are no longer needed: recovery starts at the segment
+        holding the recovery point, truncation goes back at most into the previous segment."""
+        with self._lock:
+            bases = self._segments.base_offsets
+            two_segments_min = bases[-2] if len(bases) > 1 else bases[-1]
+            below_recovery_point = bisect_left(bases, self._recovery_point) - 1
+            recovery_point_offset = bases[below_recovery_point] if below_recovery_point >= 0 else self._recovery_point
+            return min(recovery_point_offset, two_segments_min)
+
+    def delete_snapshots_after_recovery_point_checkpoint(self) -> int:
+        """Once the recovery point is checkpointed, the older snapshots go (thread-safe). Returns
+        the smallest offset whose snapshot was kept."""
+        with self._lock:
+            if self._closed or self._offline:
+                return self._recovery_point
+            min_offset = self.min_snapshots_offset_to_retain()
+            with self._io("deleting producer snapshots"):
+                self._producer_snapshots.delete_before(min_offset)
+            return min_offset
 
     # -- reads
     def read(self, offset: int, max_bytes: int, *, isolation_max_offset: int | None = None,
@@ -374,6 +547,7 @@ class Log:
             self._high_watermark = max(self._high_watermark, offset)
             self._recovery_point = max(self._recovery_point, min(offset, self._next_offset))
             self.leader_epoch_cache.truncate_from_start(offset)
+            self._producer_state.on_log_start_offset_incremented(offset, self._producer_snapshots.latest_offset)
 
     def delete_old_segments(self, now_ms: int) -> int:
         """Retention: drop the oldest segments past retention.ms (by their largest timestamp) or
@@ -449,6 +623,8 @@ class Log:
         for segment in segments:
             segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletions.append((due, segment))
+            # The segment's snapshot goes with it, as Kafka's deleteProducerSnapshots does.
+            self._producer_snapshots.delete(segment.base_offset)
 
     def delete_pending_segments(self, now_ms: int) -> int:
         """Close and unlink the `.deleted` segments whose file.delete.delay.ms has passed (thread-safe)."""
@@ -478,6 +654,7 @@ class Log:
             self._recovery_point = min(self._recovery_point, target_offset)
             self._log_start_offset = min(self._log_start_offset, target_offset)
             self._high_watermark = min(self._high_watermark, target_offset)
+            self._rebuild_producer_state(target_offset, reload_from_clean_shutdown=False)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -487,6 +664,8 @@ class Log:
             segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
             self._segments = _Segments.of([segment])
             self.leader_epoch_cache.clear()
+            self._producer_state.truncate_fully_and_start_at(new_offset)
+            self._producer_snapshots.delete_all()
             self._next_offset = new_offset
             self._log_start_offset = new_offset
             self._recovery_point = min(self._recovery_point, new_offset)
@@ -508,16 +687,19 @@ class Log:
             offset = self._next_offset if up_to_offset is None else min(up_to_offset, self._next_offset)
             start = self._recovery_point
             self._rolled_since_flush = False
-            if offset <= start:
+            snapshots, self._unflushed_snapshots = self._unflushed_snapshots, []
+            if offset <= start and not snapshots:
                 return
             view = self._segments
             first = max(view.floor_index(start), 0)
-            segments = [s for s in view.segments[first:] if s.base_offset < offset]
+            segments = [s for s in view.segments[first:] if start < offset and s.base_offset < offset]
         with self._io("flushing"):
             for segment in segments:
                 segment.flush()
-            if any(s.base_offset >= start for s in segments):
-                # A segment created since the last flush: its directory entry must be durable too.
+            for path in snapshots:
+                _fsync_file(path)
+            if snapshots or any(s.base_offset >= start for s in segments):
+                # A file created since the last flush: its directory entry must be durable too.
                 fsync_dir(self.dir)
             if not self._parent_dir_synced:
                 fsync_dir(self.dir.parent)
@@ -532,6 +714,12 @@ class Log:
         with self._lock:
             if self._closed:
                 return
+            if not self._offline:
+                try:
+                    with self._io("writing a producer snapshot"):
+                        self._take_producer_snapshot(sync=True)
+                except KafkaStorageException as e:
+                    log.error("%s", e)
             self._closed = True
             pending, self._pending_deletions = self._pending_deletions, []
         for segment in self._segments.segments:
@@ -549,6 +737,8 @@ class Log:
                 raise KafkaStorageException(f"Error while renaming dir for {self.name}: {e}") from e
             self.dir = target
             self.leader_epoch_cache.move_to(target)
+            self._producer_snapshots.directory = target
+            self._unflushed_snapshots = [target / path.name for path in self._unflushed_snapshots]
             for segment in (*self._segments.segments, *(s for _, s in self._pending_deletions)):
                 segment.update_parent_dir(target)
 
@@ -575,6 +765,18 @@ class Log:
         except (OSError, KafkaStorageException) as e:
             self._offline = True
             raise KafkaStorageException(f"Error while {action} for {self.name} in dir {self.dir.parent}: {e}") from e
+
+
+def _fsync_file(path: Path) -> None:
+    """A snapshot deleted since it was written needs no fsync."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _max_position(segment: LogSegment, next_base_offset: int, max_offset: int) -> int | None:

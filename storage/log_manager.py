@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from ..coordinator.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .checkpoints import META_PROPERTIES, OffsetCheckpointFile, new_directory_id, read_properties, write_properties
 from .durability import write_atomically
 from .errors import KafkaStorageException
@@ -36,15 +37,19 @@ LOCK_FILE = ".lock"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT_FILE = "replication-offset-checkpoint"
+# Kafka's producer.id.expiration.check.interval.ms (an internal config) default.
+PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 TopicPartition = tuple[str, int]
 
 
 class LogManager:
-    def __init__(self, log_dirs: Iterable[Path | str], default_config: LogConfig, clock_ms: Callable[[], int]) -> None:
+    def __init__(self, log_dirs: Iterable[Path | str], default_config: LogConfig, clock_ms: Callable[[], int], *,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config
         self._clock_ms = clock_ms
+        self._producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._logs_to_delete: list[tuple[int, Log]] = []
         self._deleted_since_checkpoint: set[TopicPartition] = set()
@@ -114,7 +119,8 @@ class LogManager:
                 loaded = Log.open(directory / name, topic_configs.get(tp[0], self.default_config),
                                   log_start_offset=log_start_offsets.get(tp, 0),
                                   recovery_point=recovery_points.get(tp, 0),
-                                  clock_ms=self._clock_ms, had_clean_shutdown=had_clean_shutdown)
+                                  clock_ms=self._clock_ms, had_clean_shutdown=had_clean_shutdown,
+                                  producer_id_expiration_ms=self._producer_id_expiration_ms)
                 loaded.high_watermark = high_watermarks.get(tp, loaded.log_start_offset)
                 self._register(loaded)
 
@@ -124,9 +130,9 @@ class LogManager:
         damaged = set()
         for each in self.logs():
             each.flush()
+            each.close()  # writes the producer snapshot a clean restart loads
             if each.is_offline:
                 damaged.add(each.dir.parent)
-            each.close()
         with self._lock:
             doomed, self._logs_to_delete = self._logs_to_delete, []
         for _, each in doomed:
@@ -170,7 +176,7 @@ class LogManager:
                 return existing
             directory = min(self.log_dirs, key=lambda d: self._log_counts.get(d, 0))
             created = Log.open(directory / f"{topic}-{partition}", config or self.default_config,
-                               clock_ms=self._clock_ms)
+                               clock_ms=self._clock_ms, producer_id_expiration_ms=self._producer_id_expiration_ms)
             self._register(created)
             return created
 
@@ -193,7 +199,8 @@ class LogManager:
 
     # -- periodic work (worker threads)
     def checkpoint(self) -> None:
-        """Write each directory's recovery points, log start offsets and high watermarks."""
+        """Write each directory's recovery points, log start offsets and high watermarks; then the
+        producer snapshots no recovery from those points needs go."""
         with self._checkpoint_lock:
             by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
             with self._lock:
@@ -209,6 +216,11 @@ class LogManager:
                      if each.log_start_offset > each.segments[0].base_offset})
                 OffsetCheckpointFile(directory / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
                     {tp: each.high_watermark for tp, each in logs})
+                for _, each in logs:
+                    try:
+                        each.delete_snapshots_after_recovery_point_checkpoint()
+                    except KafkaStorageException as e:
+                        log.error("%s", e)
             with self._lock:
                 self._deleted_since_checkpoint -= forgotten
 
@@ -218,6 +230,10 @@ class LogManager:
         for each in self.logs():
             if each.flush_due(now_ms):
                 each.flush()
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Forget, in every log, the producers idle past producer.id.expiration.ms."""
+        return sum(each.remove_expired_producers(now_ms) for each in self.logs())
 
     def cleanup(self, now_ms: int) -> int:
         """Retention for every log, then the removal of files whose deletion delay has passed.

@@ -152,7 +152,8 @@ def test_leftovers_of_a_crash_are_removed(tmp_path, clock):
     (directory / "00000000000000000004.log.cleaned").write_bytes(b"x")
     log = Log.open(directory, small_config(), clock_ms=clock, had_clean_shutdown=True)
     assert log.log_end_offset == 24
-    kept = ("00000000000000000000", "00000000000000000008", "00000000000000000016", "leader-epoch-checkpoint")
+    kept = ("00000000000000000000", "00000000000000000008", "00000000000000000016", "leader-epoch-checkpoint",
+            "00000000000000000024.snapshot")  # producer state at the log end, written by the load
     assert [p.name for p in directory.iterdir() if not p.name.startswith(kept)] == []
 
 
