@@ -1,4 +1,5 @@
-"""The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs.
+"""The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs, and
+the producer ids handed out so far.
 
 In single-broker mode the broker is its own controller: the image is kept in one file in the first
 log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
@@ -61,13 +62,15 @@ class TopicInfo:
 
 
 class MetadataImage:
-    """Topics by name and by id, persisted in one JSON file."""
+    """Topics by name and by id, and the next free producer id, persisted in one JSON file."""
 
     def __init__(self, path: Path, cluster_id: str) -> None:
         self.path = path
         self.cluster_id = cluster_id
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        # The first id of the next block of producer ids (Kafka's ProducerIdsRecord.nextProducerId).
+        self.next_producer_id = 0
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -77,6 +80,7 @@ class MetadataImage:
             for t in data.get("topics", []):
                 image._index(TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["num_partitions"],
                                        dict(t.get("configs", {})), t.get("replication_factor", 1)))
+            image.next_producer_id = data.get("next_producer_id", 0)
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -92,6 +96,7 @@ class MetadataImage:
                  "replication_factor": t.replication_factor, "configs": t.configs}
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             ],
+            "next_producer_id": self.next_producer_id,
         }
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:
@@ -124,6 +129,17 @@ class MetadataImage:
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
         self.save()
+
+    def allocate_producer_id_block(self, size: int) -> int:
+        """Reserve the next `size` producer ids, durably; returns the first."""
+        first = self.next_producer_id
+        self.next_producer_id = first + size
+        try:
+            self.save()
+        except OSError:
+            self.next_producer_id = first
+            raise
+        return first
 
     def collides(self, name: str) -> str | None:
         """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""

@@ -1,0 +1,26 @@
+"""Producer ids come from durably reserved blocks and are never handed out twice."""
+
+from samsa.coordinator.producer_id_manager import ProducerIdManager
+from samsa.server.metadata import MetadataImage
+
+
+def test_ids_come_from_blocks_reserved_one_at_a_time():
+    reserved = []
+
+    def allocate(size):
+        reserved.append(size)
+        return 1000 * (len(reserved) - 1)
+
+    manager = ProducerIdManager(allocate, block_size=3)
+    assert reserved == []  # nothing reserved before the first id is asked for
+    assert [manager.generate_producer_id() for _ in range(4)] == [0, 1, 2, 1000]
+    assert reserved == [3, 3]
+
+
+def test_the_next_block_survives_a_restart_of_the_metadata_image(tmp_path):
+    image = MetadataImage.load(tmp_path, "cluster")
+    manager = ProducerIdManager(image.allocate_producer_id_block)
+    assert [manager.generate_producer_id() for _ in range(2)] == [0, 1]
+    reloaded = MetadataImage.load(tmp_path, "cluster")
+    assert reloaded.next_producer_id == 1000
+    assert ProducerIdManager(reloaded.allocate_producer_id_block).generate_producer_id() == 1000
