@@ -13,7 +13,8 @@ from pathlib import Path
 
 import trio
 
-from ..storage.log_manager import LogManager
+from ..coordinator.producer_id_manager import ProducerIdManager
+from ..storage.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
 from ..wire.codec import FrameBuffer
 from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError, UnsupportedVersionError
@@ -48,6 +49,7 @@ class Broker:
         self.log_manager: LogManager | None = None
         self.metadata: MetadataImage | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
@@ -63,9 +65,11 @@ class Broker:
     def _load(self) -> None:
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
-        self.log_manager = LogManager(self.log_dirs, self.config.log_config(), now_ms)
+        self.log_manager = LogManager(self.log_dirs, self.config.log_config(), now_ms,
+                                      producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"))
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
         self.metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
+        self.producer_ids = ProducerIdManager(self.metadata.allocate_producer_id_block)
         self.replica_manager = ReplicaManager(self)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in self.metadata.topics.items()})
@@ -125,6 +129,7 @@ class Broker:
                                self._flush)
             nursery.start_soon(self._every, self.config.get("log.flush.offset.checkpoint.interval.ms"),
                                self._checkpoint)
+            nursery.start_soon(self._every, PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._expire_producers)
 
     async def _every(self, interval_ms: int, job) -> None:
         interval = max(interval_ms, 10) / 1000
@@ -143,6 +148,9 @@ class Broker:
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.log_manager.checkpoint, limiter=self.disk_limiter)
+
+    async def _expire_producers(self) -> None:
+        self.log_manager.remove_expired_producers(now_ms())
 
     # --- requests -----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ HANDLERS: dict[int, Handler] = {}
 MODULES = (
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "create_topics", "delete_topics",
     "create_partitions", "describe_configs", "alter_configs", "incremental_alter_configs",
-    "delete_records", "describe_cluster", "describe_log_dirs", "describe_topic_partitions",
+    "delete_records", "describe_cluster", "describe_log_dirs", "describe_topic_partitions", "init_producer_id",
 )
 
 
