@@ -150,8 +150,10 @@ class ProducerStateManager:
     def prepare_update(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT) -> ProducerAppendInfo:
         """Check a batch (offsets assigned) from a producer against its state without changing it.
         Raises InvalidProducerEpochException for an older epoch, OutOfOrderSequenceException for a
-        sequence that does not follow the last one. Only a client's batch is checked for duplicates
-        and sequence; a replicated one (or one replayed from the log) is taken as it is."""
+        sequence that does not follow the last one, InvalidTxnStateException for a plain batch while
+        the producer's transaction is open. Only a client's batch is checked for duplicates and
+        sequence, a coordinator's for its epoch; a replicated one (or one replayed from the log)
+        only logs an old epoch."""
         producer_id = header.producer_id
         if producer_id == NO_PRODUCER_ID:
             raise ValueError(f"Batch without a producer id passed to the producer state of {self.topic_partition}")
