@@ -10,11 +10,12 @@ on every change, so a crash leaves either the old or the new image. Kafka keeps 
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..storage.durability import write_atomically
 
 METADATA_FILE = "__samsa_metadata.json"
 # Kafka's Topic.validate: legal characters and length (249 leaves room for partition suffixes).
@@ -98,17 +99,7 @@ class MetadataImage:
             ],
             "next_producer_id": self.next_producer_id,
         }
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self.path, json.dumps(data, indent=1))
 
     def add_topic(self, name: str, num_partitions: int, configs: dict[str, str], replication_factor: int = 1) -> TopicInfo:
         topic = TopicInfo(name, uuid.uuid4(), num_partitions, dict(configs), replication_factor)

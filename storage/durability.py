@@ -9,16 +9,19 @@ from pathlib import Path
 from .errors import KafkaStorageException
 
 
-def fsync_dir(directory: Path) -> None:
-    """Quietly skips a directory that is gone (a log being deleted)."""
+def fsync_path(path: Path) -> None:
+    """fsync a file or directory; quietly skips one that is gone (a log or snapshot being deleted)."""
     try:
-        fd = os.open(directory, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+fsync_dir = fsync_path
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -31,6 +34,6 @@ def write_atomically(path: Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        fsync_dir(path.parent)
+        fsync_path(path.parent)
     except OSError as e:
         raise KafkaStorageException(f"Error while writing {path}: {e}") from e

@@ -33,7 +33,7 @@ from ..coordinator.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerAppendInfo, ProducerStateEntry, ProducerStateManager,
 )
 from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader
-from .durability import fsync_dir
+from .durability import fsync_dir, fsync_path
 from .errors import (
     CorruptSnapshotException, InvalidProducerEpochException, InvalidRecordException,
     InvalidTxnStateException, KafkaStorageException, OffsetOutOfRangeException, PolicyViolationException,
@@ -697,7 +697,7 @@ class Log:
             for segment in segments:
                 segment.flush()
             for path in snapshots:
-                _fsync_file(path)
+                fsync_path(path)  # a snapshot deleted since it was written is skipped
             if snapshots or any(s.base_offset >= start for s in segments):
                 # A file created since the last flush: its directory entry must be durable too.
                 fsync_dir(self.dir)
@@ -765,18 +765,6 @@ class Log:
         except (OSError, KafkaStorageException) as e:
             self._offline = True
             raise KafkaStorageException(f"Error while {action} for {self.name} in dir {self.dir.parent}: {e}") from e
-
-
-def _fsync_file(path: Path) -> None:
-    """A snapshot deleted since it was written needs no fsync."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _max_position(segment: LogSegment, next_base_offset: int, max_offset: int) -> int | None:
