@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from ..coordinator.producer_state import (
+from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerAppendInfo, ProducerStateEntry, ProducerStateManager,
 )
 from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from ..coordinator.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .checkpoints import META_PROPERTIES, OffsetCheckpointFile, new_directory_id, read_properties, write_properties
 from .durability import write_atomically
 from .errors import KafkaStorageException

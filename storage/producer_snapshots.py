@@ -22,7 +22,7 @@ from pathlib import Path
 
 import crc32c
 
-from ..coordinator.producer_state import BatchMetadata, ProducerStateEntry
+from .producer_state import BatchMetadata, ProducerStateEntry
 from .errors import CorruptSnapshotException
 from .log_segment import filename_prefix
 

@@ -6,7 +6,7 @@ from collections import deque
 import crc32c
 import pytest
 
-from samsa.coordinator.producer_state import BatchMetadata, ProducerStateEntry
+from samsa.storage.producer_state import BatchMetadata, ProducerStateEntry
 from samsa.storage.errors import CorruptSnapshotException
 from samsa.storage.producer_snapshots import ProducerSnapshotFiles, decode_snapshot, encode_snapshot
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from samsa.coordinator.producer_state import NUM_BATCHES_TO_RETAIN, ProducerStateEntry, ProducerStateManager
+from samsa.storage.producer_state import NUM_BATCHES_TO_RETAIN, ProducerStateEntry, ProducerStateManager
 from samsa.storage.errors import InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException
 from samsa.storage.log_validator import AppendOrigin
 from samsa.wire.records import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader

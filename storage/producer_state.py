@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..storage.errors import InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException
-from ..storage.log_validator import AppendOrigin
+from .errors import InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException
+from .log_validator import AppendOrigin
 from ..wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
 
 __all__ = [
