@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .broker import Broker
 
 log = logging.getLogger("samsa.replica")
+READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
 
 
 class Partition:
@@ -33,6 +34,15 @@ class Partition:
     @property
     def name(self) -> str:
         return f"{self.topic.name}-{self.index}"
+
+    @property
+    def last_stable_offset(self) -> int:
+        """No transactions are open without a transaction coordinator: stable up to the high watermark."""
+        return self.log.high_watermark
+
+    def read_bound(self, isolation_level: int) -> int:
+        """The first offset a reader may not see: the last stable offset for read_committed."""
+        return self.last_stable_offset if isolation_level == READ_COMMITTED else self.log.high_watermark
 
     def check_leader_epoch(self, requested: int) -> int:
         """KIP-320: a client's view of the leader epoch; -1 means it has none to check."""

@@ -14,13 +14,13 @@ from ...storage.errors import OffsetOutOfRangeException, StorageError
 from ...wire import legacy
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..fetch_session import CachedPartition
+from ..fetch_session import CachedPartition, FetchContext
+from ..replica_manager import READ_COMMITTED
 from . import handler
 
 FetchResponse = response_class(ApiKey.FETCH)
 TopicResponse = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
-READ_COMMITTED = 1
 NO_LIMIT = 2**31 - 1
 
 
@@ -28,29 +28,27 @@ def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tupl
     """The partitions a request names, with topic ids resolved (v13+); unknown ids answered later."""
     image = ctx.broker.metadata
     by_id = ctx.api_version >= 13
+
+    def topic_name(t) -> str | None:
+        if not by_id:
+            return t.topic
+        topic = image.topics_by_id.get(t.topic_id)
+        return None if topic is None else topic.name
+
     wanted, unknown_ids = [], []
     for t in request.topics:
-        if by_id:
-            topic = image.topics_by_id.get(t.topic_id)
-            if topic is None:
-                unknown_ids.append(t)
-                continue
-            name = topic.name
-        else:
-            name = t.topic
+        name = topic_name(t)
+        if name is None:
+            unknown_ids.append(t)
+            continue
         for p in t.partitions:
             wanted.append(CachedPartition(name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
                                           p.log_start_offset, p.current_leader_epoch))
     forgotten = []
     for t in request.forgotten_topics_data or ():
-        if by_id:
-            topic = image.topics_by_id.get(t.topic_id)
-            if topic is None:
-                continue
-            name = topic.name
-        else:
-            name = t.topic
-        forgotten.extend((name, p) for p in t.partitions)
+        name = topic_name(t)
+        if name is not None:
+            forgotten.extend((name, p) for p in t.partitions)
     return wanted, forgotten, unknown_ids
 
 
@@ -64,10 +62,10 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
         return error_data(p.partition, epoch_error), 0
     log_ = partition.log
     hwm = log_.high_watermark
-    lso = log_.last_stable_offset if hasattr(log_, "last_stable_offset") else hwm
-    upper = lso if isolation == READ_COMMITTED else hwm
+    lso = partition.last_stable_offset
     try:
-        info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=upper, min_one_message=min_one_message)
+        info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=partition.read_bound(isolation),
+                         min_one_message=min_one_message)
     except OffsetOutOfRangeException:
         return error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, lso, log_.log_start_offset), 0
     except StorageError as e:
@@ -125,7 +123,6 @@ async def handle(ctx, request):
         if context.error != ErrorCode.NONE:
             return FetchResponse(throttle_time_ms=0, error_code=context.error, session_id=0, responses=[])
     else:
-        from ..fetch_session import FetchContext
         context = FetchContext(wanted)
     isolation = request.isolation_level if version >= 4 else 0
     deadline = trio.current_time() + max(request.max_wait_ms, 0) / 1000

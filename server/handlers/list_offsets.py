@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from . import handler
@@ -15,7 +17,6 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
-READ_COMMITTED = 1
 NO_TIMESTAMP = -1
 
 
@@ -28,9 +29,7 @@ def lookup(ctx, partition, timestamp: int, isolation: int) -> tuple[int, int]:
     """(timestamp, offset) for a ListOffsets query; offset -1 when nothing matches."""
     log_ = partition.log
     if timestamp == LATEST_TIMESTAMP:
-        upper = getattr(log_, "last_stable_offset", log_.high_watermark) if isolation == READ_COMMITTED \
-            else log_.high_watermark
-        return NO_TIMESTAMP, upper
+        return NO_TIMESTAMP, partition.read_bound(isolation)
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return NO_TIMESTAMP, log_.log_start_offset
     if timestamp == LATEST_TIERED_TIMESTAMP:
@@ -50,8 +49,8 @@ async def handle(ctx, request):
     isolation = request.isolation_level if version >= 2 else 0
     topics = []
     for t in request.topics:
-        seen: set[int] = set()
-        duplicates = {p.partition_index for p in t.partitions if p.partition_index in seen or seen.add(p.partition_index)}
+        counts = Counter(p.partition_index for p in t.partitions)
+        duplicates = {index for index, n in counts.items() if n > 1}
         parts = []
         for p in t.partitions:
             if p.partition_index in duplicates:

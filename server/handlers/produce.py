@@ -70,7 +70,7 @@ def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
     partition = ctx.broker.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if topic_name.startswith("__") and partition.topic.is_internal:
+    if partition.topic.is_internal:
         return partition_error(data.index, ErrorCode.INVALID_TOPIC_EXCEPTION)
     config = partition.log.config
     if acks == -1 and config.min_insync_replicas > 1:
