@@ -10,6 +10,20 @@ if TYPE_CHECKING:
     from .network import Connection
 
 
+@dataclass(frozen=True)
+class KafkaPrincipal:
+    """Who sent a request (Kafka's KafkaPrincipal): quotas and ACLs key on it."""
+
+    principal_type: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.principal_type}:{self.name}"
+
+
+ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")  # an unauthenticated connection's principal
+
+
 @dataclass
 class RequestContext:
     broker: "Broker"
@@ -18,6 +32,7 @@ class RequestContext:
     api_version: int
     correlation_id: int
     client_id: str | None
+    principal: KafkaPrincipal = ANONYMOUS
 
     @property
     def listener(self) -> str:
