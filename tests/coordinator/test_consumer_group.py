@@ -1,0 +1,527 @@
+"""The KIP-848 consumer group state machine, driven by heartbeats on an explicit clock."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from samsa.coordinator.consumer_group import (
+    ConsumerGroup, ConsumerGroupConfig, ConsumerGroupState, GroupError, TopicInfo, TopicsImage,
+    validate_heartbeat_request,
+)
+from samsa.coordinator.consumer_group_records import (
+    ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey,
+    ConsumerGroupPartitionMetadataKey, ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMetadataKey, MemberState,
+)
+from samsa.wire.errors import ErrorCode
+from samsa.wire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest, TopicPartitions
+
+FOO = TopicInfo("foo", uuid.UUID(int=1), 6)
+BAR = TopicInfo("bar", uuid.UUID(int=2), 3)
+SESSION = 45_000
+REBALANCE = 30_000
+
+
+def image(*topics):
+    return TopicsImage(topics)
+
+
+class Consumer:
+    """A well-behaved client: it owns what the last assignment said, and reports it every time."""
+
+    def __init__(self, group, member_id, topics=("foo",), instance_id=None, regex=None, assignor=None):
+        self.group = group
+        self.member_id = member_id
+        self.epoch = 0
+        self.subscription = list(topics)
+        self.instance_id = instance_id
+        self.regex = regex
+        self.assignor = assignor
+        self.owned: dict[uuid.UUID, set[int]] = {}
+        self.last = None
+
+    def request(self, **overrides):
+        fields = dict(group_id="g", member_id=self.member_id, member_epoch=self.epoch,
+                      instance_id=self.instance_id, rebalance_timeout_ms=REBALANCE,
+                      subscribed_topic_names=self.subscription, subscribed_topic_regex=self.regex,
+                      server_assignor=self.assignor,
+                      topic_partitions=[TopicPartitions(topic_id=t, partitions=sorted(ps))
+                                        for t, ps in sorted(self.owned.items())])
+        fields.update(overrides)
+        return ConsumerGroupHeartbeatRequest(**fields)
+
+    def heartbeat(self, now, topics, **overrides):
+        request = self.request(**overrides)
+        validate_heartbeat_request(request, 1, self.group.config.assignors)
+        response, records = self.group.heartbeat(request, client_id="c", client_host="/127.0.0.1", now_ms=now,
+                                                 topics=topics)
+        self.last = response
+        if response.error_code == ErrorCode.NONE and request.member_epoch >= 0:
+            self.member_id, self.epoch = response.member_id, response.member_epoch
+            if response.assignment is not None:
+                self.owned = {tp.topic_id: set(tp.partitions) for tp in response.assignment.topic_partitions}
+        return response, records
+
+    def partitions(self, topic=FOO):
+        return self.owned.get(topic.topic_id, set())
+
+
+def assert_owned_at_most_once(consumers):
+    seen = {}
+    for c in consumers:
+        for t, ps in c.owned.items():
+            for p in ps:
+                assert (t, p) not in seen, f"{(t, p)} owned by {seen[(t, p)]} and {c.member_id}"
+                seen[(t, p)] = c.member_id
+    return seen
+
+
+def settle(consumers, now, topics, rounds=6):
+    for _ in range(rounds):
+        for c in consumers:
+            response, _ = c.heartbeat(now, topics)
+            assert response.error_code == ErrorCode.NONE, response
+            assert_owned_at_most_once(consumers)
+
+
+@pytest.fixture
+def group():
+    return ConsumerGroup("g", ConsumerGroupConfig())
+
+
+def test_first_member_joins_and_gets_every_partition(group):
+    topics = image(FOO)
+    a = Consumer(group, "a")
+    response, records = a.heartbeat(0, topics)
+    assert response.error_code == ErrorCode.NONE
+    assert (response.member_id, response.member_epoch, response.heartbeat_interval_ms) == ("a", 1, 5000)
+    assert a.partitions() == set(range(6))
+    assert [type(r.key) for r in records] == [
+        ConsumerGroupMemberMetadataKey, ConsumerGroupPartitionMetadataKey, ConsumerGroupMetadataKey,
+        ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMetadataKey,
+        ConsumerGroupCurrentMemberAssignmentKey]
+    assert group.state == ConsumerGroupState.STABLE
+    assert (group.group_epoch, group.assignment_epoch) == (1, 1)
+
+
+def test_v0_member_without_id_gets_one_from_the_coordinator(group):
+    request = Consumer(group, "").request()
+    validate_heartbeat_request(request, 0, group.config.assignors)
+    response, _ = group.heartbeat(request, client_id="c", client_host="h", now_ms=0, topics=image(FOO))
+    assert response.error_code == ErrorCode.NONE
+    assert uuid.UUID(response.member_id) and response.member_id in group.members
+    with pytest.raises(GroupError) as e:
+        validate_heartbeat_request(request, 1, group.config.assignors)  # v1: the client makes the id
+    assert (e.value.code, e.value.message) == (ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+
+
+def test_quiet_heartbeat_carries_no_assignment_and_writes_nothing(group):
+    topics = image(FOO)
+    a = Consumer(group, "a")
+    a.heartbeat(0, topics)
+    response, records = a.heartbeat(1000, topics, rebalance_timeout_ms=-1, subscribed_topic_names=None,
+                                    topic_partitions=None)
+    assert response.error_code == ErrorCode.NONE and response.member_epoch == 1
+    assert response.assignment is None and records == []
+    # A full request (everything set, as after an error) gets the assignment again.
+    response, records = a.heartbeat(2000, topics)
+    assert response.assignment is not None and records == []
+
+
+def test_partitions_move_only_after_their_owner_revoked_them(group):
+    topics = image(FOO)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    a.heartbeat(0, topics)
+    response, _ = b.heartbeat(100, topics)
+    # b is at the new epoch but everything it should get is still a's.
+    assert response.member_epoch == 2 and b.owned == {}
+    assert group.members["b"].state == MemberState.UNRELEASED_PARTITIONS
+    assert group.state == ConsumerGroupState.RECONCILING
+    # a learns it must give up half; it stays at epoch 1 until it confirms.
+    response, _ = a.heartbeat(200, topics)
+    assert response.member_epoch == 1 and len(a.partitions()) == 3
+    assert group.members["a"].state == MemberState.UNREVOKED_PARTITIONS
+    given_away = set(range(6)) - a.partitions()
+    # b still gets nothing: a has not reported the revocation yet.
+    b.heartbeat(300, topics)
+    assert b.owned == {}
+    a.heartbeat(400, topics)  # reports owning three: revocation done
+    assert a.epoch == 2 and group.members["a"].state == MemberState.STABLE
+    b.heartbeat(500, topics)
+    assert b.partitions() == given_away and b.epoch == 2
+    assert group.state == ConsumerGroupState.STABLE
+    assert_owned_at_most_once([a, b])
+
+
+def test_leave_gives_the_partitions_to_the_others(group):
+    topics = image(FOO)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    settle([a, b], 0, topics)
+    epoch = group.group_epoch
+    response, records = b.heartbeat(1000, topics, member_epoch=-1)
+    assert (response.error_code, response.member_id, response.member_epoch) == (ErrorCode.NONE, "b", -1)
+    assert "b" not in group.members and group.group_epoch == epoch + 1
+    assert [r.value for r in records[:3]] == [None, None, None]  # the member's tombstones
+    a.heartbeat(2000, topics)
+    assert a.partitions() == set(range(6))
+
+
+def test_unknown_member_and_leave_of_unknown_member(group):
+    topics = image(FOO)
+    response, records = Consumer(group, "ghost").heartbeat(0, topics, member_epoch=3)
+    assert response.error_code == ErrorCode.UNKNOWN_MEMBER_ID and records == []
+    assert response.error_message == "Member ghost is not a member of group g."
+    response, _ = Consumer(group, "ghost").heartbeat(0, topics, member_epoch=-1)
+    assert response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_session_timeout_fences_a_silent_member(group):
+    topics = image(FOO)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    settle([a, b], 0, topics)
+    a.heartbeat(10_000, topics)
+    assert group.next_deadline() == SESSION  # b's last heartbeat was at 0
+    assert group.poll(SESSION - 1, topics) == []
+    records = group.poll(SESSION, topics)
+    assert records and "b" not in group.members and "a" in group.members
+    response, _ = b.heartbeat(SESSION + 1, topics)
+    assert response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert group.next_deadline() == 10_000 + SESSION
+
+
+def test_rebalance_timeout_fences_a_member_that_does_not_revoke(group):
+    topics = image(FOO)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    a.heartbeat(0, topics)
+    b.heartbeat(100, topics)
+    a.heartbeat(200, topics)  # told to revoke: the rebalance timeout starts
+    assert group.members["a"].state == MemberState.UNREVOKED_PARTITIONS
+    kept = a.owned
+    # a keeps heartbeating but keeps reporting all six partitions: it never revokes.
+    for now in (5_000, 10_000, 20_000):
+        response, _ = a.heartbeat(now, topics, topic_partitions=[
+            TopicPartitions(topic_id=FOO.topic_id, partitions=list(range(6)))])
+        assert response.error_code == ErrorCode.NONE
+    assert kept == a.owned
+    assert group.poll(200 + REBALANCE - 1, topics) == []
+    assert group.poll(200 + REBALANCE, topics) and "a" not in group.members
+    b.heartbeat(200 + REBALANCE + 1, topics)
+    assert b.partitions() == set(range(6))
+
+
+def test_rebalance_timeout_is_dropped_once_the_member_revoked(group):
+    topics = image(FOO)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    a.heartbeat(0, topics)
+    b.heartbeat(100, topics)
+    a.heartbeat(200, topics)
+    a.heartbeat(300, topics)  # revoked
+    assert group.poll(200 + REBALANCE, topics) == []
+    assert "a" in group.members
+
+
+def test_member_epoch_fencing(group):
+    topics = image(FOO)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    a.heartbeat(0, topics)
+    b.heartbeat(0, topics)
+    a.heartbeat(0, topics)
+    a.heartbeat(0, topics)  # a: epoch 2, previous 1, owns 3 partitions
+    assert (group.members["a"].member_epoch, group.members["a"].previous_member_epoch) == (2, 1)
+    response, records = a.heartbeat(0, topics, member_epoch=3)
+    assert response.error_code == ErrorCode.FENCED_MEMBER_EPOCH and records == []
+    assert response.error_message.startswith("The consumer group member has a greater member epoch (3)")
+    # The previous epoch is fine with a subset of the assignment (the epoch bump was lost) ...
+    response, _ = a.heartbeat(0, topics, member_epoch=1)
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 2)
+    # ... but not when claiming partitions that are not its own.
+    response, _ = a.heartbeat(0, topics, member_epoch=1, topic_partitions=[
+        TopicPartitions(topic_id=FOO.topic_id, partitions=list(range(6)))])
+    assert response.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    # A fenced member rejoins with epoch 0 and the same id (KAFKA-19233).
+    response, _ = a.heartbeat(0, topics, member_epoch=0, topic_partitions=[])
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 2)
+
+
+def test_static_member_leaves_and_comes_back_without_a_rebalance(group):
+    topics = image(FOO)
+    a = Consumer(group, "a1", instance_id="host-a")
+    b = Consumer(group, "b", instance_id="host-b")
+    settle([a, b], 0, topics)
+    mine, epoch = a.partitions(), group.group_epoch
+    response, records = a.heartbeat(1000, topics, member_epoch=-2)
+    assert (response.error_code, response.member_id, response.member_epoch) == (ErrorCode.NONE, "a1", -2)
+    assert group.members["a1"].member_epoch == -2 and group.group_epoch == epoch
+    # The same instance with a new member id while the old one is still away is not released ...
+    impostor = Consumer(group, "a2", instance_id="host-b")
+    response, _ = impostor.heartbeat(2000, topics)
+    assert response.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert response.error_message == ("Static member a2 with instance id host-b cannot join the group because "
+                                      "the instance id is owned by b member.")
+    # ... but host-a, which left, is: it gets its partitions back at once, and nobody rebalances.
+    back = Consumer(group, "a2", instance_id="host-a")
+    response, _ = back.heartbeat(3000, topics)
+    assert response.error_code == ErrorCode.NONE
+    assert back.partitions() == mine and group.group_epoch == epoch
+    assert "a1" not in group.members and group.static_members["host-a"] == "a2"
+    assert group.state == ConsumerGroupState.STABLE
+    # The old member id is fenced by the new one.
+    response, _ = a.heartbeat(4000, topics, member_epoch=epoch)
+    assert response.error_code == ErrorCode.FENCED_INSTANCE_ID
+    response, _ = Consumer(group, "x", instance_id="nobody").heartbeat(4000, topics, member_epoch=1)
+    assert (response.error_code, response.error_message) == (ErrorCode.UNKNOWN_MEMBER_ID,
+                                                             "Instance id nobody is unknown.")
+
+
+def test_static_member_away_too_long_is_fenced_by_its_session(group):
+    topics = image(FOO)
+    a = Consumer(group, "a", instance_id="host-a")
+    b = Consumer(group, "b")
+    settle([a, b], 0, topics)
+    a.heartbeat(100, topics, member_epoch=-2)
+    b.heartbeat(SESSION, topics)
+    group.poll(SESSION + 100, topics)
+    assert "a" not in group.members and "host-a" not in group.static_members
+    settle([b], SESSION + 200, topics)
+    assert b.partitions() == set(range(6))
+
+
+def test_static_member_leaving_for_good(group):
+    topics = image(FOO)
+    a = Consumer(group, "a", instance_id="host-a")
+    a.heartbeat(0, topics)
+    response, _ = a.heartbeat(10, topics, member_epoch=-1)
+    assert response.error_code == ErrorCode.NONE and group.is_empty()
+    assert group.state == ConsumerGroupState.EMPTY
+
+
+def test_group_max_size(group):
+    small = ConsumerGroup("g", ConsumerGroupConfig(max_size=1))
+    topics = image(FOO)
+    Consumer(small, "a").heartbeat(0, topics)
+    response, records = Consumer(small, "b").heartbeat(0, topics)
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of 1 members.")
+    assert records == [] and list(small.members) == ["a"]
+
+
+@pytest.mark.parametrize("version, overrides, code, message", [
+    (1, dict(group_id=" "), ErrorCode.INVALID_REQUEST, "GroupId can't be empty."),
+    (1, dict(member_id=""), ErrorCode.INVALID_REQUEST, "MemberId can't be empty."),
+    (0, dict(member_id="", member_epoch=3), ErrorCode.INVALID_REQUEST, "MemberId can't be empty."),
+    (0, dict(member_id="", member_epoch=-1), ErrorCode.INVALID_REQUEST, "MemberId can't be empty."),
+    (1, dict(instance_id=""), ErrorCode.INVALID_REQUEST, "InstanceId can't be empty."),
+    (1, dict(rack_id=" "), ErrorCode.INVALID_REQUEST, "RackId can't be empty."),
+    (1, dict(rebalance_timeout_ms=-1), ErrorCode.INVALID_REQUEST,
+     "RebalanceTimeoutMs must be provided in first request."),
+    (1, dict(topic_partitions=None), ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining."),
+    (1, dict(topic_partitions=[TopicPartitions(topic_id=FOO.topic_id, partitions=[0])]), ErrorCode.INVALID_REQUEST,
+     "TopicPartitions must be empty when (re-)joining."),
+    (1, dict(subscribed_topic_names=None), ErrorCode.INVALID_REQUEST,
+     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
+    (1, dict(member_epoch=-2), ErrorCode.INVALID_REQUEST, "InstanceId can't be null."),
+    (1, dict(member_epoch=-3), ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid."),
+    (1, dict(server_assignor="sticky"), ErrorCode.UNSUPPORTED_ASSIGNOR,
+     "ServerAssignor sticky is not supported. Supported assignors: uniform, range."),
+    (1, dict(subscribed_topic_regex="foo("), ErrorCode.INVALID_REGULAR_EXPRESSION, None),
+])
+def test_request_validation(group, version, overrides, code, message):
+    request = Consumer(group, "a").request(**overrides)
+    with pytest.raises(GroupError) as e:
+        validate_heartbeat_request(request, version, group.config.assignors)
+    assert e.value.code == code
+    if message is not None:
+        assert e.value.message == message
+    else:
+        assert e.value.message.startswith("SubscribedTopicRegex `foo(` is not a valid regular expression")
+
+
+def test_server_assignor_chosen_by_the_members(group):
+    topics = image(FOO, BAR)
+    a = Consumer(group, "a", topics=("foo", "bar"), assignor="range")
+    b = Consumer(group, "b", topics=("foo", "bar"), assignor="range")
+    settle([a, b], 0, topics)
+    assert group.preferred_assignor() == "range"
+    # range: the same partition numbers of both topics go to the same member where it can.
+    assert a.partitions(FOO) == {0, 1, 2} and a.partitions(BAR) == {0, 1}
+    assert ConsumerGroup("h").preferred_assignor() == "uniform"
+
+
+def test_subscription_change_revokes_the_topics_dropped(group):
+    topics = image(FOO, BAR)
+    a = Consumer(group, "a", topics=("foo", "bar"))
+    settle([a], 0, topics)
+    assert a.partitions(BAR) == {0, 1, 2}
+    epoch = group.group_epoch
+    a.subscription = ["foo"]
+    a.heartbeat(100, topics)
+    assert group.group_epoch == epoch + 1
+    assert a.partitions(BAR) == set() and a.partitions(FOO) == set(range(6))
+    settle([a], 200, topics)
+    assert group.state == ConsumerGroupState.STABLE
+
+
+def test_topic_changes_bump_the_group_epoch(group):
+    a = Consumer(group, "a", topics=("foo", "bar"))
+    settle([a], 0, image(FOO))
+    assert a.partitions(BAR) == set()
+    epoch = group.group_epoch
+    created = image(FOO, BAR)
+    assert group.on_topics_changed(created) and group.group_epoch == epoch + 1
+    assert group.state == ConsumerGroupState.ASSIGNING
+    assert group.on_topics_changed(created) == []  # nothing new
+    settle([a], 100, created)
+    assert a.partitions(BAR) == {0, 1, 2}
+    grown = image(FOO, TopicInfo("bar", BAR.topic_id, 5))
+    group.on_topics_changed(grown)
+    settle([a], 200, grown)
+    assert a.partitions(BAR) == set(range(5))
+    deleted = image(FOO)
+    group.on_topics_changed(deleted)
+    settle([a], 300, deleted)
+    assert a.owned == {FOO.topic_id: set(range(6))}
+    # Recreated with a new id: a new topic for the group.
+    recreated = image(FOO, TopicInfo("bar", uuid.UUID(int=99), 1))
+    assert group.on_topics_changed(recreated)
+    settle([a], 400, recreated)
+    assert a.owned[uuid.UUID(int=99)] == {0}
+    # A topic nobody subscribes to changes nothing.
+    assert group.on_topics_changed(image(FOO, TopicInfo("bar", uuid.UUID(int=99), 1),
+                                         TopicInfo("other", uuid.UUID(int=5), 1))) == []
+
+
+def test_regex_subscription_follows_the_topics(group):
+    a = Consumer(group, "a", topics=(), regex="ba.*")
+    first = image(FOO, BAR)
+    settle([a], 0, first)
+    assert a.owned == {BAR.topic_id: {0, 1, 2}}
+    baz = TopicInfo("baz", uuid.UUID(int=3), 2)
+    internal = TopicInfo("bax", uuid.UUID(int=4), 1, internal=True)
+    second = image(FOO, BAR, baz, internal)
+    assert group.on_topics_changed(second)
+    settle([a], 100, second)
+    assert a.owned == {BAR.topic_id: {0, 1, 2}, baz.topic_id: {0, 1}}
+    assert group.describe(second).members[0].subscribed_topic_regex == "ba.*"
+
+
+def test_replaying_the_records_rebuilds_the_group(group):
+    topics = image(FOO, BAR)
+    consumers = [Consumer(group, m, topics=("foo", "bar")) for m in ("a", "b", "c")]
+    consumers.append(Consumer(group, "d", topics=("bar",), instance_id="host-d"))
+    log = []
+    for now in range(0, 2000, 100):
+        for c in consumers:
+            log += c.heartbeat(now, topics)[1]
+        if now == 500:
+            log += consumers[1].heartbeat(now, topics, member_epoch=-1)[1]
+            consumers.pop(1)
+    log += consumers[-1].heartbeat(2000, topics, member_epoch=-2)[1]
+    reloaded = ConsumerGroup("g")
+    for record in log:
+        reloaded.replay(record)
+    for attr in ("group_epoch", "assignment_epoch", "members", "static_members", "target_assignment",
+                 "subscription_metadata"):
+        assert getattr(reloaded, attr) == getattr(group, attr), attr
+    assert reloaded._partition_owner == group._partition_owner
+    reloaded.on_loaded(50_000)
+    assert reloaded.next_deadline() == 50_000 + SESSION
+
+
+def test_describe(group):
+    topics = image(FOO)
+    a = Consumer(group, "a", instance_id="host-a")
+    a.heartbeat(0, topics, rack_id="r1")
+    described = group.describe(topics)
+    assert (described.group_id, described.group_state, described.group_epoch, described.assignment_epoch,
+            described.assignor_name) == ("g", "Stable", 1, 1, "uniform")
+    (member,) = described.members
+    assert (member.member_id, member.instance_id, member.rack_id, member.member_epoch, member.client_id,
+            member.client_host, member.subscribed_topic_names) == ("a", "host-a", "r1", 1, "c", "/127.0.0.1",
+                                                                  ["foo"])
+    (tp,) = member.assignment.topic_partitions
+    assert (tp.topic_id, tp.topic_name, tp.partitions) == (FOO.topic_id, "foo", list(range(6)))
+    assert member.target_assignment == member.assignment
+
+
+def test_offset_commit_and_fetch_validation(group):
+    topics = image(FOO)
+    group.validate_offset_commit("", -1, 9)  # empty group: anyone may commit
+    a = Consumer(group, "a")
+    a.heartbeat(0, topics)
+    group.validate_offset_commit("a", 1, 9)
+    group.validate_offset_fetch("a", 1)
+    group.validate_offset_fetch(None, -1)
+    cases = [
+        (lambda: group.validate_offset_commit("", -1, 9), ErrorCode.UNKNOWN_MEMBER_ID),
+        (lambda: group.validate_offset_commit("a", 0, 9), ErrorCode.STALE_MEMBER_EPOCH),
+        (lambda: group.validate_offset_commit("a", 1, 8), ErrorCode.UNSUPPORTED_VERSION),
+        (lambda: group.validate_offset_fetch("a", 2), ErrorCode.STALE_MEMBER_EPOCH),
+        (lambda: group.validate_offset_fetch("b", 1), ErrorCode.UNKNOWN_MEMBER_ID),
+    ]
+    for call, code in cases:
+        with pytest.raises(GroupError) as e:
+            call()
+        assert e.value.code == code
+    group.validate_offset_commit("a", 1, 8, transactional=True)
+
+
+def test_delete_only_when_empty(group):
+    topics = image(FOO)
+    a = Consumer(group, "a")
+    a.heartbeat(0, topics)
+    with pytest.raises(GroupError) as e:
+        group.delete_records()
+    assert e.value.code == ErrorCode.NON_EMPTY_GROUP
+    a.heartbeat(1, topics, member_epoch=-1)
+    assert all(r.value is None for r in group.delete_records())
+
+
+# --- many members, joins, leaves and crashes: never a partition owned twice -----------------------
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["join", "leave", "crash", "beat", "beat", "beat"]),
+                          st.integers(0, 5)), min_size=1, max_size=60),
+       st.sampled_from(["uniform", "range"]))
+def test_no_partition_is_ever_owned_twice_and_the_group_settles(steps, assignor):
+    topics = image(FOO, BAR)
+    group = ConsumerGroup("g")
+    consumers: dict[str, Consumer] = {}
+    crashed: list[Consumer] = []
+    now = 0
+    for step, (action, n) in enumerate(steps):
+        now += 1000
+        name = f"m{n}"
+        if action == "join" and name not in consumers:
+            # Each process has a member id of its own (librdkafka and Java make a fresh uuid).
+            consumers[name] = Consumer(group, f"{name}.{step}", topics=("foo", "bar"), assignor=assignor)
+            consumers[name].heartbeat(now, topics)
+        elif action == "leave" and name in consumers:
+            consumers.pop(name).heartbeat(now, topics, member_epoch=-1)
+        elif action == "crash" and name in consumers:
+            crashed.append(consumers.pop(name))  # silent: keeps what it owned until fenced
+        elif consumers:
+            c = consumers[sorted(consumers)[n % len(consumers)]]
+            response, _ = c.heartbeat(now, topics)
+            if response.error_code != ErrorCode.NONE:  # fenced: drop everything and rejoin
+                assert response.error_code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH)
+                c.owned, c.epoch = {}, 0
+                c.heartbeat(now, topics)
+        group.poll(now, topics)
+        # A crashed member's partitions are free only once it has been fenced.
+        crashed = [c for c in crashed if c.member_id in group.members]
+        assert_owned_at_most_once(list(consumers.values()) + crashed)
+    now += SESSION + REBALANCE
+    group.poll(now, topics)
+    assert not any(c.member_id in group.members for c in crashed)
+    for c in consumers.values():
+        if c.member_id not in group.members:
+            c.owned, c.epoch = {}, 0
+    settle(list(consumers.values()), now, topics, rounds=8)
+    if consumers:
+        assert group.state == ConsumerGroupState.STABLE
+        owned = assert_owned_at_most_once(list(consumers.values()))
+        assert len(owned) == FOO.num_partitions + BAR.num_partitions
