@@ -24,6 +24,7 @@ from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .metadata import BrokerInfo, MetadataImage
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
+from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
 from .replica_manager import ReplicaManager
 
@@ -69,6 +70,7 @@ class Broker:
                                       producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"))
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
         self.metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
+        load_dynamic_broker_configs(self)
         self.producer_ids = ProducerIdManager(self.metadata.allocate_producer_id_block)
         self.replica_manager = ReplicaManager(self)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)

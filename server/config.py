@@ -7,6 +7,7 @@ docs), and the result answers DescribeConfigs for the broker and for topics.
 
 from __future__ import annotations
 
+import copy
 import functools
 import ipaddress
 import math
@@ -83,7 +84,7 @@ class ConfigEntry:
     is_sensitive: bool
     synonyms: tuple[ConfigSynonym, ...]
     config_type: ConfigType
-    documentation: str
+    documentation: str | None
 
 
 @dataclass(frozen=True)
@@ -363,7 +364,8 @@ def _validator(definition: ConfigDef) -> Validator | None:
     return None
 
 
-def _parse_config(name: str, definition: ConfigDef, raw: str) -> ConfigValue:
+def parse_config(name: str, definition: ConfigDef, raw: str) -> ConfigValue:
+    """Parse a config's string form and check it against its definition (ConfigDef.parse)."""
     value = parse_value(name, definition.type, raw)
     validator = _validator(definition)
     if validator is not None:
@@ -394,7 +396,14 @@ def broker_synonyms(name: str) -> list[str]:
     return [name]
 
 
-def _broker_definition(name: str) -> BrokerConfigDef | None:
+def listener_config_base(name: str) -> str | None:
+    """The config a `listener.name.<listener>.<config>` override stands for; None for other names."""
+    match = _LISTENER_CONFIG.fullmatch(name)
+    return match[1] if match else None
+
+
+def broker_definition(name: str) -> BrokerConfigDef | None:
+    """A broker config's definition; None for names Kafka does not define."""
     if name in BROKER_CONFIGS:
         return BROKER_CONFIGS[name]
     # A listener override takes the type and checks of the config it overrides.
@@ -491,8 +500,20 @@ _DEFAULT_STRINGS = {
 }
 
 
+def _override(props: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
+    # DynamicBrokerConfig.overrideProps: an override removes its synonyms (log.roll.hours goes when
+    # log.roll.ms is set), so the layer set last wins; listener overrides keep their base configs.
+    result = dict(props)
+    for name, value in overrides.items():
+        for synonym in [name] if listener_config_base(name) else broker_synonyms(name):
+            result.pop(synonym, None)
+        result[name] = value
+    return result
+
+
 class KafkaConfig:
-    """A broker's static configuration: server.properties and overrides on Kafka's defaults."""
+    """A broker's configuration: server.properties and overrides on Kafka's defaults, with the
+    dynamic broker configs of KIP-226 (cluster-wide defaults, then this broker's own) on top."""
 
     def __init__(self, props: Mapping[str, str]) -> None:
         static = dict(props)
@@ -502,12 +523,38 @@ class KafkaConfig:
         elif "node.id" in static and "broker.id" not in static:
             static["broker.id"] = static["node.id"]
         self._static = static
+        self._dynamic_broker: dict[str, str] = {}
+        self._dynamic_default: dict[str, str] = {}
+        self._configure(static)
+
+    def with_dynamic(self, per_broker: Mapping[str, str], defaults: Mapping[str, str]) -> KafkaConfig:
+        """This configuration with `per_broker` and `defaults` as its dynamic configs (replacing
+        the ones it had); ConfigError when the combination is invalid."""
+        updated = copy.copy(self)
+        updated._dynamic_broker, updated._dynamic_default = dict(per_broker), dict(defaults)
+        updated._configure(_override(_override(self._static, defaults), per_broker))
+        return updated
+
+    def update_dynamic(self, per_broker: Mapping[str, str], defaults: Mapping[str, str]) -> None:
+        """Take new dynamic configs in place, as Kafka's KafkaConfig.updateCurrentConfig: whoever
+        holds this object reads the new values from now on. Nothing changes on ConfigError."""
+        self.__dict__.update(self.with_dynamic(per_broker, defaults).__dict__)
+
+    def dynamic_configs(self, per_broker: bool) -> dict[str, str]:
+        """The dynamic configs in force: this broker's own, or the cluster-wide defaults."""
+        return dict(self._dynamic_broker if per_broker else self._dynamic_default)
+
+    def _configure(self, props: Mapping[str, str]) -> None:
+        self._props = props
         self._values = dict(_BROKER_DEFAULTS)
-        for name, raw in static.items():
-            definition = _broker_definition(name)
+        for name, raw in props.items():
+            definition = broker_definition(name)
             if definition is None:
-                raise ConfigError(name, f"Unknown broker config name: {name}")
-            self._values[name] = _parse_config(name, definition, raw)
+                if name in self._static:
+                    raise ConfigError(name, f"Unknown broker config name: {name}")
+                # A custom config set dynamically: Kafka keeps those among the originals.
+                continue
+            self._values[name] = parse_config(name, definition, raw)
 
         self.broker_id: int = self._int("broker.id")
         self.node_id: int = self._int("node.id")
@@ -584,7 +631,7 @@ class KafkaConfig:
         protocols = _parse_protocol_map(self._str("listener.security.protocol.map") or "")
         # KafkaConfig.effectiveListenerSecurityProtocolMap: under KRaft with the default map,
         # controller listeners are PLAINTEXT unless some listener uses SSL or SASL.
-        if self.get("process.roles") and "listener.security.protocol.map" not in self._static:
+        if self.get("process.roles") and "listener.security.protocol.map" not in self._props:
             listener_names = [item.split("://")[0].upper() for item in _csv(self._str("listeners") or "")]
             secure = {"SSL", "SASL_PLAINTEXT", "SASL_SSL"}
             if not secure.intersection(self.controller_listener_names) and not secure.intersection(listener_names):
@@ -617,7 +664,7 @@ class KafkaConfig:
     def _inter_broker_listener_name(self) -> str:
         configured = self._str("inter.broker.listener.name")
         if configured is not None:
-            if "security.inter.broker.protocol" in self._static:
+            if "security.inter.broker.protocol" in self._props:
                 raise ConfigError(
                     "inter.broker.listener.name",
                     "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
@@ -677,7 +724,7 @@ class KafkaConfig:
     def _topic_values(self, overrides: Mapping[str, str]) -> dict[str, ConfigValue]:
         raw = self.log_config_props() | dict(overrides)
         return {
-            name: _parse_config(name, definition, raw[name]) if name in raw else definition.default
+            name: parse_config(name, definition, raw[name]) if name in raw else definition.default
             for name, definition in TOPIC_CONFIGS.items()
         }
 
@@ -707,10 +754,12 @@ class KafkaConfig:
     # --- DescribeConfigs ---
 
     def _synonyms(self, name: str, sensitive: bool) -> list[ConfigSynonym]:
-        # ConfigHelper.configSynonyms without dynamic configs, which Samsa does not keep.
+        # ConfigHelper.configSynonyms: every layer in order of precedence, each in synonym order.
         found = [
             ConfigSynonym(synonym, None if sensitive else values[synonym], source)
             for source, values in (
+                (ConfigSource.DYNAMIC_BROKER_CONFIG, self._dynamic_broker),
+                (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self._dynamic_default),
                 (ConfigSource.STATIC_BROKER_CONFIG, self._static),
                 (ConfigSource.DEFAULT_CONFIG, _DEFAULT_STRINGS),
             )
@@ -724,18 +773,29 @@ class KafkaConfig:
         return found
 
     def describe(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
-        """The BROKER resource's configs (all, or those of `names` that exist), sorted by name."""
-        known = BROKER_CONFIGS.keys() | self._static.keys()
+        """This broker's BROKER resource (named by its id): every config, or those of `names` that
+        exist, sorted by name."""
+        known = BROKER_CONFIGS.keys() | self._props.keys()
         wanted = known if names is None else known & set(names)
-        return [self._describe_broker_config(name) for name in sorted(wanted)]
+        # Listener overrides and custom configs are reported as written, defined configs as parsed.
+        return [
+            self._describe_broker_config(
+                name, self._props[name] if name not in BROKER_CONFIGS else value_to_string(self._values[name]), True)
+            for name in sorted(wanted)
+        ]
 
-    def _describe_broker_config(self, name: str) -> ConfigEntry:
-        definition = _broker_definition(name)
-        assert definition is not None
-        sensitive = definition.type == "password"
-        # Listener overrides are reported as written, defined configs as parsed.
-        value = self._static[name] if name not in BROKER_CONFIGS else value_to_string(self._values[name])
+    def describe_dynamic_defaults(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
+        """The cluster-wide BROKER resource (the empty name): only the dynamic defaults set."""
+        wanted = self._dynamic_default.keys() if names is None else self._dynamic_default.keys() & set(names)
+        return [self._describe_broker_config(name, self._dynamic_default[name], False) for name in sorted(wanted)]
+
+    def _describe_broker_config(self, name: str, value: str | None, per_broker: bool) -> ConfigEntry:
+        definition = broker_definition(name)
+        # Kafka cannot tell a custom config's type, so it treats it as sensitive to be safe.
+        sensitive = definition is None or definition.type == "password"
         synonyms = self._synonyms(name, sensitive)
+        if not per_broker:
+            synonyms = [s for s in synonyms if s.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
         return ConfigEntry(
             name=name,
             value=None if sensitive else value,
@@ -743,8 +803,8 @@ class KafkaConfig:
             read_only=name not in BROKER_CONFIGS or definition.update_mode == "read-only",
             is_sensitive=sensitive,
             synonyms=tuple(synonyms),
-            config_type=_CONFIG_TYPES[definition.type],
-            documentation=definition.doc,
+            config_type=ConfigType.UNKNOWN if definition is None else _CONFIG_TYPES[definition.type],
+            documentation=None if definition is None else definition.doc,
         )
 
     def describe_topic_configs(self, overrides: Mapping[str, str], names: Iterable[str] | None = None) -> list[ConfigEntry]:

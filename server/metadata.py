@@ -1,5 +1,5 @@
-"""The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs, and
-the producer ids handed out so far.
+"""The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
+dynamic broker configs, and the producer ids handed out so far.
 
 In single-broker mode the broker is its own controller: the image is kept in one file in the first
 log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
@@ -63,7 +63,8 @@ class TopicInfo:
 
 
 class MetadataImage:
-    """Topics by name and by id, and the next free producer id, persisted in one JSON file."""
+    """Topics by name and by id, dynamic broker configs, and the next free producer id, persisted
+    in one JSON file."""
 
     def __init__(self, path: Path, cluster_id: str) -> None:
         self.path = path
@@ -72,6 +73,9 @@ class MetadataImage:
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         # The first id of the next block of producer ids (Kafka's ProducerIdsRecord.nextProducerId).
         self.next_producer_id = 0
+        # Dynamic broker configs by BROKER resource name: "" for the cluster-wide defaults, a node
+        # id for one broker's own (Kafka's ConfigRecords of resource type BROKER).
+        self.broker_configs: dict[str, dict[str, str]] = {}
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -82,6 +86,7 @@ class MetadataImage:
                 image._index(TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["num_partitions"],
                                        dict(t.get("configs", {})), t.get("replication_factor", 1)))
             image.next_producer_id = data.get("next_producer_id", 0)
+            image.broker_configs = {name: dict(configs) for name, configs in data.get("broker_configs", {}).items()}
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -98,6 +103,7 @@ class MetadataImage:
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             ],
             "next_producer_id": self.next_producer_id,
+            "broker_configs": self.broker_configs,
         }
         write_atomically(self.path, json.dumps(data, indent=1))
 
@@ -120,6 +126,22 @@ class MetadataImage:
     def set_configs(self, name: str, configs: dict[str, str]) -> None:
         self.topics[name].configs = dict(configs)
         self.save()
+
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of a BROKER resource, durably (none left: the entry goes)."""
+        previous = self.broker_configs.get(resource_name)
+        if configs:
+            self.broker_configs[resource_name] = dict(configs)
+        else:
+            self.broker_configs.pop(resource_name, None)
+        try:
+            self.save()
+        except OSError:
+            if previous is None:
+                self.broker_configs.pop(resource_name, None)
+            else:
+                self.broker_configs[resource_name] = previous
+            raise
 
     def allocate_producer_id_block(self, size: int) -> int:
         """Reserve the next `size` producer ids, durably; returns the first."""

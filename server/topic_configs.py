@@ -6,59 +6,56 @@ from ..storage.errors import InvalidConfigurationException
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
 from .config import ConfigError
+from .config_resources import ConfigApiError, OpType, invalid_request
 
-TOPIC, BROKER = 2, 4
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+LIST_TOPIC_CONFIGS = ("cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
 
-def apply_topic_configs(broker, resource_type: int, name: str, new_configs: dict[str, str] | None,
-                        validate_only: bool, error: tuple[int, str] | None = None) -> tuple[int, str | None]:
-    """Validate and (unless validate_only) store a topic's new overrides: (error code, message)."""
-    if error is not None:
-        return error
-    if resource_type == BROKER:
-        return ErrorCode.INVALID_REQUEST, "Dynamic broker configs are not supported by Samsa yet"
-    if resource_type != TOPIC:
-        return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}"
+def alter_topic_configs(broker, name: str, new_configs: dict[str, str], validate_only: bool) -> None:
+    """Validate and (unless validate_only) store a topic's new overrides; ConfigApiError if refused."""
     if name not in broker.metadata.topics:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+        raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
     try:
         broker.config.validate_topic_configs(new_configs)
         LogConfig.from_props(new_configs, base=broker.config.log_config())
     except ConfigError as e:
-        return ErrorCode.INVALID_CONFIG, str(e)
+        raise ConfigApiError(ErrorCode.INVALID_CONFIG, str(e)) from None
     except InvalidConfigurationException as e:
-        return ErrorCode.INVALID_CONFIG, str(e.args[-1])
+        raise ConfigApiError(ErrorCode.INVALID_CONFIG, str(e.args[-1])) from None
     if not validate_only:
         broker.replica_manager.update_topic_configs(name, new_configs)
-    return ErrorCode.NONE, None
 
 
-def incremental(current: dict[str, str], changes, effective) -> tuple[dict[str, str], tuple[int, str] | None]:
-    """Kafka's IncrementalAlterConfigs operations on a copy of the overrides `current`.
+def incremental_topic_configs(broker, name: str, changes) -> dict[str, str]:
+    """Kafka's IncrementalAlterConfigs operations on a copy of a topic's overrides.
 
-    APPEND and SUBTRACT start from the effective value (`effective(name)`: the override, else the
-    broker's or Kafka's default), as Kafka does.
+    APPEND and SUBTRACT start from the effective value (the override, else the broker's or
+    Kafka's default), as Kafka does.
     """
-    result = dict(current)
+    topic = broker.metadata.topics.get(name)
+    overrides = topic.configs if topic else {}
+    result = dict(overrides)
     for c in changes:
-        if c.config_operation == SET:
+        if c.config_operation == OpType.SET:
             result[c.name] = c.value
-        elif c.config_operation == DELETE:
+        elif c.config_operation == OpType.DELETE:
             result.pop(c.name, None)
-        elif c.config_operation in (APPEND, SUBTRACT):
-            if c.name not in ("cleanup.policy", "leader.replication.throttled.replicas",
-                              "follower.replication.throttled.replicas"):
-                return result, (ErrorCode.INVALID_CONFIG,
-                                f"Config value append is not allowed for config key: {c.name}")
-            base = result[c.name] if c.name in result else effective(c.name) or ""
+        elif c.config_operation in (OpType.APPEND, OpType.SUBTRACT):
+            if c.name not in LIST_TOPIC_CONFIGS:
+                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {c.name}")
+            base = result[c.name] if c.name in result else _effective(broker, overrides, c.name) or ""
             items = [x for x in base.split(",") if x]
             values = [x.strip() for x in (c.value or "").split(",") if x.strip()]
-            if c.config_operation == APPEND:
+            if c.config_operation == OpType.APPEND:
                 items += [v for v in values if v not in items]
             else:
                 items = [x for x in items if x not in values]
             result[c.name] = ",".join(items)
         else:
-            return result, (ErrorCode.INVALID_REQUEST, f"Unknown config operation {c.config_operation}")
-    return result, None
+            raise invalid_request(f"Unknown config operation {c.config_operation}")
+    return result
+
+
+def _effective(broker, overrides: dict[str, str], name: str) -> str | None:
+    entries = broker.config.describe_topic_configs(overrides, [name])
+    return entries[0].value if entries else None

@@ -1,0 +1,57 @@
+"""AlterConfigs and IncrementalAlterConfigs on every resource type, as Kafka's ConfigAdminManager
+preprocesses them (repeated resources or keys, null values, unknown types) and hands each on: a
+topic's overrides, a BROKER resource's dynamic configs, a BROKER_LOGGER's levels (incremental only)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..wire.errors import ErrorCode
+from .broker_loggers import alter_loggers
+from .config_resources import ConfigApiError, OpType, ResourceType, invalid_request
+from .dynamic_broker_config import alter_broker_configs, check_broker_resource, incremental_broker_configs
+from .topic_configs import alter_topic_configs, incremental_topic_configs
+
+
+def alter_configs(broker, request, response_type, incremental: bool):
+    """The response (of `response_type`) to an AlterConfigs or IncrementalAlterConfigs request:
+    each resource's error code and message, in the request's order."""
+    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        code, message = ErrorCode.NONE, None
+        try:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise invalid_request("Each resource must appear at most once.")
+            _alter(broker, resource, request.validate_only, incremental)
+        except ConfigApiError as error:
+            code, message = error.code, error.message
+        responses.append(response_type.AlterConfigsResourceResponse(
+            error_code=code, error_message=message, resource_type=resource.resource_type,
+            resource_name=resource.resource_name))
+    return response_type(throttle_time_ms=0, responses=responses)
+
+
+def _alter(broker, resource, validate_only: bool, incremental: bool) -> None:
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise invalid_request("Error due to duplicate config keys")
+    nulls = [c.name for c in resource.configs
+             if c.value is None and not (incremental and c.config_operation == OpType.DELETE)]
+    if nulls:
+        raise invalid_request("Null value not supported for : " + ", ".join(nulls))
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == ResourceType.TOPIC:
+        configs = (incremental_topic_configs(broker, name, resource.configs) if incremental
+                   else {c.name: c.value for c in resource.configs})
+        alter_topic_configs(broker, name, configs, validate_only)
+    elif kind == ResourceType.BROKER:
+        check_broker_resource(name, broker.node_id)
+        configs = (incremental_broker_configs(broker.config.dynamic_configs(per_broker=name != ""), resource.configs)
+                   if incremental else {c.name: c.value for c in resource.configs})
+        alter_broker_configs(broker, name, configs, validate_only)
+    elif kind == ResourceType.BROKER_LOGGER and incremental:
+        alter_loggers(name, broker.node_id, resource.configs, validate_only)
+    else:
+        # Legacy AlterConfigs never took BROKER_LOGGER: it lands here too.
+        raise invalid_request(f"Unknown resource type {kind}")

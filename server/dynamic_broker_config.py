@@ -1,0 +1,238 @@
+"""Dynamic broker configs (KIP-226) as a KRaft-mode Kafka 3.x broker serves them.
+
+Two BROKER resources hold them: this broker's id (its own configs, DYNAMIC_BROKER_CONFIG) and the
+empty name (cluster-wide defaults, DYNAMIC_DEFAULT_BROKER_CONFIG). Only configs whose update mode
+allows it may be set there (Kafka's DynamicBrokerConfig); a change is checked, stored in the
+metadata image and applied at once: the broker's KafkaConfig takes the new values in place, and
+every log whose topic does not override a changed default gets its new LogConfig.
+
+Kafka answers a value that fails these checks with INVALID_REQUEST, not INVALID_CONFIG: its
+ConfigAdminManager wraps the ConfigException (KAFKA-13609 kept it so), and clients see that code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from ..wire.errors import ErrorCode
+from .broker_config_defs import BROKER_CONFIGS
+from .config import ConfigError, KafkaConfig, listener_config_base, parse_config, value_to_string
+from .config_resources import ConfigApiError, OpType, invalid_request, parse_node_id
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("samsa.dynamic_config")
+
+# SslConfigs.RECONFIGURABLE_CONFIGS: a keystore or truststore is changed per listener only.
+DYNAMIC_SECURITY_CONFIGS = (
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
+)
+# Listener configs that a listener prefix does not make per-broker.
+CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+# Thread pools Kafka resizes only within half to double their size per change.
+THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
+                       "background.threads", "num.network.threads")
+
+
+def _scala_set(names: Iterable[str]) -> str:
+    # How Kafka's messages print a Scala Set: up to four elements keep their order in a Set(...).
+    items = list(names)
+    return f"{'Set' if len(items) <= 4 else 'HashSet'}({', '.join(items)})"
+
+
+def _per_broker_only(name: str) -> bool:
+    base = listener_config_base(name)
+    if base is not None:
+        return base not in CLUSTER_LEVEL_LISTENER_CONFIGS
+    return name in BROKER_CONFIGS and BROKER_CONFIGS[name].update_mode == "per-broker"
+
+
+def _read_only(name: str) -> bool:
+    return name in BROKER_CONFIGS and BROKER_CONFIGS[name].update_mode == "read-only"
+
+
+def _check_value(name: str, raw: str) -> None:
+    # DynamicConfig.Broker.validate: a listener override is parsed as its base config; names
+    # Kafka does not define are custom configs and pass.
+    base = listener_config_base(name) or name
+    if base in BROKER_CONFIGS:
+        parse_config(base, BROKER_CONFIGS[base], raw)
+
+
+def validate_dynamic_configs(props: Mapping[str, str], per_broker: bool) -> None:
+    """Kafka's DynamicBrokerConfig.validateConfigs: ConfigError with Kafka's message."""
+    read_only = [name for name in props if _read_only(name)]
+    if read_only:
+        raise ConfigError(read_only[0], f"Cannot update these configs dynamically: {_scala_set(read_only)}")
+    unprefixed = [name for name in DYNAMIC_SECURITY_CONFIGS if name in props]
+    if unprefixed:
+        raise ConfigError(unprefixed[0], "These security configs can be dynamically updated only per-listener "
+                                         f"using the listener prefix: {_scala_set(unprefixed)}")
+    for name, raw in props.items():
+        _check_value(name, raw)
+    if not per_broker:
+        per_broker_only = [name for name in props if _per_broker_only(name)]
+        if per_broker_only:
+            raise ConfigError(per_broker_only[0], "Cannot update these configs at default cluster level, broker id "
+                                                  f"must be specified: {_scala_set(per_broker_only)}")
+
+
+def usable_dynamic_configs(props: Mapping[str, str], per_broker: bool) -> dict[str, str]:
+    """Stored dynamic configs without what cannot apply (DynamicBrokerConfig.fromPersistentProps):
+    invalid values, read-only configs, unprefixed keystores, per-broker configs set cluster-wide.
+    What is dropped is logged, not fatal."""
+    usable = {}
+    for name, raw in props.items():
+        try:
+            validate_dynamic_configs({name: raw}, per_broker)
+        except ConfigError as error:
+            log.error("Dynamic %s config %s will be ignored: %s",
+                      "broker" if per_broker else "default cluster", name, error.message)
+            continue
+        usable[name] = raw
+    return usable
+
+
+# --- checks a new configuration must pass before it replaces the current one --------------------
+
+
+def _invalid_dynamic(reason: str) -> ConfigError:
+    # processReconfiguration wraps a reconfigurable's ConfigException as
+    # new ConfigException("Invalid dynamic configuration", e), whose message reads so.
+    return ConfigError(None, f"Invalid value org.apache.kafka.common.config.ConfigException: {reason} "
+                             "for configuration Invalid dynamic configuration")
+
+
+def _validate_reconfiguration(current: KafkaConfig, new: KafkaConfig) -> None:
+    """What Kafka's BrokerReconfigurables check before a change (listeners, thread pools)."""
+    old_listeners = {endpoint.name: endpoint for endpoint in current.listeners}
+    new_listeners = {endpoint.name: endpoint for endpoint in new.listeners}
+    for name in old_listeners.keys() & new_listeners.keys():
+        if old_listeners[name].security_protocol != new_listeners[name].security_protocol:
+            raise _invalid_dynamic(f"Security protocol cannot be updated for existing listener ListenerName({name})")
+    if set(current.advertised_listeners) != set(new.advertised_listeners):
+        raise _invalid_dynamic("Advertised listeners cannot be altered when using a Raft-based metadata quorum.")
+    if old_listeners != new_listeners:
+        # Kafka would open or close the listeners; Samsa binds its listeners at startup only.
+        raise _invalid_dynamic("Listeners cannot be added or removed while Samsa runs: restart the broker "
+                               "with the new listeners")
+    for name in THREAD_POOL_CONFIGS:
+        old, value = current.get(name), new.get(name)
+        assert isinstance(old, int) and isinstance(value, int)
+        if value == old:
+            continue
+        failed = f"Dynamic thread count update validation failed for {name}={value}"
+        if value <= 0:
+            raise _invalid_dynamic(f"{failed}, value should be at least 1")
+        if value < old // 2:
+            raise _invalid_dynamic(f"{failed}, value should be at least half the current value {old}")
+        if value > old * 2:
+            raise _invalid_dynamic(f"{failed}, value should not be greater than double the current value {old}")
+
+
+# --- the BROKER resource ------------------------------------------------------------------------
+
+
+def check_broker_resource(name: str, node_id: int) -> None:
+    """A BROKER resource to alter is the empty name or this broker's id (ConfigAdminManager)."""
+    if name and parse_node_id(name) != node_id:
+        raise invalid_request(f"Unexpected broker id, expected {node_id}, but received {name}")
+
+
+def _java_split(text: str) -> list[str]:
+    # String.split(","): trailing empty strings go, but "" stays one empty string.
+    if not text:
+        return [""]
+    parts = text.split(",")
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def incremental_broker_configs(current: Mapping[str, str], changes) -> dict[str, str]:
+    """IncrementalAlterConfigs' operations on a BROKER resource's dynamic configs
+    (ConfigAdminManager.prepareIncrementalConfigs): APPEND and SUBTRACT start from the dynamic
+    value, else Kafka's default, and only list-typed configs take them."""
+    for change in changes:
+        if change.config_operation not in set(OpType):
+            raise invalid_request(f"Unknown operations type {change.config_operation}")
+    result = dict(current)
+    for change in changes:
+        name, value, operation = change.name, change.value, change.config_operation
+        if operation == OpType.SET:
+            result[name] = value
+        elif operation == OpType.DELETE:
+            result.pop(name, None)
+        else:
+            verb = "append" if operation == OpType.APPEND else "subtract"
+            definition = BROKER_CONFIGS.get(name)
+            if definition is None:
+                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
+            if definition.type != "list":
+                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
+            old = result.get(name, value_to_string(definition.default))
+            if operation == OpType.APPEND:
+                items = _java_split(old) if old else []
+                items += [item for item in _java_split(value) if item not in items]
+            else:
+                items = _java_split(old or "")
+                for item in _java_split(value):
+                    if item in items:
+                        items.remove(item)
+            result[name] = ",".join(items)
+    return result
+
+
+def alter_broker_configs(broker: "Broker", resource_name: str, props: Mapping[str, str], validate_only: bool) -> None:
+    """Make `props` the whole dynamic config set of a BROKER resource (checked by
+    check_broker_resource): validate, then unless validate_only store and apply it."""
+    per_broker = resource_name != ""
+    current = broker.config
+    try:
+        validate_dynamic_configs(props, per_broker)
+        new = current.with_dynamic(props if per_broker else current.dynamic_configs(per_broker=True),
+                                   current.dynamic_configs(per_broker=False) if per_broker else props)
+        _validate_reconfiguration(current, new)
+    except ConfigError as error:
+        raise invalid_request(error.message) from None
+    if validate_only:
+        return
+    broker.metadata.set_broker_configs(resource_name, dict(props))
+    log.info("Updated %s dynamic configs: %s", f"broker {resource_name}" if per_broker else "cluster default",
+             sorted(props))
+    _apply(broker, new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))
+
+
+def load_dynamic_broker_configs(broker: "Broker") -> None:
+    """At startup, before any log opens: the dynamic configs the metadata image holds take effect."""
+    stored = broker.metadata.broker_configs
+    per_broker = usable_dynamic_configs(stored.get(str(broker.node_id), {}), per_broker=True)
+    defaults = usable_dynamic_configs(stored.get("", {}), per_broker=False)
+    if per_broker or defaults:
+        _apply(broker, per_broker, defaults)
+
+
+def _apply(broker: "Broker", per_broker: Mapping[str, str], defaults: Mapping[str, str]) -> None:
+    try:
+        broker.config.update_dynamic(per_broker, defaults)
+    except ConfigError as error:
+        # As Kafka's updateBrokerConfig: an image that no longer fits the static configs is
+        # reported and the broker keeps what it has.
+        log.error("Dynamic broker configs could not be applied: %s", error.message)
+        return
+    # DynamicLogConfig.reconfigure: new topic defaults for every log, under its topic's overrides.
+    broker.log_manager.default_config = broker.config.log_config()
+    replicas = broker.replica_manager
+    if replicas is None:
+        return
+    for topic in broker.metadata.topics.values():
+        config = replicas.topic_log_config(topic)
+        for index in range(topic.num_partitions):
+            partition = replicas.get(topic.name, index)
+            if partition is not None:
+                partition.log.update_config(config)
