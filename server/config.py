@@ -1,8 +1,9 @@
 """The broker's configuration, read and checked the way Kafka's KafkaConfig does it.
 
 server.properties is read with java.util.Properties' syntax, `--override key=value` goes on top,
-every value is parsed and validated against Kafka's config definitions (generated from Kafka's
-docs), and the result answers DescribeConfigs for the broker and for topics.
+dynamic broker configs (KIP-226, see dynamic_broker_config.py) on top of those, every value is
+parsed and validated against Kafka's config definitions (generated from Kafka's docs), and the
+result answers DescribeConfigs for the broker and for topics.
 """
 
 from __future__ import annotations
@@ -500,17 +501,6 @@ _DEFAULT_STRINGS = {
 }
 
 
-def _override(props: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
-    # DynamicBrokerConfig.overrideProps: an override removes its synonyms (log.roll.hours goes when
-    # log.roll.ms is set), so the layer set last wins; listener overrides keep their base configs.
-    result = dict(props)
-    for name, value in overrides.items():
-        for synonym in [name] if listener_config_base(name) else broker_synonyms(name):
-            result.pop(synonym, None)
-        result[name] = value
-    return result
-
-
 class KafkaConfig:
     """A broker's configuration: server.properties and overrides on Kafka's defaults, with the
     dynamic broker configs of KIP-226 (cluster-wide defaults, then this broker's own) on top."""
@@ -532,7 +522,11 @@ class KafkaConfig:
         the ones it had); ConfigError when the combination is invalid."""
         updated = copy.copy(self)
         updated._dynamic_broker, updated._dynamic_default = dict(per_broker), dict(defaults)
-        updated._configure(_override(_override(self._static, defaults), per_broker))
+        # Kafka's overrideProps also drops the static synonyms of each dynamic config. Only the
+        # first of a synonym group can be set dynamically, so that never changes which value wins,
+        # but it would lose a static log.flush.scheduler.interval.ms to a dynamic
+        # log.flush.interval.ms, and the flush scheduler would stop: Samsa keeps them.
+        updated._configure({**self._static, **defaults, **per_broker})
         return updated
 
     def update_dynamic(self, per_broker: Mapping[str, str], defaults: Mapping[str, str]) -> None:

@@ -202,7 +202,8 @@ def alter_broker_configs(broker: "Broker", resource_name: str, props: Mapping[st
         raise invalid_request(error.message) from None
     if validate_only:
         return
-    broker.metadata.set_broker_configs(resource_name, dict(props))
+    # Kept under the id as this broker prints it, so "00" and "0" name the same resource.
+    broker.metadata.set_broker_configs(str(broker.node_id) if per_broker else "", dict(props))
     log.info("Updated %s dynamic configs: %s", f"broker {resource_name}" if per_broker else "cluster default",
              sorted(props))
     _apply(broker, new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))

@@ -27,13 +27,18 @@ def broker_config(tmp_path, **overrides) -> KafkaConfig:
 
 def run_broker(config: KafkaConfig, scenario) -> None:
     """Start a broker, run `scenario(port)` against it, then stop the broker (always)."""
+    run_with_broker(config, lambda broker: scenario(broker.endpoints[0].port))
+
+
+def run_with_broker(config: KafkaConfig, scenario) -> None:
+    """Start a broker, run `scenario(broker)` against it, then stop the broker (always)."""
 
     async def main():
         broker = Broker(config)
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.run)
             try:
-                await scenario(broker.endpoints[0].port)
+                await scenario(broker)
             finally:
                 nursery.cancel_scope.cancel()
 

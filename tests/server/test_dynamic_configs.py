@@ -11,16 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-import trio
 
-from samsa.server.broker import Broker
 from samsa.server.config import ConfigSource, ConfigSynonym, ConfigType, KafkaConfig
 from samsa.server.metadata import METADATA_FILE
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client, broker_config, create_topic_request, one_batch, produce_request  # noqa: E402
+from test_broker import (  # noqa: E402
+    Client, broker_config, create_topic_request, one_batch, produce_request, run_with_broker,
+)
 
 Describe = request_class(ApiKey.DESCRIBE_CONFIGS)
 Incremental = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
@@ -34,16 +34,10 @@ STATIC, DEFAULT = ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG
 def run(config: KafkaConfig, scenario) -> None:
     """Start a broker, run `scenario(broker, client)` against it, then stop the broker (always)."""
 
-    async def main():
-        broker = Broker(config)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(broker.run)
-            try:
-                await scenario(broker, await Client.connect(broker.endpoints[0].port))
-            finally:
-                nursery.cancel_scope.cancel()
+    async def with_client(broker):
+        await scenario(broker, await Client.connect(broker.endpoints[0].port))
 
-    trio.run(main)
+    run_with_broker(config, with_client)
 
 
 async def describe(client, resource_type, name, keys=None, version=4, documentation=False):
@@ -375,7 +369,7 @@ def test_dynamic_configs_survive_a_restart(tmp_path):
         await create_topic(client, "t")
         assert await incremental(client, BROKER, "", ("log.retention.ms", SET, "7200000"),
                                  ("message.max.bytes", SET, "70000")) == OK
-        assert await incremental(client, BROKER, "0", ("message.max.bytes", SET, "60000")) == OK
+        assert await incremental(client, BROKER, "00", ("message.max.bytes", SET, "60000")) == OK
 
     async def second(broker, client):
         assert broker.config.dynamic_configs(per_broker=False) == {"log.retention.ms": "7200000",
@@ -469,14 +463,16 @@ def test_broker_loggers(tmp_path, restore_logger_levels):
 # --- the configuration object on its own --------------------------------------------------------
 
 
-def test_a_dynamic_synonym_replaces_the_static_ones():
-    config = KafkaConfig({"log.roll.hours": "2", "log.retention.minutes": "30"})
-    assert (config.log_roll_ms, config.log_retention_ms) == (7_200_000, 1_800_000)
-    config.update_dynamic({"log.roll.ms": "1000"}, {"log.retention.ms": "60000"})
-    assert (config.log_roll_ms, config.log_retention_ms) == (1000, 60000)
-    assert config.log_config().segment_ms == 1000
+def test_a_dynamic_config_wins_over_its_static_synonyms():
+    config = KafkaConfig({"log.roll.hours": "2", "log.retention.minutes": "30", "log.flush.scheduler.interval.ms": "500"})
+    assert (config.log_roll_ms, config.log_retention_ms, config.log_flush_interval_ms) == (7_200_000, 1_800_000, 500)
+    config.update_dynamic({"log.roll.ms": "1000", "log.flush.interval.ms": "3000"}, {"log.retention.ms": "60000"})
+    assert (config.log_roll_ms, config.log_retention_ms, config.log_flush_interval_ms) == (1000, 60000, 3000)
+    assert (config.log_config().segment_ms, config.log_config().flush_ms) == (1000, 3000)
+    # The flush scheduler keeps its static interval.
+    assert config.get("log.flush.scheduler.interval.ms") == 500
     (entry,) = config.describe(["log.roll.ms"])
     assert entry.synonyms == (ConfigSynonym("log.roll.ms", "1000", DBC), ConfigSynonym("log.roll.hours", "2", STATIC),
                               ConfigSynonym("log.roll.hours", "168", DEFAULT))
     config.update_dynamic({}, {})
-    assert (config.log_roll_ms, config.log_retention_ms) == (7_200_000, 1_800_000)
+    assert (config.log_roll_ms, config.log_retention_ms, config.log_flush_interval_ms) == (7_200_000, 1_800_000, 500)
