@@ -149,19 +149,21 @@ class FileRecords:
             yield position, header
             position += header.size
 
-    def batches_from(self, start: int = 0) -> Iterator[tuple[int, BatchHeader, memoryview]]:
-        """(position, header, whole batch bytes) of each complete batch from `start` to the end."""
+    def batches_from(self, start: int = 0,
+                     chunk_size: int = _DATA_CHUNK) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+        """(position, header, whole batch bytes) of each complete batch from `start` to the end,
+        read `chunk_size` bytes at a time (more for a batch larger than that)."""
         position = start
         chunk, chunk_start = memoryview(b""), start
         while self.size - position >= BATCH_HEADER_SIZE:
             at = position - chunk_start
             if at + BATCH_HEADER_SIZE > len(chunk):
-                chunk, chunk_start, at = memoryview(self.pread(position, _DATA_CHUNK)), position, 0
+                chunk, chunk_start, at = memoryview(self.pread(position, chunk_size)), position, 0
             header = self._header_at(chunk, at, position)
             if position + header.size > self.size:
                 return
             if at + header.size > len(chunk):
-                chunk, chunk_start, at = memoryview(self.pread(position, max(header.size, _DATA_CHUNK))), position, 0
+                chunk, chunk_start, at = memoryview(self.pread(position, max(header.size, chunk_size))), position, 0
             yield position, header, chunk[at:at + header.size]
             position += header.size
 

@@ -13,6 +13,9 @@ deleted files. A lock guards every change of state; the segment list is copy-on-
 or a flush works on a consistent snapshot without holding the lock. A segment removed by
 retention or truncation is renamed to `.deleted` at once but its file stays open until
 file.delete.delay.ms passes, so a fetch already holding one of its file ranges can still send it.
+The log cleaner swaps cleaned segments in the same way (`replace_segments`); a second lock keeps
+retention, truncation and renaming the directory out of a swap in progress, without holding up
+appends and reads while the swap fsyncs the directory.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import shutil
 import threading
 import uuid
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
@@ -35,15 +38,15 @@ from .producer_state import (
 from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader
 from .durability import fsync_dir, fsync_path
 from .errors import (
-    CorruptSnapshotException, InvalidProducerEpochException, InvalidRecordException,
+    CorruptRecordException, CorruptSnapshotException, InvalidProducerEpochException, InvalidRecordException,
     InvalidTxnStateException, KafkaStorageException, OffsetOutOfRangeException, PolicyViolationException,
     RecordBatchTooLargeException,
 )
 from .file_records import FileRecords
 from .log_config import LogConfig
 from .log_segment import (
-    DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, FetchDataInfo, LogSegment,
-    filename_prefix,
+    CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, SWAP_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX, FetchDataInfo, LogSegment, filename_prefix,
 )
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_validator import AppendOrigin, ValidationResult, analyze_batches, validate_and_assign_offsets
@@ -68,9 +71,8 @@ DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
 _MARKED_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)(-delete|-future|-stray)$")
-# Files a crash can leave behind: half-done deletions, and the log cleaner's scratch files.
-_TEMPORARY_SUFFIXES = (DELETED_FILE_SUFFIX, ".cleaned", ".swap")
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
+_SWAP_LOG_FILE = re.compile(r"^(\d{20})\.log\.swap$")
 
 
 def parse_topic_partition_name(name: str) -> tuple[str, int]:
@@ -135,6 +137,9 @@ class Log:
         self._clock_ms = clock_ms
         self._segments = _Segments.of(segments)
         self._lock = threading.RLock()
+        # Taken before `_lock` by whatever renames or removes segment files: retention, truncation,
+        # a cleaned segment's swap, closing and renaming the directory.
+        self._segment_files_lock = threading.RLock()
         self._next_offset = next_offset
         self._log_start_offset = max(log_start_offset, self._segments.base_offsets[0])
         self._recovery_point = min(max(recovery_point, self._log_start_offset), next_offset)
@@ -555,7 +560,7 @@ class Log:
         below the log start offset. Never goes past the high watermark; the active segment goes
         only after a roll. Returns how many segments were removed; their files are renamed to
         `.deleted` and unlinked by `delete_pending_segments` after file.delete.delay.ms."""
-        with self._lock:
+        with self._segment_files_lock, self._lock:
             if self._closed or self._offline:
                 return 0
             with self._io("deleting old segments"):
@@ -616,15 +621,52 @@ class Log:
             self._remove_and_delete_segments(to_delete)
         return len(deletable)
 
-    def _remove_and_delete_segments(self, segments: list[LogSegment]) -> None:
+    def _remove_and_delete_segments(self, segments: Sequence[LogSegment],
+                                    replacement: LogSegment | None = None) -> None:
         doomed = {id(s) for s in segments}
-        self._segments = _Segments.of(s for s in self._segments.segments if id(s) not in doomed)
+        kept = [s for s in self._segments.segments if id(s) not in doomed]
+        self._segments = _Segments.of(kept + [replacement] if replacement else kept)
         due = self._clock_ms() + self.config.file_delete_delay_ms
         for segment in segments:
             segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletions.append((due, segment))
-            # The segment's snapshot goes with it, as Kafka's deleteProducerSnapshots does.
-            self._producer_snapshots.delete(segment.base_offset)
+            # The segment's snapshot goes with it, as Kafka's deleteProducerSnapshots does, unless
+            # its replacement starts at the same offset.
+            if replacement is None or segment.base_offset != replacement.base_offset:
+                self._producer_snapshots.delete(segment.base_offset)
+
+    # -- the log cleaner's swap (Kafka's replaceSegments)
+    def replace_segments(self, cleaned: LogSegment, old_segments: Sequence[LogSegment]) -> bool:
+        """Swap `cleaned` (flushed, its files named `<base>.*.cleaned`, base offset that of the
+        first old segment) in for `old_segments`. Crash-safe as Kafka's: the cleaned files become
+        `.swap` and that is made durable before any old segment is renamed `.deleted`; only then
+        do they lose the suffix. Loading completes a swap a crash interrupted. The old files stay
+        open until file.delete.delay.ms, for reads already under way.
+
+        Returns False, changing nothing, when the log moved on while the segment was cleaned:
+        closed, offline, renamed for deletion, or an old segment gone or active again (retention,
+        truncation); the caller then deletes the cleaned files."""
+        with self._segment_files_lock:
+            with self._lock:
+                current = {id(s) for s in self._segments.segments}
+                if (self._closed or self._offline or cleaned.log.path is None or cleaned.log.path.parent != self.dir
+                        or any(id(s) not in current for s in old_segments) or self.active_segment in old_segments):
+                    return False
+            with self._io("swapping in a cleaned segment"):
+                cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+                fsync_dir(self.dir)
+                with self._lock:
+                    self._remove_and_delete_segments(old_segments, replacement=cleaned)
+                cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+                fsync_dir(self.dir)
+        return True
+
+    def last_records_of_active_producers(self) -> dict[int, tuple[int | None, int]]:
+        """Producer id -> (offset of its last data batch, or None, and its epoch): the cleaner
+        keeps each producer's last batch, emptied if need be, so its state survives a reload."""
+        with self._lock:
+            return {pid: (entry.last_data_offset if entry.last_data_offset >= 0 else None, entry.producer_epoch)
+                    for pid, entry in self._producer_state.producers.items()}
 
     def delete_pending_segments(self, now_ms: int) -> int:
         """Close and unlink the `.deleted` segments whose file.delete.delay.ms has passed (thread-safe)."""
@@ -641,7 +683,7 @@ class Log:
         if target_offset < 0:
             raise InvalidRecordException(
                 f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
-        with self._lock, self._io("truncating"):
+        with self._segment_files_lock, self._lock, self._io("truncating"):
             if target_offset >= self._next_offset:
                 return False
             if self._segments.base_offsets[0] > target_offset:
@@ -659,7 +701,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop every segment and start empty at `new_offset`."""
-        with self._lock, self._io("truncating"):
+        with self._segment_files_lock, self._lock, self._io("truncating"):
             self._remove_and_delete_segments(list(self._segments.segments))
             segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
             self._segments = _Segments.of([segment])
@@ -711,7 +753,7 @@ class Log:
     # -- closing and deleting
     def close(self) -> None:
         """Close every segment (the active one's indexes are trimmed) and finish pending deletions."""
-        with self._lock:
+        with self._segment_files_lock, self._lock:
             if self._closed:
                 return
             if not self._offline:
@@ -729,7 +771,7 @@ class Log:
 
     def rename_dir(self, name: str) -> None:
         """Move the log directory (to its `-delete` name before removal)."""
-        with self._lock:
+        with self._segment_files_lock, self._lock:
             target = self.dir.parent / name
             try:
                 os.rename(self.dir, target)
@@ -778,15 +820,57 @@ def _max_position(segment: LogSegment, next_base_offset: int, max_offset: int) -
     return bound.position if bound else segment.size
 
 
+def _complete_interrupted_swaps(directory: Path, names: list[str]) -> list[str]:
+    """Kafka's LogLoader on the files a crash can leave: `.deleted` files go; `.cleaned` files (a
+    cleaning cut short) go, with the `.swap` files at or above the lowest of them (a swap not yet
+    complete on disk). A `.swap` log's swap is completed: the segment files it replaces (offsets
+    from its base to its end) go and every `.swap` file loses its suffix. Returns the names left."""
+    def base(name: str) -> int:
+        return int(name[:20]) if name[:20].isdigit() else -1
+    min_cleaned = min((base(n) for n in names if n.endswith(CLEANED_FILE_SUFFIX)), default=None)
+    swaps = [n for n in names if n.endswith(SWAP_FILE_SUFFIX)]
+    doomed = {n for n in names if n.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX))}
+    if min_cleaned is not None:
+        doomed.update(n for n in swaps if base(n) >= min_cleaned)
+    swaps = [n for n in swaps if n not in doomed]
+    replaced = []
+    for name in swaps:
+        if _SWAP_LOG_FILE.match(name):
+            start = base(name)
+            replaced.append((start, max(_end_offset_of(directory / name, start), start + 1)))
+    for name in names:
+        if _SEGMENT_FILE.match(name) and any(start <= base(name) < end for start, end in replaced):
+            doomed.add(name)
+    for name in doomed:
+        (directory / name).unlink(missing_ok=True)
+    for name in swaps:
+        os.rename(directory / name, directory / name[:-len(SWAP_FILE_SUFFIX)])
+    if swaps:
+        fsync_dir(directory)
+    return os.listdir(directory) if doomed or swaps else names
+
+
+def _end_offset_of(path: Path, base_offset: int) -> int:
+    """The offset after the last complete batch of a segment file."""
+    records = FileRecords.open(path)
+    end = base_offset
+    try:
+        for _, header in records.batch_headers_from(0):
+            end = header.next_offset
+    except CorruptRecordException:
+        pass
+    finally:
+        records.close()
+    return end
+
+
 def _load_segments(directory: Path, names: list[str], config: LogConfig, now: int) -> list[LogSegment]:
-    """Open the segments found in `directory`: crash leftovers are removed, an index without its
-    log goes, a segment without both indexes is rebuilt."""
+    """Open the segments found in `directory`: crash leftovers are removed or, for a cleaned
+    segment's swap, completed; an index without its log goes, a segment without both indexes is
+    rebuilt."""
     logs: set[str] = set()
     indexes: set[str] = set()
-    for name in names:
-        if name.endswith(_TEMPORARY_SUFFIXES):
-            (directory / name).unlink(missing_ok=True)
-            continue
+    for name in _complete_interrupted_swaps(directory, names):
         match = _SEGMENT_FILE.match(name)
         if match:
             (logs if match.group(2) == LOG_FILE_SUFFIX else indexes).add(name)

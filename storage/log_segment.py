@@ -13,6 +13,7 @@ Threads: the event loop appends and reads; one worker thread calls `flush()`. `f
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +30,8 @@ LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
 TIME_INDEX_FILE_SUFFIX = ".timeindex"
 DELETED_FILE_SUFFIX = ".deleted"
+CLEANED_FILE_SUFFIX = ".cleaned"  # a segment the log cleaner is writing
+SWAP_FILE_SUFFIX = ".swap"  # a cleaned segment being swapped into the log
 _INT_MAX = 2**31 - 1
 
 
@@ -44,15 +47,17 @@ class FetchDataInfo(NamedTuple):
 
 class LogSegment:
     def __init__(self, directory: Path, base_offset: int, log: FileRecords, index_interval_bytes: int,
-                 max_index_size: int, roll_jitter_ms: int, created_ms: int) -> None:
+                 max_index_size: int, roll_jitter_ms: int, created_ms: int, file_suffix: str = "") -> None:
         self.base_offset = base_offset
         self.log = log
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
         self.created_ms = created_ms
         prefix = filename_prefix(base_offset)
-        self._offset_index = OffsetIndex(directory / (prefix + INDEX_FILE_SUFFIX), base_offset, max_index_size)
-        self._time_index = TimeIndex(directory / (prefix + TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size)
+        self._offset_index = OffsetIndex(directory / (prefix + INDEX_FILE_SUFFIX + file_suffix), base_offset,
+                                         max_index_size)
+        self._time_index = TimeIndex(directory / (prefix + TIME_INDEX_FILE_SUFFIX + file_suffix), base_offset,
+                                     max_index_size)
         self._indexes_checked = False
         self._bytes_since_last_index_entry = 0
         self._max_timestamp_and_offset: TimestampOffset | None = None  # loaded on first use
@@ -63,11 +68,14 @@ class LogSegment:
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, *,
-             file_already_exists: bool = True) -> LogSegment:
-        path = directory / (filename_prefix(base_offset) + LOG_FILE_SUFFIX)
+             file_already_exists: bool = True, file_suffix: str = "") -> LogSegment:
+        """The segment's files carry `file_suffix` after their usual names (the cleaner writes
+        `<base>.log.cleaned`)."""
+        path = directory / (filename_prefix(base_offset) + LOG_FILE_SUFFIX + file_suffix)
         preallocate_size = 0 if file_already_exists else config.init_file_size
         segment = cls(directory, base_offset, FileRecords.open(path, preallocate_size=preallocate_size),
-                      config.index_interval_bytes, config.segment_index_bytes, config.random_segment_jitter(), now_ms)
+                      config.index_interval_bytes, config.segment_index_bytes, config.random_segment_jitter(), now_ms,
+                      file_suffix)
         if not file_already_exists:
             segment._indexes_checked = True
             segment._offset_index.create()
@@ -131,7 +139,8 @@ class LogSegment:
                 best = TimestampOffset(header.max_timestamp, header.last_offset)
         return best
 
-    def _first_batch_timestamp(self) -> int | None:
+    def first_batch_timestamp(self) -> int | None:
+        """The first batch's max timestamp (what segment.ms and max.compaction.lag.ms count from)."""
         if self._rolling_based_timestamp is None and self.size > 0:
             for _, header in self.log.batch_headers_from(0):
                 self._rolling_based_timestamp = header.max_timestamp
@@ -155,7 +164,7 @@ class LogSegment:
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """segment.ms counts from the first batch's timestamp when it has one, else from creation."""
-        first = self._first_batch_timestamp()
+        first = self.first_batch_timestamp()
         if first is not None and first >= 0:
             return message_timestamp - first
         return max(now_ms - self.created_ms, 0)
@@ -350,3 +359,9 @@ class LogSegment:
 
     def last_modified_ms(self) -> int:
         return self.log.last_modified_ms()
+
+    def set_last_modified(self, ms: int) -> None:
+        """A cleaned segment keeps the modification time of the segments it replaces: retention.ms
+        falls back on it when the segment holds no timestamp."""
+        assert self.log.path is not None
+        os.utime(self.log.path, ns=(ms * 1_000_000, ms * 1_000_000))
