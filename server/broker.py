@@ -1,6 +1,7 @@
 """The broker: owns the log manager, the metadata image and the replica manager, serves listeners,
-and runs the periodic jobs (flush, retention, checkpoints). One trio nursery holds it all, so a
-shutdown cancels everything in order: stop accepting, let requests in flight finish, flush, exit.
+and runs the periodic jobs (flush, retention, checkpoints, the log cleaner). One trio nursery holds
+it all, so a shutdown cancels everything in order: stop accepting, let requests in flight finish,
+flush, exit.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import trio
 
 from ..coordinator.producer_id_manager import ProducerIdManager
+from ..storage.log_cleaner import CleanerConfig
 from ..storage.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
 from ..wire.codec import FrameBuffer
 from ..wire.errors import ErrorCode
@@ -67,7 +69,8 @@ class Broker:
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         self.log_manager = LogManager(self.log_dirs, self.config.log_config(), now_ms,
-                                      producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"))
+                                      producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
+                                      cleaner_config=CleanerConfig.from_broker_config(self.config.get))
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
         self.metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
         load_dynamic_broker_configs(self)
@@ -132,6 +135,11 @@ class Broker:
             nursery.start_soon(self._every, self.config.get("log.flush.offset.checkpoint.interval.ms"),
                                self._checkpoint)
             nursery.start_soon(self._every, PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._expire_producers)
+            cleaner = self.log_manager.cleaner
+            if cleaner is not None:
+                limiter = trio.CapacityLimiter(max(cleaner.config.threads, 1))
+                for _ in range(cleaner.config.threads):
+                    nursery.start_soon(self._clean_logs, limiter)
 
     async def _every(self, interval_ms: int, job) -> None:
         interval = max(interval_ms, 10) / 1000
@@ -153,6 +161,18 @@ class Broker:
 
     async def _expire_producers(self) -> None:
         self.log_manager.remove_expired_producers(now_ms())
+
+    async def _clean_logs(self, limiter: trio.CapacityLimiter) -> None:
+        """One log cleaner thread: clean the dirtiest log, or wait log.cleaner.backoff.ms."""
+        cleaner = self.log_manager.cleaner
+        while True:
+            try:
+                cleaned = await trio.to_thread.run_sync(cleaner.clean_filthiest_log, limiter=limiter)
+            except Exception:
+                log.exception("log cleaner failed")
+                cleaned = False
+            if not cleaned:
+                await trio.sleep(cleaner.config.backoff_ms / 1000)
 
     # --- requests -----------------------------------------------------------------------------
 

@@ -6,6 +6,9 @@ shutdown and the next start. Startup loads every log; without the clean-shutdown
 log recovers the segments past its checkpointed recovery point. A clean log costs a directory
 listing and a few opens, so a thousand partitions load in well under a second.
 
+With a CleanerConfig whose log.cleaner.enable is true, `cleaner` compacts the logs whose
+cleanup.policy has `compact` (the server calls `cleaner.clean_filthiest_log` in worker threads).
+
 Threads: the event loop creates, looks up and deletes logs; `flush_dirty`, `cleanup`,
 `checkpoint` and `shutdown` are meant for worker threads. A lock guards the registry.
 """
@@ -28,6 +31,7 @@ from .errors import KafkaStorageException
 from .log import (
     DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name,
 )
+from .log_cleaner import CleanerConfig, LogCleaner
 from .log_config import LogConfig
 
 log = logging.getLogger("samsa.storage")
@@ -45,7 +49,8 @@ TopicPartition = tuple[str, int]
 
 class LogManager:
     def __init__(self, log_dirs: Iterable[Path | str], default_config: LogConfig, clock_ms: Callable[[], int], *,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 cleaner_config: CleanerConfig | None = None) -> None:
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config
         self._clock_ms = clock_ms
@@ -57,6 +62,8 @@ class LogManager:
         self._lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._dir_locks: list[int] = []
+        self.cleaner = (LogCleaner(cleaner_config, self.log_dirs, self.logs, clock_ms)
+                        if cleaner_config is not None and cleaner_config.enable else None)
 
     # -- identity
     def ensure_meta_properties(self, node_id: int, new_cluster_id: Callable[[], str]) -> str:
@@ -123,10 +130,14 @@ class LogManager:
                                   producer_id_expiration_ms=self._producer_id_expiration_ms)
                 loaded.high_watermark = high_watermarks.get(tp, loaded.log_start_offset)
                 self._register(loaded)
+        if self.cleaner is not None:
+            self.cleaner.load_checkpoints()
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker (not in
         a directory where a log went offline: what it holds must be recovered)."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         damaged = set()
         for each in self.logs():
             each.flush()
@@ -195,6 +206,8 @@ class LogManager:
             removed.rename_dir(delete_dir_name(topic, partition))
             self._logs_to_delete.append((self._clock_ms() + removed.config.file_delete_delay_ms, removed))
             self._deleted_since_checkpoint.add((topic, partition))
+        if self.cleaner is not None:
+            self.cleaner.forget_log(topic, partition, removed.dir.parent)
         return removed
 
     # -- periodic work (worker threads)
@@ -223,6 +236,8 @@ class LogManager:
                         log.error("%s", e)
             with self._lock:
                 self._deleted_since_checkpoint -= forgotten
+            if self.cleaner is not None:
+                self.cleaner.write_checkpoints()
 
     def flush_dirty(self, now_ms: int) -> None:
         """Flush the logs past flush.ms or flush.messages, and those with a rolled segment not yet
@@ -236,9 +251,14 @@ class LogManager:
         return sum(each.remove_expired_producers(now_ms) for each in self.logs())
 
     def cleanup(self, now_ms: int) -> int:
-        """Retention for every log, then the removal of files whose deletion delay has passed.
-        Returns the number of segments retention removed."""
-        removed = sum(each.delete_old_segments(now_ms) for each in self.logs())
+        """Retention for every log not being cleaned, then the removal of files whose deletion
+        delay has passed. Returns the number of segments retention removed."""
+        logs = self.logs() if self.cleaner is None else self.cleaner.pause_cleaning(self.logs())
+        try:
+            removed = sum(each.delete_old_segments(now_ms) for each in logs)
+        finally:
+            if self.cleaner is not None:
+                self.cleaner.resume_cleaning(logs)
         for each in self.logs():
             each.delete_pending_segments(now_ms)
         with self._lock:
