@@ -8,6 +8,8 @@ from ..wire.errors import ErrorCode
 
 class StorageError(Exception):
     error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    # (index of the record in its batch, why it was refused): Produce's record_errors.
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 class CorruptRecordException(StorageError):
@@ -27,6 +29,16 @@ class RecordBatchTooLargeException(StorageError):
 
 class InvalidRecordException(StorageError):
     error_code = ErrorCode.INVALID_RECORD
+
+    @classmethod
+    def of_records(cls, record_errors: list[tuple[int, str]]) -> InvalidRecordException:
+        """Kafka's RecordValidationException: the records at fault, and a message naming the first three."""
+        shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')"
+                          for index, message in record_errors[:3])
+        error = cls(f"One or more records have been rejected due to {len(record_errors)} record errors in total, "
+                    f"and only showing the first three errors at most: [{shown}]")
+        error.record_errors = tuple(record_errors)
+        return error
 
 
 class InvalidTimestampException(StorageError):

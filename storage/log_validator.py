@@ -164,9 +164,12 @@ def _validate_keys(records, position: int, header: BatchHeader, topic_partition:
         _, decoded = decode_batch(records, position)
     except CorruptRecordError as e:
         raise CorruptRecordException(f"{e} in topic partition {topic_partition}") from None
-    if any(record.key is None for record in decoded) and not header.is_control:
-        raise InvalidRecordException(
-            f"Compacted topic cannot accept message without key in topic partition {topic_partition}")
+    if header.is_control:
+        return
+    message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
+    errors = [(index, message) for index, record in enumerate(decoded) if record.key is None]
+    if errors:
+        raise InvalidRecordException.of_records(errors)
 
 
 def _validate_timestamps(header: BatchHeader, config: LogConfig, now_ms: int, log_append_time: bool) -> None:

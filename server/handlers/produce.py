@@ -89,7 +89,10 @@ def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
         return partition_error(data.index, ErrorCode.CORRUPT_MESSAGE, str(e))
     except StorageError as e:
         log.debug("append to %s-%d refused: %s", topic_name, data.index, e)
-        return partition_error(data.index, e.error_code, str(e))
+        response = partition_error(data.index, e.error_code, str(e))
+        response.record_errors = [BatchIndexAndErrorMessage(batch_index=index, batch_index_error_message=message)
+                                  for index, message in e.record_errors]
+        return response
     return PartitionResponse(index=data.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                              log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
 
