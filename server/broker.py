@@ -135,10 +135,12 @@ class Broker:
             nursery.start_soon(self._every, self.config.get("log.flush.offset.checkpoint.interval.ms"),
                                self._checkpoint)
             nursery.start_soon(self._every, PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._expire_producers)
-            cleaner = self.log_manager.cleaner
-            if cleaner is not None:
-                limiter = trio.CapacityLimiter(max(cleaner.config.threads, 1))
-                for _ in range(cleaner.config.threads):
+            if self.log_manager.cleaner is not None:
+                # log.cleaner.threads as it is now, dynamic configs applied; a later change of it
+                # takes effect at the next start.
+                threads = self.config.get("log.cleaner.threads")
+                limiter = trio.CapacityLimiter(max(threads, 1))
+                for _ in range(threads):
                     nursery.start_soon(self._clean_logs, limiter)
 
     async def _every(self, interval_ms: int, job) -> None:
@@ -163,9 +165,11 @@ class Broker:
         self.log_manager.remove_expired_producers(now_ms())
 
     async def _clean_logs(self, limiter: trio.CapacityLimiter) -> None:
-        """One log cleaner thread: clean the dirtiest log, or wait log.cleaner.backoff.ms."""
+        """One log cleaner thread: clean the dirtiest log, or wait log.cleaner.backoff.ms. The
+        log.cleaner.* configs are read before every turn: they may be changed dynamically."""
         cleaner = self.log_manager.cleaner
         while True:
+            cleaner.reconfigure(CleanerConfig.from_broker_config(self.config.get))
             try:
                 cleaned = await trio.to_thread.run_sync(cleaner.clean_filthiest_log, limiter=limiter)
             except Exception:

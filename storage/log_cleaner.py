@@ -14,7 +14,8 @@ waiting log.cleaner.backoff.ms when it finds nothing to clean.
 
 Retention (LogManager.cleanup) skips a log while it is being cleaned and the cleaner skips one
 while retention works on it (Kafka's pause). Deleting a log aborts its cleaning and forgets its
-checkpoint; `shutdown` aborts every pass and waits for them to stop.
+checkpoint; `shutdown` aborts every pass and waits for them to stop. `reconfigure` takes new
+log.cleaner.* values (dynamic broker configs) from the next pass on.
 """
 
 from __future__ import annotations
@@ -147,17 +148,22 @@ def max_compaction_delay(log: Log, first_dirty_offset: int, now_ms: int) -> int:
     return clean_until - earliest if earliest is not None and earliest < clean_until else 0
 
 
+def _cleaner_for(config: CleanerConfig) -> Cleaner:
+    return Cleaner(offset_map_capacity=config.offset_map_capacity, io_buffer_size=config.io_buffer_per_thread,
+                   throttler=Throttler(config.io_max_bytes_per_second))
+
+
 class LogCleaner:
     def __init__(self, config: CleanerConfig, log_dirs: Iterable[Path], logs: Callable[[], list[Log]],
                  clock_ms: Callable[[], int]) -> None:
-        self.config = config
         self.log_dirs = list(log_dirs)
         self._logs = logs
         self._clock_ms = clock_ms
-        self._cleaner = Cleaner(offset_map_capacity=config.offset_map_capacity,
-                                io_buffer_size=config.io_buffer_per_thread,
-                                throttler=Throttler(config.io_max_bytes_per_second))
+        self._setup = (config, _cleaner_for(config))  # replaced whole: a reader never sees half of it
+        # `_lock` guards the state below and is never held over file I/O, so the event loop may
+        # take it; `_checkpoint_write_lock` orders the checkpoint writes (taken first).
         self._lock = threading.Condition()
+        self._checkpoint_write_lock = threading.Lock()
         self._checkpoints: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
         self._unwritten: set[Path] = set()  # directories whose checkpoint file lags behind
         self._in_progress: set[TopicPartition] = set()
@@ -166,17 +172,28 @@ class LogCleaner:
         self._uncleanable: set[TopicPartition] = set()
         self._stopping = False
 
+    @property
+    def config(self) -> CleanerConfig:
+        return self._setup[0]
+
+    def reconfigure(self, config: CleanerConfig) -> None:
+        """New configs for the passes that start from now on."""
+        if config != self.config:
+            self._setup = (config, _cleaner_for(config))
+
     # -- checkpoints
     def load_checkpoints(self) -> None:
         """Read every log directory's cleaner-offset-checkpoint (a damaged one reads as empty)."""
+        loaded = {}
+        for directory in self.log_dirs:
+            path = directory / CLEANER_CHECKPOINT_FILE
+            try:
+                loaded[directory] = OffsetCheckpointFile(path).read()
+            except (ValueError, OSError) as e:
+                logger.warning("Error occurred while reading %s, resetting it: %s", path, e)
+                loaded[directory] = {}
         with self._lock:
-            for directory in self.log_dirs:
-                path = directory / CLEANER_CHECKPOINT_FILE
-                try:
-                    self._checkpoints[directory] = OffsetCheckpointFile(path).read()
-                except (ValueError, OSError) as e:
-                    logger.warning("Error occurred while reading %s, resetting it: %s", path, e)
-                    self._checkpoints[directory] = {}
+            self._checkpoints = loaded
 
     def checkpoints(self) -> dict[TopicPartition, int]:
         """Where the dirty section of each cleaned log starts."""
@@ -184,40 +201,42 @@ class LogCleaner:
             return {tp: offset for offsets in self._checkpoints.values() for tp, offset in offsets.items()}
 
     def write_checkpoints(self) -> None:
-        """Write the checkpoint files that changed since last written (thread-safe)."""
-        with self._lock:
-            for directory in list(self._unwritten):
-                self._write_checkpoint(directory)
-
-    def _write_checkpoint(self, directory: Path) -> None:
-        present = {(each.topic, each.partition) for each in self._logs() if each.dir.parent == directory}
-        offsets = {tp: offset for tp, offset in self._checkpoints.get(directory, {}).items() if tp in present}
-        self._checkpoints[directory] = offsets
-        try:
-            OffsetCheckpointFile(directory / CLEANER_CHECKPOINT_FILE).write(offsets)
-            self._unwritten.discard(directory)
-        except KafkaStorageException as e:
-            logger.error("Failed to write %s in dir %s: %s", CLEANER_CHECKPOINT_FILE, directory, e)
+        """Write the checkpoint files that changed since last written (a worker thread)."""
+        with self._checkpoint_write_lock:
+            present = {(each.dir.parent, each.topic, each.partition) for each in self._logs()}
+            with self._lock:
+                changed = {directory: {tp: offset for tp, offset in self._checkpoints.get(directory, {}).items()
+                                       if (directory, *tp) in present}
+                           for directory in self._unwritten}
+                self._unwritten.clear()
+            for directory, offsets in changed.items():
+                try:
+                    OffsetCheckpointFile(directory / CLEANER_CHECKPOINT_FILE).write(offsets)
+                except KafkaStorageException as e:
+                    logger.error("Failed to write %s in dir %s: %s", CLEANER_CHECKPOINT_FILE, directory, e)
+                    with self._lock:
+                        self._unwritten.add(directory)
 
     def _set_checkpoint(self, each: Log, offset: int) -> None:
         directory = each.dir.parent
         self._checkpoints.setdefault(directory, {})[(each.topic, each.partition)] = offset
-        self._write_checkpoint(directory)
+        self._unwritten.add(directory)
 
     # -- one cleaner thread's turn (a worker thread)
     def clean_filthiest_log(self, now_ms: int | None = None) -> bool:
         """Clean the dirtiest compacted log, if one is due; False when none was (the caller then
         waits log.cleaner.backoff.ms) or its cleaning failed."""
         now = self._clock_ms() if now_ms is None else now_ms
+        cleaner = self._setup[1]
         cleanable = self._grab_filthiest_log(now)
+        self.write_checkpoints()  # checkpoints found invalid and reset
         if cleanable is None:
             return False
         tp = cleanable.topic_partition
         end_offset = cleanable.first_dirty_offset
         try:
-            end_offset, stats = self._cleaner.clean(cleanable.log, cleanable.first_dirty_offset,
-                                                    cleanable.first_uncleanable_offset, now,
-                                                    lambda: self._check_done(tp))
+            end_offset, stats = cleaner.clean(cleanable.log, cleanable.first_dirty_offset,
+                                              cleanable.first_uncleanable_offset, now, lambda: self._check_done(tp))
             logger.info("Cleaned log %s (dirty section = [%d, %d]): %d bytes of log read, %d written; %d of %d "
                         "records kept%s", cleanable.log.name, cleanable.first_dirty_offset, end_offset,
                         stats.bytes_read, stats.bytes_written, stats.messages_written, stats.messages_read,
@@ -234,14 +253,16 @@ class LogCleaner:
             return False
         finally:
             self._done_cleaning(cleanable, end_offset)
+            self.write_checkpoints()
         return True
 
     def _grab_filthiest_log(self, now_ms: int) -> LogToClean | None:
+        logs = self._logs()
         with self._lock:
             if self._stopping:
                 return None
             dirty = []
-            for each in self._logs():
+            for each in logs:
                 tp = (each.topic, each.partition)
                 if (not each.config.compact or tp in self._in_progress or self._paused[tp]
                         or tp in self._uncleanable or each.is_offline):
@@ -314,5 +335,4 @@ class LogCleaner:
             self._stopping = True
             while self._in_progress:
                 self._lock.wait()
-            for directory in list(self._unwritten):
-                self._write_checkpoint(directory)
+        self.write_checkpoints()

@@ -238,8 +238,9 @@ def test_compact_and_delete_both_apply(tmp_path, clock):
 def test_a_small_offset_map_cleans_in_several_passes(tmp_path, clock):
     log = compacted_log(tmp_path, clock)
     rounds_of_updates(log, keys=20, rounds=3)  # offsets 0-59, then the active segment
-    cleaner = cleaner_for(tmp_path, clock, log, dedupe_buffer_size=15 * OFFSET_MAP_ENTRY_BYTES,
-                          dedupe_buffer_load_factor=1.0)  # 15 keys a pass
+    cleaner = cleaner_for(tmp_path, clock, log)
+    # As a dynamic config change would: 15 keys a pass from the next pass on.
+    cleaner.reconfigure(CleanerConfig(dedupe_buffer_size=15 * OFFSET_MAP_ENTRY_BYTES, dedupe_buffer_load_factor=1.0))
     checkpoints = []
     while cleaner.clean_filthiest_log():
         checkpoints.append(cleaner.checkpoints()[("t", 0)])
