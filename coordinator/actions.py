@@ -1,0 +1,38 @@
+"""What a coordinator call asks of the server (Kafka's CoordinatorResult, widened for parked replies).
+
+Requests are identified by tickets the server hands in (any hashable). A call returns `Actions`:
+responses to deliver now, to this request's ticket or to tickets parked earlier (a JoinGroup that
+waited for the rebalance, like Kafka's DelayedJoin), and records to append to a partition of
+`__consumer_offsets`. Each append carries `on_done(error_code, now_ms, out)`, which the server calls
+with the append's outcome (ErrorCode.NONE or the storage error's code) through
+`GroupCoordinator.complete_append`: state that must be durable first (a committed offset, a group's
+new assignment) changes there, and the responses waiting on it are released there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+Ticket = Hashable
+Record = tuple[bytes, bytes | None]  # (key, value); value None is a tombstone
+
+
+@dataclass
+class Append:
+    partition: int
+    records: list[Record]
+    on_done: Callable[[int, int, "Actions"], None]
+
+
+@dataclass
+class Actions:
+    responses: list[tuple[Ticket, Any]] = field(default_factory=list)
+    appends: list[Append] = field(default_factory=list)
+
+    def respond(self, ticket: Ticket, response: Any) -> None:
+        self.responses.append((ticket, response))
+
+    def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, "Actions"], None]) -> None:
+        self.appends.append(Append(partition, records, on_done))

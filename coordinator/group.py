@@ -1,0 +1,132 @@
+"""What every type of group offers the shared parts of the coordinator (Kafka's `Group` interface).
+
+The coordinator keeps groups of several types in one map by id: classic groups (JoinGroup and
+SyncGroup, coordinator/classic_group.py) and, with KIP-848, consumer groups (ConsumerGroupHeartbeat).
+Offsets, ListGroups, DeleteGroups, OffsetDelete and offset retention work on any group through this
+interface only; everything that depends on how a type rebalances lives with that type.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..wire.errors import ErrorCode
+from .actions import Actions, Record
+
+if TYPE_CHECKING:
+    from .offsets import OffsetAndMetadata
+
+
+class GroupType:
+    CLASSIC = "classic"
+    CONSUMER = "consumer"
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    """Who sent a request, as far as the coordinator cares (Kafka's RequestContext, trimmed)."""
+
+    api_version: int
+    client_id: str = ""
+    client_host: str = ""
+
+
+class GroupError(Exception):
+    """A request refused with a protocol error code (Kafka's ApiException for groups)."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message or code.name)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class OffsetExpirationCondition:
+    """When an offset of a group expires: `base(offset)` is the time its retention counts from."""
+
+    base: Callable[[OffsetAndMetadata], int]
+
+    def is_expired(self, offset: OffsetAndMetadata, now_ms: int, retention_ms: int) -> bool:
+        if offset.expire_timestamp >= 0:
+            # Committed with OffsetCommit v2-v4's retention time: that expiry holds, as in Kafka.
+            return now_ms >= offset.expire_timestamp
+        return now_ms - self.base(offset) >= retention_ms
+
+
+class Group(ABC):
+    group_id: str
+    type: str
+
+    @property
+    @abstractmethod
+    def state_name(self) -> str:
+        """The state as ListGroups and DescribeGroups name it (Kafka's toString: "Stable", ...)."""
+
+    @property
+    @abstractmethod
+    def protocol_type(self) -> str:
+        """ListGroups' ProtocolType: "consumer", "connect", ... or "" for a group without one."""
+
+    @abstractmethod
+    def is_empty(self) -> bool:
+        """No members: the group may be deleted, and expires when its offsets do."""
+
+    def is_in_states(self, states: set[str]) -> bool:
+        """ListGroups' states filter, compared without case as Kafka does."""
+        return self.state_name.lower() in states
+
+    @abstractmethod
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
+                               request: RequestInfo) -> None:
+        """Raise GroupError unless this member may commit offsets now."""
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:
+        """Raise GroupError unless this member may fetch offsets (OffsetFetch v9+ names one)."""
+
+    @abstractmethod
+    def validate_delete_group(self) -> None:
+        """Raise GroupError (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND) unless DeleteGroups may delete it."""
+
+    @abstractmethod
+    def validate_offset_delete(self) -> None:
+        """Raise GroupError unless OffsetDelete may delete offsets of this group."""
+
+    @abstractmethod
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Members consume the topic: its offsets neither expire nor may be deleted."""
+
+    @abstractmethod
+    def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
+        """How this group's offsets expire now, or None when they do not."""
+
+    @abstractmethod
+    def tombstones(self) -> list[Record]:
+        """The records that delete this group from `__consumer_offsets` (not its offsets)."""
+
+
+class GroupTypeManager(ABC):
+    """The code that runs one type of group; the coordinator calls it where a type must decide.
+
+    A manager registers the record types (key versions) it replays at load time; it is told when a
+    group of its type was loaded, deleted, or got an offset commit, and when the coordinator stops.
+    """
+
+    group_type: str
+    record_types: tuple[int, ...] = ()
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Apply one record of `record_types` read from `__consumer_offsets` at load time."""
+
+    def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
+        """The load finished: start what a live group needs (session timers, ...)."""
+
+    def on_offset_commit(self, group: Group, member_id: str, now_ms: int) -> None:
+        """A member's offset commit was accepted (classic members keep their session with it)."""
+
+    def on_deleted(self, group: Group, now_ms: int) -> None:
+        """The group is gone (DeleteGroups, expiry): drop its timers."""
+
+    def unload(self, out: Actions) -> None:
+        """The coordinator stops: answer every parked request (Kafka answers NOT_COORDINATOR)."""
