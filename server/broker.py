@@ -28,6 +28,7 @@ from .metadata import BrokerInfo, MetadataImage
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
+from .group_service import GroupService
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.broker")
@@ -53,6 +54,7 @@ class Broker:
         self.metadata: MetadataImage | None = None
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
+        self.groups = GroupService(self)
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
@@ -84,6 +86,7 @@ class Broker:
         started_at = time.monotonic()
         await trio.to_thread.run_sync(self._load)
         async with trio.open_nursery() as services:
+            await services.start(self.groups.run)  # groups and offsets loaded before any request
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)

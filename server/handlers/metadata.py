@@ -37,6 +37,9 @@ def topic_metadata(ctx, topic, include_operations: bool) -> object:
 def auto_create(ctx, name: str):
     """Create a topic on first mention, as `auto.create.topics.enable` asks; None if not allowed."""
     config = ctx.broker.config
+    if name == "__consumer_offsets":  # Kafka creates it as the group coordinator needs it
+        ctx.broker.groups.ensure_offsets_topic()
+        return ctx.broker.metadata.topics[name]
     return ctx.broker.replica_manager.create_topic(
         name, config.get("num.partitions"), {}, config.get("default.replication.factor"))
 

@@ -1,0 +1,227 @@
+"""Runs the group coordinator for the broker: requests in with the clock, actions carried out.
+
+The coordinator (coordinator/group_coordinator.py) is sans-I/O; this is its shell. A handler calls
+`submit(ctx, GroupCoordinator.join_group, request)`: the request gets a ticket and waits on it while
+the coordinator's actions are carried out. Records go to `__consumer_offsets` (created on first
+need, compacted) and their completions run once the append is done (and flushed when the log's
+flush policy says so); responses go to the tickets they name, which may be requests parked earlier.
+A task in the broker's nursery wakes the coordinator at its next deadline (session timeouts,
+rebalance timeouts, the initial rebalance delay, offset retention).
+
+At startup every partition of `__consumer_offsets` is replayed into the coordinator before the
+broker accepts connections. At shutdown parked requests are answered NOT_COORDINATOR, as Kafka
+does when it resigns, so that clients find the coordinator again once the broker is back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+import trio
+
+from ..coordinator.actions import Actions, Append
+from ..coordinator.group import RequestInfo
+from ..coordinator.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig
+from ..coordinator.group_records import RecordFormatError
+from ..storage.errors import StorageError
+from ..wire import records as batches
+from ..wire.errors import ErrorCode
+from ..wire.exceptions import CodecError
+
+if TYPE_CHECKING:
+    from .broker import Broker
+    from .context import RequestContext
+
+log = logging.getLogger("samsa.group_service")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _Reply:
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.response: Any = None
+
+    def set(self, response: Any) -> None:
+        if not self.event.is_set():
+            self.response = response
+            self.event.set()
+
+
+class GroupService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.coordinator: GroupCoordinator | None = None
+        self._replies: dict[int, _Reply] = {}
+        self._tickets = itertools.count()
+        self._rescheduled = trio.Event()
+
+    # --- configuration ----------------------------------------------------------------------------
+
+    def _coordinator_config(self) -> GroupCoordinatorConfig:
+        get = self.broker.config.get
+        topic = self.broker.metadata.topics.get(OFFSETS_TOPIC)
+        return GroupCoordinatorConfig(
+            # The topic's real partition count wins: groups must map where their records are.
+            offsets_topic_num_partitions=topic.num_partitions if topic else get("offsets.topic.num.partitions"),
+            group_min_session_timeout_ms=get("group.min.session.timeout.ms"),
+            group_max_session_timeout_ms=get("group.max.session.timeout.ms"),
+            group_max_size=get("group.max.size"),
+            group_initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms"),
+            offset_metadata_max_bytes=get("offset.metadata.max.bytes"),
+            offsets_retention_ms=get("offsets.retention.minutes") * 60_000,
+            offsets_retention_check_interval_ms=get("offsets.retention.check.interval.ms"),
+        )
+
+    def ensure_offsets_topic(self) -> None:
+        """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing."""
+        broker = self.broker
+        if OFFSETS_TOPIC in broker.metadata.topics or self.coordinator is None:
+            return
+        get = broker.config.get
+        replication = get("offsets.topic.replication.factor")
+        if replication != 1:
+            log.info("offsets.topic.replication.factor=%d, but this broker is alone: creating %s with replication "
+                     "factor 1 (Kafka's shipped server.properties sets 1 for a single broker)", replication, OFFSETS_TOPIC)
+        broker.replica_manager.create_topic(OFFSETS_TOPIC, self.coordinator.config.offsets_topic_num_partitions, {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(get("offsets.topic.segment.bytes")),
+            # Batches are compressed here with offsets.topic.compression.codec; the log keeps them as written.
+            "compression.type": "producer",
+        }, 1)
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        self.coordinator = GroupCoordinator(self._coordinator_config(), now_ms())
+        loaded = await trio.to_thread.run_sync(self._load)
+        task_status.started()
+        try:
+            await self._apply(loaded)
+            await self._wake_at_deadlines()
+        finally:
+            self._deliver(self.coordinator.unload(now_ms()).responses)
+
+    def _load(self) -> Actions:
+        """Replay every record of `__consumer_offsets` (runs in a thread, before requests arrive)."""
+        started = time.monotonic()
+        count = 0
+        topic = self.broker.metadata.topics.get(OFFSETS_TOPIC)
+        for index in range(topic.num_partitions if topic else 0):
+            partition = self.broker.replica_manager.get(OFFSETS_TOPIC, index)
+            for key, value in _read_records(partition.log):
+                try:
+                    self.coordinator.replay(key, value)
+                    count += 1
+                except RecordFormatError as e:
+                    log.error("Skipping a malformed record in %s: %s", partition.name, e)
+        loaded = self.coordinator.load_complete(now_ms())
+        if topic is not None:
+            log.info("Replayed %d records of %s in %.0f ms", count, OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
+        return loaded
+
+    async def _wake_at_deadlines(self) -> None:
+        while True:
+            self._rescheduled = trio.Event()
+            deadline = self.coordinator.next_deadline()
+            if deadline is None:
+                await self._rescheduled.wait()
+                continue
+            delay = (deadline - now_ms()) / 1000
+            if delay > 0:
+                with trio.move_on_after(delay):
+                    await self._rescheduled.wait()
+                continue
+            try:
+                await self._apply(self.coordinator.on_timer(now_ms()))
+            except Exception:
+                log.exception("group coordinator timer failed")
+
+    # --- requests -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def request_info(ctx: RequestContext) -> RequestInfo:
+        # Kafka shows a member's host as InetAddress.toString does: "/127.0.0.1".
+        return RequestInfo(ctx.api_version, ctx.client_id or "", f"/{ctx.connection.client_host}")
+
+    async def submit(self, ctx: RequestContext, method: Callable[..., Actions], *args: Any) -> Any:
+        """Run `method(coordinator, now, ticket, request_info, *args)` and wait for its response."""
+        info = self.request_info(ctx)
+        return await self.call(lambda now, ticket: method(self.coordinator, now, ticket, info, *args))
+
+    async def call(self, operation: Callable[[int, int], Actions]) -> Any:
+        self.ensure_offsets_topic()
+        ticket = next(self._tickets)
+        reply = self._replies[ticket] = _Reply()
+        try:
+            await self._apply(operation(now_ms(), ticket))
+            await reply.event.wait()
+            return reply.response
+        finally:
+            del self._replies[ticket]
+
+    async def _apply(self, actions: Actions) -> None:
+        responses = list(actions.responses)
+        appends = list(actions.appends)
+        to_flush = []
+        while appends:
+            append = appends.pop(0)
+            error, log_to_flush = self._append(append)
+            if log_to_flush is not None and log_to_flush not in to_flush:
+                to_flush.append(log_to_flush)
+            more = self.coordinator.complete_append(append, error, now_ms())
+            responses += more.responses
+            appends += more.appends
+        for log_ in to_flush:
+            # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
+            await trio.to_thread.run_sync(log_.flush, limiter=self.broker.disk_limiter)
+        self._deliver(responses)
+        self._rescheduled.set()
+
+    def _append(self, append: Append) -> tuple[int, Any]:
+        """(error code, the log to flush before answering or None)."""
+        if not append.records:
+            return ErrorCode.NONE, None
+        partition = self.broker.replica_manager.get(OFFSETS_TOPIC, append.partition)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        now = now_ms()
+        records = [batches.Record(i, 0, key, value, []) for i, (key, value) in enumerate(append.records)]
+        try:
+            batch = bytearray(batches.build_batch(records, compression=self.broker.config.get("offsets.topic.compression.codec"),
+                                                  base_timestamp=now))
+            info = partition.append(batch)
+        except StorageError as e:
+            log.warning("Appending to %s failed: %s", partition.name, e)
+            return e.error_code, None
+        except CodecError as e:
+            log.warning("Cannot write to %s: %s", partition.name, e)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
+        return ErrorCode.NONE, partition.log if info.flush_needed else None
+
+    def _deliver(self, responses: list[tuple[Any, Any]]) -> None:
+        for ticket, response in responses:
+            reply = self._replies.get(ticket)
+            if reply is not None:  # None: the client went away while parked
+                reply.set(response)
+
+
+def _read_records(log_):
+    """(key, value) of every record of a log, oldest first; control batches left out."""
+    for segment in log_.segments:
+        for _, header, data in segment.log.batches_from(0):
+            if header.is_control or header.last_offset < log_.log_start_offset:
+                continue
+            try:
+                _, records = batches.decode_batch(data)
+            except CodecError as e:
+                log.error("Skipping a corrupt batch at offset %d of %s: %s", header.base_offset, log_.name, e)
+                continue
+            for record in records:
+                if record.key is not None:
+                    yield bytes(record.key), None if record.value is None else bytes(record.value)

@@ -1,0 +1,52 @@
+"""FindCoordinator (key 10): this broker coordinates every group (it leads every partition of
+`__consumer_offsets`, which is created here on first need). v4+ asks for many keys at once.
+
+Transactions (key type 1) have no coordinator yet: COORDINATOR_NOT_AVAILABLE, on which clients
+retry. `transaction_coordinator` is where the transaction coordinator will answer.
+"""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
+Coordinator = FindCoordinatorResponse.Coordinator
+GROUP, TRANSACTION = 0, 1
+
+
+def group_coordinator(ctx, key: str):
+    ctx.broker.groups.ensure_offsets_topic()
+    return ErrorCode.NONE, ctx.broker.broker_info(ctx.listener)
+
+
+def transaction_coordinator(ctx, key: str):
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+
+
+def find(ctx, key_type: int, key: str):
+    """(error code, error message, node or None) for one key."""
+    if key_type == GROUP:
+        code, node = group_coordinator(ctx, key)
+    elif key_type == TRANSACTION:
+        code, node = transaction_coordinator(ctx, key)
+    else:
+        return ErrorCode.INVALID_REQUEST, f"Invalid coordinator type: {key_type}", None
+    # Kafka's Errors.message(): the exception's text, "NONE" for success.
+    return code, code.message or code.name, node
+
+
+@handler(ApiKey.FIND_COORDINATOR)
+async def handle(ctx, request):
+    if ctx.api_version < 4:
+        code, message, node = find(ctx, request.key_type, request.key)
+        return FindCoordinatorResponse(
+            throttle_time_ms=0, error_code=code, error_message=message, node_id=node.node_id if node else -1,
+            host=node.host if node else "", port=node.port if node else -1)
+    coordinators = []
+    for key in request.coordinator_keys:
+        code, message, node = find(ctx, request.key_type, key)
+        coordinators.append(Coordinator(key=key, node_id=node.node_id if node else -1, host=node.host if node else "",
+                                        port=node.port if node else -1, error_code=code, error_message=message))
+    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)

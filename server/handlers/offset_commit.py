@@ -1,0 +1,58 @@
+"""OffsetCommit (key 8): commit a group's offsets. Partitions of topics this broker does not have
+get UNKNOWN_TOPIC_OR_PARTITION here, as in Kafka's KafkaApis; the group coordinator decides the
+rest and answers once the offsets are appended to `__consumer_offsets`."""
+
+from __future__ import annotations
+
+import copy
+
+from ...coordinator.group_coordinator import GroupCoordinator
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)
+
+
+def split_known(ctx, request, topics_field: str = "topics"):
+    """A copy of `request` with only the partitions of existing topics, and the (topic, partition)
+    pairs left out."""
+    image = ctx.broker.metadata.topics
+    known = copy.copy(request)
+    unknown = set()
+    kept = []
+    for topic in getattr(request, topics_field):
+        info = image.get(topic.name)
+        partitions = []
+        for p in topic.partitions:
+            if info is not None and 0 <= p.partition_index < info.num_partitions:
+                partitions.append(p)
+            else:
+                unknown.add((topic.name, p.partition_index))
+        if partitions:
+            kept_topic = copy.copy(topic)
+            kept_topic.partitions = partitions
+            kept.append(kept_topic)
+    setattr(known, topics_field, kept)
+    return known, unknown
+
+
+def errors_by_partition(topics) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition_index): p.error_code for t in topics for p in t.partitions}
+
+
+@handler(ApiKey.OFFSET_COMMIT)
+async def handle(ctx, request):
+    known, unknown = split_known(ctx, request)
+    errors = {}
+    if known.topics or not unknown:
+        response = await ctx.broker.groups.submit(ctx, GroupCoordinator.offset_commit, known)
+        errors = errors_by_partition(response.topics)
+    Topic = OffsetCommitResponse.OffsetCommitResponseTopic
+    Partition = OffsetCommitResponse.OffsetCommitResponsePartition
+    return OffsetCommitResponse(throttle_time_ms=0, topics=[
+        Topic(name=t.name, partitions=[Partition(
+            partition_index=p.partition_index,
+            error_code=errors.get((t.name, p.partition_index), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            for p in t.partitions])
+        for t in request.topics])

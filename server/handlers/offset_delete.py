@@ -1,0 +1,29 @@
+"""OffsetDelete (key 47): delete a group's offsets for some partitions; refused for topics its
+members consume (GROUP_SUBSCRIBED_TO_TOPIC). Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION, as
+in Kafka's KafkaApis."""
+
+from __future__ import annotations
+
+from ...coordinator.group_coordinator import GroupCoordinator
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+from .offset_commit import errors_by_partition, split_known
+
+OffsetDeleteResponse = response_class(ApiKey.OFFSET_DELETE)
+
+
+@handler(ApiKey.OFFSET_DELETE)
+async def handle(ctx, request):
+    known, unknown = split_known(ctx, request)
+    response = await ctx.broker.groups.submit(ctx, GroupCoordinator.offset_delete, known)
+    if response.error_code != ErrorCode.NONE:
+        return response
+    errors = errors_by_partition(response.topics)
+    Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
+    Partition = OffsetDeleteResponse.OffsetDeleteResponsePartition
+    response.topics = [Topic(name=t.name, partitions=[Partition(
+        partition_index=p.partition_index,
+        error_code=errors.get((t.name, p.partition_index), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        for p in t.partitions]) for t in request.topics]
+    return response

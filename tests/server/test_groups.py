@@ -1,0 +1,209 @@
+"""Consumer groups through a real broker on loopback sockets: FindCoordinator, the classic group
+protocol at several versions, offsets, and what a restart keeps."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import trio
+
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_broker import Client, broker_config, create_topic_request, run_broker  # noqa: E402
+
+E = ErrorCode
+FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
+JoinGroup = request_class(ApiKey.JOIN_GROUP)
+SyncGroup = request_class(ApiKey.SYNC_GROUP)
+Heartbeat = request_class(ApiKey.HEARTBEAT)
+LeaveGroup = request_class(ApiKey.LEAVE_GROUP)
+OffsetCommit = request_class(ApiKey.OFFSET_COMMIT)
+OffsetFetch = request_class(ApiKey.OFFSET_FETCH)
+DescribeGroups = request_class(ApiKey.DESCRIBE_GROUPS)
+ListGroups = request_class(ApiKey.LIST_GROUPS)
+DeleteGroups = request_class(ApiKey.DELETE_GROUPS)
+ApiVersions = request_class(ApiKey.API_VERSIONS)
+
+SUBSCRIPTION = b"\x00\x00\x00\x00\x00\x01\x00\x05topic\xff\xff\xff\xff"
+
+
+def groups_config(tmp_path, **overrides):
+    return broker_config(tmp_path, group_initial_rebalance_delay_ms=0, offsets_topic_num_partitions=5, **overrides)
+
+
+def join_request(member_id: str = "", instance_id: str | None = None, group: str = "g"):
+    return JoinGroup(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id=member_id,
+                     group_instance_id=instance_id, protocol_type="consumer",
+                     protocols=[JoinGroup.JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION)])
+
+
+def commit_request(group: str, member_id: str, generation: int, offsets: dict[int, int], topic: str = "topic"):
+    return OffsetCommit(group_id=group, generation_id_or_member_epoch=generation, member_id=member_id, topics=[
+        OffsetCommit.OffsetCommitRequestTopic(name=topic, partitions=[
+            OffsetCommit.OffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_metadata="m")
+            for p, o in offsets.items()])])
+
+
+def fetch_request(group: str, partitions: list[int] | None, topic: str = "topic"):
+    topics = None if partitions is None else [OffsetFetch.OffsetFetchRequestTopic(name=topic,
+                                                                                   partition_indexes=partitions)]
+    return OffsetFetch(group_id=group, topics=topics)
+
+
+async def join_and_sync(client: Client, version: int, group: str = "g") -> tuple[str, int]:
+    """A one-member group through JoinGroup (with KIP-394's second join from v4) and SyncGroup."""
+    joined = await client.call(join_request(group=group), version)
+    if joined.error_code == E.MEMBER_ID_REQUIRED:
+        assert version >= 4
+        joined = await client.call(join_request(joined.member_id, group=group), version)
+    assert joined.error_code == E.NONE and joined.leader == joined.member_id, joined
+    sync_version = min(version, 5)
+    synced = await client.call(SyncGroup(group_id=group, generation_id=joined.generation_id, member_id=joined.member_id,
+                                         protocol_type="consumer", protocol_name="range", assignments=[
+                                             SyncGroup.SyncGroupRequestAssignment(member_id=joined.member_id,
+                                                                                  assignment=b"all")]),
+                               sync_version)
+    assert (synced.error_code, synced.assignment) == (E.NONE, b"all"), synced
+    return joined.member_id, joined.generation_id
+
+
+def test_find_coordinator_every_shape_and_the_offsets_topic_it_creates(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        v0 = await client.call(FindCoordinator(key="g"), 0)
+        assert (v0.error_code, v0.node_id, v0.host, v0.port) == (E.NONE, 0, "127.0.0.1", port)
+        v3 = await client.call(FindCoordinator(key="tx", key_type=1), 3)
+        assert (v3.error_code, v3.node_id, v3.error_message) == (
+            E.COORDINATOR_NOT_AVAILABLE, -1, "The coordinator is not available.")
+        v4 = await client.call(FindCoordinator(key_type=0, coordinator_keys=["a", "b"]), 4)
+        assert [(c.key, c.error_code, c.node_id, c.port) for c in v4.coordinators] == [
+            ("a", E.NONE, 0, port), ("b", E.NONE, 0, port)]
+        bad = await client.call(FindCoordinator(key_type=7, coordinator_keys=["a"]), 6)
+        assert bad.coordinators[0].error_code == E.INVALID_REQUEST
+
+    config = broker_config(tmp_path)
+    run_broker(config, scenario)
+    metadata = (tmp_path / "data" / "__samsa_metadata.json").read_text()
+    assert '"name": "__consumer_offsets"' in metadata and '"num_partitions": 50' in metadata
+    assert '"cleanup.policy": "compact"' in metadata and '"segment.bytes": "104857600"' in metadata
+
+
+def test_api_versions_advertises_the_group_apis(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        response = await client.call(ApiVersions(), 0)
+        served = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        assert served[ApiKey.FIND_COORDINATOR] == (0, 6)
+        assert served[ApiKey.JOIN_GROUP] == (0, 9)
+        assert served[ApiKey.SYNC_GROUP] == (0, 5)
+        assert served[ApiKey.OFFSET_COMMIT] == (0, 9)
+        assert served[ApiKey.OFFSET_FETCH] == (0, 9)
+        for api in (ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
+                    ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE):
+            assert api in served
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_join_sync_heartbeat_commit_fetch_at_old_and_new_versions(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        assert (await client.call(create_topic_request("topic", 3), 4)).topics[0].error_code == E.NONE
+        for join_version, commit_version, fetch_version in ((0, 2, 1), (3, 5, 4), (5, 7, 7), (9, 9, 8)):
+            group = f"g{join_version}"
+            member_id, generation = await join_and_sync(client, join_version, group)
+            heartbeat = await client.call(Heartbeat(group_id=group, generation_id=generation, member_id=member_id),
+                                          min(join_version, 4))
+            assert heartbeat.error_code == E.NONE
+            committed = await client.call(commit_request(group, member_id, generation, {0: 5, 1: 7}), commit_version)
+            assert [p.error_code for p in committed.topics[0].partitions] == [E.NONE, E.NONE]
+            stale = await client.call(commit_request(group, member_id, generation + 1, {0: 6}), commit_version)
+            assert stale.topics[0].partitions[0].error_code == E.ILLEGAL_GENERATION
+            if fetch_version < 8:
+                fetched = await client.call(fetch_request(group, [0, 1, 2]), fetch_version)
+                assert [(p.partition_index, p.committed_offset, p.metadata) for p in fetched.topics[0].partitions] == [
+                    (0, 5, "m"), (1, 7, "m"), (2, -1, "")]
+            else:
+                fetched = await client.call(OffsetFetch(groups=[
+                    OffsetFetch.OffsetFetchRequestGroup(group_id=group, topics=None),
+                    OffsetFetch.OffsetFetchRequestGroup(group_id="nobody", topics=[
+                        OffsetFetch.OffsetFetchRequestTopics(name="topic", partition_indexes=[0])])]), fetch_version)
+                assert [(g.group_id, [(p.partition_index, p.committed_offset) for t in g.topics for p in t.partitions])
+                        for g in fetched.groups] == [(group, [(0, 5), (1, 7)]), ("nobody", [(0, -1)])]
+        unknown = await client.call(commit_request("g0", "", -1, {0: 1}, topic="no-such-topic"), 8)
+        assert unknown.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+
+    run_broker(groups_config(tmp_path), scenario)
+
+
+def test_a_second_member_rebalances_the_group_over_two_connections(tmp_path):
+    async def scenario(port):
+        first, second = await Client.connect(port), await Client.connect(port)
+        member_a, generation = await join_and_sync(first, 5)
+        joined_b = {}
+
+        async def join_b():
+            response = await second.call(join_request(), 5)
+            response = await second.call(join_request(response.member_id), 5)
+            joined_b["response"] = response
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(join_b)
+            await trio.sleep(0.2)  # b is parked, waiting for a
+            heartbeat = await first.call(Heartbeat(group_id="g", generation_id=generation, member_id=member_a), 4)
+            assert heartbeat.error_code == E.REBALANCE_IN_PROGRESS
+            rejoined = await first.call(join_request(member_a), 5)
+        b = joined_b["response"]
+        assert rejoined.generation_id == b.generation_id == generation + 1
+        assert rejoined.leader == member_a and len(rejoined.members) == 2 and b.members == []
+        described = await first.call(DescribeGroups(groups=["g"]), 5)
+        assert described.groups[0].group_state == "CompletingRebalance"
+        left = await second.call(LeaveGroup(group_id="g", members=[LeaveGroup.MemberIdentity(member_id=b.member_id)]),
+                                 5)
+        assert [m.error_code for m in left.members] == [E.NONE]
+
+    run_broker(groups_config(tmp_path), scenario)
+
+
+def test_restart_reloads_groups_and_offsets(tmp_path):
+    state = {}
+
+    async def before(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("topic", 3), 4)
+        member_id, generation = await join_and_sync(client, 5)
+        committed = await client.call(commit_request("g", member_id, generation, {0: 42, 2: 9}), 8)
+        assert [p.error_code for p in committed.topics[0].partitions] == [E.NONE, E.NONE]
+        simple = await client.call(commit_request("simple", "", -1, {1: 3}), 8)
+        assert simple.topics[0].partitions[0].error_code == E.NONE
+        gone = await client.call(commit_request("gone", "", -1, {1: 3}), 8)
+        assert gone.topics[0].partitions[0].error_code == E.NONE
+        deleted = await client.call(DeleteGroups(groups_names=["gone"]), 2)
+        assert deleted.results[0].error_code == E.NONE
+        state["member"], state["generation"] = member_id, generation
+
+    async def after(port):
+        client = await Client.connect(port)
+        fetched = await client.call(fetch_request("g", None), 7)
+        assert [(p.partition_index, p.committed_offset) for p in fetched.topics[0].partitions] == [(0, 42), (2, 9)]
+        simple = await client.call(fetch_request("simple", [1]), 7)
+        assert simple.topics[0].partitions[0].committed_offset == 3
+        gone = await client.call(fetch_request("gone", None), 7)
+        assert gone.topics == []
+        described = await client.call(DescribeGroups(groups=["g"]), 5)
+        group = described.groups[0]
+        assert (group.group_state, group.protocol_data) == ("Stable", "range")
+        assert [(m.member_id, m.member_assignment) for m in group.members] == [(state["member"], b"all")]
+        # The member carries on without rejoining.
+        heartbeat = await client.call(Heartbeat(group_id="g", generation_id=state["generation"],
+                                                member_id=state["member"]), 4)
+        assert heartbeat.error_code == E.NONE
+        listed = await client.call(ListGroups(states_filter=["Stable", "Empty"]), 4)
+        assert sorted((g.group_id, g.group_state) for g in listed.groups) == [("g", "Stable"), ("simple", "Empty")]
+
+    config = groups_config(tmp_path)
+    run_broker(config, before)
+    run_broker(config, after)
