@@ -21,7 +21,6 @@ Environment:
   Such a broker cannot take overrides: tests that need any are skipped.
 * ``SAMSA_COMPAT_STARTED_RE``: regex of the line that says the broker is serving (default
   ``started``, or ``started|ready`` for an external command).
-* ``SAMSA_COMPAT_GROUPS=1``: also run the tests marked ``groups`` (consumer groups).
 """
 
 from __future__ import annotations
@@ -65,17 +64,7 @@ def _kill_leftovers():  # pytest killed mid-test: still leave no broker behind
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "groups: needs consumer groups (run with SAMSA_COMPAT_GROUPS=1)")
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
-
-
-def pytest_collection_modifyitems(config, items):
-    if os.environ.get("SAMSA_COMPAT_GROUPS") == "1":
-        return
-    skip = pytest.mark.skip(reason="consumer groups: set SAMSA_COMPAT_GROUPS=1 to run")
-    for item in items:
-        if "groups" in item.keywords:
-            item.add_marker(skip)
 
 
 _LAST_RESORT: list[threading.Timer] = []

@@ -1,6 +1,6 @@
 """kafkajs 2.2.4 (node) against a real broker through compat-tests/node/kafkajs_ops.js: its
 producer with every codec (read back with confluent-kafka, since kafkajs can consume only in a
-group), its admin client, and consuming in a group (marked `groups`)."""
+group), its admin client, and consuming in a group."""
 
 from __future__ import annotations
 
@@ -172,7 +172,6 @@ def test_admin_errors(broker, topic_name):
     assert "error" in res[3], res[3]
 
 
-@pytest.mark.groups
 def test_consume_in_group_every_codec(broker, topic_name):
     recs = make_records(12, partitions=1, seed=5, null_header_values=False)
     operations = []

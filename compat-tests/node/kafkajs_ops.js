@@ -85,12 +85,19 @@ async function consumeGroup(kafka, op) {
       const timer = setTimeout(() => reject(new Error(`consumed ${got.length} of ${op.count} in time`)),
         op.timeoutMs || 30000)
       consumer.run({
+        autoCommit: !op.commit,
         eachMessage: async ({ topic, partition, message }) => {
           got.push(fromMessage(topic, partition, message))
           if (got.length >= op.count) { clearTimeout(timer); resolve() }
         },
       }).catch(reject)
     })
+    if (op.commit) {  // commit what was consumed, explicitly, before leaving the group
+      const next = {}
+      for (const m of got) next[m.partition] = Math.max(next[m.partition] || 0, m.offset + 1)
+      await consumer.commitOffsets(Object.entries(next).map(
+        ([partition, offset]) => ({ topic: op.topic, partition: Number(partition), offset: String(offset) })))
+    }
   } finally {
     await consumer.disconnect()
   }
@@ -130,6 +137,7 @@ async function runOp(kafka, admin, op) {
     case 'describeConfigs': return admin.describeConfigs({ resources: op.resources, includeSynonyms: false })
     case 'alterConfigs': return admin.alterConfigs({ resources: op.resources, validateOnly: false })
     case 'fetchTopicOffsets': return admin.fetchTopicOffsets(op.topic)
+    case 'fetchOffsets': return admin.fetchOffsets({ groupId: op.groupId, topics: [op.topic] })
     case 'fetchTopicOffsetsByTimestamp': return admin.fetchTopicOffsetsByTimestamp(op.topic, op.timestamp)
     case 'deleteTopicRecords': return admin.deleteTopicRecords({ topic: op.topic, partitions: op.partitions })
     default: throw new Error(`unknown op ${op.op}`)

@@ -1,0 +1,161 @@
+"""Consumer groups with real clients: subscribe, consume, commit, restart the broker, resume from
+the committed offsets. confluent-kafka (librdkafka), kafka-python, aiokafka and kafkajs each run
+the same scenario; two confluent-kafka members share a topic's partitions."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from compat_util import NODE_DIR, confluent_admin, create_topic, node_script, wait_for
+
+GROUP_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
+TIMEOUT = 45.0
+
+
+def produce(bootstrap: str, topic: str, values: list[str], partitions: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    for i, v in enumerate(values):
+        p.produce(topic, value=v.encode(), partition=i % partitions)
+    assert p.flush(15) == 0
+
+
+def confluent_consume(bootstrap: str, topic: str, group: str, count: int) -> list[str]:
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    try:
+        c.subscribe([topic])
+        got = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < count and time.monotonic() < deadline:
+            for m in c.consume(count, 0.5):
+                assert not m.error(), m.error()
+                got.append(m.value().decode())
+        c.commit(asynchronous=False)
+        return got
+    finally:
+        c.close()
+
+
+def kafka_python_consume(bootstrap: str, topic: str, group: str, count: int) -> list[str]:
+    from kafka import KafkaConsumer
+
+    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, fetch_max_wait_ms=100)
+    try:
+        got = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < count and time.monotonic() < deadline:
+            for records in c.poll(timeout_ms=500).values():
+                got += [r.value.decode() for r in records]
+        c.commit()
+        return got
+    finally:
+        c.close()
+
+
+def aiokafka_consume(bootstrap: str, topic: str, group: str, count: int) -> list[str]:
+    from aiokafka import AIOKafkaConsumer
+
+    async def run():
+        c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, fetch_max_wait_ms=100)
+        await c.start()
+        try:
+            got = []
+            deadline = time.monotonic() + TIMEOUT
+            while len(got) < count and time.monotonic() < deadline:
+                for records in (await c.getmany(timeout_ms=500)).values():
+                    got += [r.value.decode() for r in records]
+            await c.commit()
+            return got
+        finally:
+            await c.stop()
+
+    return asyncio.run(run())
+
+
+def kafkajs_consume(bootstrap: str, topic: str, group: str, count: int) -> list[str]:
+    if shutil.which("node") is None or not (Path(NODE_DIR) / "node_modules" / "kafkajs").is_dir():
+        pytest.skip("node or kafkajs missing (compat-tests/install.sh)")
+    import base64
+
+    result = node_script("kafkajs_ops.js", {"brokers": [bootstrap], "globalTimeoutMs": 85_000, "ops": [
+        {"op": "consumeGroup", "topic": topic, "groupId": group, "count": count, "commit": True,
+         "timeoutMs": int(TIMEOUT * 1000)}]}, timeout=90)["results"][0]
+    assert "error" not in result, result["error"]
+    return [base64.b64decode(m["value"]).decode() for m in result["ok"]]
+
+
+CLIENTS = {
+    "confluent-kafka": confluent_consume,
+    "kafka-python": kafka_python_consume,
+    "aiokafka": aiokafka_consume,
+    "kafkajs": kafkajs_consume,
+}
+
+
+def committed(bootstrap: str, topic: str, group: str, partitions: int) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return [tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)]
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_group_consumer_resumes_from_its_committed_offsets_after_a_restart(broker_factory, topic_name, client):
+    consume = CLIENTS[client]
+    broker = broker_factory(overrides=GROUP_SETTINGS)
+    group = f"group-{topic_name}"
+    create_topic(broker.bootstrap, topic_name, partitions=3)
+    first = [f"first-{i}" for i in range(30)]
+    produce(broker.bootstrap, topic_name, first, 3)
+    assert sorted(consume(broker.bootstrap, topic_name, group, len(first))) == sorted(first)
+    assert committed(broker.bootstrap, topic_name, group, 3) == [10, 10, 10]
+
+    broker.restart()
+    assert committed(broker.bootstrap, topic_name, group, 3) == [10, 10, 10]
+    second = [f"second-{i}" for i in range(15)]
+    produce(broker.bootstrap, topic_name, second, 3)
+    assert sorted(consume(broker.bootstrap, topic_name, group, len(second))) == sorted(second)
+    assert committed(broker.bootstrap, topic_name, group, 3) == [15, 15, 15]
+
+
+def test_two_members_share_the_partitions_of_a_topic(broker_factory, topic_name):
+    from confluent_kafka import Consumer
+
+    broker = broker_factory(overrides=GROUP_SETTINGS)
+    create_topic(broker.bootstrap, topic_name, partitions=4)
+    values = [f"v-{i}" for i in range(40)]
+    produce(broker.bootstrap, topic_name, values, 4)
+    group = f"group-{topic_name}"
+    members = [Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100}) for _ in range(2)]
+    try:
+        for m in members:
+            m.subscribe([topic_name])
+
+        def both_assigned():
+            for m in members:
+                m.poll(0.2)
+            assignments = [{tp.partition for tp in m.assignment()} for m in members]
+            return assignments if all(len(a) == 2 for a in assignments) else None
+
+        first, second = wait_for(both_assigned, TIMEOUT, what="two members with two partitions each")
+        assert first.isdisjoint(second) and first | second == {0, 1, 2, 3}
+        admin = confluent_admin(broker.bootstrap)  # kept: a dropped client cancels its requests
+        description = admin.describe_consumer_groups([group])[group].result(15)
+        assert str(description.state).endswith("STABLE") and len(description.members) == 2
+    finally:
+        for m in members:
+            m.close()
