@@ -1,0 +1,182 @@
+"""The load, through librdkafka (confluent-kafka): produce and consume throughput, end-to-end
+latency at a fixed rate, idle connections. Each function measures one run against one broker.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import struct
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from systems import cpu_seconds
+
+WORDS = ("kafka samsa broker partition segment offset record batch fetch produce index leader epoch "
+         "replica watermark consumer group coordinator commit topic stream append sendfile page cache").split()
+
+
+def payloads(size: int, count: int = 64, seed: int = 7) -> list[bytes]:
+    """Records of `size` bytes of text, as compressible as typical log lines (lz4 about 2-3x)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        text = " ".join(rng.choice(WORDS) + str(rng.randrange(10_000)) for _ in range(size // 4 + 1))
+        out.append(text.encode()[:size])
+    return out
+
+
+def producer_config(bootstrap: str, acks: str = "1", compression: str = "none", linger_ms: int = 5) -> dict:
+    return {"bootstrap.servers": bootstrap, "log_level": 3, "acks": acks, "compression.type": compression,
+            "batch.size": 1_000_000, "linger.ms": linger_ms, "enable.idempotence": False,
+            "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000,
+            "delivery.report.only.error": True, "request.timeout.ms": 60_000}
+
+
+BATCH = 4096  # records per produce_batch call
+
+
+@dataclass
+class Run:
+    seconds: float
+    bytes: int
+    records: int
+    cpu: float  # broker CPU seconds during the run
+    errors: int = 0
+
+    @property
+    def mb_per_s(self) -> float | None:
+        return self.bytes / self.seconds / 1e6 if self.bytes else None
+
+    @property
+    def cpu_per_gb(self) -> float | None:
+        return self.cpu / (self.bytes / 1e9) if self.bytes else None
+
+
+def warm_up(producer: Producer, topic: str, partitions: int) -> None:
+    """Connections and metadata settled, every partition's leader known, before timing."""
+    for p in range(partitions if partitions <= 64 else 1):
+        producer.produce(topic, b"warm-up", partition=p)
+    if producer.flush(60) != 0:
+        raise KafkaException("warm-up produce was not acknowledged")
+
+
+def produce(bootstrap: str, pid: int, topic: str, partitions: int, record_size: int, total_bytes: int,
+            acks: str = "1", compression: str = "none") -> Run:
+    errors = []
+    config = producer_config(bootstrap, acks, compression)
+    config["on_delivery"] = lambda err, _msg: errors.append(err) if err else None
+    producer = Producer(config)
+    warm_up(producer, topic, partitions)
+    # produce_batch: a tenth of produce()'s Python cost per record, so the client (sharing the two
+    # cores) leaves more of the machine to the broker.
+    chunk = [{"value": v} for v in payloads(record_size)] * (BATCH // 64)
+    count = total_bytes // record_size // BATCH * BATCH
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    for _ in range(count // BATCH):
+        queued = producer.produce_batch(topic, chunk)
+        while queued < BATCH:  # the local queue is full: let it drain
+            producer.poll(0.01)
+            queued += producer.produce_batch(topic, chunk[queued:])
+    left = producer.flush(300)
+    t1, cpu1 = time.perf_counter(), cpu_seconds(pid)
+    return Run(t1 - t0, count * record_size, count, cpu1 - cpu0, len(errors) + left)
+
+
+def consume(bootstrap: str, pid: int, topic: str, expected: int, record_size: int, timeout: float = 300.0) -> Run:
+    """Read `expected` records from offset 0 of partition 0 with kcat (C: the Python consumer
+    tops out near 60 MB/s here, far below the brokers)."""
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    out = subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "0", "-c", str(expected),
+                          "-q", "-f", "%o\n", "-X", "log_level=3"], capture_output=True, timeout=timeout)
+    t1, cpu1 = time.perf_counter(), cpu_seconds(pid)
+    got = out.stdout.count(b"\n")
+    if got < expected:
+        raise RuntimeError(f"kcat read {got} of {expected} records: {out.stderr.decode()[-200:].strip()}")
+    return Run(t1 - t0, got * record_size, got, cpu1 - cpu0)
+
+
+def drop_page_cache(files: list[Path]) -> None:
+    """Write back and evict the files' pages (POSIX_FADV_DONTNEED drops only clean pages)."""
+    for path in files:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_size: int = 1024) -> dict:
+    """Latency from produce() to the consumer's receipt at a fixed rate (acks=1, linger.ms 0):
+    p50, p99, p99.9 in ms, and how many records arrived of those sent."""
+    latencies: list[float] = []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "log_level": 3, "group.id": "bench-unused", "enable.auto.commit": False,
+                         "fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "enable.partition.eof": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    stop = threading.Event()
+    stamp = struct.Struct(">q")
+
+    def receive() -> None:
+        while not stop.is_set():
+            message = consumer.poll(0.05)  # consume(n) would wait for n records or its timeout
+            if message is not None and message.error() is None:
+                value = message.value()
+                if len(value) >= 9 and value[:1] == b"\x01":
+                    latencies.append((time.perf_counter_ns() - stamp.unpack_from(value, 1)[0]) / 1e6)
+
+    producer = Producer(producer_config(bootstrap, "1", "none", linger_ms=0))
+    warm_up(producer, topic, 1)
+    reader = threading.Thread(target=receive, daemon=True)
+    reader.start()
+    time.sleep(0.5)  # the consumer has its first fetch parked
+    pad = b"x" * (record_size - 9)
+    total = int(rate * seconds)
+    start = time.perf_counter()
+    for i in range(total):
+        due = start + i / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        producer.produce(topic, b"\x01" + stamp.pack(time.perf_counter_ns()) + pad)
+        producer.poll(0)
+    producer.flush(30)
+    deadline = time.perf_counter() + 5
+    while len(latencies) < total and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    reader.join()
+    consumer.close()
+    values = sorted(latencies)
+    return {"p50": percentile(values, 0.5), "p99": percentile(values, 0.99), "p999": percentile(values, 0.999),
+            "received": len(values), "sent": total}
+
+
+def open_idle_connections(port: int, count: int) -> list[socket.socket]:
+    """`count` connections that each completed one ApiVersions exchange, then stay idle."""
+    sockets = []
+    body = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
+    request = struct.pack(">i", len(body)) + body
+    for _ in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(request)
+        sockets.append(s)
+    for s in sockets:
+        (size,) = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))
+        s.recv(size, socket.MSG_WAITALL)
+    return sockets

