@@ -80,11 +80,12 @@ class AbstractIndex:
         self._loaded = True
 
     def create(self) -> None:
-        """A new segment's index: an empty file, preallocated."""
+        """A new segment's index: an empty file. It is opened and preallocated with its first
+        entry, so a partition that never gets one (most of 10,000 idle ones) holds no descriptor
+        for it."""
         self._loaded = True
         self._clear_from(0)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._resize_file(self.max_entries * self.ENTRY_SIZE)
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
 
     def open_for_append(self) -> None:
         """Become the active segment's index: open the file and preallocate it, as Kafka does."""

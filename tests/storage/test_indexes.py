@@ -143,3 +143,13 @@ def test_time_index_sanity_check(tmp_path):
     (tmp_path / "00000000000000000100.timeindex").write_bytes(struct.pack(">qiqi", 2000, 1, 1000, 5))
     with pytest.raises(CorruptIndexException):
         time_index(tmp_path).sanity_check(log_size=0)
+
+
+def test_a_new_index_holds_no_descriptor_until_its_first_entry(tmp_path):
+    index = offset_index(tmp_path)
+    index.create()
+    assert index.path.stat().st_size == 0 and index._fd is None
+    index.append(105, 200)
+    assert index.path.stat().st_size == 80  # preallocated with its first entry
+    index.close()
+    assert index.path.read_bytes() == struct.pack(">ii", 5, 200)

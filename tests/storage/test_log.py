@@ -154,7 +154,7 @@ def test_roll_by_size(tmp_path, clock):
     open_paths = {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
     names = {os.path.basename(p) for p in open_paths if os.path.dirname(p) == os.path.realpath(log.dir)}
     assert "00000000000000000000.log" in names and "00000000000000000000.index" not in names
-    assert "00000000000000000006.index" in names
+    assert "00000000000000000006.log" in names
 
 
 def test_roll_by_time_follows_record_timestamps(tmp_path, clock):
