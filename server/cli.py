@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import signal
 import sys
 
@@ -42,6 +43,17 @@ async def serve(config: KafkaConfig) -> None:
                 break
 
 
+def raise_open_files_limit() -> None:
+    """The soft limit on open files up to the hard one, as the JVM does for Kafka (MaxFDLimit):
+    every partition holds its active segment open."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass  # an unlimited hard limit cannot be the soft one; keep what we have
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
@@ -54,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"samsa: cannot read {args.properties}: {e.strerror}", file=sys.stderr)
         return 2
+    raise_open_files_limit()
     try:
         trio.run(serve, config)
     except KeyboardInterrupt:
