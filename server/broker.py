@@ -21,6 +21,7 @@ from ..wire.codec import FrameBuffer
 from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError, UnsupportedVersionError
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
+from .authorizer import StandardAuthorizer, new_authorizer
 from .context import RequestContext
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -52,6 +53,7 @@ class Broker:
         self.log_dirs = [Path(d).resolve() for d in config.log_dirs]
         self.log_manager: LogManager | None = None
         self.metadata: MetadataImage | None = None
+        self.authorizer: StandardAuthorizer | None = None  # None: authorizer.class.name is empty
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.groups = GroupService(self)
@@ -76,6 +78,7 @@ class Broker:
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
         self.metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
         load_dynamic_broker_configs(self)
+        self.authorizer = new_authorizer(self.config, self.metadata.acls)
         self.producer_ids = ProducerIdManager(self.metadata.allocate_producer_id_block)
         self.replica_manager = ReplicaManager(self)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)

@@ -20,6 +20,7 @@ from decimal import Decimal
 from enum import IntEnum
 from typing import TypeAlias
 
+from samsa.server.authorizer import AUTHORIZER_CLASS_NAMES, AUTHORIZER_CONFIGS
 from samsa.server.broker_config_defs import BROKER_CONFIGS, BrokerConfigDef
 from samsa.storage.errors import InvalidConfigurationException
 from samsa.storage.log_config import LogConfig
@@ -407,6 +408,8 @@ def broker_definition(name: str) -> BrokerConfigDef | None:
     """A broker config's definition; None for names Kafka does not define."""
     if name in BROKER_CONFIGS:
         return BROKER_CONFIGS[name]
+    if name in AUTHORIZER_CONFIGS:
+        return AUTHORIZER_CONFIGS[name]
     # A listener override takes the type and checks of the config it overrides.
     for synonym in broker_synonyms(name):
         if synonym in BROKER_CONFIGS:
@@ -488,7 +491,7 @@ def _parse_endpoints(
 
 
 def _broker_defaults() -> dict[str, ConfigValue]:
-    defaults = {name: definition.default for name, definition in BROKER_CONFIGS.items()}
+    defaults = {name: definition.default for name, definition in (BROKER_CONFIGS | AUTHORIZER_CONFIGS).items()}
     for name, raw in SAMSA_DEFAULTS.items():
         defaults[name] = parse_value(name, BROKER_CONFIGS[name].type, raw)
     return defaults
@@ -575,6 +578,8 @@ class KafkaConfig:
         )
         self.advertised_listeners: tuple[Endpoint, ...] = self._advertised_listeners()
         self.inter_broker_listener_name: str = self._inter_broker_listener_name()
+        self.authorizer_enabled: bool = self._authorizer_enabled()
+        self.super_users: frozenset[str] = self._super_users()
         self._log_config = self._topic_defaults()
 
     @classmethod
@@ -680,6 +685,23 @@ class KafkaConfig:
                 f"options based on currently configured listeners are {','.join(advertised)}",
             )
         return name
+
+    def _authorizer_enabled(self) -> bool:
+        name = self._str("authorizer.class.name")
+        if name and name not in AUTHORIZER_CLASS_NAMES:
+            raise ConfigError("authorizer.class.name",
+                              f"Invalid value {name} for configuration authorizer.class.name: Samsa's authorizer is "
+                              f"Kafka's StandardAuthorizer; set {' or '.join(AUTHORIZER_CLASS_NAMES)}, or nothing")
+        return bool(name)
+
+    def _super_users(self) -> frozenset[str]:
+        # StandardAuthorizer.getConfiguredSuperUsers: principals separated by ';', each Type:name.
+        users = frozenset(user for user in (item.strip() for item in (self._str("super.users") or "").split(";")) if user)
+        for user in users:
+            if ":" not in user:
+                raise ConfigError("super.users", "Invalid value for configuration super.users: expected a string in "
+                                                 f"format principalType:principalName but got {user}")
+        return users
 
     # --- topic-level defaults and validation ---
 

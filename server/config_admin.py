@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections import Counter
 
 from ..wire.errors import ErrorCode
+from .authorizer import ALTER_CONFIGS
 from .broker_loggers import alter_loggers
-from .config_resources import ConfigApiError, OpType, ResourceType, invalid_request
+from .config_resources import ConfigApiError, OpType, ResourceType, check_authorized, invalid_request
 from .dynamic_broker_config import alter_broker_configs, check_broker_resource, incremental_broker_configs
 from .topic_configs import alter_topic_configs, incremental_topic_configs
 
 
-def alter_configs(broker, request, response_type, incremental: bool):
+def alter_configs(ctx, request, response_type, incremental: bool):
     """The response (of `response_type`) to an AlterConfigs or IncrementalAlterConfigs request:
     each resource's error code and message, in the request's order."""
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
@@ -23,7 +24,7 @@ def alter_configs(broker, request, response_type, incremental: bool):
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise invalid_request("Each resource must appear at most once.")
-            _alter(broker, resource, request.validate_only, incremental)
+            _alter(ctx, resource, request.validate_only, incremental)
         except ConfigApiError as error:
             code, message = error.code, error.message
         responses.append(response_type.AlterConfigsResourceResponse(
@@ -32,7 +33,8 @@ def alter_configs(broker, request, response_type, incremental: bool):
     return response_type(throttle_time_ms=0, responses=responses)
 
 
-def _alter(broker, resource, validate_only: bool, incremental: bool) -> None:
+def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
+    broker = ctx.broker
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
         raise invalid_request("Error due to duplicate config keys")
@@ -42,15 +44,18 @@ def _alter(broker, resource, validate_only: bool, incremental: bool) -> None:
         raise invalid_request("Null value not supported for : " + ", ".join(nulls))
     kind, name = resource.resource_type, resource.resource_name
     if kind == ResourceType.TOPIC:
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
         configs = (incremental_topic_configs(broker, name, resource.configs) if incremental
                    else {c.name: c.value for c in resource.configs})
         alter_topic_configs(broker, name, configs, validate_only)
     elif kind == ResourceType.BROKER:
         check_broker_resource(name, broker.node_id)
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
         configs = (incremental_broker_configs(broker.config.dynamic_configs(per_broker=name != ""), resource.configs)
                    if incremental else {c.name: c.value for c in resource.configs})
         alter_broker_configs(broker, name, configs, validate_only)
     elif kind == ResourceType.BROKER_LOGGER and incremental:
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
         alter_loggers(name, broker.node_id, resource.configs, validate_only)
     else:
         # Legacy AlterConfigs never took BROKER_LOGGER: it lands here too.

@@ -1,5 +1,6 @@
 """What the config APIs (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs) share: Kafka's
-resource types and incremental operations, and the error that answers one resource."""
+resource types and incremental operations, the error that answers one resource, and who may
+describe or alter which."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from enum import IntEnum
 
 from ..wire.errors import ErrorCode
+from . import authorizer as acl
 
 
 class ResourceType(IntEnum):
@@ -50,3 +52,19 @@ def parse_node_id(name: str, what: str = "Node id") -> int:
     if not _JAVA_INT.fullmatch(name) or not -(2**31) <= int(name) < 2**31:
         raise invalid_request(f"{what} must be an integer, but it is: {name}")
     return int(name)
+
+
+def check_authorized(ctx, operation: acl.AclOperation, kind: int, name: str) -> None:
+    """Raise the error refusing `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a config resource,
+    as Kafka decides it: the cluster guards BROKER, BROKER_LOGGER and CLIENT_METRICS resources, a
+    topic or a group its own configs."""
+    if kind == ResourceType.TOPIC:
+        target, error = (acl.TOPIC, name), ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    elif kind == ResourceType.GROUP:
+        target, error = (acl.GROUP, name), ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif kind in (ResourceType.BROKER, ResourceType.BROKER_LOGGER, ResourceType.CLIENT_METRICS):
+        target, error = (acl.CLUSTER, acl.CLUSTER_NAME), ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    else:
+        return  # not a resource type: the request is invalid whoever sends it
+    if not ctx.authorize(operation, *target):
+        raise ConfigApiError(error, error.message)

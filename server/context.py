@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ..wire.protocol import request_class
+from .authorizer import CLUSTER_NAME, AclOperation, ResourceType, audit_denied, supported_operations_bit_field
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -37,3 +41,41 @@ class RequestContext:
     @property
     def listener(self) -> str:
         return self.connection.listener.listener
+
+    # --- authorization (server/authorizer.py tells how handlers use these) ---
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME,
+                  log_if_denied: bool = True) -> bool:
+        """Whether the sender may do `operation` on the resource (Kafka's AuthHelper.authorize);
+        always True without an authorizer."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        principal, host = str(self.principal), self.connection.client_host
+        if authorizer.authorize(principal, host, operation, resource_type, name):
+            return True
+        if log_if_denied:
+            audit_denied(principal, host, operation, resource_type, name,
+                         request_class(self.api_key).__name__.removesuffix("Request"))
+        return False
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str],
+                   log_if_denied: bool = True) -> set[str]:
+        """The names among `names` the sender may do `operation` on (Kafka's filterByAuthorized)."""
+        if self.broker.authorizer is None:
+            return set(names)
+        return {name for name in set(names) if self.authorize(operation, resource_type, name, log_if_denied)}
+
+    def authorize_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether the sender may do `operation` on some resource of the type (Kafka's
+        Authorizer.authorizeByResourceType); always True without an authorizer."""
+        authorizer = self.broker.authorizer
+        return authorizer is None or authorizer.authorize_by_resource_type(
+            str(self.principal), self.connection.client_host, operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
+        """The bit field of a response's *_authorized_operations for the resource."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return supported_operations_bit_field(resource_type)
+        return authorizer.authorized_operations(str(self.principal), self.connection.client_host, resource_type, name)

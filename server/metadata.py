@@ -1,5 +1,5 @@
 """The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
-dynamic broker configs, and the producer ids handed out so far.
+dynamic broker configs, ACLs, and the producer ids handed out so far.
 
 In single-broker mode the broker is its own controller: the image is kept in one file in the first
 log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
@@ -76,6 +76,8 @@ class MetadataImage:
         # Dynamic broker configs by BROKER resource name: "" for the cluster-wide defaults, a node
         # id for one broker's own (Kafka's ConfigRecords of resource type BROKER).
         self.broker_configs: dict[str, dict[str, str]] = {}
+        # ACLs in creation order (Kafka's AccessControlEntryRecords), as authorizer.AclBinding.to_json.
+        self.acls: list[dict[str, str]] = []
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -87,6 +89,7 @@ class MetadataImage:
                                        dict(t.get("configs", {})), t.get("replication_factor", 1)))
             image.next_producer_id = data.get("next_producer_id", 0)
             image.broker_configs = {name: dict(configs) for name, configs in data.get("broker_configs", {}).items()}
+            image.acls = [dict(acl) for acl in data.get("acls", [])]
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -104,6 +107,7 @@ class MetadataImage:
             ],
             "next_producer_id": self.next_producer_id,
             "broker_configs": self.broker_configs,
+            "acls": self.acls,
         }
         write_atomically(self.path, json.dumps(data, indent=1))
 
@@ -141,6 +145,15 @@ class MetadataImage:
                 self.broker_configs.pop(resource_name, None)
             else:
                 self.broker_configs[resource_name] = previous
+            raise
+
+    def set_acls(self, acls: list[dict[str, str]]) -> None:
+        """Replace every ACL at once, durably (all of a CreateAcls or DeleteAcls, or none)."""
+        previous, self.acls = self.acls, list(acls)
+        try:
+            self.save()
+        except OSError:
+            self.acls = previous
             raise
 
     def allocate_producer_id_block(self, size: int) -> int:

@@ -29,6 +29,7 @@ MODULES = (
     "delete_records", "describe_cluster", "describe_log_dirs", "describe_topic_partitions", "init_producer_id",
     "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
     "describe_groups", "list_groups", "delete_groups", "offset_delete",
+    "describe_acls", "create_acls", "delete_acls",
 )
 
 

@@ -9,4 +9,4 @@ from . import handler
 
 @handler(ApiKey.ALTER_CONFIGS)
 async def handle(ctx, request):
-    return alter_configs(ctx.broker, request, response_class(ApiKey.ALTER_CONFIGS), incremental=False)
+    return alter_configs(ctx, request, response_class(ApiKey.ALTER_CONFIGS), incremental=False)

@@ -6,6 +6,7 @@ from collections import Counter
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import ALTER, TOPIC
 from . import handler
 
 CreatePartitionsResponse = response_class(ApiKey.CREATE_PARTITIONS)
@@ -42,6 +43,8 @@ async def handle(ctx, request):
     for topic in request.topics:
         if counts[topic.name] > 1:
             code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+        elif not ctx.authorize(ALTER, TOPIC, topic.name):
+            code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         else:
             code, message = grow(ctx, topic, request.validate_only)
         results.append(Result(name=topic.name, error_code=code, error_message=message))

@@ -8,6 +8,7 @@ from ...storage.errors import InvalidConfigurationException
 from ...storage.log_config import LogConfig
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
 from ..metadata import InvalidTopicError, validate_topic_name
 from . import handler
 
@@ -80,12 +81,21 @@ def config_entries(ctx, configs: dict[str, str]):
 @handler(ApiKey.CREATE_TOPICS)
 async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
+    # CREATE on the cluster or on the topic; its configs come back only with DESCRIBE_CONFIGS on it.
+    creatable = (counts.keys() if ctx.authorize(CREATE, CLUSTER, log_if_denied=False)
+                 else ctx.authorized(CREATE, TOPIC, counts))
+    describable = ctx.authorized(DESCRIBE_CONFIGS, TOPIC, counts, log_if_denied=False)
     results = []
     for topic in request.topics:
         if counts[topic.name] > 1:
             results.append(Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
                                   error_message="Found multiple entries for this topic.",
                                   num_partitions=-1, replication_factor=-1, configs=None))
+            continue
+        if topic.name not in creatable:
+            results.append(Result(name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                  error_message="Authorization failed.", num_partitions=-1, replication_factor=-1,
+                                  configs=None))
             continue
         try:
             partitions, replication, configs = check(ctx, topic)
@@ -96,9 +106,13 @@ async def handle(ctx, request):
         topic_id = None
         if not request.validate_only:
             topic_id = ctx.broker.replica_manager.create_topic(topic.name, partitions, configs, replication).topic_id
-        result = Result(name=topic.name, error_code=ErrorCode.NONE, num_partitions=partitions,
-                        replication_factor=replication,
-                        configs=config_entries(ctx, configs) if ctx.api_version >= 5 else None)
+        if topic.name not in describable and ctx.api_version >= 5:
+            result = Result(name=topic.name, error_code=ErrorCode.NONE, configs=[],
+                            topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        else:
+            result = Result(name=topic.name, error_code=ErrorCode.NONE, num_partitions=partitions,
+                            replication_factor=replication,
+                            configs=config_entries(ctx, configs) if ctx.api_version >= 5 else None)
         if topic_id is not None:
             result.topic_id = topic_id
         results.append(result)

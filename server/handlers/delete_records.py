@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...storage.errors import StorageError
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DELETE, TOPIC
 from . import handler
 
 DeleteRecordsResponse = response_class(ApiKey.DELETE_RECORDS)
@@ -34,6 +35,12 @@ def delete_before(ctx, topic: str, p):
 
 @handler(ApiKey.DELETE_RECORDS)
 async def handle(ctx, request):
-    topics = [TopicResult(name=t.name, partitions=[delete_before(ctx, t.name, p) for p in t.partitions])
-              for t in request.topics]
+    topics = []
+    for t in request.topics:
+        if ctx.authorize(DELETE, TOPIC, t.name):
+            partitions = [delete_before(ctx, t.name, p) for p in t.partitions]
+        else:
+            partitions = [PartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                          error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions]
+        topics.append(TopicResult(name=t.name, partitions=partitions))
     return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

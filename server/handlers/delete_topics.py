@@ -6,6 +6,7 @@ import uuid
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DELETE, DESCRIBE, TOPIC
 from . import handler
 
 DeleteTopicsResponse = response_class(ApiKey.DELETE_TOPICS)
@@ -20,7 +21,14 @@ def delete_one(ctx, name: str | None, topic_id: uuid.UUID):
         topic = image.topics_by_id.get(topic_id)
         if topic is None:
             return Result(name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+        # Asked by id without DESCRIBE on the topic: its name is not disclosed.
+        if not ctx.authorize(DESCRIBE, TOPIC, topic.name):
+            return Result(name=None, topic_id=topic_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if not ctx.authorize(DELETE, TOPIC, topic.name):
+            return Result(name=topic.name, topic_id=topic_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     else:
+        if not ctx.authorize(DELETE, TOPIC, name):
+            return Result(name=name, topic_id=topic_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         topic = image.topics.get(name)
         if topic is None:
             return Result(name=name, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

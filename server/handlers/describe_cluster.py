@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from . import handler
-from .metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from .metadata import AUTHORIZED_OPERATIONS_OMITTED, cluster_authorized_operations
 
 DescribeClusterResponse = response_class(ApiKey.DESCRIBE_CLUSTER)
 BrokerEntry = DescribeClusterResponse.DescribeClusterBroker
@@ -24,6 +24,6 @@ async def handle(ctx, request):
         throttle_time_ms=0, error_code=ErrorCode.NONE, endpoint_type=BROKERS_ENDPOINT,
         cluster_id=broker.cluster_id, controller_id=broker.node_id,
         brokers=[BrokerEntry(broker_id=me.node_id, host=me.host, port=me.port, rack=me.rack)],
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+        cluster_authorized_operations=(cluster_authorized_operations(ctx) if request.include_cluster_authorized_operations
                                        else AUTHORIZED_OPERATIONS_OMITTED),
     )

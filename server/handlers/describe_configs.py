@@ -8,7 +8,8 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..broker_loggers import describe_loggers
 from ..config import ConfigSource
-from ..config_resources import ConfigApiError, ResourceType, invalid_request, parse_node_id
+from ..authorizer import DESCRIBE_CONFIGS
+from ..config_resources import ConfigApiError, ResourceType, check_authorized, invalid_request, parse_node_id
 from . import handler
 
 DescribeConfigsResponse = response_class(ApiKey.DESCRIBE_CONFIGS)
@@ -56,6 +57,7 @@ async def handle(ctx, request):
     for resource in request.resources:
         code, message, configs = ErrorCode.NONE, None, []
         try:
+            check_authorized(ctx, DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
             configs = entries(ctx, request, resource)
         except ConfigApiError as error:
             code, message = error.code, error.message

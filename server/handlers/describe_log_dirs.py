@@ -6,6 +6,7 @@ import os
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import CLUSTER, DESCRIBE
 from . import handler
 
 DescribeLogDirsResponse = response_class(ApiKey.DESCRIBE_LOG_DIRS)
@@ -17,6 +18,9 @@ PartitionEntry = DescribeLogDirsResponse.DescribeLogDirsPartition
 @handler(ApiKey.DESCRIBE_LOG_DIRS)
 async def handle(ctx, request):
     broker = ctx.broker
+    if not ctx.authorize(DESCRIBE, CLUSTER):  # v0-2 have no error code: nothing to describe
+        return DescribeLogDirsResponse(throttle_time_ms=0, results=[], error_code=(
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED if ctx.api_version >= 3 else ErrorCode.NONE))
     if request.topics is None:
         wanted = {(t, p) for (t, p) in broker.replica_manager.partitions}
     else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DESCRIBE, TOPIC
 from . import handler
-from .metadata import TOPIC_OPERATIONS
 
 Response = response_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
 TopicEntry = Response.DescribeTopicPartitionsResponseTopic
@@ -21,14 +21,20 @@ async def handle(ctx, request):
     start_topic, start_partition = "", 0
     if request.cursor is not None:
         start_topic, start_partition = request.cursor.topic_name, request.cursor.partition_index
+    names = [name for name in names if name >= start_topic]
+    # Unauthorized topics are left out of a listing, and answered without disclosing whether they exist.
+    allowed = ctx.authorized(DESCRIBE, TOPIC, names, log_if_denied=bool(request.topics))
     budget = request.response_partition_limit
     topics, next_cursor = [], None
     for name in names:
-        if name < start_topic:
+        if name not in allowed:
+            if request.topics:
+                topics.append(TopicEntry(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, partitions=[]))
             continue
         topic = image.topics.get(name)
         if topic is None:
-            topics.append(TopicEntry(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]))
+            topics.append(TopicEntry(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[],
+                                     topic_authorized_operations=ctx.authorized_operations(TOPIC, name)))
             continue
         first = start_partition if name == start_topic else 0
         partitions = []
@@ -44,7 +50,7 @@ async def handle(ctx, request):
                 last_known_elr=[], offline_replicas=[]))
         topics.append(TopicEntry(error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
                                  is_internal=topic.is_internal, partitions=partitions,
-                                 topic_authorized_operations=TOPIC_OPERATIONS))
+                                 topic_authorized_operations=ctx.authorized_operations(TOPIC, name)))
         if next_cursor is not None:
             break
     return Response(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)

@@ -14,6 +14,7 @@ from ...storage.errors import OffsetOutOfRangeException, StorageError
 from ...wire import legacy
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
 from ..fetch_session import CachedPartition, FetchContext
 from ..replica_manager import READ_COMMITTED
 from . import handler
@@ -97,12 +98,27 @@ def error_data(index: int, code: int, hwm: int = -1, lso: int = -1, log_start: i
                          records=b"")
 
 
-def read_all(ctx, request, context, isolation: int):
+def unreadable_topics(ctx, request, context) -> frozenset[str]:
+    """The topics of the fetch the sender may not read: a consumer needs READ on each, a follower
+    (replica id set) CLUSTER_ACTION on the cluster."""
+    if ctx.broker.authorizer is None:
+        return frozenset()
+    topics = {p.topic for p in context.partitions}
+    replica_id = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
+    if replica_id >= 0:
+        return frozenset() if ctx.authorize(CLUSTER_ACTION, CLUSTER) else frozenset(topics)
+    return frozenset(topics - ctx.authorized(READ, TOPIC, topics))
+
+
+def read_all(ctx, request, context, isolation: int, unreadable: frozenset[str]):
     """One pass over the session's partitions: [(cached partition, data)], bytes read."""
     remaining = request.max_bytes if ctx.api_version >= 3 else NO_LIMIT
     results = []
     total = 0
     for p in context.partitions:
+        if unreadable and p.topic in unreadable:
+            results.append((p, error_data(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            continue
         limit = min(p.max_bytes, remaining)
         data, size = read_partition(ctx, p, limit, min_one_message=total == 0, isolation=isolation)
         results.append((p, data))
@@ -126,8 +142,9 @@ async def handle(ctx, request):
         context = FetchContext(wanted)
     isolation = request.isolation_level if version >= 4 else 0
     deadline = trio.current_time() + max(request.max_wait_ms, 0) / 1000
+    unreadable = unreadable_topics(ctx, request, context)
     while True:
-        results, total = read_all(ctx, request, context, isolation)
+        results, total = read_all(ctx, request, context, isolation, unreadable)
         errors = any(data.error_code != ErrorCode.NONE for _, data in results)
         if total >= request.min_bytes or errors or not results or trio.current_time() >= deadline:
             break

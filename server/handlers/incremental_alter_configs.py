@@ -10,4 +10,4 @@ from . import handler
 
 @handler(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 async def handle(ctx, request):
-    return alter_configs(ctx.broker, request, response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS), incremental=True)
+    return alter_configs(ctx, request, response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS), incremental=True)

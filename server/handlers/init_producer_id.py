@@ -17,6 +17,7 @@ import logging
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ...wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from ..authorizer import CLUSTER, IDEMPOTENT_WRITE, TOPIC, TRANSACTIONAL_ID, WRITE
 from . import handler
 
 log = logging.getLogger("samsa.init_producer_id")
@@ -30,6 +31,13 @@ def error_response(code: int):
 
 @handler(ApiKey.INIT_PRODUCER_ID)
 async def handle(ctx, request):
+    # Kafka 3.x: a transactional producer needs WRITE on its transactional id; an idempotent one
+    # IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
+    if request.transactional_id is not None:
+        if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+            return error_response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif not (ctx.authorize(IDEMPOTENT_WRITE, CLUSTER, log_if_denied=False) or ctx.authorize_by_resource_type(WRITE, TOPIC)):
+        return error_response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if request.transactional_id is not None:
         log.warning("InitProducerId for transactional id %r from %s refused: transactions are not supported yet",
                     request.transactional_id, ctx.client_id)

@@ -6,6 +6,7 @@ from collections import Counter
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DESCRIBE, TOPIC
 from . import handler
 
 ListOffsetsResponse = response_class(ApiKey.LIST_OFFSETS)
@@ -49,6 +50,10 @@ async def handle(ctx, request):
     isolation = request.isolation_level if version >= 2 else 0
     topics = []
     for t in request.topics:
+        if not ctx.authorize(DESCRIBE, TOPIC, t.name):
+            topics.append(TopicResponse(name=t.name, partitions=[
+                error(p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions]))
+            continue
         counts = Counter(p.partition_index for p in t.partitions)
         duplicates = {index for index, n in counts.items() if n > 1}
         parts = []

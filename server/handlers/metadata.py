@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import uuid
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
 from ..metadata import InvalidTopicError, validate_topic_name
 from . import handler
 
@@ -15,10 +17,7 @@ Topic = MetadataResponse.MetadataResponseTopic
 PartitionMeta = MetadataResponse.MetadataResponsePartition
 Broker = MetadataResponse.MetadataResponseBroker
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# Operations an unsecured broker allows: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS (bits of AclOperation codes 3..8, 10, 11).
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (4, 7, 8, 9, 10, 11, 12, 13))
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def topic_metadata(ctx, topic, include_operations: bool) -> object:
@@ -31,7 +30,19 @@ def topic_metadata(ctx, topic, include_operations: bool) -> object:
     ]
     return Topic(error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id,
                  is_internal=topic.is_internal, partitions=partitions,
-                 topic_authorized_operations=TOPIC_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED)
+                 topic_authorized_operations=(ctx.authorized_operations(TOPIC, topic.name) if include_operations
+                                              else AUTHORIZED_OPERATIONS_OMITTED))
+
+
+def cluster_authorized_operations(ctx) -> int:
+    """What Metadata v8-10 and DescribeCluster report: nothing without DESCRIBE on the cluster."""
+    return ctx.authorized_operations(CLUSTER) if ctx.authorize(DESCRIBE, CLUSTER) else 0
+
+
+def unauthorized(name: str | None, topic_id=ZERO_UUID):
+    """A topic the sender may not see or create, its existence not disclosed: asked by name, no id
+    comes back (topic ids are not secret, so asked by id, the id does)."""
+    return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id, is_internal=False)
 
 
 def auto_create(ctx, name: str):
@@ -52,7 +63,8 @@ async def handle(ctx, request):
     allow_auto = (ctx.api_version < 4 or request.allow_auto_topic_creation) and broker.config.get("auto.create.topics.enable")
     topics = []
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()]
+        topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()
+                  if ctx.authorize(DESCRIBE, TOPIC, t.name, log_if_denied=False)]
     else:
         for wanted in request.topics:
             name = wanted.name
@@ -61,9 +73,19 @@ async def handle(ctx, request):
                 if topic is None:
                     topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=wanted.topic_id))
                     continue
+                if not ctx.authorize(DESCRIBE, TOPIC, topic.name):
+                    topics.append(unauthorized(None, wanted.topic_id))
+                    continue
             else:
+                if not ctx.authorize(DESCRIBE, TOPIC, name):
+                    topics.append(unauthorized(name))
+                    continue
                 topic = image.topics.get(name)
             if topic is None:
+                if allow_auto and not (ctx.authorize(CREATE, CLUSTER, log_if_denied=False)
+                                       or ctx.authorize(CREATE, TOPIC, name)):
+                    topics.append(unauthorized(name))
+                    continue
                 try:
                     validate_topic_name(name)
                 except InvalidTopicError:
@@ -82,6 +104,7 @@ async def handle(ctx, request):
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
         topics=topics,
-        cluster_authorized_operations=(CLUSTER_OPERATIONS if ctx.api_version >= 8 and request.include_cluster_authorized_operations
+        cluster_authorized_operations=(cluster_authorized_operations(ctx)
+                                       if 8 <= ctx.api_version <= 10 and request.include_cluster_authorized_operations
                                        else AUTHORIZED_OPERATIONS_OMITTED),
     )

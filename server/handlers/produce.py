@@ -18,6 +18,7 @@ from ...wire import records as batches
 from ...wire.errors import ErrorCode
 from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from ..network import ConnectionClosed
 from . import handler
 
@@ -97,16 +98,37 @@ def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
                              log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
 
 
+def transaction_unauthorized(ctx, request) -> bool:
+    """Kafka's check before any append: transactional records need WRITE on their transactional id.
+    Batch headers are read only when an authorizer is configured."""
+    if ctx.broker.authorizer is None:
+        return False
+    transactional = any(p.records is not None and len(p.records) >= batches.BATCH_HEADER_SIZE
+                        and batches.peek_magic(p.records) == 2 and batches.parse_batch_header(p.records).is_transactional
+                        for t in request.topic_data for p in t.partition_data)
+    return transactional and not (request.transactional_id is not None
+                                  and ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id))
+
+
 @handler(ApiKey.PRODUCE)
 async def handle(ctx, request):
     acks = request.acks
     responses = []
     to_flush: list = []
+    transaction_refused = transaction_unauthorized(ctx, request)
     for topic in request.topic_data:
-        if acks not in (-1, 0, 1):
-            parts = [partition_error(p.index, ErrorCode.INVALID_REQUIRED_ACKS) for p in topic.partition_data]
+        if transaction_refused:
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not ctx.authorize(WRITE, TOPIC, topic.name):
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif acks not in (-1, 0, 1):
+            code = ErrorCode.INVALID_REQUIRED_ACKS
         else:
+            code = ErrorCode.NONE
+        if code == ErrorCode.NONE:
             parts = [append_partition(ctx, topic.name, p, acks, to_flush) for p in topic.partition_data]
+        else:
+            parts = [partition_error(p.index, code) for p in topic.partition_data]
         responses.append(TopicResponse(name=topic.name, partition_responses=parts))
     for log_ in to_flush:
         # flush.messages reached or a segment rolled: fsync off the event loop before answering.

@@ -1,0 +1,30 @@
+"""CreateAcls (key 30): add ACL bindings, each checked as Kafka's AclControlManager does; an ACL
+that already exists is a success and stays one binding."""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..acl_admin import binding_of, refusal, store_acls
+from ..authorizer import create_acls
+from . import handler
+
+CreateAclsResponse = response_class(ApiKey.CREATE_ACLS)
+Result = CreateAclsResponse.AclCreationResult
+
+
+@handler(ApiKey.CREATE_ACLS)
+async def handle(ctx, request):
+    refused = refusal(ctx, mutating=True)
+    if refused is not None:
+        code, message = refused
+        return CreateAclsResponse(throttle_time_ms=0, results=[Result(error_code=code, error_message=message)
+                                                               for _ in request.creations])
+    current = ctx.broker.authorizer.acls()
+    errors, after = create_acls(current, [binding_of(c) for c in request.creations])
+    if len(after) != len(current):
+        store_acls(ctx.broker, after)
+    return CreateAclsResponse(throttle_time_ms=0, results=[
+        Result(error_code=ErrorCode.NONE, error_message=None) if error is None
+        else Result(error_code=ErrorCode.INVALID_REQUEST, error_message=error)
+        for error in errors])
