@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ..storage.log import AppendOrigin
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
 from .metadata import TopicInfo
@@ -37,8 +38,8 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """No transactions are open without a transaction coordinator: stable up to the high watermark."""
-        return self.log.high_watermark
+        """Up to the first record of the earliest open transaction, at most the high watermark."""
+        return self.log.last_stable_offset
 
     def read_bound(self, isolation_level: int) -> int:
         """The first offset a reader may not see: the last stable offset for read_committed."""
@@ -50,9 +51,9 @@ class Partition:
             return ErrorCode.NONE
         return ErrorCode.FENCED_LEADER_EPOCH if requested < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
 
-    def append(self, records) -> object:
+    def append(self, records, origin: AppendOrigin = AppendOrigin.CLIENT) -> object:
         """Append validated-on-the-way batches (offsets assigned in place); wakes parked fetches."""
-        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch)
+        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin)
         self.log.high_watermark = self.log.log_end_offset
         self.wake()
         return info

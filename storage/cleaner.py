@@ -241,6 +241,9 @@ class Cleaner:
             for segment in group:
                 self._clean_into(segment, cleaned, offset_map, now_ms, log.config.delete_retention_ms, last_records,
                                  upper_bound_offset, stats, check_done)
+                # Every marker is kept, so every aborted transaction stays indexed.
+                for txn in segment.txn_index.entries:
+                    cleaned.txn_index.append(txn)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified_ms())

@@ -75,6 +75,11 @@ class InvalidTxnStateException(StorageError):
     error_code = ErrorCode.INVALID_TXN_STATE
 
 
+class TransactionCoordinatorFencedException(StorageError):
+    """A transaction marker from a coordinator epoch older than one already seen for its producer."""
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class CorruptSnapshotException(StorageError):
     """A producer state snapshot that fails its version or CRC check; it is deleted and the state
     rebuilt from the log."""

@@ -8,6 +8,11 @@ written (a retried batch is answered with its original offsets, a sequence gap o
 refused). The state is snapshotted when a segment rolls and when the log closes, and rebuilt on
 load from the latest trusted snapshot plus the batch headers after it.
 
+Transactions: the producer state tracks open transactions, which hold the last stable offset back;
+an ABORT marker adds the transaction to its segment's `.txnindex`, which read_committed reads
+consult (`read(..., include_aborted_txns=True)`). Recovering a segment rebuilds its transaction
+index from the producer state as of the segment's start, as Kafka's LogLoader does.
+
 Threads: the event loop appends and reads; worker threads flush (fsync), run retention and unlink
 deleted files. A lock guards every change of state; the segment list is copy-on-write, so a read
 or a flush works on a consistent snapshot without holding the lock. A segment removed by
@@ -35,12 +40,12 @@ from typing import NamedTuple
 from .producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerAppendInfo, ProducerStateEntry, ProducerStateManager,
 )
-from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader
+from ..wire.exceptions import CodecError
+from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader, ControlRecord, decode_batch, parse_control_record
 from .durability import fsync_dir, fsync_path
 from .errors import (
-    CorruptRecordException, CorruptSnapshotException, InvalidProducerEpochException, InvalidRecordException,
-    InvalidTxnStateException, KafkaStorageException, OffsetOutOfRangeException, PolicyViolationException,
-    RecordBatchTooLargeException,
+    CorruptRecordException, CorruptSnapshotException, InvalidRecordException, KafkaStorageException,
+    OffsetOutOfRangeException, PolicyViolationException, RecordBatchTooLargeException,
 )
 from .file_records import FileRecords
 from .log_config import LogConfig
@@ -48,6 +53,7 @@ from .log_segment import (
     CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, SWAP_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX, FetchDataInfo, LogSegment, filename_prefix,
 )
+from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn
 from .leader_epoch_cache import LeaderEpochFileCache
 from .log_validator import AppendOrigin, ValidationResult, analyze_batches, validate_and_assign_offsets
 from .producer_snapshots import ProducerSnapshotFiles
@@ -181,9 +187,10 @@ class Log:
         try:
             directory.mkdir(parents=True, exist_ok=True)
             names = os.listdir(directory)
-            segments = _load_segments(directory, names, config, now)
+            recovered: set[int] = set()
+            segments = _load_segments(directory, names, config, now, recovered)
             if not had_clean_shutdown:
-                _recover_unflushed(segments, recovery_point)
+                _recover_unflushed(segments, recovery_point, recovered)
             if not segments:
                 segments = [LogSegment.open(directory, log_start_offset, config, now, file_already_exists=False)]
             next_offset = segments[-1].read_next_offset()
@@ -197,7 +204,7 @@ class Log:
                          recovery_point=next_offset if had_clean_shutdown else recovery_point,
                          next_offset=next_offset, new_directory=new_directory,
                          producer_id_expiration_ms=producer_id_expiration_ms)
-            loaded._load_producer_state(had_clean_shutdown)
+            loaded._load_producer_state(had_clean_shutdown, recovered)
         except OSError as e:
             raise KafkaStorageException(f"Error while loading log {directory}: {e}") from e
         return loaded
@@ -224,6 +231,21 @@ class Log:
         """Set by the replica manager; kept within [log start offset, log end offset]."""
         with self._lock:
             self._high_watermark = min(max(offset, self._log_start_offset), self._next_offset)
+            self._producer_state.on_high_watermark_updated(self._high_watermark)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """Where the earliest undecided (or not yet replicated) transaction starts, never below
+        the log start offset; None when every transaction is decided."""
+        first = self._producer_state.first_unstable_offset
+        return None if first is None else max(first, self._log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What read_committed readers may see up to (Kafka's lastStableOffset): the first
+        unstable offset, capped by the high watermark."""
+        first = self.first_unstable_offset
+        return first if first is not None and first < self._high_watermark else self._high_watermark
 
     @property
     def unflushed_messages(self) -> int:
@@ -271,7 +293,9 @@ class Log:
                 raise RecordBatchTooLargeException(
                     f"Message batch size is {result.valid_bytes} bytes in append to partition {self.name}, which "
                     f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
-            producer_append = self._analyze_and_validate_producer_state(result.batches[0][1], origin)
+            position, header = result.batches[0]
+            producer_append = self._analyze_and_validate_producer_state(
+                header, origin, memoryview(records)[position:position + header.size])
             if producer_append is not None and producer_append.duplicate is not None:
                 return self._duplicate_append_info(producer_append.duplicate)
             segment = self._maybe_roll(result, now)
@@ -279,6 +303,8 @@ class Log:
             self._next_offset = result.last_offset + 1
             if producer_append is not None:
                 self._producer_state.update(producer_append)
+                if producer_append.completed_txn is not None:
+                    self._complete_txn(segment, producer_append)
             self._producer_state.update_map_end_offset(self._next_offset)
             self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
             flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
@@ -288,20 +314,20 @@ class Log:
                 log_start_offset=self._log_start_offset, record_count=result.record_count,
                 valid_bytes=result.valid_bytes, flush_needed=flush_needed)
 
-    def _analyze_and_validate_producer_state(self, header: BatchHeader,
-                                             origin: AppendOrigin) -> ProducerAppendInfo | None:
+    def _analyze_and_validate_producer_state(self, header: BatchHeader, origin: AppendOrigin,
+                                             batch=None) -> ProducerAppendInfo | None:
+        """`batch`: the batch's bytes, for a control batch's marker record."""
         if header.producer_id == NO_PRODUCER_ID:
             return None
-        if header.is_transactional and not header.is_control and origin is not AppendOrigin.REPLICATION:
-            # Kafka's transaction verification: a transactional batch needs a transaction the
-            # coordinator vouches for, and no coordinator serves transactions here yet.
-            entry = self._producer_state.last_entry(header.producer_id)
-            if entry is not None and header.producer_epoch < entry.producer_epoch:
-                raise InvalidProducerEpochException(
-                    f"Epoch of producer {header.producer_id} is {header.producer_epoch}, which is smaller than the "
-                    f"last seen epoch {entry.producer_epoch}")
-            raise InvalidTxnStateException("Record was not part of an ongoing transaction")
-        return self._producer_state.prepare_update(header, origin)
+        marker = _end_txn_marker(batch, self.name) if header.is_control else None
+        return self._producer_state.prepare_update(header, origin, marker)
+
+    def _complete_txn(self, segment: LogSegment, append: ProducerAppendInfo) -> None:
+        """A marker closed a transaction: index it if aborted (with the last stable offset it
+        leaves), then it is no longer open (Kafka's UnifiedLog.append)."""
+        state, completed = self._producer_state, append.completed_txn
+        segment.update_txn_index(*completed, last_stable_offset=state.last_stable_offset(completed))
+        state.complete_txn(completed)
 
     def _duplicate_append_info(self, duplicate: BatchMetadata) -> LogAppendInfo:
         # As Kafka: the batch's max timestamp goes back as the log append time, even under
@@ -337,7 +363,7 @@ class Log:
                     f"Trying to roll a new log segment for {self.name} with start offset {new_offset} lower than "
                     f"start offset of the active segment {active.base_offset}")
             prefix = filename_prefix(new_offset)
-            for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
+            for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
                 (self.dir / (prefix + suffix)).unlink(missing_ok=True)
             active.on_become_inactive()
             segment = LogSegment.open(self.dir, new_offset, self.config, self._clock_ms(), file_already_exists=False)
@@ -353,6 +379,11 @@ class Log:
     def last_producer_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producer_state.last_entry(producer_id)
 
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Copies of the producers the partition tracks (DescribeProducers)."""
+        with self._lock:
+            return [entry.copy() for entry in self._producer_state.producers.values()]
+
     @property
     def producer_snapshot_offsets(self) -> list[int]:
         return self._producer_snapshots.offsets
@@ -366,14 +397,44 @@ class Log:
             self._unflushed_snapshots.append(path)
         state.snapshot_taken()
 
-    def _load_producer_state(self, had_clean_shutdown: bool) -> None:
+    def _load_producer_state(self, had_clean_shutdown: bool, recovered: set[int]) -> None:
         """At load: drop the snapshots that match no segment (Kafka's removeStraySnapshots) and,
         after a crash, those past the recovery point (written after the last flush, they may be
-        torn); then rebuild the state up to the log end offset."""
+        torn); rebuild the transaction indexes of the segments recovered (base offsets in
+        `recovered`); then rebuild the state up to the log end offset."""
         self._producer_snapshots.remove_stray(self._segments.base_offsets)
         if not had_clean_shutdown:
             self._producer_snapshots.delete_above(self._recovery_point)
+        if recovered:
+            self._rebuild_txn_indexes([s for s in self._segments.segments if s.base_offset in recovered])
         self._rebuild_producer_state(self._next_offset, reload_from_clean_shutdown=had_clean_shutdown)
+
+    def _rebuild_txn_indexes(self, recovered: list[LogSegment]) -> None:
+        """Replay the producer batches from the latest snapshot at or below the first recovered
+        segment to the log end, indexing the aborted transactions whose markers lie in a recovered
+        segment (Kafka's LogSegment.recover with a ProducerStateManager rebuilt to its start)."""
+        first = recovered[0].base_offset
+        state = ProducerStateManager(self.name, self._producer_state.producer_id_expiration_ms)
+        now = self._clock_ms()
+        start = self._log_start_offset
+        state.start_empty_at(start)
+        for offset in reversed(self._producer_snapshots.offsets):
+            if start < offset <= first:
+                try:
+                    state.load_snapshot_entries(self._producer_snapshots.read(offset), offset, now)
+                    break
+                except CorruptSnapshotException as e:
+                    log.warning("Failed to load producer snapshot %s: %s", self._producer_snapshots.path(offset), e)
+        for segment in recovered:
+            segment.txn_index.reset()
+        recovered_ids = {id(s) for s in recovered}
+        view = self._segments
+        for segment in view.segments[max(view.floor_index(state.map_end_offset), 0):]:
+            if segment.base_offset > recovered[-1].base_offset:
+                break
+            index_into = segment if id(segment) in recovered_ids else None
+            self._replay_producer_batches(segment, max(state.map_end_offset, segment.base_offset), self._next_offset,
+                                          state, index_into)
 
     def _rebuild_producer_state(self, last_offset: int, *, reload_from_clean_shutdown: bool) -> None:
         """The state as of `last_offset`: the latest snapshot at or below it, then the producer
@@ -426,18 +487,32 @@ class Log:
                 snapshots.delete(latest)
         state.start_empty_at(self._log_start_offset)
 
-    def _replay_producer_batches(self, segment: LogSegment, start_offset: int, end_offset: int) -> None:
+    def _replay_producer_batches(self, segment: LogSegment, start_offset: int, end_offset: int,
+                                 state: ProducerStateManager | None = None,
+                                 index_into: LogSegment | None = None) -> None:
         """Apply the producer batches of `segment` from the one holding `start_offset` to the
-        last one below `end_offset`, unchecked (they are in the log already)."""
+        last one below `end_offset` to `state` (the log's by default), unchecked (they are in the
+        log already); transactions their markers complete are indexed in `index_into` if given.
+        Only a marker's record is read: the rest comes from batch headers."""
         start = segment.translate_offset(start_offset)
         if start is None:
             return
-        state = self._producer_state
-        for _, header in segment.log.batch_headers_from(start.position):
+        state = state or self._producer_state
+        for position, header in segment.log.batch_headers_from(start.position):
             if header.base_offset >= end_offset:
                 break
-            if header.producer_id != NO_PRODUCER_ID:
-                state.update(state.prepare_update(header, AppendOrigin.REPLICATION))
+            if header.producer_id == NO_PRODUCER_ID:
+                continue
+            marker = None
+            if header.is_control:
+                marker = _end_txn_marker(segment.log.pread(position, header.size), self.name)
+            append = state.prepare_update(header, AppendOrigin.REPLICATION, marker)
+            state.update(append)
+            if append.completed_txn is not None:
+                if index_into is not None:
+                    index_into.update_txn_index(*append.completed_txn,
+                                                last_stable_offset=state.last_stable_offset(append.completed_txn))
+                state.complete_txn(append.completed_txn)
 
     def remove_expired_producers(self, now_ms: int) -> int:
         """Forget the producers idle past producer.id.expiration.ms; returns how many went."""
@@ -467,11 +542,12 @@ class Log:
 
     # -- reads
     def read(self, offset: int, max_bytes: int, *, isolation_max_offset: int | None = None,
-             min_one_message: bool = True) -> FetchDataInfo:
+             min_one_message: bool = True, include_aborted_txns: bool = False) -> FetchDataInfo:
         """Up to max_bytes from `offset`, never past isolation_max_offset (high watermark or last
         stable offset; None for the log end). Returns the file range of whole batches from the
         one holding `offset` (a batch is never split at its start; max_bytes may cut the last one,
-        as Kafka does); min_one_message returns the first batch whole even past max_bytes."""
+        as Kafka does); min_one_message returns the first batch whole even past max_bytes. With
+        include_aborted_txns (read_committed), the aborted transactions overlapping the range."""
         view = self._segments
         end = self._next_offset
         if offset < self._log_start_offset or offset > end:
@@ -479,8 +555,9 @@ class Log:
                 f"Received request for offset {offset} for partition {self.name}, but we only have log segments "
                 f"in the range {self._log_start_offset} to {end}.")
         max_offset = end if isolation_max_offset is None else min(isolation_max_offset, end)
+        no_records = FetchDataInfo(FileRecords.empty(), offset, [] if include_aborted_txns else None)
         if offset >= max_offset:
-            return FetchDataInfo(FileRecords.empty(), offset)
+            return no_records
         with self._io("reading"):
             index = max(view.floor_index(offset), 0)
             while index < len(view.segments):
@@ -488,9 +565,26 @@ class Log:
                 next_base = view.base_offsets[index + 1] if index + 1 < len(view.segments) else end
                 info = segment.read(offset, max_bytes, _max_position(segment, next_base, max_offset), min_one_message)
                 if info is not None:
+                    if include_aborted_txns:
+                        upper = segment.fetch_upper_bound_offset(info.records.position, info.records.size)
+                        aborted = self.collect_aborted_transactions(offset, next_base if upper is None else upper, view)
+                        info = info._replace(aborted_transactions=aborted)
                     return info
                 index += 1
-        return FetchDataInfo(FileRecords.empty(), offset)
+        return no_records
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int,
+                                     view: _Segments | None = None) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset): from the
+        segment holding `start_offset` on, until one's index shows no later one can matter."""
+        view = view or self._segments
+        aborted: list[AbortedTxn] = []
+        for segment in view.segments[max(view.floor_index(start_offset), 0):]:
+            found = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+            aborted += found.aborted
+            if found.is_complete:
+                break
+        return aborted
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """ListOffsets: -2 (and -4) the log start offset, -1 the log end offset, -3 the record with
@@ -864,10 +958,11 @@ def _end_offset_of(path: Path, base_offset: int) -> int:
     return end
 
 
-def _load_segments(directory: Path, names: list[str], config: LogConfig, now: int) -> list[LogSegment]:
+def _load_segments(directory: Path, names: list[str], config: LogConfig, now: int,
+                   recovered: set[int]) -> list[LogSegment]:
     """Open the segments found in `directory`: crash leftovers are removed or, for a cleaned
     segment's swap, completed; an index without its log goes, a segment without both indexes is
-    rebuilt."""
+    rebuilt (its base offset added to `recovered`)."""
     logs: set[str] = set()
     indexes: set[str] = set()
     for name in _complete_interrupted_swaps(directory, names):
@@ -882,19 +977,31 @@ def _load_segments(directory: Path, names: list[str], config: LogConfig, now: in
         segment = LogSegment.open(directory, int(name[:20]), config, now)
         if name[:20] + INDEX_FILE_SUFFIX not in indexes or name[:20] + TIME_INDEX_FILE_SUFFIX not in indexes:
             segment.recover()
+            recovered.add(segment.base_offset)
         segments.append(segment)
     return segments
 
 
-def _recover_unflushed(segments: list[LogSegment], recovery_point: int) -> None:
-    """Recover the segments from the one holding the recovery point on; after one that had to be
-    cut, the later ones cannot be trusted and are deleted."""
+def _recover_unflushed(segments: list[LogSegment], recovery_point: int, recovered: set[int]) -> None:
+    """Recover the segments from the one holding the recovery point on (their base offsets
+    added to `recovered`); after one that had to be cut, the later ones cannot be trusted and are
+    deleted."""
     bases = [s.base_offset for s in segments]
     first = max(bisect_right(bases, recovery_point) - 1, 0)
     for index in range(first, len(segments)):
+        recovered.add(segments[index].base_offset)
         if segments[index].recover() > 0:
             for later in segments[index + 1:]:
                 later.delete()
             del segments[index + 1:]
             return
 
+
+
+def _end_txn_marker(batch, topic_partition: str) -> ControlRecord | None:
+    """The record of a control batch; None for one emptied by the cleaner (its transaction gone)."""
+    try:
+        _, records = decode_batch(batch)
+        return parse_control_record(records[0]) if records else None
+    except CodecError as e:
+        raise CorruptRecordException(f"Invalid control batch in {topic_partition}: {e}") from None

@@ -1,5 +1,5 @@
 """One segment of a partition's log (Kafka's LogSegment): `<base offset, 20 digits>.log` with its
-`.index` and `.timeindex`.
+`.index`, `.timeindex` and, once a transaction is aborted in it, `.txnindex`.
 
 Appends take batches whose offsets are already assigned and add an index entry once more than
 index.interval.bytes went in since the last one (the entry: the batch's last offset -> the batch's
@@ -25,6 +25,7 @@ from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
 from .log_config import LogConfig
 from .offset_index import OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn, TransactionIndex, TxnIndexSearchResult
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
@@ -43,6 +44,8 @@ def filename_prefix(offset: int) -> str:
 class FetchDataInfo(NamedTuple):
     records: FileRecords  # possibly empty
     first_offset: int  # the offset the read started at
+    # read_committed reads: the aborted transactions overlapping the records (None otherwise).
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 class LogSegment:
@@ -58,6 +61,7 @@ class LogSegment:
                                          max_index_size)
         self._time_index = TimeIndex(directory / (prefix + TIME_INDEX_FILE_SUFFIX + file_suffix), base_offset,
                                      max_index_size)
+        self.txn_index = TransactionIndex(directory / (prefix + TXN_INDEX_FILE_SUFFIX + file_suffix), base_offset)
         self._indexes_checked = False
         self._bytes_since_last_index_entry = 0
         self._max_timestamp_and_offset: TimestampOffset | None = None  # loaded on first use
@@ -227,6 +231,21 @@ class LogSegment:
         fetch_size = min(max_position - start.position, adjusted_max_size)
         return FetchDataInfo(self.log.slice(start.position, max(fetch_size, 0)), start_offset)
 
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
+        """An offset past everything in the `fetch_size` bytes from `start_position`: that of the
+        first index entry at or beyond their end (Kafka's fetchUpperBoundOffset); None when the
+        index has none, and the segment's end must do."""
+        return self.offset_index.fetch_upper_bound_offset(start_position + fetch_size)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+
+    def update_txn_index(self, producer_id: int, first_offset: int, last_offset: int, is_aborted: bool,
+                         last_stable_offset: int) -> None:
+        """A transaction ended with a marker at `last_offset` in this segment: an aborted one is indexed."""
+        if is_aborted:
+            self.txn_index.append(AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset))
+
     def read_next_offset(self) -> int:
         """The offset after the last batch: scans from the last index entry."""
         if self.size == 0:
@@ -291,6 +310,7 @@ class LogSegment:
             self._rolled = False
             self.offset_index.truncate_to(offset)
             self.time_index.truncate_to(offset)
+            self.txn_index.truncate_to(offset)
             truncated = 0 if mapping is None else self.log.truncate_to(mapping.position)
         if self.size == 0:
             self.created_ms = now_ms
@@ -310,6 +330,7 @@ class LogSegment:
                 self.log.flush()
                 self._offset_index.flush()
                 self._time_index.flush()
+                self.txn_index.flush()
             except OSError as e:
                 raise KafkaStorageException(f"Error while flushing {self.log.path}: {e}") from e
             if self._rolled:
@@ -325,6 +346,7 @@ class LogSegment:
                 self._time_index.maybe_append(*self._max_timestamp_and_offset, skip_full_check=True)
             self._offset_index.close()
             self._time_index.close()
+            self.txn_index.close()
             self.log.trim()
             self.log.close()
 
@@ -337,6 +359,7 @@ class LogSegment:
         self.log.rename(renamed(self.log.path))
         self._offset_index.rename(renamed(self._offset_index.path))
         self._time_index.rename(renamed(self._time_index.path))
+        self.txn_index.rename(renamed(self.txn_index.path))
 
     def update_parent_dir(self, directory: Path) -> None:
         """The log directory was renamed; the open files moved with it."""
@@ -344,6 +367,7 @@ class LogSegment:
         self.log.path = directory / self.log.path.name
         self._offset_index.path = directory / self._offset_index.path.name
         self._time_index.path = directory / self._time_index.path.name
+        self.txn_index.path = directory / self.txn_index.path.name
 
     def delete(self) -> None:
         """Close and remove the files, whatever suffix they carry now."""
@@ -353,6 +377,7 @@ class LogSegment:
                 self._offset_index.release()
                 self._time_index.release()
                 self.log.close()
+        self.txn_index.delete()
         for path in (self.log.path, self._offset_index.path, self._time_index.path):
             if path is not None:
                 path.unlink(missing_ok=True)

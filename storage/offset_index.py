@@ -62,6 +62,12 @@ class OffsetIndex(AbstractIndex):
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(self.base_offset + self._relative_offsets[slot], self._positions[slot])
 
+    def fetch_upper_bound_offset(self, position: int) -> int | None:
+        """The offset of the first entry at or after file position `position`, None if none is."""
+        self._ensure_loaded()
+        slot = bisect_left(self._positions, position)
+        return None if slot == len(self._positions) else self.base_offset + self._relative_offsets[slot]
+
     def append(self, offset: int, position: int) -> None:
         self._ensure_loaded()
         if self._relative_offsets and offset <= self.last_offset:

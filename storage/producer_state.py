@@ -1,31 +1,45 @@
-"""The idempotent producers of one partition (Kafka's ProducerStateManager, ProducerStateEntry,
-ProducerAppendInfo and BatchMetadata), sans I/O.
+"""The idempotent and transactional producers of one partition (Kafka's ProducerStateManager,
+ProducerStateEntry, ProducerAppendInfo, BatchMetadata, TxnMetadata and CompletedTxn), sans I/O.
 
 For each producer id: its epoch and the metadata of its last five batches, enough to recognise a
 batch the producer retried (it keeps at most five requests in flight per partition) and to answer
-it with the offsets it got the first time, and to refuse a gap in the sequence numbers.
+it with the offsets it got the first time, and to refuse a gap in the sequence numbers; and the
+first offset of its open transaction, if any.
+
+Transactions: a producer's first transactional batch opens its transaction (an ongoing transaction,
+by first offset); its COMMIT or ABORT marker closes it (a CompletedTxn). The partition's first
+unstable offset is the first offset of the earliest transaction still open, or of a completed one
+whose marker the high watermark has not yet passed; the last stable offset stops there.
 
 The log asks `prepare_update` about a batch once offsets are assigned and, if the batch is not a
-duplicate, appends it and hands the result to `update`. Loading restores `load_snapshot_entries`
-and replays batch headers with AppendOrigin.REPLICATION, which checks nothing. Time is an
-argument: `remove_expired_producers(now_ms)` forgets producers idle for producer.id.expiration.ms.
+duplicate, appends it and hands the result to `update`; a marker's CompletedTxn then goes to
+`last_stable_offset` (for the transaction index) and `complete_txn`. Loading restores
+`load_snapshot_entries` and replays batch headers with AppendOrigin.REPLICATION, which checks
+nothing. Time is an argument: `remove_expired_producers(now_ms)` forgets producers idle for
+producer.id.expiration.ms, never one with an open transaction.
 """
 
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .errors import InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException
+from .errors import (
+    InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException,
+    TransactionCoordinatorFencedException,
+)
 from .log_validator import AppendOrigin
-from ..wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader
+from ..wire.records import (
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, BatchHeader, ControlRecord, ControlRecordType,
+)
 
 __all__ = [
     "NUM_BATCHES_TO_RETAIN", "DEFAULT_PRODUCER_ID_EXPIRATION_MS", "BatchMetadata", "ProducerStateEntry",
-    "ProducerAppendInfo", "ProducerStateManager",
+    "ProducerAppendInfo", "CompletedTxn", "ProducerStateManager",
 ]
 
 log = logging.getLogger("samsa.producer_state")
@@ -116,13 +130,23 @@ class ProducerStateEntry:
         return next((b for b in self.batches if b.first_seq == first_seq and b.last_seq == last_seq), None)
 
 
+class CompletedTxn(NamedTuple):
+    """A transaction its marker closed: from its first record to the marker."""
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    is_aborted: bool
+
+
 class ProducerAppendInfo(NamedTuple):
     """What `prepare_update` decided about one batch: either a duplicate of a batch already in the
     log (its metadata: nothing is written, the client gets the original offsets), or the producer's
-    entry as it will be once the batch is written."""
+    entry as it will be once the batch is written, with the transaction the batch starts or ends."""
     producer_id: int
     duplicate: BatchMetadata | None
     updated_entry: ProducerStateEntry | None
+    started_txn: bool = False  # the batch opens a transaction (at its base offset)
+    completed_txn: CompletedTxn | None = None  # the marker closes a transaction that wrote records
 
 
 class ProducerStateManager:
@@ -131,6 +155,11 @@ class ProducerStateManager:
         self.topic_partition = topic_partition
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.producers: dict[int, ProducerStateEntry] = {}
+        # Open transactions as (first offset, producer id), in offset order (Kafka's ongoingTxns).
+        self._ongoing_txns: list[tuple[int, int]] = []
+        # Completed transactions whose marker is at or above the high watermark, by first offset:
+        # (producer id, marker offset) (Kafka's unreplicatedTxns).
+        self._unreplicated_txns: dict[int, tuple[int, int]] = {}
         # Every batch below this log offset is reflected in the state (Kafka's lastMapOffset).
         self.map_end_offset = 0
         # Where the last snapshot was taken or loaded from (Kafka's lastSnapOffset).
@@ -141,19 +170,22 @@ class ProducerStateManager:
 
     @property
     def is_empty(self) -> bool:
-        return not self.producers
+        return not self.producers and not self._unreplicated_txns
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
     # -- appends
-    def prepare_update(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT) -> ProducerAppendInfo:
+    def prepare_update(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT,
+                       marker: ControlRecord | None = None) -> ProducerAppendInfo:
         """Check a batch (offsets assigned) from a producer against its state without changing it.
         Raises InvalidProducerEpochException for an older epoch, OutOfOrderSequenceException for a
         sequence that does not follow the last one, InvalidTxnStateException for a plain batch while
-        the producer's transaction is open. Only a client's batch is checked for duplicates and
-        sequence, a coordinator's for its epoch; a replicated one (or one replayed from the log)
-        only logs an old epoch."""
+        the producer's transaction is open, TransactionCoordinatorFencedException for a marker from
+        an older coordinator epoch. Only a client's batch is checked for duplicates and sequence, a
+        coordinator's for its epoch; a replicated one (or one replayed from the log) only logs an
+        old epoch. `marker` is the control batch's record; a control batch without one (its
+        transaction was cleaned away) changes nothing."""
         producer_id = header.producer_id
         if producer_id == NO_PRODUCER_ID:
             raise ValueError(f"Batch without a producer id passed to the producer state of {self.topic_partition}")
@@ -165,12 +197,9 @@ class ProducerStateManager:
         self._check_producer_epoch(current, header, origin)
         updated = current.copy()
         if header.is_control:
-            # A transaction marker closes the producer's transaction. Its coordinator epoch is in
-            # the marker's record, which replaying batch headers does not read.
-            updated.maybe_update_producer_epoch(header.producer_epoch)
-            updated.current_txn_first_offset = None
-            updated.last_timestamp = header.max_timestamp
-            return ProducerAppendInfo(producer_id, None, updated)
+            if marker is None or marker.type is ControlRecordType.UNKNOWN:
+                return ProducerAppendInfo(producer_id, None, None)
+            return self._append_end_txn_marker(current, updated, header, marker, origin)
         if origin is AppendOrigin.CLIENT:
             self._check_sequence(current, header)
         updated.add_batch(header.producer_epoch, header.last_sequence, header.last_offset, header.last_offset_delta,
@@ -179,9 +208,31 @@ class ProducerStateManager:
             raise InvalidTxnStateException(
                 f"Expected transactional write from producer {producer_id} at offset {header.base_offset} in "
                 f"partition {self.topic_partition}")
-        if updated.current_txn_first_offset is None and header.is_transactional:
+        started = updated.current_txn_first_offset is None and header.is_transactional
+        if started:
             updated.current_txn_first_offset = header.base_offset
-        return ProducerAppendInfo(producer_id, None, updated)
+        return ProducerAppendInfo(producer_id, None, updated, started_txn=started)
+
+    def _append_end_txn_marker(self, current: ProducerStateEntry, updated: ProducerStateEntry, header: BatchHeader,
+                               marker: ControlRecord, origin: AppendOrigin) -> ProducerAppendInfo:
+        coordinator_epoch = marker.coordinator_epoch if marker.coordinator_epoch is not None else -1
+        if current.coordinator_epoch > coordinator_epoch:
+            message = (f"Invalid coordinator epoch for producerId {header.producer_id} at offset {header.base_offset} "
+                       f"in partition {self.topic_partition}: {coordinator_epoch} (zombie), "
+                       f"{current.coordinator_epoch} (current)")
+            if origin is not AppendOrigin.REPLICATION:
+                raise TransactionCoordinatorFencedException(message)
+            log.info("%s", message)
+        # Only a transaction that wrote records here completes: a marker alone moves no offset.
+        completed = None
+        if current.current_txn_first_offset is not None:
+            completed = CompletedTxn(header.producer_id, current.current_txn_first_offset, header.base_offset,
+                                     marker.type is ControlRecordType.ABORT)
+        updated.maybe_update_producer_epoch(header.producer_epoch)
+        updated.coordinator_epoch = coordinator_epoch
+        updated.current_txn_first_offset = None
+        updated.last_timestamp = header.max_timestamp
+        return ProducerAppendInfo(header.producer_id, None, updated, completed_txn=completed)
 
     def _check_producer_epoch(self, current: ProducerStateEntry, header: BatchHeader, origin: AppendOrigin) -> None:
         if header.producer_epoch >= current.producer_epoch:
@@ -213,9 +264,56 @@ class ProducerStateManager:
                 f"end sequence number)")
 
     def update(self, append: ProducerAppendInfo) -> None:
-        """Apply what `prepare_update` decided, once the batch is in the log."""
+        """Apply what `prepare_update` decided, once the batch is in the log. A completed
+        transaction stays ongoing until `complete_txn`."""
         if append.updated_entry is not None:
             self.producers[append.producer_id] = append.updated_entry
+            if append.started_txn:
+                insort(self._ongoing_txns, (append.updated_entry.current_txn_first_offset, append.producer_id))
+
+    # -- transactions (Kafka's firstUnstableOffset, lastStableOffset, completeTxn)
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The last stable offset once `completed` is complete (what its transaction index entry
+        records): the first offset of the earliest other open transaction, else past the marker."""
+        return next((first for first, pid in self._ongoing_txns if pid != completed.producer_id),
+                    completed.last_offset + 1)
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """The marker of `completed` is in the log; it stays unstable until the high watermark passes it."""
+        index = bisect_left(self._ongoing_txns, (completed.first_offset, completed.producer_id))
+        if index == len(self._ongoing_txns) or self._ongoing_txns[index] != (completed.first_offset,
+                                                                              completed.producer_id):
+            raise ValueError(f"Attempted to complete transaction {completed} on partition {self.topic_partition} "
+                             f"which was not started")
+        del self._ongoing_txns[index]
+        self._unreplicated_txns[completed.first_offset] = (completed.producer_id, completed.last_offset)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        self._remove_unreplicated_txns(high_watermark)
+
+    def _remove_unreplicated_txns(self, offset: int) -> None:
+        for first, (_, last) in list(self._unreplicated_txns.items()):
+            if last < offset:
+                del self._unreplicated_txns[first]
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest transaction not yet decided, or decided by a marker the
+        high watermark has not passed; None when every transaction is stable."""
+        candidates = [first for first, _ in self._ongoing_txns[:1]]
+        if self._unreplicated_txns:
+            candidates.append(min(self._unreplicated_txns))
+        return min(candidates, default=None)
+
+    @property
+    def first_undecided_offset(self) -> int | None:
+        """The first offset of the earliest open transaction."""
+        return self._ongoing_txns[0][0] if self._ongoing_txns else None
+
+    @property
+    def ongoing_txns(self) -> list[tuple[int, int]]:
+        """(first offset, producer id) of each open transaction, in offset order."""
+        return list(self._ongoing_txns)
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -230,21 +328,33 @@ class ProducerStateManager:
         self.last_snapshot_offset = self.map_end_offset
 
     def load_snapshot_entries(self, entries: Iterable[ProducerStateEntry], snapshot_offset: int, now_ms: int) -> None:
-        """Start over from a snapshot taken at `snapshot_offset`, less the producers expired since."""
-        self.producers = {e.producer_id: e for e in entries if not self._is_expired(e, now_ms)}
+        """Start over from a snapshot taken at `snapshot_offset`, less the producers expired since;
+        a producer's open transaction is ongoing again."""
+        self._clear()
+        for entry in entries:
+            if not self._is_expired(entry, now_ms):
+                self.producers[entry.producer_id] = entry
+                if entry.current_txn_first_offset is not None:
+                    insort(self._ongoing_txns, (entry.current_txn_first_offset, entry.producer_id))
         self.map_end_offset = self.last_snapshot_offset = snapshot_offset
 
     def start_empty_at(self, offset: int) -> None:
         """No snapshot to load: the state is rebuilt from the log from `offset` (the log start)."""
-        self.producers = {}
+        self._clear()
         self.map_end_offset = self.last_snapshot_offset = offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        self.producers = {}
+        self._clear()
         self.last_snapshot_offset = 0
         self.map_end_offset = offset
 
+    def _clear(self) -> None:
+        self.producers = {}
+        self._ongoing_txns = []
+        self._unreplicated_txns = {}
+
     def on_log_start_offset_incremented(self, log_start_offset: int, latest_snapshot_offset: int | None) -> None:
+        self._remove_unreplicated_txns(log_start_offset)
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
         self.last_snapshot_offset = log_start_offset if latest_snapshot_offset is None else latest_snapshot_offset
 

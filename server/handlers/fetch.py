@@ -22,6 +22,7 @@ from . import handler
 FetchResponse = response_class(ApiKey.FETCH)
 TopicResponse = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
+AbortedTransaction = FetchResponse.AbortedTransaction
 NO_LIMIT = 2**31 - 1
 
 
@@ -66,7 +67,7 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
     lso = partition.last_stable_offset
     try:
         info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=partition.read_bound(isolation),
-                         min_one_message=min_one_message)
+                         min_one_message=min_one_message, include_aborted_txns=isolation == READ_COMMITTED)
     except OffsetOutOfRangeException:
         return error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, lso, log_.log_start_offset), 0
     except StorageError as e:
@@ -80,9 +81,16 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
         records = b""
     data = PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hwm,
                          last_stable_offset=lso, log_start_offset=log_.log_start_offset,
-                         aborted_transactions=[] if isolation == READ_COMMITTED else None,
+                         aborted_transactions=aborted_transactions(info.aborted_transactions),
                          preferred_read_replica=-1, records=records)
     return data, size
+
+
+def aborted_transactions(aborted):
+    """Fetch's aborted_transactions: null for read_uncommitted reads."""
+    if aborted is None:
+        return None
+    return [AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset) for txn in aborted]
 
 
 def down_convert(records, magic: int, fetch_offset: int) -> bytes:

@@ -39,7 +39,7 @@ def lookup(ctx, partition, timestamp: int, isolation: int) -> tuple[int, int]:
     if found is None:
         return NO_TIMESTAMP, -1
     offset, ts = found
-    if timestamp != MAX_TIMESTAMP and offset >= log_.high_watermark:
+    if timestamp != MAX_TIMESTAMP and offset >= partition.read_bound(isolation):
         return NO_TIMESTAMP, -1
     return ts, offset
 

@@ -78,6 +78,9 @@ def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
     try:
         records = v2_batch(data.records, ctx.api_version)
+        if batches.parse_batch_header(records).is_transactional:
+            # No transaction coordinator can vouch for the transaction yet.
+            return partition_error(data.index, ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
         records = apply_topic_compression(records, config.compression_type)
         info = partition.append(records)
         if info.flush_needed:

@@ -2,14 +2,19 @@
 
 import pytest
 
-from samsa.storage.producer_state import NUM_BATCHES_TO_RETAIN, ProducerStateEntry, ProducerStateManager
-from samsa.storage.errors import InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException
+from samsa.storage.producer_state import NUM_BATCHES_TO_RETAIN, CompletedTxn, ProducerStateEntry, ProducerStateManager
+from samsa.storage.errors import (
+    InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException,
+    TransactionCoordinatorFencedException,
+)
 from samsa.storage.log_validator import AppendOrigin
-from samsa.wire.records import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader
+from samsa.wire.records import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader, ControlRecord, ControlRecordType
 
 PID = 42
 INT_MAX = 2**31 - 1
 EXPIRATION_MS = 1000
+COMMIT = ControlRecord(ControlRecordType.COMMIT, 0, 5)
+ABORT = ControlRecord(ControlRecordType.ABORT, 0, 5)
 
 
 def header(sequence: int, count: int = 1, *, offset: int, epoch: int = 0, pid: int = PID, timestamp: int = 100,
@@ -21,11 +26,14 @@ def header(sequence: int, count: int = 1, *, offset: int, epoch: int = 0, pid: i
                        records_count=count)
 
 
-def append(state: ProducerStateManager, batch: BatchHeader, origin=AppendOrigin.CLIENT):
-    """What the log does: prepare, and apply unless it is a duplicate."""
-    decided = state.prepare_update(batch, origin)
+def append(state: ProducerStateManager, batch: BatchHeader, origin=AppendOrigin.CLIENT, marker=None):
+    """What the log does: prepare, and apply unless it is a duplicate; a completed transaction is
+    then complete."""
+    decided = state.prepare_update(batch, origin, marker)
     if decided.duplicate is None:
         state.update(decided)
+        if decided.completed_txn is not None:
+            state.complete_txn(decided.completed_txn)
         state.update_map_end_offset(batch.last_offset + 1)
     return decided
 
@@ -128,9 +136,12 @@ def test_a_transaction_marker_closes_the_transaction(state):
     assert state.last_entry(PID).current_txn_first_offset == 0
     with pytest.raises(InvalidTxnStateException):
         state.prepare_update(header(1, offset=1), AppendOrigin.REPLICATION)
-    append(state, header(-1, offset=1, control=True, timestamp=300), AppendOrigin.REPLICATION)
+    decided = append(state, header(-1, offset=1, control=True, timestamp=300), AppendOrigin.REPLICATION,
+                     marker=COMMIT)
+    assert decided.completed_txn == CompletedTxn(PID, 0, 1, False)
     entry = state.last_entry(PID)
     assert (entry.current_txn_first_offset, entry.last_timestamp, entry.last_seq) == (None, 300, 0)
+    assert entry.coordinator_epoch == 5
 
 
 def test_idle_producers_expire_after_producer_id_expiration_ms(state):
@@ -159,3 +170,88 @@ def test_loading_a_snapshot_drops_the_producers_expired_since(state):
 def test_a_batch_without_a_producer_id_has_no_producer_state(state):
     with pytest.raises(ValueError):
         state.prepare_update(header(-1, offset=0, pid=-1))
+
+
+# -- transactions
+
+def test_open_transactions_hold_back_the_first_unstable_offset(state):
+    assert state.first_unstable_offset is None
+    append(state, header(0, 2, offset=10, pid=1, transactional=True))
+    append(state, header(0, offset=12, pid=2, transactional=True))
+    append(state, header(2, offset=13, pid=1, transactional=True))  # same transaction: still from 10
+    assert state.ongoing_txns == [(10, 1), (12, 2)]
+    assert (state.first_unstable_offset, state.first_undecided_offset) == (10, 10)
+    decided = state.prepare_update(header(-1, offset=14, pid=1, control=True), AppendOrigin.COORDINATOR, ABORT)
+    state.update(decided)
+    # The index entry of producer 1's abort: stable up to producer 2's open transaction.
+    assert state.last_stable_offset(decided.completed_txn) == 12
+    state.complete_txn(decided.completed_txn)
+    # Decided, but not stable until the high watermark passes the marker.
+    assert (state.first_unstable_offset, state.first_undecided_offset) == (10, 12)
+    state.on_high_watermark_updated(14)
+    assert state.first_unstable_offset == 10
+    state.on_high_watermark_updated(15)
+    assert state.first_unstable_offset == 12
+    decided = append(state, header(-1, offset=15, pid=2, control=True), AppendOrigin.COORDINATOR, COMMIT)
+    assert decided.completed_txn == CompletedTxn(2, 12, 15, False)
+    assert state.last_stable_offset(decided.completed_txn) == 16
+    state.on_high_watermark_updated(16)
+    assert state.first_unstable_offset is None and state.ongoing_txns == []
+
+
+def test_a_marker_without_records_completes_nothing(state):
+    decided = append(state, header(-1, offset=0, control=True, epoch=3), AppendOrigin.COORDINATOR, ABORT)
+    assert decided.completed_txn is None
+    assert state.last_entry(PID).producer_epoch == 3  # the fencing epoch is recorded all the same
+    assert state.first_unstable_offset is None
+
+
+def test_a_cleaned_away_marker_changes_nothing(state):
+    append(state, header(0, offset=0, transactional=True), AppendOrigin.REPLICATION)
+    decided = append(state, header(-1, offset=1, control=True), AppendOrigin.REPLICATION, marker=None)
+    assert decided.updated_entry is None and decided.completed_txn is None
+    assert state.ongoing_txns == [(0, PID)]
+
+
+def test_a_marker_from_an_older_coordinator_epoch_is_fenced(state):
+    append(state, header(0, offset=0, transactional=True))
+    append(state, header(-1, offset=1, control=True), AppendOrigin.COORDINATOR, COMMIT)  # coordinator epoch 5
+    append(state, header(1, offset=2, transactional=True))
+    stale = ControlRecord(ControlRecordType.ABORT, 0, 4)
+    with pytest.raises(TransactionCoordinatorFencedException):
+        state.prepare_update(header(-1, offset=3, control=True), AppendOrigin.COORDINATOR, stale)
+    assert state.prepare_update(header(-1, offset=3, control=True), AppendOrigin.REPLICATION, stale).completed_txn
+
+
+def test_a_marker_of_an_older_producer_epoch_is_refused(state):
+    append(state, header(0, offset=0, epoch=2, transactional=True))
+    with pytest.raises(InvalidProducerEpochException):
+        state.prepare_update(header(-1, offset=1, epoch=1, control=True), AppendOrigin.COORDINATOR, ABORT)
+
+
+def test_an_epoch_fencing_abort_restarts_the_sequence(state):
+    append(state, header(0, offset=0, transactional=True))
+    append(state, header(-1, offset=1, epoch=1, control=True), AppendOrigin.COORDINATOR, ABORT)
+    entry = state.last_entry(PID)
+    assert (entry.producer_epoch, entry.last_seq) == (1, -1)
+    with pytest.raises(OutOfOrderSequenceException):
+        state.prepare_update(header(5, offset=2, epoch=1, transactional=True))
+    assert append(state, header(0, offset=2, epoch=1, transactional=True)).started_txn
+
+
+def test_a_snapshot_brings_back_open_transactions(state):
+    open_txn = ProducerStateEntry(1, producer_epoch=0, last_timestamp=0, current_txn_first_offset=7)
+    idle = ProducerStateEntry(2, producer_epoch=0, last_timestamp=0)
+    state.load_snapshot_entries([open_txn, idle], snapshot_offset=9, now_ms=10 * EXPIRATION_MS)
+    assert set(state.producers) == {1}  # an open transaction keeps its producer from expiring
+    assert state.ongoing_txns == [(7, 1)] and state.first_unstable_offset == 7
+
+
+def test_truncation_and_a_moved_log_start_forget_transactions(state):
+    append(state, header(0, offset=0, pid=1, transactional=True))
+    append(state, header(-1, offset=1, pid=1, control=True), AppendOrigin.COORDINATOR, COMMIT)
+    append(state, header(0, offset=2, pid=2, transactional=True))
+    state.on_log_start_offset_incremented(2, None)
+    assert state.first_unstable_offset == 2  # the completed one below the log start is gone
+    state.truncate_fully_and_start_at(3)
+    assert state.first_unstable_offset is None and state.ongoing_txns == []

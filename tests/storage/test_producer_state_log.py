@@ -6,11 +6,11 @@ import shutil
 import pytest
 from storage_helpers import make_batch, small_config
 
-from samsa.storage.errors import InvalidProducerEpochException, InvalidTxnStateException, OutOfOrderSequenceException
+from samsa.storage.errors import InvalidProducerEpochException, OutOfOrderSequenceException
 from samsa.storage.log import Log
 from samsa.storage.log_manager import LogManager
 from samsa.storage.producer_snapshots import ProducerSnapshotFiles
-from samsa.wire.records import Record, build_batch, iter_batch_headers
+from samsa.wire.records import iter_batch_headers
 
 PID = 7
 
@@ -65,14 +65,6 @@ def test_plain_batches_pass_untouched(tmp_path, clock):
     for _ in range(2):
         assert log.append_as_leader(make_batch()).record_count == 1
     assert log.log_end_offset == 2 and log.last_producer_entry(-1) is None
-
-
-def test_transactional_batches_need_a_transaction_coordinator(tmp_path, clock):
-    log = open_log(tmp_path / "t-0", clock)
-    batch = bytearray(build_batch([Record(0, 0, None, b"v", [])], producer_id=PID, producer_epoch=0,
-                                  base_sequence=0, is_transactional=True, base_timestamp=1000))
-    with pytest.raises(InvalidTxnStateException):
-        log.append_as_leader(batch)
 
 
 def test_a_roll_snapshots_the_state_before_the_batch(tmp_path, clock):
