@@ -1,13 +1,27 @@
 """DeleteGroups (key 42): delete empty groups with their offsets (NON_EMPTY_GROUP while members
-remain); answered once the tombstones are in `__consumer_offsets`."""
+remain); answered once the tombstones are in `__consumer_offsets`. Each group needs DELETE on it."""
 
 from __future__ import annotations
 
 from ...coordinator.group_coordinator import GroupCoordinator
-from ...wire.protocol import ApiKey
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DELETE, GROUP
 from . import handler
+
+DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)
 
 
 @handler(ApiKey.DELETE_GROUPS)
 async def handle(ctx, request):
-    return await ctx.broker.groups.submit(ctx, GroupCoordinator.delete_groups, request.groups_names)
+    group_ids = list(dict.fromkeys(request.groups_names))
+    allowed = ctx.authorized(DELETE, GROUP, group_ids)
+    if len(allowed) == len(group_ids):
+        return await ctx.broker.groups.submit(ctx, GroupCoordinator.delete_groups, group_ids)
+    results = {g: DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+               for g in group_ids}
+    if allowed:
+        deleted = await ctx.broker.groups.submit(ctx, GroupCoordinator.delete_groups,
+                                                 [g for g in group_ids if g in allowed])
+        results.update((r.group_id, r) for r in deleted.results)
+    return DeleteGroupsResponse(throttle_time_ms=0, results=list(results.values()))

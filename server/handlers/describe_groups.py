@@ -1,21 +1,30 @@
 """DescribeGroups (key 15): classic groups' state, protocol and members; an unknown group is
-described as Dead (before v6, Kafka's behaviour)."""
+described as Dead (before v6, Kafka's behaviour). Each group needs DESCRIBE on it."""
 
 from __future__ import annotations
 
+from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DESCRIBE, GROUP
 from . import handler
 from .metadata import AUTHORIZED_OPERATIONS_OMITTED
 
 DescribeGroupsResponse = response_class(ApiKey.DESCRIBE_GROUPS)
-# What an unsecured broker allows on a group: READ, DELETE, DESCRIBE (AclOperation codes 3, 6, 8).
-GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8))
+DescribedGroup = DescribeGroupsResponse.DescribedGroup
 
 
 @handler(ApiKey.DESCRIBE_GROUPS)
 async def handle(ctx, request):
-    groups = ctx.broker.groups.coordinator.describe_groups(ctx.broker.groups.request_info(ctx), request.groups)
+    allowed = ctx.authorized(DESCRIBE, GROUP, request.groups)
+    described = iter(ctx.broker.groups.coordinator.describe_groups(
+        ctx.broker.groups.request_info(ctx), [g for g in request.groups if g in allowed]))
+    groups = [next(described) if group_id in allowed
+              else DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="",
+                                  protocol_type="", protocol_data="")
+              for group_id in request.groups]
     include_operations = ctx.api_version >= 3 and request.include_authorized_operations
     for group in groups:
-        group.authorized_operations = GROUP_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED
+        if group.error_code == ErrorCode.NONE:
+            group.authorized_operations = (ctx.authorized_operations(GROUP, group.group_id) if include_operations
+                                           else AUTHORIZED_OPERATIONS_OMITTED)
     return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)

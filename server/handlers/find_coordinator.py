@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from .. import authorizer as acl
 from . import handler
 
 FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
@@ -28,8 +29,13 @@ def transaction_coordinator(ctx, key: str):
 def find(ctx, key_type: int, key: str):
     """(error code, error message, node or None) for one key."""
     if key_type == GROUP:
+        if not ctx.authorize(acl.DESCRIBE, acl.GROUP, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.GROUP_AUTHORIZATION_FAILED.message, None
         code, node = group_coordinator(ctx, key)
     elif key_type == TRANSACTION:
+        if not ctx.authorize(acl.DESCRIBE, acl.TRANSACTIONAL_ID, key):
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return code, code.message, None
         code, node = transaction_coordinator(ctx, key)
     else:
         return ErrorCode.INVALID_REQUEST, f"Invalid coordinator type: {key_type}", None

@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+from ...coordinator.classic_group_manager import UNKNOWN_MEMBER_ID, join_error
 from ...coordinator.group_coordinator import GroupCoordinator
+from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey
+from ..authorizer import GROUP, READ
 from . import handler
 
 
 @handler(ApiKey.JOIN_GROUP)
 async def handle(ctx, request):
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        return join_error(ctx.broker.groups.request_info(ctx), UNKNOWN_MEMBER_ID, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return await ctx.broker.groups.submit(ctx, GroupCoordinator.join_group, request)

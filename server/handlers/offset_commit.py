@@ -1,6 +1,8 @@
-"""OffsetCommit (key 8): commit a group's offsets. Partitions of topics this broker does not have
-get UNKNOWN_TOPIC_OR_PARTITION here, as in Kafka's KafkaApis; the group coordinator decides the
-rest and answers once the offsets are appended to `__consumer_offsets`."""
+"""OffsetCommit (key 8): commit a group's offsets. As in Kafka's KafkaApis, the sender needs READ on
+the group (else every partition gets GROUP_AUTHORIZATION_FAILED) and on each topic
+(TOPIC_AUTHORIZATION_FAILED), and partitions of topics this broker does not have get
+UNKNOWN_TOPIC_OR_PARTITION here; the group coordinator decides the rest and answers once the
+offsets are appended to `__consumer_offsets`."""
 
 from __future__ import annotations
 
@@ -9,14 +11,15 @@ import copy
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import GROUP, READ, TOPIC
 from . import handler
 
 OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)
 
 
-def split_known(ctx, request, topics_field: str = "topics"):
-    """A copy of `request` with only the partitions of existing topics, and the (topic, partition)
-    pairs left out."""
+def split_known(ctx, request, topics_field: str = "topics", readable: set[str] | None = None):
+    """A copy of `request` with only the partitions of existing topics (and `readable` ones, if
+    given), and the (topic, partition) pairs left out."""
     image = ctx.broker.metadata.topics
     known = copy.copy(request)
     unknown = set()
@@ -25,7 +28,8 @@ def split_known(ctx, request, topics_field: str = "topics"):
         info = image.get(topic.name)
         partitions = []
         for p in topic.partitions:
-            if info is not None and 0 <= p.partition_index < info.num_partitions:
+            if (info is not None and 0 <= p.partition_index < info.num_partitions
+                    and (readable is None or topic.name in readable)):
                 partitions.append(p)
             else:
                 unknown.add((topic.name, p.partition_index))
@@ -43,11 +47,17 @@ def errors_by_partition(topics) -> dict[tuple[str, int], int]:
 
 @handler(ApiKey.OFFSET_COMMIT)
 async def handle(ctx, request):
-    known, unknown = split_known(ctx, request)
-    errors = {}
-    if known.topics or not unknown:
-        response = await ctx.broker.groups.submit(ctx, GroupCoordinator.offset_commit, known)
-        errors = errors_by_partition(response.topics)
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
+                  for t in request.topics for p in t.partitions}
+    else:
+        readable = ctx.authorized(READ, TOPIC, [t.name for t in request.topics])
+        known, unknown = split_known(ctx, request, readable=readable)
+        errors = {(t.name, p.partition_index): ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                  for t in request.topics if t.name not in readable for p in t.partitions}
+        if known.topics or not unknown:
+            response = await ctx.broker.groups.submit(ctx, GroupCoordinator.offset_commit, known)
+            errors.update(errors_by_partition(response.topics))
     Topic = OffsetCommitResponse.OffsetCommitResponseTopic
     Partition = OffsetCommitResponse.OffsetCommitResponsePartition
     return OffsetCommitResponse(throttle_time_ms=0, topics=[

@@ -1,12 +1,13 @@
 """OffsetDelete (key 47): delete a group's offsets for some partitions; refused for topics its
-members consume (GROUP_SUBSCRIBED_TO_TOPIC). Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION, as
-in Kafka's KafkaApis."""
+members consume (GROUP_SUBSCRIBED_TO_TOPIC). As in Kafka's KafkaApis, the sender needs DELETE on
+the group and READ on each topic, and unknown partitions get UNKNOWN_TOPIC_OR_PARTITION."""
 
 from __future__ import annotations
 
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DELETE, GROUP, READ, TOPIC
 from . import handler
 from .offset_commit import errors_by_partition, split_known
 
@@ -15,11 +16,16 @@ OffsetDeleteResponse = response_class(ApiKey.OFFSET_DELETE)
 
 @handler(ApiKey.OFFSET_DELETE)
 async def handle(ctx, request):
-    known, unknown = split_known(ctx, request)
+    if not ctx.authorize(DELETE, GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
+    readable = ctx.authorized(READ, TOPIC, [t.name for t in request.topics])
+    known, unknown = split_known(ctx, request, readable=readable)
     response = await ctx.broker.groups.submit(ctx, GroupCoordinator.offset_delete, known)
     if response.error_code != ErrorCode.NONE:
         return response
     errors = errors_by_partition(response.topics)
+    errors.update({(t.name, p.partition_index): ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                   for t in request.topics if t.name not in readable for p in t.partitions})
     Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
     Partition = OffsetDeleteResponse.OffsetDeleteResponsePartition
     response.topics = [Topic(name=t.name, partitions=[Partition(

@@ -1,10 +1,13 @@
 """OffsetFetch (key 9): a group's committed offsets, every version: v0-7 ask for one group, v8+ for
-several (each with its own error); topics null (v2+) means every partition with an offset."""
+several (each with its own error); topics null (v2+) means every partition with an offset. As in
+Kafka's KafkaApis, a group needs DESCRIBE on it, and a topic DESCRIBE on the topic: left out of
+"every partition", TOPIC_AUTHORIZATION_FAILED when asked for."""
 
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DESCRIBE, GROUP, TOPIC
 from . import handler
 
 OffsetFetchResponse = response_class(ApiKey.OFFSET_FETCH)
@@ -22,13 +25,31 @@ def one_group_response(group):
         for t in group.topics])
 
 
+def fetch_offsets(ctx, info, group_id: str, topics: list[tuple[str, list[int]]] | None, *args):
+    """One group's result (the v8+ shape), with the checks of Kafka's KafkaApis.fetchOffsets."""
+    Group = OffsetFetchResponse.OffsetFetchResponseGroup
+    if not ctx.authorize(DESCRIBE, GROUP, group_id):
+        return Group(group_id=group_id, topics=[], error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    coordinator = ctx.broker.groups.coordinator
+    if topics is None:
+        group = coordinator.fetch_offsets(info, group_id, None, *args)
+        visible = ctx.authorized(DESCRIBE, TOPIC, [t.name for t in group.topics], log_if_denied=False)
+        group.topics = [t for t in group.topics if t.name in visible]
+        return group
+    visible = ctx.authorized(DESCRIBE, TOPIC, [name for name, _ in topics])
+    group = coordinator.fetch_offsets(info, group_id, [t for t in topics if t[0] in visible], *args)
+    if group.error_code == ErrorCode.NONE:
+        group.topics += [group_topic(name, indexes, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                         for name, indexes in topics if name not in visible]
+    return group
+
+
 @handler(ApiKey.OFFSET_FETCH)
 async def handle(ctx, request):
-    coordinator = ctx.broker.groups.coordinator
     info = ctx.broker.groups.request_info(ctx)
     if ctx.api_version < 8:
         topics = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
-        group = coordinator.fetch_offsets(info, request.group_id, topics, request.require_stable)
+        group = fetch_offsets(ctx, info, request.group_id, topics, request.require_stable)
         if ctx.api_version < 2 and group.error_code != ErrorCode.NONE:
             # No top-level error before v2: every partition asked for carries it.
             group.topics = [group_topic(name, indexes, group.error_code) for name, indexes in topics or []]
@@ -36,8 +57,8 @@ async def handle(ctx, request):
     groups = []
     for wanted in request.groups:
         topics = None if wanted.topics is None else [(t.name, t.partition_indexes) for t in wanted.topics]
-        groups.append(coordinator.fetch_offsets(info, wanted.group_id, topics, request.require_stable,
-                                                wanted.member_id, wanted.member_epoch))
+        groups.append(fetch_offsets(ctx, info, wanted.group_id, topics, request.require_stable,
+                                    wanted.member_id, wanted.member_epoch))
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
 

@@ -4,10 +4,14 @@ coordinator (coordinator/classic_group_manager.py) until it is stored."""
 from __future__ import annotations
 
 from ...coordinator.group_coordinator import GroupCoordinator
-from ...wire.protocol import ApiKey
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..authorizer import GROUP, READ
 from . import handler
 
 
 @handler(ApiKey.SYNC_GROUP)
 async def handle(ctx, request):
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        return response_class(ApiKey.SYNC_GROUP)(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return await ctx.broker.groups.submit(ctx, GroupCoordinator.sync_group, request)

@@ -23,6 +23,7 @@ from samsa.server.authorizer import (
     DENY,
     DESCRIBE,
     DESCRIBE_CONFIGS,
+    GROUP,
     IDEMPOTENT_WRITE,
     READ,
     SUPPORTED_OPERATIONS,
@@ -42,6 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_broker import (  # noqa: E402
     Client, broker_config, create_topic_request, fetch_request, one_batch, produce_request, run_with_broker,
 )
+from test_groups import (  # noqa: E402
+    DeleteGroups, DescribeGroups, FindCoordinator, Heartbeat, LeaveGroup, ListGroups, OffsetFetch, SyncGroup,
+    commit_request, groups_config, join_and_sync, join_request,
+)
+from test_groups import fetch_request as offset_fetch_request  # noqa: E402
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ME = "User:ANONYMOUS"
@@ -475,3 +481,66 @@ def test_without_an_authorizer_every_supported_operation_is_reported(tmp_path):
         assert AclOperation.WRITE not in SUPPORTED_OPERATIONS[CLUSTER]
 
     run(broker_config(tmp_path), scenario, topics=["t"])
+
+
+def test_group_apis(tmp_path):
+    OffsetDelete = request_class(ApiKey.OFFSET_DELETE)
+    denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+    async def scenario(broker, client):
+        broker.replica_manager.create_topic("topic", 2, {}, 1)
+        found = await client.call(FindCoordinator(key_type=0, coordinator_keys=["g", "other"]), 4)
+        assert [c.error_code for c in found.coordinators] == [ErrorCode.NONE, denied]
+        assert (await client.call(FindCoordinator(key="other"), 3)).error_code == denied
+        found = await client.call(FindCoordinator(key_type=1, coordinator_keys=["tx"]), 4)
+        assert found.coordinators[0].error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+        joined = await client.call(join_request(group="other"), 7)
+        assert (joined.error_code, joined.member_id, joined.protocol_name) == (denied, "", None)
+        assert (await client.call(SyncGroup(group_id="other", generation_id=1, member_id="m"), 3)).error_code == denied
+        assert (await client.call(Heartbeat(group_id="other", generation_id=1, member_id="m"), 4)).error_code == denied
+        assert (await client.call(LeaveGroup(group_id="other", member_id="m"), 2)).error_code == denied
+        member_id, generation = await join_and_sync(client, 9, "g")
+        # A group nobody but a super user could see: joined while an ACL allowed it.
+        grant(broker, acl(GROUP, "hidden", READ))
+        await join_and_sync(client, 9, "hidden")
+        store_acls(broker, [a for a in broker.authorizer.acls() if a.name != "hidden"])
+
+        committed = await client.call(commit_request("g", member_id, generation, {0: 5}), 8)
+        secret = await client.call(commit_request("g", member_id, generation, {0: 5}, topic="secret"), 8)
+        other = await client.call(commit_request("other", "", -1, {0: 5}), 8)
+        assert [r.topics[0].partitions[0].error_code for r in (committed, secret, other)] == [
+            ErrorCode.NONE, ErrorCode.TOPIC_AUTHORIZATION_FAILED, denied]
+
+        fetched = await client.call(OffsetFetch(groups=[
+            OffsetFetch.OffsetFetchRequestGroup(group_id="g", topics=None),
+            OffsetFetch.OffsetFetchRequestGroup(group_id="g", topics=[
+                OffsetFetch.OffsetFetchRequestTopics(name="secret", partition_indexes=[0])]),
+            OffsetFetch.OffsetFetchRequestGroup(group_id="other", topics=None)]), 8)
+        assert [(g.error_code, [(t.name, p.committed_offset, p.error_code) for t in g.topics for p in t.partitions])
+                for g in fetched.groups] == [
+            (ErrorCode.NONE, [("topic", 5, ErrorCode.NONE)]),
+            (ErrorCode.NONE, [("secret", -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]),
+            (denied, [])]
+        old = await client.call(offset_fetch_request("other", [0]), 1)  # no top-level error before v2
+        assert old.topics[0].partitions[0].error_code == denied
+
+        described = await client.call(DescribeGroups(groups=["g", "hidden"], include_authorized_operations=True), 5)
+        assert [(g.group_id, g.error_code) for g in described.groups] == [("g", ErrorCode.NONE), ("hidden", denied)]
+        assert described.groups[0].authorized_operations == operations_bit_field([READ, DESCRIBE])
+        listed = await client.call(ListGroups(), 4)
+        assert [g.group_id for g in listed.groups] == ["g"]
+
+        grant(broker, acl(GROUP, "g", DELETE))
+        deleted = await client.call(DeleteGroups(groups_names=["hidden", "g"]), 2)
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [
+            ("hidden", denied), ("g", ErrorCode.NON_EMPTY_GROUP)]
+        offsets_deleted = await client.call(OffsetDelete(group_id="g", topics=[
+            OffsetDelete.OffsetDeleteRequestTopic(name=n, partitions=[
+                OffsetDelete.OffsetDeleteRequestPartition(partition_index=0)]) for n in ("topic", "secret")]), 0)
+        assert [t.partitions[0].error_code for t in offsets_deleted.topics] == [
+            ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+        assert (await client.call(OffsetDelete(group_id="hidden", topics=[]), 0)).error_code == denied
+
+    run(groups_config(tmp_path, authorizer_class_name=AUTHORIZER), scenario, topics=["secret"],
+        acls=[acl(GROUP, "g", READ), acl(TOPIC, "topic", READ)])
