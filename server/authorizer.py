@@ -31,6 +31,8 @@ test and allows everything. A transaction handler checks WRITE on TRANSACTIONAL_
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -417,6 +419,21 @@ def new_authorizer(config, stored_acls: Iterable[dict[str, str]]) -> StandardAut
 def supported_operations_bit_field(resource_type: ResourceType) -> int:
     """The authorized operations of every resource when no authorizer is configured."""
     return operations_bit_field(SUPPORTED_OPERATIONS[resource_type])
+
+
+@functools.lru_cache(maxsize=4096)
+def host_address(host: str) -> str:
+    """A client's address as Java's InetAddress.getHostAddress prints it, which is how ACL hosts
+    name it: IPv6 in eight groups without leading zeros ("0:0:0:0:0:0:0:1"), IPv4-mapped as IPv4."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if address.version == 4:
+        return host
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return ":".join(f"{int(group, 16):x}" for group in address.exploded.split(":"))
 
 
 def audit_denied(principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str,

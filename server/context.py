@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..wire.protocol import request_class
-from .authorizer import CLUSTER_NAME, AclOperation, ResourceType, audit_denied, supported_operations_bit_field
+from .authorizer import (
+    CLUSTER_NAME, AclOperation, ResourceType, audit_denied, host_address, supported_operations_bit_field,
+)
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -51,7 +53,7 @@ class RequestContext:
         authorizer = self.broker.authorizer
         if authorizer is None:
             return True
-        principal, host = str(self.principal), self.connection.client_host
+        principal, host = str(self.principal), host_address(self.connection.client_host)
         if authorizer.authorize(principal, host, operation, resource_type, name):
             return True
         if log_if_denied:
@@ -71,11 +73,12 @@ class RequestContext:
         Authorizer.authorizeByResourceType); always True without an authorizer."""
         authorizer = self.broker.authorizer
         return authorizer is None or authorizer.authorize_by_resource_type(
-            str(self.principal), self.connection.client_host, operation, resource_type)
+            str(self.principal), host_address(self.connection.client_host), operation, resource_type)
 
     def authorized_operations(self, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
         """The bit field of a response's *_authorized_operations for the resource."""
         authorizer = self.broker.authorizer
         if authorizer is None:
             return supported_operations_bit_field(resource_type)
-        return authorizer.authorized_operations(str(self.principal), self.connection.client_host, resource_type, name)
+        return authorizer.authorized_operations(str(self.principal), host_address(self.connection.client_host),
+                                                resource_type, name)

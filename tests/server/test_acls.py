@@ -306,6 +306,16 @@ def test_produce_needs_write_and_deny_wins(tmp_path):
         acls=[acl(TOPIC, "*", ALL), acl(TOPIC, "locked", WRITE, DENY)])
 
 
+def test_acl_hosts_match_the_client_address(tmp_path):
+    async def scenario(broker, client):
+        for topic, code in (("from-here", ErrorCode.NONE), ("from-elsewhere", ErrorCode.TOPIC_AUTHORIZATION_FAILED)):
+            produced = await client.call(produce_request(topic, one_batch([b"x"])), 9)
+            assert produced.responses[0].partition_responses[0].error_code == code
+
+    run(secured(tmp_path), scenario, topics=["from-here", "from-elsewhere"],
+        acls=[acl(TOPIC, "from-here", WRITE, host="127.0.0.1"), acl(TOPIC, "from-elsewhere", WRITE, host="10.9.9.9")])
+
+
 def test_fetch_and_list_offsets_need_read_and_describe(tmp_path):
     ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 

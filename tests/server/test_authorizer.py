@@ -33,6 +33,7 @@ from samsa.server.authorizer import (
     create_acls,
     delete_acls,
     enum_value,
+    host_address,
     operations_bit_field,
 )
 from samsa.server.config import ConfigError, KafkaConfig
@@ -96,6 +97,14 @@ def test_deny_wins_over_allow_from_any_pattern():
 def test_wildcard_deny_beats_literal_allow():
     authorizer = StandardAuthorizer(acls=[acl(), acl(name="*", operation=ALL, permission=DENY)])
     assert not allows(authorizer)
+
+
+def test_hosts_are_written_as_java_prints_addresses():
+    assert host_address("10.0.0.1") == "10.0.0.1"
+    assert host_address("::1") == "0:0:0:0:0:0:0:1"
+    assert host_address("fe80::0db8:1") == "fe80:0:0:0:0:0:db8:1"
+    assert host_address("::ffff:10.0.0.1") == "10.0.0.1"
+    assert host_address("not-an-address") == "not-an-address"
 
 
 def test_host_must_match_or_be_wildcard():
