@@ -15,6 +15,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wire.errors import ErrorCode
+
 Ticket = Hashable
 Record = tuple[bytes, bytes | None]  # (key, value); value None is a tombstone
 
@@ -36,3 +38,16 @@ class Actions:
 
     def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, "Actions"], None]) -> None:
         self.appends.append(Append(partition, records, on_done))
+
+
+def append_error(error: int, too_large: int) -> int:
+    """What a failed append means to the clients waiting on it (Kafka's mapping of log errors);
+    `too_large` is the answer to records the log refused for their size."""
+    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
+        return too_large
+    return error

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..wire.errors import ErrorCode
 from ..wire.protocol import ApiKey, response_class
-from .actions import Actions, Ticket
+from .actions import Actions, Ticket, append_error
 from .classic_group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup,
                             ClassicGroupMember, ParkedRequest)
 from .group import Group, GroupError, GroupTypeManager, GroupType, RequestInfo
@@ -226,7 +226,8 @@ class ClassicGroupManager(GroupTypeManager):
         request = parked.request
         old_leader = group.leader_id
         member = group.members[old_member_id]
-        self._fence(group, member, out)
+        # The old incarnation's parked requests learn that it was replaced.
+        self._refuse_parked(group, member, ErrorCode.FENCED_INSTANCE_ID, old_member_id, out)
         group.replace_static_member(instance_id, old_member_id, new_member_id)
         self.timer.cancel(self._session_key(group.group_id, old_member_id))
         self._schedule_session_expiry(now, group, new_member_id, member.session_timeout_ms)
@@ -280,14 +281,16 @@ class ClassicGroupManager(GroupTypeManager):
                                                 f"id {instance_id}", out)
         # PreparingRebalance: the join is parked like any other.
 
-    def _fence(self, group: ClassicGroup, member: ClassicGroupMember, out: Actions) -> None:
-        """Answer what the old incarnation of a static member has parked: it was replaced."""
+    @staticmethod
+    def _refuse_parked(group: ClassicGroup, member: ClassicGroupMember, code: int, join_member_id: str,
+                       out: Actions) -> None:
+        """Answer the member's parked JoinGroup and SyncGroup, if any, with `code`."""
         taken = group.take_join(member)
         if taken is not None:
-            out.respond(taken.ticket, join_error(taken.request, member.member_id, ErrorCode.FENCED_INSTANCE_ID))
+            out.respond(taken.ticket, join_error(taken.request, join_member_id, code))
         taken = group.take_sync(member)
         if taken is not None:
-            out.respond(taken.ticket, sync_response(ErrorCode.FENCED_INSTANCE_ID))
+            out.respond(taken.ticket, sync_response(code))
 
     def _join_response(self, group: ClassicGroup, member_id: str, request: RequestInfo, with_members: bool):
         Member = JoinGroupResponse.JoinGroupResponseMember
@@ -591,12 +594,7 @@ class ClassicGroupManager(GroupTypeManager):
                        out: Actions) -> None:
         # A member leaving with a parked request (a new member timing out mid-rebalance) gets
         # UNKNOWN_MEMBER_ID, on which a client that is still alive joins again.
-        taken = group.take_join(member)
-        if taken is not None:
-            out.respond(taken.ticket, join_error(taken.request, UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID))
-        taken = group.take_sync(member)
-        if taken is not None:
-            out.respond(taken.ticket, sync_response(ErrorCode.UNKNOWN_MEMBER_ID))
+        self._refuse_parked(group, member, ErrorCode.UNKNOWN_MEMBER_ID, UNKNOWN_MEMBER_ID, out)
         group.remove(member.member_id)
         if group.state in (STABLE, COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance_or_complete_join(now, group, reason, out)
@@ -702,21 +700,9 @@ class ClassicGroupManager(GroupTypeManager):
             if not isinstance(group, ClassicGroup):
                 continue
             for member in group.members.values():
-                taken = group.take_join(member)
-                if taken is not None:
-                    out.respond(taken.ticket, join_error(taken.request, member.member_id, ErrorCode.NOT_COORDINATOR))
-                taken = group.take_sync(member)
-                if taken is not None:
-                    out.respond(taken.ticket, sync_response(ErrorCode.NOT_COORDINATOR))
+                self._refuse_parked(group, member, ErrorCode.NOT_COORDINATOR, member.member_id, out)
 
     @staticmethod
     def _group_append_error(error: int) -> int:
         """A failed append of group metadata, as Kafka reports it to members."""
-        if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-            return ErrorCode.NOT_COORDINATOR
-        if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-            return ErrorCode.UNKNOWN_SERVER_ERROR
-        return error
+        return append_error(error, ErrorCode.UNKNOWN_SERVER_ERROR)

@@ -30,7 +30,7 @@ from functools import partial
 
 from ..wire.errors import ErrorCode
 from ..wire.protocol import ApiKey, response_class
-from .actions import Actions, Append, Record, Ticket
+from .actions import Actions, Append, Record, Ticket, append_error
 from .classic_group import ClassicGroup
 from .classic_group_manager import ClassicGroupManager
 from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
@@ -84,14 +84,7 @@ class GroupCoordinatorConfig:
 
 def offset_append_error(error: int) -> int:
     """A failed append of offsets, as Kafka reports it in OffsetCommit and its kin."""
-    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return error
+    return append_error(error, ErrorCode.INVALID_COMMIT_OFFSET_SIZE)
 
 
 class GroupCoordinator:
@@ -128,6 +121,13 @@ class GroupCoordinator:
     def _check_active(self) -> None:
         if not self.active:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    def _existing_group(self, group_id: str) -> Group:
+        self._check_active()
+        group = self.groups.get(group_id)
+        if group is None:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        return group
 
     # --- clock and writes -------------------------------------------------------------------------
 
@@ -334,10 +334,7 @@ class GroupCoordinator:
         by_partition: dict[int, list[Group]] = defaultdict(list)
         for group_id in group_ids:
             try:
-                self._check_active()
-                group = self.groups.get(group_id)
-                if group is None:
-                    raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
+                group = self._existing_group(group_id)
                 group.validate_delete_group()
             except GroupError as e:
                 results[group_id] = e.code
@@ -380,10 +377,7 @@ class GroupCoordinator:
         Partition = OffsetDeleteResponse.OffsetDeleteResponsePartition
         group_id = delete.group_id
         try:
-            self._check_active()
-            group = self.groups.get(group_id)
-            if group is None:
-                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND)
+            group = self._existing_group(group_id)
             group.validate_offset_delete()
         except GroupError as e:
             out.respond(ticket, OffsetDeleteResponse(error_code=e.code, throttle_time_ms=0, topics=[]))
@@ -420,6 +414,29 @@ class GroupCoordinator:
 
         out.append(self.partition_for(group_id), [offset_tombstone(group_id, t, i) for t, i in to_delete], stored)
         return out
+
+    # --- deleted topics ---------------------------------------------------------------------------
+
+    def delete_topic_offsets(self, now: int, topics: set[str]) -> Actions:
+        """Deleted topics: their committed offsets go from every group (Kafka's handleDeletedPartitions),
+        so that a topic created again under the same name is not read from stale offsets."""
+        out = Actions()
+        by_partition: dict[int, list[tuple[str, str, int]]] = defaultdict(list)
+        for group_id in self.offsets.group_ids():
+            for topic, index in self.offsets.partitions_of(group_id):
+                if topic in topics:
+                    by_partition[self.partition_for(group_id)].append((group_id, topic, index))
+        for partition, gone in by_partition.items():
+            out.append(partition, [offset_tombstone(*each) for each in gone], partial(self._topic_offsets_deleted, gone))
+        return out
+
+    def _topic_offsets_deleted(self, gone: list[tuple[str, str, int]], error: int, now: int, out: Actions) -> None:
+        if error != ErrorCode.NONE:
+            log.warning("Failed to delete the offsets of deleted topics: %s", ErrorCode(error).name)
+            return
+        for each in gone:
+            self.offsets.remove(*each)
+        log.info("Removed %d offsets of deleted topics", len(gone))
 
     # --- offset retention -------------------------------------------------------------------------
 

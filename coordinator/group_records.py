@@ -147,18 +147,15 @@ def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     """v3, or v1 when the commit expires at a time the client chose (Kafka's choice too)."""
-    if value.expire_timestamp >= 0:
-        w = _Writer(1, False)
-        w.int64(value.offset)
-        w.string(value.metadata)
-        w.int64(value.commit_timestamp)
-        w.int64(value.expire_timestamp)
-        return bytes(w.out)
-    w = _Writer(3, False)
+    version = 1 if value.expire_timestamp >= 0 else 3
+    w = _Writer(version, False)
     w.int64(value.offset)
-    w.int32(value.leader_epoch)
+    if version >= 3:
+        w.int32(value.leader_epoch)
     w.string(value.metadata)
     w.int64(value.commit_timestamp)
+    if version == 1:
+        w.int64(value.expire_timestamp)
     return bytes(w.out)
 
 

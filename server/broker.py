@@ -56,7 +56,7 @@ class Broker:
         self.authorizer: StandardAuthorizer | None = None  # None: authorizer.class.name is empty
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
-        self.groups = GroupService(self)
+        self.groups = GroupService(self, now_ms)
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""

@@ -38,10 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("samsa.group_service")
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 class _Reply:
     def __init__(self) -> None:
         self.event = trio.Event()
@@ -54,8 +50,10 @@ class _Reply:
 
 
 class GroupService:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, clock: Callable[[], int]) -> None:
+        """`clock()`: ms since the epoch (offsets and group states carry wall-clock times)."""
         self.broker = broker
+        self._clock = clock
         self.coordinator: GroupCoordinator | None = None
         self._replies: dict[int, _Reply] = {}
         self._tickets = itertools.count()
@@ -98,14 +96,14 @@ class GroupService:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        self.coordinator = GroupCoordinator(self._coordinator_config(), now_ms())
+        self.coordinator = GroupCoordinator(self._coordinator_config(), self._clock())
         loaded = await trio.to_thread.run_sync(self._load)
         task_status.started()
         try:
             await self._apply(loaded)
             await self._wake_at_deadlines()
         finally:
-            self._deliver(self.coordinator.unload(now_ms()).responses)
+            self._deliver(self.coordinator.unload(self._clock()).responses)
 
     def _load(self) -> Actions:
         """Replay every record of `__consumer_offsets` (runs in a thread, before requests arrive)."""
@@ -120,7 +118,7 @@ class GroupService:
                     count += 1
                 except RecordFormatError as e:
                     log.error("Skipping a malformed record in %s: %s", partition.name, e)
-        loaded = self.coordinator.load_complete(now_ms())
+        loaded = self.coordinator.load_complete(self._clock())
         if topic is not None:
             log.info("Replayed %d records of %s in %.0f ms", count, OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
         return loaded
@@ -132,13 +130,13 @@ class GroupService:
             if deadline is None:
                 await self._rescheduled.wait()
                 continue
-            delay = (deadline - now_ms()) / 1000
+            delay = (deadline - self._clock()) / 1000
             if delay > 0:
                 with trio.move_on_after(delay):
                     await self._rescheduled.wait()
                 continue
             try:
-                await self._apply(self.coordinator.on_timer(now_ms()))
+                await self._apply(self.coordinator.on_timer(self._clock()))
             except Exception:
                 log.exception("group coordinator timer failed")
 
@@ -159,11 +157,15 @@ class GroupService:
         ticket = next(self._tickets)
         reply = self._replies[ticket] = _Reply()
         try:
-            await self._apply(operation(now_ms(), ticket))
+            await self._apply(operation(self._clock(), ticket))
             await reply.event.wait()
             return reply.response
         finally:
             del self._replies[ticket]
+
+    async def topics_deleted(self, names: set[str]) -> None:
+        if self.coordinator is not None and self.coordinator.active and names:
+            await self._apply(self.coordinator.delete_topic_offsets(self._clock(), names))
 
     async def _apply(self, actions: Actions) -> None:
         responses = list(actions.responses)
@@ -174,7 +176,7 @@ class GroupService:
             error, log_to_flush = self._append(append)
             if log_to_flush is not None and log_to_flush not in to_flush:
                 to_flush.append(log_to_flush)
-            more = self.coordinator.complete_append(append, error, now_ms())
+            more = self.coordinator.complete_append(append, error, self._clock())
             responses += more.responses
             appends += more.appends
         for log_ in to_flush:
@@ -190,7 +192,7 @@ class GroupService:
         partition = self.broker.replica_manager.get(OFFSETS_TOPIC, append.partition)
         if partition is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-        now = now_ms()
+        now = self._clock()
         records = [batches.Record(i, 0, key, value, []) for i, (key, value) in enumerate(append.records)]
         try:
             batch = bytearray(batches.build_batch(records, compression=self.broker.config.get("offsets.topic.compression.codec"),

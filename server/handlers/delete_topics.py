@@ -45,4 +45,6 @@ async def handle(ctx, request):
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
-    return DeleteTopicsResponse(throttle_time_ms=0, responses=[delete_one(ctx, n, i) for n, i in wanted])
+    results = [delete_one(ctx, n, i) for n, i in wanted]
+    await ctx.broker.groups.topics_deleted({r.name for r in results if r.error_code == ErrorCode.NONE})
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -175,6 +175,15 @@ def test_list_groups_filters_by_state_and_type_without_case():
     assert h.coordinator.list_groups([], ["consumer"])[1] == []
 
 
+def test_offsets_of_a_deleted_topic_go_from_every_group():
+    h = Harness()
+    h.commit("a", {("t", 0): 1, ("u", 0): 2})
+    h.commit("b", {("t", 1): 3})
+    h.apply(h.coordinator.delete_topic_offsets(h.now, {"t"}))
+    assert h.fetch("a") == {("u", 0): 2} and h.fetch("b") == {}
+    assert h.restart().fetch("a") == {("u", 0): 2}
+
+
 # --- reload -----------------------------------------------------------------------------------------
 
 def test_groups_and_offsets_come_back_from_their_records():

@@ -207,3 +207,54 @@ def test_restart_reloads_groups_and_offsets(tmp_path):
     config = groups_config(tmp_path)
     run_broker(config, before)
     run_broker(config, after)
+
+
+def minimal_request(api_key: int, version: int):
+    """A request every version can carry, naming group "g" and topic "topic"."""
+    if api_key == ApiKey.FIND_COORDINATOR:
+        return FindCoordinator(coordinator_keys=["g"]) if version >= 4 else FindCoordinator(key="g")
+    if api_key == ApiKey.JOIN_GROUP:
+        return join_request(group=f"join-v{version}")  # a group of its own: nobody to wait for
+    if api_key == ApiKey.SYNC_GROUP:
+        return SyncGroup(group_id="g", generation_id=1, member_id="m")
+    if api_key == ApiKey.HEARTBEAT:
+        return Heartbeat(group_id="g", generation_id=1, member_id="m")
+    if api_key == ApiKey.LEAVE_GROUP:
+        if version >= 3:
+            return LeaveGroup(group_id="g", members=[LeaveGroup.MemberIdentity(member_id="m")])
+        return LeaveGroup(group_id="g", member_id="m")
+    if api_key == ApiKey.OFFSET_COMMIT:
+        return commit_request("g", "", -1, {0: 1})
+    if api_key == ApiKey.OFFSET_FETCH:
+        if version >= 8:
+            return OffsetFetch(groups=[OffsetFetch.OffsetFetchRequestGroup(group_id="g", topics=[
+                OffsetFetch.OffsetFetchRequestTopics(name="topic", partition_indexes=[0])])])
+        return fetch_request("g", [0])
+    if api_key == ApiKey.DESCRIBE_GROUPS:
+        return DescribeGroups(groups=["g"])
+    if api_key == ApiKey.LIST_GROUPS:
+        return ListGroups()
+    if api_key == ApiKey.DELETE_GROUPS:
+        return DeleteGroups(groups_names=["nope"])
+    OffsetDelete = request_class(ApiKey.OFFSET_DELETE)
+    return OffsetDelete(group_id="g", topics=[OffsetDelete.OffsetDeleteRequestTopic(
+        name="topic", partitions=[OffsetDelete.OffsetDeleteRequestPartition(partition_index=0)])])
+
+
+GROUP_APIS = (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+              ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
+              ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE)
+
+
+def test_every_version_of_every_group_api_is_answered(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("topic", 1), 4)
+        versions = {k.api_key: (k.min_version, k.max_version) for k in (await client.call(ApiVersions(), 0)).api_keys}
+        for api_key in GROUP_APIS:
+            low, high = versions[api_key]
+            for version in range(low, high + 1):
+                response = await client.call(minimal_request(api_key, version), version)
+                assert response is not None, (api_key, version)
+
+    run_broker(groups_config(tmp_path), scenario)
