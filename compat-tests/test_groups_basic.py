@@ -1,6 +1,7 @@
 """Consumer groups with real clients: subscribe, consume, commit, restart the broker, resume from
 the committed offsets. confluent-kafka (librdkafka), kafka-python, aiokafka and kafkajs each run
-the same scenario; two confluent-kafka members share a topic's partitions."""
+the same scenario; two confluent-kafka members share a topic's partitions, with an eager and a
+cooperative assignor."""
 
 from __future__ import annotations
 
@@ -131,7 +132,9 @@ def test_a_group_consumer_resumes_from_its_committed_offsets_after_a_restart(bro
     assert committed(broker.bootstrap, topic_name, group, 3) == [15, 15, 15]
 
 
-def test_two_members_share_the_partitions_of_a_topic(broker_factory, topic_name):
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_two_members_share_the_partitions_of_a_topic(broker_factory, topic_name, strategy):
+    """Eager and cooperative (KIP-429, client-side over the same JoinGroup/SyncGroup) assignors."""
     from confluent_kafka import Consumer
 
     broker = broker_factory(overrides=GROUP_SETTINGS)
@@ -140,7 +143,8 @@ def test_two_members_share_the_partitions_of_a_topic(broker_factory, topic_name)
     produce(broker.bootstrap, topic_name, values, 4)
     group = f"group-{topic_name}"
     members = [Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100}) for _ in range(2)]
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                         "partition.assignment.strategy": strategy}) for _ in range(2)]
     try:
         for m in members:
             m.subscribe([topic_name])

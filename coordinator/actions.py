@@ -25,7 +25,7 @@ Record = tuple[bytes, bytes | None]  # (key, value); value None is a tombstone
 class Append:
     partition: int
     records: list[Record]
-    on_done: Callable[[int, int, "Actions"], None]
+    on_done: Callable[[int, int, Actions], None]
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Actions:
     def respond(self, ticket: Ticket, response: Any) -> None:
         self.responses.append((ticket, response))
 
-    def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, "Actions"], None]) -> None:
+    def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, Actions], None]) -> None:
         self.appends.append(Append(partition, records, on_done))
 
 

@@ -32,8 +32,13 @@ from ..wire.errors import ErrorCode
 from .actions import Record, Ticket
 from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from .group import Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
-from .group_records import (GroupMetadataKey, GroupMetadataValue, MemberMetadataValue, encode_group_metadata_key,
-                            encode_group_metadata_value)
+from .group_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataValue,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+)
 
 log = logging.getLogger("samsa.coordinator.group")
 

@@ -25,16 +25,27 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..wire.errors import ErrorCode
 from ..wire.protocol import ApiKey, response_class
 from .actions import Actions, Ticket, append_error
-from .classic_group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup,
-                            ClassicGroupMember, ParkedRequest)
-from .group import Group, GroupError, GroupTypeManager, GroupType, RequestInfo
-from .group_records import GROUP_METADATA_KEY_TYPE, decode_group_metadata_key, decode_group_metadata_value
+from .classic_group import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicGroup,
+    ClassicGroupMember,
+    ParkedRequest,
+)
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
+from .group_records import (
+    GROUP_METADATA_KEY_TYPE,
+    decode_group_metadata_key,
+    decode_group_metadata_value,
+)
 
 if TYPE_CHECKING:
     from .group_coordinator import GroupCoordinator
@@ -69,12 +80,10 @@ class ClassicGroupManager(GroupTypeManager):
     group_type = GroupType.CLASSIC
     record_types = (GROUP_METADATA_KEY_TYPE,)
 
-    def __init__(self, coordinator: GroupCoordinator, new_member_id: Callable[[str], str] | None = None) -> None:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
         self.config = coordinator.config
         self.timer = coordinator.timer
-        # Kafka's member ids: the client id (or group.instance.id), "-", a random UUID.
-        self._new_member_id = new_member_id or (lambda prefix: f"{prefix}-{uuid.uuid4()}")
 
     # --- lookups ------------------------------------------------------------------------------
 
@@ -141,7 +150,8 @@ class ClassicGroupManager(GroupTypeManager):
                          protocols: list[tuple[str, bytes]], rebalance_timeout: int, out: Actions) -> None:
         instance_id = join.group_instance_id
         request = parked.request
-        new_member_id = self._new_member_id(instance_id if instance_id is not None else request.client_id)
+        # Kafka's member ids: the client id (or group.instance.id), "-", a random UUID.
+        new_member_id = f"{instance_id if instance_id is not None else request.client_id}-{uuid.uuid4()}"
         if instance_id is not None:
             old_member_id = group.static_members.get(instance_id)
             if old_member_id is not None:

@@ -30,12 +30,17 @@ from functools import partial
 
 from ..wire.errors import ErrorCode
 from ..wire.protocol import ApiKey, response_class
-from .actions import Actions, Append, Record, Ticket, append_error
+from .actions import Actions, Append, Ticket, append_error
 from .classic_group import ClassicGroup
 from .classic_group_manager import ClassicGroupManager
-from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
+from .group import Group, GroupError, GroupTypeManager, RequestInfo
 from .group_records import OFFSET_COMMIT_KEY_TYPES, key_type
-from .offsets import OffsetAndMetadata, OffsetMetadataManager, offset_commit_record, offset_tombstone
+from .offsets import (
+    OffsetAndMetadata,
+    OffsetMetadataManager,
+    offset_commit_record,
+    offset_tombstone,
+)
 from .timer import CoordinatorTimer
 
 log = logging.getLogger("samsa.coordinator")
@@ -226,7 +231,8 @@ class GroupCoordinator:
             group = self._group_to_commit_to(now, request, commit.group_id, generation)
             group.validate_offset_commit(member_id, instance_id, generation, request)
         except GroupError as e:
-            out.respond(ticket, _commit_response(commit, lambda topic, partition: e.code))
+            code = e.code
+            out.respond(ticket, _commit_response(commit, lambda topic, partition: code))
             return out
         self.managers[group.type].on_offset_commit(group, member_id, now)
         # OffsetCommit v2-v4 could ask for its own retention; v1 for its own commit time.

@@ -13,8 +13,14 @@ from dataclasses import dataclass
 
 from .actions import Record
 from .group import Group
-from .group_records import (OffsetCommitKey, OffsetCommitValue, decode_offset_commit_key,
-                            decode_offset_commit_value, encode_offset_commit_key, encode_offset_commit_value)
+from .group_records import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_offset_commit_key,
+    decode_offset_commit_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ class CoordinatorTimer:
     def _drop_stale(self) -> None:
         heap = self._heap
         while heap:
-            deadline, sequence, key = heap[0]
+            _, sequence, key = heap[0]
             timer = self._timers.get(key)
             if timer is not None and timer[1] == sequence:
                 return

@@ -18,13 +18,18 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..coordinator.actions import Actions, Append
 from ..coordinator.group import RequestInfo
-from ..coordinator.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorConfig
+from ..coordinator.group_coordinator import (
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    GroupCoordinatorConfig,
+)
 from ..coordinator.group_records import RecordFormatError
 from ..storage.errors import StorageError
 from ..wire import records as batches

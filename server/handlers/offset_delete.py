@@ -19,7 +19,7 @@ async def handle(ctx, request):
     if not ctx.authorize(DELETE, GROUP, request.group_id):
         return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
     readable = ctx.authorized(READ, TOPIC, [t.name for t in request.topics])
-    known, unknown = split_known(ctx, request, readable=readable)
+    known, _ = split_known(ctx, request, readable=readable)
     response = await ctx.broker.groups.submit(ctx, GroupCoordinator.offset_delete, known)
     if response.error_code != ErrorCode.NONE:
         return response

@@ -4,8 +4,12 @@ Driven through GroupCoordinator with an explicit clock (group_harness.Harness); 
 """
 
 from group_harness import Harness, SyncGroup, subscription
-
-from samsa.coordinator.classic_group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE
+from samsa.coordinator.classic_group import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+)
 from samsa.coordinator.group_coordinator import GroupCoordinator
 from samsa.wire.errors import ErrorCode
 
@@ -159,10 +163,14 @@ def test_members_that_do_not_rejoin_within_the_rebalance_timeout_are_dropped():
 def test_the_leader_that_does_not_rejoin_is_replaced_by_one_that_did():
     h = Harness()
     leader, follower = h.stable_group("g", 2, rebalance=20_000)
-    ticket = h.join("g", follower.member_id, protocols=[("range", subscription("x"))])
-    h.advance(20_000)
+    ticket = h.join("g", follower.member_id, protocols=[("range", subscription("x"))], rebalance=20_000)
+    for _ in range(2):  # the leader is alive but does not rejoin
+        h.advance(9_000)
+        assert h.heartbeat("g", leader.member_id, 1) == E.REBALANCE_IN_PROGRESS
+    h.advance(2_000)  # the rebalance timeout
     response = h.answer(ticket)
     assert response.leader == follower.member_id and len(response.members) == 1
+    assert leader.member_id not in h.group("g").members
 
 
 # --- SyncGroup ------------------------------------------------------------------------------------

@@ -3,14 +3,24 @@
 import struct
 
 import pytest
-
 from samsa.coordinator.group_coordinator import java_string_hash, partition_for
-from samsa.coordinator.group_records import (GroupMetadataKey, GroupMetadataValue, MemberMetadataValue,
-                                             OffsetCommitKey, OffsetCommitValue, RecordFormatError,
-                                             decode_group_metadata_key, decode_group_metadata_value,
-                                             decode_offset_commit_key, decode_offset_commit_value,
-                                             encode_group_metadata_key, encode_group_metadata_value,
-                                             encode_offset_commit_key, encode_offset_commit_value, key_type)
+from samsa.coordinator.group_records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    RecordFormatError,
+    decode_group_metadata_key,
+    decode_group_metadata_value,
+    decode_offset_commit_key,
+    decode_offset_commit_value,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+    key_type,
+)
 
 
 def s16(text: str) -> bytes:

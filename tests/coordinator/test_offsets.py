@@ -2,7 +2,6 @@
 OffsetDelete, ListGroups, and reloading everything from the appended records."""
 
 from group_harness import Harness, OffsetDelete, subscription
-
 from samsa.coordinator.classic_group import EMPTY, STABLE
 from samsa.coordinator.group import RequestInfo
 from samsa.coordinator.group_coordinator import GroupCoordinator

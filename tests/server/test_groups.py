@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 
 import trio
-
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client, broker_config, create_topic_request, run_broker  # noqa: E402
+from test_broker import Client, broker_config, create_topic_request, run_broker
 
 E = ErrorCode
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
