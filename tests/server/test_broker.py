@@ -118,6 +118,26 @@ def test_malformed_frame_closes_only_that_connection(tmp_path):
     run_broker(broker_config(tmp_path), scenario)
 
 
+def test_frames_pipelined_in_one_write_dribbled_bytewise_or_larger_than_a_read_are_each_answered(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("t"), 7)
+        versions = encode_request(request_class(ApiKey.API_VERSIONS)(), 0, 101, "test")
+        big = encode_request(produce_request("t", one_batch([b"v" * 40_000])), 9, 102, "test")
+        # Two requests and the start of a third in one write, the rest of it a byte at a time.
+        await client.send_raw(bytes(versions + big + versions[:3]))
+        for byte in versions[3:]:
+            await client.send_raw(bytes([byte]))
+        for expected in (101, 102, 101):
+            frame = await client.read_frame()
+            assert frame is not None and SIZE.unpack_from(frame)[0] == expected
+        fetched = await client.call(fetch_request("t", 0), 12)
+        header, batch = records.decode_batch(bytes(fetched.responses[0].partitions[0].records))
+        assert [r.value for r in batch] == [b"v" * 40_000]
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
 def test_frame_larger_than_socket_request_max_bytes_is_refused(tmp_path):
     async def scenario(port):
         client = await Client.connect(port)
