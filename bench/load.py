@@ -122,9 +122,10 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_size: int = 1024) -> dict:
-    """Latency from produce() to the consumer's receipt at a fixed rate (acks=1, linger.ms 0):
-    p50, p99, p99.9 in ms, and how many records arrived of those sent."""
+def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_size: int = 1024,
+               linger_ms: int = 5) -> dict:
+    """Latency from produce() to the consumer's receipt at a fixed rate (acks=1): p50, p99, p99.9
+    in ms, and how many records arrived of those sent."""
     latencies: list[float] = []
     consumer = Consumer({"bootstrap.servers": bootstrap, "log_level": 3, "group.id": "bench-unused", "enable.auto.commit": False,
                          "fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "enable.partition.eof": False})
@@ -140,7 +141,7 @@ def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_siz
                 if len(value) >= 9 and value[:1] == b"\x01":
                     latencies.append((time.perf_counter_ns() - stamp.unpack_from(value, 1)[0]) / 1e6)
 
-    producer = Producer(producer_config(bootstrap, "1", "none", linger_ms=0))
+    producer = Producer(producer_config(bootstrap, "1", "none", linger_ms=linger_ms))
     warm_up(producer, topic, 1)
     reader = threading.Thread(target=receive, daemon=True)
     reader.start()

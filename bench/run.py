@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import load  # noqa: E402
+import per_request  # noqa: E402
 from systems import ALL, Unavailable, rss_bytes  # noqa: E402
 
 FIND_COORDINATOR = 10
@@ -175,17 +176,37 @@ class Bench:
                 self.attempt("clear", system, lambda: system.clear(topic))
 
     def end_to_end(self) -> None:
-        rate = self.plan.e2e_rate
+        # The load (linger.ms 5), then a request per record (linger.ms 0) at a lower rate:
+        # what each request costs the broker shows there.
+        for rate, linger, label in ((self.plan.e2e_rate, 5, ""), (1000, 0, ", linger.ms 0")):
+            for rep in range(self.plan.reps):
+                for system in self.systems:
+                    self.log(f"end-to-end at {rate}/s{label} #{rep + 1} {system.name}")
+                    topic = self.topic("e2e")
+
+                    def run():
+                        system.create_topic(topic, 1)
+                        return load.end_to_end(system.bootstrap, topic, rate, self.plan.e2e_seconds,
+                                               linger_ms=linger)
+                    result = self.attempt("end-to-end", system, run)
+                    self.record_latency(f"e2e at {rate}/s of 1 KB{label}", system.name, result)
+                    self.attempt("clear", system, lambda: system.clear(topic))
+
+    def per_request(self) -> None:
+        count = 500 if self.plan.reps == 1 else 3000
         for rep in range(self.plan.reps):
             for system in self.systems:
-                self.log(f"end-to-end #{rep + 1} {system.name}")
-                topic = self.topic("e2e")
+                self.log(f"per request #{rep + 1} {system.name}")
+                topic = self.topic("requests")
 
                 def run():
                     system.create_topic(topic, 1)
-                    return load.end_to_end(system.bootstrap, topic, rate, self.plan.e2e_seconds)
-                result = self.attempt("end-to-end", system, run)
-                self.record_latency(f"e2e at {rate}/s of 1 KB", system.name, result)
+                    return per_request.costs(system.port, system.pid, topic, count)
+                result = self.attempt("per request", system, run)
+                for name in ("produce", "fetch"):
+                    for measure in ("cpu", "round trip"):
+                        row = f"{name} request of one 1 KB record, {'broker CPU' if measure == 'cpu' else measure} (us)"
+                        self.table.add(row, system.name, result[f"{name} {measure}"] if result else None)
                 self.attempt("clear", system, lambda: system.clear(topic))
 
     def record_latency(self, row: str, system: str, result: dict | None) -> None:
@@ -411,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run of a minute or two")
     parser.add_argument("--systems", default=",".join(cls.name for cls in ALL),
                         help="comma-separated subset of: " + ", ".join(cls.name for cls in ALL))
-    parser.add_argument("--sections", default="produce,consume,e2e,partitions,connections,groups")
+    parser.add_argument("--sections", default="produce,consume,e2e,requests,partitions,connections,groups")
     parser.add_argument("--json", help="also write every repetition's figures to this file")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -426,7 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bench.start_all()
         for section, run in (("produce", bench.produce_matrix), ("consume", bench.consume),
-                             ("e2e", bench.end_to_end), ("partitions", bench.growth_partitions),
+                             ("e2e", bench.end_to_end), ("requests", bench.per_request),
+                             ("partitions", bench.growth_partitions),
                              ("connections", bench.growth_connections), ("groups", bench.growth_groups)):
             if section in sections:
                 run()
