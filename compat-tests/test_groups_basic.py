@@ -163,3 +163,42 @@ def test_two_members_share_the_partitions_of_a_topic(broker_factory, topic_name,
     finally:
         for m in members:
             m.close()
+
+
+def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(broker_factory, topic_name):
+    """group.instance.id (KIP-345): librdkafka's static member closes without leaving; its new
+    incarnation takes the old one's place and the other member sees no rebalance."""
+    from confluent_kafka import Consumer
+
+    broker = broker_factory(overrides=GROUP_SETTINGS)
+    create_topic(broker.bootstrap, topic_name, partitions=4)
+    group = f"group-{topic_name}"
+
+    def member(instance: str, rebalances: list) -> Consumer:
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.instance.id": instance,
+                      "session.timeout.ms": 30_000, "enable.auto.commit": False})
+        c.subscribe([topic_name], on_assign=lambda _, parts: rebalances.append(sorted(p.partition for p in parts)))
+        return c
+
+    stays_rebalances, restarts_rebalances = [], []
+    stays, restarts = member("stays", stays_rebalances), member("restarts", restarts_rebalances)
+    try:
+        def settled():
+            for c in (stays, restarts):
+                c.poll(0.2)
+            return all(len(c.assignment()) == 2 for c in (stays, restarts))
+
+        wait_for(settled, TIMEOUT, what="two static members with two partitions each")
+        before = sorted(p.partition for p in restarts.assignment())
+        seen = len(stays_rebalances)
+        restarts.close()
+        restarted_rebalances: list = []
+        restarts = member("restarts", restarted_rebalances)
+        wait_for(lambda: restarts.poll(0.2) or restarted_rebalances, TIMEOUT, what="the restarted member's assignment")
+        assert restarted_rebalances[-1] == before
+        for _ in range(5):
+            stays.poll(0.2)
+        assert len(stays_rebalances) == seen  # no rebalance for the member that stayed
+    finally:
+        stays.close()
+        restarts.close()
