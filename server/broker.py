@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import struct
 import time
 import uuid
 from pathlib import Path
@@ -31,8 +32,13 @@ from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService
 from .replica_manager import ReplicaManager
+from .security.authenticator import AuthenticationFailed
+from .security.connection_quotas import ConnectionQuotas
+from .security.listeners import listener_securities
+from .security.scram import stored_credential
 
 log = logging.getLogger("samsa.broker")
+_SIZE = struct.Struct(">i")
 request_log = logging.getLogger("samsa.request")
 
 
@@ -66,6 +72,9 @@ class Broker:
         self.started = trio.Event()
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.disk_limiter = trio.CapacityLimiter(1)  # fsync, retention, checkpoints: one at a time
+        self.listener_security = listener_securities(
+            config, lambda user, mechanism: stored_credential(self.metadata.scram_credentials, user, mechanism))
+        self.connection_quotas = ConnectionQuotas(config)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -107,7 +116,8 @@ class Broker:
                 for sock, ep in listeners:
                     services.start_soon(serve_listener, sock, ep, self._serve_connection, connections,
                                         (self.config.get("socket.send.buffer.bytes"),
-                                         self.config.get("socket.receive.buffer.bytes")))
+                                         self.config.get("socket.receive.buffer.bytes")),
+                                        self.connection_quotas)
                 services.start_soon(self._periodic_jobs)
                 log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
                          time.monotonic() - started_at,
@@ -190,11 +200,13 @@ class Broker:
         max_frame = self.config.get("socket.request.max.bytes")
         idle_timeout = self.config.get("connections.max.idle.ms") / 1000
         try:
+            await self.listener_security[conn.listener.listener].start(conn)
             while True:
-                with trio.move_on_after(idle_timeout) as idle:
-                    frame = await conn.read_frame(max_frame)
+                auth = conn.authenticator
+                with trio.move_on_at(min(trio.current_time() + idle_timeout, auth.deadline)) as idle:
+                    frame = await conn.read_frame(*auth.receive_limit(max_frame))
                 if idle.cancelled_caught:
-                    log.debug("closing idle connection %s", conn.id)
+                    log.debug("closing %s connection %s", "idle" if auth.complete else "unauthenticated", conn.id)
                     return
                 self._in_flight += 1
                 self._idle = trio.Event() if self._in_flight == 1 else self._idle
@@ -202,12 +214,16 @@ class Broker:
                     response = await self._process(conn, frame)
                     if response is not None:
                         await conn.send_response(response)
+                    if conn.authenticator.closing:
+                        return
                 finally:
                     self._in_flight -= 1
                     if self._in_flight == 0:
                         self._idle.set()
         except ConnectionClosed:
             pass
+        except AuthenticationFailed as e:
+            log.info("closing connection %s from %s: %s", conn.id, conn.client_host, e)
         except (ValueError, CodecError) as e:
             log.warning("closing connection %s from %s:%s: %s", conn.id, conn.client_host, conn.client_port, e)
         except OSError as e:
@@ -216,12 +232,17 @@ class Broker:
             conn.close()
 
     async def _process(self, conn: Connection, frame: bytearray):
+        auth = conn.authenticator
+        if auth.expects_raw_token:  # after a v0 SaslHandshake: a bare SASL token, answered bare
+            token = auth.evaluate_raw_token(frame, trio.current_time())
+            return bytes(_SIZE.pack(len(token))) + token
         try:
             header, pos = decode_request_header(frame)
         except CodecError as e:
             raise CodecError(f"malformed request header: {e}") from e
         api_key, version = header.request_api_key, header.request_api_version
-        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id)
+        auth.admit(api_key, version, trio.current_time())
+        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id, auth.principal)
         handler = self.handlers.get(api_key)
         if handler is None or not handler.min_version <= version <= handler.max_version:
             if api_key == ApiKey.API_VERSIONS:

@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         trio.run(serve, config)
     except KeyboardInterrupt:
         pass
+    except ConfigError as e:  # found while building the listeners (key stores, JAAS users, ...)
+        print(f"samsa: invalid configuration: {e}", file=sys.stderr)
+        return 2
     except Exception:
         log.exception("fatal error; the broker stops")
         return 1

@@ -78,6 +78,9 @@ class MetadataImage:
         self.broker_configs: dict[str, dict[str, str]] = {}
         # ACLs in creation order (Kafka's AccessControlEntryRecords), as authorizer.AclBinding.to_json.
         self.acls: list[dict[str, str]] = []
+        # SCRAM credentials (Kafka's UserScramCredentialRecords): user -> mechanism name ->
+        # server.security.scram.ScramCredential.to_json().
+        self.scram_credentials: dict[str, dict[str, dict]] = {}
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -90,6 +93,7 @@ class MetadataImage:
             image.next_producer_id = data.get("next_producer_id", 0)
             image.broker_configs = {name: dict(configs) for name, configs in data.get("broker_configs", {}).items()}
             image.acls = [dict(acl) for acl in data.get("acls", [])]
+            image.scram_credentials = data.get("scram_credentials", {})
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -108,6 +112,7 @@ class MetadataImage:
             "next_producer_id": self.next_producer_id,
             "broker_configs": self.broker_configs,
             "acls": self.acls,
+            "scram_credentials": self.scram_credentials,
         }
         write_atomically(self.path, json.dumps(data, indent=1))
 
@@ -166,6 +171,15 @@ class MetadataImage:
             self.next_producer_id = first
             raise
         return first
+
+    def set_scram_credentials(self, credentials: dict[str, dict[str, dict]]) -> None:
+        """Replace every SCRAM credential at once, durably (all of an AlterUserScramCredentials or none)."""
+        previous, self.scram_credentials = self.scram_credentials, credentials
+        try:
+            self.save()
+        except OSError:
+            self.scram_credentials = previous
+            raise
 
     def collides(self, name: str) -> str | None:
         """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""

@@ -3,7 +3,8 @@
 A connection reads one size-prefixed frame into one buffer (`recv_into`, no copies), hands it to
 the request handler and writes the response before reading the next: Kafka answers the requests of
 a connection in order, and a client may pipeline several. A response may carry holes (file ranges
-of log segments), which go to the socket with `os.sendfile`, never through Python.
+of log segments), which go to the socket with `os.sendfile`, never through Python - except on TLS
+connections, where the bytes must be encrypted in user space and are read from the file instead.
 """
 
 from __future__ import annotations
@@ -12,15 +13,19 @@ import errno
 import logging
 import os
 import socket as _stdlib_socket
+import ssl
 import struct
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
 import trio
 
+from .security.connection_quotas import TooManyConnections
+
 log = logging.getLogger("samsa.network")
 _SIZE = struct.Struct(">i")
 _READ_AHEAD = 16 * 1024  # one read takes a small request whole, size prefix and all
+_TLS_FILE_CHUNK = 1 << 16
 
 
 class ConnectionClosed(Exception):
@@ -48,6 +53,21 @@ class Connection:
         # Bytes read ahead of the current frame; allocated while data flows, dropped when idle.
         self._buffer: bytearray | None = None
         self._start = self._end = 0
+        self.tls: trio.SSLStream | None = None
+        self.authenticator = None  # set by the listener's security (server.security.listeners)
+
+    async def start_tls(self, context: ssl.SSLContext) -> None:
+        """Complete a server-side TLS handshake; from then on every byte goes through TLS."""
+        stream = trio.SSLStream(trio.SocketStream(self.sock), context, server_side=True)
+        try:
+            await stream.do_handshake()
+        except trio.BrokenResourceError as e:
+            raise ConnectionClosed(f"TLS handshake failed: {e.__cause__ or e}") from e
+        self.tls = stream
+
+    def peer_certificate(self) -> bytes | None:
+        """The client's certificate (DER) if it presented one the trust store accepts."""
+        return self.tls.getpeercert(binary_form=True) if self.tls is not None else None
 
     # The socket is read and written with plain non-blocking system calls, waiting on trio only
     # when the kernel has nothing: trio's socket methods pass through its scheduler on every call,
@@ -89,14 +109,17 @@ class Connection:
                 raise ConnectionClosed()
             self._end += n
 
-    async def read_frame(self, max_size: int) -> bytearray:
-        """The next request frame body. Raises ConnectionClosed at EOF; ValueError on a bad size."""
+    async def read_frame(self, max_size: int, limit_name: str = "socket.request.max.bytes") -> bytearray:
+        """The next request frame body. Raises ConnectionClosed at EOF; ValueError on a bad size
+        (before allocating anything for it)."""
+        if self.tls is not None:
+            return await self._read_tls_frame(max_size, limit_name)
         await trio.lowlevel.checkpoint()
         if self._buffer is None or self._end - self._start < 4:
             await self._fill(4)
         (size,) = _SIZE.unpack_from(self._buffer, self._start)
         if size < 0 or size > max_size:
-            raise ValueError(f"frame size {size} is outside 0..{max_size} (socket.request.max.bytes)")
+            raise ValueError(f"frame size {size} is outside 0..{max_size} ({limit_name})")
         self._start += 4
         if size <= _READ_AHEAD and self._end - self._start < size:
             await self._fill(size)
@@ -115,7 +138,47 @@ class Connection:
             got += await self._recv_into(view[got:])
         return frame
 
+    # --- TLS: through trio's SSLStream, whose buffering stands in for the read-ahead above ---
+
+    async def _read_tls_frame(self, max_size: int, limit_name: str) -> bytearray:
+        header = await self._tls_receive_exactly(4)
+        (size,) = _SIZE.unpack(header)
+        if size < 0 or size > max_size:
+            raise ValueError(f"frame size {size} is outside 0..{max_size} ({limit_name})")
+        return await self._tls_receive_exactly(size)
+
+    async def _tls_receive_exactly(self, size: int) -> bytearray:
+        frame = bytearray()
+        try:
+            while len(frame) < size:
+                data = await self.tls.receive_some(size - len(frame))
+                if not data:
+                    raise ConnectionClosed()
+                frame += data
+        except trio.BrokenResourceError as e:
+            raise ConnectionClosed(str(e.__cause__ or e)) from e
+        return frame
+
+    async def _tls_send(self, data) -> None:
+        try:
+            await self.tls.send_all(data)
+        except trio.BrokenResourceError as e:
+            raise ConnectionClosed(str(e.__cause__ or e)) from e
+
+    async def _send_file_by_reading(self, fd: int, offset: int, count: int) -> None:
+        # os.sendfile cannot write to a TLS stream: read the range and encrypt it, a chunk at a time.
+        while count > 0:
+            chunk = os.pread(fd, min(count, _TLS_FILE_CHUNK), offset)
+            if not chunk:
+                raise ConnectionClosed("segment file shrank while sending it")
+            await self._tls_send(chunk)
+            offset += len(chunk)
+            count -= len(chunk)
+
     async def send(self, data) -> None:
+        if self.tls is not None:
+            await self._tls_send(data)
+            return
         view = memoryview(data)
         while view:
             try:
@@ -140,6 +203,9 @@ class Connection:
         await self.send(view[start:])
 
     async def sendfile(self, fd: int, offset: int, count: int) -> None:
+        if self.tls is not None:
+            await self._send_file_by_reading(fd, offset, count)
+            return
         out_fd = self.sock.fileno()
         while count > 0:
             try:
@@ -171,8 +237,12 @@ async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:
 
 async def serve_listener(sock: trio.socket.SocketType, endpoint: Endpoint,
                          handler: Callable[[Connection], Awaitable[None]], nursery: trio.Nursery,
-                         buffer_sizes: tuple[int, int] = (-1, -1)) -> None:
-    """Accept connections until cancelled; each runs `handler` in its own task in `nursery`."""
+                         buffer_sizes: tuple[int, int] = (-1, -1), quotas=None) -> None:
+    """Accept connections until cancelled; each runs `handler` in its own task in `nursery`.
+
+    `quotas` (server.security.connection_quotas.ConnectionQuotas) counts connections: the accept
+    loop waits while the broker or listener is full, and closes one its address has no room for.
+    """
     counter = 0
     while True:
         try:
@@ -195,4 +265,20 @@ async def serve_listener(sock: trio.socket.SocketType, endpoint: Endpoint,
         except OSError:
             client.close()  # peer already gone
             continue
-        nursery.start_soon(handler, conn)
+        if quotas is None:
+            nursery.start_soon(handler, conn)
+            continue
+        try:
+            await quotas.inc(endpoint.listener, conn.client_host)
+        except TooManyConnections as e:
+            log.info("%s", e)
+            conn.close()
+            continue
+        nursery.start_soon(_counted, handler, conn, quotas)
+
+
+async def _counted(handler: Callable[[Connection], Awaitable[None]], conn: Connection, quotas) -> None:
+    try:
+        await handler(conn)
+    finally:
+        quotas.dec(conn.listener.listener, conn.client_host)

@@ -30,6 +30,7 @@ MODULES = (
     "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
     "describe_groups", "list_groups", "delete_groups", "offset_delete",
     "describe_acls", "create_acls", "delete_acls",
+    "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials", "alter_user_scram_credentials",
 )
 
 

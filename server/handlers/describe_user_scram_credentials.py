@@ -1,0 +1,38 @@
+"""DescribeUserScramCredentials (key 50): which SCRAM mechanisms each user has, with iterations
+(never salts or keys), as Kafka's ScramImage.describe answers."""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..security.scram import ScramMechanism
+from . import handler
+
+Response = response_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+Result = Response.DescribeUserScramCredentialsResult
+CredentialInfo = Response.CredentialInfo
+
+
+@handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+async def handle(ctx, request):
+    stored = ctx.broker.metadata.scram_credentials
+    if not request.users:  # null or empty: every user
+        wanted = {user: False for user in stored}
+    else:
+        wanted = {}
+        for user in request.users:
+            wanted[user.name] = user.name in wanted  # True: asked for twice
+    results = []
+    for user, duplicate in wanted.items():
+        if duplicate:
+            results.append(Result(user=user, error_code=ErrorCode.DUPLICATE_RESOURCE, error_message=
+                                  f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}"))
+            continue
+        infos = [CredentialInfo(mechanism=mechanism.type_id, iterations=stored[user][mechanism.mechanism_name]["iterations"])
+                 for mechanism in ScramMechanism if mechanism.mechanism_name in stored.get(user, {})]
+        if infos:
+            results.append(Result(user=user, error_code=ErrorCode.NONE, error_message=None, credential_infos=infos))
+        else:
+            results.append(Result(user=user, error_code=ErrorCode.RESOURCE_NOT_FOUND, error_message=
+                                  f"Attempt to describe a user credential that does not exist: {user}"))
+    return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, results=results)

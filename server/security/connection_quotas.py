@@ -1,0 +1,107 @@
+"""Kafka's ConnectionQuotas: how many connections the broker, each listener and each client
+address may hold.
+
+* `max.connections` (and `listener.name.<listener>.max.connections`): when the broker or the
+  listener is full, its acceptor waits for a connection to close before taking the next one.
+  The inter-broker listener is exempt from the broker-wide limit while there are other listeners.
+* `max.connections.per.ip`, `max.connections.per.ip.overrides` ("host:count,..."): a connection
+  beyond its address's limit is closed at once.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import trio
+
+from ..config import ConfigError
+from .listener_config import ListenerConfig
+
+
+class TooManyConnections(Exception):
+    pass
+
+
+def _parse_overrides(text: str) -> dict[str, int]:
+    key = "max.connections.per.ip.overrides"
+    overrides = {}
+    for entry in filter(None, (item.strip() for item in text.split(","))):
+        host, separator, count = entry.rpartition(":")
+        try:
+            limit = int(count.strip())
+            if not separator or limit < 0:
+                raise ValueError
+        except ValueError:
+            raise ConfigError(key, f"Invalid value {text} for configuration {key}: each entry is "
+                                   f"<host or address>:<non-negative count>, found '{entry}'") from None
+        host = host.strip().strip("[]")
+        try:
+            address = str(ipaddress.ip_address(host))
+        except ValueError:
+            try:
+                address = socket.gethostbyname(host)
+            except OSError as error:
+                raise ConfigError(key, f"Invalid value {text} for configuration {key}: cannot resolve {host}: "
+                                       f"{error.strerror}") from None
+        overrides[address] = limit
+    return overrides
+
+
+class ConnectionQuotas:
+    def __init__(self, config) -> None:
+        self.max_connections: int = config.get("max.connections")
+        self.max_per_ip: int = config.get("max.connections.per.ip")
+        self.per_ip_overrides = _parse_overrides(config.get("max.connections.per.ip.overrides") or "")
+        if self.max_per_ip == 0 and not self.per_ip_overrides:
+            raise ConfigError("max.connections.per.ip", "max.connections.per.ip can be set to zero only if "
+                                                        "max.connections.per.ip.overrides property is set.")
+        self.listener_max = {e.name: ListenerConfig(config, e.name).get("max.connections") for e in config.listeners}
+        self.inter_broker_listener: str = config.inter_broker_listener_name
+        self.total = 0
+        self.by_listener = {name: 0 for name in self.listener_max}
+        self.by_address: dict[str, int] = {}
+        self._freed = trio.Event()
+
+    def _normalize(self, address: str) -> str:
+        try:
+            return str(ipaddress.ip_address(address))
+        except ValueError:
+            return address
+
+    def limit_for(self, address: str) -> int:
+        return self.per_ip_overrides.get(self._normalize(address), self.max_per_ip)
+
+    def _slot_available(self, listener: str) -> bool:
+        if self.by_listener[listener] >= self.listener_max[listener]:
+            return False
+        if listener == self.inter_broker_listener and len(self.by_listener) > 1:
+            return True  # protected: brokers must be able to talk to each other
+        return self.total < self.max_connections
+
+    async def inc(self, listener: str, address: str) -> None:
+        """Count a new connection: waits while the broker or listener is full; TooManyConnections
+        (nothing counted) when its address already has its maximum."""
+        while not self._slot_available(listener):
+            await self._freed.wait()
+        address = self._normalize(address)
+        count = self.by_address.get(address, 0)
+        limit = self.limit_for(address)
+        if count >= limit:
+            raise TooManyConnections(f"Rejected connection from {address}, address already has the configured "
+                                     f"maximum of {limit} connections.")
+        self.by_address[address] = count + 1
+        self.by_listener[listener] += 1
+        self.total += 1
+
+    def dec(self, listener: str, address: str) -> None:
+        address = self._normalize(address)
+        count = self.by_address[address] - 1
+        if count:
+            self.by_address[address] = count
+        else:
+            del self.by_address[address]
+        self.by_listener[listener] -= 1
+        self.total -= 1
+        self._freed.set()
+        self._freed = trio.Event()

@@ -1,0 +1,162 @@
+"""Shared by the security tests: an in-process broker with several listeners (optionally on a
+MockClock), TLS and SASL clients speaking Samsa's own codec, and a SCRAM client (RFC 5802)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import secrets
+import ssl
+import struct
+import sys
+from pathlib import Path
+
+import trio
+
+from samsa.server.broker import Broker
+from samsa.server.config import KafkaConfig
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_broker import Client  # noqa: E402
+
+SIZE = struct.Struct(">i")
+SaslHandshake = request_class(ApiKey.SASL_HANDSHAKE)
+SaslAuthenticate = request_class(ApiKey.SASL_AUTHENTICATE)
+ApiVersions = request_class(ApiKey.API_VERSIONS)
+Metadata = request_class(ApiKey.METADATA)
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" '
+              'user_bob="bob-secret";')
+
+
+def config(tmp_path, listeners: str, **props) -> KafkaConfig:
+    values = {"listeners": listeners, "log.dirs": str(tmp_path / "data"),
+              # Kafka insists the inter-broker listener is one of them: the first, unless told.
+              "inter.broker.listener.name": listeners.split("://")[0]}
+    values.update(props)
+    return KafkaConfig(values)
+
+
+def run(config: KafkaConfig, scenario, clock=None) -> None:
+    """Start a broker, run `scenario(broker, ports)` (ports by listener name), stop the broker."""
+
+    async def main():
+        broker = Broker(config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(broker.run)
+            try:
+                # A broker that never answers fails the test rather than hang it (in real time: a
+                # MockClock's jumps would trip it).
+                with trio.fail_after(60) if clock is None else contextlib.nullcontext():
+                    await scenario(broker, {e.listener: e.port for e in broker.endpoints})
+            finally:
+                nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=clock)
+
+
+def client_context(ca: Path, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca))
+    if cert is not None:
+        context.load_cert_chain(str(cert), str(key))
+    return context
+
+
+async def tls_client(port: int, context: ssl.SSLContext) -> Client:
+    stream = trio.SSLStream(await trio.open_tcp_stream("127.0.0.1", port), context, server_hostname="localhost")
+    await stream.do_handshake()
+    return Client(stream)
+
+
+async def closed(client: Client) -> bool:
+    """True when the broker has closed the connection (EOF or a TLS alert)."""
+    try:
+        return await client.read_frame() is None
+    except trio.BrokenResourceError:
+        return True
+
+
+def plain_token(user: str, password: str, authzid: str = "") -> bytes:
+    return f"{authzid}\0{user}\0{password}".encode()
+
+
+class ScramClient:
+    def __init__(self, mechanism: str, user: str, password: str) -> None:
+        self.hash = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
+        self.user, self.password = user, password
+        self.nonce = secrets.token_hex(12)
+        self.first_bare = f"n={user.replace('=', '=3D').replace(',', '=2C')},r={self.nonce}"
+        self.server_signature = b""
+
+    def first(self) -> bytes:
+        return ("n,," + self.first_bare).encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        fields = dict(item.split("=", 1) for item in server_first.decode().split(","))
+        assert fields["r"].startswith(self.nonce)
+        salted = hashlib.pbkdf2_hmac(self.hash, self.password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
+        without_proof = f"c=biws,r={fields['r']}"
+        auth_message = f"{self.first_bare},{server_first.decode()},{without_proof}".encode()
+        client_key = hmac.new(salted, b"Client Key", self.hash).digest()
+        signature = hmac.new(hashlib.new(self.hash, client_key).digest(), auth_message, self.hash).digest()
+        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        server_key = hmac.new(salted, b"Server Key", self.hash).digest()
+        self.server_signature = hmac.new(server_key, auth_message, self.hash).digest()
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        assert server_final == b"v=" + base64.b64encode(self.server_signature)
+
+
+async def handshake(client: Client, mechanism: str, version: int = 1):
+    return await client.call(SaslHandshake(mechanism=mechanism), version)
+
+
+async def authenticate(client: Client, token: bytes, version: int = 2):
+    return await client.call(SaslAuthenticate(auth_bytes=token), version)
+
+
+async def sasl_plain(client: Client, user: str, password: str, version: int = 2):
+    """Handshake v1 and one PLAIN SaslAuthenticate; returns the SaslAuthenticate response."""
+    assert (await handshake(client, "PLAIN")).error_code == ErrorCode.NONE
+    return await authenticate(client, plain_token(user, password), version)
+
+
+async def sasl_scram(client: Client, mechanism: str, user: str, password: str, version: int = 2):
+    """Handshake v1 and a SCRAM exchange in SaslAuthenticate requests; returns the last response."""
+    assert (await handshake(client, mechanism)).error_code == ErrorCode.NONE
+    scram = ScramClient(mechanism, user, password)
+    first = await authenticate(client, scram.first(), version)
+    if first.error_code != ErrorCode.NONE:
+        return first
+    final = await authenticate(client, scram.final(first.auth_bytes), version)
+    if final.error_code == ErrorCode.NONE:
+        scram.verify(final.auth_bytes)
+    return final
+
+
+async def raw_token(client: Client, token: bytes) -> bytes | None:
+    """Send a bare size-prefixed SASL token (after a v0 handshake); the bare answer, or None if closed."""
+    await client.send_raw(SIZE.pack(len(token)) + token)
+    return await client.read_frame()
+
+
+def record_principals(broker) -> list:
+    """Make every ApiVersions request note the principal it was served for."""
+    from samsa.server.handlers import Handler
+
+    seen = []
+    broker.handlers = dict(broker.handlers)  # the registry is shared by every broker of the process
+    original = broker.handlers[ApiKey.API_VERSIONS]
+
+    async def recording(ctx, request):
+        seen.append(ctx.principal)
+        return await original.handle(ctx, request)
+
+    broker.handlers[ApiKey.API_VERSIONS] = Handler(original.api_key, original.min_version, original.max_version,
+                                                   recording)
+    return seen

@@ -1,0 +1,124 @@
+"""Connection limits, as Kafka's ConnectionQuotas: per address closed at once, broker-wide and
+per listener waited for; and their configs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from samsa.server.config import ConfigError, KafkaConfig
+from samsa.server.security.connection_quotas import ConnectionQuotas, TooManyConnections
+from samsa.wire.errors import ErrorCode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from security_helpers import ApiVersions, closed, config, run  # noqa: E402
+from test_broker import Client  # noqa: E402
+
+
+async def served(client: Client) -> bool:
+    return (await client.call(ApiVersions(), 0)).error_code == ErrorCode.NONE
+
+
+def test_connections_beyond_max_connections_per_ip_are_closed_at_once(tmp_path):
+    async def scenario(broker, ports):
+        first, second = await Client.connect(ports["PLAINTEXT"]), await Client.connect(ports["PLAINTEXT"])
+        assert await served(first) and await served(second)
+        third = await Client.connect(ports["PLAINTEXT"])
+        assert await closed(third)
+        await first.stream.aclose()
+        with trio.fail_after(10):
+            while True:  # the broker notices the close on its own schedule
+                fourth = await Client.connect(ports["PLAINTEXT"])
+                await fourth.send_raw(b"")
+                try:
+                    if await served(fourth):
+                        break
+                except AssertionError:
+                    await trio.sleep(0.01)
+        assert await served(second)
+
+    run(config(tmp_path, "PLAINTEXT://127.0.0.1:0", **{"max.connections.per.ip": "2"}), scenario)
+
+
+def test_per_ip_overrides(tmp_path):
+    async def scenario(broker, ports):
+        only = await Client.connect(ports["PLAINTEXT"])
+        assert await served(only)
+        assert await closed(await Client.connect(ports["PLAINTEXT"]))
+
+    run(config(tmp_path, "PLAINTEXT://127.0.0.1:0", **{"max.connections.per.ip.overrides": "127.0.0.1:1,[::1]:5"}),
+        scenario)
+
+
+def test_max_connections_makes_the_acceptor_wait_for_a_free_slot(tmp_path):
+    async def scenario(broker, ports):
+        first, second = await Client.connect(ports["PLAINTEXT"]), await Client.connect(ports["PLAINTEXT"])
+        assert await served(first) and await served(second)
+        third = await Client.connect(ports["PLAINTEXT"])  # the kernel accepts it; the broker waits
+        await third.send_raw(b"")
+        async with trio.open_nursery() as nursery:
+            answered = trio.Event()
+
+            async def call_third():
+                assert await served(third)
+                answered.set()
+
+            nursery.start_soon(call_third)
+            for _ in range(20):  # the broker keeps serving the others meanwhile
+                assert await served(second)
+            assert not answered.is_set()
+            assert broker.connection_quotas.total == 2
+            await first.stream.aclose()
+            with trio.fail_after(10):
+                await answered.wait()
+
+    run(config(tmp_path, "PLAINTEXT://127.0.0.1:0", **{"max.connections": "2"}), scenario)
+
+
+def test_counts_and_limits_without_a_network():
+    quotas = ConnectionQuotas(KafkaConfig({
+        "listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        "max.connections": "3", "listener.name.external.max.connections": "1",
+        "max.connections.per.ip": "2", "max.connections.per.ip.overrides": "10.0.0.1:0,::1:4"}))
+
+    async def main():
+        await quotas.inc("PLAINTEXT", "127.0.0.1")
+        await quotas.inc("EXTERNAL", "::1")
+        with pytest.raises(TooManyConnections, match="maximum of 0 connections"):
+            await quotas.inc("PLAINTEXT", "10.0.0.1")
+        await quotas.inc("PLAINTEXT", "127.0.0.1")
+        with pytest.raises(TooManyConnections, match="maximum of 2 connections"):
+            await quotas.inc("PLAINTEXT", "127.0.0.1")
+        assert (quotas.total, quotas.by_listener, quotas.limit_for("0:0:0:0:0:0:0:1")) == (
+            3, {"PLAINTEXT": 2, "EXTERNAL": 1}, 4)
+        # The inter-broker listener (PLAINTEXT) is exempt from max.connections, not the others.
+        await quotas.inc("PLAINTEXT", "10.0.0.2")
+        quotas.dec("EXTERNAL", "::1")
+        with trio.move_on_after(1) as waited:  # mock time: gives up once every task is blocked
+            await quotas.inc("EXTERNAL", "10.0.0.3")
+        assert waited.cancelled_caught
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(quotas.inc, "EXTERNAL", "10.0.0.3")
+            await trio.testing.wait_all_tasks_blocked()
+            quotas.dec("PLAINTEXT", "10.0.0.2")
+        assert quotas.by_address == {"127.0.0.1": 2, "10.0.0.3": 1}
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@pytest.mark.parametrize("props, key, message", [
+    ({"max.connections.per.ip": "0"}, "max.connections.per.ip", "only if max.connections.per.ip.overrides"),
+    ({"max.connections.per.ip.overrides": "127.0.0.1"}, "max.connections.per.ip.overrides", "found '127.0.0.1'"),
+    ({"max.connections.per.ip.overrides": "127.0.0.1:-1"}, "max.connections.per.ip.overrides", "non-negative"),
+    ({"max.connections.per.ip.overrides": "no-such-host.invalid:1"}, "max.connections.per.ip.overrides", "resolve"),
+])
+def test_bad_limits_name_the_key(props, key, message):
+    with pytest.raises(ConfigError) as raised:
+        ConnectionQuotas(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:9092", **props}))
+    assert raised.value.name == key
+    assert message in str(raised.value)
