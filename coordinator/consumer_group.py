@@ -37,7 +37,9 @@ from ..wire.messages import consumer_group_describe_response as described
 from ..wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from ..wire.messages.consumer_group_heartbeat_response import Assignment as HeartbeatAssignment
 from ..wire.messages.consumer_group_heartbeat_response import TopicPartitions as HeartbeatTopicPartitions
+from .actions import Record
 from .assignors import ASSIGNORS, MemberSpec
+from .consumer_group_codec import encode_record
 from .consumer_group_member import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
     is_subset, owned_from_request, reconcile,
@@ -49,30 +51,16 @@ from .consumer_group_records import (
     ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, CoordinatorRecord,
     MemberState, TopicMetadata,
 )
+from .group import Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
 
 __all__ = [
-    "CONSUMER_PROTOCOL_TYPE",
-    "ConsumerGroup",
-    "ConsumerGroupConfig",
-    "ConsumerGroupState",
-    "GroupError",
-    "TopicInfo",
-    "TopicsImage",
-    "validate_heartbeat_request",
+    "CONSUMER_PROTOCOL_TYPE", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupState", "TopicInfo",
+    "TopicsImage", "validate_heartbeat_request",
 ]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 # Kafka's ConsumerGroupHeartbeatRequest.CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION (KIP-1082).
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
-
-
-class GroupError(Exception):
-    """A request refused with a protocol error code (and Kafka's message for it)."""
-
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message or code.name)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -163,9 +151,8 @@ def _partitions(assignment: Assignment, cls) -> list:
     return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assignment.items())]
 
 
-class ConsumerGroup:
-    group_type = "consumer"
-    protocol_type = CONSUMER_PROTOCOL_TYPE
+class ConsumerGroup(Group):
+    type = GroupType.CONSUMER
 
     def __init__(self, group_id: str, config: ConsumerGroupConfig | None = None) -> None:
         self.group_id = group_id
@@ -194,8 +181,20 @@ class ConsumerGroup:
             return ConsumerGroupState.STABLE
         return ConsumerGroupState.RECONCILING
 
+    @property
+    def state_name(self) -> str:
+        return self.state.value
+
+    @property
+    def protocol_type(self) -> str:
+        return CONSUMER_PROTOCOL_TYPE
+
     def is_empty(self) -> bool:
         return not self.members
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        return topic in self.subscription_metadata or any(
+            topic in m.subscribed_topic_names for m in self.members.values())
 
     def partition_owner_epoch(self, topic_id: UUID, partition: int) -> int:
         """The epoch of the member owning the partition now, -1 when nobody does."""
@@ -223,24 +222,24 @@ class ConsumerGroup:
             target_assignment=assignment(self.target_assignment.get(m.member_id, {})),
         ) for m in self.members.values()]
         return described.DescribedGroup(
-            group_id=self.group_id, group_state=self.state.value, group_epoch=self.group_epoch,
+            group_id=self.group_id, group_state=self.state_name, group_epoch=self.group_epoch,
             assignment_epoch=self.assignment_epoch, assignor_name=self.preferred_assignor(), members=members)
 
-    # --- offsets (OffsetCommit and OffsetFetch for a consumer group) ---------------------------------
+    # --- offsets and deletion (the coordinator's shared APIs) ------------------------------------------
 
-    def validate_offset_commit(self, member_id: str, member_epoch: int, api_version: int,
-                               transactional: bool = False) -> None:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
-        if member_epoch < 0 and not self.members:
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
+                               request: RequestInfo, transactional: bool = False) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: the member's current epoch, OffsetCommit v9+."""
+        if generation_or_epoch < 0 and not self.members:
             return  # the admin client, or a consumer outside group management, on an empty group
         member = self._member_or_unknown(member_id)
-        if not transactional and api_version < 9:
+        if not transactional and request.api_version < 9:
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
                              "by members using the modern group protocol")
-        self._check_offset_epoch(member, member_epoch)
+        self._check_offset_epoch(member, generation_or_epoch)
 
-    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
-        """Kafka's ConsumerGroup.validateOffsetFetch."""
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:
+        """Kafka's ConsumerGroup.validateOffsetFetch: without a member, anyone may fetch."""
         if member_id is None and member_epoch < 0:
             return
         self._check_offset_epoch(self._member_or_unknown(member_id), member_epoch)
@@ -258,14 +257,23 @@ class ConsumerGroup:
                              f"Member {member_id} is not a member of group {self.group_id}.")
         return member
 
-    def delete_records(self) -> list[CoordinatorRecord]:
-        """The tombstones that delete the group (DeleteGroups); refused unless it is empty."""
+    def validate_delete_group(self) -> None:
         if self.members:
             raise GroupError(ErrorCode.NON_EMPTY_GROUP)
+
+    def validate_offset_delete(self) -> None:
+        """Offsets of topics no member subscribes to may go at any time (Kafka checks nothing here)."""
+
+    def offset_expiration_condition(self) -> OffsetExpirationCondition:
+        return OffsetExpirationCondition(lambda offset: offset.commit_timestamp)
+
+    def tombstones(self) -> list[Record]:
+        """The records that delete the (empty) group, in Kafka's order."""
         g = self.group_id
-        return [CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(g), None),
-                CoordinatorRecord(ConsumerGroupPartitionMetadataKey(g), None),
-                CoordinatorRecord(ConsumerGroupMetadataKey(g), None)]
+        records = [CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(g), None),
+                   CoordinatorRecord(ConsumerGroupPartitionMetadataKey(g), None),
+                   CoordinatorRecord(ConsumerGroupMetadataKey(g), None)]
+        return [encode_record(r) for r in records]
 
     # --- heartbeats ----------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ class GroupError(Exception):
     def __init__(self, code: ErrorCode, message: str | None = None) -> None:
         super().__init__(message or code.name)
         self.code = code
+        self.message = message  # for the responses that carry one (ErrorMessage)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ from ..wire.protocol import ApiKey, response_class
 from .actions import Actions, Append, Ticket, append_error
 from .classic_group import ClassicGroup
 from .classic_group_manager import ClassicGroupManager
+from .consumer_group import ConsumerGroupConfig
+from .consumer_group_manager import ConsumerGroupManager
 from .group import Group, GroupError, GroupTypeManager, RequestInfo
 from .group_records import OFFSET_COMMIT_KEY_TYPES, key_type
 from .offsets import (
@@ -85,6 +87,7 @@ class GroupCoordinatorConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 10080 * 60_000
     offsets_retention_check_interval_ms: int = 600000
+    consumer: ConsumerGroupConfig = ConsumerGroupConfig()  # group.consumer.* (KIP-848)
 
 
 def offset_append_error(error: int) -> int:
@@ -102,6 +105,7 @@ class GroupCoordinator:
         self.managers: dict[str, GroupTypeManager] = {}
         self._replayers: dict[int, GroupTypeManager] = {}
         self.classic = self.register(ClassicGroupManager(self))
+        self.consumer = self.register(ConsumerGroupManager(self, config.consumer))
         self._schedule_retention(now)
 
     def register(self, manager: GroupTypeManager):
@@ -210,6 +214,11 @@ class GroupCoordinator:
             return out
         method(now, ticket, request, body, out)
         return out
+
+    # --- consumer group APIs (KIP-848, coordinator/consumer_group_manager.py) ----------------------
+
+    def consumer_group_heartbeat(self, now: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
+        return self.consumer.heartbeat(now, ticket, request, heartbeat)
 
     def describe_groups(self, request: RequestInfo, group_ids: list[str]) -> list:
         DescribedGroup = DescribeGroupsResponse.DescribedGroup

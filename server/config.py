@@ -22,6 +22,7 @@ from typing import TypeAlias
 
 from samsa.server.authorizer import AUTHORIZER_CLASS_NAMES, AUTHORIZER_CONFIGS
 from samsa.server.broker_config_defs import BROKER_CONFIGS, BrokerConfigDef
+from samsa.server.consumer_groups import ConsumerGroupConfigError, consumer_group_config
 from samsa.storage.errors import InvalidConfigurationException
 from samsa.storage.log_config import LogConfig
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS, TopicConfigDef
@@ -108,6 +109,8 @@ SAMSA_DEFAULTS: dict[str, str] = {
     # Kafka has no id by default (-1) and refuses to start without one.
     "node.id": "0",
     "broker.id": "0",
+    # Kafka 4.0's default: KIP-848 consumer groups next to classic ones (the docs here are 3.x's).
+    "group.coordinator.rebalance.protocols": "classic,consumer",
 }
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -581,6 +584,10 @@ class KafkaConfig:
         self.authorizer_enabled: bool = self._authorizer_enabled()
         self.super_users: frozenset[str] = self._super_users()
         self._log_config = self._topic_defaults()
+        try:
+            consumer_group_config(self.get)
+        except ConsumerGroupConfigError as e:
+            raise ConfigError(e.name, str(e)) from None
 
     @classmethod
     def load(cls, path: str | None, overrides: list[str]) -> KafkaConfig:

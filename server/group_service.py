@@ -35,6 +35,7 @@ from ..storage.errors import StorageError
 from ..wire import records as batches
 from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError
+from .consumer_groups import consumer_group_config, topics_image
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -63,6 +64,7 @@ class GroupService:
         self._replies: dict[int, _Reply] = {}
         self._tickets = itertools.count()
         self._rescheduled = trio.Event()
+        self._topics_changed = False
 
     # --- configuration ----------------------------------------------------------------------------
 
@@ -79,6 +81,7 @@ class GroupService:
             offset_metadata_max_bytes=get("offset.metadata.max.bytes"),
             offsets_retention_ms=get("offsets.retention.minutes") * 60_000,
             offsets_retention_check_interval_ms=get("offsets.retention.check.interval.ms"),
+            consumer=consumer_group_config(get),
         )
 
     def ensure_offsets_topic(self) -> None:
@@ -102,6 +105,7 @@ class GroupService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self.coordinator = GroupCoordinator(self._coordinator_config(), self._clock())
+        self.coordinator.consumer.topics = topics_image(self.broker.metadata)
         loaded = await trio.to_thread.run_sync(self._load)
         task_status.started()
         try:
@@ -128,8 +132,16 @@ class GroupService:
             log.info("Replayed %d records of %s in %.0f ms", count, OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
         return loaded
 
+    def topics_changed(self) -> None:
+        """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
+        self._topics_changed = True
+        self._rescheduled.set()
+
     async def _wake_at_deadlines(self) -> None:
         while True:
+            if self._topics_changed:
+                self._topics_changed = False
+                await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics_image(self.broker.metadata)))
             self._rescheduled = trio.Event()
             deadline = self.coordinator.next_deadline()
             if deadline is None:

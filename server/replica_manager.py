@@ -113,6 +113,7 @@ class ReplicaManager:
         for index in range(num_partitions):
             self._open(topic, index, config)
         log.info("Created topic %s with %d partitions, topic id %s", name, num_partitions, topic.topic_id)
+        self.broker.groups.topics_changed()
         return topic
 
     def add_partitions(self, name: str, new_total: int) -> None:
@@ -121,6 +122,7 @@ class ReplicaManager:
         for index in range(topic.num_partitions, new_total):
             self._open(topic, index, config)
         self.broker.metadata.set_partitions(name, new_total)
+        self.broker.groups.topics_changed()
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self.broker.metadata.topics[name]
@@ -137,6 +139,7 @@ class ReplicaManager:
                 partition.wake()
                 self._logs.delete_log(name, index)
         log.info("Deleted topic %s", name)
+        self.broker.groups.topics_changed()
         return topic
 
     def wake_all(self) -> None:

@@ -9,14 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samsa.coordinator.consumer_group import (
-    ConsumerGroup, ConsumerGroupConfig, ConsumerGroupState, GroupError, TopicInfo, TopicsImage,
-    validate_heartbeat_request,
+    ConsumerGroup, ConsumerGroupConfig, ConsumerGroupState, TopicInfo, TopicsImage, validate_heartbeat_request,
 )
 from samsa.coordinator.consumer_group_records import (
     ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey,
     ConsumerGroupPartitionMetadataKey, ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey, MemberState,
 )
+from samsa.coordinator.group import GroupError, RequestInfo
 from samsa.wire.errors import ErrorCode
 from samsa.wire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest, TopicPartitions
 
@@ -449,35 +449,39 @@ def test_describe(group):
 
 def test_offset_commit_and_fetch_validation(group):
     topics = image(FOO)
-    group.validate_offset_commit("", -1, 9)  # empty group: anyone may commit
+    v9, v8 = RequestInfo(9), RequestInfo(8)
+    group.validate_offset_commit("", None, -1, v9)  # empty group: anyone may commit
     a = Consumer(group, "a")
     a.heartbeat(0, topics)
-    group.validate_offset_commit("a", 1, 9)
-    group.validate_offset_fetch("a", 1)
-    group.validate_offset_fetch(None, -1)
+    group.validate_offset_commit("a", None, 1, v9)
+    group.validate_offset_fetch("a", 1, v9)
+    group.validate_offset_fetch(None, -1, v9)
     cases = [
-        (lambda: group.validate_offset_commit("", -1, 9), ErrorCode.UNKNOWN_MEMBER_ID),
-        (lambda: group.validate_offset_commit("a", 0, 9), ErrorCode.STALE_MEMBER_EPOCH),
-        (lambda: group.validate_offset_commit("a", 1, 8), ErrorCode.UNSUPPORTED_VERSION),
-        (lambda: group.validate_offset_fetch("a", 2), ErrorCode.STALE_MEMBER_EPOCH),
-        (lambda: group.validate_offset_fetch("b", 1), ErrorCode.UNKNOWN_MEMBER_ID),
+        (lambda: group.validate_offset_commit("", None, -1, v9), ErrorCode.UNKNOWN_MEMBER_ID),
+        (lambda: group.validate_offset_commit("a", None, 0, v9), ErrorCode.STALE_MEMBER_EPOCH),
+        (lambda: group.validate_offset_commit("a", None, 1, v8), ErrorCode.UNSUPPORTED_VERSION),
+        (lambda: group.validate_offset_fetch("a", 2, v9), ErrorCode.STALE_MEMBER_EPOCH),
+        (lambda: group.validate_offset_fetch("b", 1, v9), ErrorCode.UNKNOWN_MEMBER_ID),
     ]
     for call, code in cases:
         with pytest.raises(GroupError) as e:
             call()
         assert e.value.code == code
-    group.validate_offset_commit("a", 1, 8, transactional=True)
+    group.validate_offset_commit("a", None, 1, v8, transactional=True)
 
 
-def test_delete_only_when_empty(group):
+def test_delete_only_when_empty_and_offsets_expire_from_their_commit(group):
     topics = image(FOO)
     a = Consumer(group, "a")
     a.heartbeat(0, topics)
+    assert group.is_subscribed_to_topic("foo") and not group.is_subscribed_to_topic("bar")
     with pytest.raises(GroupError) as e:
-        group.delete_records()
+        group.validate_delete_group()
     assert e.value.code == ErrorCode.NON_EMPTY_GROUP
     a.heartbeat(1, topics, member_epoch=-1)
-    assert all(r.value is None for r in group.delete_records())
+    group.validate_delete_group()
+    assert [value for _, value in group.tombstones()] == [None, None, None]
+    assert group.offset_expiration_condition().base(type("Offset", (), {"commit_timestamp": 7})) == 7
 
 
 # --- many members, joins, leaves and crashes: never a partition owned twice -----------------------

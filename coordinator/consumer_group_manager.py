@@ -1,0 +1,201 @@
+"""KIP-848 consumer groups in the group coordinator: ConsumerGroupHeartbeat, ConsumerGroupDescribe,
+their timers, their records in `__consumer_offsets` and their topics.
+
+The group type manager (coordinator/group.py) of ConsumerGroup (coordinator/consumer_group.py):
+
+- A heartbeat is answered once its records are appended, as Kafka answers after the write.
+- A consumer group and a classic group cannot share an id: a heartbeat that would create a consumer
+  group where an empty classic group is replaces it (its offsets stay), as Kafka does; a classic
+  group with members makes the heartbeat fail with GROUP_ID_NOT_FOUND (Kafka's answer when the
+  online upgrade does not apply; it is not implemented here).
+- Each group has one timer at its next deadline (session or rebalance timeout), which fences the
+  members whose time ran out.
+- The server hands in the cluster's topics (`update_topics`) whenever they change; groups that
+  subscribe to a changed topic bump their epoch at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..wire.errors import ErrorCode
+from ..wire.messages.consumer_group_describe_response import DescribedGroup
+from ..wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
+from .actions import Actions, Ticket
+from .consumer_group import ConsumerGroup, ConsumerGroupConfig, TopicsImage, validate_heartbeat_request
+from .consumer_group_member import JOIN_GROUP_MEMBER_EPOCH
+from .consumer_group_codec import CONSUMER_GROUP_RECORD_TYPES, decode_record, encode_record
+from .consumer_group_records import ConsumerGroupMetadataKey, CoordinatorRecord
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
+
+if TYPE_CHECKING:
+    from .group_coordinator import GroupCoordinator
+
+log = logging.getLogger("samsa.coordinator.consumer")
+
+
+def append_error(error: int) -> int:
+    """A failed append of group records, as Kafka's coordinator reports it to the member."""
+    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.REQUEST_TIMED_OUT):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return error
+
+
+class ConsumerGroupManager(GroupTypeManager):
+    group_type = GroupType.CONSUMER
+    record_types = CONSUMER_GROUP_RECORD_TYPES
+
+    def __init__(self, coordinator: GroupCoordinator, config: ConsumerGroupConfig) -> None:
+        self.coordinator = coordinator
+        self.config = config
+        self.timer = coordinator.timer
+        self.topics = TopicsImage()
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.coordinator.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
+
+    # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
+
+    def heartbeat(self, now: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
+        out = Actions()
+        records: list[CoordinatorRecord] = []
+        try:
+            if not self.coordinator.active:
+                raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            validate_heartbeat_request(heartbeat, request.api_version, self.config.assignors)
+            group, replaced = self._group_for(heartbeat.group_id, heartbeat.member_epoch)
+        except GroupError as e:
+            out.respond(ticket, ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
+            return out
+        response, group_records = group.heartbeat(heartbeat, client_id=request.client_id,
+                                                  client_host=request.client_host, now_ms=now, topics=self.topics)
+        if replaced is not None:
+            if not group_records:  # refused: the classic group stays, no consumer group appears
+                return self._respond(out, ticket, response)
+            log.info("Replacing empty classic group %s by a consumer group", group.group_id)
+            self.coordinator._remove_group(replaced, now)
+        if self.coordinator.groups.get(group.group_id) is not group:
+            if not group_records:
+                return self._respond(out, ticket, response)
+            self.coordinator.add_group(group)
+        self._schedule(group)
+        encoded = ([] if replaced is None else replaced.tombstones()) + [encode_record(r) for r in group_records]
+        if not encoded:
+            return self._respond(out, ticket, response)
+
+        def stored(error: int, now: int, out: Actions) -> None:
+            if error == ErrorCode.NONE:
+                out.respond(ticket, response)
+            else:
+                log.warning("Writing the records of consumer group %s failed: %s", group.group_id,
+                            ErrorCode(error).name)
+                out.respond(ticket, ConsumerGroupHeartbeatResponse(error_code=append_error(error)))
+
+        out.append(self.coordinator.partition_for(group.group_id), encoded, stored)
+        return out
+
+    @staticmethod
+    def _respond(out: Actions, ticket: Ticket, response) -> Actions:
+        out.respond(ticket, response)
+        return out
+
+    def _group_for(self, group_id: str, member_epoch: int) -> tuple[ConsumerGroup, Group | None]:
+        """The consumer group a heartbeat goes to (new when a member joins), and the empty classic
+        group it replaces, if any (Kafka's getOrMaybeCreateConsumerGroup)."""
+        existing = self.coordinator.groups.get(group_id)
+        if isinstance(existing, ConsumerGroup):
+            return existing, None
+        joining = member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        if existing is None:
+            if not joining:
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            return ConsumerGroup(group_id, self.config), None
+        if joining and existing.is_empty():
+            return ConsumerGroup(group_id, self.config), existing
+        raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    # --- ConsumerGroupDescribe ----------------------------------------------------------------
+
+    def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
+        described = []
+        for group_id in group_ids:
+            if not self.coordinator.active:
+                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            elif not group_id:
+                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID))
+            elif (group := self.group(group_id)) is not None:
+                described.append(group.describe(self.topics))
+            else:
+                message = (f"Group {group_id} not found." if group_id not in self.coordinator.groups
+                           else f"Group {group_id} is not a consumer group.")
+                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                                error_message=message))
+        return described
+
+    # --- topics and time ------------------------------------------------------------------------
+
+    def update_topics(self, now: int, topics: TopicsImage) -> Actions:
+        """The cluster's topics changed: groups subscribed to what changed bump their epoch."""
+        self.topics = topics
+        out = Actions()
+        for group in list(self.coordinator.groups.values()):
+            if isinstance(group, ConsumerGroup):
+                self._write(out, group, group.on_topics_changed(topics))
+        return out
+
+    def _schedule(self, group: ConsumerGroup) -> None:
+        key = ("consumer-group", group.group_id)
+        deadline = group.next_deadline()
+        if deadline is None:
+            self.timer.cancel(key)
+        elif self.timer.deadline(key) != deadline:
+            self.timer.schedule(key, deadline, lambda now, out: self._expire(group, now, out))
+
+    def _expire(self, group: ConsumerGroup, now: int, out: Actions) -> None:
+        if self.group(group.group_id) is not group:
+            return
+        self._write(out, group, group.poll(now, self.topics))
+        self._schedule(group)
+
+    def _write(self, out: Actions, group: ConsumerGroup, records: list[CoordinatorRecord]) -> None:
+        if not records:
+            return
+
+        def stored(error: int, now: int, out: Actions) -> None:
+            if error != ErrorCode.NONE:
+                log.warning("Writing the records of consumer group %s failed: %s", group.group_id,
+                            ErrorCode(error).name)
+
+        out.append(self.coordinator.partition_for(group.group_id), [encode_record(r) for r in records], stored)
+
+    # --- the coordinator's hooks --------------------------------------------------------------
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        record = decode_record(key, value)
+        group_id = record.key.group_id
+        group = self.group(group_id)
+        if isinstance(record.key, ConsumerGroupMetadataKey) and value is None:
+            if group is not None:
+                del self.coordinator.groups[group_id]
+            return
+        if group is None:
+            if value is None:
+                return  # a tombstone of a group already gone
+            group = ConsumerGroup(group_id, self.config)
+            self.coordinator.groups[group_id] = group
+        group.replay(record)
+
+    def on_loaded(self, group: Group, now: int, out: Actions) -> None:
+        assert isinstance(group, ConsumerGroup)
+        log.info("Loaded consumer group %s with %d members", group.group_id, len(group.members))
+        group.on_loaded(now)
+        self._schedule(group)
+
+    def on_deleted(self, group: Group, now: int) -> None:
+        self.timer.cancel(("consumer-group", group.group_id))

@@ -1,0 +1,28 @@
+"""ConsumerGroupHeartbeat (key 68): a member of a KIP-848 consumer group joins, heartbeats, acknowledges
+its assignment or leaves (coordinator/consumer_group_manager.py); answered once the group's records
+are in `__consumer_offsets`. v1 (regex subscriptions, client-generated member ids) is stable since
+Kafka 4.0, so it is served although the schema here still marks it unstable."""
+
+from __future__ import annotations
+
+from ...coordinator.group_coordinator import GroupCoordinator
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DESCRIBE, GROUP, READ, TOPIC
+from ..consumer_groups import consumer_protocol_enabled
+from . import handler
+
+ConsumerGroupHeartbeatResponse = response_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+
+
+@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, max_version=1)
+async def handle(ctx, request):
+    if not consumer_protocol_enabled(ctx.broker.config.get):
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    names = request.subscribed_topic_names or []
+    if len(ctx.authorized(DESCRIBE, TOPIC, names)) < len(set(names)):
+        # Kafka's answer: a member may not learn of topics it cannot describe.
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return await ctx.broker.groups.submit(ctx, GroupCoordinator.consumer_group_heartbeat, request)
