@@ -1,0 +1,200 @@
+"""KIP-848 consumer groups inside the group coordinator: records in __consumer_offsets and reload,
+answers after the append, timers, offsets with member epochs, and the id shared with classic groups."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from group_harness import Harness
+
+from samsa.coordinator.consumer_group import ConsumerGroup, TopicInfo, TopicsImage
+from samsa.coordinator.consumer_group_codec import decode_record, encode_record
+from samsa.coordinator.consumer_group_records import (
+    ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, CoordinatorRecord,
+    MemberState, TopicMetadata,
+)
+from samsa.coordinator.group import RequestInfo
+from samsa.coordinator.group_coordinator import GroupCoordinator
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+Heartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+T = TopicInfo("t", uuid.UUID(int=7), 4)
+TOPICS = TopicsImage([T])
+
+
+def heartbeat(h: Harness, member_id: str, epoch: int = 0, *, owned=(), group="g", version=1, **fields):
+    fields = {"rebalance_timeout_ms": 30_000, "subscribed_topic_names": ["t"], "topic_partitions": [
+        Heartbeat.TopicPartitions(topic_id=T.topic_id, partitions=sorted(owned))] if owned else [], **fields}
+    body = Heartbeat(group_id=group, member_id=member_id, member_epoch=epoch, **fields)
+    return h.send(GroupCoordinator.consumer_group_heartbeat, body, version)
+
+
+def partitions(response) -> set[int]:
+    return {p for tp in response.assignment.topic_partitions for p in tp.partitions}
+
+
+@pytest.fixture
+def h():
+    harness = Harness()
+    harness.coordinator.consumer.topics = TOPICS
+    return harness
+
+
+# --- the record layouts ------------------------------------------------------------------------------
+
+RECORDS = [
+    CoordinatorRecord(ConsumerGroupMetadataKey("g"), ConsumerGroupMetadataValue(5)),
+    CoordinatorRecord(ConsumerGroupPartitionMetadataKey("g"), ConsumerGroupPartitionMetadataValue(
+        (TopicMetadata(T.topic_id, "t", 4), TopicMetadata(uuid.UUID(int=9), "u\u00fc", 1)))),
+    CoordinatorRecord(ConsumerGroupMemberMetadataKey("g", "m"), ConsumerGroupMemberMetadataValue(
+        instance_id="i", rack_id=None, client_id="c", client_host="/127.0.0.1", subscribed_topic_names=("a", "t"),
+        subscribed_topic_regex="t.*", rebalance_timeout_ms=30_000, server_assignor=None)),
+    CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey("g"), ConsumerGroupTargetAssignmentMetadataValue(5)),
+    CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey("g", "m"),
+                      ConsumerGroupTargetAssignmentMemberValue({T.topic_id: frozenset({0, 3})})),
+    CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey("g", "m"), ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=5, previous_member_epoch=4, state=MemberState.UNREVOKED_PARTITIONS,
+        assigned_partitions={T.topic_id: frozenset({0})}, partitions_pending_revocation={T.topic_id: frozenset({1})})),
+    CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey("g", "m"), None),
+]
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: type(r.key).__name__ + ("" if r.value else "-tombstone"))
+def test_records_round_trip(record):
+    assert decode_record(*encode_record(record)) == record
+
+
+def test_record_bytes_follow_kafkas_layouts():
+    key, value = encode_record(RECORDS[0])
+    assert key == b"\x00\x03" + b"\x00\x01g"  # type 3, then GroupId as a short-length string
+    assert value == b"\x00\x00" + (5).to_bytes(4, "big") + b"\x00"  # version 0, Epoch, no tagged fields
+    key, value = encode_record(RECORDS[4])
+    assert key == b"\x00\x07\x00\x01g\x00\x01m"
+    # version 0; one topic (compact count 2): id, partitions [0, 3] (compact count 3); tags of each struct.
+    assert value == (b"\x00\x00\x02" + T.topic_id.bytes + b"\x03" + (0).to_bytes(4, "big") + (3).to_bytes(4, "big")
+                     + b"\x00\x00")
+    # A tagged field a newer Kafka adds (ConsumerGroupMetadataValue.MetadataHash, tag 0) is skipped.
+    newer = b"\x00\x00" + (5).to_bytes(4, "big") + b"\x01\x00\x08" + (42).to_bytes(8, "big")
+    assert decode_record(encode_record(RECORDS[0])[0], newer) == RECORDS[0]
+
+
+# --- heartbeats through the coordinator ---------------------------------------------------------------
+
+def test_heartbeat_is_answered_once_its_records_are_appended_and_they_reload(h):
+    response = h.answer(heartbeat(h, "a"))
+    assert (response.error_code, response.member_epoch, partitions(response)) == (ErrorCode.NONE, 1, {0, 1, 2, 3})
+    partition = h.coordinator.partition_for("g")
+    assert len(h.log[partition]) == 6
+    b = h.answer(heartbeat(h, "b"))
+    assert b.member_epoch == 2 and partitions(b) == set()
+    a = h.answer(heartbeat(h, "a", 1, owned={0, 1, 2, 3}))
+    assert a.member_epoch == 1 and len(partitions(a)) == 2
+
+    restarted = h.restart()
+    restarted.coordinator.consumer.topics = TOPICS
+    group = restarted.group("g")
+    assert isinstance(group, ConsumerGroup)
+    assert (group.group_epoch, group.assignment_epoch, sorted(group.members)) == (2, 2, ["a", "b"])
+    assert group.members["a"].state == MemberState.UNREVOKED_PARTITIONS
+    # The members carry on where they were, with the epochs they know.
+    a2 = restarted.answer(heartbeat(restarted, "a", 1, owned=partitions(a)))
+    assert (a2.error_code, a2.member_epoch) == (ErrorCode.NONE, 2)
+    b2 = restarted.answer(heartbeat(restarted, "b", 2))
+    assert partitions(b2) == {0, 1, 2, 3} - partitions(a)
+
+
+def test_failed_append_answers_with_the_coordinator_error(h):
+    h.fail_appends = ErrorCode.KAFKA_STORAGE_ERROR
+    assert h.answer(heartbeat(h, "a")).error_code == ErrorCode.NOT_COORDINATOR
+    h.fail_appends = ErrorCode.NOT_ENOUGH_REPLICAS
+    assert h.answer(heartbeat(h, "b")).error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_session_timeout_fences_through_the_coordinator_timer(h):
+    heartbeat(h, "a")
+    heartbeat(h, "b")
+    h.advance(44_000)
+    assert h.answer(heartbeat(h, "a", 1, owned={0, 1, 2, 3})).error_code == ErrorCode.NONE
+    h.advance(2_000)  # b's session (45 s) ran out
+    assert sorted(h.group("g").members) == ["a"]
+    restarted = h.restart()
+    assert sorted(restarted.group("g").members) == ["a"]  # the fencing was written
+
+
+def test_unknown_group_and_inactive_coordinator(h):
+    response = h.answer(heartbeat(h, "a", 3))
+    assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             "Consumer group g not found.")
+    assert "g" not in h.coordinator.groups
+    response = h.answer(heartbeat(h, "a", rebalance_timeout_ms=-1))
+    assert response.error_code == ErrorCode.INVALID_REQUEST and "g" not in h.coordinator.groups
+    h.apply(h.coordinator.unload(h.now))
+    assert h.answer(heartbeat(h, "a")).error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_topic_changes_bump_subscribed_groups(h):
+    heartbeat(h, "a")
+    partition = h.coordinator.partition_for("g")
+    written = len(h.log[partition])
+    h.apply(h.coordinator.consumer.update_topics(h.now, TopicsImage([TopicInfo("t", T.topic_id, 6)])))
+    assert h.group("g").group_epoch == 2 and len(h.log[partition]) == written + 2
+    a = h.answer(heartbeat(h, "a", 1, owned={0, 1, 2, 3}))
+    assert (a.member_epoch, partitions(a)) == (2, set(range(6)))
+
+
+# --- the shared APIs ----------------------------------------------------------------------------------
+
+def test_offsets_of_a_consumer_group_are_committed_with_the_member_epoch(h):
+    heartbeat(h, "a")
+    assert h.commit("g", {("t", 0): 5}, member_id="a", generation=1) == {("t", 0): ErrorCode.NONE}
+    assert h.commit("g", {("t", 0): 6}, member_id="a", generation=0) == {("t", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    assert h.commit("g", {("t", 0): 6}, member_id="x", generation=1) == {("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert h.commit("g", {("t", 0): 6}, member_id="a", generation=1, version=8) == {
+        ("t", 0): ErrorCode.UNSUPPORTED_VERSION}
+    assert h.fetch("g") == {("t", 0): 5}
+    stale = h.coordinator.fetch_offsets(RequestInfo(9), "g", [("t", [0])], member_id="a", member_epoch=7)
+    assert stale.error_code == ErrorCode.STALE_MEMBER_EPOCH
+    assert h.restart().fetch("g") == {("t", 0): 5}
+
+
+def test_list_and_delete_consumer_groups(h):
+    heartbeat(h, "a")
+    code, listed = h.coordinator.list_groups([], ["consumer"])
+    assert [(g.group_id, g.group_state, g.group_type, g.protocol_type) for g in listed] == [
+        ("g", "Stable", "consumer", "consumer")]
+    assert h.delete_groups("g") == {"g": ErrorCode.NON_EMPTY_GROUP}
+    heartbeat(h, "a", -1)
+    assert h.coordinator.list_groups(["empty"], [])[1][0].group_id == "g"
+    assert h.delete_groups("g") == {"g": ErrorCode.NONE}
+    assert "g" not in h.coordinator.groups and "g" not in h.restart().coordinator.groups
+
+
+def test_a_classic_group_and_a_consumer_group_cannot_share_an_id(h):
+    h.stable_group("classic", 1)
+    response = h.answer(heartbeat(h, "a", group="classic"))
+    assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             "Group classic is not a consumer group.")
+    heartbeat(h, "a")
+    joined = h.answer(h.join("g"))
+    assert joined.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    described = h.coordinator.consumer.describe(["g", "classic", "nope", ""])
+    assert [(d.group_id, d.error_code, d.error_message) for d in described] == [
+        ("g", ErrorCode.NONE, None),
+        ("classic", ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a consumer group."),
+        ("nope", ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found."),
+        ("", ErrorCode.INVALID_GROUP_ID, None)]
+
+
+def test_an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets(h):
+    assert h.commit("simple", {("t", 1): 9}) == {("t", 1): ErrorCode.NONE}  # a simple (classic) group
+    response = h.answer(heartbeat(h, "a", group="simple"))
+    assert response.error_code == ErrorCode.NONE
+    assert isinstance(h.group("simple"), ConsumerGroup) and h.fetch("simple") == {("t", 1): 9}
+    restarted = h.restart()
+    assert isinstance(restarted.group("simple"), ConsumerGroup) and restarted.fetch("simple") == {("t", 1): 9}

@@ -1,0 +1,145 @@
+"""KIP-848 consumer groups through a real broker on loopback: ConsumerGroupHeartbeat at v0 and v1,
+ConsumerGroupDescribe, a topic change reaching the group, offsets with member epochs, a restart."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_broker import Client, broker_config, create_topic_request, run_broker  # noqa: E402
+
+E = ErrorCode
+Heartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+Describe = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
+CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
+OffsetCommit = request_class(ApiKey.OFFSET_COMMIT)
+OffsetFetch = request_class(ApiKey.OFFSET_FETCH)
+ApiVersions = request_class(ApiKey.API_VERSIONS)
+Metadata = request_class(ApiKey.METADATA)
+
+
+def join(member_id: str, topics=("topic",), **fields):
+    return Heartbeat(group_id="g", member_id=member_id, member_epoch=0, rebalance_timeout_ms=30_000,
+                     subscribed_topic_names=list(topics), topic_partitions=[], **fields)
+
+
+def beat(member_id: str, epoch: int, owned: dict[uuid.UUID, list[int]] | None = None):
+    return Heartbeat(group_id="g", member_id=member_id, member_epoch=epoch, topic_partitions=None if owned is None else [
+        Heartbeat.TopicPartitions(topic_id=t, partitions=ps) for t, ps in owned.items()])
+
+
+def owned(response) -> dict[uuid.UUID, list[int]]:
+    return {tp.topic_id: sorted(tp.partitions) for tp in response.assignment.topic_partitions}
+
+
+async def topic_id(client: Client, name: str) -> uuid.UUID:
+    metadata = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=name)]), 12)
+    return metadata.topics[0].topic_id
+
+
+def test_heartbeat_versions_describe_and_topic_growth(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        versions = await client.call(ApiVersions(client_software_name="t", client_software_version="1"), 3)
+        served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        assert served[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1)
+        assert served[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 0)
+        await client.call(create_topic_request("topic", partitions=4), 7)
+        tid = await topic_id(client, "topic")
+
+        # v0: the coordinator names the member.
+        a = await client.call(join("", server_assignor="range"), 0)
+        assert (a.error_code, a.member_epoch, a.heartbeat_interval_ms) == (E.NONE, 1, 5000)
+        assert owned(a) == {tid: [0, 1, 2, 3]}
+        member_a = a.member_id
+        uuid.UUID(member_a)
+        # v1: the member names itself, and a regex may stand for topic names.
+        b = await client.call(join("member-b", topics=(), subscribed_topic_regex="top.*"), 1)
+        assert (b.error_code, b.member_id, b.member_epoch, owned(b)) == (E.NONE, "member-b", 2, {})
+        bad = await client.call(join("member-c", subscribed_topic_regex="("), 1)
+        assert bad.error_code == E.INVALID_REGULAR_EXPRESSION
+        a = await client.call(beat(member_a, 1, {tid: [0, 1, 2, 3]}), 0)
+        assert (a.member_epoch, owned(a)) == (1, {tid: [0, 1]})  # range: a keeps the lower half
+        a = await client.call(beat(member_a, 1, {tid: [0, 1]}), 0)
+        assert a.member_epoch == 2
+        b = await client.call(beat("member-b", 2), 1)
+        assert owned(b) == {tid: [2, 3]}
+
+        described = await client.call(Describe(group_ids=["g", "unknown"], include_authorized_operations=True), 0)
+        g, unknown = described.groups
+        assert (g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == (
+            E.NONE, "Stable", 2, 2, "range")
+        members = {m.member_id: m for m in g.members}
+        assert members["member-b"].subscribed_topic_regex == "top.*"
+        assert [(tp.topic_name, tp.partitions) for tp in members[member_a].assignment.topic_partitions] == [
+            ("topic", [0, 1])]
+        assert members[member_a].client_host == "/127.0.0.1" and g.authorized_operations != -2147483648
+        assert (unknown.error_code, unknown.error_message) == (E.GROUP_ID_NOT_FOUND, "Group unknown not found.")
+
+        # Partitions added to the topic: the group rebalances without any member asking.
+        grown = await client.call(CreatePartitions(topics=[CreatePartitions.CreatePartitionsTopic(
+            name="topic", count=6, assignments=None)], timeout_ms=5000), 3)
+        assert grown.results[0].error_code == E.NONE
+        a = await client.call(beat(member_a, 2), 1)
+        b = await client.call(beat("member-b", 2), 1)
+        assert (a.member_epoch, b.member_epoch) == (3, 3)
+        assert (owned(a)[tid], owned(b)[tid]) == ([0, 1, 4], [2, 3, 5])  # sticky: each keeps its own
+
+        left = await client.call(Heartbeat(group_id="g", member_id="member-b", member_epoch=-1), 1)
+        assert (left.error_code, left.member_epoch) == (E.NONE, -1)
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_offsets_with_member_epochs_and_the_group_after_a_restart(tmp_path):
+    config = broker_config(tmp_path)
+    state = {}
+
+    def commit(member_id, epoch, offset):
+        return OffsetCommit(group_id="g", generation_id_or_member_epoch=epoch, member_id=member_id, topics=[
+            OffsetCommit.OffsetCommitRequestTopic(name="topic", partitions=[
+                OffsetCommit.OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])])
+
+    async def before(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("topic", partitions=2), 7)
+        a = await client.call(join("m"), 1)
+        state["tid"] = tid = await topic_id(client, "topic")
+        assert owned(a) == {tid: [0, 1]}
+        committed = await client.call(commit("m", 1, 42), 9)
+        assert committed.topics[0].partitions[0].error_code == E.NONE
+        stale = await client.call(commit("m", 5, 43), 9)
+        assert stale.topics[0].partitions[0].error_code == E.STALE_MEMBER_EPOCH
+        old = await client.call(commit("m", 1, 43), 8)
+        assert old.topics[0].partitions[0].error_code == E.UNSUPPORTED_VERSION
+
+    async def after(port):
+        client = await Client.connect(port)
+        # The member is still known, at its epoch, with its partitions.
+        a = await client.call(beat("m", 1, {state["tid"]: [0, 1]}), 1)
+        assert (a.error_code, a.member_epoch) == (E.NONE, 1)
+        fetched = await client.call(OffsetFetch(groups=[OffsetFetch.OffsetFetchRequestGroup(
+            group_id="g", member_id="m", member_epoch=1, topics=None)]), 9)
+        assert fetched.groups[0].topics[0].partitions[0].committed_offset == 42
+        stale = await client.call(OffsetFetch(groups=[OffsetFetch.OffsetFetchRequestGroup(
+            group_id="g", member_id="m", member_epoch=0, topics=None)]), 9)
+        assert stale.groups[0].error_code == E.STALE_MEMBER_EPOCH
+
+    run_broker(config, before)
+    run_broker(config, after)
+
+
+def test_consumer_protocol_disabled(tmp_path):
+    async def scenario(port):
+        client = await Client.connect(port)
+        refused = await client.call(join("m"), 1)
+        assert refused.error_code == E.UNSUPPORTED_VERSION
+        described = await client.call(Describe(group_ids=["g"]), 0)
+        assert described.groups[0].error_code == E.UNSUPPORTED_VERSION
+
+    run_broker(broker_config(tmp_path, group_coordinator_rebalance_protocols="classic"), scenario)
