@@ -211,3 +211,37 @@ def test_describe_and_list_a_consumer_group(broker_factory, topic_name):
         assert [(g.type, g.state) for g in ours] == [(ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE)]
     finally:
         member.leave()
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(broker_factory, topic_name):
+    """librdkafka sends a regex subscription to the broker (SubscribedTopicRegex, v1), which
+    resolves it and rebalances when a matching topic appears."""
+    broker = broker_factory(overrides=GROUP_SETTINGS)
+    bootstrap, group = broker.bootstrap, f"{topic_name}-group"
+    first, later = f"{topic_name}-a", f"{topic_name}-b"
+    create_topic(bootstrap, first, partitions=2)
+    from confluent_kafka import Consumer, Producer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100})
+    c.subscribe([f"^{topic_name}-.*"])
+    try:
+        p = Producer({"bootstrap.servers": bootstrap})
+        p.produce(first, b"one")
+        assert p.flush(10) == 0
+        seen: list[tuple[str, bytes]] = []
+
+        def got(topic):
+            for m in c.consume(10, 0.2):
+                assert not m.error(), m.error()
+                seen.append((m.topic(), m.value()))
+            return any(t == topic for t, _ in seen)
+
+        wait_for(lambda: got(first), TIMEOUT, what=f"a message of {first}")
+        create_topic(bootstrap, later, partitions=3)
+        p.produce(later, b"two", partition=2)
+        assert p.flush(10) == 0
+        wait_for(lambda: got(later), TIMEOUT, what=f"a message of {later}")
+        assert sorted(tp.topic for tp in c.assignment()) == [first] * 2 + [later] * 3
+    finally:
+        c.close()

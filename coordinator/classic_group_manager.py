@@ -106,9 +106,14 @@ class ClassicGroupManager(GroupTypeManager):
         rebalance_timeout = join.rebalance_timeout_ms if request.api_version >= 1 else session_timeout
         existing = self.coordinator.groups.get(group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
-            # A KIP-848 consumer group: classic members cannot join it (no online upgrade path yet).
-            out.respond(ticket, join_error(request, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
+            if not existing.is_empty():
+                # A KIP-848 consumer group: classic members cannot join it (no online upgrade path yet).
+                out.respond(ticket, join_error(request, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+                return
+            # An empty one gives way, its offsets kept (Kafka's maybeDeleteEmptyConsumerGroup).
+            out.append(self.coordinator.partition_for(group_id), existing.tombstones(), lambda error, now, out: None)
+            self.coordinator._remove_group(existing, now)
+            existing = None
         group = existing
         if group is None:
             if member_id != UNKNOWN_MEMBER_ID:

@@ -198,3 +198,13 @@ def test_an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets(h
     assert isinstance(h.group("simple"), ConsumerGroup) and h.fetch("simple") == {("t", 1): 9}
     restarted = h.restart()
     assert isinstance(restarted.group("simple"), ConsumerGroup) and restarted.fetch("simple") == {("t", 1): 9}
+
+
+def test_an_empty_consumer_group_gives_way_to_a_classic_one(h):
+    heartbeat(h, "a")
+    heartbeat(h, "a", -1)
+    assert h.commit("g", {("t", 0): 3}) == {("t", 0): ErrorCode.NONE}
+    h.stable_group("g", 1)
+    assert h.group("g").type == "classic" and h.fetch("g") == {("t", 0): 3}
+    restarted = h.restart()
+    assert restarted.group("g").type == "classic" and restarted.fetch("g") == {("t", 0): 3}
