@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..wire.errors import ErrorCode
 from ..wire.messages.consumer_group_describe_response import DescribedGroup
 from ..wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
-from .actions import Actions, Ticket
+from .actions import Actions, Ticket, append_error
 from .consumer_group import ConsumerGroup, ConsumerGroupConfig, TopicsImage, validate_heartbeat_request
 from .consumer_group_member import JOIN_GROUP_MEMBER_EPOCH
 from .consumer_group_codec import CONSUMER_GROUP_RECORD_TYPES, decode_record, encode_record
@@ -33,17 +33,6 @@ if TYPE_CHECKING:
     from .group_coordinator import GroupCoordinator
 
 log = logging.getLogger("samsa.coordinator.consumer")
-
-
-def append_error(error: int) -> int:
-    """A failed append of group records, as Kafka's coordinator reports it to the member."""
-    if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.REQUEST_TIMED_OUT):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-    return error
 
 
 class ConsumerGroupManager(GroupTypeManager):
@@ -64,7 +53,6 @@ class ConsumerGroupManager(GroupTypeManager):
 
     def heartbeat(self, now: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
         out = Actions()
-        records: list[CoordinatorRecord] = []
         try:
             if not self.coordinator.active:
                 raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -95,7 +83,8 @@ class ConsumerGroupManager(GroupTypeManager):
             else:
                 log.warning("Writing the records of consumer group %s failed: %s", group.group_id,
                             ErrorCode(error).name)
-                out.respond(ticket, ConsumerGroupHeartbeatResponse(error_code=append_error(error)))
+                code = append_error(error, too_large=ErrorCode.UNKNOWN_SERVER_ERROR)
+                out.respond(ticket, ConsumerGroupHeartbeatResponse(error_code=code))
 
         out.append(self.coordinator.partition_for(group.group_id), encoded, stored)
         return out
@@ -188,7 +177,7 @@ class ConsumerGroupManager(GroupTypeManager):
             if value is None:
                 return  # a tombstone of a group already gone
             group = ConsumerGroup(group_id, self.config)
-            self.coordinator.groups[group_id] = group
+            self.coordinator.add_group(group)
         group.replay(record)
 
     def on_loaded(self, group: Group, now: int, out: Actions) -> None:

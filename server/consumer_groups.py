@@ -32,7 +32,7 @@ def consumer_group_config(get) -> ConsumerGroupConfig:
     for name in get("group.consumer.assignors"):
         assignor = _ASSIGNOR_CLASSES.get(name, name)
         if assignor not in ("uniform", "range"):
-            raise ConsumerGroupConfigError("group.consumer.assignors", f"Class {name} cannot be found")
+            raise ConsumerGroupConfigError("group.consumer.assignors", f"Class {name} could not be found.")
         assignors.append(assignor)
     if not assignors:
         raise ConsumerGroupConfigError("group.consumer.assignors", "group.consumer.assignors must contain at least "

@@ -141,7 +141,8 @@ class GroupService:
         while True:
             if self._topics_changed:
                 self._topics_changed = False
-                await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics_image(self.broker.metadata)))
+                topics = topics_image(self.broker.metadata)
+                await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics))
             self._rescheduled = trio.Event()
             deadline = self.coordinator.next_deadline()
             if deadline is None:

@@ -143,3 +143,28 @@ def test_consumer_protocol_disabled(tmp_path):
         assert described.groups[0].error_code == E.UNSUPPORTED_VERSION
 
     run_broker(broker_config(tmp_path, group_coordinator_rebalance_protocols="classic"), scenario)
+
+
+def test_group_consumer_configs_are_checked_as_kafka_checks_them():
+    import pytest
+
+    from samsa.server.config import ConfigError, KafkaConfig
+    from samsa.server.consumer_groups import consumer_group_config
+
+    config = consumer_group_config(KafkaConfig({}).get)
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.assignors) == (
+        45_000, 5_000, ("uniform", "range"))
+    assert consumer_group_config(KafkaConfig({"group.consumer.assignors": "range"}).get).assignors == ("range",)
+    for props, name, message in [
+        ({"group.consumer.heartbeat.interval.ms": "16000"}, "group.consumer.heartbeat.interval.ms",
+         "group.consumer.heartbeat.interval.ms must be less than or equals to group.consumer.max.heartbeat.interval.ms"),
+        ({"group.consumer.session.timeout.ms": "5000", "group.consumer.min.session.timeout.ms": "5000",
+          "group.consumer.min.heartbeat.interval.ms": "5000"}, "group.consumer.heartbeat.interval.ms",
+         "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+        ({"group.consumer.assignors": "sticky"}, "group.consumer.assignors", "Class sticky could not be found."),
+        ({"group.coordinator.rebalance.protocols": "consumer"}, "group.coordinator.rebalance.protocols",
+         "Disabling the 'classic' protocol is not supported."),
+    ]:
+        with pytest.raises(ConfigError) as e:
+            KafkaConfig(props)
+        assert (e.value.name, e.value.message) == (name, message)
