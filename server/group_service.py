@@ -137,12 +137,17 @@ class GroupService:
         self._topics_changed = True
         self._rescheduled.set()
 
+    async def _update_topics(self) -> None:
+        """Hand the coordinator the topics as they are now, if they changed: before the next group
+        request, so that a client that created a topic then heartbeats sees it."""
+        if self._topics_changed:
+            self._topics_changed = False
+            topics = topics_image(self.broker.metadata)
+            await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics))
+
     async def _wake_at_deadlines(self) -> None:
         while True:
-            if self._topics_changed:
-                self._topics_changed = False
-                topics = topics_image(self.broker.metadata)
-                await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics))
+            await self._update_topics()
             self._rescheduled = trio.Event()
             deadline = self.coordinator.next_deadline()
             if deadline is None:
@@ -172,6 +177,7 @@ class GroupService:
 
     async def call(self, operation: Callable[[int, int], Actions]) -> Any:
         self.ensure_offsets_topic()
+        await self._update_topics()
         ticket = next(self._tickets)
         reply = self._replies[ticket] = _Reply()
         try:
