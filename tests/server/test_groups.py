@@ -151,7 +151,8 @@ def test_a_second_member_rebalances_the_group_over_two_connections(tmp_path):
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(join_b)
-            await trio.sleep(0.2)  # b is parked, waiting for a
+            while (await first.call(DescribeGroups(groups=["g"]), 5)).groups[0].group_state != "PreparingRebalance":
+                await trio.sleep(0.01)  # until b is parked, waiting for a
             heartbeat = await first.call(Heartbeat(group_id="g", generation_id=generation, member_id=member_a), 4)
             assert heartbeat.error_code == E.REBALANCE_IN_PROGRESS
             rejoined = await first.call(join_request(member_a), 5)
