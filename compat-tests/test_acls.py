@@ -1,14 +1,15 @@
 """ACLs with confluent-kafka (librdkafka): AdminClient's create_acls, describe_acls and delete_acls,
-and a producer and a consumer group refused by a missing or a DENY ACL, then let through once the
+and producers and group consumers refused by a missing or a DENY ACL, then let through once the
 ACLs allow them, without a restart.
 
-The clients connect over PLAINTEXT, so the broker sees them as User:ANONYMOUS; the ACLs name that
-principal (the cluster itself has no ACL, so with allow.everyone.if.no.acl.found anyone may manage
-ACLs, as the admin client here does).
+Over PLAINTEXT the broker sees clients as User:ANONYMOUS: those tests name that principal (the
+cluster itself has no ACL, so with allow.everyone.if.no.acl.found anyone may manage ACLs). Over
+SASL_PLAINTEXT, users alice and bob log in with PLAIN and an admin (a super user) manages ACLs.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
@@ -46,23 +47,23 @@ def create(admin, *bindings) -> None:
         assert future.result(T) is None
 
 
-def produce_error(bootstrap: str, topic: str):
+def produce_error(bootstrap: str, topic: str, **settings):
     """The delivery error of one message (None when it was written)."""
     from confluent_kafka import Producer
 
     errors = []
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10000})
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10000, **settings})
     producer.produce(topic, b"v", on_delivery=lambda err, msg: errors.append(err))
     assert producer.flush(T) == 0
     return errors[0]
 
 
-def consume_error_or_message(bootstrap: str, topic: str, group: str):
+def consume_error_or_message(bootstrap: str, topic: str, group: str, **settings):
     """The first error a group consumer reports, or the first message it reads."""
     from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "fetch.wait.max.ms": 100})
+                         "fetch.wait.max.ms": 100, **settings})
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + 30
@@ -145,3 +146,53 @@ def test_missing_and_deny_acls_refuse_clients_until_an_acl_allows(broker_factory
     create(admin, binding(ResourceType.GROUP, "readers", AclOperation.READ, AclPermissionType.ALLOW),
            binding(ResourceType.TOPIC, topic_name, AclOperation.READ, AclPermissionType.ALLOW))
     assert consume_error_or_message(b.bootstrap, topic_name, "readers") == b"v"
+
+
+SASL_USERS = ('org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" '
+              'user_alice="alice-secret" user_bob="bob-secret";')
+
+
+def sasl(user: str) -> dict:
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": user,
+            "sasl.password": f"{user}-secret"}
+
+
+def test_sasl_users_refused_until_an_acl_allows_and_deny_wins(broker_factory, topic_name):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    ResourceType, ResourcePatternType, AclOperation, AclPermissionType = acl_types()
+    b = broker_factory({**AUTHORIZER, "allow.everyone.if.no.acl.found": "false", "super.users": "User:admin",
+                        "sasl.enabled.mechanisms": "PLAIN",
+                        "listener.name.sasl_plaintext.plain.sasl.jaas.config": SASL_USERS}, start=False)
+    with socket.socket() as s:  # a second listener beside the PLAINTEXT one the fixture sets up
+        s.bind(("127.0.0.1", 0))
+        sasl_port = s.getsockname()[1]
+    b.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+    b.start()
+    bootstrap = f"127.0.0.1:{sasl_port}"
+    admin = AdminClient({"bootstrap.servers": bootstrap, **sasl("admin")})
+    other = "other-" + topic_name
+    for future in admin.create_topics([NewTopic(topic_name, 1, 1), NewTopic(other, 1, 1)],
+                                      request_timeout=T).values():
+        future.result(T)
+
+    assert produce_error(bootstrap, topic_name, **sasl("alice")).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    create(admin, binding(ResourceType.TOPIC, topic_name, AclOperation.WRITE, AclPermissionType.ALLOW,
+                          principal="User:alice"))
+    assert produce_error(bootstrap, topic_name, **sasl("alice")) is None
+    assert produce_error(bootstrap, topic_name, **sasl("bob")).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    create(admin, binding(ResourceType.TOPIC, topic_name, AclOperation.READ, AclPermissionType.ALLOW,
+                          principal="User:alice"))
+    refused = consume_error_or_message(bootstrap, topic_name, "alice-readers", **sasl("alice"))
+    assert isinstance(refused, KafkaError) and refused.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    create(admin, binding(ResourceType.GROUP, "alice-", AclOperation.READ, AclPermissionType.ALLOW,
+                          pattern=ResourcePatternType.PREFIXED, principal="User:alice"))
+    assert consume_error_or_message(bootstrap, topic_name, "alice-readers", **sasl("alice")) == b"v"
+
+    # Everyone may write every topic, but a DENY for bob on this one wins.
+    create(admin, binding(ResourceType.TOPIC, "*", AclOperation.WRITE, AclPermissionType.ALLOW, principal="User:*"),
+           binding(ResourceType.TOPIC, topic_name, AclOperation.WRITE, AclPermissionType.DENY, principal="User:bob"))
+    assert produce_error(bootstrap, topic_name, **sasl("bob")).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert produce_error(bootstrap, other, **sasl("bob")) is None

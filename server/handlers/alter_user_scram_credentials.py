@@ -8,6 +8,7 @@ import copy
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import ALTER, CLUSTER
 from ..security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
 from . import handler
 
@@ -47,6 +48,11 @@ def _check_upsertion(upsertion):
 
 @handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 async def handle(ctx, request):
+    if not ctx.authorize(ALTER, CLUSTER):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+        return Response(throttle_time_ms=0, results=[Result(user=user, error_code=code, error_message=code.message)
+                                                     for user in users])
     metadata = ctx.broker.metadata
     stored = metadata.scram_credentials
     deletions, upsertions, errors = {}, {}, {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import CLUSTER, DESCRIBE
 from ..security.scram import ScramMechanism
 from . import handler
 
@@ -15,6 +16,9 @@ CredentialInfo = Response.CredentialInfo
 
 @handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def handle(ctx, request):
+    if not ctx.authorize(DESCRIBE, CLUSTER):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return Response(throttle_time_ms=0, error_code=code, error_message=code.message, results=[])
     stored = ctx.broker.metadata.scram_credentials
     if not request.users:  # null or empty: every user
         wanted = {user: False for user in stored}

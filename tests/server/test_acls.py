@@ -40,6 +40,8 @@ from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from security_helpers import PLAIN_JAAS, config, sasl_plain  # noqa: E402
+from security_helpers import run as run_listeners  # noqa: E402
 from test_broker import (  # noqa: E402
     Client, broker_config, create_topic_request, fetch_request, one_batch, produce_request, run_with_broker,
 )
@@ -554,3 +556,54 @@ def test_group_apis(tmp_path):
 
     run(groups_config(tmp_path, authorizer_class_name=AUTHORIZER), scenario, topics=["secret"],
         acls=[acl(GROUP, "g", READ), acl(TOPIC, "topic", READ)])
+
+
+# --- principals authenticated with SASL PLAIN -------------------------------------------------------
+
+
+def test_sasl_users_get_what_their_acls_allow(tmp_path):
+    DescribeScram = request_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+    AlterScram = request_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
+
+    async def login(port, user):
+        client = await Client.connect(port)
+        assert (await sasl_plain(client, user, f"{user}-secret")).error_code == ErrorCode.NONE
+        return client
+
+    async def produce_error(client, topic):
+        produced = await client.call(produce_request(topic, one_batch([b"x"])), 9)
+        return produced.responses[0].partition_responses[0].error_code
+
+    async def scenario(broker, ports):
+        port = ports["SASL_PLAINTEXT"]
+        admin, alice, bob = [await login(port, user) for user in ("admin", "alice", "bob")]
+        assert (await admin.call(create_topic_request("orders"), 7)).topics[0].error_code == ErrorCode.NONE
+        created = await admin.call(CreateAcls(creations=[
+            creation(TOPIC, "orders", WRITE, principal="User:alice"),
+            creation(TOPIC, "ord", ALL, pattern=PREFIXED, principal="User:bob"),
+            creation(TOPIC, "orders", WRITE, DENY, principal="User:bob")]), 3)
+        assert [r.error_code for r in created.results] == [ErrorCode.NONE] * 3
+        assert await produce_error(alice, "orders") == ErrorCode.NONE
+        assert await produce_error(bob, "orders") == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # deny wins
+        fetched = await bob.call(fetch_request("orders", 0), 12)  # the prefixed ALL still allows READ
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.NONE
+        fetched = await alice.call(fetch_request("orders", 0), 12)
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+        refused = await alice.call(CreateAcls(creations=[creation(TOPIC, "orders", READ, principal="User:alice")]), 3)
+        assert refused.results[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        described = await alice.call(DescribeScram(users=None), 0)
+        assert (described.error_code, described.results) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
+        assert (await admin.call(DescribeScram(users=None), 0)).error_code == ErrorCode.NONE
+        altered = await alice.call(AlterScram(deletions=[AlterScram.ScramCredentialDeletion(name="bob", mechanism=1)],
+                                              upsertions=[]), 0)
+        assert [(r.user, r.error_code) for r in altered.results] == [("bob", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]
+
+        # The admin grants alice READ: in force for her open connection at once.
+        await admin.call(CreateAcls(creations=[creation(TOPIC, "orders", READ, principal="User:alice")]), 3)
+        fetched = await alice.call(fetch_request("orders", 0), 12)
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.NONE
+
+    run_listeners(config(tmp_path, "SASL_PLAINTEXT://127.0.0.1:0", **{
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "authorizer.class.name": AUTHORIZER, "super.users": "User:admin"}), scenario)
