@@ -36,6 +36,7 @@ from .security.authenticator import AuthenticationFailed
 from .security.connection_quotas import ConnectionQuotas
 from .security.listeners import listener_securities
 from .security.scram import stored_credential
+from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait_unmuted
 
 log = logging.getLogger("samsa.broker")
 _SIZE = struct.Struct(">i")
@@ -63,6 +64,7 @@ class Broker:
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.groups = GroupService(self, now_ms)
+        self.quotas: BrokerQuotas | None = None
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
@@ -89,6 +91,7 @@ class Broker:
         load_dynamic_broker_configs(self)
         self.authorizer = new_authorizer(self.config, self.metadata.acls)
         self.producer_ids = ProducerIdManager(self.metadata.allocate_producer_id_block)
+        self.quotas = BrokerQuotas(self.config, self.metadata.client_quotas)
         self.replica_manager = ReplicaManager(self)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in self.metadata.topics.items()})
@@ -200,10 +203,15 @@ class Broker:
         max_frame = self.config.get("socket.request.max.bytes")
         idle_timeout = self.config.get("connections.max.idle.ms") / 1000
         try:
+            refused_ms = connection_throttle_ms(self, conn.client_host)
+            if refused_ms:
+                await trio.sleep(refused_ms / 1000)  # closed unread once throttled, as Kafka does
+                return
             await self.listener_security[conn.listener.listener].start(conn)
             while True:
                 auth = conn.authenticator
                 with trio.move_on_at(min(trio.current_time() + idle_timeout, auth.deadline)) as idle:
+                    await wait_unmuted(conn)  # a muted connection may idle out too
                     frame = await conn.read_frame(*auth.receive_limit(max_frame))
                 if idle.cancelled_caught:
                     log.debug("closing %s connection %s", "idle" if auth.complete else "unauthenticated", conn.id)
@@ -242,7 +250,8 @@ class Broker:
             raise CodecError(f"malformed request header: {e}") from e
         api_key, version = header.request_api_key, header.request_api_version
         auth.admit(api_key, version, trio.current_time())
-        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id, auth.principal)
+        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id, auth.principal,
+                             request_size=len(frame), started_ns=time.perf_counter_ns())
         handler = self.handlers.get(api_key)
         if handler is None or not handler.min_version <= version <= handler.max_version:
             if api_key == ApiKey.API_VERSIONS:
@@ -261,6 +270,7 @@ class Broker:
             response = error_response(api_key, ErrorCode.UNKNOWN_SERVER_ERROR)
             if response is None:
                 raise CodecError("no error response for this api; closing the connection")
+        finish_request(ctx, response)
         if response is None:
             return None
         return encode_response(response, version, header.correlation_id, FrameBuffer())

@@ -39,6 +39,12 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     principal: KafkaPrincipal = ANONYMOUS
+    request_size: int = 0  # bytes of the request frame
+    # Quotas (server/throttle.py): when handling started, time spent parked in long polls, and
+    # the throttle time once decided.
+    started_ns: int = 0
+    waited_ns: int = 0
+    throttle_time_ms: int | None = None
 
     @property
     def listener(self) -> str:

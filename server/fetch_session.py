@@ -122,6 +122,9 @@ class FetchSessionCache:
         session.last_used_ms = now_ms
         return FetchContext(list(session.partitions.values()), session.id, incremental=True)
 
+    def remove(self, session_id: int) -> None:
+        self.sessions.pop(session_id, None)
+
     def remove_topic(self, topic: str) -> None:
         for session in self.sessions.values():
             for key in [k for k in session.partitions if k[0] == topic]:

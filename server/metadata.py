@@ -1,5 +1,5 @@
 """The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
-dynamic broker configs, ACLs, and the producer ids handed out so far.
+dynamic broker configs, ACLs, the producer ids handed out so far and the client quotas.
 
 In single-broker mode the broker is its own controller: the image is kept in one file in the first
 log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..coordinator.client_quotas import Entity, apply_changes
 from ..storage.durability import write_atomically
 
 METADATA_FILE = "__samsa_metadata.json"
@@ -63,8 +64,8 @@ class TopicInfo:
 
 
 class MetadataImage:
-    """Topics by name and by id, dynamic broker configs, and the next free producer id, persisted
-    in one JSON file."""
+    """Topics by name and by id, dynamic broker configs, the next free producer id and client
+    quotas, persisted in one JSON file."""
 
     def __init__(self, path: Path, cluster_id: str) -> None:
         self.path = path
@@ -81,6 +82,8 @@ class MetadataImage:
         # SCRAM credentials (Kafka's UserScramCredentialRecords): user -> mechanism name ->
         # server.security.scram.ScramCredential.to_json().
         self.scram_credentials: dict[str, dict[str, dict]] = {}
+        # Client quotas by entity (Kafka's ClientQuotaRecords): {quota key: value}.
+        self.client_quotas: dict[Entity, dict[str, float]] = {}
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -94,6 +97,8 @@ class MetadataImage:
             image.broker_configs = {name: dict(configs) for name, configs in data.get("broker_configs", {}).items()}
             image.acls = [dict(acl) for acl in data.get("acls", [])]
             image.scram_credentials = data.get("scram_credentials", {})
+            for q in data.get("client_quotas", []):
+                image.client_quotas[tuple((kind, name) for kind, name in q["entity"])] = dict(q["values"])
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -113,6 +118,8 @@ class MetadataImage:
             "broker_configs": self.broker_configs,
             "acls": self.acls,
             "scram_credentials": self.scram_credentials,
+            "client_quotas": [{"entity": [list(part) for part in entity], "values": values}
+                              for entity, values in self.client_quotas.items()],
         }
         write_atomically(self.path, json.dumps(data, indent=1))
 
@@ -159,6 +166,18 @@ class MetadataImage:
             self.save()
         except OSError:
             self.acls = previous
+            raise
+
+    def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None:
+        """Apply every entity's changes (None removes a key) in one durable step, or none."""
+        before = {entity: dict(values) for entity, values in self.client_quotas.items()}
+        for entity, entity_changes in changes.items():
+            apply_changes(self.client_quotas, entity, entity_changes)
+        try:
+            self.save()
+        except OSError:
+            self.client_quotas.clear()
+            self.client_quotas.update(before)
             raise
 
     def allocate_producer_id_block(self, size: int) -> int:

@@ -55,6 +55,7 @@ class Connection:
         self._start = self._end = 0
         self.tls: trio.SSLStream | None = None
         self.authenticator = None  # set by the listener's security (server.security.listeners)
+        self.muted_until = 0.0  # trio time before which no request is read (a quota's throttle)
 
     async def start_tls(self, context: ssl.SSLContext) -> None:
         """Complete a server-side TLS handshake; from then on every byte goes through TLS."""

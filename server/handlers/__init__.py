@@ -32,6 +32,7 @@ MODULES = (
     "consumer_group_heartbeat", "consumer_group_describe",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials", "alter_user_scram_credentials",
+    "describe_client_quotas", "alter_client_quotas",
 )
 
 

@@ -7,13 +7,14 @@ from collections import Counter
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import ALTER, TOPIC
+from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from . import handler
 
 CreatePartitionsResponse = response_class(ApiKey.CREATE_PARTITIONS)
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-def grow(ctx, topic, validate_only: bool):
+def grow(ctx, topic, validate_only: bool, mutations):
     broker = ctx.broker
     info = broker.metadata.topics.get(topic.name)
     if info is None:
@@ -31,6 +32,8 @@ def grow(ctx, topic, validate_only: bool):
         for a in topic.assignments:
             if not a.broker_ids or any(b != broker.node_id for b in a.broker_ids):
                 return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker(s) in assignment {a.broker_ids}."
+    if not record_mutations(mutations, topic.count - info.num_partitions):
+        return ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLING_QUOTA_EXCEEDED_MESSAGE
     if not validate_only:
         broker.replica_manager.add_partitions(topic.name, topic.count)
     return ErrorCode.NONE, None
@@ -39,6 +42,7 @@ def grow(ctx, topic, validate_only: bool):
 @handler(ApiKey.CREATE_PARTITIONS)
 async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
+    mutations = mutation_quota(ctx, strict_since_version=3)
     results = []
     for topic in request.topics:
         if counts[topic.name] > 1:
@@ -46,6 +50,7 @@ async def handle(ctx, request):
         elif not ctx.authorize(ALTER, TOPIC, topic.name):
             code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         else:
-            code, message = grow(ctx, topic, request.validate_only)
+            code, message = grow(ctx, topic, request.validate_only, mutations)
         results.append(Result(name=topic.name, error_code=code, error_message=message))
+    finish_mutations(ctx, mutations)
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

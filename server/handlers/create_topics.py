@@ -10,6 +10,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
 from ..metadata import InvalidTopicError, validate_topic_name
+from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from . import handler
 
 CreateTopicsResponse = response_class(ApiKey.CREATE_TOPICS)
@@ -78,6 +79,11 @@ def config_entries(ctx, configs: dict[str, str]):
                         is_sensitive=e.is_sensitive) for e in entries]
 
 
+def error_result(name: str, code: int, message: str):
+    return Result(name=name, error_code=code, error_message=message, num_partitions=-1, replication_factor=-1,
+                  configs=None)
+
+
 @handler(ApiKey.CREATE_TOPICS)
 async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
@@ -85,23 +91,23 @@ async def handle(ctx, request):
     creatable = (counts.keys() if ctx.authorize(CREATE, CLUSTER, log_if_denied=False)
                  else ctx.authorized(CREATE, TOPIC, counts))
     describable = ctx.authorized(DESCRIBE_CONFIGS, TOPIC, counts, log_if_denied=False)
+    mutations = mutation_quota(ctx, strict_since_version=6)
     results = []
     for topic in request.topics:
         if counts[topic.name] > 1:
-            results.append(Result(name=topic.name, error_code=ErrorCode.INVALID_REQUEST,
-                                  error_message="Found multiple entries for this topic.",
-                                  num_partitions=-1, replication_factor=-1, configs=None))
+            results.append(error_result(topic.name, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic."))
             continue
         if topic.name not in creatable:
-            results.append(Result(name=topic.name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                  error_message="Authorization failed.", num_partitions=-1, replication_factor=-1,
-                                  configs=None))
+            results.append(error_result(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))
             continue
         try:
             partitions, replication, configs = check(ctx, topic)
         except TopicError as e:
-            results.append(Result(name=topic.name, error_code=e.code, error_message=str(e),
-                                  num_partitions=-1, replication_factor=-1, configs=None))
+            results.append(error_result(topic.name, e.code, str(e)))
+            continue
+        if not record_mutations(mutations, partitions):
+            results.append(error_result(topic.name, ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                                        THROTTLING_QUOTA_EXCEEDED_MESSAGE))
             continue
         topic_id = None
         if not request.validate_only:
@@ -116,4 +122,5 @@ async def handle(ctx, request):
         if topic_id is not None:
             result.topic_id = topic_id
         results.append(result)
+    finish_mutations(ctx, mutations)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)

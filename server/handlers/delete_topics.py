@@ -7,6 +7,7 @@ import uuid
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import DELETE, DESCRIBE, TOPIC
+from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from . import handler
 
 DeleteTopicsResponse = response_class(ApiKey.DELETE_TOPICS)
@@ -14,7 +15,7 @@ Result = DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def delete_one(ctx, name: str | None, topic_id: uuid.UUID):
+def delete_one(ctx, name: str | None, topic_id: uuid.UUID, mutations):
     broker = ctx.broker
     image = broker.metadata
     if name is None:
@@ -34,6 +35,9 @@ def delete_one(ctx, name: str | None, topic_id: uuid.UUID):
             return Result(name=name, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if not broker.config.get("delete.topic.enable"):
         return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED)
+    if not record_mutations(mutations, topic.num_partitions):
+        return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                      error_message=THROTTLING_QUOTA_EXCEEDED_MESSAGE)
     broker.replica_manager.delete_topic(topic.name)
     broker.fetch_sessions.remove_topic(topic.name)
     return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.NONE)
@@ -45,6 +49,8 @@ async def handle(ctx, request):
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
-    results = [delete_one(ctx, n, i) for n, i in wanted]
+    mutations = mutation_quota(ctx, strict_since_version=5)
+    results = [delete_one(ctx, n, i, mutations) for n, i in wanted]
     await ctx.broker.groups.topics_deleted({r.name for r in results if r.error_code == ErrorCode.NONE})
+    finish_mutations(ctx, mutations)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -15,8 +15,9 @@ from ...wire import legacy
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
-from ..fetch_session import CachedPartition, FetchContext
+from ..fetch_session import INVALID_SESSION_ID, CachedPartition, FetchContext
 from ..replica_manager import READ_COMMITTED
+from ..throttle import fetch_max_bytes, record_fetch
 from . import handler
 
 FetchResponse = response_class(ApiKey.FETCH)
@@ -118,9 +119,9 @@ def unreadable_topics(ctx, request, context) -> frozenset[str]:
     return frozenset(topics - ctx.authorized(READ, TOPIC, topics))
 
 
-def read_all(ctx, request, context, isolation: int, unreadable: frozenset[str]):
+def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str]):
     """One pass over the session's partitions: [(cached partition, data)], bytes read."""
-    remaining = request.max_bytes if ctx.api_version >= 3 else NO_LIMIT
+    remaining = max_bytes
     results = []
     total = 0
     for p in context.partitions:
@@ -149,24 +150,43 @@ async def handle(ctx, request):
     else:
         context = FetchContext(wanted)
     isolation = request.isolation_level if version >= 4 else 0
+    max_bytes = request.max_bytes if version >= 3 else NO_LIMIT
+    quota_bytes = fetch_max_bytes(ctx)
+    if quota_bytes is not None:
+        max_bytes = min(max_bytes, quota_bytes)  # a response the byte-rate quota would surely throttle
+    min_bytes = min(request.min_bytes, max_bytes)
     deadline = trio.current_time() + max(request.max_wait_ms, 0) / 1000
     unreadable = unreadable_topics(ctx, request, context)
     while True:
-        results, total = read_all(ctx, request, context, isolation, unreadable)
+        results, total = read_all(ctx, context, max_bytes, isolation, unreadable)
         errors = any(data.error_code != ErrorCode.NONE for _, data in results)
-        if total >= request.min_bytes or errors or not results or trio.current_time() >= deadline:
+        if total >= min_bytes or errors or not results or trio.current_time() >= deadline:
             break
         wake = trio.Event()
         parked = [broker.replica_manager.get(p.topic, p.partition) for p in context.partitions]
         for partition in parked:
             if partition is not None:
                 partition.park(wake)
+        parked_at = time.perf_counter_ns()
         with trio.move_on_at(deadline):
             await wake.wait()
+        ctx.waited_ns += time.perf_counter_ns() - parked_at  # not counted as request time
         for partition in parked:
             if partition is not None:
                 partition.unpark(wake)
+    if record_fetch(ctx, total):
+        return throttled_response(ctx, context)
     return build_response(ctx, context, results, unknown_ids)
+
+
+def throttled_response(ctx, context):
+    """A fetch over quota gets nothing (Kafka's getThrottledResponse); a session it would have
+    opened is not kept, so the client starts over with a full fetch."""
+    session_id = context.session_id
+    if session_id != INVALID_SESSION_ID and not context.incremental:
+        ctx.broker.fetch_sessions.remove(session_id)
+        session_id = INVALID_SESSION_ID
+    return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id, responses=[])
 
 
 def carries_records(records) -> bool:

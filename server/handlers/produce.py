@@ -20,6 +20,7 @@ from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from ..network import ConnectionClosed
+from ..throttle import record_produce
 from . import handler
 
 log = logging.getLogger("samsa.produce")
@@ -136,6 +137,7 @@ async def handle(ctx, request):
     for log_ in to_flush:
         # flush.messages reached or a segment rolled: fsync off the event loop before answering.
         await trio.to_thread.run_sync(log_.flush, limiter=ctx.broker.disk_limiter)
+    record_produce(ctx, acks)  # appended first, throttled after: the data is kept either way
     if acks == 0:
         # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so
         # that the client notices and refreshes its metadata.

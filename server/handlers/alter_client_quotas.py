@@ -1,0 +1,36 @@
+"""AlterClientQuotas (key 49): set or remove client quotas, applied at once to clients already
+connected; each entry succeeds or fails whole, all successful ones are stored in one step."""
+
+from __future__ import annotations
+
+from ...coordinator.client_quotas import QuotaRequestError, describe_entity, plan_alteration
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+AlterClientQuotasResponse = response_class(ApiKey.ALTER_CLIENT_QUOTAS)
+Entry = AlterClientQuotasResponse.EntryData
+EntityData = AlterClientQuotasResponse.EntityData
+
+
+@handler(ApiKey.ALTER_CLIENT_QUOTAS)
+async def handle(ctx, request):
+    broker = ctx.broker
+    changes = {}
+    results = []
+    for entry in request.entries:
+        parts = [(e.entity_type, e.entity_name) for e in entry.entity]
+        code, message = ErrorCode.NONE, None
+        try:
+            entity, entity_changes = plan_alteration(parts, [(op.key, op.value, op.remove) for op in entry.ops])
+            if entity in changes:
+                raise QuotaRequestError(ErrorCode.INVALID_REQUEST, f"Ignoring duplicate entity {describe_entity(entity)}")
+            changes[entity] = entity_changes
+        except QuotaRequestError as e:
+            code, message = e.code, str(e)
+        results.append(Entry(error_code=code, error_message=message,
+                             entity=[EntityData(entity_type=kind, entity_name=name) for kind, name in parts]))
+    if changes and not request.validate_only:
+        broker.metadata.alter_client_quotas(changes)
+        broker.quotas.refresh()
+    return AlterClientQuotasResponse(throttle_time_ms=0, entries=results)

@@ -1,0 +1,27 @@
+"""DescribeClientQuotas (key 48): the configured client quotas a filter matches."""
+
+from __future__ import annotations
+
+from ...coordinator.client_quotas import QuotaRequestError, describe
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from . import handler
+
+DescribeClientQuotasResponse = response_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+Entry = DescribeClientQuotasResponse.EntryData
+EntityData = DescribeClientQuotasResponse.EntityData
+ValueData = DescribeClientQuotasResponse.ValueData
+
+
+@handler(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+async def handle(ctx, request):
+    components = [(c.entity_type, c.match_type, c.match) for c in request.components]
+    try:
+        found = describe(ctx.broker.metadata.client_quotas, components, request.strict)
+    except QuotaRequestError as e:
+        return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=e.code, error_message=str(e), entries=None)
+    entries = [Entry(entity=[EntityData(entity_type=kind, entity_name=name) for kind, name in entity],
+                     values=[ValueData(key=key, value=value) for key, value in sorted(values.items())])
+               for entity, values in found]
+    return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+                                        entries=entries)

@@ -1,0 +1,142 @@
+"""Client quotas applied to requests: what each request records against which quota, the throttle
+time its response carries, and the muting of its connection for that time.
+
+KIP-219: a client over a quota gets its response at once with `throttle_time_ms`, and nothing more
+is read from its connection until that time has passed. Kafka does this for every request version
+(since 2.0 it never holds a response back): a client too old to throttle itself still waits,
+because its next request is not read. Per Kafka's KafkaApis:
+
+* every request records its handling time against `request_percentage`, except an acks=0 produce;
+* a produce records its size against `producer_byte_rate` after it is appended (the data is
+  kept; the client is slowed down afterwards);
+* a fetch records its response size against `consumer_byte_rate`; a fetch over quota gets an empty
+  response instead, and its bytes are taken back;
+* CreateTopics, CreatePartitions and DeleteTopics count partitions against
+  `controller_mutation_rate` (KIP-599);
+* a response carries the largest throttle time of the quotas it recorded against.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+
+import trio
+
+from ..coordinator.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
+from ..coordinator.quota_manager import (ClientQuotaManager, ConnectionRateQuota, ControllerMutationQuota,
+                                         ControllerMutationQuotaManager, Window)
+
+# Errors.THROTTLING_QUOTA_EXCEEDED's message, as a topic refused by the mutation quota carries it.
+THROTTLING_QUOTA_EXCEEDED_MESSAGE = "The throttling quota has been exceeded."
+# Kafka's ClientRequestQuotaManager.NANOS_TO_PERCENTAGE_PER_SECOND.
+NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1e9
+
+
+class BrokerQuotas:
+    """The broker's quota managers over the client quotas of its metadata image."""
+
+    def __init__(self, config, quotas) -> None:
+        window = Window(config.get("quota.window.num"), config.get("quota.window.size.seconds") * 1000)
+        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, quotas, window)
+        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, quotas, window)
+        # Kafka's ClientRequestQuotaManager caps its throttle time at one window.
+        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, quotas, window, max_throttle_ms=window.size_ms)
+        self.controller_mutation = ControllerMutationQuotaManager(quotas, Window(
+            config.get("controller.quota.window.num"), config.get("controller.quota.window.size.seconds") * 1000))
+        self.connections = ConnectionRateQuota(quotas, window)
+
+    def refresh(self) -> None:
+        """Apply a change of the client quotas to clients already measured."""
+        for manager in (self.produce, self.fetch, self.request, self.controller_mutation, self.connections):
+            manager.refresh()
+
+
+def now_ms() -> int:
+    return int(trio.current_time() * 1000)
+
+
+def _request_throttle_ms(ctx, now: int) -> int:
+    """Record the time this request has taken so far (long-poll waits excepted)."""
+    request = ctx.broker.quotas.request
+    if not request.enabled:
+        return 0
+    busy_ns = time.perf_counter_ns() - ctx.started_ns - ctx.waited_ns
+    return request.record(ctx.principal.name, ctx.client_id, busy_ns * NANOS_TO_PERCENTAGE_PER_SECOND, now)
+
+
+def record_produce(ctx, acks: int) -> None:
+    quotas = ctx.broker.quotas
+    now = now_ms()
+    bandwidth = quotas.produce.record(ctx.principal.name, ctx.client_id, ctx.request_size, now)
+    ctx.throttle_time_ms = max(bandwidth, 0 if acks == 0 else _request_throttle_ms(ctx, now))
+
+
+def fetch_max_bytes(ctx) -> int | None:
+    """What one fetch may return without certainly exceeding the client's byte rate."""
+    limit = ctx.broker.quotas.fetch.max_value_in_window(ctx.principal.name, ctx.client_id)
+    return None if limit is None else int(limit)
+
+
+def record_fetch(ctx, response_bytes: int) -> int:
+    """Record a fetch response about to be sent; its throttle time, non-zero when the client must
+    get an empty response instead (whose bytes are then not counted)."""
+    quotas = ctx.broker.quotas
+    now = now_ms()
+    request_ms = _request_throttle_ms(ctx, now)
+    bandwidth_ms = quotas.fetch.record(ctx.principal.name, ctx.client_id, response_bytes, now)
+    ctx.throttle_time_ms = max(request_ms, bandwidth_ms)
+    if ctx.throttle_time_ms:
+        quotas.fetch.unrecord(ctx.principal.name, ctx.client_id, response_bytes, now)
+    return ctx.throttle_time_ms
+
+
+def mutation_quota(ctx, strict_since_version: int) -> ControllerMutationQuota:
+    """The controller mutation quota of one request: strict (refusing topics with
+    THROTTLING_QUOTA_EXCEEDED) from the version that can carry that error, permissive before."""
+    return ctx.broker.quotas.controller_mutation.new_quota(
+        ctx.principal.name, ctx.client_id, ctx.api_version >= strict_since_version, now_ms())
+
+
+def record_mutations(quota: ControllerMutationQuota, partitions: int) -> bool:
+    """Count `partitions` created or deleted; False when the quota refuses them."""
+    return quota.record(partitions, now_ms())
+
+
+def finish_mutations(ctx, quota: ControllerMutationQuota) -> None:
+    now = now_ms()
+    ctx.throttle_time_ms = max(quota.throttle_time_ms(now), _request_throttle_ms(ctx, now))
+
+
+@cache
+def _throttle_versions(response_type) -> tuple[int, int] | None:
+    for field in response_type._schema:
+        if field.name == "throttle_time_ms":
+            return field.versions
+    return None
+
+
+def finish_request(ctx, response) -> None:
+    """For every request once its handler has answered: record its time unless the handler
+    recorded its quotas itself, put the throttle time in the response, mute the connection."""
+    if ctx.throttle_time_ms is None:
+        ctx.throttle_time_ms = _request_throttle_ms(ctx, now_ms())
+    throttle_ms = ctx.throttle_time_ms
+    if throttle_ms > 0:
+        conn = ctx.connection
+        conn.muted_until = max(conn.muted_until, trio.current_time() + throttle_ms / 1000)
+    if response is not None:
+        versions = _throttle_versions(type(response))
+        if versions is not None and versions[0] <= ctx.api_version <= versions[1]:
+            response.throttle_time_ms = throttle_ms
+
+
+async def wait_unmuted(conn) -> None:
+    """Hold back reading a throttled connection's next request until its throttle time is over."""
+    if conn.muted_until > trio.current_time():
+        await trio.sleep_until(conn.muted_until)
+
+
+def connection_throttle_ms(broker, host: str) -> int:
+    """KIP-612: non-zero when a new connection from `host` exceeds its IP's creation rate."""
+    return broker.quotas.connections.record_connection(host, now_ms())
