@@ -219,24 +219,16 @@ class _QuotaSensors:
 
     def _find_limit(self, user: str, client_id: str) -> float | None:
         if user and client_id:
-            candidates = ((user, client_id), (user, None), (None, client_id), (None, None))
-            for u, c in candidates:
-                limit = _lookup(self.quotas, self.key, quota_entity(user=u, client_id=c))
-                if limit is not None:
-                    return limit
+            candidates = [quota_entity(user=u, client_id=c)
+                          for u, c in ((user, client_id), (user, None), (None, client_id), (None, None))]
+        elif user:
+            candidates = [quota_entity(user=user), quota_entity(user=None)]
+        elif client_id:
+            candidates = [quota_entity(client_id=client_id), quota_entity(client_id=None)]
+        else:
             return None
-        if user:
-            for u in (user, None):
-                limit = _lookup(self.quotas, self.key, quota_entity(user=u))
-                if limit is not None:
-                    return limit
-            return None
-        if client_id:
-            for c in (client_id, None):
-                limit = _lookup(self.quotas, self.key, quota_entity(client_id=c))
-                if limit is not None:
-                    return limit
-        return None
+        return next((limit for entity in candidates if (limit := _lookup(self.quotas, self.key, entity)) is not None),
+                    None)
 
     def quota(self, user: str, client_id: str | None) -> float | None:
         """The bound that applies to this client, None for none."""

@@ -152,12 +152,17 @@ def big_produce(topic: str, size: int, acks: int = 1):
         name=topic, partition_data=[Produce.PartitionProduceData(index=0, records=batch)])])
 
 
+async def limited_client(port, client_id: str, ops: dict):
+    """An unlimited admin connection, a topic "t", and a connection of a client-id under `ops`."""
+    admin = await QuotaClient.connect(port, "admin")
+    await admin.call(create_topic_request("t"), 7)
+    await set_quota(admin, ops, client_id=client_id)
+    return admin, await QuotaClient.connect(port, client_id)
+
+
 def test_a_produce_over_quota_is_appended_answered_at_once_and_its_connection_muted(tmp_path):
     async def scenario(port):
-        admin = await QuotaClient.connect(port, "admin")
-        await admin.call(create_topic_request("t"), 7)
-        await set_quota(admin, {"producer_byte_rate": 10_000.0}, client_id="slow")
-        slow = await QuotaClient.connect(port, "slow")
+        admin, slow = await limited_client(port, "slow", {"producer_byte_rate": 10_000.0})
         start = trio.current_time()
         await slow.send(big_produce("t", 14_000), 9)
         await slow.send(ApiVersions(), 0)
@@ -197,10 +202,7 @@ def test_a_version_without_throttle_time_is_muted_all_the_same(tmp_path):
 
 def test_acks_0_produce_over_quota_mutes_without_a_response(tmp_path):
     async def scenario(port):
-        admin = await QuotaClient.connect(port, "admin")
-        await admin.call(create_topic_request("t"), 7)
-        await set_quota(admin, {"producer_byte_rate": 10_000.0}, client_id="fire-and-forget")
-        client = await QuotaClient.connect(port, "fire-and-forget")
+        _, client = await limited_client(port, "fire-and-forget", {"producer_byte_rate": 10_000.0})
         start = trio.current_time()
         await client.send_raw(encode_request(big_produce("t", 20_000, acks=0), 9, 1, client.client_id))
         versions = await client.call(ApiVersions(), 0)
@@ -212,12 +214,9 @@ def test_acks_0_produce_over_quota_mutes_without_a_response(tmp_path):
 
 def test_a_fetch_over_quota_gets_an_empty_response_and_is_not_counted(tmp_path):
     async def scenario(port):
-        admin = await QuotaClient.connect(port, "admin")
-        await admin.call(create_topic_request("t"), 7)
+        admin, reader = await limited_client(port, "reader", {"consumer_byte_rate": 5_000.0})
         for _ in range(4):
             await admin.call(big_produce("t", 3_000), 9)
-        await set_quota(admin, {"consumer_byte_rate": 5_000.0}, client_id="reader")
-        reader = await QuotaClient.connect(port, "reader")
         # Bounded to what one window of the quota allows, 5 KB, though the client asks for 1 MB.
         first = await reader.call(fetch_request("t", 0), 12)
         assert first.throttle_time_ms == 0
