@@ -19,6 +19,7 @@ because its next request is not read. Per Kafka's KafkaApis:
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from functools import cache
 
 import trio
@@ -63,6 +64,16 @@ def _request_throttle_ms(ctx, now: int) -> int:
         return 0
     busy_ns = time.perf_counter_ns() - ctx.started_ns - ctx.waited_ns
     return request.record(ctx.principal.name, ctx.client_id, busy_ns * NANOS_TO_PERCENTAGE_PER_SECOND, now)
+
+
+@contextmanager
+def not_request_time(ctx):
+    """Time a request spends parked (a long poll, a rebalance) is not time spent handling it."""
+    start = time.perf_counter_ns()
+    try:
+        yield
+    finally:
+        ctx.waited_ns += time.perf_counter_ns() - start
 
 
 def record_produce(ctx, acks: int) -> None:

@@ -17,7 +17,7 @@ from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
 from ..fetch_session import INVALID_SESSION_ID, CachedPartition, FetchContext
 from ..replica_manager import READ_COMMITTED
-from ..throttle import fetch_max_bytes, record_fetch
+from ..throttle import fetch_max_bytes, not_request_time, record_fetch
 from . import handler
 
 FetchResponse = response_class(ApiKey.FETCH)
@@ -167,10 +167,8 @@ async def handle(ctx, request):
         for partition in parked:
             if partition is not None:
                 partition.park(wake)
-        parked_at = time.perf_counter_ns()
-        with trio.move_on_at(deadline):
+        with not_request_time(ctx), trio.move_on_at(deadline):
             await wake.wait()
-        ctx.waited_ns += time.perf_counter_ns() - parked_at  # not counted as request time
         for partition in parked:
             if partition is not None:
                 partition.unpark(wake)

@@ -8,6 +8,7 @@ from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey
 from ..authorizer import GROUP, READ
+from ..throttle import not_request_time
 from . import handler
 
 
@@ -15,4 +16,5 @@ from . import handler
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return join_error(ctx.broker.groups.request_info(ctx), UNKNOWN_MEMBER_ID, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return await ctx.broker.groups.submit(ctx, GroupCoordinator.join_group, request)
+    with not_request_time(ctx):  # the wait for the rebalance
+        return await ctx.broker.groups.submit(ctx, GroupCoordinator.join_group, request)

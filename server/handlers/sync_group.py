@@ -7,6 +7,7 @@ from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import GROUP, READ
+from ..throttle import not_request_time
 from . import handler
 
 
@@ -14,4 +15,5 @@ from . import handler
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return response_class(ApiKey.SYNC_GROUP)(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return await ctx.broker.groups.submit(ctx, GroupCoordinator.sync_group, request)
+    with not_request_time(ctx):  # the wait for the rebalance
+        return await ctx.broker.groups.submit(ctx, GroupCoordinator.sync_group, request)
