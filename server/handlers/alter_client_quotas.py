@@ -6,7 +6,9 @@ from __future__ import annotations
 from ...coordinator.client_quotas import QuotaRequestError, describe_entity, plan_alteration
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import ALTER_CONFIGS, CLUSTER
 from . import handler
+from .describe_client_quotas import CLUSTER_AUTHORIZATION_FAILED_MESSAGE
 
 AlterClientQuotasResponse = response_class(ApiKey.ALTER_CLIENT_QUOTAS)
 Entry = AlterClientQuotasResponse.EntryData
@@ -16,12 +18,15 @@ EntityData = AlterClientQuotasResponse.EntityData
 @handler(ApiKey.ALTER_CLIENT_QUOTAS)
 async def handle(ctx, request):
     broker = ctx.broker
+    authorized = ctx.authorize(ALTER_CONFIGS, CLUSTER)
     changes = {}
     results = []
     for entry in request.entries:
         parts = [(e.entity_type, e.entity_name) for e in entry.entity]
         code, message = ErrorCode.NONE, None
         try:
+            if not authorized:
+                raise QuotaRequestError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED_MESSAGE)
             entity, entity_changes = plan_alteration(parts, [(op.key, op.value, op.remove) for op in entry.ops])
             if entity in changes:
                 raise QuotaRequestError(ErrorCode.INVALID_REQUEST, f"Ignoring duplicate entity {describe_entity(entity)}")

@@ -5,18 +5,22 @@ from __future__ import annotations
 from ...coordinator.client_quotas import QuotaRequestError, describe
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
+from ..authorizer import CLUSTER, DESCRIBE_CONFIGS
 from . import handler
 
 DescribeClientQuotasResponse = response_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
 Entry = DescribeClientQuotasResponse.EntryData
 EntityData = DescribeClientQuotasResponse.EntityData
 ValueData = DescribeClientQuotasResponse.ValueData
+CLUSTER_AUTHORIZATION_FAILED_MESSAGE = "Cluster authorization failed."  # Errors.CLUSTER_AUTHORIZATION_FAILED's
 
 
 @handler(ApiKey.DESCRIBE_CLIENT_QUOTAS)
 async def handle(ctx, request):
     components = [(c.entity_type, c.match_type, c.match) for c in request.components]
     try:
+        if not ctx.authorize(DESCRIBE_CONFIGS, CLUSTER):
+            raise QuotaRequestError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED_MESSAGE)
         found = describe(ctx.broker.metadata.client_quotas, components, request.strict)
     except QuotaRequestError as e:
         return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=e.code, error_message=str(e), entries=None)

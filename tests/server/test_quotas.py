@@ -297,3 +297,17 @@ def test_connections_over_the_ip_creation_rate_are_closed_unanswered(tmp_path):
         assert (await accepted.call(ApiVersions(), 0)).error_code == ErrorCode.NONE
 
     run_broker_mock_clock(broker_config(tmp_path, **SHORT_WINDOWS), scenario)
+
+
+def test_quota_apis_need_cluster_configs_permissions(tmp_path):
+    config = broker_config(tmp_path, authorizer_class_name="org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+
+    async def scenario(port):
+        client = await QuotaClient.connect(port)  # User:ANONYMOUS, no ACL: denied
+        described = await client.call(Describe(components=[], strict=False), 1)
+        assert (described.error_code, described.error_message, described.entries) == (
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", None)
+        altered = await client.call(alter_request(entity(user="u"), {"producer_byte_rate": 1.0}), 1)
+        assert [e.error_code for e in altered.entries] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+
+    run_broker_mock_clock(config, scenario)
