@@ -3,12 +3,16 @@
 Three members share a 12-partition topic; members leave and join. While the group is stable every
 message is consumed exactly once; at no moment do two members own the same partition (each member
 logs when its rebalance callbacks give and take partitions, on one clock); committed offsets and the
-group survive a broker restart. The broker hands out a 500 ms heartbeat interval so that rebalances
+group survive a broker restart; a member killed with SIGKILL loses its partitions when its session
+times out. The broker hands out a 500 ms heartbeat interval so that rebalances
 take seconds, not the default 5 s heartbeats.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -187,6 +191,57 @@ def test_members_join_and_leave_without_sharing_partitions_and_offsets_survive_a
     finally:
         last.leave()
     assert not last.errors, last.errors
+
+
+# A member in a process of its own, to be killed: it consumes (without committing) until SIGKILL.
+CRASHING_MEMBER = """
+import sys
+from confluent_kafka import Consumer
+bootstrap, topic, group = sys.argv[1:]
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+              "auto.offset.reset": "earliest", "enable.auto.commit": False, "client.id": "doomed"})
+c.subscribe([topic])
+while True:
+    c.poll(0.1)
+"""
+
+
+def test_a_killed_member_is_fenced_by_its_session_timeout(broker_factory, topic_name):
+    session_ms = 6000
+    broker = broker_factory(overrides={**GROUP_SETTINGS, "group.consumer.min.session.timeout.ms": session_ms,
+                                       "group.consumer.session.timeout.ms": session_ms})
+    bootstrap, group = broker.bootstrap, f"{topic_name}-group"
+    create_topic(bootstrap, topic_name, partitions=PARTITIONS)
+    journal = Journal()
+    survivors = [Member(f"m{i}", bootstrap, topic_name, group, journal) for i in range(2)]
+    doomed = subprocess.Popen([sys.executable, "-c", CRASHING_MEMBER, bootstrap, topic_name, group])
+    try:
+        for m in survivors:
+            m.start()
+        admin = confluent_admin(bootstrap)
+
+        def three_stable():
+            described = admin.describe_consumer_groups([group], request_timeout=5)[group].result(5)
+            return (described.state.name == "STABLE" and len(described.members) == 3
+                    and len(journal.owned_by()) == 2)
+
+        wait_for(three_stable, TIMEOUT, interval=0.2, what="three members, stable")
+        orphaned = set(range(PARTITIONS)) - {p for ps in journal.owned_by().values() for p in ps}
+        assert len(orphaned) == 4
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(10)
+        killed_at = time.monotonic()
+        wait_stable(bootstrap, group, journal, survivors)
+        # Its partitions stay with nobody until its session runs out, then the others take them.
+        assert time.monotonic() - killed_at > session_ms / 1000 - 1.5
+        consume_batch(bootstrap, topic_name, journal, "after-crash", 60)
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+            doomed.wait(10)
+        for m in survivors:
+            m.leave()
+    assert not journal.overlaps, journal.overlaps
 
 
 def test_describe_and_list_a_consumer_group(broker_factory, topic_name):
