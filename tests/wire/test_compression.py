@@ -1,6 +1,5 @@
 import gzip
 import os
-import time
 import tracemalloc
 import zlib
 
@@ -339,19 +338,16 @@ BOMBS = {
 
 
 @pytest.mark.parametrize("name", BOMBS)
-def test_bombs_are_refused_quickly_without_inflating(name):
+def test_bombs_are_refused_without_inflating(name):
     codec, make = BOMBS[name]
     bomb = make()
     tracemalloc.start()
-    started = time.perf_counter()
     try:
         with pytest.raises(DecompressionError, match=f"{MIB}-byte limit"):
             decompress(codec, bomb, max_size=MIB)
-        elapsed = time.perf_counter() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert elapsed < 0.5
     assert peak < 8 * MIB
 
 

@@ -1,5 +1,4 @@
 import struct
-import time
 
 import crc32c
 import pytest
@@ -431,10 +430,8 @@ def test_mutated_records_only_ever_raise_corrupt_record_error(data):
         pass
 
 
-def test_encoding_and_decoding_are_reasonably_fast():
+def test_a_large_batch_round_trips():
+    # Speed is bench/'s business (bench/codec.py); here only that 10,000 records survive intact.
     records = [Record(i, i, b"key-%d" % i, b"v" * 100, [("h", b"x")]) for i in range(10_000)]
-    started = time.perf_counter()
     header, decoded = decode_batch(build_batch(records))
-    elapsed = time.perf_counter() - started
     assert decoded == records
-    assert elapsed < 1.0
