@@ -1,0 +1,192 @@
+"""Consumer group members as separate processes (group_member.py, node/kafkajs_member.js), a
+producer that keeps writing, and waits on what the members' journals say (rebalance_journal.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from compat_util import NODE_DIR, wait_for
+from rebalance_journal import Analysis, analyse
+
+HERE = Path(__file__).resolve().parent
+
+
+class ContinuousProducer(threading.Thread):
+    """Writes `rate` messages a second, round robin over the partitions, until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float = 100.0) -> None:
+        super().__init__(name="producer", daemon=True)
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                                  "reconnect.backoff.max.ms": 1000})
+        self.topic, self.partitions, self.rate = topic, partitions, rate
+        self.stopping = threading.Event()
+        self.sent = 0
+        self.errors: list[str] = []
+
+    def _delivered(self, err, msg) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def run(self) -> None:
+        started = time.monotonic()
+        while not self.stopping.is_set():
+            due = int((time.monotonic() - started) * self.rate)
+            while self.sent < due:
+                self.producer.produce(self.topic, value=str(self.sent).encode(),
+                                      partition=self.sent % self.partitions, on_delivery=self._delivered)
+                self.sent += 1
+            self.producer.poll(0.02)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(10)
+        remaining = self.producer.flush(60)
+        assert remaining == 0 and not self.errors, f"{remaining} messages undelivered, errors {self.errors[:3]}"
+
+
+class Member:
+    """A member process and its journal."""
+
+    def __init__(self, name: str, settings: dict, journal: Path) -> None:
+        self.name, self.journal = name, journal
+        settings = dict(settings, name=name, journal=str(journal))
+        if settings["client"] == "kafkajs":
+            if shutil.which("node") is None or not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
+                pytest.skip("node or kafkajs missing (compat-tests/install.sh)")
+            cmd = ["node", str(NODE_DIR / "kafkajs_member.js"), json.dumps(settings)]
+        else:
+            cmd = [sys.executable, str(HERE / "group_member.py"), json.dumps(settings)]
+        self.log = open(journal.with_suffix(".log"), "wb")  # noqa: SIM115 - the process writes to it until it ends
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def stop(self, timeout: float = 30) -> None:
+        """SIGTERM: the member stops consuming, commits and leaves the group."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError(f"member {self.name} did not stop within {timeout}s")
+        self.log.close()
+
+    def kill(self) -> None:
+        """SIGKILL; the journal gets the moment the process was gone, which ends its ownerships."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+            with open(self.journal, "a") as f:
+                f.write(json.dumps({"ev": "killed", "t": time.time()}) + "\n")
+        self.log.close()
+
+    def kill_mid_batch(self, timeout: float = 30) -> None:
+        """SIGUSR2 (the member hangs after journaling its next batch, before committing it), then
+        SIGKILL: a crash that leaves consumed messages uncommitted."""
+        self.proc.send_signal(signal.SIGUSR2)
+        wait_for(lambda: '"stalled"' in self.journal.read_text() or self.proc.poll() is not None, timeout,
+                 interval=0.05, what=f"{self.name} stalled after a batch")
+        self.kill()
+
+    def output(self) -> str:
+        try:
+            return self.journal.with_suffix(".log").read_text(errors="replace")[-3000:]
+        except FileNotFoundError:
+            return ""
+
+
+class GroupRun:
+    """Members of one group on one topic; `settings` go to every member (client, assignor, ...)."""
+
+    def __init__(self, tmp_path: Path, bootstrap: str, topic: str, group: str, partitions: int, **settings) -> None:
+        self.dir = tmp_path
+        self.topic, self.group, self.partitions = topic, group, partitions
+        self.settings = dict(settings, bootstrap=bootstrap, topic=topic, group=group)
+        self.members: dict[str, Member] = {}
+        self.journals: dict[str, Path] = {}
+
+    def start(self, name: str, **extra) -> Member:
+        journal = self.dir / f"{name}.jsonl"
+        self.journals[name] = journal
+        member = self.members[name] = Member(name, dict(self.settings, **extra), journal)
+        return member
+
+    def analysis(self) -> Analysis:
+        return analyse(self.journals)
+
+    def live(self) -> set[str]:
+        return {n for n, m in self.members.items() if m.proc.poll() is None}
+
+    def wait_owned(self, counts: dict[str, int], timeout: float = 60) -> Analysis:
+        """Until the named members (and no one else) own every partition, so many each."""
+        def settled():
+            a = self.analysis()
+            owners = a.owners()
+            if {n: len(ps) for n, ps in owners.items()} != counts:
+                return None
+            return a if sorted(p for ps in owners.values() for p in ps) == list(range(self.partitions)) else None
+
+        return wait_for(settled, timeout, interval=0.2, what=f"partitions owned {counts} (now {self._owned()})")
+
+    def _owned(self) -> dict[str, list[int]]:
+        return {n: sorted(ps) for n, ps in self.analysis().owners().items()}
+
+    def wait_consumed(self, high_watermarks: dict[int, int], timeout: float = 60) -> Analysis:
+        def done():
+            a = self.analysis()
+            return a if all(set(range(hw)) <= set(a.consumed(p)) for p, hw in high_watermarks.items()) else None
+
+        return wait_for(done, timeout, interval=0.2, what="every message consumed")
+
+    def wait_progress(self, after: float, timeout: float = 60) -> None:
+        """Until every live member consumed and committed something after `after`."""
+        def progressed():
+            a = self.analysis()
+            return all(any(ev["ev"] == "committed" and ev["t"] > after for ev in a.events[n]) for n in self.live())
+
+        wait_for(progressed, timeout, interval=0.2, what=f"commits after {after:.3f} by {sorted(self.live())}")
+
+    def stop_all(self) -> None:
+        for m in self.members.values():
+            if m.proc.poll() is None:
+                m.proc.send_signal(signal.SIGTERM)
+        for m in self.members.values():
+            m.stop()
+
+    def kill_all(self) -> None:
+        for m in self.members.values():
+            m.kill()
+
+    def outputs(self) -> str:
+        return "\n".join(f"--- {n} (exit {m.proc.poll()}):\n{m.output()}" for n, m in self.members.items())
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "compat-watermarks"})
+    try:
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+    finally:
+        c.close()
+
+
+def committed_offsets(bootstrap: str, topic: str, group: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return {tp.partition: tp.offset
+                for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)}
+    finally:
+        c.close()
