@@ -26,6 +26,8 @@ class Append:
     partition: int
     records: list[Record]
     on_done: Callable[[int, int, Actions], None]
+    # (producer id, epoch) of a transaction the records belong to (TxnOffsetCommit), else None.
+    producer: tuple[int, int] | None = None
 
 
 @dataclass
@@ -36,8 +38,9 @@ class Actions:
     def respond(self, ticket: Ticket, response: Any) -> None:
         self.responses.append((ticket, response))
 
-    def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, Actions], None]) -> None:
-        self.appends.append(Append(partition, records, on_done))
+    def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, Actions], None],
+               producer: tuple[int, int] | None = None) -> None:
+        self.appends.append(Append(partition, records, on_done, producer))
 
 
 def append_error(error: int, too_large: int) -> int:

@@ -147,19 +147,19 @@ class ClassicGroup(Group):
         return self.state is EMPTY
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               request: RequestInfo) -> None:
+                               request: RequestInfo, transactional: bool = False) -> None:
         if self.state is DEAD:
             raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation_or_epoch < 0 and self.state is EMPTY:
             return  # the admin client, or a consumer managing its own assignment
         if generation_or_epoch >= 0 or member_id or group_instance_id is not None:
-            self.validate_member(member_id, group_instance_id, "offset-commit")
+            self.validate_member(member_id, group_instance_id, "txn-offset-commit" if transactional else "offset-commit")
             if generation_or_epoch != self.generation_id:
                 raise GroupError(ErrorCode.ILLEGAL_GENERATION)
-        elif self.state is not EMPTY:
+        elif self.state is not EMPTY and not transactional:
             # Without member id and generation (OffsetCommit v0), only an empty group takes commits.
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if self.state is COMPLETING_REBALANCE:
+        if self.state is COMPLETING_REBALANCE and not transactional:
             # The member has this generation's JoinGroup response but not its assignment yet.
             raise GroupError(ErrorCode.REBALANCE_IN_PROGRESS)
 

@@ -31,7 +31,6 @@ it knows no racks.
 
 from __future__ import annotations
 
-import struct
 from uuid import UUID
 
 from .consumer_group_records import (
@@ -42,11 +41,11 @@ from .consumer_group_records import (
     ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, CoordinatorRecord,
     MemberState, TopicMetadata,
 )
-from .group_records import RecordFormatError, _Reader, _Writer, key_type
+from .group_records import key_type
+from .record_codec import RecordFormatError, RecordReader, RecordWriter
 
 __all__ = ["CONSUMER_GROUP_RECORD_TYPES", "encode_record", "decode_record"]
 
-_B = struct.Struct(">b")
 
 _KEY_TYPES: dict[type, int] = {
     ConsumerGroupMetadataKey: 3, ConsumerGroupPartitionMetadataKey: 4, ConsumerGroupMemberMetadataKey: 5,
@@ -58,12 +57,9 @@ CONSUMER_GROUP_RECORD_TYPES = tuple(sorted(_KEYS_BY_TYPE))
 _VALUE_VERSION = 0
 
 
-class _ValueWriter(_Writer):
+class _ValueWriter(RecordWriter):
     def __init__(self) -> None:
         super().__init__(_VALUE_VERSION, flexible=True)
-
-    def int8(self, v: int) -> None:
-        self.out += _B.pack(v)
 
     def uuid(self, v: UUID) -> None:
         self.out += v.bytes
@@ -83,15 +79,12 @@ class _ValueWriter(_Writer):
             self.end_struct()
 
 
-class _ValueReader(_Reader):
+class _ValueReader(RecordReader):
     def __init__(self, data: bytes, what: str) -> None:
         super().__init__(data, what)
         if self.version != _VALUE_VERSION:
             raise RecordFormatError(f"unknown {what} version {self.version}")
         self.flexible = True
-
-    def int8(self) -> int:
-        return _B.unpack(self._take(1))[0]
 
     def uuid(self) -> UUID:
         return UUID(bytes=self._take(16).tobytes())
@@ -110,7 +103,7 @@ class _ValueReader(_Reader):
 
 def encode_record(record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
     key, value = record
-    k = _Writer(_KEY_TYPES[type(key)], flexible=False)
+    k = RecordWriter(_KEY_TYPES[type(key)], flexible=False)
     k.string(key.group_id)
     if hasattr(key, "member_id"):
         k.string(key.member_id)
@@ -159,7 +152,7 @@ def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
     cls = _KEYS_BY_TYPE.get(key_type(key))
     if cls is None:
         raise RecordFormatError(f"not a consumer group record: type {key_type(key)}")
-    k = _Reader(key, cls.__name__)
+    k = RecordReader(key, cls.__name__)
     decoded_key = cls(k.string(), k.string()) if cls in _MEMBER_KEYS else cls(k.string())
     return CoordinatorRecord(decoded_key, None if value is None else _decode_value(cls, value))
 

@@ -80,8 +80,9 @@ class Group(ABC):
 
     @abstractmethod
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               request: RequestInfo) -> None:
-        """Raise GroupError unless this member may commit offsets now."""
+                               request: RequestInfo, transactional: bool = False) -> None:
+        """Raise GroupError unless this member may commit offsets now (`transactional`: with
+        TxnOffsetCommit, which a producer may send for a group it is not a member of)."""
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:
         """Raise GroupError unless this member may fetch offsets (OffsetFetch v9+ names one)."""

@@ -48,6 +48,7 @@ from .timer import CoordinatorTimer
 log = logging.getLogger("samsa.coordinator")
 
 OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)
+TxnOffsetCommitResponse = response_class(ApiKey.TXN_OFFSET_COMMIT)
 OffsetFetchResponse = response_class(ApiKey.OFFSET_FETCH)
 ListGroupsResponse = response_class(ApiKey.LIST_GROUPS)
 DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)
@@ -158,17 +159,22 @@ class GroupCoordinator:
 
     # --- loading and unloading ------------------------------------------------------------------
 
-    def replay(self, key: bytes, value: bytes | None) -> None:
-        """One record of `__consumer_offsets`, in log order, at load time."""
+    def replay(self, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
+        """One record of `__consumer_offsets`, in log order, at load time; `producer_id` names the
+        transaction of a transactional batch's record."""
         record_type = key_type(key)
         if record_type in OFFSET_COMMIT_KEY_TYPES:
-            self.offsets.replay(key, value)
+            self.offsets.replay(key, value, producer_id)
             return
         manager = self._replayers.get(record_type)
         if manager is None:
             log.warning("Skipping a record of unknown type %d in %s", record_type, OFFSETS_TOPIC)
             return
         manager.replay(key, value)
+
+    def replay_end_txn_marker(self, producer_id: int, commit: bool) -> None:
+        """A COMMIT or ABORT marker in `__consumer_offsets`, at load time."""
+        self.offsets.complete_transaction(producer_id, commit)
 
     def load_complete(self, now: int) -> Actions:
         """Every partition is replayed: groups known only by their offsets become simple groups,
@@ -248,17 +254,7 @@ class GroupCoordinator:
         expire = -1
         if 2 <= request.api_version <= 4 and commit.retention_time_ms != -1:
             expire = now + commit.retention_time_ms
-        committed: list[tuple[str, int, OffsetAndMetadata]] = []
-        for topic in commit.topics:
-            for p in topic.partitions:
-                metadata = p.committed_metadata
-                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
-                    errors[(topic.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                    continue
-                timestamp = now if p.commit_timestamp == -1 else p.commit_timestamp
-                committed.append((topic.name, p.partition_index,
-                                  OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "",
-                                                    timestamp, expire)))
+        committed = self._requested_offsets(commit, now, errors, expire)
         if not committed:
             out.respond(ticket, _commit_response(commit, lambda topic, partition: errors[(topic, partition)]))
             return out
@@ -276,6 +272,23 @@ class GroupCoordinator:
                    [offset_commit_record(group_id, topic, partition, offset) for topic, partition, offset in committed],
                    stored)
         return out
+
+    def _requested_offsets(self, commit, now: int, errors: dict[tuple[str, int], int],
+                           expire: int = -1) -> list[tuple[str, int, OffsetAndMetadata]]:
+        """(topic, partition, offset) of each partition of an OffsetCommit or TxnOffsetCommit whose
+        metadata fits offset.metadata.max.bytes; the others get OFFSET_METADATA_TOO_LARGE in `errors`."""
+        offsets = []
+        for topic in commit.topics:
+            for p in topic.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
+                    errors[(topic.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    continue
+                timestamp = getattr(p, "commit_timestamp", -1)  # OffsetCommit v1 may set its own
+                offsets.append((topic.name, p.partition_index,
+                                OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "",
+                                                  now if timestamp == -1 else timestamp, expire)))
+        return offsets
 
     def _group_to_commit_to(self, now: int, request: RequestInfo, group_id: str, generation: int) -> Group:
         group = self.groups.get(group_id)
@@ -296,7 +309,7 @@ class GroupCoordinator:
                       require_stable: bool = False, member_id: str | None = None, member_epoch: int = -1):
         """One group of OffsetFetch (the v8+ shape): the committed offsets of `topics`' partitions,
         or of every partition with one when `topics` is None; -1 where nothing is committed.
-        `require_stable` matters once transactions can leave offsets pending (UNSTABLE_OFFSET_COMMIT)."""
+        `require_stable`: a partition an open transaction holds an offset for gets UNSTABLE_OFFSET_COMMIT."""
         Group_ = OffsetFetchResponse.OffsetFetchResponseGroup
         Topic = OffsetFetchResponse.OffsetFetchResponseTopics
         Partition = OffsetFetchResponse.OffsetFetchResponsePartitions
@@ -309,6 +322,9 @@ class GroupCoordinator:
             return Group_(group_id=group_id, topics=[], error_code=e.code)
 
         def partition(topic: str, index: int) -> object:
+            if require_stable and self.offsets.has_pending(group_id, topic, index):
+                return Partition(partition_index=index, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                                 error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
             offset = self.offsets.get(group_id, topic, index)
             if offset is None:
                 return Partition(partition_index=index, committed_offset=-1, committed_leader_epoch=-1,
@@ -323,6 +339,51 @@ class GroupCoordinator:
         return Group_(group_id=group_id, error_code=ErrorCode.NONE,
                       topics=[Topic(name=name, partitions=[partition(name, i) for i in indexes])
                               for name, indexes in topics])
+
+    # --- TxnOffsetCommit, transaction markers --------------------------------------------------------
+
+    def txn_offset_commit(self, now: int, ticket: Ticket, request: RequestInfo, commit) -> Actions:
+        """TxnOffsetCommit for the partitions of existing topics: the offsets are written in the
+        producer's transaction and stay pending until its marker (`complete_transaction`)."""
+        out = Actions()
+        errors: dict[tuple[str, int], int] = {}
+        try:
+            self._check_active()
+            group = self._group_to_commit_to(now, request, commit.group_id, commit.generation_id)
+            group.validate_offset_commit(commit.member_id, commit.group_instance_id, commit.generation_id, request,
+                                         transactional=True)
+        except GroupError as e:
+            out.respond(ticket, txn_commit_response(commit, lambda topic, partition: e.code))
+            return out
+        pending = self._requested_offsets(commit, now, errors)
+        group_id, producer_id = commit.group_id, commit.producer_id
+
+        def stored(error: int, now: int, out: Actions) -> None:
+            code = offset_append_error(error)
+            for topic, partition, offset in pending:
+                if error == ErrorCode.NONE:
+                    self.offsets.put_pending(producer_id, group_id, topic, partition, offset)
+                errors[(topic, partition)] = code
+            out.respond(ticket, txn_commit_response(commit, lambda topic, partition: errors[(topic, partition)]))
+
+        if not pending:
+            stored(ErrorCode.NONE, now, out)
+            return out
+        out.append(self.partition_for(group_id),
+                   [offset_commit_record(group_id, topic, partition, offset) for topic, partition, offset in pending],
+                   stored, producer=(producer_id, commit.producer_epoch))
+        return out
+
+    def complete_transaction(self, now: int, producer_id: int, commit: bool, partitions: set[int]) -> Actions:
+        """The transaction's marker is written to these partitions of `__consumer_offsets`: the
+        pending offsets of their groups are committed or dropped (Kafka's onTransactionCompleted)."""
+        committed = self.offsets.complete_transaction(producer_id, commit,
+                                                      lambda group_id: self.partition_for(group_id) in partitions)
+        for group_id in committed:
+            if group_id not in self.groups:
+                self.add_group(ClassicGroup(group_id, now))
+        log.debug("%s transactional offsets of producer %d", "Committed" if commit else "Aborted", producer_id)
+        return Actions()
 
     # --- ListGroups -------------------------------------------------------------------------------
 
@@ -404,7 +465,8 @@ class GroupCoordinator:
             for p in topic.partitions:
                 key = (topic.name, p.partition_index)
                 errors[key] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else ErrorCode.NONE
-                if not subscribed and self.offsets.get(group_id, *key) is not None:
+                if not subscribed and (self.offsets.get(group_id, *key) is not None
+                                       or self.offsets.has_pending(group_id, *key)):
                     to_delete.append(key)
 
         def respond(out: Actions, top_level: int) -> None:
@@ -491,11 +553,18 @@ class GroupCoordinator:
                 log.info("Group %s is empty and has no offsets left: removed", group.group_id)
 
 
-def _commit_response(commit, error_of):
-    Topic = OffsetCommitResponse.OffsetCommitResponseTopic
-    Partition = OffsetCommitResponse.OffsetCommitResponsePartition
-    return OffsetCommitResponse(throttle_time_ms=0, topics=[
+def _commit_response(commit, error_of, response_class=OffsetCommitResponse):
+    """An OffsetCommit (or TxnOffsetCommit) response naming every partition of `commit` with
+    `error_of(topic, partition)`; the nested classes are named after the response's API."""
+    api = response_class.__name__.removesuffix("Response")
+    Topic = getattr(response_class, f"{api}ResponseTopic")
+    Partition = getattr(response_class, f"{api}ResponsePartition")
+    return response_class(throttle_time_ms=0, topics=[
         Topic(name=t.name, partitions=[Partition(partition_index=p.partition_index,
                                                  error_code=error_of(t.name, p.partition_index))
                                        for p in t.partitions])
         for t in commit.topics])
+
+
+def txn_commit_response(commit, error_of):
+    return _commit_response(commit, error_of, TxnOffsetCommitResponse)

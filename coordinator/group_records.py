@@ -33,18 +33,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from ..wire.codec import read_uvarint, uvarint
+from .record_codec import RecordFormatError, RecordReader, RecordWriter
 
 OFFSET_COMMIT_KEY_TYPES = (0, 1)
 GROUP_METADATA_KEY_TYPE = 2
 
 _H = struct.Struct(">h")
-_I = struct.Struct(">i")
-_Q = struct.Struct(">q")
-
-
-class RecordFormatError(ValueError):
-    """A key or value that does not follow its layout."""
 
 
 @dataclass(frozen=True)
@@ -92,47 +86,8 @@ class GroupMetadataValue:
 
 # --- writing --------------------------------------------------------------------------------------
 
-class _Writer:
-    def __init__(self, version: int, flexible: bool) -> None:
-        self.out = bytearray(_H.pack(version))
-        self.flexible = flexible
-
-    def int16(self, v: int) -> None:
-        self.out += _H.pack(v)
-
-    def int32(self, v: int) -> None:
-        self.out += _I.pack(v)
-
-    def int64(self, v: int) -> None:
-        self.out += _Q.pack(v)
-
-    def length(self, n: int | None, wide: bool = False) -> None:
-        """A length or count: -1 (None) for null; compact (n + 1, unsigned varint) when flexible."""
-        if self.flexible:
-            self.out += uvarint(0 if n is None else n + 1)
-        else:
-            self.out += (_I if wide else _H).pack(-1 if n is None else n)
-
-    def string(self, s: str | None) -> None:
-        data = None if s is None else s.encode()
-        self.length(None if data is None else len(data))
-        if data is not None:
-            self.out += data
-
-    def bytes_(self, b: bytes) -> None:
-        self.length(len(b), wide=True)
-        self.out += b
-
-    def array(self, n: int) -> None:
-        self.length(n, wide=True)
-
-    def end_struct(self) -> None:
-        if self.flexible:
-            self.out += b"\x00"  # no tagged fields
-
-
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
-    w = _Writer(1, False)
+    w = RecordWriter(1, False)
     w.string(key.group)
     w.string(key.topic)
     w.int32(key.partition)
@@ -140,7 +95,7 @@ def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
 
 
 def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
-    w = _Writer(GROUP_METADATA_KEY_TYPE, False)
+    w = RecordWriter(GROUP_METADATA_KEY_TYPE, False)
     w.string(key.group)
     return bytes(w.out)
 
@@ -148,7 +103,7 @@ def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     """v3, or v1 when the commit expires at a time the client chose (Kafka's choice too)."""
     version = 1 if value.expire_timestamp >= 0 else 3
-    w = _Writer(version, False)
+    w = RecordWriter(version, False)
     w.int64(value.offset)
     if version >= 3:
         w.int32(value.leader_epoch)
@@ -160,7 +115,7 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
 
 
 def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> bytes:
-    w = _Writer(version, version >= 4)
+    w = RecordWriter(version, version >= 4)
     w.string(value.protocol_type)
     w.int32(value.generation)
     w.string(value.protocol)
@@ -186,76 +141,6 @@ def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> 
 
 # --- reading --------------------------------------------------------------------------------------
 
-class _Reader:
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data = memoryview(data)
-        self.what = what
-        if len(self.data) < 2:
-            raise RecordFormatError(f"{what}: {len(self.data)} bytes, too short for a version")
-        self.version = _H.unpack_from(self.data, 0)[0]
-        self.pos = 2
-        self.flexible = False
-
-    def _take(self, n: int) -> memoryview:
-        end = self.pos + n
-        if n < 0 or end > len(self.data):
-            raise RecordFormatError(f"{self.what} v{self.version} is truncated")
-        chunk = self.data[self.pos:end]
-        self.pos = end
-        return chunk
-
-    def int32(self) -> int:
-        return _I.unpack(self._take(4))[0]
-
-    def int64(self) -> int:
-        return _Q.unpack(self._take(8))[0]
-
-    def length(self, wide: bool = False) -> int | None:
-        if self.flexible:
-            n = self._uvarint()
-            return None if n == 0 else n - 1
-        n = (_I if wide else _H).unpack(self._take(4 if wide else 2))[0]
-        return None if n < 0 else n
-
-    def nullable_string(self) -> str | None:
-        n = self.length()
-        if n is None:
-            return None
-        try:
-            return self._take(n).tobytes().decode()
-        except UnicodeDecodeError as e:
-            raise RecordFormatError(f"{self.what} v{self.version}: {e}") from None
-
-    def string(self) -> str:
-        s = self.nullable_string()
-        if s is None:
-            raise RecordFormatError(f"{self.what} v{self.version}: null where a string is required")
-        return s
-
-    def bytes_(self) -> bytes:
-        n = self.length(wide=True)
-        return b"" if n is None else self._take(n).tobytes()
-
-    def array(self) -> int:
-        n = self.length(wide=True)
-        return 0 if n is None else n
-
-    def skip_tagged_fields(self) -> None:
-        if not self.flexible:
-            return
-        count = self._uvarint()
-        for _ in range(count):
-            self._uvarint()  # tag
-            self._take(self._uvarint())
-
-    def _uvarint(self) -> int:
-        try:
-            n, self.pos = read_uvarint(self.data, self.pos)
-        except (IndexError, ValueError) as e:
-            raise RecordFormatError(f"{self.what} v{self.version}: bad varint: {e}") from None
-        return n
-
-
 def key_type(key: bytes) -> int:
     """The record type of a key (its version): 0-1 offset commit, 2 group metadata, 3+ newer types."""
     if len(key) < 2:
@@ -264,21 +149,21 @@ def key_type(key: bytes) -> int:
 
 
 def decode_offset_commit_key(key: bytes) -> OffsetCommitKey:
-    r = _Reader(key, "OffsetCommitKey")
+    r = RecordReader(key, "OffsetCommitKey")
     if r.version not in OFFSET_COMMIT_KEY_TYPES:
         raise RecordFormatError(f"not an offset commit key: version {r.version}")
     return OffsetCommitKey(r.string(), r.string(), r.int32())
 
 
 def decode_group_metadata_key(key: bytes) -> GroupMetadataKey:
-    r = _Reader(key, "GroupMetadataKey")
+    r = RecordReader(key, "GroupMetadataKey")
     if r.version != GROUP_METADATA_KEY_TYPE:
         raise RecordFormatError(f"not a group metadata key: version {r.version}")
     return GroupMetadataKey(r.string())
 
 
 def decode_offset_commit_value(value: bytes) -> OffsetCommitValue:
-    r = _Reader(value, "OffsetCommitValue")
+    r = RecordReader(value, "OffsetCommitValue")
     if not 0 <= r.version <= 4:
         raise RecordFormatError(f"unknown OffsetCommitValue version {r.version}")
     r.flexible = r.version >= 4
@@ -292,7 +177,7 @@ def decode_offset_commit_value(value: bytes) -> OffsetCommitValue:
 
 
 def decode_group_metadata_value(value: bytes) -> GroupMetadataValue:
-    r = _Reader(value, "GroupMetadataValue")
+    r = RecordReader(value, "GroupMetadataValue")
     version = r.version
     if not 0 <= version <= 4:
         raise RecordFormatError(f"unknown GroupMetadataValue version {version}")

@@ -31,6 +31,7 @@ from .network import Connection, ConnectionClosed, Endpoint, open_listener, serv
 from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService
+from .txn_service import TxnService
 from .replica_manager import ReplicaManager
 from .security.authenticator import AuthenticationFailed
 from .security.connection_quotas import ConnectionQuotas
@@ -65,6 +66,7 @@ class Broker:
         self.producer_ids: ProducerIdManager | None = None
         self.groups = GroupService(self, now_ms)
         self.quotas: BrokerQuotas | None = None
+        self.transactions = TxnService(self)
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
@@ -102,6 +104,7 @@ class Broker:
         await trio.to_thread.run_sync(self._load)
         async with trio.open_nursery() as services:
             await services.start(self.groups.run)  # groups and offsets loaded before any request
+            await services.start(self.transactions.run)  # then transactions, whose markers may complete offsets
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)

@@ -9,7 +9,9 @@ A task in the broker's nursery wakes the coordinator at its next deadline (sessi
 rebalance timeouts, the initial rebalance delay, offset retention).
 
 At startup every partition of `__consumer_offsets` is replayed into the coordinator before the
-broker accepts connections. At shutdown parked requests are answered NOT_COORDINATOR, as Kafka
+broker accepts connections, transaction markers included (offsets committed in a transaction are
+pending until its marker; the transaction service reports markers it writes later through
+`complete_transaction`). At shutdown parked requests are answered NOT_COORDINATOR, as Kafka
 does when it resigns, so that clients find the coordinator again once the broker is back.
 """
 
@@ -31,9 +33,8 @@ from ..coordinator.group_coordinator import (
     GroupCoordinatorConfig,
 )
 from ..coordinator.group_records import RecordFormatError
-from ..storage.errors import StorageError
-from ..wire import records as batches
-from ..wire.errors import ErrorCode
+from ..wire.records import ControlRecordType, parse_control_record
+from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, log_batches
 from ..wire.exceptions import CodecError
 from .consumer_groups import consumer_group_config, topics_image
 
@@ -63,7 +64,7 @@ class GroupService:
         self.coordinator: GroupCoordinator | None = None
         self._replies: dict[int, _Reply] = {}
         self._tickets = itertools.count()
-        self._rescheduled = trio.Event()
+        self._waker = DeadlineWaker("group coordinator", clock)
         self._topics_changed = False
 
     # --- configuration ----------------------------------------------------------------------------
@@ -89,17 +90,14 @@ class GroupService:
         broker = self.broker
         if OFFSETS_TOPIC in broker.metadata.topics or self.coordinator is None:
             return
-        get = broker.config.get
-        replication = get("offsets.topic.replication.factor")
-        if replication != 1:
-            log.info("offsets.topic.replication.factor=%d, but this broker is alone: creating %s with replication "
-                     "factor 1 (Kafka's shipped server.properties sets 1 for a single broker)", replication, OFFSETS_TOPIC)
-        broker.replica_manager.create_topic(OFFSETS_TOPIC, self.coordinator.config.offsets_topic_num_partitions, {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(get("offsets.topic.segment.bytes")),
-            # Batches are compressed here with offsets.topic.compression.codec; the log keeps them as written.
-            "compression.type": "producer",
-        }, 1)
+        create_internal_topic(broker, OFFSETS_TOPIC, self.coordinator.config.offsets_topic_num_partitions,
+                              "offsets.topic.replication.factor", {
+                                  "cleanup.policy": "compact",
+                                  "segment.bytes": str(broker.config.get("offsets.topic.segment.bytes")),
+                                  # Batches are compressed here with offsets.topic.compression.codec; the log
+                                  # keeps them as written.
+                                  "compression.type": "producer",
+                              })
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
@@ -110,7 +108,7 @@ class GroupService:
         task_status.started()
         try:
             await self._apply(loaded)
-            await self._wake_at_deadlines()
+            await self._waker.run(self.coordinator.next_deadline, self._fire_timers, before=self._update_topics)
         finally:
             self._deliver(self.coordinator.unload(self._clock()).responses)
 
@@ -121,21 +119,40 @@ class GroupService:
         topic = self.broker.metadata.topics.get(OFFSETS_TOPIC)
         for index in range(topic.num_partitions if topic else 0):
             partition = self.broker.replica_manager.get(OFFSETS_TOPIC, index)
-            for key, value in _read_records(partition.log):
+            for header, records in log_batches(partition.log):
                 try:
-                    self.coordinator.replay(key, value)
-                    count += 1
-                except RecordFormatError as e:
+                    if header.is_control:
+                        self._replay_marker(header, records)
+                        continue
+                    producer_id = header.producer_id if header.is_transactional else -1
+                    for record in records:
+                        if record.key is not None:
+                            value = None if record.value is None else bytes(record.value)
+                            self.coordinator.replay(bytes(record.key), value, producer_id)
+                            count += 1
+                except (RecordFormatError, CodecError) as e:
                     log.error("Skipping a malformed record in %s: %s", partition.name, e)
         loaded = self.coordinator.load_complete(self._clock())
         if topic is not None:
             log.info("Replayed %d records of %s in %.0f ms", count, OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
         return loaded
 
+    def _replay_marker(self, header, records) -> None:
+        if records:  # an emptied marker: its transaction was cleaned away
+            marker = parse_control_record(records[0])
+            if marker.type is not ControlRecordType.UNKNOWN:
+                self.coordinator.replay_end_txn_marker(header.producer_id, marker.type is ControlRecordType.COMMIT)
+
+    def complete_transaction(self, producer_id: int, commit: bool, partitions: set[int]) -> None:
+        """A transaction's marker is written to these partitions of `__consumer_offsets`."""
+        if self.coordinator is not None:
+            self._deliver(self.coordinator.complete_transaction(self._clock(), producer_id, commit,
+                                                                partitions).responses)
+
     def topics_changed(self) -> None:
         """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
         self._topics_changed = True
-        self._rescheduled.set()
+        self._waker.poke()
 
     async def _update_topics(self) -> None:
         """Hand the coordinator the topics as they are now, if they changed: before the next group
@@ -145,23 +162,8 @@ class GroupService:
             topics = topics_image(self.broker.metadata)
             await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics))
 
-    async def _wake_at_deadlines(self) -> None:
-        while True:
-            await self._update_topics()
-            self._rescheduled = trio.Event()
-            deadline = self.coordinator.next_deadline()
-            if deadline is None:
-                await self._rescheduled.wait()
-                continue
-            delay = (deadline - self._clock()) / 1000
-            if delay > 0:
-                with trio.move_on_after(delay):
-                    await self._rescheduled.wait()
-                continue
-            try:
-                await self._apply(self.coordinator.on_timer(self._clock()))
-            except Exception:
-                log.exception("group coordinator timer failed")
+    async def _fire_timers(self, now: int) -> None:
+        await self._apply(self.coordinator.on_timer(now))
 
     # --- requests -----------------------------------------------------------------------------------
 
@@ -207,28 +209,13 @@ class GroupService:
             # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
             await trio.to_thread.run_sync(log_.flush, limiter=self.broker.disk_limiter)
         self._deliver(responses)
-        self._rescheduled.set()
+        self._waker.poke()
 
     def _append(self, append: Append) -> tuple[int, Any]:
         """(error code, the log to flush before answering or None)."""
-        if not append.records:
-            return ErrorCode.NONE, None
-        partition = self.broker.replica_manager.get(OFFSETS_TOPIC, append.partition)
-        if partition is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-        now = self._clock()
-        records = [batches.Record(i, 0, key, value, []) for i, (key, value) in enumerate(append.records)]
-        try:
-            batch = bytearray(batches.build_batch(records, compression=self.broker.config.get("offsets.topic.compression.codec"),
-                                                  base_timestamp=now))
-            info = partition.append(batch)
-        except StorageError as e:
-            log.warning("Appending to %s failed: %s", partition.name, e)
-            return e.error_code, None
-        except CodecError as e:
-            log.warning("Cannot write to %s: %s", partition.name, e)
-            return ErrorCode.UNKNOWN_SERVER_ERROR, None
-        return ErrorCode.NONE, partition.log if info.flush_needed else None
+        return append_records(self.broker, OFFSETS_TOPIC, append.partition, append.records,
+                              compression=self.broker.config.get("offsets.topic.compression.codec"),
+                              producer=append.producer)
 
     def _deliver(self, responses: list[tuple[Any, Any]]) -> None:
         for ticket, response in responses:
@@ -236,18 +223,3 @@ class GroupService:
             if reply is not None:  # None: the client went away while parked
                 reply.set(response)
 
-
-def _read_records(log_):
-    """(key, value) of every record of a log, oldest first; control batches left out."""
-    for segment in log_.segments:
-        for _, header, data in segment.log.batches_from(0):
-            if header.is_control or header.last_offset < log_.log_start_offset:
-                continue
-            try:
-                _, records = batches.decode_batch(data)
-            except CodecError as e:
-                log.error("Skipping a corrupt batch at offset %d of %s: %s", header.base_offset, log_.name, e)
-                continue
-            for record in records:
-                if record.key is not None:
-                    yield bytes(record.key), None if record.value is None else bytes(record.value)

@@ -104,6 +104,25 @@ async function consumeGroup(kafka, op) {
   return got
 }
 
+// Transactions of one transactional producer, in order: [{messages, commit}]; the outcome of each.
+async function transactions(kafka, op) {
+  const producer = kafka.producer({ transactionalId: op.transactionalId, idempotent: true, maxInFlightRequests: 1 })
+  await producer.connect()
+  const outcomes = []
+  try {
+    for (const t of op.transactions) {
+      const txn = await producer.transaction()
+      await txn.send({ topic: op.topic, acks: -1, messages: t.messages.map(toMessage) })
+      if (t.commit) await txn.commit()
+      else await txn.abort()
+      outcomes.push(t.commit ? 'committed' : 'aborted')
+    }
+  } finally {
+    await producer.disconnect()
+  }
+  return outcomes
+}
+
 async function runOp(kafka, admin, op) {
   switch (op.op) {
     case 'produce': {
@@ -126,6 +145,7 @@ async function runOp(kafka, admin, op) {
         await producer.disconnect()
       }
     }
+    case 'transactions': return transactions(kafka, op)
     case 'consumeGroup': return consumeGroup(kafka, op)
     case 'createTopics':
       return admin.createTopics({ topics: op.topics, validateOnly: !!op.validateOnly, waitForLeaders: true, timeout: 10000 })

@@ -1,8 +1,6 @@
-"""FindCoordinator (key 10): this broker coordinates every group (it leads every partition of
-`__consumer_offsets`, which is created here on first need). v4+ asks for many keys at once.
-
-Transactions (key type 1) have no coordinator yet: COORDINATOR_NOT_AVAILABLE, on which clients
-retry. `transaction_coordinator` is where the transaction coordinator will answer.
+"""FindCoordinator (key 10): this broker coordinates every group and every transactional id (it
+leads every partition of `__consumer_offsets` and `__transaction_state`, each created here on
+first need). v4+ asks for many keys at once.
 """
 
 from __future__ import annotations
@@ -23,7 +21,8 @@ def group_coordinator(ctx, key: str):
 
 
 def transaction_coordinator(ctx, key: str):
-    return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+    ctx.broker.transactions.ensure_transaction_topic()
+    return ErrorCode.NONE, ctx.broker.broker_info(ctx.listener)
 
 
 def find(ctx, key_type: int, key: str):

@@ -68,7 +68,7 @@ def partition_error(index: int, code: int, message: str | None = None):
                              log_start_offset=-1, error_message=message)
 
 
-def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
+def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list, transactional_id: str | None = None):
     partition = ctx.broker.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -79,9 +79,12 @@ def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list):
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
     try:
         records = v2_batch(data.records, ctx.api_version)
-        if batches.parse_batch_header(records).is_transactional:
-            # No transaction coordinator can vouch for the transaction yet.
-            return partition_error(data.index, ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
+        header = batches.parse_batch_header(records)
+        if header.is_transactional:
+            refused = ctx.broker.transactions.verify_append(transactional_id, header, topic_name, data.index,
+                                                            ctx.api_version)
+            if refused is not None:
+                return partition_error(data.index, *refused)
         records = apply_topic_compression(records, config.compression_type)
         info = partition.append(records)
         if info.flush_needed:
@@ -130,7 +133,8 @@ async def handle(ctx, request):
         else:
             code = ErrorCode.NONE
         if code == ErrorCode.NONE:
-            parts = [append_partition(ctx, topic.name, p, acks, to_flush) for p in topic.partition_data]
+            parts = [append_partition(ctx, topic.name, p, acks, to_flush, request.transactional_id)
+                     for p in topic.partition_data]
         else:
             parts = [partition_error(p.index, code) for p in topic.partition_data]
         responses.append(TopicResponse(name=topic.name, partition_responses=parts))

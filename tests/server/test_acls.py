@@ -446,7 +446,7 @@ def test_cluster_apis(tmp_path):
         init = await client.call(InitProducerId(transactional_id=None, transaction_timeout_ms=60000), 4)
         assert init.error_code == ErrorCode.NONE
         init = await client.call(InitProducerId(transactional_id="txn", transaction_timeout_ms=60000), 4)
-        assert init.error_code == ErrorCode.INVALID_REQUEST  # authorized; transactions are not served yet
+        assert init.error_code == ErrorCode.NONE  # authorized: WRITE on the transactional id
 
     run(secured(tmp_path), scenario)
 

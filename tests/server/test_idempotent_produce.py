@@ -52,9 +52,9 @@ def test_init_producer_id_gives_each_idempotent_producer_a_new_id(tmp_path):
         assert (again.error_code, again.producer_id, again.producer_epoch) == (ErrorCode.NONE, 6, 0)
         half = await init_producer_id(client, 4, producer_id=3, producer_epoch=-1)
         assert (half.error_code, half.producer_id) == (ErrorCode.INVALID_REQUEST, -1)
-        # No transaction coordinator yet: a transactional producer fails at once.
+        # A transactional id gets its producer id from the transaction coordinator.
         transactional = await init_producer_id(client, 4, transactional_id="tx")
-        assert (transactional.error_code, transactional.producer_id) == (ErrorCode.INVALID_REQUEST, -1)
+        assert (transactional.error_code, transactional.producer_id) == (ErrorCode.NONE, 7)
 
     run_broker(broker_config(tmp_path), scenario)
 

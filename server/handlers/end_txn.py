@@ -1,0 +1,23 @@
+"""EndTxn (key 26): commit or abort a producer's transaction, every stable version (v5, the epoch
+bump of transaction version 2, is unstable in the schema). The answer comes once the decision is
+durable; the markers are written after it."""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..authorizer import TRANSACTIONAL_ID, WRITE
+from ..txn_service import error_for_version
+from . import handler
+
+EndTxnResponse = response_class(ApiKey.END_TXN)
+
+
+@handler(ApiKey.END_TXN)
+async def handle(ctx, request):
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return EndTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    service = ctx.broker.transactions
+    error = await service.call(lambda now, ticket: service.coordinator.end_transaction(
+        now, ticket, request.transactional_id, request.producer_id, request.producer_epoch, request.committed))
+    return EndTxnResponse(throttle_time_ms=0, error_code=error_for_version(error, ctx.api_version, 2))

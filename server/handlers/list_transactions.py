@@ -1,0 +1,28 @@
+"""ListTransactions (key 66): the transactional ids this coordinator knows, filtered by state,
+producer id and (v1, KIP-994) how long the transaction has been running; only ids the sender may
+describe are listed, as Kafka does."""
+
+from __future__ import annotations
+
+import time
+
+from ...wire.protocol import ApiKey, response_class
+from ..authorizer import DESCRIBE, TRANSACTIONAL_ID
+from . import handler
+
+ListTransactionsResponse = response_class(ApiKey.LIST_TRANSACTIONS)
+TransactionState = ListTransactionsResponse.TransactionState
+
+
+@handler(ApiKey.LIST_TRANSACTIONS)
+async def handle(ctx, request):
+    duration = request.duration_filter if ctx.api_version >= 1 else -1
+    error, unknown, found = ctx.broker.transactions.coordinator.list_transactions(
+        time.time_ns() // 1_000_000, request.state_filters, request.producer_id_filters, duration)
+    allowed = ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, [m.transactional_id for m in found])
+    return ListTransactionsResponse(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,
+                                    transaction_states=[
+                                        TransactionState(transactional_id=m.transactional_id,
+                                                         producer_id=m.producer_id,
+                                                         transaction_state=m.state.state_name)
+                                        for m in found if m.transactional_id in allowed])

@@ -1,0 +1,43 @@
+"""TxnOffsetCommit (key 28): commit a group's offsets within a producer's transaction, every
+version. The group coordinator writes them to `__consumer_offsets` in the producer's transaction;
+they count as committed once its COMMIT marker is written there (and never after an ABORT).
+
+As in Kafka: WRITE on the transactional id, READ on the group, READ on each topic; partitions of
+unknown topics get UNKNOWN_TOPIC_OR_PARTITION; and the group's partition must be in the transaction
+(AddOffsetsToTxn), which the transaction coordinator vouches for (KIP-890)."""
+
+from __future__ import annotations
+
+from ...coordinator.group_coordinator import GroupCoordinator, txn_commit_response
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey
+from ..authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
+from . import handler
+from .offset_commit import errors_by_partition, split_known
+
+@handler(ApiKey.TXN_OFFSET_COMMIT)
+async def handle(ctx, request):
+    if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        return txn_commit_response(request, lambda topic, index: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        return txn_commit_response(request, lambda topic, index: ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    readable = ctx.authorized(READ, TOPIC, [t.name for t in request.topics])
+    known, unknown = split_known(ctx, request)
+    known.topics = [t for t in known.topics if t.name in readable]
+    errors = {}
+    if known.topics:
+        groups = ctx.broker.groups
+        groups.ensure_offsets_topic()
+        error = ctx.broker.transactions.verify_offsets_partition(
+            request.transactional_id, request.producer_id, request.producer_epoch,
+            groups.coordinator.partition_for(request.group_id), ctx.api_version)
+        if error != ErrorCode.NONE:
+            errors = {(t.name, p.partition_index): error for t in known.topics for p in t.partitions}
+        else:
+            errors = errors_by_partition((await groups.submit(ctx, GroupCoordinator.txn_offset_commit, known)).topics)
+
+    def error_of(topic: str, index: int) -> int:
+        if topic not in readable:
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return errors.get((topic, index), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return txn_commit_response(request, error_of)

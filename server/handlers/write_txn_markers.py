@@ -1,0 +1,43 @@
+"""WriteTxnMarkers (key 27): a transaction coordinator (on another broker, in a cluster) has this
+broker write COMMIT or ABORT markers to its partitions; every version. The coordinator here writes
+its own markers through the same function (server/txn_markers.py)."""
+
+from __future__ import annotations
+
+import trio
+
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
+from ..authorizer import CLUSTER, CLUSTER_ACTION
+from ..txn_markers import write_txn_markers
+from . import handler
+
+WriteTxnMarkersResponse = response_class(ApiKey.WRITE_TXN_MARKERS)
+MarkerResult = WriteTxnMarkersResponse.WritableTxnMarkerResult
+TopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
+PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
+
+
+def marker_result(marker, error_of):
+    return MarkerResult(producer_id=marker.producer_id, topics=[
+        TopicResult(name=t.name, partitions=[PartitionResult(partition_index=index, error_code=error_of(t.name, index))
+                                             for index in t.partition_indexes])
+        for t in marker.topics])
+
+
+@handler(ApiKey.WRITE_TXN_MARKERS)
+async def handle(ctx, request):
+    if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
+        return WriteTxnMarkersResponse(markers=[
+            marker_result(m, lambda topic, index: ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for m in request.markers])
+    results = []
+    to_flush = []
+    for marker in request.markers:
+        partitions = [(t.name, index) for t in marker.topics for index in t.partition_indexes]
+        errors, logs = write_txn_markers(ctx.broker, marker.producer_id, marker.producer_epoch,
+                                         marker.transaction_result, marker.coordinator_epoch, partitions)
+        to_flush += logs
+        results.append(marker_result(marker, lambda topic, index, errors=errors: errors[(topic, index)]))
+    for log_ in dict.fromkeys(to_flush):
+        await trio.to_thread.run_sync(log_.flush, limiter=ctx.broker.disk_limiter)
+    return WriteTxnMarkersResponse(markers=results)

@@ -1,0 +1,47 @@
+"""Writing transaction markers (Kafka's KafkaApis.handleWriteTxnMarkersRequest): a COMMIT or ABORT
+control batch appended, as the coordinator, to each partition of a transaction. The transaction
+coordinator's own markers and the WriteTxnMarkers API take this one path. A marker written to
+`__consumer_offsets` completes the transaction's offsets in the group coordinator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..coordinator.group_coordinator import OFFSETS_TOPIC
+from ..storage.errors import StorageError
+from ..storage.log import AppendOrigin
+from ..wire.errors import ErrorCode
+from ..wire.records import build_control_batch
+from .coordinator_runtime import now_ms
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+
+def write_txn_markers(broker: Broker, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                      partitions: Iterable[tuple[str, int]]) -> tuple[dict[tuple[str, int], int], list[Any]]:
+    """(error code by partition, logs to flush before the writes are acknowledged)."""
+    errors: dict[tuple[str, int], int] = {}
+    to_flush = []
+    offsets_partitions = set()
+    for topic, index in partitions:
+        partition = broker.replica_manager.get(topic, index)
+        if partition is None:
+            errors[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        marker = bytearray(build_control_batch("COMMIT" if commit else "ABORT", producer_id, producer_epoch,
+                                               coordinator_epoch, 0, now_ms()))
+        try:
+            info = partition.append(marker, origin=AppendOrigin.COORDINATOR)
+        except StorageError as e:
+            errors[(topic, index)] = e.error_code
+            continue
+        errors[(topic, index)] = ErrorCode.NONE
+        if info.flush_needed:
+            to_flush.append(partition.log)
+        if topic == OFFSETS_TOPIC:
+            offsets_partitions.add(index)
+    if offsets_partitions:
+        broker.groups.complete_transaction(producer_id, commit, offsets_partitions)
+    return errors, to_flush

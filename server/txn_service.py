@@ -1,0 +1,205 @@
+"""Runs the transaction coordinator for the broker: requests in with the clock, actions carried out.
+
+The coordinator (coordinator/transaction_coordinator.py) is sans-I/O; this is its shell. A handler
+calls `call(lambda now, ticket: coordinator.end_transaction(now, ticket, ...))` and gets the
+coordinator's response once the records it asked for are written to `__transaction_state`
+(created on first need, compacted, uncompressed) and flushed as the log's flush policy says. The
+transaction markers it asks for are written here, to the local partitions, through the same path
+as WriteTxnMarkers (server/txn_markers.py). A task in the broker's nursery wakes the coordinator
+at its deadlines (timed-out transactions, expired transactional ids, retries).
+
+At startup every partition of `__transaction_state` is replayed before the broker accepts
+connections, and transactions found preparing get their markers written. Transactional appends
+are checked here against the transaction they claim (Kafka's transaction verification, KIP-890).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..coordinator.group_coordinator import OFFSETS_TOPIC
+from ..coordinator.record_codec import RecordFormatError
+from ..coordinator.transaction_coordinator import (
+    TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator, TxnActions,
+)
+from ..wire.errors import ErrorCode
+from ..wire.records import BatchHeader
+from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, log_batches, now_ms
+from .txn_markers import write_txn_markers
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger("samsa.txn_service")
+
+# Verification errors a producer of Produce v10 and older cannot act on: it retries what
+# NOT_ENOUGH_REPLICAS tells it to (Kafka's ReplicaManager).
+_RETRY_AS_NOT_ENOUGH_REPLICAS = (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                 ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                                 ErrorCode.NETWORK_EXCEPTION)
+LAST_PRODUCE_VERSION_WITHOUT_TRANSACTION_ABORTABLE = 10
+
+
+class TxnService:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.coordinator: TransactionCoordinator | None = None
+        self._tickets = itertools.count()
+        self._waker = DeadlineWaker("transaction coordinator")
+
+    # --- configuration ------------------------------------------------------------------------------
+
+    def _coordinator_config(self) -> TransactionConfig:
+        get = self.broker.config.get
+        topic = self.broker.metadata.topics.get(TRANSACTION_STATE_TOPIC)
+        return TransactionConfig(
+            transactional_id_expiration_ms=get("transactional.id.expiration.ms"),
+            transaction_max_timeout_ms=get("transaction.max.timeout.ms"),
+            # The topic's real partition count wins: transactional ids must map where their records are.
+            transaction_state_log_num_partitions=(topic.num_partitions if topic
+                                                  else get("transaction.state.log.num.partitions")),
+            abort_timed_out_transaction_cleanup_interval_ms=get(
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            remove_expired_transaction_cleanup_interval_ms=get(
+                "transaction.remove.expired.transaction.cleanup.interval.ms"),
+        )
+
+    def ensure_transaction_topic(self) -> None:
+        """Create `__transaction_state` the way Kafka's coordinator asks for it, if it is missing."""
+        broker = self.broker
+        if TRANSACTION_STATE_TOPIC in broker.metadata.topics or self.coordinator is None:
+            return
+        create_internal_topic(broker, TRANSACTION_STATE_TOPIC,
+                              self.coordinator.config.transaction_state_log_num_partitions,
+                              "transaction.state.log.replication.factor", {
+                                  "cleanup.policy": "compact",
+                                  "segment.bytes": str(broker.config.get("transaction.state.log.segment.bytes")),
+                                  "compression.type": "uncompressed",
+                              })
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        self.coordinator = TransactionCoordinator(self._coordinator_config(),
+                                                  self.broker.producer_ids.generate_producer_id, now_ms())
+        loaded = await trio.to_thread.run_sync(self._load)
+        task_status.started()
+        try:
+            await self._apply(loaded)
+            await self._waker.run(self.coordinator.next_deadline, self._fire_timers)
+        finally:
+            self.coordinator.unload()
+
+    def _load(self) -> TxnActions:
+        """Replay every record of `__transaction_state` (in a thread, before requests arrive)."""
+        started = time.monotonic()
+        count = 0
+        topic = self.broker.metadata.topics.get(TRANSACTION_STATE_TOPIC)
+        for index in range(topic.num_partitions if topic else 0):
+            partition = self.broker.replica_manager.get(TRANSACTION_STATE_TOPIC, index)
+            for header, records in log_batches(partition.log):
+                if header.is_control:
+                    continue
+                for record in records:
+                    try:
+                        self.coordinator.replay(bytes(record.key or b""),
+                                                None if record.value is None else bytes(record.value))
+                        count += 1
+                    except RecordFormatError as e:
+                        log.warning("Skipping a record of %s: %s", partition.name, e)
+        loaded = self.coordinator.load_complete(now_ms())
+        if topic is not None:
+            log.info("Replayed %d records of %s in %.0f ms", count, TRANSACTION_STATE_TOPIC,
+                     (time.monotonic() - started) * 1000)
+        return loaded
+
+    async def _fire_timers(self, now: int) -> None:
+        await self._apply(self.coordinator.on_timer(now))
+
+    # --- requests ---------------------------------------------------------------------------------------
+
+    async def call(self, operation: Callable[[int, int], TxnActions]) -> Any:
+        """Run `operation(now, ticket)` on the coordinator; its response to the ticket, once every
+        write it caused is done. The coordinator answers every request within its actions."""
+        self.ensure_transaction_topic()
+        ticket = next(self._tickets)
+        responses = await self._apply(operation(now_ms(), ticket))
+        return responses[ticket]
+
+    async def _apply(self, actions: TxnActions) -> dict[Any, Any]:
+        responses: dict[Any, Any] = {}
+        queue = [actions]
+        to_flush = []
+        while queue:
+            actions = queue.pop(0)
+            responses.update(actions.responses)
+            for append in actions.appends:
+                error, log_ = append_records(self.broker, TRANSACTION_STATE_TOPIC, append.partition, append.records)
+                to_flush.append(log_)
+                queue.append(self.coordinator.complete_append(append, error, now_ms()))
+            for marker in actions.markers:
+                errors, logs = write_txn_markers(self.broker, marker.producer_id, marker.producer_epoch,
+                                                 marker.commit, marker.coordinator_epoch, marker.partitions)
+                to_flush += logs
+                queue.append(self.coordinator.complete_markers(marker, errors, now_ms()))
+        for log_ in dict.fromkeys(filter(None, to_flush)):
+            # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
+            await trio.to_thread.run_sync(log_.flush, limiter=self.broker.disk_limiter)
+        self._waker.poke()
+        return responses
+
+    # --- transactional appends ------------------------------------------------------------------------------
+
+    def verify_append(self, transactional_id: str | None, header: BatchHeader, topic: str, partition: int,
+                      produce_version: int) -> tuple[int, str | None] | None:
+        """None when a transactional batch may be appended: its partition is in its producer's open
+        transaction. Otherwise the Produce error (and message) Kafka's ReplicaManager answers.
+        Without a transactional id, or with transaction.partition.verification.enable off, Kafka
+        appends unverified, and so does this."""
+        if transactional_id is None or not self.broker.config.get("transaction.partition.verification.enable"):
+            return None
+        error = self.coordinator.verify_partitions(transactional_id, header.producer_id, header.producer_epoch,
+                                                   [(topic, partition)])[(topic, partition)]
+        if error == ErrorCode.NONE:
+            return None
+        return produce_verification_error(error, produce_version)
+
+    def verify_offsets_partition(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                 partition: int, txn_offset_commit_version: int) -> int:
+        """TxnOffsetCommit's check that AddOffsetsToTxn put the group's partition in the transaction."""
+        if not self.broker.config.get("transaction.partition.verification.enable"):
+            return ErrorCode.NONE
+        tp = (OFFSETS_TOPIC, partition)
+        error = self.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
+        if error == ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if error == ErrorCode.TRANSACTION_ABORTABLE and txn_offset_commit_version < 4:
+            return ErrorCode.INVALID_TXN_STATE
+        return error
+
+
+def error_for_version(error: int, api_version: int, producer_fenced_since: int) -> int:
+    """PRODUCER_FENCED is INVALID_PRODUCER_EPOCH to clients of versions before it existed (KIP-588)."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED and api_version < producer_fenced_since \
+        else error
+
+
+def produce_verification_error(error: int, produce_version: int) -> tuple[int, str | None]:
+    """Kafka's AddPartitionsToTxnManager and ReplicaManager: what a producer hears when the
+    coordinator did not vouch for its batch."""
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH, None
+    if error == ErrorCode.TRANSACTION_ABORTABLE and produce_version <= LAST_PRODUCE_VERSION_WITHOUT_TRANSACTION_ABORTABLE:
+        error = ErrorCode.INVALID_TXN_STATE
+    if error == ErrorCode.INVALID_TXN_STATE:
+        return error, "Partition was not added to the transaction"
+    if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+        return ErrorCode.NOT_ENOUGH_REPLICAS, (f"Unable to verify the partition has been added to the transaction. "
+                                               f"Underlying error: {ErrorCode(error).name}")
+    return error, None
