@@ -184,7 +184,7 @@ class Broker:
         await trio.to_thread.run_sync(self.log_manager.checkpoint, limiter=self.disk_limiter)
 
     async def _expire_producers(self) -> None:
-        self.log_manager.remove_expired_producers(now_ms())
+        self.log_manager.remove_expired_producers(now_ms(), self.config.get("producer.id.expiration.ms"))
 
     async def _clean_logs(self, limiter: trio.CapacityLimiter) -> None:
         """One log cleaner thread: clean the dirtiest log, or wait log.cleaner.backoff.ms. The

@@ -10,10 +10,11 @@ it). Offsets never change: a batch keeps its base and last offset, producer fiel
 attributes and codec, and one left without records goes, unless it is the last batch of a
 producer the log still tracks or the last batch before the uncleanable section (kept empty).
 
-Transactions: whether a transactional batch was aborted is only known from the transaction
-markers, which no transaction index records yet, so transactional and control batches are kept
-as they are and their keys do not go into the offset map (an older value of such a key is kept
-too). Nothing is lost that Kafka would keep; some aborted data and markers stay longer.
+Transactions, as Kafka's cleaner treats them (CleanedTransactionMetadata, from the transaction
+indexes): the records of aborted transactions go, and never enter the offset map; committed
+transactional records are compacted like any others; a marker goes, after a delete horizon as a
+tombstone does, once its transaction has no batch left (the cleaned segment's transaction index
+keeps the aborted transactions whose markers stay). Nothing past the last stable offset is cleaned.
 
 Runs in a worker thread. Segments are read without the log's lock (only the active segment
 changes, and it is never cleaned); `check_done` is called between batches so a pass stops soon
@@ -29,7 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..wire.records import NO_PRODUCER_ID, BatchHeader, Record, decode_batch, parse_batch_header
+from ..wire.records import NO_PRODUCER_ID, BatchHeader, Record, decode_batch, parse_batch_header, parse_control_record
+from .cleaned_transactions import CleanedTransactionMetadata
 from .log_segment import CLEANED_FILE_SUFFIX, LOG_FILE_SUFFIX, LogSegment, filename_prefix
 from .offset_index import OffsetIndex
 from .record_filter import BatchRetention, filter_batch
@@ -195,22 +197,29 @@ class Cleaner:
                          check_done: Callable[[], None]) -> None:
         """Map the keys of [start, end) to their latest offsets until the map is full; the
         map's latest offset then says how far it got."""
+        transactions = CleanedTransactionMetadata()
+        transactions.add_aborted_transactions(log.collect_aborted_transactions(start, end))
         dirty = segments_between(log.segments, start, end)
         next_bases = [s.base_offset for s in dirty[1:]] + [end]
         for segment, next_base in zip(dirty, next_bases):
             check_done()
-            if self._map_segment(segment, offset_map, start, next_base, stats, check_done):
+            if self._map_segment(segment, offset_map, start, next_base, transactions, stats, check_done):
                 return
 
     def _map_segment(self, segment: LogSegment, offset_map: OffsetMap, start: int, next_base: int,
-                     stats: CleanerStats, check_done: Callable[[], None]) -> bool:
+                     transactions: CleanedTransactionMetadata, stats: CleanerStats,
+                     check_done: Callable[[], None]) -> bool:
         """True when the map filled up before the end of the segment."""
         position = segment.offset_index.lookup(start).position
         for _, header, data in segment.log.batches_from(position, self.io_buffer_size):
             check_done()
             self.throttler.maybe_throttle(header.size)
             stats.map_bytes_read += header.size
-            if header.records_count > 0 and not header.is_control and not header.is_transactional:
+            if header.is_control:
+                transactions.on_control_batch_read(header, _marker(data))
+            elif transactions.on_batch_read(header):
+                pass  # an aborted transaction's records: their keys must not hide older values
+            elif header.records_count > 0:
                 # Whole batches only, so the mapped section ends at a batch boundary; a first batch
                 # larger than the map is taken anyway, so every pass makes progress.
                 if len(offset_map) and len(offset_map) + header.records_count > offset_map.capacity:
@@ -238,12 +247,14 @@ class Cleaner:
                                   file_suffix=CLEANED_FILE_SUFFIX)
         try:
             last_records = log.last_records_of_active_producers()
-            for segment in group:
+            transactions = CleanedTransactionMetadata(cleaned.txn_index)
+            bounds = [s.base_offset for s in group[1:]] + [group[-1].read_next_offset()]
+            for segment, segment_end in zip(group, bounds):
+                # The whole segment's aborted transactions: its cleaned index is rebuilt from them.
+                transactions.add_aborted_transactions(log.collect_aborted_transactions(segment.base_offset,
+                                                                                       segment_end))
                 self._clean_into(segment, cleaned, offset_map, now_ms, log.config.delete_retention_ms, last_records,
-                                 upper_bound_offset, stats, check_done)
-                # Every marker is kept, so every aborted transaction stays indexed.
-                for txn in segment.txn_index.entries:
-                    cleaned.txn_index.append(txn)
+                                 transactions, upper_bound_offset, stats, check_done)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified_ms())
@@ -256,7 +267,8 @@ class Cleaner:
 
     def _clean_into(self, source: LogSegment, dest: LogSegment, offset_map: OffsetMap, now_ms: int,
                     delete_retention_ms: int, last_records: dict[int, tuple[int | None, int]],
-                    upper_bound_offset: int, stats: CleanerStats, check_done: Callable[[], None]) -> None:
+                    transactions: CleanedTransactionMetadata, upper_bound_offset: int, stats: CleanerStats,
+                    check_done: Callable[[], None]) -> None:
         def should_retain(header: BatchHeader, offset: int, record: Record) -> bool:
             if offset > offset_map.latest_offset:
                 return True
@@ -282,12 +294,23 @@ class Cleaner:
             self.throttler.maybe_throttle(header.size)
             stats.bytes_read += header.size
             stats.messages_read += header.records_count
-            if header.is_control or header.is_transactional:
-                kept, count = data, header.records_count
+            # Kafka's checkBatchRetention: the records of an aborted transaction go; a marker whose
+            # transaction is gone goes once its delete horizon has passed (stamped first).
+            if header.is_control:
+                can_discard = transactions.on_control_batch_read(header, _marker(data))
+                discard_records = can_discard and header.has_delete_horizon and header.base_timestamp <= now_ms
             else:
-                retention = _batch_retention(header, last_records, upper_bound_offset)
-                kept, count = filter_batch(data, header, retention, should_retain, now_ms=now_ms,
-                                           delete_retention_ms=delete_retention_ms)
+                can_discard = discard_records = transactions.on_batch_read(header)
+            retention = _batch_retention(header, last_records, upper_bound_offset, discard_records)
+            if discard_records:
+                keep = _retain_none
+            elif header.is_control:
+                keep = _retain_all
+            else:
+                keep = should_retain
+            kept, count = filter_batch(data, header, retention, keep, now_ms=now_ms,
+                                       delete_retention_ms=delete_retention_ms,
+                                       stamp_delete_horizon=can_discard and header.is_control)
             if kept is None:
                 continue
             stats.messages_written += count
@@ -299,9 +322,24 @@ class Cleaner:
         write_out()
 
 
+def _marker(batch):
+    """A control batch's record, None for one emptied by an earlier pass."""
+    _, records = decode_batch(batch)
+    return parse_control_record(records[0]) if records else None
+
+
+def _retain_none(header: BatchHeader, offset: int, record: Record) -> bool:
+    return False
+
+
+def _retain_all(header: BatchHeader, offset: int, record: Record) -> bool:
+    return True
+
+
 def _batch_retention(header: BatchHeader, last_records: dict[int, tuple[int | None, int]],
-                     upper_bound_offset: int) -> BatchRetention:
-    """Kafka's checkBatchRetention for a batch outside any transaction."""
+                     upper_bound_offset: int, discard_records: bool) -> BatchRetention:
+    """Kafka's checkBatchRetention: a producer's last batch and the batch ending the cleaned range
+    stay, emptied if need be; a batch whose records may all go goes whole."""
     last = last_records.get(header.producer_id) if header.producer_id != NO_PRODUCER_ID else None
     if last is not None:
         last_data_offset, epoch = last
@@ -310,4 +348,4 @@ def _batch_retention(header: BatchHeader, last_records: dict[int, tuple[int | No
             return BatchRetention.RETAIN_EMPTY  # the producer's last sequence and epoch survive
     if header.next_offset == upper_bound_offset:
         return BatchRetention.RETAIN_EMPTY  # where the cleaned section ends stays known
-    return BatchRetention.DELETE_EMPTY
+    return BatchRetention.DELETE if discard_records else BatchRetention.DELETE_EMPTY

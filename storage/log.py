@@ -514,9 +514,12 @@ class Log:
                                                 last_stable_offset=state.last_stable_offset(append.completed_txn))
                 state.complete_txn(append.completed_txn)
 
-    def remove_expired_producers(self, now_ms: int) -> int:
-        """Forget the producers idle past producer.id.expiration.ms; returns how many went."""
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int | None = None) -> int:
+        """Forget the producers idle past producer.id.expiration.ms (`expiration_ms` when given:
+        the config changed); returns how many went."""
         with self._lock:
+            if expiration_ms is not None:
+                self._producer_state.producer_id_expiration_ms = expiration_ms
             return self._producer_state.remove_expired_producers(now_ms)
 
     def min_snapshots_offset_to_retain(self) -> int:

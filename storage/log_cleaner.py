@@ -7,8 +7,8 @@ checkpoint over its total bytes, up to the first uncleanable offset) above its
 min.cleanable.dirty.ratio, or any with dirty bytes older than max.compaction.lag.ms; clean it
 (cleaner.Cleaner); record where the pass ended in `cleaner-offset-checkpoint` in its log
 directory, in Kafka's offset checkpoint format. The first uncleanable offset is the lowest of the
-active segment's base offset, the last stable offset (the high watermark: no transactions yet)
-and the first segment holding a record younger than min.compaction.lag.ms, rounded down to the
+active segment's base offset, the last stable offset (nothing of an undecided transaction is
+cleaned) and the first segment holding a record younger than min.compaction.lag.ms, rounded down to the
 start of its segment. The server runs log.cleaner.threads such loops in worker threads, each
 waiting log.cleaner.backoff.ms when it finds nothing to clean.
 
@@ -128,7 +128,7 @@ def cleanable_offsets(log: Log, last_clean_offset: int | None, now_ms: int) -> t
     segments = log.segments
     # No cleaning past the last stable offset, into the active segment, or into a segment with
     # records younger than min.compaction.lag.ms.
-    candidates = [log.high_watermark, segments[-1].base_offset]
+    candidates = [log.last_stable_offset, segments[-1].base_offset]
     min_lag = max(log.config.min_compaction_lag_ms, 0)
     if min_lag > 0:
         for segment in segments_between(segments, first_dirty, segments[-1].base_offset):

@@ -246,9 +246,12 @@ class LogManager:
             if each.flush_due(now_ms):
                 each.flush()
 
-    def remove_expired_producers(self, now_ms: int) -> int:
-        """Forget, in every log, the producers idle past producer.id.expiration.ms."""
-        return sum(each.remove_expired_producers(now_ms) for each in self.logs())
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int | None = None) -> int:
+        """Forget, in every log, the producers idle past producer.id.expiration.ms; `expiration_ms`
+        is its value now (a cluster-wide dynamic config), for these logs and the ones created later."""
+        if expiration_ms is not None:
+            self._producer_id_expiration_ms = expiration_ms
+        return sum(each.remove_expired_producers(now_ms, expiration_ms) for each in self.logs())
 
     def cleanup(self, now_ms: int) -> int:
         """Retention for every log not being cleaned, then the removal of files whose deletion

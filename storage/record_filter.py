@@ -31,8 +31,11 @@ class BatchRetention(Enum):
 
 
 def filter_batch(data, header: BatchHeader, retention: BatchRetention, should_retain: RetainRecord, *,
-                 now_ms: int, delete_retention_ms: int) -> tuple[bytes | memoryview | None, int]:
-    """The batch to write in place of `data` (None: nothing) and how many records it keeps."""
+                 now_ms: int, delete_retention_ms: int,
+                 stamp_delete_horizon: bool = False) -> tuple[bytes | memoryview | None, int]:
+    """The batch to write in place of `data` (None: nothing) and how many records it keeps.
+    `stamp_delete_horizon`: a transaction marker that may go gets a delete horizon (Kafka's
+    containsMarkerForEmptyTxn) if it has none yet."""
     if retention is BatchRetention.DELETE:
         return None, 0
     _, records = decode_batch(data)
@@ -41,7 +44,8 @@ def filter_batch(data, header: BatchHeader, retention: BatchRetention, should_re
         if retention is BatchRetention.RETAIN_EMPTY:
             return _empty_batch(header), 0
         return None, 0
-    needs_delete_horizon = not header.has_delete_horizon and any(r.value is None for r in retained)
+    needs_delete_horizon = not header.has_delete_horizon and (
+        stamp_delete_horizon or any(r.value is None for r in retained))
     if len(retained) == len(records) and not needs_delete_horizon:
         return data, len(retained)
     if needs_delete_horizon:

@@ -51,6 +51,9 @@ def auto_create(ctx, name: str):
     if name == "__consumer_offsets":  # Kafka creates it as the group coordinator needs it
         ctx.broker.groups.ensure_offsets_topic()
         return ctx.broker.metadata.topics[name]
+    if name == "__transaction_state":  # and this one as the transaction coordinator needs it
+        ctx.broker.transactions.ensure_transaction_topic()
+        return ctx.broker.metadata.topics[name]
     return ctx.broker.replica_manager.create_topic(
         name, config.get("num.partitions"), {}, config.get("default.replication.factor"))
 

@@ -394,3 +394,19 @@ def test_a_commit_interrupted_after_its_decision_is_completed_at_restart(tmp_pat
         assert await txn.init() == E.NONE and (txn.pid, txn.epoch) == (started["pid"], started["epoch"] + 1)
 
     run_broker(config, after_restart)
+
+
+def test_the_transaction_state_topic_is_created_as_the_coordinator_needs_it(tmp_path):
+    Metadata = request_class(ApiKey.METADATA)
+
+    async def scenario(port):
+        client = await Client.connect(port)
+        response = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=TRANSACTION_STATE_TOPIC)],
+                                              allow_auto_topic_creation=True), 9)
+        topic = response.topics[0]
+        assert (topic.error_code, topic.is_internal, len(topic.partitions)) == (E.NONE, True, 50)
+
+    config = broker_config(tmp_path, transaction_state_log_num_partitions=50)
+    run_broker(config, scenario)
+    metadata = (tmp_path / "data" / "__samsa_metadata.json").read_text()
+    assert '"cleanup.policy": "compact"' in metadata and '"compression.type": "uncompressed"' in metadata

@@ -200,6 +200,18 @@ def test_idle_producers_expire(tmp_path, clock):
     assert log.last_producer_entry(PID) is None
 
 
+def test_a_changed_expiration_applies_to_every_log_and_the_next_ones(tmp_path, clock):
+    manager = LogManager([tmp_path], small_config(), clock, producer_id_expiration_ms=10_000)
+    manager.startup()
+    produce(manager.create_log("t", 0), 0, timestamp=clock.now)
+    assert manager.remove_expired_producers(clock.now + 5_000) == 0
+    assert manager.remove_expired_producers(clock.now + 5_000, expiration_ms=5_000) == 1  # producer.id.expiration.ms
+    later = manager.create_log("t", 1)
+    produce(later, 0, timestamp=clock.now)
+    assert later.remove_expired_producers(clock.now + 5_000) == 1
+    manager.shutdown()
+
+
 def test_log_manager_snapshots_on_shutdown_and_prunes_on_checkpoint(tmp_path, clock):
     manager = LogManager([tmp_path], small_config(), clock, producer_id_expiration_ms=10_000)
     manager.startup()
