@@ -410,3 +410,45 @@ def test_the_transaction_state_topic_is_created_as_the_coordinator_needs_it(tmp_
     run_broker(config, scenario)
     metadata = (tmp_path / "data" / "__samsa_metadata.json").read_text()
     assert '"cleanup.policy": "compact"' in metadata and '"compression.type": "uncompressed"' in metadata
+
+
+def test_every_version_of_the_transaction_apis_is_answered(tmp_path):
+    def versions(api_key):
+        low, high = request_class(api_key).VALID_VERSIONS
+        return range(low, high if request_class(api_key).LATEST_VERSION_UNSTABLE else high + 1)
+
+    async def scenario(port):
+        client, txn = await open_transaction(port, [b"v"])
+        for version in versions(ApiKey.INIT_PRODUCER_ID):
+            other = Txn(client, f"other-{version}")
+            assert await other.init(version) == E.NONE
+        for version in versions(ApiKey.ADD_PARTITIONS_TO_TXN):
+            if version < 4:
+                assert await txn.add("t", 0, version=version) == [E.NONE]
+            else:
+                response = await client.call(AddPartitions(transactions=[AddPartitions.AddPartitionsToTxnTransaction(
+                    transactional_id="tx", producer_id=txn.pid, producer_epoch=txn.epoch, verify_only=True,
+                    topics=[AddPartitions.AddPartitionsToTxnTopic(name="t", partitions=[0])])]), version)
+                assert response.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code \
+                    == E.NONE
+        for version in versions(ApiKey.ADD_OFFSETS_TO_TXN):
+            response = await client.call(AddOffsets(transactional_id="tx", producer_id=txn.pid,
+                                                    producer_epoch=txn.epoch, group_id="g"), version)
+            assert response.error_code == E.NONE
+        for version in versions(ApiKey.TXN_OFFSET_COMMIT):
+            response = await client.call(txn_commit(txn, version), version)
+            assert response.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION  # no topic "in"
+        for version in versions(ApiKey.END_TXN):
+            assert await txn.end(version=version) == E.NONE  # a retry of a commit that succeeded
+        for version in versions(ApiKey.WRITE_TXN_MARKERS):
+            response = await client.call(WriteTxnMarkers(markers=[WriteTxnMarkers.WritableTxnMarker(
+                producer_id=txn.pid, producer_epoch=txn.epoch, transaction_result=True, coordinator_epoch=0,
+                topics=[WriteTxnMarkers.WritableTxnMarkerTopic(name="t", partition_indexes=[0])])]), version)
+            assert response.markers[0].topics[0].partitions[0].error_code == E.NONE
+        for version in versions(ApiKey.LIST_TRANSACTIONS):
+            response = await client.call(ListTransactions(state_filters=[], producer_id_filters=[]), version)
+            assert "tx" in [s.transactional_id for s in response.transaction_states]
+        assert (await client.call(DescribeTransactions(transactional_ids=["tx"]), 0)).transaction_states[0].error_code \
+            == E.NONE
+
+    run_broker(broker_config(tmp_path), scenario)
