@@ -225,7 +225,10 @@ class Broker:
                     response = await self._process(conn, frame)
                     if response is not None:
                         await conn.send_response(response)
-                    if conn.authenticator.closing:
+                    if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
+                        log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,
+                                 conn.authenticator.failure)
+                        await trio.sleep(self.config.get("connection.failed.authentication.delay.ms") / 1000)
                         return
                 finally:
                     self._in_flight -= 1

@@ -63,6 +63,14 @@ class Connection:
         try:
             await stream.do_handshake()
         except trio.BrokenResourceError as e:
+            # trio keeps the alert OpenSSL wrote (unknown CA, no certificate, ...) to itself: send it,
+            # best effort, so the client learns why rather than guessing at a closed socket.
+            alert = getattr(getattr(stream, "_outgoing", None), "read", bytes)()
+            if alert:
+                try:
+                    os.write(self._fd, alert)
+                except OSError:
+                    pass
             raise ConnectionClosed(f"TLS handshake failed: {e.__cause__ or e}") from e
         self.tls = stream
 

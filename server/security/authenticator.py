@@ -9,7 +9,7 @@ once the connection is up. `SaslServerAuthenticator` follows Kafka's SaslServerA
   size-prefixed tokens with no request header (KIP-152).
 * A mechanism not enabled gets UNSUPPORTED_SASL_MECHANISM with the enabled list; failed
   authentication gets SASL_AUTHENTICATION_FAILED with Kafka's message; both close the connection
-  after the response.
+  after the response (`failure` says why).
 * KIP-368: with `connections.max.reauth.ms` the session lasts that long (SaslAuthenticate v1+ says
   so); a SaslHandshake on the authenticated connection starts re-authentication with the same
   mechanism and principal, and a request after the session expired closes the connection.
@@ -39,8 +39,9 @@ class Authenticator:
     """A connection authenticated from the start (PLAINTEXT, or SSL by its client certificate)."""
 
     complete = True
-    # True once the response in flight is the last one: the connection closes after sending it.
-    closing = False
+    # Set when authentication failed: the response in flight is the last one, and the connection
+    # closes after it (following connection.failed.authentication.delay.ms, as in Kafka).
+    failure: str | None = None
     # True while the next frame is a raw SASL token (after a v0 SaslHandshake), not a request.
     expects_raw_token = False
     # Until when (trio clock) the client has to finish authenticating.
@@ -160,7 +161,7 @@ class SaslServerAuthenticator(Authenticator):
             self._kafka_headers = True
         if mechanism not in self.mechanisms:
             self.state = FAILED
-            self.closing = True
+            self.failure = f"Unsupported SASL mechanism {mechanism}"
             return ErrorCode.UNSUPPORTED_SASL_MECHANISM, list(self.mechanisms)
         if self._reauth_from is not None and self._reauth_from[0] != mechanism:
             self._bad_mechanism_message = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
@@ -181,8 +182,8 @@ class SaslServerAuthenticator(Authenticator):
             response = self._evaluate(token, now)
         except (SaslAuthenticationException, SaslException) as error:
             self.state = FAILED
-            self.closing = True
-            return ErrorCode.SASL_AUTHENTICATION_FAILED, self._client_message(error), b"", 0
+            self.failure = self._client_message(error)
+            return ErrorCode.SASL_AUTHENTICATION_FAILED, self.failure, b"", 0
         lifetime_ms = 0
         if self.state == COMPLETE and self.session_expiration is not None:
             lifetime_ms = round((self.session_expiration - now) * 1000)

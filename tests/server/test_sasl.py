@@ -239,7 +239,9 @@ def test_unauthenticated_clients_are_closed_at_the_deadline(tmp_path):
 
 
 def reauth_config(tmp_path, reauth_ms=10_000):
-    return sasl_config(tmp_path, **{"connections.max.reauth.ms": str(reauth_ms)})
+    # No close delay after a failed authentication: a MockClock would never let it pass.
+    return sasl_config(tmp_path, **{"connections.max.reauth.ms": str(reauth_ms),
+                                    "connection.failed.authentication.delay.ms": "0"})
 
 
 def test_session_lifetime_and_reauthentication(tmp_path):
