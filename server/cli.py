@@ -1,4 +1,5 @@
-"""`samsa serve [server.properties] [--override key=value ...]`: the shape of kafka-server-start.sh.
+"""`samsa serve [server.properties] [--override key=value ...]`: the shape of kafka-server-start.sh;
+`samsa format ... [--add-scram SPEC]`: the shape of kafka-storage format (server/format_storage.py).
 
 Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT: stop accepting, finish requests in
 flight, flush, exit), 2 for a configuration error (the message names the key), 1 for a failure.
@@ -27,6 +28,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                        help="set a config, overriding the properties file (repeatable)")
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    fmt = commands.add_parser("format", help="format the log directories, optionally with SCRAM users")
+    fmt.add_argument("properties", nargs="?", help="a Kafka server.properties file")
+    fmt.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    fmt.add_argument("-t", "--cluster-id", help="the cluster id (default: a new random one)")
+    fmt.add_argument("-S", "--add-scram", action="append", default=[], metavar="SPEC",
+                     help="a SCRAM user, e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
+    fmt.add_argument("-g", "--ignore-formatted", action="store_true",
+                     help="skip directories already formatted instead of failing")
+    fmt.set_defaults(log_level="WARNING")
     return parser.parse_args(argv)
 
 
@@ -66,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"samsa: cannot read {args.properties}: {e.strerror}", file=sys.stderr)
         return 2
+    if args.command == "format":
+        return format_command(config, args)
     raise_open_files_limit()
     try:
         trio.run(serve, config)
@@ -76,6 +88,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception:
         log.exception("fatal error; the broker stops")
+        return 1
+    return 0
+
+
+def format_command(config: KafkaConfig, args: argparse.Namespace) -> int:
+    from .broker import new_cluster_id
+    from .format_storage import FormatError, format_storage
+
+    try:
+        for line in format_storage(config, args.cluster_id or new_cluster_id(), args.add_scram, args.ignore_formatted):
+            print(line)
+    except FormatError as e:
+        print(f"samsa: {e}", file=sys.stderr)
         return 1
     return 0
 
