@@ -99,6 +99,7 @@ class SaslServerAuthenticator(Authenticator):
         self.session_expiration: float | None = None
         self._last_reauth_start: float | None = None
         self._reauth_from: tuple[str, KafkaPrincipal] | None = None  # (mechanism, principal) being renewed
+        self._bad_mechanism_message = ""
         self.client_supports_reauthentication = False
 
     @property

@@ -35,11 +35,11 @@ class ScramMechanism(enum.Enum):
         self.min_iterations = 4096
 
     @classmethod
-    def from_type(cls, type_id: int) -> "ScramMechanism | None":
+    def from_type(cls, type_id: int) -> ScramMechanism | None:
         return next((m for m in cls if m.type_id == type_id), None)
 
     @classmethod
-    def from_name(cls, name: str) -> "ScramMechanism | None":
+    def from_name(cls, name: str) -> ScramMechanism | None:
         return next((m for m in cls if m.mechanism_name == name), None)
 
     def hmac(self, key: bytes, message: bytes) -> bytes:
@@ -61,13 +61,13 @@ class ScramCredential:
 
     @classmethod
     def from_salted_password(cls, mechanism: ScramMechanism, salt: bytes, salted_password: bytes,
-                             iterations: int) -> "ScramCredential":
+                             iterations: int) -> ScramCredential:
         client_key = mechanism.hmac(salted_password, b"Client Key")
         return cls(salt, mechanism.hash(client_key), mechanism.hmac(salted_password, b"Server Key"), iterations)
 
     @classmethod
     def from_password(cls, mechanism: ScramMechanism, password: str, iterations: int,
-                      salt: bytes | None = None) -> "ScramCredential":
+                      salt: bytes | None = None) -> ScramCredential:
         salt = secrets.token_bytes(32) if salt is None else salt
         return cls.from_salted_password(mechanism, salt, mechanism.salted_password(password, salt, iterations),
                                         iterations)
@@ -78,7 +78,7 @@ class ScramCredential:
                 "server_key": encode(self.server_key), "iterations": self.iterations}
 
     @classmethod
-    def from_json(cls, data: dict) -> "ScramCredential":
+    def from_json(cls, data: dict) -> ScramCredential:
         return cls(base64.b64decode(data["salt"]), base64.b64decode(data["stored_key"]),
                    base64.b64decode(data["server_key"]), int(data["iterations"]))
 

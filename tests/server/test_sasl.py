@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import trio
 from trio.testing import MockClock
 
 from samsa.server.security.listeners import AUTHENTICATION_TIMEOUT_S

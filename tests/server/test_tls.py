@@ -14,7 +14,6 @@ from samsa.server.broker import Broker
 from samsa.server.config import ConfigError
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode
-from samsa.wire.protocol import ApiKey, request_class
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from security_helpers import ApiVersions, client_context, closed, config, record_principals, run, tls_client  # noqa: E402
