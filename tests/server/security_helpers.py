@@ -10,7 +10,6 @@ import hmac
 import secrets
 import ssl
 import struct
-import sys
 from pathlib import Path
 
 import trio
@@ -20,8 +19,7 @@ from samsa.server.config import KafkaConfig
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client  # noqa: E402
+from loopback import Client
 
 SIZE = struct.Struct(">i")
 SaslHandshake = request_class(ApiKey.SASL_HANDSHAKE)

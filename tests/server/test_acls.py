@@ -7,9 +7,6 @@ written for that principal, and `grant` puts them in force in-process, as Create
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from samsa.server.acl_admin import store_acls
 from samsa.server.authorizer import (
     ALL,
@@ -39,17 +36,16 @@ from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from security_helpers import PLAIN_JAAS, config, sasl_plain  # noqa: E402
-from security_helpers import run as run_listeners  # noqa: E402
-from test_broker import (  # noqa: E402
+from security_helpers import PLAIN_JAAS, config, sasl_plain
+from security_helpers import run as run_listeners
+from loopback import (
     Client, broker_config, create_topic_request, fetch_request, one_batch, produce_request, run_with_broker,
 )
-from test_groups import (  # noqa: E402
+from test_groups import (
     DeleteGroups, DescribeGroups, FindCoordinator, Heartbeat, LeaveGroup, ListGroups, OffsetFetch, SyncGroup,
     commit_request, groups_config, join_and_sync, join_request,
 )
-from test_groups import fetch_request as offset_fetch_request  # noqa: E402
+from test_groups import fetch_request as offset_fetch_request
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ME = "User:ANONYMOUS"

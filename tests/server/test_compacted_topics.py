@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client, broker_config, fetch_request, produce_request, run_broker  # noqa: E402
+from loopback import Client, broker_config, fetch_request, produce_request, run_broker
 
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 

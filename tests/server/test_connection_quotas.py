@@ -3,9 +3,6 @@ per listener waited for; and their configs."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import trio
 import trio.testing
@@ -14,9 +11,8 @@ from samsa.server.config import ConfigError, KafkaConfig
 from samsa.server.security.connection_quotas import ConnectionQuotas, TooManyConnections
 from samsa.wire.errors import ErrorCode
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from security_helpers import ApiVersions, closed, config, run  # noqa: E402
-from test_broker import Client  # noqa: E402
+from security_helpers import ApiVersions, closed, config, run
+from loopback import Client
 
 
 async def served(client: Client) -> bool:

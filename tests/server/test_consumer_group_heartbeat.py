@@ -3,15 +3,12 @@ ConsumerGroupDescribe, a topic change reaching the group, offsets with member ep
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client, broker_config, create_topic_request, run_broker  # noqa: E402
+from loopback import Client, broker_config, create_topic_request, run_broker
 
 E = ErrorCode
 Heartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +15,7 @@ from samsa.server.metadata import METADATA_FILE
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import (  # noqa: E402
+from loopback import (
     Client, broker_config, create_topic_request, one_batch, produce_request, run_with_broker,
 )
 

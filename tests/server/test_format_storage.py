@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from samsa.server.cli import main
 from samsa.server.format_storage import FormatError, parse_scram
 from samsa.wire.errors import ErrorCode
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from security_helpers import config, run, sasl_scram  # noqa: E402
-from test_broker import Client  # noqa: E402
+from security_helpers import config, run, sasl_scram
+from loopback import Client
 
 
 def test_formatted_users_log_in_over_scram(tmp_path, capsys):

@@ -3,15 +3,11 @@ protocol at several versions, offsets, and what a restart keeps."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import trio
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client, broker_config, create_topic_request, run_broker
+from loopback import Client, broker_config, create_topic_request, run_broker
 
 E = ErrorCode
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)

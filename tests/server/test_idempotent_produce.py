@@ -3,16 +3,13 @@ sequence gap refused, producer ids and producer state across a restart."""
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import (  # noqa: E402
+from loopback import (
     Client, broker_config, create_topic_request, fetch_request, produce_request, run_broker,
 )
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from cryptography.hazmat.primitives import serialization
 
 from samsa.server.security.principal import NoMatchingRule, SslPrincipalMapper, distinguished_name
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tls_certs import make_certificates  # noqa: E402
+from tls_certs import make_certificates
 
 
 @pytest.mark.parametrize("attributes, expected", [

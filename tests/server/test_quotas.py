@@ -8,9 +8,6 @@ a muted connection's wait is exact and costs no real time.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import trio
 import trio.testing
 
@@ -18,8 +15,7 @@ from samsa.server.broker import Broker
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client, broker_config, create_topic_request, fetch_request, one_batch  # noqa: E402
+from loopback import Client, broker_config, create_topic_request, fetch_request, one_batch
 
 Alter = request_class(ApiKey.ALTER_CLIENT_QUOTAS)
 Describe = request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)

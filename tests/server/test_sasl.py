@@ -4,9 +4,6 @@ the frame bound and the deadline for unauthenticated clients, and KIP-368 re-aut
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from trio.testing import MockClock
 
@@ -14,12 +11,11 @@ from samsa.server.security.listeners import AUTHENTICATION_TIMEOUT_S
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from security_helpers import (  # noqa: E402
+from security_helpers import (
     PLAIN_JAAS, SIZE, ApiVersions, Metadata, SaslAuthenticate, SaslHandshake, ScramClient, authenticate, closed, config, handshake,
     plain_token, raw_token, record_principals, run, sasl_plain, sasl_scram,
 )
-from test_broker import Client, create_topic_request, one_batch, produce_request  # noqa: E402
+from loopback import Client, create_topic_request, one_batch, produce_request
 
 AlterScram = request_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")

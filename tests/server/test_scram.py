@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import base64
-import sys
-from pathlib import Path
 
 import pytest
 
 from samsa.server.security.sasl import SaslAuthenticationException, SaslException
 from samsa.server.security.scram import ScramCredential, ScramMechanism, ScramServer, username
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from security_helpers import ScramClient  # noqa: E402
+from security_helpers import ScramClient
 
 SHA256 = ScramMechanism.SCRAM_SHA_256
 

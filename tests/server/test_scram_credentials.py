@@ -3,16 +3,12 @@ messages of Kafka's ScramControlManager and ScramImage; credentials survive a re
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from samsa.server.security.scram import ScramMechanism
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from security_helpers import config, run  # noqa: E402
-from test_broker import Client  # noqa: E402
+from security_helpers import config, run
+from loopback import Client
 
 Alter = request_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 Describe = request_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)

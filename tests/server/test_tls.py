@@ -3,9 +3,7 @@ principal it gives, Fetch's file ranges sent through TLS, and key store errors f
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import trio
@@ -15,10 +13,9 @@ from samsa.server.config import ConfigError
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from security_helpers import ApiVersions, client_context, closed, config, record_principals, run, tls_client  # noqa: E402
-from test_broker import create_topic_request, fetch_request, produce_request  # noqa: E402
-from tls_certs import make_certificates  # noqa: E402
+from security_helpers import ApiVersions, client_context, closed, config, record_principals, run, tls_client
+from loopback import create_topic_request, fetch_request, produce_request
+from tls_certs import make_certificates
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,7 @@ the describe/list APIs, timeouts, and a restart in the middle of a commit."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
-from pathlib import Path
 
 import trio
 
@@ -19,8 +17,7 @@ from samsa.wire import records
 from samsa.wire.errors import ErrorCode as E
 from samsa.wire.protocol import ApiKey, request_class
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_broker import Client, broker_config, create_topic_request, run_broker  # noqa: E402
+from loopback import Client, broker_config, create_topic_request, run_broker
 
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 InitProducerId = request_class(ApiKey.INIT_PRODUCER_ID)
