@@ -82,6 +82,23 @@ def log_batches(log_) -> Iterator[tuple[batches.BatchHeader, list[batches.Record
             yield header, records
 
 
+def replay_topic(broker: Broker, topic_name: str,
+                 replay_batch: Callable[[Any, batches.BatchHeader, list[batches.Record]], int]) -> None:
+    """Hand every batch of an internal topic, partition by partition and oldest first, to
+    `replay_batch(partition, header, records)`, which returns how many records it replayed; log
+    the count and the time it took. A topic that does not exist yet has nothing to replay."""
+    started = time.monotonic()
+    count = 0
+    topic = broker.metadata.topics.get(topic_name)
+    if topic is None:
+        return
+    for index in range(topic.num_partitions):
+        partition = broker.replica_manager.get(topic_name, index)
+        for header, records in log_batches(partition.log):
+            count += replay_batch(partition, header, records)
+    log.info("Replayed %d records of %s in %.0f ms", count, topic_name, (time.monotonic() - started) * 1000)
+
+
 class DeadlineWaker:
     """Runs a coordinator's timers: sleeps until its next deadline, or until `poke` says the
     deadlines may have changed (after every request)."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +33,7 @@ from ..coordinator.group_coordinator import (
 )
 from ..coordinator.group_records import RecordFormatError
 from ..wire.records import ControlRecordType, parse_control_record
-from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, log_batches
+from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, replay_topic
 from ..wire.exceptions import CodecError
 from .consumer_groups import consumer_group_config, topics_image
 
@@ -114,28 +113,24 @@ class GroupService:
 
     def _load(self) -> Actions:
         """Replay every record of `__consumer_offsets` (runs in a thread, before requests arrive)."""
-        started = time.monotonic()
-        count = 0
-        topic = self.broker.metadata.topics.get(OFFSETS_TOPIC)
-        for index in range(topic.num_partitions if topic else 0):
-            partition = self.broker.replica_manager.get(OFFSETS_TOPIC, index)
-            for header, records in log_batches(partition.log):
-                try:
-                    if header.is_control:
-                        self._replay_marker(header, records)
-                        continue
-                    producer_id = header.producer_id if header.is_transactional else -1
-                    for record in records:
-                        if record.key is not None:
-                            value = None if record.value is None else bytes(record.value)
-                            self.coordinator.replay(bytes(record.key), value, producer_id)
-                            count += 1
-                except (RecordFormatError, CodecError) as e:
-                    log.error("Skipping a malformed record in %s: %s", partition.name, e)
-        loaded = self.coordinator.load_complete(self._clock())
-        if topic is not None:
-            log.info("Replayed %d records of %s in %.0f ms", count, OFFSETS_TOPIC, (time.monotonic() - started) * 1000)
-        return loaded
+        replay_topic(self.broker, OFFSETS_TOPIC, self._replay_batch)
+        return self.coordinator.load_complete(self._clock())
+
+    def _replay_batch(self, partition, header, records) -> int:
+        replayed = 0
+        try:
+            if header.is_control:
+                self._replay_marker(header, records)
+                return replayed
+            producer_id = header.producer_id if header.is_transactional else -1
+            for record in records:
+                if record.key is not None:
+                    value = None if record.value is None else bytes(record.value)
+                    self.coordinator.replay(bytes(record.key), value, producer_id)
+                    replayed += 1
+        except (RecordFormatError, CodecError) as e:
+            log.error("Skipping a malformed record in %s: %s", partition.name, e)
+        return replayed
 
     def _replay_marker(self, header, records) -> None:
         if records:  # an emptied marker: its transaction was cleaned away

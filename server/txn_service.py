@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +29,7 @@ from ..coordinator.transaction_coordinator import (
 )
 from ..wire.errors import ErrorCode
 from ..wire.records import BatchHeader
-from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, log_batches, now_ms
+from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, now_ms, replay_topic
 from .txn_markers import write_txn_markers
 
 if TYPE_CHECKING:
@@ -98,26 +97,20 @@ class TxnService:
 
     def _load(self) -> TxnActions:
         """Replay every record of `__transaction_state` (in a thread, before requests arrive)."""
-        started = time.monotonic()
-        count = 0
-        topic = self.broker.metadata.topics.get(TRANSACTION_STATE_TOPIC)
-        for index in range(topic.num_partitions if topic else 0):
-            partition = self.broker.replica_manager.get(TRANSACTION_STATE_TOPIC, index)
-            for header, records in log_batches(partition.log):
-                if header.is_control:
-                    continue
-                for record in records:
-                    try:
-                        self.coordinator.replay(bytes(record.key or b""),
-                                                None if record.value is None else bytes(record.value))
-                        count += 1
-                    except RecordFormatError as e:
-                        log.warning("Skipping a record of %s: %s", partition.name, e)
-        loaded = self.coordinator.load_complete(now_ms())
-        if topic is not None:
-            log.info("Replayed %d records of %s in %.0f ms", count, TRANSACTION_STATE_TOPIC,
-                     (time.monotonic() - started) * 1000)
-        return loaded
+        replay_topic(self.broker, TRANSACTION_STATE_TOPIC, self._replay_batch)
+        return self.coordinator.load_complete(now_ms())
+
+    def _replay_batch(self, partition, header, records) -> int:
+        replayed = 0
+        if header.is_control:
+            return replayed
+        for record in records:
+            try:
+                self.coordinator.replay(bytes(record.key or b""), None if record.value is None else bytes(record.value))
+                replayed += 1
+            except RecordFormatError as e:
+                log.warning("Skipping a record of %s: %s", partition.name, e)
+        return replayed
 
     async def _fire_timers(self, now: int) -> None:
         await self._apply(self.coordinator.on_timer(now))
