@@ -14,6 +14,8 @@ from samsa.coordinator.group_coordinator import GroupCoordinator, GroupCoordinat
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
+from clocked_harness import ClockedHarness
+
 JoinGroup = request_class(ApiKey.JOIN_GROUP)
 SyncGroup = request_class(ApiKey.SYNC_GROUP)
 Heartbeat = request_class(ApiKey.HEARTBEAT)
@@ -33,7 +35,7 @@ def subscription(*topics: str) -> bytes:
     return out + b"\xff\xff\xff\xff"
 
 
-class Harness:
+class Harness(ClockedHarness):
     def __init__(self, now: int = 1_000_000, **config) -> None:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
         self.now = now
@@ -57,17 +59,7 @@ class Harness:
             more = self.coordinator.complete_append(append, error, self.now)
             responses += more.responses
             appends += more.appends
-        for ticket, response in responses:
-            assert ticket not in self.responses, f"ticket {ticket} answered twice"
-            self.responses[ticket] = response
-
-    def advance(self, ms: int) -> None:
-        """Move the clock, firing every timer due on the way, in order."""
-        target = self.now + ms
-        while (deadline := self.coordinator.next_deadline()) is not None and deadline <= target:
-            self.now = max(self.now, deadline)
-            self.apply(self.coordinator.on_timer(self.now))
-        self.now = target
+        self.record_responses(responses)
 
     def send(self, method, body, version: int | None = None, client_id: str = "client") -> int:
         """Submit a request; returns its ticket (see `answer`)."""

@@ -13,12 +13,14 @@ from samsa.coordinator.transaction_metadata import TransactionState as S
 from samsa.coordinator.transaction_metadata import TxnTransitMetadata
 from samsa.wire.errors import ErrorCode
 
+from clocked_harness import ClockedHarness
+
 TXN = "txn-a"
 TP0, TP1 = ("out", 0), ("out", 1)
 OFFSETS_TP = ("__consumer_offsets", 7)
 
 
-class Harness:
+class Harness(ClockedHarness):
     """Drives a TransactionCoordinator as server/txn_service.py does: appends kept in memory per
     partition, markers recorded per partition; `fail_appends` (an error code, or a function of the
     append giving one or None) and `marker_errors` inject failures."""
@@ -55,16 +57,7 @@ class Harness:
                     if errors[tp] == ErrorCode.NONE:
                         self.markers.append((tp, marker.producer_id, marker.producer_epoch, marker.commit))
                 pending.append(self.coordinator.complete_markers(marker, errors, self.now))
-            for ticket, response in actions.responses:
-                assert ticket not in self.responses, f"ticket {ticket} answered twice"
-                self.responses[ticket] = response
-
-    def advance(self, ms: int) -> None:
-        target = self.now + ms
-        while (deadline := self.coordinator.next_deadline()) is not None and deadline <= target:
-            self.now = max(self.now, deadline)
-            self.apply(self.coordinator.on_timer(self.now))
-        self.now = target
+            self.record_responses(actions.responses)
 
     def call(self, method, *args):
         ticket = next(self._tickets)
