@@ -22,13 +22,14 @@ def broker_config(tmp_path, **overrides) -> KafkaConfig:
     return KafkaConfig(props)
 
 
-def run_broker(config: KafkaConfig, scenario) -> None:
+def run_broker(config: KafkaConfig, scenario, clock: trio.abc.Clock | None = None) -> None:
     """Start a broker, run `scenario(port)` against it, then stop the broker (always)."""
-    run_with_broker(config, lambda broker: scenario(broker.endpoints[0].port))
+    run_with_broker(config, lambda broker: scenario(broker.endpoints[0].port), clock)
 
 
-def run_with_broker(config: KafkaConfig, scenario) -> None:
-    """Start a broker, run `scenario(broker)` against it, then stop the broker (always)."""
+def run_with_broker(config: KafkaConfig, scenario, clock: trio.abc.Clock | None = None) -> None:
+    """Start a broker, run `scenario(broker)` against it, then stop the broker (always). `clock`:
+    trio's clock for the run (a MockClock makes waits exact and free)."""
 
     async def main():
         broker = Broker(config)
@@ -39,7 +40,7 @@ def run_with_broker(config: KafkaConfig, scenario) -> None:
             finally:
                 nursery.cancel_scope.cancel()
 
-    trio.run(main)
+    trio.run(main, clock=clock)
 
 
 class Client:

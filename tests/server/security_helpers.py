@@ -14,12 +14,11 @@ from pathlib import Path
 
 import trio
 
-from samsa.server.broker import Broker
 from samsa.server.config import KafkaConfig
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-from loopback import Client
+from loopback import Client, run_with_broker
 
 SIZE = struct.Struct(">i")
 SaslHandshake = request_class(ApiKey.SASL_HANDSHAKE)
@@ -42,19 +41,13 @@ def config(tmp_path, listeners: str, **props) -> KafkaConfig:
 def run(config: KafkaConfig, scenario, clock=None) -> None:
     """Start a broker, run `scenario(broker, ports)` (ports by listener name), stop the broker."""
 
-    async def main():
-        broker = Broker(config)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(broker.run)
-            try:
-                # A broker that never answers fails the test rather than hang it (in real time: a
-                # MockClock's jumps would trip it).
-                with trio.fail_after(60) if clock is None else contextlib.nullcontext():
-                    await scenario(broker, {e.listener: e.port for e in broker.endpoints})
-            finally:
-                nursery.cancel_scope.cancel()
+    async def guarded(broker):
+        # A broker that never answers fails the test rather than hang it (in real time: a
+        # MockClock's jumps would trip it).
+        with trio.fail_after(60) if clock is None else contextlib.nullcontext():
+            await scenario(broker, {e.listener: e.port for e in broker.endpoints})
 
-    trio.run(main, clock=clock)
+    run_with_broker(config, guarded, clock)
 
 
 def client_context(ca: Path, cert: Path | None = None, key: Path | None = None) -> ssl.SSLContext:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from samsa.server.broker import Broker
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
 
-from loopback import Client, broker_config, create_topic_request, fetch_request, one_batch
+from loopback import Client, broker_config, create_topic_request, fetch_request, one_batch, run_broker
 
 Alter = request_class(ApiKey.ALTER_CLIENT_QUOTAS)
 Describe = request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
@@ -30,16 +29,7 @@ SHORT_WINDOWS = {"quota_window_num": 2, "controller_quota_window_num": 2}
 
 
 def run_broker_mock_clock(config, scenario) -> None:
-    async def main():
-        broker = Broker(config)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(broker.run)
-            try:
-                await scenario(broker.endpoints[0].port)
-            finally:
-                nursery.cancel_scope.cancel()
-
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    run_broker(config, scenario, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 class QuotaClient(Client):
