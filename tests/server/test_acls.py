@@ -41,11 +41,11 @@ from security_helpers import run as run_listeners
 from loopback import (
     Client, broker_config, create_topic_request, fetch_request, one_batch, produce_request, run_with_broker,
 )
-from test_groups import (
+from group_requests import (
     DeleteGroups, DescribeGroups, FindCoordinator, Heartbeat, LeaveGroup, ListGroups, OffsetFetch, SyncGroup,
     commit_request, groups_config, join_and_sync, join_request,
 )
-from test_groups import fetch_request as offset_fetch_request
+from group_requests import fetch_request as offset_fetch_request
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ME = "User:ANONYMOUS"
