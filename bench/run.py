@@ -193,7 +193,7 @@ class Bench:
                     self.attempt("clear", system, lambda: system.clear(topic))
 
     def per_request(self) -> None:
-        count = 500 if self.plan.reps == 1 else 3000
+        count = 200 if self.plan.reps == 1 else 3000
         for rep in range(self.plan.reps):
             for system in self.systems:
                 self.log(f"per request #{rep + 1} {system.name}")

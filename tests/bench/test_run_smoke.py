@@ -1,0 +1,21 @@
+"""bench/run.py must not crash: a few seconds of it, against Samsa and the ceiling only.
+
+Figures are printed, never asserted (the suite is no place for timed assertions)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+RUN = Path(__file__).resolve().parents[2] / "bench" / "run.py"
+
+
+def test_quick_per_request_section_runs_against_samsa_and_the_ceiling():
+    result = subprocess.run([sys.executable, str(RUN), "--quick", "--systems", "samsa,ceiling", "--sections", "requests"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {line.split("  ")[0]: line for line in result.stdout.splitlines()}
+    for row in ("produce request of one 1 KB record, broker CPU (us)", "fetch request of one 1 KB record, round trip (us)"):
+        assert row in rows and "n/a" not in rows[row], result.stdout
+    assert "notes:" not in result.stdout, result.stdout
