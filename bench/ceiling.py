@@ -65,6 +65,8 @@ class Ceiling:
         self.host, self.port, self.data_dir = host, port, data_dir
         self.topics: dict[str, list[Partition]] = {}
         self.appended = threading.Condition()
+        self.handlers = {0: self.produce, 1: self.fetch, 3: self.metadata, 18: self.api_versions,
+                         19: self.create_topics, 20: self.delete_topics}
 
     # -- framing
     @staticmethod
@@ -106,9 +108,7 @@ class Ceiling:
     def handle(self, sock: socket.socket, frame: memoryview) -> None:
         api_key, version, correlation_id = HEADER.unpack_from(frame, 0)
         _, pos = self._read_string(frame, 8)  # client id
-        handler = {0: self.produce, 1: self.fetch, 3: self.metadata, 18: self.api_versions,
-                   19: self.create_topics, 20: self.delete_topics}[api_key]
-        handler(sock, frame, pos, version, correlation_id)
+        self.handlers[api_key](sock, frame, pos, version, correlation_id)
 
     @staticmethod
     def _send(sock: socket.socket, correlation_id: int, body: bytes) -> None:

@@ -234,7 +234,7 @@ class Bench:
                 latency = self.attempt(f"e2e with {n} partitions", system, lambda: load.end_to_end(
                     system.bootstrap, topic, self.plan.e2e_rate, min(self.plan.e2e_seconds, 3.0)))
                 self.table.add(f"e2e p99, {n} partitions (ms)", system.name, latency["p99"] if latency else None)
-                if system.on_disk and system.name != "ceiling":
+                if system.reloads_data:
                     def restart():
                         system.stop()
                         return system.start(timeout=300)

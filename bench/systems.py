@@ -72,7 +72,8 @@ def samsa_pythonpath() -> str:
 
 class System:
     name = ""
-    on_disk = False  # data in files: cold-cache reads and restarts with data apply
+    on_disk = False  # data in files: cold-cache reads apply
+    reloads_data = False  # a restart loads what it had: startup time grows with it
     retained_bytes: int | None = None  # a partition keeps only this much (the oldest goes)
 
     def __init__(self) -> None:
@@ -166,6 +167,7 @@ class System:
 class Samsa(System):
     name = "samsa"
     on_disk = True
+    reloads_data = True
 
     def __init__(self) -> None:
         super().__init__()
