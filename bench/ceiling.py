@@ -272,7 +272,7 @@ def main() -> None:
     server = Ceiling("127.0.0.1", port, data_dir)
     listener = socket.create_server(("127.0.0.1", port), backlog=1024)
     server.port = listener.getsockname()[1]
-    print(server.port, flush=True)
+    print(f"listening on 127.0.0.1:{server.port}", flush=True)
     while True:
         sock, _ = listener.accept()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -116,9 +116,9 @@ def drop_page_cache(files: list[Path]) -> None:
             os.close(fd)
 
 
-def percentile(sorted_values: list[float], q: float) -> float:
+def percentile(sorted_values: list[float], q: float) -> float | None:
     if not sorted_values:
-        return float("nan")
+        return None
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
@@ -154,7 +154,7 @@ def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_siz
         delay = due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        producer.produce(topic, b"\x01" + stamp.pack(time.perf_counter_ns()) + pad)
+        producer.produce(topic, b"\x01" + stamp.pack(time.perf_counter_ns()) + pad, partition=0)
         producer.poll(0)
     producer.flush(30)
     deadline = time.perf_counter() + 5

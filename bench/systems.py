@@ -8,6 +8,7 @@ and, for the two that keep data in files, the files (to drop them from the page 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -24,6 +25,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 CHECKOUT = BENCH_DIR.parent
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+PYCACHE = os.path.join(tempfile.gettempdir(), "bench-samsa-pycache")
 
 
 class Unavailable(Exception):
@@ -97,21 +99,32 @@ class System:
     def _env(self) -> dict[str, str] | None:
         return None
 
+    # How a system tells the port it bound (port 0: no race with other processes for a free one);
+    # None: it is given a free port on its command line.
+    port_announcement: re.Pattern | None = None
+
     def start(self, timeout: float = 120.0) -> float:
         """Start the process and wait until it answers; returns the seconds that took."""
-        if not self.port:
-            self.port = free_port()
+        self.port = 0 if self.port_announcement else free_port()
+        log_file = self._log_file()
+        log_start = log_file.tell()
         started = time.monotonic()
-        self.proc = subprocess.Popen(self._command(), stdin=subprocess.PIPE, stdout=self._log_file(),
+        self.proc = subprocess.Popen(self._command(), stdin=subprocess.PIPE, stdout=log_file,
                                      stderr=subprocess.STDOUT, env=self._env(), text=True)
-        while not api_versions_probe("127.0.0.1", self.port, timeout=0.5):
+        log_file.close()  # the child has it
+        while not self.port or not api_versions_probe("127.0.0.1", self.port, timeout=0.5):
             if self.proc.poll() is not None:
-                raise Unavailable(f"{self.name} exited with {self.proc.returncode} at startup")
+                raise Unavailable(f"{self.name} exited with {self.proc.returncode} at startup (see {self.log_path})")
             if time.monotonic() - started > timeout:
                 self.stop()
                 raise Unavailable(f"{self.name} did not answer within {timeout:.0f} s")
+            if not self.port:
+                found = self.port_announcement.search(self.log_path.read_text()[log_start:])
+                self.port = int(found.group(1)) if found else 0
             time.sleep(0.01)
         self.startup_seconds = time.monotonic() - started
+        if self.proc.poll() is not None:  # what answered was another process on that port
+            raise Unavailable(f"{self.name} exited with {self.proc.returncode} at startup (see {self.log_path})")
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
         return self.startup_seconds
 
@@ -173,14 +186,23 @@ class Samsa(System):
         super().__init__()
         self.data_dir = Path(tempfile.mkdtemp(prefix="bench-samsa-"))
         self.pythonpath = samsa_pythonpath()
+        # Fill the bytecode cache before the first start is timed.
+        subprocess.run([sys.executable, "-c", "from samsa.server.handlers import load_handlers; load_handlers()"],
+                       env=self._env(), check=True)
+
+    port_announcement = re.compile(r"started \([^)]*\) on PLAINTEXT://[^,\s]*:(\d+)")
 
     def _command(self) -> list[str]:
-        return [sys.executable, "-m", "samsa.server.cli", "serve", "--log-level", "WARNING",
+        return [sys.executable, "-m", "samsa.server.cli", "serve", "--log-level", "INFO",
                 "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                 "--override", f"log.dirs={self.data_dir}"]
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONPATH": self.pythonpath}
+        # Bytecode cached as an installed broker has it (in a directory of the bench's own, so the
+        # checkout stays clean): a broker that compiles its sources at every start would time that.
+        env = {**os.environ, "PYTHONPATH": self.pythonpath, "PYTHONPYCACHEPREFIX": PYCACHE}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        return env
 
     def data_files(self) -> list[Path]:
         return [p for p in self.data_dir.rglob("*.log")]
@@ -193,6 +215,7 @@ class Samsa(System):
 class Ceiling(System):
     name = "ceiling"
     on_disk = True
+    port_announcement = re.compile(r"listening on 127.0.0.1:(\d+)")
 
     def __init__(self) -> None:
         super().__init__()
