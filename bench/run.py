@@ -51,7 +51,7 @@ class Plan:
 def full_plan() -> Plan:
     cases = [(size, parts, acks, comp) for size in (1024, 100) for parts in (1, 16)
              for acks in ("1", "all") for comp in ("none", "lz4")]
-    return Plan(3, cases, {1024: 300_000_000, 100: 40_000_000}, 300_000_000, 10.0, 5000,
+    return Plan(3, cases, {1024: 300_000_000, 100: 40_000_000}, 1_000_000_000, 10.0, 5000,
                 (1, 1000, 10_000), (1, 1000), (1, 100), 50_000_000)
 
 
@@ -433,12 +433,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default=",".join(cls.name for cls in ALL),
                         help="comma-separated subset of: " + ", ".join(cls.name for cls in ALL))
     parser.add_argument("--sections", default="produce,consume,e2e,requests,partitions,connections,groups")
+    parser.add_argument("--reps", type=int, help="repetitions of each case (default 3, --quick 1)")
     parser.add_argument("--json", help="also write every repetition's figures to this file")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10,000 partitions, 1,000 connections
 
     plan = quick_plan() if args.quick else full_plan()
+    if args.reps:
+        plan.reps = args.reps
     names = [n for n in args.systems.split(",") if n]
     sections = args.sections.split(",")
     bench = Bench(plan, names)
