@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from compat_util import NODE_DIR, wait_for
 from rebalance_journal import Analysis, analyse
 
@@ -136,7 +135,10 @@ class GroupRun:
                 return None
             return a if sorted(p for ps in owners.values() for p in ps) == list(range(self.partitions)) else None
 
-        return wait_for(settled, timeout, interval=0.2, what=f"partitions owned {counts} (now {self._owned()})")
+        try:
+            return wait_for(settled, timeout, interval=0.2, what=f"partitions owned {counts}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; they are owned {self._owned()}") from None
 
     def _owned(self) -> dict[str, list[int]]:
         return {n: sorted(ps) for n, ps in self.analysis().owners().items()}

@@ -17,8 +17,7 @@ from __future__ import annotations
 import time
 
 import pytest
-
-from compat_util import create_topic
+from compat_util import create_topic, wait_for
 from group_processes import (
     ContinuousProducer,
     GroupRun,
@@ -126,7 +125,9 @@ def test_static_members_restarted_within_their_session_keep_their_partitions_wit
     """group.instance.id (KIP-345): each member in turn (the leader among them) is killed with a
     batch uncommitted and started again (a new process, the same instance id) before its session
     expires: it gets the same partitions, the generation stays and the others see no revocation.
-    (kafkajs 2.2 has no group.instance.id.)"""
+    (kafkajs 2.2 has no group.instance.id. kafka-python 3.0's range and roundrobin assignors leave
+    members out when static and dynamic members alternate in the JoinGroup member list, which they
+    group with itertools.groupby unsorted: its groups here are all static.)"""
     broker = broker_factory(overrides=BROKER_SETTINGS)
     run = group_run(tmp_path, broker, topic_name, session_ms=15_000, client=client, assignor="range")
     producer = ContinuousProducer(broker.bootstrap, topic_name, PARTITIONS)
@@ -153,6 +154,43 @@ def test_static_members_restarted_within_their_session_keep_their_partitions_wit
             for name, seen in others.items():
                 moved = [e for e in after.events[name][seen:] if e["ev"] in ("assigned", "revoked")]
                 assert not moved, f"{name} went through a rebalance when {old} came back: {moved}"
+        hw, analysis = finish(run, producer, broker.bootstrap)
+    except BaseException:
+        run.kill_all()
+        raise
+    assert_promises_kept(run, hw, analysis)
+    assert duplicates(analysis) == uncommitted_at_crash(analysis) > 0
+
+
+def test_static_members_through_a_rebalance_a_broker_crash_and_an_expired_session(broker_factory, topic_name,
+                                                                                 tmp_path):
+    """A static member restarted while the group rebalances (a dynamic member joins) takes part in
+    it under its new member id; the broker is killed (SIGKILL) and started again; a static member
+    that does not come back within its session is removed, and joins as a new member later."""
+    broker = broker_factory(overrides=BROKER_SETTINGS)
+    run = group_run(tmp_path, broker, topic_name, session_ms=6000, client="confluent-kafka", assignor="range")
+    producer = ContinuousProducer(broker.bootstrap, topic_name, PARTITIONS)
+    producer.start()
+    try:
+        for i in (1, 2, 3):
+            run.start(f"s{i}", instance_id=f"instance-{i}")
+        seen = len(run.wait_owned({"s1": 4, "s2": 4, "s3": 4}).events["s1"])
+        # s2 is gone when d1 joins: the rebalance waits for it, until its new incarnation comes.
+        run.members["s2"].kill_mid_batch()
+        run.start("d1")
+        wait_for(lambda: any(e["ev"] == "revoked" for e in run.analysis().events["s1"][seen:]), 30,
+                 what="the group rebalancing")
+        run.start("s2-again", instance_id="instance-2")
+        run.wait_owned({"s1": 3, "s2-again": 3, "s3": 3, "d1": 3})
+
+        crashed = time.time()
+        broker.kill()
+        broker.start()
+        run.wait_progress(crashed)
+        run.members["s3"].kill_mid_batch()
+        run.wait_owned({"s1": 4, "s2-again": 4, "d1": 4})
+        run.start("s3-again", instance_id="instance-3")
+        run.wait_owned({"s1": 3, "s2-again": 3, "s3-again": 3, "d1": 3})
         hw, analysis = finish(run, producer, broker.bootstrap)
     except BaseException:
         run.kill_all()
