@@ -14,6 +14,7 @@ that a SIGKILL leaves whole lines behind (rebalance_journal.py reads them):
     {"ev": "committed", ...} or {"ev": "commit_failed", ..., "error": ...}   after it
     {"ev": "revoked", "t": ..., "parts": [...], "why": "revoke"|"lost"|"close"}  at the end of the callback
     {"ev": "stalled", "t": ...}  SIGUSR2 came: the batch just journaled will never be committed
+    {"ev": "retried", "t": ..., "error": ...}  a retriable error the client raised, polled again
 
 It commits synchronously after every batch and, in its revoke callback, whatever it consumed and
 has not committed yet, so that the next owner of a partition starts exactly where it stopped. On
@@ -187,6 +188,7 @@ def run_kafka_python(cfg: dict, journal: Journal) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.errors import KafkaError
     from kafka.structs import OffsetAndMetadata
 
     assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
@@ -216,7 +218,16 @@ def run_kafka_python(cfg: dict, journal: Journal) -> None:
     stopping = stop_on_sigterm()
     journal.write("started")
     while not stopping[0]:
-        for tp, records in consumer.poll(timeout_ms=200, max_records=200).items():
+        try:
+            polled = consumer.poll(timeout_ms=200, max_records=200)
+        except KafkaError as e:
+            # kafka-python 3.0 raises a failed coordinator lookup (the broker restarting) out of poll.
+            if not e.retriable:
+                raise
+            journal.write("retried", error=repr(e))
+            time.sleep(0.2)
+            continue
+        for tp, records in polled.items():
             if records:
                 state.consumed(tp.partition, [r.offset for r in records])
                 stall_if_asked(journal)

@@ -19,6 +19,10 @@ from rebalance_journal import Analysis, analyse
 HERE = Path(__file__).resolve().parent
 
 
+class MemberExited(AssertionError):
+    pass
+
+
 class ContinuousProducer(threading.Thread):
     """Writes `rate` messages a second, round robin over the partitions, until stopped."""
 
@@ -66,11 +70,13 @@ class Member:
             cmd = ["node", str(NODE_DIR / "kafkajs_member.js"), json.dumps(settings)]
         else:
             cmd = [sys.executable, str(HERE / "group_member.py"), json.dumps(settings)]
+        self.ended_by_test = False
         self.log = open(journal.with_suffix(".log"), "wb")  # noqa: SIM115 - the process writes to it until it ends
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
 
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM: the member stops consuming, commits and leaves the group."""
+        self.ended_by_test = True
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -82,6 +88,7 @@ class Member:
 
     def kill(self) -> None:
         """SIGKILL; the journal gets the moment the process was gone, which ends its ownerships."""
+        self.ended_by_test = True
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
@@ -95,6 +102,8 @@ class Member:
         self.proc.send_signal(signal.SIGUSR2)
         wait_for(lambda: '"stalled"' in self.journal.read_text() or self.proc.poll() is not None, timeout,
                  interval=0.05, what=f"{self.name} stalled after a batch")
+        if self.proc.poll() is not None:
+            raise MemberExited(f"{self.name} exited with {self.proc.returncode} before stalling:\n{self.output()}")
         self.kill()
 
     def output(self) -> str:
@@ -126,6 +135,22 @@ class GroupRun:
     def live(self) -> set[str]:
         return {n for n, m in self.members.items() if m.proc.poll() is None}
 
+    def wait(self, pred, timeout: float, what: str):
+        """Poll pred() until it returns something truthy; fail after timeout seconds, or at once
+        when a member the test neither stopped nor killed has exited."""
+        deadline = time.monotonic() + timeout
+        while True:
+            gone = [m for m in self.members.values() if m.proc.poll() is not None and not m.ended_by_test]
+            if gone:
+                raise MemberExited(f"{gone[0].name} exited with {gone[0].proc.returncode} while waiting for {what}:\n"
+                                   f"{gone[0].output()}")
+            result = pred()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(0.2)
+
     def wait_owned(self, counts: dict[str, int], timeout: float = 60) -> Analysis:
         """Until the named members (and no one else) own every partition, so many each."""
         def settled():
@@ -136,7 +161,9 @@ class GroupRun:
             return a if sorted(p for ps in owners.values() for p in ps) == list(range(self.partitions)) else None
 
         try:
-            return wait_for(settled, timeout, interval=0.2, what=f"partitions owned {counts}")
+            return self.wait(settled, timeout, f"partitions owned {counts}")
+        except MemberExited:
+            raise
         except AssertionError as e:
             raise AssertionError(f"{e}; they are owned {self._owned()}") from None
 
@@ -148,7 +175,7 @@ class GroupRun:
             a = self.analysis()
             return a if all(set(range(hw)) <= set(a.consumed(p)) for p, hw in high_watermarks.items()) else None
 
-        return wait_for(done, timeout, interval=0.2, what="every message consumed")
+        return self.wait(done, timeout, "every message consumed")
 
     def wait_progress(self, after: float, timeout: float = 60) -> None:
         """Until every live member consumed and committed something after `after`."""
@@ -156,11 +183,12 @@ class GroupRun:
             a = self.analysis()
             return all(any(ev["ev"] == "committed" and ev["t"] > after for ev in a.events[n]) for n in self.live())
 
-        wait_for(progressed, timeout, interval=0.2, what=f"commits after {after:.3f} by {sorted(self.live())}")
+        self.wait(progressed, timeout, f"commits after {after:.3f} by {sorted(self.live())}")
 
     def stop_all(self) -> None:
         for m in self.members.values():
             if m.proc.poll() is None:
+                m.ended_by_test = True
                 m.proc.send_signal(signal.SIGTERM)
         for m in self.members.values():
             m.stop()

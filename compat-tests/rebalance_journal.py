@@ -76,9 +76,14 @@ def read_journal(path: Path) -> list[dict]:
         text = path.read_text()
     except FileNotFoundError:
         return events
-    for line in text.splitlines():
-        if line.endswith("}"):  # a line being written is left for the next read
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        try:
             events.append(json.loads(line))
+        except ValueError:
+            if i < len(lines) - 1:
+                raise
+            # the line being written: left for the next read
     return events
 
 
@@ -120,7 +125,7 @@ def analyse(journals: dict[str, Path]) -> Analysis:
                     own = current.pop(p, None)
                     if own is not None:
                         own.end, own.why = t, ev.get("why", kind)
-            elif kind in ("error", "client_error"):
+            elif kind in ("error", "client_error"):  # not "retried": the client recovered
                 problems.append(f"{member}: {kind} {ev['error']}")
     for owns in ownerships.values():
         owns.sort(key=lambda o: o.start)
