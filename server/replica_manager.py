@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ..storage.errors import KafkaStorageException
 from ..storage.log import AppendOrigin
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
@@ -103,6 +104,22 @@ class ReplicaManager:
         self.partitions[(topic.name, index)] = partition
         return partition
 
+    def _open_all(self, topic: TopicInfo, indexes: range, config: LogConfig) -> None:
+        """Open (creating) these partitions' logs, or none of them: a directory that cannot be made
+        (a full disk, no descriptors left) must not leave a topic whose partitions have no log,
+        which every later Metadata request would trip over."""
+        opened = []
+        try:
+            for index in indexes:
+                self._open(topic, index, config)
+                opened.append(index)
+        except (OSError, KafkaStorageException) as e:
+            for index in opened:
+                del self.partitions[(topic.name, index)]
+                self._logs.delete_log(topic.name, index)
+            log.error("Could not create the logs of %s partitions %s: %s", topic.name, indexes, e)
+            raise KafkaStorageException(f"Could not create the log of {topic.name}: {getattr(e, 'strerror', None) or e}") from e
+
     def get(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get((topic, index))
 
@@ -110,8 +127,11 @@ class ReplicaManager:
                      replication_factor: int = 1) -> TopicInfo:
         topic = self.broker.metadata.add_topic(name, num_partitions, configs, replication_factor)
         config = self.topic_log_config(topic)
-        for index in range(num_partitions):
-            self._open(topic, index, config)
+        try:
+            self._open_all(topic, range(num_partitions), config)
+        except KafkaStorageException:
+            self.broker.metadata.remove_topic(name)
+            raise
         log.info("Created topic %s with %d partitions, topic id %s", name, num_partitions, topic.topic_id)
         self.broker.groups.topics_changed()
         return topic
@@ -119,8 +139,7 @@ class ReplicaManager:
     def add_partitions(self, name: str, new_total: int) -> None:
         topic = self.broker.metadata.topics[name]
         config = self.topic_log_config(topic)
-        for index in range(topic.num_partitions, new_total):
-            self._open(topic, index, config)
+        self._open_all(topic, range(topic.num_partitions, new_total), config)
         self.broker.metadata.set_partitions(name, new_total)
         self.broker.groups.topics_changed()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ...storage.errors import KafkaStorageException
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import ALTER, TOPIC
@@ -35,7 +36,10 @@ def grow(ctx, topic, validate_only: bool, mutations):
     if not record_mutations(mutations, topic.count - info.num_partitions):
         return ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLING_QUOTA_EXCEEDED_MESSAGE
     if not validate_only:
-        broker.replica_manager.add_partitions(topic.name, topic.count)
+        try:
+            broker.replica_manager.add_partitions(topic.name, topic.count)
+        except KafkaStorageException as e:
+            return e.error_code, str(e)
     return ErrorCode.NONE, None
 
 

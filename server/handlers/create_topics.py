@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...storage.errors import InvalidConfigurationException
+from ...storage.errors import InvalidConfigurationException, KafkaStorageException
 from ...storage.log_config import LogConfig
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
@@ -111,7 +111,11 @@ async def handle(ctx, request):
             continue
         topic_id = None
         if not request.validate_only:
-            topic_id = ctx.broker.replica_manager.create_topic(topic.name, partitions, configs, replication).topic_id
+            try:
+                topic_id = ctx.broker.replica_manager.create_topic(topic.name, partitions, configs, replication).topic_id
+            except KafkaStorageException as e:
+                results.append(error_result(topic.name, e.error_code, str(e)))
+                continue
         if topic.name not in describable and ctx.api_version >= 5:
             result = Result(name=topic.name, error_code=ErrorCode.NONE, configs=[],
                             topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)

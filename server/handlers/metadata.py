@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from ...storage.errors import KafkaStorageException
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
@@ -95,7 +96,11 @@ async def handle(ctx, request):
                     topics.append(Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name, is_internal=False))
                     continue
                 if allow_auto and image.collides(name) is None:
-                    topic = auto_create(ctx, name)
+                    try:
+                        topic = auto_create(ctx, name)
+                    except KafkaStorageException as e:
+                        topics.append(Topic(error_code=e.error_code, name=name, is_internal=False))
+                        continue
                 else:
                     topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=False))
                     continue
