@@ -17,6 +17,17 @@ from typing import ClassVar
 from .errors import CorruptIndexException, KafkaStorageException
 
 
+def read_index_file(path: Path, kind: str = "index") -> bytes:
+    """An index file's bytes, empty when it does not exist yet; KafkaStorageException when it
+    cannot be read. `kind` names it in the error ("index", "transaction index")."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+    except OSError as e:
+        raise KafkaStorageException(f"Error while reading {kind} {path}: {e}") from e
+
+
 class AbstractIndex:
     ENTRY_SIZE: ClassVar[int]
 
@@ -62,12 +73,7 @@ class AbstractIndex:
     def _ensure_loaded(self) -> None:
         if self._loaded:
             return
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            data = b""
-        except OSError as e:
-            raise KafkaStorageException(f"Error while reading index {self.path}: {e}") from e
+        data = read_index_file(self.path)
         if len(data) % self.ENTRY_SIZE:
             raise CorruptIndexException(
                 f"Index file {self.path} is corrupt, found {len(data)} bytes which is not a multiple of "

@@ -23,7 +23,8 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import CorruptIndexException, KafkaStorageException
+from .abstract_index import read_index_file
+from .errors import CorruptIndexException
 
 TXN_INDEX_FILE_SUFFIX = ".txnindex"
 ABORTED_TXN_VERSION = 0
@@ -73,13 +74,7 @@ class TransactionIndex:
     def entries(self) -> tuple[AbortedTxn, ...]:
         entries = self._entries
         if entries is None:
-            try:
-                data = self.path.read_bytes()
-            except FileNotFoundError:
-                data = b""
-            except OSError as e:
-                raise KafkaStorageException(f"Error while reading transaction index {self.path}: {e}") from e
-            entries = self._entries = decode_entries(data, self.path)
+            entries = self._entries = decode_entries(read_index_file(self.path, "transaction index"), self.path)
         return entries
 
     def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
