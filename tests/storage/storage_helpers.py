@@ -1,5 +1,6 @@
 """Helpers for the storage tests: record batches built by kafka-python (an implementation
-independent of ours), an explicit clock, and a LogConfig indexing every batch."""
+independent of ours), an explicit clock, a LogConfig indexing every batch, and a log cleaner over
+given logs with the batches a log holds."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import dataclasses
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from samsa.storage.log import Log
+from samsa.storage.log_cleaner import CleanerConfig, LogCleaner
 from samsa.storage.log_config import LogConfig
+from samsa.wire.records import is_crc_valid, iter_batch_headers
 
 NO_PRODUCER = (-1, -1, -1)
 
@@ -35,3 +39,20 @@ class Clock:
 def small_config(**overrides) -> LogConfig:
     """Kafka's defaults, except an index entry for every batch and no timestamp bound."""
     return dataclasses.replace(LogConfig(index_interval_bytes=0), **overrides)
+
+
+def cleaner_for(directory, clock, *logs, **config) -> LogCleaner:
+    cleaner = LogCleaner(CleanerConfig(**config), [directory], lambda: list(logs), clock)
+    cleaner.load_checkpoints()
+    return cleaner
+
+
+def batches(log: Log):
+    """(header, bytes) of every batch, each checked for its CRC."""
+    out = []
+    for segment in log.segments:
+        data = segment.log.read_bytes()
+        for position, header in iter_batch_headers(data):
+            assert is_crc_valid(data, position, header)
+            out.append((header, data[position:position + header.size]))
+    return out

@@ -3,8 +3,7 @@ transactional records are compacted like others, a marker goes (after a delete h
 transaction has no batch left, the cleaned segment's transaction index keeps the aborts whose
 markers stay, and nothing past the last stable offset is cleaned."""
 
-from storage_helpers import small_config
-from test_log_cleaner import batches, cleaner_for
+from storage_helpers import batches, cleaner_for, small_config
 
 from samsa.storage.log import AppendOrigin, Log
 from samsa.storage.transaction_index import AbortedTxn

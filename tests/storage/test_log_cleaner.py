@@ -8,7 +8,7 @@ import socket
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from storage_helpers import NO_PRODUCER, small_config
+from storage_helpers import NO_PRODUCER, batches, cleaner_for, small_config
 
 from samsa.storage.checkpoints import OffsetCheckpointFile
 from samsa.storage.cleaner import (
@@ -16,9 +16,9 @@ from samsa.storage.cleaner import (
 )
 from samsa.storage.errors import InvalidRecordException, OutOfOrderSequenceException
 from samsa.storage.log import Log
-from samsa.storage.log_cleaner import CLEANER_CHECKPOINT_FILE, CleanerConfig, LogCleaner
+from samsa.storage.log_cleaner import CLEANER_CHECKPOINT_FILE, CleanerConfig
 from samsa.storage.log_manager import LogManager
-from samsa.wire.records import CompressionType, decode_batch, is_crc_valid, iter_batch_headers
+from samsa.wire.records import CompressionType, decode_batch, iter_batch_headers
 
 COMPACT = {"cleanup_policy": ("compact",), "min_cleanable_dirty_ratio": 0.01}
 
@@ -45,29 +45,12 @@ def append(log: Log, records, **kwargs):
     return info
 
 
-def cleaner_for(directory, clock, *logs, **config) -> LogCleaner:
-    cleaner = LogCleaner(CleanerConfig(**config), [directory], lambda: list(logs), clock)
-    cleaner.load_checkpoints()
-    return cleaner
-
-
 def contents(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of every record, segment by segment."""
     out = []
     for header in batches(log):
         _, records = decode_batch(header[1])
         out += [(header[0].record_offset(r), r.key, r.value) for r in records]
-    return out
-
-
-def batches(log: Log):
-    """(header, bytes) of every batch, each checked for its CRC."""
-    out = []
-    for segment in log.segments:
-        data = segment.log.read_bytes()
-        for position, header in iter_batch_headers(data):
-            assert is_crc_valid(data, position, header)
-            out.append((header, data[position:position + header.size]))
     return out
 
 
