@@ -6,7 +6,7 @@ from __future__ import annotations
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-from .loopback import Client, broker_config, create_topic_request, run_with_broker
+from loopback import Client, broker_config, create_topic_request, run_with_broker
 
 Metadata = request_class(ApiKey.METADATA)
 CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
