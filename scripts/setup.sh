@@ -24,6 +24,10 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "Samsa needs Python 3.11 or newer; $PYTHON is $("$PYTHON" --version)" >&2
   exit 1
 fi
+# The C codec (wire/_speedups.c) is compiled at install: a C compiler and this Python's headers.
+command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
+"$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.isfile(sysconfig.get_paths()["include"] + "/Python.h"))' \
+  || apt_install "python$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-dev"
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; "$PYTHON" -m venv .venv; }
 fi

@@ -282,6 +282,10 @@ class ModuleWriter:
         self.fn_names: dict[tuple[str, int, str], str] = {}
         self.bodies: dict[tuple[str, str], str] = {}
         self.tmp = 0
+        # Field programs for the C codec: canonical name -> entry text, (struct, version) -> name.
+        self.programs: dict[str, str] = {}
+        self.program_names: dict[tuple[str, int], str] = {}
+        self.program_bodies: dict[str, str] = {}
 
     def array_table(self, code: str) -> str:
         name = "_A_" + code.replace("?", "o").replace("H", "W").replace("I", "J")
@@ -549,30 +553,35 @@ class ModuleWriter:
                 first = False
                 with c.block():
                     c("tag_end = check_length(buf, pos, size)")
-                    # Tagged values are always encoded in the flexible form.
+                    # Tagged values are always encoded in the flexible form, and must fit in their size.
                     if not f.is_array and f.type in FIXED:
-                        code = FIXED[f.type][0]
+                        code, size, _ = FIXED[f.type]
                         name = self.fmt(code)
                         if f.type == "uuid":
                             c(f"{obj}.{f.attr} = uuid_from({name}.unpack_from(buf, pos)[0])")
                         else:
                             c(f"{obj}.{f.attr}, = {name}.unpack_from(buf, pos)")
+                        c(f"pos += {size}")
                     elif f.struct is not None and not f.is_array:
                         fn = self.fn_names[(f.struct.name, version, "d")]
                         if version in f.nullable:
                             c("if buf[pos] >= 128:")
                             with c.block():
                                 c(f"{obj}.{f.attr} = None")
+                                c("pos += 1")
                             c("else:")
                             with c.block():
-                                c(f"{obj}.{f.attr}, _ = {fn}(buf, pos + 1)")
+                                c(f"{obj}.{f.attr}, pos = {fn}(buf, pos + 1)")
                         else:
-                            c(f"{obj}.{f.attr}, _ = {fn}(buf, pos)")
+                            c(f"{obj}.{f.attr}, pos = {fn}(buf, pos)")
                     else:
                         n = self.temp()
                         self.read_length(c, n, True, f.type)
                         self.decode_value(c, f, version, n, f"{obj}.{f.attr}", version in f.nullable,
                                           f"{s.name}.{f.attr}")
+                    c("if pos > tag_end:")
+                    with c.block():
+                        c(f"raise tag_overrun({s.name + '.' + f.attr!r})")
                     c("pos = tag_end")
             if tagged:
                 c("else:")
@@ -773,6 +782,44 @@ class ModuleWriter:
         with c.block():
             c(f"{out} += uvarint({n} + 1)")
 
+    # -- field programs (wire/program.py) --
+
+    def gen_program(self, s: StructSpec, version: int) -> str:
+        """The name of the struct's field program at `version`; versions with one layout share it."""
+        key = (s.name, version)
+        if key in self.program_names:
+            return self.program_names[key]
+        refs = {f.attr: self.gen_program(f.struct, version) for f in s.fields
+                if f.struct is not None and version in f.versions}
+        regular, tagged = self.present(s, version)
+        fields = [f"({f.attr!r}, {self.opcode(f, version, False)}"
+                  + (f", {refs[f.attr]!r})" if f.struct is not None else ")") for f in regular]
+        tags = [f"({f.attr!r}, {self.opcode(f, version, True)}, {refs.get(f.attr)!r}, {f.tag}, "
+                f"{program_default(f)})" for f in tagged]
+        absent = [f"({f.attr!r}, {program_default(f)}, {not f.ignorable})"
+                  for f in s.fields if version not in f.versions]
+        body = (f"({s.name}, {self.flexible(version)}, {program_tuple(fields)}, {program_tuple(tags)}, "
+                f"{program_tuple(absent)})")
+        name = self.program_bodies.get(body)
+        if name is None:
+            name = self.program_bodies[body] = f"{s.name}_v{version}"
+            self.programs[name] = body
+        self.program_names[key] = name
+        return name
+
+    def opcode(self, f: FieldSpec, version: int, tagged: bool) -> str:
+        variable = f.is_array or f.type in VARIABLE
+        ops = ["STRUCT" if f.struct is not None else f.element.upper()]
+        if f.is_array:
+            ops.append("ARRAY")
+        if variable and (tagged or self.field_flexible(f, version)):
+            ops.append("COMPACT")
+        if version in f.nullable and (variable or f.struct is not None):
+            ops.append("NULLABLE")
+        if f.zero_copy and f.type == "bytes":
+            ops.append("ZERO_COPY")
+        return " | ".join(ops)
+
     # -- module --
 
     def render(self) -> str:
@@ -788,9 +835,11 @@ class ModuleWriter:
             "import struct",
             "",
             "from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,",
-            "                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,",
-            "                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,",
-            "                     write_tags)",
+            "                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,",
+            "                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,",
+            "                     write_records, write_tags)",
+            "from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,",
+            "                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)",
             "",
         ]
         for name, fmt in sorted(self.formats.items()):
@@ -812,6 +861,14 @@ class ModuleWriter:
         out.extend(self.functions[name] for name in self.reachable(decoders.split(", ") + encoders.split(", ")))
         out.append(f"{spec.root.name}._decoders = ({decoders},)")
         out.append(f"{spec.root.name}._encoders = ({encoders},)")
+        roots = [self.gen_program(spec.root, v) for v in range(lo, hi + 1)]
+        out.append("")
+        out.append("# The same layouts as field programs for the C codec (wire/program.py explains them).")
+        out.append("_PROGRAMS = {")
+        for name, body in self.programs.items():
+            out.append(f"    {name!r}: {body},")
+        out.append("}")
+        out.append(f"install({spec.root.name}, _PROGRAMS, ({''.join(repr(r) + ', ' for r in roots)}))")
         for s in spec.structs:
             out.append(self.render_schema(s))
         for s in spec.structs:
@@ -872,6 +929,21 @@ class ModuleWriter:
         lines.append("        self._unknown_tagged = _unknown_tagged")
         lines.append("")
         return "\n".join(lines) + "\n"
+
+
+def program_default(f: FieldSpec) -> str:
+    """A field's default in a field program: `list` and struct classes stand for fresh instances."""
+    d = default_expr(f)
+    if d == "[]":
+        return "list"
+    if f.struct is not None and d != "None":
+        return f.struct.name
+    return d
+
+
+def program_tuple(items: list[str]) -> str:
+    """A tuple of field entries, one a line, inside a _PROGRAMS entry."""
+    return "(\n" + "".join(f"        {item},\n" for item in items) + "    )" if items else "()"
 
 
 # Arrays of fixed-width elements shorter than this are read through precompiled structs.

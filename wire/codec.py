@@ -5,16 +5,23 @@ distinct version layout; they inline the common cases (fixed-width runs through 
 `struct`, one-byte varints) and call into this module for the rest. Every failure while decoding or
 encoding is turned into a CodecError at the message boundary (`Message.decode`/`Message.encode`),
 so the generated code never checks what Python already checks for it.
+
+The generated modules also describe each layout as a field program (wire/program.py). When the C
+extension `samsa.wire._speedups` is built, `install` compiles those and `Message.decode`,
+`decode_from` and `encode` run in C, building the same objects and bytes; the pure functions stay the
+fallback (`_pure_decode_from`, `_pure_encode`), and the environment variable SAMSA_PURE=1 forces them.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import uuid
 from functools import cache
 from operator import attrgetter
 from typing import NamedTuple
 
+from . import program
 from .exceptions import CodecError, UnsupportedVersionError
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -107,6 +114,10 @@ def check_count(buf, pos: int, n: int, what: str) -> None:
 
 def null_error(what: str):
     return CodecError(f"non-nullable field {what} was serialized as null")
+
+
+def tag_overrun(what: str):
+    return CodecError(f"tagged field {what} runs past the size its tag gives it")
 
 
 @cache
@@ -285,6 +296,7 @@ class Message(Struct):
     FLEXIBLE_VERSIONS: tuple[int, int] | None = None
     _decoders: tuple = ()
     _encoders: tuple = ()
+    _accel = None  # the compiled field programs (a _speedups.MessageCodec) when the C codec is in use
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
@@ -300,11 +312,11 @@ class Message(Struct):
     @classmethod
     def decode(cls, buf, version: int, pos: int = 0):
         """Decode one message; records fields come back as memoryviews into `buf`."""
-        message, _ = cls.decode_from(buf, version, pos)
+        message, _ = cls._pure_decode_from(buf, version, pos)
         return message
 
     @classmethod
-    def decode_from(cls, buf, version: int, pos: int = 0):
+    def _pure_decode_from(cls, buf, version: int, pos: int = 0):
         """Decode one message at `pos`; returns (message, position after it)."""
         index = version - cls.VALID_VERSIONS[0]
         if index < 0 or version > cls.VALID_VERSIONS[1]:
@@ -320,7 +332,9 @@ class Message(Struct):
             raise CodecError(f"cannot decode {cls.__name__} v{version}: a field runs past the end of the data")
         return message, end
 
-    def encode(self, version: int, out: bytearray | None = None) -> bytearray:
+    decode_from = _pure_decode_from
+
+    def _pure_encode(self, version: int, out: bytearray | None = None) -> bytearray:
         """Append this message at `version` to `out` (a new bytearray by default) and return it."""
         self.check_version(version)
         if out is None:
@@ -335,8 +349,43 @@ class Message(Struct):
             raise CodecError(f"cannot encode {type(self).__name__} v{version}: {e}") from e
         return out
 
+    encode = _pure_encode
+
 
 def cannot_carry(struct_name: str, field: str) -> UnsupportedVersionError:
     return UnsupportedVersionError(
         f"{struct_name} cannot carry a non-default {field} at this version: the field is not in it"
     )
+
+
+# --- the C codec -------------------------------------------------------------------------------
+
+def _load_speedups():
+    """The C extension, or None and why not."""
+    if os.environ.get("SAMSA_PURE", "") not in ("", "0"):
+        return None, "SAMSA_PURE is set"
+    try:
+        from . import _speedups
+    except ImportError as e:
+        return None, f"samsa.wire._speedups is not built ({e}): pip install -e . or python setup.py build_ext --inplace"
+    if getattr(_speedups, "OPCODES", None) != program.OPCODES:
+        return None, "samsa.wire._speedups was built from other sources: rebuild it"
+    return _speedups, None
+
+
+_speedups, SPEEDUPS_MISSING = _load_speedups()
+ACCELERATED = _speedups is not None
+
+if _speedups is not None:
+    _speedups.configure(CodecError, UnsupportedVersionError, _UUID, _UNKNOWN_SAFETY, FrameBuffer, Struct)
+    Message.encode = _speedups.encode_method(Message)
+
+
+def install(cls: type[Message], programs: dict, roots: tuple[str, ...]) -> None:
+    """Give a generated message its C codec (when built): `roots` names its layout per version."""
+    if _speedups is not None:
+        layouts = _speedups.compile(programs)
+        cls._accel = _speedups.MessageCodec(cls.__name__, cls.VALID_VERSIONS[0], tuple(layouts[r] for r in roots))
+        # Plain attributes, not classmethods: no bound method is made per call.
+        cls.decode = cls._accel.decode
+        cls.decode_from = cls._accel.decode_from

@@ -3,33 +3,40 @@
     python tests/wire/fuzz_codec.py -max_total_time=60
 
 Exits 0 when the time is up with no crash. A crash is any exception other than CodecError (and
-its subclasses) from request decoding, response decoding or record batch header parsing; atheris
-then writes the input to crash-<hash> and exits non-zero.
+its subclasses) from request decoding, message decoding or record batch header parsing, or the C
+codec (samsa.wire._speedups, when built) disagreeing with the pure one: a different message, a
+different CodecError subclass, or a different outcome when the bytes after the data are not its
+own (a read past the end). atheris then writes the input to crash-<hash> and exits non-zero.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import atheris
 
 with atheris.instrument_imports():
+    from samsa.wire import codec
     from samsa.wire.exceptions import CodecError
-    from samsa.wire.messages import APIS
-    from samsa.wire.protocol import decode_request, decode_response, response_class
+    from samsa.wire.messages import MODULES
+    from samsa.wire.protocol import decode_request, message_class
     from samsa.wire.records import iter_batch_headers
 
-API_KEYS = sorted(APIS)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from codec_pair import check_decode  # noqa: E402
+
+MESSAGES = [message_class(name) for name in sorted(MODULES)]
 
 
-def decode_any_response(data: bytes) -> None:
-    """The first three bytes pick the api and version; the rest is the response frame body."""
+def decode_any_message(data: bytes) -> None:
+    """The first three bytes pick the message (any request, response, header or data message) and
+    its version; the rest is its body, decoded by both codecs."""
     if len(data) < 3:
         return
-    api_key = API_KEYS[data[0] % len(API_KEYS)]
-    lo, hi = response_class(api_key).VALID_VERSIONS
-    version = lo + int.from_bytes(data[1:3], "big") % (hi - lo + 1)
-    decode_response(data[3:], api_key, version)
+    cls = MESSAGES[int.from_bytes(data[:2], "big") % len(MESSAGES)]
+    lo, hi = cls.VALID_VERSIONS
+    check_decode(cls, data[3:], lo + data[2] % (hi - lo + 1))
 
 
 def scan_record_batches(data: bytes) -> None:
@@ -37,7 +44,7 @@ def scan_record_batches(data: bytes) -> None:
         pass
 
 
-TARGETS = (decode_request, decode_any_response, scan_record_batches)
+TARGETS = (decode_request, decode_any_message, scan_record_batches)
 
 
 def test_one_input(data: bytes) -> None:
@@ -50,6 +57,7 @@ def test_one_input(data: bytes) -> None:
 
 
 def main() -> None:
+    print(f"C codec: {'in use' if codec.ACCELERATED else 'not in use: ' + codec.SPEEDUPS_MISSING}", flush=True)
     atheris.Setup(sys.argv, test_one_input)
     atheris.Fuzz()
 

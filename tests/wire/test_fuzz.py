@@ -16,7 +16,7 @@ from samsa.wire.protocol import decode_request, decode_response, encode_request,
 from samsa.wire.records import iter_batch_headers, parse_batch_header
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from wire_strategies import message_strategy  # noqa: E402
+from wire_strategies import message_strategy, mutated  # noqa: E402
 
 FUZZ = settings(max_examples=300, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
@@ -34,27 +34,6 @@ def decodes_or_refuses(decode, *args) -> None:
 def api_versions(draw, classes):
     cls = classes(draw(st.sampled_from(API_KEYS)))
     return cls, draw(st.integers(*cls.VALID_VERSIONS))
-
-
-@st.composite
-def mutated(draw, data: bytes) -> bytes:
-    """`data` with a few bytes flipped, inserted, deleted or set to length-like extremes."""
-    out = bytearray(data)
-    for _ in range(draw(st.integers(1, 4))):
-        at = draw(st.integers(0, len(out)))
-        kind = draw(st.sampled_from(["flip", "insert", "delete", "extreme", "truncate"]))
-        if kind == "flip" and at < len(out):
-            out[at] ^= 1 << draw(st.integers(0, 7))
-        elif kind == "insert":
-            out[at:at] = draw(st.binary(min_size=1, max_size=4))
-        elif kind == "delete":
-            del out[at:at + draw(st.integers(1, 4))]
-        elif kind == "extreme":
-            out[at:at + 4] = draw(st.sampled_from([b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00",
-                                                   b"\xff\xff", b"\x80\x80\x80\x80\x80\x01"]))
-        elif kind == "truncate":
-            del out[at:]
-    return bytes(out)
 
 
 @FUZZ

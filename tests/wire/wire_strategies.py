@@ -82,3 +82,24 @@ def unknown_tags_of(s: Struct) -> list:
         for item in value if f.is_array else [value]:
             found.extend(unknown_tags_of(item))
     return found
+
+
+@st.composite
+def mutated(draw, data: bytes) -> bytes:
+    """`data` with a few bytes flipped, inserted, deleted or set to length-like extremes."""
+    out = bytearray(data)
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(out)))
+        kind = draw(st.sampled_from(["flip", "insert", "delete", "extreme", "truncate"]))
+        if kind == "flip" and at < len(out):
+            out[at] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "insert":
+            out[at:at] = draw(st.binary(min_size=1, max_size=4))
+        elif kind == "delete":
+            del out[at:at + draw(st.integers(1, 4))]
+        elif kind == "extreme":
+            out[at:at + 4] = draw(st.sampled_from([b"\xff\xff\xff\xff", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00",
+                                                   b"\xff\xff", b"\x80\x80\x80\x80\x80\x01"]))
+        elif kind == "truncate":
+            del out[at:]
+    return bytes(out)

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -432,6 +434,50 @@ def _e_AddPartitionsToTxnRequest_v4(o, out):
 
 AddPartitionsToTxnRequest._decoders = (_d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v0, _d_AddPartitionsToTxnRequest_v3, _d_AddPartitionsToTxnRequest_v4, _d_AddPartitionsToTxnRequest_v4,)
 AddPartitionsToTxnRequest._encoders = (_e_AddPartitionsToTxnRequest_v0, _e_AddPartitionsToTxnRequest_v0, _e_AddPartitionsToTxnRequest_v0, _e_AddPartitionsToTxnRequest_v3, _e_AddPartitionsToTxnRequest_v4, _e_AddPartitionsToTxnRequest_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AddPartitionsToTxnTopic_v0': (AddPartitionsToTxnTopic, False, (
+        ('name', STRING),
+        ('partitions', INT32 | ARRAY),
+    ), (), ()),
+    'AddPartitionsToTxnRequest_v0': (AddPartitionsToTxnRequest, False, (
+        ('v3_and_below_transactional_id', STRING),
+        ('v3_and_below_producer_id', INT64),
+        ('v3_and_below_producer_epoch', INT16),
+        ('v3_and_below_topics', STRUCT | ARRAY, 'AddPartitionsToTxnTopic_v0'),
+    ), (), (
+        ('transactions', list, True),
+    )),
+    'AddPartitionsToTxnTopic_v3': (AddPartitionsToTxnTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'AddPartitionsToTxnRequest_v3': (AddPartitionsToTxnRequest, True, (
+        ('v3_and_below_transactional_id', STRING | COMPACT),
+        ('v3_and_below_producer_id', INT64),
+        ('v3_and_below_producer_epoch', INT16),
+        ('v3_and_below_topics', STRUCT | ARRAY | COMPACT, 'AddPartitionsToTxnTopic_v3'),
+    ), (), (
+        ('transactions', list, True),
+    )),
+    'AddPartitionsToTxnTransaction_v4': (AddPartitionsToTxnTransaction, True, (
+        ('transactional_id', STRING | COMPACT),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('verify_only', BOOL),
+        ('topics', STRUCT | ARRAY | COMPACT, 'AddPartitionsToTxnTopic_v3'),
+    ), (), ()),
+    'AddPartitionsToTxnRequest_v4': (AddPartitionsToTxnRequest, True, (
+        ('transactions', STRUCT | ARRAY | COMPACT, 'AddPartitionsToTxnTransaction_v4'),
+    ), (), (
+        ('v3_and_below_transactional_id', '', True),
+        ('v3_and_below_producer_id', 0, True),
+        ('v3_and_below_producer_epoch', 0, True),
+        ('v3_and_below_topics', list, True),
+    )),
+}
+install(AddPartitionsToTxnRequest, _PROGRAMS, ('AddPartitionsToTxnRequest_v0', 'AddPartitionsToTxnRequest_v0', 'AddPartitionsToTxnRequest_v0', 'AddPartitionsToTxnRequest_v3', 'AddPartitionsToTxnRequest_v4', 'AddPartitionsToTxnRequest_v4', ))
 AddPartitionsToTxnTopic._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

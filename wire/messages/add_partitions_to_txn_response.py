@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -405,6 +407,52 @@ def _e_AddPartitionsToTxnResponse_v4(o, out):
 
 AddPartitionsToTxnResponse._decoders = (_d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v0, _d_AddPartitionsToTxnResponse_v3, _d_AddPartitionsToTxnResponse_v4, _d_AddPartitionsToTxnResponse_v4,)
 AddPartitionsToTxnResponse._encoders = (_e_AddPartitionsToTxnResponse_v0, _e_AddPartitionsToTxnResponse_v0, _e_AddPartitionsToTxnResponse_v0, _e_AddPartitionsToTxnResponse_v3, _e_AddPartitionsToTxnResponse_v4, _e_AddPartitionsToTxnResponse_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AddPartitionsToTxnPartitionResult_v0': (AddPartitionsToTxnPartitionResult, False, (
+        ('partition_index', INT32),
+        ('partition_error_code', INT16),
+    ), (), ()),
+    'AddPartitionsToTxnTopicResult_v0': (AddPartitionsToTxnTopicResult, False, (
+        ('name', STRING),
+        ('results_by_partition', STRUCT | ARRAY, 'AddPartitionsToTxnPartitionResult_v0'),
+    ), (), ()),
+    'AddPartitionsToTxnResponse_v0': (AddPartitionsToTxnResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results_by_topic_v3_and_below', STRUCT | ARRAY, 'AddPartitionsToTxnTopicResult_v0'),
+    ), (), (
+        ('error_code', 0, False),
+        ('results_by_transaction', list, True),
+    )),
+    'AddPartitionsToTxnPartitionResult_v3': (AddPartitionsToTxnPartitionResult, True, (
+        ('partition_index', INT32),
+        ('partition_error_code', INT16),
+    ), (), ()),
+    'AddPartitionsToTxnTopicResult_v3': (AddPartitionsToTxnTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('results_by_partition', STRUCT | ARRAY | COMPACT, 'AddPartitionsToTxnPartitionResult_v3'),
+    ), (), ()),
+    'AddPartitionsToTxnResponse_v3': (AddPartitionsToTxnResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('results_by_topic_v3_and_below', STRUCT | ARRAY | COMPACT, 'AddPartitionsToTxnTopicResult_v3'),
+    ), (), (
+        ('error_code', 0, False),
+        ('results_by_transaction', list, True),
+    )),
+    'AddPartitionsToTxnResult_v4': (AddPartitionsToTxnResult, True, (
+        ('transactional_id', STRING | COMPACT),
+        ('topic_results', STRUCT | ARRAY | COMPACT, 'AddPartitionsToTxnTopicResult_v3'),
+    ), (), ()),
+    'AddPartitionsToTxnResponse_v4': (AddPartitionsToTxnResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('results_by_transaction', STRUCT | ARRAY | COMPACT, 'AddPartitionsToTxnResult_v4'),
+    ), (), (
+        ('results_by_topic_v3_and_below', list, True),
+    )),
+}
+install(AddPartitionsToTxnResponse, _PROGRAMS, ('AddPartitionsToTxnResponse_v0', 'AddPartitionsToTxnResponse_v0', 'AddPartitionsToTxnResponse_v0', 'AddPartitionsToTxnResponse_v3', 'AddPartitionsToTxnResponse_v4', 'AddPartitionsToTxnResponse_v4', ))
 AddPartitionsToTxnPartitionResult._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('partition_error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_W = struct.Struct('>H')
 _S_iiU = struct.Struct('>ii16s')
@@ -179,6 +181,23 @@ def _e_AddRaftVoterRequest_v0(o, out):
 
 AddRaftVoterRequest._decoders = (_d_AddRaftVoterRequest_v0,)
 AddRaftVoterRequest._encoders = (_e_AddRaftVoterRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'Listener_v0': (Listener, True, (
+        ('name', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+    ), (), ()),
+    'AddRaftVoterRequest_v0': (AddRaftVoterRequest, True, (
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('timeout_ms', INT32),
+        ('voter_id', INT32),
+        ('voter_directory_id', UUID),
+        ('listeners', STRUCT | ARRAY | COMPACT, 'Listener_v0'),
+    ), (), ()),
+}
+install(AddRaftVoterRequest, _PROGRAMS, ('AddRaftVoterRequest_v0', ))
 Listener._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('host', 'string', (0, 32767), None, None, None, None),

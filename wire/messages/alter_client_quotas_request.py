@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_do = struct.Struct('>d?')
 _S_h = struct.Struct('>h')
@@ -409,6 +411,45 @@ def _e_AlterClientQuotasRequest_v1(o, out):
 
 AlterClientQuotasRequest._decoders = (_d_AlterClientQuotasRequest_v0, _d_AlterClientQuotasRequest_v1,)
 AlterClientQuotasRequest._encoders = (_e_AlterClientQuotasRequest_v0, _e_AlterClientQuotasRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'EntityData_v0': (EntityData, False, (
+        ('entity_type', STRING),
+        ('entity_name', STRING | NULLABLE),
+    ), (), ()),
+    'OpData_v0': (OpData, False, (
+        ('key', STRING),
+        ('value', FLOAT64),
+        ('remove', BOOL),
+    ), (), ()),
+    'EntryData_v0': (EntryData, False, (
+        ('entity', STRUCT | ARRAY, 'EntityData_v0'),
+        ('ops', STRUCT | ARRAY, 'OpData_v0'),
+    ), (), ()),
+    'AlterClientQuotasRequest_v0': (AlterClientQuotasRequest, False, (
+        ('entries', STRUCT | ARRAY, 'EntryData_v0'),
+        ('validate_only', BOOL),
+    ), (), ()),
+    'EntityData_v1': (EntityData, True, (
+        ('entity_type', STRING | COMPACT),
+        ('entity_name', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'OpData_v1': (OpData, True, (
+        ('key', STRING | COMPACT),
+        ('value', FLOAT64),
+        ('remove', BOOL),
+    ), (), ()),
+    'EntryData_v1': (EntryData, True, (
+        ('entity', STRUCT | ARRAY | COMPACT, 'EntityData_v1'),
+        ('ops', STRUCT | ARRAY | COMPACT, 'OpData_v1'),
+    ), (), ()),
+    'AlterClientQuotasRequest_v1': (AlterClientQuotasRequest, True, (
+        ('entries', STRUCT | ARRAY | COMPACT, 'EntryData_v1'),
+        ('validate_only', BOOL),
+    ), (), ()),
+}
+install(AlterClientQuotasRequest, _PROGRAMS, ('AlterClientQuotasRequest_v0', 'AlterClientQuotasRequest_v1', ))
 EntityData._schema = (
     FieldInfo('entity_type', 'string', (0, 32767), None, None, None, None),
     FieldInfo('entity_name', 'string', (0, 32767), (0, 32767), None, None, None),

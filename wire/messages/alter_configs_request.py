@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -331,6 +333,37 @@ def _e_AlterConfigsRequest_v2(o, out):
 
 AlterConfigsRequest._decoders = (_d_AlterConfigsRequest_v0, _d_AlterConfigsRequest_v0, _d_AlterConfigsRequest_v2,)
 AlterConfigsRequest._encoders = (_e_AlterConfigsRequest_v0, _e_AlterConfigsRequest_v0, _e_AlterConfigsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AlterableConfig_v0': (AlterableConfig, False, (
+        ('name', STRING),
+        ('value', STRING | NULLABLE),
+    ), (), ()),
+    'AlterConfigsResource_v0': (AlterConfigsResource, False, (
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('configs', STRUCT | ARRAY, 'AlterableConfig_v0'),
+    ), (), ()),
+    'AlterConfigsRequest_v0': (AlterConfigsRequest, False, (
+        ('resources', STRUCT | ARRAY, 'AlterConfigsResource_v0'),
+        ('validate_only', BOOL),
+    ), (), ()),
+    'AlterableConfig_v2': (AlterableConfig, True, (
+        ('name', STRING | COMPACT),
+        ('value', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'AlterConfigsResource_v2': (AlterConfigsResource, True, (
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+        ('configs', STRUCT | ARRAY | COMPACT, 'AlterableConfig_v2'),
+    ), (), ()),
+    'AlterConfigsRequest_v2': (AlterConfigsRequest, True, (
+        ('resources', STRUCT | ARRAY | COMPACT, 'AlterConfigsResource_v2'),
+        ('validate_only', BOOL),
+    ), (), ()),
+}
+install(AlterConfigsRequest, _PROGRAMS, ('AlterConfigsRequest_v0', 'AlterConfigsRequest_v0', 'AlterConfigsRequest_v2', ))
 AlterableConfig._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('value', 'string', (0, 32767), (0, 32767), None, None, None),

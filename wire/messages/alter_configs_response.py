@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -217,6 +219,31 @@ def _e_AlterConfigsResponse_v2(o, out):
 
 AlterConfigsResponse._decoders = (_d_AlterConfigsResponse_v0, _d_AlterConfigsResponse_v0, _d_AlterConfigsResponse_v2,)
 AlterConfigsResponse._encoders = (_e_AlterConfigsResponse_v0, _e_AlterConfigsResponse_v0, _e_AlterConfigsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AlterConfigsResourceResponse_v0': (AlterConfigsResourceResponse, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+    ), (), ()),
+    'AlterConfigsResponse_v0': (AlterConfigsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY, 'AlterConfigsResourceResponse_v0'),
+    ), (), ()),
+    'AlterConfigsResourceResponse_v2': (AlterConfigsResourceResponse, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+    ), (), ()),
+    'AlterConfigsResponse_v2': (AlterConfigsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'AlterConfigsResourceResponse_v2'),
+    ), (), ()),
+}
+install(AlterConfigsResponse, _PROGRAMS, ('AlterConfigsResponse_v0', 'AlterConfigsResponse_v0', 'AlterConfigsResponse_v2', ))
 AlterConfigsResourceResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),

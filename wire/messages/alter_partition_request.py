@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -726,6 +728,86 @@ def _e_AlterPartitionRequest_v3(o, out):
 
 AlterPartitionRequest._decoders = (_d_AlterPartitionRequest_v0, _d_AlterPartitionRequest_v1, _d_AlterPartitionRequest_v2, _d_AlterPartitionRequest_v3,)
 AlterPartitionRequest._encoders = (_e_AlterPartitionRequest_v0, _e_AlterPartitionRequest_v1, _e_AlterPartitionRequest_v2, _e_AlterPartitionRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('leader_epoch', INT32),
+        ('new_isr', INT32 | ARRAY | COMPACT),
+        ('partition_epoch', INT32),
+    ), (), (
+        ('new_isr_with_epochs', list, True),
+        ('leader_recovery_state', 0, True),
+    )),
+    'TopicData_v0': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'AlterPartitionRequest_v0': (AlterPartitionRequest, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v0'),
+    ), (), ()),
+    'PartitionData_v1': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('leader_epoch', INT32),
+        ('new_isr', INT32 | ARRAY | COMPACT),
+        ('leader_recovery_state', INT8),
+        ('partition_epoch', INT32),
+    ), (), (
+        ('new_isr_with_epochs', list, True),
+    )),
+    'TopicData_v1': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'AlterPartitionRequest_v1': (AlterPartitionRequest, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v1'),
+    ), (), ()),
+    'TopicData_v2': (TopicData, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), (
+        ('topic_name', '', False),
+    )),
+    'AlterPartitionRequest_v2': (AlterPartitionRequest, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v2'),
+    ), (), ()),
+    'BrokerState_v3': (BrokerState, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+    ), (), ()),
+    'PartitionData_v3': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('leader_epoch', INT32),
+        ('new_isr_with_epochs', STRUCT | ARRAY | COMPACT, 'BrokerState_v3'),
+        ('leader_recovery_state', INT8),
+        ('partition_epoch', INT32),
+    ), (), (
+        ('new_isr', list, True),
+    )),
+    'TopicData_v3': (TopicData, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v3'),
+    ), (), (
+        ('topic_name', '', False),
+    )),
+    'AlterPartitionRequest_v3': (AlterPartitionRequest, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v3'),
+    ), (), ()),
+}
+install(AlterPartitionRequest, _PROGRAMS, ('AlterPartitionRequest_v0', 'AlterPartitionRequest_v1', 'AlterPartitionRequest_v2', 'AlterPartitionRequest_v3', ))
 BrokerState._schema = (
     FieldInfo('broker_id', 'int32', (3, 32767), None, None, None, None),
     FieldInfo('broker_epoch', 'int64', (3, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -526,6 +528,63 @@ def _e_AlterPartitionResponse_v2(o, out):
 
 AlterPartitionResponse._decoders = (_d_AlterPartitionResponse_v0, _d_AlterPartitionResponse_v1, _d_AlterPartitionResponse_v2, _d_AlterPartitionResponse_v2,)
 AlterPartitionResponse._encoders = (_e_AlterPartitionResponse_v0, _e_AlterPartitionResponse_v1, _e_AlterPartitionResponse_v2, _e_AlterPartitionResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY | COMPACT),
+        ('partition_epoch', INT32),
+    ), (), (
+        ('leader_recovery_state', 0, False),
+    )),
+    'TopicData_v0': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'AlterPartitionResponse_v0': (AlterPartitionResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v0'),
+    ), (), ()),
+    'PartitionData_v1': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY | COMPACT),
+        ('leader_recovery_state', INT8),
+        ('partition_epoch', INT32),
+    ), (), ()),
+    'TopicData_v1': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'AlterPartitionResponse_v1': (AlterPartitionResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v1'),
+    ), (), ()),
+    'TopicData_v2': (TopicData, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), (
+        ('topic_name', '', False),
+    )),
+    'AlterPartitionResponse_v2': (AlterPartitionResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v2'),
+    ), (), ()),
+}
+install(AlterPartitionResponse, _PROGRAMS, ('AlterPartitionResponse_v0', 'AlterPartitionResponse_v1', 'AlterPartitionResponse_v2', 'AlterPartitionResponse_v2', ))
 PartitionData._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

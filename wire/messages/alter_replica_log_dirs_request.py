@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -319,6 +321,33 @@ def _e_AlterReplicaLogDirsRequest_v2(o, out):
 
 AlterReplicaLogDirsRequest._decoders = (_d_AlterReplicaLogDirsRequest_v0, _d_AlterReplicaLogDirsRequest_v0, _d_AlterReplicaLogDirsRequest_v2,)
 AlterReplicaLogDirsRequest._encoders = (_e_AlterReplicaLogDirsRequest_v0, _e_AlterReplicaLogDirsRequest_v0, _e_AlterReplicaLogDirsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AlterReplicaLogDirTopic_v0': (AlterReplicaLogDirTopic, False, (
+        ('name', STRING),
+        ('partitions', INT32 | ARRAY),
+    ), (), ()),
+    'AlterReplicaLogDir_v0': (AlterReplicaLogDir, False, (
+        ('path', STRING),
+        ('topics', STRUCT | ARRAY, 'AlterReplicaLogDirTopic_v0'),
+    ), (), ()),
+    'AlterReplicaLogDirsRequest_v0': (AlterReplicaLogDirsRequest, False, (
+        ('dirs', STRUCT | ARRAY, 'AlterReplicaLogDir_v0'),
+    ), (), ()),
+    'AlterReplicaLogDirTopic_v2': (AlterReplicaLogDirTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'AlterReplicaLogDir_v2': (AlterReplicaLogDir, True, (
+        ('path', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT, 'AlterReplicaLogDirTopic_v2'),
+    ), (), ()),
+    'AlterReplicaLogDirsRequest_v2': (AlterReplicaLogDirsRequest, True, (
+        ('dirs', STRUCT | ARRAY | COMPACT, 'AlterReplicaLogDir_v2'),
+    ), (), ()),
+}
+install(AlterReplicaLogDirsRequest, _PROGRAMS, ('AlterReplicaLogDirsRequest_v0', 'AlterReplicaLogDirsRequest_v0', 'AlterReplicaLogDirsRequest_v2', ))
 AlterReplicaLogDirTopic._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -263,6 +265,35 @@ def _e_AlterReplicaLogDirsResponse_v2(o, out):
 
 AlterReplicaLogDirsResponse._decoders = (_d_AlterReplicaLogDirsResponse_v0, _d_AlterReplicaLogDirsResponse_v0, _d_AlterReplicaLogDirsResponse_v2,)
 AlterReplicaLogDirsResponse._encoders = (_e_AlterReplicaLogDirsResponse_v0, _e_AlterReplicaLogDirsResponse_v0, _e_AlterReplicaLogDirsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AlterReplicaLogDirPartitionResult_v0': (AlterReplicaLogDirPartitionResult, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'AlterReplicaLogDirTopicResult_v0': (AlterReplicaLogDirTopicResult, False, (
+        ('topic_name', STRING),
+        ('partitions', STRUCT | ARRAY, 'AlterReplicaLogDirPartitionResult_v0'),
+    ), (), ()),
+    'AlterReplicaLogDirsResponse_v0': (AlterReplicaLogDirsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'AlterReplicaLogDirTopicResult_v0'),
+    ), (), ()),
+    'AlterReplicaLogDirPartitionResult_v2': (AlterReplicaLogDirPartitionResult, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'AlterReplicaLogDirTopicResult_v2': (AlterReplicaLogDirTopicResult, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'AlterReplicaLogDirPartitionResult_v2'),
+    ), (), ()),
+    'AlterReplicaLogDirsResponse_v2': (AlterReplicaLogDirsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY | COMPACT, 'AlterReplicaLogDirTopicResult_v2'),
+    ), (), ()),
+}
+install(AlterReplicaLogDirsResponse, _PROGRAMS, ('AlterReplicaLogDirsResponse_v0', 'AlterReplicaLogDirsResponse_v0', 'AlterReplicaLogDirsResponse_v2', ))
 AlterReplicaLogDirPartitionResult._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bi = struct.Struct('>bi')
@@ -250,6 +252,26 @@ def _e_AlterUserScramCredentialsRequest_v0(o, out):
 
 AlterUserScramCredentialsRequest._decoders = (_d_AlterUserScramCredentialsRequest_v0,)
 AlterUserScramCredentialsRequest._encoders = (_e_AlterUserScramCredentialsRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ScramCredentialDeletion_v0': (ScramCredentialDeletion, True, (
+        ('name', STRING | COMPACT),
+        ('mechanism', INT8),
+    ), (), ()),
+    'ScramCredentialUpsertion_v0': (ScramCredentialUpsertion, True, (
+        ('name', STRING | COMPACT),
+        ('mechanism', INT8),
+        ('iterations', INT32),
+        ('salt', BYTES | COMPACT),
+        ('salted_password', BYTES | COMPACT),
+    ), (), ()),
+    'AlterUserScramCredentialsRequest_v0': (AlterUserScramCredentialsRequest, True, (
+        ('deletions', STRUCT | ARRAY | COMPACT, 'ScramCredentialDeletion_v0'),
+        ('upsertions', STRUCT | ARRAY | COMPACT, 'ScramCredentialUpsertion_v0'),
+    ), (), ()),
+}
+install(AlterUserScramCredentialsRequest, _PROGRAMS, ('AlterUserScramCredentialsRequest_v0', ))
 ScramCredentialDeletion._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('mechanism', 'int8', (0, 32767), None, None, None, None),

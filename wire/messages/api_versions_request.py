@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 
 class ApiVersionsRequest(Message):
@@ -101,6 +103,19 @@ def _e_ApiVersionsRequest_v3(o, out):
 
 ApiVersionsRequest._decoders = (_d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v0, _d_ApiVersionsRequest_v3, _d_ApiVersionsRequest_v3,)
 ApiVersionsRequest._encoders = (_e_ApiVersionsRequest_v0, _e_ApiVersionsRequest_v0, _e_ApiVersionsRequest_v0, _e_ApiVersionsRequest_v3, _e_ApiVersionsRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ApiVersionsRequest_v0': (ApiVersionsRequest, False, (), (), (
+        ('client_software_name', '', False),
+        ('client_software_version', '', False),
+    )),
+    'ApiVersionsRequest_v3': (ApiVersionsRequest, True, (
+        ('client_software_name', STRING | COMPACT),
+        ('client_software_version', STRING | COMPACT),
+    ), (), ()),
+}
+install(ApiVersionsRequest, _PROGRAMS, ('ApiVersionsRequest_v0', 'ApiVersionsRequest_v0', 'ApiVersionsRequest_v0', 'ApiVersionsRequest_v3', 'ApiVersionsRequest_v3', ))
 ApiVersionsRequest._schema = (
     FieldInfo('client_software_name', 'string', (3, 32767), None, None, None, None),
     FieldInfo('client_software_version', 'string', (3, 32767), None, None, None, None),

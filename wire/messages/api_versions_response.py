@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -273,10 +275,15 @@ def _d_ApiVersionsResponse_v3(buf, pos):
                             _t6, pos = _d_SupportedFeatureKey_v3(buf, pos)
                             _t5.append(_t6)
                         o.supported_features = _t5
+                if pos > tag_end:
+                    raise tag_overrun('ApiVersionsResponse.supported_features')
                 pos = tag_end
             elif tag == 1:
                 tag_end = check_length(buf, pos, size)
                 o.finalized_features_epoch, = _S_q.unpack_from(buf, pos)
+                pos += 8
+                if pos > tag_end:
+                    raise tag_overrun('ApiVersionsResponse.finalized_features_epoch')
                 pos = tag_end
             elif tag == 2:
                 tag_end = check_length(buf, pos, size)
@@ -298,10 +305,15 @@ def _d_ApiVersionsResponse_v3(buf, pos):
                             _t9, pos = _d_FinalizedFeatureKey_v3(buf, pos)
                             _t8.append(_t9)
                         o.finalized_features = _t8
+                if pos > tag_end:
+                    raise tag_overrun('ApiVersionsResponse.finalized_features')
                 pos = tag_end
             elif tag == 3:
                 tag_end = check_length(buf, pos, size)
                 o.zk_migration_ready, = _S_o.unpack_from(buf, pos)
+                pos += 1
+                if pos > tag_end:
+                    raise tag_overrun('ApiVersionsResponse.zk_migration_ready')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -398,6 +410,61 @@ def _e_ApiVersionsResponse_v3(o, out):
 
 ApiVersionsResponse._decoders = (_d_ApiVersionsResponse_v0, _d_ApiVersionsResponse_v1, _d_ApiVersionsResponse_v1, _d_ApiVersionsResponse_v3, _d_ApiVersionsResponse_v3,)
 ApiVersionsResponse._encoders = (_e_ApiVersionsResponse_v0, _e_ApiVersionsResponse_v1, _e_ApiVersionsResponse_v1, _e_ApiVersionsResponse_v3, _e_ApiVersionsResponse_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ApiVersion_v0': (ApiVersion, False, (
+        ('api_key', INT16),
+        ('min_version', INT16),
+        ('max_version', INT16),
+    ), (), ()),
+    'ApiVersionsResponse_v0': (ApiVersionsResponse, False, (
+        ('error_code', INT16),
+        ('api_keys', STRUCT | ARRAY, 'ApiVersion_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('supported_features', list, False),
+        ('finalized_features_epoch', -1, False),
+        ('finalized_features', list, False),
+        ('zk_migration_ready', False, False),
+    )),
+    'ApiVersionsResponse_v1': (ApiVersionsResponse, False, (
+        ('error_code', INT16),
+        ('api_keys', STRUCT | ARRAY, 'ApiVersion_v0'),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('supported_features', list, False),
+        ('finalized_features_epoch', -1, False),
+        ('finalized_features', list, False),
+        ('zk_migration_ready', False, False),
+    )),
+    'ApiVersion_v3': (ApiVersion, True, (
+        ('api_key', INT16),
+        ('min_version', INT16),
+        ('max_version', INT16),
+    ), (), ()),
+    'SupportedFeatureKey_v3': (SupportedFeatureKey, True, (
+        ('name', STRING | COMPACT),
+        ('min_version', INT16),
+        ('max_version', INT16),
+    ), (), ()),
+    'FinalizedFeatureKey_v3': (FinalizedFeatureKey, True, (
+        ('name', STRING | COMPACT),
+        ('max_version_level', INT16),
+        ('min_version_level', INT16),
+    ), (), ()),
+    'ApiVersionsResponse_v3': (ApiVersionsResponse, True, (
+        ('error_code', INT16),
+        ('api_keys', STRUCT | ARRAY | COMPACT, 'ApiVersion_v3'),
+        ('throttle_time_ms', INT32),
+    ), (
+        ('supported_features', STRUCT | ARRAY | COMPACT, 'SupportedFeatureKey_v3', 0, list),
+        ('finalized_features_epoch', INT64, None, 1, -1),
+        ('finalized_features', STRUCT | ARRAY | COMPACT, 'FinalizedFeatureKey_v3', 2, list),
+        ('zk_migration_ready', BOOL, None, 3, False),
+    ), ()),
+}
+install(ApiVersionsResponse, _PROGRAMS, ('ApiVersionsResponse_v0', 'ApiVersionsResponse_v1', 'ApiVersionsResponse_v1', 'ApiVersionsResponse_v3', 'ApiVersionsResponse_v3', ))
 ApiVersion._schema = (
     FieldInfo('api_key', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('min_version', 'int16', (0, 32767), None, None, None, None),

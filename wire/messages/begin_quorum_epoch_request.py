@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -404,6 +406,50 @@ def _e_BeginQuorumEpochRequest_v1(o, out):
 
 BeginQuorumEpochRequest._decoders = (_d_BeginQuorumEpochRequest_v0, _d_BeginQuorumEpochRequest_v1,)
 BeginQuorumEpochRequest._encoders = (_e_BeginQuorumEpochRequest_v0, _e_BeginQuorumEpochRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, False, (
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), (
+        ('voter_directory_id', ZERO_UUID, False),
+    )),
+    'TopicData_v0': (TopicData, False, (
+        ('topic_name', STRING),
+        ('partitions', STRUCT | ARRAY, 'PartitionData_v0'),
+    ), (), ()),
+    'BeginQuorumEpochRequest_v0': (BeginQuorumEpochRequest, False, (
+        ('cluster_id', STRING | NULLABLE),
+        ('topics', STRUCT | ARRAY, 'TopicData_v0'),
+    ), (), (
+        ('voter_id', -1, False),
+        ('leader_endpoints', list, False),
+    )),
+    'PartitionData_v1': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('voter_directory_id', UUID),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'TopicData_v1': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), ()),
+    'LeaderEndpoint_v1': (LeaderEndpoint, True, (
+        ('name', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+    ), (), ()),
+    'BeginQuorumEpochRequest_v1': (BeginQuorumEpochRequest, True, (
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('voter_id', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v1'),
+        ('leader_endpoints', STRUCT | ARRAY | COMPACT, 'LeaderEndpoint_v1'),
+    ), (), ()),
+}
+install(BeginQuorumEpochRequest, _PROGRAMS, ('BeginQuorumEpochRequest_v0', 'BeginQuorumEpochRequest_v1', ))
 PartitionData._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('voter_directory_id', 'uuid', (1, 32767), None, None, None, None),

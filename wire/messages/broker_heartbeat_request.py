@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_iqqoo = struct.Struct('>iqq??')
 
@@ -86,6 +88,8 @@ def _d_BrokerHeartbeatRequest_v1(buf, pos):
                     raise null_error('BrokerHeartbeatRequest.offline_log_dirs')
                 else:
                     o.offline_log_dirs, pos = read_uuid_array(buf, pos, _t1)
+                if pos > tag_end:
+                    raise tag_overrun('BrokerHeartbeatRequest.offline_log_dirs')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -114,6 +118,29 @@ def _e_BrokerHeartbeatRequest_v1(o, out):
 
 BrokerHeartbeatRequest._decoders = (_d_BrokerHeartbeatRequest_v0, _d_BrokerHeartbeatRequest_v1,)
 BrokerHeartbeatRequest._encoders = (_e_BrokerHeartbeatRequest_v0, _e_BrokerHeartbeatRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'BrokerHeartbeatRequest_v0': (BrokerHeartbeatRequest, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+        ('current_metadata_offset', INT64),
+        ('want_fence', BOOL),
+        ('want_shut_down', BOOL),
+    ), (), (
+        ('offline_log_dirs', list, True),
+    )),
+    'BrokerHeartbeatRequest_v1': (BrokerHeartbeatRequest, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+        ('current_metadata_offset', INT64),
+        ('want_fence', BOOL),
+        ('want_shut_down', BOOL),
+    ), (
+        ('offline_log_dirs', UUID | ARRAY | COMPACT, None, 0, list),
+    ), ()),
+}
+install(BrokerHeartbeatRequest, _PROGRAMS, ('BrokerHeartbeatRequest_v0', 'BrokerHeartbeatRequest_v1', ))
 BrokerHeartbeatRequest._schema = (
     FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_Wh = struct.Struct('>Hh')
@@ -897,6 +899,69 @@ def _e_BrokerRegistrationRequest_v3(o, out):
 
 BrokerRegistrationRequest._decoders = (_d_BrokerRegistrationRequest_v0, _d_BrokerRegistrationRequest_v1, _d_BrokerRegistrationRequest_v2, _d_BrokerRegistrationRequest_v3, _d_BrokerRegistrationRequest_v3,)
 BrokerRegistrationRequest._encoders = (_e_BrokerRegistrationRequest_v0, _e_BrokerRegistrationRequest_v1, _e_BrokerRegistrationRequest_v2, _e_BrokerRegistrationRequest_v3, _e_BrokerRegistrationRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'Listener_v0': (Listener, True, (
+        ('name', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+        ('security_protocol', INT16),
+    ), (), ()),
+    'Feature_v0': (Feature, True, (
+        ('name', STRING | COMPACT),
+        ('min_supported_version', INT16),
+        ('max_supported_version', INT16),
+    ), (), ()),
+    'BrokerRegistrationRequest_v0': (BrokerRegistrationRequest, True, (
+        ('broker_id', INT32),
+        ('cluster_id', STRING | COMPACT),
+        ('incarnation_id', UUID),
+        ('listeners', STRUCT | ARRAY | COMPACT, 'Listener_v0'),
+        ('features', STRUCT | ARRAY | COMPACT, 'Feature_v0'),
+        ('rack', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('is_migrating_zk_broker', False, True),
+        ('log_dirs', list, False),
+        ('previous_broker_epoch', -1, False),
+    )),
+    'BrokerRegistrationRequest_v1': (BrokerRegistrationRequest, True, (
+        ('broker_id', INT32),
+        ('cluster_id', STRING | COMPACT),
+        ('incarnation_id', UUID),
+        ('listeners', STRUCT | ARRAY | COMPACT, 'Listener_v0'),
+        ('features', STRUCT | ARRAY | COMPACT, 'Feature_v0'),
+        ('rack', STRING | COMPACT | NULLABLE),
+        ('is_migrating_zk_broker', BOOL),
+    ), (), (
+        ('log_dirs', list, False),
+        ('previous_broker_epoch', -1, False),
+    )),
+    'BrokerRegistrationRequest_v2': (BrokerRegistrationRequest, True, (
+        ('broker_id', INT32),
+        ('cluster_id', STRING | COMPACT),
+        ('incarnation_id', UUID),
+        ('listeners', STRUCT | ARRAY | COMPACT, 'Listener_v0'),
+        ('features', STRUCT | ARRAY | COMPACT, 'Feature_v0'),
+        ('rack', STRING | COMPACT | NULLABLE),
+        ('is_migrating_zk_broker', BOOL),
+        ('log_dirs', UUID | ARRAY | COMPACT),
+    ), (), (
+        ('previous_broker_epoch', -1, False),
+    )),
+    'BrokerRegistrationRequest_v3': (BrokerRegistrationRequest, True, (
+        ('broker_id', INT32),
+        ('cluster_id', STRING | COMPACT),
+        ('incarnation_id', UUID),
+        ('listeners', STRUCT | ARRAY | COMPACT, 'Listener_v0'),
+        ('features', STRUCT | ARRAY | COMPACT, 'Feature_v0'),
+        ('rack', STRING | COMPACT | NULLABLE),
+        ('is_migrating_zk_broker', BOOL),
+        ('log_dirs', UUID | ARRAY | COMPACT),
+        ('previous_broker_epoch', INT64),
+    ), (), ()),
+}
+install(BrokerRegistrationRequest, _PROGRAMS, ('BrokerRegistrationRequest_v0', 'BrokerRegistrationRequest_v1', 'BrokerRegistrationRequest_v2', 'BrokerRegistrationRequest_v3', 'BrokerRegistrationRequest_v3', ))
 Listener._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('host', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_o = struct.Struct('>?')
 
@@ -93,6 +95,15 @@ def _e_ConsumerGroupDescribeRequest_v0(o, out):
 
 ConsumerGroupDescribeRequest._decoders = (_d_ConsumerGroupDescribeRequest_v0,)
 ConsumerGroupDescribeRequest._encoders = (_e_ConsumerGroupDescribeRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ConsumerGroupDescribeRequest_v0': (ConsumerGroupDescribeRequest, True, (
+        ('group_ids', STRING | ARRAY | COMPACT),
+        ('include_authorized_operations', BOOL),
+    ), (), ()),
+}
+install(ConsumerGroupDescribeRequest, _PROGRAMS, ('ConsumerGroupDescribeRequest_v0', ))
 ConsumerGroupDescribeRequest._schema = (
     FieldInfo('group_ids', '[]string', (0, 32767), None, None, None, None),
     FieldInfo('include_authorized_operations', 'bool', (0, 32767), None, None, None, None),

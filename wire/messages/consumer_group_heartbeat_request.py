@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -539,6 +541,40 @@ def _e_ConsumerGroupHeartbeatRequest_v1(o, out):
 
 ConsumerGroupHeartbeatRequest._decoders = (_d_ConsumerGroupHeartbeatRequest_v0, _d_ConsumerGroupHeartbeatRequest_v1,)
 ConsumerGroupHeartbeatRequest._encoders = (_e_ConsumerGroupHeartbeatRequest_v0, _e_ConsumerGroupHeartbeatRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicPartitions_v0': (TopicPartitions, True, (
+        ('topic_id', UUID),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'ConsumerGroupHeartbeatRequest_v0': (ConsumerGroupHeartbeatRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('member_id', STRING | COMPACT),
+        ('member_epoch', INT32),
+        ('instance_id', STRING | COMPACT | NULLABLE),
+        ('rack_id', STRING | COMPACT | NULLABLE),
+        ('rebalance_timeout_ms', INT32),
+        ('subscribed_topic_names', STRING | ARRAY | COMPACT | NULLABLE),
+        ('server_assignor', STRING | COMPACT | NULLABLE),
+        ('topic_partitions', STRUCT | ARRAY | COMPACT | NULLABLE, 'TopicPartitions_v0'),
+    ), (), (
+        ('subscribed_topic_regex', None, True),
+    )),
+    'ConsumerGroupHeartbeatRequest_v1': (ConsumerGroupHeartbeatRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('member_id', STRING | COMPACT),
+        ('member_epoch', INT32),
+        ('instance_id', STRING | COMPACT | NULLABLE),
+        ('rack_id', STRING | COMPACT | NULLABLE),
+        ('rebalance_timeout_ms', INT32),
+        ('subscribed_topic_names', STRING | ARRAY | COMPACT | NULLABLE),
+        ('subscribed_topic_regex', STRING | COMPACT | NULLABLE),
+        ('server_assignor', STRING | COMPACT | NULLABLE),
+        ('topic_partitions', STRUCT | ARRAY | COMPACT | NULLABLE, 'TopicPartitions_v0'),
+    ), (), ()),
+}
+install(ConsumerGroupHeartbeatRequest, _PROGRAMS, ('ConsumerGroupHeartbeatRequest_v0', 'ConsumerGroupHeartbeatRequest_v1', ))
 TopicPartitions._schema = (
     FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -229,6 +231,27 @@ def _e_ConsumerGroupHeartbeatResponse_v0(o, out):
 
 ConsumerGroupHeartbeatResponse._decoders = (_d_ConsumerGroupHeartbeatResponse_v0, _d_ConsumerGroupHeartbeatResponse_v0,)
 ConsumerGroupHeartbeatResponse._encoders = (_e_ConsumerGroupHeartbeatResponse_v0, _e_ConsumerGroupHeartbeatResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicPartitions_v0': (TopicPartitions, True, (
+        ('topic_id', UUID),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'Assignment_v0': (Assignment, True, (
+        ('topic_partitions', STRUCT | ARRAY | COMPACT, 'TopicPartitions_v0'),
+    ), (), ()),
+    'ConsumerGroupHeartbeatResponse_v0': (ConsumerGroupHeartbeatResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('member_id', STRING | COMPACT | NULLABLE),
+        ('member_epoch', INT32),
+        ('heartbeat_interval_ms', INT32),
+        ('assignment', STRUCT | NULLABLE, 'Assignment_v0'),
+    ), (), ()),
+}
+install(ConsumerGroupHeartbeatResponse, _PROGRAMS, ('ConsumerGroupHeartbeatResponse_v0', 'ConsumerGroupHeartbeatResponse_v0', ))
 TopicPartitions._schema = (
     FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -110,6 +112,19 @@ def _e_ConsumerProtocolAssignment_v0(o, out):
 
 ConsumerProtocolAssignment._decoders = (_d_ConsumerProtocolAssignment_v0, _d_ConsumerProtocolAssignment_v0, _d_ConsumerProtocolAssignment_v0, _d_ConsumerProtocolAssignment_v0,)
 ConsumerProtocolAssignment._encoders = (_e_ConsumerProtocolAssignment_v0, _e_ConsumerProtocolAssignment_v0, _e_ConsumerProtocolAssignment_v0, _e_ConsumerProtocolAssignment_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicPartition_v0': (TopicPartition, False, (
+        ('topic', STRING),
+        ('partitions', INT32 | ARRAY),
+    ), (), ()),
+    'ConsumerProtocolAssignment_v0': (ConsumerProtocolAssignment, False, (
+        ('assigned_partitions', STRUCT | ARRAY, 'TopicPartition_v0'),
+        ('user_data', BYTES | NULLABLE | ZERO_COPY),
+    ), (), ()),
+}
+install(ConsumerProtocolAssignment, _PROGRAMS, ('ConsumerProtocolAssignment_v0', 'ConsumerProtocolAssignment_v0', 'ConsumerProtocolAssignment_v0', 'ConsumerProtocolAssignment_v0', ))
 TopicPartition._schema = (
     FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

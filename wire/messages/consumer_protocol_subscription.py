@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -364,6 +366,46 @@ def _e_ConsumerProtocolSubscription_v3(o, out):
 
 ConsumerProtocolSubscription._decoders = (_d_ConsumerProtocolSubscription_v0, _d_ConsumerProtocolSubscription_v1, _d_ConsumerProtocolSubscription_v2, _d_ConsumerProtocolSubscription_v3,)
 ConsumerProtocolSubscription._encoders = (_e_ConsumerProtocolSubscription_v0, _e_ConsumerProtocolSubscription_v1, _e_ConsumerProtocolSubscription_v2, _e_ConsumerProtocolSubscription_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ConsumerProtocolSubscription_v0': (ConsumerProtocolSubscription, False, (
+        ('topics', STRING | ARRAY),
+        ('user_data', BYTES | NULLABLE | ZERO_COPY),
+    ), (), (
+        ('owned_partitions', list, False),
+        ('generation_id', -1, False),
+        ('rack_id', None, False),
+    )),
+    'TopicPartition_v1': (TopicPartition, False, (
+        ('topic', STRING),
+        ('partitions', INT32 | ARRAY),
+    ), (), ()),
+    'ConsumerProtocolSubscription_v1': (ConsumerProtocolSubscription, False, (
+        ('topics', STRING | ARRAY),
+        ('user_data', BYTES | NULLABLE | ZERO_COPY),
+        ('owned_partitions', STRUCT | ARRAY, 'TopicPartition_v1'),
+    ), (), (
+        ('generation_id', -1, False),
+        ('rack_id', None, False),
+    )),
+    'ConsumerProtocolSubscription_v2': (ConsumerProtocolSubscription, False, (
+        ('topics', STRING | ARRAY),
+        ('user_data', BYTES | NULLABLE | ZERO_COPY),
+        ('owned_partitions', STRUCT | ARRAY, 'TopicPartition_v1'),
+        ('generation_id', INT32),
+    ), (), (
+        ('rack_id', None, False),
+    )),
+    'ConsumerProtocolSubscription_v3': (ConsumerProtocolSubscription, False, (
+        ('topics', STRING | ARRAY),
+        ('user_data', BYTES | NULLABLE | ZERO_COPY),
+        ('owned_partitions', STRUCT | ARRAY, 'TopicPartition_v1'),
+        ('generation_id', INT32),
+        ('rack_id', STRING | NULLABLE),
+    ), (), ()),
+}
+install(ConsumerProtocolSubscription, _PROGRAMS, ('ConsumerProtocolSubscription_v0', 'ConsumerProtocolSubscription_v1', 'ConsumerProtocolSubscription_v2', 'ConsumerProtocolSubscription_v3', ))
 TopicPartition._schema = (
     FieldInfo('topic', 'string', (1, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (1, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 _S_iq = struct.Struct('>iq')
@@ -77,6 +79,24 @@ def _e_ControlledShutdownRequest_v3(o, out):
 
 ControlledShutdownRequest._decoders = (_d_ControlledShutdownRequest_v0, _d_ControlledShutdownRequest_v0, _d_ControlledShutdownRequest_v2, _d_ControlledShutdownRequest_v3,)
 ControlledShutdownRequest._encoders = (_e_ControlledShutdownRequest_v0, _e_ControlledShutdownRequest_v0, _e_ControlledShutdownRequest_v2, _e_ControlledShutdownRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ControlledShutdownRequest_v0': (ControlledShutdownRequest, False, (
+        ('broker_id', INT32),
+    ), (), (
+        ('broker_epoch', -1, False),
+    )),
+    'ControlledShutdownRequest_v2': (ControlledShutdownRequest, False, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+    ), (), ()),
+    'ControlledShutdownRequest_v3': (ControlledShutdownRequest, True, (
+        ('broker_id', INT32),
+        ('broker_epoch', INT64),
+    ), (), ()),
+}
+install(ControlledShutdownRequest, _PROGRAMS, ('ControlledShutdownRequest_v0', 'ControlledShutdownRequest_v0', 'ControlledShutdownRequest_v2', 'ControlledShutdownRequest_v3', ))
 ControlledShutdownRequest._schema = (
     FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('broker_epoch', 'int64', (2, 32767), None, None, None, None),

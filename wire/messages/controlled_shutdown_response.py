@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -178,6 +180,27 @@ def _e_ControlledShutdownResponse_v3(o, out):
 
 ControlledShutdownResponse._decoders = (_d_ControlledShutdownResponse_v0, _d_ControlledShutdownResponse_v0, _d_ControlledShutdownResponse_v0, _d_ControlledShutdownResponse_v3,)
 ControlledShutdownResponse._encoders = (_e_ControlledShutdownResponse_v0, _e_ControlledShutdownResponse_v0, _e_ControlledShutdownResponse_v0, _e_ControlledShutdownResponse_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'RemainingPartition_v0': (RemainingPartition, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+    ), (), ()),
+    'ControlledShutdownResponse_v0': (ControlledShutdownResponse, False, (
+        ('error_code', INT16),
+        ('remaining_partitions', STRUCT | ARRAY, 'RemainingPartition_v0'),
+    ), (), ()),
+    'RemainingPartition_v3': (RemainingPartition, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_index', INT32),
+    ), (), ()),
+    'ControlledShutdownResponse_v3': (ControlledShutdownResponse, True, (
+        ('error_code', INT16),
+        ('remaining_partitions', STRUCT | ARRAY | COMPACT, 'RemainingPartition_v3'),
+    ), (), ()),
+}
+install(ControlledShutdownResponse, _PROGRAMS, ('ControlledShutdownResponse_v0', 'ControlledShutdownResponse_v0', 'ControlledShutdownResponse_v0', 'ControlledShutdownResponse_v3', ))
 RemainingPartition._schema = (
     FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),

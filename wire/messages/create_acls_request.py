@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -322,6 +324,48 @@ def _e_CreateAclsRequest_v2(o, out):
 
 CreateAclsRequest._decoders = (_d_CreateAclsRequest_v0, _d_CreateAclsRequest_v1, _d_CreateAclsRequest_v2, _d_CreateAclsRequest_v2,)
 CreateAclsRequest._encoders = (_e_CreateAclsRequest_v0, _e_CreateAclsRequest_v1, _e_CreateAclsRequest_v2, _e_CreateAclsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AclCreation_v0': (AclCreation, False, (
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('principal', STRING),
+        ('host', STRING),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), (
+        ('resource_pattern_type', 3, True),
+    )),
+    'CreateAclsRequest_v0': (CreateAclsRequest, False, (
+        ('creations', STRUCT | ARRAY, 'AclCreation_v0'),
+    ), (), ()),
+    'AclCreation_v1': (AclCreation, False, (
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('resource_pattern_type', INT8),
+        ('principal', STRING),
+        ('host', STRING),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'CreateAclsRequest_v1': (CreateAclsRequest, False, (
+        ('creations', STRUCT | ARRAY, 'AclCreation_v1'),
+    ), (), ()),
+    'AclCreation_v2': (AclCreation, True, (
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+        ('resource_pattern_type', INT8),
+        ('principal', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'CreateAclsRequest_v2': (CreateAclsRequest, True, (
+        ('creations', STRUCT | ARRAY | COMPACT, 'AclCreation_v2'),
+    ), (), ()),
+}
+install(CreateAclsRequest, _PROGRAMS, ('CreateAclsRequest_v0', 'CreateAclsRequest_v1', 'CreateAclsRequest_v2', 'CreateAclsRequest_v2', ))
 AclCreation._schema = (
     FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
     FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),

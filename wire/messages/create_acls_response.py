@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -178,6 +180,27 @@ def _e_CreateAclsResponse_v2(o, out):
 
 CreateAclsResponse._decoders = (_d_CreateAclsResponse_v0, _d_CreateAclsResponse_v0, _d_CreateAclsResponse_v2, _d_CreateAclsResponse_v2,)
 CreateAclsResponse._encoders = (_e_CreateAclsResponse_v0, _e_CreateAclsResponse_v0, _e_CreateAclsResponse_v2, _e_CreateAclsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AclCreationResult_v0': (AclCreationResult, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+    ), (), ()),
+    'CreateAclsResponse_v0': (CreateAclsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'AclCreationResult_v0'),
+    ), (), ()),
+    'AclCreationResult_v2': (AclCreationResult, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'CreateAclsResponse_v2': (CreateAclsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY | COMPACT, 'AclCreationResult_v2'),
+    ), (), ()),
+}
+install(CreateAclsResponse, _PROGRAMS, ('CreateAclsResponse_v0', 'CreateAclsResponse_v0', 'CreateAclsResponse_v2', 'CreateAclsResponse_v2', ))
 AclCreationResult._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),

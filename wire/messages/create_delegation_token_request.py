@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -349,6 +351,39 @@ def _e_CreateDelegationTokenRequest_v3(o, out):
 
 CreateDelegationTokenRequest._decoders = (_d_CreateDelegationTokenRequest_v0, _d_CreateDelegationTokenRequest_v0, _d_CreateDelegationTokenRequest_v2, _d_CreateDelegationTokenRequest_v3,)
 CreateDelegationTokenRequest._encoders = (_e_CreateDelegationTokenRequest_v0, _e_CreateDelegationTokenRequest_v0, _e_CreateDelegationTokenRequest_v2, _e_CreateDelegationTokenRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CreatableRenewers_v0': (CreatableRenewers, False, (
+        ('principal_type', STRING),
+        ('principal_name', STRING),
+    ), (), ()),
+    'CreateDelegationTokenRequest_v0': (CreateDelegationTokenRequest, False, (
+        ('renewers', STRUCT | ARRAY, 'CreatableRenewers_v0'),
+        ('max_lifetime_ms', INT64),
+    ), (), (
+        ('owner_principal_type', '', True),
+        ('owner_principal_name', '', True),
+    )),
+    'CreatableRenewers_v2': (CreatableRenewers, True, (
+        ('principal_type', STRING | COMPACT),
+        ('principal_name', STRING | COMPACT),
+    ), (), ()),
+    'CreateDelegationTokenRequest_v2': (CreateDelegationTokenRequest, True, (
+        ('renewers', STRUCT | ARRAY | COMPACT, 'CreatableRenewers_v2'),
+        ('max_lifetime_ms', INT64),
+    ), (), (
+        ('owner_principal_type', '', True),
+        ('owner_principal_name', '', True),
+    )),
+    'CreateDelegationTokenRequest_v3': (CreateDelegationTokenRequest, True, (
+        ('owner_principal_type', STRING | COMPACT | NULLABLE),
+        ('owner_principal_name', STRING | COMPACT | NULLABLE),
+        ('renewers', STRUCT | ARRAY | COMPACT, 'CreatableRenewers_v2'),
+        ('max_lifetime_ms', INT64),
+    ), (), ()),
+}
+install(CreateDelegationTokenRequest, _PROGRAMS, ('CreateDelegationTokenRequest_v0', 'CreateDelegationTokenRequest_v0', 'CreateDelegationTokenRequest_v2', 'CreateDelegationTokenRequest_v3', ))
 CreatableRenewers._schema = (
     FieldInfo('principal_type', 'string', (0, 32767), None, None, None, None),
     FieldInfo('principal_name', 'string', (0, 32767), None, None, None, None),

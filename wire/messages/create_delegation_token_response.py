@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -375,6 +377,52 @@ def _e_CreateDelegationTokenResponse_v3(o, out):
 
 CreateDelegationTokenResponse._decoders = (_d_CreateDelegationTokenResponse_v0, _d_CreateDelegationTokenResponse_v0, _d_CreateDelegationTokenResponse_v2, _d_CreateDelegationTokenResponse_v3,)
 CreateDelegationTokenResponse._encoders = (_e_CreateDelegationTokenResponse_v0, _e_CreateDelegationTokenResponse_v0, _e_CreateDelegationTokenResponse_v2, _e_CreateDelegationTokenResponse_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CreateDelegationTokenResponse_v0': (CreateDelegationTokenResponse, False, (
+        ('error_code', INT16),
+        ('principal_type', STRING),
+        ('principal_name', STRING),
+        ('issue_timestamp_ms', INT64),
+        ('expiry_timestamp_ms', INT64),
+        ('max_timestamp_ms', INT64),
+        ('token_id', STRING),
+        ('hmac', BYTES),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('token_requester_principal_type', '', True),
+        ('token_requester_principal_name', '', True),
+    )),
+    'CreateDelegationTokenResponse_v2': (CreateDelegationTokenResponse, True, (
+        ('error_code', INT16),
+        ('principal_type', STRING | COMPACT),
+        ('principal_name', STRING | COMPACT),
+        ('issue_timestamp_ms', INT64),
+        ('expiry_timestamp_ms', INT64),
+        ('max_timestamp_ms', INT64),
+        ('token_id', STRING | COMPACT),
+        ('hmac', BYTES | COMPACT),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('token_requester_principal_type', '', True),
+        ('token_requester_principal_name', '', True),
+    )),
+    'CreateDelegationTokenResponse_v3': (CreateDelegationTokenResponse, True, (
+        ('error_code', INT16),
+        ('principal_type', STRING | COMPACT),
+        ('principal_name', STRING | COMPACT),
+        ('token_requester_principal_type', STRING | COMPACT),
+        ('token_requester_principal_name', STRING | COMPACT),
+        ('issue_timestamp_ms', INT64),
+        ('expiry_timestamp_ms', INT64),
+        ('max_timestamp_ms', INT64),
+        ('token_id', STRING | COMPACT),
+        ('hmac', BYTES | COMPACT),
+        ('throttle_time_ms', INT32),
+    ), (), ()),
+}
+install(CreateDelegationTokenResponse, _PROGRAMS, ('CreateDelegationTokenResponse_v0', 'CreateDelegationTokenResponse_v0', 'CreateDelegationTokenResponse_v2', 'CreateDelegationTokenResponse_v3', ))
 CreateDelegationTokenResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('principal_type', 'string', (0, 32767), None, None, None, None),

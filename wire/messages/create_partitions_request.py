@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -302,6 +304,37 @@ def _e_CreatePartitionsRequest_v2(o, out):
 
 CreatePartitionsRequest._decoders = (_d_CreatePartitionsRequest_v0, _d_CreatePartitionsRequest_v0, _d_CreatePartitionsRequest_v2, _d_CreatePartitionsRequest_v2,)
 CreatePartitionsRequest._encoders = (_e_CreatePartitionsRequest_v0, _e_CreatePartitionsRequest_v0, _e_CreatePartitionsRequest_v2, _e_CreatePartitionsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CreatePartitionsAssignment_v0': (CreatePartitionsAssignment, False, (
+        ('broker_ids', INT32 | ARRAY),
+    ), (), ()),
+    'CreatePartitionsTopic_v0': (CreatePartitionsTopic, False, (
+        ('name', STRING),
+        ('count', INT32),
+        ('assignments', STRUCT | ARRAY | NULLABLE, 'CreatePartitionsAssignment_v0'),
+    ), (), ()),
+    'CreatePartitionsRequest_v0': (CreatePartitionsRequest, False, (
+        ('topics', STRUCT | ARRAY, 'CreatePartitionsTopic_v0'),
+        ('timeout_ms', INT32),
+        ('validate_only', BOOL),
+    ), (), ()),
+    'CreatePartitionsAssignment_v2': (CreatePartitionsAssignment, True, (
+        ('broker_ids', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'CreatePartitionsTopic_v2': (CreatePartitionsTopic, True, (
+        ('name', STRING | COMPACT),
+        ('count', INT32),
+        ('assignments', STRUCT | ARRAY | COMPACT | NULLABLE, 'CreatePartitionsAssignment_v2'),
+    ), (), ()),
+    'CreatePartitionsRequest_v2': (CreatePartitionsRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT, 'CreatePartitionsTopic_v2'),
+        ('timeout_ms', INT32),
+        ('validate_only', BOOL),
+    ), (), ()),
+}
+install(CreatePartitionsRequest, _PROGRAMS, ('CreatePartitionsRequest_v0', 'CreatePartitionsRequest_v0', 'CreatePartitionsRequest_v2', 'CreatePartitionsRequest_v2', ))
 CreatePartitionsAssignment._schema = (
     FieldInfo('broker_ids', '[]int32', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -211,6 +213,29 @@ def _e_CreatePartitionsResponse_v2(o, out):
 
 CreatePartitionsResponse._decoders = (_d_CreatePartitionsResponse_v0, _d_CreatePartitionsResponse_v0, _d_CreatePartitionsResponse_v2, _d_CreatePartitionsResponse_v2,)
 CreatePartitionsResponse._encoders = (_e_CreatePartitionsResponse_v0, _e_CreatePartitionsResponse_v0, _e_CreatePartitionsResponse_v2, _e_CreatePartitionsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CreatePartitionsTopicResult_v0': (CreatePartitionsTopicResult, False, (
+        ('name', STRING),
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+    ), (), ()),
+    'CreatePartitionsResponse_v0': (CreatePartitionsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'CreatePartitionsTopicResult_v0'),
+    ), (), ()),
+    'CreatePartitionsTopicResult_v2': (CreatePartitionsTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'CreatePartitionsResponse_v2': (CreatePartitionsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY | COMPACT, 'CreatePartitionsTopicResult_v2'),
+    ), (), ()),
+}
+install(CreatePartitionsResponse, _PROGRAMS, ('CreatePartitionsResponse_v0', 'CreatePartitionsResponse_v0', 'CreatePartitionsResponse_v2', 'CreatePartitionsResponse_v2', ))
 CreatePartitionsTopicResult._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -482,6 +484,57 @@ def _e_CreateTopicsRequest_v5(o, out):
 
 CreateTopicsRequest._decoders = (_d_CreateTopicsRequest_v0, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v1, _d_CreateTopicsRequest_v5, _d_CreateTopicsRequest_v5, _d_CreateTopicsRequest_v5,)
 CreateTopicsRequest._encoders = (_e_CreateTopicsRequest_v0, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v1, _e_CreateTopicsRequest_v5, _e_CreateTopicsRequest_v5, _e_CreateTopicsRequest_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CreatableReplicaAssignment_v0': (CreatableReplicaAssignment, False, (
+        ('partition_index', INT32),
+        ('broker_ids', INT32 | ARRAY),
+    ), (), ()),
+    'CreatableTopicConfig_v0': (CreatableTopicConfig, False, (
+        ('name', STRING),
+        ('value', STRING | NULLABLE),
+    ), (), ()),
+    'CreatableTopic_v0': (CreatableTopic, False, (
+        ('name', STRING),
+        ('num_partitions', INT32),
+        ('replication_factor', INT16),
+        ('assignments', STRUCT | ARRAY, 'CreatableReplicaAssignment_v0'),
+        ('configs', STRUCT | ARRAY, 'CreatableTopicConfig_v0'),
+    ), (), ()),
+    'CreateTopicsRequest_v0': (CreateTopicsRequest, False, (
+        ('topics', STRUCT | ARRAY, 'CreatableTopic_v0'),
+        ('timeout_ms', INT32),
+    ), (), (
+        ('validate_only', False, True),
+    )),
+    'CreateTopicsRequest_v1': (CreateTopicsRequest, False, (
+        ('topics', STRUCT | ARRAY, 'CreatableTopic_v0'),
+        ('timeout_ms', INT32),
+        ('validate_only', BOOL),
+    ), (), ()),
+    'CreatableReplicaAssignment_v5': (CreatableReplicaAssignment, True, (
+        ('partition_index', INT32),
+        ('broker_ids', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'CreatableTopicConfig_v5': (CreatableTopicConfig, True, (
+        ('name', STRING | COMPACT),
+        ('value', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'CreatableTopic_v5': (CreatableTopic, True, (
+        ('name', STRING | COMPACT),
+        ('num_partitions', INT32),
+        ('replication_factor', INT16),
+        ('assignments', STRUCT | ARRAY | COMPACT, 'CreatableReplicaAssignment_v5'),
+        ('configs', STRUCT | ARRAY | COMPACT, 'CreatableTopicConfig_v5'),
+    ), (), ()),
+    'CreateTopicsRequest_v5': (CreateTopicsRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT, 'CreatableTopic_v5'),
+        ('timeout_ms', INT32),
+        ('validate_only', BOOL),
+    ), (), ()),
+}
+install(CreateTopicsRequest, _PROGRAMS, ('CreateTopicsRequest_v0', 'CreateTopicsRequest_v1', 'CreateTopicsRequest_v1', 'CreateTopicsRequest_v1', 'CreateTopicsRequest_v1', 'CreateTopicsRequest_v5', 'CreateTopicsRequest_v5', 'CreateTopicsRequest_v5', ))
 CreatableReplicaAssignment._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('broker_ids', '[]int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_Uh = struct.Struct('>16sh')
 _S_h = struct.Struct('>h')
@@ -321,6 +323,9 @@ def _d_CreatableTopicResult_v5(buf, pos):
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
                 o.topic_config_error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if pos > tag_end:
+                    raise tag_overrun('CreatableTopicResult.topic_config_error_code')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -542,6 +547,9 @@ def _d_CreatableTopicResult_v7(buf, pos):
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
                 o.topic_config_error_code, = _S_h.unpack_from(buf, pos)
+                pos += 2
+                if pos > tag_end:
+                    raise tag_overrun('CreatableTopicResult.topic_config_error_code')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -641,6 +649,85 @@ def _e_CreateTopicsResponse_v7(o, out):
 
 CreateTopicsResponse._decoders = (_d_CreateTopicsResponse_v0, _d_CreateTopicsResponse_v1, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v2, _d_CreateTopicsResponse_v5, _d_CreateTopicsResponse_v5, _d_CreateTopicsResponse_v7,)
 CreateTopicsResponse._encoders = (_e_CreateTopicsResponse_v0, _e_CreateTopicsResponse_v1, _e_CreateTopicsResponse_v2, _e_CreateTopicsResponse_v2, _e_CreateTopicsResponse_v2, _e_CreateTopicsResponse_v5, _e_CreateTopicsResponse_v5, _e_CreateTopicsResponse_v7,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CreatableTopicResult_v0': (CreatableTopicResult, False, (
+        ('name', STRING),
+        ('error_code', INT16),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('error_message', '', False),
+        ('topic_config_error_code', 0, False),
+        ('num_partitions', -1, False),
+        ('replication_factor', -1, False),
+        ('configs', list, False),
+    )),
+    'CreateTopicsResponse_v0': (CreateTopicsResponse, False, (
+        ('topics', STRUCT | ARRAY, 'CreatableTopicResult_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'CreatableTopicResult_v1': (CreatableTopicResult, False, (
+        ('name', STRING),
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('topic_config_error_code', 0, False),
+        ('num_partitions', -1, False),
+        ('replication_factor', -1, False),
+        ('configs', list, False),
+    )),
+    'CreateTopicsResponse_v1': (CreateTopicsResponse, False, (
+        ('topics', STRUCT | ARRAY, 'CreatableTopicResult_v1'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'CreateTopicsResponse_v2': (CreateTopicsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'CreatableTopicResult_v1'),
+    ), (), ()),
+    'CreatableTopicConfigs_v5': (CreatableTopicConfigs, True, (
+        ('name', STRING | COMPACT),
+        ('value', STRING | COMPACT | NULLABLE),
+        ('read_only', BOOL),
+        ('config_source', INT8),
+        ('is_sensitive', BOOL),
+    ), (), ()),
+    'CreatableTopicResult_v5': (CreatableTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('num_partitions', INT32),
+        ('replication_factor', INT16),
+        ('configs', STRUCT | ARRAY | COMPACT | NULLABLE, 'CreatableTopicConfigs_v5'),
+    ), (
+        ('topic_config_error_code', INT16, None, 0, 0),
+    ), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'CreateTopicsResponse_v5': (CreateTopicsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'CreatableTopicResult_v5'),
+    ), (), ()),
+    'CreatableTopicResult_v7': (CreatableTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('topic_id', UUID),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('num_partitions', INT32),
+        ('replication_factor', INT16),
+        ('configs', STRUCT | ARRAY | COMPACT | NULLABLE, 'CreatableTopicConfigs_v5'),
+    ), (
+        ('topic_config_error_code', INT16, None, 0, 0),
+    ), ()),
+    'CreateTopicsResponse_v7': (CreateTopicsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'CreatableTopicResult_v7'),
+    ), (), ()),
+}
+install(CreateTopicsResponse, _PROGRAMS, ('CreateTopicsResponse_v0', 'CreateTopicsResponse_v1', 'CreateTopicsResponse_v2', 'CreateTopicsResponse_v2', 'CreateTopicsResponse_v2', 'CreateTopicsResponse_v5', 'CreateTopicsResponse_v5', 'CreateTopicsResponse_v7', ))
 CreatableTopicConfigs._schema = (
     FieldInfo('name', 'string', (5, 32767), None, None, None, None),
     FieldInfo('value', 'string', (5, 32767), (5, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -331,6 +333,48 @@ def _e_DeleteAclsRequest_v2(o, out):
 
 DeleteAclsRequest._decoders = (_d_DeleteAclsRequest_v0, _d_DeleteAclsRequest_v1, _d_DeleteAclsRequest_v2, _d_DeleteAclsRequest_v2,)
 DeleteAclsRequest._encoders = (_e_DeleteAclsRequest_v0, _e_DeleteAclsRequest_v1, _e_DeleteAclsRequest_v2, _e_DeleteAclsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeleteAclsFilter_v0': (DeleteAclsFilter, False, (
+        ('resource_type_filter', INT8),
+        ('resource_name_filter', STRING | NULLABLE),
+        ('principal_filter', STRING | NULLABLE),
+        ('host_filter', STRING | NULLABLE),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), (
+        ('pattern_type_filter', 3, True),
+    )),
+    'DeleteAclsRequest_v0': (DeleteAclsRequest, False, (
+        ('filters', STRUCT | ARRAY, 'DeleteAclsFilter_v0'),
+    ), (), ()),
+    'DeleteAclsFilter_v1': (DeleteAclsFilter, False, (
+        ('resource_type_filter', INT8),
+        ('resource_name_filter', STRING | NULLABLE),
+        ('pattern_type_filter', INT8),
+        ('principal_filter', STRING | NULLABLE),
+        ('host_filter', STRING | NULLABLE),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'DeleteAclsRequest_v1': (DeleteAclsRequest, False, (
+        ('filters', STRUCT | ARRAY, 'DeleteAclsFilter_v1'),
+    ), (), ()),
+    'DeleteAclsFilter_v2': (DeleteAclsFilter, True, (
+        ('resource_type_filter', INT8),
+        ('resource_name_filter', STRING | COMPACT | NULLABLE),
+        ('pattern_type_filter', INT8),
+        ('principal_filter', STRING | COMPACT | NULLABLE),
+        ('host_filter', STRING | COMPACT | NULLABLE),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'DeleteAclsRequest_v2': (DeleteAclsRequest, True, (
+        ('filters', STRUCT | ARRAY | COMPACT, 'DeleteAclsFilter_v2'),
+    ), (), ()),
+}
+install(DeleteAclsRequest, _PROGRAMS, ('DeleteAclsRequest_v0', 'DeleteAclsRequest_v1', 'DeleteAclsRequest_v2', 'DeleteAclsRequest_v2', ))
 DeleteAclsFilter._schema = (
     FieldInfo('resource_type_filter', 'int8', (0, 32767), None, None, None, None),
     FieldInfo('resource_name_filter', 'string', (0, 32767), (0, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -541,6 +543,72 @@ def _e_DeleteAclsResponse_v2(o, out):
 
 DeleteAclsResponse._decoders = (_d_DeleteAclsResponse_v0, _d_DeleteAclsResponse_v1, _d_DeleteAclsResponse_v2, _d_DeleteAclsResponse_v2,)
 DeleteAclsResponse._encoders = (_e_DeleteAclsResponse_v0, _e_DeleteAclsResponse_v1, _e_DeleteAclsResponse_v2, _e_DeleteAclsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeleteAclsMatchingAcl_v0': (DeleteAclsMatchingAcl, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('principal', STRING),
+        ('host', STRING),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), (
+        ('pattern_type', 3, True),
+    )),
+    'DeleteAclsFilterResult_v0': (DeleteAclsFilterResult, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('matching_acls', STRUCT | ARRAY, 'DeleteAclsMatchingAcl_v0'),
+    ), (), ()),
+    'DeleteAclsResponse_v0': (DeleteAclsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('filter_results', STRUCT | ARRAY, 'DeleteAclsFilterResult_v0'),
+    ), (), ()),
+    'DeleteAclsMatchingAcl_v1': (DeleteAclsMatchingAcl, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('pattern_type', INT8),
+        ('principal', STRING),
+        ('host', STRING),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'DeleteAclsFilterResult_v1': (DeleteAclsFilterResult, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('matching_acls', STRUCT | ARRAY, 'DeleteAclsMatchingAcl_v1'),
+    ), (), ()),
+    'DeleteAclsResponse_v1': (DeleteAclsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('filter_results', STRUCT | ARRAY, 'DeleteAclsFilterResult_v1'),
+    ), (), ()),
+    'DeleteAclsMatchingAcl_v2': (DeleteAclsMatchingAcl, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+        ('pattern_type', INT8),
+        ('principal', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'DeleteAclsFilterResult_v2': (DeleteAclsFilterResult, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('matching_acls', STRUCT | ARRAY | COMPACT, 'DeleteAclsMatchingAcl_v2'),
+    ), (), ()),
+    'DeleteAclsResponse_v2': (DeleteAclsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('filter_results', STRUCT | ARRAY | COMPACT, 'DeleteAclsFilterResult_v2'),
+    ), (), ()),
+}
+install(DeleteAclsResponse, _PROGRAMS, ('DeleteAclsResponse_v0', 'DeleteAclsResponse_v1', 'DeleteAclsResponse_v2', 'DeleteAclsResponse_v2', ))
 DeleteAclsMatchingAcl._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -120,6 +122,17 @@ def _e_DeleteGroupsRequest_v2(o, out):
 
 DeleteGroupsRequest._decoders = (_d_DeleteGroupsRequest_v0, _d_DeleteGroupsRequest_v0, _d_DeleteGroupsRequest_v2,)
 DeleteGroupsRequest._encoders = (_e_DeleteGroupsRequest_v0, _e_DeleteGroupsRequest_v0, _e_DeleteGroupsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeleteGroupsRequest_v0': (DeleteGroupsRequest, False, (
+        ('groups_names', STRING | ARRAY),
+    ), (), ()),
+    'DeleteGroupsRequest_v2': (DeleteGroupsRequest, True, (
+        ('groups_names', STRING | ARRAY | COMPACT),
+    ), (), ()),
+}
+install(DeleteGroupsRequest, _PROGRAMS, ('DeleteGroupsRequest_v0', 'DeleteGroupsRequest_v0', 'DeleteGroupsRequest_v2', ))
 DeleteGroupsRequest._schema = (
     FieldInfo('groups_names', '[]string', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -178,6 +180,27 @@ def _e_DeleteGroupsResponse_v2(o, out):
 
 DeleteGroupsResponse._decoders = (_d_DeleteGroupsResponse_v0, _d_DeleteGroupsResponse_v0, _d_DeleteGroupsResponse_v2,)
 DeleteGroupsResponse._encoders = (_e_DeleteGroupsResponse_v0, _e_DeleteGroupsResponse_v0, _e_DeleteGroupsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeletableGroupResult_v0': (DeletableGroupResult, False, (
+        ('group_id', STRING),
+        ('error_code', INT16),
+    ), (), ()),
+    'DeleteGroupsResponse_v0': (DeleteGroupsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'DeletableGroupResult_v0'),
+    ), (), ()),
+    'DeletableGroupResult_v2': (DeletableGroupResult, True, (
+        ('group_id', STRING | COMPACT),
+        ('error_code', INT16),
+    ), (), ()),
+    'DeleteGroupsResponse_v2': (DeleteGroupsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY | COMPACT, 'DeletableGroupResult_v2'),
+    ), (), ()),
+}
+install(DeleteGroupsResponse, _PROGRAMS, ('DeleteGroupsResponse_v0', 'DeleteGroupsResponse_v0', 'DeleteGroupsResponse_v2', ))
 DeletableGroupResult._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

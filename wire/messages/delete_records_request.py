@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -265,6 +267,35 @@ def _e_DeleteRecordsRequest_v2(o, out):
 
 DeleteRecordsRequest._decoders = (_d_DeleteRecordsRequest_v0, _d_DeleteRecordsRequest_v0, _d_DeleteRecordsRequest_v2,)
 DeleteRecordsRequest._encoders = (_e_DeleteRecordsRequest_v0, _e_DeleteRecordsRequest_v0, _e_DeleteRecordsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeleteRecordsPartition_v0': (DeleteRecordsPartition, False, (
+        ('partition_index', INT32),
+        ('offset', INT64),
+    ), (), ()),
+    'DeleteRecordsTopic_v0': (DeleteRecordsTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'DeleteRecordsPartition_v0'),
+    ), (), ()),
+    'DeleteRecordsRequest_v0': (DeleteRecordsRequest, False, (
+        ('topics', STRUCT | ARRAY, 'DeleteRecordsTopic_v0'),
+        ('timeout_ms', INT32),
+    ), (), ()),
+    'DeleteRecordsPartition_v2': (DeleteRecordsPartition, True, (
+        ('partition_index', INT32),
+        ('offset', INT64),
+    ), (), ()),
+    'DeleteRecordsTopic_v2': (DeleteRecordsTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'DeleteRecordsPartition_v2'),
+    ), (), ()),
+    'DeleteRecordsRequest_v2': (DeleteRecordsRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT, 'DeleteRecordsTopic_v2'),
+        ('timeout_ms', INT32),
+    ), (), ()),
+}
+install(DeleteRecordsRequest, _PROGRAMS, ('DeleteRecordsRequest_v0', 'DeleteRecordsRequest_v0', 'DeleteRecordsRequest_v2', ))
 DeleteRecordsPartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('offset', 'int64', (0, 32767), None, None, None, None),

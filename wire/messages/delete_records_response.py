@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -264,6 +266,37 @@ def _e_DeleteRecordsResponse_v2(o, out):
 
 DeleteRecordsResponse._decoders = (_d_DeleteRecordsResponse_v0, _d_DeleteRecordsResponse_v0, _d_DeleteRecordsResponse_v2,)
 DeleteRecordsResponse._encoders = (_e_DeleteRecordsResponse_v0, _e_DeleteRecordsResponse_v0, _e_DeleteRecordsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeleteRecordsPartitionResult_v0': (DeleteRecordsPartitionResult, False, (
+        ('partition_index', INT32),
+        ('low_watermark', INT64),
+        ('error_code', INT16),
+    ), (), ()),
+    'DeleteRecordsTopicResult_v0': (DeleteRecordsTopicResult, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'DeleteRecordsPartitionResult_v0'),
+    ), (), ()),
+    'DeleteRecordsResponse_v0': (DeleteRecordsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'DeleteRecordsTopicResult_v0'),
+    ), (), ()),
+    'DeleteRecordsPartitionResult_v2': (DeleteRecordsPartitionResult, True, (
+        ('partition_index', INT32),
+        ('low_watermark', INT64),
+        ('error_code', INT16),
+    ), (), ()),
+    'DeleteRecordsTopicResult_v2': (DeleteRecordsTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'DeleteRecordsPartitionResult_v2'),
+    ), (), ()),
+    'DeleteRecordsResponse_v2': (DeleteRecordsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'DeleteRecordsTopicResult_v2'),
+    ), (), ()),
+}
+install(DeleteRecordsResponse, _PROGRAMS, ('DeleteRecordsResponse_v0', 'DeleteRecordsResponse_v0', 'DeleteRecordsResponse_v2', ))
 DeleteRecordsPartitionResult._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('low_watermark', 'int64', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_ih = struct.Struct('>ih')
@@ -193,6 +195,23 @@ def _e_DeleteShareGroupStateResponse_v0(o, out):
 
 DeleteShareGroupStateResponse._decoders = (_d_DeleteShareGroupStateResponse_v0,)
 DeleteShareGroupStateResponse._encoders = (_e_DeleteShareGroupStateResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionResult_v0': (PartitionResult, True, (
+        ('partition', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'DeleteStateResult_v0': (DeleteStateResult, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionResult_v0'),
+    ), (), ()),
+    'DeleteShareGroupStateResponse_v0': (DeleteShareGroupStateResponse, True, (
+        ('results', STRUCT | ARRAY | COMPACT, 'DeleteStateResult_v0'),
+    ), (), ()),
+}
+install(DeleteShareGroupStateResponse, _PROGRAMS, ('DeleteShareGroupStateResponse_v0', ))
 PartitionResult._schema = (
     FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

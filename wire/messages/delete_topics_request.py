@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -240,6 +242,33 @@ def _e_DeleteTopicsRequest_v6(o, out):
 
 DeleteTopicsRequest._decoders = (_d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v0, _d_DeleteTopicsRequest_v4, _d_DeleteTopicsRequest_v4, _d_DeleteTopicsRequest_v6,)
 DeleteTopicsRequest._encoders = (_e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v0, _e_DeleteTopicsRequest_v4, _e_DeleteTopicsRequest_v4, _e_DeleteTopicsRequest_v6,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeleteTopicsRequest_v0': (DeleteTopicsRequest, False, (
+        ('topic_names', STRING | ARRAY),
+        ('timeout_ms', INT32),
+    ), (), (
+        ('topics', list, True),
+    )),
+    'DeleteTopicsRequest_v4': (DeleteTopicsRequest, True, (
+        ('topic_names', STRING | ARRAY | COMPACT),
+        ('timeout_ms', INT32),
+    ), (), (
+        ('topics', list, True),
+    )),
+    'DeleteTopicState_v6': (DeleteTopicState, True, (
+        ('name', STRING | COMPACT | NULLABLE),
+        ('topic_id', UUID),
+    ), (), ()),
+    'DeleteTopicsRequest_v6': (DeleteTopicsRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT, 'DeleteTopicState_v6'),
+        ('timeout_ms', INT32),
+    ), (), (
+        ('topic_names', list, False),
+    )),
+}
+install(DeleteTopicsRequest, _PROGRAMS, ('DeleteTopicsRequest_v0', 'DeleteTopicsRequest_v0', 'DeleteTopicsRequest_v0', 'DeleteTopicsRequest_v0', 'DeleteTopicsRequest_v4', 'DeleteTopicsRequest_v4', 'DeleteTopicsRequest_v6', ))
 DeleteTopicState._schema = (
     FieldInfo('name', 'string', (6, 32767), (6, 32767), None, None, None),
     FieldInfo('topic_id', 'uuid', (6, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_Uh = struct.Struct('>16sh')
 _S_h = struct.Struct('>h')
@@ -454,6 +456,59 @@ def _e_DeleteTopicsResponse_v6(o, out):
 
 DeleteTopicsResponse._decoders = (_d_DeleteTopicsResponse_v0, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v1, _d_DeleteTopicsResponse_v4, _d_DeleteTopicsResponse_v5, _d_DeleteTopicsResponse_v6,)
 DeleteTopicsResponse._encoders = (_e_DeleteTopicsResponse_v0, _e_DeleteTopicsResponse_v1, _e_DeleteTopicsResponse_v1, _e_DeleteTopicsResponse_v1, _e_DeleteTopicsResponse_v4, _e_DeleteTopicsResponse_v5, _e_DeleteTopicsResponse_v6,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DeletableTopicResult_v0': (DeletableTopicResult, False, (
+        ('name', STRING),
+        ('error_code', INT16),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('error_message', None, False),
+    )),
+    'DeleteTopicsResponse_v0': (DeleteTopicsResponse, False, (
+        ('responses', STRUCT | ARRAY, 'DeletableTopicResult_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'DeleteTopicsResponse_v1': (DeleteTopicsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY, 'DeletableTopicResult_v0'),
+    ), (), ()),
+    'DeletableTopicResult_v4': (DeletableTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('error_code', INT16),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('error_message', None, False),
+    )),
+    'DeleteTopicsResponse_v4': (DeleteTopicsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'DeletableTopicResult_v4'),
+    ), (), ()),
+    'DeletableTopicResult_v5': (DeletableTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'DeleteTopicsResponse_v5': (DeleteTopicsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'DeletableTopicResult_v5'),
+    ), (), ()),
+    'DeletableTopicResult_v6': (DeletableTopicResult, True, (
+        ('name', STRING | COMPACT | NULLABLE),
+        ('topic_id', UUID),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'DeleteTopicsResponse_v6': (DeleteTopicsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'DeletableTopicResult_v6'),
+    ), (), ()),
+}
+install(DeleteTopicsResponse, _PROGRAMS, ('DeleteTopicsResponse_v0', 'DeleteTopicsResponse_v1', 'DeleteTopicsResponse_v1', 'DeleteTopicsResponse_v1', 'DeleteTopicsResponse_v4', 'DeleteTopicsResponse_v5', 'DeleteTopicsResponse_v6', ))
 DeletableTopicResult._schema = (
     FieldInfo('name', 'string', (0, 32767), (6, 32767), None, None, None),
     FieldInfo('topic_id', 'uuid', (6, 32767), None, None, None, None),

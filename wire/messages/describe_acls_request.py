@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -233,6 +235,39 @@ def _e_DescribeAclsRequest_v2(o, out):
 
 DescribeAclsRequest._decoders = (_d_DescribeAclsRequest_v0, _d_DescribeAclsRequest_v1, _d_DescribeAclsRequest_v2, _d_DescribeAclsRequest_v2,)
 DescribeAclsRequest._encoders = (_e_DescribeAclsRequest_v0, _e_DescribeAclsRequest_v1, _e_DescribeAclsRequest_v2, _e_DescribeAclsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeAclsRequest_v0': (DescribeAclsRequest, False, (
+        ('resource_type_filter', INT8),
+        ('resource_name_filter', STRING | NULLABLE),
+        ('principal_filter', STRING | NULLABLE),
+        ('host_filter', STRING | NULLABLE),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), (
+        ('pattern_type_filter', 3, True),
+    )),
+    'DescribeAclsRequest_v1': (DescribeAclsRequest, False, (
+        ('resource_type_filter', INT8),
+        ('resource_name_filter', STRING | NULLABLE),
+        ('pattern_type_filter', INT8),
+        ('principal_filter', STRING | NULLABLE),
+        ('host_filter', STRING | NULLABLE),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'DescribeAclsRequest_v2': (DescribeAclsRequest, True, (
+        ('resource_type_filter', INT8),
+        ('resource_name_filter', STRING | COMPACT | NULLABLE),
+        ('pattern_type_filter', INT8),
+        ('principal_filter', STRING | COMPACT | NULLABLE),
+        ('host_filter', STRING | COMPACT | NULLABLE),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+}
+install(DescribeAclsRequest, _PROGRAMS, ('DescribeAclsRequest_v0', 'DescribeAclsRequest_v1', 'DescribeAclsRequest_v2', 'DescribeAclsRequest_v2', ))
 DescribeAclsRequest._schema = (
     FieldInfo('resource_type_filter', 'int8', (0, 32767), None, None, None, None),
     FieldInfo('resource_name_filter', 'string', (0, 32767), (0, 32767), None, None, None),

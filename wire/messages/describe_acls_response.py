@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
@@ -476,6 +478,60 @@ def _e_DescribeAclsResponse_v2(o, out):
 
 DescribeAclsResponse._decoders = (_d_DescribeAclsResponse_v0, _d_DescribeAclsResponse_v1, _d_DescribeAclsResponse_v2, _d_DescribeAclsResponse_v2,)
 DescribeAclsResponse._encoders = (_e_DescribeAclsResponse_v0, _e_DescribeAclsResponse_v1, _e_DescribeAclsResponse_v2, _e_DescribeAclsResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AclDescription_v0': (AclDescription, False, (
+        ('principal', STRING),
+        ('host', STRING),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'DescribeAclsResource_v0': (DescribeAclsResource, False, (
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('acls', STRUCT | ARRAY, 'AclDescription_v0'),
+    ), (), (
+        ('pattern_type', 3, True),
+    )),
+    'DescribeAclsResponse_v0': (DescribeAclsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resources', STRUCT | ARRAY, 'DescribeAclsResource_v0'),
+    ), (), ()),
+    'DescribeAclsResource_v1': (DescribeAclsResource, False, (
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('pattern_type', INT8),
+        ('acls', STRUCT | ARRAY, 'AclDescription_v0'),
+    ), (), ()),
+    'DescribeAclsResponse_v1': (DescribeAclsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resources', STRUCT | ARRAY, 'DescribeAclsResource_v1'),
+    ), (), ()),
+    'AclDescription_v2': (AclDescription, True, (
+        ('principal', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('operation', INT8),
+        ('permission_type', INT8),
+    ), (), ()),
+    'DescribeAclsResource_v2': (DescribeAclsResource, True, (
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+        ('pattern_type', INT8),
+        ('acls', STRUCT | ARRAY | COMPACT, 'AclDescription_v2'),
+    ), (), ()),
+    'DescribeAclsResponse_v2': (DescribeAclsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('resources', STRUCT | ARRAY | COMPACT, 'DescribeAclsResource_v2'),
+    ), (), ()),
+}
+install(DescribeAclsResponse, _PROGRAMS, ('DescribeAclsResponse_v0', 'DescribeAclsResponse_v1', 'DescribeAclsResponse_v2', 'DescribeAclsResponse_v2', ))
 AclDescription._schema = (
     FieldInfo('principal', 'string', (0, 32767), None, None, None, None),
     FieldInfo('host', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -215,6 +217,29 @@ def _e_DescribeClientQuotasRequest_v1(o, out):
 
 DescribeClientQuotasRequest._decoders = (_d_DescribeClientQuotasRequest_v0, _d_DescribeClientQuotasRequest_v1,)
 DescribeClientQuotasRequest._encoders = (_e_DescribeClientQuotasRequest_v0, _e_DescribeClientQuotasRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ComponentData_v0': (ComponentData, False, (
+        ('entity_type', STRING),
+        ('match_type', INT8),
+        ('match', STRING | NULLABLE),
+    ), (), ()),
+    'DescribeClientQuotasRequest_v0': (DescribeClientQuotasRequest, False, (
+        ('components', STRUCT | ARRAY, 'ComponentData_v0'),
+        ('strict', BOOL),
+    ), (), ()),
+    'ComponentData_v1': (ComponentData, True, (
+        ('entity_type', STRING | COMPACT),
+        ('match_type', INT8),
+        ('match', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'DescribeClientQuotasRequest_v1': (DescribeClientQuotasRequest, True, (
+        ('components', STRUCT | ARRAY | COMPACT, 'ComponentData_v1'),
+        ('strict', BOOL),
+    ), (), ()),
+}
+install(DescribeClientQuotasRequest, _PROGRAMS, ('DescribeClientQuotasRequest_v0', 'DescribeClientQuotasRequest_v1', ))
 ComponentData._schema = (
     FieldInfo('entity_type', 'string', (0, 32767), None, None, None, None),
     FieldInfo('match_type', 'int8', (0, 32767), None, None, None, None),

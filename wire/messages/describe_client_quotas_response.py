@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_d = struct.Struct('>d')
 _S_h = struct.Struct('>h')
@@ -444,6 +446,47 @@ def _e_DescribeClientQuotasResponse_v1(o, out):
 
 DescribeClientQuotasResponse._decoders = (_d_DescribeClientQuotasResponse_v0, _d_DescribeClientQuotasResponse_v1,)
 DescribeClientQuotasResponse._encoders = (_e_DescribeClientQuotasResponse_v0, _e_DescribeClientQuotasResponse_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'EntityData_v0': (EntityData, False, (
+        ('entity_type', STRING),
+        ('entity_name', STRING | NULLABLE),
+    ), (), ()),
+    'ValueData_v0': (ValueData, False, (
+        ('key', STRING),
+        ('value', FLOAT64),
+    ), (), ()),
+    'EntryData_v0': (EntryData, False, (
+        ('entity', STRUCT | ARRAY, 'EntityData_v0'),
+        ('values', STRUCT | ARRAY, 'ValueData_v0'),
+    ), (), ()),
+    'DescribeClientQuotasResponse_v0': (DescribeClientQuotasResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('entries', STRUCT | ARRAY | NULLABLE, 'EntryData_v0'),
+    ), (), ()),
+    'EntityData_v1': (EntityData, True, (
+        ('entity_type', STRING | COMPACT),
+        ('entity_name', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'ValueData_v1': (ValueData, True, (
+        ('key', STRING | COMPACT),
+        ('value', FLOAT64),
+    ), (), ()),
+    'EntryData_v1': (EntryData, True, (
+        ('entity', STRUCT | ARRAY | COMPACT, 'EntityData_v1'),
+        ('values', STRUCT | ARRAY | COMPACT, 'ValueData_v1'),
+    ), (), ()),
+    'DescribeClientQuotasResponse_v1': (DescribeClientQuotasResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('entries', STRUCT | ARRAY | COMPACT | NULLABLE, 'EntryData_v1'),
+    ), (), ()),
+}
+install(DescribeClientQuotasResponse, _PROGRAMS, ('DescribeClientQuotasResponse_v0', 'DescribeClientQuotasResponse_v1', ))
 EntityData._schema = (
     FieldInfo('entity_type', 'string', (0, 32767), None, None, None, None),
     FieldInfo('entity_name', 'string', (0, 32767), (0, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_o = struct.Struct('>?')
 _S_ob = struct.Struct('>?b')
@@ -84,6 +86,20 @@ def _e_DescribeClusterRequest_v1(o, out):
 
 DescribeClusterRequest._decoders = (_d_DescribeClusterRequest_v0, _d_DescribeClusterRequest_v1,)
 DescribeClusterRequest._encoders = (_e_DescribeClusterRequest_v0, _e_DescribeClusterRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeClusterRequest_v0': (DescribeClusterRequest, True, (
+        ('include_cluster_authorized_operations', BOOL),
+    ), (), (
+        ('endpoint_type', 1, True),
+    )),
+    'DescribeClusterRequest_v1': (DescribeClusterRequest, True, (
+        ('include_cluster_authorized_operations', BOOL),
+        ('endpoint_type', INT8),
+    ), (), ()),
+}
+install(DescribeClusterRequest, _PROGRAMS, ('DescribeClusterRequest_v0', 'DescribeClusterRequest_v1', ))
 DescribeClusterRequest._schema = (
     FieldInfo('include_cluster_authorized_operations', 'bool', (0, 32767), None, None, None, None),
     FieldInfo('endpoint_type', 'int8', (1, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_i = struct.Struct('>i')
@@ -356,6 +358,38 @@ def _e_DescribeClusterResponse_v1(o, out):
 
 DescribeClusterResponse._decoders = (_d_DescribeClusterResponse_v0, _d_DescribeClusterResponse_v1,)
 DescribeClusterResponse._encoders = (_e_DescribeClusterResponse_v0, _e_DescribeClusterResponse_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeClusterBroker_v0': (DescribeClusterBroker, True, (
+        ('broker_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+        ('rack', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'DescribeClusterResponse_v0': (DescribeClusterResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('cluster_id', STRING | COMPACT),
+        ('controller_id', INT32),
+        ('brokers', STRUCT | ARRAY | COMPACT, 'DescribeClusterBroker_v0'),
+        ('cluster_authorized_operations', INT32),
+    ), (), (
+        ('endpoint_type', 1, True),
+    )),
+    'DescribeClusterResponse_v1': (DescribeClusterResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('endpoint_type', INT8),
+        ('cluster_id', STRING | COMPACT),
+        ('controller_id', INT32),
+        ('brokers', STRUCT | ARRAY | COMPACT, 'DescribeClusterBroker_v0'),
+        ('cluster_authorized_operations', INT32),
+    ), (), ()),
+}
+install(DescribeClusterResponse, _PROGRAMS, ('DescribeClusterResponse_v0', 'DescribeClusterResponse_v1', ))
 DescribeClusterBroker._schema = (
     FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('host', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -360,6 +362,43 @@ def _e_DescribeConfigsRequest_v4(o, out):
 
 DescribeConfigsRequest._decoders = (_d_DescribeConfigsRequest_v0, _d_DescribeConfigsRequest_v1, _d_DescribeConfigsRequest_v1, _d_DescribeConfigsRequest_v3, _d_DescribeConfigsRequest_v4,)
 DescribeConfigsRequest._encoders = (_e_DescribeConfigsRequest_v0, _e_DescribeConfigsRequest_v1, _e_DescribeConfigsRequest_v1, _e_DescribeConfigsRequest_v3, _e_DescribeConfigsRequest_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeConfigsResource_v0': (DescribeConfigsResource, False, (
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('configuration_keys', STRING | ARRAY | NULLABLE),
+    ), (), ()),
+    'DescribeConfigsRequest_v0': (DescribeConfigsRequest, False, (
+        ('resources', STRUCT | ARRAY, 'DescribeConfigsResource_v0'),
+    ), (), (
+        ('include_synonyms', False, True),
+        ('include_documentation', False, True),
+    )),
+    'DescribeConfigsRequest_v1': (DescribeConfigsRequest, False, (
+        ('resources', STRUCT | ARRAY, 'DescribeConfigsResource_v0'),
+        ('include_synonyms', BOOL),
+    ), (), (
+        ('include_documentation', False, True),
+    )),
+    'DescribeConfigsRequest_v3': (DescribeConfigsRequest, False, (
+        ('resources', STRUCT | ARRAY, 'DescribeConfigsResource_v0'),
+        ('include_synonyms', BOOL),
+        ('include_documentation', BOOL),
+    ), (), ()),
+    'DescribeConfigsResource_v4': (DescribeConfigsResource, True, (
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+        ('configuration_keys', STRING | ARRAY | COMPACT | NULLABLE),
+    ), (), ()),
+    'DescribeConfigsRequest_v4': (DescribeConfigsRequest, True, (
+        ('resources', STRUCT | ARRAY | COMPACT, 'DescribeConfigsResource_v4'),
+        ('include_synonyms', BOOL),
+        ('include_documentation', BOOL),
+    ), (), ()),
+}
+install(DescribeConfigsRequest, _PROGRAMS, ('DescribeConfigsRequest_v0', 'DescribeConfigsRequest_v1', 'DescribeConfigsRequest_v1', 'DescribeConfigsRequest_v3', 'DescribeConfigsRequest_v4', ))
 DescribeConfigsResource._schema = (
     FieldInfo('resource_type', 'int8', (0, 32767), None, None, None, None),
     FieldInfo('resource_name', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -845,6 +847,113 @@ def _e_DescribeConfigsResponse_v4(o, out):
 
 DescribeConfigsResponse._decoders = (_d_DescribeConfigsResponse_v0, _d_DescribeConfigsResponse_v1, _d_DescribeConfigsResponse_v1, _d_DescribeConfigsResponse_v3, _d_DescribeConfigsResponse_v4,)
 DescribeConfigsResponse._encoders = (_e_DescribeConfigsResponse_v0, _e_DescribeConfigsResponse_v1, _e_DescribeConfigsResponse_v1, _e_DescribeConfigsResponse_v3, _e_DescribeConfigsResponse_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeConfigsResourceResult_v0': (DescribeConfigsResourceResult, False, (
+        ('name', STRING),
+        ('value', STRING | NULLABLE),
+        ('read_only', BOOL),
+        ('is_default', BOOL),
+        ('is_sensitive', BOOL),
+    ), (), (
+        ('config_source', -1, False),
+        ('synonyms', list, False),
+        ('config_type', 0, False),
+        ('documentation', '', False),
+    )),
+    'DescribeConfigsResult_v0': (DescribeConfigsResult, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('configs', STRUCT | ARRAY, 'DescribeConfigsResourceResult_v0'),
+    ), (), ()),
+    'DescribeConfigsResponse_v0': (DescribeConfigsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'DescribeConfigsResult_v0'),
+    ), (), ()),
+    'DescribeConfigsSynonym_v1': (DescribeConfigsSynonym, False, (
+        ('name', STRING),
+        ('value', STRING | NULLABLE),
+        ('source', INT8),
+    ), (), ()),
+    'DescribeConfigsResourceResult_v1': (DescribeConfigsResourceResult, False, (
+        ('name', STRING),
+        ('value', STRING | NULLABLE),
+        ('read_only', BOOL),
+        ('config_source', INT8),
+        ('is_sensitive', BOOL),
+        ('synonyms', STRUCT | ARRAY, 'DescribeConfigsSynonym_v1'),
+    ), (), (
+        ('is_default', False, True),
+        ('config_type', 0, False),
+        ('documentation', '', False),
+    )),
+    'DescribeConfigsResult_v1': (DescribeConfigsResult, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('configs', STRUCT | ARRAY, 'DescribeConfigsResourceResult_v1'),
+    ), (), ()),
+    'DescribeConfigsResponse_v1': (DescribeConfigsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'DescribeConfigsResult_v1'),
+    ), (), ()),
+    'DescribeConfigsResourceResult_v3': (DescribeConfigsResourceResult, False, (
+        ('name', STRING),
+        ('value', STRING | NULLABLE),
+        ('read_only', BOOL),
+        ('config_source', INT8),
+        ('is_sensitive', BOOL),
+        ('synonyms', STRUCT | ARRAY, 'DescribeConfigsSynonym_v1'),
+        ('config_type', INT8),
+        ('documentation', STRING | NULLABLE),
+    ), (), (
+        ('is_default', False, True),
+    )),
+    'DescribeConfigsResult_v3': (DescribeConfigsResult, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('configs', STRUCT | ARRAY, 'DescribeConfigsResourceResult_v3'),
+    ), (), ()),
+    'DescribeConfigsResponse_v3': (DescribeConfigsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'DescribeConfigsResult_v3'),
+    ), (), ()),
+    'DescribeConfigsSynonym_v4': (DescribeConfigsSynonym, True, (
+        ('name', STRING | COMPACT),
+        ('value', STRING | COMPACT | NULLABLE),
+        ('source', INT8),
+    ), (), ()),
+    'DescribeConfigsResourceResult_v4': (DescribeConfigsResourceResult, True, (
+        ('name', STRING | COMPACT),
+        ('value', STRING | COMPACT | NULLABLE),
+        ('read_only', BOOL),
+        ('config_source', INT8),
+        ('is_sensitive', BOOL),
+        ('synonyms', STRUCT | ARRAY | COMPACT, 'DescribeConfigsSynonym_v4'),
+        ('config_type', INT8),
+        ('documentation', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('is_default', False, True),
+    )),
+    'DescribeConfigsResult_v4': (DescribeConfigsResult, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+        ('configs', STRUCT | ARRAY | COMPACT, 'DescribeConfigsResourceResult_v4'),
+    ), (), ()),
+    'DescribeConfigsResponse_v4': (DescribeConfigsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY | COMPACT, 'DescribeConfigsResult_v4'),
+    ), (), ()),
+}
+install(DescribeConfigsResponse, _PROGRAMS, ('DescribeConfigsResponse_v0', 'DescribeConfigsResponse_v1', 'DescribeConfigsResponse_v1', 'DescribeConfigsResponse_v3', 'DescribeConfigsResponse_v4', ))
 DescribeConfigsSynonym._schema = (
     FieldInfo('name', 'string', (1, 32767), None, None, None, None),
     FieldInfo('value', 'string', (1, 32767), (0, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -201,6 +203,25 @@ def _e_DescribeDelegationTokenRequest_v2(o, out):
 
 DescribeDelegationTokenRequest._decoders = (_d_DescribeDelegationTokenRequest_v0, _d_DescribeDelegationTokenRequest_v0, _d_DescribeDelegationTokenRequest_v2, _d_DescribeDelegationTokenRequest_v2,)
 DescribeDelegationTokenRequest._encoders = (_e_DescribeDelegationTokenRequest_v0, _e_DescribeDelegationTokenRequest_v0, _e_DescribeDelegationTokenRequest_v2, _e_DescribeDelegationTokenRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeDelegationTokenOwner_v0': (DescribeDelegationTokenOwner, False, (
+        ('principal_type', STRING),
+        ('principal_name', STRING),
+    ), (), ()),
+    'DescribeDelegationTokenRequest_v0': (DescribeDelegationTokenRequest, False, (
+        ('owners', STRUCT | ARRAY | NULLABLE, 'DescribeDelegationTokenOwner_v0'),
+    ), (), ()),
+    'DescribeDelegationTokenOwner_v2': (DescribeDelegationTokenOwner, True, (
+        ('principal_type', STRING | COMPACT),
+        ('principal_name', STRING | COMPACT),
+    ), (), ()),
+    'DescribeDelegationTokenRequest_v2': (DescribeDelegationTokenRequest, True, (
+        ('owners', STRUCT | ARRAY | COMPACT | NULLABLE, 'DescribeDelegationTokenOwner_v2'),
+    ), (), ()),
+}
+install(DescribeDelegationTokenRequest, _PROGRAMS, ('DescribeDelegationTokenRequest_v0', 'DescribeDelegationTokenRequest_v0', 'DescribeDelegationTokenRequest_v2', 'DescribeDelegationTokenRequest_v2', ))
 DescribeDelegationTokenOwner._schema = (
     FieldInfo('principal_type', 'string', (0, 32767), None, None, None, None),
     FieldInfo('principal_name', 'string', (0, 32767), None, None, None, None),

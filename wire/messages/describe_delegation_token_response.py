@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -708,6 +710,72 @@ def _e_DescribeDelegationTokenResponse_v3(o, out):
 
 DescribeDelegationTokenResponse._decoders = (_d_DescribeDelegationTokenResponse_v0, _d_DescribeDelegationTokenResponse_v0, _d_DescribeDelegationTokenResponse_v2, _d_DescribeDelegationTokenResponse_v3,)
 DescribeDelegationTokenResponse._encoders = (_e_DescribeDelegationTokenResponse_v0, _e_DescribeDelegationTokenResponse_v0, _e_DescribeDelegationTokenResponse_v2, _e_DescribeDelegationTokenResponse_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribedDelegationTokenRenewer_v0': (DescribedDelegationTokenRenewer, False, (
+        ('principal_type', STRING),
+        ('principal_name', STRING),
+    ), (), ()),
+    'DescribedDelegationToken_v0': (DescribedDelegationToken, False, (
+        ('principal_type', STRING),
+        ('principal_name', STRING),
+        ('issue_timestamp', INT64),
+        ('expiry_timestamp', INT64),
+        ('max_timestamp', INT64),
+        ('token_id', STRING),
+        ('hmac', BYTES),
+        ('renewers', STRUCT | ARRAY, 'DescribedDelegationTokenRenewer_v0'),
+    ), (), (
+        ('token_requester_principal_type', '', True),
+        ('token_requester_principal_name', '', True),
+    )),
+    'DescribeDelegationTokenResponse_v0': (DescribeDelegationTokenResponse, False, (
+        ('error_code', INT16),
+        ('tokens', STRUCT | ARRAY, 'DescribedDelegationToken_v0'),
+        ('throttle_time_ms', INT32),
+    ), (), ()),
+    'DescribedDelegationTokenRenewer_v2': (DescribedDelegationTokenRenewer, True, (
+        ('principal_type', STRING | COMPACT),
+        ('principal_name', STRING | COMPACT),
+    ), (), ()),
+    'DescribedDelegationToken_v2': (DescribedDelegationToken, True, (
+        ('principal_type', STRING | COMPACT),
+        ('principal_name', STRING | COMPACT),
+        ('issue_timestamp', INT64),
+        ('expiry_timestamp', INT64),
+        ('max_timestamp', INT64),
+        ('token_id', STRING | COMPACT),
+        ('hmac', BYTES | COMPACT),
+        ('renewers', STRUCT | ARRAY | COMPACT, 'DescribedDelegationTokenRenewer_v2'),
+    ), (), (
+        ('token_requester_principal_type', '', True),
+        ('token_requester_principal_name', '', True),
+    )),
+    'DescribeDelegationTokenResponse_v2': (DescribeDelegationTokenResponse, True, (
+        ('error_code', INT16),
+        ('tokens', STRUCT | ARRAY | COMPACT, 'DescribedDelegationToken_v2'),
+        ('throttle_time_ms', INT32),
+    ), (), ()),
+    'DescribedDelegationToken_v3': (DescribedDelegationToken, True, (
+        ('principal_type', STRING | COMPACT),
+        ('principal_name', STRING | COMPACT),
+        ('token_requester_principal_type', STRING | COMPACT),
+        ('token_requester_principal_name', STRING | COMPACT),
+        ('issue_timestamp', INT64),
+        ('expiry_timestamp', INT64),
+        ('max_timestamp', INT64),
+        ('token_id', STRING | COMPACT),
+        ('hmac', BYTES | COMPACT),
+        ('renewers', STRUCT | ARRAY | COMPACT, 'DescribedDelegationTokenRenewer_v2'),
+    ), (), ()),
+    'DescribeDelegationTokenResponse_v3': (DescribeDelegationTokenResponse, True, (
+        ('error_code', INT16),
+        ('tokens', STRUCT | ARRAY | COMPACT, 'DescribedDelegationToken_v3'),
+        ('throttle_time_ms', INT32),
+    ), (), ()),
+}
+install(DescribeDelegationTokenResponse, _PROGRAMS, ('DescribeDelegationTokenResponse_v0', 'DescribeDelegationTokenResponse_v0', 'DescribeDelegationTokenResponse_v2', 'DescribeDelegationTokenResponse_v3', ))
 DescribedDelegationTokenRenewer._schema = (
     FieldInfo('principal_type', 'string', (0, 32767), None, None, None, None),
     FieldInfo('principal_name', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -161,6 +163,24 @@ def _e_DescribeGroupsRequest_v5(o, out):
 
 DescribeGroupsRequest._decoders = (_d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v0, _d_DescribeGroupsRequest_v3, _d_DescribeGroupsRequest_v3, _d_DescribeGroupsRequest_v5,)
 DescribeGroupsRequest._encoders = (_e_DescribeGroupsRequest_v0, _e_DescribeGroupsRequest_v0, _e_DescribeGroupsRequest_v0, _e_DescribeGroupsRequest_v3, _e_DescribeGroupsRequest_v3, _e_DescribeGroupsRequest_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeGroupsRequest_v0': (DescribeGroupsRequest, False, (
+        ('groups', STRING | ARRAY),
+    ), (), (
+        ('include_authorized_operations', False, True),
+    )),
+    'DescribeGroupsRequest_v3': (DescribeGroupsRequest, False, (
+        ('groups', STRING | ARRAY),
+        ('include_authorized_operations', BOOL),
+    ), (), ()),
+    'DescribeGroupsRequest_v5': (DescribeGroupsRequest, True, (
+        ('groups', STRING | ARRAY | COMPACT),
+        ('include_authorized_operations', BOOL),
+    ), (), ()),
+}
+install(DescribeGroupsRequest, _PROGRAMS, ('DescribeGroupsRequest_v0', 'DescribeGroupsRequest_v0', 'DescribeGroupsRequest_v0', 'DescribeGroupsRequest_v3', 'DescribeGroupsRequest_v3', 'DescribeGroupsRequest_v5', ))
 DescribeGroupsRequest._schema = (
     FieldInfo('groups', '[]string', (0, 32767), None, None, None, None),
     FieldInfo('include_authorized_operations', 'bool', (3, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -904,6 +906,94 @@ def _e_DescribeGroupsResponse_v5(o, out):
 
 DescribeGroupsResponse._decoders = (_d_DescribeGroupsResponse_v0, _d_DescribeGroupsResponse_v1, _d_DescribeGroupsResponse_v1, _d_DescribeGroupsResponse_v3, _d_DescribeGroupsResponse_v4, _d_DescribeGroupsResponse_v5,)
 DescribeGroupsResponse._encoders = (_e_DescribeGroupsResponse_v0, _e_DescribeGroupsResponse_v1, _e_DescribeGroupsResponse_v1, _e_DescribeGroupsResponse_v3, _e_DescribeGroupsResponse_v4, _e_DescribeGroupsResponse_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribedGroupMember_v0': (DescribedGroupMember, False, (
+        ('member_id', STRING),
+        ('client_id', STRING),
+        ('client_host', STRING),
+        ('member_metadata', BYTES),
+        ('member_assignment', BYTES),
+    ), (), (
+        ('group_instance_id', None, False),
+    )),
+    'DescribedGroup_v0': (DescribedGroup, False, (
+        ('error_code', INT16),
+        ('group_id', STRING),
+        ('group_state', STRING),
+        ('protocol_type', STRING),
+        ('protocol_data', STRING),
+        ('members', STRUCT | ARRAY, 'DescribedGroupMember_v0'),
+    ), (), (
+        ('authorized_operations', -2147483648, True),
+    )),
+    'DescribeGroupsResponse_v0': (DescribeGroupsResponse, False, (
+        ('groups', STRUCT | ARRAY, 'DescribedGroup_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'DescribeGroupsResponse_v1': (DescribeGroupsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('groups', STRUCT | ARRAY, 'DescribedGroup_v0'),
+    ), (), ()),
+    'DescribedGroup_v3': (DescribedGroup, False, (
+        ('error_code', INT16),
+        ('group_id', STRING),
+        ('group_state', STRING),
+        ('protocol_type', STRING),
+        ('protocol_data', STRING),
+        ('members', STRUCT | ARRAY, 'DescribedGroupMember_v0'),
+        ('authorized_operations', INT32),
+    ), (), ()),
+    'DescribeGroupsResponse_v3': (DescribeGroupsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('groups', STRUCT | ARRAY, 'DescribedGroup_v3'),
+    ), (), ()),
+    'DescribedGroupMember_v4': (DescribedGroupMember, False, (
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+        ('client_id', STRING),
+        ('client_host', STRING),
+        ('member_metadata', BYTES),
+        ('member_assignment', BYTES),
+    ), (), ()),
+    'DescribedGroup_v4': (DescribedGroup, False, (
+        ('error_code', INT16),
+        ('group_id', STRING),
+        ('group_state', STRING),
+        ('protocol_type', STRING),
+        ('protocol_data', STRING),
+        ('members', STRUCT | ARRAY, 'DescribedGroupMember_v4'),
+        ('authorized_operations', INT32),
+    ), (), ()),
+    'DescribeGroupsResponse_v4': (DescribeGroupsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('groups', STRUCT | ARRAY, 'DescribedGroup_v4'),
+    ), (), ()),
+    'DescribedGroupMember_v5': (DescribedGroupMember, True, (
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('client_id', STRING | COMPACT),
+        ('client_host', STRING | COMPACT),
+        ('member_metadata', BYTES | COMPACT),
+        ('member_assignment', BYTES | COMPACT),
+    ), (), ()),
+    'DescribedGroup_v5': (DescribedGroup, True, (
+        ('error_code', INT16),
+        ('group_id', STRING | COMPACT),
+        ('group_state', STRING | COMPACT),
+        ('protocol_type', STRING | COMPACT),
+        ('protocol_data', STRING | COMPACT),
+        ('members', STRUCT | ARRAY | COMPACT, 'DescribedGroupMember_v5'),
+        ('authorized_operations', INT32),
+    ), (), ()),
+    'DescribeGroupsResponse_v5': (DescribeGroupsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('groups', STRUCT | ARRAY | COMPACT, 'DescribedGroup_v5'),
+    ), (), ()),
+}
+install(DescribeGroupsResponse, _PROGRAMS, ('DescribeGroupsResponse_v0', 'DescribeGroupsResponse_v1', 'DescribeGroupsResponse_v1', 'DescribeGroupsResponse_v3', 'DescribeGroupsResponse_v4', 'DescribeGroupsResponse_v5', ))
 DescribedGroupMember._schema = (
     FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('group_instance_id', 'string', (4, 32767), (4, 32767), None, None, None),

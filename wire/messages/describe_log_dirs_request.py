@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -205,6 +207,25 @@ def _e_DescribeLogDirsRequest_v2(o, out):
 
 DescribeLogDirsRequest._decoders = (_d_DescribeLogDirsRequest_v0, _d_DescribeLogDirsRequest_v0, _d_DescribeLogDirsRequest_v2, _d_DescribeLogDirsRequest_v2, _d_DescribeLogDirsRequest_v2,)
 DescribeLogDirsRequest._encoders = (_e_DescribeLogDirsRequest_v0, _e_DescribeLogDirsRequest_v0, _e_DescribeLogDirsRequest_v2, _e_DescribeLogDirsRequest_v2, _e_DescribeLogDirsRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribableLogDirTopic_v0': (DescribableLogDirTopic, False, (
+        ('topic', STRING),
+        ('partitions', INT32 | ARRAY),
+    ), (), ()),
+    'DescribeLogDirsRequest_v0': (DescribeLogDirsRequest, False, (
+        ('topics', STRUCT | ARRAY | NULLABLE, 'DescribableLogDirTopic_v0'),
+    ), (), ()),
+    'DescribableLogDirTopic_v2': (DescribableLogDirTopic, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'DescribeLogDirsRequest_v2': (DescribeLogDirsRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'DescribableLogDirTopic_v2'),
+    ), (), ()),
+}
+install(DescribeLogDirsRequest, _PROGRAMS, ('DescribeLogDirsRequest_v0', 'DescribeLogDirsRequest_v0', 'DescribeLogDirsRequest_v2', 'DescribeLogDirsRequest_v2', 'DescribeLogDirsRequest_v2', ))
 DescribableLogDirTopic._schema = (
     FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

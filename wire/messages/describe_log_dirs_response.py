@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -573,6 +575,76 @@ def _e_DescribeLogDirsResponse_v4(o, out):
 
 DescribeLogDirsResponse._decoders = (_d_DescribeLogDirsResponse_v0, _d_DescribeLogDirsResponse_v0, _d_DescribeLogDirsResponse_v2, _d_DescribeLogDirsResponse_v3, _d_DescribeLogDirsResponse_v4,)
 DescribeLogDirsResponse._encoders = (_e_DescribeLogDirsResponse_v0, _e_DescribeLogDirsResponse_v0, _e_DescribeLogDirsResponse_v2, _e_DescribeLogDirsResponse_v3, _e_DescribeLogDirsResponse_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeLogDirsPartition_v0': (DescribeLogDirsPartition, False, (
+        ('partition_index', INT32),
+        ('partition_size', INT64),
+        ('offset_lag', INT64),
+        ('is_future_key', BOOL),
+    ), (), ()),
+    'DescribeLogDirsTopic_v0': (DescribeLogDirsTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'DescribeLogDirsPartition_v0'),
+    ), (), ()),
+    'DescribeLogDirsResult_v0': (DescribeLogDirsResult, False, (
+        ('error_code', INT16),
+        ('log_dir', STRING),
+        ('topics', STRUCT | ARRAY, 'DescribeLogDirsTopic_v0'),
+    ), (), (
+        ('total_bytes', -1, False),
+        ('usable_bytes', -1, False),
+    )),
+    'DescribeLogDirsResponse_v0': (DescribeLogDirsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY, 'DescribeLogDirsResult_v0'),
+    ), (), (
+        ('error_code', 0, False),
+    )),
+    'DescribeLogDirsPartition_v2': (DescribeLogDirsPartition, True, (
+        ('partition_index', INT32),
+        ('partition_size', INT64),
+        ('offset_lag', INT64),
+        ('is_future_key', BOOL),
+    ), (), ()),
+    'DescribeLogDirsTopic_v2': (DescribeLogDirsTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'DescribeLogDirsPartition_v2'),
+    ), (), ()),
+    'DescribeLogDirsResult_v2': (DescribeLogDirsResult, True, (
+        ('error_code', INT16),
+        ('log_dir', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT, 'DescribeLogDirsTopic_v2'),
+    ), (), (
+        ('total_bytes', -1, False),
+        ('usable_bytes', -1, False),
+    )),
+    'DescribeLogDirsResponse_v2': (DescribeLogDirsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('results', STRUCT | ARRAY | COMPACT, 'DescribeLogDirsResult_v2'),
+    ), (), (
+        ('error_code', 0, False),
+    )),
+    'DescribeLogDirsResponse_v3': (DescribeLogDirsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('results', STRUCT | ARRAY | COMPACT, 'DescribeLogDirsResult_v2'),
+    ), (), ()),
+    'DescribeLogDirsResult_v4': (DescribeLogDirsResult, True, (
+        ('error_code', INT16),
+        ('log_dir', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT, 'DescribeLogDirsTopic_v2'),
+        ('total_bytes', INT64),
+        ('usable_bytes', INT64),
+    ), (), ()),
+    'DescribeLogDirsResponse_v4': (DescribeLogDirsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('results', STRUCT | ARRAY | COMPACT, 'DescribeLogDirsResult_v4'),
+    ), (), ()),
+}
+install(DescribeLogDirsResponse, _PROGRAMS, ('DescribeLogDirsResponse_v0', 'DescribeLogDirsResponse_v0', 'DescribeLogDirsResponse_v2', 'DescribeLogDirsResponse_v3', 'DescribeLogDirsResponse_v4', ))
 DescribeLogDirsPartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('partition_size', 'int64', (0, 32767), None, None, None, None),

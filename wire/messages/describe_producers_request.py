@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 
@@ -146,6 +148,18 @@ def _e_DescribeProducersRequest_v0(o, out):
 
 DescribeProducersRequest._decoders = (_d_DescribeProducersRequest_v0,)
 DescribeProducersRequest._encoders = (_e_DescribeProducersRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicRequest_v0': (TopicRequest, True, (
+        ('name', STRING | COMPACT),
+        ('partition_indexes', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'DescribeProducersRequest_v0': (DescribeProducersRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicRequest_v0'),
+    ), (), ()),
+}
+install(DescribeProducersRequest, _PROGRAMS, ('DescribeProducersRequest_v0', ))
 TopicRequest._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partition_indexes', '[]int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
@@ -280,6 +282,33 @@ def _e_DescribeProducersResponse_v0(o, out):
 
 DescribeProducersResponse._decoders = (_d_DescribeProducersResponse_v0,)
 DescribeProducersResponse._encoders = (_e_DescribeProducersResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ProducerState_v0': (ProducerState, True, (
+        ('producer_id', INT64),
+        ('producer_epoch', INT32),
+        ('last_sequence', INT32),
+        ('last_timestamp', INT64),
+        ('coordinator_epoch', INT32),
+        ('current_txn_start_offset', INT64),
+    ), (), ()),
+    'PartitionResponse_v0': (PartitionResponse, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('active_producers', STRUCT | ARRAY | COMPACT, 'ProducerState_v0'),
+    ), (), ()),
+    'TopicResponse_v0': (TopicResponse, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionResponse_v0'),
+    ), (), ()),
+    'DescribeProducersResponse_v0': (DescribeProducersResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicResponse_v0'),
+    ), (), ()),
+}
+install(DescribeProducersResponse, _PROGRAMS, ('DescribeProducersResponse_v0', ))
 ProducerState._schema = (
     FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('producer_epoch', 'int32', (0, 32767), None, None, None, None),

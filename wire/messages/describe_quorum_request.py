@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 
@@ -185,6 +187,21 @@ def _e_DescribeQuorumRequest_v0(o, out):
 
 DescribeQuorumRequest._decoders = (_d_DescribeQuorumRequest_v0, _d_DescribeQuorumRequest_v0, _d_DescribeQuorumRequest_v0,)
 DescribeQuorumRequest._encoders = (_e_DescribeQuorumRequest_v0, _e_DescribeQuorumRequest_v0, _e_DescribeQuorumRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition_index', INT32),
+    ), (), ()),
+    'TopicData_v0': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), ()),
+    'DescribeQuorumRequest_v0': (DescribeQuorumRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v0'),
+    ), (), ()),
+}
+install(DescribeQuorumRequest, _PROGRAMS, ('DescribeQuorumRequest_v0', 'DescribeQuorumRequest_v0', 'DescribeQuorumRequest_v0', ))
 PartitionData._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -997,6 +999,107 @@ def _e_DescribeQuorumResponse_v2(o, out):
 
 DescribeQuorumResponse._decoders = (_d_DescribeQuorumResponse_v0, _d_DescribeQuorumResponse_v1, _d_DescribeQuorumResponse_v2,)
 DescribeQuorumResponse._encoders = (_e_DescribeQuorumResponse_v0, _e_DescribeQuorumResponse_v1, _e_DescribeQuorumResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ReplicaState_v0': (ReplicaState, True, (
+        ('replica_id', INT32),
+        ('log_end_offset', INT64),
+    ), (), (
+        ('replica_directory_id', ZERO_UUID, True),
+        ('last_fetch_timestamp', -1, False),
+        ('last_caught_up_timestamp', -1, False),
+    )),
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('high_watermark', INT64),
+        ('current_voters', STRUCT | ARRAY | COMPACT, 'ReplicaState_v0'),
+        ('observers', STRUCT | ARRAY | COMPACT, 'ReplicaState_v0'),
+    ), (), (
+        ('error_message', '', False),
+    )),
+    'TopicData_v0': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), ()),
+    'DescribeQuorumResponse_v0': (DescribeQuorumResponse, True, (
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v0'),
+    ), (), (
+        ('error_message', '', False),
+        ('nodes', list, True),
+    )),
+    'ReplicaState_v1': (ReplicaState, True, (
+        ('replica_id', INT32),
+        ('log_end_offset', INT64),
+        ('last_fetch_timestamp', INT64),
+        ('last_caught_up_timestamp', INT64),
+    ), (), (
+        ('replica_directory_id', ZERO_UUID, True),
+    )),
+    'PartitionData_v1': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('high_watermark', INT64),
+        ('current_voters', STRUCT | ARRAY | COMPACT, 'ReplicaState_v1'),
+        ('observers', STRUCT | ARRAY | COMPACT, 'ReplicaState_v1'),
+    ), (), (
+        ('error_message', '', False),
+    )),
+    'TopicData_v1': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), ()),
+    'DescribeQuorumResponse_v1': (DescribeQuorumResponse, True, (
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v1'),
+    ), (), (
+        ('error_message', '', False),
+        ('nodes', list, True),
+    )),
+    'ReplicaState_v2': (ReplicaState, True, (
+        ('replica_id', INT32),
+        ('replica_directory_id', UUID),
+        ('log_end_offset', INT64),
+        ('last_fetch_timestamp', INT64),
+        ('last_caught_up_timestamp', INT64),
+    ), (), ()),
+    'PartitionData_v2': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('high_watermark', INT64),
+        ('current_voters', STRUCT | ARRAY | COMPACT, 'ReplicaState_v2'),
+        ('observers', STRUCT | ARRAY | COMPACT, 'ReplicaState_v2'),
+    ), (), ()),
+    'TopicData_v2': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v2'),
+    ), (), ()),
+    'Listener_v2': (Listener, True, (
+        ('name', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+    ), (), ()),
+    'Node_v2': (Node, True, (
+        ('node_id', INT32),
+        ('listeners', STRUCT | ARRAY | COMPACT, 'Listener_v2'),
+    ), (), ()),
+    'DescribeQuorumResponse_v2': (DescribeQuorumResponse, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v2'),
+        ('nodes', STRUCT | ARRAY | COMPACT, 'Node_v2'),
+    ), (), ()),
+}
+install(DescribeQuorumResponse, _PROGRAMS, ('DescribeQuorumResponse_v0', 'DescribeQuorumResponse_v1', 'DescribeQuorumResponse_v2', ))
 ReplicaState._schema = (
     FieldInfo('replica_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('replica_directory_id', 'uuid', (2, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 _S_ib = struct.Struct('>ib')
@@ -195,6 +197,23 @@ def _e_DescribeTopicPartitionsRequest_v0(o, out):
 
 DescribeTopicPartitionsRequest._decoders = (_d_DescribeTopicPartitionsRequest_v0,)
 DescribeTopicPartitionsRequest._encoders = (_e_DescribeTopicPartitionsRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicRequest_v0': (TopicRequest, True, (
+        ('name', STRING | COMPACT),
+    ), (), ()),
+    'Cursor_v0': (Cursor, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_index', INT32),
+    ), (), ()),
+    'DescribeTopicPartitionsRequest_v0': (DescribeTopicPartitionsRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicRequest_v0'),
+        ('response_partition_limit', INT32),
+        ('cursor', STRUCT | NULLABLE, 'Cursor_v0'),
+    ), (), ()),
+}
+install(DescribeTopicPartitionsRequest, _PROGRAMS, ('DescribeTopicPartitionsRequest_v0', ))
 TopicRequest._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_Uo = struct.Struct('>16s?')
@@ -392,6 +394,39 @@ def _e_DescribeTopicPartitionsResponse_v0(o, out):
 
 DescribeTopicPartitionsResponse._decoders = (_d_DescribeTopicPartitionsResponse_v0,)
 DescribeTopicPartitionsResponse._encoders = (_e_DescribeTopicPartitionsResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeTopicPartitionsResponsePartition_v0': (DescribeTopicPartitionsResponsePartition, True, (
+        ('error_code', INT16),
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('replica_nodes', INT32 | ARRAY | COMPACT),
+        ('isr_nodes', INT32 | ARRAY | COMPACT),
+        ('eligible_leader_replicas', INT32 | ARRAY | COMPACT | NULLABLE),
+        ('last_known_elr', INT32 | ARRAY | COMPACT | NULLABLE),
+        ('offline_replicas', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'DescribeTopicPartitionsResponseTopic_v0': (DescribeTopicPartitionsResponseTopic, True, (
+        ('error_code', INT16),
+        ('name', STRING | COMPACT | NULLABLE),
+        ('topic_id', UUID),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'DescribeTopicPartitionsResponsePartition_v0'),
+        ('topic_authorized_operations', INT32),
+    ), (), ()),
+    'Cursor_v0': (Cursor, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_index', INT32),
+    ), (), ()),
+    'DescribeTopicPartitionsResponse_v0': (DescribeTopicPartitionsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'DescribeTopicPartitionsResponseTopic_v0'),
+        ('next_cursor', STRUCT | NULLABLE, 'Cursor_v0'),
+    ), (), ()),
+}
+install(DescribeTopicPartitionsResponse, _PROGRAMS, ('DescribeTopicPartitionsResponse_v0', ))
 DescribeTopicPartitionsResponsePartition._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),

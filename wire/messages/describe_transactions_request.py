@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 
 class DescribeTransactionsRequest(Message):
@@ -88,6 +90,14 @@ def _e_DescribeTransactionsRequest_v0(o, out):
 
 DescribeTransactionsRequest._decoders = (_d_DescribeTransactionsRequest_v0,)
 DescribeTransactionsRequest._encoders = (_e_DescribeTransactionsRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'DescribeTransactionsRequest_v0': (DescribeTransactionsRequest, True, (
+        ('transactional_ids', STRING | ARRAY | COMPACT),
+    ), (), ()),
+}
+install(DescribeTransactionsRequest, _PROGRAMS, ('DescribeTransactionsRequest_v0', ))
 DescribeTransactionsRequest._schema = (
     FieldInfo('transactional_ids', '[]string', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -263,6 +265,29 @@ def _e_DescribeTransactionsResponse_v0(o, out):
 
 DescribeTransactionsResponse._decoders = (_d_DescribeTransactionsResponse_v0,)
 DescribeTransactionsResponse._encoders = (_e_DescribeTransactionsResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicData_v0': (TopicData, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'TransactionState_v0': (TransactionState, True, (
+        ('error_code', INT16),
+        ('transactional_id', STRING | COMPACT),
+        ('transaction_state', STRING | COMPACT),
+        ('transaction_timeout_ms', INT32),
+        ('transaction_start_time_ms', INT64),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v0'),
+    ), (), ()),
+    'DescribeTransactionsResponse_v0': (DescribeTransactionsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('transaction_states', STRUCT | ARRAY | COMPACT, 'TransactionState_v0'),
+    ), (), ()),
+}
+install(DescribeTransactionsResponse, _PROGRAMS, ('DescribeTransactionsResponse_v0', ))
 TopicData._schema = (
     FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_bi = struct.Struct('>bi')
 _S_h = struct.Struct('>h')
@@ -241,6 +243,27 @@ def _e_DescribeUserScramCredentialsResponse_v0(o, out):
 
 DescribeUserScramCredentialsResponse._decoders = (_d_DescribeUserScramCredentialsResponse_v0,)
 DescribeUserScramCredentialsResponse._encoders = (_e_DescribeUserScramCredentialsResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CredentialInfo_v0': (CredentialInfo, True, (
+        ('mechanism', INT8),
+        ('iterations', INT32),
+    ), (), ()),
+    'DescribeUserScramCredentialsResult_v0': (DescribeUserScramCredentialsResult, True, (
+        ('user', STRING | COMPACT),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('credential_infos', STRUCT | ARRAY | COMPACT, 'CredentialInfo_v0'),
+    ), (), ()),
+    'DescribeUserScramCredentialsResponse_v0': (DescribeUserScramCredentialsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('results', STRUCT | ARRAY | COMPACT, 'DescribeUserScramCredentialsResult_v0'),
+    ), (), ()),
+}
+install(DescribeUserScramCredentialsResponse, _PROGRAMS, ('DescribeUserScramCredentialsResponse_v0', ))
 CredentialInfo._schema = (
     FieldInfo('mechanism', 'int8', (0, 32767), None, None, None, None),
     FieldInfo('iterations', 'int32', (0, 32767), None, None, None, None),

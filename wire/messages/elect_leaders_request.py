@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_b = struct.Struct('>b')
@@ -270,6 +272,35 @@ def _e_ElectLeadersRequest_v2(o, out):
 
 ElectLeadersRequest._decoders = (_d_ElectLeadersRequest_v0, _d_ElectLeadersRequest_v1, _d_ElectLeadersRequest_v2,)
 ElectLeadersRequest._encoders = (_e_ElectLeadersRequest_v0, _e_ElectLeadersRequest_v1, _e_ElectLeadersRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicPartitions_v0': (TopicPartitions, False, (
+        ('topic', STRING),
+        ('partitions', INT32 | ARRAY),
+    ), (), ()),
+    'ElectLeadersRequest_v0': (ElectLeadersRequest, False, (
+        ('topic_partitions', STRUCT | ARRAY | NULLABLE, 'TopicPartitions_v0'),
+        ('timeout_ms', INT32),
+    ), (), (
+        ('election_type', 0, True),
+    )),
+    'ElectLeadersRequest_v1': (ElectLeadersRequest, False, (
+        ('election_type', INT8),
+        ('topic_partitions', STRUCT | ARRAY | NULLABLE, 'TopicPartitions_v0'),
+        ('timeout_ms', INT32),
+    ), (), ()),
+    'TopicPartitions_v2': (TopicPartitions, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'ElectLeadersRequest_v2': (ElectLeadersRequest, True, (
+        ('election_type', INT8),
+        ('topic_partitions', STRUCT | ARRAY | COMPACT | NULLABLE, 'TopicPartitions_v2'),
+        ('timeout_ms', INT32),
+    ), (), ()),
+}
+install(ElectLeadersRequest, _PROGRAMS, ('ElectLeadersRequest_v0', 'ElectLeadersRequest_v1', 'ElectLeadersRequest_v2', ))
 TopicPartitions._schema = (
     FieldInfo('topic', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partitions', '[]int32', (0, 32767), None, None, None, None),

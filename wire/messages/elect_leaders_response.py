@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -327,6 +329,45 @@ def _e_ElectLeadersResponse_v2(o, out):
 
 ElectLeadersResponse._decoders = (_d_ElectLeadersResponse_v0, _d_ElectLeadersResponse_v1, _d_ElectLeadersResponse_v2,)
 ElectLeadersResponse._encoders = (_e_ElectLeadersResponse_v0, _e_ElectLeadersResponse_v1, _e_ElectLeadersResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionResult_v0': (PartitionResult, False, (
+        ('partition_id', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+    ), (), ()),
+    'ReplicaElectionResult_v0': (ReplicaElectionResult, False, (
+        ('topic', STRING),
+        ('partition_result', STRUCT | ARRAY, 'PartitionResult_v0'),
+    ), (), ()),
+    'ElectLeadersResponse_v0': (ElectLeadersResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('replica_election_results', STRUCT | ARRAY, 'ReplicaElectionResult_v0'),
+    ), (), (
+        ('error_code', 0, True),
+    )),
+    'ElectLeadersResponse_v1': (ElectLeadersResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('replica_election_results', STRUCT | ARRAY, 'ReplicaElectionResult_v0'),
+    ), (), ()),
+    'PartitionResult_v2': (PartitionResult, True, (
+        ('partition_id', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'ReplicaElectionResult_v2': (ReplicaElectionResult, True, (
+        ('topic', STRING | COMPACT),
+        ('partition_result', STRUCT | ARRAY | COMPACT, 'PartitionResult_v2'),
+    ), (), ()),
+    'ElectLeadersResponse_v2': (ElectLeadersResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('replica_election_results', STRUCT | ARRAY | COMPACT, 'ReplicaElectionResult_v2'),
+    ), (), ()),
+}
+install(ElectLeadersResponse, _PROGRAMS, ('ElectLeadersResponse_v0', 'ElectLeadersResponse_v1', 'ElectLeadersResponse_v2', ))
 PartitionResult._schema = (
     FieldInfo('partition_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_W = struct.Struct('>H')
@@ -475,6 +477,55 @@ def _e_EndQuorumEpochRequest_v1(o, out):
 
 EndQuorumEpochRequest._decoders = (_d_EndQuorumEpochRequest_v0, _d_EndQuorumEpochRequest_v1,)
 EndQuorumEpochRequest._encoders = (_e_EndQuorumEpochRequest_v0, _e_EndQuorumEpochRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, False, (
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('preferred_successors', INT32 | ARRAY),
+    ), (), (
+        ('preferred_candidates', list, False),
+    )),
+    'TopicData_v0': (TopicData, False, (
+        ('topic_name', STRING),
+        ('partitions', STRUCT | ARRAY, 'PartitionData_v0'),
+    ), (), ()),
+    'EndQuorumEpochRequest_v0': (EndQuorumEpochRequest, False, (
+        ('cluster_id', STRING | NULLABLE),
+        ('topics', STRUCT | ARRAY, 'TopicData_v0'),
+    ), (), (
+        ('leader_endpoints', list, False),
+    )),
+    'ReplicaInfo_v1': (ReplicaInfo, True, (
+        ('candidate_id', INT32),
+        ('candidate_directory_id', UUID),
+    ), (), ()),
+    'PartitionData_v1': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('preferred_candidates', STRUCT | ARRAY | COMPACT, 'ReplicaInfo_v1'),
+    ), (), (
+        ('preferred_successors', list, False),
+    )),
+    'TopicData_v1': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), ()),
+    'LeaderEndpoint_v1': (LeaderEndpoint, True, (
+        ('name', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+    ), (), ()),
+    'EndQuorumEpochRequest_v1': (EndQuorumEpochRequest, True, (
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v1'),
+        ('leader_endpoints', STRUCT | ARRAY | COMPACT, 'LeaderEndpoint_v1'),
+    ), (), ()),
+}
+install(EndQuorumEpochRequest, _PROGRAMS, ('EndQuorumEpochRequest_v0', 'EndQuorumEpochRequest_v1', ))
 ReplicaInfo._schema = (
     FieldInfo('candidate_id', 'int32', (1, 32767), None, None, None, None),
     FieldInfo('candidate_directory_id', 'uuid', (1, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -280,6 +282,8 @@ def _d_EndQuorumEpochResponse_v1(buf, pos):
                             _t6, pos = _d_NodeEndpoint_v1(buf, pos)
                             _t5.append(_t6)
                         o.node_endpoints = _t5
+                if pos > tag_end:
+                    raise tag_overrun('EndQuorumEpochResponse.node_endpoints')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -364,6 +368,48 @@ def _e_EndQuorumEpochResponse_v1(o, out):
 
 EndQuorumEpochResponse._decoders = (_d_EndQuorumEpochResponse_v0, _d_EndQuorumEpochResponse_v1,)
 EndQuorumEpochResponse._encoders = (_e_EndQuorumEpochResponse_v0, _e_EndQuorumEpochResponse_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'TopicData_v0': (TopicData, False, (
+        ('topic_name', STRING),
+        ('partitions', STRUCT | ARRAY, 'PartitionData_v0'),
+    ), (), ()),
+    'EndQuorumEpochResponse_v0': (EndQuorumEpochResponse, False, (
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY, 'TopicData_v0'),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'PartitionData_v1': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'TopicData_v1': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), ()),
+    'NodeEndpoint_v1': (NodeEndpoint, True, (
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+    ), (), ()),
+    'EndQuorumEpochResponse_v1': (EndQuorumEpochResponse, True, (
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v1'),
+    ), (
+        ('node_endpoints', STRUCT | ARRAY | COMPACT, 'NodeEndpoint_v1', 0, list),
+    ), ()),
+}
+install(EndQuorumEpochResponse, _PROGRAMS, ('EndQuorumEpochResponse_v0', 'EndQuorumEpochResponse_v1', ))
 PartitionData._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

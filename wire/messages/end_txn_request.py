@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_qho = struct.Struct('>qh?')
@@ -100,6 +102,23 @@ def _e_EndTxnRequest_v3(o, out):
 
 EndTxnRequest._decoders = (_d_EndTxnRequest_v0, _d_EndTxnRequest_v0, _d_EndTxnRequest_v0, _d_EndTxnRequest_v3, _d_EndTxnRequest_v3, _d_EndTxnRequest_v3,)
 EndTxnRequest._encoders = (_e_EndTxnRequest_v0, _e_EndTxnRequest_v0, _e_EndTxnRequest_v0, _e_EndTxnRequest_v3, _e_EndTxnRequest_v3, _e_EndTxnRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'EndTxnRequest_v0': (EndTxnRequest, False, (
+        ('transactional_id', STRING),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('committed', BOOL),
+    ), (), ()),
+    'EndTxnRequest_v3': (EndTxnRequest, True, (
+        ('transactional_id', STRING | COMPACT),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('committed', BOOL),
+    ), (), ()),
+}
+install(EndTxnRequest, _PROGRAMS, ('EndTxnRequest_v0', 'EndTxnRequest_v0', 'EndTxnRequest_v0', 'EndTxnRequest_v3', 'EndTxnRequest_v3', 'EndTxnRequest_v3', ))
 EndTxnRequest._schema = (
     FieldInfo('transactional_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_ih = struct.Struct('>ih')
 _S_ihqh = struct.Struct('>ihqh')
@@ -97,6 +99,31 @@ def _e_EndTxnResponse_v5(o, out):
 
 EndTxnResponse._decoders = (_d_EndTxnResponse_v0, _d_EndTxnResponse_v0, _d_EndTxnResponse_v0, _d_EndTxnResponse_v3, _d_EndTxnResponse_v3, _d_EndTxnResponse_v5,)
 EndTxnResponse._encoders = (_e_EndTxnResponse_v0, _e_EndTxnResponse_v0, _e_EndTxnResponse_v0, _e_EndTxnResponse_v3, _e_EndTxnResponse_v3, _e_EndTxnResponse_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'EndTxnResponse_v0': (EndTxnResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+    ), (), (
+        ('producer_id', -1, False),
+        ('producer_epoch', -1, False),
+    )),
+    'EndTxnResponse_v3': (EndTxnResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+    ), (), (
+        ('producer_id', -1, False),
+        ('producer_epoch', -1, False),
+    )),
+    'EndTxnResponse_v5': (EndTxnResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+    ), (), ()),
+}
+install(EndTxnResponse, _PROGRAMS, ('EndTxnResponse_v0', 'EndTxnResponse_v0', 'EndTxnResponse_v0', 'EndTxnResponse_v3', 'EndTxnResponse_v3', 'EndTxnResponse_v5', ))
 EndTxnResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

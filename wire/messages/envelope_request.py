@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 
 class EnvelopeRequest(Message):
@@ -113,6 +115,16 @@ def _e_EnvelopeRequest_v0(o, out):
 
 EnvelopeRequest._decoders = (_d_EnvelopeRequest_v0,)
 EnvelopeRequest._encoders = (_e_EnvelopeRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'EnvelopeRequest_v0': (EnvelopeRequest, True, (
+        ('request_data', BYTES | COMPACT | ZERO_COPY),
+        ('request_principal', BYTES | COMPACT | NULLABLE),
+        ('client_host_address', BYTES | COMPACT),
+    ), (), ()),
+}
+install(EnvelopeRequest, _PROGRAMS, ('EnvelopeRequest_v0', ))
 EnvelopeRequest._schema = (
     FieldInfo('request_data', 'bytes', (0, 32767), None, None, None, None),
     FieldInfo('request_principal', 'bytes', (0, 32767), (0, 32767), None, None, None),

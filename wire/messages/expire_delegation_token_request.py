@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 _S_q = struct.Struct('>q')
@@ -98,6 +100,19 @@ def _e_ExpireDelegationTokenRequest_v2(o, out):
 
 ExpireDelegationTokenRequest._decoders = (_d_ExpireDelegationTokenRequest_v0, _d_ExpireDelegationTokenRequest_v0, _d_ExpireDelegationTokenRequest_v2,)
 ExpireDelegationTokenRequest._encoders = (_e_ExpireDelegationTokenRequest_v0, _e_ExpireDelegationTokenRequest_v0, _e_ExpireDelegationTokenRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ExpireDelegationTokenRequest_v0': (ExpireDelegationTokenRequest, False, (
+        ('hmac', BYTES),
+        ('expiry_time_period_ms', INT64),
+    ), (), ()),
+    'ExpireDelegationTokenRequest_v2': (ExpireDelegationTokenRequest, True, (
+        ('hmac', BYTES | COMPACT),
+        ('expiry_time_period_ms', INT64),
+    ), (), ()),
+}
+install(ExpireDelegationTokenRequest, _PROGRAMS, ('ExpireDelegationTokenRequest_v0', 'ExpireDelegationTokenRequest_v0', 'ExpireDelegationTokenRequest_v2', ))
 ExpireDelegationTokenRequest._schema = (
     FieldInfo('hmac', 'bytes', (0, 32767), None, None, None, None),
     FieldInfo('expiry_time_period_ms', 'int64', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -804,6 +806,8 @@ def _d_FetchRequest_v12(buf, pos):
                     _t13 = pos + _t12
                     o.cluster_id = buf[pos:_t13].tobytes().decode()
                     pos = _t13
+                if pos > tag_end:
+                    raise tag_overrun('FetchRequest.cluster_id')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1067,6 +1071,8 @@ def _d_FetchRequest_v13(buf, pos):
                     _t12 = pos + _t11
                     o.cluster_id = buf[pos:_t12].tobytes().decode()
                     pos = _t12
+                if pos > tag_end:
+                    raise tag_overrun('FetchRequest.cluster_id')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1275,10 +1281,14 @@ def _d_FetchRequest_v15(buf, pos):
                     _t12 = pos + _t11
                     o.cluster_id = buf[pos:_t12].tobytes().decode()
                     pos = _t12
+                if pos > tag_end:
+                    raise tag_overrun('FetchRequest.cluster_id')
                 pos = tag_end
             elif tag == 1:
                 tag_end = check_length(buf, pos, size)
-                o.replica_state, _ = _d_ReplicaState_v15(buf, pos)
+                o.replica_state, pos = _d_ReplicaState_v15(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('FetchRequest.replica_state')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1381,6 +1391,9 @@ def _d_FetchTopic_v17(buf, pos):
                         if tag == 0:
                             tag_end = check_length(buf, pos, size)
                             _t4.replica_directory_id = uuid_from(_S_U.unpack_from(buf, pos)[0])
+                            pos += 16
+                            if pos > tag_end:
+                                raise tag_overrun('FetchPartition.replica_directory_id')
                             pos = tag_end
                         else:
                             unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1508,10 +1521,14 @@ def _d_FetchRequest_v17(buf, pos):
                     _t12 = pos + _t11
                     o.cluster_id = buf[pos:_t12].tobytes().decode()
                     pos = _t12
+                if pos > tag_end:
+                    raise tag_overrun('FetchRequest.cluster_id')
                 pos = tag_end
             elif tag == 1:
                 tag_end = check_length(buf, pos, size)
-                o.replica_state, _ = _d_ReplicaState_v15(buf, pos)
+                o.replica_state, pos = _d_ReplicaState_v15(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('FetchRequest.replica_state')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1601,6 +1618,288 @@ def _e_FetchRequest_v17(o, out):
 
 FetchRequest._decoders = (_d_FetchRequest_v0, _d_FetchRequest_v0, _d_FetchRequest_v0, _d_FetchRequest_v3, _d_FetchRequest_v4, _d_FetchRequest_v5, _d_FetchRequest_v5, _d_FetchRequest_v7, _d_FetchRequest_v7, _d_FetchRequest_v9, _d_FetchRequest_v9, _d_FetchRequest_v11, _d_FetchRequest_v12, _d_FetchRequest_v13, _d_FetchRequest_v13, _d_FetchRequest_v15, _d_FetchRequest_v15, _d_FetchRequest_v17,)
 FetchRequest._encoders = (_e_FetchRequest_v0, _e_FetchRequest_v0, _e_FetchRequest_v0, _e_FetchRequest_v3, _e_FetchRequest_v4, _e_FetchRequest_v5, _e_FetchRequest_v5, _e_FetchRequest_v7, _e_FetchRequest_v7, _e_FetchRequest_v9, _e_FetchRequest_v9, _e_FetchRequest_v11, _e_FetchRequest_v12, _e_FetchRequest_v13, _e_FetchRequest_v13, _e_FetchRequest_v15, _e_FetchRequest_v15, _e_FetchRequest_v17,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'FetchPartition_v0': (FetchPartition, False, (
+        ('partition', INT32),
+        ('fetch_offset', INT64),
+        ('partition_max_bytes', INT32),
+    ), (), (
+        ('current_leader_epoch', -1, False),
+        ('last_fetched_epoch', -1, True),
+        ('log_start_offset', -1, False),
+        ('replica_directory_id', ZERO_UUID, False),
+    )),
+    'FetchTopic_v0': (FetchTopic, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'FetchPartition_v0'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchRequest_v0': (FetchRequest, False, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('topics', STRUCT | ARRAY, 'FetchTopic_v0'),
+    ), (), (
+        ('cluster_id', None, False),
+        ('replica_state', ReplicaState, True),
+        ('max_bytes', 2147483647, False),
+        ('isolation_level', 0, False),
+        ('session_id', 0, False),
+        ('session_epoch', -1, False),
+        ('forgotten_topics_data', list, True),
+        ('rack_id', '', False),
+    )),
+    'FetchRequest_v3': (FetchRequest, False, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('topics', STRUCT | ARRAY, 'FetchTopic_v0'),
+    ), (), (
+        ('cluster_id', None, False),
+        ('replica_state', ReplicaState, True),
+        ('isolation_level', 0, False),
+        ('session_id', 0, False),
+        ('session_epoch', -1, False),
+        ('forgotten_topics_data', list, True),
+        ('rack_id', '', False),
+    )),
+    'FetchRequest_v4': (FetchRequest, False, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('topics', STRUCT | ARRAY, 'FetchTopic_v0'),
+    ), (), (
+        ('cluster_id', None, False),
+        ('replica_state', ReplicaState, True),
+        ('session_id', 0, False),
+        ('session_epoch', -1, False),
+        ('forgotten_topics_data', list, True),
+        ('rack_id', '', False),
+    )),
+    'FetchPartition_v5': (FetchPartition, False, (
+        ('partition', INT32),
+        ('fetch_offset', INT64),
+        ('log_start_offset', INT64),
+        ('partition_max_bytes', INT32),
+    ), (), (
+        ('current_leader_epoch', -1, False),
+        ('last_fetched_epoch', -1, True),
+        ('replica_directory_id', ZERO_UUID, False),
+    )),
+    'FetchTopic_v5': (FetchTopic, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'FetchPartition_v5'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchRequest_v5': (FetchRequest, False, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('topics', STRUCT | ARRAY, 'FetchTopic_v5'),
+    ), (), (
+        ('cluster_id', None, False),
+        ('replica_state', ReplicaState, True),
+        ('session_id', 0, False),
+        ('session_epoch', -1, False),
+        ('forgotten_topics_data', list, True),
+        ('rack_id', '', False),
+    )),
+    'ForgottenTopic_v7': (ForgottenTopic, False, (
+        ('topic', STRING),
+        ('partitions', INT32 | ARRAY),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchRequest_v7': (FetchRequest, False, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('session_id', INT32),
+        ('session_epoch', INT32),
+        ('topics', STRUCT | ARRAY, 'FetchTopic_v5'),
+        ('forgotten_topics_data', STRUCT | ARRAY, 'ForgottenTopic_v7'),
+    ), (), (
+        ('cluster_id', None, False),
+        ('replica_state', ReplicaState, True),
+        ('rack_id', '', False),
+    )),
+    'FetchPartition_v9': (FetchPartition, False, (
+        ('partition', INT32),
+        ('current_leader_epoch', INT32),
+        ('fetch_offset', INT64),
+        ('log_start_offset', INT64),
+        ('partition_max_bytes', INT32),
+    ), (), (
+        ('last_fetched_epoch', -1, True),
+        ('replica_directory_id', ZERO_UUID, False),
+    )),
+    'FetchTopic_v9': (FetchTopic, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'FetchPartition_v9'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchRequest_v9': (FetchRequest, False, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('session_id', INT32),
+        ('session_epoch', INT32),
+        ('topics', STRUCT | ARRAY, 'FetchTopic_v9'),
+        ('forgotten_topics_data', STRUCT | ARRAY, 'ForgottenTopic_v7'),
+    ), (), (
+        ('cluster_id', None, False),
+        ('replica_state', ReplicaState, True),
+        ('rack_id', '', False),
+    )),
+    'FetchRequest_v11': (FetchRequest, False, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('session_id', INT32),
+        ('session_epoch', INT32),
+        ('topics', STRUCT | ARRAY, 'FetchTopic_v9'),
+        ('forgotten_topics_data', STRUCT | ARRAY, 'ForgottenTopic_v7'),
+        ('rack_id', STRING),
+    ), (), (
+        ('cluster_id', None, False),
+        ('replica_state', ReplicaState, True),
+    )),
+    'FetchPartition_v12': (FetchPartition, True, (
+        ('partition', INT32),
+        ('current_leader_epoch', INT32),
+        ('fetch_offset', INT64),
+        ('last_fetched_epoch', INT32),
+        ('log_start_offset', INT64),
+        ('partition_max_bytes', INT32),
+    ), (), (
+        ('replica_directory_id', ZERO_UUID, False),
+    )),
+    'FetchTopic_v12': (FetchTopic, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'FetchPartition_v12'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'ForgottenTopic_v12': (ForgottenTopic, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchRequest_v12': (FetchRequest, True, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('session_id', INT32),
+        ('session_epoch', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'FetchTopic_v12'),
+        ('forgotten_topics_data', STRUCT | ARRAY | COMPACT, 'ForgottenTopic_v12'),
+        ('rack_id', STRING | COMPACT),
+    ), (
+        ('cluster_id', STRING | COMPACT | NULLABLE, None, 0, None),
+    ), (
+        ('replica_state', ReplicaState, True),
+    )),
+    'FetchTopic_v13': (FetchTopic, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'FetchPartition_v12'),
+    ), (), (
+        ('topic', '', False),
+    )),
+    'ForgottenTopic_v13': (ForgottenTopic, True, (
+        ('topic_id', UUID),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), (
+        ('topic', '', False),
+    )),
+    'FetchRequest_v13': (FetchRequest, True, (
+        ('replica_id', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('session_id', INT32),
+        ('session_epoch', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'FetchTopic_v13'),
+        ('forgotten_topics_data', STRUCT | ARRAY | COMPACT, 'ForgottenTopic_v13'),
+        ('rack_id', STRING | COMPACT),
+    ), (
+        ('cluster_id', STRING | COMPACT | NULLABLE, None, 0, None),
+    ), (
+        ('replica_state', ReplicaState, True),
+    )),
+    'ReplicaState_v15': (ReplicaState, True, (
+        ('replica_id', INT32),
+        ('replica_epoch', INT64),
+    ), (), ()),
+    'FetchRequest_v15': (FetchRequest, True, (
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('session_id', INT32),
+        ('session_epoch', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'FetchTopic_v13'),
+        ('forgotten_topics_data', STRUCT | ARRAY | COMPACT, 'ForgottenTopic_v13'),
+        ('rack_id', STRING | COMPACT),
+    ), (
+        ('cluster_id', STRING | COMPACT | NULLABLE, None, 0, None),
+        ('replica_state', STRUCT, 'ReplicaState_v15', 1, ReplicaState),
+    ), (
+        ('replica_id', -1, True),
+    )),
+    'FetchPartition_v17': (FetchPartition, True, (
+        ('partition', INT32),
+        ('current_leader_epoch', INT32),
+        ('fetch_offset', INT64),
+        ('last_fetched_epoch', INT32),
+        ('log_start_offset', INT64),
+        ('partition_max_bytes', INT32),
+    ), (
+        ('replica_directory_id', UUID, None, 0, ZERO_UUID),
+    ), ()),
+    'FetchTopic_v17': (FetchTopic, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'FetchPartition_v17'),
+    ), (), (
+        ('topic', '', False),
+    )),
+    'FetchRequest_v17': (FetchRequest, True, (
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('isolation_level', INT8),
+        ('session_id', INT32),
+        ('session_epoch', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'FetchTopic_v17'),
+        ('forgotten_topics_data', STRUCT | ARRAY | COMPACT, 'ForgottenTopic_v13'),
+        ('rack_id', STRING | COMPACT),
+    ), (
+        ('cluster_id', STRING | COMPACT | NULLABLE, None, 0, None),
+        ('replica_state', STRUCT, 'ReplicaState_v15', 1, ReplicaState),
+    ), (
+        ('replica_id', -1, True),
+    )),
+}
+install(FetchRequest, _PROGRAMS, ('FetchRequest_v0', 'FetchRequest_v0', 'FetchRequest_v0', 'FetchRequest_v3', 'FetchRequest_v4', 'FetchRequest_v5', 'FetchRequest_v5', 'FetchRequest_v7', 'FetchRequest_v7', 'FetchRequest_v9', 'FetchRequest_v9', 'FetchRequest_v11', 'FetchRequest_v12', 'FetchRequest_v13', 'FetchRequest_v13', 'FetchRequest_v15', 'FetchRequest_v15', 'FetchRequest_v17', ))
 ReplicaState._schema = (
     FieldInfo('replica_id', 'int32', (15, 32767), None, None, None, None),
     FieldInfo('replica_epoch', 'int64', (15, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -774,15 +776,21 @@ def _d_PartitionData_v12(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                o.diverging_epoch, _ = _d_EpochEndOffset_v12(buf, pos)
+                o.diverging_epoch, pos = _d_EpochEndOffset_v12(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('PartitionData.diverging_epoch')
                 pos = tag_end
             elif tag == 1:
                 tag_end = check_length(buf, pos, size)
-                o.current_leader, _ = _d_LeaderIdAndEpoch_v12(buf, pos)
+                o.current_leader, pos = _d_LeaderIdAndEpoch_v12(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('PartitionData.current_leader')
                 pos = tag_end
             elif tag == 2:
                 tag_end = check_length(buf, pos, size)
-                o.snapshot_id, _ = _d_SnapshotId_v12(buf, pos)
+                o.snapshot_id, pos = _d_SnapshotId_v12(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('PartitionData.snapshot_id')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1181,6 +1189,8 @@ def _d_FetchResponse_v16(buf, pos):
                             _t6, pos = _d_NodeEndpoint_v16(buf, pos)
                             _t5.append(_t6)
                         o.node_endpoints = _t5
+                if pos > tag_end:
+                    raise tag_overrun('FetchResponse.node_endpoints')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1243,6 +1253,215 @@ def _e_FetchResponse_v16(o, out):
 
 FetchResponse._decoders = (_d_FetchResponse_v0, _d_FetchResponse_v1, _d_FetchResponse_v1, _d_FetchResponse_v1, _d_FetchResponse_v4, _d_FetchResponse_v5, _d_FetchResponse_v5, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v7, _d_FetchResponse_v11, _d_FetchResponse_v12, _d_FetchResponse_v13, _d_FetchResponse_v13, _d_FetchResponse_v13, _d_FetchResponse_v16, _d_FetchResponse_v16,)
 FetchResponse._encoders = (_e_FetchResponse_v0, _e_FetchResponse_v1, _e_FetchResponse_v1, _e_FetchResponse_v1, _e_FetchResponse_v4, _e_FetchResponse_v5, _e_FetchResponse_v5, _e_FetchResponse_v7, _e_FetchResponse_v7, _e_FetchResponse_v7, _e_FetchResponse_v7, _e_FetchResponse_v11, _e_FetchResponse_v12, _e_FetchResponse_v13, _e_FetchResponse_v13, _e_FetchResponse_v13, _e_FetchResponse_v16, _e_FetchResponse_v16,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('high_watermark', INT64),
+        ('records', RECORDS | NULLABLE),
+    ), (), (
+        ('last_stable_offset', -1, False),
+        ('log_start_offset', -1, False),
+        ('diverging_epoch', EpochEndOffset, True),
+        ('current_leader', LeaderIdAndEpoch, True),
+        ('snapshot_id', SnapshotId, True),
+        ('aborted_transactions', list, False),
+        ('preferred_read_replica', -1, True),
+    )),
+    'FetchableTopicResponse_v0': (FetchableTopicResponse, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'PartitionData_v0'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchResponse_v0': (FetchResponse, False, (
+        ('responses', STRUCT | ARRAY, 'FetchableTopicResponse_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('error_code', 0, False),
+        ('session_id', 0, True),
+        ('node_endpoints', list, True),
+    )),
+    'FetchResponse_v1': (FetchResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY, 'FetchableTopicResponse_v0'),
+    ), (), (
+        ('error_code', 0, False),
+        ('session_id', 0, True),
+        ('node_endpoints', list, True),
+    )),
+    'AbortedTransaction_v4': (AbortedTransaction, False, (
+        ('producer_id', INT64),
+        ('first_offset', INT64),
+    ), (), ()),
+    'PartitionData_v4': (PartitionData, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('high_watermark', INT64),
+        ('last_stable_offset', INT64),
+        ('aborted_transactions', STRUCT | ARRAY | NULLABLE, 'AbortedTransaction_v4'),
+        ('records', RECORDS | NULLABLE),
+    ), (), (
+        ('log_start_offset', -1, False),
+        ('diverging_epoch', EpochEndOffset, True),
+        ('current_leader', LeaderIdAndEpoch, True),
+        ('snapshot_id', SnapshotId, True),
+        ('preferred_read_replica', -1, True),
+    )),
+    'FetchableTopicResponse_v4': (FetchableTopicResponse, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'PartitionData_v4'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchResponse_v4': (FetchResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY, 'FetchableTopicResponse_v4'),
+    ), (), (
+        ('error_code', 0, False),
+        ('session_id', 0, True),
+        ('node_endpoints', list, True),
+    )),
+    'PartitionData_v5': (PartitionData, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('high_watermark', INT64),
+        ('last_stable_offset', INT64),
+        ('log_start_offset', INT64),
+        ('aborted_transactions', STRUCT | ARRAY | NULLABLE, 'AbortedTransaction_v4'),
+        ('records', RECORDS | NULLABLE),
+    ), (), (
+        ('diverging_epoch', EpochEndOffset, True),
+        ('current_leader', LeaderIdAndEpoch, True),
+        ('snapshot_id', SnapshotId, True),
+        ('preferred_read_replica', -1, True),
+    )),
+    'FetchableTopicResponse_v5': (FetchableTopicResponse, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'PartitionData_v5'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchResponse_v5': (FetchResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY, 'FetchableTopicResponse_v5'),
+    ), (), (
+        ('error_code', 0, False),
+        ('session_id', 0, True),
+        ('node_endpoints', list, True),
+    )),
+    'FetchResponse_v7': (FetchResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('session_id', INT32),
+        ('responses', STRUCT | ARRAY, 'FetchableTopicResponse_v5'),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'PartitionData_v11': (PartitionData, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('high_watermark', INT64),
+        ('last_stable_offset', INT64),
+        ('log_start_offset', INT64),
+        ('aborted_transactions', STRUCT | ARRAY | NULLABLE, 'AbortedTransaction_v4'),
+        ('preferred_read_replica', INT32),
+        ('records', RECORDS | NULLABLE),
+    ), (), (
+        ('diverging_epoch', EpochEndOffset, True),
+        ('current_leader', LeaderIdAndEpoch, True),
+        ('snapshot_id', SnapshotId, True),
+    )),
+    'FetchableTopicResponse_v11': (FetchableTopicResponse, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'PartitionData_v11'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchResponse_v11': (FetchResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('session_id', INT32),
+        ('responses', STRUCT | ARRAY, 'FetchableTopicResponse_v11'),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'EpochEndOffset_v12': (EpochEndOffset, True, (
+        ('epoch', INT32),
+        ('end_offset', INT64),
+    ), (), ()),
+    'LeaderIdAndEpoch_v12': (LeaderIdAndEpoch, True, (
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'SnapshotId_v12': (SnapshotId, True, (
+        ('end_offset', INT64),
+        ('epoch', INT32),
+    ), (), ()),
+    'AbortedTransaction_v12': (AbortedTransaction, True, (
+        ('producer_id', INT64),
+        ('first_offset', INT64),
+    ), (), ()),
+    'PartitionData_v12': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('high_watermark', INT64),
+        ('last_stable_offset', INT64),
+        ('log_start_offset', INT64),
+        ('aborted_transactions', STRUCT | ARRAY | COMPACT | NULLABLE, 'AbortedTransaction_v12'),
+        ('preferred_read_replica', INT32),
+        ('records', RECORDS | COMPACT | NULLABLE),
+    ), (
+        ('diverging_epoch', STRUCT, 'EpochEndOffset_v12', 0, EpochEndOffset),
+        ('current_leader', STRUCT, 'LeaderIdAndEpoch_v12', 1, LeaderIdAndEpoch),
+        ('snapshot_id', STRUCT, 'SnapshotId_v12', 2, SnapshotId),
+    ), ()),
+    'FetchableTopicResponse_v12': (FetchableTopicResponse, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v12'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'FetchResponse_v12': (FetchResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('session_id', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'FetchableTopicResponse_v12'),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'FetchableTopicResponse_v13': (FetchableTopicResponse, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v12'),
+    ), (), (
+        ('topic', '', False),
+    )),
+    'FetchResponse_v13': (FetchResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('session_id', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'FetchableTopicResponse_v13'),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'NodeEndpoint_v16': (NodeEndpoint, True, (
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+        ('rack', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'FetchResponse_v16': (FetchResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('session_id', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'FetchableTopicResponse_v13'),
+    ), (
+        ('node_endpoints', STRUCT | ARRAY | COMPACT, 'NodeEndpoint_v16', 0, list),
+    ), ()),
+}
+install(FetchResponse, _PROGRAMS, ('FetchResponse_v0', 'FetchResponse_v1', 'FetchResponse_v1', 'FetchResponse_v1', 'FetchResponse_v4', 'FetchResponse_v5', 'FetchResponse_v5', 'FetchResponse_v7', 'FetchResponse_v7', 'FetchResponse_v7', 'FetchResponse_v7', 'FetchResponse_v11', 'FetchResponse_v12', 'FetchResponse_v13', 'FetchResponse_v13', 'FetchResponse_v13', 'FetchResponse_v16', 'FetchResponse_v16', ))
 EpochEndOffset._schema = (
     FieldInfo('epoch', 'int32', (12, 32767), None, None, None, None),
     FieldInfo('end_offset', 'int64', (12, 32767), None, None, None, None),

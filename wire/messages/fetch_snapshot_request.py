@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_ii = struct.Struct('>ii')
@@ -197,6 +199,8 @@ def _d_FetchSnapshotRequest_v0(buf, pos):
                     _t5 = pos + _t4
                     o.cluster_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
+                if pos > tag_end:
+                    raise tag_overrun('FetchSnapshotRequest.cluster_id')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -294,6 +298,9 @@ def _d_PartitionSnapshot_v1(buf, pos):
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
                 o.replica_directory_id = uuid_from(_S_U.unpack_from(buf, pos)[0])
+                pos += 16
+                if pos > tag_end:
+                    raise tag_overrun('PartitionSnapshot.replica_directory_id')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -391,6 +398,8 @@ def _d_FetchSnapshotRequest_v1(buf, pos):
                     _t5 = pos + _t4
                     o.cluster_id = buf[pos:_t5].tobytes().decode()
                     pos = _t5
+                if pos > tag_end:
+                    raise tag_overrun('FetchSnapshotRequest.cluster_id')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -467,6 +476,53 @@ def _e_FetchSnapshotRequest_v1(o, out):
 
 FetchSnapshotRequest._decoders = (_d_FetchSnapshotRequest_v0, _d_FetchSnapshotRequest_v1,)
 FetchSnapshotRequest._encoders = (_e_FetchSnapshotRequest_v0, _e_FetchSnapshotRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SnapshotId_v0': (SnapshotId, True, (
+        ('end_offset', INT64),
+        ('epoch', INT32),
+    ), (), ()),
+    'PartitionSnapshot_v0': (PartitionSnapshot, True, (
+        ('partition', INT32),
+        ('current_leader_epoch', INT32),
+        ('snapshot_id', STRUCT, 'SnapshotId_v0'),
+        ('position', INT64),
+    ), (), (
+        ('replica_directory_id', ZERO_UUID, False),
+    )),
+    'TopicSnapshot_v0': (TopicSnapshot, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionSnapshot_v0'),
+    ), (), ()),
+    'FetchSnapshotRequest_v0': (FetchSnapshotRequest, True, (
+        ('replica_id', INT32),
+        ('max_bytes', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicSnapshot_v0'),
+    ), (
+        ('cluster_id', STRING | COMPACT | NULLABLE, None, 0, None),
+    ), ()),
+    'PartitionSnapshot_v1': (PartitionSnapshot, True, (
+        ('partition', INT32),
+        ('current_leader_epoch', INT32),
+        ('snapshot_id', STRUCT, 'SnapshotId_v0'),
+        ('position', INT64),
+    ), (
+        ('replica_directory_id', UUID, None, 0, ZERO_UUID),
+    ), ()),
+    'TopicSnapshot_v1': (TopicSnapshot, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionSnapshot_v1'),
+    ), (), ()),
+    'FetchSnapshotRequest_v1': (FetchSnapshotRequest, True, (
+        ('replica_id', INT32),
+        ('max_bytes', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicSnapshot_v1'),
+    ), (
+        ('cluster_id', STRING | COMPACT | NULLABLE, None, 0, None),
+    ), ()),
+}
+install(FetchSnapshotRequest, _PROGRAMS, ('FetchSnapshotRequest_v0', 'FetchSnapshotRequest_v1', ))
 SnapshotId._schema = (
     FieldInfo('end_offset', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('epoch', 'int32', (0, 32767), None, None, None, None),

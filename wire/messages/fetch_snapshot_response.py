@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_W = struct.Struct('>H')
 _S_i = struct.Struct('>i')
@@ -159,7 +161,9 @@ def _d_PartitionSnapshot_v0(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                o.current_leader, _ = _d_LeaderIdAndEpoch_v0(buf, pos)
+                o.current_leader, pos = _d_LeaderIdAndEpoch_v0(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('PartitionSnapshot.current_leader')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -405,6 +409,8 @@ def _d_FetchSnapshotResponse_v1(buf, pos):
                             _t6, pos = _d_NodeEndpoint_v1(buf, pos)
                             _t5.append(_t6)
                         o.node_endpoints = _t5
+                if pos > tag_end:
+                    raise tag_overrun('FetchSnapshotResponse.node_endpoints')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -458,6 +464,52 @@ def _e_FetchSnapshotResponse_v1(o, out):
 
 FetchSnapshotResponse._decoders = (_d_FetchSnapshotResponse_v0, _d_FetchSnapshotResponse_v1,)
 FetchSnapshotResponse._encoders = (_e_FetchSnapshotResponse_v0, _e_FetchSnapshotResponse_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SnapshotId_v0': (SnapshotId, True, (
+        ('end_offset', INT64),
+        ('epoch', INT32),
+    ), (), ()),
+    'LeaderIdAndEpoch_v0': (LeaderIdAndEpoch, True, (
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'PartitionSnapshot_v0': (PartitionSnapshot, True, (
+        ('index', INT32),
+        ('error_code', INT16),
+        ('snapshot_id', STRUCT, 'SnapshotId_v0'),
+        ('size', INT64),
+        ('position', INT64),
+        ('unaligned_records', RECORDS | COMPACT),
+    ), (
+        ('current_leader', STRUCT, 'LeaderIdAndEpoch_v0', 0, LeaderIdAndEpoch),
+    ), ()),
+    'TopicSnapshot_v0': (TopicSnapshot, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionSnapshot_v0'),
+    ), (), ()),
+    'FetchSnapshotResponse_v0': (FetchSnapshotResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicSnapshot_v0'),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'NodeEndpoint_v1': (NodeEndpoint, True, (
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+    ), (), ()),
+    'FetchSnapshotResponse_v1': (FetchSnapshotResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicSnapshot_v0'),
+    ), (
+        ('node_endpoints', STRUCT | ARRAY | COMPACT, 'NodeEndpoint_v1', 0, list),
+    ), ()),
+}
+install(FetchSnapshotResponse, _PROGRAMS, ('FetchSnapshotResponse_v0', 'FetchSnapshotResponse_v1', ))
 SnapshotId._schema = (
     FieldInfo('end_offset', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('epoch', 'int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_h = struct.Struct('>h')
@@ -196,6 +198,35 @@ def _e_FindCoordinatorRequest_v4(o, out):
 
 FindCoordinatorRequest._decoders = (_d_FindCoordinatorRequest_v0, _d_FindCoordinatorRequest_v1, _d_FindCoordinatorRequest_v1, _d_FindCoordinatorRequest_v3, _d_FindCoordinatorRequest_v4, _d_FindCoordinatorRequest_v4, _d_FindCoordinatorRequest_v4,)
 FindCoordinatorRequest._encoders = (_e_FindCoordinatorRequest_v0, _e_FindCoordinatorRequest_v1, _e_FindCoordinatorRequest_v1, _e_FindCoordinatorRequest_v3, _e_FindCoordinatorRequest_v4, _e_FindCoordinatorRequest_v4, _e_FindCoordinatorRequest_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'FindCoordinatorRequest_v0': (FindCoordinatorRequest, False, (
+        ('key', STRING),
+    ), (), (
+        ('key_type', 0, True),
+        ('coordinator_keys', list, True),
+    )),
+    'FindCoordinatorRequest_v1': (FindCoordinatorRequest, False, (
+        ('key', STRING),
+        ('key_type', INT8),
+    ), (), (
+        ('coordinator_keys', list, True),
+    )),
+    'FindCoordinatorRequest_v3': (FindCoordinatorRequest, True, (
+        ('key', STRING | COMPACT),
+        ('key_type', INT8),
+    ), (), (
+        ('coordinator_keys', list, True),
+    )),
+    'FindCoordinatorRequest_v4': (FindCoordinatorRequest, True, (
+        ('key_type', INT8),
+        ('coordinator_keys', STRING | ARRAY | COMPACT),
+    ), (), (
+        ('key', '', True),
+    )),
+}
+install(FindCoordinatorRequest, _PROGRAMS, ('FindCoordinatorRequest_v0', 'FindCoordinatorRequest_v1', 'FindCoordinatorRequest_v1', 'FindCoordinatorRequest_v3', 'FindCoordinatorRequest_v4', 'FindCoordinatorRequest_v4', 'FindCoordinatorRequest_v4', ))
 FindCoordinatorRequest._schema = (
     FieldInfo('key', 'string', (0, 3), None, None, None, None),
     FieldInfo('key_type', 'int8', (1, 32767), None, None, None, None),

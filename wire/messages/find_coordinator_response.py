@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hih = struct.Struct('>hih')
 _S_i = struct.Struct('>i')
@@ -341,6 +343,59 @@ def _e_FindCoordinatorResponse_v4(o, out):
 
 FindCoordinatorResponse._decoders = (_d_FindCoordinatorResponse_v0, _d_FindCoordinatorResponse_v1, _d_FindCoordinatorResponse_v1, _d_FindCoordinatorResponse_v3, _d_FindCoordinatorResponse_v4, _d_FindCoordinatorResponse_v4, _d_FindCoordinatorResponse_v4,)
 FindCoordinatorResponse._encoders = (_e_FindCoordinatorResponse_v0, _e_FindCoordinatorResponse_v1, _e_FindCoordinatorResponse_v1, _e_FindCoordinatorResponse_v3, _e_FindCoordinatorResponse_v4, _e_FindCoordinatorResponse_v4, _e_FindCoordinatorResponse_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'FindCoordinatorResponse_v0': (FindCoordinatorResponse, False, (
+        ('error_code', INT16),
+        ('node_id', INT32),
+        ('host', STRING),
+        ('port', INT32),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('error_message', '', False),
+        ('coordinators', list, True),
+    )),
+    'FindCoordinatorResponse_v1': (FindCoordinatorResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('node_id', INT32),
+        ('host', STRING),
+        ('port', INT32),
+    ), (), (
+        ('coordinators', list, True),
+    )),
+    'FindCoordinatorResponse_v3': (FindCoordinatorResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+    ), (), (
+        ('coordinators', list, True),
+    )),
+    'Coordinator_v4': (Coordinator, True, (
+        ('key', STRING | COMPACT),
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'FindCoordinatorResponse_v4': (FindCoordinatorResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('coordinators', STRUCT | ARRAY | COMPACT, 'Coordinator_v4'),
+    ), (), (
+        ('error_code', 0, True),
+        ('error_message', '', False),
+        ('node_id', 0, True),
+        ('host', '', True),
+        ('port', 0, True),
+    )),
+}
+install(FindCoordinatorResponse, _PROGRAMS, ('FindCoordinatorResponse_v0', 'FindCoordinatorResponse_v1', 'FindCoordinatorResponse_v1', 'FindCoordinatorResponse_v3', 'FindCoordinatorResponse_v4', 'FindCoordinatorResponse_v4', 'FindCoordinatorResponse_v4', ))
 Coordinator._schema = (
     FieldInfo('key', 'string', (4, 32767), None, None, None, None),
     FieldInfo('node_id', 'int32', (4, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 
@@ -55,6 +57,14 @@ def _e_GetTelemetrySubscriptionsRequest_v0(o, out):
 
 GetTelemetrySubscriptionsRequest._decoders = (_d_GetTelemetrySubscriptionsRequest_v0,)
 GetTelemetrySubscriptionsRequest._encoders = (_e_GetTelemetrySubscriptionsRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'GetTelemetrySubscriptionsRequest_v0': (GetTelemetrySubscriptionsRequest, True, (
+        ('client_instance_id', UUID),
+    ), (), ()),
+}
+install(GetTelemetrySubscriptionsRequest, _PROGRAMS, ('GetTelemetrySubscriptionsRequest_v0', ))
 GetTelemetrySubscriptionsRequest._schema = (
     FieldInfo('client_instance_id', 'uuid', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_b = short_arrays('b', 32)
 _S_ihUi = struct.Struct('>ih16si')
@@ -127,6 +129,22 @@ def _e_GetTelemetrySubscriptionsResponse_v0(o, out):
 
 GetTelemetrySubscriptionsResponse._decoders = (_d_GetTelemetrySubscriptionsResponse_v0,)
 GetTelemetrySubscriptionsResponse._encoders = (_e_GetTelemetrySubscriptionsResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'GetTelemetrySubscriptionsResponse_v0': (GetTelemetrySubscriptionsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('client_instance_id', UUID),
+        ('subscription_id', INT32),
+        ('accepted_compression_types', INT8 | ARRAY | COMPACT),
+        ('push_interval_ms', INT32),
+        ('telemetry_max_bytes', INT32),
+        ('delta_temporality', BOOL),
+        ('requested_metrics', STRING | ARRAY | COMPACT),
+    ), (), ()),
+}
+install(GetTelemetrySubscriptionsResponse, _PROGRAMS, ('GetTelemetrySubscriptionsResponse_v0', ))
 GetTelemetrySubscriptionsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

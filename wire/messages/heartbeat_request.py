@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -198,6 +200,30 @@ def _e_HeartbeatRequest_v4(o, out):
 
 HeartbeatRequest._decoders = (_d_HeartbeatRequest_v0, _d_HeartbeatRequest_v0, _d_HeartbeatRequest_v0, _d_HeartbeatRequest_v3, _d_HeartbeatRequest_v4,)
 HeartbeatRequest._encoders = (_e_HeartbeatRequest_v0, _e_HeartbeatRequest_v0, _e_HeartbeatRequest_v0, _e_HeartbeatRequest_v3, _e_HeartbeatRequest_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'HeartbeatRequest_v0': (HeartbeatRequest, False, (
+        ('group_id', STRING),
+        ('generation_id', INT32),
+        ('member_id', STRING),
+    ), (), (
+        ('group_instance_id', None, True),
+    )),
+    'HeartbeatRequest_v3': (HeartbeatRequest, False, (
+        ('group_id', STRING),
+        ('generation_id', INT32),
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+    ), (), ()),
+    'HeartbeatRequest_v4': (HeartbeatRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('generation_id', INT32),
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+}
+install(HeartbeatRequest, _PROGRAMS, ('HeartbeatRequest_v0', 'HeartbeatRequest_v0', 'HeartbeatRequest_v0', 'HeartbeatRequest_v3', 'HeartbeatRequest_v4', ))
 HeartbeatRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('generation_id', 'int32', (0, 32767), None, None, None, None),

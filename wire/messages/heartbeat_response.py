@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
@@ -77,6 +79,24 @@ def _e_HeartbeatResponse_v4(o, out):
 
 HeartbeatResponse._decoders = (_d_HeartbeatResponse_v0, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v1, _d_HeartbeatResponse_v4,)
 HeartbeatResponse._encoders = (_e_HeartbeatResponse_v0, _e_HeartbeatResponse_v1, _e_HeartbeatResponse_v1, _e_HeartbeatResponse_v1, _e_HeartbeatResponse_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'HeartbeatResponse_v0': (HeartbeatResponse, False, (
+        ('error_code', INT16),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'HeartbeatResponse_v1': (HeartbeatResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'HeartbeatResponse_v4': (HeartbeatResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+}
+install(HeartbeatResponse, _PROGRAMS, ('HeartbeatResponse_v0', 'HeartbeatResponse_v1', 'HeartbeatResponse_v1', 'HeartbeatResponse_v1', 'HeartbeatResponse_v4', ))
 HeartbeatResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -335,6 +337,39 @@ def _e_IncrementalAlterConfigsRequest_v1(o, out):
 
 IncrementalAlterConfigsRequest._decoders = (_d_IncrementalAlterConfigsRequest_v0, _d_IncrementalAlterConfigsRequest_v1,)
 IncrementalAlterConfigsRequest._encoders = (_e_IncrementalAlterConfigsRequest_v0, _e_IncrementalAlterConfigsRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AlterableConfig_v0': (AlterableConfig, False, (
+        ('name', STRING),
+        ('config_operation', INT8),
+        ('value', STRING | NULLABLE),
+    ), (), ()),
+    'AlterConfigsResource_v0': (AlterConfigsResource, False, (
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+        ('configs', STRUCT | ARRAY, 'AlterableConfig_v0'),
+    ), (), ()),
+    'IncrementalAlterConfigsRequest_v0': (IncrementalAlterConfigsRequest, False, (
+        ('resources', STRUCT | ARRAY, 'AlterConfigsResource_v0'),
+        ('validate_only', BOOL),
+    ), (), ()),
+    'AlterableConfig_v1': (AlterableConfig, True, (
+        ('name', STRING | COMPACT),
+        ('config_operation', INT8),
+        ('value', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'AlterConfigsResource_v1': (AlterConfigsResource, True, (
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+        ('configs', STRUCT | ARRAY | COMPACT, 'AlterableConfig_v1'),
+    ), (), ()),
+    'IncrementalAlterConfigsRequest_v1': (IncrementalAlterConfigsRequest, True, (
+        ('resources', STRUCT | ARRAY | COMPACT, 'AlterConfigsResource_v1'),
+        ('validate_only', BOOL),
+    ), (), ()),
+}
+install(IncrementalAlterConfigsRequest, _PROGRAMS, ('IncrementalAlterConfigsRequest_v0', 'IncrementalAlterConfigsRequest_v1', ))
 AlterableConfig._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('config_operation', 'int8', (0, 32767), None, None, None, None),

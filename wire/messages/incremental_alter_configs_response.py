@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_b = struct.Struct('>b')
 _S_bh = struct.Struct('>bh')
@@ -217,6 +219,31 @@ def _e_IncrementalAlterConfigsResponse_v1(o, out):
 
 IncrementalAlterConfigsResponse._decoders = (_d_IncrementalAlterConfigsResponse_v0, _d_IncrementalAlterConfigsResponse_v1,)
 IncrementalAlterConfigsResponse._encoders = (_e_IncrementalAlterConfigsResponse_v0, _e_IncrementalAlterConfigsResponse_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AlterConfigsResourceResponse_v0': (AlterConfigsResourceResponse, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING),
+    ), (), ()),
+    'IncrementalAlterConfigsResponse_v0': (IncrementalAlterConfigsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY, 'AlterConfigsResourceResponse_v0'),
+    ), (), ()),
+    'AlterConfigsResourceResponse_v1': (AlterConfigsResourceResponse, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('resource_type', INT8),
+        ('resource_name', STRING | COMPACT),
+    ), (), ()),
+    'IncrementalAlterConfigsResponse_v1': (IncrementalAlterConfigsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('responses', STRUCT | ARRAY | COMPACT, 'AlterConfigsResourceResponse_v1'),
+    ), (), ()),
+}
+install(IncrementalAlterConfigsResponse, _PROGRAMS, ('IncrementalAlterConfigsResponse_v0', 'IncrementalAlterConfigsResponse_v1', ))
 AlterConfigsResourceResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),

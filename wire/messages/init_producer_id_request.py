@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -161,6 +163,31 @@ def _e_InitProducerIdRequest_v3(o, out):
 
 InitProducerIdRequest._decoders = (_d_InitProducerIdRequest_v0, _d_InitProducerIdRequest_v0, _d_InitProducerIdRequest_v2, _d_InitProducerIdRequest_v3, _d_InitProducerIdRequest_v3, _d_InitProducerIdRequest_v3,)
 InitProducerIdRequest._encoders = (_e_InitProducerIdRequest_v0, _e_InitProducerIdRequest_v0, _e_InitProducerIdRequest_v2, _e_InitProducerIdRequest_v3, _e_InitProducerIdRequest_v3, _e_InitProducerIdRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'InitProducerIdRequest_v0': (InitProducerIdRequest, False, (
+        ('transactional_id', STRING | NULLABLE),
+        ('transaction_timeout_ms', INT32),
+    ), (), (
+        ('producer_id', -1, True),
+        ('producer_epoch', -1, True),
+    )),
+    'InitProducerIdRequest_v2': (InitProducerIdRequest, True, (
+        ('transactional_id', STRING | COMPACT | NULLABLE),
+        ('transaction_timeout_ms', INT32),
+    ), (), (
+        ('producer_id', -1, True),
+        ('producer_epoch', -1, True),
+    )),
+    'InitProducerIdRequest_v3': (InitProducerIdRequest, True, (
+        ('transactional_id', STRING | COMPACT | NULLABLE),
+        ('transaction_timeout_ms', INT32),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+    ), (), ()),
+}
+install(InitProducerIdRequest, _PROGRAMS, ('InitProducerIdRequest_v0', 'InitProducerIdRequest_v0', 'InitProducerIdRequest_v2', 'InitProducerIdRequest_v3', 'InitProducerIdRequest_v3', 'InitProducerIdRequest_v3', ))
 InitProducerIdRequest._schema = (
     FieldInfo('transactional_id', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('transaction_timeout_ms', 'int32', (0, 32767), None, None, None, None),

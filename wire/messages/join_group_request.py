@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -699,6 +701,73 @@ def _e_JoinGroupRequest_v8(o, out):
 
 JoinGroupRequest._decoders = (_d_JoinGroupRequest_v0, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v1, _d_JoinGroupRequest_v5, _d_JoinGroupRequest_v6, _d_JoinGroupRequest_v6, _d_JoinGroupRequest_v8, _d_JoinGroupRequest_v8,)
 JoinGroupRequest._encoders = (_e_JoinGroupRequest_v0, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v1, _e_JoinGroupRequest_v5, _e_JoinGroupRequest_v6, _e_JoinGroupRequest_v6, _e_JoinGroupRequest_v8, _e_JoinGroupRequest_v8,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'JoinGroupRequestProtocol_v0': (JoinGroupRequestProtocol, False, (
+        ('name', STRING),
+        ('metadata', BYTES),
+    ), (), ()),
+    'JoinGroupRequest_v0': (JoinGroupRequest, False, (
+        ('group_id', STRING),
+        ('session_timeout_ms', INT32),
+        ('member_id', STRING),
+        ('protocol_type', STRING),
+        ('protocols', STRUCT | ARRAY, 'JoinGroupRequestProtocol_v0'),
+    ), (), (
+        ('rebalance_timeout_ms', -1, False),
+        ('group_instance_id', None, True),
+        ('reason', None, False),
+    )),
+    'JoinGroupRequest_v1': (JoinGroupRequest, False, (
+        ('group_id', STRING),
+        ('session_timeout_ms', INT32),
+        ('rebalance_timeout_ms', INT32),
+        ('member_id', STRING),
+        ('protocol_type', STRING),
+        ('protocols', STRUCT | ARRAY, 'JoinGroupRequestProtocol_v0'),
+    ), (), (
+        ('group_instance_id', None, True),
+        ('reason', None, False),
+    )),
+    'JoinGroupRequest_v5': (JoinGroupRequest, False, (
+        ('group_id', STRING),
+        ('session_timeout_ms', INT32),
+        ('rebalance_timeout_ms', INT32),
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+        ('protocol_type', STRING),
+        ('protocols', STRUCT | ARRAY, 'JoinGroupRequestProtocol_v0'),
+    ), (), (
+        ('reason', None, False),
+    )),
+    'JoinGroupRequestProtocol_v6': (JoinGroupRequestProtocol, True, (
+        ('name', STRING | COMPACT),
+        ('metadata', BYTES | COMPACT),
+    ), (), ()),
+    'JoinGroupRequest_v6': (JoinGroupRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('session_timeout_ms', INT32),
+        ('rebalance_timeout_ms', INT32),
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('protocol_type', STRING | COMPACT),
+        ('protocols', STRUCT | ARRAY | COMPACT, 'JoinGroupRequestProtocol_v6'),
+    ), (), (
+        ('reason', None, False),
+    )),
+    'JoinGroupRequest_v8': (JoinGroupRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('session_timeout_ms', INT32),
+        ('rebalance_timeout_ms', INT32),
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('protocol_type', STRING | COMPACT),
+        ('protocols', STRUCT | ARRAY | COMPACT, 'JoinGroupRequestProtocol_v6'),
+        ('reason', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+}
+install(JoinGroupRequest, _PROGRAMS, ('JoinGroupRequest_v0', 'JoinGroupRequest_v1', 'JoinGroupRequest_v1', 'JoinGroupRequest_v1', 'JoinGroupRequest_v1', 'JoinGroupRequest_v5', 'JoinGroupRequest_v6', 'JoinGroupRequest_v6', 'JoinGroupRequest_v8', 'JoinGroupRequest_v8', ))
 JoinGroupRequestProtocol._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('metadata', 'bytes', (0, 32767), None, None, None, None),

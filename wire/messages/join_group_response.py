@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hih = struct.Struct('>hih')
@@ -898,6 +900,98 @@ def _e_JoinGroupResponse_v9(o, out):
 
 JoinGroupResponse._decoders = (_d_JoinGroupResponse_v0, _d_JoinGroupResponse_v0, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v2, _d_JoinGroupResponse_v5, _d_JoinGroupResponse_v6, _d_JoinGroupResponse_v7, _d_JoinGroupResponse_v7, _d_JoinGroupResponse_v9,)
 JoinGroupResponse._encoders = (_e_JoinGroupResponse_v0, _e_JoinGroupResponse_v0, _e_JoinGroupResponse_v2, _e_JoinGroupResponse_v2, _e_JoinGroupResponse_v2, _e_JoinGroupResponse_v5, _e_JoinGroupResponse_v6, _e_JoinGroupResponse_v7, _e_JoinGroupResponse_v7, _e_JoinGroupResponse_v9,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'JoinGroupResponseMember_v0': (JoinGroupResponseMember, False, (
+        ('member_id', STRING),
+        ('metadata', BYTES),
+    ), (), (
+        ('group_instance_id', None, False),
+    )),
+    'JoinGroupResponse_v0': (JoinGroupResponse, False, (
+        ('error_code', INT16),
+        ('generation_id', INT32),
+        ('protocol_name', STRING),
+        ('leader', STRING),
+        ('member_id', STRING),
+        ('members', STRUCT | ARRAY, 'JoinGroupResponseMember_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('protocol_type', None, False),
+        ('skip_assignment', False, True),
+    )),
+    'JoinGroupResponse_v2': (JoinGroupResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('generation_id', INT32),
+        ('protocol_name', STRING),
+        ('leader', STRING),
+        ('member_id', STRING),
+        ('members', STRUCT | ARRAY, 'JoinGroupResponseMember_v0'),
+    ), (), (
+        ('protocol_type', None, False),
+        ('skip_assignment', False, True),
+    )),
+    'JoinGroupResponseMember_v5': (JoinGroupResponseMember, False, (
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+        ('metadata', BYTES),
+    ), (), ()),
+    'JoinGroupResponse_v5': (JoinGroupResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('generation_id', INT32),
+        ('protocol_name', STRING),
+        ('leader', STRING),
+        ('member_id', STRING),
+        ('members', STRUCT | ARRAY, 'JoinGroupResponseMember_v5'),
+    ), (), (
+        ('protocol_type', None, False),
+        ('skip_assignment', False, True),
+    )),
+    'JoinGroupResponseMember_v6': (JoinGroupResponseMember, True, (
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('metadata', BYTES | COMPACT),
+    ), (), ()),
+    'JoinGroupResponse_v6': (JoinGroupResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('generation_id', INT32),
+        ('protocol_name', STRING | COMPACT),
+        ('leader', STRING | COMPACT),
+        ('member_id', STRING | COMPACT),
+        ('members', STRUCT | ARRAY | COMPACT, 'JoinGroupResponseMember_v6'),
+    ), (), (
+        ('protocol_type', None, False),
+        ('skip_assignment', False, True),
+    )),
+    'JoinGroupResponse_v7': (JoinGroupResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('generation_id', INT32),
+        ('protocol_type', STRING | COMPACT | NULLABLE),
+        ('protocol_name', STRING | COMPACT | NULLABLE),
+        ('leader', STRING | COMPACT),
+        ('member_id', STRING | COMPACT),
+        ('members', STRUCT | ARRAY | COMPACT, 'JoinGroupResponseMember_v6'),
+    ), (), (
+        ('skip_assignment', False, True),
+    )),
+    'JoinGroupResponse_v9': (JoinGroupResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('generation_id', INT32),
+        ('protocol_type', STRING | COMPACT | NULLABLE),
+        ('protocol_name', STRING | COMPACT | NULLABLE),
+        ('leader', STRING | COMPACT),
+        ('skip_assignment', BOOL),
+        ('member_id', STRING | COMPACT),
+        ('members', STRUCT | ARRAY | COMPACT, 'JoinGroupResponseMember_v6'),
+    ), (), ()),
+}
+install(JoinGroupResponse, _PROGRAMS, ('JoinGroupResponse_v0', 'JoinGroupResponse_v0', 'JoinGroupResponse_v2', 'JoinGroupResponse_v2', 'JoinGroupResponse_v2', 'JoinGroupResponse_v5', 'JoinGroupResponse_v6', 'JoinGroupResponse_v7', 'JoinGroupResponse_v7', 'JoinGroupResponse_v9', ))
 JoinGroupResponseMember._schema = (
     FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('group_instance_id', 'string', (5, 32767), (5, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hh = struct.Struct('>hh')
 
@@ -55,6 +57,15 @@ def _e_KRaftVersionRecord_v0(o, out):
 
 KRaftVersionRecord._decoders = (_d_KRaftVersionRecord_v0,)
 KRaftVersionRecord._encoders = (_e_KRaftVersionRecord_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'KRaftVersionRecord_v0': (KRaftVersionRecord, True, (
+        ('version', INT16),
+        ('k_raft_version', INT16),
+    ), (), ()),
+}
+install(KRaftVersionRecord, _PROGRAMS, ('KRaftVersionRecord_v0', ))
 KRaftVersionRecord._schema = (
     FieldInfo('version', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('k_raft_version', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -1617,6 +1619,227 @@ def _e_LeaderAndIsrRequest_v7(o, out):
 
 LeaderAndIsrRequest._decoders = (_d_LeaderAndIsrRequest_v0, _d_LeaderAndIsrRequest_v1, _d_LeaderAndIsrRequest_v2, _d_LeaderAndIsrRequest_v3, _d_LeaderAndIsrRequest_v4, _d_LeaderAndIsrRequest_v5, _d_LeaderAndIsrRequest_v6, _d_LeaderAndIsrRequest_v7,)
 LeaderAndIsrRequest._encoders = (_e_LeaderAndIsrRequest_v0, _e_LeaderAndIsrRequest_v1, _e_LeaderAndIsrRequest_v2, _e_LeaderAndIsrRequest_v3, _e_LeaderAndIsrRequest_v4, _e_LeaderAndIsrRequest_v5, _e_LeaderAndIsrRequest_v6, _e_LeaderAndIsrRequest_v7,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'LeaderAndIsrPartitionState_v0': (LeaderAndIsrPartitionState, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY),
+        ('partition_epoch', INT32),
+        ('replicas', INT32 | ARRAY),
+    ), (), (
+        ('adding_replicas', list, False),
+        ('removing_replicas', list, False),
+        ('is_new', False, False),
+        ('leader_recovery_state', 0, True),
+    )),
+    'LeaderAndIsrLiveLeader_v0': (LeaderAndIsrLiveLeader, False, (
+        ('broker_id', INT32),
+        ('host_name', STRING),
+        ('port', INT32),
+    ), (), ()),
+    'LeaderAndIsrRequest_v0': (LeaderAndIsrRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('ungrouped_partition_states', STRUCT | ARRAY, 'LeaderAndIsrPartitionState_v0'),
+        ('live_leaders', STRUCT | ARRAY, 'LeaderAndIsrLiveLeader_v0'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('broker_epoch', -1, False),
+        ('type_', 0, True),
+        ('topic_states', list, True),
+    )),
+    'LeaderAndIsrPartitionState_v1': (LeaderAndIsrPartitionState, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY),
+        ('partition_epoch', INT32),
+        ('replicas', INT32 | ARRAY),
+        ('is_new', BOOL),
+    ), (), (
+        ('adding_replicas', list, False),
+        ('removing_replicas', list, False),
+        ('leader_recovery_state', 0, True),
+    )),
+    'LeaderAndIsrRequest_v1': (LeaderAndIsrRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('ungrouped_partition_states', STRUCT | ARRAY, 'LeaderAndIsrPartitionState_v1'),
+        ('live_leaders', STRUCT | ARRAY, 'LeaderAndIsrLiveLeader_v0'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('broker_epoch', -1, False),
+        ('type_', 0, True),
+        ('topic_states', list, True),
+    )),
+    'LeaderAndIsrPartitionState_v2': (LeaderAndIsrPartitionState, False, (
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY),
+        ('partition_epoch', INT32),
+        ('replicas', INT32 | ARRAY),
+        ('is_new', BOOL),
+    ), (), (
+        ('topic_name', '', False),
+        ('adding_replicas', list, False),
+        ('removing_replicas', list, False),
+        ('leader_recovery_state', 0, True),
+    )),
+    'LeaderAndIsrTopicState_v2': (LeaderAndIsrTopicState, False, (
+        ('topic_name', STRING),
+        ('partition_states', STRUCT | ARRAY, 'LeaderAndIsrPartitionState_v2'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'LeaderAndIsrRequest_v2': (LeaderAndIsrRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY, 'LeaderAndIsrTopicState_v2'),
+        ('live_leaders', STRUCT | ARRAY, 'LeaderAndIsrLiveLeader_v0'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'LeaderAndIsrPartitionState_v3': (LeaderAndIsrPartitionState, False, (
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY),
+        ('partition_epoch', INT32),
+        ('replicas', INT32 | ARRAY),
+        ('adding_replicas', INT32 | ARRAY),
+        ('removing_replicas', INT32 | ARRAY),
+        ('is_new', BOOL),
+    ), (), (
+        ('topic_name', '', False),
+        ('leader_recovery_state', 0, True),
+    )),
+    'LeaderAndIsrTopicState_v3': (LeaderAndIsrTopicState, False, (
+        ('topic_name', STRING),
+        ('partition_states', STRUCT | ARRAY, 'LeaderAndIsrPartitionState_v3'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'LeaderAndIsrRequest_v3': (LeaderAndIsrRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY, 'LeaderAndIsrTopicState_v3'),
+        ('live_leaders', STRUCT | ARRAY, 'LeaderAndIsrLiveLeader_v0'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'LeaderAndIsrPartitionState_v4': (LeaderAndIsrPartitionState, True, (
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY | COMPACT),
+        ('partition_epoch', INT32),
+        ('replicas', INT32 | ARRAY | COMPACT),
+        ('adding_replicas', INT32 | ARRAY | COMPACT),
+        ('removing_replicas', INT32 | ARRAY | COMPACT),
+        ('is_new', BOOL),
+    ), (), (
+        ('topic_name', '', False),
+        ('leader_recovery_state', 0, True),
+    )),
+    'LeaderAndIsrTopicState_v4': (LeaderAndIsrTopicState, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_states', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrPartitionState_v4'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'LeaderAndIsrLiveLeader_v4': (LeaderAndIsrLiveLeader, True, (
+        ('broker_id', INT32),
+        ('host_name', STRING | COMPACT),
+        ('port', INT32),
+    ), (), ()),
+    'LeaderAndIsrRequest_v4': (LeaderAndIsrRequest, True, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrTopicState_v4'),
+        ('live_leaders', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrLiveLeader_v4'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'LeaderAndIsrTopicState_v5': (LeaderAndIsrTopicState, True, (
+        ('topic_name', STRING | COMPACT),
+        ('topic_id', UUID),
+        ('partition_states', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrPartitionState_v4'),
+    ), (), ()),
+    'LeaderAndIsrRequest_v5': (LeaderAndIsrRequest, True, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('type_', INT8),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrTopicState_v5'),
+        ('live_leaders', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrLiveLeader_v4'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'LeaderAndIsrPartitionState_v6': (LeaderAndIsrPartitionState, True, (
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY | COMPACT),
+        ('partition_epoch', INT32),
+        ('replicas', INT32 | ARRAY | COMPACT),
+        ('adding_replicas', INT32 | ARRAY | COMPACT),
+        ('removing_replicas', INT32 | ARRAY | COMPACT),
+        ('is_new', BOOL),
+        ('leader_recovery_state', INT8),
+    ), (), (
+        ('topic_name', '', False),
+    )),
+    'LeaderAndIsrTopicState_v6': (LeaderAndIsrTopicState, True, (
+        ('topic_name', STRING | COMPACT),
+        ('topic_id', UUID),
+        ('partition_states', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrPartitionState_v6'),
+    ), (), ()),
+    'LeaderAndIsrRequest_v6': (LeaderAndIsrRequest, True, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('type_', INT8),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrTopicState_v6'),
+        ('live_leaders', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrLiveLeader_v4'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'LeaderAndIsrRequest_v7': (LeaderAndIsrRequest, True, (
+        ('controller_id', INT32),
+        ('is_k_raft_controller', BOOL),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('type_', INT8),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrTopicState_v6'),
+        ('live_leaders', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrLiveLeader_v4'),
+    ), (), (
+        ('ungrouped_partition_states', list, True),
+    )),
+}
+install(LeaderAndIsrRequest, _PROGRAMS, ('LeaderAndIsrRequest_v0', 'LeaderAndIsrRequest_v1', 'LeaderAndIsrRequest_v2', 'LeaderAndIsrRequest_v3', 'LeaderAndIsrRequest_v4', 'LeaderAndIsrRequest_v5', 'LeaderAndIsrRequest_v6', 'LeaderAndIsrRequest_v7', ))
 LeaderAndIsrPartitionState._schema = (
     FieldInfo('topic_name', 'string', (0, 1), None, None, None, None),
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),

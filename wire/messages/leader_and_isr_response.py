@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -325,6 +327,49 @@ def _e_LeaderAndIsrResponse_v5(o, out):
 
 LeaderAndIsrResponse._decoders = (_d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v0, _d_LeaderAndIsrResponse_v4, _d_LeaderAndIsrResponse_v5, _d_LeaderAndIsrResponse_v5, _d_LeaderAndIsrResponse_v5,)
 LeaderAndIsrResponse._encoders = (_e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v0, _e_LeaderAndIsrResponse_v4, _e_LeaderAndIsrResponse_v5, _e_LeaderAndIsrResponse_v5, _e_LeaderAndIsrResponse_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'LeaderAndIsrPartitionError_v0': (LeaderAndIsrPartitionError, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'LeaderAndIsrResponse_v0': (LeaderAndIsrResponse, False, (
+        ('error_code', INT16),
+        ('partition_errors', STRUCT | ARRAY, 'LeaderAndIsrPartitionError_v0'),
+    ), (), (
+        ('topics', list, True),
+    )),
+    'LeaderAndIsrPartitionError_v4': (LeaderAndIsrPartitionError, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'LeaderAndIsrResponse_v4': (LeaderAndIsrResponse, True, (
+        ('error_code', INT16),
+        ('partition_errors', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrPartitionError_v4'),
+    ), (), (
+        ('topics', list, True),
+    )),
+    'LeaderAndIsrPartitionError_v5': (LeaderAndIsrPartitionError, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), (
+        ('topic_name', '', False),
+    )),
+    'LeaderAndIsrTopicError_v5': (LeaderAndIsrTopicError, True, (
+        ('topic_id', UUID),
+        ('partition_errors', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrPartitionError_v5'),
+    ), (), ()),
+    'LeaderAndIsrResponse_v5': (LeaderAndIsrResponse, True, (
+        ('error_code', INT16),
+        ('topics', STRUCT | ARRAY | COMPACT, 'LeaderAndIsrTopicError_v5'),
+    ), (), (
+        ('partition_errors', list, True),
+    )),
+}
+install(LeaderAndIsrResponse, _PROGRAMS, ('LeaderAndIsrResponse_v0', 'LeaderAndIsrResponse_v0', 'LeaderAndIsrResponse_v0', 'LeaderAndIsrResponse_v0', 'LeaderAndIsrResponse_v4', 'LeaderAndIsrResponse_v5', 'LeaderAndIsrResponse_v5', 'LeaderAndIsrResponse_v5', ))
 LeaderAndIsrPartitionError._schema = (
     FieldInfo('topic_name', 'string', (0, 4), None, None, None, None),
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hi = struct.Struct('>hi')
 _S_i = struct.Struct('>i')
@@ -272,6 +274,32 @@ def _e_LeaderChangeMessage_v1(o, out):
 
 LeaderChangeMessage._decoders = (_d_LeaderChangeMessage_v0, _d_LeaderChangeMessage_v1,)
 LeaderChangeMessage._encoders = (_e_LeaderChangeMessage_v0, _e_LeaderChangeMessage_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'Voter_v0': (Voter, True, (
+        ('voter_id', INT32),
+    ), (), (
+        ('voter_directory_id', ZERO_UUID, True),
+    )),
+    'LeaderChangeMessage_v0': (LeaderChangeMessage, True, (
+        ('version', INT16),
+        ('leader_id', INT32),
+        ('voters', STRUCT | ARRAY | COMPACT, 'Voter_v0'),
+        ('granting_voters', STRUCT | ARRAY | COMPACT, 'Voter_v0'),
+    ), (), ()),
+    'Voter_v1': (Voter, True, (
+        ('voter_id', INT32),
+        ('voter_directory_id', UUID),
+    ), (), ()),
+    'LeaderChangeMessage_v1': (LeaderChangeMessage, True, (
+        ('version', INT16),
+        ('leader_id', INT32),
+        ('voters', STRUCT | ARRAY | COMPACT, 'Voter_v1'),
+        ('granting_voters', STRUCT | ARRAY | COMPACT, 'Voter_v1'),
+    ), (), ()),
+}
+install(LeaderChangeMessage, _PROGRAMS, ('LeaderChangeMessage_v0', 'LeaderChangeMessage_v1', ))
 Voter._schema = (
     FieldInfo('voter_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('voter_directory_id', 'uuid', (1, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -429,6 +431,52 @@ def _e_LeaveGroupRequest_v5(o, out):
 
 LeaveGroupRequest._decoders = (_d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v0, _d_LeaveGroupRequest_v3, _d_LeaveGroupRequest_v4, _d_LeaveGroupRequest_v5,)
 LeaveGroupRequest._encoders = (_e_LeaveGroupRequest_v0, _e_LeaveGroupRequest_v0, _e_LeaveGroupRequest_v0, _e_LeaveGroupRequest_v3, _e_LeaveGroupRequest_v4, _e_LeaveGroupRequest_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'LeaveGroupRequest_v0': (LeaveGroupRequest, False, (
+        ('group_id', STRING),
+        ('member_id', STRING),
+    ), (), (
+        ('members', list, True),
+    )),
+    'MemberIdentity_v3': (MemberIdentity, False, (
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+    ), (), (
+        ('reason', None, False),
+    )),
+    'LeaveGroupRequest_v3': (LeaveGroupRequest, False, (
+        ('group_id', STRING),
+        ('members', STRUCT | ARRAY, 'MemberIdentity_v3'),
+    ), (), (
+        ('member_id', '', True),
+    )),
+    'MemberIdentity_v4': (MemberIdentity, True, (
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('reason', None, False),
+    )),
+    'LeaveGroupRequest_v4': (LeaveGroupRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('members', STRUCT | ARRAY | COMPACT, 'MemberIdentity_v4'),
+    ), (), (
+        ('member_id', '', True),
+    )),
+    'MemberIdentity_v5': (MemberIdentity, True, (
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('reason', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'LeaveGroupRequest_v5': (LeaveGroupRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('members', STRUCT | ARRAY | COMPACT, 'MemberIdentity_v5'),
+    ), (), (
+        ('member_id', '', True),
+    )),
+}
+install(LeaveGroupRequest, _PROGRAMS, ('LeaveGroupRequest_v0', 'LeaveGroupRequest_v0', 'LeaveGroupRequest_v0', 'LeaveGroupRequest_v3', 'LeaveGroupRequest_v4', 'LeaveGroupRequest_v5', ))
 MemberIdentity._schema = (
     FieldInfo('member_id', 'string', (3, 32767), None, None, None, None),
     FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
@@ -241,6 +243,43 @@ def _e_LeaveGroupResponse_v4(o, out):
 
 LeaveGroupResponse._decoders = (_d_LeaveGroupResponse_v0, _d_LeaveGroupResponse_v1, _d_LeaveGroupResponse_v1, _d_LeaveGroupResponse_v3, _d_LeaveGroupResponse_v4, _d_LeaveGroupResponse_v4,)
 LeaveGroupResponse._encoders = (_e_LeaveGroupResponse_v0, _e_LeaveGroupResponse_v1, _e_LeaveGroupResponse_v1, _e_LeaveGroupResponse_v3, _e_LeaveGroupResponse_v4, _e_LeaveGroupResponse_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'LeaveGroupResponse_v0': (LeaveGroupResponse, False, (
+        ('error_code', INT16),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('members', list, True),
+    )),
+    'LeaveGroupResponse_v1': (LeaveGroupResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+    ), (), (
+        ('members', list, True),
+    )),
+    'MemberResponse_v3': (MemberResponse, False, (
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+        ('error_code', INT16),
+    ), (), ()),
+    'LeaveGroupResponse_v3': (LeaveGroupResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('members', STRUCT | ARRAY, 'MemberResponse_v3'),
+    ), (), ()),
+    'MemberResponse_v4': (MemberResponse, True, (
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('error_code', INT16),
+    ), (), ()),
+    'LeaveGroupResponse_v4': (LeaveGroupResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('members', STRUCT | ARRAY | COMPACT, 'MemberResponse_v4'),
+    ), (), ()),
+}
+install(LeaveGroupResponse, _PROGRAMS, ('LeaveGroupResponse_v0', 'LeaveGroupResponse_v1', 'LeaveGroupResponse_v1', 'LeaveGroupResponse_v3', 'LeaveGroupResponse_v4', 'LeaveGroupResponse_v4', ))
 MemberResponse._schema = (
     FieldInfo('member_id', 'string', (3, 32767), None, None, None, None),
     FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 
 class ListClientMetricsResourcesRequest(Message):
@@ -49,5 +51,11 @@ def _e_ListClientMetricsResourcesRequest_v0(o, out):
 
 ListClientMetricsResourcesRequest._decoders = (_d_ListClientMetricsResourcesRequest_v0,)
 ListClientMetricsResourcesRequest._encoders = (_e_ListClientMetricsResourcesRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ListClientMetricsResourcesRequest_v0': (ListClientMetricsResourcesRequest, True, (), (), ()),
+}
+install(ListClientMetricsResourcesRequest, _PROGRAMS, ('ListClientMetricsResourcesRequest_v0', ))
 ListClientMetricsResourcesRequest._schema = (
 )

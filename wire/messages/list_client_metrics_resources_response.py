@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_ih = struct.Struct('>ih')
 
@@ -129,6 +131,19 @@ def _e_ListClientMetricsResourcesResponse_v0(o, out):
 
 ListClientMetricsResourcesResponse._decoders = (_d_ListClientMetricsResourcesResponse_v0,)
 ListClientMetricsResourcesResponse._encoders = (_e_ListClientMetricsResourcesResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ClientMetricsResource_v0': (ClientMetricsResource, True, (
+        ('name', STRING | COMPACT),
+    ), (), ()),
+    'ListClientMetricsResourcesResponse_v0': (ListClientMetricsResourcesResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('client_metrics_resources', STRUCT | ARRAY | COMPACT, 'ClientMetricsResource_v0'),
+    ), (), ()),
+}
+install(ListClientMetricsResourcesResponse, _PROGRAMS, ('ListClientMetricsResourcesResponse_v0', ))
 ClientMetricsResource._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
 )

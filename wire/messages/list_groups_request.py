@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 
 class ListGroupsRequest(Message):
@@ -231,6 +233,28 @@ def _e_ListGroupsRequest_v5(o, out):
 
 ListGroupsRequest._decoders = (_d_ListGroupsRequest_v0, _d_ListGroupsRequest_v0, _d_ListGroupsRequest_v0, _d_ListGroupsRequest_v3, _d_ListGroupsRequest_v4, _d_ListGroupsRequest_v5,)
 ListGroupsRequest._encoders = (_e_ListGroupsRequest_v0, _e_ListGroupsRequest_v0, _e_ListGroupsRequest_v0, _e_ListGroupsRequest_v3, _e_ListGroupsRequest_v4, _e_ListGroupsRequest_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ListGroupsRequest_v0': (ListGroupsRequest, False, (), (), (
+        ('states_filter', list, True),
+        ('types_filter', list, True),
+    )),
+    'ListGroupsRequest_v3': (ListGroupsRequest, True, (), (), (
+        ('states_filter', list, True),
+        ('types_filter', list, True),
+    )),
+    'ListGroupsRequest_v4': (ListGroupsRequest, True, (
+        ('states_filter', STRING | ARRAY | COMPACT),
+    ), (), (
+        ('types_filter', list, True),
+    )),
+    'ListGroupsRequest_v5': (ListGroupsRequest, True, (
+        ('states_filter', STRING | ARRAY | COMPACT),
+        ('types_filter', STRING | ARRAY | COMPACT),
+    ), (), ()),
+}
+install(ListGroupsRequest, _PROGRAMS, ('ListGroupsRequest_v0', 'ListGroupsRequest_v0', 'ListGroupsRequest_v0', 'ListGroupsRequest_v3', 'ListGroupsRequest_v4', 'ListGroupsRequest_v5', ))
 ListGroupsRequest._schema = (
     FieldInfo('states_filter', '[]string', (4, 32767), None, None, None, None),
     FieldInfo('types_filter', '[]string', (5, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -537,6 +539,64 @@ def _e_ListGroupsResponse_v5(o, out):
 
 ListGroupsResponse._decoders = (_d_ListGroupsResponse_v0, _d_ListGroupsResponse_v1, _d_ListGroupsResponse_v1, _d_ListGroupsResponse_v3, _d_ListGroupsResponse_v4, _d_ListGroupsResponse_v5,)
 ListGroupsResponse._encoders = (_e_ListGroupsResponse_v0, _e_ListGroupsResponse_v1, _e_ListGroupsResponse_v1, _e_ListGroupsResponse_v3, _e_ListGroupsResponse_v4, _e_ListGroupsResponse_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ListedGroup_v0': (ListedGroup, False, (
+        ('group_id', STRING),
+        ('protocol_type', STRING),
+    ), (), (
+        ('group_state', '', False),
+        ('group_type', '', False),
+    )),
+    'ListGroupsResponse_v0': (ListGroupsResponse, False, (
+        ('error_code', INT16),
+        ('groups', STRUCT | ARRAY, 'ListedGroup_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'ListGroupsResponse_v1': (ListGroupsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('groups', STRUCT | ARRAY, 'ListedGroup_v0'),
+    ), (), ()),
+    'ListedGroup_v3': (ListedGroup, True, (
+        ('group_id', STRING | COMPACT),
+        ('protocol_type', STRING | COMPACT),
+    ), (), (
+        ('group_state', '', False),
+        ('group_type', '', False),
+    )),
+    'ListGroupsResponse_v3': (ListGroupsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('groups', STRUCT | ARRAY | COMPACT, 'ListedGroup_v3'),
+    ), (), ()),
+    'ListedGroup_v4': (ListedGroup, True, (
+        ('group_id', STRING | COMPACT),
+        ('protocol_type', STRING | COMPACT),
+        ('group_state', STRING | COMPACT),
+    ), (), (
+        ('group_type', '', False),
+    )),
+    'ListGroupsResponse_v4': (ListGroupsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('groups', STRUCT | ARRAY | COMPACT, 'ListedGroup_v4'),
+    ), (), ()),
+    'ListedGroup_v5': (ListedGroup, True, (
+        ('group_id', STRING | COMPACT),
+        ('protocol_type', STRING | COMPACT),
+        ('group_state', STRING | COMPACT),
+        ('group_type', STRING | COMPACT),
+    ), (), ()),
+    'ListGroupsResponse_v5': (ListGroupsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('groups', STRUCT | ARRAY | COMPACT, 'ListedGroup_v5'),
+    ), (), ()),
+}
+install(ListGroupsResponse, _PROGRAMS, ('ListGroupsResponse_v0', 'ListGroupsResponse_v1', 'ListGroupsResponse_v1', 'ListGroupsResponse_v3', 'ListGroupsResponse_v4', 'ListGroupsResponse_v5', ))
 ListedGroup._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('protocol_type', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -513,6 +515,96 @@ def _e_ListOffsetsRequest_v10(o, out):
 
 ListOffsetsRequest._decoders = (_d_ListOffsetsRequest_v0, _d_ListOffsetsRequest_v1, _d_ListOffsetsRequest_v2, _d_ListOffsetsRequest_v2, _d_ListOffsetsRequest_v4, _d_ListOffsetsRequest_v4, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v6, _d_ListOffsetsRequest_v10,)
 ListOffsetsRequest._encoders = (_e_ListOffsetsRequest_v0, _e_ListOffsetsRequest_v1, _e_ListOffsetsRequest_v2, _e_ListOffsetsRequest_v2, _e_ListOffsetsRequest_v4, _e_ListOffsetsRequest_v4, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v6, _e_ListOffsetsRequest_v10,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ListOffsetsPartition_v0': (ListOffsetsPartition, False, (
+        ('partition_index', INT32),
+        ('timestamp', INT64),
+        ('max_num_offsets', INT32),
+    ), (), (
+        ('current_leader_epoch', -1, False),
+    )),
+    'ListOffsetsTopic_v0': (ListOffsetsTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'ListOffsetsPartition_v0'),
+    ), (), ()),
+    'ListOffsetsRequest_v0': (ListOffsetsRequest, False, (
+        ('replica_id', INT32),
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopic_v0'),
+    ), (), (
+        ('isolation_level', 0, True),
+        ('timeout_ms', 0, False),
+    )),
+    'ListOffsetsPartition_v1': (ListOffsetsPartition, False, (
+        ('partition_index', INT32),
+        ('timestamp', INT64),
+    ), (), (
+        ('current_leader_epoch', -1, False),
+        ('max_num_offsets', 1, True),
+    )),
+    'ListOffsetsTopic_v1': (ListOffsetsTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'ListOffsetsPartition_v1'),
+    ), (), ()),
+    'ListOffsetsRequest_v1': (ListOffsetsRequest, False, (
+        ('replica_id', INT32),
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopic_v1'),
+    ), (), (
+        ('isolation_level', 0, True),
+        ('timeout_ms', 0, False),
+    )),
+    'ListOffsetsRequest_v2': (ListOffsetsRequest, False, (
+        ('replica_id', INT32),
+        ('isolation_level', INT8),
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopic_v1'),
+    ), (), (
+        ('timeout_ms', 0, False),
+    )),
+    'ListOffsetsPartition_v4': (ListOffsetsPartition, False, (
+        ('partition_index', INT32),
+        ('current_leader_epoch', INT32),
+        ('timestamp', INT64),
+    ), (), (
+        ('max_num_offsets', 1, True),
+    )),
+    'ListOffsetsTopic_v4': (ListOffsetsTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'ListOffsetsPartition_v4'),
+    ), (), ()),
+    'ListOffsetsRequest_v4': (ListOffsetsRequest, False, (
+        ('replica_id', INT32),
+        ('isolation_level', INT8),
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopic_v4'),
+    ), (), (
+        ('timeout_ms', 0, False),
+    )),
+    'ListOffsetsPartition_v6': (ListOffsetsPartition, True, (
+        ('partition_index', INT32),
+        ('current_leader_epoch', INT32),
+        ('timestamp', INT64),
+    ), (), (
+        ('max_num_offsets', 1, True),
+    )),
+    'ListOffsetsTopic_v6': (ListOffsetsTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'ListOffsetsPartition_v6'),
+    ), (), ()),
+    'ListOffsetsRequest_v6': (ListOffsetsRequest, True, (
+        ('replica_id', INT32),
+        ('isolation_level', INT8),
+        ('topics', STRUCT | ARRAY | COMPACT, 'ListOffsetsTopic_v6'),
+    ), (), (
+        ('timeout_ms', 0, False),
+    )),
+    'ListOffsetsRequest_v10': (ListOffsetsRequest, True, (
+        ('replica_id', INT32),
+        ('isolation_level', INT8),
+        ('topics', STRUCT | ARRAY | COMPACT, 'ListOffsetsTopic_v6'),
+        ('timeout_ms', INT32),
+    ), (), ()),
+}
+install(ListOffsetsRequest, _PROGRAMS, ('ListOffsetsRequest_v0', 'ListOffsetsRequest_v1', 'ListOffsetsRequest_v2', 'ListOffsetsRequest_v2', 'ListOffsetsRequest_v4', 'ListOffsetsRequest_v4', 'ListOffsetsRequest_v6', 'ListOffsetsRequest_v6', 'ListOffsetsRequest_v6', 'ListOffsetsRequest_v6', 'ListOffsetsRequest_v10', ))
 ListOffsetsPartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('current_leader_epoch', 'int32', (4, 32767), None, None, None, None),

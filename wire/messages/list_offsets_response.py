@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_q = short_arrays('q', 32)
 _S_h = struct.Struct('>h')
@@ -470,6 +472,85 @@ def _e_ListOffsetsResponse_v6(o, out):
 
 ListOffsetsResponse._decoders = (_d_ListOffsetsResponse_v0, _d_ListOffsetsResponse_v1, _d_ListOffsetsResponse_v2, _d_ListOffsetsResponse_v2, _d_ListOffsetsResponse_v4, _d_ListOffsetsResponse_v4, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6, _d_ListOffsetsResponse_v6,)
 ListOffsetsResponse._encoders = (_e_ListOffsetsResponse_v0, _e_ListOffsetsResponse_v1, _e_ListOffsetsResponse_v2, _e_ListOffsetsResponse_v2, _e_ListOffsetsResponse_v4, _e_ListOffsetsResponse_v4, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6, _e_ListOffsetsResponse_v6,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ListOffsetsPartitionResponse_v0': (ListOffsetsPartitionResponse, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('old_style_offsets', INT64 | ARRAY),
+    ), (), (
+        ('timestamp', -1, True),
+        ('offset', -1, True),
+        ('leader_epoch', -1, True),
+    )),
+    'ListOffsetsTopicResponse_v0': (ListOffsetsTopicResponse, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'ListOffsetsPartitionResponse_v0'),
+    ), (), ()),
+    'ListOffsetsResponse_v0': (ListOffsetsResponse, False, (
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopicResponse_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'ListOffsetsPartitionResponse_v1': (ListOffsetsPartitionResponse, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('timestamp', INT64),
+        ('offset', INT64),
+    ), (), (
+        ('old_style_offsets', list, True),
+        ('leader_epoch', -1, True),
+    )),
+    'ListOffsetsTopicResponse_v1': (ListOffsetsTopicResponse, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'ListOffsetsPartitionResponse_v1'),
+    ), (), ()),
+    'ListOffsetsResponse_v1': (ListOffsetsResponse, False, (
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopicResponse_v1'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'ListOffsetsResponse_v2': (ListOffsetsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopicResponse_v1'),
+    ), (), ()),
+    'ListOffsetsPartitionResponse_v4': (ListOffsetsPartitionResponse, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('timestamp', INT64),
+        ('offset', INT64),
+        ('leader_epoch', INT32),
+    ), (), (
+        ('old_style_offsets', list, True),
+    )),
+    'ListOffsetsTopicResponse_v4': (ListOffsetsTopicResponse, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'ListOffsetsPartitionResponse_v4'),
+    ), (), ()),
+    'ListOffsetsResponse_v4': (ListOffsetsResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'ListOffsetsTopicResponse_v4'),
+    ), (), ()),
+    'ListOffsetsPartitionResponse_v6': (ListOffsetsPartitionResponse, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('timestamp', INT64),
+        ('offset', INT64),
+        ('leader_epoch', INT32),
+    ), (), (
+        ('old_style_offsets', list, True),
+    )),
+    'ListOffsetsTopicResponse_v6': (ListOffsetsTopicResponse, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'ListOffsetsPartitionResponse_v6'),
+    ), (), ()),
+    'ListOffsetsResponse_v6': (ListOffsetsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'ListOffsetsTopicResponse_v6'),
+    ), (), ()),
+}
+install(ListOffsetsResponse, _PROGRAMS, ('ListOffsetsResponse_v0', 'ListOffsetsResponse_v1', 'ListOffsetsResponse_v2', 'ListOffsetsResponse_v2', 'ListOffsetsResponse_v4', 'ListOffsetsResponse_v4', 'ListOffsetsResponse_v6', 'ListOffsetsResponse_v6', 'ListOffsetsResponse_v6', 'ListOffsetsResponse_v6', 'ListOffsetsResponse_v6', ))
 ListOffsetsPartitionResponse._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

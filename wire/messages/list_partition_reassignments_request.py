@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_i = struct.Struct('>i')
@@ -152,6 +154,19 @@ def _e_ListPartitionReassignmentsRequest_v0(o, out):
 
 ListPartitionReassignmentsRequest._decoders = (_d_ListPartitionReassignmentsRequest_v0,)
 ListPartitionReassignmentsRequest._encoders = (_e_ListPartitionReassignmentsRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ListPartitionReassignmentsTopics_v0': (ListPartitionReassignmentsTopics, True, (
+        ('name', STRING | COMPACT),
+        ('partition_indexes', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'ListPartitionReassignmentsRequest_v0': (ListPartitionReassignmentsRequest, True, (
+        ('timeout_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'ListPartitionReassignmentsTopics_v0'),
+    ), (), ()),
+}
+install(ListPartitionReassignmentsRequest, _PROGRAMS, ('ListPartitionReassignmentsRequest_v0', ))
 ListPartitionReassignmentsTopics._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partition_indexes', '[]int32', (0, 32767), None, None, None, None),

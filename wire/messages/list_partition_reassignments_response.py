@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_i = struct.Struct('>i')
@@ -280,6 +282,27 @@ def _e_ListPartitionReassignmentsResponse_v0(o, out):
 
 ListPartitionReassignmentsResponse._decoders = (_d_ListPartitionReassignmentsResponse_v0,)
 ListPartitionReassignmentsResponse._encoders = (_e_ListPartitionReassignmentsResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OngoingPartitionReassignment_v0': (OngoingPartitionReassignment, True, (
+        ('partition_index', INT32),
+        ('replicas', INT32 | ARRAY | COMPACT),
+        ('adding_replicas', INT32 | ARRAY | COMPACT),
+        ('removing_replicas', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'OngoingTopicReassignment_v0': (OngoingTopicReassignment, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'OngoingPartitionReassignment_v0'),
+    ), (), ()),
+    'ListPartitionReassignmentsResponse_v0': (ListPartitionReassignmentsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('topics', STRUCT | ARRAY | COMPACT, 'OngoingTopicReassignment_v0'),
+    ), (), ()),
+}
+install(ListPartitionReassignmentsResponse, _PROGRAMS, ('ListPartitionReassignmentsResponse_v0', ))
 OngoingPartitionReassignment._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('replicas', '[]int32', (0, 32767), None, None, None, None),

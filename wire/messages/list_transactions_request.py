@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_q = short_arrays('q', 32)
 _S_q = struct.Struct('>q')
@@ -200,6 +202,22 @@ def _e_ListTransactionsRequest_v1(o, out):
 
 ListTransactionsRequest._decoders = (_d_ListTransactionsRequest_v0, _d_ListTransactionsRequest_v1,)
 ListTransactionsRequest._encoders = (_e_ListTransactionsRequest_v0, _e_ListTransactionsRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ListTransactionsRequest_v0': (ListTransactionsRequest, True, (
+        ('state_filters', STRING | ARRAY | COMPACT),
+        ('producer_id_filters', INT64 | ARRAY | COMPACT),
+    ), (), (
+        ('duration_filter', -1, True),
+    )),
+    'ListTransactionsRequest_v1': (ListTransactionsRequest, True, (
+        ('state_filters', STRING | ARRAY | COMPACT),
+        ('producer_id_filters', INT64 | ARRAY | COMPACT),
+        ('duration_filter', INT64),
+    ), (), ()),
+}
+install(ListTransactionsRequest, _PROGRAMS, ('ListTransactionsRequest_v0', 'ListTransactionsRequest_v1', ))
 ListTransactionsRequest._schema = (
     FieldInfo('state_filters', '[]string', (0, 32767), None, None, None, None),
     FieldInfo('producer_id_filters', '[]int64', (0, 32767), None, None, None, None),

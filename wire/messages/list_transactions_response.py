@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_ih = struct.Struct('>ih')
 _S_q = struct.Struct('>q')
@@ -194,6 +196,22 @@ def _e_ListTransactionsResponse_v0(o, out):
 
 ListTransactionsResponse._decoders = (_d_ListTransactionsResponse_v0, _d_ListTransactionsResponse_v0,)
 ListTransactionsResponse._encoders = (_e_ListTransactionsResponse_v0, _e_ListTransactionsResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TransactionState_v0': (TransactionState, True, (
+        ('transactional_id', STRING | COMPACT),
+        ('producer_id', INT64),
+        ('transaction_state', STRING | COMPACT),
+    ), (), ()),
+    'ListTransactionsResponse_v0': (ListTransactionsResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('unknown_state_filters', STRING | ARRAY | COMPACT),
+        ('transaction_states', STRUCT | ARRAY | COMPACT, 'TransactionState_v0'),
+    ), (), ()),
+}
+install(ListTransactionsResponse, _PROGRAMS, ('ListTransactionsResponse_v0', 'ListTransactionsResponse_v0', ))
 TransactionState._schema = (
     FieldInfo('transactional_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('producer_id', 'int64', (0, 32767), None, None, None, None),

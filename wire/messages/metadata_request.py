@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -497,6 +499,71 @@ def _e_MetadataRequest_v11(o, out):
 
 MetadataRequest._decoders = (_d_MetadataRequest_v0, _d_MetadataRequest_v1, _d_MetadataRequest_v1, _d_MetadataRequest_v1, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v4, _d_MetadataRequest_v8, _d_MetadataRequest_v9, _d_MetadataRequest_v10, _d_MetadataRequest_v11, _d_MetadataRequest_v11,)
 MetadataRequest._encoders = (_e_MetadataRequest_v0, _e_MetadataRequest_v1, _e_MetadataRequest_v1, _e_MetadataRequest_v1, _e_MetadataRequest_v4, _e_MetadataRequest_v4, _e_MetadataRequest_v4, _e_MetadataRequest_v4, _e_MetadataRequest_v8, _e_MetadataRequest_v9, _e_MetadataRequest_v10, _e_MetadataRequest_v11, _e_MetadataRequest_v11,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'MetadataRequestTopic_v0': (MetadataRequestTopic, False, (
+        ('name', STRING),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'MetadataRequest_v0': (MetadataRequest, False, (
+        ('topics', STRUCT | ARRAY, 'MetadataRequestTopic_v0'),
+    ), (), (
+        ('allow_auto_topic_creation', True, True),
+        ('include_cluster_authorized_operations', False, True),
+        ('include_topic_authorized_operations', False, True),
+    )),
+    'MetadataRequest_v1': (MetadataRequest, False, (
+        ('topics', STRUCT | ARRAY | NULLABLE, 'MetadataRequestTopic_v0'),
+    ), (), (
+        ('allow_auto_topic_creation', True, True),
+        ('include_cluster_authorized_operations', False, True),
+        ('include_topic_authorized_operations', False, True),
+    )),
+    'MetadataRequest_v4': (MetadataRequest, False, (
+        ('topics', STRUCT | ARRAY | NULLABLE, 'MetadataRequestTopic_v0'),
+        ('allow_auto_topic_creation', BOOL),
+    ), (), (
+        ('include_cluster_authorized_operations', False, True),
+        ('include_topic_authorized_operations', False, True),
+    )),
+    'MetadataRequest_v8': (MetadataRequest, False, (
+        ('topics', STRUCT | ARRAY | NULLABLE, 'MetadataRequestTopic_v0'),
+        ('allow_auto_topic_creation', BOOL),
+        ('include_cluster_authorized_operations', BOOL),
+        ('include_topic_authorized_operations', BOOL),
+    ), (), ()),
+    'MetadataRequestTopic_v9': (MetadataRequestTopic, True, (
+        ('name', STRING | COMPACT),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'MetadataRequest_v9': (MetadataRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'MetadataRequestTopic_v9'),
+        ('allow_auto_topic_creation', BOOL),
+        ('include_cluster_authorized_operations', BOOL),
+        ('include_topic_authorized_operations', BOOL),
+    ), (), ()),
+    'MetadataRequestTopic_v10': (MetadataRequestTopic, True, (
+        ('topic_id', UUID),
+        ('name', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'MetadataRequest_v10': (MetadataRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'MetadataRequestTopic_v10'),
+        ('allow_auto_topic_creation', BOOL),
+        ('include_cluster_authorized_operations', BOOL),
+        ('include_topic_authorized_operations', BOOL),
+    ), (), ()),
+    'MetadataRequest_v11': (MetadataRequest, True, (
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'MetadataRequestTopic_v10'),
+        ('allow_auto_topic_creation', BOOL),
+        ('include_topic_authorized_operations', BOOL),
+    ), (), (
+        ('include_cluster_authorized_operations', False, True),
+    )),
+}
+install(MetadataRequest, _PROGRAMS, ('MetadataRequest_v0', 'MetadataRequest_v1', 'MetadataRequest_v1', 'MetadataRequest_v1', 'MetadataRequest_v4', 'MetadataRequest_v4', 'MetadataRequest_v4', 'MetadataRequest_v4', 'MetadataRequest_v8', 'MetadataRequest_v9', 'MetadataRequest_v10', 'MetadataRequest_v11', 'MetadataRequest_v11', ))
 MetadataRequestTopic._schema = (
     FieldInfo('topic_id', 'uuid', (10, 32767), None, None, None, None),
     FieldInfo('name', 'string', (0, 32767), (10, 32767), None, None, None),

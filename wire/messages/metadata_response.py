@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_Uo = struct.Struct('>16s?')
@@ -2040,6 +2042,234 @@ def _e_MetadataResponse_v12(o, out):
 
 MetadataResponse._decoders = (_d_MetadataResponse_v0, _d_MetadataResponse_v1, _d_MetadataResponse_v2, _d_MetadataResponse_v3, _d_MetadataResponse_v3, _d_MetadataResponse_v5, _d_MetadataResponse_v5, _d_MetadataResponse_v7, _d_MetadataResponse_v8, _d_MetadataResponse_v9, _d_MetadataResponse_v10, _d_MetadataResponse_v11, _d_MetadataResponse_v12,)
 MetadataResponse._encoders = (_e_MetadataResponse_v0, _e_MetadataResponse_v1, _e_MetadataResponse_v2, _e_MetadataResponse_v3, _e_MetadataResponse_v3, _e_MetadataResponse_v5, _e_MetadataResponse_v5, _e_MetadataResponse_v7, _e_MetadataResponse_v8, _e_MetadataResponse_v9, _e_MetadataResponse_v10, _e_MetadataResponse_v11, _e_MetadataResponse_v12,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'MetadataResponseBroker_v0': (MetadataResponseBroker, False, (
+        ('node_id', INT32),
+        ('host', STRING),
+        ('port', INT32),
+    ), (), (
+        ('rack', None, False),
+    )),
+    'MetadataResponsePartition_v0': (MetadataResponsePartition, False, (
+        ('error_code', INT16),
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('replica_nodes', INT32 | ARRAY),
+        ('isr_nodes', INT32 | ARRAY),
+    ), (), (
+        ('leader_epoch', -1, False),
+        ('offline_replicas', list, False),
+    )),
+    'MetadataResponseTopic_v0': (MetadataResponseTopic, False, (
+        ('error_code', INT16),
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'MetadataResponsePartition_v0'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('is_internal', False, False),
+        ('topic_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponse_v0': (MetadataResponse, False, (
+        ('brokers', STRUCT | ARRAY, 'MetadataResponseBroker_v0'),
+        ('topics', STRUCT | ARRAY, 'MetadataResponseTopic_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('cluster_id', None, False),
+        ('controller_id', -1, False),
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponseBroker_v1': (MetadataResponseBroker, False, (
+        ('node_id', INT32),
+        ('host', STRING),
+        ('port', INT32),
+        ('rack', STRING | NULLABLE),
+    ), (), ()),
+    'MetadataResponseTopic_v1': (MetadataResponseTopic, False, (
+        ('error_code', INT16),
+        ('name', STRING),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY, 'MetadataResponsePartition_v0'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('topic_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponse_v1': (MetadataResponse, False, (
+        ('brokers', STRUCT | ARRAY, 'MetadataResponseBroker_v1'),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY, 'MetadataResponseTopic_v1'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('cluster_id', None, False),
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponse_v2': (MetadataResponse, False, (
+        ('brokers', STRUCT | ARRAY, 'MetadataResponseBroker_v1'),
+        ('cluster_id', STRING | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY, 'MetadataResponseTopic_v1'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponse_v3': (MetadataResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY, 'MetadataResponseBroker_v1'),
+        ('cluster_id', STRING | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY, 'MetadataResponseTopic_v1'),
+    ), (), (
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponsePartition_v5': (MetadataResponsePartition, False, (
+        ('error_code', INT16),
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('replica_nodes', INT32 | ARRAY),
+        ('isr_nodes', INT32 | ARRAY),
+        ('offline_replicas', INT32 | ARRAY),
+    ), (), (
+        ('leader_epoch', -1, False),
+    )),
+    'MetadataResponseTopic_v5': (MetadataResponseTopic, False, (
+        ('error_code', INT16),
+        ('name', STRING),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY, 'MetadataResponsePartition_v5'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('topic_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponse_v5': (MetadataResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY, 'MetadataResponseBroker_v1'),
+        ('cluster_id', STRING | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY, 'MetadataResponseTopic_v5'),
+    ), (), (
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponsePartition_v7': (MetadataResponsePartition, False, (
+        ('error_code', INT16),
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('replica_nodes', INT32 | ARRAY),
+        ('isr_nodes', INT32 | ARRAY),
+        ('offline_replicas', INT32 | ARRAY),
+    ), (), ()),
+    'MetadataResponseTopic_v7': (MetadataResponseTopic, False, (
+        ('error_code', INT16),
+        ('name', STRING),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY, 'MetadataResponsePartition_v7'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+        ('topic_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponse_v7': (MetadataResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY, 'MetadataResponseBroker_v1'),
+        ('cluster_id', STRING | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY, 'MetadataResponseTopic_v7'),
+    ), (), (
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponseTopic_v8': (MetadataResponseTopic, False, (
+        ('error_code', INT16),
+        ('name', STRING),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY, 'MetadataResponsePartition_v7'),
+        ('topic_authorized_operations', INT32),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'MetadataResponse_v8': (MetadataResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY, 'MetadataResponseBroker_v1'),
+        ('cluster_id', STRING | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY, 'MetadataResponseTopic_v8'),
+        ('cluster_authorized_operations', INT32),
+    ), (), ()),
+    'MetadataResponseBroker_v9': (MetadataResponseBroker, True, (
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+        ('rack', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'MetadataResponsePartition_v9': (MetadataResponsePartition, True, (
+        ('error_code', INT16),
+        ('partition_index', INT32),
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('replica_nodes', INT32 | ARRAY | COMPACT),
+        ('isr_nodes', INT32 | ARRAY | COMPACT),
+        ('offline_replicas', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'MetadataResponseTopic_v9': (MetadataResponseTopic, True, (
+        ('error_code', INT16),
+        ('name', STRING | COMPACT),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'MetadataResponsePartition_v9'),
+        ('topic_authorized_operations', INT32),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'MetadataResponse_v9': (MetadataResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY | COMPACT, 'MetadataResponseBroker_v9'),
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'MetadataResponseTopic_v9'),
+        ('cluster_authorized_operations', INT32),
+    ), (), ()),
+    'MetadataResponseTopic_v10': (MetadataResponseTopic, True, (
+        ('error_code', INT16),
+        ('name', STRING | COMPACT),
+        ('topic_id', UUID),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'MetadataResponsePartition_v9'),
+        ('topic_authorized_operations', INT32),
+    ), (), ()),
+    'MetadataResponse_v10': (MetadataResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY | COMPACT, 'MetadataResponseBroker_v9'),
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'MetadataResponseTopic_v10'),
+        ('cluster_authorized_operations', INT32),
+    ), (), ()),
+    'MetadataResponse_v11': (MetadataResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY | COMPACT, 'MetadataResponseBroker_v9'),
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'MetadataResponseTopic_v10'),
+    ), (), (
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+    'MetadataResponseTopic_v12': (MetadataResponseTopic, True, (
+        ('error_code', INT16),
+        ('name', STRING | COMPACT | NULLABLE),
+        ('topic_id', UUID),
+        ('is_internal', BOOL),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'MetadataResponsePartition_v9'),
+        ('topic_authorized_operations', INT32),
+    ), (), ()),
+    'MetadataResponse_v12': (MetadataResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('brokers', STRUCT | ARRAY | COMPACT, 'MetadataResponseBroker_v9'),
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('controller_id', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'MetadataResponseTopic_v12'),
+    ), (), (
+        ('cluster_authorized_operations', -2147483648, True),
+    )),
+}
+install(MetadataResponse, _PROGRAMS, ('MetadataResponse_v0', 'MetadataResponse_v1', 'MetadataResponse_v2', 'MetadataResponse_v3', 'MetadataResponse_v3', 'MetadataResponse_v5', 'MetadataResponse_v5', 'MetadataResponse_v7', 'MetadataResponse_v8', 'MetadataResponse_v9', 'MetadataResponse_v10', 'MetadataResponse_v11', 'MetadataResponse_v12', ))
 MetadataResponseBroker._schema = (
     FieldInfo('node_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('host', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -783,6 +785,122 @@ def _e_OffsetCommitRequest_v8(o, out):
 
 OffsetCommitRequest._decoders = (_d_OffsetCommitRequest_v0, _d_OffsetCommitRequest_v1, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v2, _d_OffsetCommitRequest_v5, _d_OffsetCommitRequest_v6, _d_OffsetCommitRequest_v7, _d_OffsetCommitRequest_v8, _d_OffsetCommitRequest_v8,)
 OffsetCommitRequest._encoders = (_e_OffsetCommitRequest_v0, _e_OffsetCommitRequest_v1, _e_OffsetCommitRequest_v2, _e_OffsetCommitRequest_v2, _e_OffsetCommitRequest_v2, _e_OffsetCommitRequest_v5, _e_OffsetCommitRequest_v6, _e_OffsetCommitRequest_v7, _e_OffsetCommitRequest_v8, _e_OffsetCommitRequest_v8,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OffsetCommitRequestPartition_v0': (OffsetCommitRequestPartition, False, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_metadata', STRING | NULLABLE),
+    ), (), (
+        ('committed_leader_epoch', -1, False),
+        ('commit_timestamp', -1, True),
+    )),
+    'OffsetCommitRequestTopic_v0': (OffsetCommitRequestTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetCommitRequestPartition_v0'),
+    ), (), ()),
+    'OffsetCommitRequest_v0': (OffsetCommitRequest, False, (
+        ('group_id', STRING),
+        ('topics', STRUCT | ARRAY, 'OffsetCommitRequestTopic_v0'),
+    ), (), (
+        ('generation_id_or_member_epoch', -1, False),
+        ('member_id', '', False),
+        ('group_instance_id', None, True),
+        ('retention_time_ms', -1, False),
+    )),
+    'OffsetCommitRequestPartition_v1': (OffsetCommitRequestPartition, False, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('commit_timestamp', INT64),
+        ('committed_metadata', STRING | NULLABLE),
+    ), (), (
+        ('committed_leader_epoch', -1, False),
+    )),
+    'OffsetCommitRequestTopic_v1': (OffsetCommitRequestTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetCommitRequestPartition_v1'),
+    ), (), ()),
+    'OffsetCommitRequest_v1': (OffsetCommitRequest, False, (
+        ('group_id', STRING),
+        ('generation_id_or_member_epoch', INT32),
+        ('member_id', STRING),
+        ('topics', STRUCT | ARRAY, 'OffsetCommitRequestTopic_v1'),
+    ), (), (
+        ('group_instance_id', None, True),
+        ('retention_time_ms', -1, False),
+    )),
+    'OffsetCommitRequest_v2': (OffsetCommitRequest, False, (
+        ('group_id', STRING),
+        ('generation_id_or_member_epoch', INT32),
+        ('member_id', STRING),
+        ('retention_time_ms', INT64),
+        ('topics', STRUCT | ARRAY, 'OffsetCommitRequestTopic_v0'),
+    ), (), (
+        ('group_instance_id', None, True),
+    )),
+    'OffsetCommitRequest_v5': (OffsetCommitRequest, False, (
+        ('group_id', STRING),
+        ('generation_id_or_member_epoch', INT32),
+        ('member_id', STRING),
+        ('topics', STRUCT | ARRAY, 'OffsetCommitRequestTopic_v0'),
+    ), (), (
+        ('group_instance_id', None, True),
+        ('retention_time_ms', -1, False),
+    )),
+    'OffsetCommitRequestPartition_v6': (OffsetCommitRequestPartition, False, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_leader_epoch', INT32),
+        ('committed_metadata', STRING | NULLABLE),
+    ), (), (
+        ('commit_timestamp', -1, True),
+    )),
+    'OffsetCommitRequestTopic_v6': (OffsetCommitRequestTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetCommitRequestPartition_v6'),
+    ), (), ()),
+    'OffsetCommitRequest_v6': (OffsetCommitRequest, False, (
+        ('group_id', STRING),
+        ('generation_id_or_member_epoch', INT32),
+        ('member_id', STRING),
+        ('topics', STRUCT | ARRAY, 'OffsetCommitRequestTopic_v6'),
+    ), (), (
+        ('group_instance_id', None, True),
+        ('retention_time_ms', -1, False),
+    )),
+    'OffsetCommitRequest_v7': (OffsetCommitRequest, False, (
+        ('group_id', STRING),
+        ('generation_id_or_member_epoch', INT32),
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+        ('topics', STRUCT | ARRAY, 'OffsetCommitRequestTopic_v6'),
+    ), (), (
+        ('retention_time_ms', -1, False),
+    )),
+    'OffsetCommitRequestPartition_v8': (OffsetCommitRequestPartition, True, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_leader_epoch', INT32),
+        ('committed_metadata', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('commit_timestamp', -1, True),
+    )),
+    'OffsetCommitRequestTopic_v8': (OffsetCommitRequestTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'OffsetCommitRequestPartition_v8'),
+    ), (), ()),
+    'OffsetCommitRequest_v8': (OffsetCommitRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('generation_id_or_member_epoch', INT32),
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('topics', STRUCT | ARRAY | COMPACT, 'OffsetCommitRequestTopic_v8'),
+    ), (), (
+        ('retention_time_ms', -1, False),
+    )),
+}
+install(OffsetCommitRequest, _PROGRAMS, ('OffsetCommitRequest_v0', 'OffsetCommitRequest_v1', 'OffsetCommitRequest_v2', 'OffsetCommitRequest_v2', 'OffsetCommitRequest_v2', 'OffsetCommitRequest_v5', 'OffsetCommitRequest_v6', 'OffsetCommitRequest_v7', 'OffsetCommitRequest_v8', 'OffsetCommitRequest_v8', ))
 OffsetCommitRequestPartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('committed_offset', 'int64', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -290,6 +292,40 @@ def _e_OffsetCommitResponse_v8(o, out):
 
 OffsetCommitResponse._decoders = (_d_OffsetCommitResponse_v0, _d_OffsetCommitResponse_v0, _d_OffsetCommitResponse_v0, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v3, _d_OffsetCommitResponse_v8, _d_OffsetCommitResponse_v8,)
 OffsetCommitResponse._encoders = (_e_OffsetCommitResponse_v0, _e_OffsetCommitResponse_v0, _e_OffsetCommitResponse_v0, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v3, _e_OffsetCommitResponse_v8, _e_OffsetCommitResponse_v8,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OffsetCommitResponsePartition_v0': (OffsetCommitResponsePartition, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'OffsetCommitResponseTopic_v0': (OffsetCommitResponseTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetCommitResponsePartition_v0'),
+    ), (), ()),
+    'OffsetCommitResponse_v0': (OffsetCommitResponse, False, (
+        ('topics', STRUCT | ARRAY, 'OffsetCommitResponseTopic_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'OffsetCommitResponse_v3': (OffsetCommitResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'OffsetCommitResponseTopic_v0'),
+    ), (), ()),
+    'OffsetCommitResponsePartition_v8': (OffsetCommitResponsePartition, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'OffsetCommitResponseTopic_v8': (OffsetCommitResponseTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'OffsetCommitResponsePartition_v8'),
+    ), (), ()),
+    'OffsetCommitResponse_v8': (OffsetCommitResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'OffsetCommitResponseTopic_v8'),
+    ), (), ()),
+}
+install(OffsetCommitResponse, _PROGRAMS, ('OffsetCommitResponse_v0', 'OffsetCommitResponse_v0', 'OffsetCommitResponse_v0', 'OffsetCommitResponse_v3', 'OffsetCommitResponse_v3', 'OffsetCommitResponse_v3', 'OffsetCommitResponse_v3', 'OffsetCommitResponse_v3', 'OffsetCommitResponse_v8', 'OffsetCommitResponse_v8', ))
 OffsetCommitResponsePartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -132,6 +134,22 @@ def _e_OffsetDeleteRequest_v0(o, out):
 
 OffsetDeleteRequest._decoders = (_d_OffsetDeleteRequest_v0,)
 OffsetDeleteRequest._encoders = (_e_OffsetDeleteRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OffsetDeleteRequestPartition_v0': (OffsetDeleteRequestPartition, False, (
+        ('partition_index', INT32),
+    ), (), ()),
+    'OffsetDeleteRequestTopic_v0': (OffsetDeleteRequestTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetDeleteRequestPartition_v0'),
+    ), (), ()),
+    'OffsetDeleteRequest_v0': (OffsetDeleteRequest, False, (
+        ('group_id', STRING),
+        ('topics', STRUCT | ARRAY, 'OffsetDeleteRequestTopic_v0'),
+    ), (), ()),
+}
+install(OffsetDeleteRequest, _PROGRAMS, ('OffsetDeleteRequest_v0', ))
 OffsetDeleteRequestPartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
 )

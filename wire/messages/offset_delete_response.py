@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hii = struct.Struct('>hii')
@@ -124,6 +126,24 @@ def _e_OffsetDeleteResponse_v0(o, out):
 
 OffsetDeleteResponse._decoders = (_d_OffsetDeleteResponse_v0,)
 OffsetDeleteResponse._encoders = (_e_OffsetDeleteResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OffsetDeleteResponsePartition_v0': (OffsetDeleteResponsePartition, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'OffsetDeleteResponseTopic_v0': (OffsetDeleteResponseTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetDeleteResponsePartition_v0'),
+    ), (), ()),
+    'OffsetDeleteResponse_v0': (OffsetDeleteResponse, False, (
+        ('error_code', INT16),
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'OffsetDeleteResponseTopic_v0'),
+    ), (), ()),
+}
+install(OffsetDeleteResponse, _PROGRAMS, ('OffsetDeleteResponse_v0', ))
 OffsetDeleteResponsePartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -802,6 +804,78 @@ def _e_OffsetFetchRequest_v9(o, out):
 
 OffsetFetchRequest._decoders = (_d_OffsetFetchRequest_v0, _d_OffsetFetchRequest_v0, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v2, _d_OffsetFetchRequest_v6, _d_OffsetFetchRequest_v7, _d_OffsetFetchRequest_v8, _d_OffsetFetchRequest_v9,)
 OffsetFetchRequest._encoders = (_e_OffsetFetchRequest_v0, _e_OffsetFetchRequest_v0, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v2, _e_OffsetFetchRequest_v6, _e_OffsetFetchRequest_v7, _e_OffsetFetchRequest_v8, _e_OffsetFetchRequest_v9,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OffsetFetchRequestTopic_v0': (OffsetFetchRequestTopic, False, (
+        ('name', STRING),
+        ('partition_indexes', INT32 | ARRAY),
+    ), (), ()),
+    'OffsetFetchRequest_v0': (OffsetFetchRequest, False, (
+        ('group_id', STRING),
+        ('topics', STRUCT | ARRAY, 'OffsetFetchRequestTopic_v0'),
+    ), (), (
+        ('groups', list, True),
+        ('require_stable', False, True),
+    )),
+    'OffsetFetchRequest_v2': (OffsetFetchRequest, False, (
+        ('group_id', STRING),
+        ('topics', STRUCT | ARRAY | NULLABLE, 'OffsetFetchRequestTopic_v0'),
+    ), (), (
+        ('groups', list, True),
+        ('require_stable', False, True),
+    )),
+    'OffsetFetchRequestTopic_v6': (OffsetFetchRequestTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partition_indexes', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'OffsetFetchRequest_v6': (OffsetFetchRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'OffsetFetchRequestTopic_v6'),
+    ), (), (
+        ('groups', list, True),
+        ('require_stable', False, True),
+    )),
+    'OffsetFetchRequest_v7': (OffsetFetchRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'OffsetFetchRequestTopic_v6'),
+        ('require_stable', BOOL),
+    ), (), (
+        ('groups', list, True),
+    )),
+    'OffsetFetchRequestTopics_v8': (OffsetFetchRequestTopics, True, (
+        ('name', STRING | COMPACT),
+        ('partition_indexes', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'OffsetFetchRequestGroup_v8': (OffsetFetchRequestGroup, True, (
+        ('group_id', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'OffsetFetchRequestTopics_v8'),
+    ), (), (
+        ('member_id', None, False),
+        ('member_epoch', -1, False),
+    )),
+    'OffsetFetchRequest_v8': (OffsetFetchRequest, True, (
+        ('groups', STRUCT | ARRAY | COMPACT, 'OffsetFetchRequestGroup_v8'),
+        ('require_stable', BOOL),
+    ), (), (
+        ('group_id', '', True),
+        ('topics', list, True),
+    )),
+    'OffsetFetchRequestGroup_v9': (OffsetFetchRequestGroup, True, (
+        ('group_id', STRING | COMPACT),
+        ('member_id', STRING | COMPACT | NULLABLE),
+        ('member_epoch', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT | NULLABLE, 'OffsetFetchRequestTopics_v8'),
+    ), (), ()),
+    'OffsetFetchRequest_v9': (OffsetFetchRequest, True, (
+        ('groups', STRUCT | ARRAY | COMPACT, 'OffsetFetchRequestGroup_v9'),
+        ('require_stable', BOOL),
+    ), (), (
+        ('group_id', '', True),
+        ('topics', list, True),
+    )),
+}
+install(OffsetFetchRequest, _PROGRAMS, ('OffsetFetchRequest_v0', 'OffsetFetchRequest_v0', 'OffsetFetchRequest_v2', 'OffsetFetchRequest_v2', 'OffsetFetchRequest_v2', 'OffsetFetchRequest_v2', 'OffsetFetchRequest_v6', 'OffsetFetchRequest_v7', 'OffsetFetchRequest_v8', 'OffsetFetchRequest_v9', ))
 OffsetFetchRequestTopic._schema = (
     FieldInfo('name', 'string', (0, 7), None, None, None, None),
     FieldInfo('partition_indexes', '[]int32', (0, 7), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -705,6 +707,103 @@ def _e_OffsetFetchResponse_v8(o, out):
 
 OffsetFetchResponse._decoders = (_d_OffsetFetchResponse_v0, _d_OffsetFetchResponse_v0, _d_OffsetFetchResponse_v2, _d_OffsetFetchResponse_v3, _d_OffsetFetchResponse_v3, _d_OffsetFetchResponse_v5, _d_OffsetFetchResponse_v6, _d_OffsetFetchResponse_v6, _d_OffsetFetchResponse_v8, _d_OffsetFetchResponse_v8,)
 OffsetFetchResponse._encoders = (_e_OffsetFetchResponse_v0, _e_OffsetFetchResponse_v0, _e_OffsetFetchResponse_v2, _e_OffsetFetchResponse_v3, _e_OffsetFetchResponse_v3, _e_OffsetFetchResponse_v5, _e_OffsetFetchResponse_v6, _e_OffsetFetchResponse_v6, _e_OffsetFetchResponse_v8, _e_OffsetFetchResponse_v8,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OffsetFetchResponsePartition_v0': (OffsetFetchResponsePartition, False, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('metadata', STRING | NULLABLE),
+        ('error_code', INT16),
+    ), (), (
+        ('committed_leader_epoch', -1, False),
+    )),
+    'OffsetFetchResponseTopic_v0': (OffsetFetchResponseTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetFetchResponsePartition_v0'),
+    ), (), ()),
+    'OffsetFetchResponse_v0': (OffsetFetchResponse, False, (
+        ('topics', STRUCT | ARRAY, 'OffsetFetchResponseTopic_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('error_code', 0, False),
+        ('groups', list, True),
+    )),
+    'OffsetFetchResponse_v2': (OffsetFetchResponse, False, (
+        ('topics', STRUCT | ARRAY, 'OffsetFetchResponseTopic_v0'),
+        ('error_code', INT16),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('groups', list, True),
+    )),
+    'OffsetFetchResponse_v3': (OffsetFetchResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'OffsetFetchResponseTopic_v0'),
+        ('error_code', INT16),
+    ), (), (
+        ('groups', list, True),
+    )),
+    'OffsetFetchResponsePartition_v5': (OffsetFetchResponsePartition, False, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_leader_epoch', INT32),
+        ('metadata', STRING | NULLABLE),
+        ('error_code', INT16),
+    ), (), ()),
+    'OffsetFetchResponseTopic_v5': (OffsetFetchResponseTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetFetchResponsePartition_v5'),
+    ), (), ()),
+    'OffsetFetchResponse_v5': (OffsetFetchResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'OffsetFetchResponseTopic_v5'),
+        ('error_code', INT16),
+    ), (), (
+        ('groups', list, True),
+    )),
+    'OffsetFetchResponsePartition_v6': (OffsetFetchResponsePartition, True, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_leader_epoch', INT32),
+        ('metadata', STRING | COMPACT | NULLABLE),
+        ('error_code', INT16),
+    ), (), ()),
+    'OffsetFetchResponseTopic_v6': (OffsetFetchResponseTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'OffsetFetchResponsePartition_v6'),
+    ), (), ()),
+    'OffsetFetchResponse_v6': (OffsetFetchResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'OffsetFetchResponseTopic_v6'),
+        ('error_code', INT16),
+    ), (), (
+        ('groups', list, True),
+    )),
+    'OffsetFetchResponsePartitions_v8': (OffsetFetchResponsePartitions, True, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_leader_epoch', INT32),
+        ('metadata', STRING | COMPACT | NULLABLE),
+        ('error_code', INT16),
+    ), (), ()),
+    'OffsetFetchResponseTopics_v8': (OffsetFetchResponseTopics, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'OffsetFetchResponsePartitions_v8'),
+    ), (), ()),
+    'OffsetFetchResponseGroup_v8': (OffsetFetchResponseGroup, True, (
+        ('group_id', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT, 'OffsetFetchResponseTopics_v8'),
+        ('error_code', INT16),
+    ), (), ()),
+    'OffsetFetchResponse_v8': (OffsetFetchResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('groups', STRUCT | ARRAY | COMPACT, 'OffsetFetchResponseGroup_v8'),
+    ), (), (
+        ('topics', list, True),
+        ('error_code', 0, False),
+    )),
+}
+install(OffsetFetchResponse, _PROGRAMS, ('OffsetFetchResponse_v0', 'OffsetFetchResponse_v0', 'OffsetFetchResponse_v2', 'OffsetFetchResponse_v3', 'OffsetFetchResponse_v3', 'OffsetFetchResponse_v5', 'OffsetFetchResponse_v6', 'OffsetFetchResponse_v6', 'OffsetFetchResponse_v8', 'OffsetFetchResponse_v8', ))
 OffsetFetchResponsePartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 7), None, None, None, None),
     FieldInfo('committed_offset', 'int64', (0, 7), None, None, None, None),

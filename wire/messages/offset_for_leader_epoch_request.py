@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -363,6 +365,57 @@ def _e_OffsetForLeaderEpochRequest_v4(o, out):
 
 OffsetForLeaderEpochRequest._decoders = (_d_OffsetForLeaderEpochRequest_v0, _d_OffsetForLeaderEpochRequest_v0, _d_OffsetForLeaderEpochRequest_v2, _d_OffsetForLeaderEpochRequest_v3, _d_OffsetForLeaderEpochRequest_v4,)
 OffsetForLeaderEpochRequest._encoders = (_e_OffsetForLeaderEpochRequest_v0, _e_OffsetForLeaderEpochRequest_v0, _e_OffsetForLeaderEpochRequest_v2, _e_OffsetForLeaderEpochRequest_v3, _e_OffsetForLeaderEpochRequest_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'OffsetForLeaderPartition_v0': (OffsetForLeaderPartition, False, (
+        ('partition', INT32),
+        ('leader_epoch', INT32),
+    ), (), (
+        ('current_leader_epoch', -1, False),
+    )),
+    'OffsetForLeaderTopic_v0': (OffsetForLeaderTopic, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetForLeaderPartition_v0'),
+    ), (), ()),
+    'OffsetForLeaderEpochRequest_v0': (OffsetForLeaderEpochRequest, False, (
+        ('topics', STRUCT | ARRAY, 'OffsetForLeaderTopic_v0'),
+    ), (), (
+        ('replica_id', -2, False),
+    )),
+    'OffsetForLeaderPartition_v2': (OffsetForLeaderPartition, False, (
+        ('partition', INT32),
+        ('current_leader_epoch', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'OffsetForLeaderTopic_v2': (OffsetForLeaderTopic, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'OffsetForLeaderPartition_v2'),
+    ), (), ()),
+    'OffsetForLeaderEpochRequest_v2': (OffsetForLeaderEpochRequest, False, (
+        ('topics', STRUCT | ARRAY, 'OffsetForLeaderTopic_v2'),
+    ), (), (
+        ('replica_id', -2, False),
+    )),
+    'OffsetForLeaderEpochRequest_v3': (OffsetForLeaderEpochRequest, False, (
+        ('replica_id', INT32),
+        ('topics', STRUCT | ARRAY, 'OffsetForLeaderTopic_v2'),
+    ), (), ()),
+    'OffsetForLeaderPartition_v4': (OffsetForLeaderPartition, True, (
+        ('partition', INT32),
+        ('current_leader_epoch', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'OffsetForLeaderTopic_v4': (OffsetForLeaderTopic, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'OffsetForLeaderPartition_v4'),
+    ), (), ()),
+    'OffsetForLeaderEpochRequest_v4': (OffsetForLeaderEpochRequest, True, (
+        ('replica_id', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'OffsetForLeaderTopic_v4'),
+    ), (), ()),
+}
+install(OffsetForLeaderEpochRequest, _PROGRAMS, ('OffsetForLeaderEpochRequest_v0', 'OffsetForLeaderEpochRequest_v0', 'OffsetForLeaderEpochRequest_v2', 'OffsetForLeaderEpochRequest_v3', 'OffsetForLeaderEpochRequest_v4', ))
 OffsetForLeaderPartition._schema = (
     FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('current_leader_epoch', 'int32', (2, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hiiq = struct.Struct('>hiiq')
@@ -365,6 +367,60 @@ def _e_OffsetForLeaderEpochResponse_v4(o, out):
 
 OffsetForLeaderEpochResponse._decoders = (_d_OffsetForLeaderEpochResponse_v0, _d_OffsetForLeaderEpochResponse_v1, _d_OffsetForLeaderEpochResponse_v2, _d_OffsetForLeaderEpochResponse_v2, _d_OffsetForLeaderEpochResponse_v4,)
 OffsetForLeaderEpochResponse._encoders = (_e_OffsetForLeaderEpochResponse_v0, _e_OffsetForLeaderEpochResponse_v1, _e_OffsetForLeaderEpochResponse_v2, _e_OffsetForLeaderEpochResponse_v2, _e_OffsetForLeaderEpochResponse_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'EpochEndOffset_v0': (EpochEndOffset, False, (
+        ('error_code', INT16),
+        ('partition', INT32),
+        ('end_offset', INT64),
+    ), (), (
+        ('leader_epoch', -1, False),
+    )),
+    'OffsetForLeaderTopicResult_v0': (OffsetForLeaderTopicResult, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'EpochEndOffset_v0'),
+    ), (), ()),
+    'OffsetForLeaderEpochResponse_v0': (OffsetForLeaderEpochResponse, False, (
+        ('topics', STRUCT | ARRAY, 'OffsetForLeaderTopicResult_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'EpochEndOffset_v1': (EpochEndOffset, False, (
+        ('error_code', INT16),
+        ('partition', INT32),
+        ('leader_epoch', INT32),
+        ('end_offset', INT64),
+    ), (), ()),
+    'OffsetForLeaderTopicResult_v1': (OffsetForLeaderTopicResult, False, (
+        ('topic', STRING),
+        ('partitions', STRUCT | ARRAY, 'EpochEndOffset_v1'),
+    ), (), ()),
+    'OffsetForLeaderEpochResponse_v1': (OffsetForLeaderEpochResponse, False, (
+        ('topics', STRUCT | ARRAY, 'OffsetForLeaderTopicResult_v1'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+    )),
+    'OffsetForLeaderEpochResponse_v2': (OffsetForLeaderEpochResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'OffsetForLeaderTopicResult_v1'),
+    ), (), ()),
+    'EpochEndOffset_v4': (EpochEndOffset, True, (
+        ('error_code', INT16),
+        ('partition', INT32),
+        ('leader_epoch', INT32),
+        ('end_offset', INT64),
+    ), (), ()),
+    'OffsetForLeaderTopicResult_v4': (OffsetForLeaderTopicResult, True, (
+        ('topic', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'EpochEndOffset_v4'),
+    ), (), ()),
+    'OffsetForLeaderEpochResponse_v4': (OffsetForLeaderEpochResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'OffsetForLeaderTopicResult_v4'),
+    ), (), ()),
+}
+install(OffsetForLeaderEpochResponse, _PROGRAMS, ('OffsetForLeaderEpochResponse_v0', 'OffsetForLeaderEpochResponse_v1', 'OffsetForLeaderEpochResponse_v2', 'OffsetForLeaderEpochResponse_v2', 'OffsetForLeaderEpochResponse_v4', ))
 EpochEndOffset._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -349,6 +351,46 @@ def _e_ProduceRequest_v9(o, out):
 
 ProduceRequest._decoders = (_d_ProduceRequest_v0, _d_ProduceRequest_v0, _d_ProduceRequest_v0, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v3, _d_ProduceRequest_v9, _d_ProduceRequest_v9, _d_ProduceRequest_v9,)
 ProduceRequest._encoders = (_e_ProduceRequest_v0, _e_ProduceRequest_v0, _e_ProduceRequest_v0, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v3, _e_ProduceRequest_v9, _e_ProduceRequest_v9, _e_ProduceRequest_v9,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionProduceData_v0': (PartitionProduceData, False, (
+        ('index', INT32),
+        ('records', RECORDS | NULLABLE),
+    ), (), ()),
+    'TopicProduceData_v0': (TopicProduceData, False, (
+        ('name', STRING),
+        ('partition_data', STRUCT | ARRAY, 'PartitionProduceData_v0'),
+    ), (), ()),
+    'ProduceRequest_v0': (ProduceRequest, False, (
+        ('acks', INT16),
+        ('timeout_ms', INT32),
+        ('topic_data', STRUCT | ARRAY, 'TopicProduceData_v0'),
+    ), (), (
+        ('transactional_id', None, True),
+    )),
+    'ProduceRequest_v3': (ProduceRequest, False, (
+        ('transactional_id', STRING | NULLABLE),
+        ('acks', INT16),
+        ('timeout_ms', INT32),
+        ('topic_data', STRUCT | ARRAY, 'TopicProduceData_v0'),
+    ), (), ()),
+    'PartitionProduceData_v9': (PartitionProduceData, True, (
+        ('index', INT32),
+        ('records', RECORDS | COMPACT | NULLABLE),
+    ), (), ()),
+    'TopicProduceData_v9': (TopicProduceData, True, (
+        ('name', STRING | COMPACT),
+        ('partition_data', STRUCT | ARRAY | COMPACT, 'PartitionProduceData_v9'),
+    ), (), ()),
+    'ProduceRequest_v9': (ProduceRequest, True, (
+        ('transactional_id', STRING | COMPACT | NULLABLE),
+        ('acks', INT16),
+        ('timeout_ms', INT32),
+        ('topic_data', STRUCT | ARRAY | COMPACT, 'TopicProduceData_v9'),
+    ), (), ()),
+}
+install(ProduceRequest, _PROGRAMS, ('ProduceRequest_v0', 'ProduceRequest_v0', 'ProduceRequest_v0', 'ProduceRequest_v3', 'ProduceRequest_v3', 'ProduceRequest_v3', 'ProduceRequest_v3', 'ProduceRequest_v3', 'ProduceRequest_v3', 'ProduceRequest_v9', 'ProduceRequest_v9', 'ProduceRequest_v9', ))
 PartitionProduceData._schema = (
     FieldInfo('index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('records', 'records', (0, 32767), (0, 32767), None, None, None),

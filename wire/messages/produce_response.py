@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -827,7 +829,9 @@ def _d_PartitionProduceResponse_v10(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                o.current_leader, _ = _d_LeaderIdAndEpoch_v10(buf, pos)
+                o.current_leader, pos = _d_LeaderIdAndEpoch_v10(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('PartitionProduceResponse.current_leader')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -974,6 +978,8 @@ def _d_ProduceResponse_v10(buf, pos):
                             _t6, pos = _d_NodeEndpoint_v10(buf, pos)
                             _t5.append(_t6)
                         o.node_endpoints = _t5
+                if pos > tag_end:
+                    raise tag_overrun('ProduceResponse.node_endpoints')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1098,6 +1104,161 @@ def _e_ProduceResponse_v10(o, out):
 
 ProduceResponse._decoders = (_d_ProduceResponse_v0, _d_ProduceResponse_v1, _d_ProduceResponse_v2, _d_ProduceResponse_v2, _d_ProduceResponse_v2, _d_ProduceResponse_v5, _d_ProduceResponse_v5, _d_ProduceResponse_v5, _d_ProduceResponse_v8, _d_ProduceResponse_v9, _d_ProduceResponse_v10, _d_ProduceResponse_v10,)
 ProduceResponse._encoders = (_e_ProduceResponse_v0, _e_ProduceResponse_v1, _e_ProduceResponse_v2, _e_ProduceResponse_v2, _e_ProduceResponse_v2, _e_ProduceResponse_v5, _e_ProduceResponse_v5, _e_ProduceResponse_v5, _e_ProduceResponse_v8, _e_ProduceResponse_v9, _e_ProduceResponse_v10, _e_ProduceResponse_v10,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionProduceResponse_v0': (PartitionProduceResponse, False, (
+        ('index', INT32),
+        ('error_code', INT16),
+        ('base_offset', INT64),
+    ), (), (
+        ('log_append_time_ms', -1, False),
+        ('log_start_offset', -1, False),
+        ('record_errors', list, False),
+        ('error_message', None, False),
+        ('current_leader', LeaderIdAndEpoch, True),
+    )),
+    'TopicProduceResponse_v0': (TopicProduceResponse, False, (
+        ('name', STRING),
+        ('partition_responses', STRUCT | ARRAY, 'PartitionProduceResponse_v0'),
+    ), (), ()),
+    'ProduceResponse_v0': (ProduceResponse, False, (
+        ('responses', STRUCT | ARRAY, 'TopicProduceResponse_v0'),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('node_endpoints', list, True),
+    )),
+    'ProduceResponse_v1': (ProduceResponse, False, (
+        ('responses', STRUCT | ARRAY, 'TopicProduceResponse_v0'),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'PartitionProduceResponse_v2': (PartitionProduceResponse, False, (
+        ('index', INT32),
+        ('error_code', INT16),
+        ('base_offset', INT64),
+        ('log_append_time_ms', INT64),
+    ), (), (
+        ('log_start_offset', -1, False),
+        ('record_errors', list, False),
+        ('error_message', None, False),
+        ('current_leader', LeaderIdAndEpoch, True),
+    )),
+    'TopicProduceResponse_v2': (TopicProduceResponse, False, (
+        ('name', STRING),
+        ('partition_responses', STRUCT | ARRAY, 'PartitionProduceResponse_v2'),
+    ), (), ()),
+    'ProduceResponse_v2': (ProduceResponse, False, (
+        ('responses', STRUCT | ARRAY, 'TopicProduceResponse_v2'),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'PartitionProduceResponse_v5': (PartitionProduceResponse, False, (
+        ('index', INT32),
+        ('error_code', INT16),
+        ('base_offset', INT64),
+        ('log_append_time_ms', INT64),
+        ('log_start_offset', INT64),
+    ), (), (
+        ('record_errors', list, False),
+        ('error_message', None, False),
+        ('current_leader', LeaderIdAndEpoch, True),
+    )),
+    'TopicProduceResponse_v5': (TopicProduceResponse, False, (
+        ('name', STRING),
+        ('partition_responses', STRUCT | ARRAY, 'PartitionProduceResponse_v5'),
+    ), (), ()),
+    'ProduceResponse_v5': (ProduceResponse, False, (
+        ('responses', STRUCT | ARRAY, 'TopicProduceResponse_v5'),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'BatchIndexAndErrorMessage_v8': (BatchIndexAndErrorMessage, False, (
+        ('batch_index', INT32),
+        ('batch_index_error_message', STRING | NULLABLE),
+    ), (), ()),
+    'PartitionProduceResponse_v8': (PartitionProduceResponse, False, (
+        ('index', INT32),
+        ('error_code', INT16),
+        ('base_offset', INT64),
+        ('log_append_time_ms', INT64),
+        ('log_start_offset', INT64),
+        ('record_errors', STRUCT | ARRAY, 'BatchIndexAndErrorMessage_v8'),
+        ('error_message', STRING | NULLABLE),
+    ), (), (
+        ('current_leader', LeaderIdAndEpoch, True),
+    )),
+    'TopicProduceResponse_v8': (TopicProduceResponse, False, (
+        ('name', STRING),
+        ('partition_responses', STRUCT | ARRAY, 'PartitionProduceResponse_v8'),
+    ), (), ()),
+    'ProduceResponse_v8': (ProduceResponse, False, (
+        ('responses', STRUCT | ARRAY, 'TopicProduceResponse_v8'),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'BatchIndexAndErrorMessage_v9': (BatchIndexAndErrorMessage, True, (
+        ('batch_index', INT32),
+        ('batch_index_error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'PartitionProduceResponse_v9': (PartitionProduceResponse, True, (
+        ('index', INT32),
+        ('error_code', INT16),
+        ('base_offset', INT64),
+        ('log_append_time_ms', INT64),
+        ('log_start_offset', INT64),
+        ('record_errors', STRUCT | ARRAY | COMPACT, 'BatchIndexAndErrorMessage_v9'),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('current_leader', LeaderIdAndEpoch, True),
+    )),
+    'TopicProduceResponse_v9': (TopicProduceResponse, True, (
+        ('name', STRING | COMPACT),
+        ('partition_responses', STRUCT | ARRAY | COMPACT, 'PartitionProduceResponse_v9'),
+    ), (), ()),
+    'ProduceResponse_v9': (ProduceResponse, True, (
+        ('responses', STRUCT | ARRAY | COMPACT, 'TopicProduceResponse_v9'),
+        ('throttle_time_ms', INT32),
+    ), (), (
+        ('node_endpoints', list, True),
+    )),
+    'LeaderIdAndEpoch_v10': (LeaderIdAndEpoch, True, (
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'PartitionProduceResponse_v10': (PartitionProduceResponse, True, (
+        ('index', INT32),
+        ('error_code', INT16),
+        ('base_offset', INT64),
+        ('log_append_time_ms', INT64),
+        ('log_start_offset', INT64),
+        ('record_errors', STRUCT | ARRAY | COMPACT, 'BatchIndexAndErrorMessage_v9'),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (
+        ('current_leader', STRUCT, 'LeaderIdAndEpoch_v10', 0, LeaderIdAndEpoch),
+    ), ()),
+    'TopicProduceResponse_v10': (TopicProduceResponse, True, (
+        ('name', STRING | COMPACT),
+        ('partition_responses', STRUCT | ARRAY | COMPACT, 'PartitionProduceResponse_v10'),
+    ), (), ()),
+    'NodeEndpoint_v10': (NodeEndpoint, True, (
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+        ('rack', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'ProduceResponse_v10': (ProduceResponse, True, (
+        ('responses', STRUCT | ARRAY | COMPACT, 'TopicProduceResponse_v10'),
+        ('throttle_time_ms', INT32),
+    ), (
+        ('node_endpoints', STRUCT | ARRAY | COMPACT, 'NodeEndpoint_v10', 0, list),
+    ), ()),
+}
+install(ProduceResponse, _PROGRAMS, ('ProduceResponse_v0', 'ProduceResponse_v1', 'ProduceResponse_v2', 'ProduceResponse_v2', 'ProduceResponse_v2', 'ProduceResponse_v5', 'ProduceResponse_v5', 'ProduceResponse_v5', 'ProduceResponse_v8', 'ProduceResponse_v9', 'ProduceResponse_v10', 'ProduceResponse_v10', ))
 BatchIndexAndErrorMessage._schema = (
     FieldInfo('batch_index', 'int32', (8, 32767), None, None, None, None),
     FieldInfo('batch_index_error_message', 'string', (8, 32767), (8, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_ih = struct.Struct('>ih')
@@ -264,6 +266,32 @@ def _e_ReadShareGroupStateResponse_v0(o, out):
 
 ReadShareGroupStateResponse._decoders = (_d_ReadShareGroupStateResponse_v0,)
 ReadShareGroupStateResponse._encoders = (_e_ReadShareGroupStateResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'StateBatch_v0': (StateBatch, True, (
+        ('first_offset', INT64),
+        ('last_offset', INT64),
+        ('delivery_state', INT8),
+        ('delivery_count', INT16),
+    ), (), ()),
+    'PartitionResult_v0': (PartitionResult, True, (
+        ('partition', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('state_epoch', INT32),
+        ('start_offset', INT64),
+        ('state_batches', STRUCT | ARRAY | COMPACT, 'StateBatch_v0'),
+    ), (), ()),
+    'ReadStateResult_v0': (ReadStateResult, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionResult_v0'),
+    ), (), ()),
+    'ReadShareGroupStateResponse_v0': (ReadShareGroupStateResponse, True, (
+        ('results', STRUCT | ARRAY | COMPACT, 'ReadStateResult_v0'),
+    ), (), ()),
+}
+install(ReadShareGroupStateResponse, _PROGRAMS, ('ReadShareGroupStateResponse_v0', ))
 StateBatch._schema = (
     FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),

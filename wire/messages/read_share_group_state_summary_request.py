@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_ii = struct.Struct('>ii')
@@ -192,6 +194,23 @@ def _e_ReadShareGroupStateSummaryRequest_v0(o, out):
 
 ReadShareGroupStateSummaryRequest._decoders = (_d_ReadShareGroupStateSummaryRequest_v0,)
 ReadShareGroupStateSummaryRequest._encoders = (_e_ReadShareGroupStateSummaryRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'ReadStateSummaryData_v0': (ReadStateSummaryData, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), ()),
+    'ReadShareGroupStateSummaryRequest_v0': (ReadShareGroupStateSummaryRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT, 'ReadStateSummaryData_v0'),
+    ), (), ()),
+}
+install(ReadShareGroupStateSummaryRequest, _PROGRAMS, ('ReadShareGroupStateSummaryRequest_v0', ))
 PartitionData._schema = (
     FieldInfo('partition', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_iU = struct.Struct('>i16s')
 
@@ -78,6 +80,16 @@ def _e_RemoveRaftVoterRequest_v0(o, out):
 
 RemoveRaftVoterRequest._decoders = (_d_RemoveRaftVoterRequest_v0,)
 RemoveRaftVoterRequest._encoders = (_e_RemoveRaftVoterRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'RemoveRaftVoterRequest_v0': (RemoveRaftVoterRequest, True, (
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('voter_id', INT32),
+        ('voter_directory_id', UUID),
+    ), (), ()),
+}
+install(RemoveRaftVoterRequest, _PROGRAMS, ('RemoveRaftVoterRequest_v0', ))
 RemoveRaftVoterRequest._schema = (
     FieldInfo('cluster_id', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('voter_id', 'int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 _S_q = struct.Struct('>q')
@@ -98,6 +100,19 @@ def _e_RenewDelegationTokenRequest_v2(o, out):
 
 RenewDelegationTokenRequest._decoders = (_d_RenewDelegationTokenRequest_v0, _d_RenewDelegationTokenRequest_v0, _d_RenewDelegationTokenRequest_v2,)
 RenewDelegationTokenRequest._encoders = (_e_RenewDelegationTokenRequest_v0, _e_RenewDelegationTokenRequest_v0, _e_RenewDelegationTokenRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'RenewDelegationTokenRequest_v0': (RenewDelegationTokenRequest, False, (
+        ('hmac', BYTES),
+        ('renew_period_ms', INT64),
+    ), (), ()),
+    'RenewDelegationTokenRequest_v2': (RenewDelegationTokenRequest, True, (
+        ('hmac', BYTES | COMPACT),
+        ('renew_period_ms', INT64),
+    ), (), ()),
+}
+install(RenewDelegationTokenRequest, _PROGRAMS, ('RenewDelegationTokenRequest_v0', 'RenewDelegationTokenRequest_v0', 'RenewDelegationTokenRequest_v2', ))
 RenewDelegationTokenRequest._schema = (
     FieldInfo('hmac', 'bytes', (0, 32767), None, None, None, None),
     FieldInfo('renew_period_ms', 'int64', (0, 32767), None, None, None, None),

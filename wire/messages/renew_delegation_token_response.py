@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hqi = struct.Struct('>hqi')
 
@@ -66,6 +68,21 @@ def _e_RenewDelegationTokenResponse_v2(o, out):
 
 RenewDelegationTokenResponse._decoders = (_d_RenewDelegationTokenResponse_v0, _d_RenewDelegationTokenResponse_v0, _d_RenewDelegationTokenResponse_v2,)
 RenewDelegationTokenResponse._encoders = (_e_RenewDelegationTokenResponse_v0, _e_RenewDelegationTokenResponse_v0, _e_RenewDelegationTokenResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'RenewDelegationTokenResponse_v0': (RenewDelegationTokenResponse, False, (
+        ('error_code', INT16),
+        ('expiry_timestamp_ms', INT64),
+        ('throttle_time_ms', INT32),
+    ), (), ()),
+    'RenewDelegationTokenResponse_v2': (RenewDelegationTokenResponse, True, (
+        ('error_code', INT16),
+        ('expiry_timestamp_ms', INT64),
+        ('throttle_time_ms', INT32),
+    ), (), ()),
+}
+install(RenewDelegationTokenResponse, _PROGRAMS, ('RenewDelegationTokenResponse_v0', 'RenewDelegationTokenResponse_v0', 'RenewDelegationTokenResponse_v2', ))
 RenewDelegationTokenResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('expiry_timestamp_ms', 'int64', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hhi = struct.Struct('>hhi')
 _S_hhih = struct.Struct('>hhih')
@@ -99,6 +101,30 @@ def _e_RequestHeader_v2(o, out):
 
 RequestHeader._decoders = (_d_RequestHeader_v0, _d_RequestHeader_v1, _d_RequestHeader_v2,)
 RequestHeader._encoders = (_e_RequestHeader_v0, _e_RequestHeader_v1, _e_RequestHeader_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'RequestHeader_v0': (RequestHeader, False, (
+        ('request_api_key', INT16),
+        ('request_api_version', INT16),
+        ('correlation_id', INT32),
+    ), (), (
+        ('client_id', '', False),
+    )),
+    'RequestHeader_v1': (RequestHeader, False, (
+        ('request_api_key', INT16),
+        ('request_api_version', INT16),
+        ('correlation_id', INT32),
+        ('client_id', STRING | NULLABLE),
+    ), (), ()),
+    'RequestHeader_v2': (RequestHeader, True, (
+        ('request_api_key', INT16),
+        ('request_api_version', INT16),
+        ('correlation_id', INT32),
+        ('client_id', STRING | NULLABLE),
+    ), (), ()),
+}
+install(RequestHeader, _PROGRAMS, ('RequestHeader_v0', 'RequestHeader_v1', 'RequestHeader_v2', ))
 RequestHeader._schema = (
     FieldInfo('request_api_key', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('request_api_version', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 
@@ -64,6 +66,17 @@ def _e_ResponseHeader_v1(o, out):
 
 ResponseHeader._decoders = (_d_ResponseHeader_v0, _d_ResponseHeader_v1,)
 ResponseHeader._encoders = (_e_ResponseHeader_v0, _e_ResponseHeader_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ResponseHeader_v0': (ResponseHeader, False, (
+        ('correlation_id', INT32),
+    ), (), ()),
+    'ResponseHeader_v1': (ResponseHeader, True, (
+        ('correlation_id', INT32),
+    ), (), ()),
+}
+install(ResponseHeader, _PROGRAMS, ('ResponseHeader_v0', 'ResponseHeader_v1', ))
 ResponseHeader._schema = (
     FieldInfo('correlation_id', 'int32', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 
@@ -90,6 +92,17 @@ def _e_SaslAuthenticateRequest_v2(o, out):
 
 SaslAuthenticateRequest._decoders = (_d_SaslAuthenticateRequest_v0, _d_SaslAuthenticateRequest_v0, _d_SaslAuthenticateRequest_v2,)
 SaslAuthenticateRequest._encoders = (_e_SaslAuthenticateRequest_v0, _e_SaslAuthenticateRequest_v0, _e_SaslAuthenticateRequest_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SaslAuthenticateRequest_v0': (SaslAuthenticateRequest, False, (
+        ('auth_bytes', BYTES),
+    ), (), ()),
+    'SaslAuthenticateRequest_v2': (SaslAuthenticateRequest, True, (
+        ('auth_bytes', BYTES | COMPACT),
+    ), (), ()),
+}
+install(SaslAuthenticateRequest, _PROGRAMS, ('SaslAuthenticateRequest_v0', 'SaslAuthenticateRequest_v0', 'SaslAuthenticateRequest_v2', ))
 SaslAuthenticateRequest._schema = (
     FieldInfo('auth_bytes', 'bytes', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
@@ -172,6 +174,30 @@ def _e_SaslAuthenticateResponse_v2(o, out):
 
 SaslAuthenticateResponse._decoders = (_d_SaslAuthenticateResponse_v0, _d_SaslAuthenticateResponse_v1, _d_SaslAuthenticateResponse_v2,)
 SaslAuthenticateResponse._encoders = (_e_SaslAuthenticateResponse_v0, _e_SaslAuthenticateResponse_v1, _e_SaslAuthenticateResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SaslAuthenticateResponse_v0': (SaslAuthenticateResponse, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('auth_bytes', BYTES),
+    ), (), (
+        ('session_lifetime_ms', 0, False),
+    )),
+    'SaslAuthenticateResponse_v1': (SaslAuthenticateResponse, False, (
+        ('error_code', INT16),
+        ('error_message', STRING | NULLABLE),
+        ('auth_bytes', BYTES),
+        ('session_lifetime_ms', INT64),
+    ), (), ()),
+    'SaslAuthenticateResponse_v2': (SaslAuthenticateResponse, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('auth_bytes', BYTES | COMPACT),
+        ('session_lifetime_ms', INT64),
+    ), (), ()),
+}
+install(SaslAuthenticateResponse, _PROGRAMS, ('SaslAuthenticateResponse_v0', 'SaslAuthenticateResponse_v1', 'SaslAuthenticateResponse_v2', ))
 SaslAuthenticateResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 
@@ -48,6 +50,14 @@ def _e_SaslHandshakeRequest_v0(o, out):
 
 SaslHandshakeRequest._decoders = (_d_SaslHandshakeRequest_v0, _d_SaslHandshakeRequest_v0,)
 SaslHandshakeRequest._encoders = (_e_SaslHandshakeRequest_v0, _e_SaslHandshakeRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SaslHandshakeRequest_v0': (SaslHandshakeRequest, False, (
+        ('mechanism', STRING),
+    ), (), ()),
+}
+install(SaslHandshakeRequest, _PROGRAMS, ('SaslHandshakeRequest_v0', 'SaslHandshakeRequest_v0', ))
 SaslHandshakeRequest._schema = (
     FieldInfo('mechanism', 'string', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -61,6 +63,15 @@ def _e_SaslHandshakeResponse_v0(o, out):
 
 SaslHandshakeResponse._decoders = (_d_SaslHandshakeResponse_v0, _d_SaslHandshakeResponse_v0,)
 SaslHandshakeResponse._encoders = (_e_SaslHandshakeResponse_v0, _e_SaslHandshakeResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SaslHandshakeResponse_v0': (SaslHandshakeResponse, False, (
+        ('error_code', INT16),
+        ('mechanisms', STRING | ARRAY),
+    ), (), ()),
+}
+install(SaslHandshakeResponse, _PROGRAMS, ('SaslHandshakeResponse_v0', 'SaslHandshakeResponse_v0', ))
 SaslHandshakeResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('mechanisms', '[]string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_b = short_arrays('b', 32)
 _S_U = struct.Struct('>16s')
@@ -304,6 +306,30 @@ def _e_ShareAcknowledgeRequest_v0(o, out):
 
 ShareAcknowledgeRequest._decoders = (_d_ShareAcknowledgeRequest_v0,)
 ShareAcknowledgeRequest._encoders = (_e_ShareAcknowledgeRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AcknowledgementBatch_v0': (AcknowledgementBatch, True, (
+        ('first_offset', INT64),
+        ('last_offset', INT64),
+        ('acknowledge_types', INT8 | ARRAY | COMPACT),
+    ), (), ()),
+    'AcknowledgePartition_v0': (AcknowledgePartition, True, (
+        ('partition_index', INT32),
+        ('acknowledgement_batches', STRUCT | ARRAY | COMPACT, 'AcknowledgementBatch_v0'),
+    ), (), ()),
+    'AcknowledgeTopic_v0': (AcknowledgeTopic, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'AcknowledgePartition_v0'),
+    ), (), ()),
+    'ShareAcknowledgeRequest_v0': (ShareAcknowledgeRequest, True, (
+        ('group_id', STRING | COMPACT | NULLABLE),
+        ('member_id', STRING | COMPACT | NULLABLE),
+        ('share_session_epoch', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'AcknowledgeTopic_v0'),
+    ), (), ()),
+}
+install(ShareAcknowledgeRequest, _PROGRAMS, ('ShareAcknowledgeRequest_v0', ))
 AcknowledgementBatch._schema = (
     FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),

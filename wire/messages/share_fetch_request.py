@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_b = short_arrays('b', 32)
 _A_i = short_arrays('i', 32)
@@ -390,6 +392,39 @@ def _e_ShareFetchRequest_v0(o, out):
 
 ShareFetchRequest._decoders = (_d_ShareFetchRequest_v0,)
 ShareFetchRequest._encoders = (_e_ShareFetchRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'AcknowledgementBatch_v0': (AcknowledgementBatch, True, (
+        ('first_offset', INT64),
+        ('last_offset', INT64),
+        ('acknowledge_types', INT8 | ARRAY | COMPACT),
+    ), (), ()),
+    'FetchPartition_v0': (FetchPartition, True, (
+        ('partition_index', INT32),
+        ('partition_max_bytes', INT32),
+        ('acknowledgement_batches', STRUCT | ARRAY | COMPACT, 'AcknowledgementBatch_v0'),
+    ), (), ()),
+    'FetchTopic_v0': (FetchTopic, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'FetchPartition_v0'),
+    ), (), ()),
+    'ForgottenTopic_v0': (ForgottenTopic, True, (
+        ('topic_id', UUID),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'ShareFetchRequest_v0': (ShareFetchRequest, True, (
+        ('group_id', STRING | COMPACT | NULLABLE),
+        ('member_id', STRING | COMPACT | NULLABLE),
+        ('share_session_epoch', INT32),
+        ('max_wait_ms', INT32),
+        ('min_bytes', INT32),
+        ('max_bytes', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'FetchTopic_v0'),
+        ('forgotten_topics_data', STRUCT | ARRAY | COMPACT, 'ForgottenTopic_v0'),
+    ), (), ()),
+}
+install(ShareFetchRequest, _PROGRAMS, ('ShareFetchRequest_v0', ))
 AcknowledgementBatch._schema = (
     FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
@@ -472,6 +474,47 @@ def _e_ShareFetchResponse_v0(o, out):
 
 ShareFetchResponse._decoders = (_d_ShareFetchResponse_v0,)
 ShareFetchResponse._encoders = (_e_ShareFetchResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'LeaderIdAndEpoch_v0': (LeaderIdAndEpoch, True, (
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+    ), (), ()),
+    'AcquiredRecords_v0': (AcquiredRecords, True, (
+        ('first_offset', INT64),
+        ('last_offset', INT64),
+        ('delivery_count', INT16),
+    ), (), ()),
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('acknowledge_error_code', INT16),
+        ('acknowledge_error_message', STRING | COMPACT | NULLABLE),
+        ('current_leader', STRUCT, 'LeaderIdAndEpoch_v0'),
+        ('records', RECORDS | COMPACT | NULLABLE),
+        ('acquired_records', STRUCT | ARRAY | COMPACT, 'AcquiredRecords_v0'),
+    ), (), ()),
+    'ShareFetchableTopicResponse_v0': (ShareFetchableTopicResponse, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), ()),
+    'NodeEndpoint_v0': (NodeEndpoint, True, (
+        ('node_id', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+        ('rack', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'ShareFetchResponse_v0': (ShareFetchResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('responses', STRUCT | ARRAY | COMPACT, 'ShareFetchableTopicResponse_v0'),
+        ('node_endpoints', STRUCT | ARRAY | COMPACT, 'NodeEndpoint_v0'),
+    ), (), ()),
+}
+install(ShareFetchResponse, _PROGRAMS, ('ShareFetchResponse_v0', ))
 LeaderIdAndEpoch._schema = (
     FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -535,6 +537,43 @@ def _e_ShareGroupDescribeResponse_v0(o, out):
 
 ShareGroupDescribeResponse._decoders = (_d_ShareGroupDescribeResponse_v0,)
 ShareGroupDescribeResponse._encoders = (_e_ShareGroupDescribeResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TopicPartitions_v0': (TopicPartitions, True, (
+        ('topic_id', UUID),
+        ('topic_name', STRING | COMPACT),
+        ('partitions', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'Assignment_v0': (Assignment, True, (
+        ('topic_partitions', STRUCT | ARRAY | COMPACT, 'TopicPartitions_v0'),
+    ), (), ()),
+    'Member_v0': (Member, True, (
+        ('member_id', STRING | COMPACT),
+        ('rack_id', STRING | COMPACT | NULLABLE),
+        ('member_epoch', INT32),
+        ('client_id', STRING | COMPACT),
+        ('client_host', STRING | COMPACT),
+        ('subscribed_topic_names', STRING | ARRAY | COMPACT),
+        ('assignment', STRUCT, 'Assignment_v0'),
+    ), (), ()),
+    'DescribedGroup_v0': (DescribedGroup, True, (
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('group_id', STRING | COMPACT),
+        ('group_state', STRING | COMPACT),
+        ('group_epoch', INT32),
+        ('assignment_epoch', INT32),
+        ('assignor_name', STRING | COMPACT),
+        ('members', STRUCT | ARRAY | COMPACT, 'Member_v0'),
+        ('authorized_operations', INT32),
+    ), (), ()),
+    'ShareGroupDescribeResponse_v0': (ShareGroupDescribeResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('groups', STRUCT | ARRAY | COMPACT, 'DescribedGroup_v0'),
+    ), (), ()),
+}
+install(ShareGroupDescribeResponse, _PROGRAMS, ('ShareGroupDescribeResponse_v0', ))
 TopicPartitions._schema = (
     FieldInfo('topic_id', 'uuid', (0, 32767), None, None, None, None),
     FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 
@@ -158,6 +160,18 @@ def _e_ShareGroupHeartbeatRequest_v0(o, out):
 
 ShareGroupHeartbeatRequest._decoders = (_d_ShareGroupHeartbeatRequest_v0,)
 ShareGroupHeartbeatRequest._encoders = (_e_ShareGroupHeartbeatRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'ShareGroupHeartbeatRequest_v0': (ShareGroupHeartbeatRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('member_id', STRING | COMPACT),
+        ('member_epoch', INT32),
+        ('rack_id', STRING | COMPACT | NULLABLE),
+        ('subscribed_topic_names', STRING | ARRAY | COMPACT | NULLABLE),
+    ), (), ()),
+}
+install(ShareGroupHeartbeatRequest, _PROGRAMS, ('ShareGroupHeartbeatRequest_v0', ))
 ShareGroupHeartbeatRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),

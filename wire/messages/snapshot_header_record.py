@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hq = struct.Struct('>hq')
 
@@ -55,6 +57,15 @@ def _e_SnapshotHeaderRecord_v0(o, out):
 
 SnapshotHeaderRecord._decoders = (_d_SnapshotHeaderRecord_v0,)
 SnapshotHeaderRecord._encoders = (_e_SnapshotHeaderRecord_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SnapshotHeaderRecord_v0': (SnapshotHeaderRecord, True, (
+        ('version', INT16),
+        ('last_contained_log_timestamp', INT64),
+    ), (), ()),
+}
+install(SnapshotHeaderRecord, _PROGRAMS, ('SnapshotHeaderRecord_v0', ))
 SnapshotHeaderRecord._schema = (
     FieldInfo('version', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('last_contained_log_timestamp', 'int64', (0, 32767), None, None, None, None),

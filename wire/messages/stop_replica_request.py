@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -534,6 +536,87 @@ def _e_StopReplicaRequest_v4(o, out):
 
 StopReplicaRequest._decoders = (_d_StopReplicaRequest_v0, _d_StopReplicaRequest_v1, _d_StopReplicaRequest_v2, _d_StopReplicaRequest_v3, _d_StopReplicaRequest_v4,)
 StopReplicaRequest._encoders = (_e_StopReplicaRequest_v0, _e_StopReplicaRequest_v1, _e_StopReplicaRequest_v2, _e_StopReplicaRequest_v3, _e_StopReplicaRequest_v4,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'StopReplicaPartitionV0_v0': (StopReplicaPartitionV0, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+    ), (), ()),
+    'StopReplicaRequest_v0': (StopReplicaRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('delete_partitions', BOOL),
+        ('ungrouped_partitions', STRUCT | ARRAY, 'StopReplicaPartitionV0_v0'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('broker_epoch', -1, False),
+        ('topics', list, True),
+        ('topic_states', list, True),
+    )),
+    'StopReplicaTopicV1_v1': (StopReplicaTopicV1, False, (
+        ('name', STRING),
+        ('partition_indexes', INT32 | ARRAY),
+    ), (), ()),
+    'StopReplicaRequest_v1': (StopReplicaRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('delete_partitions', BOOL),
+        ('topics', STRUCT | ARRAY, 'StopReplicaTopicV1_v1'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('ungrouped_partitions', list, True),
+        ('topic_states', list, True),
+    )),
+    'StopReplicaTopicV1_v2': (StopReplicaTopicV1, True, (
+        ('name', STRING | COMPACT),
+        ('partition_indexes', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'StopReplicaRequest_v2': (StopReplicaRequest, True, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('delete_partitions', BOOL),
+        ('topics', STRUCT | ARRAY | COMPACT, 'StopReplicaTopicV1_v2'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('ungrouped_partitions', list, True),
+        ('topic_states', list, True),
+    )),
+    'StopReplicaPartitionState_v3': (StopReplicaPartitionState, True, (
+        ('partition_index', INT32),
+        ('leader_epoch', INT32),
+        ('delete_partition', BOOL),
+    ), (), ()),
+    'StopReplicaTopicState_v3': (StopReplicaTopicState, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_states', STRUCT | ARRAY | COMPACT, 'StopReplicaPartitionState_v3'),
+    ), (), ()),
+    'StopReplicaRequest_v3': (StopReplicaRequest, True, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'StopReplicaTopicState_v3'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('delete_partitions', False, True),
+        ('ungrouped_partitions', list, True),
+        ('topics', list, True),
+    )),
+    'StopReplicaRequest_v4': (StopReplicaRequest, True, (
+        ('controller_id', INT32),
+        ('is_k_raft_controller', BOOL),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'StopReplicaTopicState_v3'),
+    ), (), (
+        ('delete_partitions', False, True),
+        ('ungrouped_partitions', list, True),
+        ('topics', list, True),
+    )),
+}
+install(StopReplicaRequest, _PROGRAMS, ('StopReplicaRequest_v0', 'StopReplicaRequest_v1', 'StopReplicaRequest_v2', 'StopReplicaRequest_v3', 'StopReplicaRequest_v4', ))
 StopReplicaPartitionV0._schema = (
     FieldInfo('topic_name', 'string', (0, 0), None, None, None, None),
     FieldInfo('partition_index', 'int32', (0, 0), None, None, None, None),

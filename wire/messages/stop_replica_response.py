@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_hi = struct.Struct('>hi')
@@ -179,6 +181,29 @@ def _e_StopReplicaResponse_v2(o, out):
 
 StopReplicaResponse._decoders = (_d_StopReplicaResponse_v0, _d_StopReplicaResponse_v0, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2, _d_StopReplicaResponse_v2,)
 StopReplicaResponse._encoders = (_e_StopReplicaResponse_v0, _e_StopReplicaResponse_v0, _e_StopReplicaResponse_v2, _e_StopReplicaResponse_v2, _e_StopReplicaResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'StopReplicaPartitionError_v0': (StopReplicaPartitionError, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'StopReplicaResponse_v0': (StopReplicaResponse, False, (
+        ('error_code', INT16),
+        ('partition_errors', STRUCT | ARRAY, 'StopReplicaPartitionError_v0'),
+    ), (), ()),
+    'StopReplicaPartitionError_v2': (StopReplicaPartitionError, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'StopReplicaResponse_v2': (StopReplicaResponse, True, (
+        ('error_code', INT16),
+        ('partition_errors', STRUCT | ARRAY | COMPACT, 'StopReplicaPartitionError_v2'),
+    ), (), ()),
+}
+install(StopReplicaResponse, _PROGRAMS, ('StopReplicaResponse_v0', 'StopReplicaResponse_v0', 'StopReplicaResponse_v2', 'StopReplicaResponse_v2', 'StopReplicaResponse_v2', ))
 StopReplicaPartitionError._schema = (
     FieldInfo('topic_name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),

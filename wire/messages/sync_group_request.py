@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -572,6 +574,58 @@ def _e_SyncGroupRequest_v5(o, out):
 
 SyncGroupRequest._decoders = (_d_SyncGroupRequest_v0, _d_SyncGroupRequest_v0, _d_SyncGroupRequest_v0, _d_SyncGroupRequest_v3, _d_SyncGroupRequest_v4, _d_SyncGroupRequest_v5,)
 SyncGroupRequest._encoders = (_e_SyncGroupRequest_v0, _e_SyncGroupRequest_v0, _e_SyncGroupRequest_v0, _e_SyncGroupRequest_v3, _e_SyncGroupRequest_v4, _e_SyncGroupRequest_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SyncGroupRequestAssignment_v0': (SyncGroupRequestAssignment, False, (
+        ('member_id', STRING),
+        ('assignment', BYTES),
+    ), (), ()),
+    'SyncGroupRequest_v0': (SyncGroupRequest, False, (
+        ('group_id', STRING),
+        ('generation_id', INT32),
+        ('member_id', STRING),
+        ('assignments', STRUCT | ARRAY, 'SyncGroupRequestAssignment_v0'),
+    ), (), (
+        ('group_instance_id', None, True),
+        ('protocol_type', None, False),
+        ('protocol_name', None, False),
+    )),
+    'SyncGroupRequest_v3': (SyncGroupRequest, False, (
+        ('group_id', STRING),
+        ('generation_id', INT32),
+        ('member_id', STRING),
+        ('group_instance_id', STRING | NULLABLE),
+        ('assignments', STRUCT | ARRAY, 'SyncGroupRequestAssignment_v0'),
+    ), (), (
+        ('protocol_type', None, False),
+        ('protocol_name', None, False),
+    )),
+    'SyncGroupRequestAssignment_v4': (SyncGroupRequestAssignment, True, (
+        ('member_id', STRING | COMPACT),
+        ('assignment', BYTES | COMPACT),
+    ), (), ()),
+    'SyncGroupRequest_v4': (SyncGroupRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('generation_id', INT32),
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('assignments', STRUCT | ARRAY | COMPACT, 'SyncGroupRequestAssignment_v4'),
+    ), (), (
+        ('protocol_type', None, False),
+        ('protocol_name', None, False),
+    )),
+    'SyncGroupRequest_v5': (SyncGroupRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('generation_id', INT32),
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('protocol_type', STRING | COMPACT | NULLABLE),
+        ('protocol_name', STRING | COMPACT | NULLABLE),
+        ('assignments', STRUCT | ARRAY | COMPACT, 'SyncGroupRequestAssignment_v4'),
+    ), (), ()),
+}
+install(SyncGroupRequest, _PROGRAMS, ('SyncGroupRequest_v0', 'SyncGroupRequest_v0', 'SyncGroupRequest_v0', 'SyncGroupRequest_v3', 'SyncGroupRequest_v4', 'SyncGroupRequest_v5', ))
 SyncGroupRequestAssignment._schema = (
     FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('assignment', 'bytes', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hi = struct.Struct('>hi')
 _S_ih = struct.Struct('>ih')
@@ -212,6 +214,42 @@ def _e_SyncGroupResponse_v5(o, out):
 
 SyncGroupResponse._decoders = (_d_SyncGroupResponse_v0, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v1, _d_SyncGroupResponse_v4, _d_SyncGroupResponse_v5,)
 SyncGroupResponse._encoders = (_e_SyncGroupResponse_v0, _e_SyncGroupResponse_v1, _e_SyncGroupResponse_v1, _e_SyncGroupResponse_v1, _e_SyncGroupResponse_v4, _e_SyncGroupResponse_v5,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'SyncGroupResponse_v0': (SyncGroupResponse, False, (
+        ('error_code', INT16),
+        ('assignment', BYTES),
+    ), (), (
+        ('throttle_time_ms', 0, False),
+        ('protocol_type', None, False),
+        ('protocol_name', None, False),
+    )),
+    'SyncGroupResponse_v1': (SyncGroupResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('assignment', BYTES),
+    ), (), (
+        ('protocol_type', None, False),
+        ('protocol_name', None, False),
+    )),
+    'SyncGroupResponse_v4': (SyncGroupResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('assignment', BYTES | COMPACT),
+    ), (), (
+        ('protocol_type', None, False),
+        ('protocol_name', None, False),
+    )),
+    'SyncGroupResponse_v5': (SyncGroupResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('protocol_type', STRING | COMPACT | NULLABLE),
+        ('protocol_name', STRING | COMPACT | NULLABLE),
+        ('assignment', BYTES | COMPACT),
+    ), (), ()),
+}
+install(SyncGroupResponse, _PROGRAMS, ('SyncGroupResponse_v0', 'SyncGroupResponse_v1', 'SyncGroupResponse_v1', 'SyncGroupResponse_v1', 'SyncGroupResponse_v4', 'SyncGroupResponse_v5', ))
 SyncGroupResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -532,6 +534,74 @@ def _e_TxnOffsetCommitRequest_v3(o, out):
 
 TxnOffsetCommitRequest._decoders = (_d_TxnOffsetCommitRequest_v0, _d_TxnOffsetCommitRequest_v0, _d_TxnOffsetCommitRequest_v2, _d_TxnOffsetCommitRequest_v3, _d_TxnOffsetCommitRequest_v3,)
 TxnOffsetCommitRequest._encoders = (_e_TxnOffsetCommitRequest_v0, _e_TxnOffsetCommitRequest_v0, _e_TxnOffsetCommitRequest_v2, _e_TxnOffsetCommitRequest_v3, _e_TxnOffsetCommitRequest_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TxnOffsetCommitRequestPartition_v0': (TxnOffsetCommitRequestPartition, False, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_metadata', STRING | NULLABLE),
+    ), (), (
+        ('committed_leader_epoch', -1, False),
+    )),
+    'TxnOffsetCommitRequestTopic_v0': (TxnOffsetCommitRequestTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'TxnOffsetCommitRequestPartition_v0'),
+    ), (), ()),
+    'TxnOffsetCommitRequest_v0': (TxnOffsetCommitRequest, False, (
+        ('transactional_id', STRING),
+        ('group_id', STRING),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('topics', STRUCT | ARRAY, 'TxnOffsetCommitRequestTopic_v0'),
+    ), (), (
+        ('generation_id', -1, True),
+        ('member_id', '', True),
+        ('group_instance_id', None, True),
+    )),
+    'TxnOffsetCommitRequestPartition_v2': (TxnOffsetCommitRequestPartition, False, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_leader_epoch', INT32),
+        ('committed_metadata', STRING | NULLABLE),
+    ), (), ()),
+    'TxnOffsetCommitRequestTopic_v2': (TxnOffsetCommitRequestTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'TxnOffsetCommitRequestPartition_v2'),
+    ), (), ()),
+    'TxnOffsetCommitRequest_v2': (TxnOffsetCommitRequest, False, (
+        ('transactional_id', STRING),
+        ('group_id', STRING),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('topics', STRUCT | ARRAY, 'TxnOffsetCommitRequestTopic_v2'),
+    ), (), (
+        ('generation_id', -1, True),
+        ('member_id', '', True),
+        ('group_instance_id', None, True),
+    )),
+    'TxnOffsetCommitRequestPartition_v3': (TxnOffsetCommitRequestPartition, True, (
+        ('partition_index', INT32),
+        ('committed_offset', INT64),
+        ('committed_leader_epoch', INT32),
+        ('committed_metadata', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'TxnOffsetCommitRequestTopic_v3': (TxnOffsetCommitRequestTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'TxnOffsetCommitRequestPartition_v3'),
+    ), (), ()),
+    'TxnOffsetCommitRequest_v3': (TxnOffsetCommitRequest, True, (
+        ('transactional_id', STRING | COMPACT),
+        ('group_id', STRING | COMPACT),
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('generation_id', INT32),
+        ('member_id', STRING | COMPACT),
+        ('group_instance_id', STRING | COMPACT | NULLABLE),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TxnOffsetCommitRequestTopic_v3'),
+    ), (), ()),
+}
+install(TxnOffsetCommitRequest, _PROGRAMS, ('TxnOffsetCommitRequest_v0', 'TxnOffsetCommitRequest_v0', 'TxnOffsetCommitRequest_v2', 'TxnOffsetCommitRequest_v3', 'TxnOffsetCommitRequest_v3', ))
 TxnOffsetCommitRequestPartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('committed_offset', 'int64', (0, 32767), None, None, None, None),

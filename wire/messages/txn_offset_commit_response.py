@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -263,6 +265,35 @@ def _e_TxnOffsetCommitResponse_v3(o, out):
 
 TxnOffsetCommitResponse._decoders = (_d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v0, _d_TxnOffsetCommitResponse_v3, _d_TxnOffsetCommitResponse_v3,)
 TxnOffsetCommitResponse._encoders = (_e_TxnOffsetCommitResponse_v0, _e_TxnOffsetCommitResponse_v0, _e_TxnOffsetCommitResponse_v0, _e_TxnOffsetCommitResponse_v3, _e_TxnOffsetCommitResponse_v3,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'TxnOffsetCommitResponsePartition_v0': (TxnOffsetCommitResponsePartition, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'TxnOffsetCommitResponseTopic_v0': (TxnOffsetCommitResponseTopic, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'TxnOffsetCommitResponsePartition_v0'),
+    ), (), ()),
+    'TxnOffsetCommitResponse_v0': (TxnOffsetCommitResponse, False, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY, 'TxnOffsetCommitResponseTopic_v0'),
+    ), (), ()),
+    'TxnOffsetCommitResponsePartition_v3': (TxnOffsetCommitResponsePartition, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'TxnOffsetCommitResponseTopic_v3': (TxnOffsetCommitResponseTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'TxnOffsetCommitResponsePartition_v3'),
+    ), (), ()),
+    'TxnOffsetCommitResponse_v3': (TxnOffsetCommitResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TxnOffsetCommitResponseTopic_v3'),
+    ), (), ()),
+}
+install(TxnOffsetCommitResponse, _PROGRAMS, ('TxnOffsetCommitResponse_v0', 'TxnOffsetCommitResponse_v0', 'TxnOffsetCommitResponse_v0', 'TxnOffsetCommitResponse_v3', 'TxnOffsetCommitResponse_v3', ))
 TxnOffsetCommitResponsePartition._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 
@@ -54,6 +56,14 @@ def _e_UnregisterBrokerRequest_v0(o, out):
 
 UnregisterBrokerRequest._decoders = (_d_UnregisterBrokerRequest_v0,)
 UnregisterBrokerRequest._encoders = (_e_UnregisterBrokerRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'UnregisterBrokerRequest_v0': (UnregisterBrokerRequest, True, (
+        ('broker_id', INT32),
+    ), (), ()),
+}
+install(UnregisterBrokerRequest, _PROGRAMS, ('UnregisterBrokerRequest_v0', ))
 UnregisterBrokerRequest._schema = (
     FieldInfo('broker_id', 'int32', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_hb = struct.Struct('>hb')
 _S_ho = struct.Struct('>h?')
@@ -242,6 +244,36 @@ def _e_UpdateFeaturesRequest_v1(o, out):
 
 UpdateFeaturesRequest._decoders = (_d_UpdateFeaturesRequest_v0, _d_UpdateFeaturesRequest_v1, _d_UpdateFeaturesRequest_v1,)
 UpdateFeaturesRequest._encoders = (_e_UpdateFeaturesRequest_v0, _e_UpdateFeaturesRequest_v1, _e_UpdateFeaturesRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'FeatureUpdateKey_v0': (FeatureUpdateKey, True, (
+        ('feature', STRING | COMPACT),
+        ('max_version_level', INT16),
+        ('allow_downgrade', BOOL),
+    ), (), (
+        ('upgrade_type', 1, True),
+    )),
+    'UpdateFeaturesRequest_v0': (UpdateFeaturesRequest, True, (
+        ('timeout_ms', INT32),
+        ('feature_updates', STRUCT | ARRAY | COMPACT, 'FeatureUpdateKey_v0'),
+    ), (), (
+        ('validate_only', False, True),
+    )),
+    'FeatureUpdateKey_v1': (FeatureUpdateKey, True, (
+        ('feature', STRING | COMPACT),
+        ('max_version_level', INT16),
+        ('upgrade_type', INT8),
+    ), (), (
+        ('allow_downgrade', False, True),
+    )),
+    'UpdateFeaturesRequest_v1': (UpdateFeaturesRequest, True, (
+        ('timeout_ms', INT32),
+        ('feature_updates', STRUCT | ARRAY | COMPACT, 'FeatureUpdateKey_v1'),
+        ('validate_only', BOOL),
+    ), (), ()),
+}
+install(UpdateFeaturesRequest, _PROGRAMS, ('UpdateFeaturesRequest_v0', 'UpdateFeaturesRequest_v1', 'UpdateFeaturesRequest_v1', ))
 FeatureUpdateKey._schema = (
     FieldInfo('feature', 'string', (0, 32767), None, None, None, None),
     FieldInfo('max_version_level', 'int16', (0, 32767), None, None, None, None),

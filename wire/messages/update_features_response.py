@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
@@ -225,6 +227,29 @@ def _e_UpdateFeaturesResponse_v2(o, out):
 
 UpdateFeaturesResponse._decoders = (_d_UpdateFeaturesResponse_v0, _d_UpdateFeaturesResponse_v0, _d_UpdateFeaturesResponse_v2,)
 UpdateFeaturesResponse._encoders = (_e_UpdateFeaturesResponse_v0, _e_UpdateFeaturesResponse_v0, _e_UpdateFeaturesResponse_v2,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'UpdatableFeatureResult_v0': (UpdatableFeatureResult, True, (
+        ('feature', STRING | COMPACT),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), ()),
+    'UpdateFeaturesResponse_v0': (UpdateFeaturesResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+        ('results', STRUCT | ARRAY | COMPACT, 'UpdatableFeatureResult_v0'),
+    ), (), ()),
+    'UpdateFeaturesResponse_v2': (UpdateFeaturesResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+        ('error_message', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('results', list, False),
+    )),
+}
+install(UpdateFeaturesResponse, _PROGRAMS, ('UpdateFeaturesResponse_v0', 'UpdateFeaturesResponse_v0', 'UpdateFeaturesResponse_v2', ))
 UpdatableFeatureResult._schema = (
     FieldInfo('feature', 'string', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),

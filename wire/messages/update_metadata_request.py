@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_U = struct.Struct('>16s')
@@ -1547,6 +1549,9 @@ def _d_UpdateMetadataRequest_v8(buf, pos):
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
                 o.type_, = _S_b.unpack_from(buf, pos)
+                pos += 1
+                if pos > tag_end:
+                    raise tag_overrun('UpdateMetadataRequest.type_')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -1586,6 +1591,234 @@ def _e_UpdateMetadataRequest_v8(o, out):
 
 UpdateMetadataRequest._decoders = (_d_UpdateMetadataRequest_v0, _d_UpdateMetadataRequest_v1, _d_UpdateMetadataRequest_v2, _d_UpdateMetadataRequest_v3, _d_UpdateMetadataRequest_v4, _d_UpdateMetadataRequest_v5, _d_UpdateMetadataRequest_v6, _d_UpdateMetadataRequest_v7, _d_UpdateMetadataRequest_v8,)
 UpdateMetadataRequest._encoders = (_e_UpdateMetadataRequest_v0, _e_UpdateMetadataRequest_v1, _e_UpdateMetadataRequest_v2, _e_UpdateMetadataRequest_v3, _e_UpdateMetadataRequest_v4, _e_UpdateMetadataRequest_v5, _e_UpdateMetadataRequest_v6, _e_UpdateMetadataRequest_v7, _e_UpdateMetadataRequest_v8,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'UpdateMetadataPartitionState_v0': (UpdateMetadataPartitionState, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY),
+        ('zk_version', INT32),
+        ('replicas', INT32 | ARRAY),
+    ), (), (
+        ('offline_replicas', list, False),
+    )),
+    'UpdateMetadataBroker_v0': (UpdateMetadataBroker, False, (
+        ('id', INT32),
+        ('v0_host', STRING),
+        ('v0_port', INT32),
+    ), (), (
+        ('endpoints', list, False),
+        ('rack', '', False),
+    )),
+    'UpdateMetadataRequest_v0': (UpdateMetadataRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('ungrouped_partition_states', STRUCT | ARRAY, 'UpdateMetadataPartitionState_v0'),
+        ('live_brokers', STRUCT | ARRAY, 'UpdateMetadataBroker_v0'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('broker_epoch', -1, False),
+        ('topic_states', list, True),
+    )),
+    'UpdateMetadataEndpoint_v1': (UpdateMetadataEndpoint, False, (
+        ('port', INT32),
+        ('host', STRING),
+        ('security_protocol', INT16),
+    ), (), (
+        ('listener', '', False),
+    )),
+    'UpdateMetadataBroker_v1': (UpdateMetadataBroker, False, (
+        ('id', INT32),
+        ('endpoints', STRUCT | ARRAY, 'UpdateMetadataEndpoint_v1'),
+    ), (), (
+        ('v0_host', '', False),
+        ('v0_port', 0, False),
+        ('rack', '', False),
+    )),
+    'UpdateMetadataRequest_v1': (UpdateMetadataRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('ungrouped_partition_states', STRUCT | ARRAY, 'UpdateMetadataPartitionState_v0'),
+        ('live_brokers', STRUCT | ARRAY, 'UpdateMetadataBroker_v1'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('broker_epoch', -1, False),
+        ('topic_states', list, True),
+    )),
+    'UpdateMetadataBroker_v2': (UpdateMetadataBroker, False, (
+        ('id', INT32),
+        ('endpoints', STRUCT | ARRAY, 'UpdateMetadataEndpoint_v1'),
+        ('rack', STRING | NULLABLE),
+    ), (), (
+        ('v0_host', '', False),
+        ('v0_port', 0, False),
+    )),
+    'UpdateMetadataRequest_v2': (UpdateMetadataRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('ungrouped_partition_states', STRUCT | ARRAY, 'UpdateMetadataPartitionState_v0'),
+        ('live_brokers', STRUCT | ARRAY, 'UpdateMetadataBroker_v2'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('broker_epoch', -1, False),
+        ('topic_states', list, True),
+    )),
+    'UpdateMetadataEndpoint_v3': (UpdateMetadataEndpoint, False, (
+        ('port', INT32),
+        ('host', STRING),
+        ('listener', STRING),
+        ('security_protocol', INT16),
+    ), (), ()),
+    'UpdateMetadataBroker_v3': (UpdateMetadataBroker, False, (
+        ('id', INT32),
+        ('endpoints', STRUCT | ARRAY, 'UpdateMetadataEndpoint_v3'),
+        ('rack', STRING | NULLABLE),
+    ), (), (
+        ('v0_host', '', False),
+        ('v0_port', 0, False),
+    )),
+    'UpdateMetadataRequest_v3': (UpdateMetadataRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('ungrouped_partition_states', STRUCT | ARRAY, 'UpdateMetadataPartitionState_v0'),
+        ('live_brokers', STRUCT | ARRAY, 'UpdateMetadataBroker_v3'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('broker_epoch', -1, False),
+        ('topic_states', list, True),
+    )),
+    'UpdateMetadataPartitionState_v4': (UpdateMetadataPartitionState, False, (
+        ('topic_name', STRING),
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY),
+        ('zk_version', INT32),
+        ('replicas', INT32 | ARRAY),
+        ('offline_replicas', INT32 | ARRAY),
+    ), (), ()),
+    'UpdateMetadataRequest_v4': (UpdateMetadataRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('ungrouped_partition_states', STRUCT | ARRAY, 'UpdateMetadataPartitionState_v4'),
+        ('live_brokers', STRUCT | ARRAY, 'UpdateMetadataBroker_v3'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('broker_epoch', -1, False),
+        ('topic_states', list, True),
+    )),
+    'UpdateMetadataPartitionState_v5': (UpdateMetadataPartitionState, False, (
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY),
+        ('zk_version', INT32),
+        ('replicas', INT32 | ARRAY),
+        ('offline_replicas', INT32 | ARRAY),
+    ), (), (
+        ('topic_name', '', False),
+    )),
+    'UpdateMetadataTopicState_v5': (UpdateMetadataTopicState, False, (
+        ('topic_name', STRING),
+        ('partition_states', STRUCT | ARRAY, 'UpdateMetadataPartitionState_v5'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'UpdateMetadataRequest_v5': (UpdateMetadataRequest, False, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY, 'UpdateMetadataTopicState_v5'),
+        ('live_brokers', STRUCT | ARRAY, 'UpdateMetadataBroker_v3'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'UpdateMetadataPartitionState_v6': (UpdateMetadataPartitionState, True, (
+        ('partition_index', INT32),
+        ('controller_epoch', INT32),
+        ('leader', INT32),
+        ('leader_epoch', INT32),
+        ('isr', INT32 | ARRAY | COMPACT),
+        ('zk_version', INT32),
+        ('replicas', INT32 | ARRAY | COMPACT),
+        ('offline_replicas', INT32 | ARRAY | COMPACT),
+    ), (), (
+        ('topic_name', '', False),
+    )),
+    'UpdateMetadataTopicState_v6': (UpdateMetadataTopicState, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partition_states', STRUCT | ARRAY | COMPACT, 'UpdateMetadataPartitionState_v6'),
+    ), (), (
+        ('topic_id', ZERO_UUID, False),
+    )),
+    'UpdateMetadataEndpoint_v6': (UpdateMetadataEndpoint, True, (
+        ('port', INT32),
+        ('host', STRING | COMPACT),
+        ('listener', STRING | COMPACT),
+        ('security_protocol', INT16),
+    ), (), ()),
+    'UpdateMetadataBroker_v6': (UpdateMetadataBroker, True, (
+        ('id', INT32),
+        ('endpoints', STRUCT | ARRAY | COMPACT, 'UpdateMetadataEndpoint_v6'),
+        ('rack', STRING | COMPACT | NULLABLE),
+    ), (), (
+        ('v0_host', '', False),
+        ('v0_port', 0, False),
+    )),
+    'UpdateMetadataRequest_v6': (UpdateMetadataRequest, True, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'UpdateMetadataTopicState_v6'),
+        ('live_brokers', STRUCT | ARRAY | COMPACT, 'UpdateMetadataBroker_v6'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'UpdateMetadataTopicState_v7': (UpdateMetadataTopicState, True, (
+        ('topic_name', STRING | COMPACT),
+        ('topic_id', UUID),
+        ('partition_states', STRUCT | ARRAY | COMPACT, 'UpdateMetadataPartitionState_v6'),
+    ), (), ()),
+    'UpdateMetadataRequest_v7': (UpdateMetadataRequest, True, (
+        ('controller_id', INT32),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'UpdateMetadataTopicState_v7'),
+        ('live_brokers', STRUCT | ARRAY | COMPACT, 'UpdateMetadataBroker_v6'),
+    ), (), (
+        ('is_k_raft_controller', False, True),
+        ('type_', 0, True),
+        ('ungrouped_partition_states', list, True),
+    )),
+    'UpdateMetadataRequest_v8': (UpdateMetadataRequest, True, (
+        ('controller_id', INT32),
+        ('is_k_raft_controller', BOOL),
+        ('controller_epoch', INT32),
+        ('broker_epoch', INT64),
+        ('topic_states', STRUCT | ARRAY | COMPACT, 'UpdateMetadataTopicState_v7'),
+        ('live_brokers', STRUCT | ARRAY | COMPACT, 'UpdateMetadataBroker_v6'),
+    ), (
+        ('type_', INT8, None, 0, 0),
+    ), (
+        ('ungrouped_partition_states', list, True),
+    )),
+}
+install(UpdateMetadataRequest, _PROGRAMS, ('UpdateMetadataRequest_v0', 'UpdateMetadataRequest_v1', 'UpdateMetadataRequest_v2', 'UpdateMetadataRequest_v3', 'UpdateMetadataRequest_v4', 'UpdateMetadataRequest_v5', 'UpdateMetadataRequest_v6', 'UpdateMetadataRequest_v7', 'UpdateMetadataRequest_v8', ))
 UpdateMetadataPartitionState._schema = (
     FieldInfo('topic_name', 'string', (0, 4), None, None, None, None),
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),

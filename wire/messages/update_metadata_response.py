@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 
@@ -64,6 +66,17 @@ def _e_UpdateMetadataResponse_v6(o, out):
 
 UpdateMetadataResponse._decoders = (_d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v0, _d_UpdateMetadataResponse_v6, _d_UpdateMetadataResponse_v6, _d_UpdateMetadataResponse_v6,)
 UpdateMetadataResponse._encoders = (_e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v0, _e_UpdateMetadataResponse_v6, _e_UpdateMetadataResponse_v6, _e_UpdateMetadataResponse_v6,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'UpdateMetadataResponse_v0': (UpdateMetadataResponse, False, (
+        ('error_code', INT16),
+    ), (), ()),
+    'UpdateMetadataResponse_v6': (UpdateMetadataResponse, True, (
+        ('error_code', INT16),
+    ), (), ()),
+}
+install(UpdateMetadataResponse, _PROGRAMS, ('UpdateMetadataResponse_v0', 'UpdateMetadataResponse_v0', 'UpdateMetadataResponse_v0', 'UpdateMetadataResponse_v0', 'UpdateMetadataResponse_v0', 'UpdateMetadataResponse_v0', 'UpdateMetadataResponse_v6', 'UpdateMetadataResponse_v6', 'UpdateMetadataResponse_v6', ))
 UpdateMetadataResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
 )

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
@@ -92,7 +94,9 @@ def _d_UpdateRaftVoterResponse_v0(buf, pos):
             size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 tag_end = check_length(buf, pos, size)
-                o.current_leader, _ = _d_CurrentLeader_v0(buf, pos)
+                o.current_leader, pos = _d_CurrentLeader_v0(buf, pos)
+                if pos > tag_end:
+                    raise tag_overrun('UpdateRaftVoterResponse.current_leader')
                 pos = tag_end
             else:
                 unknown, pos = read_unknown_tag(buf, pos, tag, size, unknown)
@@ -132,6 +136,23 @@ def _e_UpdateRaftVoterResponse_v0(o, out):
 
 UpdateRaftVoterResponse._decoders = (_d_UpdateRaftVoterResponse_v0,)
 UpdateRaftVoterResponse._encoders = (_e_UpdateRaftVoterResponse_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'CurrentLeader_v0': (CurrentLeader, True, (
+        ('leader_id', INT32),
+        ('leader_epoch', INT32),
+        ('host', STRING | COMPACT),
+        ('port', INT32),
+    ), (), ()),
+    'UpdateRaftVoterResponse_v0': (UpdateRaftVoterResponse, True, (
+        ('throttle_time_ms', INT32),
+        ('error_code', INT16),
+    ), (
+        ('current_leader', STRUCT, 'CurrentLeader_v0', 0, CurrentLeader),
+    ), ()),
+}
+install(UpdateRaftVoterResponse, _PROGRAMS, ('UpdateRaftVoterResponse_v0', ))
 CurrentLeader._schema = (
     FieldInfo('leader_id', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('leader_epoch', 'int32', (0, 32767), None, None, None, None),

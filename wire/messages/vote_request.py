@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_i = struct.Struct('>i')
 _S_iiiUUiq = struct.Struct('>iii16s16siq')
@@ -382,6 +384,49 @@ def _e_VoteRequest_v1(o, out):
 
 VoteRequest._decoders = (_d_VoteRequest_v0, _d_VoteRequest_v1,)
 VoteRequest._encoders = (_e_VoteRequest_v0, _e_VoteRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('candidate_epoch', INT32),
+        ('candidate_id', INT32),
+        ('last_offset_epoch', INT32),
+        ('last_offset', INT64),
+    ), (), (
+        ('candidate_directory_id', ZERO_UUID, False),
+        ('voter_directory_id', ZERO_UUID, False),
+    )),
+    'TopicData_v0': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), ()),
+    'VoteRequest_v0': (VoteRequest, True, (
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v0'),
+    ), (), (
+        ('voter_id', -1, False),
+    )),
+    'PartitionData_v1': (PartitionData, True, (
+        ('partition_index', INT32),
+        ('candidate_epoch', INT32),
+        ('candidate_id', INT32),
+        ('candidate_directory_id', UUID),
+        ('voter_directory_id', UUID),
+        ('last_offset_epoch', INT32),
+        ('last_offset', INT64),
+    ), (), ()),
+    'TopicData_v1': (TopicData, True, (
+        ('topic_name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v1'),
+    ), (), ()),
+    'VoteRequest_v1': (VoteRequest, True, (
+        ('cluster_id', STRING | COMPACT | NULLABLE),
+        ('voter_id', INT32),
+        ('topics', STRUCT | ARRAY | COMPACT, 'TopicData_v1'),
+    ), (), ()),
+}
+install(VoteRequest, _PROGRAMS, ('VoteRequest_v0', 'VoteRequest_v1', ))
 PartitionData._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('candidate_epoch', 'int32', (0, 32767), None, None, None, None),

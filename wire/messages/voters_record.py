@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_W = struct.Struct('>H')
 _S_h = struct.Struct('>h')
@@ -260,6 +262,30 @@ def _e_VotersRecord_v0(o, out):
 
 VotersRecord._decoders = (_d_VotersRecord_v0,)
 VotersRecord._encoders = (_e_VotersRecord_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'Endpoint_v0': (Endpoint, True, (
+        ('name', STRING | COMPACT),
+        ('host', STRING | COMPACT),
+        ('port', UINT16),
+    ), (), ()),
+    'KRaftVersionFeature_v0': (KRaftVersionFeature, True, (
+        ('min_supported_version', INT16),
+        ('max_supported_version', INT16),
+    ), (), ()),
+    'Voter_v0': (Voter, True, (
+        ('voter_id', INT32),
+        ('voter_directory_id', UUID),
+        ('endpoints', STRUCT | ARRAY | COMPACT, 'Endpoint_v0'),
+        ('k_raft_version_feature', STRUCT, 'KRaftVersionFeature_v0'),
+    ), (), ()),
+    'VotersRecord_v0': (VotersRecord, True, (
+        ('version', INT16),
+        ('voters', STRUCT | ARRAY | COMPACT, 'Voter_v0'),
+    ), (), ()),
+}
+install(VotersRecord, _PROGRAMS, ('VotersRecord_v0', ))
 Endpoint._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('host', 'string', (0, 32767), None, None, None, None),

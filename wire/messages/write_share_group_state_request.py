@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_U = struct.Struct('>16s')
 _S_iiiq = struct.Struct('>iiiq')
@@ -259,6 +261,32 @@ def _e_WriteShareGroupStateRequest_v0(o, out):
 
 WriteShareGroupStateRequest._decoders = (_d_WriteShareGroupStateRequest_v0,)
 WriteShareGroupStateRequest._encoders = (_e_WriteShareGroupStateRequest_v0,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'StateBatch_v0': (StateBatch, True, (
+        ('first_offset', INT64),
+        ('last_offset', INT64),
+        ('delivery_state', INT8),
+        ('delivery_count', INT16),
+    ), (), ()),
+    'PartitionData_v0': (PartitionData, True, (
+        ('partition', INT32),
+        ('state_epoch', INT32),
+        ('leader_epoch', INT32),
+        ('start_offset', INT64),
+        ('state_batches', STRUCT | ARRAY | COMPACT, 'StateBatch_v0'),
+    ), (), ()),
+    'WriteStateData_v0': (WriteStateData, True, (
+        ('topic_id', UUID),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'PartitionData_v0'),
+    ), (), ()),
+    'WriteShareGroupStateRequest_v0': (WriteShareGroupStateRequest, True, (
+        ('group_id', STRING | COMPACT),
+        ('topics', STRUCT | ARRAY | COMPACT, 'WriteStateData_v0'),
+    ), (), ()),
+}
+install(WriteShareGroupStateRequest, _PROGRAMS, ('WriteShareGroupStateRequest_v0', ))
 StateBatch._schema = (
     FieldInfo('first_offset', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('last_offset', 'int64', (0, 32767), None, None, None, None),

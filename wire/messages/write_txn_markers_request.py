@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _A_i = short_arrays('i', 32)
 _S_h = struct.Struct('>h')
@@ -301,6 +303,39 @@ def _e_WriteTxnMarkersRequest_v1(o, out):
 
 WriteTxnMarkersRequest._decoders = (_d_WriteTxnMarkersRequest_v0, _d_WriteTxnMarkersRequest_v1,)
 WriteTxnMarkersRequest._encoders = (_e_WriteTxnMarkersRequest_v0, _e_WriteTxnMarkersRequest_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'WritableTxnMarkerTopic_v0': (WritableTxnMarkerTopic, False, (
+        ('name', STRING),
+        ('partition_indexes', INT32 | ARRAY),
+    ), (), ()),
+    'WritableTxnMarker_v0': (WritableTxnMarker, False, (
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('transaction_result', BOOL),
+        ('topics', STRUCT | ARRAY, 'WritableTxnMarkerTopic_v0'),
+        ('coordinator_epoch', INT32),
+    ), (), ()),
+    'WriteTxnMarkersRequest_v0': (WriteTxnMarkersRequest, False, (
+        ('markers', STRUCT | ARRAY, 'WritableTxnMarker_v0'),
+    ), (), ()),
+    'WritableTxnMarkerTopic_v1': (WritableTxnMarkerTopic, True, (
+        ('name', STRING | COMPACT),
+        ('partition_indexes', INT32 | ARRAY | COMPACT),
+    ), (), ()),
+    'WritableTxnMarker_v1': (WritableTxnMarker, True, (
+        ('producer_id', INT64),
+        ('producer_epoch', INT16),
+        ('transaction_result', BOOL),
+        ('topics', STRUCT | ARRAY | COMPACT, 'WritableTxnMarkerTopic_v1'),
+        ('coordinator_epoch', INT32),
+    ), (), ()),
+    'WriteTxnMarkersRequest_v1': (WriteTxnMarkersRequest, True, (
+        ('markers', STRUCT | ARRAY | COMPACT, 'WritableTxnMarker_v1'),
+    ), (), ()),
+}
+install(WriteTxnMarkersRequest, _PROGRAMS, ('WriteTxnMarkersRequest_v0', 'WriteTxnMarkersRequest_v1', ))
 WritableTxnMarkerTopic._schema = (
     FieldInfo('name', 'string', (0, 32767), None, None, None, None),
     FieldInfo('partition_indexes', '[]int32', (0, 32767), None, None, None, None),

@@ -5,9 +5,11 @@
 import struct
 
 from ..codec import (DEFAULT, ZERO_UUID, FieldInfo, Message, Struct, _new, cannot_carry, check_count,
-                     check_length, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
-                     read_uvarint, short_arrays, uuid_from, uvarint, write_fixed_array, write_records,
-                     write_tags)
+                     check_length, install, null_error, read_fixed_array, read_unknown_tag, read_uuid_array,
+                     read_uvarint, short_arrays, tag_overrun, uuid_from, uvarint, write_fixed_array,
+                     write_records, write_tags)
+from ..program import (ARRAY, BOOL, BYTES, COMPACT, FLOAT64, INT8, INT16, INT32, INT64, NULLABLE, RECORDS,
+                       STRING, STRUCT, UINT16, UINT32, UUID, ZERO_COPY)
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
@@ -347,6 +349,41 @@ def _e_WriteTxnMarkersResponse_v1(o, out):
 
 WriteTxnMarkersResponse._decoders = (_d_WriteTxnMarkersResponse_v0, _d_WriteTxnMarkersResponse_v1,)
 WriteTxnMarkersResponse._encoders = (_e_WriteTxnMarkersResponse_v0, _e_WriteTxnMarkersResponse_v1,)
+
+# The same layouts as field programs for the C codec (wire/program.py explains them).
+_PROGRAMS = {
+    'WritableTxnMarkerPartitionResult_v0': (WritableTxnMarkerPartitionResult, False, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'WritableTxnMarkerTopicResult_v0': (WritableTxnMarkerTopicResult, False, (
+        ('name', STRING),
+        ('partitions', STRUCT | ARRAY, 'WritableTxnMarkerPartitionResult_v0'),
+    ), (), ()),
+    'WritableTxnMarkerResult_v0': (WritableTxnMarkerResult, False, (
+        ('producer_id', INT64),
+        ('topics', STRUCT | ARRAY, 'WritableTxnMarkerTopicResult_v0'),
+    ), (), ()),
+    'WriteTxnMarkersResponse_v0': (WriteTxnMarkersResponse, False, (
+        ('markers', STRUCT | ARRAY, 'WritableTxnMarkerResult_v0'),
+    ), (), ()),
+    'WritableTxnMarkerPartitionResult_v1': (WritableTxnMarkerPartitionResult, True, (
+        ('partition_index', INT32),
+        ('error_code', INT16),
+    ), (), ()),
+    'WritableTxnMarkerTopicResult_v1': (WritableTxnMarkerTopicResult, True, (
+        ('name', STRING | COMPACT),
+        ('partitions', STRUCT | ARRAY | COMPACT, 'WritableTxnMarkerPartitionResult_v1'),
+    ), (), ()),
+    'WritableTxnMarkerResult_v1': (WritableTxnMarkerResult, True, (
+        ('producer_id', INT64),
+        ('topics', STRUCT | ARRAY | COMPACT, 'WritableTxnMarkerTopicResult_v1'),
+    ), (), ()),
+    'WriteTxnMarkersResponse_v1': (WriteTxnMarkersResponse, True, (
+        ('markers', STRUCT | ARRAY | COMPACT, 'WritableTxnMarkerResult_v1'),
+    ), (), ()),
+}
+install(WriteTxnMarkersResponse, _PROGRAMS, ('WriteTxnMarkersResponse_v0', 'WriteTxnMarkersResponse_v1', ))
 WritableTxnMarkerPartitionResult._schema = (
     FieldInfo('partition_index', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
