@@ -1,19 +1,23 @@
-"""Encode and decode time per message: Samsa's generated codec against kio (and construct).
+"""Encode and decode time per message: Samsa's codec against kio (and construct).
 
-    python bench/codec.py [--quick]
+    python bench/codec.py [--quick] [--construct]
+    SAMSA_PURE=1 python bench/codec.py    # the pure-Python codec alone
 
 Messages, each at the latest version both Samsa and kio know: a Produce request (one 1 KiB batch,
 and one of 1 MiB), a Fetch response (4 topics x 5 partitions x 64 KiB of records) and a Metadata
 response (3 brokers, 10 topics x 10 partitions x 3 replicas). kio's values come from kio decoding
 Samsa's bytes, so both encode the same message; construct's (bench/construct_codec.py) are checked
-to encode to Samsa's bytes, and run compiled (construct's `.compile()`, its faster form). Times are
-the best of several runs, in microseconds per message.
+to encode to Samsa's bytes, and run compiled (construct's `.compile()`, its faster form). Samsa's
+times are for the codec in use (C when samsa.wire._speedups is built) and for the pure-Python codec
+beside it. Times are medians of rounds of best-of-several runs, in microseconds per message; the
+ratio is the median of ratios taken within each round, so that both sides ran under the same load.
 Samsa decodes records as memoryviews into the frame; kio and construct copy them.
 """
 
 from __future__ import annotations
 
 import io
+import statistics
 import sys
 import timeit
 import uuid
@@ -22,6 +26,7 @@ from pathlib import Path
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from samsa.wire import codec
 from samsa.wire.codec import FrameBuffer
 from samsa.wire.protocol import message_class
 from samsa.wire.records import Record, build_batch
@@ -124,33 +129,65 @@ def cases():
     ]
 
 
+def measure(message, version: int, kio_cls, rounds: int, repeat: int) -> dict[str, float]:
+    """Median over `rounds` of each time (best of `repeat`), and of each round's kio / Samsa ratio:
+    a ratio taken within one round compares the two under the same load on a shared machine."""
+    data = bytes(message.encode(version))
+    cls = type(message)
+    assert cls.decode(data, version) == message
+    assert bytes(message._pure_encode(version)) == data
+    kio_encode, kio_decode = kio_codec(data, kio_cls)
+    timings = {
+        "encode": lambda: message.encode(version),
+        "pure encode": lambda: message._pure_encode(version),
+        "kio encode": kio_encode,
+        "decode": lambda: cls.decode(data, version),
+        "pure decode": lambda: cls._pure_decode_from(data, version),
+        "kio decode": kio_decode,
+    }
+    samples: dict[str, list[float]] = {name: [] for name in [*timings, "encode x", "decode x"]}
+    for _ in range(rounds):
+        for name, fn in timings.items():
+            samples[name].append(best_us(fn, repeat))
+        for way in ("encode", "decode"):
+            samples[f"{way} x"].append(samples[f"kio {way}"][-1] / samples[way][-1])
+    return {name: statistics.median(values) for name, values in samples.items()} | {"bytes": len(data)}
+
+
+def construct_times(message, version: int, construct_struct, repeat: int) -> tuple[float, float]:
+    compiled = construct_struct.compile()  # construct's faster form: generated Python
+    value = construct_value(message)
+    data = bytes(message.encode(version))
+    assert compiled.build(value) == data, "construct does not encode the same bytes"
+    return best_us(lambda: compiled.build(value), repeat), best_us(lambda: compiled.parse(data), repeat)
+
+
 def main(argv: list[str]) -> None:
-    repeat = 3 if "--quick" in argv else 7
-    header = (f"{'message':24} {'bytes':>9} | {'encode us':>9} {'kio':>9} {'x':>6} {'construct':>9} |"
-              f" {'decode us':>9} {'kio':>9} {'x':>6} {'construct':>9}")
+    quick = "--quick" in argv
+    rounds, repeat = (3, 3) if quick else (5, 5)
+    print(f"codec: {'C (samsa.wire._speedups)' if codec.ACCELERATED else 'pure Python: ' + codec.SPEEDUPS_MISSING}; "
+          f"medians of {rounds} rounds, each time the best of {repeat}, in microseconds")
+    header = (f"{'message':24} {'bytes':>9} | {'encode':>8} {'pure':>8} {'kio':>8} {'x':>6} |"
+              f" {'decode':>8} {'pure':>8} {'kio':>8} {'x':>6}")
     print(header)
     print("-" * len(header))
     for name, message, version, kio_cls, construct_struct in cases():
-        data = bytes(message.encode(version))
-        cls = type(message)
-        assert cls.decode(data, version) == message
-        kio_encode, kio_decode = kio_codec(data, kio_cls)
-        enc = best_us(lambda: message.encode(version), repeat)
-        dec = best_us(lambda: cls.decode(data, version), repeat)
-        kenc, kdec = best_us(kio_encode, repeat), best_us(kio_decode, repeat)
-        cenc = cdec = "-"
-        if construct_struct is not None:
-            compiled = construct_struct.compile()  # construct's faster form: generated Python
-            value = construct_value(message)
-            assert compiled.build(value) == data, "construct does not encode the same bytes"
-            cenc = f"{best_us(lambda: compiled.build(value), repeat):9.1f}"
-            cdec = f"{best_us(lambda: compiled.parse(data), repeat):9.1f}"
-        print(f"{name:24} {len(data):9} | {enc:9.1f} {kenc:9.1f} {kenc / enc:6.2f} {cenc:>9} |"
-              f" {dec:9.1f} {kdec:9.1f} {kdec / dec:6.2f} {cdec:>9}")
-    print("x = kio time / Samsa time (above 1: Samsa is faster)")
+        t = measure(message, version, kio_cls, rounds, repeat)
+        print(f"{name:24} {t['bytes']:9} | {t['encode']:8.1f} {t['pure encode']:8.1f} {t['kio encode']:8.1f}"
+              f" {t['encode x']:6.2f} | {t['decode']:8.1f} {t['pure decode']:8.1f} {t['kio decode']:8.1f}"
+              f" {t['decode x']:6.2f}")
+    print("x = kio time / Samsa time, the median of the rounds' ratios (above 1: Samsa is faster)")
+    records = batch(1024 * 1024)
+    print(f"Copying the 1 MiB batch into a new bytearray, the floor of encoding it: "
+          f"{best_us(lambda: bytearray(records), repeat):.1f} us")
     sliced = fetch_response(FileSlice(len(batch(64 * 1024))))
     zero_copy = best_us(lambda: sliced.encode(17, FrameBuffer()), repeat)
     print(f"Fetch v17 encoded as the broker does, records left as FrameBuffer holes for sendfile: {zero_copy:.1f} us")
+    if "--construct" in argv:
+        for name, message, version, _, construct_struct in cases():
+            if construct_struct is not None:
+                enc, dec = construct_times(message, version, construct_struct, repeat)
+                print(f"construct (compiled), {name}: encode {enc:.1f} us, decode {dec:.1f} us")
 
 
 if __name__ == "__main__":

@@ -533,6 +533,8 @@ static PyObject *decode_struct(Layout *L, Reader *r, Py_ssize_t *pos)
             v = read_fixed(f->op, r->p + *pos);
             *pos += size;
         }
+        else if (f->op & F_ARRAY)
+            v = read_array(r, pos, f->op, f->sub, f->what);
         else
             v = read_value(r, pos, f->op, f->sub, f->what);
         if (v == NULL)
@@ -682,6 +684,8 @@ static int add_chunk(Writer *w, PyObject *obj, Py_buffer *view)
         Py_ssize_t cap = w->chunks_cap ? w->chunks_cap * 2 : 8;
         Chunk *chunks = PyMem_Realloc(w->chunks, cap * sizeof(Chunk));
         if (chunks == NULL) {
+            if (view != NULL)
+                PyBuffer_Release(view);
             PyErr_NoMemory();
             return -1;
         }
