@@ -1024,6 +1024,22 @@ typedef struct {
 
 /* The tagged-field section: tags whose values differ from their defaults, and the unknown ones,
  * in ascending tag order (a stable sort, as codec.write_tags). */
+/* 1 if a tagged field holds other than its default, 0 if none does, -1 on error. */
+static int any_tag_set(Layout *L, PyObject *o, int by_slot)
+{
+    for (Py_ssize_t i = 0; i < L->ntagged; i++) {
+        const Field *f = &L->tagged[i];
+        PyObject *v = get_field(o, by_slot, f->offset, f->attr);
+        if (v == NULL)
+            return -1;
+        int differs = differs_from_default(f, v);
+        Py_DECREF(v);
+        if (differs != 0)
+            return differs;
+    }
+    return 0;
+}
+
 static int put_tags(Layout *L, PyObject *o, int by_slot, Writer *w)
 {
     Writer *values = NULL;
@@ -1032,19 +1048,26 @@ static int put_tags(Layout *L, PyObject *o, int by_slot, Writer *w)
     Py_ssize_t nknown = 0, nunknown = 0;
     int result = -1, has_unknown;
 
-    if (L->ntagged) {
-        values = PyMem_Malloc(L->ntagged * sizeof(Writer));
-        if (values == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
     unknown = get_field(o, by_slot, L->unknown_offset, s_unknown_tagged);
     if (unknown == NULL)
         goto done;
     has_unknown = PyObject_IsTrue(unknown);
     if (has_unknown < 0)
         goto done;
+    if (!has_unknown) { /* the usual case: no tags to write, nothing to allocate */
+        int any = any_tag_set(L, o, by_slot);
+        if (any <= 0) {
+            result = any < 0 ? -1 : put_u8(w, 0);
+            goto done;
+        }
+    }
+    if (L->ntagged) {
+        values = PyMem_Malloc(L->ntagged * sizeof(Writer));
+        if (values == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     if (has_unknown) {
         useq = PySequence_Fast(unknown, "_unknown_tagged is not a sequence");
         if (useq == NULL)
