@@ -356,16 +356,26 @@ static PyObject *read_slice(Reader *r, int op, Py_ssize_t pos, Py_ssize_t n)
     }
 }
 
+/* The length or count of a value into n: 1 when a value follows, 0 for null where the field is
+ * nullable, -1 with an error set. */
+static int read_presence(Reader *r, Py_ssize_t *pos, int op, PyObject *what, int64_t *n)
+{
+    if (read_length(r, pos, op, n) < 0)
+        return -1;
+    if (*n >= 0)
+        return 1;
+    if (op & F_NULLABLE)
+        return 0;
+    null_error(what);
+    return -1;
+}
+
 static PyObject *read_array(Reader *r, Py_ssize_t *pos, int op, Layout *sub, PyObject *what)
 {
     int64_t n;
-    if (read_length(r, pos, op, &n) < 0)
-        return NULL;
-    if (n < 0) {
-        if (op & F_NULLABLE)
-            Py_RETURN_NONE;
-        return null_error(what);
-    }
+    int present = read_presence(r, pos, op, what, &n);
+    if (present <= 0)
+        return present < 0 ? NULL : Py_NewRef(Py_None);
     int base = op & OP_BASE;
     Py_ssize_t left = r->len - *pos;
     if (IS_FIXED(base) ? n * FIXED_SIZE[base] > left : n > left) /* n < 2**35: no overflow */
@@ -446,13 +456,9 @@ static PyObject *read_value(Reader *r, Py_ssize_t *pos, int op, Layout *sub, PyO
         return decode_struct(sub, r, pos);
     }
     int64_t n;
-    if (read_length(r, pos, op, &n) < 0)
-        return NULL;
-    if (n < 0) {
-        if (op & F_NULLABLE)
-            Py_RETURN_NONE;
-        return null_error(what);
-    }
+    int present = read_presence(r, pos, op, what, &n);
+    if (present <= 0)
+        return present < 0 ? NULL : Py_NewRef(Py_None);
     if (n > r->len - *pos)
         return past_end("field length", n);
     PyObject *v = read_slice(r, op, *pos, (Py_ssize_t)n);
@@ -883,6 +889,16 @@ static int put_length(Writer *w, int op, Py_ssize_t n)
     return put_be(w, (uint64_t)n, 4);
 }
 
+/* The null marker of a nullable field; an error for any other. */
+static int put_null(Writer *w, int op, PyObject *what)
+{
+    if (!(op & F_NULLABLE)) {
+        null_error(what);
+        return -1;
+    }
+    return put_length(w, op, -1);
+}
+
 static int put_string(Writer *w, int op, PyObject *v)
 {
     if (!PyUnicode_Check(v)) {
@@ -914,13 +930,8 @@ static int put_bytes(Writer *w, int op, PyObject *v)
  * FrameBuffer hole, or is materialised with read_bytes() for any other target. */
 static int put_records(Writer *w, int op, PyObject *v, PyObject *what)
 {
-    if (v == Py_None) {
-        if (!(op & F_NULLABLE)) {
-            null_error(what);
-            return -1;
-        }
-        return put_length(w, op, -1);
-    }
+    if (v == Py_None)
+        return put_null(w, op, what);
     if (PyBytes_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v))
         return put_bytes(w, op, v);
     PyObject *size = PyObject_GetAttr(v, s_size);
@@ -947,13 +958,8 @@ static int put_value(Writer *w, int op, Layout *sub, PyObject *v, PyObject *what
 
 static int put_array(Writer *w, int op, Layout *sub, PyObject *v, PyObject *what)
 {
-    if (v == Py_None) {
-        if (!(op & F_NULLABLE)) {
-            null_error(what);
-            return -1;
-        }
-        return put_length(w, op, -1);
-    }
+    if (v == Py_None)
+        return put_null(w, op, what);
     PyObject *seq = PySequence_Fast(v, "an array field holds something that is not a sequence");
     if (seq == NULL)
         return -1;
@@ -995,13 +1001,8 @@ static int put_value(Writer *w, int op, Layout *sub, PyObject *v, PyObject *what
     }
     if (base == OP_RECORDS)
         return put_records(w, op, v, what);
-    if (v == Py_None) {
-        if (!(op & F_NULLABLE)) {
-            null_error(what);
-            return -1;
-        }
-        return put_length(w, op, -1);
-    }
+    if (v == Py_None)
+        return put_null(w, op, what);
     return base == OP_STRING ? put_string(w, op, v) : put_bytes(w, op, v);
 }
 
