@@ -97,8 +97,10 @@ def construct_value(value):
 
 # --- timing --------------------------------------------------------------------------------------
 
-def best_us(fn, repeat: int) -> float:
-    timer = timeit.Timer(fn)
+def best_us(fn, repeat: int, *args) -> float:
+    """Microseconds per call of fn(*args): timeit runs the call itself, no lambda around it."""
+    names = [f"a{i}" for i in range(len(args))]
+    timer = timeit.Timer(f"fn({', '.join(names)})", globals={"fn": fn, **dict(zip(names, args))})
     number, _ = timer.autorange()
     return min(timer.repeat(repeat, number)) / number * 1e6
 
@@ -113,7 +115,7 @@ def kio_codec(samsa_bytes: bytes, kio_cls):
         return buffer.getvalue()
 
     assert encode() == samsa_bytes, "kio does not encode the same bytes"
-    return encode, lambda: reader(samsa_bytes, 0)
+    return (encode,), (reader, samsa_bytes, 0)
 
 
 def cases():
@@ -137,18 +139,18 @@ def measure(message, version: int, kio_cls, rounds: int, repeat: int) -> dict[st
     assert cls.decode(data, version) == message
     assert bytes(message._pure_encode(version)) == data
     kio_encode, kio_decode = kio_codec(data, kio_cls)
-    timings = {
-        "encode": lambda: message.encode(version),
-        "pure encode": lambda: message._pure_encode(version),
+    calls = {  # each a function and its arguments
+        "encode": (message.encode, version),
+        "pure encode": (message._pure_encode, version),
         "kio encode": kio_encode,
-        "decode": lambda: cls.decode(data, version),
-        "pure decode": lambda: cls._pure_decode_from(data, version),
+        "decode": (cls.decode, data, version),
+        "pure decode": (cls._pure_decode_from, data, version),
         "kio decode": kio_decode,
     }
-    samples: dict[str, list[float]] = {name: [] for name in [*timings, "encode x", "decode x"]}
+    samples: dict[str, list[float]] = {name: [] for name in [*calls, "encode x", "decode x"]}
     for _ in range(rounds):
-        for name, fn in timings.items():
-            samples[name].append(best_us(fn, repeat))
+        for name, (fn, *args) in calls.items():
+            samples[name].append(best_us(fn, repeat, *args))
         for way in ("encode", "decode"):
             samples[f"{way} x"].append(samples[f"kio {way}"][-1] / samples[way][-1])
     return {name: statistics.median(values) for name, values in samples.items()} | {"bytes": len(data)}
@@ -159,7 +161,7 @@ def construct_times(message, version: int, construct_struct, repeat: int) -> tup
     value = construct_value(message)
     data = bytes(message.encode(version))
     assert compiled.build(value) == data, "construct does not encode the same bytes"
-    return best_us(lambda: compiled.build(value), repeat), best_us(lambda: compiled.parse(data), repeat)
+    return best_us(compiled.build, repeat, value), best_us(compiled.parse, repeat, data)
 
 
 def main(argv: list[str]) -> None:
@@ -179,9 +181,9 @@ def main(argv: list[str]) -> None:
     print("x = kio time / Samsa time, the median of the rounds' ratios (above 1: Samsa is faster)")
     records = batch(1024 * 1024)
     print(f"Copying the 1 MiB batch into a new bytearray, the floor of encoding it: "
-          f"{best_us(lambda: bytearray(records), repeat):.1f} us")
+          f"{best_us(bytearray, repeat, records):.1f} us")
     sliced = fetch_response(FileSlice(len(batch(64 * 1024))))
-    zero_copy = best_us(lambda: sliced.encode(17, FrameBuffer()), repeat)
+    zero_copy = best_us(lambda: sliced.encode(17, FrameBuffer()), repeat)  # FrameBuffer() is part of it
     print(f"Fetch v17 encoded as the broker does, records left as FrameBuffer holes for sendfile: {zero_copy:.1f} us")
     if "--construct" in argv:
         for name, message, version, _, construct_struct in cases():

@@ -7,7 +7,9 @@ For every schema (requests, responses, headers, data) it writes one module with 
 (fields in __slots__, Kafka's names in snake_case) and, per struct and per version, a decode and an
 encode function specialised to that version's layout. Versions whose layout is identical share one
 function. Consecutive fixed-width fields are read and written with one precompiled struct; records
-are left as memoryviews into the request. wire/messages/__init__.py indexes the modules by api key.
+are left as memoryviews into the request. Each module ends with the same layouts as field programs
+(`_PROGRAMS`, format in wire/program.py) for the C codec, and `install`s them on the message class.
+wire/messages/__init__.py indexes the modules by api key.
 """
 
 from __future__ import annotations

@@ -234,6 +234,19 @@ static int read_uvarint(Reader *r, Py_ssize_t *pos, int64_t *out)
     return 0;
 }
 
+/* CPython's own small ints (-5 to 256), held here to skip PyLong_FromLong's call for the values
+ * most fields hold: error codes, partition indexes, broker ids, replica lists. */
+#define SMALL_MIN (-5)
+#define SMALL_MAX 256
+static PyObject *small_ints[SMALL_MAX - SMALL_MIN + 1];
+
+static inline PyObject *new_int(long v)
+{
+    if (v >= SMALL_MIN && v <= SMALL_MAX)
+        return Py_NewRef(small_ints[v - SMALL_MIN]);
+    return PyLong_FromLong(v);
+}
+
 static inline uint16_t be16(const unsigned char *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static inline uint32_t be32(const unsigned char *p)
 {
@@ -287,13 +300,13 @@ static inline PyObject *read_fixed(int base, const unsigned char *p)
 {
     switch (base) {
     case OP_INT8:
-        return PyLong_FromLong((int8_t)p[0]);
+        return new_int((int8_t)p[0]);
     case OP_INT16:
-        return PyLong_FromLong((int16_t)be16(p));
+        return new_int((int16_t)be16(p));
     case OP_UINT16:
-        return PyLong_FromLong(be16(p));
+        return new_int(be16(p));
     case OP_INT32:
-        return PyLong_FromLong((int32_t)be32(p));
+        return new_int((int32_t)be32(p));
     case OP_UINT32:
         return PyLong_FromUnsignedLong(be32(p));
     case OP_INT64:
@@ -388,7 +401,7 @@ static PyObject *read_array(Reader *r, Py_ssize_t *pos, int op, Layout *sub, PyO
     if (base == OP_INT32) { /* replica lists: the common case, without a call per element */
         const unsigned char *p = r->p + *pos;
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *item = PyLong_FromLong((int32_t)be32(p + 4 * i));
+            PyObject *item = new_int((int32_t)be32(p + 4 * i));
             if (item == NULL)
                 goto error;
             PyList_SET_ITEM(list, i, item);
@@ -1728,6 +1741,9 @@ PyMODINIT_FUNC PyInit__speedups(void)
     INTERN(s_pure_encode, "_pure_encode");
     INTERN(s_unknown_tagged, "_unknown_tagged");
 #undef INTERN
+    for (long i = SMALL_MIN; i <= SMALL_MAX; i++)
+        if ((small_ints[i - SMALL_MIN] = PyLong_FromLong(i)) == NULL)
+            return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
