@@ -25,6 +25,7 @@ SIGTERM it stops consuming, commits, journals "close" for what it owns and close
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import signal
@@ -299,7 +300,16 @@ def run_aiokafka(cfg: dict, journal: Journal) -> None:
 CLIENTS = {"confluent-kafka": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}
 
 
+def die_with_parent() -> None:
+    """A member outliving a test that was itself killed would consume forever: PR_SET_PDEATHSIG."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
 def main() -> None:
+    die_with_parent()
     cfg = json.loads(sys.argv[1])
     journal = Journal(cfg["journal"])
     try:

@@ -61,7 +61,7 @@ def group_run(tmp_path, broker, topic: str, session_ms: int = SESSION_MS, **sett
                     heartbeat_interval_ms=HEARTBEAT_MS, **settings)
 
 
-def finish(run: GroupRun, producer: ContinuousProducer, bootstrap: str) -> tuple[dict[int, int], object]:
+def finish(run: GroupRun, producer: ContinuousProducer, bootstrap: str) -> tuple[dict[int, int], Analysis]:
     """Stop producing, let the members consume everything, stop them; (high watermarks, analysis)."""
     producer.stop()
     hw = high_watermarks(bootstrap, run.topic, PARTITIONS)
@@ -70,7 +70,7 @@ def finish(run: GroupRun, producer: ContinuousProducer, bootstrap: str) -> tuple
     return hw, run.analysis()
 
 
-def assert_promises_kept(run: GroupRun, hw: dict[int, int], analysis) -> None:
+def assert_promises_kept(run: GroupRun, hw: dict[int, int], analysis: Analysis) -> None:
     problems = check(analysis, hw)
     assert not problems, "\n".join(problems[:40]) + "\n" + run.outputs()
     assert committed_offsets(run.settings["bootstrap"], run.topic, run.group, PARTITIONS) == hw

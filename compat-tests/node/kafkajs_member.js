@@ -91,6 +91,10 @@ async function main() {
   write('started', {})
 }
 
+// A member outliving a test that was itself killed would consume forever.
+const parent = process.ppid
+setInterval(() => { if (process.ppid !== parent) process.exit(1) }, 500).unref()
+
 let stall = false
 process.on('SIGUSR2', () => { stall = true })
 
