@@ -470,19 +470,26 @@ def test_offsets_for_times_consumer(broker, topic_name):
 
 # -- long poll ---------------------------------------------------------------------------------
 
-def test_long_poll_wakes_on_produce(broker, topic_name):
-    """A consumer parked in a long fetch (fetch.wait.max.ms=5000) gets a new record within 100 ms
-    of the producer's acknowledgement."""
-    create_topic(broker.bootstrap, topic_name)
+def fetch_counting_consumer(bootstrap, **conf):
+    """An assign()-only consumer and a dict whose "n" follows how many Fetch requests librdkafka
+    has sent (from its statistics, every 100 ms): the broker's long poll seen from the client."""
     fetches = {"n": 0}
 
     def on_stats(js):
         st = json.loads(js)
         fetches["n"] = sum(b.get("req", {}).get("Fetch", 0) for b in st.get("brokers", {}).values())
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "compat-unused",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 5000, "fetch.min.bytes": 1,
-                  "socket.timeout.ms": 20000, "statistics.interval.ms": 100, "stats_cb": on_stats})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "compat-unused", "enable.auto.commit": False,
+                  "statistics.interval.ms": 100, "stats_cb": on_stats, **conf})
+    return c, fetches
+
+
+def test_long_poll_wakes_on_produce(broker, topic_name):
+    """A consumer parked in a long fetch (fetch.wait.max.ms=5000) gets a new record within 100 ms
+    of the producer's acknowledgement."""
+    create_topic(broker.bootstrap, topic_name)
+    c, fetches = fetch_counting_consumer(broker.bootstrap, **{"fetch.wait.max.ms": 5000, "fetch.min.bytes": 1,
+                                                               "socket.timeout.ms": 20000})
     received: list[tuple[float, bytes]] = []
     stop = threading.Event()
     errors = []
@@ -526,15 +533,7 @@ def test_fetch_waits_for_data(broker, topic_name):
     """An empty partition: the broker holds each fetch for fetch.wait.max.ms instead of answering
     at once (a broker that does not would be asked hundreds of times)."""
     create_topic(broker.bootstrap, topic_name)
-    fetches = {"n": 0}
-
-    def on_stats(js):
-        st = json.loads(js)
-        fetches["n"] = sum(b.get("req", {}).get("Fetch", 0) for b in st.get("brokers", {}).values())
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "compat-unused",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 1000, "fetch.error.backoff.ms": 0,
-                  "statistics.interval.ms": 100, "stats_cb": on_stats})
+    c, fetches = fetch_counting_consumer(broker.bootstrap, **{"fetch.wait.max.ms": 1000, "fetch.error.backoff.ms": 0})
     try:
         c.assign([TopicPartition(topic_name, 0, 0)])
         deadline = time.monotonic() + 10
