@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import faulthandler
 import json
+import logging
 import os
 import signal
 import struct
@@ -308,8 +310,19 @@ def die_with_parent() -> None:
         pass
 
 
+def diagnosable() -> None:
+    """SIGUSR1 prints every thread's stack to the member's log (the test asks before it reports a
+    member that stopped taking part), and the Python clients log their group state changes there."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(threadName)s: %(message)s")
+    for name in ("kafka.coordinator", "aiokafka.consumer.group_coordinator"):
+        logging.getLogger(name).setLevel(logging.INFO)
+
+
 def main() -> None:
     die_with_parent()
+    diagnosable()
     cfg = json.loads(sys.argv[1])
     journal = Journal(cfg["journal"])
     try:

@@ -63,7 +63,7 @@ class Member:
 
     def __init__(self, name: str, settings: dict, journal: Path) -> None:
         self.name, self.journal = name, journal
-        settings = dict(settings, name=name, journal=str(journal))
+        settings = self.settings = dict(settings, name=name, journal=str(journal))
         if settings["client"] == "kafkajs":
             if shutil.which("node") is None or not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
                 pytest.skip("node or kafkajs missing (compat-tests/install.sh)")
@@ -106,9 +106,9 @@ class Member:
             raise MemberExited(f"{self.name} exited with {self.proc.returncode} before stalling:\n{self.output()}")
         self.kill()
 
-    def output(self) -> str:
+    def output(self, limit: int = 3000) -> str:
         try:
-            return self.journal.with_suffix(".log").read_text(errors="replace")[-3000:]
+            return self.journal.with_suffix(".log").read_text(errors="replace")[-limit:]
         except FileNotFoundError:
             return ""
 
@@ -148,8 +148,23 @@ class GroupRun:
             if result:
                 return result
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+                raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{self.diagnosis()}")
             time.sleep(0.2)
+
+    def diagnosis(self) -> str:
+        """What each member last journaled and logged, with the stacks of its threads (SIGUSR1
+        makes a Python member print them), to tell a client that hung from a broker that did not
+        answer."""
+        for m in self.members.values():
+            if m.proc.poll() is None and m.settings["client"] != "kafkajs":
+                m.proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        parts = []
+        for n, m in self.members.items():
+            lines = m.journal.read_text(errors="replace").splitlines() if m.journal.exists() else []
+            parts.append(f"--- {n} ({m.settings['client']}, exit {m.proc.poll()}), journal tail:\n"
+                         + "\n".join(lines[-8:]) + f"\n--- {n} output tail:\n{m.output(8000)}")
+        return "\n".join(parts)
 
     def wait_owned(self, counts: dict[str, int], timeout: float = 60) -> Analysis:
         """Until the named members (and no one else) own every partition, so many each."""
@@ -165,7 +180,8 @@ class GroupRun:
         except MemberExited:
             raise
         except AssertionError as e:
-            raise AssertionError(f"{e}; they are owned {self._owned()}") from None
+            what, _, diagnosis = str(e).partition("\n")
+            raise AssertionError(f"{what}; they are owned {self._owned()}\n{diagnosis}") from None
 
     def _owned(self) -> dict[str, list[int]]:
         return {n: sorted(ps) for n, ps in self.analysis().owners().items()}
