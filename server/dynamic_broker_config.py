@@ -236,4 +236,4 @@ def _apply(broker: "Broker", per_broker: Mapping[str, str], defaults: Mapping[st
         for index in range(topic.num_partitions):
             partition = replicas.get(topic.name, index)
             if partition is not None:
-                partition.log.update_config(config)
+                partition.update_config(config)

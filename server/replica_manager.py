@@ -3,6 +3,9 @@
 With one broker every partition's ISR is this broker alone, so the high watermark follows the log
 end offset on every append. A long-polling fetch registers a trio.Event with each partition it
 reads; an append sets them, so the fetch wakes as soon as data arrives.
+
+After a clean shutdown a partition's log is opened on its first use (`Partition.log`): what
+Metadata answers comes from the metadata image, so startup opens no log.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from ..wire.errors import ErrorCode
 from .metadata import TopicInfo
 
 if TYPE_CHECKING:
+    from ..storage.log import Log
+    from ..storage.log_manager import LogManager
     from .broker import Broker
 
 log = logging.getLogger("samsa.replica")
@@ -26,12 +31,32 @@ READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
 
 
 class Partition:
-    def __init__(self, topic: TopicInfo, index: int, log_) -> None:
+    def __init__(self, topic: TopicInfo, index: int, logs: LogManager) -> None:
         self.topic = topic
         self.index = index
-        self.log = log_
+        self._logs = logs
+        self._log: Log | None = None
         self.leader_epoch = 0
         self._waiters: list[trio.Event] = []
+
+    @property
+    def log(self) -> Log:
+        """The partition's log, opened on first use."""
+        log_ = self._log
+        return self.open_log() if log_ is None else log_
+
+    def open_log(self) -> Log:
+        log_ = self._log
+        if log_ is None:
+            log_ = self._logs.get_log(self.topic.name, self.index)
+            if log_ is None:
+                raise KafkaStorageException(f"The log of partition {self.name} is missing")
+            log_.high_watermark = log_.log_end_offset
+            self._log = log_
+        return log_
+
+    def update_config(self, config: LogConfig) -> None:
+        self._logs.update_config(self.topic.name, self.index, config)
 
     @property
     def name(self) -> str:
@@ -87,20 +112,27 @@ class ReplicaManager:
         return LogConfig.from_props(topic.configs, base=self.broker.config.log_config())
 
     def load(self) -> None:
-        """Open (or create) the log of every partition in the metadata image."""
+        """A partition for every one in the metadata image, its log created where missing; the
+        logs startup loaded (recovered) take the high watermark now, the others when opened."""
+        logs = self._logs
         for topic in self.broker.metadata.topics.values():
-            config = self.topic_log_config(topic)
+            config = None
             for index in range(topic.num_partitions):
-                self._open(topic, index, config)
+                if not logs.has_log(topic.name, index):
+                    config = config or self.topic_log_config(topic)
+                    self._open(topic, index, config)
+                else:
+                    self.partitions[(topic.name, index)] = Partition(topic, index, logs)
+        for log_ in logs.opened_logs():
+            partition = self.partitions.get((log_.topic, log_.partition))
+            if partition is not None:
+                partition.open_log()  # its high watermark follows the log end offset from now
 
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
-        log_ = self._logs.get_log(topic.name, index)
-        if log_ is None:
-            log_ = self._logs.create_log(topic.name, index, config)
-        else:
-            log_.update_config(config)
-        log_.high_watermark = log_.log_end_offset
-        partition = Partition(topic, index, log_)
+        self._logs.create_log(topic.name, index, config)  # or the log that is there
+        self._logs.update_config(topic.name, index, config)
+        partition = Partition(topic, index, self._logs)
+        partition.open_log()
         self.partitions[(topic.name, index)] = partition
         return partition
 
@@ -148,7 +180,7 @@ class ReplicaManager:
         self.broker.metadata.set_configs(name, configs)
         config = self.topic_log_config(topic)
         for index in range(topic.num_partitions):
-            self.partitions[(name, index)].log.update_config(config)
+            self.partitions[(name, index)].update_config(config)
 
     def delete_topic(self, name: str) -> TopicInfo:
         topic = self.broker.metadata.remove_topic(name)

@@ -24,14 +24,16 @@ class EpochEntry(NamedTuple):
 
 
 class LeaderEpochFileCache:
-    def __init__(self, partition_dir: Path) -> None:
+    def __init__(self, partition_dir: Path, *, file_exists: bool = True) -> None:
+        """`file_exists`: False when the directory's listing has no checkpoint file to read."""
         self._file = LeaderEpochCheckpointFile(partition_dir / LEADER_EPOCH_CHECKPOINT_FILE)
         self._lock = threading.Lock()
-        try:
-            self._entries = [EpochEntry(*entry) for entry in self._file.read()]
-        except ValueError as e:
-            log.warning("Ignoring %s: %s", self._file.path, e)
-            self._entries = []
+        self._entries: list[EpochEntry] = []
+        if file_exists:
+            try:
+                self._entries = [EpochEntry(*entry) for entry in self._file.read()]
+            except ValueError as e:
+                log.warning("Ignoring %s: %s", self._file.path, e)
 
     @property
     def entries(self) -> list[EpochEntry]:

@@ -54,7 +54,7 @@ from .log_segment import (
     TIME_INDEX_FILE_SUFFIX, FetchDataInfo, LogSegment, filename_prefix,
 )
 from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn
-from .leader_epoch_cache import LeaderEpochFileCache
+from .leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
 from .log_validator import AppendOrigin, ValidationResult, analyze_batches, validate_and_assign_offsets
 from .producer_snapshots import ProducerSnapshotFiles
 
@@ -79,6 +79,7 @@ STRAY_DIR_SUFFIX = "-stray"
 _MARKED_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)(-delete|-future|-stray)$")
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex)$")
 _SWAP_LOG_FILE = re.compile(r"^(\d{20})\.log\.swap$")
+_LEFTOVER_SUFFIXES = (DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
 
 
 def parse_topic_partition_name(name: str) -> tuple[str, int]:
@@ -136,7 +137,9 @@ class _Segments(NamedTuple):
 class Log:
     def __init__(self, directory: Path, config: LogConfig, clock_ms: Callable[[], int], segments: Iterable[LogSegment],
                  *, log_start_offset: int, recovery_point: int, next_offset: int, new_directory: bool = False,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 names: Sequence[str] | None = None) -> None:
+        """`names`: the files of `directory` as listed when loading (None: list them)."""
         self.dir = directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
         self.config = config
@@ -157,11 +160,14 @@ class Log:
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         self._closed = False
         self._offline = False
-        self.leader_epoch_cache = LeaderEpochFileCache(directory)
+        if names is None:
+            names = os.listdir(directory)
+        self.leader_epoch_cache = LeaderEpochFileCache(directory,
+                                                       file_exists=LEADER_EPOCH_CHECKPOINT_FILE in names)
         self.leader_epoch_cache.truncate_from_end(next_offset)
         self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
         self._producer_state = ProducerStateManager(self.name, producer_id_expiration_ms)
-        self._producer_snapshots = ProducerSnapshotFiles(directory)
+        self._producer_snapshots = ProducerSnapshotFiles(directory, names)
         self._unflushed_snapshots: list[Path] = []  # written at a roll, fsynced by the next flush
 
     @property
@@ -183,10 +189,15 @@ class Log:
         loaded from the latest snapshot it can trust and the batch headers after it."""
         directory = Path(directory)
         now = clock_ms()
-        new_directory = not directory.exists()
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            names = os.listdir(directory)
+            try:
+                names = os.listdir(directory)
+                new_directory = False
+            except FileNotFoundError:
+                directory.mkdir(parents=True, exist_ok=True)
+                names = os.listdir(directory)
+                new_directory = True
+            names = _complete_interrupted_swaps(directory, names)
             recovered: set[int] = set()
             segments = _load_segments(directory, names, config, now, recovered)
             if not had_clean_shutdown:
@@ -203,7 +214,7 @@ class Log:
             loaded = cls(directory, config, clock_ms, segments, log_start_offset=log_start_offset,
                          recovery_point=next_offset if had_clean_shutdown else recovery_point,
                          next_offset=next_offset, new_directory=new_directory,
-                         producer_id_expiration_ms=producer_id_expiration_ms)
+                         producer_id_expiration_ms=producer_id_expiration_ms, names=names)
             loaded._load_producer_state(had_clean_shutdown, recovered)
         except OSError as e:
             raise KafkaStorageException(f"Error while loading log {directory}: {e}") from e
@@ -963,12 +974,12 @@ def _end_offset_of(path: Path, base_offset: int) -> int:
 
 def _load_segments(directory: Path, names: list[str], config: LogConfig, now: int,
                    recovered: set[int]) -> list[LogSegment]:
-    """Open the segments found in `directory`: crash leftovers are removed or, for a cleaned
-    segment's swap, completed; an index without its log goes, a segment without both indexes is
-    rebuilt (its base offset added to `recovered`)."""
+    """Open the segments found in `directory` (`names`, crash leftovers already dealt with): an
+    index without its log goes, a segment without both indexes is rebuilt (its base offset added
+    to `recovered`)."""
     logs: set[str] = set()
     indexes: set[str] = set()
-    for name in _complete_interrupted_swaps(directory, names):
+    for name in names:
         match = _SEGMENT_FILE.match(name)
         if match:
             (logs if match.group(2) == LOG_FILE_SUFFIX else indexes).add(name)

@@ -155,9 +155,14 @@ def _cleaner_for(config: CleanerConfig) -> Cleaner:
 
 class LogCleaner:
     def __init__(self, config: CleanerConfig, log_dirs: Iterable[Path], logs: Callable[[], list[Log]],
-                 clock_ms: Callable[[], int]) -> None:
+                 clock_ms: Callable[[], int],
+                 log_locations: Callable[[], set[tuple[Path, str, int]]] | None = None) -> None:
+        """`logs`: the logs to clean (those with `compact` at least); `log_locations`: (log
+        directory, topic, partition) of every log, whose checkpoints are kept (default: `logs`')."""
         self.log_dirs = list(log_dirs)
         self._logs = logs
+        self._log_locations = log_locations or (lambda: {(each.dir.parent, each.topic, each.partition)
+                                                         for each in logs()})
         self._clock_ms = clock_ms
         self._setup = (config, _cleaner_for(config))  # replaced whole: a reader never sees half of it
         # `_lock` guards the state below and is never held over file I/O, so the event loop may
@@ -203,7 +208,7 @@ class LogCleaner:
     def write_checkpoints(self) -> None:
         """Write the checkpoint files that changed since last written (a worker thread)."""
         with self._checkpoint_write_lock:
-            present = {(each.dir.parent, each.topic, each.partition) for each in self._logs()}
+            present = self._log_locations()
             with self._lock:
                 changed = {directory: {tp: offset for tp, offset in self._checkpoints.get(directory, {}).items()
                                        if (directory, *tp) in present}

@@ -2,15 +2,18 @@
 
 A log directory holds one `<topic>-<partition>` directory per log, the three offset checkpoints,
 meta.properties, a `.lock` held while the broker runs, and `.kafka_cleanshutdown` between a clean
-shutdown and the next start. Startup loads every log; without the clean-shutdown marker, each
-log recovers the segments past its checkpointed recovery point. A clean log costs a directory
-listing and a few opens, so a thousand partitions load in well under a second.
+shutdown and the next start. Without the clean-shutdown marker, startup loads every log of the
+directory, each recovering the segments past its checkpointed recovery point. With it, nothing
+needs recovering: startup only lists the directory, and each log is opened on first use
+(`get_log`, or retention and the cleaner reaching it), so startup costs the same for ten
+partitions as for ten thousand. Until then the checkpoints carry what was read for it.
 
 With a CleanerConfig whose log.cleaner.enable is true, `cleaner` compacts the logs whose
 cleanup.policy has `compact` (the server calls `cleaner.clean_filthiest_log` in worker threads).
 
-Threads: the event loop creates, looks up and deletes logs; `flush_dirty`, `cleanup`,
-`checkpoint` and `shutdown` are meant for worker threads. A lock guards the registry.
+Threads: the event loop creates, looks up (opening) and deletes logs; `flush_dirty`, `cleanup`,
+`checkpoint` and `shutdown` are meant for worker threads. A lock guards the registry; a second one
+makes opening a log and deleting one exclusive, so two threads never open the same log twice.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
@@ -47,6 +51,17 @@ PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 TopicPartition = tuple[str, int]
 
 
+@dataclass(slots=True)
+class _UnopenedLog:
+    """A log found at a clean startup and not used since: what opening it needs, and what the
+    checkpoints keep saying about it meanwhile (None: not in that checkpoint)."""
+    directory: Path
+    config: LogConfig
+    recovery_point: int
+    log_start_offset: int | None
+    high_watermark: int | None
+
+
 class LogManager:
     def __init__(self, log_dirs: Iterable[Path | str], default_config: LogConfig, clock_ms: Callable[[], int], *,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
@@ -56,13 +71,15 @@ class LogManager:
         self._clock_ms = clock_ms
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, Log] = {}
-        self._logs_to_delete: list[tuple[int, Log]] = []
+        self._unopened: dict[TopicPartition, _UnopenedLog] = {}
+        self._logs_to_delete: list[tuple[int, Log | Path]] = []  # (when, log or its unopened directory)
         self._deleted_since_checkpoint: set[TopicPartition] = set()
         self._log_counts: dict[Path, int] = {}  # logs per log directory
         self._lock = threading.Lock()
+        self._opening_lock = threading.RLock()  # taken before `_lock`
         self._checkpoint_lock = threading.Lock()
         self._dir_locks: list[int] = []
-        self.cleaner = (LogCleaner(cleaner_config, self.log_dirs, self.logs, clock_ms)
+        self.cleaner = (LogCleaner(cleaner_config, self.log_dirs, self._compacted_logs, clock_ms, self._log_locations)
                         if cleaner_config is not None and cleaner_config.enable else None)
 
     # -- identity
@@ -94,7 +111,8 @@ class LogManager:
 
     # -- lifecycle
     def startup(self, topic_configs: Mapping[str, LogConfig] | None = None) -> None:
-        """Lock the directories and load every log, with its topic's config (or the default)."""
+        """Lock the directories and find every log, with its topic's config (or the default): loaded
+        (and recovered) at once where the last shutdown was unclean, on first use otherwise."""
         topic_configs = topic_configs or {}
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
@@ -119,19 +137,46 @@ class LogManager:
                 except ValueError:
                     log.warning("Ignoring %s in log directory %s: not a topic-partition directory", name, directory)
                     continue
-                if tp in self._logs:
+                if tp in self._logs or tp in self._unopened:
                     raise KafkaStorageException(
-                        f"Duplicate log directories for {name} are found in both {self._logs[tp].dir} and "
+                        f"Duplicate log directories for {name} are found in both {self._directory_of(tp)} and "
                         f"{directory / name}.")
-                loaded = Log.open(directory / name, topic_configs.get(tp[0], self.default_config),
-                                  log_start_offset=log_start_offsets.get(tp, 0),
-                                  recovery_point=recovery_points.get(tp, 0),
-                                  clock_ms=self._clock_ms, had_clean_shutdown=had_clean_shutdown,
-                                  producer_id_expiration_ms=self._producer_id_expiration_ms)
-                loaded.high_watermark = high_watermarks.get(tp, loaded.log_start_offset)
-                self._register(loaded)
+                found = _UnopenedLog(directory / name, topic_configs.get(tp[0], self.default_config),
+                                     recovery_points.get(tp, 0), log_start_offsets.get(tp),
+                                     high_watermarks.get(tp))
+                if had_clean_shutdown:
+                    self._unopened[tp] = found
+                    self._log_counts[directory] = self._log_counts.get(directory, 0) + 1
+                else:
+                    self._register(self._load(found, had_clean_shutdown=False))
         if self.cleaner is not None:
             self.cleaner.load_checkpoints()
+
+    def _load(self, found: _UnopenedLog, *, had_clean_shutdown: bool) -> Log:
+        loaded = Log.open(found.directory, found.config, log_start_offset=found.log_start_offset or 0,
+                          recovery_point=found.recovery_point, clock_ms=self._clock_ms,
+                          had_clean_shutdown=had_clean_shutdown,
+                          producer_id_expiration_ms=self._producer_id_expiration_ms)
+        loaded.high_watermark = loaded.log_start_offset if found.high_watermark is None else found.high_watermark
+        return loaded
+
+    def _open(self, tp: TopicPartition) -> Log | None:
+        """Open a log left unopened at startup (None if it is not one, or is gone)."""
+        with self._opening_lock:
+            opened = self._logs.get(tp)
+            found = self._unopened.get(tp)
+            if opened is not None or found is None:
+                return opened
+            loaded = self._load(found, had_clean_shutdown=True)
+            with self._lock:
+                del self._unopened[tp]
+                self._logs[tp] = loaded
+                loaded.update_config(found.config)  # changed while it was opening
+            return loaded
+
+    def _directory_of(self, tp: TopicPartition) -> Path:
+        found = self._logs.get(tp)
+        return found.dir if found is not None else self._unopened[tp].directory
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker (not in
@@ -139,7 +184,7 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
         damaged = set()
-        for each in self.logs():
+        for each in self.opened_logs():
             each.flush()
             each.close()  # writes the producer snapshot a clean restart loads
             if each.is_offline:
@@ -147,7 +192,7 @@ class LogManager:
         with self._lock:
             doomed, self._logs_to_delete = self._logs_to_delete, []
         for _, each in doomed:
-            each.delete()
+            _delete(each)
         self.checkpoint()
         for directory in self.log_dirs:
             if directory not in damaged:
@@ -169,11 +214,52 @@ class LogManager:
 
     # -- the registry
     def logs(self) -> list[Log]:
+        """Every log, opening those not used since startup."""
+        with self._lock:
+            unopened = list(self._unopened)
+        for tp in unopened:
+            self._open(tp)
+        return self.opened_logs()
+
+    def opened_logs(self) -> list[Log]:
+        """The logs opened so far: the others have not changed since the last clean shutdown."""
         with self._lock:
             return list(self._logs.values())
 
+    def _compacted_logs(self) -> list[Log]:
+        """What the cleaner looks at: the opened logs, after opening those whose topic compacts."""
+        with self._lock:
+            unopened = [tp for tp, found in self._unopened.items() if found.config.compact]
+        for tp in unopened:
+            self._open(tp)
+        return self.opened_logs()
+
+    def _log_locations(self) -> set[tuple[Path, str, int]]:
+        """(log directory, topic, partition) of every log, opened or not."""
+        with self._lock:
+            return ({(each.dir.parent, *tp) for tp, each in self._logs.items()}
+                    | {(found.directory.parent, *tp) for tp, found in self._unopened.items()})
+
+    def has_log(self, topic: str, partition: int) -> bool:
+        tp = (topic, partition)
+        return tp in self._logs or tp in self._unopened
+
     def get_log(self, topic: str, partition: int) -> Log | None:
-        return self._logs.get((topic, partition))
+        """The partition's log, opened if this is its first use since startup."""
+        found = self._logs.get((topic, partition))
+        if found is None and (topic, partition) in self._unopened:
+            found = self._open((topic, partition))
+        return found
+
+    def update_config(self, topic: str, partition: int, config: LogConfig) -> None:
+        """The topic's config changed: the log uses it, or will when opened."""
+        with self._lock:
+            opened = self._logs.get((topic, partition))
+            unopened = self._unopened.get((topic, partition))
+            if unopened is not None:
+                unopened.config = config  # `_open` applies it should the log be opening right now
+        if opened is not None:
+            opened.update_config(config)
 
     def create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         """The partition's log, created empty in the log directory holding the fewest logs."""
@@ -181,6 +267,9 @@ class LogManager:
             # The checkpoints still name the deleted log: after a crash its start offset would
             # apply to the new one. Rare (deleted and created again within a checkpoint interval).
             self.checkpoint()
+        existing = self.get_log(topic, partition)
+        if existing is not None:
+            return existing
         with self._lock:
             existing = self._logs.get((topic, partition))
             if existing is not None:
@@ -197,17 +286,30 @@ class LogManager:
 
     def delete_log(self, topic: str, partition: int) -> Log | None:
         """Forget the log and rename its directory to `<topic>-<partition>.<uuid>-delete`; `cleanup`
-        removes it once file.delete.delay.ms has passed, the next checkpoint forgets it."""
-        with self._lock:
+        removes it once file.delete.delay.ms has passed, the next checkpoint forgets it. Returns
+        the log, None when there was none or it was never opened (then it is deleted unopened)."""
+        with self._opening_lock, self._lock:
             removed = self._logs.pop((topic, partition), None)
-            if removed is None:
+            unopened = self._unopened.pop((topic, partition), None) if removed is None else None
+            if removed is None and unopened is None:
                 return None
-            self._log_counts[removed.dir.parent] -= 1
-            removed.rename_dir(delete_dir_name(topic, partition))
-            self._logs_to_delete.append((self._clock_ms() + removed.config.file_delete_delay_ms, removed))
+            if removed is not None:
+                parent, config = removed.dir.parent, removed.config
+                removed.rename_dir(delete_dir_name(topic, partition))
+                doomed: Log | Path = removed
+            else:
+                parent, config = unopened.directory.parent, unopened.config
+                doomed = parent / delete_dir_name(topic, partition)
+                try:
+                    os.rename(unopened.directory, doomed)
+                except OSError as e:
+                    self._unopened[(topic, partition)] = unopened
+                    raise KafkaStorageException(f"Error while renaming dir for {topic}-{partition}: {e}") from e
+            self._log_counts[parent] -= 1
+            self._logs_to_delete.append((self._clock_ms() + config.file_delete_delay_ms, doomed))
             self._deleted_since_checkpoint.add((topic, partition))
         if self.cleaner is not None:
-            self.cleaner.forget_log(topic, partition, removed.dir.parent)
+            self.cleaner.forget_log(topic, partition, parent)
         return removed
 
     # -- periodic work (worker threads)
@@ -216,19 +318,26 @@ class LogManager:
         producer snapshots no recovery from those points needs go."""
         with self._checkpoint_lock:
             by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
+            unopened_by_dir: dict[Path, list[tuple[TopicPartition, _UnopenedLog]]] = {d: [] for d in self.log_dirs}
             with self._lock:
                 for tp, each in self._logs.items():
                     by_dir.setdefault(each.dir.parent, []).append((tp, each))
+                for tp, found in self._unopened.items():
+                    unopened_by_dir.setdefault(found.directory.parent, []).append((tp, found))
                 forgotten = set(self._deleted_since_checkpoint)
-            for directory, logs in by_dir.items():
+            for directory in by_dir.keys() | unopened_by_dir.keys():
+                logs, unopened = by_dir.get(directory, []), unopened_by_dir.get(directory, [])
                 OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT_FILE).write(
-                    {tp: each.recovery_point for tp, each in logs})
+                    {**{tp: found.recovery_point for tp, found in unopened},
+                     **{tp: each.recovery_point for tp, each in logs}})
                 # Kafka records a start offset only where it differs from the first segment's base.
                 OffsetCheckpointFile(directory / LOG_START_OFFSET_CHECKPOINT_FILE).write(
-                    {tp: each.log_start_offset for tp, each in logs
-                     if each.log_start_offset > each.segments[0].base_offset})
+                    {**{tp: found.log_start_offset for tp, found in unopened if found.log_start_offset is not None},
+                     **{tp: each.log_start_offset for tp, each in logs
+                        if each.log_start_offset > each.segments[0].base_offset}})
                 OffsetCheckpointFile(directory / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
-                    {tp: each.high_watermark for tp, each in logs})
+                    {**{tp: found.high_watermark for tp, found in unopened if found.high_watermark is not None},
+                     **{tp: each.high_watermark for tp, each in logs}})
                 for _, each in logs:
                     try:
                         each.delete_snapshots_after_recovery_point_checkpoint()
@@ -242,7 +351,7 @@ class LogManager:
     def flush_dirty(self, now_ms: int) -> None:
         """Flush the logs past flush.ms or flush.messages, and those with a rolled segment not yet
         flushed (Kafka flushes a rolled segment at once; this keeps crash recovery short)."""
-        for each in self.logs():
+        for each in self.opened_logs():
             if each.flush_due(now_ms):
                 each.flush()
 
@@ -251,25 +360,34 @@ class LogManager:
         is its value now (a cluster-wide dynamic config), for these logs and the ones created later."""
         if expiration_ms is not None:
             self._producer_id_expiration_ms = expiration_ms
-        return sum(each.remove_expired_producers(now_ms, expiration_ms) for each in self.logs())
+        return sum(each.remove_expired_producers(now_ms, expiration_ms) for each in self.opened_logs())
 
     def cleanup(self, now_ms: int) -> int:
-        """Retention for every log not being cleaned, then the removal of files whose deletion
-        delay has passed. Returns the number of segments retention removed."""
+        """Retention for every log not being cleaned (opening those not used since startup: their
+        segments may have aged past retention.ms), then the removal of files whose deletion delay
+        has passed. Returns the number of segments retention removed."""
         logs = self.logs() if self.cleaner is None else self.cleaner.pause_cleaning(self.logs())
         try:
             removed = sum(each.delete_old_segments(now_ms) for each in logs)
         finally:
             if self.cleaner is not None:
                 self.cleaner.resume_cleaning(logs)
-        for each in self.logs():
+        for each in self.opened_logs():
             each.delete_pending_segments(now_ms)
         with self._lock:
             due = [each for when, each in self._logs_to_delete if when <= now_ms]
             self._logs_to_delete = [(when, each) for when, each in self._logs_to_delete if when > now_ms]
         for each in due:
-            each.delete()
+            _delete(each)
         return removed
+
+
+def _delete(doomed: Log | Path) -> None:
+    """Delete a log renamed for deletion, or the directory of one that was never opened."""
+    if isinstance(doomed, Log):
+        doomed.delete()
+    else:
+        shutil.rmtree(doomed, ignore_errors=True)
 
 
 def _read_checkpoint_or_empty(path: Path) -> dict[TopicPartition, int]:

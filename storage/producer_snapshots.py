@@ -78,9 +78,12 @@ class ProducerSnapshotFiles:
     """The snapshot files of one partition directory, by offset. Not thread-safe: the log's lock
     guards it."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, names: Iterable[str] | None = None) -> None:
+        """`names`: the directory's files, when just listed."""
         self.directory = directory
-        self._offsets = sorted(int(m.group(1)) for m in map(_SNAPSHOT_FILE.match, os.listdir(directory)) if m)
+        listing = os.listdir(directory) if names is None else names
+        self._offsets = sorted(int(name[:20]) for name in listing
+                               if name.endswith(SNAPSHOT_FILE_SUFFIX) and _SNAPSHOT_FILE.match(name))
 
     @property
     def offsets(self) -> list[int]:

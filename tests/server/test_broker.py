@@ -12,6 +12,7 @@ import trio
 
 from loopback import (
     SIZE, Client, broker_config, create_topic_request, fetch_request, one_batch, produce_request, run_broker,
+    run_with_broker,
 )
 
 from samsa.wire import records
@@ -172,6 +173,30 @@ def test_data_and_topics_survive_a_restart(tmp_path):
 
     run_broker(config, write)
     run_broker(config, read)
+
+
+def test_after_a_clean_restart_a_partition_log_opens_on_first_use(tmp_path):
+    config = broker_config(tmp_path)
+
+    async def write(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("lazy", partitions=3), 7)
+        await client.call(produce_request("lazy", one_batch([b"1", b"2"])), 9)
+
+    async def use(broker):
+        opened = broker.log_manager.opened_logs
+        client = await Client.connect(broker.endpoints[0].port)
+        meta = await client.call(request_class(ApiKey.METADATA)(topics=None), 12)
+        assert [len(t.partitions) for t in meta.topics] == [3]
+        assert opened() == []  # Metadata comes from the metadata image
+        fetched = await client.call(fetch_request("lazy", 0), 12)
+        assert fetched.responses[0].partitions[0].high_watermark == 2
+        assert [log.name for log in opened()] == ["lazy-0"]
+        produced = await client.call(produce_request("lazy", one_batch([b"3"])), 9)
+        assert produced.responses[0].partition_responses[0].base_offset == 2
+
+    run_broker(config, write)
+    run_with_broker(config, use)
 
 
 def test_topic_compression_type_recompresses_only_when_it_differs(tmp_path):

@@ -197,3 +197,88 @@ def test_no_clean_shutdown_marker_where_a_log_went_offline(tmp_path, clock, monk
     manager.shutdown()
     assert not (broken.dir.parent / CLEAN_SHUTDOWN_FILE).exists()
     assert [d for d in dirs if (d / CLEAN_SHUTDOWN_FILE).exists()] == [d for d in dirs if d != broken.dir.parent]
+
+
+def test_a_clean_restart_opens_each_log_on_first_use(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    fill(manager, "t", 0, 3)
+    fill(manager, "t", 1, 2).delete_records(1)
+    manager.create_log("t", 2)
+    manager.shutdown()
+    names = (RECOVERY_POINT_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE)
+    checkpoints = {name: OffsetCheckpointFile(tmp_path / name).read() for name in names}
+    assert checkpoints[LOG_START_OFFSET_CHECKPOINT_FILE] == {("t", 1): 1}
+
+    manager = started([tmp_path], clock)
+    assert manager.opened_logs() == []
+    assert [manager.has_log("t", p) for p in range(4)] == [True, True, True, False]
+    manager.checkpoint()  # what the checkpoints said of the logs not opened, they still say
+    assert {name: OffsetCheckpointFile(tmp_path / name).read() for name in names} == checkpoints
+
+    second = manager.get_log("t", 1)
+    assert manager.opened_logs() == [second]
+    assert (second.log_start_offset, second.log_end_offset, second.high_watermark, second.recovery_point) == (1, 4, 4, 4)
+    assert manager.get_log("t", 1) is second and manager.create_log("t", 1) is second
+    manager.checkpoint()
+    assert {name: OffsetCheckpointFile(tmp_path / name).read() for name in names} == checkpoints
+    assert sorted(log.name for log in manager.logs()) == ["t-0", "t-1", "t-2"]
+    assert manager.get_log("t", 0).log_end_offset == 6
+    manager.shutdown()
+
+
+def test_an_unclean_start_loads_every_log_at_once(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    fill(manager, "t", 0, 1)
+    manager.shutdown()
+    (tmp_path / CLEAN_SHUTDOWN_FILE).unlink()
+    manager = started([tmp_path], clock)
+    assert [log.name for log in manager.opened_logs()] == ["t-0"]
+    manager.shutdown()
+
+
+def test_a_crash_after_a_clean_start_recovers_from_the_checkpointed_recovery_points(tmp_path, clock, monkeypatch):
+    config = small_config(segment_bytes=200)
+    manager = started([tmp_path], clock, config=config)
+    fill(manager, "idle", 0, 4)  # segments at 0 and 4, recovery point 8 at shutdown
+    fill(manager, "busy", 0, 1)
+    manager.shutdown()
+    manager = started([tmp_path], clock, config=config)
+    busy = manager.get_log("busy", 0)
+    busy.append_as_leader(make_batch([1000, 1001]))
+    busy.flush()
+    manager.checkpoint()
+    manager.shutdown()
+    (tmp_path / CLEAN_SHUTDOWN_FILE).unlink()  # as if the broker had died after that checkpoint
+    recovered = []
+    original = LogSegment.recover
+
+    def spy(self):
+        recovered.append((self.log.path.parent.name, self.base_offset))
+        return original(self)
+    monkeypatch.setattr(LogSegment, "recover", spy)
+    manager = started([tmp_path], clock, config=config)
+    assert sorted(recovered) == [("busy-0", 0), ("idle-0", 4)]
+    assert manager.get_log("idle", 0).log_end_offset == 8
+    assert manager.get_log("busy", 0).log_end_offset == 4
+
+
+def test_a_log_not_yet_opened_takes_config_changes_and_can_be_deleted(tmp_path, clock):
+    manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=0))
+    fill(manager, "t", 0, 1)
+    fill(manager, "t", 1, 1)
+    manager.shutdown()
+    manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=0))
+    special = small_config(retention_ms=5)
+    manager.update_config("t", 0, special)
+    assert manager.opened_logs() == []
+    assert manager.get_log("t", 0).config is special
+
+    assert manager.delete_log("t", 1) is None  # deleted without being opened
+    assert not manager.has_log("t", 1) and manager.get_log("t", 1) is None
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("t-1")][0].endswith("-delete")
+    manager.checkpoint()
+    assert ("t", 1) not in OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).read()
+    manager.cleanup(clock.now)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("t-1")]
+    assert manager.create_log("t", 1).log_end_offset == 0
+    manager.shutdown()

@@ -165,7 +165,7 @@ CHILD = textwrap.dedent("""
 
     manager = LogManager([{log_dir!r}], small_config(segment_bytes=4096), lambda: int(time.time() * 1000))
     manager.startup()
-    log = manager.create_log("t", 0)
+    log = manager.{open_log}
     for i in range(200):
         log.append_as_leader(make_batch([int(time.time() * 1000)] * 3))
         log.high_watermark = log.log_end_offset
@@ -178,16 +178,20 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_sigkill_after_fsync_loses_nothing_acknowledged(tmp_path, clock):
-    log_dir = tmp_path / "logs"
-    script = CHILD.format(helpers=str(Path(__file__).resolve().parent), log_dir=str(log_dir))
+def run_until_killed(log_dir: Path, open_log: str) -> tuple[int, int]:
+    """Run CHILD on `log_dir` and SIGKILL it; returns what it flushed and what it wrote."""
+    script = CHILD.format(helpers=str(Path(__file__).resolve().parent), log_dir=str(log_dir), open_log=open_log)
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
-        flushed = int(child.stdout.readline())
-        written = int(child.stdout.readline())
+        return int(child.stdout.readline()), int(child.stdout.readline())
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
+
+
+def test_sigkill_after_fsync_loses_nothing_acknowledged(tmp_path, clock):
+    log_dir = tmp_path / "logs"
+    flushed, written = run_until_killed(log_dir, 'create_log("t", 0)')
     assert (flushed, written) == (450, 600)
 
     from samsa.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
@@ -207,3 +211,29 @@ def test_a_torn_time_index_is_rebuilt_when_retention_reads_it(tmp_path, clock):
     (directory / "00000000000000000000.timeindex").write_bytes(b"\x00\x00\x00\x00\x00")
     log = Log.open(directory, small_config(), clock_ms=clock)
     assert log.segments[0].largest_timestamp() == 1003
+
+
+def test_sigkill_after_a_clean_start_loses_nothing_acknowledged(tmp_path, clock):
+    """A clean start opens logs on first use: those it never opened keep their data, the one
+    written since keeps what it flushed."""
+    from samsa.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+    log_dir = tmp_path / "logs"
+    manager = LogManager([log_dir], small_config(segment_bytes=4096), clock)
+    manager.startup()
+    for topic in ("idle", "busy"):
+        log = manager.create_log(topic, 0)
+        for _ in range(100):  # several segments
+            log.append_as_leader(make_batch([1000] * 3))
+    manager.shutdown()
+
+    flushed, written = run_until_killed(log_dir, 'get_log("busy", 0)')
+    assert (flushed, written) == (750, 900)
+
+    assert not (log_dir / CLEAN_SHUTDOWN_FILE).exists()
+    manager = LogManager([log_dir], small_config(segment_bytes=4096), clock)
+    manager.startup()
+    assert_intact(manager.get_log("idle", 0), 300)
+    busy = manager.get_log("busy", 0)
+    assert busy.log_end_offset >= flushed
+    assert_intact(busy, busy.log_end_offset)
+    manager.shutdown()
