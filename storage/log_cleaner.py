@@ -208,6 +208,8 @@ class LogCleaner:
     def write_checkpoints(self) -> None:
         """Write the checkpoint files that changed since last written (a worker thread)."""
         with self._checkpoint_write_lock:
+            if not self._unwritten:
+                return
             present = self._log_locations()
             with self._lock:
                 changed = {directory: {tp: offset for tp, offset in self._checkpoints.get(directory, {}).items()

@@ -55,6 +55,7 @@ TopicPartition = tuple[str, int]
 class _UnopenedLog:
     """A log found at a clean startup and not used since: what opening it needs, and what the
     checkpoints keep saying about it meanwhile (None: not in that checkpoint)."""
+    log_dir: Path  # the log directory holding it
     directory: Path
     config: LogConfig
     recovery_point: int
@@ -141,7 +142,7 @@ class LogManager:
                     raise KafkaStorageException(
                         f"Duplicate log directories for {name} are found in both {self._directory_of(tp)} and "
                         f"{directory / name}.")
-                found = _UnopenedLog(directory / name, topic_configs.get(tp[0], self.default_config),
+                found = _UnopenedLog(directory, directory / name, topic_configs.get(tp[0], self.default_config),
                                      recovery_points.get(tp, 0), log_start_offsets.get(tp),
                                      high_watermarks.get(tp))
                 if had_clean_shutdown:
@@ -217,9 +218,7 @@ class LogManager:
         """Every log, opening those not used since startup."""
         with self._lock:
             unopened = list(self._unopened)
-        for tp in unopened:
-            self._open(tp)
-        return self.opened_logs()
+        return self._open_all(unopened)
 
     def opened_logs(self) -> list[Log]:
         """The logs opened so far: the others have not changed since the last clean shutdown."""
@@ -230,15 +229,23 @@ class LogManager:
         """What the cleaner looks at: the opened logs, after opening those whose topic compacts."""
         with self._lock:
             unopened = [tp for tp, found in self._unopened.items() if found.config.compact]
+        return self._open_all(unopened)
+
+    def _open_all(self, unopened: list[TopicPartition]) -> list[Log]:
+        """Open these logs, then list every opened one. A log that cannot be opened is left out
+        (its error logged; the next use tries again): one bad disk holds up no other log's work."""
         for tp in unopened:
-            self._open(tp)
+            try:
+                self._open(tp)
+            except KafkaStorageException as e:
+                log.error("%s", e)
         return self.opened_logs()
 
     def _log_locations(self) -> set[tuple[Path, str, int]]:
         """(log directory, topic, partition) of every log, opened or not."""
         with self._lock:
             return ({(each.dir.parent, *tp) for tp, each in self._logs.items()}
-                    | {(found.directory.parent, *tp) for tp, found in self._unopened.items()})
+                    | {(found.log_dir, *tp) for tp, found in self._unopened.items()})
 
     def has_log(self, topic: str, partition: int) -> bool:
         tp = (topic, partition)
@@ -298,7 +305,7 @@ class LogManager:
                 removed.rename_dir(delete_dir_name(topic, partition))
                 doomed: Log | Path = removed
             else:
-                parent, config = unopened.directory.parent, unopened.config
+                parent, config = unopened.log_dir, unopened.config
                 doomed = parent / delete_dir_name(topic, partition)
                 try:
                     os.rename(unopened.directory, doomed)
@@ -323,7 +330,7 @@ class LogManager:
                 for tp, each in self._logs.items():
                     by_dir.setdefault(each.dir.parent, []).append((tp, each))
                 for tp, found in self._unopened.items():
-                    unopened_by_dir.setdefault(found.directory.parent, []).append((tp, found))
+                    unopened_by_dir.setdefault(found.log_dir, []).append((tp, found))
                 forgotten = set(self._deleted_since_checkpoint)
             for directory in by_dir.keys() | unopened_by_dir.keys():
                 logs, unopened = by_dir.get(directory, []), unopened_by_dir.get(directory, [])

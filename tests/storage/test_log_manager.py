@@ -1,4 +1,5 @@
 import os
+import shutil
 import time
 
 import pytest
@@ -281,4 +282,20 @@ def test_a_log_not_yet_opened_takes_config_changes_and_can_be_deleted(tmp_path, 
     manager.cleanup(clock.now)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("t-1")]
     assert manager.create_log("t", 1).log_end_offset == 0
+    manager.shutdown()
+
+
+def test_a_log_that_cannot_be_opened_holds_up_no_other(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    fill(manager, "t", 0, 1)
+    fill(manager, "t", 1, 1)
+    manager.shutdown()
+    manager = started([tmp_path], clock)
+    shutil.rmtree(tmp_path / "t-0")
+    (tmp_path / "t-0").write_bytes(b"not a directory")
+    assert [log.name for log in manager.logs()] == ["t-1"]
+    assert manager.cleanup(clock.now) == 0
+    with pytest.raises(KafkaStorageException):
+        manager.get_log("t", 0)
+    assert manager.has_log("t", 0)  # tried again on its next use
     manager.shutdown()
