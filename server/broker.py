@@ -7,6 +7,7 @@ flush, exit.
 from __future__ import annotations
 
 import base64
+import gc
 import logging
 import struct
 import time
@@ -128,6 +129,7 @@ class Broker:
                 log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
                          time.monotonic() - started_at,
                          ", ".join(f"{e.listener}://{e.host}:{e.port}" for e in self.endpoints))
+                freeze_startup_heap()
                 self.started.set()
                 task_status.started(self)
                 try:
@@ -288,6 +290,14 @@ class Broker:
         if info is None:
             info = next(iter(self.advertised.values()))
         return info
+
+
+def freeze_startup_heap() -> None:
+    """What startup loaded (modules, codecs, logs, groups) lives as long as the broker: keep it out
+    of the cyclic collector's scans. A full collection then visits only what came later, instead of
+    stopping every connection for 15-25 ms every few tens of seconds under load."""
+    gc.collect()
+    gc.freeze()
 
 
 def error_response(api_key: int, code: int):
