@@ -93,10 +93,23 @@ class Partition:
         except ValueError:
             pass
 
+    @property
+    def has_parked_fetches(self) -> bool:
+        return bool(self._waiters)
+
     def wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for event in waiters:
             event.set()
+
+
+async def let_woken_fetches_answer() -> None:
+    """Let the fetches an append woke send their responses before the appending request goes on:
+    a consumer's latency is the append's, while a producer pipelines past its acknowledgement.
+    trio runs each batch of runnable tasks in either order, so a task yielding twice runs again
+    only after every task that was already runnable (the woken fetches) has had its turn."""
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 class ReplicaManager:

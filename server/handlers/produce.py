@@ -9,6 +9,7 @@ asks for a codec other than the batch's.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 import trio
 
@@ -20,7 +21,8 @@ from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from ..network import ConnectionClosed
-from ..throttle import record_produce
+from ..replica_manager import let_woken_fetches_answer
+from ..throttle import not_request_time, record_produce
 from . import handler
 
 log = logging.getLogger("samsa.produce")
@@ -68,7 +70,15 @@ def partition_error(index: int, code: int, message: str | None = None):
                              log_start_offset=-1, error_message=message)
 
 
-def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list, transactional_id: str | None = None):
+@dataclass
+class AfterAppends:
+    """What a Produce does once its partitions are appended, before it answers."""
+    logs_to_flush: list = field(default_factory=list)  # flush.messages reached or a segment rolled
+    woke_fetches: bool = False
+
+
+def append_partition(ctx, topic_name: str, data, acks: int, after: AfterAppends,
+                     transactional_id: str | None = None):
     partition = ctx.broker.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -86,9 +96,10 @@ def append_partition(ctx, topic_name: str, data, acks: int, to_flush: list, tran
             if refused is not None:
                 return partition_error(data.index, *refused)
         records = apply_topic_compression(records, config.compression_type)
+        after.woke_fetches |= partition.has_parked_fetches  # the append wakes them
         info = partition.append(records)
         if info.flush_needed:
-            to_flush.append(partition.log)
+            after.logs_to_flush.append(partition.log)
     except InvalidRecord as e:
         return partition_error(data.index, ErrorCode.INVALID_RECORD, str(e))
     except legacy.UnsupportedCompressionTypeError as e:
@@ -121,7 +132,7 @@ def transaction_unauthorized(ctx, request) -> bool:
 async def handle(ctx, request):
     acks = request.acks
     responses = []
-    to_flush: list = []
+    after = AfterAppends()
     transaction_refused = transaction_unauthorized(ctx, request)
     for topic in request.topic_data:
         if transaction_refused:
@@ -133,13 +144,16 @@ async def handle(ctx, request):
         else:
             code = ErrorCode.NONE
         if code == ErrorCode.NONE:
-            parts = [append_partition(ctx, topic.name, p, acks, to_flush, request.transactional_id)
+            parts = [append_partition(ctx, topic.name, p, acks, after, request.transactional_id)
                      for p in topic.partition_data]
         else:
             parts = [partition_error(p.index, code) for p in topic.partition_data]
         responses.append(TopicResponse(name=topic.name, partition_responses=parts))
-    for log_ in to_flush:
-        # flush.messages reached or a segment rolled: fsync off the event loop before answering.
+    if after.woke_fetches:
+        with not_request_time(ctx):  # their time is theirs, not this request's
+            await let_woken_fetches_answer()
+    for log_ in after.logs_to_flush:
+        # fsync off the event loop before answering.
         await trio.to_thread.run_sync(log_.flush, limiter=ctx.broker.disk_limiter)
     record_produce(ctx, acks)  # appended first, throttled after: the data is kept either way
     if acks == 0:
