@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import gc
 import logging
+import math
 import struct
 import time
 import uuid
@@ -72,8 +73,7 @@ class Broker:
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
         self._in_flight = 0
-        self._idle = trio.Event()
-        self._idle.set()
+        self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
         self.started = trio.Event()
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.disk_limiter = trio.CapacityLimiter(1)  # fsync, retention, checkpoints: one at a time
@@ -142,7 +142,9 @@ class Broker:
         log.info("[KafkaServer id=%d] shutting down", self.node_id)
         services.cancel_scope.cancel()  # stop accepting and periodic jobs
         with trio.move_on_after(self.config.get("controlled.shutdown.retry.backoff.ms") / 1000 + 5):
-            await self._idle.wait()  # requests in flight finish
+            if self._in_flight:
+                self._drained = trio.Event()
+                await self._drained.wait()  # requests in flight finish
         connections.cancel_scope.cancel()
         if self.replica_manager is not None:
             self.replica_manager.wake_all()
@@ -213,29 +215,32 @@ class Broker:
                 await trio.sleep(refused_ms / 1000)  # closed unread once throttled, as Kafka does
                 return
             await self.listener_security[conn.listener.listener].start(conn)
-            while True:
-                auth = conn.authenticator
-                with trio.move_on_at(min(trio.current_time() + idle_timeout, auth.deadline)) as idle:
+            # One scope for the connection's life, with a deadline only while it waits for a request:
+            # cheaper than a scope per request, and a request is never cancelled by it.
+            with trio.CancelScope() as idle:
+                while True:
+                    auth = conn.authenticator
+                    idle.deadline = min(trio.current_time() + idle_timeout, auth.deadline)
                     await wait_unmuted(conn)  # a muted connection may idle out too
                     frame = await conn.read_frame(*auth.receive_limit(max_frame))
-                if idle.cancelled_caught:
-                    log.debug("closing %s connection %s", "idle" if auth.complete else "unauthenticated", conn.id)
-                    return
-                self._in_flight += 1
-                self._idle = trio.Event() if self._in_flight == 1 else self._idle
-                try:
-                    response = await self._process(conn, frame)
-                    if response is not None:
-                        await conn.send_response(response)
-                    if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
-                        log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,
-                                 conn.authenticator.failure)
-                        await trio.sleep(self.config.get("connection.failed.authentication.delay.ms") / 1000)
-                        return
-                finally:
-                    self._in_flight -= 1
-                    if self._in_flight == 0:
-                        self._idle.set()
+                    idle.deadline = math.inf
+                    if idle.cancel_called:  # the deadline passed as the request came in
+                        break
+                    self._in_flight += 1
+                    try:
+                        response = await self._process(conn, frame)
+                        if response is not None:
+                            await conn.send_response(response)
+                        if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
+                            log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,
+                                     conn.authenticator.failure)
+                            await trio.sleep(self.config.get("connection.failed.authentication.delay.ms") / 1000)
+                            return
+                    finally:
+                        self._in_flight -= 1
+                        if self._in_flight == 0 and self._drained is not None:
+                            self._drained.set()
+            log.debug("closing %s connection %s", "idle" if conn.authenticator.complete else "unauthenticated", conn.id)
         except ConnectionClosed:
             pass
         except AuthenticationFailed as e:

@@ -19,7 +19,6 @@ because its next request is not read. Per Kafka's KafkaApis:
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from functools import cache
 
 import trio
@@ -57,27 +56,37 @@ def now_ms() -> int:
     return int(trio.current_time() * 1000)
 
 
-def _request_throttle_ms(ctx, now: int) -> int:
+def _request_throttle_ms(ctx, now: int | None = None) -> int:
     """Record the time this request has taken so far (long-poll waits excepted)."""
     request = ctx.broker.quotas.request
     if not request.enabled:
         return 0
     busy_ns = time.perf_counter_ns() - ctx.started_ns - ctx.waited_ns
-    return request.record(ctx.principal.name, ctx.client_id, busy_ns * NANOS_TO_PERCENTAGE_PER_SECOND, now)
+    return request.record(ctx.principal.name, ctx.client_id, busy_ns * NANOS_TO_PERCENTAGE_PER_SECOND,
+                          now_ms() if now is None else now)
 
 
-@contextmanager
-def not_request_time(ctx):
-    """Time a request spends parked (a long poll, a rebalance) is not time spent handling it."""
-    start = time.perf_counter_ns()
-    try:
-        yield
-    finally:
-        ctx.waited_ns += time.perf_counter_ns() - start
+class not_request_time:
+    """Time a request spends parked (a long poll, a rebalance) is not time spent handling it.
+    (A class, not a generator: every long poll enters one.)"""
+
+    __slots__ = ("ctx", "start")
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter_ns()
+
+    def __exit__(self, *exc_info) -> None:
+        self.ctx.waited_ns += time.perf_counter_ns() - self.start
 
 
 def record_produce(ctx, acks: int) -> None:
     quotas = ctx.broker.quotas
+    if not (quotas.produce.enabled or quotas.request.enabled):
+        ctx.throttle_time_ms = 0
+        return
     now = now_ms()
     bandwidth = quotas.produce.record(ctx.principal.name, ctx.client_id, ctx.request_size, now)
     ctx.throttle_time_ms = max(bandwidth, 0 if acks == 0 else _request_throttle_ms(ctx, now))
@@ -93,6 +102,9 @@ def record_fetch(ctx, response_bytes: int) -> int:
     """Record a fetch response about to be sent; its throttle time, non-zero when the client must
     get an empty response instead (whose bytes are then not counted)."""
     quotas = ctx.broker.quotas
+    if not (quotas.fetch.enabled or quotas.request.enabled):
+        ctx.throttle_time_ms = 0
+        return 0
     now = now_ms()
     request_ms = _request_throttle_ms(ctx, now)
     bandwidth_ms = quotas.fetch.record(ctx.principal.name, ctx.client_id, response_bytes, now)
@@ -131,7 +143,7 @@ def finish_request(ctx, response) -> None:
     """For every request once its handler has answered: record its time unless the handler
     recorded its quotas itself, put the throttle time in the response, mute the connection."""
     if ctx.throttle_time_ms is None:
-        ctx.throttle_time_ms = _request_throttle_ms(ctx, now_ms())
+        ctx.throttle_time_ms = _request_throttle_ms(ctx)
     throttle_ms = ctx.throttle_time_ms
     if throttle_ms > 0:
         conn = ctx.connection
@@ -144,7 +156,7 @@ def finish_request(ctx, response) -> None:
 
 async def wait_unmuted(conn) -> None:
     """Hold back reading a throttled connection's next request until its throttle time is over."""
-    if conn.muted_until > trio.current_time():
+    if conn.muted_until and conn.muted_until > trio.current_time():
         await trio.sleep_until(conn.muted_until)
 
 
