@@ -32,8 +32,7 @@ import shutil
 import threading
 import uuid
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -903,18 +902,35 @@ class Log:
         again (a restart) recovers it."""
         return self._offline
 
-    @contextmanager
-    def _io(self, action: str) -> Iterator[None]:
+    def _io(self, action: str) -> "_LogIo":
         """Kafka's maybeHandleIOException: any I/O failure takes the log offline for good, since
         what reached the disk is no longer known."""
-        if self._closed or self._offline:
-            state = "closed" if self._closed else "offline"
-            raise KafkaStorageException(f"The log for partition {self.name} is {state}")
-        try:
-            yield
-        except (OSError, KafkaStorageException) as e:
-            self._offline = True
-            raise KafkaStorageException(f"Error while {action} for {self.name} in dir {self.dir.parent}: {e}") from e
+        return _LogIo(self, action)
+
+
+class _LogIo:
+    """Log._io's context manager; a class rather than a generator, since every append and read
+    enters one."""
+
+    __slots__ = ("log", "action")
+
+    def __init__(self, log: Log, action: str) -> None:
+        self.log = log
+        self.action = action
+
+    def __enter__(self) -> None:
+        log = self.log
+        if log._closed or log._offline:
+            state = "closed" if log._closed else "offline"
+            raise KafkaStorageException(f"The log for partition {log.name} is {state}")
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None and issubclass(exc_type, (OSError, KafkaStorageException)):
+            log = self.log
+            log._offline = True
+            raise KafkaStorageException(
+                f"Error while {self.action} for {log.name} in dir {log.dir.parent}: {exc}") from exc
+        return False
 
 
 def _max_position(segment: LogSegment, next_base_offset: int, max_offset: int) -> int | None:
