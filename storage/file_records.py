@@ -9,16 +9,19 @@ Batch scans read headers in chunks and parse them with the wire layer's struct.
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from ..wire.exceptions import CorruptRecordError
-from ..wire.records import BATCH_HEADER_SIZE, BatchHeader, decode_batch, parse_batch_header
+from ..wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, decode_batch, parse_batch_header
 from .errors import CorruptRecordException, KafkaStorageException
 
 _HEADER_CHUNK = 16 * 1024  # an index interval's worth of headers per read
 _DATA_CHUNK = 1024 * 1024  # recovery reads whole batches
+# What finding a batch by offset needs of its header: baseOffset, batchLength, magic, lastOffsetDelta.
+_BATCH_BOUNDS = struct.Struct(">qi4xb6xi")
 
 
 class LogOffsetPosition(NamedTuple):
@@ -35,6 +38,11 @@ class TimestampAndOffset(NamedTuple):
 
 
 class FileRecords:
+    # The whole-file view's memory of the first batch past the end of the last fetch it served
+    # (base offset, its LogOffsetPosition): a consumer's next fetch starts there. Dropped when the
+    # file is truncated; appends leave it true.
+    _next_batch: tuple[int, LogOffsetPosition] | None = None
+
     def __init__(self, path: Path | None, fd: int, position: int, size: int, owner: FileRecords | None = None) -> None:
         self.path = path
         self.fd = fd
@@ -66,9 +74,13 @@ class FileRecords:
     # -- reading
     def pread(self, position: int, size: int) -> bytes:
         """Up to `size` bytes at `position` of the file (relative to this view)."""
-        chunks = []
         at = self.position + position
-        remaining = size
+        chunk = os.pread(self.fd, size, at)
+        if len(chunk) == size or not chunk:
+            return chunk
+        chunks = [chunk]
+        at += len(chunk)
+        remaining = size - len(chunk)
         while remaining > 0:
             chunk = os.pread(self.fd, remaining, at)
             if not chunk:
@@ -106,6 +118,7 @@ class FileRecords:
         truncated = self.size - size
         os.ftruncate(self.fd, size)
         self.size = size
+        self._next_batch = None
         return truncated
 
     def trim(self) -> None:
@@ -167,12 +180,46 @@ class FileRecords:
             yield position, header, chunk[at:at + header.size]
             position += header.size
 
+    def _batch_bounds_from(self, start: int) -> Iterator[tuple[int, int, int, int]]:
+        """(position, base offset, size, last offset) of each complete batch from `start`: what
+        batch_headers_from gives, less the fields an offset search does not need."""
+        end = self.size
+        position = start
+        chunk, chunk_start = b"", start
+        while end - position >= BATCH_HEADER_SIZE:
+            at = position - chunk_start
+            if at + BATCH_HEADER_SIZE > len(chunk):
+                chunk, chunk_start, at = self.pread(position, min(_HEADER_CHUNK, end - position)), position, 0
+            base_offset, length, magic, last_offset_delta = _BATCH_BOUNDS.unpack_from(chunk, at)
+            if magic != 2 or length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+                self._header_at(chunk, at, position)  # raises the full parse's CorruptRecordException
+            size = LOG_OVERHEAD + length
+            if position + size > end:
+                return
+            yield position, base_offset, size, base_offset + last_offset_delta
+            position += size
+
     def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:
         """The first batch from `start_position` whose last offset is >= target."""
-        for position, header in self.batch_headers_from(start_position):
-            if header.last_offset >= target_offset:
-                return LogOffsetPosition(header.last_offset, position, header.size)
+        remembered = self._next_batch
+        if remembered is not None and remembered[0] <= target_offset <= remembered[1].offset:
+            return remembered[1]
+        for position, _, size, last_offset in self._batch_bounds_from(start_position):
+            if last_offset >= target_offset:
+                return LogOffsetPosition(last_offset, position, size)
         return None
+
+    def whole_batches_end(self, scan_from: int, limit: int) -> int:
+        """Where the last batch ending by `limit` ends, scanning from the batch start `scan_from`
+        (returned when no batch does). The batch that crosses `limit` is remembered for
+        search_for_offset_with_size: the consumer's next fetch starts there."""
+        end = scan_from
+        for position, base_offset, size, last_offset in self._batch_bounds_from(scan_from):
+            if position + size > limit:
+                self._next_batch = (base_offset, LogOffsetPosition(last_offset, position, size))
+                break
+            end = position + size
+        return end
 
     def search_for_timestamp(self, target_timestamp: int, start_position: int,
                              starting_offset: int) -> TimestampAndOffset | None:

@@ -558,8 +558,9 @@ class Log:
              min_one_message: bool = True, include_aborted_txns: bool = False) -> FetchDataInfo:
         """Up to max_bytes from `offset`, never past isolation_max_offset (high watermark or last
         stable offset; None for the log end). Returns the file range of whole batches from the
-        one holding `offset` (a batch is never split at its start; max_bytes may cut the last one,
-        as Kafka does); min_one_message returns the first batch whole even past max_bytes. With
+        one holding `offset`, as many as fit in max_bytes (Kafka adds the start of the next one,
+        which clients drop; only when none fits is a cut batch returned, as Kafka does);
+        min_one_message returns the first batch whole even past max_bytes. With
         include_aborted_txns (read_committed), the aborted transactions overlapping the range."""
         view = self._segments
         end = self._next_offset
@@ -568,9 +569,8 @@ class Log:
                 f"Received request for offset {offset} for partition {self.name}, but we only have log segments "
                 f"in the range {self._log_start_offset} to {end}.")
         max_offset = end if isolation_max_offset is None else min(isolation_max_offset, end)
-        no_records = FetchDataInfo(FileRecords.empty(), offset, [] if include_aborted_txns else None)
         if offset >= max_offset:
-            return no_records
+            return _no_records(offset, include_aborted_txns)
         with self._io("reading"):
             index = max(view.floor_index(offset), 0)
             while index < len(view.segments):
@@ -581,10 +581,10 @@ class Log:
                     if include_aborted_txns:
                         upper = segment.fetch_upper_bound_offset(info.records.position, info.records.size)
                         aborted = self.collect_aborted_transactions(offset, next_base if upper is None else upper, view)
-                        info = info._replace(aborted_transactions=aborted)
+                        info = FetchDataInfo(info.records, info.first_offset, aborted)
                     return info
                 index += 1
-        return no_records
+        return _no_records(offset, include_aborted_txns)
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int,
                                      view: _Segments | None = None) -> list[AbortedTxn]:
@@ -931,6 +931,10 @@ class _LogIo:
             raise KafkaStorageException(
                 f"Error while {self.action} for {log.name} in dir {log.dir.parent}: {exc}") from exc
         return False
+
+
+def _no_records(offset: int, include_aborted_txns: bool) -> FetchDataInfo:
+    return FetchDataInfo(FileRecords.empty(), offset, [] if include_aborted_txns else None)
 
 
 def _max_position(segment: LogSegment, next_base_offset: int, max_offset: int) -> int | None:

@@ -62,6 +62,12 @@ class OffsetIndex(AbstractIndex):
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(self.base_offset + self._relative_offsets[slot], self._positions[slot])
 
+    def floor_position(self, position: int) -> int:
+        """The largest indexed batch position <= `position` (0 when none is): a batch boundary."""
+        self._ensure_loaded()
+        slot = bisect_right(self._positions, position) - 1
+        return self._positions[slot] if slot >= 0 else 0
+
     def fetch_upper_bound_offset(self, position: int) -> int | None:
         """The offset of the first entry at or after file position `position`, None if none is."""
         self._ensure_loaded()

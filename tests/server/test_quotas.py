@@ -203,18 +203,19 @@ def test_a_fetch_over_quota_gets_an_empty_response_and_is_not_counted(tmp_path):
     async def scenario(port):
         admin, reader = await limited_client(port, "reader", {"consumer_byte_rate": 5_000.0})
         for _ in range(4):
-            await admin.call(big_produce("t", 3_000), 9)
-        # Bounded to what one window of the quota allows, 5 KB, though the client asks for 1 MB.
+            await admin.call(big_produce("t", 2_430), 9)  # batches of 2,500 bytes
+        # Bounded to what one window of the quota allows, 5 KB (two batches), though the client
+        # asks for 1 MB.
         first = await reader.call(fetch_request("t", 0), 12)
         assert first.throttle_time_ms == 0
         assert len(first.responses[0].partitions[0].records) == 5_000
         # 10 KB in 1 s against 5 KB/s: nothing sent, a throttle time instead.
-        second = await reader.call(fetch_request("t", 1), 12)
+        second = await reader.call(fetch_request("t", 2), 12)
         assert second.throttle_time_ms == 1000 and second.responses == []
         # Once the first 5 KB are out of the windows, the next 5 KB go: the empty response
         # counted nothing.
         await trio.sleep(2)
-        third = await reader.call(fetch_request("t", 1), 12)
+        third = await reader.call(fetch_request("t", 2), 12)
         assert third.throttle_time_ms == 0 and len(third.responses[0].partitions[0].records) == 5_000
 
     run_broker_mock_clock(broker_config(tmp_path, **SHORT_WINDOWS), scenario)

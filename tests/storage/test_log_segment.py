@@ -59,8 +59,33 @@ def test_max_size_cuts_and_min_one_message_overrides(tmp_path):
     assert segment.read(BASE, 10, segment.size, min_one_message=True).records.size == len(first)
     # Without min_one_message Kafka returns what fits, even a partial batch.
     assert segment.read(BASE, 10, segment.size, min_one_message=False).records.size == 10
-    assert segment.read(BASE, len(first) + 5, segment.size, min_one_message=True).records.size == len(first) + 5
     assert segment.read(BASE, 0, segment.size, min_one_message=False).records.size == 0
+
+
+def test_a_read_ends_at_the_last_whole_batch(tmp_path):
+    # Kafka would send the first 5 bytes of the second batch too, which the client drops.
+    segment = new_segment(tmp_path, index_interval_bytes=1)
+    first = append(segment, BASE, [1])
+    second = append(segment, BASE + 1, [2])
+    third = append(segment, BASE + 2, [3])
+    assert segment.read(BASE, len(first) + 5, segment.size, min_one_message=True).records.size == len(first)
+    assert segment.read(BASE, len(first) + len(second) + len(third) - 1, segment.size,
+                        min_one_message=False).records.size == len(first) + len(second)
+    # The batch that did not fit is where the next fetch starts: it is found without a scan, the
+    # same as by one.
+    assert segment.translate_offset(BASE + 2) == (BASE + 2, len(first) + len(second), len(third))
+    segment.log._next_batch = None
+    assert segment.translate_offset(BASE + 2) == (BASE + 2, len(first) + len(second), len(third))
+
+
+def test_truncation_forgets_where_the_next_fetch_starts(tmp_path):
+    segment = new_segment(tmp_path)
+    first = append(segment, BASE, [1])
+    append(segment, BASE + 1, [2, 3])
+    assert segment.read(BASE, len(first) + 5, segment.size, min_one_message=True).records.size == len(first)
+    segment.truncate_to(BASE + 1, 0)
+    third = append(segment, BASE + 1, [4])  # the same offset and position, a different size
+    assert segment.translate_offset(BASE + 1) == (BASE + 1, len(first), len(third))
 
 
 def test_max_position_bounds_the_read(tmp_path):
