@@ -66,9 +66,10 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
     log_ = partition.log
     hwm = log_.high_watermark
     lso = partition.last_stable_offset
+    read_committed = isolation == READ_COMMITTED
     try:
-        info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=partition.read_bound(isolation),
-                         min_one_message=min_one_message, include_aborted_txns=isolation == READ_COMMITTED)
+        info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=lso if read_committed else hwm,
+                         min_one_message=min_one_message, include_aborted_txns=read_committed)
     except OffsetOutOfRangeException:
         return error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, lso, log_.log_start_offset), 0
     except StorageError as e:
