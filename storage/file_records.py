@@ -149,6 +149,23 @@ class FileRecords:
     def batch_headers_from(self, start: int) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each complete batch from `start`; a partial tail ends the scan, a
         header that is not a v2 batch raises CorruptRecordException."""
+        return self._scan_headers(start, self._sized_header)
+
+    def _sized_header(self, buf: bytes, offset: int, position: int) -> tuple[BatchHeader, int]:
+        header = self._header_at(buf, offset, position)
+        return header, header.size
+
+    def _batch_bounds(self, buf: bytes, offset: int, position: int) -> tuple[tuple[int, int, int], int]:
+        """(base offset, size, last offset) of the batch: the fields an offset search needs."""
+        base_offset, length, magic, last_offset_delta = _BATCH_BOUNDS.unpack_from(buf, offset)
+        if magic != 2 or length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+            self._header_at(buf, offset, position)  # raises the full parse's CorruptRecordException
+        size = LOG_OVERHEAD + length
+        return (base_offset, size, base_offset + last_offset_delta), size
+
+    def _scan_headers(self, start: int, parse) -> Iterator[tuple[int, object]]:
+        """(position, parse(chunk, at, position)[0]) of each complete batch from `start`, reading
+        headers a chunk at a time; `parse` returns what it found and the batch's size."""
         end = self.size
         position = start
         chunk, chunk_start = b"", start
@@ -156,11 +173,11 @@ class FileRecords:
             at = position - chunk_start
             if at + BATCH_HEADER_SIZE > len(chunk):
                 chunk, chunk_start, at = self.pread(position, min(_HEADER_CHUNK, end - position)), position, 0
-            header = self._header_at(chunk, at, position)
-            if position + header.size > end:
+            found, size = parse(chunk, at, position)
+            if position + size > end:
                 return
-            yield position, header
-            position += header.size
+            yield position, found
+            position += size
 
     def batches_from(self, start: int = 0,
                      chunk_size: int = _DATA_CHUNK) -> Iterator[tuple[int, BatchHeader, memoryview]]:
@@ -180,31 +197,12 @@ class FileRecords:
             yield position, header, chunk[at:at + header.size]
             position += header.size
 
-    def _batch_bounds_from(self, start: int) -> Iterator[tuple[int, int, int, int]]:
-        """(position, base offset, size, last offset) of each complete batch from `start`: what
-        batch_headers_from gives, less the fields an offset search does not need."""
-        end = self.size
-        position = start
-        chunk, chunk_start = b"", start
-        while end - position >= BATCH_HEADER_SIZE:
-            at = position - chunk_start
-            if at + BATCH_HEADER_SIZE > len(chunk):
-                chunk, chunk_start, at = self.pread(position, min(_HEADER_CHUNK, end - position)), position, 0
-            base_offset, length, magic, last_offset_delta = _BATCH_BOUNDS.unpack_from(chunk, at)
-            if magic != 2 or length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
-                self._header_at(chunk, at, position)  # raises the full parse's CorruptRecordException
-            size = LOG_OVERHEAD + length
-            if position + size > end:
-                return
-            yield position, base_offset, size, base_offset + last_offset_delta
-            position += size
-
     def search_for_offset_with_size(self, target_offset: int, start_position: int) -> LogOffsetPosition | None:
         """The first batch from `start_position` whose last offset is >= target."""
         remembered = self._next_batch
         if remembered is not None and remembered[0] <= target_offset <= remembered[1].offset:
             return remembered[1]
-        for position, _, size, last_offset in self._batch_bounds_from(start_position):
+        for position, (_, size, last_offset) in self._scan_headers(start_position, self._batch_bounds):
             if last_offset >= target_offset:
                 return LogOffsetPosition(last_offset, position, size)
         return None
@@ -214,7 +212,7 @@ class FileRecords:
         (returned when no batch does). The batch that crosses `limit` is remembered for
         search_for_offset_with_size: the consumer's next fetch starts there."""
         end = scan_from
-        for position, base_offset, size, last_offset in self._batch_bounds_from(scan_from):
+        for position, (base_offset, size, last_offset) in self._scan_headers(scan_from, self._batch_bounds):
             if position + size > limit:
                 self._next_batch = (base_offset, LogOffsetPosition(last_offset, position, size))
                 break
