@@ -173,6 +173,8 @@ class Broker:
         }
         settings.update(self.overrides)
         cmd = [sys.executable, "-m", "samsa.server.cli", "serve"]
+        if os.environ.get("SAMSA_COMPAT_LOG_LEVEL"):  # DEBUG logs every request and response
+            cmd += ["--log-level", os.environ["SAMSA_COMPAT_LOG_LEVEL"]]
         if self.properties_file is not None:
             cmd.append(str(self.properties_file))
         for k, v in settings.items():

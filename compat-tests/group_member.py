@@ -217,6 +217,14 @@ def run_kafka_python(cfg: dict, journal: Journal) -> None:
             generation = getattr(consumer._coordinator, "_generation", None)
             state.assigned([tp.partition for tp in assigned], getattr(generation, "generation_id", None))
 
+    # kafka-python 3.0.12 joins before it has the topic's metadata: its first leader assigns nothing
+    # and rejoins when the metadata arrives, and now and then (4 runs in about 200 here) that rejoin
+    # wedges the client (the broker's request log shows the SyncGroup answered; then the main thread waits
+    # forever on a task the IO thread never runs, and heartbeats stop). Knowing the topic before
+    # subscribing keeps the client off that path.
+    deadline = time.monotonic() + 30
+    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+        time.sleep(0.1)
     consumer.subscribe(topics=[topic], listener=Listener())
     stopping = stop_on_sigterm()
     journal.write("started")

@@ -162,9 +162,20 @@ class GroupRun:
         parts = []
         for n, m in self.members.items():
             lines = m.journal.read_text(errors="replace").splitlines() if m.journal.exists() else []
-            parts.append(f"--- {n} ({m.settings['client']}, exit {m.proc.poll()}), journal tail:\n"
+            parts.append(f"--- {n} ({m.settings['client']}, pid {m.proc.pid}, exit {m.proc.poll()}), journal tail:\n"
                          + "\n".join(lines[-8:]) + f"\n--- {n} output tail:\n{m.output(8000)}")
-        return "\n".join(parts)
+        return "\n".join(parts) + "\n--- connections to the broker:\n" + self._socket_queues()
+
+    def _socket_queues(self) -> str:
+        """`ss` on the connections to the broker, with the kernel's view of each (bytes queued,
+        retransmissions, milliseconds since the last send and receive): a response the client never
+        read sits in its Recv-Q, one the broker never wrote is in no queue at all."""
+        port = self.settings["bootstrap"].rsplit(":", 1)[1]
+        try:
+            return subprocess.run(["ss", "-tnpiH", f"( sport = :{port} or dport = :{port} )"], capture_output=True,
+                                  text=True, timeout=10, check=False).stdout
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"(ss failed: {e})"
 
     def wait_owned(self, counts: dict[str, int], timeout: float = 60) -> Analysis:
         """Until the named members (and no one else) own every partition, so many each."""

@@ -273,7 +273,8 @@ class Broker:
             raise CodecError(f"unsupported api {api_key} version {version} from client {header.client_id!r}")
         request = request_class(api_key).decode(frame, version, pos)
         if request_log.isEnabledFor(logging.DEBUG):
-            request_log.debug("%s v%d from %s: %r", type(request).__name__, version, conn.id, request)
+            request_log.debug("%s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
+                              header.correlation_id, conn.id, request)
         try:
             response = await handler.handle(ctx, request)
         except (UnsupportedVersionError, ConnectionClosed):
@@ -284,6 +285,9 @@ class Broker:
             if response is None:
                 raise CodecError("no error response for this api; closing the connection")
         finish_request(ctx, response)
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("completed %s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
+                              header.correlation_id, conn.id, response)
         if response is None:
             return None
         return encode_response(response, version, header.correlation_id, FrameBuffer())
