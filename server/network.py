@@ -54,7 +54,7 @@ class Connection:
         self.id = connection_id
         peer = sock.getpeername()
         self.client_host, self.client_port = peer[0], peer[1]
-        self._fd = sock.fileno()
+        self._fd = sock.fileno()  # waited on as an int: trio would look a socket's fileno up each time
         # Bytes read ahead of the current frame; allocated while data flows, dropped when idle.
         self._buffer: bytearray | None = None
         self._start = self._end = 0
@@ -102,7 +102,7 @@ class Connection:
 
     async def _wait_readable(self) -> None:
         self._waits += 1
-        await trio.lowlevel.wait_readable(self.sock)
+        await trio.lowlevel.wait_readable(self._fd)
 
     async def _fill(self, wanted: int) -> None:
         """Read ahead until `wanted` (at most _READ_AHEAD) unread bytes are buffered."""
@@ -212,7 +212,7 @@ class Connection:
             try:
                 sent = os.write(self._fd, view)
             except BlockingIOError:
-                await trio.lowlevel.wait_writable(self.sock)
+                await trio.lowlevel.wait_writable(self._fd)
                 continue
             view = view[sent:]
 
@@ -243,7 +243,7 @@ class Connection:
             try:
                 sent = os.sendfile(self._fd, fd, offset, count)
             except BlockingIOError:
-                await trio.lowlevel.wait_writable(self.sock)
+                await trio.lowlevel.wait_writable(self._fd)
                 unyielded = 0
                 continue
             if sent == 0:
