@@ -1,9 +1,10 @@
 """One consumer group member, run as its own process by test_group_rebalance.py so that a crash
 is a real SIGKILL. Usage: ``python group_member.py '<json settings>'``.
 
-Settings: client ("confluent-kafka", "kafka-python", "aiokafka"), bootstrap, topic, group, name,
-journal (a file path), assignor ("range", "roundrobin", "cooperative-sticky"), protocol ("classic"
-or "consumer", confluent-kafka only), session_timeout_ms, heartbeat_interval_ms, instance_id.
+Settings: client ("confluent-kafka", "kafka-python" (the 2.3 line, see group_processes.py),
+"aiokafka"), bootstrap, topic, group, name, journal (a file path), assignor ("range", "roundrobin",
+"cooperative-sticky"), protocol ("classic" or "consumer", confluent-kafka only), session_timeout_ms,
+heartbeat_interval_ms, instance_id.
 
 The member writes what it does to its journal, one JSON object a line, each line one write(2) so
 that a SIGKILL leaves whole lines behind (rebalance_journal.py reads them):
@@ -217,14 +218,6 @@ def run_kafka_python(cfg: dict, journal: Journal) -> None:
             generation = getattr(consumer._coordinator, "_generation", None)
             state.assigned([tp.partition for tp in assigned], getattr(generation, "generation_id", None))
 
-    # kafka-python 3.0.12 joins before it has the topic's metadata: its first leader assigns nothing
-    # and rejoins when the metadata arrives, and now and then (4 runs in about 200 here) that rejoin
-    # wedges the client (the broker's request log shows the SyncGroup answered; then the main thread waits
-    # forever on a task the IO thread never runs, and heartbeats stop). Knowing the topic before
-    # subscribing keeps the client off that path.
-    deadline = time.monotonic() + 30
-    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
-        time.sleep(0.1)
     consumer.subscribe(topics=[topic], listener=Listener())
     stopping = stop_on_sigterm()
     journal.write("started")

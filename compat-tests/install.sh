@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the compatibility tests need besides the Python packages (those come from
-# pyproject's [test] extra): kcat from Debian and the node clients (kafkajs 2.2.4 and pure-JS
-# codecs for snappy, lz4 and zstd) from npm into compat-tests/node/node_modules.
+# pyproject's [test] extra): kcat from Debian, the node clients (kafkajs 2.2.4 and pure-JS
+# codecs for snappy, lz4 and zstd) from npm into compat-tests/node/node_modules, and kafka-python
+# 2.3.3 into compat-tests/.kafka-python-2 for the rebalance test's members (group_processes.py says
+# why they do not use the 3.0 line the other tests use).
 # Idempotent: does nothing that is already done. Needs root for apt-get.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,6 +28,14 @@ if [ ! -f node_modules/.package-lock.json ] || ! cmp -s <(node -e '
     console.log(JSON.stringify(pick(l)) === JSON.stringify(pick(h)) ? "same" : "differs");' 2>/dev/null) <(echo same); then
     echo "install.sh: npm ci in $HERE/node"
     npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# Into a directory of its own: the [test] extra's kafka-python 3.0 stays the one everything else imports.
+KAFKA_PYTHON_2="$HERE/.kafka-python-2"
+if [ ! -d "$KAFKA_PYTHON_2/kafka_python-2.3.3.dist-info" ]; then
+    echo "install.sh: kafka-python 2.3.3 into $KAFKA_PYTHON_2"
+    rm -rf "$KAFKA_PYTHON_2"
+    "${PYTHON:-python3}" -m pip install -q --no-deps --target "$KAFKA_PYTHON_2" kafka-python==2.3.3
 fi
 
 kcat -V >/dev/null 2>&1 || { echo "install.sh: kcat does not run" >&2; exit 1; }
