@@ -73,6 +73,7 @@ class Broker:
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
         self._in_flight = 0
+        self._connections: set[Connection] = set()
         self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
         self.started = trio.Event()
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
@@ -154,6 +155,9 @@ class Broker:
 
     async def _periodic_jobs(self) -> None:
         async with trio.open_nursery() as nursery:
+            # Idle and authentication timeouts: checked each second (a tenth of a shorter idle time).
+            nursery.start_soon(self._every, min(1000, self.config.get("connections.max.idle.ms") // 10),
+                               self._close_idle_connections)
             nursery.start_soon(self._every, self.config.get("log.retention.check.interval.ms"),
                                self._retention)
             nursery.start_soon(self._every, self.config.get("log.flush.scheduler.interval.ms"),
@@ -215,16 +219,17 @@ class Broker:
                 await trio.sleep(refused_ms / 1000)  # closed unread once throttled, as Kafka does
                 return
             await self.listener_security[conn.listener.listener].start(conn)
-            # One scope for the connection's life, with a deadline only while it waits for a request:
-            # cheaper than a scope per request, and a request is never cancelled by it.
-            with trio.CancelScope() as idle:
+            # Cancelled by _close_idle_connections while it waits too long for a request: cheaper
+            # than a deadline per request, and a request being served is never cancelled by it.
+            with trio.CancelScope() as conn.idle_scope:
+                self._connections.add(conn)
                 while True:
                     auth = conn.authenticator
-                    idle.deadline = min(trio.current_time() + idle_timeout, auth.deadline)
+                    conn.idle_deadline = min(trio.current_time() + idle_timeout, auth.deadline)
                     await wait_unmuted(conn)  # a muted connection may idle out too
                     frame = await conn.read_frame(*auth.receive_limit(max_frame))
-                    idle.deadline = math.inf
-                    if idle.cancel_called:  # the deadline passed as the request came in
+                    conn.idle_deadline = math.inf
+                    if conn.idle_scope.cancel_called:  # the deadline passed as the request came in
                         break
                     self._in_flight += 1
                     try:
@@ -250,7 +255,14 @@ class Broker:
         except OSError as e:
             log.debug("connection %s: %s", conn.id, e)
         finally:
+            self._connections.discard(conn)
             conn.close()
+
+    async def _close_idle_connections(self) -> None:
+        now = trio.current_time()
+        for conn in self._connections:
+            if conn.idle_deadline <= now:
+                conn.idle_scope.cancel()
 
     async def _process(self, conn: Connection, frame: bytearray):
         auth = conn.authenticator

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import socket as _stdlib_socket
 import ssl
@@ -62,6 +63,10 @@ class Connection:
         self.tls: trio.SSLStream | None = None
         self.authenticator = None  # set by the listener's security (server.security.listeners)
         self.muted_until = 0.0  # trio time before which no request is read (a quota's throttle)
+        # While waiting for a request: the trio time it must come by (idle or authentication
+        # timeout), past which the broker cancels `idle_scope`; inf while a request is served.
+        self.idle_deadline = math.inf
+        self.idle_scope: trio.CancelScope | None = None
 
     async def start_tls(self, context: ssl.SSLContext) -> None:
         """Complete a server-side TLS handshake; from then on every byte goes through TLS."""
