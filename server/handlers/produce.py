@@ -39,20 +39,21 @@ class InvalidRecord(Exception):
 
 
 def v2_batch(records, api_version: int):
-    """The records of one partition as one v2 batch (bytes the log can take), or raise."""
+    """The records of one partition as one v2 batch (bytes the log can take) and its header, or raise."""
     if records is None or len(records) == 0:
         raise InvalidRecord("Produce request has no records for the partition")
     magic = batches.peek_magic(records)
     if api_version <= 2:
         if magic == 2:
             raise InvalidRecord("Produce request v0-2 cannot carry message format v2")
-        return bytearray(legacy.up_convert(records))
+        converted = bytearray(legacy.up_convert(records))
+        return converted, batches.parse_batch_header(converted)
     if magic != 2:
         raise InvalidRecord(f"Produce requests v3+ carry message format v2 only, found magic {magic}")
     header = batches.parse_batch_header(records)
     if header.size != len(records):
         raise InvalidRecord("Produce requests v3+ are only allowed to contain exactly one record batch")
-    return records
+    return records, header
 
 
 def apply_topic_compression(records, compression_type: str):
@@ -88,8 +89,7 @@ def append_partition(ctx, topic_name: str, data, acks: int, after: AfterAppends,
     if acks == -1 and config.min_insync_replicas > 1:
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
     try:
-        records = v2_batch(data.records, ctx.api_version)
-        header = batches.parse_batch_header(records)
+        records, header = v2_batch(data.records, ctx.api_version)
         if header.is_transactional:
             refused = ctx.broker.transactions.verify_append(transactional_id, header, topic_name, data.index,
                                                             ctx.api_version)
