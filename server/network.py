@@ -1,10 +1,11 @@
-"""Sockets: listeners, per-connection frame reading, and response writing with sendfile.
+"""Sockets: listeners, per-connection frame reading, and response writing with writev and sendfile.
 
 A connection reads one size-prefixed frame into one buffer (`recv_into`, no copies), hands it to
 the request handler and writes the response before reading the next: Kafka answers the requests of
-a connection in order, and a client may pipeline several. A response may carry holes (file ranges
-of log segments), which go to the socket with `os.sendfile`, never through Python - except on TLS
-connections, where the bytes must be encrypted in user space and are read from the file instead.
+a connection in order, and a client may pipeline several. A response may carry holes: file ranges
+of log segments, which go to the socket with `os.sendfile`, never through Python - except on TLS
+connections, where the bytes must be encrypted in user space and are read from the file instead -
+and records in memory, which go with the bytes around them in one `os.writev`, never copied.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Awaitable, Callable
 
 import trio
 
+from ..wire.codec import piece_size
 from .security.connection_quotas import TooManyConnections
 
 log = logging.getLogger("samsa.network")
@@ -32,6 +34,7 @@ _spare_buffers: list[bytearray] = []
 _MAX_SPARE_BUFFERS = 64
 _TLS_FILE_CHUNK = 1 << 16
 _FAIR_SHARE = 4 << 20  # bytes one sendfile loop may send without letting other tasks run
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one writev takes
 
 
 class ConnectionClosed(Exception):
@@ -222,18 +225,48 @@ class Connection:
             view = view[sent:]
 
     async def send_response(self, buffer) -> None:
-        """Send an encoded response; holes (objects with fd, position, size) go by sendfile."""
-        holes = getattr(buffer, "holes", None)
-        if not holes:
+        """Send an encoded response: a FrameBuffer's buffers by writev, its file slices (fd,
+        position, size) by sendfile."""
+        if not getattr(buffer, "holes", None):
             await self.send(buffer)
             return
-        view = memoryview(buffer)
-        start = 0
-        for pos, records in holes:
-            await self.send(view[start:pos])
-            await self.sendfile(records.fd, records.position, records.size)
-            start = pos
-        await self.send(view[start:])
+        buffers = []
+        for piece in buffer.pieces():
+            if isinstance(piece, (bytes, bytearray, memoryview)):
+                buffers.append(piece)
+                continue
+            await self.send_buffers(buffers)
+            buffers = []
+            await self.sendfile(piece.fd, piece.position, piece.size)
+        await self.send_buffers(buffers)
+
+    async def send_buffers(self, buffers: list) -> None:
+        """Send buffers in order, gathered into as few writev calls as the socket takes."""
+        if self.tls is not None:
+            for data in buffers:
+                await self._tls_send(data)
+            return
+        first = unyielded = 0
+        while first < len(buffers):
+            try:
+                sent = os.writev(self._fd, buffers[first:first + _IOV_MAX])
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.sock)
+                unyielded = 0
+                continue
+            unyielded += sent
+            while sent:
+                size = piece_size(buffers[first])
+                if sent < size:  # a partial write: the rest of this buffer goes next
+                    buffers[first] = memoryview(buffers[first]).cast("B")[sent:]
+                    break
+                sent -= size
+                first += 1
+            while first < len(buffers) and not piece_size(buffers[first]):
+                first += 1
+            if first < len(buffers) and unyielded >= _FAIR_SHARE:  # as sendfile does
+                await trio.lowlevel.checkpoint()
+                unyielded = 0
 
     async def sendfile(self, fd: int, offset: int, count: int) -> None:
         if self.tls is not None:

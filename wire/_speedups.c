@@ -33,6 +33,9 @@ static const Py_ssize_t FIXED_SIZE[] = {0, 1, 2, 2, 4, 4, 8, 8, 1, 16};
 /* Bytes-like values at least this long are copied once, straight into the output buffer. */
 #define CHUNK_MIN 2048
 
+/* Bytes-like records at least this long are referenced by a FrameBuffer, not copied: codec.REFERENCE_MIN. */
+static Py_ssize_t reference_min = PY_SSIZE_T_MAX;
+
 enum { DEF_CONST, DEF_NONE, DEF_LIST, DEF_STRUCT };
 
 typedef struct Layout Layout;
@@ -87,6 +90,88 @@ static inline void set_slot(PyObject *o, Py_ssize_t off, PyObject *v) /* steals 
     PyObject *old = *slot;
     *slot = v;
     Py_XDECREF(old);
+}
+
+/* ============================================================================================ */
+/* Instances of the generated classes                                                           */
+/* ============================================================================================ */
+
+/* Decoding a message makes one object per struct, and dropping it frees them all: for the small
+ * messages CPython's generic path for a class with __slots__ (PyType_GenericAlloc, subtype_dealloc,
+ * the allocator behind them) costs more than reading the fields. adopt() gives each generated class
+ * its own tp_alloc and tp_dealloc, which keep a freed instance's memory on a free list by size and
+ * reuse it, as CPython does for tuples and lists. A subclass keeps CPython's own (its tp_dealloc,
+ * subtype_dealloc, calls struct_dealloc for the slots it inherits, which then frees it). */
+
+#define FREE_SLOTS 32   /* instances with up to this many slots are kept when freed... */
+#define FREE_KEEP 1024  /* ...this many of each size */
+
+static PyObject *free_list[FREE_SLOTS + 1]; /* linked through each block's first slot */
+static int free_count[FREE_SLOTS + 1];
+static destructor generic_dealloc; /* subtype_dealloc: what a Python class has (Struct's) */
+
+static inline Py_ssize_t slot_count(PyTypeObject *t)
+{
+    return (t->tp_basicsize - (Py_ssize_t)sizeof(PyObject)) / (Py_ssize_t)sizeof(PyObject *);
+}
+
+#define FIRST_SLOT(o) SLOT(o, sizeof(PyObject))
+
+static void struct_dealloc(PyObject *o);
+
+static PyObject *struct_alloc(PyTypeObject *t, Py_ssize_t nitems)
+{
+    Py_ssize_t n = slot_count(t);
+    if (t->tp_dealloc != struct_dealloc || n > FREE_SLOTS || free_list[n] == NULL)
+        return PyType_GenericAlloc(t, nitems);
+    PyObject *o = free_list[n];
+    free_list[n] = FIRST_SLOT(o);
+    free_count[n]--;
+    memset(&FIRST_SLOT(o), 0, n * sizeof(PyObject *));
+    Py_SET_TYPE(o, (PyTypeObject *)Py_NewRef(t));
+    _Py_NewReference(o);
+    PyObject_GC_Track(o);
+    return o;
+}
+
+static void struct_dealloc(PyObject *o)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    PyObject_GC_UnTrack(o);
+    Py_TRASHCAN_BEGIN(o, struct_dealloc)
+    PyTypeObject *adopted = t; /* t, or the generated class a subclass derives from */
+    while (adopted->tp_dealloc != struct_dealloc)
+        adopted = adopted->tp_base;
+    Py_ssize_t n = slot_count(adopted); /* its slots come first, and are all it has */
+    for (PyObject **slot = &FIRST_SLOT(o), **end = slot + n; slot < end; slot++)
+        Py_CLEAR(*slot);
+    if (adopted == t && n <= FREE_SLOTS && free_count[n] < FREE_KEEP) {
+        FIRST_SLOT(o) = free_list[n];
+        free_list[n] = o;
+        free_count[n]++;
+    }
+    else
+        t->tp_free(o);
+    Py_DECREF(t);
+    Py_TRASHCAN_END
+}
+
+/* Give a generated class struct_alloc and struct_dealloc when it is what they assume: a Python class
+ * whose instances hold nothing but its own __slots__ (no __dict__, no weak references, no __del__,
+ * bases that add no slots), as the generator writes them. Anything else keeps CPython's own. */
+static void adopt(PyTypeObject *t)
+{
+    if (t->tp_dealloc != generic_dealloc || !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) || !PyType_IS_GC(t) ||
+        t->tp_alloc != PyType_GenericAlloc || t->tp_free != PyObject_GC_Del || t->tp_itemsize != 0 ||
+        t->tp_dictoffset != 0 || t->tp_weaklistoffset != 0 || t->tp_finalize != NULL || t->tp_del != NULL ||
+        slot_count(t) < 1 || slot_count(t) != Py_SIZE(t))
+        return;
+    for (PyTypeObject *k = t->tp_base; k != &PyBaseObject_Type; k = k->tp_base)
+        if (k == NULL || k->tp_basicsize != (Py_ssize_t)sizeof(PyObject) || k->tp_dictoffset != 0 ||
+            k->tp_weaklistoffset != 0 || k->tp_finalize != NULL || k->tp_del != NULL)
+            return;
+    t->tp_alloc = struct_alloc;
+    t->tp_dealloc = struct_dealloc;
 }
 
 /* ============================================================================================ */
@@ -354,12 +439,36 @@ static PyObject *memoryview_slice(Reader *r, Py_ssize_t start, Py_ssize_t end)
     return sliced;
 }
 
+/* The short ASCII strings decoded last, by a hash of their bytes: the same few names (topics, clients,
+ * groups, hosts) come in request after request, and a str is immutable, so one can serve them all. */
+#define STRING_CACHE_SIZE 512 /* a power of 2 */
+#define STRING_CACHE_MAX 64   /* bytes */
+static PyObject *string_cache[STRING_CACHE_SIZE];
+
+static PyObject *read_string(const unsigned char *p, Py_ssize_t n)
+{
+    if (n > STRING_CACHE_MAX)
+        return PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    PyObject **entry = &string_cache[h & (STRING_CACHE_SIZE - 1)];
+    PyObject *s = *entry;
+    /* A cached string is ASCII: its characters are its UTF-8 bytes. */
+    if (s != NULL && PyUnicode_GET_LENGTH(s) == n && memcmp(PyUnicode_DATA(s), p, n) == 0)
+        return Py_NewRef(s);
+    s = PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+    if (s != NULL && PyUnicode_IS_ASCII(s))
+        Py_XSETREF(*entry, Py_NewRef(s));
+    return s;
+}
+
 /* A string, bytes or records value of n bytes at pos (already checked to be there). */
 static PyObject *read_slice(Reader *r, int op, Py_ssize_t pos, Py_ssize_t n)
 {
     switch (op & OP_BASE) {
     case OP_STRING:
-        return PyUnicode_DecodeUTF8((const char *)r->p + pos, n, NULL);
+        return read_string(r->p + pos, n);
     case OP_BYTES:
         if (!(op & F_ZERO_COPY))
             return PyBytes_FromStringAndSize((const char *)r->p + pos, n);
@@ -540,6 +649,7 @@ static PyObject *decode_struct(Layout *L, Reader *r, Py_ssize_t *pos)
     PyObject *o = L->cls->tp_alloc(L->cls, 0);
     if (o == NULL)
         return NULL;
+    /* Each slot is written once, here or in read_tags: o is new, its slots are NULL. */
     for (Py_ssize_t i = 0; i < L->nfields; i++) {
         const Field *f = &L->fields[i];
         PyObject *v;
@@ -558,19 +668,19 @@ static PyObject *decode_struct(Layout *L, Reader *r, Py_ssize_t *pos)
             v = read_value(r, pos, f->op, f->sub, f->what);
         if (v == NULL)
             goto error;
-        set_slot(o, f->offset, v);
+        SLOT(o, f->offset) = v;
     }
     for (Py_ssize_t i = 0; i < L->nabsent; i++) {
         PyObject *v = fresh_default(&L->absent[i]);
         if (v == NULL)
             goto error;
-        set_slot(o, L->absent[i].offset, v);
+        SLOT(o, L->absent[i].offset) = v;
     }
     for (Py_ssize_t i = 0; i < L->ntagged; i++) {
         PyObject *v = fresh_default(&L->tagged[i]);
         if (v == NULL)
             goto error;
-        set_slot(o, L->tagged[i].offset, v);
+        SLOT(o, L->tagged[i].offset) = v;
     }
     if (L->flexible) {
         if (*pos >= r->len) {
@@ -579,13 +689,13 @@ static PyObject *decode_struct(Layout *L, Reader *r, Py_ssize_t *pos)
         }
         if (r->p[*pos] == 0) {
             *pos += 1;
-            set_slot(o, L->unknown_offset, Py_NewRef(Py_None));
+            SLOT(o, L->unknown_offset) = Py_NewRef(Py_None);
         }
         else if (read_tags(L, r, pos, o) < 0)
             goto error;
     }
     else
-        set_slot(o, L->unknown_offset, Py_NewRef(Py_None));
+        SLOT(o, L->unknown_offset) = Py_NewRef(Py_None);
     return o;
 error:
     Py_DECREF(o);
@@ -927,26 +1037,41 @@ static int put_string(Writer *w, int op, PyObject *v)
     return put_raw(w, s, n);
 }
 
+/* The length and bytes of `view`, a buffer of `v`, which this takes over. */
+static int put_bytes_view(Writer *w, int op, PyObject *v, Py_buffer *view)
+{
+    if (put_length(w, op, view->len) < 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return put_buffer(w, v, view);
+}
+
 static int put_bytes(Writer *w, int op, PyObject *v)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0)
         return -1;
-    if (put_length(w, op, view.len) < 0) {
-        PyBuffer_Release(&view);
-        return -1;
-    }
-    return put_buffer(w, v, &view);
+    return put_bytes_view(w, op, v, &view);
 }
 
-/* As codec.write_records: bytes-like values are written, anything else has a size and is a
- * FrameBuffer hole, or is materialised with read_bytes() for any other target. */
+/* As codec.write_records: bytes-like values are written (into a FrameBuffer, from reference_min bytes
+ * on, left out as a hole that refers to them); anything else has a size and is a FrameBuffer hole, or
+ * is materialised with read_bytes() for any other target. */
 static int put_records(Writer *w, int op, PyObject *v, PyObject *what)
 {
     if (v == Py_None)
         return put_null(w, op, what);
-    if (PyBytes_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v))
-        return put_bytes(w, op, v);
+    if (PyBytes_Check(v) || PyByteArray_Check(v) || PyMemoryView_Check(v)) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0)
+            return -1;
+        if (!w->holes || view.len < reference_min)
+            return put_bytes_view(w, op, v, &view);
+        Py_ssize_t n = view.len;
+        PyBuffer_Release(&view);
+        return put_length(w, op, n) < 0 ? -1 : add_chunk(w, v, NULL);
+    }
     PyObject *size = PyObject_GetAttr(v, s_size);
     if (size == NULL)
         return -1;
@@ -1374,6 +1499,7 @@ static int parse_layout(Layout *L, PyObject *program, PyObject *layouts)
         return -1;
     }
     L->cls = (PyTypeObject *)Py_NewRef(cls);
+    adopt(L->cls);
     L->flexible = PyObject_IsTrue(PyTuple_GET_ITEM(program, 1));
     if (L->flexible < 0 || (L->unknown_offset = slot_offset(L->cls, s_unknown_tagged)) < 0)
         return -1;
@@ -1674,8 +1800,9 @@ static int member_offset(PyTypeObject *type, const char *name, Py_ssize_t *offse
 static PyObject *sp_configure(PyObject *module, PyObject *args)
 {
     PyObject *codec_error, *unsupported, *uuid_type, *unknown, *frame_buffer, *struct_type;
-    if (!PyArg_ParseTuple(args, "OOO!OO!O!:configure", &codec_error, &unsupported, &PyType_Type, &uuid_type, &unknown,
-                          &PyType_Type, &frame_buffer, &PyType_Type, &struct_type))
+    Py_ssize_t reference_from;
+    if (!PyArg_ParseTuple(args, "OOO!OO!O!n:configure", &codec_error, &unsupported, &PyType_Type, &uuid_type,
+                          &unknown, &PyType_Type, &frame_buffer, &PyType_Type, &struct_type, &reference_from))
         return NULL;
     Py_ssize_t int_offset, safe_offset;
     if (member_offset((PyTypeObject *)uuid_type, "int", &int_offset) < 0 ||
@@ -1687,14 +1814,16 @@ static PyObject *sp_configure(PyObject *module, PyObject *args)
     Py_XSETREF(UuidUnknown, Py_NewRef(unknown));
     Py_XSETREF(FrameBufferType, (PyTypeObject *)Py_NewRef(frame_buffer));
     Py_XSETREF(StructType, (PyTypeObject *)Py_NewRef(struct_type));
+    generic_dealloc = StructType->tp_dealloc;
     uuid_int_offset = int_offset;
     uuid_safe_offset = safe_offset;
+    reference_min = reference_from;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"configure", sp_configure, METH_VARARGS,
-     "configure(CodecError, UnsupportedVersionError, UUID, SafeUUID.unknown, FrameBuffer, Struct)"},
+     "configure(CodecError, UnsupportedVersionError, UUID, SafeUUID.unknown, FrameBuffer, Struct, REFERENCE_MIN)"},
     {"compile", sp_compile, METH_O, "compile(programs): {name: Layout} from a module's _PROGRAMS."},
     {"encode_method", sp_encode_method, METH_O, "encode_method(Message): the C encode as a method of Message."},
     {NULL},

@@ -163,12 +163,20 @@ def uuid_from(raw) -> uuid.UUID:
 
 # --- records -----------------------------------------------------------------------------------
 
-class FrameBuffer(bytearray):
-    """An encode target that lets a records field stand for bytes it does not hold.
+# Bytes-like records of at least this many bytes are referenced by a FrameBuffer, not copied into
+# it: the socket takes them from where they are, in the same writev as the bytes around them. Below
+# it one copy costs less than the hole (its tuple, and two more buffers for the sender): measured
+# even at 16 to 24 KiB with the records in cache, lower when they are not (wire/README.md, "Numbers").
+REFERENCE_MIN = 16 * 1024
 
-    A records value that is not bytes-like (a file slice for sendfile) is left out of the buffer;
-    its position is kept in `holes`, and the server sends the buffer around it. Its length is
-    written into the frame as if the bytes were there.
+
+class FrameBuffer(bytearray):
+    """An encode target that leaves the bytes of records fields out of itself, as holes.
+
+    A records value that is a file slice (fd, position, size: sent with sendfile) is always a hole;
+    a bytes-like one of REFERENCE_MIN bytes or more is a hole that refers to it (it must not change
+    until the frame is sent). `holes` lists (position, value) in order; a hole's length is written
+    into the frame as if its bytes were there. `pieces()` is the whole frame, in order.
     """
 
     __slots__ = ("holes",)
@@ -177,8 +185,32 @@ class FrameBuffer(bytearray):
         super().__init__(*args)
         self.holes: list[tuple[int, object]] = []
 
+    def pieces(self) -> list:
+        """The frame as the socket sends it: buffers (this one's bytes around the holes, and the
+        records referenced) and file slices, in order. Without holes, this buffer alone."""
+        if not self.holes:
+            return [self]
+        view = memoryview(self)
+        pieces = []
+        start = 0
+        for pos, value in self.holes:
+            if pos > start:
+                pieces.append(view[start:pos])
+            pieces.append(value)
+            start = pos
+        if start < len(self):
+            pieces.append(view[start:])
+        return pieces
+
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def piece_size(piece) -> int:
+    """The bytes a piece of a frame carries: a buffer's length, or a file slice's size."""
+    if type(piece) is memoryview:
+        return piece.nbytes
+    return len(piece) if isinstance(piece, (bytes, bytearray)) else piece.size
 
 
 def write_records(out: bytearray, value, compact: bool, nullable: bool, what: str) -> None:
@@ -193,7 +225,10 @@ def write_records(out: bytearray, value, compact: bool, nullable: bool, what: st
     else:
         out += _S_I32.pack(n)
     if isinstance(value, _BYTES_LIKE):
-        out += value
+        if n >= REFERENCE_MIN and isinstance(out, FrameBuffer):
+            out.holes.append((len(out), value))
+        else:
+            out += value
     elif isinstance(out, FrameBuffer):
         out.holes.append((len(out), value))
     else:
@@ -377,7 +412,8 @@ _speedups, SPEEDUPS_MISSING = _load_speedups()
 ACCELERATED = _speedups is not None
 
 if _speedups is not None:
-    _speedups.configure(CodecError, UnsupportedVersionError, _UUID, _UNKNOWN_SAFETY, FrameBuffer, Struct)
+    _speedups.configure(CodecError, UnsupportedVersionError, _UUID, _UNKNOWN_SAFETY, FrameBuffer, Struct,
+                        REFERENCE_MIN)
     Message.encode = _speedups.encode_method(Message)
 
 

@@ -15,7 +15,7 @@ import struct
 from functools import cache
 from importlib import import_module
 
-from .codec import Message
+from .codec import Message, piece_size
 from .exceptions import CodecError, UnsupportedVersionError
 from .messages import APIS, MODULES, ApiKey
 
@@ -116,7 +116,7 @@ def encode_request(message: Message, version: int, correlation_id: int, client_i
 def encode_response(message: Message, version: int, correlation_id: int, out: bytearray | None = None) -> bytearray:
     """A complete response frame, size prefix included, appended to `out`.
 
-    `out` may be a codec.FrameBuffer, whose holes (file ranges of records) count in the size.
+    `out` may be a codec.FrameBuffer, whose holes (records it leaves out) count in the size.
     """
     if out is None:
         out = bytearray()
@@ -128,7 +128,7 @@ def encode_response(message: Message, version: int, correlation_id: int, out: by
         out.append(0)  # no tagged fields
     message.encode(version, out)
     holes = getattr(out, "holes", ())
-    size = len(out) - start - 4 + sum(h.size for pos, h in holes if pos >= start)
+    size = len(out) - start - 4 + sum(piece_size(h) for pos, h in holes if pos >= start)
     SIZE.pack_into(out, start, size)
     return out
 

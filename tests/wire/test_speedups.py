@@ -9,11 +9,13 @@ Skipped, with the reason, when the extension is not built (`pip install -e .`, o
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import types
 import uuid
+import weakref
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from samsa.wire import codec, program
-from samsa.wire.codec import FrameBuffer
+from samsa.wire.codec import REFERENCE_MIN, FrameBuffer
 from samsa.wire.exceptions import CodecError, UnsupportedVersionError
 from samsa.wire.messages import MODULES
 from samsa.wire.protocol import message_class
@@ -123,14 +125,17 @@ def test_encoding_into_frame_buffers_leaves_the_same_holes():
         def read_bytes(self):
             return b"s" * self.size
 
-    partitions = [FetchResponse.PartitionData(partition_index=i, records=r)
-                  for i, r in enumerate([Slice(), b"r" * 5000, None, Slice(), b"small"])]
+    large, at_limit, below = b"r" * (REFERENCE_MIN + 5000), bytearray(b"a" * REFERENCE_MIN), memoryview(b"b" * (REFERENCE_MIN - 1))
+    records = [Slice(), large, None, Slice(), b"small", at_limit, below]
+    partitions = [FetchResponse.PartitionData(partition_index=i, records=r) for i, r in enumerate(records)]
     response = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(partitions=partitions)])
     for version in (4, 12, 17):
         c, pure = FrameBuffer(b"pre"), FrameBuffer(b"pre")
         response.encode(version, c)
         response._pure_encode(version, pure)
-        assert c == pure and c.holes == pure.holes and len(c.holes) == 2
+        assert c == pure and c.holes == pure.holes
+        assert [type(h) for _, h in c.holes] == [Slice, bytes, Slice, bytearray]
+        assert c.holes[1][1] is large and c.holes[3][1] is at_limit  # referenced, not copied
         assert check_encode(response, version) == bytes(response._pure_encode(version))
 
 
@@ -193,3 +198,53 @@ def test_huge_counts_are_refused_before_anything_is_allocated():
     for count in (b"\xff\xff\xff\x7f", b"\x80\x80\x80\x80\x07"):  # int32 max, the largest 5-byte varint
         data = b"\x00\x00\x00\x00" + count
         assert check_decode(MetadataResponse, data, 12 if len(count) == 5 else 8)[0] == "error"
+
+
+class Sentinel:
+    """Something a weak reference can watch, to see a value released."""
+
+
+@needs_speedups
+def test_freed_structs_are_reused_and_still_collected():
+    Broker = MetadataResponse.MetadataResponseBroker
+    data = bytes(metadata().encode(12))
+    decoded = MetadataResponse.decode(data, 12)
+    freed = id(decoded.brokers[-1])
+    del decoded
+    reused = Broker(node_id=1)  # takes the block just freed
+    assert id(reused) == freed and reused == Broker(node_id=1) and reused.host == "" and reused.rack is None
+    # A reused block is tracked by the garbage collector like any other: a cycle through it goes.
+    watched = Sentinel()
+    gone = weakref.ref(watched)
+    reused.host = [reused, watched]
+    del reused, watched
+    gc.collect()
+    assert gone() is None
+    for _ in range(3):  # decoding into reused blocks builds the same messages
+        assert MetadataResponse.decode(data, 12) == metadata()
+
+
+@needs_speedups
+def test_subclasses_of_generated_structs_release_their_fields():
+    class Sub(MetadataResponse.MetadataResponseBroker):  # with a __dict__ and weak references
+        pass
+
+    watched, extra = Sentinel(), Sentinel()
+    gone, extra_gone = weakref.ref(watched), weakref.ref(extra)
+    sub = Sub(node_id=2, host=watched)
+    sub.extra = extra
+    sub_gone = weakref.ref(sub)
+    del sub, watched, extra
+    assert gone() is None and extra_gone() is None and sub_gone() is None
+
+
+@needs_speedups
+def test_decoded_strings_are_the_pure_codecs_and_short_ascii_ones_shared():
+    names = ["t", "", "x" * 64, "y" * 65, "ünïcode", "ascii-then-ü", *(f"topic-{i}" for i in range(2000))]
+    topics = [MetadataResponse.MetadataResponseTopic(name=n) for n in names]
+    data = check_encode(MetadataResponse(topics=topics), 12)
+    check_decode(MetadataResponse, data, 12)  # the same values, and types, as the pure codec's
+    assert [t.name for t in MetadataResponse.decode(data, 12).topics] == names
+    data = check_encode(MetadataResponse(topics=[MetadataResponse.MetadataResponseTopic(name="t")]), 12)
+    first, again = (MetadataResponse.decode(data, 12) for _ in range(2))
+    assert again.topics[0].name is first.topics[0].name
