@@ -490,7 +490,7 @@ class ModuleWriter:
                     # Short arrays (replica lists) through a precompiled struct, longer ones checked.
                     c(f"if {n} < {SHORT_ARRAY}:")
                     with c.block():
-                        c(f"{target} = list({self.array_table(code)}[{n}].unpack_from(buf, pos))")
+                        c(f"{target} = [*{self.array_table(code)}[{n}].unpack_from(buf, pos)]")  # [*t]: no call, unlike list(t)
                         c(f"pos += {size} * {n}")
                     c("else:")
                     with c.block():

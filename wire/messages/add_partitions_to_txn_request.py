@@ -97,7 +97,7 @@ def _d_AddPartitionsToTxnRequest_v0(buf, pos):
                     raise null_error('AddPartitionsToTxnTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -185,7 +185,7 @@ def _d_AddPartitionsToTxnRequest_v3(buf, pos):
                     raise null_error('AddPartitionsToTxnTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -318,7 +318,7 @@ def _d_AddPartitionsToTxnTransaction_v4(buf, pos):
                     raise null_error('AddPartitionsToTxnTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)

@@ -93,7 +93,7 @@ def _d_ReassignableTopic_v0(buf, pos):
                     _t5.replicas = None
                 else:
                     if _t6 < 32:
-                        _t5.replicas = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replicas = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replicas, pos = read_fixed_array(buf, pos, _t6, 'i', 4)

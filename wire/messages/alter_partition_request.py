@@ -113,7 +113,7 @@ def _d_TopicData_v0(buf, pos):
                     raise null_error('PartitionData.new_isr')
                 else:
                     if _t6 < 32:
-                        _t5.new_isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.new_isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.new_isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -284,7 +284,7 @@ def _d_TopicData_v1(buf, pos):
                     raise null_error('PartitionData.new_isr')
                 else:
                     if _t6 < 32:
-                        _t5.new_isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.new_isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.new_isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -443,7 +443,7 @@ def _d_TopicData_v2(buf, pos):
                     raise null_error('PartitionData.new_isr')
                 else:
                     if _t5 < 32:
-                        _t4.new_isr = list(_A_i[_t5].unpack_from(buf, pos))
+                        _t4.new_isr = [*_A_i[_t5].unpack_from(buf, pos)]
                         pos += 4 * _t5
                     else:
                         _t4.new_isr, pos = read_fixed_array(buf, pos, _t5, 'i', 4)

@@ -87,7 +87,7 @@ def _d_AlterReplicaLogDir_v0(buf, pos):
                     raise null_error('AlterReplicaLogDirTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -196,7 +196,7 @@ def _d_AlterReplicaLogDir_v2(buf, pos):
                     raise null_error('AlterReplicaLogDirTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t5.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)

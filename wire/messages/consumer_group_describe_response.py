@@ -134,7 +134,7 @@ def _d_Assignment_v0(buf, pos):
                     raise null_error('TopicPartitions.partitions')
                 else:
                     if _t7 < 32:
-                        _t3.partitions = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.partitions = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.partitions, pos = read_fixed_array(buf, pos, _t7, 'i', 4)

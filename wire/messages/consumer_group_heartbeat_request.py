@@ -169,7 +169,7 @@ def _d_ConsumerGroupHeartbeatRequest_v0(buf, pos):
                     raise null_error('TopicPartitions.partitions')
                 else:
                     if _t19 < 32:
-                        _t17.partitions = list(_A_i[_t19].unpack_from(buf, pos))
+                        _t17.partitions = [*_A_i[_t19].unpack_from(buf, pos)]
                         pos += 4 * _t19
                     else:
                         _t17.partitions, pos = read_fixed_array(buf, pos, _t19, 'i', 4)
@@ -424,7 +424,7 @@ def _d_ConsumerGroupHeartbeatRequest_v1(buf, pos):
                     raise null_error('TopicPartitions.partitions')
                 else:
                     if _t21 < 32:
-                        _t19.partitions = list(_A_i[_t21].unpack_from(buf, pos))
+                        _t19.partitions = [*_A_i[_t21].unpack_from(buf, pos)]
                         pos += 4 * _t21
                     else:
                         _t19.partitions, pos = read_fixed_array(buf, pos, _t21, 'i', 4)

@@ -89,7 +89,7 @@ def _d_Assignment_v0(buf, pos):
                     raise null_error('TopicPartitions.partitions')
                 else:
                     if _t5 < 32:
-                        _t3.partitions = list(_A_i[_t5].unpack_from(buf, pos))
+                        _t3.partitions = [*_A_i[_t5].unpack_from(buf, pos)]
                         pos += 4 * _t5
                     else:
                         _t3.partitions, pos = read_fixed_array(buf, pos, _t5, 'i', 4)

@@ -144,7 +144,7 @@ def _d_ConsumerProtocolSubscription_v1(buf, pos):
                     raise null_error('TopicPartition.partitions')
                 else:
                     if _t12 < 32:
-                        _t9.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        _t9.partitions = [*_A_i[_t12].unpack_from(buf, pos)]
                         pos += 4 * _t12
                     else:
                         _t9.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)
@@ -237,7 +237,7 @@ def _d_ConsumerProtocolSubscription_v2(buf, pos):
                     raise null_error('TopicPartition.partitions')
                 else:
                     if _t12 < 32:
-                        _t9.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        _t9.partitions = [*_A_i[_t12].unpack_from(buf, pos)]
                         pos += 4 * _t12
                     else:
                         _t9.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)
@@ -322,7 +322,7 @@ def _d_ConsumerProtocolSubscription_v3(buf, pos):
                     raise null_error('TopicPartition.partitions')
                 else:
                     if _t12 < 32:
-                        _t9.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        _t9.partitions = [*_A_i[_t12].unpack_from(buf, pos)]
                         pos += 4 * _t12
                     else:
                         _t9.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)

@@ -83,7 +83,7 @@ def _d_CreatePartitionsTopic_v0(buf, pos):
                     raise null_error('CreatePartitionsAssignment.broker_ids')
                 else:
                     if _t6 < 32:
-                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.broker_ids = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -182,7 +182,7 @@ def _d_CreatePartitionsTopic_v2(buf, pos):
                     raise null_error('CreatePartitionsAssignment.broker_ids')
                 else:
                     if _t6 < 32:
-                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.broker_ids = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)

@@ -98,7 +98,7 @@ def _d_CreatableTopic_v0(buf, pos):
                     raise null_error('CreatableReplicaAssignment.broker_ids')
                 else:
                     if _t6 < 32:
-                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.broker_ids = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -277,7 +277,7 @@ def _d_CreatableTopic_v5(buf, pos):
                     raise null_error('CreatableReplicaAssignment.broker_ids')
                 else:
                     if _t6 < 32:
-                        _t5.broker_ids = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.broker_ids = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.broker_ids, pos = read_fixed_array(buf, pos, _t6, 'i', 4)

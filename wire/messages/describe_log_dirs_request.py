@@ -69,7 +69,7 @@ def _d_DescribeLogDirsRequest_v0(buf, pos):
                     raise null_error('DescribableLogDirTopic.partitions')
                 else:
                     if _t6 < 32:
-                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partitions = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -137,7 +137,7 @@ def _d_DescribeLogDirsRequest_v2(buf, pos):
                     raise null_error('DescribableLogDirTopic.partitions')
                 else:
                     if _t6 < 32:
-                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partitions = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)

@@ -124,7 +124,7 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
                     raise null_error('DescribeTopicPartitionsResponsePartition.replica_nodes')
                 else:
                     if _t7 < 32:
-                        _t6.replica_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t6.replica_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t6.replica_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -138,7 +138,7 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
                     raise null_error('DescribeTopicPartitionsResponsePartition.isr_nodes')
                 else:
                     if _t8 < 32:
-                        _t6.isr_nodes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.isr_nodes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.isr_nodes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -152,7 +152,7 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
                     _t6.eligible_leader_replicas = None
                 else:
                     if _t9 < 32:
-                        _t6.eligible_leader_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.eligible_leader_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.eligible_leader_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -166,7 +166,7 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
                     _t6.last_known_elr = None
                 else:
                     if _t10 < 32:
-                        _t6.last_known_elr = list(_A_i[_t10].unpack_from(buf, pos))
+                        _t6.last_known_elr = [*_A_i[_t10].unpack_from(buf, pos)]
                         pos += 4 * _t10
                     else:
                         _t6.last_known_elr, pos = read_fixed_array(buf, pos, _t10, 'i', 4)
@@ -180,7 +180,7 @@ def _d_DescribeTopicPartitionsResponseTopic_v0(buf, pos):
                     raise null_error('DescribeTopicPartitionsResponsePartition.offline_replicas')
                 else:
                     if _t11 < 32:
-                        _t6.offline_replicas = list(_A_i[_t11].unpack_from(buf, pos))
+                        _t6.offline_replicas = [*_A_i[_t11].unpack_from(buf, pos)]
                         pos += 4 * _t11
                     else:
                         _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t11, 'i', 4)

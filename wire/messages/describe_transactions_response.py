@@ -127,7 +127,7 @@ def _d_TransactionState_v0(buf, pos):
                     raise null_error('TopicData.partitions')
                 else:
                     if _t10 < 32:
-                        _t7.partitions = list(_A_i[_t10].unpack_from(buf, pos))
+                        _t7.partitions = [*_A_i[_t10].unpack_from(buf, pos)]
                         pos += 4 * _t10
                     else:
                         _t7.partitions, pos = read_fixed_array(buf, pos, _t10, 'i', 4)

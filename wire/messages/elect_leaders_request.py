@@ -73,7 +73,7 @@ def _d_ElectLeadersRequest_v0(buf, pos):
                     raise null_error('TopicPartitions.partitions')
                 else:
                     if _t6 < 32:
-                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partitions = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -135,7 +135,7 @@ def _d_ElectLeadersRequest_v1(buf, pos):
                     raise null_error('TopicPartitions.partitions')
                 else:
                     if _t6 < 32:
-                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partitions = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -198,7 +198,7 @@ def _d_ElectLeadersRequest_v2(buf, pos):
                     raise null_error('TopicPartitions.partitions')
                 else:
                     if _t6 < 32:
-                        _t3.partitions = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partitions = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partitions, pos = read_fixed_array(buf, pos, _t6, 'i', 4)

@@ -109,7 +109,7 @@ def _d_TopicData_v0(buf, pos):
                     raise null_error('PartitionData.preferred_successors')
                 else:
                     if _t6 < 32:
-                        _t5.preferred_successors = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.preferred_successors = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.preferred_successors, pos = read_fixed_array(buf, pos, _t6, 'i', 4)

@@ -393,7 +393,7 @@ def _d_FetchRequest_v7(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t9 < 32:
-                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.partitions = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -506,7 +506,7 @@ def _d_FetchRequest_v9(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t9 < 32:
-                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.partitions = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -592,7 +592,7 @@ def _d_FetchRequest_v11(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t9 < 32:
-                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.partitions = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -751,7 +751,7 @@ def _d_FetchRequest_v12(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t9 < 32:
-                        _t6.partitions = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.partitions = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.partitions, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -1016,7 +1016,7 @@ def _d_FetchRequest_v13(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t6.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1225,7 +1225,7 @@ def _d_FetchRequest_v15(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t6.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1465,7 +1465,7 @@ def _d_FetchRequest_v17(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t8 < 32:
-                        _t6.partitions = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.partitions = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.partitions, pos = read_fixed_array(buf, pos, _t8, 'i', 4)

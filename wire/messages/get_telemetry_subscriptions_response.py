@@ -54,7 +54,7 @@ def _d_GetTelemetrySubscriptionsResponse_v0(buf, pos):
         raise null_error('GetTelemetrySubscriptionsResponse.accepted_compression_types')
     else:
         if _t2 < 32:
-            o.accepted_compression_types = list(_A_b[_t2].unpack_from(buf, pos))
+            o.accepted_compression_types = [*_A_b[_t2].unpack_from(buf, pos)]
             pos += 1 * _t2
         else:
             o.accepted_compression_types, pos = read_fixed_array(buf, pos, _t2, 'b', 1)

@@ -120,7 +120,7 @@ def _d_LeaderAndIsrRequest_v0(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -130,7 +130,7 @@ def _d_LeaderAndIsrRequest_v0(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -242,7 +242,7 @@ def _d_LeaderAndIsrRequest_v1(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -252,7 +252,7 @@ def _d_LeaderAndIsrRequest_v1(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -359,7 +359,7 @@ def _d_LeaderAndIsrTopicState_v2(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -369,7 +369,7 @@ def _d_LeaderAndIsrTopicState_v2(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -503,7 +503,7 @@ def _d_LeaderAndIsrTopicState_v3(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -513,7 +513,7 @@ def _d_LeaderAndIsrTopicState_v3(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -523,7 +523,7 @@ def _d_LeaderAndIsrTopicState_v3(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.adding_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.adding_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.adding_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.adding_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -533,7 +533,7 @@ def _d_LeaderAndIsrTopicState_v3(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.removing_replicas')
                 else:
                     if _t9 < 32:
-                        _t5.removing_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t5.removing_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t5.removing_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -687,7 +687,7 @@ def _d_LeaderAndIsrTopicState_v4(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -703,7 +703,7 @@ def _d_LeaderAndIsrTopicState_v4(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -717,7 +717,7 @@ def _d_LeaderAndIsrTopicState_v4(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.adding_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.adding_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.adding_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.adding_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -731,7 +731,7 @@ def _d_LeaderAndIsrTopicState_v4(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.removing_replicas')
                 else:
                     if _t9 < 32:
-                        _t5.removing_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t5.removing_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t5.removing_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -1004,7 +1004,7 @@ def _d_LeaderAndIsrTopicState_v5(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.isr')
                 else:
                     if _t7 < 32:
-                        _t6.isr = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t6.isr = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t6.isr, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -1020,7 +1020,7 @@ def _d_LeaderAndIsrTopicState_v5(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.replicas')
                 else:
                     if _t8 < 32:
-                        _t6.replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1034,7 +1034,7 @@ def _d_LeaderAndIsrTopicState_v5(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.adding_replicas')
                 else:
                     if _t9 < 32:
-                        _t6.adding_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.adding_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.adding_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -1048,7 +1048,7 @@ def _d_LeaderAndIsrTopicState_v5(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.removing_replicas')
                 else:
                     if _t10 < 32:
-                        _t6.removing_replicas = list(_A_i[_t10].unpack_from(buf, pos))
+                        _t6.removing_replicas = [*_A_i[_t10].unpack_from(buf, pos)]
                         pos += 4 * _t10
                     else:
                         _t6.removing_replicas, pos = read_fixed_array(buf, pos, _t10, 'i', 4)
@@ -1261,7 +1261,7 @@ def _d_LeaderAndIsrTopicState_v6(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.isr')
                 else:
                     if _t7 < 32:
-                        _t6.isr = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t6.isr = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t6.isr, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -1277,7 +1277,7 @@ def _d_LeaderAndIsrTopicState_v6(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.replicas')
                 else:
                     if _t8 < 32:
-                        _t6.replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1291,7 +1291,7 @@ def _d_LeaderAndIsrTopicState_v6(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.adding_replicas')
                 else:
                     if _t9 < 32:
-                        _t6.adding_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.adding_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.adding_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -1305,7 +1305,7 @@ def _d_LeaderAndIsrTopicState_v6(buf, pos):
                     raise null_error('LeaderAndIsrPartitionState.removing_replicas')
                 else:
                     if _t10 < 32:
-                        _t6.removing_replicas = list(_A_i[_t10].unpack_from(buf, pos))
+                        _t6.removing_replicas = [*_A_i[_t10].unpack_from(buf, pos)]
                         pos += 4 * _t10
                     else:
                         _t6.removing_replicas, pos = read_fixed_array(buf, pos, _t10, 'i', 4)

@@ -88,7 +88,7 @@ def _d_ListOffsetsTopicResponse_v0(buf, pos):
                     raise null_error('ListOffsetsPartitionResponse.old_style_offsets')
                 else:
                     if _t6 < 32:
-                        _t5.old_style_offsets = list(_A_q[_t6].unpack_from(buf, pos))
+                        _t5.old_style_offsets = [*_A_q[_t6].unpack_from(buf, pos)]
                         pos += 8 * _t6
                     else:
                         _t5.old_style_offsets, pos = read_fixed_array(buf, pos, _t6, 'q', 8)

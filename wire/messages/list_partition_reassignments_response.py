@@ -98,7 +98,7 @@ def _d_OngoingTopicReassignment_v0(buf, pos):
                     raise null_error('OngoingPartitionReassignment.replicas')
                 else:
                     if _t6 < 32:
-                        _t5.replicas = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replicas = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replicas, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -112,7 +112,7 @@ def _d_OngoingTopicReassignment_v0(buf, pos):
                     raise null_error('OngoingPartitionReassignment.adding_replicas')
                 else:
                     if _t7 < 32:
-                        _t5.adding_replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.adding_replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.adding_replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -126,7 +126,7 @@ def _d_OngoingTopicReassignment_v0(buf, pos):
                     raise null_error('OngoingPartitionReassignment.removing_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.removing_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.removing_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.removing_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)

@@ -68,7 +68,7 @@ def _d_ListTransactionsRequest_v0(buf, pos):
         raise null_error('ListTransactionsRequest.producer_id_filters')
     else:
         if _t5 < 32:
-            o.producer_id_filters = list(_A_q[_t5].unpack_from(buf, pos))
+            o.producer_id_filters = [*_A_q[_t5].unpack_from(buf, pos)]
             pos += 8 * _t5
         else:
             o.producer_id_filters, pos = read_fixed_array(buf, pos, _t5, 'q', 8)
@@ -152,7 +152,7 @@ def _d_ListTransactionsRequest_v1(buf, pos):
         raise null_error('ListTransactionsRequest.producer_id_filters')
     else:
         if _t5 < 32:
-            o.producer_id_filters = list(_A_q[_t5].unpack_from(buf, pos))
+            o.producer_id_filters = [*_A_q[_t5].unpack_from(buf, pos)]
             pos += 8 * _t5
         else:
             o.producer_id_filters, pos = read_fixed_array(buf, pos, _t5, 'q', 8)

@@ -113,7 +113,7 @@ def _d_MetadataResponseTopic_v0(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t6 < 32:
-                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replica_nodes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -123,7 +123,7 @@ def _d_MetadataResponseTopic_v0(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t7 < 32:
-                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.isr_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -259,7 +259,7 @@ def _d_MetadataResponseTopic_v1(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t6 < 32:
-                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replica_nodes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -269,7 +269,7 @@ def _d_MetadataResponseTopic_v1(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t7 < 32:
-                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.isr_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -559,7 +559,7 @@ def _d_MetadataResponseTopic_v5(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t6 < 32:
-                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replica_nodes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -569,7 +569,7 @@ def _d_MetadataResponseTopic_v5(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t7 < 32:
-                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.isr_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -579,7 +579,7 @@ def _d_MetadataResponseTopic_v5(buf, pos):
                     raise null_error('MetadataResponsePartition.offline_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.offline_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -725,7 +725,7 @@ def _d_MetadataResponseTopic_v7(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t6 < 32:
-                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replica_nodes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -735,7 +735,7 @@ def _d_MetadataResponseTopic_v7(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t7 < 32:
-                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.isr_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -745,7 +745,7 @@ def _d_MetadataResponseTopic_v7(buf, pos):
                     raise null_error('MetadataResponsePartition.offline_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.offline_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -890,7 +890,7 @@ def _d_MetadataResponseTopic_v8(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t6 < 32:
-                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replica_nodes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -900,7 +900,7 @@ def _d_MetadataResponseTopic_v8(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t7 < 32:
-                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.isr_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -910,7 +910,7 @@ def _d_MetadataResponseTopic_v8(buf, pos):
                     raise null_error('MetadataResponsePartition.offline_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.offline_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1059,7 +1059,7 @@ def _d_MetadataResponseTopic_v9(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t6 < 32:
-                        _t5.replica_nodes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.replica_nodes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.replica_nodes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -1073,7 +1073,7 @@ def _d_MetadataResponseTopic_v9(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t7 < 32:
-                        _t5.isr_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.isr_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.isr_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -1087,7 +1087,7 @@ def _d_MetadataResponseTopic_v9(buf, pos):
                     raise null_error('MetadataResponsePartition.offline_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.offline_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1391,7 +1391,7 @@ def _d_MetadataResponseTopic_v10(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t7 < 32:
-                        _t6.replica_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t6.replica_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t6.replica_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -1405,7 +1405,7 @@ def _d_MetadataResponseTopic_v10(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t8 < 32:
-                        _t6.isr_nodes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.isr_nodes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.isr_nodes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1419,7 +1419,7 @@ def _d_MetadataResponseTopic_v10(buf, pos):
                     raise null_error('MetadataResponsePartition.offline_replicas')
                 else:
                     if _t9 < 32:
-                        _t6.offline_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.offline_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)
@@ -1810,7 +1810,7 @@ def _d_MetadataResponseTopic_v12(buf, pos):
                     raise null_error('MetadataResponsePartition.replica_nodes')
                 else:
                     if _t7 < 32:
-                        _t6.replica_nodes = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t6.replica_nodes = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t6.replica_nodes, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -1824,7 +1824,7 @@ def _d_MetadataResponseTopic_v12(buf, pos):
                     raise null_error('MetadataResponsePartition.isr_nodes')
                 else:
                     if _t8 < 32:
-                        _t6.isr_nodes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.isr_nodes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.isr_nodes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1838,7 +1838,7 @@ def _d_MetadataResponseTopic_v12(buf, pos):
                     raise null_error('MetadataResponsePartition.offline_replicas')
                 else:
                     if _t9 < 32:
-                        _t6.offline_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.offline_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)

@@ -103,7 +103,7 @@ def _d_OffsetFetchRequest_v0(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.partition_indexes')
                 else:
                     if _t8 < 32:
-                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partition_indexes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -176,7 +176,7 @@ def _d_OffsetFetchRequest_v2(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.partition_indexes')
                 else:
                     if _t8 < 32:
-                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partition_indexes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -256,7 +256,7 @@ def _d_OffsetFetchRequest_v6(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.partition_indexes')
                 else:
                     if _t8 < 32:
-                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partition_indexes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -390,7 +390,7 @@ def _d_OffsetFetchRequest_v7(buf, pos):
                     raise null_error('OffsetFetchRequestTopic.partition_indexes')
                 else:
                     if _t8 < 32:
-                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partition_indexes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -502,7 +502,7 @@ def _d_OffsetFetchRequestGroup_v8(buf, pos):
                     raise null_error('OffsetFetchRequestTopics.partition_indexes')
                 else:
                     if _t8 < 32:
-                        _t5.partition_indexes = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.partition_indexes = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.partition_indexes, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -681,7 +681,7 @@ def _d_OffsetFetchRequestGroup_v9(buf, pos):
                     raise null_error('OffsetFetchRequestTopics.partition_indexes')
                 else:
                     if _t10 < 32:
-                        _t7.partition_indexes = list(_A_i[_t10].unpack_from(buf, pos))
+                        _t7.partition_indexes = [*_A_i[_t10].unpack_from(buf, pos)]
                         pos += 4 * _t10
                     else:
                         _t7.partition_indexes, pos = read_fixed_array(buf, pos, _t10, 'i', 4)

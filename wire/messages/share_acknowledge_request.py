@@ -98,7 +98,7 @@ def _d_AcknowledgePartition_v0(buf, pos):
                     raise null_error('AcknowledgementBatch.acknowledge_types')
                 else:
                     if _t4 < 32:
-                        _t3.acknowledge_types = list(_A_b[_t4].unpack_from(buf, pos))
+                        _t3.acknowledge_types = [*_A_b[_t4].unpack_from(buf, pos)]
                         pos += 1 * _t4
                     else:
                         _t3.acknowledge_types, pos = read_fixed_array(buf, pos, _t4, 'b', 1)

@@ -115,7 +115,7 @@ def _d_FetchPartition_v0(buf, pos):
                     raise null_error('AcknowledgementBatch.acknowledge_types')
                 else:
                     if _t4 < 32:
-                        _t3.acknowledge_types = list(_A_b[_t4].unpack_from(buf, pos))
+                        _t3.acknowledge_types = [*_A_b[_t4].unpack_from(buf, pos)]
                         pos += 1 * _t4
                     else:
                         _t3.acknowledge_types, pos = read_fixed_array(buf, pos, _t4, 'b', 1)
@@ -256,7 +256,7 @@ def _d_ShareFetchRequest_v0(buf, pos):
                     raise null_error('ForgottenTopic.partitions')
                 else:
                     if _t12 < 32:
-                        _t10.partitions = list(_A_i[_t12].unpack_from(buf, pos))
+                        _t10.partitions = [*_A_i[_t12].unpack_from(buf, pos)]
                         pos += 4 * _t12
                     else:
                         _t10.partitions, pos = read_fixed_array(buf, pos, _t12, 'i', 4)

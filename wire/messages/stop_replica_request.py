@@ -167,7 +167,7 @@ def _d_StopReplicaRequest_v1(buf, pos):
                     raise null_error('StopReplicaTopicV1.partition_indexes')
                 else:
                     if _t6 < 32:
-                        _t3.partition_indexes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partition_indexes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partition_indexes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -245,7 +245,7 @@ def _d_StopReplicaRequest_v2(buf, pos):
                     raise null_error('StopReplicaTopicV1.partition_indexes')
                 else:
                     if _t6 < 32:
-                        _t3.partition_indexes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partition_indexes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partition_indexes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)

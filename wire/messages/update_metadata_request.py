@@ -129,7 +129,7 @@ def _d_UpdateMetadataRequest_v0(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -139,7 +139,7 @@ def _d_UpdateMetadataRequest_v0(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -282,7 +282,7 @@ def _d_UpdateMetadataRequest_v1(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -292,7 +292,7 @@ def _d_UpdateMetadataRequest_v1(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -422,7 +422,7 @@ def _d_UpdateMetadataRequest_v2(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -432,7 +432,7 @@ def _d_UpdateMetadataRequest_v2(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -567,7 +567,7 @@ def _d_UpdateMetadataRequest_v3(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -577,7 +577,7 @@ def _d_UpdateMetadataRequest_v3(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -675,7 +675,7 @@ def _d_UpdateMetadataRequest_v4(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t3.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -685,7 +685,7 @@ def _d_UpdateMetadataRequest_v4(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t3.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t3.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t3.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -695,7 +695,7 @@ def _d_UpdateMetadataRequest_v4(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.offline_replicas')
                 else:
                     if _t8 < 32:
-                        _t3.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t3.offline_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t3.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -787,7 +787,7 @@ def _d_UpdateMetadataTopicState_v5(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -797,7 +797,7 @@ def _d_UpdateMetadataTopicState_v5(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -807,7 +807,7 @@ def _d_UpdateMetadataTopicState_v5(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.offline_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.offline_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -940,7 +940,7 @@ def _d_UpdateMetadataTopicState_v6(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t6 < 32:
-                        _t5.isr = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t5.isr = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t5.isr, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -956,7 +956,7 @@ def _d_UpdateMetadataTopicState_v6(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t7 < 32:
-                        _t5.replicas = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t5.replicas = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t5.replicas, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -970,7 +970,7 @@ def _d_UpdateMetadataTopicState_v6(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.offline_replicas')
                 else:
                     if _t8 < 32:
-                        _t5.offline_replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t5.offline_replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t5.offline_replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1324,7 +1324,7 @@ def _d_UpdateMetadataTopicState_v7(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.isr')
                 else:
                     if _t7 < 32:
-                        _t6.isr = list(_A_i[_t7].unpack_from(buf, pos))
+                        _t6.isr = [*_A_i[_t7].unpack_from(buf, pos)]
                         pos += 4 * _t7
                     else:
                         _t6.isr, pos = read_fixed_array(buf, pos, _t7, 'i', 4)
@@ -1340,7 +1340,7 @@ def _d_UpdateMetadataTopicState_v7(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.replicas')
                 else:
                     if _t8 < 32:
-                        _t6.replicas = list(_A_i[_t8].unpack_from(buf, pos))
+                        _t6.replicas = [*_A_i[_t8].unpack_from(buf, pos)]
                         pos += 4 * _t8
                     else:
                         _t6.replicas, pos = read_fixed_array(buf, pos, _t8, 'i', 4)
@@ -1354,7 +1354,7 @@ def _d_UpdateMetadataTopicState_v7(buf, pos):
                     raise null_error('UpdateMetadataPartitionState.offline_replicas')
                 else:
                     if _t9 < 32:
-                        _t6.offline_replicas = list(_A_i[_t9].unpack_from(buf, pos))
+                        _t6.offline_replicas = [*_A_i[_t9].unpack_from(buf, pos)]
                         pos += 4 * _t9
                     else:
                         _t6.offline_replicas, pos = read_fixed_array(buf, pos, _t9, 'i', 4)

@@ -84,7 +84,7 @@ def _d_WritableTxnMarker_v0(buf, pos):
                     raise null_error('WritableTxnMarkerTopic.partition_indexes')
                 else:
                     if _t6 < 32:
-                        _t3.partition_indexes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partition_indexes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partition_indexes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
@@ -182,7 +182,7 @@ def _d_WritableTxnMarker_v1(buf, pos):
                     raise null_error('WritableTxnMarkerTopic.partition_indexes')
                 else:
                     if _t6 < 32:
-                        _t3.partition_indexes = list(_A_i[_t6].unpack_from(buf, pos))
+                        _t3.partition_indexes = [*_A_i[_t6].unpack_from(buf, pos)]
                         pos += 4 * _t6
                     else:
                         _t3.partition_indexes, pos = read_fixed_array(buf, pos, _t6, 'i', 4)
