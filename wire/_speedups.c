@@ -344,6 +344,10 @@ static inline uint64_t be64(const unsigned char *p) { return (uint64_t)be32(p) <
 static inline int read_length(Reader *r, Py_ssize_t *pos, int op, int64_t *n)
 {
     if (op & F_COMPACT) {
+        if (*pos < r->len && r->p[*pos] < 0x80) { /* one byte: lengths and counts below 127 */
+            *n = (int64_t)r->p[(*pos)++] - 1;
+            return 0;
+        }
         if (read_uvarint(r, pos, n) < 0)
             return -1;
         *n -= 1;
@@ -650,26 +654,31 @@ static PyObject *decode_struct(Layout *L, Reader *r, Py_ssize_t *pos)
     if (o == NULL)
         return NULL;
     /* Each slot is written once, here or in read_tags: o is new, its slots are NULL. */
-    for (Py_ssize_t i = 0; i < L->nfields; i++) {
-        const Field *f = &L->fields[i];
+    const Field *f = L->fields, *end = f + L->nfields;
+    const unsigned char *p = r->p;
+    Py_ssize_t at = *pos, len = r->len; /* in registers: the slot stores below cannot change them */
+    for (; f < end; f++) {
         PyObject *v;
         if (f->op < OP_UUID) { /* a number or bool: most fields, read here without a call */
             Py_ssize_t size = FIXED_SIZE[f->op];
-            if (r->len - *pos < size) {
+            if (len - at < size) {
                 PyErr_Format(CodecError, "%U runs past the end of the data", f->what);
                 goto error;
             }
-            v = read_fixed(f->op, r->p + *pos);
-            *pos += size;
+            v = read_fixed(f->op, p + at);
+            at += size;
         }
-        else if (f->op & F_ARRAY)
-            v = read_array(r, pos, f->op, f->sub, f->what);
-        else
-            v = read_value(r, pos, f->op, f->sub, f->what);
+        else {
+            *pos = at;
+            v = f->op & F_ARRAY ? read_array(r, pos, f->op, f->sub, f->what)
+                                : read_value(r, pos, f->op, f->sub, f->what);
+            at = *pos;
+        }
         if (v == NULL)
             goto error;
         SLOT(o, f->offset) = v;
     }
+    *pos = at;
     for (Py_ssize_t i = 0; i < L->nabsent; i++) {
         PyObject *v = fresh_default(&L->absent[i]);
         if (v == NULL)
