@@ -11,7 +11,13 @@ to encode to Samsa's bytes, and run compiled (construct's `.compile()`, its fast
 times are for the codec in use (C when samsa.wire._speedups is built) and for the pure-Python codec
 beside it. Times are medians of rounds of best-of-several runs, in microseconds per message; the
 ratio is the median of ratios taken within each round, so that both sides ran under the same load.
-Samsa decodes records as memoryviews into the frame; kio and construct copy them.
+
+An encode is timed up to what a sender hands the socket: for kio the bytes of its `io.BytesIO`
+(`getvalue()`); for Samsa what the broker sends, `FrameBuffer.pieces()` of a `FrameBuffer` encoded
+into: that buffer alone, or, when records of `codec.REFERENCE_MIN` bytes or more are referenced
+rather than copied, the list of buffers one writev sends (the bytes around the records, and the
+records themselves). Before timing, both are checked to be the same bytes. Samsa decodes records as
+memoryviews into the frame; kio and construct copy them.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from samsa.wire import codec
-from samsa.wire.codec import FrameBuffer
+from samsa.wire.codec import REFERENCE_MIN, FrameBuffer
 from samsa.wire.protocol import message_class
 from samsa.wire.records import Record, build_batch
 
@@ -97,12 +103,43 @@ def construct_value(value):
 
 # --- timing --------------------------------------------------------------------------------------
 
-def best_us(fn, repeat: int, *args) -> float:
-    """Microseconds per call of fn(*args): timeit runs the call itself, no lambda around it."""
+# One timing runs the call for about this long: short enough that on a busy machine most windows run
+# without being preempted, so the best of many is the call's own time.
+WINDOW = 0.005
+
+
+def timer(fn, *args) -> tuple[timeit.Timer, int]:
+    """A timer of fn(*args) (timeit runs the call itself, no lambda around it) and the number of
+    calls that fill about WINDOW seconds."""
     names = [f"a{i}" for i in range(len(args))]
-    timer = timeit.Timer(f"fn({', '.join(names)})", globals={"fn": fn, **dict(zip(names, args))})
-    number, _ = timer.autorange()
-    return min(timer.repeat(repeat, number)) / number * 1e6
+    t = timeit.Timer(f"fn({', '.join(names)})", globals={"fn": fn, **dict(zip(names, args))})
+    number = 1
+    while (elapsed := t.timeit(number)) < WINDOW / 10:
+        number *= 10
+    return t, max(1, round(number * WINDOW / elapsed))
+
+
+def best_us(calls: dict[str, tuple], repeat: int) -> dict[str, float]:
+    """Microseconds per call of each `name: (fn, *args)`, the best of `repeat` windows; the calls
+    take turns, window by window, so that all of them run under the same load."""
+    timers = {name: timer(fn, *args) for name, (fn, *args) in calls.items()}
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(repeat):
+        for name, (t, number) in timers.items():
+            best[name] = min(best[name], t.timeit(number) / number)
+    return {name: seconds * 1e6 for name, seconds in best.items()}
+
+
+def best_one_us(repeat: int, fn, *args) -> float:
+    return best_us({"": (fn, *args)}, repeat)[""]
+
+
+def frame_pieces(encode, version: int) -> list:
+    """What a Samsa sender hands the socket: `encode` (a message's encode or _pure_encode) into a
+    FrameBuffer, and the buffers of the frame."""
+    out = FrameBuffer()
+    encode(version, out)
+    return out.pieces()
 
 
 def kio_codec(samsa_bytes: bytes, kio_cls):
@@ -139,9 +176,11 @@ def measure(message, version: int, kio_cls, rounds: int, repeat: int) -> dict[st
     assert cls.decode(data, version) == message
     assert bytes(message._pure_encode(version)) == data
     kio_encode, kio_decode = kio_codec(data, kio_cls)
+    for encode in (message.encode, message._pure_encode):
+        assert b"".join(frame_pieces(encode, version)) == data
     calls = {  # each a function and its arguments
-        "encode": (message.encode, version),
-        "pure encode": (message._pure_encode, version),
+        "encode": (frame_pieces, message.encode, version),
+        "pure encode": (frame_pieces, message._pure_encode, version),
         "kio encode": kio_encode,
         "decode": (cls.decode, data, version),
         "pure decode": (cls._pure_decode_from, data, version),
@@ -149,11 +188,12 @@ def measure(message, version: int, kio_cls, rounds: int, repeat: int) -> dict[st
     }
     samples: dict[str, list[float]] = {name: [] for name in [*calls, "encode x", "decode x"]}
     for _ in range(rounds):
-        for name, (fn, *args) in calls.items():
-            samples[name].append(best_us(fn, repeat, *args))
+        for name, us in best_us(calls, repeat).items():
+            samples[name].append(us)
         for way in ("encode", "decode"):
             samples[f"{way} x"].append(samples[f"kio {way}"][-1] / samples[way][-1])
-    return {name: statistics.median(values) for name, values in samples.items()} | {"bytes": len(data)}
+    return ({name: statistics.median(values) for name, values in samples.items()}
+            | {"bytes": len(data), "buffers": len(frame_pieces(message.encode, version))})
 
 
 def construct_times(message, version: int, construct_struct, repeat: int) -> tuple[float, float]:
@@ -161,29 +201,33 @@ def construct_times(message, version: int, construct_struct, repeat: int) -> tup
     value = construct_value(message)
     data = bytes(message.encode(version))
     assert compiled.build(value) == data, "construct does not encode the same bytes"
-    return best_us(compiled.build, repeat, value), best_us(compiled.parse, repeat, data)
+    return best_one_us(repeat, compiled.build, value), best_one_us(repeat, compiled.parse, data)
 
 
 def main(argv: list[str]) -> None:
     quick = "--quick" in argv
-    rounds, repeat = (3, 3) if quick else (5, 5)
+    rounds, repeat = (3, 12) if quick else (5, 40)
     print(f"codec: {'C (samsa.wire._speedups)' if codec.ACCELERATED else 'pure Python: ' + codec.SPEEDUPS_MISSING}; "
-          f"medians of {rounds} rounds, each time the best of {repeat}, in microseconds")
-    header = (f"{'message':24} {'bytes':>9} | {'encode':>8} {'pure':>8} {'kio':>8} {'x':>6} |"
+          f"medians of {rounds} rounds, each time the best of {repeat} windows of {WINDOW * 1e3:.0f} ms, "
+          f"in microseconds")
+    print(f"encode: kio to bytes (BytesIO.getvalue()); Samsa to FrameBuffer.pieces(), the buffers one writev "
+          f"sends (bufs): the encoded bytearray alone, or with records of {REFERENCE_MIN} bytes or more "
+          f"referenced, not copied: the bytes around them and the records")
+    header = (f"{'message':24} {'bytes':>9} {'bufs':>4} | {'encode':>8} {'pure':>8} {'kio':>8} {'x':>6} |"
               f" {'decode':>8} {'pure':>8} {'kio':>8} {'x':>6}")
     print(header)
     print("-" * len(header))
     for name, message, version, kio_cls, construct_struct in cases():
         t = measure(message, version, kio_cls, rounds, repeat)
-        print(f"{name:24} {t['bytes']:9} | {t['encode']:8.1f} {t['pure encode']:8.1f} {t['kio encode']:8.1f}"
-              f" {t['encode x']:6.2f} | {t['decode']:8.1f} {t['pure decode']:8.1f} {t['kio decode']:8.1f}"
-              f" {t['decode x']:6.2f}")
+        print(f"{name:24} {t['bytes']:9} {t['buffers']:4} | {t['encode']:8.2f} {t['pure encode']:8.2f}"
+              f" {t['kio encode']:8.2f} {t['encode x']:6.2f} | {t['decode']:8.2f} {t['pure decode']:8.2f}"
+              f" {t['kio decode']:8.2f} {t['decode x']:6.2f}")
     print("x = kio time / Samsa time, the median of the rounds' ratios (above 1: Samsa is faster)")
     records = batch(1024 * 1024)
-    print(f"Copying the 1 MiB batch into a new bytearray, the floor of encoding it: "
-          f"{best_us(bytearray, repeat, records):.1f} us")
+    print(f"Copying the 1 MiB batch into a new bytearray, which encoding it into one buffer would cost: "
+          f"{best_one_us(repeat, bytearray, records):.1f} us")
     sliced = fetch_response(FileSlice(len(batch(64 * 1024))))
-    zero_copy = best_us(lambda: sliced.encode(17, FrameBuffer()), repeat)  # FrameBuffer() is part of it
+    zero_copy = best_one_us(repeat, frame_pieces, sliced.encode, 17)
     print(f"Fetch v17 encoded as the broker does, records left as FrameBuffer holes for sendfile: {zero_copy:.1f} us")
     if "--construct" in argv:
         for name, message, version, _, construct_struct in cases():
