@@ -1,5 +1,6 @@
 """TLS listeners over loopback: key and trust stores in PEM and PKCS12, mutual TLS and the
-principal it gives, Fetch's file ranges sent through TLS, and key store errors found at startup."""
+principal it gives, Fetch's file ranges and in-memory records sent through TLS, and key store errors
+found at startup."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import trio
 
 from samsa.server.broker import Broker
 from samsa.server.config import ConfigError
-from samsa.wire import records
+from samsa.wire import legacy, records
 from samsa.wire.errors import ErrorCode
 
 from security_helpers import ApiVersions, client_context, closed, config, record_principals, run, tls_client
@@ -45,6 +46,10 @@ def test_produce_and_fetch_over_tls_send_the_log_through_tls(tmp_path, certs):
         _, batch = records.decode_batch(bytes(partition.records))
         got = [r.value for r in batch]
         assert got == values
+        # A Fetch v3 client gets the batch down-converted in memory (message format v1), records the
+        # response refers to rather than holds: they go through TLS as well.
+        old = await client.call(fetch_request("t", 0), 3)
+        assert [m.value for m in legacy.iter_messages(bytes(old.responses[0].partitions[0].records))] == values
 
     run(ssl_config(tmp_path, certs), scenario)
 
