@@ -496,6 +496,23 @@ static int read_presence(Reader *r, Py_ssize_t *pos, int op, PyObject *what, int
     return -1;
 }
 
+/* A list of the n int32s at p (checked to be there): replica lists, the most common array. */
+static PyObject *int32_list(const unsigned char *p, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(n);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = new_int((int32_t)be32(p + 4 * i));
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
 static PyObject *read_array(Reader *r, Py_ssize_t *pos, int op, Layout *sub, PyObject *what)
 {
     int64_t n;
@@ -507,21 +524,15 @@ static PyObject *read_array(Reader *r, Py_ssize_t *pos, int op, Layout *sub, PyO
     if (IS_FIXED(base) ? n * FIXED_SIZE[base] > left : n > left) /* n < 2**35: no overflow */
         return PyErr_Format(CodecError, "%U: array length %lld exceeds the remaining %zd bytes", what,
                             (long long)n, left);
+    if (base == OP_INT32) { /* without a call per element */
+        PyObject *list = int32_list(r->p + *pos, (Py_ssize_t)n);
+        *pos += 4 * (Py_ssize_t)n;
+        return list;
+    }
     PyObject *list = PyList_New((Py_ssize_t)n);
     if (list == NULL)
         return NULL;
     int element_op = (op & ~(F_ARRAY | F_NULLABLE));
-    if (base == OP_INT32) { /* replica lists: the common case, without a call per element */
-        const unsigned char *p = r->p + *pos;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *item = new_int((int32_t)be32(p + 4 * i));
-            if (item == NULL)
-                goto error;
-            PyList_SET_ITEM(list, i, item);
-        }
-        *pos += 4 * (Py_ssize_t)n;
-        return list;
-    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item;
         if (IS_FIXED(base)) {
@@ -667,6 +678,12 @@ static PyObject *decode_struct(Layout *L, Reader *r, Py_ssize_t *pos)
             }
             v = read_fixed(f->op, p + at);
             at += size;
+        }
+        else if (f->op == (OP_INT32 | F_ARRAY | F_COMPACT) && at < len && p[at] > 0 && p[at] < 0x80 &&
+                 4 * (p[at] - 1) <= len - at - 1) { /* a short replica list: anything else goes below */
+            Py_ssize_t n = p[at] - 1;
+            v = int32_list(p + at + 1, n);
+            at += 1 + 4 * n;
         }
         else {
             *pos = at;
