@@ -9,8 +9,9 @@ response (3 brokers, 10 topics x 10 partitions x 3 replicas). kio's values come 
 Samsa's bytes, so both encode the same message; construct's (bench/construct_codec.py) are checked
 to encode to Samsa's bytes, and run compiled (construct's `.compile()`, its faster form). Samsa's
 times are for the codec in use (C when samsa.wire._speedups is built) and for the pure-Python codec
-beside it. Times are medians of rounds of best-of-several runs, in microseconds per message; the
-ratio is the median of ratios taken within each round, so that both sides ran under the same load.
+beside it. Times are medians of rounds of the best of many short windows (the calls taking turns),
+in microseconds per message; the ratio is the median of ratios taken within each round, so that
+both sides ran under the same load.
 
 An encode is timed up to what a sender hands the socket: for kio the bytes of its `io.BytesIO`
 (`getvalue()`); for Samsa what the broker sends, `FrameBuffer.pieces()` of a `FrameBuffer` encoded
