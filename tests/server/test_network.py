@@ -52,7 +52,7 @@ async def receive_exactly(stream: trio.SocketStream, size: int) -> bytes:
         chunk = await stream.receive_some(size - len(data))
         assert chunk, "the connection closed early"
         data += chunk
-        await trio.sleep(0)  # let the sender run into a full socket buffer now and then
+        await trio.lowlevel.checkpoint()  # let the sender run into a full socket buffer now and then
     return bytes(data)
 
 
