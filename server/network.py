@@ -251,7 +251,7 @@ class Connection:
             try:
                 sent = os.writev(self._fd, buffers[first:first + _IOV_MAX])
             except BlockingIOError:
-                await trio.lowlevel.wait_writable(self.sock)
+                await trio.lowlevel.wait_writable(self._fd)
                 unyielded = 0
                 continue
             unyielded += sent
