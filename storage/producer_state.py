@@ -300,10 +300,11 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest transaction not yet decided, or decided by a marker the
         high watermark has not passed; None when every transaction is stable."""
-        candidates = [first for first, _ in self._ongoing_txns[:1]]
+        first = self._ongoing_txns[0][0] if self._ongoing_txns else None
         if self._unreplicated_txns:
-            candidates.append(min(self._unreplicated_txns))
-        return min(candidates, default=None)
+            unreplicated = min(self._unreplicated_txns)
+            return unreplicated if first is None else min(first, unreplicated)
+        return first
 
     @property
     def first_undecided_offset(self) -> int | None:
