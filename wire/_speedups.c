@@ -1903,7 +1903,8 @@ PyMODINIT_FUNC PyInit__speedups(void)
     if (m == NULL)
         return NULL;
     if (add_opcodes(m) < 0 || PyModule_AddObjectRef(m, "MessageCodec", (PyObject *)&MessageCodecType) < 0 ||
-        PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0) {
+        PyModule_AddObjectRef(m, "Layout", (PyObject *)&LayoutType) < 0 ||
+        PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) { /* codec._INTERFACE */
         Py_DECREF(m);
         return NULL;
     }

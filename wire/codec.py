@@ -395,6 +395,11 @@ def cannot_carry(struct_name: str, field: str) -> UnsupportedVersionError:
 
 # --- the C codec -------------------------------------------------------------------------------
 
+# What configure() takes and the module offers, as _speedups.c's INTERFACE: a build from older
+# sources (a checkout that was not rebuilt) is refused rather than called wrongly.
+_INTERFACE = 2
+
+
 def _load_speedups():
     """The C extension, or None and why not."""
     if os.environ.get("SAMSA_PURE", "") not in ("", "0"):
@@ -403,7 +408,7 @@ def _load_speedups():
         from . import _speedups
     except ImportError as e:
         return None, f"samsa.wire._speedups is not built ({e}): pip install -e . or python setup.py build_ext --inplace"
-    if getattr(_speedups, "OPCODES", None) != program.OPCODES:
+    if getattr(_speedups, "OPCODES", None) != program.OPCODES or getattr(_speedups, "INTERFACE", 1) != _INTERFACE:
         return None, "samsa.wire._speedups was built from other sources: rebuild it"
     return _speedups, None
 

@@ -69,7 +69,7 @@ def test_c_and_pure_codecs_agree(case):
 
 def test_the_extension_was_built_for_these_programs():
     if codec.ACCELERATED:
-        assert codec._speedups.OPCODES == program.OPCODES
+        assert codec._speedups.OPCODES == program.OPCODES and codec._speedups.INTERFACE == codec._INTERFACE
     else:
         pytest.skip(f"C codec not in use: {codec.SPEEDUPS_MISSING}")
 
