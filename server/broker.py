@@ -7,7 +7,6 @@ flush, exit.
 from __future__ import annotations
 
 import base64
-import gc
 import logging
 import math
 import struct
@@ -28,6 +27,7 @@ from .authorizer import StandardAuthorizer, new_authorizer
 from .context import RequestContext
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
+from .heap import freeze_long_lived_objects
 from .metadata import BrokerInfo, MetadataImage
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .dynamic_broker_config import load_dynamic_broker_configs
@@ -130,7 +130,7 @@ class Broker:
                 log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
                          time.monotonic() - started_at,
                          ", ".join(f"{e.listener}://{e.host}:{e.port}" for e in self.endpoints))
-                freeze_startup_heap()
+                freeze_long_lived_objects()  # what startup loaded
                 self.started.set()
                 task_status.started(self)
                 try:
@@ -311,14 +311,6 @@ class Broker:
         if info is None:
             info = next(iter(self.advertised.values()))
         return info
-
-
-def freeze_startup_heap() -> None:
-    """What startup loaded (modules, codecs, logs, groups) lives as long as the broker: keep it out
-    of the cyclic collector's scans. A full collection then visits only what came later, instead of
-    stopping every connection for 15-25 ms every few tens of seconds under load."""
-    gc.collect()
-    gc.freeze()
 
 
 def error_response(api_key: int, code: int):

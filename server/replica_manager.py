@@ -19,6 +19,7 @@ from ..storage.errors import KafkaStorageException
 from ..storage.log import AppendOrigin
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
+from .heap import making_long_lived_objects
 from .metadata import TopicInfo
 
 if TYPE_CHECKING:
@@ -155,9 +156,10 @@ class ReplicaManager:
         which every later Metadata request would trip over."""
         opened = []
         try:
-            for index in indexes:
-                self._open(topic, index, config)
-                opened.append(index)
+            with making_long_lived_objects():
+                for index in indexes:
+                    self._open(topic, index, config)
+                    opened.append(index)
         except (OSError, KafkaStorageException) as e:
             for index in opened:
                 del self.partitions[(topic.name, index)]

@@ -1,6 +1,6 @@
 """What the event loop does between requests: a woken long poll answers before the append that woke
 it, an idle connection closes after connections.max.idle.ms and a busy one does not, and what
-startup loaded is out of the cyclic collector's scans."""
+startup loaded and the partitions created since are out of the cyclic collector's scans."""
 
 from __future__ import annotations
 
@@ -58,9 +58,14 @@ def test_only_a_connection_idle_past_connections_max_idle_ms_is_closed(tmp_path)
     run_broker(broker_config(tmp_path, connections_max_idle_ms=60_000), scenario, clock=clock)
 
 
-def test_what_startup_loaded_is_frozen_out_of_the_collectors_scans(tmp_path):
+def test_what_startup_loaded_and_created_partitions_are_frozen_out_of_the_collectors_scans(tmp_path):
     async def scenario(port):
         assert gc.get_freeze_count() > 10_000  # modules, codecs, config: everything loaded
+        before = gc.get_freeze_count()
+        client = await Client.connect(port)
+        await client.call(create_topic_request("wide", partitions=200), 7)
+        assert gc.get_freeze_count() - before > 200 * 20  # each log's segment, indexes, paths, locks
+        assert gc.isenabled()
 
     try:
         run_broker(broker_config(tmp_path), scenario)
