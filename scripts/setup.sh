@@ -34,7 +34,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[test]"
-  if [ -f compat-tests/install.sh ]; then PYTHON=.venv/bin/python bash compat-tests/install.sh; fi
+  if [ -f compat-tests/install.sh ]; then PYTHON="$PWD/.venv/bin/python" bash compat-tests/install.sh; fi
 else
   .venv/bin/python -m pip install -q -e .
 fi
