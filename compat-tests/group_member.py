@@ -225,7 +225,7 @@ def run_kafka_python(cfg: dict, journal: Journal) -> None:
         try:
             polled = consumer.poll(timeout_ms=200, max_records=200)
         except KafkaError as e:
-            # kafka-python 3.0 raises a failed coordinator lookup (the broker restarting) out of poll.
+            # kafka-python can raise a failed coordinator lookup (the broker restarting) out of poll.
             if not e.retriable:
                 raise
             journal.write("retried", error=repr(e))
