@@ -1,7 +1,11 @@
 """One module per Kafka API; each registers its handler here with the versions it serves.
 
 A handler is `async def handle(ctx: RequestContext, request) -> response | None` (None: no
-response, as for acks=0 produce). The broker advertises exactly what is registered.
+response, as for acks=0 produce). Which versions it serves is a decision each handler states,
+both bounds, as `@handler(ApiKey.PRODUCE, 0, 11)` (franz-go's kfake: `regKey(0, 3, 13)`); the
+broker advertises exactly what is registered, never what the generated codec happens to decode,
+so regenerating wire/messages/ from newer schemas does not widen it. tests/server/api_versions.tsv
+holds the ranges, and tools/gen_compat_doc.py writes them into docs/compatibility.md.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Awaitable, Callable
 
-from ...wire.protocol import request_class
+from ...wire.protocol import ApiKey
 
 
 @dataclass(frozen=True)
@@ -38,26 +42,23 @@ MODULES = (
 )
 
 
-def handler(api_key: int, min_version: int | None = None, max_version: int | None = None):
-    """Register a handler; versions default to every stable version the schema defines."""
-    cls = request_class(api_key)
-    lo, hi = cls.VALID_VERSIONS
-    if cls.LATEST_VERSION_UNSTABLE:
-        hi -= 1
+def handler(api_key: ApiKey, min_version: int, max_version: int):
+    """Register a handler for versions min_version..max_version (inclusive) of api_key."""
+    if not 0 <= min_version <= max_version:
+        raise ValueError(f"{api_key!r}: bad version range {min_version}..{max_version}")
 
     def register(fn):
-        HANDLERS[api_key] = Handler(api_key, lo if min_version is None else min_version,
-                                    hi if max_version is None else max_version, fn)
+        if api_key in HANDLERS:
+            raise RuntimeError(f"{api_key!r} has two handlers: {HANDLERS[api_key].handle.__module__} "
+                               f"and {fn.__module__}")
+        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn)
         return fn
 
     return register
 
 
 def load_handlers() -> dict[int, Handler]:
+    """Import every handler module (a missing one is an ImportError, never skipped)."""
     for name in MODULES:
-        try:
-            import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
+        import_module(f"{__name__}.{name}")
     return HANDLERS

@@ -13,7 +13,7 @@ from . import handler
 AddOffsetsToTxnResponse = response_class(ApiKey.ADD_OFFSETS_TO_TXN)
 
 
-@handler(ApiKey.ADD_OFFSETS_TO_TXN)
+@handler(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)
 async def handle(ctx, request):
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

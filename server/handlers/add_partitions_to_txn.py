@@ -54,7 +54,7 @@ async def add_or_verify(ctx, transactional_id: str, producer_id: int, producer_e
     return topic_results(partitions, lambda tp: error)
 
 
-@handler(ApiKey.ADD_PARTITIONS_TO_TXN)
+@handler(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5)
 async def handle(ctx, request):
     if ctx.api_version < 4:
         partitions = [(t.name, index) for t in request.v3_and_below_topics for index in t.partitions]

@@ -15,7 +15,7 @@ Entry = AlterClientQuotasResponse.EntryData
 EntityData = AlterClientQuotasResponse.EntityData
 
 
-@handler(ApiKey.ALTER_CLIENT_QUOTAS)
+@handler(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1)
 async def handle(ctx, request):
     broker = ctx.broker
     authorized = ctx.authorize(ALTER_CONFIGS, CLUSTER)

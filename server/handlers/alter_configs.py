@@ -7,6 +7,6 @@ from ..config_admin import alter_configs
 from . import handler
 
 
-@handler(ApiKey.ALTER_CONFIGS)
+@handler(ApiKey.ALTER_CONFIGS, 0, 2)
 async def handle(ctx, request):
     return alter_configs(ctx, request, response_class(ApiKey.ALTER_CONFIGS), incremental=False)

@@ -46,7 +46,7 @@ def _check_upsertion(upsertion):
     return error
 
 
-@handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
+@handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
 async def handle(ctx, request):
     if not ctx.authorize(ALTER, CLUSTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

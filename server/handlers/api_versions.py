@@ -29,7 +29,7 @@ def unsupported_version_response(broker) -> object:
     )
 
 
-@handler(ApiKey.API_VERSIONS)
+@handler(ApiKey.API_VERSIONS, 0, 4)
 async def handle(ctx, request):
     if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
                                      and _SOFTWARE.fullmatch(request.client_software_version)):

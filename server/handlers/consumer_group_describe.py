@@ -13,7 +13,7 @@ ConsumerGroupDescribeResponse = response_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
 DescribedGroup = ConsumerGroupDescribeResponse.DescribedGroup
 
 
-@handler(ApiKey.CONSUMER_GROUP_DESCRIBE)
+@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 0)
 async def handle(ctx, request):
     if not consumer_protocol_enabled(ctx.broker.config.get):
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[

@@ -15,7 +15,7 @@ from . import handler
 ConsumerGroupHeartbeatResponse = response_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 
 
-@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, max_version=1)
+@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1)
 async def handle(ctx, request):
     if not consumer_protocol_enabled(ctx.broker.config.get):
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)

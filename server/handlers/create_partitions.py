@@ -43,7 +43,7 @@ def grow(ctx, topic, validate_only: bool, mutations):
     return ErrorCode.NONE, None
 
 
-@handler(ApiKey.CREATE_PARTITIONS)
+@handler(ApiKey.CREATE_PARTITIONS, 0, 3)
 async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
     mutations = mutation_quota(ctx, strict_since_version=3)

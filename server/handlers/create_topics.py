@@ -84,7 +84,7 @@ def error_result(name: str, code: int, message: str):
                   configs=None)
 
 
-@handler(ApiKey.CREATE_TOPICS)
+@handler(ApiKey.CREATE_TOPICS, 0, 7)
 async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
     # CREATE on the cluster or on the topic; its configs come back only with DESCRIBE_CONFIGS on it.

@@ -22,7 +22,7 @@ def matching_acl(acl, version: int):
     return entry
 
 
-@handler(ApiKey.DELETE_ACLS)
+@handler(ApiKey.DELETE_ACLS, 0, 3)
 async def handle(ctx, request):
     refused = refusal(ctx, mutating=True)
     if refused is not None:

@@ -12,7 +12,7 @@ from . import handler
 DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)
 
 
-@handler(ApiKey.DELETE_GROUPS)
+@handler(ApiKey.DELETE_GROUPS, 0, 2)
 async def handle(ctx, request):
     group_ids = list(dict.fromkeys(request.groups_names))
     allowed = ctx.authorized(DELETE, GROUP, group_ids)

@@ -33,7 +33,7 @@ def delete_before(ctx, topic: str, p):
                            error_code=ErrorCode.NONE)
 
 
-@handler(ApiKey.DELETE_RECORDS)
+@handler(ApiKey.DELETE_RECORDS, 0, 2)
 async def handle(ctx, request):
     topics = []
     for t in request.topics:

@@ -27,7 +27,7 @@ def resources(acls, version: int) -> list:
     return list(by_pattern.values())
 
 
-@handler(ApiKey.DESCRIBE_ACLS)
+@handler(ApiKey.DESCRIBE_ACLS, 0, 3)
 async def handle(ctx, request):
     refused = refusal(ctx, mutating=False)
     if refused is None:

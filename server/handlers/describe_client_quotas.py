@@ -15,7 +15,7 @@ ValueData = DescribeClientQuotasResponse.ValueData
 CLUSTER_AUTHORIZATION_FAILED_MESSAGE = "Cluster authorization failed."  # Errors.CLUSTER_AUTHORIZATION_FAILED's
 
 
-@handler(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+@handler(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1)
 async def handle(ctx, request):
     components = [(c.entity_type, c.match_type, c.match) for c in request.components]
     try:

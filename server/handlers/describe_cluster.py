@@ -12,7 +12,7 @@ BrokerEntry = DescribeClusterResponse.DescribeClusterBroker
 BROKERS_ENDPOINT = 1
 
 
-@handler(ApiKey.DESCRIBE_CLUSTER)
+@handler(ApiKey.DESCRIBE_CLUSTER, 0, 1)
 async def handle(ctx, request):
     broker = ctx.broker
     if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:

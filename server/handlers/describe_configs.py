@@ -51,7 +51,7 @@ def entries(ctx, request, resource):
     ]
 
 
-@handler(ApiKey.DESCRIBE_CONFIGS)
+@handler(ApiKey.DESCRIBE_CONFIGS, 0, 4)
 async def handle(ctx, request):
     results = []
     for resource in request.resources:

@@ -13,7 +13,7 @@ DescribeGroupsResponse = response_class(ApiKey.DESCRIBE_GROUPS)
 DescribedGroup = DescribeGroupsResponse.DescribedGroup
 
 
-@handler(ApiKey.DESCRIBE_GROUPS)
+@handler(ApiKey.DESCRIBE_GROUPS, 0, 5)
 async def handle(ctx, request):
     allowed = ctx.authorized(DESCRIBE, GROUP, request.groups)
     described = iter(ctx.broker.groups.coordinator.describe_groups(

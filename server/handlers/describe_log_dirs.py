@@ -15,7 +15,7 @@ TopicEntry = DescribeLogDirsResponse.DescribeLogDirsTopic
 PartitionEntry = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@handler(ApiKey.DESCRIBE_LOG_DIRS)
+@handler(ApiKey.DESCRIBE_LOG_DIRS, 0, 4)
 async def handle(ctx, request):
     broker = ctx.broker
     if not ctx.authorize(DESCRIBE, CLUSTER):  # v0-2 have no error code: nothing to describe

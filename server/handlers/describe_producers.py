@@ -31,7 +31,7 @@ def partition_response(ctx, topic: str, index: int, readable: set[str]):
     return PartitionResponse(partition_index=index, error_code=ErrorCode.NONE, active_producers=producers)
 
 
-@handler(ApiKey.DESCRIBE_PRODUCERS)
+@handler(ApiKey.DESCRIBE_PRODUCERS, 0, 0)
 async def handle(ctx, request):
     readable = ctx.authorized(READ, TOPIC, [t.name for t in request.topics])
     return DescribeProducersResponse(throttle_time_ms=0, topics=[

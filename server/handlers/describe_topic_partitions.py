@@ -13,7 +13,7 @@ PartitionEntry = Response.DescribeTopicPartitionsResponsePartition
 Cursor = Response.Cursor
 
 
-@handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+@handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
 async def handle(ctx, request):
     broker = ctx.broker
     image = broker.metadata

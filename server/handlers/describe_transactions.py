@@ -39,7 +39,7 @@ def describe(ctx, transactional_id: str):
     return state
 
 
-@handler(ApiKey.DESCRIBE_TRANSACTIONS)
+@handler(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
 async def handle(ctx, request):
     return DescribeTransactionsResponse(throttle_time_ms=0,
                                         transaction_states=[describe(ctx, t) for t in request.transactional_ids])

@@ -14,7 +14,7 @@ Result = Response.DescribeUserScramCredentialsResult
 CredentialInfo = Response.CredentialInfo
 
 
-@handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+@handler(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0)
 async def handle(ctx, request):
     if not ctx.authorize(DESCRIBE, CLUSTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

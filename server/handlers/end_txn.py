@@ -13,7 +13,7 @@ from . import handler
 EndTxnResponse = response_class(ApiKey.END_TXN)
 
 
-@handler(ApiKey.END_TXN)
+@handler(ApiKey.END_TXN, 0, 4)
 async def handle(ctx, request):
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

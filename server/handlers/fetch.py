@@ -137,7 +137,7 @@ def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset
     return results, total
 
 
-@handler(ApiKey.FETCH)
+@handler(ApiKey.FETCH, 0, 17)
 async def handle(ctx, request):
     broker = ctx.broker
     version = ctx.api_version

@@ -42,7 +42,7 @@ def find(ctx, key_type: int, key: str):
     return code, code.message or code.name, node
 
 
-@handler(ApiKey.FIND_COORDINATOR)
+@handler(ApiKey.FIND_COORDINATOR, 0, 6)
 async def handle(ctx, request):
     if ctx.api_version < 4:
         code, message, node = find(ctx, request.key_type, request.key)

@@ -8,6 +8,6 @@ from ..config_admin import alter_configs
 from . import handler
 
 
-@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)
 async def handle(ctx, request):
     return alter_configs(ctx, request, response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS), incremental=True)

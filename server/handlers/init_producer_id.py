@@ -23,7 +23,7 @@ def error_response(code: int):
                                   producer_epoch=NO_PRODUCER_EPOCH)
 
 
-@handler(ApiKey.INIT_PRODUCER_ID)
+@handler(ApiKey.INIT_PRODUCER_ID, 0, 5)
 async def handle(ctx, request):
     # Kafka 3.x: a transactional producer needs WRITE on its transactional id; an idempotent one
     # IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).

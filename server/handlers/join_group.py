@@ -12,7 +12,7 @@ from ..throttle import not_request_time
 from . import handler
 
 
-@handler(ApiKey.JOIN_GROUP)
+@handler(ApiKey.JOIN_GROUP, 0, 9)
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return join_error(ctx.broker.groups.request_info(ctx), UNKNOWN_MEMBER_ID, ErrorCode.GROUP_AUTHORIZATION_FAILED)

@@ -10,7 +10,7 @@ from ..authorizer import GROUP, READ
 from . import handler
 
 
-@handler(ApiKey.LEAVE_GROUP)
+@handler(ApiKey.LEAVE_GROUP, 0, 5)
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return response_class(ApiKey.LEAVE_GROUP)(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)

@@ -10,7 +10,7 @@ from . import handler
 ListGroupsResponse = response_class(ApiKey.LIST_GROUPS)
 
 
-@handler(ApiKey.LIST_GROUPS)
+@handler(ApiKey.LIST_GROUPS, 0, 5)
 async def handle(ctx, request):
     states = request.states_filter if ctx.api_version >= 4 else []
     types = request.types_filter if ctx.api_version >= 5 else []

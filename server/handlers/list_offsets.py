@@ -44,7 +44,7 @@ def lookup(ctx, partition, timestamp: int, isolation: int) -> tuple[int, int]:
     return ts, offset
 
 
-@handler(ApiKey.LIST_OFFSETS)
+@handler(ApiKey.LIST_OFFSETS, 0, 10)
 async def handle(ctx, request):
     version = ctx.api_version
     isolation = request.isolation_level if version >= 2 else 0

@@ -14,7 +14,7 @@ ListTransactionsResponse = response_class(ApiKey.LIST_TRANSACTIONS)
 TransactionState = ListTransactionsResponse.TransactionState
 
 
-@handler(ApiKey.LIST_TRANSACTIONS)
+@handler(ApiKey.LIST_TRANSACTIONS, 0, 1)
 async def handle(ctx, request):
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     error, unknown, found = ctx.broker.transactions.coordinator.list_transactions(

@@ -59,7 +59,7 @@ def auto_create(ctx, name: str):
         name, config.get("num.partitions"), {}, config.get("default.replication.factor"))
 
 
-@handler(ApiKey.METADATA)
+@handler(ApiKey.METADATA, 0, 12)
 async def handle(ctx, request):
     broker = ctx.broker
     image = broker.metadata

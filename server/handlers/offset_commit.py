@@ -45,7 +45,7 @@ def errors_by_partition(topics) -> dict[tuple[str, int], int]:
     return {(t.name, p.partition_index): p.error_code for t in topics for p in t.partitions}
 
 
-@handler(ApiKey.OFFSET_COMMIT)
+@handler(ApiKey.OFFSET_COMMIT, 0, 9)
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED

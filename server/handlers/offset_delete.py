@@ -14,7 +14,7 @@ from .offset_commit import errors_by_partition, split_known
 OffsetDeleteResponse = response_class(ApiKey.OFFSET_DELETE)
 
 
-@handler(ApiKey.OFFSET_DELETE)
+@handler(ApiKey.OFFSET_DELETE, 0, 0)
 async def handle(ctx, request):
     if not ctx.authorize(DELETE, GROUP, request.group_id):
         return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])

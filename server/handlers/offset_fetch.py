@@ -44,7 +44,7 @@ def fetch_offsets(ctx, info, group_id: str, topics: list[tuple[str, list[int]]] 
     return group
 
 
-@handler(ApiKey.OFFSET_FETCH)
+@handler(ApiKey.OFFSET_FETCH, 0, 9)
 async def handle(ctx, request):
     info = ctx.broker.groups.request_info(ctx)
     if ctx.api_version < 8:

@@ -128,7 +128,7 @@ def transaction_unauthorized(ctx, request) -> bool:
                                   and ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id))
 
 
-@handler(ApiKey.PRODUCE)
+@handler(ApiKey.PRODUCE, 0, 11)
 async def handle(ctx, request):
     acks = request.acks
     responses = []

@@ -14,7 +14,7 @@ from . import handler
 SaslAuthenticateResponse = response_class(ApiKey.SASL_AUTHENTICATE)
 
 
-@handler(ApiKey.SASL_AUTHENTICATE)
+@handler(ApiKey.SASL_AUTHENTICATE, 0, 2)
 async def handle(ctx, request):
     code, message, token, lifetime_ms = ctx.connection.authenticator.authenticate(
         ctx.api_version, request.auth_bytes, trio.current_time())

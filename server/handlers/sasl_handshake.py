@@ -15,7 +15,7 @@ from . import handler
 SaslHandshakeResponse = response_class(ApiKey.SASL_HANDSHAKE)
 
 
-@handler(ApiKey.SASL_HANDSHAKE)
+@handler(ApiKey.SASL_HANDSHAKE, 0, 1)
 async def handle(ctx, request):
     code, mechanisms = ctx.connection.authenticator.handshake(ctx.api_version, request.mechanism, trio.current_time())
     return SaslHandshakeResponse(error_code=code, mechanisms=mechanisms)

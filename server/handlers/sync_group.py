@@ -11,7 +11,7 @@ from ..throttle import not_request_time
 from . import handler
 
 
-@handler(ApiKey.SYNC_GROUP)
+@handler(ApiKey.SYNC_GROUP, 0, 5)
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return response_class(ApiKey.SYNC_GROUP)(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)

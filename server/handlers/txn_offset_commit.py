@@ -15,7 +15,7 @@ from ..authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from . import handler
 from .offset_commit import errors_by_partition, split_known
 
-@handler(ApiKey.TXN_OFFSET_COMMIT)
+@handler(ApiKey.TXN_OFFSET_COMMIT, 0, 4)
 async def handle(ctx, request):
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return txn_commit_response(request, lambda topic, index: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

@@ -25,7 +25,7 @@ def marker_result(marker, error_of):
         for t in marker.topics])
 
 
-@handler(ApiKey.WRITE_TXN_MARKERS)
+@handler(ApiKey.WRITE_TXN_MARKERS, 0, 1)
 async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return WriteTxnMarkersResponse(markers=[

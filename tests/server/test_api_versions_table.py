@@ -1,0 +1,71 @@
+"""What ApiVersions claims is a decision kept in api_versions.tsv, not whatever the codec decodes.
+
+The table is checked against a real broker's reply, so regenerating wire/messages/ from newer
+schemas cannot widen what Samsa advertises; changing a served range means changing the table too.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from loopback import Client, broker_config, run_broker
+
+from samsa.server import handlers
+from samsa.server.handlers import handler, load_handlers
+from samsa.wire.protocol import ApiKey, request_class, response_class
+
+TABLE = Path(__file__).with_name("api_versions.tsv")
+
+# Served although these schemas mark the version unstable: Kafka 4.0 declared
+# ConsumerGroupHeartbeat v1 (KIP-848 regex subscriptions) stable after they were taken.
+STABLE_SINCE_THESE_SCHEMAS = {ApiKey.CONSUMER_GROUP_HEARTBEAT: 1}
+
+
+def table() -> list[tuple[int, str, int, int]]:
+    with TABLE.open(newline="") as f:
+        return [(int(row["api_key"]), row["name"], int(row["min_version"]), int(row["max_version"]))
+                for row in csv.DictReader(f, delimiter="\t")]
+
+
+def test_api_versions_reply_is_the_checked_in_table(tmp_path):
+    expected = table()
+
+    async def scenario(port):
+        client = await Client.connect(port)
+        ApiVersions = request_class(ApiKey.API_VERSIONS)
+        for version, request in ((0, ApiVersions()),
+                                 (3, ApiVersions(client_software_name="test", client_software_version="1.0"))):
+            response = await client.call(request, version)
+            served = [(k.api_key, ApiKey(k.api_key).name, k.min_version, k.max_version) for k in response.api_keys]
+            assert served == expected, f"ApiVersions v{version} differs from {TABLE.name}"
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_every_served_range_lies_inside_the_schema_and_is_stable():
+    for api_key, served in load_handlers().items():
+        for cls in (request_class(api_key), response_class(api_key)):
+            lo, hi = cls.VALID_VERSIONS
+            assert lo <= served.min_version <= served.max_version <= hi, (ApiKey(api_key).name, cls.__name__)
+        request = request_class(api_key)
+        if request.LATEST_VERSION_UNSTABLE and STABLE_SINCE_THESE_SCHEMAS.get(api_key) != request.VALID_VERSIONS[1]:
+            assert served.max_version < request.VALID_VERSIONS[1], f"{ApiKey(api_key).name}: unstable version served"
+
+
+def test_a_missing_handler_module_is_an_import_error(monkeypatch):
+    monkeypatch.setattr(handlers, "MODULES", handlers.MODULES + ("no_such_api",))
+    with pytest.raises(ModuleNotFoundError, match="no_such_api"):
+        load_handlers()
+
+
+def test_a_second_handler_for_an_api_is_refused():
+    served = load_handlers()[ApiKey.PRODUCE]
+
+    async def other(ctx, request):
+        return None
+
+    with pytest.raises(RuntimeError, match="two handlers"):
+        handler(ApiKey.PRODUCE, 0, 3)(other)
+    assert load_handlers()[ApiKey.PRODUCE] is served
