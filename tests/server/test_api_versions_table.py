@@ -7,6 +7,7 @@ schemas cannot widen what Samsa advertises; changing a served range means changi
 from __future__ import annotations
 
 import csv
+import runpy
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from samsa.server.handlers import handler, load_handlers
 from samsa.wire.protocol import ApiKey, request_class, response_class
 
 TABLE = Path(__file__).with_name("api_versions.tsv")
+REPO = Path(__file__).resolve().parents[2]
 
 # Served although these schemas mark the version unstable: Kafka 4.0 declared
 # ConsumerGroupHeartbeat v1 (KIP-848 regex subscriptions) stable after they were taken.
@@ -69,3 +71,9 @@ def test_a_second_handler_for_an_api_is_refused():
     with pytest.raises(RuntimeError, match="two handlers"):
         handler(ApiKey.PRODUCE, 0, 3)(other)
     assert load_handlers()[ApiKey.PRODUCE] is served
+
+
+def test_docs_compatibility_md_is_what_the_generator_writes():
+    generator = runpy.run_path(str(REPO / "tools" / "gen_compat_doc.py"))
+    committed = (REPO / generator["OUTPUT"]).read_text()
+    assert committed == generator["render"](), "docs/compatibility.md is stale: run python tools/gen_compat_doc.py"
