@@ -1,5 +1,9 @@
-"""AddOffsetsToTxn (key 25): put the group's partition of `__consumer_offsets` in the producer's
-transaction, so that TxnOffsetCommit may write there and its marker reaches it; every version."""
+"""AddOffsetsToTxn (key 25), v0-4: put the group's partition of `__consumer_offsets` in the
+producer's transaction, so that TxnOffsetCommit may write there and its marker reaches it. Follows
+KafkaApis.handleAddOffsetsToTxnRequest and TransactionCoordinator.handleAddPartitionsToTransaction:
+WRITE on the transactional id, READ on the group; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""AddPartitionsToTxn (key 24): add partitions to a producer's transaction, every version.
-
-v0-3 come from clients and name one transaction; v4+ (KIP-890) come from brokers and batch
-several, each either added or, with verify_only, only checked against the open transaction. As in
-Kafka's KafkaApis, a transaction naming a topic that does not exist (or, v0-3, one the client may
-not write) gets that error there and OPERATION_NOT_ATTEMPTED for its other partitions; the others
-get the coordinator's answer.
+"""AddPartitionsToTxn (key 24), v0-5: add partitions to a producer's transaction. v0-3 come from
+clients and name one transaction; v4+ (KIP-890) come from brokers and batch several, each added or,
+with verify_only, only checked. Follows KafkaApis.handleAddPartitionsToTransactionRequest and
+TransactionCoordinator.handleAddPartitionsToTransaction: a transaction naming an unknown (or, v0-3,
+unwritable) topic gets that error there and OPERATION_NOT_ATTEMPTED for its other partitions.
+Deviations: none known.
 """
 
 from __future__ import annotations

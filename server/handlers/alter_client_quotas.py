@@ -1,5 +1,8 @@
-"""AlterClientQuotas (key 49): set or remove client quotas, applied at once to clients already
-connected; each entry succeeds or fails whole, all successful ones are stored in one step."""
+"""AlterClientQuotas (key 49), v0-1: set or remove client quotas, applied at once to clients already
+connected; each entry succeeds or fails whole, all successful ones are stored in one step. Follows
+ControllerApis.handleAlterClientQuotas and ClientQuotaControlManager: ALTER_CONFIGS on the cluster.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

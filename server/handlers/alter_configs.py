@@ -1,4 +1,10 @@
-"""AlterConfigs (key 33): replace the whole config set of a topic or a BROKER resource."""
+"""AlterConfigs (key 33), v0-2: replace the whole config set of a topic or a BROKER resource.
+Follows ConfigAdminManager.preprocess (server/config_admin.py) and ConfigurationControlManager:
+ALTER_CONFIGS on the resource, validate_only, applied at once and kept in the metadata image.
+Deviations: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST; alter.config.policy.class.name
+is accepted but never applied;
+adding or removing a listener is refused (Kafka opens or closes it).
+"""
 
 from __future__ import annotations
 

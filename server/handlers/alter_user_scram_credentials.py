@@ -1,6 +1,9 @@
-"""AlterUserScramCredentials (key 51): add, replace or delete users' SCRAM credentials, with the
-checks and messages of Kafka's ScramControlManager. Every accepted change of the request is stored
-at once in the metadata image; a user named twice in one request gets DUPLICATE_RESOURCE."""
+"""AlterUserScramCredentials (key 51), v0: add, replace or delete users' SCRAM credentials, with the
+checks and messages of Kafka's ScramControlManager (ControllerApis.handleAlterUserScramCredentials):
+ALTER on the cluster; every accepted change of the request is stored at once in the metadata image;
+a user named twice in one request gets DUPLICATE_RESOURCE.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""ApiVersions (key 18): the apis and versions this broker serves, from the handler registry."""
+"""ApiVersions (key 18), v0-4: every API this broker serves with the versions its handler declares
+(server/handlers/__init__.py), nothing taken from the schemas. Follows KafkaApis.handleApiVersionsRequest
+and ApiVersionsRequest.isValid; a version above ours gets v0 with UNSUPPORTED_VERSION (KIP-511).
+Deviations: v3+ lists no supported or finalized features (KIP-584), where Kafka lists metadata.version
+and the other feature levels.
+"""
 
 from __future__ import annotations
 

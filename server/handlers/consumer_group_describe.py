@@ -1,5 +1,9 @@
-"""ConsumerGroupDescribe (key 69): KIP-848 consumer groups with their epochs, assignor, members,
-and each member's current and target assignment. Classic groups are not found here (DescribeGroups)."""
+"""ConsumerGroupDescribe (key 69), v0: KIP-848 consumer groups with their epochs, assignor, members,
+and each member's current and target assignment; classic groups are not found here (DescribeGroups).
+Follows KafkaApis.handleConsumerGroupDescribe and GroupMetadataManager.consumerGroupDescribe: DESCRIBE
+on each group; UNSUPPORTED_VERSION when the consumer protocol is disabled.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

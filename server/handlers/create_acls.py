@@ -1,5 +1,8 @@
-"""CreateAcls (key 30): add ACL bindings, each checked as Kafka's AclControlManager does; an ACL
-that already exists is a success and stays one binding."""
+"""CreateAcls (key 30), v0-3: add ACL bindings, each checked as Kafka's AclControlManager does; an
+ACL that already exists is a success and stays one binding. Follows AclApis.handleCreateAcls: ALTER
+on the cluster; kept in the metadata image and applied at once.
+Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+"""
 
 from __future__ import annotations
 

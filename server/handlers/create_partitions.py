@@ -1,4 +1,8 @@
-"""CreatePartitions (key 37): grow a topic's partition count."""
+"""CreatePartitions (key 37), v0-3: grow a topic's partition count. Follows
+ControllerApis.createPartitions and ReplicationControlManager.createPartitions (Kafka's messages):
+ALTER on the topic, validate_only, the controller mutation quota (KIP-599).
+Deviations: one broker, so an assignment naming any other broker is INVALID_REPLICA_ASSIGNMENT.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""CreateTopics (key 19): validate names, counts and configs, then create (unless validate_only)."""
+"""CreateTopics (key 19), v0-7: validate names, counts and configs, then create (unless validate_only).
+Follows ControllerApis.createTopics and ReplicationControlManager.createTopics (Kafka's messages),
+with CREATE on the cluster or topic, DESCRIBE_CONFIGS to see the configs, and the controller
+mutation quota (KIP-599).
+Deviations: one broker, so a replication factor above 1 or an assignment naming another broker is
+refused; create.topic.policy.class.name is accepted but never applied (no Java policies here).
+"""
 
 from __future__ import annotations
 

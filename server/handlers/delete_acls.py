@@ -1,4 +1,8 @@
-"""DeleteAcls (key 31): remove every ACL binding each filter matches, all filters at once."""
+"""DeleteAcls (key 31), v0-3: remove every ACL binding each filter matches, all filters at once.
+Follows AclApis.handleDeleteAcls and AclControlManager.deleteAcls: ALTER on the cluster; each filter
+answered with the bindings it removed.
+Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+"""
 
 from __future__ import annotations
 

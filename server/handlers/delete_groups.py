@@ -1,5 +1,8 @@
-"""DeleteGroups (key 42): delete empty groups with their offsets (NON_EMPTY_GROUP while members
-remain); answered once the tombstones are in `__consumer_offsets`. Each group needs DELETE on it."""
+"""DeleteGroups (key 42), v0-2: delete empty groups with their offsets (NON_EMPTY_GROUP while members
+remain); answered once the tombstones are in `__consumer_offsets`. Follows
+KafkaApis.handleDeleteGroupsRequest and GroupMetadataManager: DELETE on each group.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

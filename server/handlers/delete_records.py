@@ -1,4 +1,8 @@
-"""DeleteRecords (key 21): advance a partition's log start offset."""
+"""DeleteRecords (key 21), v0-2: advance a partition's log start offset (-1: to the high watermark).
+Follows KafkaApis.handleDeleteRecordsRequest and ReplicaManager.deleteRecords: DELETE on the topic,
+OFFSET_OUT_OF_RANGE beyond the high watermark, POLICY_VIOLATION on a compact-only topic.
+Deviations: none known (the low watermark waits for no follower: this broker is the only replica).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""DeleteTopics (key 20): by name (v0-5) or by name or topic id (v6+)."""
+"""DeleteTopics (key 20), v0-6: by name (v0-5) or by name or topic id (v6+). Follows
+ControllerApis.deleteTopics and ReplicationControlManager.deleteTopics: DELETE on the topic (and
+DESCRIBE to learn the name of one asked by id), delete.topic.enable, the controller mutation quota.
+Deviations: the topic is gone when the answer comes (no controller round trip); v0 is served as in
+Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+"""
 
 from __future__ import annotations
 

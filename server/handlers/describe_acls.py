@@ -1,4 +1,8 @@
-"""DescribeAcls (key 29): the ACL bindings a filter matches, grouped by resource pattern."""
+"""DescribeAcls (key 29), v0-3: the ACL bindings a filter matches, grouped by resource pattern.
+Follows KafkaApis.handleDescribeAcls (AclApis) and StandardAuthorizer.acls: DESCRIBE on the cluster;
+SECURITY_DISABLED without an authorizer; an unknown filter element is INVALID_REQUEST.
+Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+"""
 
 from __future__ import annotations
 

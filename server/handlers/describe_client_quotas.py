@@ -1,4 +1,8 @@
-"""DescribeClientQuotas (key 48): the configured client quotas a filter matches."""
+"""DescribeClientQuotas (key 48), v0-1: the configured client quotas a filter matches (users, client
+ids, their defaults, IPs). Follows KafkaApis.handleDescribeClientQuotasRequest and
+ClientQuotaControlManager / ClientQuotasImage.describe: DESCRIBE_CONFIGS on the cluster.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

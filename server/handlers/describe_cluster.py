@@ -1,4 +1,8 @@
-"""DescribeCluster (key 60): this broker, as the cluster's only broker and its controller."""
+"""DescribeCluster (key 60), v0-1: this broker, as the cluster's only broker and its controller.
+Follows KafkaApis.handleDescribeCluster: cluster authorized operations only with DESCRIBE on the
+cluster; v1 asking for controller endpoints gets UNSUPPORTED_ENDPOINT_TYPE.
+Deviations: none known (a single broker: controller_id is this broker's id).
+"""
 
 from __future__ import annotations
 

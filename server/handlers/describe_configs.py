@@ -1,6 +1,10 @@
-"""DescribeConfigs (key 32): the configs of a topic, of a BROKER resource (this broker's id, or the
-empty name for the cluster-wide dynamic defaults) and the levels of a BROKER_LOGGER, with their
-sources and synonyms."""
+"""DescribeConfigs (key 32), v0-4: the configs of a topic, of a BROKER resource (this broker's id, or
+the empty name for the cluster-wide dynamic defaults) and the levels of a BROKER_LOGGER, with their
+sources, synonyms (v1+) and documentation (v3+). Follows KafkaApis.handleDescribeConfigsRequest and
+ConfigHelper.describeConfigs: DESCRIBE_CONFIGS on the resource.
+Deviations: GROUP (KIP-848 group configs) and CLIENT_METRICS resources answer INVALID_REQUEST; v0 is
+served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""DescribeGroups (key 15): classic groups' state, protocol and members; an unknown group is
-described as Dead (before v6, Kafka's behaviour). Each group needs DESCRIBE on it."""
+"""DescribeGroups (key 15), v0-5: classic groups' state, protocol and members. Follows
+KafkaApis.handleDescribeGroupsRequest and GroupMetadataManager.describeGroups: DESCRIBE on each group;
+an unknown group is described as Dead (Kafka's answer before v6).
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

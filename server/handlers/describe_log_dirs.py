@@ -1,4 +1,9 @@
-"""DescribeLogDirs (key 35): each log dir with the size of the partitions in it."""
+"""DescribeLogDirs (key 35), v0-4: each log dir with the size of the partitions in it, and (v4) its
+total and usable bytes. Follows KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs:
+DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED from v3, an empty answer before).
+Deviations: offset_lag is always 0 and no future replica is listed (AlterReplicaLogDirs is not
+served); v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+"""
 
 from __future__ import annotations
 

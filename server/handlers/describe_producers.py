@@ -1,6 +1,8 @@
-"""DescribeProducers (key 61): the producers a partition's log tracks (Kafka's
-ReplicaManager.activeProducerState): id, epoch, last sequence and timestamp, coordinator epoch and
-where an open transaction starts. READ on the topic."""
+"""DescribeProducers (key 61), v0: the producers a partition's log tracks (id, epoch, last sequence
+and timestamp, coordinator epoch, where an open transaction starts). Follows
+KafkaApis.handleDescribeProducersRequest and ReplicaManager.activeProducerState: READ on the topic.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""DescribeTopicPartitions (key 75): topics and partitions, paged by a cursor (KIP-966)."""
+"""DescribeTopicPartitions (key 75), v0: topics and partitions, paged by a cursor (KIP-966). Follows
+KafkaApis.handleDescribeTopicPartitionsRequest (DescribeTopicPartitionsRequestHandler): DESCRIBE on
+each topic; unauthorized topics are left out of a listing.
+Deviations: a single broker: it is every partition's leader, replica and ISR; eligible leader
+replicas (ELR) are always empty.
+"""
 
 from __future__ import annotations
 

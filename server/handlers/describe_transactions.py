@@ -1,6 +1,8 @@
-"""DescribeTransactions (key 65): the state of transactional ids (Kafka's
-TransactionCoordinator.handleDescribeTransactions); DESCRIBE on each id, and the partitions shown
-only of topics the sender may describe."""
+"""DescribeTransactions (key 65), v0: the state of transactional ids. Follows
+KafkaApis.handleDescribeTransactionsRequest and TransactionCoordinator.handleDescribeTransactions:
+DESCRIBE on each id, and the partitions shown only of topics the sender may describe.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

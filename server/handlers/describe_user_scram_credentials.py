@@ -1,5 +1,9 @@
-"""DescribeUserScramCredentials (key 50): which SCRAM mechanisms each user has, with iterations
-(never salts or keys), as Kafka's ScramImage.describe answers."""
+"""DescribeUserScramCredentials (key 50), v0: which SCRAM mechanisms each user has, with iterations
+(never salts or keys). Follows KafkaApis.handleDescribeUserScramCredentialsRequest and
+ScramImage.describe: DESCRIBE on the cluster; a user asked for twice is DUPLICATE_RESOURCE, an
+unknown one RESOURCE_NOT_FOUND.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""EndTxn (key 26): commit or abort a producer's transaction, every stable version (v5, the epoch
-bump of transaction version 2, is unstable in the schema). The answer comes once the decision is
-durable; the markers are written after it."""
+"""EndTxn (key 26), v0-4: commit or abort a producer's transaction; answered once the decision is
+durable in `__transaction_state`, the markers written after it. Follows KafkaApis.handleEndTxnRequest
+and TransactionCoordinator.handleEndTransaction: WRITE on the transactional id.
+Deviations: v5 (the epoch bump of transaction version 2, KIP-890) is not served: it is unstable in
+these schemas and Samsa implements transaction version 1.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""Fetch (key 1): serve log bytes, long-polling until `min_bytes` arrive or `max_wait_ms` passes.
-
-Record data is never copied: the log returns file ranges that the connection sends with sendfile.
-Only clients of message format v0/v1 (Fetch v0-3) get bytes read and down-converted.
+"""Fetch (key 1), v0-17: log bytes, long-polling until `min_bytes` arrive or `max_wait_ms` passes.
+Follows KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages, DelayedFetch and FetchSessionCache
+(KIP-227 sessions). Record data is never copied: file ranges go out with sendfile; only v0-3 clients
+get bytes read and down-converted to message format v0/v1.
+Deviations: v0-3 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); a follower's fetch
+(replica id set) is read like a consumer's: no follower state, no diverging epoch answered for
+last_fetched_epoch, preferred_read_replica always -1 (replication: cluster mode, issue 13).
 """
 
 from __future__ import annotations

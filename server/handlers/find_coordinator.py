@@ -1,6 +1,9 @@
-"""FindCoordinator (key 10): this broker coordinates every group and every transactional id (it
-leads every partition of `__consumer_offsets` and `__transaction_state`, each created here on
-first need). v4+ asks for many keys at once.
+"""FindCoordinator (key 10), v0-6: this broker coordinates every group and every transactional id
+(it leads every partition of `__consumer_offsets` and `__transaction_state`); v4+ asks for many keys
+at once (KIP-699). Follows KafkaApis.handleFindCoordinatorRequest: DESCRIBE on the group or
+transactional id. Deviations: the coordinator topic is created on first need and the answer given at
+once, where Kafka answers COORDINATOR_NOT_AVAILABLE until AutoTopicCreationManager has created it;
+key type 2 (share groups, KIP-932) answers INVALID_REQUEST.
 """
 
 from __future__ import annotations

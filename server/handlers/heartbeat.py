@@ -1,5 +1,9 @@
-"""Heartbeat (key 12): keeps a classic group member's session; answered by the group coordinator
-(coordinator/classic_group_manager.py), REBALANCE_IN_PROGRESS when the member must rejoin."""
+"""Heartbeat (key 12), v0-4: keeps a classic group member's session. Follows
+KafkaApis.handleHeartbeatRequest and GroupMetadataManager.classicGroupHeartbeat: READ on the group;
+answered by the group coordinator (coordinator/classic_group_manager.py), REBALANCE_IN_PROGRESS when
+the member must rejoin.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
-"""IncrementalAlterConfigs (key 44): set, delete, append to or subtract from the configs of a topic
-or a BROKER resource, or set a BROKER_LOGGER's levels."""
+"""IncrementalAlterConfigs (key 44), v0-1: set, delete, append to or subtract from the configs of a
+topic or a BROKER resource, or set a BROKER_LOGGER's levels. Follows ConfigAdminManager.preprocess
+(server/config_admin.py) and ConfigurationControlManager.incrementalAlterConfigs: ALTER_CONFIGS on the
+resource, validate_only, applied at once and kept in the metadata image.
+Deviations: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST; alter.config.policy.class.name
+is accepted but never applied;
+adding or removing a listener is refused (Kafka opens or closes it).
+"""
 
 from __future__ import annotations
 

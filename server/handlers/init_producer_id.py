@@ -1,9 +1,8 @@
-"""InitProducerId (key 22): a producer id and epoch, every version.
-
-Without a transactional id every request gets a new producer id at epoch 0, as Kafka's
-TransactionCoordinator does, even one that names its current id and epoch (v3+, KIP-360): an
-idempotent producer asks again to start over after an unrecoverable sequence error. With one, the
-transaction coordinator gives the id a new epoch, fencing older producers (server/txn_service.py).
+"""InitProducerId (key 22), v0-5: a producer id and epoch. Follows KafkaApis.handleInitProducerIdRequest
+and TransactionCoordinator.handleInitProducerId: without a transactional id every request gets a new
+producer id at epoch 0, even one naming its current id and epoch (v3+, KIP-360); with one, the
+transaction coordinator (server/txn_service.py) gives the id a new epoch, fencing older producers.
+Deviations: transaction version 1 only (no per-transaction epoch bump of version 2, KIP-890).
 """
 
 from __future__ import annotations

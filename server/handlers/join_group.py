@@ -1,5 +1,9 @@
-"""JoinGroup (key 11): join a classic group. The request is parked in the group coordinator
-(coordinator/classic_group_manager.py) until the rebalance completes, like Kafka's DelayedJoin."""
+"""JoinGroup (key 11), v0-9: join a classic group. Follows KafkaApis.handleJoinGroupRequest and
+GroupMetadataManager.classicGroupJoin (Kafka 3.x's GroupCoordinator.handleJoinGroup): READ on the
+group; the request is parked in the group coordinator (coordinator/classic_group_manager.py) until
+the rebalance completes, like Kafka's DelayedJoin.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""LeaveGroup (key 13): members leave a classic group (v3+: several at once, or static members
-removed by group.instance.id, KIP-345); answered by the group coordinator."""
+"""LeaveGroup (key 13), v0-5: members leave a classic group (v3+: several at once, or static members
+removed by group.instance.id, KIP-345). Follows KafkaApis.handleLeaveGroupRequest and
+GroupMetadataManager.classicGroupLeave: READ on the group; answered by the group coordinator.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""ListGroups (key 16): every group this broker coordinates, filtered by state (v4+) and type (v5+);
-with DESCRIBE on the cluster all of them, else those the sender may DESCRIBE (Kafka's KafkaApis)."""
+"""ListGroups (key 16), v0-5: every group this broker coordinates, filtered by state (v4+) and type
+(v5+, KIP-848). Follows KafkaApis.handleListGroupsRequest: with DESCRIBE on the cluster all of them,
+else those the sender may DESCRIBE.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

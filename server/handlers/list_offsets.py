@@ -1,4 +1,10 @@
-"""ListOffsets (key 2): offsets by timestamp, and the special timestamps Kafka defines."""
+"""ListOffsets (key 2), v0-10: offsets by timestamp and Kafka's special timestamps (latest, earliest,
+max timestamp, earliest local, latest tiered). Follows KafkaApis.handleListOffsetRequest,
+Partition.fetchOffsetForTimestamp and UnifiedLog.fetchOffsetByTimestamp.
+Deviations: v0 answers at most one offset (Kafka's legacyFetchOffsetsBefore lists segment base offsets
+up to max_num_offsets); v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896); with no tiered
+storage, latest tiered is always -1 and earliest local is the log start offset.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""ListTransactions (key 66): the transactional ids this coordinator knows, filtered by state,
-producer id and (v1, KIP-994) how long the transaction has been running; only ids the sender may
-describe are listed, as Kafka does."""
+"""ListTransactions (key 66), v0-1: the transactional ids this coordinator knows, filtered by state,
+producer id and (v1, KIP-994) how long the transaction has been running. Follows
+KafkaApis.handleListTransactionsRequest and TransactionStateManager.listTransactionStates: only ids
+the sender may DESCRIBE are listed.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

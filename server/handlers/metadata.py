@@ -1,4 +1,10 @@
-"""Metadata (key 3): brokers, controller, topics and partitions; creates topics on demand."""
+"""Metadata (key 3), v0-12: brokers, controller, topics and partitions, creating topics on demand.
+Follows KafkaApis.handleTopicMetadataRequest and AutoTopicCreationManager, with Kafka's authorization
+(DESCRIBE to see a topic, CREATE on the cluster or topic to auto-create it).
+Deviations: a single broker: it is every partition's leader, replica and ISR, and the controller;
+an auto-created topic comes back at once with its partitions, where Kafka first answers
+LEADER_NOT_AVAILABLE while the controller creates it.
+"""
 
 from __future__ import annotations
 

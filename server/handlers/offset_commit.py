@@ -1,8 +1,11 @@
-"""OffsetCommit (key 8): commit a group's offsets. As in Kafka's KafkaApis, the sender needs READ on
-the group (else every partition gets GROUP_AUTHORIZATION_FAILED) and on each topic
-(TOPIC_AUTHORIZATION_FAILED), and partitions of topics this broker does not have get
-UNKNOWN_TOPIC_OR_PARTITION here; the group coordinator decides the rest and answers once the
-offsets are appended to `__consumer_offsets`."""
+"""OffsetCommit (key 8), v0-9: commit a group's offsets. Follows KafkaApis.handleOffsetCommitRequest
+and GroupMetadataManager (the group coordinator): READ on the group (else every partition gets
+GROUP_AUTHORIZATION_FAILED) and on each topic (TOPIC_AUTHORIZATION_FAILED); partitions of unknown
+topics get UNKNOWN_TOPIC_OR_PARTITION here; the coordinator decides the rest and answers once the
+offsets are appended to `__consumer_offsets`.
+Deviations: v0-1 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896), and v0 commits go to
+`__consumer_offsets` like every other version (Kafka's ZooKeeper mode kept them in ZooKeeper).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""OffsetFetch (key 9): a group's committed offsets, every version: v0-7 ask for one group, v8+ for
-several (each with its own error); topics null (v2+) means every partition with an offset. As in
-Kafka's KafkaApis, a group needs DESCRIBE on it, and a topic DESCRIBE on the topic: left out of
-"every partition", TOPIC_AUTHORIZATION_FAILED when asked for."""
+"""OffsetFetch (key 9), v0-9: a group's committed offsets; v0-7 ask for one group, v8+ for several
+(each with its own error); topics null (v2+) means every partition with an offset. Follows
+KafkaApis.handleOffsetFetchRequest and GroupMetadataManager: DESCRIBE on the group, and on a topic:
+left out of "every partition", TOPIC_AUTHORIZATION_FAILED when asked for.
+Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896), reading
+`__consumer_offsets` like later versions (Kafka's ZooKeeper mode read v0 offsets from ZooKeeper).
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Produce (key 0): append each partition's record batch to its log.
-
-The records stay the bytes the client sent: batch headers are parsed with struct, CRC32C checked,
-offsets written into the header in place, and the bytes appended. Records are re-encoded only when
-the client speaks an old message format (v0-2: up-converted to v2) or the topic's compression.type
-asks for a codec other than the batch's.
+"""Produce (key 0), v0-11: append each partition's record batch to its log. Follows
+KafkaApis.handleProduceRequest, ReplicaManager.appendRecords and LogValidator: the records stay the
+bytes the client sent (offsets written into the batch header in place), re-encoded only for message
+format v0/v1 (Produce v0-2, up-converted) or a topic compression.type unlike the batch's.
+Deviations: v0-2 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); acks=all waits for no
+follower (this broker is the whole ISR); internal topics are refused even to the `__admin_client`
+client id, which Kafka lets write them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""SaslAuthenticate (key 36): one SASL token each way (server.security.authenticator does the work).
-
-v1+ carries the session lifetime (KIP-368). A failure answers SASL_AUTHENTICATION_FAILED with
-Kafka's message and closes the connection; after authentication it is ILLEGAL_SASL_STATE.
+"""SaslAuthenticate (key 36), v0-2: one SASL token each way (server.security.authenticator does the
+work, as Kafka's SaslServerAuthenticator). v1+ carries the session lifetime (KIP-368). A failure
+answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection; after
+authentication it is ILLEGAL_SASL_STATE (KafkaApis.handleSaslAuthenticateRequest).
+Deviations: PLAIN and SCRAM only (no GSSAPI, no OAUTHBEARER).
 """
 
 from __future__ import annotations

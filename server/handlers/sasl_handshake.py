@@ -1,8 +1,8 @@
-"""SaslHandshake (key 17): choose the SASL mechanism (server.security.authenticator does the work).
-
-v0 means the tokens that follow are raw size-prefixed bytes, v1 that they come in SaslAuthenticate
-requests. On an authenticated connection it starts KIP-368 re-authentication when sessions expire,
-and is otherwise answered ILLEGAL_SASL_STATE, as Kafka's KafkaApis does.
+"""SaslHandshake (key 17), v0-1: choose the SASL mechanism (server.security.authenticator does the
+work, as Kafka's SaslServerAuthenticator). v0: the tokens that follow are raw size-prefixed bytes; v1:
+they come in SaslAuthenticate requests. On an authenticated connection it starts KIP-368
+re-authentication when sessions expire, else ILLEGAL_SASL_STATE (KafkaApis.handleSaslHandshakeRequest).
+Deviations: PLAIN and SCRAM-SHA-256/512 only: GSSAPI and OAUTHBEARER are refused at startup.
 """
 
 from __future__ import annotations

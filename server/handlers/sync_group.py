@@ -1,5 +1,8 @@
-"""SyncGroup (key 14): the leader hands in the assignment; followers wait for it in the group
-coordinator (coordinator/classic_group_manager.py) until it is stored."""
+"""SyncGroup (key 14), v0-5: the leader hands in the assignment; followers wait for it in the group
+coordinator (coordinator/classic_group_manager.py) until it is stored. Follows
+KafkaApis.handleSyncGroupRequest and GroupMetadataManager.classicGroupSync: READ on the group.
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

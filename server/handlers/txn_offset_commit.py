@@ -1,10 +1,10 @@
-"""TxnOffsetCommit (key 28): commit a group's offsets within a producer's transaction, every
-version. The group coordinator writes them to `__consumer_offsets` in the producer's transaction;
-they count as committed once its COMMIT marker is written there (and never after an ABORT).
-
-As in Kafka: WRITE on the transactional id, READ on the group, READ on each topic; partitions of
-unknown topics get UNKNOWN_TOPIC_OR_PARTITION; and the group's partition must be in the transaction
-(AddOffsetsToTxn), which the transaction coordinator vouches for (KIP-890)."""
+"""TxnOffsetCommit (key 28), v0-4: commit a group's offsets within a producer's transaction; they
+count as committed once its COMMIT marker reaches `__consumer_offsets` (never after an ABORT).
+Follows KafkaApis.handleTxnOffsetCommitRequest and GroupMetadataManager: WRITE on the transactional
+id, READ on the group and each topic; unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the group's
+partition must be in the transaction (AddOffsetsToTxn), as the coordinator vouches (KIP-890).
+Deviations: none known.
+"""
 
 from __future__ import annotations
 

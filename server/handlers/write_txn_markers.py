@@ -1,6 +1,9 @@
-"""WriteTxnMarkers (key 27): a transaction coordinator (on another broker, in a cluster) has this
-broker write COMMIT or ABORT markers to its partitions; every version. The coordinator here writes
-its own markers through the same function (server/txn_markers.py)."""
+"""WriteTxnMarkers (key 27), v0-1: a transaction coordinator (on another broker, in a cluster) has
+this broker write COMMIT or ABORT markers to its partitions; the coordinator here writes its own
+markers through the same function (server/txn_markers.py). Follows
+KafkaApis.handleWriteTxnMarkersRequest: CLUSTER_ACTION on the cluster; logs flushed before answering.
+Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+"""
 
 from __future__ import annotations
 
