@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from functools import cache
 from importlib import import_module
+from typing import Any
 
 from .codec import Message, piece_size
 from .exceptions import CodecError, UnsupportedVersionError
@@ -29,15 +30,18 @@ SIZE = struct.Struct(">i")
 _API = struct.Struct(">hh")
 
 
+# The registry's classes are typed Any: which class a name or api key gives is known at run time only,
+# and `type[Message]` would make a type checker refuse every field. A module that imports a generated
+# class by name (`from ..wire.messages.fetch_request import FetchRequest`) gets its fields checked.
 @cache
-def message_class(name: str) -> type[Message]:
+def message_class(name: str) -> type[Any]:
     """The generated class of a message by its schema name (e.g. "ConsumerProtocolAssignment")."""
     module = import_module(f"{__package__}.messages.{MODULES[name]}")
     return getattr(module, name)
 
 
 @cache
-def request_class(api_key: int) -> type[Message]:
+def request_class(api_key: int) -> type[Any]:
     try:
         return message_class(APIS[api_key][1])
     except KeyError:
@@ -45,7 +49,7 @@ def request_class(api_key: int) -> type[Message]:
 
 
 @cache
-def response_class(api_key: int) -> type[Message]:
+def response_class(api_key: int) -> type[Any]:
     try:
         return message_class(APIS[api_key][3])
     except KeyError:
