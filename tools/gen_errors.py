@@ -61,14 +61,18 @@ RETRIABLE_NAMES = (
 ).split()
 
 
-def main(argv: list[str]) -> None:
-    source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
+def generate(source: Path) -> str:
+    """wire/errors.py's text from the error table at `source`."""
     rows = read_table(source)
     names = {name for _, name, _ in rows}
     retriable = [n for n in RETRIABLE_NAMES if n in names]
     text = render(rows, "shared/kafka-protocol/error-codes.tsv")
-    text += "\nRETRIABLE = frozenset({\n" + "".join(f"    ErrorCode.{n},\n" for n in retriable) + "})\n"
-    (ROOT / "wire" / "errors.py").write_text(text)
+    return text + "\nRETRIABLE = frozenset({\n" + "".join(f"    ErrorCode.{n},\n" for n in retriable) + "})\n"
+
+
+def main(argv: list[str]) -> None:
+    source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
+    (ROOT / "wire" / "errors.py").write_text(generate(source))
 
 
 if __name__ == "__main__":

@@ -235,7 +235,7 @@ def test_unknown_version_is_refused():
 
 # --- the generated code against the schemas --------------------------------------------------------
 
-needs_schemas = pytest.mark.skipif(not SCHEMAS.is_dir(), reason="../shared/kafka-protocol is not beside the repo")
+needs_schemas = pytest.mark.needs_input(SCHEMAS.is_dir(), f"Kafka's message schemas at {SCHEMAS}")
 
 
 def load_generator():
