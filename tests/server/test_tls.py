@@ -113,6 +113,20 @@ def test_principal_mapping_rules(tmp_path, certs):
                    **{"ssl.principal.mapping.rules": "RULE:^CN=(.*?),OU=ServiceUsers$/$1/L,DEFAULT"})
 
 
+def test_a_refused_handshake_tells_the_client_why(tmp_path, certs):
+    """The broker sends OpenSSL's alert before it closes (server/network.py's start_tls reads it from
+    trio's SSLStream), so the client's error names the reason, not an unexpected EOF."""
+    async def scenario(broker, ports, seen):
+        with pytest.raises(trio.BrokenResourceError) as refused:
+            # TLS 1.2 refuses during the handshake, TLS 1.3 after it: at the first read.
+            client = await tls_client(ports["SSL"], client_context(certs.ca))
+            await client.send_raw(b"\0\0\0\0")
+            await client.read_frame()
+        assert "alert" in str(refused.value.__cause__), refused.value.__cause__
+
+    mutual_tls_run(tmp_path, certs, scenario)
+
+
 def test_requested_client_auth_takes_clients_with_or_without_certificates(tmp_path, certs):
     async def scenario(broker, ports, seen):
         for cert in (None, certs.client("dave", [("CN", "dave")])):
