@@ -22,7 +22,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from . import program
-from .exceptions import CodecError, UnsupportedVersionError
+from .exceptions import CodecError, CorruptRecordError, UnsupportedVersionError
 
 ZERO_UUID = uuid.UUID(int=0)
 _UUID = uuid.UUID
@@ -50,6 +50,8 @@ DEFAULT = _Default()
 
 
 # --- varints -----------------------------------------------------------------------------------
+# The one implementation of both kinds: unsigned LEB128 (the flexible versions' compact lengths and
+# tags) and zigzag LEB128 on top of it (lengths and deltas inside record batches).
 
 def read_uvarint(buf, pos: int) -> tuple[int, int]:
     """Unsigned LEB128 as Kafka writes it (at most 5 bytes for an int32)."""
@@ -67,6 +69,7 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
 
 
 def read_uvarlong(buf, pos: int) -> tuple[int, int]:
+    """Unsigned LEB128 of an int64 (at most 10 bytes)."""
     result = 0
     shift = 0
     while True:
@@ -94,6 +97,57 @@ def uvarint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def read_varint(buf, pos: int) -> tuple[int, int]:
+    """Zigzag varint (int32) at `pos` -> (value, position after it). At most 5 bytes, like Java's
+    ByteUtils.readVarint, which also drops bits past the 32nd. Record data: CorruptRecordError."""
+    byte = buf[pos]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), pos + 1
+    second = buf[pos + 1]
+    if second < 0x80:  # two bytes: record sizes and lengths up to 8 KiB, most timestamp deltas
+        result = (byte & 0x7F) | (second << 7)
+        return (result >> 1) ^ -(result & 1), pos + 2
+    try:
+        result, pos = read_uvarint(buf, pos)
+    except CodecError:
+        raise CorruptRecordError("varint is longer than 5 bytes") from None
+    result &= 0xFFFFFFFF
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def read_varlong(buf, pos: int) -> tuple[int, int]:
+    """Zigzag varlong (int64) at `pos` -> (value, position after it). At most 10 bytes."""
+    byte = buf[pos]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), pos + 1
+    second = buf[pos + 1]
+    if second < 0x80:  # two bytes: record sizes and lengths up to 8 KiB, most timestamp deltas
+        result = (byte & 0x7F) | (second << 7)
+        return (result >> 1) ^ -(result & 1), pos + 2
+    try:
+        result, pos = read_uvarlong(buf, pos)
+    except CodecError:
+        raise CorruptRecordError("varlong is longer than 10 bytes") from None
+    result &= 0xFFFFFFFFFFFFFFFF
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def write_varint(value: int) -> bytes:
+    """Zigzag varint of an int32."""
+    zigzag = (value << 1) ^ (value >> 31)
+    if zigzag >> 32:
+        raise CodecError(f"{value} does not fit a varint (int32)")
+    return uvarint(zigzag)
+
+
+def write_varlong(value: int) -> bytes:
+    """Zigzag varlong of an int64."""
+    zigzag = (value << 1) ^ (value >> 63)
+    if zigzag >> 64:
+        raise CodecError(f"{value} does not fit a varlong (int64)")
+    return uvarint(zigzag)
 
 
 # --- strings, bytes, arrays --------------------------------------------------------------------

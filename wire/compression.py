@@ -26,7 +26,8 @@ import lz4.frame as _lz4
 import snappy as _snappy
 import zstandard as _zstd
 
-from .exceptions import DecompressionError
+from .codec import read_uvarint
+from .exceptions import CodecError, DecompressionError
 
 # Generous for real producers (a 1 MB batch would need a 64:1 ratio to reach it), small enough that
 # a hostile batch cannot exhaust the broker.
@@ -239,12 +240,10 @@ def _add_raw_snappy_block(block: bytes, out: _BoundedOutput) -> None:
 
 def _snappy_declared_length(block: bytes) -> int:
     """The unsigned varint (at most 32 bits) that starts a raw snappy block."""
-    result = 0
-    for index, byte in enumerate(block[:5]):
-        result |= (byte & 0x7F) << (7 * index)
-        if byte < 0x80:
-            return result
-    raise DecompressionError("snappy length preamble is truncated or too long")
+    try:
+        return read_uvarint(block, 0)[0]
+    except (IndexError, CodecError):
+        raise DecompressionError("snappy length preamble is truncated or too long") from None
 
 
 def _lz4_decompress(data: bytes, max_size: int, legacy_checksum: bool) -> bytes:

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import crc32c as _crc32c
 
+from .codec import read_varint, read_varlong, write_varint, write_varlong
 from .compression import DEFAULT_MAX_DECOMPRESSED, CompressionType, compress, decompress
 from .exceptions import CodecError, CorruptRecordError
 
@@ -38,7 +39,6 @@ __all__ = [
     "BatchHeader", "parse_batch_header", "batch_crc", "is_crc_valid", "set_base_offset",
     "set_partition_leader_epoch", "set_log_append_time", "iter_batch_headers", "peek_magic",
     "CompressionType", "DEFAULT_MAX_DECOMPRESSED",
-    "read_varint", "read_varlong", "write_varint", "write_varlong",
     "Record", "encode_records", "decode_records", "build_batch", "decode_batch", "iter_records", "recompress_batch",
     "ControlRecordType", "ControlRecord", "build_control_batch", "parse_control_record",
 ]
@@ -202,85 +202,11 @@ def peek_magic(buf, pos: int = 0) -> int:
     return buf[pos + MAGIC_POS]
 
 
-# --- varints -------------------------------------------------------------------------------------
+# --- records -------------------------------------------------------------------------------------
 
 _BYTE = [bytes((value,)) for value in range(256)]
-
-
-def read_varint(buf, pos: int) -> tuple[int, int]:
-    """Zigzag varint (int32) at `pos` -> (value, position after it). At most 5 bytes, like Java's
-    ByteUtils.readVarint, which also drops bits past the 32nd."""
-    byte = buf[pos]
-    if byte < 0x80:
-        return (byte >> 1) ^ -(byte & 1), pos + 1
-    result = byte & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-        if shift > 28:
-            raise CorruptRecordError("varint is longer than 5 bytes")
-    result &= 0xFFFFFFFF
-    return (result >> 1) ^ -(result & 1), pos
-
-
-def read_varlong(buf, pos: int) -> tuple[int, int]:
-    """Zigzag varlong (int64) at `pos` -> (value, position after it). At most 10 bytes."""
-    byte = buf[pos]
-    if byte < 0x80:
-        return (byte >> 1) ^ -(byte & 1), pos + 1
-    result = byte & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordError("varlong is longer than 10 bytes")
-    result &= 0xFFFFFFFFFFFFFFFF
-    return (result >> 1) ^ -(result & 1), pos
-
-
-def _unsigned_varint(value: int) -> bytes:
-    if value < 0x80:
-        return _BYTE[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def write_varint(value: int) -> bytes:
-    """Zigzag varint of an int32."""
-    zigzag = (value << 1) ^ (value >> 31)
-    if zigzag >> 32:
-        raise CodecError(f"{value} does not fit a varint (int32)")
-    return _unsigned_varint(zigzag)
-
-
-def write_varlong(value: int) -> bytes:
-    """Zigzag varlong of an int64."""
-    zigzag = (value << 1) ^ (value >> 63)
-    if zigzag >> 64:
-        raise CodecError(f"{value} does not fit a varlong (int64)")
-    return _unsigned_varint(zigzag)
-
-
 _NULL_LENGTH = write_varint(-1)
 
-
-# --- records -------------------------------------------------------------------------------------
 
 class Record(NamedTuple):
     """One record of a v2 batch, as stored: offset and timestamp relative to the batch's base.

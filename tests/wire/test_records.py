@@ -8,11 +8,12 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from samsa.wire.exceptions import CodecError, CorruptRecordError
+from samsa.wire.codec import read_varint, read_varlong, write_varint, write_varlong
 from samsa.wire.records import (
     BATCH_HEADER, BATCH_HEADER_SIZE, CONTROL_BIT, CRC_START, DELETE_HORIZON_BIT, LOG_APPEND_TIME,
     TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CompressionType, ControlRecord, ControlRecordType, Record,
     build_batch, build_control_batch, decode_batch, iter_records, parse_batch_header, parse_control_record,
-    read_varint, read_varlong, recompress_batch, set_log_append_time, write_varint, write_varlong,
+    recompress_batch, set_log_append_time,
 )
 
 CODECS = list(CompressionType)
