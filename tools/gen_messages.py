@@ -1,7 +1,15 @@
 """Generate wire/messages/ from Apache Kafka's message schemas.
 
 Usage: python tools/gen_messages.py [SCHEMA_DIR [OUTPUT_DIR]]
-(defaults: ../shared/kafka-protocol/messages and wire/messages)
+       (defaults: ../shared/kafka-protocol/messages and wire/messages)
+   or: python tools/gen_messages.py --records [SOURCE ... [--output OUTPUT_DIR]]
+       (defaults: Kafka's group, transaction and share coordinator jars in the jar cache of
+       scripts/fetch-jars.sh, $SAMSA_CACHE/kafka4 or ~/.cache/samsa/kafka4, and
+       wire/coordinator_records)
+
+The second form generates the coordinators' records (the keys and values of __consumer_offsets,
+__transaction_state and __share_group_state), whose schemas Kafka publishes only inside its
+coordinator jars (common/message/*.json); a SOURCE is such a jar or a directory of schemas.
 
 For every schema (requests, responses, headers, data) it writes one module with a class per struct
 (fields in __slots__, Kafka's names in snake_case) and, per struct and per version, a decode and an
@@ -15,14 +23,19 @@ wire/messages/__init__.py indexes the modules by api key.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = ROOT.parent / "shared" / "kafka-protocol" / "messages"
 OUTPUT = ROOT / "wire" / "messages"
+RECORDS_OUTPUT = ROOT / "wire" / "coordinator_records"
+# The jars holding the coordinators' record schemas, in the kafka4 profile of scripts/fetch-jars.sh.
+RECORD_JARS = ("kafka-group-coordinator", "kafka-transaction-coordinator", "kafka-share-coordinator")
 MAX_VERSION = 32767
 
 # kafka type -> (struct code, size, python default); fixed-width primitives only.
@@ -124,19 +137,27 @@ class MessageSpec:
 
 
 def load_json(path: Path) -> dict:
-    text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("//"))
-    return json.loads(text)
+    return schema_json(path.read_text())
 
 
-def json_default(value) -> str | None:
-    """Schemas write defaults as strings mostly, sometimes as JSON numbers or booleans."""
+def schema_json(text: str) -> dict:
+    """A schema's JSON: Kafka's schema files have whole-line // comments."""
+    return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+
+
+def json_default(value) -> str:
+    """Schemas write defaults as strings mostly, sometimes as JSON numbers, booleans or null."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return None if value is None else str(value)
+    return "null" if value is None else str(value)
 
 
 def parse_message(path: Path) -> MessageSpec:
-    data = load_json(path)
+    return parse_schema(load_json(path), f"shared/kafka-protocol/messages/{path.name}")
+
+
+def parse_schema(data: dict, source: str) -> MessageSpec:
+    """The message of one schema; `source` says where the schema came from, in generated headers."""
     common: dict[str, dict] = {c["name"]: c for c in data.get("commonStructs", [])}
     structs: dict[str, StructSpec] = {}
     order: list[StructSpec] = []
@@ -151,7 +172,8 @@ def parse_message(path: Path) -> MessageSpec:
         return spec
 
     def build_field(f: dict) -> FieldSpec:
-        versions = Versions.parse(f["versions"])
+        # A tagged field may leave out its versions: they are its tagged versions then.
+        versions = Versions.parse(f["versions"] if "versions" in f else f["taggedVersions"])
         fs = FieldSpec(
             name=f["name"],
             attr=snake(f["name"]),
@@ -161,7 +183,7 @@ def parse_message(path: Path) -> MessageSpec:
             tagged=Versions.parse(f.get("taggedVersions")),
             tag=f.get("tag"),
             ignorable=bool(f.get("ignorable", False)),
-            default=json_default(f.get("default")),
+            default=json_default(f["default"]) if "default" in f else None,
             flexible_override=Versions.parse(f["flexibleVersions"]) if "flexibleVersions" in f else None,
             zero_copy=bool(f.get("zeroCopy", False)),
         )
@@ -173,7 +195,7 @@ def parse_message(path: Path) -> MessageSpec:
                 c = common[element]
                 fs.struct = build_struct(element, c["fields"], Versions.parse(c.get("versions", "0+")))
             else:
-                raise ValueError(f"{path.name}: unknown type {fs.type} of field {fs.name}")
+                raise ValueError(f"{source}: unknown type {fs.type} of field {fs.name}")
         return fs
 
     root = StructSpec(data["name"], versions=Versions.parse(data["validVersions"]))
@@ -182,7 +204,7 @@ def parse_message(path: Path) -> MessageSpec:
     order.append(root)
     return MessageSpec(
         name=data["name"],
-        source=path.name,
+        source=source,
         api_key=data.get("apiKey"),
         type=data["type"],
         listeners=data.get("listeners", []),
@@ -830,8 +852,8 @@ class ModuleWriter:
             self.gen_struct(spec.root, v, "d")
             self.gen_struct(spec.root, v, "e")
         out = [
-            f"# Generated by tools/gen_messages.py from shared/kafka-protocol/messages/{spec.source}; do not edit.",
-            f'"""{spec.name}: Kafka message codec ({spec.type}{", api key " + str(spec.api_key) if spec.api_key is not None else ""})."""',
+            f"# Generated by tools/gen_messages.py from {spec.source}; do not edit.",
+            f'"""{spec.name}: Kafka message codec ({spec.type}{api_key_note(spec)})."""',
             "",
             "# ruff: noqa",
             "import struct",
@@ -993,19 +1015,116 @@ def render_index(specs: list[MessageSpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def generate(source: Path, output: Path) -> int:
-    """Write every message module for the schemas in `source` into `output`; returns how many."""
-    specs = [parse_message(p) for p in sorted(source.glob("*.json"))]
+def api_key_note(spec: MessageSpec) -> str:
+    if spec.api_key is None:
+        return ""
+    return f", record type {spec.api_key}" if spec.type.startswith("coordinator-") else f", api key {spec.api_key}"
+
+
+def write_modules(specs: list[MessageSpec], output: Path, index: str) -> None:
     output.mkdir(parents=True, exist_ok=True)
     for old in output.glob("*.py"):
         old.unlink()
     for spec in specs:
         (output / f"{module_name(spec.name)}.py").write_text(ModuleWriter(spec).render())
-    (output / "__init__.py").write_text(render_index(specs))
+    (output / "__init__.py").write_text(index)
+
+
+def generate(source: Path, output: Path) -> int:
+    """Write every message module for the schemas in `source` into `output`; returns how many."""
+    specs = [parse_message(p) for p in sorted(source.glob("*.json"))]
+    write_modules(specs, output, render_index(specs))
+    return len(specs)
+
+
+# --- coordinator records -------------------------------------------------------------------------
+
+def jar_cache() -> Path:
+    """Where scripts/fetch-jars.sh keeps Kafka 4's jars."""
+    return Path(os.environ.get("SAMSA_CACHE") or Path.home() / ".cache" / "samsa") / "kafka4"
+
+
+def default_record_sources() -> list[Path]:
+    """The coordinator jars of the jar cache; FileNotFoundError when one is missing."""
+    sources = []
+    for name in RECORD_JARS:
+        found = sorted(jar_cache().glob(f"{name}-[0-9]*.jar"))
+        if len(found) != 1:
+            raise FileNotFoundError(f"{'no' if not found else 'more than one'} {name} jar in {jar_cache()}: "
+                                    "run bash scripts/fetch-jars.sh kafka4")
+        sources.append(found[0])
+    return sources
+
+
+def coordinator_of(source: Path) -> str:
+    """The coordinator whose records a source holds: "group" for kafka-group-coordinator-4.4.0.jar;
+    a directory's name otherwise."""
+    match = re.fullmatch(r"kafka-(\w+)-coordinator-[\d.]+\.jar", source.name)
+    return match.group(1) if match else source.name
+
+
+def read_record_schemas(source: Path) -> list[MessageSpec]:
+    """The record schemas of a coordinator jar (its common/message/*.json) or of a directory."""
+    if source.is_dir():
+        return [parse_schema(load_json(p), p.name) for p in sorted(source.glob("*.json"))]
+    specs = []
+    with zipfile.ZipFile(source) as jar:
+        for name in sorted(jar.namelist()):
+            if name.startswith("common/message/") and name.endswith(".json"):
+                specs.append(parse_schema(schema_json(jar.read(name).decode()), f"{source.name}:{name}"))
+    return specs
+
+
+def render_record_index(by_coordinator: dict[str, list[MessageSpec]], sources: list[Path]) -> str:
+    lines = [
+        f"# Generated by tools/gen_messages.py from {', '.join(s.name for s in sources)}; do not edit.",
+        '"""Index of the generated coordinator records: per coordinator, the key and value of each record type.',
+        "",
+        "A record's key starts with its type (an int16, the schema's apiKey) and its value with its version",
+        '(an int16); wire/coordinator_record.py frames them."""',
+        "",
+        "# coordinator -> record type -> (key module, key class, value module, value class)",
+        "RECORD_TYPES = {",
+    ]
+    for coordinator, specs in by_coordinator.items():
+        keys = {s.api_key: s for s in specs if s.type == "coordinator-key"}
+        values = {s.api_key: s for s in specs if s.type == "coordinator-value"}
+        if sorted(keys) != sorted(values):
+            raise ValueError(f"{coordinator}: record types without both a key and a value: "
+                             f"{sorted(set(keys) ^ set(values))}")
+        lines.append(f"    {coordinator!r}: {{")
+        for record_type in sorted(keys):
+            k, v = keys[record_type], values[record_type]
+            lines.append(f"        {record_type}: ({module_name(k.name)!r}, {k.name!r}, "
+                         f"{module_name(v.name)!r}, {v.name!r}),")
+        lines.append("    },")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def generate_records(sources: list[Path], output: Path) -> int:
+    """Write a module per record schema of the sources into `output`, and their index; returns how many."""
+    by_coordinator = {coordinator_of(source): read_record_schemas(source) for source in sources}
+    specs = [spec for specs in by_coordinator.values() for spec in specs]
+    names = [module_name(spec.name) for spec in specs]
+    if len(set(names)) != len(names):
+        raise ValueError("two record schemas of the same name")
+    write_modules(specs, output, render_record_index(by_coordinator, sources))
     return len(specs)
 
 
 def main(argv: list[str]) -> None:
+    if len(argv) > 1 and argv[1] == "--records":
+        args = argv[2:]
+        output = RECORDS_OUTPUT
+        if "--output" in args:
+            at = args.index("--output")
+            output = Path(args[at + 1])
+            del args[at:at + 2]
+        sources = [Path(a) for a in args] or default_record_sources()
+        count = generate_records(sources, output)
+        print(f"generated {count} coordinator record modules into {output}")
+        return
     source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
     output = Path(argv[2]) if len(argv) > 2 else OUTPUT
     count = generate(source, output)
