@@ -28,17 +28,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
+from ..wire.coordinator_record import encode_key, encode_value
+from ..wire.coordinator_records.group_metadata_key import GroupMetadataKey
+from ..wire.coordinator_records.group_metadata_value import GroupMetadataValue, MemberMetadata
 from ..wire.errors import ErrorCode
 from .actions import Record, Ticket
 from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from .group import Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
-from .group_records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadataValue,
-    encode_group_metadata_key,
-    encode_group_metadata_value,
-)
 
 log = logging.getLogger("samsa.coordinator.group")
 
@@ -52,6 +48,9 @@ class ClassicGroupState(Enum):
 
 
 EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD = ClassicGroupState
+
+# Kafka writes GroupMetadataValue v3, the last version before the flexible ones.
+GROUP_METADATA_VALUE_VERSION = 3
 
 VALID_PREVIOUS_STATES = {
     PREPARING_REBALANCE: {STABLE, COMPLETING_REBALANCE, EMPTY},
@@ -202,7 +201,7 @@ class ClassicGroup(Group):
         return None
 
     def tombstones(self) -> list[Record]:
-        return [(encode_group_metadata_key(GroupMetadataKey(self.group_id)), None)]
+        return [(encode_key(GroupMetadataKey(group=self.group_id)), None)]
 
     # --- membership ---------------------------------------------------------------------------
 
@@ -402,14 +401,14 @@ class ClassicGroup(Group):
             protocol_type=self.protocol_type, generation=self.generation_id, protocol=self.protocol_name,
             leader=self.leader_id,
             current_state_timestamp=-1 if self.current_state_timestamp is None else self.current_state_timestamp,
-            members=[MemberMetadataValue(
+            members=[MemberMetadata(
                 member_id=m.member_id, client_id=m.client_id, client_host=m.client_host,
                 session_timeout=m.session_timeout_ms, rebalance_timeout=m.rebalance_timeout_ms,
                 group_instance_id=m.group_instance_id,
                 subscription=m.metadata(self.protocol_name) if self.protocol_name is not None else b"",
                 assignment=assignment.get(m.member_id, b""),
             ) for m in self.members.values()])
-        return encode_group_metadata_key(GroupMetadataKey(self.group_id)), encode_group_metadata_value(value)
+        return encode_key(GroupMetadataKey(group=self.group_id)), encode_value(value, GROUP_METADATA_VALUE_VERSION)
 
     @classmethod
     def from_record(cls, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
@@ -420,7 +419,9 @@ class ClassicGroup(Group):
         for m in value.members:
             group.add(ClassicGroupMember(
                 member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-                client_host=m.client_host, rebalance_timeout_ms=m.rebalance_timeout,
+                # v0 has no rebalance timeout: members rebalance within their session timeout.
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout < 0 else m.rebalance_timeout,
                 session_timeout_ms=m.session_timeout, protocol_type=group.protocol_type,
                 supported_protocols=[(value.protocol or "", m.subscription)], assignment=m.assignment))
         if value.leader in group.members:

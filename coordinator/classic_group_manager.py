@@ -27,6 +27,9 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
+from ..wire.coordinator_record import GROUP_COORDINATOR, decode_key, decode_value
+from ..wire.coordinator_records.group_metadata_key import GroupMetadataKey
+from ..wire.coordinator_records.group_metadata_value import GroupMetadataValue
 from ..wire.errors import ErrorCode
 from ..wire.protocol import ApiKey, response_class
 from .actions import Actions, Ticket, append_error
@@ -41,11 +44,6 @@ from .classic_group import (
     ParkedRequest,
 )
 from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
-from .group_records import (
-    GROUP_METADATA_KEY_TYPE,
-    decode_group_metadata_key,
-    decode_group_metadata_value,
-)
 
 if TYPE_CHECKING:
     from .group_coordinator import GroupCoordinator
@@ -78,7 +76,7 @@ def heartbeat_response(code: int):
 
 class ClassicGroupManager(GroupTypeManager):
     group_type = GroupType.CLASSIC
-    record_types = (GROUP_METADATA_KEY_TYPE,)
+    record_types = (GroupMetadataKey.API_KEY,)
 
     def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
@@ -677,12 +675,12 @@ class ClassicGroupManager(GroupTypeManager):
     # --- the coordinator's hooks ----------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        group_id = decode_group_metadata_key(key).group
+        group_id = decode_key(GROUP_COORDINATOR, key).group
         if value is None:
             if self.group(group_id) is not None:
                 del self.coordinator.groups[group_id]
             return
-        self.coordinator.groups[group_id] = ClassicGroup.from_record(group_id, decode_group_metadata_value(value))
+        self.coordinator.groups[group_id] = ClassicGroup.from_record(group_id, decode_value(GroupMetadataValue, value)[0])
 
     def on_loaded(self, group: Group, now: int, out: Actions) -> None:
         assert isinstance(group, ClassicGroup)

@@ -11,7 +11,7 @@ Members heartbeat (ConsumerGroupHeartbeat); the coordinator assigns. Three epoch
   (consumer_group_member.reconcile), which revokes before it assigns, so that no partition is
   owned by two members at any moment.
 
-Every change is a record (consumer_group_records.py) that `replay` applies; a heartbeat replays its
+Every change is a record (Kafka's, generated in wire/coordinator_records/) that `replay` applies; a heartbeat replays its
 records as it makes them and returns them for the caller to append to __consumer_offsets, and
 loading replays the same records. Time is an argument: `poll(now_ms, topics)` fences members
 whose session (group.consumer.session.timeout.ms) or rebalance timeout (the time a member has to
@@ -32,6 +32,29 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from uuid import UUID
 
+from ..wire.coordinator_record import CoordinatorRecord, encode_record
+from ..wire.coordinator_records.consumer_group_current_member_assignment_key import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+from ..wire.coordinator_records.consumer_group_member_metadata_key import ConsumerGroupMemberMetadataKey
+from ..wire.coordinator_records.consumer_group_metadata_key import ConsumerGroupMetadataKey
+from ..wire.coordinator_records.consumer_group_metadata_value import ConsumerGroupMetadataValue
+from ..wire.coordinator_records.consumer_group_partition_metadata_key import ConsumerGroupPartitionMetadataKey
+from ..wire.coordinator_records.consumer_group_partition_metadata_value import (
+    ConsumerGroupPartitionMetadataValue, TopicMetadata,
+)
+from ..wire.coordinator_records.consumer_group_target_assignment_member_key import (
+    ConsumerGroupTargetAssignmentMemberKey,
+)
+from ..wire.coordinator_records.consumer_group_target_assignment_member_value import (
+    ConsumerGroupTargetAssignmentMemberValue, TopicPartition,
+)
+from ..wire.coordinator_records.consumer_group_target_assignment_metadata_key import (
+    ConsumerGroupTargetAssignmentMetadataKey,
+)
+from ..wire.coordinator_records.consumer_group_target_assignment_metadata_value import (
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from ..wire.errors import ErrorCode
 from ..wire.messages import consumer_group_describe_response as described
 from ..wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
@@ -39,26 +62,23 @@ from ..wire.messages.consumer_group_heartbeat_response import Assignment as Hear
 from ..wire.messages.consumer_group_heartbeat_response import TopicPartitions as HeartbeatTopicPartitions
 from .actions import Record
 from .assignors import ASSIGNORS, MemberSpec
-from .consumer_group_codec import encode_record
 from .consumer_group_member import (
-    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
-    is_subset, owned_from_request, reconcile,
-)
-from .consumer_group_records import (
-    Assignment, ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, CoordinatorRecord,
-    MemberState, TopicMetadata,
+    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, Assignment,
+    ConsumerGroupMember, MemberState, assignment_of, is_subset, owned_from_request, reconcile, topic_partitions,
 )
 from .group import Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
 
 __all__ = [
-    "CONSUMER_PROTOCOL_TYPE", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupState", "TopicInfo",
+    "CONSUMER_GROUP_RECORD_TYPES", "CONSUMER_PROTOCOL_TYPE", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupState", "TopicInfo",
     "TopicsImage", "validate_heartbeat_request",
 ]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
+# The records of __consumer_offsets a consumer group writes and replays, by record type (3 to 8).
+CONSUMER_GROUP_RECORD_TYPES = tuple(key.API_KEY for key in (
+    ConsumerGroupMetadataKey, ConsumerGroupPartitionMetadataKey, ConsumerGroupMemberMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupCurrentMemberAssignmentKey))
 # Kafka's ConsumerGroupHeartbeatRequest.CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION (KIP-1082).
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
@@ -145,10 +165,6 @@ def validate_heartbeat_request(request, api_version: int, assignors: Iterable[st
         raise GroupError(ErrorCode.UNSUPPORTED_ASSIGNOR,
                          f"ServerAssignor {request.server_assignor} is not supported. "
                          f"Supported assignors: {', '.join(assignors)}.")
-
-
-def _partitions(assignment: Assignment, cls) -> list:
-    return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assignment.items())]
 
 
 class ConsumerGroup(Group):
@@ -347,7 +363,7 @@ class ConsumerGroup(Group):
                                 or request.subscribed_topic_regex is not None))
         if full or final.assigned_partitions != member.assigned_partitions:
             response.assignment = HeartbeatAssignment(
-                topic_partitions=_partitions(final.assigned_partitions, HeartbeatTopicPartitions))
+                topic_partitions=topic_partitions(final.assigned_partitions, HeartbeatTopicPartitions))
         return response, records
 
     def _dynamic_member(self, member_id, epoch, owned, joining) -> ConsumerGroupMember:
@@ -493,12 +509,12 @@ class ConsumerGroup(Group):
     def _refresh_subscription_metadata(self, records, topics: TopicsImage) -> bool:
         """Record the metadata of the subscribed topics when it changed; True if it did."""
         names = set().union(*(self._subscribed_topic_names(m, topics) for m in self.members.values()))
-        metadata = {name: TopicMetadata(info.topic_id, name, info.num_partitions)
+        metadata = {name: TopicMetadata(topic_id=info.topic_id, topic_name=name, num_partitions=info.num_partitions)
                     for name in sorted(names) if (info := topics.by_name.get(name)) is not None}
         if metadata == self.subscription_metadata:
             return False
         self._emit(records, ConsumerGroupPartitionMetadataKey(self.group_id),
-                   ConsumerGroupPartitionMetadataValue(tuple(metadata.values())))
+                   ConsumerGroupPartitionMetadataValue(list(metadata.values())))
         return True
 
     def _update_target_assignment(self, records, topics: TopicsImage) -> None:
@@ -510,7 +526,8 @@ class ConsumerGroup(Group):
         for member_id in sorted(specs):
             if new_target[member_id] != self.target_assignment.get(member_id):
                 self._emit(records, ConsumerGroupTargetAssignmentMemberKey(self.group_id, member_id),
-                           ConsumerGroupTargetAssignmentMemberValue(new_target[member_id]))
+                           ConsumerGroupTargetAssignmentMemberValue(topic_partitions(new_target[member_id],
+                                                                                     TopicPartition)))
         self._emit(records, ConsumerGroupTargetAssignmentMetadataKey(self.group_id),
                    ConsumerGroupTargetAssignmentMetadataValue(self.group_epoch))
 
@@ -552,14 +569,14 @@ class ConsumerGroup(Group):
         g = self.group_id
         self._emit(records, ConsumerGroupMemberMetadataKey(g, new.member_id), new.metadata_value())
         self._emit(records, ConsumerGroupTargetAssignmentMemberKey(g, new.member_id),
-                   ConsumerGroupTargetAssignmentMemberValue(target))
+                   ConsumerGroupTargetAssignmentMemberValue(topic_partitions(target, TopicPartition)))
         self._emit(records, ConsumerGroupCurrentMemberAssignmentKey(g, new.member_id), new.assignment_value())
 
     # --- replay --------------------------------------------------------------------------------------
 
     def replay(self, record: CoordinatorRecord) -> None:
         """Apply one record of this group (from a heartbeat, or from __consumer_offsets at load)."""
-        key, value = record
+        key, value = record.key, record.value
         if isinstance(key, ConsumerGroupMetadataKey):
             if value is not None:
                 self.group_epoch = value.epoch
@@ -577,7 +594,7 @@ class ConsumerGroup(Group):
             if value is None:
                 self.target_assignment.pop(key.member_id, None)
             else:
-                self.target_assignment[key.member_id] = value.topic_partitions
+                self.target_assignment[key.member_id] = assignment_of(value.topic_partitions)
         elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
             member = self.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
             if value is None:

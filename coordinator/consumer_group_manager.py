@@ -19,14 +19,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ..wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, decode_record, encode_record
+from ..wire.coordinator_records.consumer_group_metadata_key import ConsumerGroupMetadataKey
 from ..wire.errors import ErrorCode
 from ..wire.messages.consumer_group_describe_response import DescribedGroup
 from ..wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from .actions import Actions, Ticket, append_error
-from .consumer_group import ConsumerGroup, ConsumerGroupConfig, TopicsImage, validate_heartbeat_request
+from .consumer_group import (
+    CONSUMER_GROUP_RECORD_TYPES, ConsumerGroup, ConsumerGroupConfig, TopicsImage, validate_heartbeat_request,
+)
 from .consumer_group_member import JOIN_GROUP_MEMBER_EPOCH
-from .consumer_group_codec import CONSUMER_GROUP_RECORD_TYPES, decode_record, encode_record
-from .consumer_group_records import ConsumerGroupMetadataKey, CoordinatorRecord
 from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
 
 if TYPE_CHECKING:
@@ -166,7 +168,7 @@ class ConsumerGroupManager(GroupTypeManager):
     # --- the coordinator's hooks --------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        record = decode_record(key, value)
+        record = decode_record(GROUP_COORDINATOR, key, value)
         group_id = record.key.group_id
         group = self.group(group_id)
         if isinstance(record.key, ConsumerGroupMetadataKey) and value is None:

@@ -16,13 +16,45 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from enum import IntEnum
 from uuid import UUID
 
-from .consumer_group_records import (
-    Assignment, ConsumerGroupCurrentMemberAssignmentValue, ConsumerGroupMemberMetadataValue, MemberState,
+from ..wire.coordinator_records.consumer_group_current_member_assignment_value import (
+    ConsumerGroupCurrentMemberAssignmentValue,
 )
+from ..wire.coordinator_records.consumer_group_member_metadata_value import ConsumerGroupMemberMetadataValue
 
-__all__ = ["ConsumerGroupMember", "is_subset", "owned_from_request", "reconcile"]
+__all__ = ["Assignment", "ConsumerGroupMember", "MemberState", "assignment_of", "is_subset", "owned_from_request",
+           "reconcile", "topic_partitions"]
+
+# A member's partitions: {topic_id: frozenset(partitions)}.
+Assignment = Mapping[UUID, frozenset[int]]
+
+
+class MemberState(IntEnum):
+    """Kafka's MemberState, with its record values."""
+
+    STABLE = 0  # reconciled with the target assignment
+    UNREVOKED_PARTITIONS = 1  # must revoke partitions before it can move to the next epoch
+    UNRELEASED_PARTITIONS = 2  # at the target epoch, waiting for partitions others still own
+    UNKNOWN = 127
+
+    @classmethod
+    def from_value(cls, value: int) -> MemberState:
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+def topic_partitions(assignment: Assignment, cls) -> list:
+    """An assignment as a list of `cls(topic_id, partitions)` (a record's or a response's TopicPartitions)."""
+    return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assignment.items())]
+
+
+def assignment_of(topic_partitions_) -> dict[UUID, frozenset[int]]:
+    """The assignment of a record's TopicPartitions."""
+    return {tp.topic_id: frozenset(tp.partitions) for tp in topic_partitions_}
 
 # Kafka's ConsumerGroupHeartbeatRequest epochs with a meaning of their own.
 JOIN_GROUP_MEMBER_EPOCH = 0
@@ -59,15 +91,16 @@ class ConsumerGroupMember:
     def metadata_value(self) -> ConsumerGroupMemberMetadataValue:
         return ConsumerGroupMemberMetadataValue(
             instance_id=self.instance_id, rack_id=self.rack_id, client_id=self.client_id,
-            client_host=self.client_host, subscribed_topic_names=self.subscribed_topic_names,
+            client_host=self.client_host, subscribed_topic_names=list(self.subscribed_topic_names),
             subscribed_topic_regex=self.subscribed_topic_regex, rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor)
 
     def assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
+        partitions = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
         return ConsumerGroupCurrentMemberAssignmentValue(
             member_epoch=self.member_epoch, previous_member_epoch=self.previous_member_epoch, state=self.state,
-            assigned_partitions=self.assigned_partitions,
-            partitions_pending_revocation=self.partitions_pending_revocation)
+            assigned_partitions=topic_partitions(self.assigned_partitions, partitions),
+            partitions_pending_revocation=topic_partitions(self.partitions_pending_revocation, partitions))
 
     def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
         return replace(self, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
@@ -77,8 +110,9 @@ class ConsumerGroupMember:
 
     def with_assignment(self, value: ConsumerGroupCurrentMemberAssignmentValue) -> ConsumerGroupMember:
         return replace(self, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
-                       state=MemberState.from_value(value.state), assigned_partitions=value.assigned_partitions,
-                       partitions_pending_revocation=value.partitions_pending_revocation)
+                       state=MemberState.from_value(value.state),
+                       assigned_partitions=assignment_of(value.assigned_partitions),
+                       partitions_pending_revocation=assignment_of(value.partitions_pending_revocation))
 
 
 def owned_from_request(topic_partitions) -> dict[UUID, frozenset[int]] | None:

@@ -28,6 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import partial
 
+from ..wire import coordinator_record
 from ..wire.errors import ErrorCode
 from ..wire.protocol import ApiKey, response_class
 from .actions import Actions, Append, Ticket, append_error
@@ -36,8 +37,8 @@ from .classic_group_manager import ClassicGroupManager
 from .consumer_group import ConsumerGroupConfig
 from .consumer_group_manager import ConsumerGroupManager
 from .group import Group, GroupError, GroupTypeManager, RequestInfo
-from .group_records import OFFSET_COMMIT_KEY_TYPES, key_type
 from .offsets import (
+    OFFSET_COMMIT_RECORD_TYPES,
     OffsetAndMetadata,
     OffsetMetadataManager,
     offset_commit_record,
@@ -162,8 +163,8 @@ class GroupCoordinator:
     def replay(self, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
         """One record of `__consumer_offsets`, in log order, at load time; `producer_id` names the
         transaction of a transactional batch's record."""
-        record_type = key_type(key)
-        if record_type in OFFSET_COMMIT_KEY_TYPES:
+        record_type = coordinator_record.record_type(key)
+        if record_type in OFFSET_COMMIT_RECORD_TYPES:
             self.offsets.replay(key, value, producer_id)
             return
         manager = self._replayers.get(record_type)

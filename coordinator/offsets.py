@@ -17,16 +17,16 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from ..wire.coordinator_record import GROUP_COORDINATOR, decode_key, decode_value, encode_key, encode_value
+from ..wire.coordinator_records.offset_commit_key import OffsetCommitKey
+from ..wire.coordinator_records.offset_commit_value import OffsetCommitValue
 from .actions import Record
 from .group import Group
-from .group_records import (
-    OffsetCommitKey,
-    OffsetCommitValue,
-    decode_offset_commit_key,
-    decode_offset_commit_value,
-    encode_offset_commit_key,
-    encode_offset_commit_value,
-)
+
+# The record types of offset commits: Kafka 0.8.2's (LegacyOffsetCommitKey) and every later one's
+# (OffsetCommitKey). Their keys are alike, and so are the values of both (OffsetCommitValue v0 is
+# LegacyOffsetCommitValue).
+OFFSET_COMMIT_RECORD_TYPES = (0, OffsetCommitKey.API_KEY)
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,13 @@ class OffsetAndMetadata:
     expire_timestamp: int = -1  # -1: the group's retention applies (no OffsetCommit v2-v4 retention time)
 
     def to_record_value(self) -> OffsetCommitValue:
-        return OffsetCommitValue(self.offset, self.metadata, self.commit_timestamp, self.leader_epoch,
-                                 self.expire_timestamp)
+        return OffsetCommitValue(offset=self.offset, leader_epoch=self.leader_epoch, metadata=self.metadata,
+                                 commit_timestamp=self.commit_timestamp, expire_timestamp=self.expire_timestamp)
+
+    @property
+    def record_version(self) -> int:
+        """v3, or v1 when the commit expires at a time the client chose (Kafka's choice too)."""
+        return 1 if self.expire_timestamp >= 0 else 3
 
     @classmethod
     def from_record_value(cls, value: OffsetCommitValue) -> OffsetAndMetadata:
@@ -47,12 +52,12 @@ class OffsetAndMetadata:
 
 
 def offset_commit_record(group_id: str, topic: str, partition: int, offset: OffsetAndMetadata) -> Record:
-    return (encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)),
-            encode_offset_commit_value(offset.to_record_value()))
+    return (encode_key(OffsetCommitKey(group=group_id, topic=topic, partition=partition)),
+            encode_value(offset.to_record_value(), offset.record_version))
 
 
 def offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
-    return encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)), None
+    return encode_key(OffsetCommitKey(group=group_id, topic=topic, partition=partition)), None
 
 
 _Key = tuple[str, str, int]  # group, topic, partition
@@ -122,11 +127,11 @@ class OffsetMetadataManager:
     def replay(self, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
         """One offset commit record, in log order: a later record replaces, a tombstone deletes
         (pending offsets of the partition too); a transactional one (`producer_id`) is pending."""
-        k = decode_offset_commit_key(key)
+        k = decode_key(GROUP_COORDINATOR, key)
         if value is None:
             self.remove(k.group, k.topic, k.partition)
             return
-        offset = OffsetAndMetadata.from_record_value(decode_offset_commit_value(value))
+        offset = OffsetAndMetadata.from_record_value(decode_value(OffsetCommitValue, value)[0])
         if producer_id >= 0:
             self.put_pending(producer_id, k.group, k.topic, k.partition, offset)
         else:

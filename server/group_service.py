@@ -31,7 +31,7 @@ from ..coordinator.group_coordinator import (
     GroupCoordinator,
     GroupCoordinatorConfig,
 )
-from ..coordinator.group_records import RecordFormatError
+from ..wire.coordinator_record import RecordFormatError
 from ..wire.records import ControlRecordType, parse_control_record
 from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, replay_topic
 from ..wire.exceptions import CodecError

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..coordinator.group_coordinator import OFFSETS_TOPIC
-from ..coordinator.record_codec import RecordFormatError
 from ..coordinator.transaction_coordinator import (
     TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator, TxnActions,
 )
+from ..wire.coordinator_record import RecordFormatError
 from ..wire.errors import ErrorCode
 from ..wire.records import BatchHeader
 from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, now_ms, replay_topic

@@ -11,12 +11,20 @@ from hypothesis import strategies as st
 from samsa.coordinator.consumer_group import (
     ConsumerGroup, ConsumerGroupConfig, ConsumerGroupState, TopicInfo, TopicsImage, validate_heartbeat_request,
 )
-from samsa.coordinator.consumer_group_records import (
-    ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupMemberMetadataKey, ConsumerGroupMetadataKey,
-    ConsumerGroupPartitionMetadataKey, ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMetadataKey, MemberState,
-)
+from samsa.coordinator.consumer_group_member import MemberState
 from samsa.coordinator.group import GroupError, RequestInfo
+from samsa.wire.coordinator_records.consumer_group_current_member_assignment_key import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+from samsa.wire.coordinator_records.consumer_group_member_metadata_key import ConsumerGroupMemberMetadataKey
+from samsa.wire.coordinator_records.consumer_group_metadata_key import ConsumerGroupMetadataKey
+from samsa.wire.coordinator_records.consumer_group_partition_metadata_key import ConsumerGroupPartitionMetadataKey
+from samsa.wire.coordinator_records.consumer_group_target_assignment_member_key import (
+    ConsumerGroupTargetAssignmentMemberKey,
+)
+from samsa.wire.coordinator_records.consumer_group_target_assignment_metadata_key import (
+    ConsumerGroupTargetAssignmentMetadataKey,
+)
 from samsa.wire.errors import ErrorCode
 from samsa.wire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest, TopicPartitions
 

@@ -9,17 +9,37 @@ import pytest
 from group_harness import Harness
 
 from samsa.coordinator.consumer_group import ConsumerGroup, TopicInfo, TopicsImage
-from samsa.coordinator.consumer_group_codec import decode_record, encode_record
-from samsa.coordinator.consumer_group_records import (
-    ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue,
-    ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, CoordinatorRecord,
-    MemberState, TopicMetadata,
-)
+from samsa.coordinator.consumer_group_member import MemberState
 from samsa.coordinator.group import RequestInfo
 from samsa.coordinator.group_coordinator import GroupCoordinator
+from samsa.wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, encode_record
+from samsa.wire.coordinator_record import decode_record as decode_group_record
+from samsa.wire.coordinator_records.consumer_group_current_member_assignment_key import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+)
+from samsa.wire.coordinator_records.consumer_group_current_member_assignment_value import (
+    ConsumerGroupCurrentMemberAssignmentValue, TopicPartitions,
+)
+from samsa.wire.coordinator_records.consumer_group_member_metadata_key import ConsumerGroupMemberMetadataKey
+from samsa.wire.coordinator_records.consumer_group_member_metadata_value import ConsumerGroupMemberMetadataValue
+from samsa.wire.coordinator_records.consumer_group_metadata_key import ConsumerGroupMetadataKey
+from samsa.wire.coordinator_records.consumer_group_metadata_value import ConsumerGroupMetadataValue
+from samsa.wire.coordinator_records.consumer_group_partition_metadata_key import ConsumerGroupPartitionMetadataKey
+from samsa.wire.coordinator_records.consumer_group_partition_metadata_value import (
+    ConsumerGroupPartitionMetadataValue, TopicMetadata,
+)
+from samsa.wire.coordinator_records.consumer_group_target_assignment_member_key import (
+    ConsumerGroupTargetAssignmentMemberKey,
+)
+from samsa.wire.coordinator_records.consumer_group_target_assignment_member_value import (
+    ConsumerGroupTargetAssignmentMemberValue, TopicPartition,
+)
+from samsa.wire.coordinator_records.consumer_group_target_assignment_metadata_key import (
+    ConsumerGroupTargetAssignmentMetadataKey,
+)
+from samsa.wire.coordinator_records.consumer_group_target_assignment_metadata_value import (
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
@@ -51,18 +71,24 @@ def h():
 RECORDS = [
     CoordinatorRecord(ConsumerGroupMetadataKey("g"), ConsumerGroupMetadataValue(5)),
     CoordinatorRecord(ConsumerGroupPartitionMetadataKey("g"), ConsumerGroupPartitionMetadataValue(
-        (TopicMetadata(T.topic_id, "t", 4), TopicMetadata(uuid.UUID(int=9), "u\u00fc", 1)))),
+        [TopicMetadata(topic_id=T.topic_id, topic_name="t", num_partitions=4),
+         TopicMetadata(topic_id=uuid.UUID(int=9), topic_name="u\u00fc", num_partitions=1)])),
     CoordinatorRecord(ConsumerGroupMemberMetadataKey("g", "m"), ConsumerGroupMemberMetadataValue(
-        instance_id="i", rack_id=None, client_id="c", client_host="/127.0.0.1", subscribed_topic_names=("a", "t"),
+        instance_id="i", rack_id=None, client_id="c", client_host="/127.0.0.1", subscribed_topic_names=["a", "t"],
         subscribed_topic_regex="t.*", rebalance_timeout_ms=30_000, server_assignor=None)),
     CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey("g"), ConsumerGroupTargetAssignmentMetadataValue(5)),
     CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey("g", "m"),
-                      ConsumerGroupTargetAssignmentMemberValue({T.topic_id: frozenset({0, 3})})),
+                      ConsumerGroupTargetAssignmentMemberValue([TopicPartition(T.topic_id, [0, 3])])),
     CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey("g", "m"), ConsumerGroupCurrentMemberAssignmentValue(
         member_epoch=5, previous_member_epoch=4, state=MemberState.UNREVOKED_PARTITIONS,
-        assigned_partitions={T.topic_id: frozenset({0})}, partitions_pending_revocation={T.topic_id: frozenset({1})})),
+        assigned_partitions=[TopicPartitions(T.topic_id, [0])],
+        partitions_pending_revocation=[TopicPartitions(T.topic_id, [1])])),
     CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey("g", "m"), None),
 ]
+
+
+def decode_record(key: bytes, value: bytes | None) -> CoordinatorRecord:
+    return decode_group_record(GROUP_COORDINATOR, key, value)
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: type(r.key).__name__ + ("" if r.value else "-tombstone"))
@@ -79,9 +105,12 @@ def test_record_bytes_follow_kafkas_layouts():
     # version 0; one topic (compact count 2): id, partitions [0, 3] (compact count 3); tags of each struct.
     assert value == (b"\x00\x00\x02" + T.topic_id.bytes + b"\x03" + (0).to_bytes(4, "big") + (3).to_bytes(4, "big")
                      + b"\x00\x00")
-    # A tagged field a newer Kafka adds (ConsumerGroupMetadataValue.MetadataHash, tag 0) is skipped.
-    newer = b"\x00\x00" + (5).to_bytes(4, "big") + b"\x01\x00\x08" + (42).to_bytes(8, "big")
+    # A tagged field of a newer Kafka than the schemas' (here tag 7) is skipped.
+    newer = b"\x00\x00" + (5).to_bytes(4, "big") + b"\x01\x07\x08" + (42).to_bytes(8, "big")
     assert decode_record(encode_record(RECORDS[0])[0], newer) == RECORDS[0]
+    # ConsumerGroupMetadataValue.MetadataHash (tag 0, Kafka 4.1) is read; the group does not use it.
+    with_hash = b"\x00\x00" + (5).to_bytes(4, "big") + b"\x01\x00\x08" + (42).to_bytes(8, "big")
+    assert decode_record(encode_record(RECORDS[0])[0], with_hash).value.epoch == 5
 
 
 # --- heartbeats through the coordinator ---------------------------------------------------------------

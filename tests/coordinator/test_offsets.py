@@ -5,7 +5,9 @@ from group_harness import Harness, OffsetDelete, subscription
 from samsa.coordinator.classic_group import EMPTY, STABLE
 from samsa.coordinator.group import RequestInfo
 from samsa.coordinator.group_coordinator import GroupCoordinator
-from samsa.coordinator.group_records import decode_offset_commit_value, key_type
+from samsa.wire.coordinator_record import decode_value
+from samsa.wire.coordinator_record import record_type as key_type
+from samsa.wire.coordinator_records.offset_commit_value import OffsetCommitValue
 from samsa.wire.errors import ErrorCode
 
 E = ErrorCode
@@ -75,7 +77,7 @@ def test_commit_records_use_kafkas_value_versions():
     records = h.log[h.coordinator.partition_for("g")]
     assert [key_type(k) for k, _ in records] == [1, 1]
     assert [v[:2] for _, v in records] == [b"\x00\x03", b"\x00\x01"]
-    assert decode_offset_commit_value(records[1][1]).expire_timestamp == h.now + DAY
+    assert decode_value(OffsetCommitValue, records[1][1])[0].expire_timestamp == h.now + DAY
 
 
 # --- retention ------------------------------------------------------------------------------------
