@@ -3,13 +3,12 @@ and wire/coordinator_record.py frames them as Kafka's CoordinatorRecordSerde doe
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import struct
-import sys
 from pathlib import Path
 
 import pytest
+from test_messages import load_generator
 
 from samsa.wire.coordinator_record import (
     GROUP_COORDINATOR, SHARE_COORDINATOR, TRANSACTION_COORDINATOR, CoordinatorRecord, RecordFormatError,
@@ -22,14 +21,6 @@ from samsa.wire.coordinator_records.offset_commit_value import OffsetCommitValue
 
 REPO = Path(__file__).resolve().parents[2]
 GENERATED = REPO / "wire" / "coordinator_records"
-
-
-def load_generator():
-    spec = importlib.util.spec_from_file_location("gen_messages", REPO / "tools" / "gen_messages.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_generated_records_are_up_to_date(tmp_path):
