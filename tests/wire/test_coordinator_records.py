@@ -1,14 +1,12 @@
-"""Coordinator records: the generated codecs are those of Kafka's own schemas (read from its jars),
-and wire/coordinator_record.py frames them as Kafka's CoordinatorRecordSerde does."""
+"""Coordinator records: wire/coordinator_record.py frames the generated codecs (of Kafka's own
+schemas, read from its jars; their freshness test is in test_messages.py) as Kafka's
+CoordinatorRecordSerde does."""
 
 from __future__ import annotations
 
-import os
 import struct
-from pathlib import Path
 
 import pytest
-from test_messages import load_generator
 
 from samsa.wire.coordinator_record import (
     GROUP_COORDINATOR, SHARE_COORDINATOR, TRANSACTION_COORDINATOR, CoordinatorRecord, RecordFormatError,
@@ -18,27 +16,6 @@ from samsa.wire.coordinator_records import RECORD_TYPES
 from samsa.wire.coordinator_records.consumer_group_metadata_key import ConsumerGroupMetadataKey
 from samsa.wire.coordinator_records.consumer_group_metadata_value import ConsumerGroupMetadataValue
 from samsa.wire.coordinator_records.offset_commit_value import OffsetCommitValue
-
-REPO = Path(__file__).resolve().parents[2]
-GENERATED = REPO / "wire" / "coordinator_records"
-
-
-def test_generated_records_are_up_to_date(tmp_path):
-    generator = load_generator()
-    try:
-        sources = generator.default_record_sources()
-    except FileNotFoundError as e:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must check the generated coordinator records against Kafka's jars: {e}")
-        pytest.skip(str(e))
-    generator.generate_records(sources, tmp_path)
-    fresh = {p.name: p.read_text() for p in tmp_path.glob("*.py")}
-    committed = {p.name: p.read_text() for p in GENERATED.glob("*.py")}
-    hint = "run python tools/gen_messages.py --records"
-    assert sorted(fresh) == sorted(committed), f"modules added or removed: {hint}"
-    stale = [name for name in fresh if fresh[name] != committed[name]]
-    assert not stale, f"stale generated modules ({hint}): {stale[:5]}"
-
 
 def test_every_record_type_has_its_key_and_value():
     assert {0, 1, 2, 3, 8} <= set(RECORD_TYPES[GROUP_COORDINATOR])
