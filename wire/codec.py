@@ -139,6 +139,8 @@ def write_varint(value: int) -> bytes:
     zigzag = (value << 1) ^ (value >> 31)
     if zigzag >> 32:
         raise CodecError(f"{value} does not fit a varint (int32)")
+    if zigzag < 128:  # most lengths and deltas: no call
+        return _UVARINT_SMALL[zigzag]
     return uvarint(zigzag)
 
 
@@ -147,6 +149,8 @@ def write_varlong(value: int) -> bytes:
     zigzag = (value << 1) ^ (value >> 63)
     if zigzag >> 64:
         raise CodecError(f"{value} does not fit a varlong (int64)")
+    if zigzag < 128:  # most lengths and deltas: no call
+        return _UVARINT_SMALL[zigzag]
     return uvarint(zigzag)
 
 
