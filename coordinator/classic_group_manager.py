@@ -24,7 +24,6 @@ is fenced (FENCED_INSTANCE_ID).
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import TYPE_CHECKING
 
 from ..wire.coordinator_record import GROUP_COORDINATOR, decode_key, decode_value
@@ -91,7 +90,7 @@ class ClassicGroupManager(GroupTypeManager):
 
     # --- JoinGroup ----------------------------------------------------------------------------
 
-    def join_group(self, now: int, ticket: Ticket, request: RequestInfo, join, out: Actions) -> None:
+    def join_group(self, now_ms: int, ticket: Ticket, request: RequestInfo, join, out: Actions) -> None:
         group_id, member_id = join.group_id, join.member_id
         if not group_id:
             out.respond(ticket, join_error(request, member_id, ErrorCode.INVALID_GROUP_ID))
@@ -109,15 +108,15 @@ class ClassicGroupManager(GroupTypeManager):
                 out.respond(ticket, join_error(request, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
                 return
             # An empty one gives way, its offsets kept (Kafka's maybeDeleteEmptyConsumerGroup).
-            out.append(self.coordinator.partition_for(group_id), existing.tombstones(), lambda error, now, out: None)
-            self.coordinator._remove_group(existing, now)
+            out.append(self.coordinator.partition_for(group_id), existing.tombstones(), lambda error, now_ms, out: None)
+            self.coordinator._remove_group(existing, now_ms)
             existing = None
         group = existing
         if group is None:
             if member_id != UNKNOWN_MEMBER_ID:
                 out.respond(ticket, join_error(request, member_id, ErrorCode.UNKNOWN_MEMBER_ID))
                 return
-            group = ClassicGroup(group_id, now)
+            group = ClassicGroup(group_id, now_ms)
             self.coordinator.add_group(group)
         parked = ParkedRequest(ticket, request)
         protocols = [(p.name, bytes(p.metadata)) for p in join.protocols]
@@ -130,13 +129,13 @@ class ClassicGroupManager(GroupTypeManager):
         elif not group.supports_protocols(join.protocol_type, {name for name, _ in protocols}):
             out.respond(ticket, join_error(request, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         elif member_id == UNKNOWN_MEMBER_ID:
-            self._join_new_member(now, group, parked, join, protocols, rebalance_timeout, out)
+            self._join_new_member(now_ms, group, parked, join, protocols, rebalance_timeout, out)
         else:
-            self._join_current_member(now, group, parked, join, protocols, rebalance_timeout, out)
+            self._join_current_member(now_ms, group, parked, join, protocols, rebalance_timeout, out)
         # Every member is in: complete the join, unless this is the group's initial (delayed) rebalance.
         if (group.state is PREPARING_REBALANCE and group.has_all_members_joined()
                 and group.previous_state is not EMPTY):
-            self._complete_join(now, group, out)
+            self._complete_join(now_ms, group, out)
 
     def _accepts_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         """group.max.size: a rebalancing group counts the members that rejoined, so that the last
@@ -149,19 +148,20 @@ class ClassicGroupManager(GroupTypeManager):
             return (member is not None and member.awaiting_join is not None) or group.num_awaiting_join < max_size
         return member is not None or group.size < max_size
 
-    def _join_new_member(self, now: int, group: ClassicGroup, parked: ParkedRequest, join,
+    def _join_new_member(self, now_ms: int, group: ClassicGroup, parked: ParkedRequest, join,
                          protocols: list[tuple[str, bytes]], rebalance_timeout: int, out: Actions) -> None:
         instance_id = join.group_instance_id
         request = parked.request
         # Kafka's member ids: the client id (or group.instance.id), "-", a random UUID.
-        new_member_id = f"{instance_id if instance_id is not None else request.client_id}-{uuid.uuid4()}"
+        prefix = instance_id if instance_id is not None else request.client_id
+        new_member_id = f"{prefix}-{self.coordinator.new_member_uuid()}"
         if instance_id is not None:
             old_member_id = group.static_members.get(instance_id)
             if old_member_id is not None:
                 log.info("Static member with groupInstanceId=%s and unknown member id joins group %s in %s state. "
                          "Replacing previously mapped member %s with this groupInstanceId.",
                          instance_id, group.group_id, group.state_name, old_member_id)
-                self._replace_static_member_and_rebalance(now, group, old_member_id, new_member_id, parked, join,
+                self._replace_static_member_and_rebalance(now_ms, group, old_member_id, new_member_id, parked, join,
                                                           protocols, rebalance_timeout, out)
                 return
         elif request.api_version >= 4:
@@ -170,18 +170,18 @@ class ClassicGroupManager(GroupTypeManager):
             log.info("Dynamic member with unknown member id joins group %s in %s state. Created a new member id %s "
                      "and request the member to rejoin with this id.", group.group_id, group.state_name, new_member_id)
             group.add_pending_member(new_member_id)
-            self._schedule_session_expiry(now, group, new_member_id, join.session_timeout_ms)
+            self._schedule_session_expiry(now_ms, group, new_member_id, join.session_timeout_ms)
             out.respond(parked.ticket, join_error(request, new_member_id, ErrorCode.MEMBER_ID_REQUIRED))
             return
-        self._add_member_and_rebalance(now, group, new_member_id, parked, join, protocols, rebalance_timeout, out)
+        self._add_member_and_rebalance(now_ms, group, new_member_id, parked, join, protocols, rebalance_timeout, out)
 
-    def _join_current_member(self, now: int, group: ClassicGroup, parked: ParkedRequest, join,
+    def _join_current_member(self, now_ms: int, group: ClassicGroup, parked: ParkedRequest, join,
                              protocols: list[tuple[str, bytes]], rebalance_timeout: int, out: Actions) -> None:
         member_id, request = join.member_id, parked.request
         if member_id in group.pending_members:
             log.info("Pending dynamic member with id %s joins group %s in %s state. Adding to the group now.",
                      member_id, group.group_id, group.state_name)
-            self._add_member_and_rebalance(now, group, member_id, parked, join, protocols, rebalance_timeout, out)
+            self._add_member_and_rebalance(now_ms, group, member_id, parked, join, protocols, rebalance_timeout, out)
             return
         try:
             group.validate_member(member_id, join.group_instance_id, "join-group")
@@ -194,8 +194,9 @@ class ClassicGroupManager(GroupTypeManager):
                         member_id, group.group_id, group.state_name)
             out.respond(parked.ticket, join_error(request, member_id, ErrorCode.UNKNOWN_MEMBER_ID))
         elif group.state is PREPARING_REBALANCE:
-            self._update_member_and_rebalance(now, group, member, protocols, rebalance_timeout, join.session_timeout_ms,
-                                              parked, f"Member {member_id} joining group during PreparingRebalance", out)
+            self._update_member_and_rebalance(now_ms, group, member, protocols, rebalance_timeout,
+                                              join.session_timeout_ms, parked,
+                                              f"Member {member_id} joining group during PreparingRebalance", out)
         elif group.state is COMPLETING_REBALANCE and member.matches(protocols):
             # The member missed its JoinGroup response: the same answer again.
             out.respond(parked.ticket, self._join_response(group, member_id, request,
@@ -205,11 +206,12 @@ class ClassicGroupManager(GroupTypeManager):
             out.respond(parked.ticket, self._join_response(group, member_id, request, with_members=False))
         else:
             # New metadata, or the leader asking for a rebalance (e.g. for topic metadata changes).
-            self._update_member_and_rebalance(now, group, member, protocols, rebalance_timeout, join.session_timeout_ms,
-                                              parked, f"Updating metadata for member {member_id} during "
-                                              f"{group.state_name}", out)
+            self._update_member_and_rebalance(now_ms, group, member, protocols, rebalance_timeout,
+                                              join.session_timeout_ms, parked,
+                                              f"Updating metadata for member {member_id} during {group.state_name}",
+                                              out)
 
-    def _add_member_and_rebalance(self, now: int, group: ClassicGroup, member_id: str, parked: ParkedRequest, join,
+    def _add_member_and_rebalance(self, now_ms: int, group: ClassicGroup, member_id: str, parked: ParkedRequest, join,
                                   protocols: list[tuple[str, bytes]], rebalance_timeout: int, out: Actions) -> None:
         member = ClassicGroupMember(
             member_id=member_id, group_instance_id=join.group_instance_id, client_id=parked.request.client_id,
@@ -221,17 +223,17 @@ class ClassicGroupManager(GroupTypeManager):
         group.add(member, parked)
         # A new member cannot heartbeat before its first JoinGroup response, and a client that
         # gave up on the parked request would otherwise stay a member forever: it has this long.
-        self._schedule_session_expiry(now, group, member_id, self.config.group_new_member_join_timeout_ms)
+        self._schedule_session_expiry(now_ms, group, member_id, self.config.group_new_member_join_timeout_ms)
         self._maybe_prepare_rebalance_or_complete_join(
-            now, group, f"Adding new member {member_id} with group instance id {join.group_instance_id}", out)
+            now_ms, group, f"Adding new member {member_id} with group instance id {join.group_instance_id}", out)
 
-    def _update_member_and_rebalance(self, now: int, group: ClassicGroup, member: ClassicGroupMember,
+    def _update_member_and_rebalance(self, now_ms: int, group: ClassicGroup, member: ClassicGroupMember,
                                      protocols: list[tuple[str, bytes]], rebalance_timeout: int, session_timeout: int,
                                      parked: ParkedRequest, reason: str, out: Actions) -> None:
         group.update_member(member, protocols, rebalance_timeout, session_timeout, parked)
-        self._maybe_prepare_rebalance_or_complete_join(now, group, reason, out)
+        self._maybe_prepare_rebalance_or_complete_join(now_ms, group, reason, out)
 
-    def _replace_static_member_and_rebalance(self, now: int, group: ClassicGroup, old_member_id: str,
+    def _replace_static_member_and_rebalance(self, now_ms: int, group: ClassicGroup, old_member_id: str,
                                              new_member_id: str, parked: ParkedRequest, join,
                                              protocols: list[tuple[str, bytes]], rebalance_timeout: int,
                                              out: Actions) -> None:
@@ -243,14 +245,14 @@ class ClassicGroupManager(GroupTypeManager):
         self._refuse_parked(group, member, ErrorCode.FENCED_INSTANCE_ID, old_member_id, out)
         group.replace_static_member(instance_id, old_member_id, new_member_id)
         self.timer.cancel(self._session_key(group.group_id, old_member_id))
-        self._schedule_session_expiry(now, group, new_member_id, member.session_timeout_ms)
+        self._schedule_session_expiry(now_ms, group, new_member_id, member.session_timeout_ms)
         old_protocols, old_rebalance, old_session = (member.supported_protocols, member.rebalance_timeout_ms,
                                                      member.session_timeout_ms)
         group.update_member(member, protocols, rebalance_timeout, join.session_timeout_ms, parked)
         if group.state is STABLE:
             if group.protocol_name != group.select_protocol():
                 self._maybe_prepare_rebalance_or_complete_join(
-                    now, group, f"Group's selectedProtocol will change because static member {new_member_id} with "
+                    now_ms, group, f"Group's selectedProtocol will change because static member {new_member_id} with "
                                 f"instance id {instance_id} joined with change of protocol", out)
                 return
             # Same protocol: no rebalance. The new member id is stored before the member learns it.
@@ -258,7 +260,7 @@ class ClassicGroupManager(GroupTypeManager):
                      instance_id, group.group_id)
             generation = group.generation_id
 
-            def stored(error: int, now: int, out: Actions) -> None:
+            def stored(error: int, now_ms: int, out: Actions) -> None:
                 if group.generation_id != generation or group.members.get(new_member_id) is not member:
                     return
                 if error != ErrorCode.NONE:
@@ -266,7 +268,7 @@ class ClassicGroupManager(GroupTypeManager):
                     group.update_member(member, old_protocols, old_rebalance, old_session, None)
                     group.replace_static_member(instance_id, new_member_id, old_member_id)
                     self.timer.cancel(self._session_key(group.group_id, new_member_id))
-                    self._schedule_session_expiry(now, group, old_member_id, member.session_timeout_ms)
+                    self._schedule_session_expiry(now_ms, group, old_member_id, member.session_timeout_ms)
                     response = self._join_response(group, UNKNOWN_MEMBER_ID, request, with_members=False)
                     response.leader, response.error_code = old_leader or "", self._group_append_error(error)
                     out.respond(parked.ticket, response)
@@ -290,7 +292,7 @@ class ClassicGroupManager(GroupTypeManager):
                        [group.to_record({m.member_id: m.assignment for m in group.members.values()})], stored)
         elif group.state is COMPLETING_REBALANCE:
             # The leader may already be computing an assignment for the old member id: start over.
-            self._prepare_rebalance(now, group, f"Updating metadata for static member {new_member_id} with instance "
+            self._prepare_rebalance(now_ms, group, f"Updating metadata for static member {new_member_id} with instance "
                                                 f"id {instance_id}", out)
         # PreparingRebalance: the join is parked like any other.
 
@@ -318,21 +320,21 @@ class ClassicGroupManager(GroupTypeManager):
 
     # --- rebalancing ----------------------------------------------------------------------------
 
-    def _maybe_prepare_rebalance_or_complete_join(self, now: int, group: ClassicGroup, reason: str,
+    def _maybe_prepare_rebalance_or_complete_join(self, now_ms: int, group: ClassicGroup, reason: str,
                                                   out: Actions) -> None:
         if group.can_rebalance():
-            self._prepare_rebalance(now, group, reason, out)
+            self._prepare_rebalance(now_ms, group, reason, out)
         elif (group.state is PREPARING_REBALANCE and group.has_all_members_joined()
               and group.previous_state is not EMPTY):
-            self._complete_join(now, group, out)
+            self._complete_join(now_ms, group, out)
 
-    def _prepare_rebalance(self, now: int, group: ClassicGroup, reason: str, out: Actions) -> None:
+    def _prepare_rebalance(self, now_ms: int, group: ClassicGroup, reason: str, out: Actions) -> None:
         if group.state is COMPLETING_REBALANCE:
             # Members waiting for an assignment of the old generation rejoin instead.
-            self._reset_and_propagate_assignment_error(now, group, ErrorCode.REBALANCE_IN_PROGRESS, out)
+            self._reset_and_propagate_assignment_error(now_ms, group, ErrorCode.REBALANCE_IN_PROGRESS, out)
         self._cancel_pending_sync(group)
         initial = group.state is EMPTY
-        group.transition_to(PREPARING_REBALANCE, now)
+        group.transition_to(PREPARING_REBALANCE, now_ms)
         log.info("Preparing to rebalance group %s in state PreparingRebalance with old generation %d "
                  "(__consumer_offsets-%d) (reason: %s)", group.group_id, group.generation_id,
                  self.coordinator.partition_for(group.group_id), reason)
@@ -340,39 +342,39 @@ class ClassicGroupManager(GroupTypeManager):
             # A new group waits for more members before its first generation (InitialDelayedJoin).
             delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms - delay, 0)
-            self._schedule_initial_join(now, group, delay, remaining)
+            self._schedule_initial_join(now_ms, group, delay, remaining)
         elif group.has_all_members_joined():
-            self._complete_join(now, group, out)
+            self._complete_join(now_ms, group, out)
         else:
-            self._schedule_join_completion(now, group)
+            self._schedule_join_completion(now_ms, group)
 
-    def _schedule_initial_join(self, now: int, group: ClassicGroup, delay: int, remaining: int) -> None:
+    def _schedule_initial_join(self, now_ms: int, group: ClassicGroup, delay: int, remaining: int) -> None:
         group_id = group.group_id
 
-        def expired(now: int, out: Actions) -> None:
+        def expired(now_ms: int, out: Actions) -> None:
             group = self.group(group_id)
             if group is None or group.state is not PREPARING_REBALANCE:
                 return
             if group.new_member_added and remaining != 0:
                 group.new_member_added = False
-                self._schedule_initial_join(now, group, min(self.config.group_initial_rebalance_delay_ms, remaining),
+                self._schedule_initial_join(now_ms, group, min(self.config.group_initial_rebalance_delay_ms, remaining),
                                             max(remaining - delay, 0))
             else:
-                self._complete_join(now, group, out)
+                self._complete_join(now_ms, group, out)
 
-        self.timer.schedule(self._join_key(group_id), now + delay, expired)
+        self.timer.schedule(self._join_key(group_id), now_ms + delay, expired)
 
-    def _schedule_join_completion(self, now: int, group: ClassicGroup) -> None:
+    def _schedule_join_completion(self, now_ms: int, group: ClassicGroup) -> None:
         group_id = group.group_id
 
-        def expired(now: int, out: Actions) -> None:
+        def expired(now_ms: int, out: Actions) -> None:
             group = self.group(group_id)
             if group is not None and group.state is PREPARING_REBALANCE:
-                self._complete_join(now, group, out)
+                self._complete_join(now_ms, group, out)
 
-        self.timer.schedule(self._join_key(group_id), now + group.rebalance_timeout_ms, expired)
+        self.timer.schedule(self._join_key(group_id), now_ms + group.rebalance_timeout_ms, expired)
 
-    def _complete_join(self, now: int, group: ClassicGroup, out: Actions) -> None:
+    def _complete_join(self, now_ms: int, group: ClassicGroup, out: Actions) -> None:
         self.timer.cancel(self._join_key(group.group_id))
         gone = [m for m in group.not_yet_rejoined_members() if not m.is_static]
         for member in gone:
@@ -386,15 +388,15 @@ class ClassicGroupManager(GroupTypeManager):
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Only static members that did not rejoin are left: wait for them (or their sessions).
             log.error("Group %s could not complete rebalance because no members rejoined", group.group_id)
-            self._schedule_join_completion(now, group)
+            self._schedule_join_completion(now_ms, group)
             return
-        group.init_next_generation(now)
+        group.init_next_generation(now_ms)
         partition = self.coordinator.partition_for(group.group_id)
         if group.state is EMPTY:
             log.info("Group %s with generation %d is now empty (__consumer_offsets-%d)", group.group_id,
                      group.generation_id, partition)
 
-            def stored(error: int, now: int, out: Actions) -> None:
+            def stored(error: int, now_ms: int, out: Actions) -> None:
                 if error != ErrorCode.NONE:
                     # The previous generation stays in the log; it has no live members either.
                     log.warning("Failed to write empty metadata for group %s: %s", group.group_id, ErrorCode(error).name)
@@ -408,15 +410,15 @@ class ClassicGroupManager(GroupTypeManager):
             if taken is not None:
                 out.respond(taken.ticket, self._join_response(group, member.member_id, taken.request,
                                                               with_members=group.is_leader(member.member_id)))
-            self._schedule_session_expiry(now, group, member.member_id, member.session_timeout_ms)
+            self._schedule_session_expiry(now_ms, group, member.member_id, member.session_timeout_ms)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
-        self._schedule_pending_sync_expiry(now, group)
+        self._schedule_pending_sync_expiry(now_ms, group)
 
-    def _schedule_pending_sync_expiry(self, now: int, group: ClassicGroup) -> None:
+    def _schedule_pending_sync_expiry(self, now_ms: int, group: ClassicGroup) -> None:
         group_id, generation = group.group_id, group.generation_id
 
-        def expired(now: int, out: Actions) -> None:
+        def expired(now_ms: int, out: Actions) -> None:
             group = self.group(group_id)
             if group is None or group.generation_id != generation:
                 return
@@ -426,9 +428,9 @@ class ClassicGroupManager(GroupTypeManager):
             for member_id in missing:
                 group.remove(member_id)
                 self.timer.cancel(self._session_key(group_id, member_id))
-            self._prepare_rebalance(now, group, f"Removing {missing} on pending sync request expiration", out)
+            self._prepare_rebalance(now_ms, group, f"Removing {missing} on pending sync request expiration", out)
 
-        self.timer.schedule(self._sync_key(group_id), now + group.rebalance_timeout_ms, expired)
+        self.timer.schedule(self._sync_key(group_id), now_ms + group.rebalance_timeout_ms, expired)
 
     def _member_synced(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
@@ -441,7 +443,7 @@ class ClassicGroupManager(GroupTypeManager):
 
     # --- SyncGroup ----------------------------------------------------------------------------
 
-    def sync_group(self, now: int, ticket: Ticket, request: RequestInfo, sync, out: Actions) -> None:
+    def sync_group(self, now_ms: int, ticket: Ticket, request: RequestInfo, sync, out: Actions) -> None:
         if not sync.group_id:
             out.respond(ticket, sync_response(ErrorCode.INVALID_GROUP_ID))
             return
@@ -473,7 +475,7 @@ class ClassicGroupManager(GroupTypeManager):
             self._member_synced(group, member.member_id)
             out.respond(ticket, sync_response(ErrorCode.NONE, member.assignment, group.protocol_type,
                                               group.protocol_name))
-            self._schedule_session_expiry(now, group, member.member_id, member.session_timeout_ms)
+            self._schedule_session_expiry(now_ms, group, member.member_id, member.session_timeout_ms)
         else:  # CompletingRebalance: followers wait for the leader's assignment
             member.awaiting_sync = ParkedRequest(ticket, request)
             self._member_synced(group, member.member_id)
@@ -490,28 +492,28 @@ class ClassicGroupManager(GroupTypeManager):
                         group.generation_id)
         generation = group.generation_id
 
-        def stored(error: int, now: int, out: Actions) -> None:
+        def stored(error: int, now_ms: int, out: Actions) -> None:
             # Another member may have joined meanwhile: only this generation's sync completes.
             if group.state is not COMPLETING_REBALANCE or group.generation_id != generation:
                 return
             if error != ErrorCode.NONE:
-                self._reset_and_propagate_assignment_error(now, group, self._group_append_error(error), out)
+                self._reset_and_propagate_assignment_error(now_ms, group, self._group_append_error(error), out)
                 self._maybe_prepare_rebalance_or_complete_join(
-                    now, group, f"Error {ErrorCode(error).name} when storing group assignment during SyncGroup", out)
+                    now_ms, group, f"Error {ErrorCode(error).name} when storing group assignment during SyncGroup", out)
                 return
             for member in group.members.values():
                 member.assignment = assignment.get(member.member_id, b"")
-            self._propagate_assignment(now, group, ErrorCode.NONE, out)
-            group.transition_to(STABLE, now)
+            self._propagate_assignment(now_ms, group, ErrorCode.NONE, out)
+            group.transition_to(STABLE, now_ms)
 
         out.append(self.coordinator.partition_for(group.group_id), [group.to_record(assignment)], stored)
 
-    def _reset_and_propagate_assignment_error(self, now: int, group: ClassicGroup, error: int, out: Actions) -> None:
+    def _reset_and_propagate_assignment_error(self, now_ms: int, group: ClassicGroup, error: int, out: Actions) -> None:
         for member in group.members.values():
             member.assignment = b""
-        self._propagate_assignment(now, group, error, out)
+        self._propagate_assignment(now_ms, group, error, out)
 
-    def _propagate_assignment(self, now: int, group: ClassicGroup, error: int, out: Actions) -> None:
+    def _propagate_assignment(self, now_ms: int, group: ClassicGroup, error: int, out: Actions) -> None:
         ok = error == ErrorCode.NONE
         for member in group.members.values():
             taken = group.take_sync(member)
@@ -520,14 +522,14 @@ class ClassicGroupManager(GroupTypeManager):
             out.respond(taken.ticket, sync_response(error, member.assignment, group.protocol_type if ok else None,
                                                     group.protocol_name if ok else None))
             # Its session restarts now: while it waited, its expiry was ignored.
-            self._schedule_session_expiry(now, group, member.member_id, member.session_timeout_ms)
+            self._schedule_session_expiry(now_ms, group, member.member_id, member.session_timeout_ms)
 
     # --- Heartbeat ----------------------------------------------------------------------------
 
-    def heartbeat(self, now: int, ticket: Ticket, request: RequestInfo, heartbeat, out: Actions) -> None:
-        out.respond(ticket, heartbeat_response(self._heartbeat(now, heartbeat)))
+    def heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat, out: Actions) -> None:
+        out.respond(ticket, heartbeat_response(self._heartbeat(now_ms, heartbeat)))
 
-    def _heartbeat(self, now: int, heartbeat) -> int:
+    def _heartbeat(self, now_ms: int, heartbeat) -> int:
         if not heartbeat.group_id:
             return ErrorCode.INVALID_GROUP_ID
         group = self.group(heartbeat.group_id)
@@ -544,14 +546,14 @@ class ClassicGroupManager(GroupTypeManager):
         if group.state is EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
         member = group.members[heartbeat.member_id]
-        self._schedule_session_expiry(now, group, member.member_id, member.session_timeout_ms)
+        self._schedule_session_expiry(now_ms, group, member.member_id, member.session_timeout_ms)
         if group.state is PREPARING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
     # --- LeaveGroup ---------------------------------------------------------------------------
 
-    def leave_group(self, now: int, ticket: Ticket, request: RequestInfo, leave, out: Actions) -> None:
+    def leave_group(self, now_ms: int, ticket: Ticket, request: RequestInfo, leave, out: Actions) -> None:
         MemberResponse = LeaveGroupResponse.MemberResponse
         if request.api_version >= 3:
             leaving = [(m.member_id, m.group_instance_id, m.reason) for m in leave.members]
@@ -564,7 +566,7 @@ class ClassicGroupManager(GroupTypeManager):
         elif group is not None and group.state is DEAD:
             top_level = ErrorCode.COORDINATOR_NOT_AVAILABLE
         else:
-            results = [(member_id, instance_id, self._leave(now, group, member_id, instance_id, reason, out))
+            results = [(member_id, instance_id, self._leave(now_ms, group, member_id, instance_id, reason, out))
                        for member_id, instance_id, reason in leaving]
         if request.api_version >= 3:
             out.respond(ticket, LeaveGroupResponse(
@@ -575,7 +577,7 @@ class ClassicGroupManager(GroupTypeManager):
             code = top_level or next((code for _, _, code in results if code != ErrorCode.NONE), ErrorCode.NONE)
             out.respond(ticket, LeaveGroupResponse(throttle_time_ms=0, error_code=code))
 
-    def _leave(self, now: int, group: ClassicGroup | None, member_id: str, instance_id: str | None,
+    def _leave(self, now_ms: int, group: ClassicGroup | None, member_id: str, instance_id: str | None,
                reason: str | None, out: Actions) -> int:
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -586,7 +588,7 @@ class ClassicGroupManager(GroupTypeManager):
                 return ErrorCode.UNKNOWN_MEMBER_ID
         elif member_id in group.pending_members:
             self.timer.cancel(self._session_key(group.group_id, member_id))
-            self._remove_pending_member(now, group, member_id, out)
+            self._remove_pending_member(now_ms, group, member_id, out)
             log.info("Pending member with memberId=%s has left group %s through explicit `LeaveGroup` request",
                      member_id, group.group_id)
             return ErrorCode.NONE
@@ -597,27 +599,27 @@ class ClassicGroupManager(GroupTypeManager):
                 return e.code
         member = group.members[member_id]
         self.timer.cancel(self._session_key(group.group_id, member_id))
-        self._remove_member(now, group, member, f"Removing member {member_id} on LeaveGroup; client reason: "
+        self._remove_member(now_ms, group, member, f"Removing member {member_id} on LeaveGroup; client reason: "
                                                 f"{reason or 'not provided'}", out)
         log.info("Member %s has left group %s through explicit `LeaveGroup`; client reason: %s", member_id,
                  group.group_id, reason or "not provided")
         return ErrorCode.NONE
 
-    def _remove_member(self, now: int, group: ClassicGroup, member: ClassicGroupMember, reason: str,
+    def _remove_member(self, now_ms: int, group: ClassicGroup, member: ClassicGroupMember, reason: str,
                        out: Actions) -> None:
         # A member leaving with a parked request (a new member timing out mid-rebalance) gets
         # UNKNOWN_MEMBER_ID, on which a client that is still alive joins again.
         self._refuse_parked(group, member, ErrorCode.UNKNOWN_MEMBER_ID, UNKNOWN_MEMBER_ID, out)
         group.remove(member.member_id)
         if group.state in (STABLE, COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance_or_complete_join(now, group, reason, out)
+            self._maybe_prepare_rebalance_or_complete_join(now_ms, group, reason, out)
         elif group.state is PREPARING_REBALANCE and group.has_all_members_joined():
-            self._complete_join(now, group, out)
+            self._complete_join(now_ms, group, out)
 
-    def _remove_pending_member(self, now: int, group: ClassicGroup, member_id: str, out: Actions) -> None:
+    def _remove_pending_member(self, now_ms: int, group: ClassicGroup, member_id: str, out: Actions) -> None:
         group.remove(member_id)
         if group.state is PREPARING_REBALANCE and group.has_all_members_joined():
-            self._complete_join(now, group, out)
+            self._complete_join(now_ms, group, out)
 
     # --- sessions -------------------------------------------------------------------------------
 
@@ -633,24 +635,24 @@ class ClassicGroupManager(GroupTypeManager):
     def _sync_key(group_id: str) -> tuple:
         return "sync", group_id
 
-    def _schedule_session_expiry(self, now: int, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
+    def _schedule_session_expiry(self, now_ms: int, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
         group_id = group.group_id
 
-        def expired(now: int, out: Actions) -> None:
+        def expired(now_ms: int, out: Actions) -> None:
             group = self.group(group_id)
             if group is None or group.state is DEAD:
                 return
             if member_id in group.pending_members:
                 log.info("Pending member %s in group %s has been removed after session timeout expiration.",
                          member_id, group_id)
-                self._remove_pending_member(now, group, member_id, out)
+                self._remove_pending_member(now_ms, group, member_id, out)
                 return
             member = group.members.get(member_id)
             if member is not None and not member.has_satisfied_heartbeat():
                 log.info("Member %s in group %s has failed, removing it from the group", member_id, group_id)
-                self._remove_member(now, group, member, f"removing member {member_id} on heartbeat expiration", out)
+                self._remove_member(now_ms, group, member, f"removing member {member_id} on heartbeat expiration", out)
 
-        self.timer.schedule(self._session_key(group_id, member_id), now + timeout_ms, expired)
+        self.timer.schedule(self._session_key(group_id, member_id), now_ms + timeout_ms, expired)
 
     # --- DescribeGroups -------------------------------------------------------------------------
 
@@ -682,27 +684,27 @@ class ClassicGroupManager(GroupTypeManager):
             return
         self.coordinator.groups[group_id] = ClassicGroup.from_record(group_id, decode_value(GroupMetadataValue, value)[0])
 
-    def on_loaded(self, group: Group, now: int, out: Actions) -> None:
+    def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         assert isinstance(group, ClassicGroup)
         log.info("Loaded group metadata for %s with generation %d", group.group_id, group.generation_id)
         for member in group.members.values():
-            self._schedule_session_expiry(now, group, member.member_id, member.session_timeout_ms)
+            self._schedule_session_expiry(now_ms, group, member.member_id, member.session_timeout_ms)
         if group.size > self.config.group_max_size:
-            self._prepare_rebalance(now, group, f"Freshly-loaded group is over capacity ({self.config.group_max_size}). "
-                                                "Rebalancing in order to give a chance for consumers to commit offsets",
-                                    out)
+            self._prepare_rebalance(now_ms, group,
+                                    f"Freshly-loaded group is over capacity ({self.config.group_max_size}). "
+                                    "Rebalancing in order to give a chance for consumers to commit offsets", out)
 
-    def on_offset_commit(self, group: Group, member_id: str, now: int) -> None:
+    def on_offset_commit(self, group: Group, member_id: str, now_ms: int) -> None:
         # A commit from a member of a Stable or rebalancing group counts as a heartbeat.
         assert isinstance(group, ClassicGroup)
         member = group.members.get(member_id)
         if member is not None and group.state in (STABLE, PREPARING_REBALANCE):
-            self._schedule_session_expiry(now, group, member_id, member.session_timeout_ms)
+            self._schedule_session_expiry(now_ms, group, member_id, member.session_timeout_ms)
 
-    def on_deleted(self, group: Group, now: int) -> None:
+    def on_deleted(self, group: Group, now_ms: int) -> None:
         assert isinstance(group, ClassicGroup)
         if group.state is not DEAD:
-            group.transition_to(DEAD, now)
+            group.transition_to(DEAD, now_ms)
         self.timer.cancel(self._join_key(group.group_id))
         self.timer.cancel(self._sync_key(group.group_id))
         for member_id in list(group.members) + list(group.pending_members):

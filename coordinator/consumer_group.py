@@ -25,7 +25,6 @@ UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, and, from
 from __future__ import annotations
 
 import re
-import uuid
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -66,7 +65,7 @@ from .consumer_group_member import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, Assignment,
     ConsumerGroupMember, MemberState, assignment_of, is_subset, owned_from_request, reconcile, topic_partitions,
 )
-from .group import Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
+from .group import Group, GroupError, GroupType, NewMemberUuid, OffsetExpirationCondition, RequestInfo
 
 __all__ = [
     "CONSUMER_GROUP_RECORD_TYPES", "CONSUMER_PROTOCOL_TYPE", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupState", "TopicInfo",
@@ -293,9 +292,10 @@ class ConsumerGroup(Group):
 
     # --- heartbeats ----------------------------------------------------------------------------------
 
-    def heartbeat(self, request, *, client_id: str, client_host: str, now_ms: int,
-                  topics: TopicsImage) -> tuple[ConsumerGroupHeartbeatResponse, list[CoordinatorRecord]]:
-        """Handle a ConsumerGroupHeartbeat already checked by `validate_heartbeat_request`.
+    def heartbeat(self, request, *, client_id: str, client_host: str, now_ms: int, topics: TopicsImage,
+                  new_member_uuid: NewMemberUuid) -> tuple[ConsumerGroupHeartbeatResponse, list[CoordinatorRecord]]:
+        """Handle a ConsumerGroupHeartbeat already checked by `validate_heartbeat_request`;
+        `new_member_uuid()` makes the id of a member that comes without one (v0).
 
         Returns the response and the records to append; the group has already applied them. A
         refused request changes nothing: every check comes before the first record.
@@ -303,16 +303,16 @@ class ConsumerGroup(Group):
         try:
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request, topics)
-            return self._heartbeat(request, client_id, client_host, now_ms, topics)
+            return self._heartbeat(request, client_id, client_host, now_ms, topics, new_member_uuid)
         except GroupError as e:
             return ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message), []
 
-    def _heartbeat(self, request, client_id, client_host, now_ms, topics):
+    def _heartbeat(self, request, client_id, client_host, now_ms, topics, new_member_uuid):
         joining = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         if len(self.members) >= self.config.max_size and request.member_id not in self.members:
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
                              f"capacity of {self.config.max_size} members.")
-        member_id = request.member_id or str(uuid.uuid4())
+        member_id = request.member_id or new_member_uuid()
         owned = owned_from_request(request.topic_partitions)
         replaced = None
         if request.instance_id is None:

@@ -53,7 +53,7 @@ class ConsumerGroupManager(GroupTypeManager):
 
     # --- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
-    def heartbeat(self, now: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
+    def heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
         out = Actions()
         try:
             if not self.coordinator.active:
@@ -64,12 +64,13 @@ class ConsumerGroupManager(GroupTypeManager):
             out.respond(ticket, ConsumerGroupHeartbeatResponse(error_code=e.code, error_message=e.message))
             return out
         response, group_records = group.heartbeat(heartbeat, client_id=request.client_id,
-                                                  client_host=request.client_host, now_ms=now, topics=self.topics)
+                                                  client_host=request.client_host, now_ms=now_ms, topics=self.topics,
+                                                  new_member_uuid=self.coordinator.new_member_uuid)
         if replaced is not None:
             if not group_records:  # refused: the classic group stays, no consumer group appears
                 return self._respond(out, ticket, response)
             log.info("Replacing empty classic group %s by a consumer group", group.group_id)
-            self.coordinator._remove_group(replaced, now)
+            self.coordinator._remove_group(replaced, now_ms)
         if self.coordinator.groups.get(group.group_id) is not group:
             if not group_records:
                 return self._respond(out, ticket, response)
@@ -79,7 +80,7 @@ class ConsumerGroupManager(GroupTypeManager):
         if not encoded:
             return self._respond(out, ticket, response)
 
-        def stored(error: int, now: int, out: Actions) -> None:
+        def stored(error: int, now_ms: int, out: Actions) -> None:
             if error == ErrorCode.NONE:
                 out.respond(ticket, response)
             else:
@@ -131,7 +132,7 @@ class ConsumerGroupManager(GroupTypeManager):
 
     # --- topics and time ------------------------------------------------------------------------
 
-    def update_topics(self, now: int, topics: TopicsImage) -> Actions:
+    def update_topics(self, now_ms: int, topics: TopicsImage) -> Actions:
         """The cluster's topics changed: groups subscribed to what changed bump their epoch."""
         self.topics = topics
         out = Actions()
@@ -146,19 +147,19 @@ class ConsumerGroupManager(GroupTypeManager):
         if deadline is None:
             self.timer.cancel(key)
         elif self.timer.deadline(key) != deadline:
-            self.timer.schedule(key, deadline, lambda now, out: self._expire(group, now, out))
+            self.timer.schedule(key, deadline, lambda now_ms, out: self._expire(group, now_ms, out))
 
-    def _expire(self, group: ConsumerGroup, now: int, out: Actions) -> None:
+    def _expire(self, group: ConsumerGroup, now_ms: int, out: Actions) -> None:
         if self.group(group.group_id) is not group:
             return
-        self._write(out, group, group.poll(now, self.topics))
+        self._write(out, group, group.poll(now_ms, self.topics))
         self._schedule(group)
 
     def _write(self, out: Actions, group: ConsumerGroup, records: list[CoordinatorRecord]) -> None:
         if not records:
             return
 
-        def stored(error: int, now: int, out: Actions) -> None:
+        def stored(error: int, now_ms: int, out: Actions) -> None:
             if error != ErrorCode.NONE:
                 log.warning("Writing the records of consumer group %s failed: %s", group.group_id,
                             ErrorCode(error).name)
@@ -182,11 +183,11 @@ class ConsumerGroupManager(GroupTypeManager):
             self.coordinator.add_group(group)
         group.replay(record)
 
-    def on_loaded(self, group: Group, now: int, out: Actions) -> None:
+    def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         assert isinstance(group, ConsumerGroup)
         log.info("Loaded consumer group %s with %d members", group.group_id, len(group.members))
-        group.on_loaded(now)
+        group.on_loaded(now_ms)
         self._schedule(group)
 
-    def on_deleted(self, group: Group, now: int) -> None:
+    def on_deleted(self, group: Group, now_ms: int) -> None:
         self.timer.cancel(("consumer-group", group.group_id))

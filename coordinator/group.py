@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from .offsets import OffsetAndMetadata
 
 
+# Makes the unique part of a new member id: a random UUID on the broker (as Kafka makes them), a
+# counter in tests. Injected, so that the coordinator stays deterministic.
+NewMemberUuid = Callable[[], str]
+
+
 class GroupType:
     CLASSIC = "classic"
     CONSUMER = "consumer"

@@ -36,7 +36,7 @@ from .classic_group import ClassicGroup
 from .classic_group_manager import ClassicGroupManager
 from .consumer_group import ConsumerGroupConfig
 from .consumer_group_manager import ConsumerGroupManager
-from .group import Group, GroupError, GroupTypeManager, RequestInfo
+from .group import Group, GroupError, GroupTypeManager, NewMemberUuid, RequestInfo
 from .offsets import (
     OFFSET_COMMIT_RECORD_TYPES,
     OffsetAndMetadata,
@@ -98,8 +98,10 @@ def offset_append_error(error: int) -> int:
 
 
 class GroupCoordinator:
-    def __init__(self, config: GroupCoordinatorConfig, now: int) -> None:
+    def __init__(self, config: GroupCoordinatorConfig, now_ms: int, new_member_uuid: NewMemberUuid) -> None:
+        """`new_member_uuid()`: the unique part of each member id the coordinator hands out."""
         self.config = config
+        self.new_member_uuid = new_member_uuid
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetMetadataManager()
         self.timer = CoordinatorTimer()
@@ -108,7 +110,7 @@ class GroupCoordinator:
         self._replayers: dict[int, GroupTypeManager] = {}
         self.classic = self.register(ClassicGroupManager(self))
         self.consumer = self.register(ConsumerGroupManager(self, config.consumer))
-        self._schedule_retention(now)
+        self._schedule_retention(now_ms)
 
     def register(self, manager: GroupTypeManager):
         self.managers[manager.group_type] = manager
@@ -124,10 +126,10 @@ class GroupCoordinator:
     def add_group(self, group: Group) -> None:
         self.groups[group.group_id] = group
 
-    def _remove_group(self, group: Group, now: int) -> None:
+    def _remove_group(self, group: Group, now_ms: int) -> None:
         if self.groups.get(group.group_id) is group:
             del self.groups[group.group_id]
-        self.managers[group.type].on_deleted(group, now)
+        self.managers[group.type].on_deleted(group, now_ms)
 
     def _check_active(self) -> None:
         if not self.active:
@@ -146,16 +148,16 @@ class GroupCoordinator:
         """When `on_timer` has something to do next (ms since the epoch), None for never."""
         return self.timer.next_deadline()
 
-    def on_timer(self, now: int) -> Actions:
+    def on_timer(self, now_ms: int) -> Actions:
         out = Actions()
-        while (callback := self.timer.pop_due(now)) is not None:
-            callback(now, out)
+        while (callback := self.timer.pop_due(now_ms)) is not None:
+            callback(now_ms, out)
         return out
 
-    def complete_append(self, append: Append, error: int, now: int) -> Actions:
+    def complete_append(self, append: Append, error: int, now_ms: int) -> Actions:
         """The server appended (error NONE) or failed to append `append`: finish what waited on it."""
         out = Actions()
-        append.on_done(error, now, out)
+        append.on_done(error, now_ms, out)
         return out
 
     # --- loading and unloading ------------------------------------------------------------------
@@ -177,20 +179,20 @@ class GroupCoordinator:
         """A COMMIT or ABORT marker in `__consumer_offsets`, at load time."""
         self.offsets.complete_transaction(producer_id, commit)
 
-    def load_complete(self, now: int) -> Actions:
+    def load_complete(self, now_ms: int) -> Actions:
         """Every partition is replayed: groups known only by their offsets become simple groups,
         and each group's type starts what its live groups need."""
         out = Actions()
         for group_id in self.offsets.group_ids():
             if group_id not in self.groups:
-                self.add_group(ClassicGroup(group_id, now))
+                self.add_group(ClassicGroup(group_id, now_ms))
         for group in list(self.groups.values()):
-            self.managers[group.type].on_loaded(group, now, out)
+            self.managers[group.type].on_loaded(group, now_ms, out)
         log.info("Loaded %d groups and the offsets of %d groups from %s", len(self.groups),
                  sum(1 for _ in self.offsets.group_ids()), OFFSETS_TOPIC)
         return out
 
-    def unload(self, now: int) -> Actions:
+    def unload(self, now_ms: int) -> Actions:
         """Stop coordinating: parked requests are answered (NOT_COORDINATOR), later ones refused."""
         out = Actions()
         self.active = False
@@ -200,32 +202,32 @@ class GroupCoordinator:
 
     # --- classic group APIs -----------------------------------------------------------------------
 
-    def join_group(self, now: int, ticket: Ticket, request: RequestInfo, join) -> Actions:
-        return self._classic_call(self.classic.join_group, now, ticket, request, join)
+    def join_group(self, now_ms: int, ticket: Ticket, request: RequestInfo, join) -> Actions:
+        return self._classic_call(self.classic.join_group, now_ms, ticket, request, join)
 
-    def sync_group(self, now: int, ticket: Ticket, request: RequestInfo, sync) -> Actions:
-        return self._classic_call(self.classic.sync_group, now, ticket, request, sync)
+    def sync_group(self, now_ms: int, ticket: Ticket, request: RequestInfo, sync) -> Actions:
+        return self._classic_call(self.classic.sync_group, now_ms, ticket, request, sync)
 
-    def heartbeat(self, now: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
-        return self._classic_call(self.classic.heartbeat, now, ticket, request, heartbeat)
+    def heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
+        return self._classic_call(self.classic.heartbeat, now_ms, ticket, request, heartbeat)
 
-    def leave_group(self, now: int, ticket: Ticket, request: RequestInfo, leave) -> Actions:
-        return self._classic_call(self.classic.leave_group, now, ticket, request, leave)
+    def leave_group(self, now_ms: int, ticket: Ticket, request: RequestInfo, leave) -> Actions:
+        return self._classic_call(self.classic.leave_group, now_ms, ticket, request, leave)
 
-    def _classic_call(self, method, now: int, ticket: Ticket, request: RequestInfo, body) -> Actions:
+    def _classic_call(self, method, now_ms: int, ticket: Ticket, request: RequestInfo, body) -> Actions:
         out = Actions()
         if not self.active:
             # JoinGroup, SyncGroup, Heartbeat and LeaveGroup responses all carry a top-level error.
             out.respond(ticket, response_class(body.API_KEY)(throttle_time_ms=0,
                                                              error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return out
-        method(now, ticket, request, body, out)
+        method(now_ms, ticket, request, body, out)
         return out
 
     # --- consumer group APIs (KIP-848, coordinator/consumer_group_manager.py) ----------------------
 
-    def consumer_group_heartbeat(self, now: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
-        return self.consumer.heartbeat(now, ticket, request, heartbeat)
+    def consumer_group_heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
+        return self.consumer.heartbeat(now_ms, ticket, request, heartbeat)
 
     def describe_groups(self, request: RequestInfo, group_ids: list[str]) -> list:
         DescribedGroup = DescribeGroupsResponse.DescribedGroup
@@ -236,7 +238,7 @@ class GroupCoordinator:
 
     # --- OffsetCommit -----------------------------------------------------------------------------
 
-    def offset_commit(self, now: int, ticket: Ticket, request: RequestInfo, commit) -> Actions:
+    def offset_commit(self, now_ms: int, ticket: Ticket, request: RequestInfo, commit) -> Actions:
         """OffsetCommit for the partitions of existing topics (the server answers the others)."""
         out = Actions()
         errors: dict[tuple[str, int], int] = {}
@@ -244,24 +246,24 @@ class GroupCoordinator:
         generation = commit.generation_id_or_member_epoch
         try:
             self._check_active()
-            group = self._group_to_commit_to(now, request, commit.group_id, generation)
+            group = self._group_to_commit_to(now_ms, request, commit.group_id, generation)
             group.validate_offset_commit(member_id, instance_id, generation, request)
         except GroupError as e:
             code = e.code
             out.respond(ticket, _commit_response(commit, lambda topic, partition: code))
             return out
-        self.managers[group.type].on_offset_commit(group, member_id, now)
+        self.managers[group.type].on_offset_commit(group, member_id, now_ms)
         # OffsetCommit v2-v4 could ask for its own retention; v1 for its own commit time.
         expire = -1
         if 2 <= request.api_version <= 4 and commit.retention_time_ms != -1:
-            expire = now + commit.retention_time_ms
-        committed = self._requested_offsets(commit, now, errors, expire)
+            expire = now_ms + commit.retention_time_ms
+        committed = self._requested_offsets(commit, now_ms, errors, expire)
         if not committed:
             out.respond(ticket, _commit_response(commit, lambda topic, partition: errors[(topic, partition)]))
             return out
         group_id = commit.group_id
 
-        def stored(error: int, now: int, out: Actions) -> None:
+        def stored(error: int, now_ms: int, out: Actions) -> None:
             code = offset_append_error(error)
             for topic, partition, offset in committed:
                 if error == ErrorCode.NONE:
@@ -274,7 +276,7 @@ class GroupCoordinator:
                    stored)
         return out
 
-    def _requested_offsets(self, commit, now: int, errors: dict[tuple[str, int], int],
+    def _requested_offsets(self, commit, now_ms: int, errors: dict[tuple[str, int], int],
                            expire: int = -1) -> list[tuple[str, int, OffsetAndMetadata]]:
         """(topic, partition, offset) of each partition of an OffsetCommit or TxnOffsetCommit whose
         metadata fits offset.metadata.max.bytes; the others get OFFSET_METADATA_TOO_LARGE in `errors`."""
@@ -288,17 +290,17 @@ class GroupCoordinator:
                 timestamp = getattr(p, "commit_timestamp", -1)  # OffsetCommit v1 may set its own
                 offsets.append((topic.name, p.partition_index,
                                 OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "",
-                                                  now if timestamp == -1 else timestamp, expire)))
+                                                  now_ms if timestamp == -1 else timestamp, expire)))
         return offsets
 
-    def _group_to_commit_to(self, now: int, request: RequestInfo, group_id: str, generation: int) -> Group:
+    def _group_to_commit_to(self, now_ms: int, request: RequestInfo, group_id: str, generation: int) -> Group:
         group = self.groups.get(group_id)
         if group is not None:
             return group
         if generation < 0:
             # The admin client, or a consumer that assigns partitions itself: a "simple" group.
             log.info("Creating simple consumer group %s via manual offset commit.", group_id)
-            group = ClassicGroup(group_id, now)
+            group = ClassicGroup(group_id, now_ms)
             self.add_group(group)
             return group
         # OffsetCommit v9 can say so; older clients expect ILLEGAL_GENERATION.
@@ -343,23 +345,23 @@ class GroupCoordinator:
 
     # --- TxnOffsetCommit, transaction markers --------------------------------------------------------
 
-    def txn_offset_commit(self, now: int, ticket: Ticket, request: RequestInfo, commit) -> Actions:
+    def txn_offset_commit(self, now_ms: int, ticket: Ticket, request: RequestInfo, commit) -> Actions:
         """TxnOffsetCommit for the partitions of existing topics: the offsets are written in the
         producer's transaction and stay pending until its marker (`complete_transaction`)."""
         out = Actions()
         errors: dict[tuple[str, int], int] = {}
         try:
             self._check_active()
-            group = self._group_to_commit_to(now, request, commit.group_id, commit.generation_id)
+            group = self._group_to_commit_to(now_ms, request, commit.group_id, commit.generation_id)
             group.validate_offset_commit(commit.member_id, commit.group_instance_id, commit.generation_id, request,
                                          transactional=True)
         except GroupError as e:
             out.respond(ticket, txn_commit_response(commit, lambda topic, partition: e.code))
             return out
-        pending = self._requested_offsets(commit, now, errors)
+        pending = self._requested_offsets(commit, now_ms, errors)
         group_id, producer_id = commit.group_id, commit.producer_id
 
-        def stored(error: int, now: int, out: Actions) -> None:
+        def stored(error: int, now_ms: int, out: Actions) -> None:
             code = offset_append_error(error)
             for topic, partition, offset in pending:
                 if error == ErrorCode.NONE:
@@ -368,21 +370,21 @@ class GroupCoordinator:
             out.respond(ticket, txn_commit_response(commit, lambda topic, partition: errors[(topic, partition)]))
 
         if not pending:
-            stored(ErrorCode.NONE, now, out)
+            stored(ErrorCode.NONE, now_ms, out)
             return out
         out.append(self.partition_for(group_id),
                    [offset_commit_record(group_id, topic, partition, offset) for topic, partition, offset in pending],
                    stored, producer=(producer_id, commit.producer_epoch))
         return out
 
-    def complete_transaction(self, now: int, producer_id: int, commit: bool, partitions: set[int]) -> Actions:
+    def complete_transaction(self, now_ms: int, producer_id: int, commit: bool, partitions: set[int]) -> Actions:
         """The transaction's marker is written to these partitions of `__consumer_offsets`: the
         pending offsets of their groups are committed or dropped (Kafka's onTransactionCompleted)."""
         committed = self.offsets.complete_transaction(producer_id, commit,
                                                       lambda group_id: self.partition_for(group_id) in partitions)
         for group_id in committed:
             if group_id not in self.groups:
-                self.add_group(ClassicGroup(group_id, now))
+                self.add_group(ClassicGroup(group_id, now_ms))
         log.debug("%s transactional offsets of producer %d", "Committed" if commit else "Aborted", producer_id)
         return Actions()
 
@@ -402,7 +404,7 @@ class GroupCoordinator:
 
     # --- DeleteGroups -----------------------------------------------------------------------------
 
-    def delete_groups(self, now: int, ticket: Ticket, request: RequestInfo, group_ids: list[str]) -> Actions:
+    def delete_groups(self, now_ms: int, ticket: Ticket, request: RequestInfo, group_ids: list[str]) -> Actions:
         """Delete empty groups with their offsets: tombstones first, then the groups are gone."""
         out = Actions()
         Result = DeleteGroupsResponse.DeletableGroupResult
@@ -423,13 +425,13 @@ class GroupCoordinator:
             out.respond(ticket, DeleteGroupsResponse(
                 throttle_time_ms=0, results=[Result(group_id=g, error_code=results[g]) for g in group_ids]))
 
-        def stored(groups: list[Group], error: int, now: int, out: Actions) -> None:
+        def stored(groups: list[Group], error: int, now_ms: int, out: Actions) -> None:
             nonlocal remaining
             for group in groups:
                 results[group.group_id] = offset_append_error(error)
                 if error == ErrorCode.NONE:
                     removed = self.offsets.remove_group(group.group_id)
-                    self._remove_group(group, now)
+                    self._remove_group(group, now_ms)
                     log.info("Deleted group %s and its %d offsets", group.group_id, removed)
             remaining -= 1
             if remaining == 0:
@@ -448,7 +450,7 @@ class GroupCoordinator:
 
     # --- OffsetDelete -----------------------------------------------------------------------------
 
-    def offset_delete(self, now: int, ticket: Ticket, request: RequestInfo, delete) -> Actions:
+    def offset_delete(self, now_ms: int, ticket: Ticket, request: RequestInfo, delete) -> Actions:
         out = Actions()
         Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
         Partition = OffsetDeleteResponse.OffsetDeleteResponsePartition
@@ -481,7 +483,7 @@ class GroupCoordinator:
             respond(out, ErrorCode.NONE)
             return out
 
-        def stored(error: int, now: int, out: Actions) -> None:
+        def stored(error: int, now_ms: int, out: Actions) -> None:
             if error != ErrorCode.NONE:
                 respond(out, offset_append_error(error))
                 return
@@ -495,7 +497,7 @@ class GroupCoordinator:
 
     # --- deleted topics ---------------------------------------------------------------------------
 
-    def delete_topic_offsets(self, now: int, topics: set[str]) -> Actions:
+    def delete_topic_offsets(self, now_ms: int, topics: set[str]) -> Actions:
         """Deleted topics: their committed offsets go from every group (Kafka's handleDeletedPartitions),
         so that a topic created again under the same name is not read from stale offsets."""
         out = Actions()
@@ -508,7 +510,7 @@ class GroupCoordinator:
             out.append(partition, [offset_tombstone(*each) for each in gone], partial(self._topic_offsets_deleted, gone))
         return out
 
-    def _topic_offsets_deleted(self, gone: list[tuple[str, str, int]], error: int, now: int, out: Actions) -> None:
+    def _topic_offsets_deleted(self, gone: list[tuple[str, str, int]], error: int, now_ms: int, out: Actions) -> None:
         if error != ErrorCode.NONE:
             log.warning("Failed to delete the offsets of deleted topics: %s", ErrorCode(error).name)
             return
@@ -518,17 +520,17 @@ class GroupCoordinator:
 
     # --- offset retention -------------------------------------------------------------------------
 
-    def _schedule_retention(self, now: int) -> None:
-        self.timer.schedule(("offsets-retention",), now + self.config.offsets_retention_check_interval_ms,
+    def _schedule_retention(self, now_ms: int) -> None:
+        self.timer.schedule(("offsets-retention",), now_ms + self.config.offsets_retention_check_interval_ms,
                             self._expire_offsets)
 
-    def _expire_offsets(self, now: int, out: Actions) -> None:
+    def _expire_offsets(self, now_ms: int, out: Actions) -> None:
         """offsets.retention.minutes: drop expired offsets (tombstones), then groups that are empty
         and have no offsets left (Kafka's cleanupGroupMetadata). One append per partition."""
-        self._schedule_retention(now)
+        self._schedule_retention(now_ms)
         by_partition: dict[int, list[tuple[Group, list[tuple[str, int]], bool]]] = defaultdict(list)
         for group in list(self.groups.values()):
-            expired, all_expired = self.offsets.expired(group, now, self.config.offsets_retention_ms)
+            expired, all_expired = self.offsets.expired(group, now_ms, self.config.offsets_retention_ms)
             delete_group = all_expired and group.is_empty()
             if expired or delete_group:
                 by_partition[self.partition_for(group.group_id)].append((group, expired, delete_group))
@@ -540,7 +542,7 @@ class GroupCoordinator:
                     records += group.tombstones()
             out.append(partition, records, partial(self._offsets_expired, expiries))
 
-    def _offsets_expired(self, expiries, error: int, now: int, out: Actions) -> None:
+    def _offsets_expired(self, expiries, error: int, now_ms: int, out: Actions) -> None:
         if error != ErrorCode.NONE:
             log.warning("Failed to write the tombstones of expired offsets: %s", ErrorCode(error).name)
             return
@@ -550,7 +552,7 @@ class GroupCoordinator:
             if expired:
                 log.info("Removed %d expired offsets of group %s", len(expired), group.group_id)
             if delete_group and group.is_empty() and not self.offsets.has_offsets(group.group_id):
-                self._remove_group(group, now)
+                self._remove_group(group, now_ms)
                 log.info("Group %s is empty and has no offsets left: removed", group.group_id)
 
 

@@ -85,7 +85,7 @@ _MARKER_STALE = (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDIN
 
 
 class TransactionCoordinator:
-    def __init__(self, config: TransactionConfig, generate_producer_id: Callable[[], int], now: int,
+    def __init__(self, config: TransactionConfig, generate_producer_id: Callable[[], int], now_ms: int,
                  coordinator_epoch: int = 0) -> None:
         self.config = config
         self.generate_producer_id = generate_producer_id
@@ -93,9 +93,9 @@ class TransactionCoordinator:
         self.transactions: dict[str, TransactionMetadata] = {}
         self.timer = CoordinatorTimer()
         self.active = False  # until loaded
-        self._schedule_every(now, "abort-timed-out", config.abort_timed_out_transaction_cleanup_interval_ms,
+        self._schedule_every(now_ms, "abort-timed-out", config.abort_timed_out_transaction_cleanup_interval_ms,
                              self._abort_timed_out_transactions)
-        self._schedule_every(now, "expire-ids", config.remove_expired_transaction_cleanup_interval_ms,
+        self._schedule_every(now_ms, "expire-ids", config.remove_expired_transaction_cleanup_interval_ms,
                              self._expire_transactional_ids)
 
     def partition_for(self, transactional_id: str) -> int:
@@ -110,20 +110,20 @@ class TransactionCoordinator:
     def next_deadline(self) -> int | None:
         return self.timer.next_deadline()
 
-    def on_timer(self, now: int) -> TxnActions:
+    def on_timer(self, now_ms: int) -> TxnActions:
         out = TxnActions()
-        while (callback := self.timer.pop_due(now)) is not None:
-            callback(now, out)
+        while (callback := self.timer.pop_due(now_ms)) is not None:
+            callback(now_ms, out)
         return out
 
-    def complete_append(self, append: Append, error: int, now: int) -> TxnActions:
+    def complete_append(self, append: Append, error: int, now_ms: int) -> TxnActions:
         out = TxnActions()
-        append.on_done(error, now, out)
+        append.on_done(error, now_ms, out)
         return out
 
-    def complete_markers(self, marker: MarkerWrite, errors: dict[TopicPartition, int], now: int) -> TxnActions:
+    def complete_markers(self, marker: MarkerWrite, errors: dict[TopicPartition, int], now_ms: int) -> TxnActions:
         out = TxnActions()
-        marker.on_done(errors, now, out)
+        marker.on_done(errors, now_ms, out)
         return out
 
     # --- loading --------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ class TransactionCoordinator:
             self.transactions[record.transactional_id] = TransactionMetadata.from_transit(record.transactional_id,
                                                                                           record.value)
 
-    def load_complete(self, now: int) -> TxnActions:
+    def load_complete(self, now_ms: int) -> TxnActions:
         """Every partition is replayed: transactions found preparing get their markers written
         (a crash came between PrepareCommit/PrepareAbort and the completion); open ones are left
         to their timeout."""
@@ -147,7 +147,7 @@ class TransactionCoordinator:
             if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 log.info("Completing %s of transactional id %s after loading", metadata.state,
                          metadata.transactional_id)
-                self._send_markers(out, metadata, metadata.state is S.PREPARE_COMMIT, metadata.prepare_complete(now))
+                self._send_markers(out, metadata, metadata.state is S.PREPARE_COMMIT, metadata.prepare_complete(now_ms))
         log.info("Loaded %d transactional ids from %s", len(self.transactions), TRANSACTION_STATE_TOPIC)
         return out
 
@@ -160,7 +160,7 @@ class TransactionCoordinator:
 
     # --- InitProducerId --------------------------------------------------------------------------
 
-    def init_producer_id(self, now: int, ticket: Ticket, transactional_id: str, timeout_ms: int,
+    def init_producer_id(self, now_ms: int, ticket: Ticket, transactional_id: str, timeout_ms: int,
                          expected: tuple[int, int] | None = None) -> TxnActions:
         """Responds (error, producer id, epoch). `expected`: the (producer id, epoch) a v3+ client
         names to resume after an error (KIP-360)."""
@@ -179,22 +179,22 @@ class TransactionCoordinator:
         metadata = self.transactions.get(transactional_id)
         if metadata is None:
             metadata = TransactionMetadata(transactional_id, self.generate_producer_id(), txn_timeout_ms=timeout_ms,
-                                           txn_last_update_timestamp=now)
+                                           txn_last_update_timestamp=now_ms)
             self.transactions[transactional_id] = metadata
         try:
-            transit = self._prepare_init_producer_id(metadata, timeout_ms, expected, now)
+            transit = self._prepare_init_producer_id(metadata, timeout_ms, expected, now_ms)
         except _Refused as e:
             return fail(e.error)
         if transit.txn_state is S.PREPARE_EPOCH_FENCE:
             # Abort the open transaction first; the client retries and then gets a new epoch.
-            def fenced(error: int, now: int, out: TxnActions) -> None:
+            def fenced(error: int, now_ms: int, out: TxnActions) -> None:
                 fail_out = ErrorCode.CONCURRENT_TRANSACTIONS if error == ErrorCode.NONE else error
                 out.respond(ticket, (fail_out, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
-            self._end_transaction(now, out, transactional_id, transit.producer_id, transit.producer_epoch, False,
+            self._end_transaction(now_ms, out, transactional_id, transit.producer_id, transit.producer_epoch, False,
                                   from_client=False, respond=fenced)
             return out
 
-        def stored(error: int, now: int, out: TxnActions) -> None:
+        def stored(error: int, now_ms: int, out: TxnActions) -> None:
             if error == ErrorCode.NONE:
                 log.info("Initialized transactional id %s with producer id %d and producer epoch %d on partition "
                          "%s-%d", transactional_id, transit.producer_id, transit.producer_epoch,
@@ -206,7 +206,7 @@ class TransactionCoordinator:
         return out
 
     def _prepare_init_producer_id(self, metadata: TransactionMetadata, timeout_ms: int,
-                                  expected: tuple[int, int] | None, now: int) -> TxnTransitMetadata:
+                                  expected: tuple[int, int] | None, now_ms: int) -> TxnTransitMetadata:
         if metadata.pending_transition_in_progress:
             raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
         if expected is not None and not self._is_valid_producer_id(metadata, *expected):
@@ -216,11 +216,11 @@ class TransactionCoordinator:
             raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
         if state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
             if metadata.is_producer_epoch_exhausted and (expected is None or expected[1] == metadata.producer_epoch):
-                return metadata.prepare_producer_id_rotation(self.generate_producer_id(), timeout_ms, now,
+                return metadata.prepare_producer_id_rotation(self.generate_producer_id(), timeout_ms, now_ms,
                                                              expected is not None)
             try:
                 return metadata.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
-                                                                 now)
+                                                                 now_ms)
             except ProducerFenced as e:
                 log.info("%s", e)
                 raise _Refused(ErrorCode.PRODUCER_FENCED) from None
@@ -239,7 +239,7 @@ class TransactionCoordinator:
 
     # --- AddPartitionsToTxn, AddOffsetsToTxn ----------------------------------------------------------
 
-    def add_partitions(self, now: int, ticket: Ticket, transactional_id: str, producer_id: int, producer_epoch: int,
+    def add_partitions(self, now_ms: int, ticket: Ticket, transactional_id: str, producer_id: int, producer_epoch: int,
                        partitions: Iterable[TopicPartition]) -> TxnActions:
         """Responds the error code of the whole request (every partition shares it)."""
         out = TxnActions()
@@ -253,8 +253,8 @@ class TransactionCoordinator:
         except _Refused as e:
             out.respond(ticket, e.error)
             return out
-        transit = metadata.prepare_add_partitions(partitions, now)
-        self._append_transit(out, metadata, transit, lambda error, now, out: out.respond(ticket, error))
+        transit = metadata.prepare_add_partitions(partitions, now_ms)
+        self._append_transit(out, metadata, transit, lambda error, now_ms, out: out.respond(ticket, error))
         return out
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -288,15 +288,15 @@ class TransactionCoordinator:
 
     # --- EndTxn -----------------------------------------------------------------------------------
 
-    def end_transaction(self, now: int, ticket: Ticket, transactional_id: str, producer_id: int,
+    def end_transaction(self, now_ms: int, ticket: Ticket, transactional_id: str, producer_id: int,
                         producer_epoch: int, commit: bool) -> TxnActions:
         """Responds the error code, once PrepareCommit/PrepareAbort is written (the markers follow)."""
         out = TxnActions()
-        self._end_transaction(now, out, transactional_id, producer_id, producer_epoch, commit, from_client=True,
-                              respond=lambda error, now, out: out.respond(ticket, error))
+        self._end_transaction(now_ms, out, transactional_id, producer_id, producer_epoch, commit, from_client=True,
+                              respond=lambda error, now_ms, out: out.respond(ticket, error))
         return out
 
-    def _end_transaction(self, now: int, out: TxnActions, transactional_id: str, producer_id: int,
+    def _end_transaction(self, now_ms: int, out: TxnActions, transactional_id: str, producer_id: int,
                          producer_epoch: int, commit: bool, *, from_client: bool,
                          respond: Callable[[int, int, TxnActions], None]) -> None:
         result = "COMMIT" if commit else "ABORT"
@@ -314,7 +314,7 @@ class TransactionCoordinator:
                     metadata.clear_pending()
                     metadata.producer_epoch = producer_epoch
                     metadata.last_producer_epoch = NO_PRODUCER_EPOCH
-                transit = metadata.prepare_abort_or_commit(next_state, now)
+                transit = metadata.prepare_abort_or_commit(next_state, now_ms)
             elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
                 # A retry of an EndTxn that succeeded.
                 raise _Refused(ErrorCode.NONE if (state is S.COMPLETE_COMMIT) == commit
@@ -328,21 +328,21 @@ class TransactionCoordinator:
                 raise RuntimeError(f"Found transactional id {transactional_id} with state {state}. This is illegal as "
                                    f"we should never have transitioned to this state.")
         except _Refused as e:
-            respond(e.error, now, out)
+            respond(e.error, now_ms, out)
             return
 
-        def prepared(error: int, now: int, out: TxnActions) -> None:
+        def prepared(error: int, now_ms: int, out: TxnActions) -> None:
             if error != ErrorCode.NONE:
                 if is_epoch_fence and self.transactions.get(transactional_id) is metadata:
                     metadata.has_failed_epoch_fence = True
                     log.warning("The coordinator failed to write an epoch fence transition for producer %s to the "
                                 "transaction log with error %s. The epoch was increased to %d but not returned to "
                                 "the client", transactional_id, ErrorCode(error).name, transit.producer_epoch)
-                respond(error, now, out)
+                respond(error, now_ms, out)
                 return
             # The transaction's outcome is durable: the client hears now, the markers follow.
-            respond(ErrorCode.NONE, now, out)
-            self._send_markers(out, metadata, commit, metadata.prepare_complete(now))
+            respond(ErrorCode.NONE, now_ms, out)
+            self._send_markers(out, metadata, commit, metadata.prepare_complete(now_ms))
         self._append_transit(out, metadata, transit, prepared)
 
     @staticmethod
@@ -368,7 +368,7 @@ class TransactionCoordinator:
                 and metadata.pending_state is complete.txn_state)
 
     def _markers_written(self, metadata: TransactionMetadata, commit: bool, complete: TxnTransitMetadata,
-                         errors: dict[TopicPartition, int], now: int, out: TxnActions) -> None:
+                         errors: dict[TopicPartition, int], now_ms: int, out: TxnActions) -> None:
         if not self._still_completing(metadata, complete):
             return
         for partition, error in errors.items():
@@ -384,8 +384,8 @@ class TransactionCoordinator:
         if not metadata.topic_partitions:
             self._append_completion(out, metadata, complete)
             return
-        self.timer.schedule(("markers", metadata.transactional_id), now + self.config.retry_backoff_ms,
-                            lambda now, out: self._retry_markers(metadata, commit, complete, out))
+        self.timer.schedule(("markers", metadata.transactional_id), now_ms + self.config.retry_backoff_ms,
+                            lambda now_ms, out: self._retry_markers(metadata, commit, complete, out))
 
     def _retry_markers(self, metadata: TransactionMetadata, commit: bool, complete: TxnTransitMetadata,
                        out: TxnActions) -> None:
@@ -394,7 +394,7 @@ class TransactionCoordinator:
 
     def _append_completion(self, out: TxnActions, metadata: TransactionMetadata, complete: TxnTransitMetadata) -> None:
         """CompleteCommit/CompleteAbort, written until it sticks (the transaction is decided)."""
-        def stored(error: int, now: int, out: TxnActions) -> None:
+        def stored(error: int, now_ms: int, out: TxnActions) -> None:
             if error == ErrorCode.NONE:
                 log.debug("Completed transaction of %s: %s", metadata.transactional_id, metadata.state)
                 return
@@ -403,10 +403,10 @@ class TransactionCoordinator:
             log.warning("Failed to write %s for transactional id %s: %s; retrying", complete.txn_state,
                         metadata.transactional_id, ErrorCode(error).name)
 
-            def retry(now: int, out: TxnActions) -> None:
+            def retry(now_ms: int, out: TxnActions) -> None:
                 if self.transactions.get(metadata.transactional_id) is metadata and not metadata.pending_state:
-                    self._append_completion(out, metadata, metadata.prepare_complete(now))
-            self.timer.schedule(("complete", metadata.transactional_id), now + self.config.retry_backoff_ms, retry)
+                    self._append_completion(out, metadata, metadata.prepare_complete(now_ms))
+            self.timer.schedule(("complete", metadata.transactional_id), now_ms + self.config.retry_backoff_ms, retry)
         self._append_transit(out, metadata, complete, stored)
 
     # --- writes to __transaction_state -----------------------------------------------------------------
@@ -417,7 +417,7 @@ class TransactionCoordinator:
         the pending transition is dropped and `callback(error)` runs."""
         transactional_id = metadata.transactional_id
 
-        def on_done(error: int, now: int, out: TxnActions) -> None:
+        def on_done(error: int, now_ms: int, out: TxnActions) -> None:
             error = append_error(error, too_large=ErrorCode.UNKNOWN_SERVER_ERROR)
             cached = self.transactions.get(transactional_id) is metadata
             if error == ErrorCode.NONE and not cached:
@@ -429,55 +429,55 @@ class TransactionCoordinator:
                          "pending state from %s", transactional_id, transit.txn_state, ErrorCode(error).name,
                          metadata.pending_state)
                 metadata.clear_pending()
-            callback(error, now, out)
+            callback(error, now_ms, out)
         out.append(self.partition_for(transactional_id), [(encode_key(transactional_id), encode_value(transit))],
                    on_done)
 
     # --- timers: timed-out transactions, expired transactional ids ----------------------------------------
 
-    def _schedule_every(self, now: int, name: str, interval_ms: int,
+    def _schedule_every(self, now_ms: int, name: str, interval_ms: int,
                         job: Callable[[int, TxnActions], None]) -> None:
         """Run `job` every `interval_ms` while the coordinator is active."""
-        def fire(now: int, out: TxnActions) -> None:
-            self._schedule_every(now, name, interval_ms, job)
+        def fire(now_ms: int, out: TxnActions) -> None:
+            self._schedule_every(now_ms, name, interval_ms, job)
             if self.active:
-                job(now, out)
-        self.timer.schedule((name,), now + interval_ms, fire)
+                job(now_ms, out)
+        self.timer.schedule((name,), now_ms + interval_ms, fire)
 
-    def _abort_timed_out_transactions(self, now: int, out: TxnActions) -> None:
+    def _abort_timed_out_transactions(self, now_ms: int, out: TxnActions) -> None:
         """Abort every Ongoing transaction past its timeout, fencing its producer with a new epoch."""
         for metadata in list(self.transactions.values()):
             if (metadata.state is not S.ONGOING or metadata.pending_transition_in_progress
-                    or metadata.txn_start_timestamp + metadata.txn_timeout_ms >= now):
+                    or metadata.txn_start_timestamp + metadata.txn_timeout_ms >= now_ms):
                 continue
             transactional_id = metadata.transactional_id
             log.info("Aborting transaction of %s (producer id %d): open longer than its timeout of %d ms",
                      transactional_id, metadata.producer_id, metadata.txn_timeout_ms)
             fence = metadata.prepare_fence_producer_epoch()
 
-            def aborted(error: int, now: int, out: TxnActions, transactional_id: str = transactional_id) -> None:
+            def aborted(error: int, now_ms: int, out: TxnActions, transactional_id: str = transactional_id) -> None:
                 if error == ErrorCode.NONE:
                     log.info("Completed rollback of ongoing transaction for transactionalId %s due to timeout",
                              transactional_id)
                 else:
                     log.warning("Rollback of ongoing transaction for transactionalId %s failed due to error %s",
                                 transactional_id, ErrorCode(error).name)
-            self._end_transaction(now, out, transactional_id, fence.producer_id, fence.producer_epoch, False,
+            self._end_transaction(now_ms, out, transactional_id, fence.producer_id, fence.producer_epoch, False,
                                   from_client=False, respond=aborted)
 
-    def _expire_transactional_ids(self, now: int, out: TxnActions) -> None:
+    def _expire_transactional_ids(self, now_ms: int, out: TxnActions) -> None:
         """Tombstones for the ids idle past transactional.id.expiration.ms, one append per partition."""
         by_partition: dict[int, list[TransactionMetadata]] = defaultdict(list)
         for metadata in self.transactions.values():
             if (metadata.state.expiration_allowed and not metadata.pending_transition_in_progress
-                    and metadata.txn_last_update_timestamp <= now - self.config.transactional_id_expiration_ms):
+                    and metadata.txn_last_update_timestamp <= now_ms - self.config.transactional_id_expiration_ms):
                 metadata.prepare_dead()
                 by_partition[self.partition_for(metadata.transactional_id)].append(metadata)
         for partition, expired in by_partition.items():
             out.append(partition, [(encode_key(m.transactional_id), None) for m in expired],
                        partial(self._expired, expired))
 
-    def _expired(self, expired: list[TransactionMetadata], error: int, now: int, out: TxnActions) -> None:
+    def _expired(self, expired: list[TransactionMetadata], error: int, now_ms: int, out: TxnActions) -> None:
         for metadata in expired:
             transactional_id = metadata.transactional_id
             if (error == ErrorCode.NONE and self.transactions.get(transactional_id) is metadata
@@ -502,7 +502,7 @@ class TransactionCoordinator:
             return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
         return ErrorCode.NONE, metadata
 
-    def list_transactions(self, now: int, state_filters: Iterable[str], producer_id_filters: Iterable[int],
+    def list_transactions(self, now_ms: int, state_filters: Iterable[str], producer_id_filters: Iterable[int],
                           duration_filter_ms: int = -1):
         """(error, unknown state filters, [metadata]) for ListTransactions: the filters combine,
         an empty one passes everything; Dead ids (being expired) are left out."""
@@ -517,7 +517,7 @@ class TransactionCoordinator:
             return (metadata.state is not S.DEAD
                     and (not producer_ids or metadata.producer_id in producer_ids)
                     and (not state_names or metadata.state in states)
-                    and (duration_filter_ms < 0 or now - metadata.txn_start_timestamp > duration_filter_ms))
+                    and (duration_filter_ms < 0 or now_ms - metadata.txn_start_timestamp > duration_filter_ms))
         return ErrorCode.NONE, unknown, [m for m in self.transactions.values() if included(m)]
 
 

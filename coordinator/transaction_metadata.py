@@ -154,7 +154,7 @@ class TransactionMetadata:
         return self._transit(TransactionState.PREPARE_EPOCH_FENCE, producer_epoch=bumped)
 
     def prepare_increment_producer_epoch(self, new_txn_timeout_ms: int, expected_producer_epoch: int | None,
-                                         now: int) -> TxnTransitMetadata:
+                                         now_ms: int) -> TxnTransitMetadata:
         """InitProducerId for an existing id: a new epoch, or (KIP-360) the same one for a retry of
         a bump that succeeded. Raises ProducerFenced when `expected_producer_epoch` is stale."""
         if self.is_producer_epoch_exhausted:
@@ -172,9 +172,9 @@ class TransactionMetadata:
                 f"{self.producer_epoch} or previous producer epoch {self.last_producer_epoch}")
         return self._transit(TransactionState.EMPTY, producer_epoch=epoch, last_producer_epoch=last_epoch,
                              txn_timeout_ms=new_txn_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
-                             txn_last_update_timestamp=now)
+                             txn_last_update_timestamp=now_ms)
 
-    def prepare_producer_id_rotation(self, new_producer_id: int, new_txn_timeout_ms: int, now: int,
+    def prepare_producer_id_rotation(self, new_producer_id: int, new_txn_timeout_ms: int, now_ms: int,
                                      record_last_epoch: bool) -> TxnTransitMetadata:
         """The epochs of the current producer id are used up: go on with a new producer id at 0."""
         if self.state in (TransactionState.ONGOING, TransactionState.PREPARE_ABORT, TransactionState.PREPARE_COMMIT):
@@ -182,23 +182,23 @@ class TransactionMetadata:
         return self._transit(TransactionState.EMPTY, producer_id=new_producer_id, producer_epoch=0,
                              last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
                              txn_timeout_ms=new_txn_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
-                             txn_last_update_timestamp=now)
+                             txn_last_update_timestamp=now_ms)
 
-    def prepare_add_partitions(self, added: set[TopicPartition], now: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int) -> TxnTransitMetadata:
         starts = self.state in (TransactionState.EMPTY, TransactionState.COMPLETE_ABORT,
                                 TransactionState.COMPLETE_COMMIT)
         return self._transit(TransactionState.ONGOING, topic_partitions=frozenset(self.topic_partitions | added),
-                             txn_start_timestamp=now if starts else self.txn_start_timestamp,
-                             txn_last_update_timestamp=now)
+                             txn_start_timestamp=now_ms if starts else self.txn_start_timestamp,
+                             txn_last_update_timestamp=now_ms)
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, now: int) -> TxnTransitMetadata:
-        return self._transit(new_state, txn_last_update_timestamp=now)
+    def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int) -> TxnTransitMetadata:
+        return self._transit(new_state, txn_last_update_timestamp=now_ms)
 
-    def prepare_complete(self, now: int) -> TxnTransitMetadata:
+    def prepare_complete(self, now_ms: int) -> TxnTransitMetadata:
         self.has_failed_epoch_fence = False
         complete = (TransactionState.COMPLETE_COMMIT if self.state is TransactionState.PREPARE_COMMIT
                     else TransactionState.COMPLETE_ABORT)
-        return self._transit(complete, topic_partitions=frozenset(), txn_last_update_timestamp=now)
+        return self._transit(complete, topic_partitions=frozenset(), txn_last_update_timestamp=now_ms)
 
     def prepare_dead(self) -> TxnTransitMetadata:
         return self._transit(TransactionState.DEAD, topic_partitions=frozenset())

@@ -10,7 +10,6 @@ import base64
 import logging
 import math
 import struct
-import time
 import uuid
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError, UnsupportedVersionError
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
 from .authorizer import StandardAuthorizer, new_authorizer
+from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import RequestContext
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -32,7 +32,7 @@ from .metadata import BrokerInfo, MetadataImage
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
-from .group_service import GroupService
+from .group_service import GroupService, random_member_uuid
 from .txn_service import TxnService
 from .replica_manager import ReplicaManager
 from .security.authenticator import AuthenticationFailed
@@ -44,10 +44,6 @@ from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait
 log = logging.getLogger("samsa.broker")
 _SIZE = struct.Struct(">i")
 request_log = logging.getLogger("samsa.request")
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def new_cluster_id() -> str:
@@ -66,7 +62,7 @@ class Broker:
         self.authorizer: StandardAuthorizer | None = None  # None: authorizer.class.name is empty
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
-        self.groups = GroupService(self, now_ms)
+        self.groups = GroupService(self, wall_clock_ms, random_member_uuid)
         self.quotas: BrokerQuotas | None = None
         self.transactions = TxnService(self)
         self.endpoints: list[Endpoint] = []
@@ -87,7 +83,7 @@ class Broker:
     def _load(self) -> None:
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
-        self.log_manager = LogManager(self.log_dirs, self.config.log_config(), now_ms,
+        self.log_manager = LogManager(self.log_dirs, self.config.log_config(), wall_clock_ms,
                                       producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
                                       cleaner_config=CleanerConfig.from_broker_config(self.config.get))
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
@@ -102,7 +98,7 @@ class Broker:
         self.replica_manager.load()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        started_at = time.monotonic()
+        started_at = elapsed_ns()
         await trio.to_thread.run_sync(self._load)
         async with trio.open_nursery() as services:
             await services.start(self.groups.run)  # groups and offsets loaded before any request
@@ -128,7 +124,7 @@ class Broker:
                                         self.connection_quotas)
                 services.start_soon(self._periodic_jobs)
                 log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
-                         time.monotonic() - started_at,
+                         (elapsed_ns() - started_at) / 1e9,
                          ", ".join(f"{e.listener}://{e.host}:{e.port}" for e in self.endpoints))
                 freeze_long_lived_objects()  # what startup loaded
                 self.started.set()
@@ -183,16 +179,16 @@ class Broker:
                 log.exception("periodic job %s failed", job.__name__)
 
     async def _retention(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.cleanup, now_ms(), limiter=self.disk_limiter)
+        await trio.to_thread.run_sync(self.log_manager.cleanup, wall_clock_ms(), limiter=self.disk_limiter)
 
     async def _flush(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.flush_dirty, now_ms(), limiter=self.disk_limiter)
+        await trio.to_thread.run_sync(self.log_manager.flush_dirty, wall_clock_ms(), limiter=self.disk_limiter)
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.log_manager.checkpoint, limiter=self.disk_limiter)
 
     async def _expire_producers(self) -> None:
-        self.log_manager.remove_expired_producers(now_ms(), self.config.get("producer.id.expiration.ms"))
+        self.log_manager.remove_expired_producers(wall_clock_ms(), self.config.get("producer.id.expiration.ms"))
 
     async def _clean_logs(self, limiter: trio.CapacityLimiter) -> None:
         """One log cleaner thread: clean the dirtiest log, or wait log.cleaner.backoff.ms. The
@@ -225,7 +221,7 @@ class Broker:
                 self._connections.add(conn)
                 while True:
                     auth = conn.authenticator
-                    conn.idle_deadline = min(trio.current_time() + idle_timeout, auth.deadline)
+                    conn.idle_deadline = min(loop_time() + idle_timeout, auth.deadline)
                     await wait_unmuted(conn)  # a muted connection may idle out too
                     frame = await conn.read_frame(*auth.receive_limit(max_frame))
                     conn.idle_deadline = math.inf
@@ -259,7 +255,7 @@ class Broker:
             conn.close()
 
     async def _close_idle_connections(self) -> None:
-        now = trio.current_time()
+        now = loop_time()
         for conn in self._connections:
             if conn.idle_deadline <= now:
                 conn.idle_scope.cancel()
@@ -267,16 +263,16 @@ class Broker:
     async def _process(self, conn: Connection, frame: bytearray):
         auth = conn.authenticator
         if auth.expects_raw_token:  # after a v0 SaslHandshake: a bare SASL token, answered bare
-            token = auth.evaluate_raw_token(frame, trio.current_time())
+            token = auth.evaluate_raw_token(frame, loop_time())
             return bytes(_SIZE.pack(len(token))) + token
         try:
             header, pos = decode_request_header(frame)
         except CodecError as e:
             raise CodecError(f"malformed request header: {e}") from e
         api_key, version = header.request_api_key, header.request_api_version
-        auth.admit(api_key, version, trio.current_time())
+        auth.admit(api_key, version, loop_time())
         ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id, auth.principal,
-                             request_size=len(frame), started_ns=time.perf_counter_ns())
+                             request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if handler is None or not handler.min_version <= version <= handler.max_version:
             if api_key == ApiKey.API_VERSIONS:

@@ -6,7 +6,6 @@ internal topic, reading them back at startup, and waking the coordinator at its 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,15 +16,12 @@ from ..storage.log import AppendOrigin
 from ..wire import records as batches
 from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError
+from .clock import elapsed_ns, wall_clock_ms
 
 if TYPE_CHECKING:
     from .broker import Broker
 
 log = logging.getLogger("samsa.coordinator_runtime")
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def append_records(broker: Broker, topic: str, partition_index: int, records: list[tuple[bytes, bytes | None]], *,
@@ -44,7 +40,7 @@ def append_records(broker: Broker, topic: str, partition_index: int, records: li
     try:
         batch = bytearray(batches.build_batch(
             [batches.Record(i, 0, key, value, []) for i, (key, value) in enumerate(records)],
-            compression=compression, base_timestamp=now_ms(), producer_id=producer_id, producer_epoch=producer_epoch,
+            compression=compression, base_timestamp=wall_clock_ms(), producer_id=producer_id, producer_epoch=producer_epoch,
             base_sequence=0 if producer else batches.NO_SEQUENCE, is_transactional=producer is not None))
         info = partition.append(batch, origin=AppendOrigin.COORDINATOR)
     except StorageError as e:
@@ -87,7 +83,7 @@ def replay_topic(broker: Broker, topic_name: str,
     """Hand every batch of an internal topic, partition by partition and oldest first, to
     `replay_batch(partition, header, records)`, which returns how many records it replayed; log
     the count and the time it took. A topic that does not exist yet has nothing to replay."""
-    started = time.monotonic()
+    started = elapsed_ns()
     count = 0
     topic = broker.metadata.topics.get(topic_name)
     if topic is None:
@@ -96,14 +92,14 @@ def replay_topic(broker: Broker, topic_name: str,
         partition = broker.replica_manager.get(topic_name, index)
         for header, records in log_batches(partition.log):
             count += replay_batch(partition, header, records)
-    log.info("Replayed %d records of %s in %.0f ms", count, topic_name, (time.monotonic() - started) * 1000)
+    log.info("Replayed %d records of %s in %.0f ms", count, topic_name, (elapsed_ns() - started) / 1e6)
 
 
 class DeadlineWaker:
     """Runs a coordinator's timers: sleeps until its next deadline, or until `poke` says the
     deadlines may have changed (after every request)."""
 
-    def __init__(self, name: str, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(self, name: str, clock: Callable[[], int] = wall_clock_ms) -> None:
         self.name = name
         self._clock = clock
         self._rescheduled = trio.Event()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,11 +56,18 @@ class _Reply:
             self.event.set()
 
 
+def random_member_uuid() -> str:
+    """The unique part of a member id, as Kafka makes it: a random UUID."""
+    return str(uuid.uuid4())
+
+
 class GroupService:
-    def __init__(self, broker: Broker, clock: Callable[[], int]) -> None:
-        """`clock()`: ms since the epoch (offsets and group states carry wall-clock times)."""
+    def __init__(self, broker: Broker, clock: Callable[[], int], new_member_uuid: Callable[[], str]) -> None:
+        """`clock()`: ms since the epoch (offsets and group states carry wall-clock times);
+        `new_member_uuid()`: the unique part of each new member id."""
         self.broker = broker
         self._clock = clock
+        self._new_member_uuid = new_member_uuid
         self.coordinator: GroupCoordinator | None = None
         self._replies: dict[int, _Reply] = {}
         self._tickets = itertools.count()
@@ -101,7 +109,7 @@ class GroupService:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        self.coordinator = GroupCoordinator(self._coordinator_config(), self._clock())
+        self.coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid)
         self.coordinator.consumer.topics = topics_image(self.broker.metadata)
         loaded = await trio.to_thread.run_sync(self._load)
         task_status.started()

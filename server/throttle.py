@@ -18,7 +18,6 @@ because its next request is not read. Per Kafka's KafkaApis:
 
 from __future__ import annotations
 
-import time
 from functools import cache
 
 import trio
@@ -26,6 +25,7 @@ import trio
 from ..coordinator.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 from ..coordinator.quota_manager import (ClientQuotaManager, ConnectionRateQuota, ControllerMutationQuota,
                                          ControllerMutationQuotaManager, Window)
+from .clock import elapsed_ns, loop_ms, loop_time
 
 # Errors.THROTTLING_QUOTA_EXCEEDED's message, as a topic refused by the mutation quota carries it.
 THROTTLING_QUOTA_EXCEEDED_MESSAGE = "The throttling quota has been exceeded."
@@ -52,18 +52,14 @@ class BrokerQuotas:
             manager.refresh()
 
 
-def now_ms() -> int:
-    return int(trio.current_time() * 1000)
-
-
 def _request_throttle_ms(ctx, now: int | None = None) -> int:
     """Record the time this request has taken so far (long-poll waits excepted)."""
     request = ctx.broker.quotas.request
     if not request.enabled:
         return 0
-    busy_ns = time.perf_counter_ns() - ctx.started_ns - ctx.waited_ns
+    busy_ns = elapsed_ns() - ctx.started_ns - ctx.waited_ns
     return request.record(ctx.principal.name, ctx.client_id, busy_ns * NANOS_TO_PERCENTAGE_PER_SECOND,
-                          now_ms() if now is None else now)
+                          loop_ms() if now is None else now)
 
 
 class not_request_time:
@@ -76,10 +72,10 @@ class not_request_time:
         self.ctx = ctx
 
     def __enter__(self) -> None:
-        self.start = time.perf_counter_ns()
+        self.start = elapsed_ns()
 
     def __exit__(self, *exc_info) -> None:
-        self.ctx.waited_ns += time.perf_counter_ns() - self.start
+        self.ctx.waited_ns += elapsed_ns() - self.start
 
 
 def record_produce(ctx, acks: int) -> None:
@@ -87,7 +83,7 @@ def record_produce(ctx, acks: int) -> None:
     if not (quotas.produce.enabled or quotas.request.enabled):
         ctx.throttle_time_ms = 0
         return
-    now = now_ms()
+    now = loop_ms()
     bandwidth = quotas.produce.record(ctx.principal.name, ctx.client_id, ctx.request_size, now)
     ctx.throttle_time_ms = max(bandwidth, 0 if acks == 0 else _request_throttle_ms(ctx, now))
 
@@ -105,7 +101,7 @@ def record_fetch(ctx, response_bytes: int) -> int:
     if not (quotas.fetch.enabled or quotas.request.enabled):
         ctx.throttle_time_ms = 0
         return 0
-    now = now_ms()
+    now = loop_ms()
     request_ms = _request_throttle_ms(ctx, now)
     bandwidth_ms = quotas.fetch.record(ctx.principal.name, ctx.client_id, response_bytes, now)
     ctx.throttle_time_ms = max(request_ms, bandwidth_ms)
@@ -118,16 +114,16 @@ def mutation_quota(ctx, strict_since_version: int) -> ControllerMutationQuota:
     """The controller mutation quota of one request: strict (refusing topics with
     THROTTLING_QUOTA_EXCEEDED) from the version that can carry that error, permissive before."""
     return ctx.broker.quotas.controller_mutation.new_quota(
-        ctx.principal.name, ctx.client_id, ctx.api_version >= strict_since_version, now_ms())
+        ctx.principal.name, ctx.client_id, ctx.api_version >= strict_since_version, loop_ms())
 
 
 def record_mutations(quota: ControllerMutationQuota, partitions: int) -> bool:
     """Count `partitions` created or deleted; False when the quota refuses them."""
-    return quota.record(partitions, now_ms())
+    return quota.record(partitions, loop_ms())
 
 
 def finish_mutations(ctx, quota: ControllerMutationQuota) -> None:
-    now = now_ms()
+    now = loop_ms()
     ctx.throttle_time_ms = max(quota.throttle_time_ms(now), _request_throttle_ms(ctx, now))
 
 
@@ -147,7 +143,7 @@ def finish_request(ctx, response) -> None:
     throttle_ms = ctx.throttle_time_ms
     if throttle_ms > 0:
         conn = ctx.connection
-        conn.muted_until = max(conn.muted_until, trio.current_time() + throttle_ms / 1000)
+        conn.muted_until = max(conn.muted_until, loop_time() + throttle_ms / 1000)
     if response is not None:
         versions = _throttle_versions(type(response))
         if versions is not None and versions[0] <= ctx.api_version <= versions[1]:
@@ -156,10 +152,10 @@ def finish_request(ctx, response) -> None:
 
 async def wait_unmuted(conn) -> None:
     """Hold back reading a throttled connection's next request until its throttle time is over."""
-    if conn.muted_until and conn.muted_until > trio.current_time():
+    if conn.muted_until and conn.muted_until > loop_time():
         await trio.sleep_until(conn.muted_until)
 
 
 def connection_throttle_ms(broker, host: str) -> int:
     """KIP-612: non-zero when a new connection from `host` exceeds its IP's creation rate."""
-    return broker.quotas.connections.record_connection(host, now_ms())
+    return broker.quotas.connections.record_connection(host, loop_ms())

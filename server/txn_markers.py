@@ -13,7 +13,7 @@ from ..storage.errors import StorageError
 from ..storage.log import AppendOrigin
 from ..wire.errors import ErrorCode
 from ..wire.records import build_control_batch
-from .coordinator_runtime import now_ms
+from .clock import wall_clock_ms
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -31,7 +31,7 @@ def write_txn_markers(broker: Broker, producer_id: int, producer_epoch: int, com
             errors[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
         marker = bytearray(build_control_batch("COMMIT" if commit else "ABORT", producer_id, producer_epoch,
-                                               coordinator_epoch, 0, now_ms()))
+                                               coordinator_epoch, 0, wall_clock_ms()))
         try:
             info = partition.append(marker, origin=AppendOrigin.COORDINATOR)
         except StorageError as e:

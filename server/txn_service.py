@@ -29,7 +29,8 @@ from ..coordinator.transaction_coordinator import (
 from ..wire.coordinator_record import RecordFormatError
 from ..wire.errors import ErrorCode
 from ..wire.records import BatchHeader
-from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, now_ms, replay_topic
+from .clock import wall_clock_ms
+from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, replay_topic
 from .txn_markers import write_txn_markers
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class TxnService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self.coordinator = TransactionCoordinator(self._coordinator_config(),
-                                                  self.broker.producer_ids.generate_producer_id, now_ms())
+                                                  self.broker.producer_ids.generate_producer_id, wall_clock_ms())
         loaded = await trio.to_thread.run_sync(self._load)
         task_status.started()
         try:
@@ -98,7 +99,7 @@ class TxnService:
     def _load(self) -> TxnActions:
         """Replay every record of `__transaction_state` (in a thread, before requests arrive)."""
         replay_topic(self.broker, TRANSACTION_STATE_TOPIC, self._replay_batch)
-        return self.coordinator.load_complete(now_ms())
+        return self.coordinator.load_complete(wall_clock_ms())
 
     def _replay_batch(self, partition, header, records) -> int:
         replayed = 0
@@ -122,7 +123,7 @@ class TxnService:
         write it caused is done. The coordinator answers every request within its actions."""
         self.ensure_transaction_topic()
         ticket = next(self._tickets)
-        responses = await self._apply(operation(now_ms(), ticket))
+        responses = await self._apply(operation(wall_clock_ms(), ticket))
         return responses[ticket]
 
     async def _apply(self, actions: TxnActions) -> dict[Any, Any]:
@@ -135,12 +136,12 @@ class TxnService:
             for append in actions.appends:
                 error, log_ = append_records(self.broker, TRANSACTION_STATE_TOPIC, append.partition, append.records)
                 to_flush.append(log_)
-                queue.append(self.coordinator.complete_append(append, error, now_ms()))
+                queue.append(self.coordinator.complete_append(append, error, wall_clock_ms()))
             for marker in actions.markers:
                 errors, logs = write_txn_markers(self.broker, marker.producer_id, marker.producer_epoch,
                                                  marker.commit, marker.coordinator_epoch, marker.partitions)
                 to_flush += logs
-                queue.append(self.coordinator.complete_markers(marker, errors, now_ms()))
+                queue.append(self.coordinator.complete_markers(marker, errors, wall_clock_ms()))
         for log_ in dict.fromkeys(filter(None, to_flush)):
             # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
             await trio.to_thread.run_sync(log_.flush, limiter=self.broker.disk_limiter)

@@ -9,7 +9,6 @@ last_fetched_epoch, preferred_read_replica always -1 (replication: cluster mode,
 
 from __future__ import annotations
 
-import time
 
 import trio
 
@@ -18,6 +17,7 @@ from ...wire import legacy
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
+from ..clock import loop_time, wall_clock_ms
 from ..fetch_session import INVALID_SESSION_ID, CachedPartition, FetchContext
 from ..replica_manager import READ_COMMITTED
 from ..throttle import fetch_max_bytes, not_request_time, record_fetch
@@ -145,7 +145,7 @@ async def handle(ctx, request):
     broker = ctx.broker
     version = ctx.api_version
     wanted, forgotten, unknown_ids = requested_partitions(ctx, request)
-    now_ms = time.time_ns() // 1_000_000
+    now_ms = wall_clock_ms()
     if version >= 7:
         context = broker.fetch_sessions.new_context(request.session_id, request.session_epoch, wanted,
                                                     forgotten, now_ms)
@@ -159,12 +159,12 @@ async def handle(ctx, request):
     if quota_bytes is not None:
         max_bytes = min(max_bytes, quota_bytes)  # a response the byte-rate quota would surely throttle
     min_bytes = min(request.min_bytes, max_bytes)
-    deadline = trio.current_time() + max(request.max_wait_ms, 0) / 1000
+    deadline = loop_time() + max(request.max_wait_ms, 0) / 1000
     unreadable = unreadable_topics(ctx, request, context)
     while True:
         results, total = read_all(ctx, context, max_bytes, isolation, unreadable)
         errors = any(data.error_code != ErrorCode.NONE for _, data in results)
-        if total >= min_bytes or errors or not results or trio.current_time() >= deadline:
+        if total >= min_bytes or errors or not results or loop_time() >= deadline:
             break
         wake = trio.Event()
         parked = [broker.replica_manager.get(p.topic, p.partition) for p in context.partitions]

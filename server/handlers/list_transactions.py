@@ -7,10 +7,10 @@ Deviations: none known.
 
 from __future__ import annotations
 
-import time
 
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import DESCRIBE, TRANSACTIONAL_ID
+from ..clock import wall_clock_ms
 from . import handler
 
 ListTransactionsResponse = response_class(ApiKey.LIST_TRANSACTIONS)
@@ -21,7 +21,7 @@ TransactionState = ListTransactionsResponse.TransactionState
 async def handle(ctx, request):
     duration = request.duration_filter if ctx.api_version >= 1 else -1
     error, unknown, found = ctx.broker.transactions.coordinator.list_transactions(
-        time.time_ns() // 1_000_000, request.state_filters, request.producer_id_filters, duration)
+        wall_clock_ms(), request.state_filters, request.producer_id_filters, duration)
     allowed = ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, [m.transactional_id for m in found])
     return ListTransactionsResponse(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,
                                     transaction_states=[

@@ -7,9 +7,8 @@ Deviations: PLAIN and SCRAM only (no GSSAPI, no OAUTHBEARER).
 
 from __future__ import annotations
 
-import trio
-
 from ...wire.protocol import ApiKey, response_class
+from ..clock import loop_time
 from . import handler
 
 SaslAuthenticateResponse = response_class(ApiKey.SASL_AUTHENTICATE)
@@ -18,7 +17,7 @@ SaslAuthenticateResponse = response_class(ApiKey.SASL_AUTHENTICATE)
 @handler(ApiKey.SASL_AUTHENTICATE, 0, 2)
 async def handle(ctx, request):
     code, message, token, lifetime_ms = ctx.connection.authenticator.authenticate(
-        ctx.api_version, request.auth_bytes, trio.current_time())
+        ctx.api_version, request.auth_bytes, loop_time())
     response = SaslAuthenticateResponse(error_code=code, error_message=message, auth_bytes=token)
     if ctx.api_version >= 1:
         response.session_lifetime_ms = lifetime_ms

@@ -7,9 +7,8 @@ Deviations: PLAIN and SCRAM-SHA-256/512 only: GSSAPI and OAUTHBEARER are refused
 
 from __future__ import annotations
 
-import trio
-
 from ...wire.protocol import ApiKey, response_class
+from ..clock import loop_time
 from . import handler
 
 SaslHandshakeResponse = response_class(ApiKey.SASL_HANDSHAKE)
@@ -17,5 +16,5 @@ SaslHandshakeResponse = response_class(ApiKey.SASL_HANDSHAKE)
 
 @handler(ApiKey.SASL_HANDSHAKE, 0, 1)
 async def handle(ctx, request):
-    code, mechanisms = ctx.connection.authenticator.handshake(ctx.api_version, request.mechanism, trio.current_time())
+    code, mechanisms = ctx.connection.authenticator.handshake(ctx.api_version, request.mechanism, loop_time())
     return SaslHandshakeResponse(error_code=code, mechanisms=mechanisms)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import trio
 
 from ...wire.protocol import ApiKey
+from ..clock import loop_time
 from ..config import ConfigError
 from ..handlers import HANDLERS
 from ..network import Connection, ConnectionClosed
@@ -93,7 +94,7 @@ class ListenerSecurity:
     async def start(self, conn: Connection) -> None:
         """Secure a new connection: the TLS handshake, then its authenticator (ConnectionClosed if
         the client is too slow or its certificate maps to no principal)."""
-        started = trio.current_time()
+        started = loop_time()
         if self.ssl_context is not None:
             with trio.move_on_at(started + self.authentication_timeout) as handshake:
                 await conn.start_tls(self.ssl_context)

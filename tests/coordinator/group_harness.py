@@ -7,6 +7,8 @@ them; `fail_appends` makes the next appends fail with that error code.
 from __future__ import annotations
 
 import itertools
+import uuid
+from collections.abc import Callable
 
 from samsa.coordinator.actions import Actions
 from samsa.coordinator.group import RequestInfo
@@ -35,12 +37,20 @@ def subscription(*topics: str) -> bytes:
     return out + b"\xff\xff\xff\xff"
 
 
+def counting_uuids() -> Callable[[], str]:
+    """Member uuids in a known order (00000000-...-000000000001, then ...02): the coordinator's
+    member ids are the same in every run."""
+    counter = itertools.count(1)
+    return lambda: str(uuid.UUID(int=next(counter)))
+
+
 class Harness(ClockedHarness):
-    def __init__(self, now: int = 1_000_000, **config) -> None:
+    def __init__(self, now: int = 1_000_000, new_member_uuid: Callable[[], str] | None = None, **config) -> None:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
         self.now = now
         self.config = GroupCoordinatorConfig(**config)
-        self.coordinator = GroupCoordinator(self.config, now)
+        self.new_member_uuid = new_member_uuid or counting_uuids()
+        self.coordinator = GroupCoordinator(self.config, now, self.new_member_uuid)
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.responses: dict[int, object] = {}
         self.fail_appends: int | None = None
@@ -80,7 +90,8 @@ class Harness(ClockedHarness):
 
     def restart(self, **config) -> Harness:
         """A new coordinator loaded from everything appended so far."""
-        fresh = Harness(self.now, **{**self.config.__dict__, **config})
+        # The same member uuids go on: the restarted coordinator must not hand out an id again.
+        fresh = Harness(self.now, self.new_member_uuid, **{**self.config.__dict__, **config})
         for partition in sorted(self.log):
             for key, value in self.log[partition]:
                 fresh.coordinator.replay(key, value)

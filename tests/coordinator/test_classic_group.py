@@ -22,6 +22,7 @@ def test_v4_join_asks_for_a_member_id_first_and_the_first_joiner_leads():
     h = Harness()
     first = h.answer(h.join("g", client_id="app"))
     assert first.error_code == E.MEMBER_ID_REQUIRED and first.member_id.startswith("app-")
+    assert first.member_id == "app-00000000-0000-0000-0000-000000000001"  # the harness's first uuid
     assert first.generation_id == -1
     assert h.group("g").state is EMPTY and first.member_id in h.group("g").pending_members
     joined_ticket = h.join("g", first.member_id)

@@ -28,6 +28,8 @@ from samsa.wire.coordinator_records.consumer_group_target_assignment_metadata_ke
 from samsa.wire.errors import ErrorCode
 from samsa.wire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest, TopicPartitions
 
+from group_harness import counting_uuids
+
 FOO = TopicInfo("foo", uuid.UUID(int=1), 6)
 BAR = TopicInfo("bar", uuid.UUID(int=2), 3)
 SESSION = 45_000
@@ -66,7 +68,7 @@ class Consumer:
         request = self.request(**overrides)
         validate_heartbeat_request(request, 1, self.group.config.assignors)
         response, records = self.group.heartbeat(request, client_id="c", client_host="/127.0.0.1", now_ms=now,
-                                                 topics=topics)
+                                                 topics=topics, new_member_uuid=counting_uuids())
         self.last = response
         if response.error_code == ErrorCode.NONE and request.member_epoch >= 0:
             self.member_id, self.epoch = response.member_id, response.member_epoch
@@ -119,9 +121,11 @@ def test_first_member_joins_and_gets_every_partition(group):
 def test_v0_member_without_id_gets_one_from_the_coordinator(group):
     request = Consumer(group, "").request()
     validate_heartbeat_request(request, 0, group.config.assignors)
-    response, _ = group.heartbeat(request, client_id="c", client_host="h", now_ms=0, topics=image(FOO))
+    response, _ = group.heartbeat(request, client_id="c", client_host="h", now_ms=0, topics=image(FOO),
+                                  new_member_uuid=counting_uuids())
     assert response.error_code == ErrorCode.NONE
     assert uuid.UUID(response.member_id) and response.member_id in group.members
+    assert response.member_id == "00000000-0000-0000-0000-000000000001"
     with pytest.raises(GroupError) as e:
         validate_heartbeat_request(request, 1, group.config.assignors)  # v1: the client makes the id
     assert (e.value.code, e.value.message) == (ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
