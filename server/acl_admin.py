@@ -5,6 +5,7 @@ stored in the metadata image and put in force at once."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..wire.errors import ErrorCode
 from .authorizer import (
@@ -21,6 +22,9 @@ from .authorizer import (
     enum_value,
 )
 
+if TYPE_CHECKING:
+    from .metadata import MetadataStore
+
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
@@ -29,7 +33,7 @@ def refusal(ctx, mutating: bool) -> tuple[ErrorCode, str] | None:
     (DESCRIBE to describe) on the cluster, SECURITY_DISABLED without an authorizer; None if not."""
     if not ctx.authorize(ALTER if mutating else DESCRIBE, CLUSTER):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
     return None
 
@@ -50,9 +54,8 @@ def filter_of(request_filter) -> AclBindingFilter:
                             enum_value(AclOperation, f.operation), enum_value(AclPermissionType, f.permission_type))
 
 
-def store_acls(broker, acls: Sequence[AclBinding]) -> None:
-    """Make `acls` the ACLs in force: durably in the metadata image first, then in the authorizer
+def store_acls(metadata: MetadataStore, authorizer: StandardAuthorizer, acls: Sequence[AclBinding]) -> None:
+    """Make `acls` the ACLs in force: durably in the metadata first, then in the authorizer
     (OSError leaves both as they were)."""
-    authorizer: StandardAuthorizer = broker.authorizer
-    broker.metadata.set_acls([acl.to_json() for acl in acls])
+    metadata.set_acls([acl.to_json() for acl in acls])
     authorizer.set_acls(acls)

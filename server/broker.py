@@ -2,6 +2,9 @@
 and runs the periodic jobs (flush, retention, checkpoints, the log cleaner). One trio nursery holds
 it all, so a shutdown cancels everything in order: stop accepting, let requests in flight finish,
 flush, exit.
+
+It is also where the services are wired: each gets what it uses when it is built (no service
+holds the broker), and handlers get them as one BrokerServices (server/context.py).
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from ..wire.exceptions import CodecError, UnsupportedVersionError
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
 from .authorizer import StandardAuthorizer, new_authorizer
 from .clock import elapsed_ns, loop_time, wall_clock_ms
-from .context import RequestContext
+from .context import BrokerServices, RequestContext
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
-from .metadata import BrokerInfo, MetadataImage
+from .metadata import BrokerInfo, MetadataImage, MetadataStore
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
@@ -57,14 +60,16 @@ class Broker:
         self.node_id: int = config.node_id
         self.handlers = load_handlers()
         self.log_dirs = [Path(d).resolve() for d in config.log_dirs]
+        # Built by _load, once the logs and the metadata are read:
         self.log_manager: LogManager | None = None
-        self.metadata: MetadataImage | None = None
+        self.metadata: MetadataStore | None = None
         self.authorizer: StandardAuthorizer | None = None  # None: authorizer.class.name is empty
         self.replica_manager: ReplicaManager | None = None
         self.producer_ids: ProducerIdManager | None = None
-        self.groups = GroupService(self, wall_clock_ms, random_member_uuid)
+        self.groups: GroupService | None = None
         self.quotas: BrokerQuotas | None = None
-        self.transactions = TxnService(self)
+        self.transactions: TxnService | None = None
+        self.services: BrokerServices | None = None  # what handlers use of all this
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
@@ -87,15 +92,31 @@ class Broker:
                                       producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
                                       cleaner_config=CleanerConfig.from_broker_config(self.config.get))
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
-        self.metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
-        load_dynamic_broker_configs(self)
-        self.authorizer = new_authorizer(self.config, self.metadata.acls)
-        self.producer_ids = ProducerIdManager(self.metadata.allocate_producer_id_block)
-        self.quotas = BrokerQuotas(self.config, self.metadata.client_quotas)
-        self.replica_manager = ReplicaManager(self)
+        self.metadata = metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
+        load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
+        self.authorizer = new_authorizer(self.config, metadata.acls)
+        self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)
+        self.quotas = BrokerQuotas(self.config, metadata.client_quotas)
+        self.replica_manager = ReplicaManager(self.log_manager, metadata, self.config,
+                                              on_topics_changed=self._topics_changed)
+        self.groups = GroupService(self.config, metadata, self.replica_manager, self.disk_limiter, wall_clock_ms,
+                                   random_member_uuid)
+        self.transactions = TxnService(self.config, metadata, self.replica_manager, self.disk_limiter,
+                                       self.producer_ids.generate_producer_id, self.groups.complete_transaction,
+                                       wall_clock_ms)
+        self.services = BrokerServices(
+            config=self.config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
+            log_manager=self.log_manager, metadata=metadata, replica_manager=self.replica_manager,
+            groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
+            authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
+            advertised=self.advertised)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
-                                  for name, topic in self.metadata.topics.items()})
+                                  for name, topic in metadata.topics.items()})
         self.replica_manager.load()
+
+    def _topics_changed(self) -> None:
+        """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
+        self.groups.topics_changed()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         started_at = elapsed_ns()
@@ -210,7 +231,7 @@ class Broker:
         max_frame = self.config.get("socket.request.max.bytes")
         idle_timeout = self.config.get("connections.max.idle.ms") / 1000
         try:
-            refused_ms = connection_throttle_ms(self, conn.client_host)
+            refused_ms = connection_throttle_ms(self.quotas, conn.client_host)
             if refused_ms:
                 await trio.sleep(refused_ms / 1000)  # closed unread once throttled, as Kafka does
                 return
@@ -271,13 +292,13 @@ class Broker:
             raise CodecError(f"malformed request header: {e}") from e
         api_key, version = header.request_api_key, header.request_api_version
         auth.admit(api_key, version, loop_time())
-        ctx = RequestContext(self, conn, api_key, version, header.correlation_id, header.client_id, auth.principal,
-                             request_size=len(frame), started_ns=elapsed_ns())
+        ctx = RequestContext(self.services, conn, api_key, version, header.correlation_id, header.client_id,
+                             auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if handler is None or not handler.min_version <= version <= handler.max_version:
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
-                return encode_response(unsupported_version_response(self), 0, header.correlation_id)
+                return encode_response(unsupported_version_response(), 0, header.correlation_id)
             raise CodecError(f"unsupported api {api_key} version {version} from client {header.client_id!r}")
         request = request_class(api_key).decode(frame, version, pos)
         if request_log.isEnabledFor(logging.DEBUG):
@@ -300,13 +321,6 @@ class Broker:
             return None
         return encode_response(response, version, header.correlation_id, FrameBuffer())
 
-    # --- helpers for handlers -----------------------------------------------------------------
-
-    def broker_info(self, listener: str) -> BrokerInfo:
-        info = self.advertised.get(listener)
-        if info is None:
-            info = next(iter(self.advertised.values()))
-        return info
 
 
 def error_response(api_key: int, code: int):

@@ -34,7 +34,7 @@ def alter_configs(ctx, request, response_type, incremental: bool):
 
 
 def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
-    broker = ctx.broker
+    services = ctx.services
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
         raise invalid_request("Error due to duplicate config keys")
@@ -45,18 +45,18 @@ def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
     kind, name = resource.resource_type, resource.resource_name
     if kind == ResourceType.TOPIC:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
-        configs = (incremental_topic_configs(broker, name, resource.configs) if incremental
+        configs = (incremental_topic_configs(services, name, resource.configs) if incremental
                    else {c.name: c.value for c in resource.configs})
-        alter_topic_configs(broker, name, configs, validate_only)
+        alter_topic_configs(services, name, configs, validate_only)
     elif kind == ResourceType.BROKER:
-        check_broker_resource(name, broker.node_id)
+        check_broker_resource(name, services.node_id)
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
-        configs = (incremental_broker_configs(broker.config.dynamic_configs(per_broker=name != ""), resource.configs)
+        configs = (incremental_broker_configs(services.config.dynamic_configs(per_broker=name != ""), resource.configs)
                    if incremental else {c.name: c.value for c in resource.configs})
-        alter_broker_configs(broker, name, configs, validate_only)
+        alter_broker_configs(services, name, configs, validate_only)
     elif kind == ResourceType.BROKER_LOGGER and incremental:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
-        alter_loggers(name, broker.node_id, resource.configs, validate_only)
+        alter_loggers(name, services.node_id, resource.configs, validate_only)
     else:
         # Legacy AlterConfigs never took BROKER_LOGGER: it lands here too.
         raise invalid_request(f"Unknown resource type {kind}")

@@ -1,9 +1,12 @@
-"""What a handler knows about the request it answers."""
+"""What a handler knows about the request it answers (RequestContext), and what of the broker it
+may use (BrokerServices: the collaborators Kafka hands its KafkaApis). Handlers reach broker state
+through `ctx.services` only, so what they depend on is listed, and typed, here."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..wire.protocol import request_class
@@ -12,8 +15,19 @@ from .authorizer import (
 )
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    import trio
+
+    from ..coordinator.producer_id_manager import ProducerIdManager
+    from ..storage.log_manager import LogManager
+    from .authorizer import StandardAuthorizer
+    from .config import KafkaConfig
+    from .fetch_session import FetchSessionCache
+    from .group_service import GroupService
+    from .metadata import BrokerInfo, MetadataStore
     from .network import Connection
+    from .replica_manager import ReplicaManager
+    from .throttle import BrokerQuotas
+    from .txn_service import TxnService
 
 
 @dataclass(frozen=True)
@@ -30,9 +44,38 @@ class KafkaPrincipal:
 ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")  # an unauthenticated connection's principal
 
 
+@dataclass(eq=False)
+class BrokerServices:
+    """The broker's state and services as handlers use them; the broker builds it once its logs and
+    metadata are loaded."""
+
+    config: KafkaConfig  # dynamic configs applied (it is updated in place)
+    node_id: int
+    cluster_id: str
+    log_dirs: list[Path]
+    log_manager: LogManager
+    metadata: MetadataStore
+    replica_manager: ReplicaManager
+    groups: GroupService  # the group coordinator's shell (Kafka's GroupCoordinator)
+    transactions: TxnService  # the transaction coordinator's shell (Kafka's TransactionCoordinator)
+    producer_ids: ProducerIdManager
+    quotas: BrokerQuotas
+    authorizer: StandardAuthorizer | None  # None: authorizer.class.name is empty
+    fetch_sessions: FetchSessionCache
+    disk_limiter: trio.CapacityLimiter  # fsync, retention, checkpoints: one at a time
+    advertised: dict[str, BrokerInfo]  # by listener name, filled in once the listeners are bound
+
+    def broker_info(self, listener: str) -> BrokerInfo:
+        """This broker as advertised on `listener` (the first advertised listener otherwise)."""
+        info = self.advertised.get(listener)
+        if info is None:
+            info = next(iter(self.advertised.values()))
+        return info
+
+
 @dataclass
 class RequestContext:
-    broker: "Broker"
+    services: BrokerServices
     connection: "Connection"
     api_key: int
     api_version: int
@@ -56,7 +99,7 @@ class RequestContext:
                   log_if_denied: bool = True) -> bool:
         """Whether the sender may do `operation` on the resource (Kafka's AuthHelper.authorize);
         always True without an authorizer."""
-        authorizer = self.broker.authorizer
+        authorizer = self.services.authorizer
         if authorizer is None:
             return True
         principal, host = str(self.principal), host_address(self.connection.client_host)
@@ -70,20 +113,20 @@ class RequestContext:
     def authorized(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str],
                    log_if_denied: bool = True) -> set[str]:
         """The names among `names` the sender may do `operation` on (Kafka's filterByAuthorized)."""
-        if self.broker.authorizer is None:
+        if self.services.authorizer is None:
             return set(names)
         return {name for name in set(names) if self.authorize(operation, resource_type, name, log_if_denied)}
 
     def authorize_by_resource_type(self, operation: AclOperation, resource_type: ResourceType) -> bool:
         """Whether the sender may do `operation` on some resource of the type (Kafka's
         Authorizer.authorizeByResourceType); always True without an authorizer."""
-        authorizer = self.broker.authorizer
+        authorizer = self.services.authorizer
         return authorizer is None or authorizer.authorize_by_resource_type(
             str(self.principal), host_address(self.connection.client_host), operation, resource_type)
 
     def authorized_operations(self, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
         """The bit field of a response's *_authorized_operations for the resource."""
-        authorizer = self.broker.authorizer
+        authorizer = self.services.authorizer
         if authorizer is None:
             return supported_operations_bit_field(resource_type)
         return authorizer.authorized_operations(str(self.principal), host_address(self.connection.client_host),

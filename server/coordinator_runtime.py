@@ -19,13 +19,15 @@ from ..wire.exceptions import CodecError
 from .clock import elapsed_ns, wall_clock_ms
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .config import KafkaConfig
+    from .metadata import MetadataCache
+    from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.coordinator_runtime")
 
 
-def append_records(broker: Broker, topic: str, partition_index: int, records: list[tuple[bytes, bytes | None]], *,
-                   compression: int = batches.CompressionType.NONE,
+def append_records(replicas: ReplicaManager, topic: str, partition_index: int,
+                   records: list[tuple[bytes, bytes | None]], *, compression: int = batches.CompressionType.NONE,
                    producer: tuple[int, int] | None = None) -> tuple[int, Any]:
     """Append (key, value) records as one batch to an internal topic's partition, as the
     coordinator (Kafka's AppendOrigin.COORDINATOR: no sequence checks). `producer`: the (id, epoch)
@@ -33,7 +35,7 @@ def append_records(broker: Broker, topic: str, partition_index: int, records: li
     flush before anyone hears of the write, or None)."""
     if not records:
         return ErrorCode.NONE, None
-    partition = broker.replica_manager.get(topic, partition_index)
+    partition = replicas.get(topic, partition_index)
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
     producer_id, producer_epoch = producer or (batches.NO_PRODUCER_ID, batches.NO_PRODUCER_EPOCH)
@@ -52,15 +54,15 @@ def append_records(broker: Broker, topic: str, partition_index: int, records: li
     return ErrorCode.NONE, partition.log if info.flush_needed else None
 
 
-def create_internal_topic(broker: Broker, name: str, partitions: int, replication_factor_config: str,
-                          configs: dict[str, str]) -> None:
+def create_internal_topic(replicas: ReplicaManager, config: KafkaConfig, name: str, partitions: int,
+                          replication_factor_config: str, configs: dict[str, str]) -> None:
     """Create a coordinator's topic as Kafka's coordinator asks for it, with replication factor 1:
     the broker is alone (Kafka's shipped server.properties sets 1 for a single broker)."""
-    replication = broker.config.get(replication_factor_config)
+    replication = config.get(replication_factor_config)
     if replication != 1:
         log.info("%s=%d, but this broker is alone: creating %s with replication factor 1", replication_factor_config,
                  replication, name)
-    broker.replica_manager.create_topic(name, partitions, configs, 1)
+    replicas.create_topic(name, partitions, configs, 1)
 
 
 def log_batches(log_) -> Iterator[tuple[batches.BatchHeader, list[batches.Record]]]:
@@ -78,18 +80,18 @@ def log_batches(log_) -> Iterator[tuple[batches.BatchHeader, list[batches.Record
             yield header, records
 
 
-def replay_topic(broker: Broker, topic_name: str,
+def replay_topic(metadata: MetadataCache, replicas: ReplicaManager, topic_name: str,
                  replay_batch: Callable[[Any, batches.BatchHeader, list[batches.Record]], int]) -> None:
     """Hand every batch of an internal topic, partition by partition and oldest first, to
     `replay_batch(partition, header, records)`, which returns how many records it replayed; log
     the count and the time it took. A topic that does not exist yet has nothing to replay."""
     started = elapsed_ns()
     count = 0
-    topic = broker.metadata.topics.get(topic_name)
+    topic = metadata.topics.get(topic_name)
     if topic is None:
         return
     for index in range(topic.num_partitions):
-        partition = broker.replica_manager.get(topic_name, index)
+        partition = replicas.get(topic_name, index)
         for header, records in log_batches(partition.log):
             count += replay_batch(partition, header, records)
     log.info("Replayed %d records of %s in %.0f ms", count, topic_name, (elapsed_ns() - started) / 1e6)

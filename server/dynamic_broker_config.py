@@ -22,7 +22,10 @@ from .config import ConfigError, KafkaConfig, listener_config_base, parse_config
 from .config_resources import ConfigApiError, OpType, invalid_request, parse_node_id
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from ..storage.log_manager import LogManager
+    from .context import BrokerServices
+    from .metadata import MetadataCache
+    from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.dynamic_config")
 
@@ -188,11 +191,12 @@ def incremental_broker_configs(current: Mapping[str, str], changes) -> dict[str,
     return result
 
 
-def alter_broker_configs(broker: "Broker", resource_name: str, props: Mapping[str, str], validate_only: bool) -> None:
+def alter_broker_configs(services: BrokerServices, resource_name: str, props: Mapping[str, str],
+                         validate_only: bool) -> None:
     """Make `props` the whole dynamic config set of a BROKER resource (checked by
     check_broker_resource): validate, then unless validate_only store and apply it."""
     per_broker = resource_name != ""
-    current = broker.config
+    current = services.config
     try:
         validate_dynamic_configs(props, per_broker)
         new = current.with_dynamic(props if per_broker else current.dynamic_configs(per_broker=True),
@@ -203,35 +207,37 @@ def alter_broker_configs(broker: "Broker", resource_name: str, props: Mapping[st
     if validate_only:
         return
     # Kept under the id as this broker prints it, so "00" and "0" name the same resource.
-    broker.metadata.set_broker_configs(str(broker.node_id) if per_broker else "", dict(props))
+    services.metadata.set_broker_configs(str(services.node_id) if per_broker else "", dict(props))
     log.info("Updated %s dynamic configs: %s", f"broker {resource_name}" if per_broker else "cluster default",
              sorted(props))
-    _apply(broker, new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))
+    _apply(services.config, services.log_manager, services.metadata, services.replica_manager,
+           new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))
 
 
-def load_dynamic_broker_configs(broker: "Broker") -> None:
-    """At startup, before any log opens: the dynamic configs the metadata image holds take effect."""
-    stored = broker.metadata.broker_configs
-    per_broker = usable_dynamic_configs(stored.get(str(broker.node_id), {}), per_broker=True)
+def load_dynamic_broker_configs(config: KafkaConfig, metadata: MetadataCache, logs: LogManager, node_id: int) -> None:
+    """At startup, before any log opens: the dynamic configs the metadata holds take effect."""
+    stored = metadata.broker_configs
+    per_broker = usable_dynamic_configs(stored.get(str(node_id), {}), per_broker=True)
     defaults = usable_dynamic_configs(stored.get("", {}), per_broker=False)
     if per_broker or defaults:
-        _apply(broker, per_broker, defaults)
+        _apply(config, logs, metadata, None, per_broker, defaults)
 
 
-def _apply(broker: "Broker", per_broker: Mapping[str, str], defaults: Mapping[str, str]) -> None:
+def _apply(config: KafkaConfig, logs: LogManager, metadata: MetadataCache, replicas: ReplicaManager | None,
+           per_broker: Mapping[str, str], defaults: Mapping[str, str]) -> None:
+    """`replicas`: None before the partitions are loaded."""
     try:
-        broker.config.update_dynamic(per_broker, defaults)
+        config.update_dynamic(per_broker, defaults)
     except ConfigError as error:
         # As Kafka's updateBrokerConfig: an image that no longer fits the static configs is
         # reported and the broker keeps what it has.
         log.error("Dynamic broker configs could not be applied: %s", error.message)
         return
     # DynamicLogConfig.reconfigure: new topic defaults for every log, under its topic's overrides.
-    broker.log_manager.default_config = broker.config.log_config()
-    replicas = broker.replica_manager
+    logs.default_config = config.log_config()
     if replicas is None:
         return
-    for topic in broker.metadata.topics.values():
+    for topic in metadata.topics.values():
         config = replicas.topic_log_config(topic)
         for index in range(topic.num_partitions):
             partition = replicas.get(topic.name, index)

@@ -39,8 +39,10 @@ from ..wire.exceptions import CodecError
 from .consumer_groups import consumer_group_config, topics_image
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .config import KafkaConfig
     from .context import RequestContext
+    from .metadata import MetadataCache
+    from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.group_service")
 
@@ -62,10 +64,16 @@ def random_member_uuid() -> str:
 
 
 class GroupService:
-    def __init__(self, broker: Broker, clock: Callable[[], int], new_member_uuid: Callable[[], str]) -> None:
-        """`clock()`: ms since the epoch (offsets and group states carry wall-clock times);
-        `new_member_uuid()`: the unique part of each new member id."""
-        self.broker = broker
+    def __init__(self, config: KafkaConfig, metadata: MetadataCache, replicas: ReplicaManager,
+                 disk_limiter: trio.CapacityLimiter, clock: Callable[[], int],
+                 new_member_uuid: Callable[[], str]) -> None:
+        """`replicas`: where `__consumer_offsets` is (created through it); `disk_limiter`: fsyncs
+        take turns with the broker's; `clock()`: ms since the epoch (offsets and group states carry
+        wall-clock times); `new_member_uuid()`: the unique part of each new member id."""
+        self._config = config
+        self._metadata = metadata
+        self._replicas = replicas
+        self._disk_limiter = disk_limiter
         self._clock = clock
         self._new_member_uuid = new_member_uuid
         self.coordinator: GroupCoordinator | None = None
@@ -77,8 +85,8 @@ class GroupService:
     # --- configuration ----------------------------------------------------------------------------
 
     def _coordinator_config(self) -> GroupCoordinatorConfig:
-        get = self.broker.config.get
-        topic = self.broker.metadata.topics.get(OFFSETS_TOPIC)
+        get = self._config.get
+        topic = self._metadata.topics.get(OFFSETS_TOPIC)
         return GroupCoordinatorConfig(
             # The topic's real partition count wins: groups must map where their records are.
             offsets_topic_num_partitions=topic.num_partitions if topic else get("offsets.topic.num.partitions"),
@@ -94,13 +102,13 @@ class GroupService:
 
     def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing."""
-        broker = self.broker
-        if OFFSETS_TOPIC in broker.metadata.topics or self.coordinator is None:
+        if OFFSETS_TOPIC in self._metadata.topics or self.coordinator is None:
             return
-        create_internal_topic(broker, OFFSETS_TOPIC, self.coordinator.config.offsets_topic_num_partitions,
+        create_internal_topic(self._replicas, self._config, OFFSETS_TOPIC,
+                              self.coordinator.config.offsets_topic_num_partitions,
                               "offsets.topic.replication.factor", {
                                   "cleanup.policy": "compact",
-                                  "segment.bytes": str(broker.config.get("offsets.topic.segment.bytes")),
+                                  "segment.bytes": str(self._config.get("offsets.topic.segment.bytes")),
                                   # Batches are compressed here with offsets.topic.compression.codec; the log
                                   # keeps them as written.
                                   "compression.type": "producer",
@@ -110,7 +118,7 @@ class GroupService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         self.coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid)
-        self.coordinator.consumer.topics = topics_image(self.broker.metadata)
+        self.coordinator.consumer.topics = topics_image(self._metadata)
         loaded = await trio.to_thread.run_sync(self._load)
         task_status.started()
         try:
@@ -121,7 +129,7 @@ class GroupService:
 
     def _load(self) -> Actions:
         """Replay every record of `__consumer_offsets` (runs in a thread, before requests arrive)."""
-        replay_topic(self.broker, OFFSETS_TOPIC, self._replay_batch)
+        replay_topic(self._metadata, self._replicas, OFFSETS_TOPIC, self._replay_batch)
         return self.coordinator.load_complete(self._clock())
 
     def _replay_batch(self, partition, header, records) -> int:
@@ -162,7 +170,7 @@ class GroupService:
         request, so that a client that created a topic then heartbeats sees it."""
         if self._topics_changed:
             self._topics_changed = False
-            topics = topics_image(self.broker.metadata)
+            topics = topics_image(self._metadata)
             await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics))
 
     async def _fire_timers(self, now: int) -> None:
@@ -210,14 +218,14 @@ class GroupService:
             appends += more.appends
         for log_ in to_flush:
             # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
-            await trio.to_thread.run_sync(log_.flush, limiter=self.broker.disk_limiter)
+            await trio.to_thread.run_sync(log_.flush, limiter=self._disk_limiter)
         self._deliver(responses)
         self._waker.poke()
 
     def _append(self, append: Append) -> tuple[int, Any]:
         """(error code, the log to flush before answering or None)."""
-        return append_records(self.broker, OFFSETS_TOPIC, append.partition, append.records,
-                              compression=self.broker.config.get("offsets.topic.compression.codec"),
+        return append_records(self._replicas, OFFSETS_TOPIC, append.partition, append.records,
+                              compression=self._config.get("offsets.topic.compression.codec"),
                               producer=append.producer)
 
     def _deliver(self, responses: list[tuple[Any, Any]]) -> None:

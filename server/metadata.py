@@ -1,6 +1,10 @@
 """The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
 dynamic broker configs, ACLs, the producer ids handed out so far and the client quotas.
 
+Handlers and services use it through two interfaces: `MetadataCache`, what they read (Kafka's name
+for a broker's read side of the metadata), and `MetadataStore`, that and the changes they make.
+Where the metadata comes from is behind them: `MetadataImage` below, or (in a cluster) ZooKeeper.
+
 In single-broker mode the broker is its own controller: the image is kept in one file in the first
 log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
 on every change, so a crash leaves either the old or the new image. Kafka keeps this in the
@@ -12,8 +16,10 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..coordinator.client_quotas import Entity, apply_changes
 from ..storage.durability import write_atomically
@@ -63,9 +69,67 @@ class TopicInfo:
         return self.name in INTERNAL_TOPICS
 
 
+class MetadataCache(Protocol):
+    """What the broker reads of the cluster's metadata. The mappings are views: callers do not
+    change them (a MetadataStore's methods do)."""
+
+    @property
+    def cluster_id(self) -> str: ...
+
+    @property
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    @property
+    def topics_by_id(self) -> Mapping[uuid.UUID, TopicInfo]: ...
+
+    @property
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        """Dynamic broker configs by BROKER resource name ("" for the cluster-wide defaults)."""
+
+    @property
+    def acls(self) -> list[dict[str, str]]:
+        """Every ACL, in creation order, as authorizer.AclBinding.to_json."""
+
+    @property
+    def scram_credentials(self) -> Mapping[str, Mapping[str, dict]]:
+        """user -> SCRAM mechanism name -> server.security.scram.ScramCredential.to_json()."""
+
+    @property
+    def client_quotas(self) -> Mapping[Entity, Mapping[str, float]]: ...
+
+    def collides(self, name: str) -> str | None:
+        """An existing topic whose name differs only by '.' versus '_'."""
+
+
+class MetadataStore(MetadataCache, Protocol):
+    """The metadata cache and the changes the broker makes to the cluster's metadata. Each change
+    is durable when the call returns, or raises (OSError) and changes nothing."""
+
+    def add_topic(self, name: str, num_partitions: int, configs: dict[str, str],
+                  replication_factor: int = 1) -> TopicInfo: ...
+
+    def remove_topic(self, name: str) -> TopicInfo: ...
+
+    def set_partitions(self, name: str, count: int) -> None: ...
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
+
+    def set_acls(self, acls: list[dict[str, str]]) -> None: ...
+
+    def set_scram_credentials(self, credentials: dict[str, dict[str, dict]]) -> None: ...
+
+    def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None: ...
+
+    def allocate_producer_id_block(self, size: int) -> int:
+        """Reserve the next `size` producer ids; returns the first."""
+
+
 class MetadataImage:
-    """Topics by name and by id, dynamic broker configs, the next free producer id and client
-    quotas, persisted in one JSON file."""
+    """The MetadataStore of a single broker: topics by name and by id, dynamic broker configs,
+    ACLs, SCRAM credentials, the next free producer id and client quotas, persisted in one JSON
+    file."""
 
     def __init__(self, path: Path, cluster_id: str) -> None:
         self.path = path

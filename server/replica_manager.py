@@ -11,6 +11,7 @@ Metadata answers comes from the metadata image, so startup opens no log.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -20,12 +21,12 @@ from ..storage.log import AppendOrigin
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
 from .heap import making_long_lived_objects
-from .metadata import TopicInfo
+from .metadata import MetadataStore, TopicInfo
 
 if TYPE_CHECKING:
     from ..storage.log import Log
     from ..storage.log_manager import LogManager
-    from .broker import Broker
+    from .config import KafkaConfig
 
 log = logging.getLogger("samsa.replica")
 READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
@@ -114,22 +115,24 @@ async def let_woken_fetches_answer() -> None:
 
 
 class ReplicaManager:
-    def __init__(self, broker: "Broker") -> None:
-        self.broker = broker
+    def __init__(self, logs: LogManager, metadata: MetadataStore, config: KafkaConfig,
+                 on_topics_changed: Callable[[], None]) -> None:
+        """`config`: the broker's, dynamic configs applied (topic logs take its defaults);
+        `on_topics_changed()`: called when a topic was created, deleted or grew."""
+        self._logs = logs
+        self._metadata = metadata
+        self._config = config
+        self._on_topics_changed = on_topics_changed
         self.partitions: dict[tuple[str, int], Partition] = {}
 
-    @property
-    def _logs(self):
-        return self.broker.log_manager
-
     def topic_log_config(self, topic: TopicInfo) -> LogConfig:
-        return LogConfig.from_props(topic.configs, base=self.broker.config.log_config())
+        return LogConfig.from_props(topic.configs, base=self._config.log_config())
 
     def load(self) -> None:
         """A partition for every one in the metadata image, its log created where missing; the
         logs startup loaded (recovered) take the high watermark now, the others when opened."""
         logs = self._logs
-        for topic in self.broker.metadata.topics.values():
+        for topic in self._metadata.topics.values():
             config = None
             for index in range(topic.num_partitions):
                 if not logs.has_log(topic.name, index):
@@ -172,40 +175,40 @@ class ReplicaManager:
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
                      replication_factor: int = 1) -> TopicInfo:
-        topic = self.broker.metadata.add_topic(name, num_partitions, configs, replication_factor)
+        topic = self._metadata.add_topic(name, num_partitions, configs, replication_factor)
         config = self.topic_log_config(topic)
         try:
             self._open_all(topic, range(num_partitions), config)
         except KafkaStorageException:
-            self.broker.metadata.remove_topic(name)
+            self._metadata.remove_topic(name)
             raise
         log.info("Created topic %s with %d partitions, topic id %s", name, num_partitions, topic.topic_id)
-        self.broker.groups.topics_changed()
+        self._on_topics_changed()
         return topic
 
     def add_partitions(self, name: str, new_total: int) -> None:
-        topic = self.broker.metadata.topics[name]
+        topic = self._metadata.topics[name]
         config = self.topic_log_config(topic)
         self._open_all(topic, range(topic.num_partitions, new_total), config)
-        self.broker.metadata.set_partitions(name, new_total)
-        self.broker.groups.topics_changed()
+        self._metadata.set_partitions(name, new_total)
+        self._on_topics_changed()
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> None:
-        topic = self.broker.metadata.topics[name]
-        self.broker.metadata.set_configs(name, configs)
+        topic = self._metadata.topics[name]
+        self._metadata.set_configs(name, configs)
         config = self.topic_log_config(topic)
         for index in range(topic.num_partitions):
             self.partitions[(name, index)].update_config(config)
 
     def delete_topic(self, name: str) -> TopicInfo:
-        topic = self.broker.metadata.remove_topic(name)
+        topic = self._metadata.remove_topic(name)
         for index in range(topic.num_partitions):
             partition = self.partitions.pop((name, index), None)
             if partition is not None:
                 partition.wake()
                 self._logs.delete_log(name, index)
         log.info("Deleted topic %s", name)
-        self.broker.groups.topics_changed()
+        self._on_topics_changed()
         return topic
 
     def wake_all(self) -> None:

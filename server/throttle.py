@@ -54,7 +54,7 @@ class BrokerQuotas:
 
 def _request_throttle_ms(ctx, now: int | None = None) -> int:
     """Record the time this request has taken so far (long-poll waits excepted)."""
-    request = ctx.broker.quotas.request
+    request = ctx.services.quotas.request
     if not request.enabled:
         return 0
     busy_ns = elapsed_ns() - ctx.started_ns - ctx.waited_ns
@@ -79,7 +79,7 @@ class not_request_time:
 
 
 def record_produce(ctx, acks: int) -> None:
-    quotas = ctx.broker.quotas
+    quotas = ctx.services.quotas
     if not (quotas.produce.enabled or quotas.request.enabled):
         ctx.throttle_time_ms = 0
         return
@@ -90,14 +90,14 @@ def record_produce(ctx, acks: int) -> None:
 
 def fetch_max_bytes(ctx) -> int | None:
     """What one fetch may return without certainly exceeding the client's byte rate."""
-    limit = ctx.broker.quotas.fetch.max_value_in_window(ctx.principal.name, ctx.client_id)
+    limit = ctx.services.quotas.fetch.max_value_in_window(ctx.principal.name, ctx.client_id)
     return None if limit is None else int(limit)
 
 
 def record_fetch(ctx, response_bytes: int) -> int:
     """Record a fetch response about to be sent; its throttle time, non-zero when the client must
     get an empty response instead (whose bytes are then not counted)."""
-    quotas = ctx.broker.quotas
+    quotas = ctx.services.quotas
     if not (quotas.fetch.enabled or quotas.request.enabled):
         ctx.throttle_time_ms = 0
         return 0
@@ -113,7 +113,7 @@ def record_fetch(ctx, response_bytes: int) -> int:
 def mutation_quota(ctx, strict_since_version: int) -> ControllerMutationQuota:
     """The controller mutation quota of one request: strict (refusing topics with
     THROTTLING_QUOTA_EXCEEDED) from the version that can carry that error, permissive before."""
-    return ctx.broker.quotas.controller_mutation.new_quota(
+    return ctx.services.quotas.controller_mutation.new_quota(
         ctx.principal.name, ctx.client_id, ctx.api_version >= strict_since_version, loop_ms())
 
 
@@ -156,6 +156,6 @@ async def wait_unmuted(conn) -> None:
         await trio.sleep_until(conn.muted_until)
 
 
-def connection_throttle_ms(broker, host: str) -> int:
+def connection_throttle_ms(quotas: BrokerQuotas, host: str) -> int:
     """KIP-612: non-zero when a new connection from `host` exceeds its IP's creation rate."""
-    return broker.quotas.connections.record_connection(host, loop_ms())
+    return quotas.connections.record_connection(host, loop_ms())

@@ -2,37 +2,42 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..storage.errors import InvalidConfigurationException
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
 from .config import ConfigError
 from .config_resources import ConfigApiError, OpType, invalid_request
 
+if TYPE_CHECKING:
+    from .context import BrokerServices
+
 LIST_TOPIC_CONFIGS = ("cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
 
-def alter_topic_configs(broker, name: str, new_configs: dict[str, str], validate_only: bool) -> None:
+def alter_topic_configs(services: BrokerServices, name: str, new_configs: dict[str, str], validate_only: bool) -> None:
     """Validate and (unless validate_only) store a topic's new overrides; ConfigApiError if refused."""
-    if name not in broker.metadata.topics:
+    if name not in services.metadata.topics:
         raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
     try:
-        broker.config.validate_topic_configs(new_configs)
-        LogConfig.from_props(new_configs, base=broker.config.log_config())
+        services.config.validate_topic_configs(new_configs)
+        LogConfig.from_props(new_configs, base=services.config.log_config())
     except ConfigError as e:
         raise ConfigApiError(ErrorCode.INVALID_CONFIG, str(e)) from None
     except InvalidConfigurationException as e:
         raise ConfigApiError(ErrorCode.INVALID_CONFIG, str(e.args[-1])) from None
     if not validate_only:
-        broker.replica_manager.update_topic_configs(name, new_configs)
+        services.replica_manager.update_topic_configs(name, new_configs)
 
 
-def incremental_topic_configs(broker, name: str, changes) -> dict[str, str]:
+def incremental_topic_configs(services: BrokerServices, name: str, changes) -> dict[str, str]:
     """Kafka's IncrementalAlterConfigs operations on a copy of a topic's overrides.
 
     APPEND and SUBTRACT start from the effective value (the override, else the broker's or
     Kafka's default), as Kafka does.
     """
-    topic = broker.metadata.topics.get(name)
+    topic = services.metadata.topics.get(name)
     overrides = topic.configs if topic else {}
     result = dict(overrides)
     for c in changes:
@@ -43,7 +48,7 @@ def incremental_topic_configs(broker, name: str, changes) -> dict[str, str]:
         elif c.config_operation in (OpType.APPEND, OpType.SUBTRACT):
             if c.name not in LIST_TOPIC_CONFIGS:
                 raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {c.name}")
-            base = result[c.name] if c.name in result else _effective(broker, overrides, c.name) or ""
+            base = result[c.name] if c.name in result else _effective(services, overrides, c.name) or ""
             items = [x for x in base.split(",") if x]
             values = [x.strip() for x in (c.value or "").split(",") if x.strip()]
             if c.config_operation == OpType.APPEND:
@@ -56,6 +61,6 @@ def incremental_topic_configs(broker, name: str, changes) -> dict[str, str]:
     return result
 
 
-def _effective(broker, overrides: dict[str, str], name: str) -> str | None:
-    entries = broker.config.describe_topic_configs(overrides, [name])
+def _effective(services: BrokerServices, overrides: dict[str, str], name: str) -> str | None:
+    entries = services.config.describe_topic_configs(overrides, [name])
     return entries[0].value if entries else None

@@ -5,7 +5,7 @@ coordinator's own markers and the WriteTxnMarkers API take this one path. A mark
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..coordinator.group_coordinator import OFFSETS_TOPIC
@@ -16,17 +16,23 @@ from ..wire.records import build_control_batch
 from .clock import wall_clock_ms
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .replica_manager import ReplicaManager
+
+# complete_offsets(producer_id, commit, partitions of __consumer_offsets): the group service's
+# complete_transaction.
+CompleteOffsets = Callable[[int, bool, set[int]], None]
 
 
-def write_txn_markers(broker: Broker, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+def write_txn_markers(replicas: ReplicaManager, complete_offsets: CompleteOffsets, producer_id: int,
+                      producer_epoch: int, commit: bool, coordinator_epoch: int,
                       partitions: Iterable[tuple[str, int]]) -> tuple[dict[tuple[str, int], int], list[Any]]:
-    """(error code by partition, logs to flush before the writes are acknowledged)."""
+    """(error code by partition, logs to flush before the writes are acknowledged). Markers
+    written to `__consumer_offsets` are reported to `complete_offsets`."""
     errors: dict[tuple[str, int], int] = {}
     to_flush = []
     offsets_partitions = set()
     for topic, index in partitions:
-        partition = broker.replica_manager.get(topic, index)
+        partition = replicas.get(topic, index)
         if partition is None:
             errors[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
@@ -43,5 +49,5 @@ def write_txn_markers(broker: Broker, producer_id: int, producer_epoch: int, com
         if topic == OFFSETS_TOPIC:
             offsets_partitions.add(index)
     if offsets_partitions:
-        broker.groups.complete_transaction(producer_id, commit, offsets_partitions)
+        complete_offsets(producer_id, commit, offsets_partitions)
     return errors, to_flush

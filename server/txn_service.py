@@ -29,12 +29,13 @@ from ..coordinator.transaction_coordinator import (
 from ..wire.coordinator_record import RecordFormatError
 from ..wire.errors import ErrorCode
 from ..wire.records import BatchHeader
-from .clock import wall_clock_ms
 from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, replay_topic
-from .txn_markers import write_txn_markers
+from .txn_markers import CompleteOffsets, write_txn_markers
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .config import KafkaConfig
+    from .metadata import MetadataCache
+    from .replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.txn_service")
 
@@ -47,17 +48,29 @@ LAST_PRODUCE_VERSION_WITHOUT_TRANSACTION_ABORTABLE = 10
 
 
 class TxnService:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, config: KafkaConfig, metadata: MetadataCache, replicas: ReplicaManager,
+                 disk_limiter: trio.CapacityLimiter, generate_producer_id: Callable[[], int],
+                 complete_offsets: CompleteOffsets, clock: Callable[[], int]) -> None:
+        """`replicas`: where `__transaction_state` and the transactions' partitions are;
+        `disk_limiter`: fsyncs take turns with the broker's; `generate_producer_id()`: the producer
+        id manager's; `complete_offsets`: the group service's complete_transaction, told of markers
+        written to `__consumer_offsets`; `clock()`: ms since the epoch."""
+        self._config = config
+        self._metadata = metadata
+        self._replicas = replicas
+        self._disk_limiter = disk_limiter
+        self._generate_producer_id = generate_producer_id
+        self._complete_offsets = complete_offsets
+        self._clock = clock
         self.coordinator: TransactionCoordinator | None = None
         self._tickets = itertools.count()
-        self._waker = DeadlineWaker("transaction coordinator")
+        self._waker = DeadlineWaker("transaction coordinator", clock)
 
     # --- configuration ------------------------------------------------------------------------------
 
     def _coordinator_config(self) -> TransactionConfig:
-        get = self.broker.config.get
-        topic = self.broker.metadata.topics.get(TRANSACTION_STATE_TOPIC)
+        get = self._config.get
+        topic = self._metadata.topics.get(TRANSACTION_STATE_TOPIC)
         return TransactionConfig(
             transactional_id_expiration_ms=get("transactional.id.expiration.ms"),
             transaction_max_timeout_ms=get("transaction.max.timeout.ms"),
@@ -72,22 +85,21 @@ class TxnService:
 
     def ensure_transaction_topic(self) -> None:
         """Create `__transaction_state` the way Kafka's coordinator asks for it, if it is missing."""
-        broker = self.broker
-        if TRANSACTION_STATE_TOPIC in broker.metadata.topics or self.coordinator is None:
+        if TRANSACTION_STATE_TOPIC in self._metadata.topics or self.coordinator is None:
             return
-        create_internal_topic(broker, TRANSACTION_STATE_TOPIC,
+        create_internal_topic(self._replicas, self._config, TRANSACTION_STATE_TOPIC,
                               self.coordinator.config.transaction_state_log_num_partitions,
                               "transaction.state.log.replication.factor", {
                                   "cleanup.policy": "compact",
-                                  "segment.bytes": str(broker.config.get("transaction.state.log.segment.bytes")),
+                                  "segment.bytes": str(self._config.get("transaction.state.log.segment.bytes")),
                                   "compression.type": "uncompressed",
                               })
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        self.coordinator = TransactionCoordinator(self._coordinator_config(),
-                                                  self.broker.producer_ids.generate_producer_id, wall_clock_ms())
+        self.coordinator = TransactionCoordinator(self._coordinator_config(), self._generate_producer_id,
+                                                  self._clock())
         loaded = await trio.to_thread.run_sync(self._load)
         task_status.started()
         try:
@@ -98,8 +110,8 @@ class TxnService:
 
     def _load(self) -> TxnActions:
         """Replay every record of `__transaction_state` (in a thread, before requests arrive)."""
-        replay_topic(self.broker, TRANSACTION_STATE_TOPIC, self._replay_batch)
-        return self.coordinator.load_complete(wall_clock_ms())
+        replay_topic(self._metadata, self._replicas, TRANSACTION_STATE_TOPIC, self._replay_batch)
+        return self.coordinator.load_complete(self._clock())
 
     def _replay_batch(self, partition, header, records) -> int:
         replayed = 0
@@ -123,7 +135,7 @@ class TxnService:
         write it caused is done. The coordinator answers every request within its actions."""
         self.ensure_transaction_topic()
         ticket = next(self._tickets)
-        responses = await self._apply(operation(wall_clock_ms(), ticket))
+        responses = await self._apply(operation(self._clock(), ticket))
         return responses[ticket]
 
     async def _apply(self, actions: TxnActions) -> dict[Any, Any]:
@@ -134,17 +146,19 @@ class TxnService:
             actions = queue.pop(0)
             responses.update(actions.responses)
             for append in actions.appends:
-                error, log_ = append_records(self.broker, TRANSACTION_STATE_TOPIC, append.partition, append.records)
+                error, log_ = append_records(self._replicas, TRANSACTION_STATE_TOPIC, append.partition,
+                                             append.records)
                 to_flush.append(log_)
-                queue.append(self.coordinator.complete_append(append, error, wall_clock_ms()))
+                queue.append(self.coordinator.complete_append(append, error, self._clock()))
             for marker in actions.markers:
-                errors, logs = write_txn_markers(self.broker, marker.producer_id, marker.producer_epoch,
-                                                 marker.commit, marker.coordinator_epoch, marker.partitions)
+                errors, logs = write_txn_markers(self._replicas, self._complete_offsets, marker.producer_id,
+                                                 marker.producer_epoch, marker.commit, marker.coordinator_epoch,
+                                                 marker.partitions)
                 to_flush += logs
-                queue.append(self.coordinator.complete_markers(marker, errors, wall_clock_ms()))
+                queue.append(self.coordinator.complete_markers(marker, errors, self._clock()))
         for log_ in dict.fromkeys(filter(None, to_flush)):
             # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
-            await trio.to_thread.run_sync(log_.flush, limiter=self.broker.disk_limiter)
+            await trio.to_thread.run_sync(log_.flush, limiter=self._disk_limiter)
         self._waker.poke()
         return responses
 
@@ -156,7 +170,7 @@ class TxnService:
         transaction. Otherwise the Produce error (and message) Kafka's ReplicaManager answers.
         Without a transactional id, or with transaction.partition.verification.enable off, Kafka
         appends unverified, and so does this."""
-        if transactional_id is None or not self.broker.config.get("transaction.partition.verification.enable"):
+        if transactional_id is None or not self._config.get("transaction.partition.verification.enable"):
             return None
         error = self.coordinator.verify_partitions(transactional_id, header.producer_id, header.producer_epoch,
                                                    [(topic, partition)])[(topic, partition)]
@@ -167,7 +181,7 @@ class TxnService:
     def verify_offsets_partition(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  partition: int, txn_offset_commit_version: int) -> int:
         """TxnOffsetCommit's check that AddOffsetsToTxn put the group's partition in the transaction."""
-        if not self.broker.config.get("transaction.partition.verification.enable"):
+        if not self._config.get("transaction.partition.verification.enable"):
             return ErrorCode.NONE
         tp = (OFFSETS_TOPIC, partition)
         error = self.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]

@@ -23,10 +23,10 @@ async def handle(ctx, request):
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.authorize(READ, GROUP, request.group_id):
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    groups = ctx.broker.groups
+    groups = ctx.services.groups
     groups.ensure_offsets_topic()
     offsets_partition = (OFFSETS_TOPIC, groups.coordinator.partition_for(request.group_id))
-    service = ctx.broker.transactions
+    service = ctx.services.transactions
     error = await service.call(lambda now, ticket: service.coordinator.add_partitions(
         now, ticket, request.transactional_id, request.producer_id, request.producer_epoch, [offsets_partition]))
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error_for_version(error, ctx.api_version, 2))

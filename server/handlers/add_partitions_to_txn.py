@@ -32,7 +32,7 @@ async def add_or_verify(ctx, transactional_id: str, producer_id: int, producer_e
                         verify_only: bool = False) -> list:
     """The topic results of one transaction."""
     partitions = list(dict.fromkeys((t.name, index) for t in topics for index in t.partitions))
-    image = ctx.broker.metadata.topics
+    image = ctx.services.metadata.topics
     refused = {}
     for topic in {t for t, _ in partitions}:
         if ctx.api_version < 4 and not ctx.authorize(WRITE, TOPIC, topic):
@@ -43,7 +43,7 @@ async def add_or_verify(ctx, transactional_id: str, producer_id: int, producer_e
     if refused or unknown:
         return topic_results(partitions, lambda tp: refused.get(
             tp[0], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED))
-    service = ctx.broker.transactions
+    service = ctx.services.transactions
     if verify_only:
         errors = service.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
         return topic_results(partitions, errors.__getitem__)

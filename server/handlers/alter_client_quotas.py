@@ -20,7 +20,7 @@ EntityData = AlterClientQuotasResponse.EntityData
 
 @handler(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1)
 async def handle(ctx, request):
-    broker = ctx.broker
+    services = ctx.services
     authorized = ctx.authorize(ALTER_CONFIGS, CLUSTER)
     changes = {}
     results = []
@@ -39,6 +39,6 @@ async def handle(ctx, request):
         results.append(Entry(error_code=code, error_message=message,
                              entity=[EntityData(entity_type=kind, entity_name=name) for kind, name in parts]))
     if changes and not request.validate_only:
-        broker.metadata.alter_client_quotas(changes)
-        broker.quotas.refresh()
+        services.metadata.alter_client_quotas(changes)
+        services.quotas.refresh()
     return AlterClientQuotasResponse(throttle_time_ms=0, entries=results)

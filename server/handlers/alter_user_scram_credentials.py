@@ -56,7 +56,7 @@ async def handle(ctx, request):
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
         return Response(throttle_time_ms=0, results=[Result(user=user, error_code=code, error_message=code.message)
                                                      for user in users])
-    metadata = ctx.broker.metadata
+    metadata = ctx.services.metadata
     stored = metadata.scram_credentials
     deletions, upsertions, errors = {}, {}, {}
     for deletion in request.deletions:

@@ -24,7 +24,7 @@ def api_keys():
             for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)]
 
 
-def unsupported_version_response(broker) -> object:
+def unsupported_version_response() -> object:
     """KIP-511: a client newer than us gets v0 with UNSUPPORTED_VERSION and our ApiVersions range."""
     ours = HANDLERS[ApiKey.API_VERSIONS]
     Key = ApiVersionsResponse.ApiVersion

@@ -19,11 +19,11 @@ DescribedGroup = ConsumerGroupDescribeResponse.DescribedGroup
 
 @handler(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 0)
 async def handle(ctx, request):
-    if not consumer_protocol_enabled(ctx.broker.config.get):
+    if not consumer_protocol_enabled(ctx.services.config.get):
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
             DescribedGroup(group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION) for g in request.group_ids])
     allowed = ctx.authorized(DESCRIBE, GROUP, request.group_ids)
-    described = ctx.broker.groups.coordinator.consumer.describe([g for g in request.group_ids if g in allowed])
+    described = ctx.services.groups.coordinator.consumer.describe([g for g in request.group_ids if g in allowed])
     by_id = iter(described)
     groups = []
     for group_id in request.group_ids:

@@ -21,7 +21,7 @@ ConsumerGroupHeartbeatResponse = response_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 
 @handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1)
 async def handle(ctx, request):
-    if not consumer_protocol_enabled(ctx.broker.config.get):
+    if not consumer_protocol_enabled(ctx.services.config.get):
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
     if not ctx.authorize(READ, GROUP, request.group_id):
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -29,4 +29,4 @@ async def handle(ctx, request):
     if len(ctx.authorized(DESCRIBE, TOPIC, names)) < len(set(names)):
         # Kafka's answer: a member may not learn of topics it cannot describe.
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    return await ctx.broker.groups.submit(ctx, GroupCoordinator.consumer_group_heartbeat, request)
+    return await ctx.services.groups.submit(ctx, GroupCoordinator.consumer_group_heartbeat, request)

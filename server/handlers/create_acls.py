@@ -23,10 +23,10 @@ async def handle(ctx, request):
         code, message = refused
         return CreateAclsResponse(throttle_time_ms=0, results=[Result(error_code=code, error_message=message)
                                                                for _ in request.creations])
-    current = ctx.broker.authorizer.acls()
+    current = ctx.services.authorizer.acls()
     errors, after = create_acls(current, [binding_of(c) for c in request.creations])
     if len(after) != len(current):
-        store_acls(ctx.broker, after)
+        store_acls(ctx.services.metadata, ctx.services.authorizer, after)
     return CreateAclsResponse(throttle_time_ms=0, results=[
         Result(error_code=ErrorCode.NONE, error_message=None) if error is None
         else Result(error_code=ErrorCode.INVALID_REQUEST, error_message=error)

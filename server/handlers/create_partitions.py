@@ -20,8 +20,8 @@ Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
 def grow(ctx, topic, validate_only: bool, mutations):
-    broker = ctx.broker
-    info = broker.metadata.topics.get(topic.name)
+    services = ctx.services
+    info = services.metadata.topics.get(topic.name)
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic.name}' does not exist."
     if topic.count < info.num_partitions:
@@ -35,13 +35,13 @@ def grow(ctx, topic, validate_only: bool, mutations):
                 f"Attempted to add {topic.count - info.num_partitions} additional partition(s), but only "
                 f"{len(topic.assignments)} assignment(s) were specified.")
         for a in topic.assignments:
-            if not a.broker_ids or any(b != broker.node_id for b in a.broker_ids):
+            if not a.broker_ids or any(b != services.node_id for b in a.broker_ids):
                 return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker(s) in assignment {a.broker_ids}."
     if not record_mutations(mutations, topic.count - info.num_partitions):
         return ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLING_QUOTA_EXCEEDED_MESSAGE
     if not validate_only:
         try:
-            broker.replica_manager.add_partitions(topic.name, topic.count)
+            services.replica_manager.add_partitions(topic.name, topic.count)
         except KafkaStorageException as e:
             return e.error_code, str(e)
     return ErrorCode.NONE, None

@@ -32,14 +32,14 @@ class TopicError(Exception):
 
 def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
     """(partitions, replication factor, configs) to create, or raise TopicError."""
-    broker = ctx.broker
+    services = ctx.services
     try:
         validate_topic_name(topic.name)
     except InvalidTopicError as e:
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
-    if topic.name in broker.metadata.topics:
+    if topic.name in services.metadata.topics:
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
-    clash = broker.metadata.collides(topic.name)
+    clash = services.metadata.collides(topic.name)
     if clash is not None:
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic '{topic.name}' collides with existing topic: {clash}")
@@ -49,14 +49,14 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
                              "Both numPartitions or replicationFactor and replicasAssignments were set. "
                              "Both cannot be used at the same time.")
         for a in topic.assignments:
-            if any(b != broker.node_id for b in a.broker_ids) or not a.broker_ids:
+            if any(b != services.node_id for b in a.broker_ids) or not a.broker_ids:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes a broker that is not registered: {a.broker_ids}")
         partitions = len(topic.assignments)
         replication = len(topic.assignments[0].broker_ids)
     else:
-        partitions = broker.config.get("num.partitions") if topic.num_partitions == -1 else topic.num_partitions
-        replication = (broker.config.get("default.replication.factor") if topic.replication_factor == -1
+        partitions = services.config.get("num.partitions") if topic.num_partitions == -1 else topic.num_partitions
+        replication = (services.config.get("default.replication.factor") if topic.replication_factor == -1
                        else topic.replication_factor)
     if partitions <= 0:
         raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
@@ -73,14 +73,14 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {c.name}")
         configs[c.name] = c.value
     try:
-        LogConfig.from_props(configs, base=broker.config.log_config())
+        LogConfig.from_props(configs, base=services.config.log_config())
     except InvalidConfigurationException as e:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(e.args[-1])) from None
     return partitions, replication, configs
 
 
 def config_entries(ctx, configs: dict[str, str]):
-    entries = ctx.broker.config.describe_topic_configs(configs)
+    entries = ctx.services.config.describe_topic_configs(configs)
     return [ConfigEntry(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
                         is_sensitive=e.is_sensitive) for e in entries]
 
@@ -118,7 +118,8 @@ async def handle(ctx, request):
         topic_id = None
         if not request.validate_only:
             try:
-                topic_id = ctx.broker.replica_manager.create_topic(topic.name, partitions, configs, replication).topic_id
+                created = ctx.services.replica_manager.create_topic(topic.name, partitions, configs, replication)
+                topic_id = created.topic_id
             except KafkaStorageException as e:
                 results.append(error_result(topic.name, e.error_code, str(e)))
                 continue

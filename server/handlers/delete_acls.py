@@ -33,10 +33,10 @@ async def handle(ctx, request):
         code, message = refused
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
             FilterResult(error_code=code, error_message=message, matching_acls=[]) for _ in request.filters])
-    current = ctx.broker.authorizer.acls()
+    current = ctx.services.authorizer.acls()
     results, after = delete_acls(current, [filter_of(f) for f in request.filters])
     if len(after) != len(current):
-        store_acls(ctx.broker, after)
+        store_acls(ctx.services.metadata, ctx.services.authorizer, after)
     return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
         FilterResult(error_code=ErrorCode.INVALID_REQUEST, error_message=result, matching_acls=[])
         if isinstance(result, str) else

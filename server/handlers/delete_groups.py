@@ -20,11 +20,11 @@ async def handle(ctx, request):
     group_ids = list(dict.fromkeys(request.groups_names))
     allowed = ctx.authorized(DELETE, GROUP, group_ids)
     if len(allowed) == len(group_ids):
-        return await ctx.broker.groups.submit(ctx, GroupCoordinator.delete_groups, group_ids)
+        return await ctx.services.groups.submit(ctx, GroupCoordinator.delete_groups, group_ids)
     results = {g: DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
                for g in group_ids}
     if allowed:
-        deleted = await ctx.broker.groups.submit(ctx, GroupCoordinator.delete_groups,
-                                                 [g for g in group_ids if g in allowed])
+        deleted = await ctx.services.groups.submit(ctx, GroupCoordinator.delete_groups,
+                                                   [g for g in group_ids if g in allowed])
         results.update((r.group_id, r) for r in deleted.results)
     return DeleteGroupsResponse(throttle_time_ms=0, results=list(results.values()))

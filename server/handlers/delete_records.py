@@ -19,7 +19,7 @@ HIGH_WATERMARK = -1
 
 
 def delete_before(ctx, topic: str, p):
-    partition = ctx.broker.replica_manager.get(topic, p.partition_index)
+    partition = ctx.services.replica_manager.get(topic, p.partition_index)
     if partition is None:
         return PartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

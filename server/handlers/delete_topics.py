@@ -21,8 +21,8 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def delete_one(ctx, name: str | None, topic_id: uuid.UUID, mutations):
-    broker = ctx.broker
-    image = broker.metadata
+    services = ctx.services
+    image = services.metadata
     if name is None:
         topic = image.topics_by_id.get(topic_id)
         if topic is None:
@@ -38,13 +38,13 @@ def delete_one(ctx, name: str | None, topic_id: uuid.UUID, mutations):
         topic = image.topics.get(name)
         if topic is None:
             return Result(name=name, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if not broker.config.get("delete.topic.enable"):
+    if not services.config.get("delete.topic.enable"):
         return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.TOPIC_DELETION_DISABLED)
     if not record_mutations(mutations, topic.num_partitions):
         return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
                       error_message=THROTTLING_QUOTA_EXCEEDED_MESSAGE)
-    broker.replica_manager.delete_topic(topic.name)
-    broker.fetch_sessions.remove_topic(topic.name)
+    services.replica_manager.delete_topic(topic.name)
+    services.fetch_sessions.remove_topic(topic.name)
     return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.NONE)
 
 
@@ -56,6 +56,6 @@ async def handle(ctx, request):
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     mutations = mutation_quota(ctx, strict_since_version=5)
     results = [delete_one(ctx, n, i, mutations) for n, i in wanted]
-    await ctx.broker.groups.topics_deleted({r.name for r in results if r.error_code == ErrorCode.NONE})
+    await ctx.services.groups.topics_deleted({r.name for r in results if r.error_code == ErrorCode.NONE})
     finish_mutations(ctx, mutations)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -39,7 +39,7 @@ async def handle(ctx, request):
         invalid = acl_filter.unknown_element()
         if invalid is None:
             return DescribeAclsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
-                                        resources=resources(ctx.broker.authorizer.acls(acl_filter), ctx.api_version))
+                                        resources=resources(ctx.services.authorizer.acls(acl_filter), ctx.api_version))
         refused = ErrorCode.INVALID_REQUEST, invalid
     code, message = refused
     return DescribeAclsResponse(throttle_time_ms=0, error_code=code, error_message=message, resources=[])

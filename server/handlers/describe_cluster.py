@@ -18,15 +18,15 @@ BROKERS_ENDPOINT = 1
 
 @handler(ApiKey.DESCRIBE_CLUSTER, 0, 1)
 async def handle(ctx, request):
-    broker = ctx.broker
+    services = ctx.services
     if ctx.api_version >= 1 and request.endpoint_type != BROKERS_ENDPOINT:
         return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                                        error_message="The broker only handles BROKER endpoints",
-                                       endpoint_type=request.endpoint_type, cluster_id=broker.cluster_id)
-    me = broker.broker_info(ctx.listener)
+                                       endpoint_type=request.endpoint_type, cluster_id=services.cluster_id)
+    me = services.broker_info(ctx.listener)
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, endpoint_type=BROKERS_ENDPOINT,
-        cluster_id=broker.cluster_id, controller_id=broker.node_id,
+        cluster_id=services.cluster_id, controller_id=services.node_id,
         brokers=[BrokerEntry(broker_id=me.node_id, host=me.host, port=me.port, rack=me.rack)],
         cluster_authorized_operations=(cluster_authorized_operations(ctx) if request.include_cluster_authorized_operations
                                        else AUTHORIZED_OPERATIONS_OMITTED),

@@ -8,6 +8,8 @@ served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..broker_loggers import describe_loggers
@@ -16,28 +18,31 @@ from ..authorizer import DESCRIBE_CONFIGS
 from ..config_resources import ConfigApiError, ResourceType, check_authorized, invalid_request, parse_node_id
 from . import handler
 
+if TYPE_CHECKING:
+    from ..context import BrokerServices
+
 DescribeConfigsResponse = response_class(ApiKey.DESCRIBE_CONFIGS)
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def described(broker, resource):
+def described(services: BrokerServices, resource):
     kind, name, keys = resource.resource_type, resource.resource_name, resource.configuration_keys
     if kind == ResourceType.TOPIC:
-        topic = broker.metadata.topics.get(name)
+        topic = services.metadata.topics.get(name)
         if topic is None:
             raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
-        return broker.config.describe_topic_configs(topic.configs, keys)
+        return services.config.describe_topic_configs(topic.configs, keys)
     if kind == ResourceType.BROKER:
         if not name:
-            return broker.config.describe_dynamic_defaults(keys)
-        if parse_node_id(name, "Broker id") != broker.node_id:
+            return services.config.describe_dynamic_defaults(keys)
+        if parse_node_id(name, "Broker id") != services.node_id:
             raise invalid_request(
-                f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
-        return broker.config.describe(keys)
+                f"Unexpected broker id, expected {services.node_id} or empty string, but received {name}")
+        return services.config.describe(keys)
     if kind == ResourceType.BROKER_LOGGER:
-        return describe_loggers(name, broker.node_id, keys)
+        return describe_loggers(name, services.node_id, keys)
     raise invalid_request(f"Unsupported resource type {kind}")
 
 
@@ -51,7 +56,7 @@ def entries(ctx, request, resource):
               synonyms=[Synonym(name=s.name, value=s.value, source=s.source) for s in e.synonyms]
               if include_synonyms else [],
               config_type=e.config_type, documentation=e.documentation if include_docs else None)
-        for e in described(ctx.broker, resource)
+        for e in described(ctx.services, resource)
     ]
 
 

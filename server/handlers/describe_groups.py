@@ -19,8 +19,8 @@ DescribedGroup = DescribeGroupsResponse.DescribedGroup
 @handler(ApiKey.DESCRIBE_GROUPS, 0, 5)
 async def handle(ctx, request):
     allowed = ctx.authorized(DESCRIBE, GROUP, request.groups)
-    described = iter(ctx.broker.groups.coordinator.describe_groups(
-        ctx.broker.groups.request_info(ctx), [g for g in request.groups if g in allowed]))
+    described = iter(ctx.services.groups.coordinator.describe_groups(
+        ctx.services.groups.request_info(ctx), [g for g in request.groups if g in allowed]))
     groups = [next(described) if group_id in allowed
               else DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="",
                                   protocol_type="", protocol_data="")

@@ -22,18 +22,18 @@ PartitionEntry = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 @handler(ApiKey.DESCRIBE_LOG_DIRS, 0, 4)
 async def handle(ctx, request):
-    broker = ctx.broker
+    services = ctx.services
     if not ctx.authorize(DESCRIBE, CLUSTER):  # v0-2 have no error code: nothing to describe
         return DescribeLogDirsResponse(throttle_time_ms=0, results=[], error_code=(
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED if ctx.api_version >= 3 else ErrorCode.NONE))
     if request.topics is None:
-        wanted = {(t, p) for (t, p) in broker.replica_manager.partitions}
+        wanted = {(t, p) for (t, p) in services.replica_manager.partitions}
     else:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
-    for log_dir in broker.log_dirs:
+    for log_dir in services.log_dirs:
         by_topic: dict[str, list] = {}
-        for (topic, index), partition in sorted(broker.replica_manager.partitions.items()):
+        for (topic, index), partition in sorted(services.replica_manager.partitions.items()):
             if (topic, index) in wanted and partition.log.dir.parent == log_dir:
                 by_topic.setdefault(topic, []).append(PartitionEntry(
                     partition_index=index, partition_size=partition.log.size,

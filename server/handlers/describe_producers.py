@@ -21,7 +21,7 @@ def partition_response(ctx, topic: str, index: int, readable: set[str]):
     if topic not in readable:
         return PartitionResponse(partition_index=index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                  active_producers=[])
-    partition = ctx.broker.replica_manager.get(topic, index)
+    partition = ctx.services.replica_manager.get(topic, index)
     if partition is None:
         return PartitionResponse(partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  active_producers=[])

@@ -20,8 +20,8 @@ Cursor = Response.Cursor
 
 @handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
 async def handle(ctx, request):
-    broker = ctx.broker
-    image = broker.metadata
+    services = ctx.services
+    image = services.metadata
     names = sorted({t.name for t in request.topics}) if request.topics else sorted(image.topics)
     start_topic, start_partition = "", 0
     if request.cursor is not None:
@@ -49,9 +49,9 @@ async def handle(ctx, request):
                 break
             budget -= 1
             partitions.append(PartitionEntry(
-                error_code=ErrorCode.NONE, partition_index=index, leader_id=broker.node_id,
-                leader_epoch=broker.replica_manager.get(name, index).leader_epoch,
-                replica_nodes=[broker.node_id], isr_nodes=[broker.node_id], eligible_leader_replicas=[],
+                error_code=ErrorCode.NONE, partition_index=index, leader_id=services.node_id,
+                leader_epoch=services.replica_manager.get(name, index).leader_epoch,
+                replica_nodes=[services.node_id], isr_nodes=[services.node_id], eligible_leader_replicas=[],
                 last_known_elr=[], offline_replicas=[]))
         topics.append(TopicEntry(error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
                                  is_internal=topic.is_internal, partitions=partitions,

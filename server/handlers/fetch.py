@@ -32,7 +32,7 @@ NO_LIMIT = 2**31 - 1
 
 def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tuple[str, int]], list]:
     """The partitions a request names, with topic ids resolved (v13+); unknown ids answered later."""
-    image = ctx.broker.metadata
+    image = ctx.services.metadata
     by_id = ctx.api_version >= 13
 
     def topic_name(t) -> str | None:
@@ -60,7 +60,7 @@ def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tupl
 
 def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: bool, isolation: int):
     """PartitionData for one partition (records possibly a file range) and the bytes it carries."""
-    partition = ctx.broker.replica_manager.get(p.topic, p.partition)
+    partition = ctx.services.replica_manager.get(p.topic, p.partition)
     if partition is None:
         return error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
     epoch_error = partition.check_leader_epoch(p.current_leader_epoch)
@@ -114,7 +114,7 @@ def error_data(index: int, code: int, hwm: int = -1, lso: int = -1, log_start: i
 def unreadable_topics(ctx, request, context) -> frozenset[str]:
     """The topics of the fetch the sender may not read: a consumer needs READ on each, a follower
     (replica id set) CLUSTER_ACTION on the cluster."""
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return frozenset()
     topics = {p.topic for p in context.partitions}
     replica_id = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
@@ -142,13 +142,13 @@ def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset
 
 @handler(ApiKey.FETCH, 0, 17)
 async def handle(ctx, request):
-    broker = ctx.broker
+    services = ctx.services
     version = ctx.api_version
     wanted, forgotten, unknown_ids = requested_partitions(ctx, request)
     now_ms = wall_clock_ms()
     if version >= 7:
-        context = broker.fetch_sessions.new_context(request.session_id, request.session_epoch, wanted,
-                                                    forgotten, now_ms)
+        context = services.fetch_sessions.new_context(request.session_id, request.session_epoch, wanted,
+                                                      forgotten, now_ms)
         if context.error != ErrorCode.NONE:
             return FetchResponse(throttle_time_ms=0, error_code=context.error, session_id=0, responses=[])
     else:
@@ -167,7 +167,7 @@ async def handle(ctx, request):
         if total >= min_bytes or errors or not results or loop_time() >= deadline:
             break
         wake = trio.Event()
-        parked = [broker.replica_manager.get(p.topic, p.partition) for p in context.partitions]
+        parked = [services.replica_manager.get(p.topic, p.partition) for p in context.partitions]
         for partition in parked:
             if partition is not None:
                 partition.park(wake)
@@ -186,7 +186,7 @@ def throttled_response(ctx, context):
     opened is not kept, so the client starts over with a full fetch."""
     session_id = context.session_id
     if session_id != INVALID_SESSION_ID and not context.incremental:
-        ctx.broker.fetch_sessions.remove(session_id)
+        ctx.services.fetch_sessions.remove(session_id)
         session_id = INVALID_SESSION_ID
     return FetchResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=session_id, responses=[])
 

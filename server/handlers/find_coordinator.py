@@ -19,13 +19,13 @@ GROUP, TRANSACTION = 0, 1
 
 
 def group_coordinator(ctx, key: str):
-    ctx.broker.groups.ensure_offsets_topic()
-    return ErrorCode.NONE, ctx.broker.broker_info(ctx.listener)
+    ctx.services.groups.ensure_offsets_topic()
+    return ErrorCode.NONE, ctx.services.broker_info(ctx.listener)
 
 
 def transaction_coordinator(ctx, key: str):
-    ctx.broker.transactions.ensure_transaction_topic()
-    return ErrorCode.NONE, ctx.broker.broker_info(ctx.listener)
+    ctx.services.transactions.ensure_transaction_topic()
+    return ErrorCode.NONE, ctx.services.broker_info(ctx.listener)
 
 
 def find(ctx, key_type: int, key: str):

@@ -36,12 +36,12 @@ async def handle(ctx, request):
     if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
         return error_response(ErrorCode.INVALID_REQUEST)
     if transactional_id is None:
-        producer_id = ctx.broker.producer_ids.generate_producer_id()
+        producer_id = ctx.services.producer_ids.generate_producer_id()
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id,
                                       producer_epoch=0)
     expected = None if request.producer_id == NO_PRODUCER_ID else (request.producer_id, request.producer_epoch)
-    coordinator = ctx.broker.transactions.coordinator
-    error, producer_id, epoch = await ctx.broker.transactions.call(
+    coordinator = ctx.services.transactions.coordinator
+    error, producer_id, epoch = await ctx.services.transactions.call(
         lambda now, ticket: coordinator.init_producer_id(now, ticket, transactional_id, request.transaction_timeout_ms,
                                                          expected))
     return InitProducerIdResponse(throttle_time_ms=0, error_code=error_for_version(error, ctx.api_version, 4),

@@ -19,6 +19,7 @@ from . import handler
 @handler(ApiKey.JOIN_GROUP, 0, 9)
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
-        return join_error(ctx.broker.groups.request_info(ctx), UNKNOWN_MEMBER_ID, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return join_error(ctx.services.groups.request_info(ctx), UNKNOWN_MEMBER_ID,
+                          ErrorCode.GROUP_AUTHORIZATION_FAILED)
     with not_request_time(ctx):  # the wait for the rebalance
-        return await ctx.broker.groups.submit(ctx, GroupCoordinator.join_group, request)
+        return await ctx.services.groups.submit(ctx, GroupCoordinator.join_group, request)

@@ -67,7 +67,7 @@ async def handle(ctx, request):
             if p.partition_index in duplicates:
                 parts.append(error(p.partition_index, ErrorCode.INVALID_REQUEST))
                 continue
-            partition = ctx.broker.replica_manager.get(t.name, p.partition_index)
+            partition = ctx.services.replica_manager.get(t.name, p.partition_index)
             if partition is None:
                 parts.append(error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue

@@ -28,10 +28,10 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def topic_metadata(ctx, topic, include_operations: bool) -> object:
-    node = ctx.broker.node_id
+    node = ctx.services.node_id
     partitions = [
         PartitionMeta(error_code=ErrorCode.NONE, partition_index=i, leader_id=node,
-                      leader_epoch=ctx.broker.replica_manager.get(topic.name, i).leader_epoch,
+                      leader_epoch=ctx.services.replica_manager.get(topic.name, i).leader_epoch,
                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
         for i in range(topic.num_partitions)
     ]
@@ -54,23 +54,24 @@ def unauthorized(name: str | None, topic_id=ZERO_UUID):
 
 def auto_create(ctx, name: str):
     """Create a topic on first mention, as `auto.create.topics.enable` asks; None if not allowed."""
-    config = ctx.broker.config
+    config = ctx.services.config
     if name == "__consumer_offsets":  # Kafka creates it as the group coordinator needs it
-        ctx.broker.groups.ensure_offsets_topic()
-        return ctx.broker.metadata.topics[name]
+        ctx.services.groups.ensure_offsets_topic()
+        return ctx.services.metadata.topics[name]
     if name == "__transaction_state":  # and this one as the transaction coordinator needs it
-        ctx.broker.transactions.ensure_transaction_topic()
-        return ctx.broker.metadata.topics[name]
-    return ctx.broker.replica_manager.create_topic(
+        ctx.services.transactions.ensure_transaction_topic()
+        return ctx.services.metadata.topics[name]
+    return ctx.services.replica_manager.create_topic(
         name, config.get("num.partitions"), {}, config.get("default.replication.factor"))
 
 
 @handler(ApiKey.METADATA, 0, 12)
 async def handle(ctx, request):
-    broker = ctx.broker
-    image = broker.metadata
+    services = ctx.services
+    image = services.metadata
     include_ops = ctx.api_version >= 8 and request.include_topic_authorized_operations
-    allow_auto = (ctx.api_version < 4 or request.allow_auto_topic_creation) and broker.config.get("auto.create.topics.enable")
+    allow_auto = ((ctx.api_version < 4 or request.allow_auto_topic_creation)
+                  and services.config.get("auto.create.topics.enable"))
     topics = []
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
         topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()
@@ -111,12 +112,12 @@ async def handle(ctx, request):
                     topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=False))
                     continue
             topics.append(topic_metadata(ctx, topic, include_ops))
-    me = broker.broker_info(ctx.listener)
+    me = services.broker_info(ctx.listener)
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=[Broker(node_id=me.node_id, host=me.host, port=me.port, rack=me.rack)],
-        cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        cluster_id=services.cluster_id,
+        controller_id=services.node_id,
         topics=topics,
         cluster_authorized_operations=(cluster_authorized_operations(ctx)
                                        if 8 <= ctx.api_version <= 10 and request.include_cluster_authorized_operations

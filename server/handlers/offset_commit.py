@@ -23,7 +23,7 @@ OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)
 def split_known(ctx, request, topics_field: str = "topics", readable: set[str] | None = None):
     """A copy of `request` with only the partitions of existing topics (and `readable` ones, if
     given), and the (topic, partition) pairs left out."""
-    image = ctx.broker.metadata.topics
+    image = ctx.services.metadata.topics
     known = copy.copy(request)
     unknown = set()
     kept = []
@@ -59,7 +59,7 @@ async def handle(ctx, request):
         errors = {(t.name, p.partition_index): ErrorCode.TOPIC_AUTHORIZATION_FAILED
                   for t in request.topics if t.name not in readable for p in t.partitions}
         if known.topics or not unknown:
-            response = await ctx.broker.groups.submit(ctx, GroupCoordinator.offset_commit, known)
+            response = await ctx.services.groups.submit(ctx, GroupCoordinator.offset_commit, known)
             errors.update(errors_by_partition(response.topics))
     Topic = OffsetCommitResponse.OffsetCommitResponseTopic
     Partition = OffsetCommitResponse.OffsetCommitResponsePartition

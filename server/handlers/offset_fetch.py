@@ -33,7 +33,7 @@ def fetch_offsets(ctx, info, group_id: str, topics: list[tuple[str, list[int]]] 
     Group = OffsetFetchResponse.OffsetFetchResponseGroup
     if not ctx.authorize(DESCRIBE, GROUP, group_id):
         return Group(group_id=group_id, topics=[], error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    coordinator = ctx.broker.groups.coordinator
+    coordinator = ctx.services.groups.coordinator
     if topics is None:
         group = coordinator.fetch_offsets(info, group_id, None, *args)
         visible = ctx.authorized(DESCRIBE, TOPIC, [t.name for t in group.topics], log_if_denied=False)
@@ -49,7 +49,7 @@ def fetch_offsets(ctx, info, group_id: str, topics: list[tuple[str, list[int]]] 
 
 @handler(ApiKey.OFFSET_FETCH, 0, 9)
 async def handle(ctx, request):
-    info = ctx.broker.groups.request_info(ctx)
+    info = ctx.services.groups.request_info(ctx)
     if ctx.api_version < 8:
         topics = None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
         group = fetch_offsets(ctx, info, request.group_id, topics, request.require_stable)

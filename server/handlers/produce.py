@@ -81,7 +81,7 @@ class AfterAppends:
 
 def append_partition(ctx, topic_name: str, data, acks: int, after: AfterAppends,
                      transactional_id: str | None = None):
-    partition = ctx.broker.replica_manager.get(topic_name, data.index)
+    partition = ctx.services.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if partition.topic.is_internal:
@@ -92,8 +92,8 @@ def append_partition(ctx, topic_name: str, data, acks: int, after: AfterAppends,
     try:
         records, header = v2_batch(data.records, ctx.api_version)
         if header.is_transactional:
-            refused = ctx.broker.transactions.verify_append(transactional_id, header, topic_name, data.index,
-                                                            ctx.api_version)
+            refused = ctx.services.transactions.verify_append(transactional_id, header, topic_name, data.index,
+                                                              ctx.api_version)
             if refused is not None:
                 return partition_error(data.index, *refused)
         records = apply_topic_compression(records, config.compression_type)
@@ -120,7 +120,7 @@ def append_partition(ctx, topic_name: str, data, acks: int, after: AfterAppends,
 def transaction_unauthorized(ctx, request) -> bool:
     """Kafka's check before any append: transactional records need WRITE on their transactional id.
     Batch headers are read only when an authorizer is configured."""
-    if ctx.broker.authorizer is None:
+    if ctx.services.authorizer is None:
         return False
     transactional = any(p.records is not None and len(p.records) >= batches.BATCH_HEADER_SIZE
                         and batches.peek_magic(p.records) == 2 and batches.parse_batch_header(p.records).is_transactional
@@ -155,7 +155,7 @@ async def handle(ctx, request):
             await let_woken_fetches_answer()
     for log_ in after.logs_to_flush:
         # fsync off the event loop before answering.
-        await trio.to_thread.run_sync(log_.flush, limiter=ctx.broker.disk_limiter)
+        await trio.to_thread.run_sync(log_.flush, limiter=ctx.services.disk_limiter)
     record_produce(ctx, acks)  # appended first, throttled after: the data is kept either way
     if acks == 0:
         # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so

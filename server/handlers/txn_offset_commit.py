@@ -26,9 +26,9 @@ async def handle(ctx, request):
     known.topics = [t for t in known.topics if t.name in readable]
     errors = {}
     if known.topics:
-        groups = ctx.broker.groups
+        groups = ctx.services.groups
         groups.ensure_offsets_topic()
-        error = ctx.broker.transactions.verify_offsets_partition(
+        error = ctx.services.transactions.verify_offsets_partition(
             request.transactional_id, request.producer_id, request.producer_epoch,
             groups.coordinator.partition_for(request.group_id), ctx.api_version)
         if error != ErrorCode.NONE:

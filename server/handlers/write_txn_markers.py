@@ -37,10 +37,11 @@ async def handle(ctx, request):
     to_flush = []
     for marker in request.markers:
         partitions = [(t.name, index) for t in marker.topics for index in t.partition_indexes]
-        errors, logs = write_txn_markers(ctx.broker, marker.producer_id, marker.producer_epoch,
-                                         marker.transaction_result, marker.coordinator_epoch, partitions)
+        errors, logs = write_txn_markers(ctx.services.replica_manager, ctx.services.groups.complete_transaction,
+                                         marker.producer_id, marker.producer_epoch, marker.transaction_result,
+                                         marker.coordinator_epoch, partitions)
         to_flush += logs
         results.append(marker_result(marker, lambda topic, index, errors=errors: errors[(topic, index)]))
     for log_ in dict.fromkeys(to_flush):
-        await trio.to_thread.run_sync(log_.flush, limiter=ctx.broker.disk_limiter)
+        await trio.to_thread.run_sync(log_.flush, limiter=ctx.services.disk_limiter)
     return WriteTxnMarkersResponse(markers=results)

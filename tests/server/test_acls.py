@@ -67,7 +67,7 @@ def acl(resource_type, name, operation, permission=ALLOW, pattern=LITERAL, princ
 
 
 def grant(broker, *acls: AclBinding) -> None:
-    store_acls(broker, broker.authorizer.acls() + list(acls))
+    store_acls(broker.metadata, broker.authorizer, broker.authorizer.acls() + list(acls))
 
 
 def run(config, scenario, acls=(), topics=()) -> None:
@@ -512,7 +512,7 @@ def test_group_apis(tmp_path):
         # A group nobody but a super user could see: joined while an ACL allowed it.
         grant(broker, acl(GROUP, "hidden", READ))
         await join_and_sync(client, 9, "hidden")
-        store_acls(broker, [a for a in broker.authorizer.acls() if a.name != "hidden"])
+        store_acls(broker.metadata, broker.authorizer, [a for a in broker.authorizer.acls() if a.name != "hidden"])
 
         committed = await client.call(commit_request("g", member_id, generation, {0: 5}), 8)
         secret = await client.call(commit_request("g", member_id, generation, {0: 5}, topic="secret"), 8)
