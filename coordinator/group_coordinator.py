@@ -16,7 +16,7 @@ interface only (coordinator/group.py). Each type brings:
 * its services from here: `self.timer` (keyed timers on the explicit clock), `self.groups`,
   `self.offsets`, `self.partition_for(group_id)`, and `Actions.append(...)` to write records.
 
-Every request method takes `now` (ms since the epoch), a ticket naming the request, a RequestInfo
+Every request method takes `now_ms` (ms since the epoch), a ticket naming the request, a RequestInfo
 and the decoded request, and returns Actions; read-only requests (OffsetFetch, DescribeGroups,
 ListGroups) return their result directly.
 """

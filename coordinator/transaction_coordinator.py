@@ -4,9 +4,9 @@ TransactionMarkerChannelManager), for transactions of version 0/1.
 
 The server feeds it requests with the clock and a ticket, and carries out the `TxnActions` it
 returns: responses to tickets, records to append to a partition of `__transaction_state` (each
-with `on_done(error, now, out)`, called through `complete_append`), and transaction markers to
-write to the partitions of a transaction (each with `on_done(errors by partition, now, out)`, called
-through `complete_markers`). A state change takes effect only once its record is durable.
+with `on_done(error, now_ms, out)`, called through `complete_append`), and transaction markers to
+write to the partitions of a transaction (each with `on_done(errors by partition, now_ms, out)`,
+called through `complete_markers`). A state change takes effect only once its record is durable.
 
 A transaction: InitProducerId gives the transactional id a producer id and a new epoch (fencing any
 older producer: an open transaction is aborted first and the client retries on

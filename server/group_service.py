@@ -173,8 +173,8 @@ class GroupService:
             topics = topics_image(self._metadata)
             await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics))
 
-    async def _fire_timers(self, now: int) -> None:
-        await self._apply(self.coordinator.on_timer(now))
+    async def _fire_timers(self, now_ms: int) -> None:
+        await self._apply(self.coordinator.on_timer(now_ms))
 
     # --- requests -----------------------------------------------------------------------------------
 
@@ -184,9 +184,9 @@ class GroupService:
         return RequestInfo(ctx.api_version, ctx.client_id or "", f"/{ctx.connection.client_host}")
 
     async def submit(self, ctx: RequestContext, method: Callable[..., Actions], *args: Any) -> Any:
-        """Run `method(coordinator, now, ticket, request_info, *args)` and wait for its response."""
+        """Run `method(coordinator, now_ms, ticket, request_info, *args)` and wait for its response."""
         info = self.request_info(ctx)
-        return await self.call(lambda now, ticket: method(self.coordinator, now, ticket, info, *args))
+        return await self.call(lambda now_ms, ticket: method(self.coordinator, now_ms, ticket, info, *args))
 
     async def call(self, operation: Callable[[int, int], Actions]) -> Any:
         self.ensure_offsets_topic()

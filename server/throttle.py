@@ -52,14 +52,14 @@ class BrokerQuotas:
             manager.refresh()
 
 
-def _request_throttle_ms(ctx, now: int | None = None) -> int:
+def _request_throttle_ms(ctx, now_ms: int | None = None) -> int:
     """Record the time this request has taken so far (long-poll waits excepted)."""
     request = ctx.services.quotas.request
     if not request.enabled:
         return 0
     busy_ns = elapsed_ns() - ctx.started_ns - ctx.waited_ns
     return request.record(ctx.principal.name, ctx.client_id, busy_ns * NANOS_TO_PERCENTAGE_PER_SECOND,
-                          loop_ms() if now is None else now)
+                          loop_ms() if now_ms is None else now_ms)
 
 
 class not_request_time:
@@ -83,9 +83,9 @@ def record_produce(ctx, acks: int) -> None:
     if not (quotas.produce.enabled or quotas.request.enabled):
         ctx.throttle_time_ms = 0
         return
-    now = loop_ms()
-    bandwidth = quotas.produce.record(ctx.principal.name, ctx.client_id, ctx.request_size, now)
-    ctx.throttle_time_ms = max(bandwidth, 0 if acks == 0 else _request_throttle_ms(ctx, now))
+    now_ms = loop_ms()
+    bandwidth = quotas.produce.record(ctx.principal.name, ctx.client_id, ctx.request_size, now_ms)
+    ctx.throttle_time_ms = max(bandwidth, 0 if acks == 0 else _request_throttle_ms(ctx, now_ms))
 
 
 def fetch_max_bytes(ctx) -> int | None:
@@ -101,12 +101,12 @@ def record_fetch(ctx, response_bytes: int) -> int:
     if not (quotas.fetch.enabled or quotas.request.enabled):
         ctx.throttle_time_ms = 0
         return 0
-    now = loop_ms()
-    request_ms = _request_throttle_ms(ctx, now)
-    bandwidth_ms = quotas.fetch.record(ctx.principal.name, ctx.client_id, response_bytes, now)
+    now_ms = loop_ms()
+    request_ms = _request_throttle_ms(ctx, now_ms)
+    bandwidth_ms = quotas.fetch.record(ctx.principal.name, ctx.client_id, response_bytes, now_ms)
     ctx.throttle_time_ms = max(request_ms, bandwidth_ms)
     if ctx.throttle_time_ms:
-        quotas.fetch.unrecord(ctx.principal.name, ctx.client_id, response_bytes, now)
+        quotas.fetch.unrecord(ctx.principal.name, ctx.client_id, response_bytes, now_ms)
     return ctx.throttle_time_ms
 
 
@@ -123,8 +123,8 @@ def record_mutations(quota: ControllerMutationQuota, partitions: int) -> bool:
 
 
 def finish_mutations(ctx, quota: ControllerMutationQuota) -> None:
-    now = loop_ms()
-    ctx.throttle_time_ms = max(quota.throttle_time_ms(now), _request_throttle_ms(ctx, now))
+    now_ms = loop_ms()
+    ctx.throttle_time_ms = max(quota.throttle_time_ms(now_ms), _request_throttle_ms(ctx, now_ms))
 
 
 @cache

@@ -1,7 +1,7 @@
 """Runs the transaction coordinator for the broker: requests in with the clock, actions carried out.
 
 The coordinator (coordinator/transaction_coordinator.py) is sans-I/O; this is its shell. A handler
-calls `call(lambda now, ticket: coordinator.end_transaction(now, ticket, ...))` and gets the
+calls `call(lambda now_ms, ticket: coordinator.end_transaction(now_ms, ticket, ...))` and gets the
 coordinator's response once the records it asked for are written to `__transaction_state`
 (created on first need, compacted, uncompressed) and flushed as the log's flush policy says. The
 transaction markers it asks for are written here, to the local partitions, through the same path
@@ -125,13 +125,13 @@ class TxnService:
                 log.warning("Skipping a record of %s: %s", partition.name, e)
         return replayed
 
-    async def _fire_timers(self, now: int) -> None:
-        await self._apply(self.coordinator.on_timer(now))
+    async def _fire_timers(self, now_ms: int) -> None:
+        await self._apply(self.coordinator.on_timer(now_ms))
 
     # --- requests ---------------------------------------------------------------------------------------
 
     async def call(self, operation: Callable[[int, int], TxnActions]) -> Any:
-        """Run `operation(now, ticket)` on the coordinator; its response to the ticket, once every
+        """Run `operation(now_ms, ticket)` on the coordinator; its response to the ticket, once every
         write it caused is done. The coordinator answers every request within its actions."""
         self.ensure_transaction_topic()
         ticket = next(self._tickets)

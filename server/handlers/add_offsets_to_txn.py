@@ -27,6 +27,6 @@ async def handle(ctx, request):
     groups.ensure_offsets_topic()
     offsets_partition = (OFFSETS_TOPIC, groups.coordinator.partition_for(request.group_id))
     service = ctx.services.transactions
-    error = await service.call(lambda now, ticket: service.coordinator.add_partitions(
-        now, ticket, request.transactional_id, request.producer_id, request.producer_epoch, [offsets_partition]))
+    error = await service.call(lambda now_ms, ticket: service.coordinator.add_partitions(
+        now_ms, ticket, request.transactional_id, request.producer_id, request.producer_epoch, [offsets_partition]))
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error_for_version(error, ctx.api_version, 2))

@@ -47,8 +47,8 @@ async def add_or_verify(ctx, transactional_id: str, producer_id: int, producer_e
     if verify_only:
         errors = service.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
         return topic_results(partitions, errors.__getitem__)
-    error = await service.call(lambda now, ticket: service.coordinator.add_partitions(
-        now, ticket, transactional_id, producer_id, producer_epoch, partitions))
+    error = await service.call(lambda now_ms, ticket: service.coordinator.add_partitions(
+        now_ms, ticket, transactional_id, producer_id, producer_epoch, partitions))
     error = error_for_version(error, ctx.api_version, 2)
     return topic_results(partitions, lambda tp: error)
 
