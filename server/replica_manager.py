@@ -80,7 +80,8 @@ class Partition:
         return ErrorCode.FENCED_LEADER_EPOCH if requested < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
 
     def append(self, records, origin: AppendOrigin = AppendOrigin.CLIENT) -> object:
-        """Append validated-on-the-way batches (offsets assigned in place); wakes parked fetches."""
+        """Append a batch, or a Produce partition's parsed records (the log converts, validates and
+        assigns offsets in place); wakes parked fetches."""
         info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin)
         self.log.high_watermark = self.log.log_end_offset
         self.wake()

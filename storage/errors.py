@@ -49,6 +49,11 @@ class UnsupportedForMessageFormatException(StorageError):
     error_code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
+class UnsupportedCompressionTypeException(StorageError):
+    """Records in a codec their message format cannot carry (zstd in magic 0/1)."""
+    error_code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
 class OffsetOutOfRangeException(StorageError):
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 

@@ -54,7 +54,10 @@ from .log_segment import (
 )
 from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn
 from .leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
-from .log_validator import AppendOrigin, ValidationResult, analyze_batches, validate_and_assign_offsets
+from .log_validator import (
+    AppendOrigin, ProducedRecords, ValidationResult, analyze_batches, convert_to_topic_format,
+    validate_and_assign_offsets,
+)
 from .producer_snapshots import ProducerSnapshotFiles
 
 __all__ = [
@@ -286,12 +289,21 @@ class Log:
         return self.leader_epoch_cache.end_offset_for(leader_epoch, self._next_offset)
 
     # -- appends
-    def append_as_leader(self, records, *, leader_epoch: int = 0,
+    def append_as_leader(self, records: bytearray | memoryview | ProducedRecords, *, leader_epoch: int = 0,
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Validate a v2 batch and append it, assigning offsets from the log end offset by
-        rewriting `records` (a bytearray or writable memoryview) in place. A producer's retry of
-        one of its last five batches writes nothing and returns the offsets the batch got then."""
-        batches = analyze_batches(records, self.config, origin, self.name)
+        rewriting it (a bytearray or writable memoryview) in place. A producer's retry of one of
+        its last five batches writes nothing and returns the offsets the batch got then.
+
+        `records` is either a batch as the broker writes it (coordinator records, transaction
+        markers: v2, in the topic's format), or what a Produce request carried, parsed once
+        (`parse_produced_records`): that is first converted to the topic's format (a legacy
+        message set up-converted, a batch recompressed to compression.type), and its parsed
+        header serves validation and producer state."""
+        first_header = None
+        if isinstance(records, ProducedRecords):
+            records, first_header = convert_to_topic_format(records, self.config)
+        batches = analyze_batches(records, self.config, origin, self.name, first_header)
         if not batches:
             return LogAppendInfo(-1, -1, NO_TIMESTAMP, -1, NO_TIMESTAMP, self._log_start_offset, 0, 0, False)
         with self._lock, self._io("appending"):

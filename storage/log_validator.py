@@ -1,8 +1,15 @@
-"""Validation and offset assignment for a leader append (Kafka's UnifiedLog.analyzeAndValidateRecords
-and LogValidator), for v2 batches appended as they are: uncompressed, or compressed with the codec
-the topic keeps (the server recompresses or up-converts before calling the log).
+"""Validation, conversion and offset assignment for a leader append (Kafka's
+UnifiedLog.analyzeAndValidateRecords and LogValidator).
 
-Everything is decided from batch headers: sizes, magic, CRC32C, the offset range against the
+A Produce partition's records are parsed once (`parse_produced_records`: the magic byte and the v2
+batch header), and that parse serves every later step: the authorizer, transaction verification,
+conversion, validation, producer state. Conversion (`convert_to_topic_format`) is Kafka's
+LogValidator where it cannot work in place: a legacy message set (magic 0 or 1) is up-converted to
+one v2 batch, and a batch in another codec than the topic's compression.type is recompressed. A v2
+batch already in the topic's format (compression.type `producer`, the default, or its codec) is
+appended as it is, no record decoded.
+
+Everything else is decided from batch headers: sizes, magic, CRC32C, the offset range against the
 record count, timestamps against message.timestamp.*.max.ms. Offsets are assigned by rewriting
 baseOffset in place (outside the CRC); only LogAppendTime stamping rewrites the CRC. Records are
 decoded only for a compacted topic, whose records must all have keys.
@@ -16,15 +23,16 @@ from typing import NamedTuple
 
 import crc32c
 
-from ..wire.exceptions import CorruptRecordError
+from ..wire import legacy
+from ..wire.exceptions import CodecError, CorruptRecordError
 from ..wire.records import (
     ATTRIBUTES_POS, CRC_POS, CRC_START, LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT,
-    BatchHeader, CompressionType, decode_batch, is_crc_valid, parse_batch_header, set_base_offset,
+    BatchHeader, CompressionType, decode_batch, is_crc_valid, parse_batch_header, recompress_batch, set_base_offset,
     set_log_append_time, set_partition_leader_epoch,
 )
 from .errors import (
     CorruptRecordException, InvalidRecordException, InvalidTimestampException, RecordTooLargeException,
-    UnsupportedForMessageFormatException,
+    UnsupportedCompressionTypeException, UnsupportedForMessageFormatException,
 )
 from .log_config import LOG_APPEND_TIME, LogConfig
 
@@ -34,6 +42,9 @@ _HEADER_SIZE_UP_TO_MAGIC = MAGIC_POS + 1
 _LENGTH = struct.Struct(">i")
 _ATTRIBUTES = struct.Struct(">h")
 _CRC = struct.Struct(">I")
+# The topic's compression.type values that name a codec (Kafka's BrokerCompressionType); the other
+# one, "producer", keeps the codec the producer chose.
+_TOPIC_CODECS = {codec.topic_config_name: codec for codec in CompressionType}
 
 
 class AppendOrigin(Enum):
@@ -54,29 +65,76 @@ class ValidationResult(NamedTuple):
     valid_bytes: int  # the input's complete batches; a partial tail is dropped, as Kafka does
 
 
-def analyze_batches(records, config: LogConfig, origin: AppendOrigin,
-                    topic_partition: str) -> list[tuple[int, BatchHeader]]:
-    """The complete batches of `records`, each checked for size, magic and CRC."""
+class ProducedRecords(NamedTuple):
+    """One partition's records as a Produce request carried them, parsed once."""
+    buffer: bytearray | memoryview  # as received: offsets are assigned in place
+    magic: int
+    header: BatchHeader | None  # the v2 batch's header; None for a legacy message set
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.header is not None and self.header.is_transactional
+
+
+def parse_produced_records(records: bytearray | memoryview) -> ProducedRecords:
+    """The magic byte of `records` and, for message format v2, its first batch header."""
+    if len(records) <= MAGIC_POS:
+        raise CorruptRecordException("record data is truncated before its magic byte")
+    magic = records[MAGIC_POS]
+    if magic != 2:
+        return ProducedRecords(records, magic, None)
+    try:
+        return ProducedRecords(records, magic, parse_batch_header(records))
+    except CorruptRecordError as e:
+        raise CorruptRecordException(str(e)) from None
+
+
+def convert_to_topic_format(produced: ProducedRecords, config: LogConfig) -> tuple[bytearray | memoryview,
+                                                                                   BatchHeader]:
+    """The produced records as one v2 batch in the topic's codec, and its header: the bytes as they
+    came when they already are one (nothing decoded), else up-converted or recompressed. A control
+    batch written uncompressed stays uncompressed, as in Kafka."""
+    header = produced.header
+    if header is None:
+        if produced.magic > 2:
+            raise CorruptRecordException(f"Invalid magic found in record: {produced.magic}")
+        producer_codec = config.compression_type == "producer"
+        return _converted(lambda: legacy.up_convert(
+            produced.buffer, compression=None if producer_codec else _TOPIC_CODECS[config.compression_type]))
+    if config.compression_type == "producer":
+        return produced.buffer, header
+    target = _TOPIC_CODECS[config.compression_type]
+    if target == header.compression or (header.is_control and header.compression == CompressionType.NONE):
+        return produced.buffer, header
+    return _converted(lambda: recompress_batch(produced.buffer, 0, target))
+
+
+def _converted(convert) -> tuple[bytearray, BatchHeader]:
+    """The batch `convert` builds, with Kafka's errors for records that cannot be converted."""
+    try:
+        batch = bytearray(convert())
+        return batch, parse_batch_header(batch)
+    except legacy.UnsupportedCompressionTypeError as e:
+        raise UnsupportedCompressionTypeException(str(e)) from None
+    except CodecError as e:  # a malformed message set or batch, a CRC mismatch, a codec failing
+        raise CorruptRecordException(str(e)) from None
+
+
+def analyze_batches(records, config: LogConfig, origin: AppendOrigin, topic_partition: str,
+                    first_header: BatchHeader | None = None) -> list[tuple[int, BatchHeader]]:
+    """The complete batches of `records`, each checked for size, magic and CRC. `first_header`:
+    the first batch's, when the caller parsed it already."""
     batches = []
     end = len(records)
     position = 0
+    header = first_header
     while end - position >= LOG_OVERHEAD:
-        (length,) = _LENGTH.unpack_from(records, position + LENGTH_POS)
-        if length < _MIN_RECORD_OVERHEAD:
-            raise CorruptRecordException(
-                f"Record size {length} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})")
-        if end - position < _HEADER_SIZE_UP_TO_MAGIC or end - position < LOG_OVERHEAD + length:
+        if header is None:
+            header = _read_header(records, position, topic_partition)
+            if header is None:
+                break
+        elif end - position < header.size:
             break
-        magic = records[position + MAGIC_POS]
-        if magic > 2:
-            raise CorruptRecordException(f"Invalid magic found in record: {magic}")
-        if magic < 2:
-            raise UnsupportedForMessageFormatException(
-                f"Message format v{magic} reached the log of {topic_partition}; it takes v2 batches only")
-        try:
-            header = parse_batch_header(records, position)
-        except CorruptRecordError as e:
-            raise CorruptRecordException(str(e)) from None
         if origin is AppendOrigin.CLIENT and header.base_offset != 0:
             raise InvalidRecordException(
                 f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
@@ -90,7 +148,29 @@ def analyze_batches(records, config: LogConfig, origin: AppendOrigin,
                 f"Record is corrupt (stored crc = {header.crc}) in topic partition {topic_partition}.")
         batches.append((position, header))
         position += header.size
+        header = None
     return batches
+
+
+def _read_header(records, position: int, topic_partition: str) -> BatchHeader | None:
+    """The header of the v2 batch at `position`, or None if the batch is incomplete."""
+    end = len(records)
+    (length,) = _LENGTH.unpack_from(records, position + LENGTH_POS)
+    if length < _MIN_RECORD_OVERHEAD:
+        raise CorruptRecordException(
+            f"Record size {length} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})")
+    if end - position < _HEADER_SIZE_UP_TO_MAGIC or end - position < LOG_OVERHEAD + length:
+        return None
+    magic = records[position + MAGIC_POS]
+    if magic > 2:
+        raise CorruptRecordException(f"Invalid magic found in record: {magic}")
+    if magic < 2:
+        raise UnsupportedForMessageFormatException(
+            f"Message format v{magic} reached the log of {topic_partition}; it takes v2 batches only")
+    try:
+        return parse_batch_header(records, position)
+    except CorruptRecordError as e:
+        raise CorruptRecordException(str(e)) from None
 
 
 def validate_and_assign_offsets(records, batches: list[tuple[int, BatchHeader]], *, first_offset: int,

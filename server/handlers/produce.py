@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ...storage.errors import StorageError
-from ...wire import legacy
-from ...wire import records as batches
+from ...storage.errors import InvalidRecordException, StorageError
+from ...storage.log_validator import ProducedRecords, parse_produced_records
 from ...wire.errors import ErrorCode
-from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from ..network import ConnectionClosed
@@ -32,39 +30,32 @@ TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 
-COMPRESSION_CODES = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
-
-class InvalidRecord(Exception):
-    """Record data the request may not carry (Kafka's InvalidRecordException)."""
-
-
-def v2_batch(records, api_version: int):
-    """The records of one partition as one v2 batch (bytes the log can take) and its header, or raise."""
+def produced_records(records, api_version: int) -> ProducedRecords:
+    """A partition's records parsed, the one time they are, and checked against the request's
+    version (Kafka's ProduceRequest.validateRecords): v0-2 carry message format v0/v1, v3+ exactly
+    one v2 batch."""
     if records is None or len(records) == 0:
-        raise InvalidRecord("Produce request has no records for the partition")
-    magic = batches.peek_magic(records)
+        raise InvalidRecordException("Produce request has no records for the partition")
+    produced = parse_produced_records(records)
     if api_version <= 2:
-        if magic == 2:
-            raise InvalidRecord("Produce request v0-2 cannot carry message format v2")
-        converted = bytearray(legacy.up_convert(records))
-        return converted, batches.parse_batch_header(converted)
-    if magic != 2:
-        raise InvalidRecord(f"Produce requests v3+ carry message format v2 only, found magic {magic}")
-    header = batches.parse_batch_header(records)
-    if header.size != len(records):
-        raise InvalidRecord("Produce requests v3+ are only allowed to contain exactly one record batch")
-    return records, header
+        if produced.magic == 2:
+            raise InvalidRecordException("Produce request v0-2 cannot carry message format v2")
+    elif produced.magic != 2:
+        raise InvalidRecordException(f"Produce requests v3+ carry message format v2 only, found magic {produced.magic}")
+    elif produced.header.size != len(records):
+        raise InvalidRecordException("Produce requests v3+ are only allowed to contain exactly one record batch")
+    return produced
 
 
-def apply_topic_compression(records, compression_type: str):
-    if compression_type == "producer":
-        return records
-    target = COMPRESSION_CODES[compression_type]
-    header = batches.parse_batch_header(records)
-    if header.compression == target:
-        return records
-    return bytearray(batches.recompress_batch(records, 0, target))
+def parse_partitions(request, api_version: int) -> list[list[ProducedRecords | StorageError]]:
+    """Every partition's records parsed, or why they cannot be, by topic then partition."""
+    def parse(records):
+        try:
+            return produced_records(records, api_version)
+        except StorageError as e:
+            return e
+    return [[parse(p.records) for p in topic.partition_data] for topic in request.topic_data]
 
 
 def partition_error(index: int, code: int, message: str | None = None):
@@ -79,8 +70,15 @@ class AfterAppends:
     woke_fetches: bool = False
 
 
-def append_partition(ctx, topic_name: str, data, acks: int, after: AfterAppends,
-                     transactional_id: str | None = None):
+def storage_error(index: int, e: StorageError):
+    response = partition_error(index, e.error_code, str(e))
+    response.record_errors = [BatchIndexAndErrorMessage(batch_index=batch_index, batch_index_error_message=message)
+                              for batch_index, message in e.record_errors]
+    return response
+
+
+def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | StorageError, acks: int,
+                     after: AfterAppends, transactional_id: str | None = None):
     partition = ctx.services.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -89,42 +87,30 @@ def append_partition(ctx, topic_name: str, data, acks: int, after: AfterAppends,
     config = partition.log.config
     if acks == -1 and config.min_insync_replicas > 1:
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
+    if isinstance(produced, StorageError):
+        return storage_error(data.index, produced)
     try:
-        records, header = v2_batch(data.records, ctx.api_version)
-        if header.is_transactional:
-            refused = ctx.services.transactions.verify_append(transactional_id, header, topic_name, data.index,
+        if produced.is_transactional:
+            refused = ctx.services.transactions.verify_append(transactional_id, produced.header, topic_name, data.index,
                                                               ctx.api_version)
             if refused is not None:
                 return partition_error(data.index, *refused)
-        records = apply_topic_compression(records, config.compression_type)
         after.woke_fetches |= partition.has_parked_fetches  # the append wakes them
-        info = partition.append(records)
+        info = partition.append(produced)
         if info.flush_needed:
             after.logs_to_flush.append(partition.log)
-    except InvalidRecord as e:
-        return partition_error(data.index, ErrorCode.INVALID_RECORD, str(e))
-    except legacy.UnsupportedCompressionTypeError as e:
-        return partition_error(data.index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(e))
-    except CodecError as e:  # CorruptRecordError and malformed legacy message sets alike
-        return partition_error(data.index, ErrorCode.CORRUPT_MESSAGE, str(e))
     except StorageError as e:
         log.debug("append to %s-%d refused: %s", topic_name, data.index, e)
-        response = partition_error(data.index, e.error_code, str(e))
-        response.record_errors = [BatchIndexAndErrorMessage(batch_index=index, batch_index_error_message=message)
-                                  for index, message in e.record_errors]
-        return response
+        return storage_error(data.index, e)
     return PartitionResponse(index=data.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                              log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
 
 
-def transaction_unauthorized(ctx, request) -> bool:
-    """Kafka's check before any append: transactional records need WRITE on their transactional id.
-    Batch headers are read only when an authorizer is configured."""
+def transaction_unauthorized(ctx, request, produced: list[list[ProducedRecords | StorageError]]) -> bool:
+    """Kafka's check before any append: transactional records need WRITE on their transactional id."""
     if ctx.services.authorizer is None:
         return False
-    transactional = any(p.records is not None and len(p.records) >= batches.BATCH_HEADER_SIZE
-                        and batches.peek_magic(p.records) == 2 and batches.parse_batch_header(p.records).is_transactional
-                        for t in request.topic_data for p in t.partition_data)
+    transactional = any(isinstance(p, ProducedRecords) and p.is_transactional for topic in produced for p in topic)
     return transactional and not (request.transactional_id is not None
                                   and ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id))
 
@@ -134,8 +120,9 @@ async def handle(ctx, request):
     acks = request.acks
     responses = []
     after = AfterAppends()
-    transaction_refused = transaction_unauthorized(ctx, request)
-    for topic in request.topic_data:
+    produced = parse_partitions(request, ctx.api_version)
+    transaction_refused = transaction_unauthorized(ctx, request, produced)
+    for topic, topic_produced in zip(request.topic_data, produced):
         if transaction_refused:
             code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         elif not ctx.authorize(WRITE, TOPIC, topic.name):
@@ -145,8 +132,8 @@ async def handle(ctx, request):
         else:
             code = ErrorCode.NONE
         if code == ErrorCode.NONE:
-            parts = [append_partition(ctx, topic.name, p, acks, after, request.transactional_id)
-                     for p in topic.partition_data]
+            parts = [append_partition(ctx, topic.name, p, produced_partition, acks, after, request.transactional_id)
+                     for p, produced_partition in zip(topic.partition_data, topic_produced)]
         else:
             parts = [partition_error(p.index, code) for p in topic.partition_data]
         responses.append(TopicResponse(name=topic.name, partition_responses=parts))
