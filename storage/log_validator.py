@@ -42,8 +42,8 @@ _HEADER_SIZE_UP_TO_MAGIC = MAGIC_POS + 1
 _LENGTH = struct.Struct(">i")
 _ATTRIBUTES = struct.Struct(">h")
 _CRC = struct.Struct(">I")
-# The topic's compression.type values that name a codec (Kafka's BrokerCompressionType); the other
-# one, "producer", keeps the codec the producer chose.
+# The topic's compression.type values that name a codec (Kafka's BrokerCompressionType); the one
+# left, "producer", keeps the codec the producer chose.
 _TOPIC_CODECS = {codec.topic_config_name: codec for codec in CompressionType}
 
 
@@ -94,19 +94,16 @@ def convert_to_topic_format(produced: ProducedRecords, config: LogConfig) -> tup
     """The produced records as one v2 batch in the topic's codec, and its header: the bytes as they
     came when they already are one (nothing decoded), else up-converted or recompressed. A control
     batch written uncompressed stays uncompressed, as in Kafka."""
+    topic_codec = _TOPIC_CODECS.get(config.compression_type)  # None for "producer": the producer's codec
     header = produced.header
     if header is None:
         if produced.magic > 2:
             raise CorruptRecordException(f"Invalid magic found in record: {produced.magic}")
-        producer_codec = config.compression_type == "producer"
-        return _converted(lambda: legacy.up_convert(
-            produced.buffer, compression=None if producer_codec else _TOPIC_CODECS[config.compression_type]))
-    if config.compression_type == "producer":
+        return _converted(lambda: legacy.up_convert(produced.buffer, compression=topic_codec))
+    if topic_codec is None or topic_codec == header.compression or (
+            header.is_control and header.compression == CompressionType.NONE):
         return produced.buffer, header
-    target = _TOPIC_CODECS[config.compression_type]
-    if target == header.compression or (header.is_control and header.compression == CompressionType.NONE):
-        return produced.buffer, header
-    return _converted(lambda: recompress_batch(produced.buffer, 0, target))
+    return _converted(lambda: recompress_batch(produced.buffer, 0, topic_codec))
 
 
 def _converted(convert) -> tuple[bytearray, BatchHeader]:
