@@ -84,8 +84,7 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if partition.topic.is_internal:
         return partition_error(data.index, ErrorCode.INVALID_TOPIC_EXCEPTION)
-    config = partition.log.config
-    if acks == -1 and config.min_insync_replicas > 1:
+    if acks == -1 and partition.log.config.min_insync_replicas > 1:
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
     if isinstance(produced, StorageError):
         return storage_error(data.index, produced)
