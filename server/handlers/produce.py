@@ -1,7 +1,9 @@
 """Produce (key 0), v0-11: append each partition's record batch to its log. Follows
-KafkaApis.handleProduceRequest, ReplicaManager.appendRecords and LogValidator: the records stay the
-bytes the client sent (offsets written into the batch header in place), re-encoded only for message
-format v0/v1 (Produce v0-2, up-converted) or a topic compression.type unlike the batch's.
+KafkaApis.handleProduceRequest and ReplicaManager.appendRecords: each partition's batch header is
+parsed once (storage.log_validator), then the partition's log appends it; the records stay the bytes
+the client sent (offsets written into the batch header in place) unless storage re-encodes them, as
+Kafka's LogValidator does, for message format v0/v1 (Produce v0-2) or a topic compression.type
+unlike the batch's.
 Deviations: v0-2 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); acks=all waits for no
 follower (this broker is the whole ISR); internal topics are refused even to the `__admin_client`
 client id, which Kafka lets write them.
