@@ -61,14 +61,14 @@ def rss_bytes(pid: int) -> int:
         return int(f.read().split()[1]) * PAGE_SIZE
 
 
-def samsa_pythonpath() -> str:
-    """A PYTHONPATH under which `import samsa` is this checkout (the root is the package)."""
+def samsa_pythonpath(checkout: Path = CHECKOUT) -> str:
+    """A PYTHONPATH under which `import samsa` is that checkout (the root is the package)."""
     probe = subprocess.run([sys.executable, "-c", "import samsa, os; print(os.path.dirname(samsa.__file__))"],
                            capture_output=True, text=True)
-    if probe.returncode == 0 and Path(probe.stdout.strip()).resolve() == CHECKOUT:
+    if probe.returncode == 0 and Path(probe.stdout.strip()).resolve() == checkout:
         return os.environ.get("PYTHONPATH", "")
     link_dir = Path(tempfile.mkdtemp(prefix="bench-samsa-path-"))
-    (link_dir / "samsa").symlink_to(CHECKOUT)
+    (link_dir / "samsa").symlink_to(checkout)
     return str(link_dir)
 
 
@@ -181,11 +181,12 @@ class Samsa(System):
     name = "samsa"
     on_disk = True
     reloads_data = True
+    checkout = CHECKOUT
 
     def __init__(self) -> None:
         super().__init__()
-        self.data_dir = Path(tempfile.mkdtemp(prefix="bench-samsa-"))
-        self.pythonpath = samsa_pythonpath()
+        self.data_dir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
+        self.pythonpath = samsa_pythonpath(self.checkout)
         # Fill the bytecode cache before the first start is timed.
         subprocess.run([sys.executable, "-c", "from samsa.server.handlers import load_handlers; load_handlers()"],
                        env=self._env(), check=True)
@@ -210,6 +211,21 @@ class Samsa(System):
     def close(self) -> None:
         super().close()
         shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class SamsaBase(Samsa):
+    """Another checkout of Samsa (SAMSA_BENCH_BASE=DIR, e.g. a `git worktree` of the commit before a
+    change, its C codec built in place), so that a change is measured against what it replaced in
+    the same run."""
+
+    name = "samsa-base"
+
+    def __init__(self) -> None:
+        base = os.environ.get("SAMSA_BENCH_BASE")
+        if not base:
+            raise Unavailable("SAMSA_BENCH_BASE names no checkout")
+        self.checkout = Path(base).resolve()
+        super().__init__()
 
 
 class Ceiling(System):
@@ -305,4 +321,4 @@ class MockCluster(MemorySystem):
         self._wait_for_metadata(name, partitions, timeout)
 
 
-ALL = (Samsa, Tansu, MockCluster, Ceiling)
+ALL = (Samsa, SamsaBase, Tansu, MockCluster, Ceiling)
