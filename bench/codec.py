@@ -218,7 +218,7 @@ def main(argv: list[str]) -> None:
               f" {'decode':>8} {'pure':>8} {'kio':>8} {'x':>6}")
     print(header)
     print("-" * len(header))
-    for name, message, version, kio_cls, construct_struct in cases():
+    for name, message, version, kio_cls, _construct_struct in cases():
         t = measure(message, version, kio_cls, rounds, repeat)
         print(f"{name:24} {t['bytes']:9} {t['buffers']:4} | {t['encode']:8.2f} {t['pure encode']:8.2f}"
               f" {t['kio encode']:8.2f} {t['encode x']:6.2f} | {t['decode']:8.2f} {t['pure decode']:8.2f}"

@@ -155,4 +155,4 @@ def node_script(script: str, payload: dict, timeout: float = 60.0) -> dict:
     try:
         return json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        raise AssertionError(f"node {script} printed no JSON result:\n{out}\n{proc.stderr.decode()[-4000:]}")
+        raise AssertionError(f"node {script} printed no JSON result:\n{out}\n{proc.stderr.decode()[-4000:]}") from None

@@ -96,7 +96,7 @@ class Member:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
-                raise AssertionError(f"member {self.name} did not stop within {timeout}s")
+                raise AssertionError(f"member {self.name} did not stop within {timeout}s") from None
         self.log.close()
 
     def kill(self) -> None:

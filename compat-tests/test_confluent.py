@@ -515,9 +515,9 @@ def test_long_poll_wakes_on_produce(broker, topic_name):
             time.sleep(0.3)  # let the consumer park in its long fetch
             acked = []
             p.produce(topic_name, b"ping-%d" % i, partition=0,
-                      on_delivery=lambda err, m: acked.append((time.monotonic(), err)))
+                      on_delivery=lambda err, m, acked=acked: acked.append((time.monotonic(), err)))
             assert p.flush(T) == 0 and acked[0][1] is None
-            r = wait_for(lambda: [x for x in received if x[1] == b"ping-%d" % i], 10, interval=0.001,
+            r = wait_for(lambda i=i: [x for x in received if x[1] == b"ping-%d" % i], 10, interval=0.001,
                          what=f"ping-{i}")
             lat.append(r[0][0] - acked[0][0])
     finally:

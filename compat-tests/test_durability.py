@@ -53,7 +53,7 @@ def read_everything(bootstrap, topic, timeout=T):
                   "auto.offset.reset": "error", "fetch.wait.max.ms": 100})
     try:
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=30) for p in range(PARTITIONS)}
-        for p, (low, high) in ends.items():
+        for p, (low, _high) in ends.items():
             assert low == 0, f"partition {p} starts at {low}"
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS) if ends[p][1] > 0])
         got = {p: [] for p in range(PARTITIONS)}

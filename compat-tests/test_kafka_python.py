@@ -243,7 +243,7 @@ def test_describe_log_dirs(broker, admin, topic_name):
     payload = os.urandom(1000)
     p = producer(broker.bootstrap, compression_type=None)
     try:
-        for i in range(50):
+        for _ in range(50):
             p.send(topic_name, payload, partition=0)
         p.flush(T)
     finally:
@@ -293,7 +293,7 @@ def test_long_poll_wakes_on_produce(broker, admin, topic_name):
             time.sleep(0.3)
             p.send(topic_name, b"ping-%d" % i, partition=0).get(T)
             t_ack = time.monotonic()
-            r = wait_for(lambda: [x for x in received if x[1] == b"ping-%d" % i], 10, interval=0.001,
+            r = wait_for(lambda i=i: [x for x in received if x[1] == b"ping-%d" % i], 10, interval=0.001,
                          what=f"ping-{i}")
             lat.append(r[0][0] - t_ack)
     finally:

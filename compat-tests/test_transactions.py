@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from compat_util import NODE_DIR, create_topic, node_script, wait_for
+from compat_util import NODE_DIR, create_topic, node_script
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 T = 30  # seconds a client may take for one operation

@@ -89,6 +89,7 @@ class Group(ABC):
         """Raise GroupError unless this member may commit offsets now (`transactional`: with
         TxnOffsetCommit, which a producer may send for a group it is not a member of)."""
 
+    @abstractmethod
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:
         """Raise GroupError unless this member may fetch offsets (OffsetFetch v9+ names one)."""
 
@@ -123,17 +124,24 @@ class GroupTypeManager(ABC):
     group_type: str
     record_types: tuple[int, ...] = ()
 
+    @abstractmethod
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Apply one record of `record_types` read from `__consumer_offsets` at load time."""
 
+    @abstractmethod
     def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         """The load finished: start what a live group needs (session timers, ...)."""
 
     def on_offset_commit(self, group: Group, member_id: str, now_ms: int) -> None:
-        """A member's offset commit was accepted (classic members keep their session with it)."""
+        """A member's offset commit was accepted (classic members keep their session with it).
+        By default nothing: the group type's sessions are kept by its heartbeats alone."""
+        return
 
+    @abstractmethod
     def on_deleted(self, group: Group, now_ms: int) -> None:
         """The group is gone (DeleteGroups, expiry): drop its timers."""
 
     def unload(self, out: Actions) -> None:
-        """The coordinator stops: answer every parked request (Kafka answers NOT_COORDINATOR)."""
+        """The coordinator stops: answer every parked request (Kafka answers NOT_COORDINATOR).
+        By default nothing: the group type parks no requests."""
+        return

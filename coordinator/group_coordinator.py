@@ -356,7 +356,8 @@ class GroupCoordinator:
             group.validate_offset_commit(commit.member_id, commit.group_instance_id, commit.generation_id, request,
                                          transactional=True)
         except GroupError as e:
-            out.respond(ticket, txn_commit_response(commit, lambda topic, partition: e.code))
+            code = e.code
+            out.respond(ticket, txn_commit_response(commit, lambda topic, partition: code))
             return out
         pending = self._requested_offsets(commit, now_ms, errors)
         group_id, producer_id = commit.group_id, commit.producer_id

@@ -308,11 +308,11 @@ class Broker:
             response = await handler.handle(ctx, request)
         except (UnsupportedVersionError, ConnectionClosed):
             raise
-        except Exception:
+        except Exception as e:
             log.exception("error handling %s v%d from %s", type(request).__name__, version, header.client_id)
             response = error_response(api_key, ErrorCode.UNKNOWN_SERVER_ERROR)
             if response is None:
-                raise CodecError("no error response for this api; closing the connection")
+                raise CodecError("no error response for this api; closing the connection") from e
         finish_request(ctx, response)
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("completed %s v%d (correlation id %d) from %s: %r", type(request).__name__, version,

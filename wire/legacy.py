@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 from construct import (
-    Bytes, ConstructError, FocusedSeq, If, Int8sb, Int8ub, Int32sb, Int32ub, Int64sb, Rebuild, Struct,
+    Bytes, ConstructError, FocusedSeq, If, Int8sb, Int8ub, Int32sb, Int64sb, Rebuild, Struct,
     Terminated, this,
 )
 

@@ -143,7 +143,10 @@ def test_idle_clients_are_forgotten_after_an_hour():
     assert set(manager.sensors) == {("", "b")}
 
 
-def mutations(rate: float, window=Window(samples=2, size_ms=1000)):
+TWO_SECOND_WINDOW = Window(samples=2, size_ms=1000)
+
+
+def mutations(rate: float, window=TWO_SECOND_WINDOW):
     quotas = {quota_entity(user=None): {CONTROLLER_MUTATION_RATE: rate}}
     return ControllerMutationQuotaManager(quotas, window)
 

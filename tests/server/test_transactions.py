@@ -371,7 +371,7 @@ def test_a_commit_interrupted_after_its_decision_is_completed_at_restart(tmp_pat
         log = Log.open(directory, LogConfig(), clock_ms=lambda: int(time.time() * 1000))
         last = None
         for segment in log.segments:
-            for header, record in records.iter_records(segment.log.read_bytes()):
+            for _header, record in records.iter_records(segment.log.read_bytes()):
                 if record.key == key:
                     last = read_record(key, record.value).value
         if last is not None:

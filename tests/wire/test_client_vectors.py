@@ -53,7 +53,7 @@ def test_frames_decode_and_reencode_to_the_same_bytes(session):
 def test_api_versions_and_metadata_requests(session):
     sent, frames = load(session)
     asked_for_topic = False
-    for described, frame in frames:
+    for _described, frame in frames:
         header, request = decode_request(frame)
         if header.request_api_key == ApiKey.API_VERSIONS:
             assert request.client_software_name and request.client_software_version

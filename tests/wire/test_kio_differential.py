@@ -153,7 +153,7 @@ def to_kio(message: Struct, kio_cls: type, version: int):
     values = {}
     for kf, info, nested in field_pairs(kio_cls, type(message), version):
         value = getattr(message, info.name)
-        convert = (lambda v: to_kio(v, nested, version)) if nested else (lambda v: scalar_to_kio(kf, v))
+        convert = (lambda v, nested=nested: to_kio(v, nested, version)) if nested else (lambda v, kf=kf: scalar_to_kio(kf, v))
         if value is None:
             values[kf.name] = None
         elif info.is_array:
@@ -168,7 +168,8 @@ def from_kio(entity, samsa_cls: type[Struct], version: int) -> Struct:
     for kf, info, nested in field_pairs(type(entity), samsa_cls, version):
         value = getattr(entity, kf.name)
         kio_type = kf.metadata.get("kafka_type")
-        convert = (lambda v: from_kio(v, info.struct, version)) if nested else (lambda v: scalar_from_kio(kio_type, v))
+        convert = ((lambda v, info=info: from_kio(v, info.struct, version)) if nested
+                   else (lambda v, kio_type=kio_type: scalar_from_kio(kio_type, v)))
         if value is None and (nested is not None or info.is_array):
             setattr(message, info.name, None)
         elif info.is_array:
