@@ -20,7 +20,7 @@ from enum import IntEnum
 from uuid import UUID
 
 from ..wire.coordinator_records.consumer_group_current_member_assignment_value import (
-    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupCurrentMemberAssignmentValue, TopicPartitions,
 )
 from ..wire.coordinator_records.consumer_group_member_metadata_value import ConsumerGroupMemberMetadataValue
 
@@ -96,11 +96,10 @@ class ConsumerGroupMember:
             server_assignor=self.server_assignor)
 
     def assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
-        partitions = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
         return ConsumerGroupCurrentMemberAssignmentValue(
             member_epoch=self.member_epoch, previous_member_epoch=self.previous_member_epoch, state=self.state,
-            assigned_partitions=topic_partitions(self.assigned_partitions, partitions),
-            partitions_pending_revocation=topic_partitions(self.partitions_pending_revocation, partitions))
+            assigned_partitions=topic_partitions(self.assigned_partitions, TopicPartitions),
+            partitions_pending_revocation=topic_partitions(self.partitions_pending_revocation, TopicPartitions))
 
     def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
         return replace(self, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,

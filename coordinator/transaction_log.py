@@ -15,7 +15,7 @@ from typing import NamedTuple
 from ..wire import coordinator_record
 from ..wire.coordinator_record import TRANSACTION_COORDINATOR, RecordFormatError
 from ..wire.coordinator_records.transaction_log_key import TransactionLogKey
-from ..wire.coordinator_records.transaction_log_value import TransactionLogValue
+from ..wire.coordinator_records.transaction_log_value import PartitionsSchema, TransactionLogValue
 from ..wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from .transaction_metadata import TransactionState, TxnTransitMetadata
 
@@ -42,7 +42,7 @@ def encode_value(transit: TxnTransitMetadata) -> bytes:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(transit.topic_partitions):
             by_topic.setdefault(topic, []).append(partition)
-        partitions = [TransactionLogValue.PartitionsSchema(topic=topic, partition_ids=ids)
+        partitions = [PartitionsSchema(topic=topic, partition_ids=ids)
                       for topic, ids in by_topic.items()]
     return coordinator_record.encode_value(TransactionLogValue(
         producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,

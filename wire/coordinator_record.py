@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import struct
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .codec import Message
 from .coordinator_records import RECORD_TYPES
@@ -39,9 +39,14 @@ class RecordFormatError(CodecError):
     """A key or value that is not a record its coordinator knows, or does not follow its layout."""
 
 
+M = TypeVar("M", bound=Message)
+
+
 class CoordinatorRecord(NamedTuple):
-    key: Message
-    value: Message | None  # None: a tombstone
+    # Any to the code that reads them, as a request's message is to its handler: a decoded record's
+    # classes are chosen by the record type in its key's bytes (callers dispatch on isinstance).
+    key: Any  # a Message
+    value: Any  # a Message, or None: a tombstone
     version: int = 0  # the value's
 
 
@@ -82,12 +87,13 @@ def encode_record(record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
     return encode_key(key), None if value is None else encode_value(value, version)
 
 
-def decode_key(coordinator: str, key: bytes) -> Message:
+def decode_key(coordinator: str, key: bytes) -> Any:
+    """The key message, of the class its record type names (Any: see CoordinatorRecord)."""
     key_class, _ = record_classes(coordinator, record_type(key))
     return _decode(key_class, KEY_VERSION, key)
 
 
-def decode_value(value_class: type[Message], value: bytes) -> tuple[Message, int]:
+def decode_value(value_class: type[M], value: bytes) -> tuple[M, int]:
     """The value and its version. Tagged fields this schema does not know are kept aside, unread."""
     if len(value) < 2:
         raise RecordFormatError(f"{value_class.__name__} of {len(value)} bytes")
@@ -103,7 +109,7 @@ def decode_record(coordinator: str, key: bytes, value: bytes | None) -> Coordina
     return CoordinatorRecord(decoded_key, *decode_value(value_class, value))
 
 
-def _decode(cls: type[Message], version: int, data: bytes) -> Message:
+def _decode(cls: type[M], version: int, data: bytes) -> M:
     lo, hi = cls.VALID_VERSIONS
     if not lo <= version <= hi:
         raise RecordFormatError(f"unknown {cls.__name__} version {version}")
