@@ -294,9 +294,8 @@ class ControllerMutationQuota:
     """One request's view of the controller mutation quota (Kafka's Strict- and
     PermissiveControllerMutationQuota): partitions are recorded one topic at a time."""
 
-    def __init__(self, bucket: TokenBucket | None, rate: float | None, strict: bool) -> None:
-        self._bucket = bucket
-        self._rate = rate
+    def __init__(self, limit: tuple[TokenBucket, float] | None, strict: bool) -> None:
+        self._limit = limit  # the bucket and its rate; None: no quota applies
         self.strict = strict
         self._throttle_ms = 0
         self._recorded_ms = 0
@@ -304,24 +303,25 @@ class ControllerMutationQuota:
     def record(self, partitions: int, now_ms: int) -> bool:
         """Count `partitions` mutations; False when refused (strict, and the quota was already
         exhausted before them: the topic gets THROTTLING_QUOTA_EXCEEDED)."""
-        if self._bucket is None:
+        if self._limit is None:
             return True
+        bucket, rate = self._limit
         if self.strict:
-            tokens = self._bucket.measure(self._rate, now_ms)
+            tokens = bucket.measure(rate, now_ms)
             if tokens < 0:
-                self._violated(tokens, now_ms)
+                self._violated(tokens, rate, now_ms)
                 return False
-            self._bucket.record(partitions, self._rate, now_ms)
+            bucket.record(partitions, rate, now_ms)
             return True
-        self._bucket.record(partitions, self._rate, now_ms)
-        tokens = self._bucket.measure(self._rate, now_ms)
+        bucket.record(partitions, rate, now_ms)
+        tokens = bucket.measure(rate, now_ms)
         if tokens < 0:
-            self._violated(tokens, now_ms)
+            self._violated(tokens, rate, now_ms)
         return True
 
-    def _violated(self, tokens: float, now_ms: int) -> None:
+    def _violated(self, tokens: float, rate: float, now_ms: int) -> None:
         # The time for the bucket to refill to zero.
-        self._throttle_ms = java_round(-tokens / self._rate * 1000)
+        self._throttle_ms = java_round(-tokens / rate * 1000)
         self._recorded_ms = now_ms
 
     def throttle_time_ms(self, now_ms: int) -> int:
@@ -335,12 +335,12 @@ class ControllerMutationQuotaManager(_QuotaSensors):
 
     def new_quota(self, user: str, client_id: str | None, strict: bool, now_ms: int) -> ControllerMutationQuota:
         if not self.enabled:
-            return ControllerMutationQuota(None, None, strict)
+            return ControllerMutationQuota(None, strict)
         tags = self.metric_tags(user, client_id)
         rate = self.quota_limit(tags)
         if rate is None:
-            return ControllerMutationQuota(None, None, strict)
-        return ControllerMutationQuota(self.sensor(tags, now_ms, TokenBucket).stat, rate, strict)
+            return ControllerMutationQuota(None, strict)
+        return ControllerMutationQuota((self.sensor(tags, now_ms, TokenBucket).stat, rate), strict)
 
 
 def _ip_key(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

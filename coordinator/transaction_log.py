@@ -63,7 +63,7 @@ def read_record(key: bytes, value: bytes | None) -> TxnRecord:
         state = TransactionState.from_id(v.transaction_status)
     except ValueError as e:
         raise RecordFormatError(str(e)) from None
-    partitions = frozenset()
+    partitions: frozenset[tuple[str, int]] = frozenset()
     if state is not TransactionState.EMPTY:
         partitions = frozenset((p.topic, i) for p in v.transaction_partitions or () for i in p.partition_ids)
     return TxnRecord(transactional_id, TxnTransitMetadata(

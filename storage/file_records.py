@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ..wire.exceptions import CorruptRecordError
 from ..wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, decode_batch, parse_batch_header
@@ -22,6 +22,7 @@ _HEADER_CHUNK = 16 * 1024  # an index interval's worth of headers per read
 _DATA_CHUNK = 1024 * 1024  # recovery reads whole batches
 # What finding a batch by offset needs of its header: baseOffset, batchLength, magic, lastOffsetDelta.
 _BATCH_BOUNDS = struct.Struct(">qi4xb6xi")
+_Found = TypeVar("_Found")  # what a header scan's parse function finds in each batch header
 
 
 class LogOffsetPosition(NamedTuple):
@@ -140,7 +141,7 @@ class FileRecords:
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
 
     # -- scanning
-    def _header_at(self, buf: bytes, offset: int, position: int) -> BatchHeader:
+    def _header_at(self, buf: bytes | memoryview, offset: int, position: int) -> BatchHeader:
         try:
             return parse_batch_header(buf, offset)
         except CorruptRecordError as e:
@@ -163,7 +164,8 @@ class FileRecords:
         size = LOG_OVERHEAD + length
         return (base_offset, size, base_offset + last_offset_delta), size
 
-    def _scan_headers(self, start: int, parse) -> Iterator[tuple[int, object]]:
+    def _scan_headers(self, start: int, parse: Callable[[bytes, int, int], tuple[_Found, int]]
+                      ) -> Iterator[tuple[int, _Found]]:
         """(position, parse(chunk, at, position)[0]) of each complete batch from `start`, reading
         headers a chunk at a time; `parse` returns what it found and the batch's size."""
         end = self.size

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .producer_state import (
-    DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, ProducerAppendInfo, ProducerStateEntry, ProducerStateManager,
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerAppendInfo, ProducerStateEntry,
+    ProducerStateManager,
 )
 from ..wire.exceptions import CodecError
 from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader, ControlRecord, decode_batch, parse_control_record
@@ -326,7 +327,7 @@ class Log:
             if producer_append is not None:
                 self._producer_state.update(producer_append)
                 if producer_append.completed_txn is not None:
-                    self._complete_txn(segment, producer_append)
+                    self._complete_txn(segment, producer_append.completed_txn)
             self._producer_state.update_map_end_offset(self._next_offset)
             self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
             flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
@@ -344,10 +345,10 @@ class Log:
         marker = _end_txn_marker(batch, self.name) if header.is_control else None
         return self._producer_state.prepare_update(header, origin, marker)
 
-    def _complete_txn(self, segment: LogSegment, append: ProducerAppendInfo) -> None:
+    def _complete_txn(self, segment: LogSegment, completed: CompletedTxn) -> None:
         """A marker closed a transaction: index it if aborted (with the last stable offset it
         leaves), then it is no longer open (Kafka's UnifiedLog.append)."""
-        state, completed = self._producer_state, append.completed_txn
+        state = self._producer_state
         segment.update_txn_index(*completed, last_stable_offset=state.last_stable_offset(completed))
         state.complete_txn(completed)
 
@@ -936,13 +937,13 @@ class _LogIo:
             state = "closed" if log._closed else "offline"
             raise KafkaStorageException(f"The log for partition {log.name} is {state}")
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
+        # Never swallows: an I/O error leaves as KafkaStorageException, anything else as it came.
         if exc_type is not None and issubclass(exc_type, (OSError, KafkaStorageException)):
             log = self.log
             log._offline = True
             raise KafkaStorageException(
                 f"Error while {self.action} for {log.name} in dir {log.dir.parent}: {exc}") from exc
-        return False
 
 
 def _no_records(offset: int, include_aborted_txns: bool) -> FetchDataInfo:

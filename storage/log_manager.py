@@ -192,8 +192,8 @@ class LogManager:
                 damaged.add(each.dir.parent)
         with self._lock:
             doomed, self._logs_to_delete = self._logs_to_delete, []
-        for _, each in doomed:
-            _delete(each)
+        for _, deleting in doomed:
+            _delete(deleting)
         self.checkpoint()
         for directory in self.log_dirs:
             if directory not in damaged:
@@ -298,12 +298,12 @@ class LogManager:
         with self._opening_lock, self._lock:
             removed = self._logs.pop((topic, partition), None)
             unopened = self._unopened.pop((topic, partition), None) if removed is None else None
-            if removed is None and unopened is None:
-                return None
             if removed is not None:
                 parent, config = removed.dir.parent, removed.config
                 removed.rename_dir(delete_dir_name(topic, partition))
                 doomed: Log | Path = removed
+            elif unopened is None:
+                return None
             else:
                 parent, config = unopened.log_dir, unopened.config
                 doomed = parent / delete_dir_name(topic, partition)
@@ -384,8 +384,8 @@ class LogManager:
         with self._lock:
             due = [each for when, each in self._logs_to_delete if when <= now_ms]
             self._logs_to_delete = [(when, each) for when, each in self._logs_to_delete if when > now_ms]
-        for each in due:
-            _delete(each)
+        for deleting in due:
+            _delete(deleting)
         return removed
 
 

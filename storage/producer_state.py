@@ -266,10 +266,13 @@ class ProducerStateManager:
     def update(self, append: ProducerAppendInfo) -> None:
         """Apply what `prepare_update` decided, once the batch is in the log. A completed
         transaction stays ongoing until `complete_txn`."""
-        if append.updated_entry is not None:
-            self.producers[append.producer_id] = append.updated_entry
+        entry = append.updated_entry
+        if entry is not None:
+            self.producers[append.producer_id] = entry
             if append.started_txn:
-                insort(self._ongoing_txns, (append.updated_entry.current_txn_first_offset, append.producer_id))
+                first_offset = entry.current_txn_first_offset
+                assert first_offset is not None, "prepare_update sets a started transaction's first offset"
+                insort(self._ongoing_txns, (first_offset, append.producer_id))
 
     # -- transactions (Kafka's firstUnstableOffset, lastStableOffset, completeTxn)
     def last_stable_offset(self, completed: CompletedTxn) -> int:

@@ -48,6 +48,7 @@ def filter_batch(data, header: BatchHeader, retention: BatchRetention, should_re
         stamp_delete_horizon or any(r.value is None for r in retained))
     if len(retained) == len(records) and not needs_delete_horizon:
         return data, len(retained)
+    delete_horizon: int | None
     if needs_delete_horizon:
         delete_horizon = now_ms + delete_retention_ms
     else:

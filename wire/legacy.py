@@ -217,7 +217,7 @@ def build_message_set(messages: Iterable[LegacyMessage], *, magic: int, compress
     return _message_entry(messages[-1].offset, magic, compression | type_bit, wrapper_timestamp, None, wrapper_value)
 
 
-def up_convert(message_set: bytes, *, compression: int | None = None,
+def up_convert(message_set: bytes | bytearray | memoryview, *, compression: int | None = None,
                max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
     """One v2 batch holding every message of a produced message set, timestamps kept (magic 0
     has none: NO_TIMESTAMP). Offsets become 0, 1, ...: the broker assigns the real ones.
