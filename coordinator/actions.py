@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 from ..wire.errors import ErrorCode
 
@@ -21,11 +21,15 @@ Ticket = Hashable
 Record = tuple[bytes, bytes | None]  # (key, value); value None is a tombstone
 
 
+# The Actions an append's on_done is handed: the coordinator's own kind (TxnActions for transactions).
+A = TypeVar("A", bound="Actions")
+
+
 @dataclass
-class Append:
+class Append(Generic[A]):
     partition: int
     records: list[Record]
-    on_done: Callable[[int, int, Actions], None]
+    on_done: Callable[[int, int, A], None]
     # (producer id, epoch) of a transaction the records belong to (TxnOffsetCommit), else None.
     producer: tuple[int, int] | None = None
 
@@ -33,12 +37,12 @@ class Append:
 @dataclass
 class Actions:
     responses: list[tuple[Ticket, Any]] = field(default_factory=list)
-    appends: list[Append] = field(default_factory=list)
+    appends: list[Append[Self]] = field(default_factory=list)
 
     def respond(self, ticket: Ticket, response: Any) -> None:
         self.responses.append((ticket, response))
 
-    def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, Actions], None],
+    def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, Self], None],
                producer: tuple[int, int] | None = None) -> None:
         self.appends.append(Append(partition, records, on_done, producer))
 

@@ -583,9 +583,10 @@ class ClassicGroupManager(GroupTypeManager):
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_id == UNKNOWN_MEMBER_ID:
             # KIP-345: an administrator removes a static member by its group.instance.id alone.
-            member_id = group.static_members.get(instance_id) if instance_id is not None else None
-            if member_id is None:
+            static_member_id = group.static_members.get(instance_id) if instance_id is not None else None
+            if static_member_id is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
+            member_id = static_member_id
         elif member_id in group.pending_members:
             self.timer.cancel(self._session_key(group.group_id, member_id))
             self._remove_pending_member(now_ms, group, member_id, out)
@@ -664,14 +665,15 @@ class ClassicGroupManager(GroupTypeManager):
             # Kafka answers an unknown (or non-classic) group as a Dead one before DescribeGroups v6.
             return DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state=DEAD.value,
                                   protocol_type="", protocol_data="", members=[])
-        stable = group.state is STABLE and group.protocol_name is not None
+        # The protocol of a stable group; its members' metadata and assignments are shown only then.
+        protocol = group.protocol_name if group.state is STABLE else None
         members = [Member(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                           client_host=m.client_host,
-                          member_metadata=m.metadata(group.protocol_name) if stable else b"",
-                          member_assignment=m.assignment if stable else b"")
+                          member_metadata=m.metadata(protocol) if protocol is not None else b"",
+                          member_assignment=m.assignment if protocol is not None else b"")
                    for m in group.members.values()]
         return DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state=group.state_name,
-                              protocol_type=group.protocol_type, protocol_data=group.protocol_name if stable else "",
+                              protocol_type=group.protocol_type, protocol_data=protocol if protocol is not None else "",
                               members=members)
 
     # --- the coordinator's hooks ----------------------------------------------------------------

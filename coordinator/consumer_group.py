@@ -266,7 +266,7 @@ class ConsumerGroup(Group):
                              f"match the expected member epoch {member.member_epoch}.")
 
     def _member_or_unknown(self, member_id: str | None) -> ConsumerGroupMember:
-        member = self.members.get(member_id)
+        member = None if member_id is None else self.members.get(member_id)
         if member is None:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {member_id} is not a member of group {self.group_id}.")
@@ -376,9 +376,13 @@ class ConsumerGroup(Group):
         self._check_member_epoch(member, epoch, owned)
         return member
 
+    def _member_of_instance(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
     def _static_member(self, member_id, epoch, instance_id, owned, joining):
         """The member for `instance_id`, and the member it replaces when an instance rejoins."""
-        existing = self.members.get(self.static_members.get(instance_id))
+        existing = self._member_of_instance(instance_id)
         if joining:
             if existing is None:
                 return self.members.get(member_id) or ConsumerGroupMember(member_id), None
@@ -418,10 +422,11 @@ class ConsumerGroup(Group):
 
     def _leave(self, request, topics):
         member_id, epoch, instance_id = request.member_id, request.member_epoch, request.instance_id
+        member: ConsumerGroupMember | None
         if instance_id is None:
             member = self._member_or_unknown(member_id)
         else:
-            member = self.members.get(self.static_members.get(instance_id))
+            member = self._member_of_instance(instance_id)
             if member is None:
                 raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
             if member.member_id != member_id:
