@@ -673,7 +673,7 @@ class ClassicGroupManager(GroupTypeManager):
                           member_assignment=m.assignment if protocol is not None else b"")
                    for m in group.members.values()]
         return DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state=group.state_name,
-                              protocol_type=group.protocol_type, protocol_data=protocol if protocol is not None else "",
+                              protocol_type=group.protocol_type, protocol_data=protocol or "",
                               members=members)
 
     # --- the coordinator's hooks ----------------------------------------------------------------
