@@ -8,6 +8,7 @@ Deviations: none known.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
@@ -17,36 +18,40 @@ from . import handler
 
 Response = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
 Result = Response.AlterUserScramCredentialsResult
-_TWICE = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+_Error = tuple[ErrorCode, str]  # an alteration's error code and message
+_TWICE: _Error = (ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
 
 
-def _check_name_and_mechanism(name: str, mechanism: ScramMechanism | None):
+def _mechanism(name: str, mechanism_type: int) -> ScramMechanism | _Error:
+    """The alteration's mechanism, or why its user name or mechanism is unacceptable."""
     if not name:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    mechanism = ScramMechanism.from_type(mechanism_type)
     if mechanism is None:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
-    return None
+    return mechanism
 
 
-def _check_deletion(stored, deletion):
-    mechanism = ScramMechanism.from_type(deletion.mechanism)
-    error = _check_name_and_mechanism(deletion.name, mechanism)
-    if error is None and mechanism.mechanism_name not in stored.get(deletion.name, {}):
-        error = ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
-    return error
+def _check_deletion(stored, deletion) -> ScramMechanism | _Error:
+    """The mechanism whose credential the deletion removes, or why it cannot."""
+    mechanism = _mechanism(deletion.name, deletion.mechanism)
+    if isinstance(mechanism, ScramMechanism) and mechanism.mechanism_name not in stored.get(deletion.name, {}):
+        return ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
+    return mechanism
 
 
-def _check_upsertion(upsertion):
-    mechanism = ScramMechanism.from_type(upsertion.mechanism)
-    error = _check_name_and_mechanism(upsertion.name, mechanism)
-    if error is None:
-        if upsertion.iterations < mechanism.min_iterations:
-            error = ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
-        elif upsertion.iterations > MAX_ITERATIONS:
-            error = ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
-        elif not upsertion.salt or not upsertion.salted_password:
-            error = ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty"
-    return error
+def _check_upsertion(upsertion) -> ScramMechanism | _Error:
+    """The mechanism of the credential the upsertion stores, or why it cannot."""
+    mechanism = _mechanism(upsertion.name, upsertion.mechanism)
+    if not isinstance(mechanism, ScramMechanism):
+        return mechanism
+    if upsertion.iterations < mechanism.min_iterations:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
+    if upsertion.iterations > MAX_ITERATIONS:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
+    if not upsertion.salt or not upsertion.salted_password:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty"
+    return mechanism
 
 
 @handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
@@ -58,35 +63,37 @@ async def handle(ctx, request):
                                                      for user in users])
     metadata = ctx.services.metadata
     stored = metadata.scram_credentials
-    deletions, upsertions, errors = {}, {}, {}
+    # The accepted alterations by user name: a deletion's mechanism, an upsertion and its mechanism.
+    deletions: dict[str, ScramMechanism] = {}
+    upsertions: dict[str, tuple[Any, ScramMechanism]] = {}
+    errors: dict[str, _Error] = {}
     for deletion in request.deletions:
         if deletion.name in errors:
             continue
         if deletions.pop(deletion.name, None) is not None:
             errors[deletion.name] = _TWICE
-        elif error := _check_deletion(stored, deletion):
-            errors[deletion.name] = error
+        elif isinstance(checked := _check_deletion(stored, deletion), ScramMechanism):
+            deletions[deletion.name] = checked
         else:
-            deletions[deletion.name] = deletion
+            errors[deletion.name] = checked
     for upsertion in request.upsertions:
         if upsertion.name in errors:
             continue
         if deletions.pop(upsertion.name, None) is not None or upsertions.pop(upsertion.name, None) is not None:
             errors[upsertion.name] = _TWICE
-        elif error := _check_upsertion(upsertion):
-            errors[upsertion.name] = error
+        elif isinstance(checked := _check_upsertion(upsertion), ScramMechanism):
+            upsertions[upsertion.name] = upsertion, checked
         else:
-            upsertions[upsertion.name] = upsertion
+            errors[upsertion.name] = checked
 
     if deletions or upsertions:
         updated = copy.deepcopy(stored)
-        for name, deletion in deletions.items():
+        for name, mechanism in deletions.items():
             mechanisms = updated[name]
-            del mechanisms[ScramMechanism.from_type(deletion.mechanism).mechanism_name]
+            del mechanisms[mechanism.mechanism_name]
             if not mechanisms:
                 del updated[name]
-        for name, upsertion in upsertions.items():
-            mechanism = ScramMechanism.from_type(upsertion.mechanism)
+        for name, (upsertion, mechanism) in upsertions.items():
             credential = ScramCredential.from_salted_password(mechanism, upsertion.salt, upsertion.salted_password,
                                                               upsertion.iterations)
             updated.setdefault(name, {})[mechanism.mechanism_name] = credential.to_json()
