@@ -26,7 +26,8 @@ async def handle(ctx, request):
     results = []
     for entry in request.entries:
         parts = [(e.entity_type, e.entity_name) for e in entry.entity]
-        code, message = ErrorCode.NONE, None
+        code: int = ErrorCode.NONE
+        message: str | None = None
         try:
             if not authorized:
                 raise QuotaRequestError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED_MESSAGE)

@@ -6,6 +6,8 @@ Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..acl_admin import filter_of, refusal
@@ -18,7 +20,7 @@ Description = DescribeAclsResponse.AclDescription
 
 def resources(acls, version: int) -> list:
     """Kafka's DescribeAclsResponse.aclsResources: one entry per resource pattern, in order."""
-    by_pattern: dict[tuple, object] = {}
+    by_pattern: dict[tuple[int, str, int], Any] = {}  # (resource type, name, pattern type) -> Resource
     for acl in acls:
         key = (acl.resource_type, acl.name, acl.pattern_type)
         entry = by_pattern.get(key)

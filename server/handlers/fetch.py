@@ -9,6 +9,7 @@ last_fetched_epoch, preferred_read_replica always -1 (replication: cluster mode,
 
 from __future__ import annotations
 
+from typing import Any
 
 import trio
 
@@ -50,7 +51,7 @@ def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tupl
         for p in t.partitions:
             wanted.append(CachedPartition(name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
                                           p.log_start_offset, p.current_leader_epoch))
-    forgotten = []
+    forgotten: list[tuple[str, int]] = []  # (topic, partition)
     for t in request.forgotten_topics_data or ():
         name = topic_name(t)
         if name is not None:
@@ -197,7 +198,7 @@ def carries_records(records) -> bool:
 
 
 def build_response(ctx, context, results, unknown_ids):
-    by_topic: dict[str, TopicResponse] = {}
+    by_topic: dict[str, Any] = {}  # topic name -> its TopicResponse (a generated message: Any to mypy)
     topics = []
     for p, data in results:
         changed = p.needs_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,

@@ -50,6 +50,7 @@ def errors_by_partition(topics) -> dict[tuple[str, int], int]:
 
 @handler(ApiKey.OFFSET_COMMIT, 0, 9)
 async def handle(ctx, request):
+    errors: dict[tuple[str, int], int]  # (topic, partition) -> error code
     if not ctx.authorize(READ, GROUP, request.group_id):
         errors = {(t.name, p.partition_index): ErrorCode.GROUP_AUTHORIZATION_FAILED
                   for t in request.topics for p in t.partitions}

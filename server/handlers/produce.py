@@ -40,10 +40,11 @@ def produced_records(records, api_version: int) -> ProducedRecords:
     if records is None or len(records) == 0:
         raise InvalidRecordException("Produce request has no records for the partition")
     produced = parse_produced_records(records)
+    # The records have a (v2 batch) header exactly when their magic is 2.
     if api_version <= 2:
-        if produced.magic == 2:
+        if produced.header is not None:
             raise InvalidRecordException("Produce request v0-2 cannot carry message format v2")
-    elif produced.magic != 2:
+    elif produced.header is None:
         raise InvalidRecordException(f"Produce requests v3+ carry message format v2 only, found magic {produced.magic}")
     elif produced.header.size != len(records):
         raise InvalidRecordException("Produce requests v3+ are only allowed to contain exactly one record batch")
