@@ -1,16 +1,25 @@
-"""Fixtures for the compatibility suite: real clients against a real `samsa serve` process.
+"""Fixtures for the compatibility suite: real clients against a real `samsa serve` process and,
+with the same tests, against Apache Kafka 4.x (kafka_oracle.py).
 
 The broker runs as a subprocess on a free loopback port with its own temporary log dir:
 
 * ``broker`` (module scope): one broker shared by the tests of a module, default overrides.
 * ``broker_factory`` (function scope): ``broker_factory(overrides={...})`` starts a fresh broker
-  with extra ``--override key=value`` settings; every broker it started is stopped afterwards.
+  with extra settings (Kafka config names: ``--override key=value`` for Samsa, server.properties
+  for Kafka); every broker it started is stopped afterwards.
+* A test that uses either runs once per broker kind, ids ``samsa`` and ``kafka`` (module-scoped:
+  a module's tests run on one, then on the other). ``@pytest.mark.samsa_only("why")`` keeps a
+  test (or a module, as ``pytestmark``) on Samsa only.
+* ``zookeeper`` and ``kafka39_factory``: ZooKeeper and Kafka 3.9 in ZooKeeper mode.
 
 Each broker handle offers ``bootstrap`` ("127.0.0.1:PORT"), ``port``, ``data_dir``, ``stop()``
 (SIGTERM, then SIGKILL after a timeout), ``kill()`` (SIGKILL, no flushing), ``start()`` and
 ``restart()`` (same port, same data dir), and ``output()`` (what the broker printed).
 
 Environment:
+
+* ``SAMSA_COMPAT_BROKERS``: the broker kinds to run, default ``samsa,kafka`` (``samsa`` alone
+  where there is no Java; ``kafka`` alone to check a test against Kafka).
 
 * ``SAMSA_COMPAT_BROKER_CMD``: run the suite against another broker. A shell-like command line
   with the placeholders ``{host}``, ``{port}`` and ``{data_dir}``, e.g. for tansu::
@@ -29,12 +38,8 @@ import atexit
 import os
 import re
 import shlex
-import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -44,7 +49,10 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # lets test modules `import compat_util` under any import mode
     sys.path.insert(0, str(HERE))
 
-HOST = "127.0.0.1"
+from kafka_oracle import KafkaBroker, ZkKafkaBroker, ZooKeeper  # noqa: E402
+from server_process import (HOST, BrokerStartError, ServerProcess, free_port, port_open,  # noqa: E402,F401
+                            write_properties)
+
 START_TIMEOUT = float(os.environ.get("SAMSA_COMPAT_START_TIMEOUT", "15"))
 STOP_TIMEOUT = 10.0
 EXTERNAL_CMD = os.environ.get("SAMSA_COMPAT_BROKER_CMD", "").strip()
@@ -65,6 +73,7 @@ def _kill_leftovers():  # pytest killed mid-test: still leave no broker behind
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
+    config.addinivalue_line("markers", "samsa_only(reason): runs on Samsa only (a Samsa-only config or tool)")
 
 
 _LAST_RESORT: list[threading.Timer] = []
@@ -107,63 +116,26 @@ def pytest_runtest_makereport(item, call):
     if report.failed:
         for pool in list(_POOLS):
             for b in pool.brokers:
-                report.sections.append((f"broker {b.name} {b.bootstrap} output (tail)", b.output_tail()))
+                report.sections.append((f"{b.name} {b.bootstrap} output (tail; all of it in {b.log_path})",
+                                        b.output_tail()))
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+class SamsaBroker(ServerProcess):
+    """`samsa serve` (or SAMSA_COMPAT_BROKER_CMD) as a subprocess."""
 
-
-def port_open(port: int, timeout: float = 0.2) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-class BrokerStartError(RuntimeError):
-    pass
-
-
-class Broker:
-    """A broker subprocess. Not started by the constructor."""
-
-    _seq = 0
+    kind = "samsa"
+    started_re = STARTED_RE
+    start_timeout = START_TIMEOUT
+    stop_timeout = STOP_TIMEOUT
 
     def __init__(self, base_dir: Path, overrides: dict[str, object] | None = None,
                  properties: dict[str, object] | None = None):
-        Broker._seq += 1
-        self.name = f"b{Broker._seq}"
-        self.base_dir = Path(base_dir)
-        self.base_dir.mkdir(parents=True, exist_ok=True)
-        self.data_dir = self.base_dir / "data"
-        self.data_dir.mkdir(exist_ok=True)
-        self.log_path = self.base_dir / "broker.log"
-        self.overrides = {str(k): str(v) for k, v in (overrides or {}).items()}
+        super().__init__(base_dir, overrides)
         self.properties_file: Path | None = None
         if properties is not None:  # passed as `samsa serve FILE`, overrides still win
             self.properties_file = self.base_dir / "server.properties"
-            self.properties_file.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
-        self.port = free_port()
-        self.proc: subprocess.Popen | None = None
-        self._log = None
-        self.starts = 0
-        self.last_returncode: int | None = None
-        self.sigterm_timed_out = False
+            write_properties(self.properties_file, properties)
 
-    # -- addresses ---------------------------------------------------------------------------
-    @property
-    def host(self) -> str:
-        return HOST
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{HOST}:{self.port}"
-
-    # -- command line -----------------------------------------------------------------------
     def command(self) -> list[str]:
         if EXTERNAL_CMD:
             return shlex.split(EXTERNAL_CMD.format(host=HOST, port=self.port, data_dir=self.data_dir))
@@ -181,138 +153,61 @@ class Broker:
             cmd += ["--override", f"{k}={v}"]
         return cmd
 
-    # -- lifecycle --------------------------------------------------------------------------
-    def start(self, timeout: float = START_TIMEOUT) -> Broker:
-        assert self.proc is None or self.proc.poll() is not None, "broker already running"
-        self.starts += 1
-        self._log = open(self.log_path, "ab")
-        self._log.write(f"\n===== start #{self.starts}: {shlex.join(self.command())}\n".encode())
-        self._log.flush()
-        offset = self._log.tell()
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        self.proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            cwd=str(self.base_dir),
-            env=env,
-            start_new_session=True,  # a Ctrl-C of pytest must not reach the broker first
-        )
-        deadline = time.monotonic() + timeout
-        seen_started = False
-        while True:
-            rc = self.proc.poll()
-            if rc is not None:
-                self._reap()
-                raise BrokerStartError(
-                    f"broker exited with code {rc} before serving\n{self.output_tail()}"
-                )
-            if not seen_started:
-                seen_started = bool(STARTED_RE.search(self._read_from(offset)))
-            if seen_started and port_open(self.port):
-                return self
-            if time.monotonic() > deadline:
-                what = "port never accepted connections" if seen_started else (
-                    f"no line matching {STARTED_RE.pattern!r}")
-                self.kill()
-                raise BrokerStartError(
-                    f"broker not serving on {self.bootstrap} after {timeout:.0f}s ({what})\n"
-                    f"{self.output_tail()}"
-                )
-            time.sleep(0.05)
 
-    def stop(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """SIGTERM, wait, then SIGKILL. Returns the exit code (None if it was not running)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._log_note(f"did not exit {timeout}s after SIGTERM: SIGKILL")
-                self.proc.kill()
-                self.proc.wait(10)
-                self.sigterm_timed_out = True
-                self._reap()
-                return None
-        return self._reap()
+def broker_kinds() -> list[str]:
+    kinds = [k.strip() for k in os.environ.get("SAMSA_COMPAT_BROKERS", "samsa,kafka").split(",") if k.strip()]
+    unknown = set(kinds) - set(BROKER_CLASSES)
+    if unknown:
+        raise pytest.UsageError(f"SAMSA_COMPAT_BROKERS: unknown {sorted(unknown)}; known: {sorted(BROKER_CLASSES)}")
+    return kinds
 
-    def kill(self) -> None:
-        """kill -9: no chance to flush anything."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            try:
-                self.proc.kill()
-            except ProcessLookupError:
-                pass
-            self.proc.wait(10)
-        self._reap()
 
-    def restart(self, timeout: float = START_TIMEOUT) -> Broker:
-        self.stop()
-        return self.start(timeout)
+def pytest_generate_tests(metafunc):
+    """Every test that uses `broker` or `broker_factory` runs once per broker kind (module-scoped,
+    so a module's tests run on Samsa, then on Kafka); a test marked samsa_only runs on Samsa only."""
+    if "broker_kind" not in metafunc.fixturenames:
+        return
+    kinds = broker_kinds()
+    if metafunc.definition.get_closest_marker("samsa_only"):
+        kinds = [k for k in kinds if k == "samsa"]
+    metafunc.parametrize("broker_kind", kinds, indirect=True, scope="module", ids=kinds)
 
-    def is_running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
-    def _reap(self) -> int | None:
-        rc = self.proc.returncode if self.proc is not None else None
-        if self.proc is not None and rc is not None:
-            self.last_returncode = rc
-            self._log_note(f"exited with code {rc}")
-            self.proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        return rc
-
-    def _log_note(self, msg: str) -> None:
-        with open(self.log_path, "ab") as f:
-            f.write(f"===== [compat-tests] {msg}\n".encode())
-
-    # -- output -----------------------------------------------------------------------------
-    def _read_from(self, offset: int) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def output(self) -> str:
-        return self._read_from(0)
-
-    def output_tail(self, chars: int = 6000) -> str:
-        out = self.output()
-        return out if len(out) <= chars else "...\n" + out[-chars:]
-
-    def __repr__(self):
-        return f"<Broker {self.name} {self.bootstrap} running={self.is_running()}>"
+@pytest.fixture(scope="module")
+def broker_kind(request) -> str:
+    """'samsa' or 'kafka': which broker `broker` and `broker_factory` start."""
+    return request.param
 
 
 class BrokerPool:
-    """Starts brokers on request and stops every one of them on close()."""
+    """Starts servers on request and stops every one of them on close()."""
 
-    def __init__(self, tmp_factory, label: str):
+    def __init__(self, tmp_factory, label: str, kind: str = "samsa"):
         self.tmp_factory = tmp_factory
         self.label = label
-        self.brokers: list[Broker] = []
+        self.kind = kind
+        self.brokers: list[ServerProcess] = []
         _POOLS.add(self)
 
     def __call__(self, overrides: dict[str, object] | None = None, start: bool = True,
-                 properties: dict[str, object] | None = None) -> Broker:
-        if (overrides or properties) and EXTERNAL_CMD:
+                 properties: dict[str, object] | None = None) -> ServerProcess:
+        """A broker of the pool's kind; overrides and properties are Kafka config names."""
+        if (overrides or properties) and EXTERNAL_CMD and self.kind == "samsa":
             pytest.skip(f"external broker command cannot take settings {overrides or properties}")
+        cls = BROKER_CLASSES[self.kind]
+        return self._start(lambda d: cls(d, overrides, properties), start)
+
+    def zookeeper(self) -> ZooKeeper:
+        return self._start(ZooKeeper, True)
+
+    def kafka39(self, zookeeper_connect: str, overrides: dict[str, object] | None = None,
+                start: bool = True) -> ZkKafkaBroker:
+        return self._start(lambda d: ZkKafkaBroker(d, zookeeper_connect, overrides), start)
+
+    def _start(self, make, start: bool):
         last_err = None
         for _ in range(3):  # the free port may be taken between probing and binding
-            b = Broker(self.tmp_factory.mktemp(self.label), overrides, properties)
+            b = make(self.tmp_factory.mktemp(self.label))
             self.brokers.append(b)
             if not start:
                 return b
@@ -326,17 +221,23 @@ class BrokerPool:
 
     def close(self) -> None:
         _POOLS.discard(self)
-        for b in self.brokers:
+        for b in reversed(self.brokers):  # brokers before the ZooKeeper they use
             try:
-                b.stop()
+                if b.graceful_teardown:
+                    b.stop()
+                else:
+                    b.kill()
             except Exception:  # keep stopping the others
                 b.kill()
 
 
+BROKER_CLASSES = {"samsa": SamsaBroker, "kafka": KafkaBroker}
+
+
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory, request):
+def broker(tmp_path_factory, broker_kind):
     """One broker per module (auto topic creation on, one partition by default)."""
-    pool = BrokerPool(tmp_path_factory, "broker")
+    pool = BrokerPool(tmp_path_factory, broker_kind, broker_kind)
     try:
         yield pool()
     finally:
@@ -344,8 +245,31 @@ def broker(tmp_path_factory, request):
 
 
 @pytest.fixture
-def broker_factory(tmp_path_factory, request):
-    pool = BrokerPool(tmp_path_factory, "broker")
+def broker_factory(tmp_path_factory, broker_kind):
+    """broker_factory(overrides={...}, properties={...}, start=True): a fresh broker of this
+    test's kind; every one is stopped at the end of the test."""
+    pool = BrokerPool(tmp_path_factory, broker_kind, broker_kind)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def zookeeper(tmp_path_factory) -> ZooKeeper:
+    """A ZooKeeper server (Kafka 3.9's) on a free loopback port."""
+    pool = BrokerPool(tmp_path_factory, "zookeeper")
+    try:
+        yield pool.zookeeper()
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def kafka39_factory(tmp_path_factory):
+    """kafka39_factory.zookeeper(), kafka39_factory.kafka39(zookeeper_connect, overrides=...):
+    Apache Kafka 3.9 in ZooKeeper mode; everything started is stopped at the end of the test."""
+    pool = BrokerPool(tmp_path_factory, "kafka39")
     try:
         yield pool
     finally:
