@@ -9,12 +9,24 @@
 const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
 const lz4 = require('lz4js')
+const xxh32 = require('lz4js/xxh32.js')
 const { ZstdCodec } = require('zstd-codec')
 
 // Pure-JS codecs for the types kafkajs leaves to plugins.
 CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
+// lz4js leaves the frame's block-independence flag unset, which Kafka refuses ("Dependent block
+// stream is unsupported"); a frame of one block (lz4js's blocks hold 4 MB) has nothing to depend
+// on, so set the flag and compute the descriptor's checksum again.
+const LZ4_BLOCK_BYTES = 4 << 20
+const lz4Frame = input => {
+  if (input.length > LZ4_BLOCK_BYTES) throw new Error('lz4: more than one block')
+  const frame = Buffer.from(lz4.compress(input))
+  frame[4] |= 0x20  // FLG: block independence
+  frame[6] = (xxh32.hash(0, frame, 4, 2) >> 8) & 0xff  // HC: second byte of xxh32(FLG, BD)
+  return frame
+}
 CompressionCodecs[CompressionTypes.LZ4] = () => ({
-  async compress(encoder) { return Buffer.from(lz4.compress(encoder.buffer)) },
+  async compress(encoder) { return lz4Frame(encoder.buffer) },
   async decompress(buffer) { return Buffer.from(lz4.decompress(buffer)) },
 })
 let zstdReady = null
