@@ -289,7 +289,7 @@ def state_dir(profile: str) -> Path:
     return Path(root) / profile
 
 
-def _alive(pid: int, base_dir: Path) -> bool:
+def server_alive(pid: int, base_dir: Path) -> bool:
     """pid runs a server of ours (not a recycled pid): its command line names base_dir."""
     try:
         return str(base_dir) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -302,7 +302,7 @@ def start(profile: str, overrides: dict[str, str]) -> dict:
     state_file = root / "state.json"
     if state_file.exists():
         state = json.loads(state_file.read_text())
-        if any(_alive(p["pid"], Path(p["dir"])) for p in state["servers"]):
+        if any(server_alive(p["pid"], Path(p["dir"])) for p in state["servers"]):
             raise SystemExit(f"{profile} already running at {state['bootstrap']} ({root}): stop it first")
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
@@ -334,13 +334,13 @@ def stop(profile: str, timeout: float = 30.0) -> None:
         return
     for server in reversed(json.loads(state_file.read_text())["servers"]):  # the broker before ZooKeeper
         pid, base_dir = server["pid"], Path(server["dir"])
-        if not _alive(pid, base_dir):
+        if not server_alive(pid, base_dir):
             continue
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _alive(pid, base_dir) and time.monotonic() < deadline:
+        while server_alive(pid, base_dir) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _alive(pid, base_dir):
+        if server_alive(pid, base_dir):
             os.kill(pid, signal.SIGKILL)
         print(f"{profile}: stopped {server['kind']} (pid {pid}); logs in {server['log']}", file=sys.stderr)
 

@@ -15,8 +15,9 @@ from compat_util import confluent_admin, confluent_consume_all, create_topic, wa
 from confluent_kafka import Producer
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-pytestmark = pytest.mark.skipif(bool(os.environ.get("SAMSA_COMPAT_BROKER_CMD")),
-                                reason="tests samsa's own command line")
+pytestmark = [pytest.mark.skipif(bool(os.environ.get("SAMSA_COMPAT_BROKER_CMD")),
+                                 reason="tests samsa's own command line"),
+              pytest.mark.samsa_only("the `samsa serve` command line (Kafka's is kafka-server-start)")]
 T = 15
 
 
