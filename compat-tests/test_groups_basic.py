@@ -104,13 +104,25 @@ CLIENTS = {
 
 
 def committed(bootstrap: str, topic: str, group: str, partitions: int) -> list[int]:
-    from confluent_kafka import Consumer, TopicPartition
+    """The group's committed offsets. Right after a start Kafka's coordinator may still be loading
+    its partition of __consumer_offsets and answer NOT_COORDINATOR: retriable, so a new consumer
+    (librdkafka's keeps the answer) asks again."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        return [tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)]
-    finally:
-        c.close()
+    not_yet = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+               KafkaError.COORDINATOR_NOT_AVAILABLE}
+    deadline = time.monotonic() + 30
+    while True:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+        try:
+            return [tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)],
+                                                    timeout=15)]
+        except KafkaException as e:
+            if e.args[0].code() not in not_yet or time.monotonic() > deadline:
+                raise
+        finally:
+            c.close()
+        time.sleep(0.5)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
