@@ -38,6 +38,7 @@ import atexit
 import os
 import re
 import shlex
+import signal
 import sys
 import threading
 import uuid
@@ -71,7 +72,15 @@ def _kill_leftovers():  # pytest killed mid-test: still leave no broker behind
             b.kill()
 
 
+def _on_sigterm(signum, frame):  # `timeout` or CI ending pytest: atexit alone would not run
+    _kill_leftovers()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def pytest_configure(config):
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
     config.addinivalue_line("markers", "samsa_only(reason): runs on Samsa only (a Samsa-only config or tool)")
 

@@ -15,6 +15,8 @@ import time
 import pytest
 from compat_util import confluent_admin, create_topic
 
+pytestmark = pytest.mark.samsa_only("not yet run against Kafka (issue 12)")
+
 T = 15.0
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "allow.everyone.if.no.acl.found": "true", "group.initial.rebalance.delay.ms": 0}

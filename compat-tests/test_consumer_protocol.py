@@ -26,7 +26,7 @@ GROUP_SETTINGS = {
     "group.consumer.heartbeat.interval.ms": 500,
 }
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.samsa_only("not yet run against Kafka (issue 12)")]
 
 
 class Member(threading.Thread):

@@ -26,7 +26,7 @@ from group_processes import (
 )
 from rebalance_journal import Analysis, check, duplicates, uncommitted_at_crash
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.samsa_only("not yet run against Kafka (issue 12)")]
 
 PARTITIONS = 12
 SESSION_MS = 5000

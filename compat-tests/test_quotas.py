@@ -20,6 +20,8 @@ from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
+pytestmark = pytest.mark.samsa_only("not yet run against Kafka (issue 12)")
+
 QUOTA = 1_048_576  # bytes per second
 WINDOWS = {"quota.window.num": 2, "quota.window.size.seconds": 1}
 Entry = AlterClientQuotasRequest.EntryData

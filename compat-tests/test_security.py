@@ -21,6 +21,8 @@ from conftest import free_port
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "server"))
 from tls_certs import make_certificates  # noqa: E402
 
+pytestmark = pytest.mark.samsa_only("not yet run against Kafka (issue 12)")
+
 T = 20.0
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'user_carol="carol-secret" user_dave="dave-secret";')
