@@ -352,8 +352,9 @@ class GroupCoordinator:
         errors: dict[tuple[str, int], int] = {}
         try:
             self._check_active()
-            group = self._group_to_commit_to(now_ms, request, commit.group_id, commit.generation_id)
-            group.validate_offset_commit(commit.member_id, commit.group_instance_id, commit.generation_id, request,
+            generation = commit.generation_id_or_member_epoch
+            group = self._group_to_commit_to(now_ms, request, commit.group_id, generation)
+            group.validate_offset_commit(commit.member_id, commit.group_instance_id, generation, request,
                                          transactional=True)
         except GroupError as e:
             code = e.code

@@ -1,15 +1,31 @@
 """Generate wire/messages/ from Apache Kafka's message schemas.
 
-Usage: python tools/gen_messages.py [SCHEMA_DIR [OUTPUT_DIR]]
-       (defaults: ../shared/kafka-protocol/messages and wire/messages)
+Usage: python tools/gen_messages.py [SOURCE [OUTPUT_DIR]] [--older OLDER]
+       (defaults: the kafka-clients jar of the kafka4 profile of scripts/fetch-jars.sh, in
+       $SAMSA_CACHE/kafka4 or ~/.cache/samsa/kafka4; wire/messages; and, as OLDER, the kafka-clients
+       jar of the kafka39 profile)
    or: python tools/gen_messages.py --records [SOURCE ... [--output OUTPUT_DIR]]
-       (defaults: Kafka's group, transaction and share coordinator jars in the jar cache of
-       scripts/fetch-jars.sh, $SAMSA_CACHE/kafka4 or ~/.cache/samsa/kafka4, and
+       (defaults: Kafka's group, transaction and share coordinator jars in the kafka4 jar cache, and
        wire/coordinator_records)
+
+A SOURCE or OLDER is a jar holding schemas as common/message/*.json, or a directory of schemas.
+
+The messages are those of SOURCE, the newest Kafka (4.x), with the versions OLDER (Kafka 3.9) still
+defined and SOURCE dropped (KIP-896 removed Produce v0-2, Fetch v0-3 and more in Kafka 4.0; ZooKeeper's
+inter-broker APIs are gone altogether): Samsa serves what Kafka 3.9 served, so its codec must still
+speak those. Each message is generated from one merged schema: SOURCE's, with its validVersions
+floor lowered to OLDER's, and with the fields SOURCE deleted because only dropped versions had them
+(ListOffsets v0's MaxNumOffsets, OffsetCommit v1's CommitTimestamp, ...) put back from OLDER at
+their place; a message SOURCE defines no versions of is OLDER's. A version OLDER marked unstable
+(share groups' v0) was never part of its protocol and is not kept. The merge is checked: every dropped
+version must lay out exactly as OLDER lays it out, every other version exactly as SOURCE does
+(generation fails otherwise, e.g. where a field was renamed in a dropped version). The generated class
+says which versions came from OLDER in REMOVED_VERSIONS (None when none did); versions above those are
+Kafka's current range.
 
 The second form generates the coordinators' records (the keys and values of __consumer_offsets,
 __transaction_state and __share_group_state), whose schemas Kafka publishes only inside its
-coordinator jars (common/message/*.json); a SOURCE is such a jar or a directory of schemas.
+coordinator jars (common/message/*.json).
 
 For every schema (requests, responses, headers, data) it writes one module with a class per struct
 (fields in __slots__, Kafka's names in snake_case) and, per struct and per version, a decode and an
@@ -31,7 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_INPUT = ROOT.parent / "shared" / "kafka-protocol" / "messages"
+# The jar cache profiles (scripts/fetch-jars.sh) whose kafka-clients jar holds the schemas.
+NEWEST_PROFILE = "kafka4"
+OLDER_PROFILE = "kafka39"
 OUTPUT = ROOT / "wire" / "messages"
 RECORDS_OUTPUT = ROOT / "wire" / "coordinator_records"
 # The jars holding the coordinators' record schemas, in the kafka4 profile of scripts/fetch-jars.sh.
@@ -134,6 +152,7 @@ class MessageSpec:
     latest_unstable: bool
     root: StructSpec
     structs: list[StructSpec]  # nested first, root last
+    removed: Versions = field(default_factory=lambda: Versions(1, 0))  # kept from the older schema
 
 
 def load_json(path: Path) -> dict:
@@ -150,10 +169,6 @@ def json_default(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "null" if value is None else str(value)
-
-
-def parse_message(path: Path) -> MessageSpec:
-    return parse_schema(load_json(path), f"shared/kafka-protocol/messages/{path.name}")
 
 
 def parse_schema(data: dict, source: str) -> MessageSpec:
@@ -200,7 +215,7 @@ def parse_schema(data: dict, source: str) -> MessageSpec:
 
     root = StructSpec(data["name"], versions=Versions.parse(data["validVersions"]))
     structs[root.name] = root
-    root.fields = [build_field(f) for f in data["fields"]]
+    root.fields = [build_field(f) for f in data.get("fields", [])]
     order.append(root)
     return MessageSpec(
         name=data["name"],
@@ -214,6 +229,7 @@ def parse_schema(data: dict, source: str) -> MessageSpec:
         latest_unstable=bool(data.get("latestVersionUnstable", False)),
         root=root,
         structs=order,
+        removed=Versions.parse(data.get("removedVersions")),
     )
 
 
@@ -934,6 +950,7 @@ class ModuleWriter:
             lines.append(f"    VALID_VERSIONS = ({spec.valid.lo}, {spec.valid.hi})")
             lines.append(f"    FLEXIBLE_VERSIONS = {spec.flexible.as_tuple()}")
             lines.append(f"    DEPRECATED_VERSIONS = {spec.deprecated.as_tuple()}")
+            lines.append(f"    REMOVED_VERSIONS = {spec.removed.as_tuple()}")
             lines.append(f"    LISTENERS = {tuple(spec.listeners)!r}")
             lines.append(f"    LATEST_VERSION_UNSTABLE = {spec.latest_unstable!r}")
         params = []
@@ -979,9 +996,9 @@ def module_name(message_name: str) -> str:
     return snake(message_name).rstrip("_")
 
 
-def render_index(specs: list[MessageSpec]) -> str:
+def render_index(specs: list[MessageSpec], sources: list[Path]) -> str:
     lines = [
-        "# Generated by tools/gen_messages.py from shared/kafka-protocol/messages/; do not edit.",
+        f"# Generated by tools/gen_messages.py from {' + '.join(s.name for s in sources)}; do not edit.",
         '"""Index of the generated message modules: which module holds which message."""',
         "",
         "from enum import IntEnum",
@@ -1030,30 +1047,131 @@ def write_modules(specs: list[MessageSpec], output: Path, index: str) -> None:
     (output / "__init__.py").write_text(index)
 
 
-def generate(source: Path, output: Path) -> int:
-    """Write every message module for the schemas in `source` into `output`; returns how many."""
-    specs = [parse_message(p) for p in sorted(source.glob("*.json"))]
-    write_modules(specs, output, render_index(specs))
+def generate(source: Path, output: Path, older: Path | None = None) -> int:
+    """Write every message module for the schemas in `source`, with the versions `older` defines and
+    `source` dropped, into `output`; returns how many."""
+    specs = merged_messages(read_schemas(source), read_schemas(older) if older is not None else {})
+    write_modules(specs, output, render_index(specs, [source] + ([older] if older is not None else [])))
     return len(specs)
+
+
+def read_schemas(source: Path) -> dict[str, tuple[dict, str]]:
+    """Schema name -> (its JSON, where it came from), from a jar's common/message/*.json or a directory."""
+    if source.is_dir():
+        return {p.stem: (load_json(p), p.name) for p in sorted(source.glob("*.json"))}
+    schemas = {}
+    with zipfile.ZipFile(source) as jar:
+        for name in sorted(jar.namelist()):
+            if name.startswith("common/message/") and name.endswith(".json"):
+                schemas[Path(name).stem] = (schema_json(jar.read(name).decode()), f"{source.name}:{name}")
+    return schemas
+
+
+def merged_messages(newest: dict[str, tuple[dict, str]], older: dict[str, tuple[dict, str]]) -> list[MessageSpec]:
+    """The newest schemas, each with the versions its older namesake defines and it dropped."""
+    floors = {(d.get("apiKey"), d["type"]): Versions.parse(d["validVersions"]).lo for d, _ in newest.values()}
+    for name, (data, source) in older.items():
+        if name not in newest and floors.get((data.get("apiKey"), data["type"]), MAX_VERSION) > \
+                Versions.parse(data["validVersions"]).lo:  # renamed (ListClientMetricsResources) is fine
+            raise ValueError(f"{source}: the newest schemas dropped {name} and versions of it with it")
+    specs = []
+    for name, (data, source) in newest.items():
+        if name not in older:
+            specs.append(parse_schema(data, source))
+            continue
+        old_data, old_source = older[name]
+        merged = with_dropped_versions(data, old_data)
+        spec = parse_schema(merged, source if merged is data else f"{source} + {old_source}")
+        check_merge(spec, parse_schema(data, source), parse_schema(old_data, old_source))
+        specs.append(spec)
+    return specs
+
+
+def with_dropped_versions(new: dict, old: dict) -> dict:
+    """`new` with the versions below its floor that `old` defines; `new` itself when there are none."""
+    new_valid, old_valid = Versions.parse(new["validVersions"]), Versions.parse(old["validVersions"])
+    if old.get("latestVersionUnstable"):  # never part of the older Kafka's protocol (share groups' v0)
+        old_valid = Versions(old_valid.lo, old_valid.hi - 1)
+    if old_valid.empty or (not new_valid.empty and old_valid.lo >= new_valid.lo):
+        return new
+    if new_valid.empty:  # Kafka 4 defines the api key but no version of it (ZooKeeper's inter-broker apis)
+        return {**old, "removedVersions": f"{old_valid.lo}-{old_valid.hi}"}
+    merged = dict(new)
+    merged["validVersions"] = f"{old_valid.lo}-{new_valid.hi}"
+    merged["removedVersions"] = f"{old_valid.lo}-{new_valid.lo - 1}"
+    merged["fields"] = merge_fields(new["fields"], old["fields"])
+    old_common = {c["name"]: c for c in old.get("commonStructs", [])}
+    merged["commonStructs"] = [
+        {**c, "fields": merge_fields(c["fields"], old_common[c["name"]]["fields"])} if c["name"] in old_common else c
+        for c in new.get("commonStructs", [])
+    ]
+    return merged
+
+
+def merge_fields(new: list[dict], old: list[dict]) -> list[dict]:
+    """`new`'s fields, and after the field each followed in `old`, the fields only `old` has."""
+    result = list(new)
+    at = {f["name"]: f for f in new}
+    insert = 0
+    for f in old:
+        if f["name"] in at:
+            ours = at[f["name"]]
+            if "fields" in ours and "fields" in f:
+                merged = {**ours, "fields": merge_fields(ours["fields"], f["fields"])}
+                result[result.index(ours)] = merged
+                at[f["name"]] = ours = merged
+            insert = result.index(ours) + 1
+        else:
+            result.insert(insert, f)
+            insert += 1
+    return result
+
+
+def layout(s: StructSpec, version: int) -> tuple:
+    """What decides a struct's bytes at a version: its fields' names, types, nullability, tags."""
+    rows = []
+    for f in s.fields:
+        if version in f.versions:
+            rows.append((f.attr, f.is_array, f.type if f.struct is None else None, version in f.nullable,
+                         f.tag if version in f.tagged else None, f.default,
+                         None if f.flexible_override is None else version in f.flexible_override,
+                         None if f.struct is None else layout(f.struct, version)))
+    return tuple(rows)
+
+
+def check_merge(merged: MessageSpec, new: MessageSpec, old: MessageSpec) -> None:
+    """Every version of the merged message lays out as the schema it was taken from does."""
+    for v in range(merged.valid.lo, merged.valid.hi + 1):
+        origin = old if v in merged.removed else new
+        if layout(merged.root, v) != layout(origin.root, v) or (v in merged.flexible) != (v in origin.flexible):
+            raise ValueError(f"{merged.name} v{v} differs from {origin.source}: "
+                             "a field renamed or changed in a dropped version needs a rule here")
+
+
+def clients_jar(profile: str) -> Path:
+    """The kafka-clients jar of a profile of the jar cache; FileNotFoundError when it is missing."""
+    return one_jar(jar_cache(profile), "kafka-clients")
 
 
 # --- coordinator records -------------------------------------------------------------------------
 
-def jar_cache() -> Path:
-    """Where scripts/fetch-jars.sh keeps Kafka 4's jars."""
-    return Path(os.environ.get("SAMSA_CACHE") or Path.home() / ".cache" / "samsa") / "kafka4"
+def jar_cache(profile: str = NEWEST_PROFILE) -> Path:
+    """Where scripts/fetch-jars.sh keeps a profile's jars."""
+    return Path(os.environ.get("SAMSA_CACHE") or Path.home() / ".cache" / "samsa") / profile
+
+
+def one_jar(directory: Path, name: str) -> Path:
+    """The one `name`-<version>.jar in `directory`; FileNotFoundError when there is none or more."""
+    found = sorted(directory.glob(f"{name}-[0-9]*.jar"))
+    if len(found) != 1:
+        raise FileNotFoundError(f"{'no' if not found else 'more than one'} {name} jar in {directory}: "
+                                f"run bash scripts/fetch-jars.sh {directory.name}")
+    return found[0]
 
 
 def default_record_sources() -> list[Path]:
     """The coordinator jars of the jar cache; FileNotFoundError when one is missing."""
-    sources = []
-    for name in RECORD_JARS:
-        found = sorted(jar_cache().glob(f"{name}-[0-9]*.jar"))
-        if len(found) != 1:
-            raise FileNotFoundError(f"{'no' if not found else 'more than one'} {name} jar in {jar_cache()}: "
-                                    "run bash scripts/fetch-jars.sh kafka4")
-        sources.append(found[0])
-    return sources
+    return [one_jar(jar_cache(), name) for name in RECORD_JARS]
 
 
 def coordinator_of(source: Path) -> str:
@@ -1065,14 +1183,7 @@ def coordinator_of(source: Path) -> str:
 
 def read_record_schemas(source: Path) -> list[MessageSpec]:
     """The record schemas of a coordinator jar (its common/message/*.json) or of a directory."""
-    if source.is_dir():
-        return [parse_schema(load_json(p), p.name) for p in sorted(source.glob("*.json"))]
-    specs = []
-    with zipfile.ZipFile(source) as jar:
-        for name in sorted(jar.namelist()):
-            if name.startswith("common/message/") and name.endswith(".json"):
-                specs.append(parse_schema(schema_json(jar.read(name).decode()), f"{source.name}:{name}"))
-    return specs
+    return [parse_schema(data, origin) for data, origin in read_schemas(source).values()]
 
 
 def render_record_index(by_coordinator: dict[str, list[MessageSpec]], sources: list[Path]) -> str:
@@ -1125,9 +1236,15 @@ def main(argv: list[str]) -> None:
         count = generate_records(sources, output)
         print(f"generated {count} coordinator record modules into {output}")
         return
-    source = Path(argv[1]) if len(argv) > 1 else DEFAULT_INPUT
-    output = Path(argv[2]) if len(argv) > 2 else OUTPUT
-    count = generate(source, output)
+    args = argv[1:]
+    older = None
+    if "--older" in args:
+        at = args.index("--older")
+        older = Path(args[at + 1])
+        del args[at:at + 2]
+    source = Path(args[0]) if args else clients_jar(NEWEST_PROFILE)
+    output = Path(args[1]) if len(args) > 1 else OUTPUT
+    count = generate(source, output, older or clients_jar(OLDER_PROFILE))
     print(f"generated {count} message modules into {output}")
 
 

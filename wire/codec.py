@@ -387,6 +387,9 @@ class Message(Struct):
     MESSAGE_TYPE: str = ""
     VALID_VERSIONS: tuple[int, int] = (0, 0)
     FLEXIBLE_VERSIONS: tuple[int, int] | None = None
+    # The versions of VALID_VERSIONS the newest Kafka no longer defines, kept from an older Kafka's
+    # schema because Samsa still serves them (tools/gen_messages.py).
+    REMOVED_VERSIONS: tuple[int, int] | None = None
     _decoders: tuple = ()
     _encoders: tuple = ()
     _accel = None  # the compiled field programs (a _speedups.MessageCodec) when the C codec is in use

@@ -17,7 +17,7 @@ PID = 77
 def txn_commit(h: Harness, group: str, offsets: dict[tuple[str, int], int], *, member_id: str = "",
                generation: int = -1, producer_id: int = PID):
     body = TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=producer_id, producer_epoch=0,
-                           generation_id=generation, member_id=member_id, topics=[
+                           generation_id_or_member_epoch=generation, member_id=member_id, topics=[
                                TxnOffsetCommit.TxnOffsetCommitRequestTopic(name=t, partitions=[
                                    TxnOffsetCommit.TxnOffsetCommitRequestPartition(
                                        partition_index=p, committed_offset=o, committed_metadata="")])

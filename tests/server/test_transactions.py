@@ -204,7 +204,7 @@ async def committed(client, require_stable=True):
 
 def txn_commit(txn: Txn, offset: int, generation: int = -1):
     return TxnOffsetCommit(transactional_id=txn.id, group_id="g", producer_id=txn.pid, producer_epoch=txn.epoch,
-                           generation_id=generation, member_id="", topics=[
+                           generation_id_or_member_epoch=generation, member_id="", topics=[
                                TxnOffsetCommit.TxnOffsetCommitRequestTopic(name="in", partitions=[
                                    TxnOffsetCommit.TxnOffsetCommitRequestPartition(
                                        partition_index=0, committed_offset=offset, committed_metadata="")])])

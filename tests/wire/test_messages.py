@@ -4,7 +4,6 @@ output checked against Kafka's schemas."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import pickle
 import sys
@@ -24,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wire_strategies import message_strategy, unknown_tags_of  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMAS = REPO.parent / "shared" / "kafka-protocol" / "messages"
 GENERATED = REPO / "wire" / "messages"
 GENERATED_RECORDS = REPO / "wire" / "coordinator_records"
 
@@ -237,9 +235,6 @@ def test_unknown_version_is_refused():
 
 # --- the generated code against the schemas --------------------------------------------------------
 
-needs_schemas = pytest.mark.needs_input(SCHEMAS.is_dir(), f"Kafka's message schemas at {SCHEMAS}")
-
-
 def load_generator():
     spec = importlib.util.spec_from_file_location("gen_messages", REPO / "tools" / "gen_messages.py")
     module = importlib.util.module_from_spec(spec)
@@ -248,13 +243,24 @@ def load_generator():
     return module
 
 
-def read_schema(path: Path) -> dict:
-    return json.loads("\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("//")))
+def clients_jar(profile: str) -> Path | None:
+    """The kafka-clients jar of a profile of the jar cache (scripts/fetch-jars.sh), None when missing."""
+    try:
+        return load_generator().clients_jar(profile)
+    except FileNotFoundError:
+        return None
+
+
+NEWEST_JAR, OLDER_JAR = clients_jar("kafka4"), clients_jar("kafka39")
+needs_schemas = pytest.mark.needs_input(
+    NEWEST_JAR is not None and OLDER_JAR is not None,
+    "Kafka's message schemas in the kafka-clients jars of the kafka4 and kafka39 jar caches: "
+    "run bash scripts/fetch-jars.sh kafka4 kafka39")
 
 
 @needs_schemas
 def test_generated_code_is_up_to_date(tmp_path):
-    load_generator().generate(SCHEMAS, tmp_path)
+    load_generator().generate(NEWEST_JAR, tmp_path, OLDER_JAR)
     fresh = {p.name: p.read_text() for p in tmp_path.glob("*.py")}
     committed = {p.name: p.read_text() for p in GENERATED.glob("*.py")}
     assert sorted(fresh) == sorted(committed), "modules added or removed: run python tools/gen_messages.py"
@@ -287,21 +293,24 @@ def version_range(text: str) -> tuple[int, int]:
 
 
 def assert_matches_schema(cls: type[Message], schema: dict) -> None:
+    """The newest schema's versions are the class's, above the versions kept from Kafka 3.9."""
     assert cls.__name__ == schema["name"] and cls.API_KEY == schema["apiKey"]
-    assert cls.VALID_VERSIONS == version_range(schema["validVersions"])
+    lo, hi = cls.VALID_VERSIONS
+    current = (lo if cls.REMOVED_VERSIONS is None else cls.REMOVED_VERSIONS[1] + 1, hi)
+    assert current == version_range(schema["validVersions"])
     flexible = schema.get("flexibleVersions", "none")
     assert cls.FLEXIBLE_VERSIONS == (None if flexible == "none" else version_range(flexible))
 
 
 @needs_schemas
 def test_every_broker_api_and_version_is_generated():
-    """Every request a broker listens to, and its response, with the schema's versions."""
+    """Every request a broker listens to, and its response, with the newest schema's versions."""
+    schemas = {name: data for name, (data, _) in load_generator().read_schemas(NEWEST_JAR).items()}
     checked = 0
-    for path in sorted(SCHEMAS.glob("*Request.json")):
-        request = read_schema(path)
-        if not {"broker", "zkBroker"} & set(request.get("listeners", [])):
+    for name, request in sorted(schemas.items()):
+        if not name.endswith("Request") or "broker" not in request.get("listeners", []):
             continue
-        response = read_schema(path.with_name(path.name.replace("Request.json", "Response.json")))
+        response = schemas[name.removesuffix("Request") + "Response"]
         _, request_name, _, response_name = APIS[request["apiKey"]]
         assert_matches_schema(message_class(request_name), request)
         assert_matches_schema(message_class(response_name), response)

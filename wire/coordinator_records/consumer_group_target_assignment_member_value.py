@@ -32,6 +32,7 @@ class ConsumerGroupTargetAssignmentMemberValue(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS = (0, 32767)
     DEPRECATED_VERSIONS = None
+    REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
 

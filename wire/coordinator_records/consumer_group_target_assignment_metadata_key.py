@@ -21,6 +21,7 @@ class ConsumerGroupTargetAssignmentMetadataKey(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS = None
     DEPRECATED_VERSIONS = None
+    REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
 

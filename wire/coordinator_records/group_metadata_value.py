@@ -43,6 +43,7 @@ class GroupMetadataValue(Message):
     VALID_VERSIONS = (0, 4)
     FLEXIBLE_VERSIONS = (4, 32767)
     DEPRECATED_VERSIONS = None
+    REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
 

@@ -22,6 +22,7 @@ class LegacyOffsetCommitValue(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS = None
     DEPRECATED_VERSIONS = None
+    REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
 

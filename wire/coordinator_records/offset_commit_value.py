@@ -26,6 +26,7 @@ class OffsetCommitValue(Message):
     VALID_VERSIONS = (0, 4)
     FLEXIBLE_VERSIONS = (4, 32767)
     DEPRECATED_VERSIONS = None
+    REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
 

@@ -21,6 +21,7 @@ class ShareGroupMetadataValue(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS = (0, 32767)
     DEPRECATED_VERSIONS = None
+    REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
 

@@ -37,6 +37,7 @@ class TransactionLogValue(Message):
     VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS = (1, 32767)
     DEPRECATED_VERSIONS = None
+    REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
 
