@@ -1,6 +1,13 @@
 """Generate wire/errors.py from Apache Kafka's error-code table.
 
 Usage: python tools/gen_errors.py [../shared/kafka-protocol/error-codes.tsv]
+
+Unlike the message schemas (tools/gen_messages.py), the error codes are not read from Kafka 4's
+kafka-clients jar: there they are Java code (org.apache.kafka.common.protocol.Errors), not data, and
+reading them would take a JVM at generation and test time. The codes Kafka 4.x added to this table
+(99 POSITION_OUT_OF_RANGE of KRaft snapshots; 129-133 REBOOTSTRAP_REQUIRED, the streams groups' and
+the share sessions' errors) belong to APIs Samsa does not serve; an API that needs one brings the
+newer table with it.
 """
 
 from __future__ import annotations

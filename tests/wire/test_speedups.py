@@ -99,8 +99,9 @@ def test_decoding_from_any_position_and_buffer_type():
     assert MetadataResponse.decode(buf=data, version=12, pos=0) == message
     with pytest.raises(CodecError):
         MetadataResponse.decode_from(data, 12, len(data) + 1)
-    with pytest.raises(UnsupportedVersionError, match="has no version 13"):
-        MetadataResponse.decode(data, 13)
+    beyond = MetadataResponse.VALID_VERSIONS[1] + 1
+    with pytest.raises(UnsupportedVersionError, match=f"has no version {beyond}"):
+        MetadataResponse.decode(data, beyond)
 
 
 @needs_speedups
