@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from compat_util import Rec, confluent_admin, create_topic, make_records, wait_for
-from conftest import BrokerPool, SamsaBroker
+from conftest import BrokerPool
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka_oracle import JVM_OPTS, OracleUnavailable, class_path, java
 
