@@ -10,10 +10,10 @@ older one. A case where Samsa answers differently is xfail(strict=True), the dif
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
+from compat_util import wait_for
 from conftest import BrokerPool, broker_kinds
 from kafka_oracle import OracleUnavailable
 from server_process import HOST
@@ -123,9 +123,19 @@ def differences(samsa, kafka, path: str = "") -> list[str]:
         for k in sorted(set(samsa) | set(kafka)):
             out += differences(samsa.get(k, "<absent>"), kafka.get(k, "<absent>"), f"{path}.{k}")
         return out
+    if isinstance(samsa, list) and isinstance(kafka, list) and by_name(samsa) and by_name(kafka):
+        return differences(by_name(samsa), by_name(kafka), path)  # configs: matched by name
     if isinstance(samsa, list) and isinstance(kafka, list) and len(samsa) == len(kafka):
         return [d for i, (a, b) in enumerate(zip(samsa, kafka)) for d in differences(a, b, f"{path}[{i}]")]
     return [] if samsa == kafka else [f"{path or '.'}: samsa={samsa!r} kafka={kafka!r}"]
+
+
+def by_name(items: list) -> dict | None:
+    """{name: item} for a list of dicts with unique names (configs), else None."""
+    names = [i.get("name") if isinstance(i, dict) else None for i in items]
+    if not items or None in names or len(set(names)) != len(names):
+        return None
+    return dict(zip(names, items))
 
 
 def assert_same(samsa_response, kafka_response) -> None:
@@ -148,6 +158,9 @@ class Pair:
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
         for answer in self.both(create_topics_request(name, partitions), 7):
             assert answer.topics[0].error_code == 0, answer
+        # Kafka's broker learns of the topic from the controller's log a moment after the answer.
+        wait_for(lambda: self.kafka.call(metadata_request(name), 12).topics[0].error_code == 0,
+                 what=f"Kafka's metadata to show {name}")
         return name
 
 
@@ -199,3 +212,202 @@ def test_api_versions_features(pair):
     for response in (samsa, kafka):
         response.api_keys = []  # compared by test_api_versions_ranges
     assert_same(samsa, kafka)
+
+
+# -- topics: CreateTopics, Metadata, DescribeConfigs ------------------------------------------------------
+
+def metadata_request(name: str, version: int = 12):
+    return Metadata(topics=[Metadata.MetadataRequestTopic(name=name)], allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=version >= 8)  # KIP-430, v8+
+
+
+@pytest.mark.parametrize("version", [12, 4])
+def test_metadata_of_a_new_topic(pair, version):
+    name = pair.create_topic(partitions=3)
+    assert_same(*pair.both(metadata_request(name, version), version))
+
+
+@pytest.mark.xfail(strict=True, reason="CreateTopics v5+ configs of a new topic: Samsa lists message.downconversion.enable, message.format.version, message.timestamp.difference.max.ms (removed in Kafka 4.0), Kafka also errors.deadletterqueue.group.enable, max.decompressed.message.bytes, remote.copy.lag.bytes, remote.copy.lag.ms; message.timestamp.after.max.ms: Samsa 9223372036854775807, Kafka 3600000 (KIP-937 default in 4.0); min.insync.replicas config_source: Samsa 5 (DEFAULT_CONFIG), Kafka 3 (DYNAMIC_DEFAULT_BROKER_CONFIG, written at format time); "
+                   "error_message on success: Samsa '', Kafka null")
+@pytest.mark.parametrize("version", [7, 5])
+def test_create_topics_answer(pair, version):
+    """From v5 CreateTopics returns the new topic's configs (KIP-525)."""
+    name = f"diff-create-{uuid.uuid4().hex[:8]}"
+    assert_same(*pair.both(create_topics_request(name, 2), version))
+
+
+@pytest.mark.xfail(strict=True, reason="DescribeConfigs of a new topic: Samsa lists message.downconversion.enable, message.format.version, message.timestamp.difference.max.ms (removed in Kafka 4.0), Kafka also errors.deadletterqueue.group.enable, max.decompressed.message.bytes, remote.copy.lag.bytes, remote.copy.lag.ms; message.timestamp.after.max.ms: Samsa 9223372036854775807, Kafka 3600000 (KIP-937 default in 4.0); min.insync.replicas config_source: Samsa 5 (DEFAULT_CONFIG), Kafka 3 (DYNAMIC_DEFAULT_BROKER_CONFIG, written at format time) (with synonyms: "
+                   "Samsa one synonym (source 5), Kafka two (3, then 5)); results[0].error_message: Samsa null, "
+                   "Kafka ''")
+@pytest.mark.parametrize("version", [4, 1])
+@pytest.mark.parametrize("synonyms", [True, False])
+def test_describe_configs_of_a_new_topic(pair, version, synonyms):
+    """Every config of a new topic: value, source, sensitivity, read-only flag, synonyms."""
+    name = pair.create_topic()
+    request = DescribeConfigs(resources=[DescribeConfigs.DescribeConfigsResource(
+        resource_type=2, resource_name=name, configuration_keys=None)], include_synonyms=synonyms)
+    samsa, kafka = pair.both(request, version)
+    for response in (samsa, kafka):  # the same order: Kafka sorts by name, a client does not care
+        response.results[0].configs.sort(key=lambda c: c.name)
+    assert_same(samsa, kafka)
+
+
+# -- the same batch produced on both: Produce, ListOffsets, Fetch ----------------------------------------
+
+def the_batch() -> bytes:
+    """Three records at BASE_TIMESTAMP + 0, 10, 20 ms, keys, values and a header; no producer id."""
+    return records.build_batch([records.Record(i, i * 10, b"key-%d" % i, b"value-%d" % i, [("h", b"%d" % i)])
+                                for i in range(3)], base_timestamp=BASE_TIMESTAMP)
+
+
+def produce_request(name: str, batch: bytes):
+    return Produce(acks=-1, timeout_ms=10000, topic_data=[Produce.TopicProduceData(
+        name=name, partition_data=[Produce.PartitionProduceData(index=0, records=batch)])])
+
+
+@pytest.fixture(scope="module")
+def produced(pair) -> str:
+    """A topic holding the_batch() at offset 0 on both brokers."""
+    name = pair.create_topic(prefix="diff-produced")
+    assert_same(*pair.both(produce_request(name, the_batch()), 11))
+    return name
+
+
+@pytest.mark.parametrize("version", [11, 3])
+def test_produce_answer(pair, version):
+    name = pair.create_topic()
+    assert_same(*pair.both(produce_request(name, the_batch()), version))
+
+
+def list_offsets_request(name: str, timestamp: int):
+    return ListOffsets(replica_id=-1, isolation_level=0, topics=[ListOffsets.ListOffsetsTopic(
+        name=name, partitions=[ListOffsets.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
+
+
+LIST_OFFSETS_CASES = {
+    "earliest": -2,
+    "latest": -1,
+    "between-records": BASE_TIMESTAMP + 5,
+    "at-a-record": BASE_TIMESTAMP + 20,
+    "after-every-record": BASE_TIMESTAMP + 100,
+    "max-timestamp": -3,  # KIP-734, v7+
+}
+
+
+@pytest.mark.parametrize("version", [10, 4])
+@pytest.mark.parametrize("case", LIST_OFFSETS_CASES)
+def test_list_offsets(pair, produced, version, case):
+    timestamp = LIST_OFFSETS_CASES[case]
+    if timestamp == -3 and version < 7:
+        pytest.skip("max-timestamp is v7+")
+    assert_same(*pair.both(list_offsets_request(produced, timestamp), version))
+
+
+def fetch_request(name: str, topic_id, offset: int):
+    return Fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                 session_id=0, session_epoch=-1, topics=[Fetch.FetchTopic(
+                     topic=name, topic_id=topic_id, partitions=[Fetch.FetchPartition(
+                         partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])])
+
+
+def fetch_both(pair, name: str, version: int, offset: int = 0, topic_ids=None):
+    """Fetch by name (v12-) or by each broker's own topic id (v13+)."""
+    if version < 13:
+        return pair.both(fetch_request(name, None, offset), version)
+    if topic_ids is None:
+        topic_ids = [client.call(metadata_request(name), 12).topics[0].topic_id
+                     for client in (pair.samsa, pair.kafka)]
+    return tuple(client.call(fetch_request(name, topic_id, offset), version)
+                 for client, topic_id in zip((pair.samsa, pair.kafka), topic_ids))
+
+
+@pytest.mark.parametrize("version", [17, 4])
+def test_fetch_the_same_batch(pair, produced, version):
+    """The record batch comes back byte for byte the same (both write the producer's batch as it came,
+    with the base offset and partition leader epoch set), and every other field too."""
+    samsa, kafka = fetch_both(pair, produced, version)
+    assert samsa.responses[0].partitions[0].records is not None
+    assert_same(samsa, kafka)
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+def unknown_topic() -> str:
+    return f"diff-unknown-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize("version", [
+    pytest.param(12, marks=pytest.mark.xfail(strict=True, reason=(
+        "Metadata v8+ unknown topic: topic_authorized_operations Samsa -2147483648 (not asked for), Kafka 3576 "
+        "(what an unauthenticated user may do, computed for the unknown topic too)"))),
+    4])
+def test_metadata_of_an_unknown_topic(pair, version):
+    samsa, kafka = pair.both(metadata_request(unknown_topic(), version), version)
+    assert kafka.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.parametrize("version", [10, 4])
+def test_list_offsets_of_an_unknown_topic(pair, version):
+    samsa, kafka = pair.both(list_offsets_request(unknown_topic(), -1), version)
+    assert kafka.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.parametrize("version", [11, 3])
+def test_produce_to_an_unknown_topic(pair, version):
+    samsa, kafka = pair.both(produce_request(unknown_topic(), the_batch()), version)
+    assert kafka.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.xfail(strict=True, reason="Fetch of an unknown topic: partitions[0].aborted_transactions Samsa null, Kafka [] (an empty array, as for any partition answer)")
+def test_fetch_an_unknown_topic_by_name(pair):
+    samsa, kafka = fetch_both(pair, unknown_topic(), 12)
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.xfail(strict=True, reason="Fetch of an unknown topic: partitions[0].aborted_transactions Samsa null, Kafka [] (an empty array, as for any partition answer)")
+def test_fetch_an_unknown_topic_id(pair):
+    unknown_id = uuid.uuid4()
+    samsa, kafka = fetch_both(pair, "", 17, topic_ids=[unknown_id, unknown_id])
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Fetch OFFSET_OUT_OF_RANGE: Samsa fills high_watermark 3, last_stable_offset 3 and (v5+) "
+    "log_start_offset 0, Kafka answers -1 for all three (an error partition carries no offsets)"))
+@pytest.mark.parametrize("version", [17, 4])
+def test_fetch_out_of_range_offset(pair, produced, version):
+    samsa, kafka = fetch_both(pair, produced, version, offset=1000)
+    assert kafka.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.parametrize("partitions", [0, -5])
+@pytest.mark.parametrize("version", [
+    pytest.param(7, marks=pytest.mark.xfail(strict=True, reason=(
+        "CreateTopics v5+ INVALID_PARTITIONS: topics[0].configs Samsa null, Kafka [] (an empty array)"))),
+    2])
+def test_create_topics_with_invalid_partitions(pair, version, partitions):
+    samsa, kafka = pair.both(create_topics_request(f"diff-invalid-{uuid.uuid4().hex[:8]}", partitions), version)
+    assert kafka.topics[0].error_code == ErrorCode.INVALID_PARTITIONS
+    assert_same(samsa, kafka)
+
+
+def test_api_versions_at_an_unsupported_version(pair):
+    """KIP-511: an ApiVersions request too new for the broker gets a v0 answer with
+    UNSUPPORTED_VERSION and the broker's ranges."""
+    answers = [client.call_bytes(ApiKey.API_VERSIONS, 127, flexible=True) for client in (pair.samsa, pair.kafka)]
+    samsa, kafka = (decode_response(frame, ApiKey.API_VERSIONS, 0)[1] for frame in answers)
+    assert samsa.error_code == kafka.error_code == ErrorCode.UNSUPPORTED_VERSION
+    for response in (samsa, kafka):
+        response.api_keys = []  # compared by test_api_versions_ranges
+    assert_same(samsa, kafka)
+
+
+def test_metadata_at_an_unsupported_version(pair):
+    """Any other API at a version the broker does not serve: the connection is closed, no answer."""
+    with WireClient(HOST, pair.samsa.sock.getpeername()[1]) as samsa, \
+            WireClient(HOST, pair.kafka.sock.getpeername()[1]) as kafka:
+        assert [c.call_bytes(ApiKey.METADATA, 127) for c in (samsa, kafka)] == [None, None]

@@ -37,13 +37,13 @@ class WireClient:
         assert correlation_id == self.correlation_id
         return response
 
-    def call_bytes(self, api_key: int, version: int, body: bytes = b"") -> bytes | None:
-        """A request with a v1 header (no tagged fields) and `body` as given: the response frame
-        body, or None if the broker closed the connection instead of answering."""
+    def call_bytes(self, api_key: int, version: int, body: bytes = b"", flexible: bool = False) -> bytes | None:
+        """A request with a v1 header (v2 with `flexible`: no tagged fields) and `body` as given: the
+        response frame body, or None if the broker closed the connection instead of answering."""
         self.correlation_id += 1
         client_id = self.client_id.encode()
         payload = (REQUEST_HEADER_V1.pack(api_key, version, self.correlation_id)
-                   + struct.pack(">h", len(client_id)) + client_id + body)
+                   + struct.pack(">h", len(client_id)) + client_id + (b"\0" if flexible else b"") + body)
         return self.exchange(SIZE.pack(len(payload)) + payload)
 
     def exchange(self, frame: bytes) -> bytes | None:
