@@ -153,6 +153,8 @@ def test_a_zombie_producer_is_fenced(broker, topic_name):
 # single broker killed over and over hits that every few kills. Without re-bootstrap the client
 # just reconnects to it.
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
+COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                         KafkaError.COORDINATOR_NOT_AVAILABLE}
 
 
 class Processor:
@@ -163,14 +165,18 @@ class Processor:
 
     def __init__(self, bootstrap: str, source: str, sink: str, group: str) -> None:
         self.bootstrap, self.source, self.sink, self.group = bootstrap, source, sink, group
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                                  "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                                  "fetch.wait.max.ms": 50, "reconnect.backoff.ms": 50,
-                                  "reconnect.backoff.max.ms": 500, "enable.partition.eof": False, **NO_REBOOTSTRAP})
         self.partition = TopicPartition(source, 0)
-        self.consumer.assign([self.partition])
+        self.consumer = self._new_consumer()
         self.producer = self._new_producer()
         self.recoveries = 0
+
+    def _new_consumer(self) -> Consumer:
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+                             "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                             "fetch.wait.max.ms": 50, "reconnect.backoff.ms": 50,
+                             "reconnect.backoff.max.ms": 500, "enable.partition.eof": False, **NO_REBOOTSTRAP})
+        consumer.assign([self.partition])
+        return consumer
 
     def _new_producer(self) -> Producer:
         producer = confluent_producer(self.bootstrap, **{"transactional.id": f"{self.group}-tx",
@@ -179,7 +185,20 @@ class Processor:
         return producer
 
     def rewind(self) -> None:
-        committed = self.consumer.committed([self.partition], T)[0].offset
+        """Back to the offset last committed. Right after a restart Kafka's coordinator answers
+        NOT_COORDINATOR while it loads __consumer_offsets: retriable, but librdkafka raises it and
+        keeps the answer, so a new consumer asks again (as test_groups_basic's `committed` does)."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                committed = self.consumer.committed([self.partition], T)[0].offset
+                break
+            except KafkaException as e:
+                if e.args[0].code() not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                    raise
+            self.consumer.close()
+            time.sleep(0.5)
+            self.consumer = self._new_consumer()
         self.consumer.seek(TopicPartition(self.source, 0, committed if committed >= 0 else 0))
 
     def step(self, max_records: int = 4) -> int:
