@@ -559,6 +559,22 @@ public final class JavaClient {
                             AccessControlEntryFilter.ANY)),
                     "alice", describeAcls(admin, new AclBindingFilter(ResourcePatternFilter.ANY,
                             new AccessControlEntryFilter("User:alice", null, AclOperation.ANY, AclPermissionType.ANY))));
+
+            // The ACLs are in force: a DENY for this client's principal (ANONYMOUS over PLAINTEXT) refuses its writes.
+            String denied = prefix + "-denied";
+            createTopic(admin, denied, 1, Map.of());
+            admin.createAcls(List.of(new AclBinding(new ResourcePattern(ResourceType.TOPIC, denied, PatternType.LITERAL),
+                    new AccessControlEntry("User:ANONYMOUS", "*", AclOperation.WRITE, AclPermissionType.DENY))))
+                    .all().get(30, TimeUnit.SECONDS);
+            String refusal;
+            try (KafkaProducer<String, String> producer = producer(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false",
+                    ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "10000", ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000")) {
+                producer.send(new ProducerRecord<>(denied, "k", "v")).get(30, TimeUnit.SECONDS);
+                refusal = null;
+            } catch (java.util.concurrent.ExecutionException e) {
+                refusal = e.getCause().getClass().getSimpleName();
+            }
+            emit("acl_enforced", "produce_error", refusal);
         }
     }
 
