@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -50,8 +51,8 @@ def java_client() -> list[str]:
         (tmp / "log4j2.properties").write_text(LOG4J2)
         try:
             tmp.rename(build)  # atomic: a concurrent session compiling the same sources loses nothing
-        except OSError:
-            pass
+        except OSError:  # that session was first: its build is the same
+            shutil.rmtree(tmp, ignore_errors=True)
     return [java_bin, *JVM_OPTS, f"-Dlog4j2.configurationFile={build / 'log4j2.properties'}",
             "-cp", f"{build}:{kafka_jars}", "JavaClient"]
 
