@@ -361,22 +361,17 @@ def test_produce_to_an_unknown_topic(pair, version):
     assert_same(samsa, kafka)
 
 
-@pytest.mark.xfail(strict=True, reason="Fetch of an unknown topic: partitions[0].aborted_transactions Samsa null, Kafka [] (an empty array, as for any partition answer)")
 def test_fetch_an_unknown_topic_by_name(pair):
     samsa, kafka = fetch_both(pair, unknown_topic(), 12)
     assert_same(samsa, kafka)
 
 
-@pytest.mark.xfail(strict=True, reason="Fetch of an unknown topic: partitions[0].aborted_transactions Samsa null, Kafka [] (an empty array, as for any partition answer)")
 def test_fetch_an_unknown_topic_id(pair):
     unknown_id = uuid.uuid4()
     samsa, kafka = fetch_both(pair, "", 17, topic_ids=[unknown_id, unknown_id])
     assert_same(samsa, kafka)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Fetch OFFSET_OUT_OF_RANGE: Samsa fills high_watermark 3, last_stable_offset 3 and (v5+) "
-    "log_start_offset 0, Kafka answers -1 for all three (an error partition carries no offsets)"))
 @pytest.mark.parametrize("version", [17, 4])
 def test_fetch_out_of_range_offset(pair, produced, version):
     samsa, kafka = fetch_both(pair, produced, version, offset=1000)
@@ -385,10 +380,7 @@ def test_fetch_out_of_range_offset(pair, produced, version):
 
 
 @pytest.mark.parametrize("partitions", [0, -5])
-@pytest.mark.parametrize("version", [
-    pytest.param(7, marks=pytest.mark.xfail(strict=True, reason=(
-        "CreateTopics v5+ INVALID_PARTITIONS: topics[0].configs Samsa null, Kafka [] (an empty array)"))),
-    2])
+@pytest.mark.parametrize("version", [7, 2])
 def test_create_topics_with_invalid_partitions(pair, version, partitions):
     samsa, kafka = pair.both(create_topics_request(f"diff-invalid-{uuid.uuid4().hex[:8]}", partitions), version)
     assert kafka.topics[0].error_code == ErrorCode.INVALID_PARTITIONS

@@ -86,8 +86,10 @@ def config_entries(ctx, configs: dict[str, str]):
 
 
 def error_result(name: str, code: int, message: str):
+    """A refused topic: no partitions, no replicas, and (v5+) an empty configs array, as Kafka's
+    controller answers it."""
     return Result(name=name, error_code=code, error_message=message, num_partitions=-1, replication_factor=-1,
-                  configs=None)
+                  configs=[])
 
 
 @handler(ApiKey.CREATE_TOPICS, 0, 7)

@@ -66,7 +66,7 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
         return error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
     epoch_error = partition.check_leader_epoch(p.current_leader_epoch)
     if epoch_error != ErrorCode.NONE:
-        return error_data(p.partition, epoch_error), 0
+        return read_error_data(p.partition, epoch_error), 0
     log_ = partition.log
     hwm = log_.high_watermark
     lso = partition.last_stable_offset
@@ -75,9 +75,9 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
         info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=lso if read_committed else hwm,
                          min_one_message=min_one_message, include_aborted_txns=read_committed)
     except OffsetOutOfRangeException:
-        return error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hwm, lso, log_.log_start_offset), 0
+        return read_error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE), 0
     except StorageError as e:
-        return error_data(p.partition, e.error_code, hwm, lso, log_.log_start_offset), 0
+        return read_error_data(p.partition, e.error_code), 0
     records = info.records
     size = records.size
     if ctx.api_version <= 3:
@@ -106,10 +106,18 @@ def down_convert(records, magic: int, fetch_offset: int) -> bytes:
     return legacy.down_convert(records.read_bytes(), magic, first_offset=fetch_offset)
 
 
-def error_data(index: int, code: int, hwm: int = -1, lso: int = -1, log_start: int = -1):
-    return PartitionData(partition_index=index, error_code=code, high_watermark=hwm, last_stable_offset=lso,
-                         log_start_offset=log_start, aborted_transactions=None, preferred_read_replica=-1,
-                         records=b"")
+def error_data(index: int, code: int):
+    """A partition refused before any read (unknown, not authorized): Kafka's
+    FetchResponse.partitionResponse, no offsets and an empty aborted_transactions array."""
+    return PartitionData(partition_index=index, error_code=code, high_watermark=-1, last_stable_offset=-1,
+                         log_start_offset=-1, aborted_transactions=[], preferred_read_replica=-1, records=b"")
+
+
+def read_error_data(index: int, code: int):
+    """A partition whose read failed (fenced epoch, offset out of range, storage): Kafka's
+    LogReadResult for an error carries no offsets (-1) and no aborted_transactions (null)."""
+    return PartitionData(partition_index=index, error_code=code, high_watermark=-1, last_stable_offset=-1,
+                         log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=b"")
 
 
 def unreadable_topics(ctx, request, context) -> frozenset[str]:
