@@ -252,6 +252,8 @@ def test_consume_transform_produce_is_exactly_once_through_twenty_kill_9(broker_
     kills_done = threading.Event()
     failures: list[BaseException] = []
     kills = 20 if broker.kind == "samsa" else 5  # Kafka restarts in 10-15 s: 20 would take 5 minutes
+    # Kafka's five restarts take 50-100 s of the run on a loaded 2-core machine (one CI run missed 150 s).
+    limit = 150 if broker.kind == "samsa" else 240
 
     def kill_broker_twenty_times():
         rnd = random.Random(5)
@@ -272,7 +274,7 @@ def test_consume_transform_produce_is_exactly_once_through_twenty_kill_9(broker_
     try:
         # Keep transactions going while the broker dies, paced so that the kills land in them.
         while not kills_done.is_set() or processor.committed_offset() < total:
-            assert time.monotonic() - started < 150, f"only {processor.committed_offset()} of {total} processed"
+            assert time.monotonic() - started < limit, f"only {processor.committed_offset()} of {total} processed"
             if processor.step() and not kills_done.is_set():
                 time.sleep(0.2)
         killer.join(T)
