@@ -358,3 +358,67 @@ def all_topic_configs_scenario(t: Tools) -> None:
     "its message.timestamp.after.max.ms default is 9223372036854775807 where Kafka 4.x's is 3600000 (KIP-1030)"))
 def test_kafka_configs_describe_all_topic_configs(brokers, tmp_path, log4j2):
     assert_same(run_on_both(brokers, all_topic_configs_scenario, tmp_path, log4j2), tmp_path)
+
+
+def offsets_scenario(t: Tools) -> None:
+    create_topic(t, "tools-offsets", 3)
+    t.run("kafka-console-producer", "--topic", "tools-offsets", *PRODUCE_KEYED, stdin=KEYED_LINES * 3, record=False)
+    t.run("kafka-get-offsets", "--topic", "tools-offsets")
+    t.run("kafka-get-offsets", "--topic-partitions", "tools-offsets:0,tools-offsets:2", "--time", "-1")
+    plan = t.work_dir / "delete-records.json"
+    plan.write_text('{"version": 1, "partitions": [{"topic": "tools-offsets", "partition": 1, "offset": 2}]}')
+    t.run("kafka-delete-records", "--offset-json-file", plan.name)  # the tool runs in work_dir
+    t.run("kafka-get-offsets", "--topic", "tools-offsets", "--time", "-2")
+    t.run("kafka-log-dirs", "--describe", "--topic-list", "tools-offsets")
+
+
+def without_sizes(text: str) -> str:
+    """A partition's size in bytes follows how the producer happened to batch (timestamp deltas
+    are varints), not the broker."""
+    return re.sub(r'"size":\d+', '"size":<bytes>', text)
+
+
+def test_kafka_get_offsets_delete_records_and_log_dirs(brokers, tmp_path, log4j2):
+    out = run_on_both(brokers, offsets_scenario, tmp_path, log4j2)
+    assert_same({k: without_sizes(v) for k, v in out.items()}, tmp_path)
+
+
+def acls_scenario(t: Tools) -> None:
+    t.run("kafka-acls", "--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Write",
+          "--topic", "tools-acls")
+    t.run("kafka-acls", "--add", "--allow-principal", "User:bob", "--operation", "Read", "--group", "g-",
+          "--resource-pattern-type", "prefixed")
+    t.run("kafka-acls", "--add", "--deny-principal", "User:eve", "--deny-host", "10.0.0.1", "--operation", "All",
+          "--topic", "*")
+    t.run("kafka-acls", "--list")
+    t.run("kafka-acls", "--list", "--topic", "tools-acls")
+    t.run("kafka-acls", "--remove", "--allow-principal", "User:alice", "--operation", "Write", "--topic",
+          "tools-acls", "--force")
+    t.run("kafka-acls", "--list", "--principal", "User:alice")
+
+
+def sort_acls(text: str) -> str:
+    """kafka-acls groups ACLs by resource in hash maps: the order of resources and of the entries
+    within one follows the JVM's hash codes, not the broker's answer."""
+    def one_resource(block: str) -> str:
+        header, *entries = block.split("\n")
+        return "\n".join([header, *sorted(e.strip() for e in entries)])
+
+    commands = re.split(r"\n(?=\$ )", text)
+    out = []
+    for command in commands:
+        first, _, rest = command.partition("\n")
+        body, _, exit_line = rest.rpartition("\n")
+        blocks = sorted(one_resource(b.strip("\n")) for b in body.split("\n\n") if b.strip())
+        out.append("\n".join([first, *blocks, exit_line]))
+    return "\n".join(out)
+
+
+def test_kafka_acls(tmp_path_factory, kinds, tmp_path, log4j2):
+    started, pools = start_pair(tmp_path_factory, kinds, AUTHORIZER)
+    try:
+        out = run_on_both(started, acls_scenario, tmp_path, log4j2)
+    finally:
+        for pool in pools:
+            pool.close()
+    assert_same({k: sort_acls(v) for k, v in out.items()}, tmp_path)
