@@ -50,8 +50,8 @@ LITERAL_ACL_CHANGES = "/kafka-acl-changes"
 EXTENDED_ACL_CHANGES = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
 
-# Kafka's ConfigType.ALL, the entity types under /config.
-CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips", "client-metrics", "groups")
+# Kafka 3.9's ConfigType.ALL, the entity types under /config (client-metrics and groups are KRaft's only).
+CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
 
 # ZkData.PersistentZkPaths: what every broker makes sure exists at startup (createTopLevelPaths).
 PERSISTENT_ZK_PATHS = (

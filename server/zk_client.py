@@ -1,0 +1,272 @@
+"""KafkaZkClient: the broker's ZooKeeper operations, on kazoo, in Kafka 3.9's layout (wire/zk_data.py).
+
+Kazoo's calls block on its own connection thread: each one here runs in a worker thread
+(trio.to_thread), so the event loop never waits on ZooKeeper. Session events come from kazoo's
+thread and reach trio through a memory channel (`session_events`).
+
+What Kafka's KafkaZkClient does and this one does the same way: the chroot of `zookeeper.connect`
+created first through a client without it; znodes Kafka creates without data (null, not empty)
+likewise; the broker's ephemeral created and filled in one multi (so its data version is 1,
+as Kafka's CheckedEphemeral leaves it), its czxid the broker epoch; /brokers/seqid's data version
+as the sequence of generated broker ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import trio
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from ..wire import zk_data
+
+log = logging.getLogger("samsa.zk")
+
+
+class ZooKeeperClientTimeoutException(Exception):
+    """No connection to any server of zookeeper.connect within zookeeper.connection.timeout.ms."""
+
+
+class BrokerIdInUse(Exception):
+    """/brokers/ids/<id> exists, owned by another session: another broker runs with this id."""
+
+
+@dataclass(frozen=True)
+class ZkConnect:
+    """zookeeper.connect: `host:port[,host:port...][/chroot]`."""
+
+    hosts: str
+    chroot: str  # "" for the root
+
+    @classmethod
+    def parse(cls, connect: str) -> ZkConnect:
+        slash = connect.find("/")
+        if slash < 0:
+            return cls(connect, "")
+        chroot = connect[slash:].rstrip("/")
+        return cls(connect[:slash], chroot)
+
+    def __str__(self) -> str:
+        return self.hosts + self.chroot
+
+
+@dataclass(frozen=True)
+class Registration:
+    broker_epoch: int  # the czxid of /brokers/ids/<id>
+    session_id: int
+
+
+class KafkaZkClient:
+    def __init__(self, connect: str, session_timeout_ms: int, connection_timeout_ms: int) -> None:
+        self.connect = ZkConnect.parse(connect)
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms
+        self._zk: KazooClient | None = None
+        self._session_send, self.session_events = trio.open_memory_channel[str](16)
+        self._trio_token: trio.lowlevel.TrioToken | None = None
+
+    # -- connection --------------------------------------------------------------------------------
+
+    def _client(self, hosts: str) -> KazooClient:
+        return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000,
+                           logger=logging.getLogger("samsa.zk.kazoo"))
+
+    def _start(self, client: KazooClient) -> None:
+        try:
+            client.start(timeout=self.connection_timeout_ms / 1000)
+        except KazooTimeoutError:
+            client.stop()
+            client.close()
+            raise ZooKeeperClientTimeoutException(
+                f"Timed out waiting for connection to ZooKeeper at {self.connect} after "
+                f"{self.connection_timeout_ms} ms (zookeeper.connection.timeout.ms)") from None
+
+    async def start(self) -> None:
+        """Connect, the chroot created first if missing (KafkaZkClient's createChrootIfNecessary);
+        ZooKeeperClientTimeoutException after zookeeper.connection.timeout.ms."""
+        self._trio_token = trio.lowlevel.current_trio_token()
+        await trio.to_thread.run_sync(self._connect)
+
+    def _connect(self) -> None:
+        if self.connect.chroot:
+            root = self._client(self.connect.hosts)
+            self._start(root)
+            try:
+                _create_recursive(root, self.connect.chroot, None, throw_if_path_exists=False)
+            finally:
+                root.stop()
+                root.close()
+        zk = self._client(str(self.connect))
+        self._start(zk)
+        zk.add_listener(self._state_changed)
+        self._zk = zk
+        log.info("Connected to ZooKeeper at %s (session 0x%x)", self.connect, zk.client_id[0])
+
+    def _state_changed(self, state: str) -> None:
+        # kazoo's thread: must not block. LOST is an expired session; CONNECTED after it a new one.
+        if self._trio_token is None:
+            return
+        try:
+            self._trio_token.run_sync_soon(self._deliver_state, state)
+        except trio.RunFinishedError:
+            pass
+
+    def _deliver_state(self, state: str) -> None:
+        try:
+            self._session_send.send_nowait(state)
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            pass  # a backlog of transitions: the latest connection state is what matters
+
+    async def wait_for_new_session(self, current_session: int) -> None:
+        """Return when the client is connected with a session other than `current_session` (the old
+        one expired and kazoo made a new one)."""
+        while True:
+            if self.connected and self.session_id != current_session:
+                return
+            state = await self.session_events.receive()
+            if state == KazooState.LOST:
+                log.warning("ZooKeeper session 0x%x expired", current_session)
+
+    @property
+    def connected(self) -> bool:
+        return self._zk is not None and self._zk.state == KazooState.CONNECTED
+
+    @property
+    def session_id(self) -> int:
+        assert self._zk is not None
+        return self._zk.client_id[0] if self._zk.client_id else 0
+
+    async def close(self) -> None:
+        zk, self._zk = self._zk, None
+        if zk is not None:
+            zk.remove_listener(self._state_changed)
+            await trio.to_thread.run_sync(_stop, zk)
+        self._session_send.close()
+
+    async def _run(self, fn, *args):
+        assert self._zk is not None, "not started"
+        return await trio.to_thread.run_sync(fn, self._zk, *args)
+
+    # -- cluster ----------------------------------------------------------------------------------
+
+    async def create_top_level_paths(self) -> None:
+        """ZkData.PersistentZkPaths, each created without data where missing."""
+        def create_all(zk: KazooClient) -> None:
+            for path in zk_data.PERSISTENT_ZK_PATHS:
+                _create_recursive(zk, path, None, throw_if_path_exists=False)
+        await self._run(create_all)
+
+    async def create_or_get_cluster_id(self, proposed: str) -> str:
+        def create_or_get(zk: KazooClient) -> str:
+            try:
+                _create_recursive(zk, zk_data.CLUSTER_ID, zk_data.encode_cluster_id(proposed))
+                return proposed
+            except NodeExistsError:
+                data, _ = zk.get(zk_data.CLUSTER_ID)
+                return zk_data.decode_cluster_id(data)
+        return await self._run(create_or_get)
+
+    async def get_cluster_id(self) -> str | None:
+        data = await self._get(zk_data.CLUSTER_ID)
+        return None if data is None else zk_data.decode_cluster_id(data[0])
+
+    async def generate_broker_sequence_id(self) -> int:
+        """The next version of /brokers/seqid (1, 2, ...): Kafka adds reserved.broker.max.id to it."""
+        def generate(zk: KazooClient) -> int:
+            while True:
+                try:
+                    return zk.set(zk_data.BROKER_SEQUENCE_ID, b"", -1).version
+                except NoNodeError:
+                    _create_recursive(zk, zk_data.BROKER_SEQUENCE_ID, b"", throw_if_path_exists=False)
+        return await self._run(generate)
+
+    # -- brokers ----------------------------------------------------------------------------------
+
+    async def register_broker(self, broker: zk_data.BrokerRegistration) -> Registration:
+        """Create the broker's ephemeral znode; BrokerIdInUse if another session holds it (Kafka
+        refuses to start then). Ours from an expired session (ZOOKEEPER-2985) is recreated."""
+        path = zk_data.broker_path(broker.broker_id)
+        data = zk_data.encode_broker(broker)
+
+        def register(zk: KazooClient) -> Registration:
+            while True:
+                session = zk.client_id[0]
+                txn = zk.transaction()
+                txn.create(path, b"", ephemeral=True)  # Kafka's is null: kazoo's multi takes bytes only
+                txn.set_data(path, data, 0)
+                results = txn.commit()
+                if not any(isinstance(r, Exception) for r in results):
+                    return Registration(results[1].czxid, session)
+                if not isinstance(results[0], NodeExistsError):
+                    raise next(r for r in results if isinstance(r, Exception) and not _rolled_back(r))
+                try:
+                    _, stat = zk.get(path)
+                except NoNodeError:
+                    continue  # went away while we looked: create again
+                if stat.ephemeralOwner == session:
+                    return Registration(stat.czxid, session)
+                raise BrokerIdInUse(
+                    f"Error while creating ephemeral at {path}, node already exists and owner "
+                    f"'0x{stat.ephemeralOwner:x}' does not match current session '0x{session:x}'")
+        registration = await self._run(register)
+        log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): %d", broker.broker_id,
+                 path, ",".join(e.connection_string for e in broker.endpoints), registration.broker_epoch)
+        return registration
+
+    async def get_broker(self, broker_id: int) -> zk_data.BrokerRegistration | None:
+        data = await self._get(zk_data.broker_path(broker_id))
+        return None if data is None else zk_data.decode_broker(broker_id, data[0])
+
+    async def get_all_brokers(self) -> dict[int, zk_data.BrokerRegistration]:
+        def all_brokers(zk: KazooClient) -> dict[int, zk_data.BrokerRegistration]:
+            found = {}
+            for child in zk.get_children(zk_data.BROKER_IDS):
+                try:
+                    data, _ = zk.get(zk_data.broker_path(int(child)))
+                except NoNodeError:
+                    continue
+                found[int(child)] = zk_data.decode_broker(int(child), data)
+            return dict(sorted(found.items()))
+        return await self._run(all_brokers)
+
+    async def get_controller_id(self) -> int | None:
+        data = await self._get(zk_data.CONTROLLER)
+        return None if data is None else zk_data.decode_controller(data[0]).broker_id
+
+    async def _get(self, path: str):
+        def get(zk: KazooClient):
+            try:
+                return zk.get(path)
+            except NoNodeError:
+                return None
+        return await self._run(get)
+
+
+def _rolled_back(error: Exception) -> bool:
+    return type(error).__name__ == "RolledBackError"
+
+
+def _create_recursive(zk: KazooClient, path: str, data: bytes | None, throw_if_path_exists: bool = True) -> None:
+    """KafkaZkClient.createRecursive: missing parents are created without data."""
+    try:
+        zk.create(path, data)
+    except NoNodeError:
+        parent = path.rsplit("/", 1)[0]
+        if parent:
+            _create_recursive(zk, parent, None, throw_if_path_exists=False)
+        try:
+            zk.create(path, data)
+        except NodeExistsError:
+            if throw_if_path_exists:
+                raise
+    except NodeExistsError:
+        if throw_if_path_exists:
+            raise
+
+
+def _stop(zk: KazooClient) -> None:
+    zk.stop()
+    zk.close()
