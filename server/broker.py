@@ -24,6 +24,7 @@ from ..storage.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogM
 from ..wire.codec import FrameBuffer
 from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError, UnsupportedVersionError
+from ..wire import zk_data
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
 from .authorizer import StandardAuthorizer, new_authorizer
 from .clock import elapsed_ns, loop_time, wall_clock_ms
@@ -37,6 +38,7 @@ from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService, random_member_uuid
 from .txn_service import TxnService
+from .zk_broker import ZkMembership, broker_registration, join_cluster, stay_registered
 from .replica_manager import ReplicaManager
 from .security.authenticator import AuthenticationFailed
 from .security.connection_quotas import ConnectionQuotas
@@ -73,6 +75,7 @@ class Broker:
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
+        self.zookeeper: ZkMembership | None = None  # in a ZooKeeper cluster (zookeeper.connect)
         self._in_flight = 0
         self._connections: set[Connection] = set()
         self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
@@ -120,6 +123,18 @@ class Broker:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         started_at = elapsed_ns()
+        if self.config.get("zookeeper.connect"):
+            # The cluster's id and this broker's (maybe generated) id, into meta.properties.
+            self.zookeeper = await join_cluster(self.config, self.log_dirs, new_cluster_id)
+            self.node_id = self.zookeeper.broker_id
+        try:
+            await self._run(started_at, task_status)
+        finally:
+            if self.zookeeper is not None:
+                with trio.CancelScope(shield=True):
+                    await self.zookeeper.client.close()  # the ephemeral registration goes with the session
+
+    async def _run(self, started_at: int, task_status) -> None:
         await trio.to_thread.run_sync(self._load)
         async with trio.open_nursery() as services:
             await services.start(self.groups.run)  # groups and offsets loaded before any request
@@ -137,6 +152,9 @@ class Broker:
                     port = next(e.port for e in self.endpoints if e.listener == adv.name)
                 self.advertised[adv.name] = BrokerInfo(self.node_id, adv.host or "localhost", port,
                                                        self.config.get("broker.rack"))
+            if self.zookeeper is not None:
+                await services.start(stay_registered, self.zookeeper, broker_registration(
+                    self.config, self.node_id, self._advertised_endpoints()))
             async with trio.open_nursery() as connections:
                 for sock, ep in listeners:
                     services.start_soon(serve_listener, sock, ep, self._serve_connection, connections,
@@ -155,6 +173,10 @@ class Broker:
                 finally:
                     with trio.CancelScope(shield=True):
                         await self._shutdown(services, connections)
+
+    def _advertised_endpoints(self) -> list[zk_data.EndPoint]:
+        return [zk_data.EndPoint(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
+                                 adv.security_protocol) for adv in self.config.advertised_listeners]
 
     async def _shutdown(self, services: trio.Nursery, connections: trio.Nursery) -> None:
         log.info("[KafkaServer id=%d] shutting down", self.node_id)

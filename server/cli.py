@@ -2,7 +2,8 @@
 `samsa format ... [--add-scram SPEC]`: the shape of kafka-storage format (server/format_storage.py).
 
 Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT: stop accepting, finish requests in
-flight, flush, exit), 2 for a configuration error (the message names the key), 1 for a failure.
+flight, flush, exit), 2 for a configuration error (the message names the key), 1 for a failure
+(among them a zookeeper.connect not reachable within zookeeper.connection.timeout.ms).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 import trio
 
 from .config import ConfigError, KafkaConfig
+from .zk_client import ClusterJoinError
 
 log = logging.getLogger("samsa")
 
@@ -53,6 +55,15 @@ async def serve(config: KafkaConfig) -> None:
                 break
 
 
+def sole_exception(group: BaseExceptionGroup) -> BaseException:
+    """The one failure trio's nurseries wrapped (each nursery a group level), or the group when
+    several tasks failed."""
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+        leaf = leaf.exceptions[0]
+    return group if isinstance(leaf, BaseExceptionGroup) else leaf
+
+
 def raise_open_files_limit() -> None:
     """The soft limit on open files up to the hard one, as the JVM does for Kafka (MaxFDLimit):
     every partition holds its active segment open."""
@@ -80,12 +91,19 @@ def main(argv: list[str] | None = None) -> int:
         return format_command(config, args)
     raise_open_files_limit()
     try:
-        trio.run(serve, config)
+        try:
+            trio.run(serve, config)
+        except BaseExceptionGroup as group:
+            raise sole_exception(group) from None
     except KeyboardInterrupt:
         pass
     except ConfigError as e:  # found while building the listeners (key stores, JAAS users, ...)
         print(f"samsa: invalid configuration: {e}", file=sys.stderr)
         return 2
+    except ClusterJoinError as e:  # ZooKeeper unreachable, another broker with this id, another cluster's data
+        log.error("Fatal error during broker startup: %s", e)
+        print(f"samsa: {e}", file=sys.stderr)
+        return 1
     except Exception:
         log.exception("fatal error; the broker stops")
         return 1

@@ -609,6 +609,11 @@ class KafkaConfig:
         """The typed value of a broker config (its default when unset); KeyError for unknown names."""
         return self._values[name]
 
+    def is_set(self, name: str) -> bool:
+        """Whether server.properties or an override sets `name` (broker.id and node.id stand for
+        each other); False where the value is a default, Kafka's or Samsa's."""
+        return name in self._static
+
     def _int(self, name: str) -> int:
         value = self._values[name]
         assert isinstance(value, int)

@@ -20,17 +20,22 @@ import trio
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 
 from ..wire import zk_data
 
 log = logging.getLogger("samsa.zk")
 
 
-class ZooKeeperClientTimeoutException(Exception):
+class ClusterJoinError(Exception):
+    """The broker cannot take its place in the ZooKeeper cluster: it does not start."""
+
+
+class ZooKeeperClientTimeoutException(ClusterJoinError):
     """No connection to any server of zookeeper.connect within zookeeper.connection.timeout.ms."""
 
 
-class BrokerIdInUse(Exception):
+class BrokerIdInUse(ClusterJoinError):
     """/brokers/ids/<id> exists, owned by another session: another broker runs with this id."""
 
 
@@ -71,7 +76,10 @@ class KafkaZkClient:
     # -- connection --------------------------------------------------------------------------------
 
     def _client(self, hosts: str) -> KazooClient:
+        # Reconnect attempts forever, at most a second apart (kazoo's default backs off to an hour),
+        # as ZooKeeper's own client keeps trying each server of the ensemble.
         return KazooClient(hosts=hosts, timeout=self.session_timeout_ms / 1000,
+                           connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0),
                            logger=logging.getLogger("samsa.zk.kazoo"))
 
     def _start(self, client: KazooClient) -> None:
