@@ -635,7 +635,7 @@ def decode_acls(data: bytes | None) -> list[AclEntry]:
 
 
 def encode_literal_acl_change(resource_type: str, resource_name: str) -> bytes:
-    """/kafka-acl-changes/acl_changes_<seq>: 'Topic:name' as UTF-8, no JSON."""
+    """/kafka-acl-changes/acl_changes_<seq>: 'TOPIC:name' (the ResourceType enum's name) as UTF-8, no JSON."""
     return f"{resource_type}:{resource_name}".encode()
 
 
