@@ -1,0 +1,157 @@
+"""Samsa brokers in Kafka 3.9's ZooKeeper layout, in one ZooKeeper (under a chroot) with a real
+Kafka 3.9 broker: one cluster id whoever comes first, registrations of the same shape (Samsa's
+encoder reproduces Kafka's bytes), Kafka's controller counting the Samsa broker among the live ones
+and listing it in Metadata, a broker id taken twice refused, the registration made again after a
+session expiry. (Samsa does not yet answer the controller's UpdateMetadata and LeaderAndIsr:
+docs/cluster.md.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from contextlib import contextmanager
+
+import pytest
+from compat_util import wait_for
+from server_process import HOST, BrokerStartError
+from wire_client import WireClient
+
+from samsa.wire import zk_data
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+kazoo_client = pytest.importorskip("kazoo.client")
+
+Metadata = request_class(ApiKey.METADATA)
+CreateTopics = request_class(ApiKey.CREATE_TOPICS)
+CHROOT = "/kafka/cluster-a"
+T = 30
+
+
+@contextmanager
+def zk_reader(connect: str):
+    client = kazoo_client.KazooClient(hosts=connect)
+    client.start(timeout=T)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def read_meta(broker) -> dict[str, str]:
+    lines = (broker.data_dir / "meta.properties").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def metadata_brokers(kafka) -> dict[int, tuple[str, int, str | None]]:
+    with WireClient(HOST, kafka.port) as client:
+        response = client.call(Metadata(topics=[], allow_auto_topic_creation=False), 12)
+    return {b.node_id: (b.host, b.port, b.rack) for b in response.brokers}
+
+
+def assert_same_shape(kafka_json: bytes, samsa_json: bytes) -> None:
+    """The same keys in the same order, each value of the same JSON type."""
+    kafka_doc, samsa_doc = json.loads(kafka_json), json.loads(samsa_json)
+    assert list(kafka_doc) == list(samsa_doc)
+    assert {k: type(v) for k, v in kafka_doc.items()} == {k: type(v) for k, v in samsa_doc.items()}
+
+
+def assert_kafkas_bytes(data: bytes, encode, decode) -> None:
+    """Samsa's encoder writes back exactly the bytes Kafka wrote."""
+    assert encode(decode(data)) == data
+
+
+def test_samsa_joins_the_cluster_kafka_created(kafka39_factory, topic_name):
+    zk = kafka39_factory.zookeeper()
+    connect = zk.connect + CHROOT
+    kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0, "broker.rack": "rack-a"})
+    samsa = kafka39_factory({"zookeeper.connect": connect, "broker.id": 1, "broker.rack": "rack-b",
+                             "zookeeper.session.timeout.ms": 6000})
+
+    with zk_reader(connect) as client:
+        cluster_id = zk_data.decode_cluster_id(client.get(zk_data.CLUSTER_ID)[0])
+        kafka_json, kafka_stat = client.get(zk_data.broker_path(0))
+        samsa_json, samsa_stat = client.get(zk_data.broker_path(1))
+        assert_same_shape(kafka_json, samsa_json)
+        assert_kafkas_bytes(kafka_json, zk_data.encode_broker, lambda d: zk_data.decode_broker(0, d))
+        assert zk_data.decode_broker(1, samsa_json).endpoints == (
+            zk_data.EndPoint("PLAINTEXT", HOST, samsa.port, "PLAINTEXT"),)
+        assert zk_data.decode_broker(1, samsa_json).rack == "rack-b"
+        # Both ephemeral, created then filled in one multi (data version 1).
+        assert samsa_stat.ephemeralOwner and kafka_stat.ephemeralOwner
+        assert samsa_stat.version == kafka_stat.version == 1
+        assert_kafkas_bytes(client.get(zk_data.CONTROLLER)[0], zk_data.encode_controller, zk_data.decode_controller)
+        assert_kafkas_bytes(client.get(zk_data.FEATURE)[0], zk_data.encode_feature, zk_data.decode_feature)
+    assert read_meta(samsa) == {"version": "0", "broker.id": "1", "cluster.id": cluster_id}
+    assert read_meta(kafka)["cluster.id"] == cluster_id
+
+    # Kafka's controller takes the Samsa broker in and tells every broker about it.
+    wait_for(lambda: "Newly added brokers: 1, deleted brokers: , bounced brokers: , all live brokers: 0,1"
+             in kafka.output(), T, what="Kafka's controller to see broker 1")
+    assert wait_for(lambda: metadata_brokers(kafka).get(1), T, what="broker 1 in Kafka's Metadata") == (
+        HOST, samsa.port, "rack-b")
+
+    # A topic Kafka creates (on its own broker): its znodes are what Samsa's encoders write.
+    with WireClient(HOST, kafka.port) as wire:
+        topic = CreateTopics.CreatableTopic(
+            name=topic_name, num_partitions=-1, replication_factor=-1,
+            assignments=[CreateTopics.CreatableReplicaAssignment(partition_index=p, broker_ids=[0]) for p in range(3)],
+            configs=[CreateTopics.CreatableTopicConfig(name=k, value=v) for k, v in
+                     {"retention.ms": "60000", "cleanup.policy": "compact", "max.message.bytes": "2000"}.items()])
+        response = wire.call(CreateTopics(topics=[topic], timeout_ms=T * 1000), 7)
+        assert response.topics[0].error_code == ErrorCode.NONE
+    with zk_reader(connect) as client:
+        state_path = zk_data.partition_state_path(topic_name, 2)
+        state = wait_for(lambda: client.exists(state_path) and client.get(state_path)[0], T, what="partition state")
+        assert_kafkas_bytes(state, zk_data.encode_partition_state, zk_data.decode_partition_state)
+        assert_kafkas_bytes(client.get(zk_data.topic_path(topic_name))[0], zk_data.encode_topic, zk_data.decode_topic)
+        assert_kafkas_bytes(client.get(zk_data.config_entity_path("topics", topic_name))[0],
+                            zk_data.encode_config_entity, zk_data.decode_config_entity)
+
+    samsa.stop()  # its session closes with it, and the controller notices
+    wait_for(lambda: "deleted brokers: 1, bounced brokers: , all live brokers: 0" in kafka.output(), T,
+             what="Kafka's controller to see broker 1 go")
+
+
+def test_kafka_joins_the_cluster_samsa_created(kafka39_factory):
+    zk = kafka39_factory.zookeeper()
+    connect = zk.connect + CHROOT
+    # No broker.id: generated as reserved.broker.max.id + /brokers/seqid's next version.
+    samsa = kafka39_factory({"zookeeper.connect": connect})
+    assert read_meta(samsa)["broker.id"] == "1001"
+    cluster_id = read_meta(samsa)["cluster.id"]
+    kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0})
+    assert read_meta(kafka)["cluster.id"] == cluster_id
+    with zk_reader(connect) as client:
+        assert zk_data.decode_cluster_id(client.get(zk_data.CLUSTER_ID)[0]) == cluster_id
+        assert client.get(zk_data.BROKER_SEQUENCE_ID)[1].version == 1
+        assert_same_shape(client.get(zk_data.broker_path(0))[0], client.get(zk_data.broker_path(1001))[0])
+        assert zk_data.decode_controller(client.get(zk_data.CONTROLLER)[0]).broker_id == 0  # Samsa does not run for it
+    # Kafka's new controller finds the Samsa broker already registered.
+    assert wait_for(lambda: metadata_brokers(kafka).get(1001), T, what="broker 1001 in Kafka's Metadata") == (
+        HOST, samsa.port, None)
+
+    # Kafka's broker id again: refused, as Kafka refuses it (the ephemeral belongs to another session).
+    twin = kafka39_factory({"zookeeper.connect": connect, "broker.id": 0}, start=False)
+    with pytest.raises(BrokerStartError, match="exited with code 1"):
+        twin.start()
+    assert "/brokers/ids/0, node already exists and owner" in twin.output()
+
+
+def test_registration_survives_a_session_expiry(kafka39_factory):
+    zk = kafka39_factory.zookeeper()
+    # ZooKeeper's smallest session timeout is two ticks (4 s with the fixture's tickTime).
+    samsa = kafka39_factory({"zookeeper.connect": zk.connect, "broker.id": 5, "zookeeper.session.timeout.ms": 4000})
+    with zk_reader(zk.connect) as client:
+        first_owner = client.exists(zk_data.broker_path(5)).ephemeralOwner
+        os.kill(samsa.proc.pid, signal.SIGSTOP)  # silent past the session timeout: ZooKeeper expires it
+        try:
+            wait_for(lambda: not client.exists(zk_data.broker_path(5)), T, interval=0.2, what="the session to expire")
+        finally:
+            os.kill(samsa.proc.pid, signal.SIGCONT)
+        stat = wait_for(lambda: client.exists(zk_data.broker_path(5)), T, what="the broker to register again")
+        assert stat.ephemeralOwner != first_owner
+        assert zk_data.decode_broker(5, client.get(zk_data.broker_path(5))[0]).endpoints[0].port == samsa.port
+    assert "registering broker 5 again" in samsa.output()
