@@ -25,6 +25,7 @@ from wire_strategies import message_strategy, unknown_tags_of  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 GENERATED = REPO / "wire" / "messages"
 GENERATED_RECORDS = REPO / "wire" / "coordinator_records"
+GENERATED_METADATA_RECORDS = REPO / "wire" / "metadata_records"
 
 ALL_CLASSES = [message_class(name) for name in sorted(MODULES)]
 CASES = [(cls, v) for cls in ALL_CLASSES for v in range(cls.VALID_VERSIONS[0], cls.VALID_VERSIONS[1] + 1)]
@@ -261,11 +262,15 @@ needs_schemas = pytest.mark.needs_input(
 @needs_schemas
 def test_generated_code_is_up_to_date(tmp_path):
     load_generator().generate(NEWEST_JAR, tmp_path, OLDER_JAR)
-    fresh = {p.name: p.read_text() for p in tmp_path.glob("*.py")}
-    committed = {p.name: p.read_text() for p in GENERATED.glob("*.py")}
-    assert sorted(fresh) == sorted(committed), "modules added or removed: run python tools/gen_messages.py"
+    assert_same_modules(tmp_path, GENERATED, "run python tools/gen_messages.py")
+
+
+def assert_same_modules(fresh_dir: Path, committed_dir: Path, hint: str) -> None:
+    fresh = {p.name: p.read_text() for p in fresh_dir.glob("*.py")}
+    committed = {p.name: p.read_text() for p in committed_dir.glob("*.py")}
+    assert sorted(fresh) == sorted(committed), f"modules added or removed: {hint}"
     stale = [name for name in fresh if fresh[name] != committed[name]]
-    assert not stale, f"stale generated modules (run python tools/gen_messages.py): {stale[:5]}"
+    assert not stale, f"stale generated modules ({hint}): {stale[:5]}"
 
 
 def test_generated_records_are_up_to_date(tmp_path):
@@ -277,12 +282,25 @@ def test_generated_records_are_up_to_date(tmp_path):
             pytest.fail(f"CI must check the generated coordinator records against Kafka's jars: {e}")
         pytest.skip(str(e))
     generator.generate_records(sources, tmp_path)
-    fresh = {p.name: p.read_text() for p in tmp_path.glob("*.py")}
-    committed = {p.name: p.read_text() for p in GENERATED_RECORDS.glob("*.py")}
-    hint = "run python tools/gen_messages.py --records"
-    assert sorted(fresh) == sorted(committed), f"modules added or removed: {hint}"
-    stale = [name for name in fresh if fresh[name] != committed[name]]
-    assert not stale, f"stale generated modules ({hint}): {stale[:5]}"
+    assert_same_modules(tmp_path, GENERATED_RECORDS, "run python tools/gen_messages.py --records")
+
+
+def metadata_jar() -> Path | None:
+    try:
+        return load_generator().default_metadata_source()
+    except FileNotFoundError:
+        return None
+
+
+METADATA_JAR = metadata_jar()
+
+
+@pytest.mark.needs_input(METADATA_JAR is not None,
+                         "Kafka's metadata record schemas in the kafka-metadata jar of the kafka4 jar cache: "
+                         "run bash scripts/fetch-jars.sh kafka4")
+def test_generated_metadata_records_are_up_to_date(tmp_path):
+    load_generator().generate_metadata_records(METADATA_JAR, tmp_path)
+    assert_same_modules(tmp_path, GENERATED_METADATA_RECORDS, "run python tools/gen_messages.py --metadata-records")
 
 
 def version_range(text: str) -> tuple[int, int]:
