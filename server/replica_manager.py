@@ -147,7 +147,7 @@ class ReplicaManager:
                 partition.open_log()  # its high watermark follows the log end offset from now
 
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
-        self._logs.create_log(topic.name, index, config)  # or the log that is there
+        self._logs.create_log(topic.name, index, config, topic.topic_id)  # or the log that is there
         self._logs.update_config(topic.name, index, config)
         partition = Partition(topic, index, self._logs)
         partition.open_log()

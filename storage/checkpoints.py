@@ -79,7 +79,49 @@ class LeaderEpochCheckpointFile:
 
 def new_directory_id() -> str:
     """A random Kafka Uuid in URL-safe base64 without padding, as directory.id holds."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return kafka_uuid_string(uuid.uuid4())
+
+
+def kafka_uuid_string(value: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    """Kafka's Uuid.fromString; ValueError for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{text!r} is not a Kafka Uuid: {e}") from None
+    if len(raw) != 16:
+        raise ValueError(f"{text!r} is not a Kafka Uuid: {len(raw)} bytes")
+    return uuid.UUID(bytes=raw)
+
+
+class PartitionMetadataFile:
+    """A partition directory's `partition.metadata`: the id of the topic the log belongs to, so a
+    log left behind by a deleted topic is never taken for a new topic of the same name (Kafka's
+    PartitionMetadataFile: `version: 0` and `topic_id: <Uuid>` lines)."""
+
+    NAME = "partition.metadata"
+    VERSION = 0
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / self.NAME
+
+    def read(self) -> uuid.UUID | None:
+        """The topic id; None when there is no file; ValueError for a malformed one."""
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return None
+        fields = dict(line.split(": ", 1) for line in lines if ": " in line)
+        if fields.get("version") != str(self.VERSION) or "topic_id" not in fields:
+            raise ValueError(f"Unrecognized version of partition metadata file {self.path}: {lines[:1]}")
+        return parse_kafka_uuid(fields["topic_id"].strip())
+
+    def write(self, topic_id: uuid.UUID) -> None:
+        write_atomically(self.path, f"version: {self.VERSION}\ntopic_id: {kafka_uuid_string(topic_id)}")
 
 
 def read_properties(path: Path) -> dict[str, str] | None:

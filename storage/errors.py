@@ -96,6 +96,12 @@ class KafkaStorageException(StorageError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+class InconsistentTopicIdException(KafkaStorageException):
+    """A partition directory whose partition.metadata names another topic id than the topic's:
+    the log of a deleted topic of the same name, which is not opened."""
+    error_code = ErrorCode.INCONSISTENT_TOPIC_ID
+
+
 class CorruptIndexException(StorageError):
     """An offset or time index that fails its sanity check; it is rebuilt from the log."""
     error_code = ErrorCode.KAFKA_STORAGE_ERROR

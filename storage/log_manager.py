@@ -24,14 +24,19 @@ import logging
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
-from .checkpoints import META_PROPERTIES, OffsetCheckpointFile, new_directory_id, read_properties, write_properties
+from .checkpoints import (
+    META_PROPERTIES, OffsetCheckpointFile, PartitionMetadataFile, kafka_uuid_string, new_directory_id, read_properties,
+    write_properties,
+)
+from .cluster_metadata import CLUSTER_METADATA_DIR
 from .durability import write_atomically
-from .errors import KafkaStorageException
+from .errors import InconsistentTopicIdException, KafkaStorageException
 from .log import (
     DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name,
 )
@@ -61,6 +66,7 @@ class _UnopenedLog:
     recovery_point: int
     log_start_offset: int | None
     high_watermark: int | None
+    topic_id: uuid.UUID | None  # its topic's, which its partition.metadata must name
 
 
 class LogManager:
@@ -111,10 +117,14 @@ class LogManager:
         return cluster_id
 
     # -- lifecycle
-    def startup(self, topic_configs: Mapping[str, LogConfig] | None = None) -> None:
+    def startup(self, topic_configs: Mapping[str, LogConfig] | None = None,
+                topic_ids: Mapping[str, uuid.UUID] | None = None) -> None:
         """Lock the directories and find every log, with its topic's config (or the default): loaded
-        (and recovered) at once where the last shutdown was unclean, on first use otherwise."""
+        (and recovered) at once where the last shutdown was unclean, on first use otherwise. A log
+        whose partition.metadata names another topic id than `topic_ids` gives its topic is not
+        opened (InconsistentTopicIdException on use)."""
         topic_configs = topic_configs or {}
+        topic_ids = topic_ids or {}
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
             self._lock_dir(directory)
@@ -131,8 +141,8 @@ class LogManager:
                 if name.endswith(DELETE_DIR_SUFFIX):
                     shutil.rmtree(directory / name, ignore_errors=True)  # a deletion the last run left unfinished
                     continue
-                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
-                    continue
+                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)) or name == CLUSTER_METADATA_DIR:
+                    continue  # KRaft's metadata log (a dir Kafka wrote) is no partition Samsa serves
                 try:
                     tp = parse_topic_partition_name(name)
                 except ValueError:
@@ -144,16 +154,21 @@ class LogManager:
                         f"{directory / name}.")
                 found = _UnopenedLog(directory, directory / name, topic_configs.get(tp[0], self.default_config),
                                      recovery_points.get(tp, 0), log_start_offsets.get(tp),
-                                     high_watermarks.get(tp))
-                if had_clean_shutdown:
-                    self._unopened[tp] = found
-                    self._log_counts[directory] = self._log_counts.get(directory, 0) + 1
-                else:
-                    self._register(self._load(found, had_clean_shutdown=False))
+                                     high_watermarks.get(tp), topic_ids.get(tp[0]))
+                if not had_clean_shutdown:
+                    try:
+                        self._register(self._load(found, had_clean_shutdown=False))
+                        continue
+                    except InconsistentTopicIdException as e:
+                        log.error("%s", e)  # left unopened: refused again on each use
+                self._unopened[tp] = found
+                self._log_counts[directory] = self._log_counts.get(directory, 0) + 1
         if self.cleaner is not None:
             self.cleaner.load_checkpoints()
 
     def _load(self, found: _UnopenedLog, *, had_clean_shutdown: bool) -> Log:
+        if found.topic_id is not None:
+            _check_topic_id(found.directory, found.topic_id)
         loaded = Log.open(found.directory, found.config, log_start_offset=found.log_start_offset or 0,
                           recovery_point=found.recovery_point, clock_ms=self._clock_ms,
                           had_clean_shutdown=had_clean_shutdown,
@@ -268,8 +283,10 @@ class LogManager:
         if opened is not None:
             opened.update_config(config)
 
-    def create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
-        """The partition's log, created empty in the log directory holding the fewest logs."""
+    def create_log(self, topic: str, partition: int, config: LogConfig | None = None,
+                   topic_id: uuid.UUID | None = None) -> Log:
+        """The partition's log, created empty in the log directory holding the fewest logs, its
+        partition.metadata naming `topic_id` (when given)."""
         if (topic, partition) in self._deleted_since_checkpoint:
             # The checkpoints still name the deleted log: after a crash its start offset would
             # apply to the new one. Rare (deleted and created again within a checkpoint interval).
@@ -282,8 +299,12 @@ class LogManager:
             if existing is not None:
                 return existing
             directory = min(self.log_dirs, key=lambda d: self._log_counts.get(d, 0))
+            if topic_id is not None:
+                _check_topic_id(directory / f"{topic}-{partition}", topic_id)
             created = Log.open(directory / f"{topic}-{partition}", config or self.default_config,
                                clock_ms=self._clock_ms, producer_id_expiration_ms=self._producer_id_expiration_ms)
+            if topic_id is not None:
+                _check_topic_id(created.dir, topic_id)  # writes it in the new directory
             self._register(created)
             return created
 
@@ -395,6 +416,23 @@ def _delete(doomed: Log | Path) -> None:
         doomed.delete()
     else:
         shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _check_topic_id(directory: Path, topic_id: uuid.UUID) -> None:
+    """Refuse a partition directory whose partition.metadata names another topic (Kafka's
+    UnifiedLog.assignTopicId); one without the file gets it."""
+    metadata = PartitionMetadataFile(directory)
+    try:
+        stored = metadata.read()
+    except (ValueError, OSError) as e:
+        raise KafkaStorageException(f"Error while reading {metadata.path}: {e}") from e
+    if stored is None:
+        if directory.is_dir():
+            metadata.write(topic_id)
+    elif stored != topic_id:
+        raise InconsistentTopicIdException(
+            f"Tried to assign topic ID {kafka_uuid_string(topic_id)} to log for topic partition {directory.name}, "
+            f"but log already contained topic ID {kafka_uuid_string(stored)}")
 
 
 def _read_checkpoint_or_empty(path: Path) -> dict[TopicPartition, int]:

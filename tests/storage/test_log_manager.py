@@ -1,18 +1,20 @@
 import os
 import shutil
 import time
+import uuid
 
 import pytest
 from storage_helpers import make_batch, small_config
 
-from samsa.storage.checkpoints import OffsetCheckpointFile, read_properties
-from samsa.storage.errors import KafkaStorageException
+from samsa.storage.checkpoints import OffsetCheckpointFile, PartitionMetadataFile, read_properties
+from samsa.storage.errors import InconsistentTopicIdException, KafkaStorageException
 from samsa.storage.log_config import LogConfig
 from samsa.storage.log_manager import (
     CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
     REPLICATION_OFFSET_CHECKPOINT_FILE, LogManager,
 )
 from samsa.storage.log_segment import LogSegment
+from samsa.wire.errors import ErrorCode
 
 
 def started(dirs, clock, config=None, **kwargs) -> LogManager:
@@ -299,3 +301,43 @@ def test_a_log_that_cannot_be_opened_holds_up_no_other(tmp_path, clock):
         manager.get_log("t", 0)
     assert manager.has_log("t", 0)  # tried again on its next use
     manager.shutdown()
+
+
+# -- partition.metadata: the topic id of a partition directory, as Kafka writes it -----------------
+
+TOPIC_ID, OTHER_TOPIC_ID = uuid.UUID(int=0xD74AB645FE6445EAB1E27AFD3481A8E7), uuid.uuid4()
+
+
+def test_a_new_log_names_its_topic_id_as_kafka_does(tmp_path, clock):
+    manager = started([tmp_path], clock)
+    created = manager.create_log("orders", 0, topic_id=TOPIC_ID)
+    assert (created.dir / "partition.metadata").read_text() == "version: 0\ntopic_id: 10q2Rf5kReqx4nr9NIGo5w"
+    assert PartitionMetadataFile(created.dir).read() == TOPIC_ID
+    assert manager.create_log("orders", 0, topic_id=TOPIC_ID) is created
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_log_of_another_topic_id_is_refused(tmp_path, clock, clean):
+    manager = started([tmp_path], clock)
+    fill(manager, "orders", 0, 1)
+    fill(manager, "orders", 1, 1)
+    manager.shutdown()
+    PartitionMetadataFile(tmp_path / "orders-0").write(OTHER_TOPIC_ID)  # a deleted namesake's log
+    if not clean:
+        (tmp_path / CLEAN_SHUTDOWN_FILE).unlink()
+    manager = started([tmp_path], clock, topic_ids={"orders": TOPIC_ID})
+    with pytest.raises(InconsistentTopicIdException) as e:
+        manager.get_log("orders", 0)
+    assert e.value.error_code == ErrorCode.INCONSISTENT_TOPIC_ID
+    assert manager.get_log("orders", 1).log_end_offset == 2  # without the file: it gets one
+    assert PartitionMetadataFile(tmp_path / "orders-1").read() == TOPIC_ID
+    assert PartitionMetadataFile(tmp_path / "orders-0").read() == OTHER_TOPIC_ID  # left as it was
+
+
+def test_kraft_metadata_log_is_no_partition(tmp_path, clock):
+    (tmp_path / "__cluster_metadata-0").mkdir()
+    (tmp_path / "__cluster_metadata-0" / f"{0:020d}.log").write_bytes(b"")
+    manager = started([tmp_path], clock)
+    assert not manager.has_log("__cluster_metadata", 0)
+    manager.shutdown()
+    assert not OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).read()
