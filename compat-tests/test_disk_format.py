@@ -284,18 +284,9 @@ def test_dump_transaction_state(written):
 
 # -- samsa serve on the log dir -----------------------------------------------------------------
 
-KAFKA_DIR_MISSING = (
-    "Samsa's topics (and so the partitions it opens, the groups and transactions it loads) come from "
-    "its own metadata image (__samsa_metadata.json); on a Kafka-written dir there is none, Kafka's "
-    "topics are in __cluster_metadata, which Samsa does not read: it starts with the right cluster id "
-    "but serves no topic (UNKNOWN_TOPIC_OR_PART), no group offsets, no producer state")
-
-
 @pytest.fixture
-def samsa_on_written(written, tmp_path_factory, request):
+def samsa_on_written(written, tmp_path_factory):
     """`samsa serve` on a copy of the scenario's log dir (the module's other tests keep the original)."""
-    if written.kind == "kafka":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KAFKA_DIR_MISSING))
     copy = tmp_path_factory.mktemp("disk-copy") / "logs"
     shutil.copytree(written.data_dir, copy, ignore=shutil.ignore_patterns(".lock"))
     pool = BrokerPool(tmp_path_factory, "disk-serve", "samsa")

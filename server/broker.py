@@ -32,7 +32,7 @@ from .context import BrokerServices, RequestContext
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
-from .metadata import BrokerInfo, MetadataImage, MetadataStore
+from .metadata import BrokerInfo, MetadataStore, load_or_import
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .dynamic_broker_config import load_dynamic_broker_configs
 from .fetch_session import FetchSessionCache
@@ -95,7 +95,7 @@ class Broker:
                                       producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
                                       cleaner_config=CleanerConfig.from_broker_config(self.config.get))
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
-        self.metadata = metadata = MetadataImage.load(self.log_dirs[0], self.cluster_id)
+        self.metadata = metadata = load_or_import(self.log_dirs, self.cluster_id)
         load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
         self.authorizer = new_authorizer(self.config, metadata.acls)
         self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)
@@ -114,7 +114,8 @@ class Broker:
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
             advertised=self.advertised)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
-                                  for name, topic in metadata.topics.items()})
+                                  for name, topic in metadata.topics.items()},
+                                 {name: topic.topic_id for name, topic in metadata.topics.items()})
         self.replica_manager.load()
 
     def _topics_changed(self) -> None:

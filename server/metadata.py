@@ -8,12 +8,15 @@ Where the metadata comes from is behind them: `MetadataImage` below, or (in a cl
 In single-broker mode the broker is its own controller: the image is kept in one file in the first
 log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
 on every change, so a crash leaves either the old or the new image. Kafka keeps this in the
-`__cluster_metadata` log; a JSON image is enough for one broker and readable by people.
+`__cluster_metadata` log; a JSON image is enough for one broker and readable by people. On a log dir
+Kafka wrote (a `__cluster_metadata-0` and no image), the image is imported from Kafka's metadata log
+at the first start (`load_or_import`); Kafka's files stay as they are.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
 from collections.abc import Mapping
@@ -22,7 +25,13 @@ from pathlib import Path
 from typing import Protocol
 
 from ..coordinator.client_quotas import Entity, apply_changes
+from ..storage.cluster_metadata import ClusterMetadata, ClusterMetadataError, find_cluster_metadata, read_cluster_metadata
 from ..storage.durability import write_atomically
+from ..storage.log_manager import CLEAN_SHUTDOWN_FILE
+from .authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from .security.scram import ScramCredential, ScramMechanism
+
+log = logging.getLogger("samsa.metadata")
 
 METADATA_FILE = "__samsa_metadata.json"
 # Kafka's Topic.validate: legal characters and length (249 leaves room for partition suffixes).
@@ -165,6 +174,28 @@ class MetadataImage:
                 image.client_quotas[tuple((kind, name) for kind, name in q["entity"])] = dict(q["values"])
         return image
 
+    @classmethod
+    def from_cluster_metadata(cls, path: Path, cluster_id: str, kraft: ClusterMetadata) -> "MetadataImage":
+        """The image of what Kafka's metadata log holds (unsaved)."""
+        image = cls(path, cluster_id)
+        for t in kraft.topics.values():
+            replication_factor = len(t.replicas.get(0, ())) or 1
+            image._index(TopicInfo(t.name, t.topic_id, len(t.replicas), dict(t.configs), replication_factor))
+        image.next_producer_id = kraft.next_producer_id
+        image.broker_configs = {name: dict(configs) for name, configs in kraft.broker_configs.items()}
+        image.acls = [AclBinding(ResourceType(a.resource_type), a.resource_name, PatternType(a.pattern_type),
+                                 a.principal, a.host, AclOperation(a.operation),
+                                 AclPermissionType(a.permission_type)).to_json()
+                      for a in kraft.acls.values()]
+        for user, by_type in kraft.scram_credentials.items():
+            for type_id, (salt, stored_key, server_key, iterations) in by_type.items():
+                mechanism = ScramMechanism.from_type(type_id)
+                if mechanism is not None:
+                    image.scram_credentials.setdefault(user, {})[mechanism.mechanism_name] = ScramCredential(
+                        salt, stored_key, server_key, iterations).to_json()
+        image.client_quotas = {entity: dict(values) for entity, values in kraft.client_quotas.items()}
+        return image
+
     def _index(self, topic: TopicInfo) -> None:
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
@@ -271,3 +302,29 @@ class MetadataImage:
             if other != name and other.replace(".", "_") == key:
                 return other
         return None
+
+
+def load_or_import(log_dirs: list[Path], cluster_id: str) -> MetadataImage:
+    """Samsa's image from the first log dir; on a log dir Kafka wrote (a KRaft metadata log and no
+    image of Samsa's), the image of Kafka's metadata, saved as Samsa's from now on.
+    ClusterMetadataError when Kafka's metadata cannot be read: the message says what to run."""
+    path = log_dirs[0] / METADATA_FILE
+    kraft_dir = None if path.exists() else find_cluster_metadata(log_dirs)
+    if kraft_dir is None:
+        return MetadataImage.load(log_dirs[0], cluster_id)
+    unclean = [d for d in log_dirs if not (d / CLEAN_SHUTDOWN_FILE).exists()]
+    if unclean:
+        raise ClusterMetadataError(
+            f"{kraft_dir} is the metadata log of a Kafka that did not shut down cleanly (no {CLEAN_SHUTDOWN_FILE} "
+            f"in {', '.join(map(str, unclean))}): its last records may not be committed. Start Kafka on these "
+            f"log dirs, stop it cleanly (bin/kafka-server-stop.sh), then start Samsa.")
+    kraft = read_cluster_metadata(kraft_dir)
+    image = MetadataImage.from_cluster_metadata(path, cluster_id, kraft)
+    image.save()
+    log.info("Imported Kafka's metadata from %s (%s, up to offset %d): %d topics (%s), %d broker config "
+             "resources, %d ACLs, SCRAM credentials of %d users, %d client quota entities, next producer id %d, "
+             "features %s; saved as %s", kraft_dir, kraft.snapshot or "no snapshot", kraft.end_offset,
+             len(image.topics), ", ".join(sorted(image.topics)), len(image.broker_configs), len(image.acls),
+             len(image.scram_credentials), len(image.client_quotas), image.next_producer_id,
+             kraft.features, path)
+    return image

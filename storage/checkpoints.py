@@ -27,11 +27,13 @@ def _write_checkpoint(path: Path, lines: list[str]) -> None:
 
 
 def _read_checkpoint(path: Path, fields: int) -> list[list[str]]:
-    """The entry lines split in `fields` parts; none when the file does not exist, ValueError when
-    it is malformed."""
+    """The entry lines split in `fields` parts; none when the file does not exist or is empty (Kafka
+    creates cleaner-offset-checkpoint empty), ValueError when it is malformed."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
+        return []
+    if not lines:
         return []
     if len(lines) < 2:
         raise ValueError(f"Malformed checkpoint file {path}: missing version or count line")

@@ -26,6 +26,12 @@ def test_a_missing_checkpoint_reads_empty(tmp_path):
     assert OffsetCheckpointFile(tmp_path / "nothing").read() == {}
 
 
+def test_an_empty_checkpoint_reads_empty(tmp_path):
+    """Kafka's LogCleanerManager creates cleaner-offset-checkpoint empty; its reader reads no entry."""
+    (tmp_path / "cleaner-offset-checkpoint").write_text("")
+    assert OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read() == {}
+
+
 @pytest.mark.parametrize("text", [
     "1\n0\n",  # unknown version
     "0\n2\nt 0 5\n",  # fewer entries than announced
