@@ -140,6 +140,7 @@ class Broker:
         async with trio.open_nursery() as services:
             await services.start(self.groups.run)  # groups and offsets loaded before any request
             await services.start(self.transactions.run)  # then transactions, whose markers may complete offsets
+            await services.start(self.replica_manager.run)  # replica fetchers, ISR expiration
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)

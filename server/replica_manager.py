@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
 
+from ..coordinator.partition_leader import IsrChange, PartitionLeaderState
 from ..storage.errors import KafkaStorageException
 from ..storage.log import AppendOrigin
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
+from .clock import wall_clock_ms
 from .heap import making_long_lived_objects
 from .metadata import MetadataStore, TopicInfo
+from .replica_fetcher import ReplicaFetcherManager
 
 if TYPE_CHECKING:
     from ..storage.log import Log
@@ -32,13 +36,37 @@ log = logging.getLogger("samsa.replica")
 READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
 
 
+@dataclass(frozen=True)
+class PartitionState:
+    """A partition's leadership as LeaderAndIsr carries it (LeaderAndIsrPartitionState)."""
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+
+
 class Partition:
-    def __init__(self, topic: TopicInfo, index: int, logs: LogManager) -> None:
+    """A partition's log and its role here. Until a LeaderAndIsr says otherwise this broker leads it
+    alone (the single broker): the high watermark follows the log end offset. Once it leads with
+    followers, `leader_state` (pure, coordinator.partition_leader) tracks them, the ISR and the
+    high watermark; as a follower the replica fetcher appends what the leader has."""
+
+    def __init__(self, topic: TopicInfo, index: int, logs: LogManager, local_id: int = 0) -> None:
         self.topic = topic
         self.index = index
         self._logs = logs
         self._log: Log | None = None
+        self.local_id = local_id
+        self.leader_id = local_id
         self.leader_epoch = 0
+        self.partition_epoch = 0
+        self.replicas: tuple[int, ...] = (local_id,)
+        self.isr: tuple[int, ...] = (local_id,)
+        self.leader_state: PartitionLeaderState | None = None  # None: unreplicated, or a follower
+        self.high_watermark_follows_log_end = True
         self._waiters: list[trio.Event] = []
 
     @property
@@ -53,7 +81,8 @@ class Partition:
             log_ = self._logs.get_log(self.topic.name, self.index)
             if log_ is None:
                 raise KafkaStorageException(f"The log of partition {self.name} is missing")
-            log_.high_watermark = log_.log_end_offset
+            if self.high_watermark_follows_log_end:
+                log_.high_watermark = log_.log_end_offset
             self._log = log_
         return log_
 
@@ -63,6 +92,10 @@ class Partition:
     @property
     def name(self) -> str:
         return f"{self.topic.name}-{self.index}"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_id
 
     @property
     def last_stable_offset(self) -> int:
@@ -79,12 +112,107 @@ class Partition:
             return ErrorCode.NONE
         return ErrorCode.FENCED_LEADER_EPOCH if requested < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
 
+    def check_leader(self, requested_epoch: int = -1) -> int:
+        """Kafka's localLogWithEpochOrThrow(requireLeader=true): the epoch first, then the role."""
+        code = self.check_leader_epoch(requested_epoch)
+        if code == ErrorCode.NONE and not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return code
+
     def append(self, records, origin: AppendOrigin = AppendOrigin.CLIENT) -> object:
         """Append a batch, or a Produce partition's parsed records (the log converts, validates and
         assigns offsets in place); wakes parked fetches."""
-        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin)
-        self.log.high_watermark = self.log.log_end_offset
+        log_ = self.log
+        info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin)
+        if self.leader_state is None:
+            log_.high_watermark = log_.log_end_offset
+        else:
+            self._maybe_advance_high_watermark()
         self.wake()
+        return info
+
+    # -- leader of a replicated partition
+    def make_leader(self, state: PartitionState, now_ms: int) -> None:
+        """Kafka's Partition.makeLeader: the new epoch starts at the log end offset; the followers of
+        the ISR count as caught up now."""
+        log_ = self.log
+        self._set_state(state)
+        log_.leader_epoch_cache.assign(state.leader_epoch, log_.log_end_offset)
+        self.leader_state = PartitionLeaderState(self.local_id, list(state.replicas), list(state.isr),
+                                                 log_.log_end_offset, log_.high_watermark, now_ms)
+        self.isr = self.leader_state.isr
+        self._maybe_advance_high_watermark()
+        self.wake()
+
+    def make_follower(self, state: PartitionState) -> None:
+        self._set_state(state)
+        self.leader_state = None
+        self.wake()  # parked fetches and acks=all produces learn they are no longer at the leader
+
+    def _set_state(self, state: PartitionState) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.replicas = tuple(state.replicas)
+        self.isr = tuple(state.isr)
+
+    def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: int) -> IsrChange | None:
+        """A follower's fetch: its log end offset is `fetch_offset`; the ISR may grow and the high
+        watermark advance (which wakes the consumers and acks=all produces waiting on it)."""
+        leader_state = self.leader_state
+        if leader_state is None:
+            return None
+        change = leader_state.follower_fetched(replica_id, fetch_offset, self.log.log_end_offset, now_ms)
+        if change is not None:
+            self.apply_isr_change(change)
+        if self._maybe_advance_high_watermark():
+            self.wake()
+        return change
+
+    def maybe_shrink_isr(self, now_ms: int, lag_time_max_ms: int) -> IsrChange | None:
+        leader_state = self.leader_state
+        if leader_state is None:
+            return None
+        change = leader_state.maybe_shrink_isr(self.log.log_end_offset, now_ms, lag_time_max_ms)
+        if change is not None:
+            self.apply_isr_change(change)
+            if self._maybe_advance_high_watermark():
+                self.wake()
+        return change
+
+    def apply_isr_change(self, change: IsrChange) -> None:
+        self.isr = change.isr
+        self.partition_epoch += 1  # in ZooKeeper mode, the state znode's version after the write
+        log.info("[Partition %s broker=%d] ISR updated to %s (added %s, removed %s), partition epoch %d",
+                 self.name, self.local_id, list(change.isr), list(change.added), list(change.removed),
+                 self.partition_epoch)
+
+    def _maybe_advance_high_watermark(self) -> bool:
+        leader_state = self.leader_state
+        log_ = self.log
+        if leader_state is None or not leader_state.maybe_advance_high_watermark(log_.log_end_offset):
+            return False
+        log_.high_watermark = leader_state.high_watermark
+        return True
+
+    def replication_done(self, required_offset: int, leader_epoch: int) -> int | None:
+        """Where an acks=all produce up to `required_offset` stands (Kafka's DelayedProduce
+        tryComplete): None while the ISR has not all of it, else its error code."""
+        if not self.is_leader or self.leader_epoch != leader_epoch:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        leader_state = self.leader_state
+        if leader_state is None:
+            return ErrorCode.NONE
+        done, enough = leader_state.required_offset_reached(required_offset, self.log.config.min_insync_replicas)
+        if not done:
+            return None
+        return ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    # -- follower
+    def append_as_follower(self, records, leader_high_watermark: int) -> object:
+        log_ = self.log
+        info = log_.append_as_follower(records)
+        log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
         return info
 
     def park(self, event: trio.Event) -> None:
@@ -125,6 +253,11 @@ class ReplicaManager:
         self._config = config
         self._on_topics_changed = on_topics_changed
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.local_id: int = config.node_id
+        # Called with (partition, change) when this broker, as leader, changed an ISR; in ZooKeeper
+        # mode it writes the partition's state znode and an /isr_change_notification.
+        self.isr_change_listener: Callable[[Partition, IsrChange], None] = lambda partition, change: None
+        self.fetchers = ReplicaFetcherManager(self, config)
 
     def topic_log_config(self, topic: TopicInfo) -> LogConfig:
         return LogConfig.from_props(topic.configs, base=self._config.log_config())
@@ -140,7 +273,7 @@ class ReplicaManager:
                     config = config or self.topic_log_config(topic)
                     self._open(topic, index, config)
                 else:
-                    self.partitions[(topic.name, index)] = Partition(topic, index, logs)
+                    self.partitions[(topic.name, index)] = Partition(topic, index, logs, self.local_id)
         for log_ in logs.opened_logs():
             partition = self.partitions.get((log_.topic, log_.partition))
             if partition is not None:
@@ -149,7 +282,7 @@ class ReplicaManager:
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
         self._logs.create_log(topic.name, index, config, topic.topic_id)  # or the log that is there
         self._logs.update_config(topic.name, index, config)
-        partition = Partition(topic, index, self._logs)
+        partition = Partition(topic, index, self._logs, self.local_id)
         partition.open_log()
         self.partitions[(topic.name, index)] = partition
         return partition
@@ -211,6 +344,65 @@ class ReplicaManager:
         log.info("Deleted topic %s", name)
         self._on_topics_changed()
         return topic
+
+    # -- replication (driven by LeaderAndIsr)
+    def become_leader_or_follower(self, states: list[PartitionState],
+                                  brokers: dict[int, tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Take each partition's leadership as the controller decided it (Kafka's
+        ReplicaManager.becomeLeaderOrFollower): lead it, or follow its leader at `brokers[leader]`
+        (host, port), truncating first (KIP-279). An older leader epoch than the one known is
+        refused (STALE_CONTROLLER_EPOCH, as Kafka answers). Returns each partition's error code."""
+        errors: dict[tuple[str, int], int] = {}
+        now_ms = wall_clock_ms()
+        for state in states:
+            key = (state.topic, state.partition)
+            partition = self.partitions.get(key)
+            if partition is None:
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            if state.leader_epoch < partition.leader_epoch:
+                log.info("Ignoring LeaderAndIsr for %s: leader epoch %d is older than %d", partition.name,
+                         state.leader_epoch, partition.leader_epoch)
+                errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
+                continue
+            partition.high_watermark_follows_log_end = False
+            if state.leader == self.local_id:
+                self.fetchers.remove_partition(key)
+                partition.make_leader(state, now_ms)
+                log.info("[Broker %d] %s: leader at epoch %d, ISR %s", self.local_id, partition.name,
+                         state.leader_epoch, list(state.isr))
+            else:
+                address = brokers.get(state.leader)
+                partition.make_follower(state)
+                self.fetchers.remove_partition(key)
+                if address is not None:
+                    self.fetchers.add_partition(key, state.leader, address)
+                log.info("[Broker %d] %s: follower of %d at epoch %d", self.local_id, partition.name,
+                         state.leader, state.leader_epoch)
+            errors[key] = ErrorCode.NONE
+        return errors
+
+    def maybe_shrink_isrs(self, now_ms: int) -> None:
+        """Kafka's isr-expiration task: drop followers lagging more than replica.lag.time.max.ms."""
+        lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
+        for partition in list(self.partitions.values()):
+            change = partition.maybe_shrink_isr(now_ms, lag_time_max_ms)
+            if change is not None:
+                self.isr_change_listener(partition, change)
+
+    def follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        change = partition.follower_fetched(replica_id, fetch_offset, now_ms)
+        if change is not None:
+            self.isr_change_listener(partition, change)
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The replica fetchers and the ISR expiration, every half replica.lag.time.max.ms."""
+        async with trio.open_nursery() as nursery:
+            self.fetchers.nursery = nursery
+            task_status.started()
+            while True:
+                await trio.sleep(self._config.get("replica.lag.time.max.ms") / 2000)
+                self.maybe_shrink_isrs(wall_clock_ms())
 
     def wake_all(self) -> None:
         for partition in self.partitions.values():

@@ -337,6 +337,56 @@ class Log:
                 log_start_offset=self._log_start_offset, record_count=result.record_count,
                 valid_bytes=result.valid_bytes, flush_needed=flush_needed)
 
+    def append_as_follower(self, records: bytearray | memoryview) -> LogAppendInfo:
+        """Append batches fetched from the partition's leader as they are (Kafka's
+        UnifiedLog.appendAsFollower): their offsets, leader epochs and timestamps are the leader's;
+        only size, magic and CRC are checked. A partial batch at the end (a fetch cut at its byte
+        limit) is left out. The batches must start at the log end offset."""
+        batches = analyze_batches(records, self.config, AppendOrigin.REPLICATION, self.name)
+        if not batches:
+            return LogAppendInfo(-1, -1, NO_TIMESTAMP, -1, NO_TIMESTAMP, self._log_start_offset, 0, 0, False)
+        first_offset = batches[0][1].base_offset
+        max_timestamp, offset_of_max_timestamp, record_count, last_offset = NO_TIMESTAMP, -1, 0, first_offset - 1
+        for _, header in batches:
+            if header.base_offset <= last_offset:
+                raise InvalidRecordException(
+                    f"Out of order offsets in the records fetched for {self.name}: {header.base_offset} "
+                    f"after {last_offset}")
+            last_offset = header.base_offset + header.last_offset_delta
+            record_count += header.records_count
+            if header.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max_timestamp = header.max_timestamp, last_offset
+        position, last_header = batches[-1]
+        valid_bytes = position + last_header.size
+        result = ValidationResult(batches, first_offset, last_offset, max_timestamp, offset_of_max_timestamp,
+                                  NO_TIMESTAMP, record_count, valid_bytes)
+        with self._lock, self._io("appending"):
+            if first_offset != self._next_offset:
+                raise InvalidRecordException(
+                    f"Unexpected offset in append to {self.name}. First offset {first_offset} is not the log end "
+                    f"offset {self._next_offset}")
+            segment = self._maybe_roll(result, self._clock_ms())
+            segment.append(last_offset, memoryview(records)[:valid_bytes], batches)
+            epoch = self.leader_epoch_cache.latest_epoch
+            for position, header in batches:
+                self._next_offset = header.base_offset + header.last_offset_delta + 1
+                if header.partition_leader_epoch != epoch and header.partition_leader_epoch >= 0:
+                    epoch = header.partition_leader_epoch
+                    self.leader_epoch_cache.assign(epoch, header.base_offset)
+                producer_append = self._analyze_and_validate_producer_state(
+                    header, AppendOrigin.REPLICATION, memoryview(records)[position:position + header.size])
+                if producer_append is not None:
+                    self._producer_state.update(producer_append)
+                    if producer_append.completed_txn is not None:
+                        self._complete_txn(segment, producer_append.completed_txn)
+            self._producer_state.update_map_end_offset(self._next_offset)
+            flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
+            return LogAppendInfo(
+                first_offset=first_offset, last_offset=last_offset, max_timestamp=max_timestamp,
+                offset_of_max_timestamp=offset_of_max_timestamp, log_append_time=NO_TIMESTAMP,
+                log_start_offset=self._log_start_offset, record_count=record_count, valid_bytes=valid_bytes,
+                flush_needed=flush_needed)
+
     def _analyze_and_validate_producer_state(self, header: BatchHeader, origin: AppendOrigin,
                                              batch=None) -> ProducerAppendInfo | None:
         """`batch`: the batch's bytes, for a control batch's marker record."""

@@ -33,8 +33,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.STOP_REPLICA: CLUSTER_MODE,
     ApiKey.UPDATE_METADATA: CLUSTER_MODE,
     ApiKey.CONTROLLED_SHUTDOWN: CLUSTER_MODE,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: "replica fetchers' truncation: cluster mode (issue 13); without it clients "
-                                    "skip their KIP-320 position validation",
     ApiKey.ALTER_REPLICA_LOG_DIRS: "moving a replica between log dirs is not implemented",
     ApiKey.CREATE_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.RENEW_DELEGATION_TOKEN: DELEGATION_TOKENS,

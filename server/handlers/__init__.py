@@ -38,7 +38,7 @@ MODULES = (
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials", "alter_user_scram_credentials",
     "describe_client_quotas", "alter_client_quotas",
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers", "txn_offset_commit",
-    "describe_transactions", "list_transactions", "describe_producers",
+    "describe_transactions", "list_transactions", "describe_producers", "offset_for_leader_epoch",
 )
 
 

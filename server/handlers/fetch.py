@@ -2,13 +2,17 @@
 Follows KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages, DelayedFetch and FetchSessionCache
 (KIP-227 sessions). Record data is never copied: file ranges go out with sendfile; only v0-3 clients
 get bytes read and down-converted to message format v0/v1.
-Deviations: v0-3 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); a follower's fetch
-(replica id set) is read like a consumer's: no follower state, no diverging epoch answered for
-last_fetched_epoch, preferred_read_replica always -1 (replication: cluster mode, issue 13).
+A follower's fetch (replica id set) reads up to the log end offset, not the high watermark; what it
+asks for tells the leader its log end offset (Partition.follower_fetched: the ISR and the high
+watermark may move); a last_fetched_epoch (v12+) the leader's log does not end the same way gets a
+diverging_epoch instead of records (Kafka's Partition.fetchRecords).
+Deviations: v0-3 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); only the leader is
+read (preferred_read_replica always -1: no KIP-392 yet).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -28,6 +32,7 @@ FetchResponse = response_class(ApiKey.FETCH)
 TopicResponse = FetchResponse.FetchableTopicResponse
 PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
+EpochEndOffset = FetchResponse.EpochEndOffset
 NO_LIMIT = 2**31 - 1
 
 
@@ -59,25 +64,77 @@ def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tupl
     return wanted, forgotten, unknown_ids
 
 
-def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: bool, isolation: int):
+@dataclass(frozen=True)
+class FollowerFetch:
+    """Who fetches for replication, and the epoch of the last batch each of its partitions holds."""
+    replica_id: int
+    last_fetched_epochs: dict[tuple[str, int], int]
+    now_ms: int
+
+
+def follower_fetch(ctx, request) -> FollowerFetch | None:
+    """A fetch from a follower (replica id >= 0, in replica_state from v15), or None."""
+    version = ctx.api_version
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    if replica_id < 0:
+        return None
+    epochs = {}
+    if version >= 12:
+        image = ctx.services.metadata
+        for t in request.topics:
+            name = t.topic if version < 13 else getattr(image.topics_by_id.get(t.topic_id), "name", None)
+            for p in t.partitions:
+                epochs[(name, p.partition)] = p.last_fetched_epoch
+    return FollowerFetch(replica_id, epochs, wall_clock_ms())
+
+
+def diverging_epoch(log_, last_fetched_epoch: int, fetch_offset: int):
+    """Where the leader's log of the follower's last fetched epoch ends, if the follower's log
+    cannot continue it at `fetch_offset` (Kafka's Partition.fetchRecords with lastFetchedEpoch)."""
+    if last_fetched_epoch < 0:
+        return None
+    epoch, end_offset = log_.end_offset_for_epoch(last_fetched_epoch)
+    if end_offset < 0:
+        return None
+    if epoch < last_fetched_epoch or end_offset < fetch_offset:
+        return EpochEndOffset(epoch=epoch, end_offset=end_offset)
+    return None
+
+
+def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: bool, isolation: int,
+                   follower: FollowerFetch | None = None):
     """PartitionData for one partition (records possibly a file range) and the bytes it carries."""
-    partition = ctx.services.replica_manager.get(p.topic, p.partition)
+    replica_manager = ctx.services.replica_manager
+    partition = replica_manager.get(p.topic, p.partition)
     if partition is None:
         return error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
-    epoch_error = partition.check_leader_epoch(p.current_leader_epoch)
+    epoch_error = partition.check_leader(p.current_leader_epoch)
     if epoch_error != ErrorCode.NONE:
         return read_error_data(p.partition, epoch_error), 0
     log_ = partition.log
-    hwm = log_.high_watermark
-    lso = partition.last_stable_offset
     read_committed = isolation == READ_COMMITTED
+    if follower is not None:
+        diverging = diverging_epoch(log_, follower.last_fetched_epochs.get((p.topic, p.partition), -1),
+                                    p.fetch_offset)
+        if diverging is not None:
+            return PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE,
+                                 high_watermark=log_.high_watermark, last_stable_offset=partition.last_stable_offset,
+                                 log_start_offset=log_.log_start_offset, diverging_epoch=diverging,
+                                 aborted_transactions=None, preferred_read_replica=-1, records=b""), 0
     try:
-        info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=lso if read_committed else hwm,
-                         min_one_message=min_one_message, include_aborted_txns=read_committed)
+        if follower is not None:
+            info = log_.read(p.fetch_offset, max_bytes, min_one_message=min_one_message)
+            replica_manager.follower_fetched(partition, follower.replica_id, p.fetch_offset, follower.now_ms)
+        else:
+            bound = partition.last_stable_offset if read_committed else log_.high_watermark
+            info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=bound,
+                             min_one_message=min_one_message, include_aborted_txns=read_committed)
     except OffsetOutOfRangeException:
         return read_error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE), 0
     except StorageError as e:
         return read_error_data(p.partition, e.error_code), 0
+    hwm = log_.high_watermark
+    lso = partition.last_stable_offset
     records = info.records
     size = records.size
     if ctx.api_version <= 3:
@@ -132,7 +189,8 @@ def unreadable_topics(ctx, request, context) -> frozenset[str]:
     return frozenset(topics - ctx.authorized(READ, TOPIC, topics))
 
 
-def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str]):
+def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str],
+             follower: FollowerFetch | None = None):
     """One pass over the session's partitions: [(cached partition, data)], bytes read."""
     remaining = max_bytes
     results = []
@@ -142,7 +200,8 @@ def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset
             results.append((p, error_data(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
             continue
         limit = min(p.max_bytes, remaining)
-        data, size = read_partition(ctx, p, limit, min_one_message=total == 0, isolation=isolation)
+        data, size = read_partition(ctx, p, limit, min_one_message=total == 0, isolation=isolation,
+                                    follower=follower)
         results.append((p, data))
         total += size
         remaining = max(0, remaining - size)
@@ -170,8 +229,9 @@ async def handle(ctx, request):
     min_bytes = min(request.min_bytes, max_bytes)
     deadline = loop_time() + max(request.max_wait_ms, 0) / 1000
     unreadable = unreadable_topics(ctx, request, context)
+    follower = follower_fetch(ctx, request)
     while True:
-        results, total = read_all(ctx, context, max_bytes, isolation, unreadable)
+        results, total = read_all(ctx, context, max_bytes, isolation, unreadable, follower)
         errors = any(data.error_code != ErrorCode.NONE for _, data in results)
         if total >= min_bytes or errors or not results or loop_time() >= deadline:
             break

@@ -4,9 +4,11 @@ parsed once (storage.log_validator), then the partition's log appends it; the re
 the client sent (offsets written into the batch header in place) unless storage re-encodes them, as
 Kafka's LogValidator does, for message format v0/v1 (Produce v0-2) or a topic compression.type
 unlike the batch's.
-Deviations: v0-2 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); acks=all waits for no
-follower (this broker is the whole ISR); internal topics are refused even to the `__admin_client`
-client id, which Kafka lets write them.
+acks=all on a replicated partition waits (Kafka's DelayedProduce) until the high watermark passes
+what was appended, at most the request's timeout_ms; an ISR smaller than min.insync.replicas refuses
+the append (NOT_ENOUGH_REPLICAS), or fails it once replicated (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+Deviations: v0-2 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); internal topics are
+refused even to the `__admin_client` client id, which Kafka lets write them.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ class AfterAppends:
     """What a Produce does once its partitions are appended, before it answers."""
     logs_to_flush: list = field(default_factory=list)  # flush.messages reached or a segment rolled
     woke_fetches: bool = False
+    # acks=all on replicated partitions: (partition, offset the ISR must reach, leader epoch, response)
+    awaiting_replication: list = field(default_factory=list)
 
 
 def storage_error(index: int, e: StorageError):
@@ -87,7 +91,10 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if partition.topic.is_internal:
         return partition_error(data.index, ErrorCode.INVALID_TOPIC_EXCEPTION)
-    if acks == -1 and partition.log.config.min_insync_replicas > 1:
+    code = partition.check_leader()
+    if code != ErrorCode.NONE:
+        return partition_error(data.index, code)
+    if acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
     if isinstance(produced, StorageError):
         return storage_error(data.index, produced)
@@ -104,8 +111,41 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
     except StorageError as e:
         log.debug("append to %s-%d refused: %s", topic_name, data.index, e)
         return storage_error(data.index, e)
-    return PartitionResponse(index=data.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
-                             log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
+    response = PartitionResponse(index=data.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
+                                 log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
+    if acks == -1 and partition.leader_state is not None:
+        after.awaiting_replication.append((partition, info.last_offset + 1, partition.leader_epoch, response))
+    return response
+
+
+async def await_replication(waiting: list, timeout_ms: int) -> None:
+    """Kafka's DelayedProduce: each partition's response waits until the ISR has its records (the
+    high watermark passed them), the partition's leadership moved, or `timeout_ms` passed
+    (REQUEST_TIMED_OUT). A partition's wake (an append, a follower's fetch moving the high
+    watermark, a LeaderAndIsr) is the moment to look again."""
+    with trio.move_on_after(max(timeout_ms, 0) / 1000):
+        while waiting:
+            still = []
+            for entry in waiting:
+                partition, required_offset, leader_epoch, response = entry
+                code = partition.replication_done(required_offset, leader_epoch)
+                if code is None:
+                    still.append(entry)
+                elif code != ErrorCode.NONE:
+                    response.error_code = code
+            waiting[:] = still
+            if not still:
+                return
+            wake = trio.Event()
+            for partition, *_ in still:
+                partition.park(wake)
+            try:
+                await wake.wait()
+            finally:
+                for partition, *_ in still:
+                    partition.unpark(wake)
+    for _, _, _, response in waiting:
+        response.error_code = ErrorCode.REQUEST_TIMED_OUT
 
 
 def transaction_unauthorized(ctx, request, produced: list[list[ProducedRecords | StorageError]]) -> bool:
@@ -145,6 +185,9 @@ async def handle(ctx, request):
     for log_ in after.logs_to_flush:
         # fsync off the event loop before answering.
         await trio.to_thread.run_sync(log_.flush, limiter=ctx.services.disk_limiter)
+    if after.awaiting_replication:
+        with not_request_time(ctx):  # waiting for the followers is not this broker's work
+            await await_replication(after.awaiting_replication, request.timeout_ms)
     record_produce(ctx, acks)  # appended first, throttled after: the data is kept either way
     if acks == 0:
         # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so
