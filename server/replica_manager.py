@@ -213,6 +213,7 @@ class Partition:
         log_ = self.log
         info = log_.append_as_follower(records)
         log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
+        self.wake()  # what waits on this replica's log (KIP-392 reads from followers, tests)
         return info
 
     def park(self, event: trio.Event) -> None:

@@ -78,11 +78,13 @@ def follower_fetch(ctx, request) -> FollowerFetch | None:
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     if replica_id < 0:
         return None
-    epochs = {}
+    epochs: dict[tuple[str, int], int] = {}
     if version >= 12:
         image = ctx.services.metadata
         for t in request.topics:
             name = t.topic if version < 13 else getattr(image.topics_by_id.get(t.topic_id), "name", None)
+            if name is None:
+                continue  # answered UNKNOWN_TOPIC_ID
             for p in t.partitions:
                 epochs[(name, p.partition)] = p.last_fetched_epoch
     return FollowerFetch(replica_id, epochs, wall_clock_ms())

@@ -1,0 +1,219 @@
+"""Replication between in-process brokers on real sockets; the test plays the controller, calling
+become_leader_or_follower on each broker as LeaderAndIsr would."""
+
+from __future__ import annotations
+
+import trio
+
+from loopback import Client, broker_config, fetch_request, one_batch, produce_request
+
+from samsa.server.broker import Broker
+from samsa.server.clock import wall_clock_ms
+from samsa.server.replica_manager import PartitionState
+from samsa.wire.errors import ErrorCode
+
+TOPIC = "replicated"
+LAG_MS = 30_000
+
+
+class Cluster:
+    def __init__(self, tmp_path, size: int, nursery: trio.Nursery) -> None:
+        self.brokers = [Broker(broker_config(tmp_path / f"broker{i}", node_id=i, broker_id=i,
+                                             replica_lag_time_max_ms=LAG_MS, replica_fetch_wait_max_ms=200,
+                                             replica_fetch_backoff_ms=20))
+                        for i in range(size)]
+        self.scopes = [trio.CancelScope() for _ in range(size)]
+        self.stopped = [trio.Event() for _ in range(size)]
+        self.isr_changes: list[tuple[int, tuple[int, ...]]] = []  # (leader, new ISR)
+        self._isr_changed = trio.Event()
+        self._nursery = nursery
+
+    async def start(self) -> None:
+        for broker, scope, stopped in zip(self.brokers, self.scopes, self.stopped):
+            await self._nursery.start(self._serve, broker, scope, stopped)
+            broker.replica_manager.create_topic(TOPIC, 1, {"min.insync.replicas": "2"})
+            broker.replica_manager.isr_change_listener = (
+                lambda partition, change, broker_id=broker.node_id: self._record_isr_change(broker_id, change.isr))
+
+    def _record_isr_change(self, leader: int, isr: tuple[int, ...]) -> None:
+        self.isr_changes.append((leader, isr))
+        self._isr_changed.set()
+        self._isr_changed = trio.Event()
+
+    async def isr_change(self, leader: int, isr: tuple[int, ...], timeout: float = 10) -> None:
+        """Until `leader` has reported the ISR `isr` (as it would to ZooKeeper)."""
+        with trio.fail_after(timeout):
+            while (leader, isr) not in self.isr_changes:
+                await self._isr_changed.wait()
+
+    @staticmethod
+    async def _serve(broker: Broker, scope: trio.CancelScope, stopped: trio.Event,
+                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with scope:
+                await broker.run(task_status=task_status)
+        finally:
+            stopped.set()
+
+    async def stop(self, broker_id: int) -> None:
+        """Stop the broker and wait until it has shut down (its fetchers are gone)."""
+        self.scopes[broker_id].cancel()
+        await self.stopped[broker_id].wait()
+
+    def port(self, broker_id: int) -> int:
+        return self.brokers[broker_id].endpoints[0].port
+
+    def elect(self, leader: int, epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...], on=None) -> None:
+        """LeaderAndIsr for the topic's partition 0 to `on` (default: every replica)."""
+        state = PartitionState(TOPIC, 0, leader, epoch, isr, epoch, replicas)
+        addresses = {b.node_id: ("127.0.0.1", b.endpoints[0].port) for b in self.brokers}
+        for broker_id in (replicas if on is None else on):
+            errors = self.brokers[broker_id].replica_manager.become_leader_or_follower([state], addresses)
+            assert errors == {(TOPIC, 0): ErrorCode.NONE}
+
+    async def log_end_offset(self, broker_id: int, offset: int, timeout: float = 10) -> None:
+        """Until the broker's log reaches `offset` (an append wakes what is parked on the partition)."""
+        partition = self.partition(broker_id)
+        with trio.fail_after(timeout):
+            while partition.log.log_end_offset < offset:
+                appended = trio.Event()
+                partition.park(appended)
+                await appended.wait()
+
+    async def leader_has_seen(self, leader: int, follower: int, offset: int, timeout: float = 10) -> None:
+        """Until the leader knows the follower's log reaches `offset`: its next fetch tells. No event
+        marks that fetch (the high watermark need not move), so this looks every few milliseconds."""
+        state = self.partition(leader).leader_state
+        with trio.fail_after(timeout):
+            while state.followers[follower].log_end_offset < offset:
+                await trio.sleep(0.005)
+
+    def log(self, broker_id: int):
+        return self.brokers[broker_id].replica_manager.get(TOPIC, 0).log
+
+    def log_bytes(self, broker_id: int) -> bytes:
+        return b"".join(segment.log.read_bytes() for segment in self.log(broker_id).segments)
+
+    def partition(self, broker_id: int):
+        return self.brokers[broker_id].replica_manager.get(TOPIC, 0)
+
+
+async def produce(port: int, values: list[bytes], acks: int = -1):
+    client = await Client.connect(port)
+    response = await client.call(produce_request(TOPIC, one_batch(values), acks=acks), 9)
+    return response.responses[0].partition_responses[0]
+
+
+def run_cluster(tmp_path, size: int, scenario) -> None:
+    async def main():
+        async with trio.open_nursery() as nursery:
+            cluster = Cluster(tmp_path, size, nursery)
+            await cluster.start()
+            await scenario(cluster)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_acks_all_returns_once_every_follower_has_the_same_bytes_at_the_same_offsets(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1, 2), replicas=(0, 1, 2))
+        for i in range(3):
+            answer = await produce(cluster.port(0), [b"a%d" % i, b"b%d" % i])
+            assert (answer.error_code, answer.base_offset) == (ErrorCode.NONE, 2 * i)
+        assert cluster.log(0).high_watermark == 6
+        assert cluster.log_bytes(1) == cluster.log_bytes(2) == cluster.log_bytes(0)
+        assert cluster.log(1).leader_epoch_cache.entries == [(1, 0)]
+        # Producing to or consuming from a follower: it is not the leader.
+        assert (await produce(cluster.port(1), [b"x"])).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        client = await Client.connect(cluster.port(1))
+        fetched = await client.call(fetch_request(TOPIC, 0), 12)
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    run_cluster(tmp_path, 3, scenario)
+
+
+def test_consumers_read_up_to_the_high_watermark(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1), on=(0,))  # broker 1 does not follow yet
+        answer = await produce(cluster.port(0), [b"v"], acks=1)
+        assert answer.error_code == ErrorCode.NONE
+        client = await Client.connect(cluster.port(0))
+        data = (await client.call(fetch_request(TOPIC, 0), 12)).responses[0].partitions[0]
+        assert (data.high_watermark, len(data.records)) == (0, 0)
+        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1), on=(1,))
+        data = (await client.call(fetch_request(TOPIC, 0, max_wait_ms=5000, min_bytes=1), 12)).responses[0]
+        assert data.partitions[0].high_watermark == 1
+        assert len(data.partitions[0].records) > 0
+
+    run_cluster(tmp_path, 2, scenario)
+
+
+def test_a_stopped_follower_leaves_the_isr_and_acks_all_needs_min_insync_replicas(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1, 2), replicas=(0, 1, 2))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        await cluster.stop(2)
+        assert (await produce(cluster.port(0), [b"b"], acks=1)).error_code == ErrorCode.NONE
+        await cluster.log_end_offset(1, 2)  # broker 1 has it, broker 2 not
+        await cluster.leader_has_seen(0, follower=1, offset=2)
+        leader = cluster.brokers[0].replica_manager
+        leader.maybe_shrink_isrs(wall_clock_ms() + LAG_MS // 2)
+        assert cluster.partition(0).isr == (0, 1, 2)  # not yet lagging for the lag time
+        leader.maybe_shrink_isrs(wall_clock_ms() + LAG_MS + 1000)
+        assert cluster.partition(0).isr == (0, 1)
+        assert cluster.isr_changes == [(0, (0, 1))]
+        assert (await produce(cluster.port(0), [b"c"])).error_code == ErrorCode.NONE  # 2 in sync: enough
+        await cluster.stop(1)
+        assert (await produce(cluster.port(0), [b"d"], acks=1)).error_code == ErrorCode.NONE
+        leader.maybe_shrink_isrs(wall_clock_ms() + LAG_MS + 1000)
+        assert cluster.partition(0).isr == (0,)
+        answer = await produce(cluster.port(0), [b"e"])
+        assert answer.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert cluster.log(0).log_end_offset == 4  # refused before the append
+        assert cluster.log(0).high_watermark == 4  # the ISR is the leader alone
+
+    run_cluster(tmp_path, 3, scenario)
+
+
+def test_acks_all_waiting_for_a_follower_that_stopped_times_out(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        await cluster.stop(1)
+        client = await Client.connect(cluster.port(0))
+        request = produce_request(TOPIC, one_batch([b"b"]), acks=-1)
+        request.timeout_ms = 300
+        answer = (await client.call(request, 9)).responses[0].partition_responses[0]
+        assert answer.error_code == ErrorCode.REQUEST_TIMED_OUT
+        assert cluster.log(0).log_end_offset == 2  # appended all the same, as Kafka does
+
+    run_cluster(tmp_path, 2, scenario)
+
+
+def test_the_old_leader_truncates_its_divergent_records_when_it_follows_the_new_one(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
+        assert (await produce(cluster.port(0), [b"a", b"b"])).error_code == ErrorCode.NONE
+        assert (await produce(cluster.port(0), [b"c"])).error_code == ErrorCode.NONE
+        # The controller elects broker 1; broker 0 has not heard yet and takes a write of its own.
+        cluster.elect(leader=1, epoch=2, isr=(1,), replicas=(0, 1), on=(1,))
+        assert (await produce(cluster.port(0), [b"lost1", b"lost2"], acks=1)).error_code == ErrorCode.NONE
+        assert cluster.log(0).log_end_offset == 5
+        assert (await produce(cluster.port(1), [b"new"], acks=1)).error_code == ErrorCode.NONE
+        # A stale client's view of the epoch is fenced at the new leader.
+        client = await Client.connect(cluster.port(1))
+        stale = fetch_request(TOPIC, 0)
+        stale.topics[0].partitions[0].current_leader_epoch = 1
+        data = (await client.call(stale, 12)).responses[0].partitions[0]
+        assert data.error_code == ErrorCode.FENCED_LEADER_EPOCH
+        cluster.elect(leader=1, epoch=2, isr=(1,), replicas=(0, 1), on=(0,))
+        # Broker 0 truncates to offset 3, then fetches; once it is back in the ISR acks=all returns.
+        await cluster.isr_change(1, (1, 0))
+        assert (await produce(cluster.port(1), [b"after"])).error_code == ErrorCode.NONE
+        assert cluster.log_bytes(0) == cluster.log_bytes(1)
+        assert cluster.log(0).log_end_offset == 5
+        assert cluster.log(0).leader_epoch_cache.entries == [(1, 0), (2, 3)]
+
+    run_cluster(tmp_path, 2, scenario)
+
