@@ -255,6 +255,10 @@ class ReplicaManager:
         self._on_topics_changed = on_topics_changed
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.local_id: int = config.node_id
+        # The single broker is its partitions' whole ISR: their high watermark is the log end
+        # offset. In a cluster it is the one checkpointed (replication-offset-checkpoint) until the
+        # partition's leader moves it.
+        self.high_watermark_follows_log_end = not config.get("zookeeper.connect")
         # Called with (partition, change) when this broker, as leader, changed an ISR; in ZooKeeper
         # mode it writes the partition's state znode and an /isr_change_notification.
         self.isr_change_listener: Callable[[Partition, IsrChange], None] = lambda partition, change: None
@@ -274,16 +278,21 @@ class ReplicaManager:
                     config = config or self.topic_log_config(topic)
                     self._open(topic, index, config)
                 else:
-                    self.partitions[(topic.name, index)] = Partition(topic, index, logs, self.local_id)
+                    self.partitions[(topic.name, index)] = self._partition(topic, index)
         for log_ in logs.opened_logs():
             partition = self.partitions.get((log_.topic, log_.partition))
             if partition is not None:
                 partition.open_log()  # its high watermark follows the log end offset from now
 
+    def _partition(self, topic: TopicInfo, index: int) -> Partition:
+        partition = Partition(topic, index, self._logs, self.local_id)
+        partition.high_watermark_follows_log_end = self.high_watermark_follows_log_end
+        return partition
+
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
         self._logs.create_log(topic.name, index, config, topic.topic_id)  # or the log that is there
         self._logs.update_config(topic.name, index, config)
-        partition = Partition(topic, index, self._logs, self.local_id)
+        partition = self._partition(topic, index)
         partition.open_log()
         self.partitions[(topic.name, index)] = partition
         return partition

@@ -8,9 +8,11 @@ import trio
 from loopback import Client, broker_config, fetch_request, one_batch, produce_request
 
 from samsa.server.broker import Broker
+from samsa.storage.checkpoints import OffsetCheckpointFile
 from samsa.server.clock import wall_clock_ms
 from samsa.server.replica_manager import PartitionState
 from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
 
 TOPIC = "replicated"
 LAG_MS = 30_000
@@ -217,3 +219,57 @@ def test_the_old_leader_truncates_its_divergent_records_when_it_follows_the_new_
 
     run_cluster(tmp_path, 2, scenario)
 
+
+
+def offsets_for_leader_epoch(partitions: list[tuple[str, int, int, int]], replica_id: int = -1):
+    """OffsetForLeaderEpoch for (topic, partition, current leader epoch, leader epoch)."""
+    Request = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+    topics: dict[str, list] = {}
+    for topic, index, current, epoch in partitions:
+        topics.setdefault(topic, []).append(Request.OffsetForLeaderPartition(
+            partition=index, current_leader_epoch=current, leader_epoch=epoch))
+    return Request(replica_id=replica_id, topics=[Request.OffsetForLeaderTopic(topic=t, partitions=p)
+                                                  for t, p in topics.items()])
+
+
+def test_offset_for_leader_epoch_answers_where_an_epoch_ends(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0,), replicas=(0,))
+        assert (await produce(cluster.port(0), [b"a", b"b"], acks=1)).error_code == ErrorCode.NONE
+        cluster.elect(leader=0, epoch=3, isr=(0,), replicas=(0,))
+        assert (await produce(cluster.port(0), [b"c"], acks=1)).error_code == ErrorCode.NONE
+        client = await Client.connect(cluster.port(0))
+        for version in (2, 3, 4):
+            response = await client.call(offsets_for_leader_epoch([
+                (TOPIC, 0, 3, 1), (TOPIC, 0, -1, 2), (TOPIC, 0, 3, 3), (TOPIC, 0, 2, 3), (TOPIC, 0, 4, 3),
+                (TOPIC, 0, -1, 0), (TOPIC, 1, -1, 3), ("missing", 0, -1, 1)]), version)
+            answers = [(p.error_code, p.leader_epoch, p.end_offset) for t in response.topics for p in t.partitions]
+            assert answers == [
+                (ErrorCode.NONE, 1, 2),  # epoch 1 ends where epoch 3 starts
+                (ErrorCode.NONE, 1, 2),  # epoch 2 was never used: the largest below it
+                (ErrorCode.NONE, 3, 3),  # the latest epoch ends at the log end offset
+                (ErrorCode.FENCED_LEADER_EPOCH, -1, -1),
+                (ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1),
+                (ErrorCode.NONE, 0, 0),  # older than anything known: the log starts with the next epoch
+                (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
+                (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
+            ]
+
+    run_cluster(tmp_path, 1, scenario)
+
+
+def test_the_replication_checkpoint_holds_the_high_watermark_not_the_log_end(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        await cluster.stop(1)
+        assert (await produce(cluster.port(0), [b"b", b"c"], acks=1)).error_code == ErrorCode.NONE
+        broker = cluster.brokers[0]
+        await trio.to_thread.run_sync(broker.log_manager.checkpoint)
+        data_dir = broker.log_dirs[0]
+        assert OffsetCheckpointFile(data_dir / "replication-offset-checkpoint").read()[(TOPIC, 0)] == 1
+        assert (data_dir / "replication-offset-checkpoint").read_text().splitlines()[:2] == ["0", "1"]
+        epochs = data_dir / f"{TOPIC}-0" / "leader-epoch-checkpoint"
+        assert epochs.read_text() == "0\n1\n1 0\n"
+
+    run_cluster(tmp_path, 2, scenario)
