@@ -36,6 +36,9 @@ FETCH_VERSION = 12  # topic names, replica id in the request body, last fetched 
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # replica id in the request
 Fetch = request_class(ApiKey.FETCH)
 OffsetForLeaderEpoch = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)
+ListOffsets = request_class(ApiKey.LIST_OFFSETS)
+LIST_OFFSETS_VERSION = 4  # current leader epoch
+EARLIEST_TIMESTAMP = -2
 TopicPartition = tuple[str, int]
 
 
@@ -216,9 +219,13 @@ class ReplicaFetcher:
         answers = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
         progressed = False
         to_flush = []
+        out_of_range = []
         for key, state, partition in fetching:
             data = answers.get(key)
             if data is None or self.partitions.get(key) is not state:
+                continue
+            if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                out_of_range.append((key, state, partition))
                 continue
             if data.error_code != ErrorCode.NONE:
                 self._partition_error(key, state, data.error_code, "Fetch")
@@ -241,7 +248,36 @@ class ReplicaFetcher:
                 state.truncating = True
         for log_ in to_flush:
             await trio.to_thread.run_sync(log_.flush)
+        if out_of_range:
+            await self._handle_out_of_range(connection, out_of_range)
         return progressed
+
+    async def _handle_out_of_range(self, connection: BrokerConnection, partitions: list) -> None:
+        """Kafka's handleOutOfRangeError: below the leader's log start offset (retention went past
+        this replica), start over empty there; otherwise the leader's log is shorter, which the
+        epochs settle (truncation)."""
+        by_topic: dict[str, list] = {}
+        for (topic, index), state, _ in partitions:
+            by_topic.setdefault(topic, []).append(ListOffsets.ListOffsetsPartition(
+                partition_index=index, current_leader_epoch=state.leader_epoch, timestamp=EARLIEST_TIMESTAMP))
+        request = ListOffsets(replica_id=self._replicas.local_id, isolation_level=0, topics=[
+            ListOffsets.ListOffsetsTopic(name=topic, partitions=parts) for topic, parts in by_topic.items()])
+        response = await connection.call(request, LIST_OFFSETS_VERSION)
+        starts = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
+        for key, state, partition in partitions:
+            answer = starts.get(key)
+            if answer is None or self.partitions.get(key) is not state:
+                continue
+            if answer.error_code != ErrorCode.NONE:
+                self._partition_error(key, state, answer.error_code, "ListOffsets")
+                continue
+            log_ = partition.log
+            if log_.log_end_offset < answer.offset:
+                log.info("[ReplicaFetcher %s] %s: log end offset %d is below the leader's log start offset %d; "
+                         "starting over there", self._client_id, partition.name, log_.log_end_offset, answer.offset)
+                log_.truncate_fully_and_start_at(answer.offset)
+            else:
+                state.truncating = True
 
     def _partition_error(self, key: TopicPartition, state: PartitionFetchState, code: int, api: str) -> None:
         if code == ErrorCode.FENCED_LEADER_EPOCH:
@@ -249,7 +285,5 @@ class ReplicaFetcher:
             log.info("[ReplicaFetcher %s] %s of %s-%d: fenced leader epoch %d; the partition waits for a new "
                      "LeaderAndIsr", self._client_id, api, *key, state.leader_epoch)
             del self.partitions[key]
-        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            state.truncating = True  # the epochs tell where this replica's log and the leader's meet
         else:
             log.debug("[ReplicaFetcher %s] %s of %s-%d: error %d; retrying", self._client_id, api, *key, code)

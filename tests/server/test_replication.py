@@ -273,3 +273,18 @@ def test_the_replication_checkpoint_holds_the_high_watermark_not_the_log_end(tmp
         assert epochs.read_text() == "0\n1\n1 0\n"
 
     run_cluster(tmp_path, 2, scenario)
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0,), replicas=(0, 1), on=(0,))
+        assert (await produce(cluster.port(0), [b"a", b"b", b"c"], acks=1)).error_code == ErrorCode.NONE
+        assert (await produce(cluster.port(0), [b"d"], acks=1)).error_code == ErrorCode.NONE
+        cluster.log(0).delete_records(3)
+        cluster.elect(leader=0, epoch=1, isr=(0,), replicas=(0, 1), on=(1,))
+        await cluster.isr_change(0, (0, 1))  # caught up, so back in the ISR
+        follower = cluster.log(1)
+        assert (follower.log_start_offset, follower.log_end_offset) == (3, 4)
+        assert follower.read(3, 1 << 20).records.read_bytes() == cluster.log(0).read(3, 1 << 20).records.read_bytes()
+
+    run_cluster(tmp_path, 2, scenario)
