@@ -234,15 +234,10 @@ class ReplicaFetcher:
             if data.diverging_epoch.epoch != UNDEFINED_EPOCH:
                 state.truncating = True
                 continue
-            records = data.records
             try:
-                if records is not None and len(records) > 0:
-                    info = partition.append_as_follower(records, data.high_watermark)
-                    if info.flush_needed:
-                        to_flush.append(partition.log)
-                else:
-                    log_ = partition.log
-                    log_.high_watermark = min(data.high_watermark, log_.log_end_offset)
+                info = partition.append_as_follower(data.records, data.high_watermark, data.log_start_offset)
+                if info is not None and info.flush_needed:
+                    to_flush.append(partition.log)
             except StorageError as e:
                 log.error("[ReplicaFetcher %s] cannot append to %s: %s", self._client_id, partition.name, e)
                 state.truncating = True

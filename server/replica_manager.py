@@ -209,11 +209,15 @@ class Partition:
         return ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
     # -- follower
-    def append_as_follower(self, records, leader_high_watermark: int) -> object:
+    def append_as_follower(self, records, leader_high_watermark: int, leader_log_start_offset: int) -> object:
+        """What the leader sent (possibly nothing), and its high watermark and log start offset,
+        which this replica's follow within what it holds."""
         log_ = self.log
-        info = log_.append_as_follower(records)
+        info = log_.append_as_follower(records) if records is not None and len(records) > 0 else None
         log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
-        self.wake()  # what waits on this replica's log (KIP-392 reads from followers, tests)
+        log_.follow_leader_log_start_offset(leader_log_start_offset)
+        if info is not None:
+            self.wake()  # what waits on this replica's log (KIP-392 reads from followers, tests)
         return info
 
     def park(self, event: trio.Event) -> None:

@@ -716,6 +716,12 @@ class Log:
             self._maybe_increment_log_start_offset(before_offset)
             return self._log_start_offset
 
+    def follow_leader_log_start_offset(self, leader_log_start_offset: int) -> None:
+        """A follower's log starts where its leader's does (retention, DeleteRecords there), within
+        what it holds (Kafka's maybeIncrementLogStartOffset, LeaderOffsetIncremented)."""
+        with self._lock:
+            self._maybe_increment_log_start_offset(min(leader_log_start_offset, self._next_offset))
+
     def _maybe_increment_log_start_offset(self, offset: int) -> None:
         if offset > self._log_start_offset:
             self._log_start_offset = offset

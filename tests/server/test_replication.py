@@ -286,5 +286,11 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path):
         follower = cluster.log(1)
         assert (follower.log_start_offset, follower.log_end_offset) == (3, 4)
         assert follower.read(3, 1 << 20).records.read_bytes() == cluster.log(0).read(3, 1 << 20).records.read_bytes()
+        # DeleteRecords at the leader: the follower's log start follows with the next fetch.
+        assert (await produce(cluster.port(0), [b"e"])).error_code == ErrorCode.NONE
+        cluster.log(0).delete_records(4)
+        assert (await produce(cluster.port(0), [b"f"])).error_code == ErrorCode.NONE
+        await cluster.log_end_offset(1, 6)
+        assert follower.log_start_offset == 4
 
     run_cluster(tmp_path, 2, scenario)
