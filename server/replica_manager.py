@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ..coordinator.partition_leader import IsrChange, PartitionLeaderState
-from ..storage.errors import KafkaStorageException
+from ..storage.errors import KafkaStorageException, StorageError
 from ..storage.log import AppendOrigin
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
@@ -380,19 +380,26 @@ class ReplicaManager:
                 errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
             partition.high_watermark_follows_log_end = False
-            if state.leader == self.local_id:
-                self.fetchers.remove_partition(key)
-                partition.make_leader(state, now_ms)
-                log.info("[Broker %d] %s: leader at epoch %d, ISR %s", self.local_id, partition.name,
-                         state.leader_epoch, list(state.isr))
-            else:
-                address = brokers.get(state.leader)
-                partition.make_follower(state)
-                self.fetchers.remove_partition(key)
-                if address is not None:
-                    self.fetchers.add_partition(key, state.leader, address)
-                log.info("[Broker %d] %s: follower of %d at epoch %d", self.local_id, partition.name,
-                         state.leader, state.leader_epoch)
+            self.fetchers.remove_partition(key)
+            try:
+                if state.leader == self.local_id:
+                    partition.make_leader(state, now_ms)
+                    log.info("[Broker %d] %s: leader at epoch %d, ISR %s", self.local_id, partition.name,
+                             state.leader_epoch, list(state.isr))
+                else:
+                    partition.make_follower(state)
+                    address = brokers.get(state.leader)
+                    if address is not None:
+                        self.fetchers.add_partition(key, state.leader, address)
+                    else:
+                        log.warning("[Broker %d] %s: follower of %d, whose address is unknown: not fetching",
+                                    self.local_id, partition.name, state.leader)
+                    log.info("[Broker %d] %s: follower of %d at epoch %d", self.local_id, partition.name,
+                             state.leader, state.leader_epoch)
+            except StorageError as e:
+                log.error("[Broker %d] %s: cannot take its leadership: %s", self.local_id, partition.name, e)
+                errors[key] = e.error_code
+                continue
             errors[key] = ErrorCode.NONE
         return errors
 
