@@ -48,6 +48,24 @@ class PartitionFetchState:
     truncating: bool = True
 
 
+def truncation_offset(leader_epoch: int, leader_end_offset: int, follower_epoch_end: tuple[int, int],
+                      log_end_offset: int, high_watermark: int) -> tuple[int, bool]:
+    """Where a follower cuts its log after the leader said its epoch `leader_epoch` ends at
+    `leader_end_offset` (Kafka's AbstractFetcherThread.getOffsetTruncationState), and whether that
+    settles it. `follower_epoch_end`: the follower's own (epoch, end offset) for `leader_epoch`."""
+    if leader_epoch == UNDEFINED_EPOCH or leader_end_offset == UNDEFINED_EPOCH_OFFSET:
+        return high_watermark, True  # the leader knows no such epoch: keep what was committed
+    follower_epoch, follower_end = follower_epoch_end
+    if follower_epoch == UNDEFINED_EPOCH:
+        # This replica never tracked that epoch: trust the leader's end of it.
+        return min(leader_end_offset, log_end_offset), True
+    if follower_epoch != leader_epoch:
+        # This replica's log has no such epoch; the one below it ends at follower_end: cut there
+        # and ask again with the epoch left.
+        return min(follower_end, log_end_offset), False
+    return min(leader_end_offset, follower_end, log_end_offset), True
+
+
 class ReplicaFetcherManager:
     def __init__(self, replicas: ReplicaManager, config: KafkaConfig) -> None:
         self._replicas = replicas
@@ -171,21 +189,11 @@ class ReplicaFetcher:
 
     def _truncate_on_epoch_end(self, partition: Partition, state: PartitionFetchState, leader_epoch: int,
                                end_offset: int) -> None:
-        """Kafka's AbstractFetcherThread.getOffsetTruncationState."""
         log_ = partition.log
-        if leader_epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_EPOCH_OFFSET:
-            self._truncate_to(partition, log_.high_watermark)
-            state.truncating = False
-            return
-        follower_epoch, follower_end = log_.end_offset_for_epoch(leader_epoch)
-        if follower_epoch == UNDEFINED_EPOCH or follower_epoch == leader_epoch:
-            # Agreed on the epoch (or this replica never saw it): keep what both have of it.
-            self._truncate_to(partition, min(end_offset, log_.log_end_offset if follower_epoch == UNDEFINED_EPOCH
-                                             else follower_end))
-            state.truncating = False
-        else:
-            # This replica's epoch below the leader's answer ends earlier: cut there, ask again.
-            self._truncate_to(partition, min(follower_end, log_.log_end_offset))
+        offset, complete = truncation_offset(leader_epoch, end_offset, log_.end_offset_for_epoch(leader_epoch),
+                                             log_.log_end_offset, log_.high_watermark)
+        self._truncate_to(partition, offset)
+        state.truncating = not complete
 
     def _truncate_to(self, partition: Partition, offset: int) -> None:
         log_ = partition.log

@@ -209,6 +209,15 @@ def test_the_old_leader_truncates_its_divergent_records_when_it_follows_the_new_
         stale.topics[0].partitions[0].current_leader_epoch = 1
         data = (await client.call(stale, 12)).responses[0].partitions[0]
         assert data.error_code == ErrorCode.FENCED_LEADER_EPOCH
+        # A follower whose last fetched epoch ends earlier on the leader is told where (KIP-595's
+        # diverging epoch, which Kafka followers rely on) instead of getting records.
+        follower_fetch = fetch_request(TOPIC, 5)
+        follower_fetch.replica_id = 0
+        follower_fetch.topics[0].partitions[0].current_leader_epoch = 2
+        follower_fetch.topics[0].partitions[0].last_fetched_epoch = 1
+        data = (await client.call(follower_fetch, 12)).responses[0].partitions[0]
+        assert data.error_code == ErrorCode.NONE
+        assert (data.diverging_epoch.epoch, data.diverging_epoch.end_offset, len(data.records)) == (1, 3, 0)
         cluster.elect(leader=1, epoch=2, isr=(1,), replicas=(0, 1), on=(0,))
         # Broker 0 truncates to offset 3, then fetches; once it is back in the ISR acks=all returns.
         await cluster.isr_change(1, (1, 0))

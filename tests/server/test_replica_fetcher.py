@@ -1,0 +1,24 @@
+"""Where a follower truncates after OffsetsForLeaderEpoch (KIP-101, KIP-279)."""
+
+from samsa.server.replica_fetcher import truncation_offset
+
+
+def test_agreed_epoch_keeps_what_both_have():
+    # Leader: epoch 3 ends at 10. Follower: epoch 3 ends at its log end, 12.
+    assert truncation_offset(3, 10, (3, 12), log_end_offset=12, high_watermark=8) == (10, True)
+    # The follower has less of the epoch than the leader: nothing to cut.
+    assert truncation_offset(3, 10, (3, 9), log_end_offset=9, high_watermark=8) == (9, True)
+
+
+def test_an_epoch_the_follower_never_had_cuts_to_the_end_of_its_epoch_below_and_asks_again():
+    # The follower asked about its epoch 5; the leader's largest epoch <= 5 is 4, ending at 20.
+    # The follower has no epoch 4: its epoch 3 ends at 15.
+    assert truncation_offset(4, 20, (3, 15), log_end_offset=25, high_watermark=10) == (15, False)
+
+
+def test_a_leader_without_the_epoch_leaves_the_committed_records():
+    assert truncation_offset(-1, -1, (-1, -1), log_end_offset=25, high_watermark=10) == (10, True)
+
+
+def test_a_follower_without_epochs_there_trusts_the_leaders_end():
+    assert truncation_offset(2, 7, (-1, -1), log_end_offset=25, high_watermark=3) == (7, True)
