@@ -106,6 +106,12 @@ async def produce(port: int, values: list[bytes], acks: int = -1):
     return response.responses[0].partition_responses[0]
 
 
+async def replicate_one_record_then_stop_the_follower(cluster: Cluster) -> None:
+    cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
+    assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+    await cluster.stop(1)
+
+
 def run_cluster(tmp_path, size: int, scenario) -> None:
     async def main():
         async with trio.open_nursery() as nursery:
@@ -180,9 +186,7 @@ def test_a_stopped_follower_leaves_the_isr_and_acks_all_needs_min_insync_replica
 
 def test_acks_all_waiting_for_a_follower_that_stopped_times_out(tmp_path):
     async def scenario(cluster: Cluster):
-        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
-        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
-        await cluster.stop(1)
+        await replicate_one_record_then_stop_the_follower(cluster)
         client = await Client.connect(cluster.port(0))
         request = produce_request(TOPIC, one_batch([b"b"]), acks=-1)
         request.timeout_ms = 300
@@ -269,9 +273,7 @@ def test_offset_for_leader_epoch_answers_where_an_epoch_ends(tmp_path):
 
 def test_the_replication_checkpoint_holds_the_high_watermark_not_the_log_end(tmp_path):
     async def scenario(cluster: Cluster):
-        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
-        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
-        await cluster.stop(1)
+        await replicate_one_record_then_stop_the_follower(cluster)
         assert (await produce(cluster.port(0), [b"b", b"c"], acks=1)).error_code == ErrorCode.NONE
         broker = cluster.brokers[0]
         await trio.to_thread.run_sync(broker.log_manager.checkpoint)

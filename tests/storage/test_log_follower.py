@@ -35,11 +35,15 @@ def test_the_leaders_batches_land_at_the_same_offsets_byte_for_byte(tmp_path, cl
     assert segment_bytes(follower) == segment_bytes(leader)
 
 
-def test_a_partial_batch_at_the_end_of_a_fetch_is_left_out(tmp_path, clock):
+def leader_with_two_batches_and_follower(tmp_path, clock) -> tuple[Log, Log]:
     leader = open_log(tmp_path, clock, "leader/t-0")
-    follower = open_log(tmp_path, clock, "follower/t-0")
     leader.append_as_leader(make_batch([1]))
     leader.append_as_leader(make_batch([2]))
+    return leader, open_log(tmp_path, clock, "follower/t-0")
+
+
+def test_a_partial_batch_at_the_end_of_a_fetch_is_left_out(tmp_path, clock):
+    leader, follower = leader_with_two_batches_and_follower(tmp_path, clock)
     fetched = leader.read(0, 1 << 20).records.read_bytes()
     info = follower.append_as_follower(fetched[:-5])
     assert (info.first_offset, info.last_offset) == (0, 0)
@@ -47,10 +51,7 @@ def test_a_partial_batch_at_the_end_of_a_fetch_is_left_out(tmp_path, clock):
 
 
 def test_records_not_at_the_log_end_offset_or_corrupt_are_refused(tmp_path, clock):
-    leader = open_log(tmp_path, clock, "leader/t-0")
-    follower = open_log(tmp_path, clock, "follower/t-0")
-    leader.append_as_leader(make_batch([1]))
-    leader.append_as_leader(make_batch([2]))
+    leader, follower = leader_with_two_batches_and_follower(tmp_path, clock)
     second = leader.read(1, 1 << 20).records.read_bytes()
     with pytest.raises(InvalidRecordException):
         follower.append_as_follower(second)
