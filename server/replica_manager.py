@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.replica")
 READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
+NO_LEADER = -1
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,12 @@ class Partition:
         self._set_state(state)
         self.leader_state = None
         self.wake()  # parked fetches and acks=all produces learn they are no longer at the leader
+
+    def stop_leading(self) -> None:
+        """No leader here any more, nor a fetcher (StopReplica)."""
+        self.leader_id = NO_LEADER
+        self.leader_state = None
+        self.wake()
 
     def _set_state(self, state: PartitionState) -> None:
         self.leader_id = state.leader
@@ -400,6 +407,24 @@ class ReplicaManager:
                 log.error("[Broker %d] %s: cannot take its leadership: %s", self.local_id, partition.name, e)
                 errors[key] = e.error_code
                 continue
+            errors[key] = ErrorCode.NONE
+        return errors
+
+    def stop_replicas(self, keys: list[tuple[str, int]], delete: bool) -> dict[tuple[str, int], int]:
+        """StopReplica (Kafka's ReplicaManager.stopReplicas): stop fetching the partitions and stop
+        leading them (produces and fetches get NOT_LEADER_OR_FOLLOWER); with `delete`, their logs go
+        too (the partition moved away, or its topic is being deleted)."""
+        errors: dict[tuple[str, int], int] = {}
+        for key in keys:
+            self.fetchers.remove_partition(key)
+            partition = self.partitions.get(key)
+            if partition is None:
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if not delete else ErrorCode.NONE
+                continue
+            partition.stop_leading()
+            if delete:
+                del self.partitions[key]
+                self._logs.delete_log(*key)
             errors[key] = ErrorCode.NONE
         return errors
 

@@ -305,3 +305,20 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path):
         assert follower.log_start_offset == 4
 
     run_cluster(tmp_path, 2, scenario)
+
+
+def test_stop_replica_stops_fetching_and_leading_and_may_delete_the_log(tmp_path):
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        follower = cluster.brokers[1].replica_manager
+        assert follower.fetchers.fetch_state((TOPIC, 0)) is not None
+        assert follower.stop_replicas([(TOPIC, 0)], delete=False) == {(TOPIC, 0): ErrorCode.NONE}
+        assert follower.fetchers.fetch_state((TOPIC, 0)) is None
+        assert cluster.log(1).log_end_offset == 1  # kept
+        leader = cluster.brokers[0].replica_manager
+        assert leader.stop_replicas([(TOPIC, 0)], delete=True) == {(TOPIC, 0): ErrorCode.NONE}
+        assert leader.get(TOPIC, 0) is None
+        assert (await produce(cluster.port(0), [b"b"], acks=1)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    run_cluster(tmp_path, 2, scenario)
