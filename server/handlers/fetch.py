@@ -69,7 +69,6 @@ class FollowerFetch:
     """Who fetches for replication, and the epoch of the last batch each of its partitions holds."""
     replica_id: int
     last_fetched_epochs: dict[tuple[str, int], int]
-    now_ms: int
 
 
 def follower_fetch(ctx, request) -> FollowerFetch | None:
@@ -87,7 +86,7 @@ def follower_fetch(ctx, request) -> FollowerFetch | None:
                 continue  # answered UNKNOWN_TOPIC_ID
             for p in t.partitions:
                 epochs[(name, p.partition)] = p.last_fetched_epoch
-    return FollowerFetch(replica_id, epochs, wall_clock_ms())
+    return FollowerFetch(replica_id, epochs)
 
 
 def diverging_epoch(log_, last_fetched_epoch: int, fetch_offset: int):
@@ -126,7 +125,8 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
     try:
         if follower is not None:
             info = log_.read(p.fetch_offset, max_bytes, min_one_message=min_one_message)
-            replica_manager.follower_fetched(partition, follower.replica_id, p.fetch_offset, follower.now_ms)
+            # Each pass of a long poll: when it was woken is when the follower had fetched up to here.
+            replica_manager.follower_fetched(partition, follower.replica_id, p.fetch_offset, wall_clock_ms())
         else:
             bound = partition.last_stable_offset if read_committed else log_.high_watermark
             info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=bound,
