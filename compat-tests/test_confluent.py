@@ -166,9 +166,21 @@ def test_message_too_large_rejected(broker, topic_name):
 
 # -- admin -------------------------------------------------------------------------------------
 
-def describe_topic_configs(admin, topic):
+def describe_topic_configs(admin, topic, settled: dict[str, str | None] | None = None):
+    """A topic's configs; with `settled`, once those configs show those values (None: the default).
+    Kafka applies an alter to its brokers' metadata after answering it, so a describe right after
+    may still show the old value; clients wait for it, as Kafka's own tests do."""
     res = ConfigResource(ResourceType.TOPIC, topic)
-    return admin.describe_configs([res], request_timeout=T)[res].result(T)
+
+    def describe():
+        return admin.describe_configs([res], request_timeout=T)[res].result(T)
+
+    def shows_settled():
+        entries = describe()
+        return all((entries[k].is_default if v is None else entries[k].value == v) for k, v in settled.items()) \
+            and entries
+
+    return wait_for(shows_settled, T, what=f"{topic} configs {settled}") if settled else describe()
 
 
 def test_create_topic_with_partitions_and_configs(broker, topic_name):
@@ -320,7 +332,7 @@ def test_alter_configs_replaces_whole_set(broker, topic_name):
     create_topic(broker.bootstrap, topic_name, config={"retention.ms": "1000000"})
     res = ConfigResource(ResourceType.TOPIC, topic_name, set_config={"segment.ms": "3600000"})
     admin.alter_configs([res], request_timeout=T)[res].result(T)
-    entries = describe_topic_configs(admin, topic_name)
+    entries = describe_topic_configs(admin, topic_name, settled={"segment.ms": "3600000", "retention.ms": None})
     assert entries["segment.ms"].value == "3600000" and not entries["segment.ms"].is_default
     # Legacy AlterConfigs replaces the topic's whole set: retention.ms went back to its default.
     assert entries["retention.ms"].value == "604800000" and entries["retention.ms"].is_default
@@ -340,20 +352,20 @@ def test_incremental_alter_configs(broker, topic_name):
         return admin.incremental_alter_configs([res], request_timeout=T)[res].result(T)
 
     alter(ConfigEntry("segment.ms", "3600000", incremental_operation=AlterConfigOpType.SET))
-    e = describe_topic_configs(admin, topic_name)
+    e = describe_topic_configs(admin, topic_name, settled={"segment.ms": "3600000"})
     assert e["segment.ms"].value == "3600000"
     assert e["retention.ms"].value == "1000000", "incremental alter keeps the other settings"
 
     alter(ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE))
-    e = describe_topic_configs(admin, topic_name)
+    e = describe_topic_configs(admin, topic_name, settled={"retention.ms": None})
     assert e["retention.ms"].value == "604800000" and e["retention.ms"].is_default
     assert e["segment.ms"].value == "3600000"
 
     alter(ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND))
-    e = describe_topic_configs(admin, topic_name)
+    e = describe_topic_configs(admin, topic_name, settled={"cleanup.policy": "delete,compact"})
     assert e["cleanup.policy"].value == "delete,compact"
     alter(ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT))
-    e = describe_topic_configs(admin, topic_name)
+    e = describe_topic_configs(admin, topic_name, settled={"cleanup.policy": "compact"})
     assert e["cleanup.policy"].value == "compact"
 
     with pytest.raises(KafkaException) as ei:
@@ -362,6 +374,7 @@ def test_incremental_alter_configs(broker, topic_name):
 
     # The changed setting takes effect: a message over the new limit is rejected.
     alter(ConfigEntry("max.message.bytes", "5000", incremental_operation=AlterConfigOpType.SET))
+    describe_topic_configs(admin, topic_name, settled={"max.message.bytes": "5000"})
     errs = []
     p = producer(broker.bootstrap, **{"compression.type": "none"})
     p.produce(topic_name, b"y" * 20_000, key=b"k", partition=0, on_delivery=lambda err, m: errs.append(err))
