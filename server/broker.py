@@ -39,6 +39,7 @@ from .fetch_session import FetchSessionCache
 from .group_service import GroupService, random_member_uuid
 from .txn_service import TxnService
 from .zk_broker import ZkMembership, broker_registration, join_cluster, stay_registered
+from .zk_metadata_cache import ZkMetadataCache
 from .replica_manager import ReplicaManager
 from .security.authenticator import AuthenticationFailed
 from .security.connection_quotas import ConnectionQuotas
@@ -112,7 +113,8 @@ class Broker:
             log_manager=self.log_manager, metadata=metadata, replica_manager=self.replica_manager,
             groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
-            advertised=self.advertised)
+            advertised=self.advertised, zookeeper=self.zookeeper,
+            zk_metadata=None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata))
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in metadata.topics.items()},
                                  {name: topic.topic_id for name, topic in metadata.topics.items()})
@@ -319,7 +321,8 @@ class Broker:
         ctx = RequestContext(self.services, conn, api_key, version, header.correlation_id, header.client_id,
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
-        if handler is None or not handler.min_version <= version <= handler.max_version:
+        if (handler is None or not handler.min_version <= version <= handler.max_version
+                or handler.cluster_only and self.zookeeper is None):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return encode_response(unsupported_version_response(), 0, header.correlation_id)

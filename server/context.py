@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
     from .throttle import BrokerQuotas
     from .txn_service import TxnService
+    from .zk_broker import ZkMembership
+    from .zk_metadata_cache import ZkMetadataCache
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ class BrokerServices:
     fetch_sessions: FetchSessionCache
     disk_limiter: trio.CapacityLimiter  # fsync, retention, checkpoints: one at a time
     advertised: dict[str, BrokerInfo]  # by listener name, filled in once the listeners are bound
+    # In a ZooKeeper cluster (zookeeper.connect): the membership (broker epoch) and what the
+    # controller said in UpdateMetadata; both None for a single broker.
+    zookeeper: ZkMembership | None = None
+    zk_metadata: ZkMetadataCache | None = None
 
     def broker_info(self, listener: str) -> BrokerInfo:
         """This broker as advertised on `listener` (the first advertised listener otherwise)."""

@@ -42,6 +42,9 @@ class ZkMembership:
     client: KafkaZkClient
     broker_id: int
     cluster_id: str
+    # The czxid of the current /brokers/ids/<id> (Kafka's KafkaController.brokerEpoch): a
+    # controller's request for an older one is stale. -1 until registered.
+    broker_epoch: int = -1
 
 
 async def join_cluster(config, log_dirs: list[Path], new_cluster_id) -> ZkMembership:
@@ -144,11 +147,13 @@ async def stay_registered(membership: ZkMembership, registration: zk_data.Broker
     register again each time the session expires and kazoo opens a new one."""
     client = membership.client
     current = await client.register_broker(registration)
+    membership.broker_epoch = current.broker_epoch
     task_status.started(current)
     while True:
         await client.wait_for_new_session(current.session_id)
         log.info("New ZooKeeper session 0x%x: registering broker %d again", client.session_id, registration.broker_id)
         current = await _register_again(client, registration, current)
+        membership.broker_epoch = current.broker_epoch
 
 
 async def _register_again(client: KafkaZkClient, registration: zk_data.BrokerRegistration,

@@ -31,7 +31,6 @@ STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.LEADER_AND_ISR: CLUSTER_MODE,
     ApiKey.STOP_REPLICA: CLUSTER_MODE,
-    ApiKey.UPDATE_METADATA: CLUSTER_MODE,
     ApiKey.CONTROLLED_SHUTDOWN: CLUSTER_MODE,
     ApiKey.ALTER_REPLICA_LOG_DIRS: "moving a replica between log dirs is not implemented",
     ApiKey.CREATE_DELEGATION_TOKEN: DELEGATION_TOKENS,
@@ -82,7 +81,9 @@ NOT_SERVED: dict[ApiKey, str] = {
 }
 
 # Served versions that need a word.
-SERVED_NOTES: dict[ApiKey, str] = {}
+SERVED_NOTES: dict[ApiKey, str] = {
+    ApiKey.UPDATE_METADATA: "from Kafka 3.9's controller, in cluster mode only (zookeeper.connect)",
+}
 
 
 def versions(lo: int, hi: int) -> str:

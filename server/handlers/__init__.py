@@ -23,6 +23,9 @@ class Handler:
     min_version: int
     max_version: int
     handle: Callable[..., Awaitable[object]]
+    # Served (and advertised) only by a broker in a ZooKeeper cluster: the inter-broker APIs a
+    # controller sends, as a ZooKeeper-mode Kafka broker lists them.
+    cluster_only: bool = False
 
 
 HANDLERS: dict[int, Handler] = {}
@@ -39,11 +42,13 @@ MODULES = (
     "describe_client_quotas", "alter_client_quotas",
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers", "txn_offset_commit",
     "describe_transactions", "list_transactions", "describe_producers", "offset_for_leader_epoch",
+    "update_metadata",
 )
 
 
-def handler(api_key: ApiKey, min_version: int, max_version: int):
-    """Register a handler for versions min_version..max_version (inclusive) of api_key."""
+def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only: bool = False):
+    """Register a handler for versions min_version..max_version (inclusive) of api_key;
+    `cluster_only`: served only in a ZooKeeper cluster."""
     if not 0 <= min_version <= max_version:
         raise ValueError(f"{api_key!r}: bad version range {min_version}..{max_version}")
 
@@ -51,7 +56,7 @@ def handler(api_key: ApiKey, min_version: int, max_version: int):
         if api_key in HANDLERS:
             raise RuntimeError(f"{api_key!r} has two handlers: {HANDLERS[api_key].handle.__module__} "
                                f"and {fn.__module__}")
-        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn)
+        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only)
         return fn
 
     return register

@@ -18,10 +18,11 @@ ApiVersionsResponse = response_class(ApiKey.API_VERSIONS)
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def api_keys():
+def api_keys(cluster_mode: bool = False):
+    """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster."""
     Key = ApiVersionsResponse.ApiVersion
     return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)]
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if cluster_mode or not h.cluster_only]
 
 
 def unsupported_version_response() -> object:
@@ -39,4 +40,5 @@ async def handle(ctx, request):
     if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
                                      and _SOFTWARE.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(), throttle_time_ms=0)
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.services.zookeeper is not None),
+                               throttle_time_ms=0)

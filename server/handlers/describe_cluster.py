@@ -1,7 +1,8 @@
 """DescribeCluster (key 60), v0-1: this broker, as the cluster's only broker and its controller.
 Follows KafkaApis.handleDescribeCluster: cluster authorized operations only with DESCRIBE on the
 cluster; v1 asking for controller endpoints gets UNSUPPORTED_ENDPOINT_TYPE.
-Deviations: none known (a single broker: controller_id is this broker's id).
+Deviations: none known (a single broker: controller_id is this broker's id; in a ZooKeeper cluster
+the live brokers and the controller of the last UpdateMetadata).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from . import handler
-from .metadata import AUTHORIZED_OPERATIONS_OMITTED, cluster_authorized_operations
+from .metadata import AUTHORIZED_OPERATIONS_OMITTED, brokers_and_controller, cluster_authorized_operations
 
 DescribeClusterResponse = response_class(ApiKey.DESCRIBE_CLUSTER)
 BrokerEntry = DescribeClusterResponse.DescribeClusterBroker
@@ -23,11 +24,11 @@ async def handle(ctx, request):
         return DescribeClusterResponse(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
                                        error_message="The broker only handles BROKER endpoints",
                                        endpoint_type=request.endpoint_type, cluster_id=services.cluster_id)
-    me = services.broker_info(ctx.listener)
+    brokers, controller_id = brokers_and_controller(ctx)
     return DescribeClusterResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, endpoint_type=BROKERS_ENDPOINT,
-        cluster_id=services.cluster_id, controller_id=services.node_id,
-        brokers=[BrokerEntry(broker_id=me.node_id, host=me.host, port=me.port, rack=me.rack)],
+        cluster_id=services.cluster_id, controller_id=controller_id,
+        brokers=[BrokerEntry(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack) for b in brokers],
         cluster_authorized_operations=(cluster_authorized_operations(ctx) if request.include_cluster_authorized_operations
                                        else AUTHORIZED_OPERATIONS_OMITTED),
     )

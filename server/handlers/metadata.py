@@ -4,6 +4,8 @@ Follows KafkaApis.handleTopicMetadataRequest and AutoTopicCreationManager, with 
 Deviations: a single broker: it is every partition's leader, replica and ISR, and the controller;
 an auto-created topic comes back at once with its partitions, where Kafka first answers
 LEADER_NOT_AVAILABLE while the controller creates it.
+In a ZooKeeper cluster the brokers, controller and partitions are the controller's last
+UpdateMetadata (Kafka's ZkMetadataCache.getTopicMetadata); topics are not auto-created there yet.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ ZERO_UUID = uuid.UUID(int=0)
 
 def topic_metadata(ctx, topic, include_operations: bool) -> object:
     node = ctx.services.node_id
-    partitions = [
+    cluster = ctx.services.zk_metadata
+    partitions = cluster_partitions(ctx, cluster, topic.name) if cluster is not None else [
         PartitionMeta(error_code=ErrorCode.NONE, partition_index=i, leader_id=node,
                       leader_epoch=ctx.services.replica_manager.get(topic.name, i).leader_epoch,
                       replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
@@ -39,6 +42,24 @@ def topic_metadata(ctx, topic, include_operations: bool) -> object:
                  is_internal=topic.is_internal, partitions=partitions,
                  topic_authorized_operations=(ctx.authorized_operations(TOPIC, topic.name) if include_operations
                                               else AUTHORIZED_OPERATIONS_OMITTED))
+
+
+def cluster_partitions(ctx, cluster, topic: str) -> list:
+    """A topic's partitions as the controller last stated them, seen from the request's listener."""
+    return [PartitionMeta(error_code=p.error_code, partition_index=p.partition_index, leader_id=p.leader_id,
+                          leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
+                          offline_replicas=p.offline_replicas)
+            for p in cluster.partition_metadata(topic, ctx.listener,
+                                                error_unavailable_endpoints=ctx.api_version == 0,
+                                                error_unavailable_listeners=ctx.api_version >= 6)]
+
+
+def brokers_and_controller(ctx) -> tuple[list, int]:
+    """The brokers a client on this listener can reach, and the controller's id (-1: none known)."""
+    cluster = ctx.services.zk_metadata
+    if cluster is None:
+        return [ctx.services.broker_info(ctx.listener)], ctx.services.node_id
+    return cluster.alive_nodes(ctx.listener), -1 if cluster.controller_id is None else cluster.controller_id
 
 
 def cluster_authorized_operations(ctx) -> int:
@@ -68,10 +89,10 @@ def auto_create(ctx, name: str):
 @handler(ApiKey.METADATA, 0, 12)
 async def handle(ctx, request):
     services = ctx.services
-    image = services.metadata
+    image = services.metadata if services.zk_metadata is None else services.zk_metadata
     include_ops = ctx.api_version >= 8 and request.include_topic_authorized_operations
     allow_auto = ((ctx.api_version < 4 or request.allow_auto_topic_creation)
-                  and services.config.get("auto.create.topics.enable"))
+                  and services.config.get("auto.create.topics.enable") and services.zk_metadata is None)
     topics = []
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
         topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()
@@ -112,12 +133,12 @@ async def handle(ctx, request):
                     topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=False))
                     continue
             topics.append(topic_metadata(ctx, topic, include_ops))
-    me = services.broker_info(ctx.listener)
+    brokers, controller_id = brokers_and_controller(ctx)
     return MetadataResponse(
         throttle_time_ms=0,
-        brokers=[Broker(node_id=me.node_id, host=me.host, port=me.port, rack=me.rack)],
+        brokers=[Broker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack) for b in brokers],
         cluster_id=services.cluster_id,
-        controller_id=services.node_id,
+        controller_id=controller_id,
         topics=topics,
         cluster_authorized_operations=(cluster_authorized_operations(ctx)
                                        if 8 <= ctx.api_version <= 10 and request.include_cluster_authorized_operations
