@@ -2,7 +2,8 @@
 KafkaApis.handleDescribeTopicPartitionsRequest (DescribeTopicPartitionsRequestHandler): DESCRIBE on
 each topic; unauthorized topics are left out of a listing.
 Deviations: a single broker: it is every partition's leader, replica and ISR; eligible leader
-replicas (ELR) are always empty.
+replicas (ELR) are always empty. In a ZooKeeper cluster (where Kafka 3.9 does not serve this API)
+the partitions are the controller's last UpdateMetadata, as Metadata answers them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ Cursor = Response.Cursor
 @handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
 async def handle(ctx, request):
     services = ctx.services
-    image = services.metadata
+    cluster = services.zk_metadata
+    image = services.metadata if cluster is None else cluster
     names = sorted({t.name for t in request.topics}) if request.topics else sorted(image.topics)
     start_topic, start_partition = "", 0
     if request.cursor is not None:
@@ -43,11 +45,21 @@ async def handle(ctx, request):
             continue
         first = start_partition if name == start_topic else 0
         partitions = []
+        in_cluster = None if cluster is None else {
+            p.partition_index: p for p in cluster.partition_metadata(name, ctx.listener,
+                                                                     error_unavailable_listeners=True)}
         for index in range(first, topic.num_partitions):
             if budget == 0:
                 next_cursor = Cursor(topic_name=name, partition_index=index)
                 break
             budget -= 1
+            if in_cluster is not None:
+                p = in_cluster[index]
+                partitions.append(PartitionEntry(
+                    error_code=p.error_code, partition_index=index, leader_id=p.leader_id,
+                    leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
+                    eligible_leader_replicas=[], last_known_elr=[], offline_replicas=p.offline_replicas))
+                continue
             partitions.append(PartitionEntry(
                 error_code=ErrorCode.NONE, partition_index=index, leader_id=services.node_id,
                 leader_epoch=services.replica_manager.get(name, index).leader_epoch,

@@ -4,10 +4,14 @@ at once (KIP-699). Follows KafkaApis.handleFindCoordinatorRequest: DESCRIBE on t
 transactional id. Deviations: the coordinator topic is created on first need and the answer given at
 once, where Kafka answers COORDINATOR_NOT_AVAILABLE until AutoTopicCreationManager has created it;
 key type 2 (share groups, KIP-932) answers INVALID_REQUEST.
+In a ZooKeeper cluster the coordinator is the leader of the key's partition of the coordinator topic
+as the controller last told (COORDINATOR_NOT_AVAILABLE without one), as Kafka 3.9 answers; the
+missing topic is not created yet.
 """
 
 from __future__ import annotations
 
+from ...coordinator.group_coordinator import partition_for
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from .. import authorizer as acl
@@ -18,12 +22,27 @@ Coordinator = FindCoordinatorResponse.Coordinator
 GROUP, TRANSACTION = 0, 1
 
 
+def cluster_coordinator(ctx, topic: str, partitions_config: str, key: str):
+    """The live leader of the key's partition of `topic` on this listener (Kafka's ZooKeeper-mode
+    handleFindCoordinatorRequest), else COORDINATOR_NOT_AVAILABLE."""
+    cluster = ctx.services.zk_metadata
+    index = partition_for(key, ctx.services.config.get(partitions_config))
+    partitions = cluster.partition_metadata(topic, ctx.listener) or []
+    leader = next((p.leader_id for p in partitions if p.partition_index == index), -1)
+    node = cluster.alive_node(leader, ctx.listener)
+    return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+
+
 def group_coordinator(ctx, key: str):
+    if ctx.services.zk_metadata is not None:
+        return cluster_coordinator(ctx, "__consumer_offsets", "offsets.topic.num.partitions", key)
     ctx.services.groups.ensure_offsets_topic()
     return ErrorCode.NONE, ctx.services.broker_info(ctx.listener)
 
 
 def transaction_coordinator(ctx, key: str):
+    if ctx.services.zk_metadata is not None:
+        return cluster_coordinator(ctx, "__transaction_state", "transaction.state.log.num.partitions", key)
     ctx.services.transactions.ensure_transaction_topic()
     return ErrorCode.NONE, ctx.services.broker_info(ctx.listener)
 

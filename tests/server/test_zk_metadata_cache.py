@@ -1,7 +1,7 @@
 """server/zk_metadata_cache.py and the UpdateMetadata handler without a ZooKeeper: Kafka's
 ZkMetadataCache rules (partial updates merged, deletion by leader -2, topic ids, listeners,
-LEADER_NOT_AVAILABLE), the fencing of stale controllers and broker epochs, and what Metadata and
-DescribeCluster answer from the cache (compat-tests/test_zookeeper_cluster.py has a real Kafka 3.9
+LEADER_NOT_AVAILABLE), the fencing of stale controllers and broker epochs, and what Metadata,
+DescribeCluster, DescribeTopicPartitions and FindCoordinator answer from the cache (compat-tests/test_zookeeper_cluster.py has a real Kafka 3.9
 controller send it)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import uuid
 import pytest
 from loopback import Client, broker_config, run_with_broker
 
+from samsa.coordinator.group_coordinator import partition_for
 from samsa.server.zk_broker import ZkMembership
 from samsa.server.zk_metadata_cache import StaleControllerEpoch, ZkMetadataCache
 from samsa.wire.errors import ErrorCode
@@ -140,6 +141,8 @@ def as_cluster_member(broker, broker_epoch: int) -> None:
 def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_it(tmp_path):
     Metadata = request_class(ApiKey.METADATA)
     DescribeCluster = request_class(ApiKey.DESCRIBE_CLUSTER)
+    DescribeTopicPartitions = request_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+    FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 
     async def scenario(samsa):
         as_cluster_member(samsa, broker_epoch=100)
@@ -175,7 +178,29 @@ def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_
         assert [(b.broker_id, b.port) for b in cluster.brokers] == [(0, port), (1, 19093)]
         assert cluster.controller_id == 0
 
-    run_with_broker(broker_config(tmp_path), scenario)
+        # DescribeTopicPartitions pages the same partitions.
+        described = await client.call(DescribeTopicPartitions(
+            topics=[DescribeTopicPartitions.TopicRequest(name="t")], response_partition_limit=2), 0)
+        assert [(p.partition_index, p.leader_id, p.isr_nodes) for p in described.topics[0].partitions] == [
+            (0, 1, [1, 0]), (1, 0, [0])]
+        assert (described.next_cursor.topic_name, described.next_cursor.partition_index) == ("t", 2)
+
+        # FindCoordinator: the leader of the key's __consumer_offsets partition, once there is one.
+        def coordinator_of(group):
+            return FindCoordinator(key_type=0, coordinator_keys=[group])
+
+        answer = await client.call(coordinator_of("g"), 4)
+        assert answer.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        offsets = [partition("__consumer_offsets", 0, 1, [1], [1]), partition("__consumer_offsets", 1, 7, [7], [7])]
+        assert (await client.call(request(offsets, live, controller_epoch=2), 8)).error_code == ErrorCode.NONE
+        groups = {partition_for(g, 2): g for g in ("a", "b", "c", "d")}
+        answer = await client.call(coordinator_of(groups[0]), 4)
+        assert (answer.coordinators[0].error_code, answer.coordinators[0].node_id,
+                answer.coordinators[0].port) == (ErrorCode.NONE, 1, 19093)
+        answer = await client.call(coordinator_of(groups[1]), 4)  # its leader is not alive
+        assert answer.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+    run_with_broker(broker_config(tmp_path, offsets_topic_num_partitions=2), scenario)
 
 
 def test_a_single_broker_neither_serves_nor_lists_update_metadata(tmp_path):
