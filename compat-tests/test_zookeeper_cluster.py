@@ -28,6 +28,8 @@ kazoo_client = pytest.importorskip("kazoo.client")
 Metadata = request_class(ApiKey.METADATA)
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 DescribeCluster = request_class(ApiKey.DESCRIBE_CLUSTER)
+DescribeConfigs = request_class(ApiKey.DESCRIBE_CONFIGS)
+DYNAMIC_TOPIC_CONFIG = 1
 CHROOT = "/kafka/cluster-a"
 T = 30
 
@@ -183,6 +185,16 @@ def describe_cluster_answer(port: int) -> tuple:
             sorted((b.broker_id, b.host, b.port, b.rack) for b in response.brokers))
 
 
+def topic_overrides(port: int, topic: str) -> dict[str, str]:
+    """A topic's overrides as DescribeConfigs lists them (the defaults come from each broker's own config)."""
+    with WireClient(HOST, port) as client:
+        response = client.call(DescribeConfigs(resources=[DescribeConfigs.DescribeConfigsResource(
+            resource_type=2, resource_name=topic, configuration_keys=None)]), 4)
+    (result,) = response.results
+    assert result.error_code == ErrorCode.NONE, result.error_message
+    return {c.name: c.value for c in result.configs if c.config_source == DYNAMIC_TOPIC_CONFIG}
+
+
 def controller_failures(kafka, request_type: str) -> int:
     """How often Kafka's controller failed to send a request of this type to broker 1."""
     return sum(1 for line in kafka.output().splitlines()
@@ -200,7 +212,8 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
     admin = confluent_admin(f"{HOST}:{kafka.port}")
     spread, alone = f"{topic_name}-spread", f"{topic_name}-alone"
     futures = admin.create_topics([NewTopic(spread, 3, replica_assignment=[[0, 1], [1, 0], [0, 1]]),
-                                   NewTopic(alone, 2, 1)], operation_timeout=T)
+                                   NewTopic(alone, 2, 1, config={"retention.ms": "60000", "cleanup.policy": "compact"})],
+                                  operation_timeout=T)
     for future in futures.values():
         future.result(timeout=T)
     samsa = kafka39_factory({"zookeeper.connect": connect, "broker.id": 1, "broker.rack": "rack-b"})
@@ -216,6 +229,10 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
                                                                       (0, [0, 1], [0])]
     assert answer["topics"][spread][1] != uuid.UUID(int=0)
     assert describe_cluster_answer(samsa.port) == describe_cluster_answer(kafka.port)
+    # Topic overrides, read from /config/topics/<t>.
+    assert topic_overrides(samsa.port, alone) == topic_overrides(kafka.port, alone) == {
+        "retention.ms": "60000", "cleanup.policy": "compact"}
+    assert topic_overrides(samsa.port, spread) == {}
 
     # The controller has moved past UpdateMetadata: what it retries now is the LeaderAndIsr that
     # makes broker 1 a follower of the spread topic's partitions (not served yet: docs/cluster.md).

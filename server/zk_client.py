@@ -244,6 +244,11 @@ class KafkaZkClient:
         data = await self._get(zk_data.CONTROLLER)
         return None if data is None else zk_data.decode_controller(data[0]).broker_id
 
+    async def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        """/config/<type>/<name>'s overrides, none when the znode is missing (AdminZkClient.fetchEntityConfig)."""
+        data = await self._get(zk_data.config_entity_path(entity_type, entity_name))
+        return {} if data is None else zk_data.decode_config_entity(data[0])
+
     async def _get(self, path: str):
         def get(zk: KazooClient):
             try:

@@ -90,6 +90,9 @@ class ZkMetadataCache:
         self.alive_brokers: dict[int, AliveBroker] = {}
         self.partition_states: dict[str, dict[int, PartitionState]] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
+        # Topic config overrides as last read from /config/topics/<t> (Kafka's ZkConfigRepository
+        # reads them on demand: DescribeConfigs does, server/handlers/describe_configs.py).
+        self.topic_configs: dict[str, dict[str, str]] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
 
@@ -147,12 +150,18 @@ class ZkMetadataCache:
     def _index_topics(self) -> None:
         topics = {}
         for name, states in self.partition_states.items():
-            previous = self._topics.get(name)
             first = states.get(0) or next(iter(states.values()))
             topics[name] = TopicInfo(name, self.topic_ids.get(name, ZERO_UUID), len(states),
-                                     previous.configs if previous is not None else {}, len(first.replicas))
+                                     self.topic_configs.get(name, {}), len(first.replicas))
+        self.topic_configs = {name: configs for name, configs in self.topic_configs.items() if name in topics}
         self._topics = topics
         self._topics_by_id = {t.topic_id: t for t in topics.values() if t.topic_id != ZERO_UUID}
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """The overrides just read from ZooKeeper for a topic of the cache."""
+        topic = self._topics.get(name)
+        if topic is not None:
+            self.topic_configs[name] = topic.configs = dict(configs)
 
     # --- reads: MetadataCache -----------------------------------------------------------------
 
