@@ -19,7 +19,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -55,6 +55,12 @@ def validate_topic_name(name: str) -> None:
     if not _LEGAL_TOPIC.match(name):
         raise InvalidTopicError(
             f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+
+
+def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
+    """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""
+    key = name.replace(".", "_")
+    return next((other for other in existing if other != name and other.replace(".", "_") == key), None)
 
 
 @dataclass
@@ -296,12 +302,7 @@ class MetadataImage:
             raise
 
     def collides(self, name: str) -> str | None:
-        """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""
-        key = name.replace(".", "_")
-        for other in self.topics:
-            if other != name and other.replace(".", "_") == key:
-                return other
-        return None
+        return colliding_topic(name, self.topics)
 
 
 def load_or_import(log_dirs: list[Path], cluster_id: str) -> MetadataImage:

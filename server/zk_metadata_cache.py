@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..wire.errors import ErrorCode
-from .metadata import BrokerInfo, MetadataStore, TopicInfo
+from .metadata import BrokerInfo, MetadataStore, TopicInfo, colliding_topic
 
 log = logging.getLogger("samsa.state.change")
 LEADER_DURING_DELETE = -2  # Kafka's LeaderAndIsr.LEADER_DURING_DELETE
@@ -194,8 +194,7 @@ class ZkMetadataCache:
         return self._local.client_quotas
 
     def collides(self, name: str) -> str | None:
-        key = name.replace(".", "_")
-        return next((other for other in self._topics if other != name and other.replace(".", "_") == key), None)
+        return colliding_topic(name, self._topics)
 
     # --- reads: the cluster -------------------------------------------------------------------
 
