@@ -240,3 +240,30 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
     update_metadata_failures = controller_failures(kafka, "UpdateMetadata")
     wait_for(lambda: controller_failures(kafka, "LeaderAndIsr") >= 3, T, what="LeaderAndIsr retries")
     assert controller_failures(kafka, "UpdateMetadata") == update_metadata_failures
+
+    # CreateTopics on a Samsa broker (one holding no replica, so that the controller's requests to
+    # it are not held up) writes ZooKeeper; Kafka's controller creates the topic.
+    second = kafka39_factory({"zookeeper.connect": connect, "broker.id": 2, "broker.rack": "rack-c"})
+    created = f"{topic_name}-via-samsa"
+    with WireClient(HOST, second.port) as wire:
+        wait_for(lambda: len(metadata_answer(second.port)["brokers"]) == 3, T, what="broker 2 to know the cluster")
+        new = CreateTopics.CreatableTopic(
+            name=created, num_partitions=-1, replication_factor=-1,
+            assignments=[CreateTopics.CreatableReplicaAssignment(partition_index=p, broker_ids=[0]) for p in range(2)],
+            configs=[CreateTopics.CreatableTopicConfig(name="retention.ms", value="120000")])
+        (result,) = wire.call(CreateTopics(topics=[new], timeout_ms=T * 1000), 7).topics
+        assert (result.error_code, result.num_partitions, result.replication_factor) == (ErrorCode.NONE, 2, 1)
+        too_many = CreateTopics.CreatableTopic(name=f"{created}-4", num_partitions=1, replication_factor=4)
+        (refused,) = wire.call(CreateTopics(topics=[too_many], timeout_ms=T * 1000), 7).topics
+    with WireClient(HOST, kafka.port) as wire:
+        (kafkas,) = wire.call(CreateTopics(topics=[too_many], timeout_ms=T * 1000), 7).topics
+    assert (refused.error_code, refused.error_message) == (kafkas.error_code, kafkas.error_message)
+    kafka_view = metadata_answer(kafka.port)["topics"][created]
+    assert kafka_view == metadata_answer(second.port)["topics"][created]
+    assert kafka_view[1] == result.topic_id
+    assert [(p[2], p[4]) for p in kafka_view[3]] == [(0, [0]), (0, [0])]
+    assert topic_overrides(kafka.port, created) == {"retention.ms": "120000"}
+    with zk_reader(connect) as client:  # the shape of the znode Kafka wrote for a topic it created
+        assert_same_shape(client.get(zk_data.topic_path(alone))[0], client.get(zk_data.topic_path(created))[0])
+        assert zk_data.decode_config_entity(client.get(zk_data.config_entity_path("topics", created))[0]) == {
+            "retention.ms": "120000"}

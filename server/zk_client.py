@@ -249,6 +249,26 @@ class KafkaZkClient:
         data = await self._get(zk_data.config_entity_path(entity_type, entity_name))
         return {} if data is None else zk_data.decode_config_entity(data[0])
 
+    async def create_topic(self, topic: str, topic_id: str, assignment: dict[int, list[int]],
+                           configs: dict[str, str]) -> None:
+        """AdminZkClient.createTopicWithAssignment: /config/topics/<t> (set or created; not atomic with
+        the rest, as in Kafka), then /brokers/topics/<t>, which the controller watches.
+        NodeExistsError when the topic exists."""
+        config_path = zk_data.config_entity_path("topics", topic)
+        config_data = zk_data.encode_config_entity(configs)
+        topic_data = zk_data.encode_topic(zk_data.TopicAssignment(
+            {p: zk_data.ReplicaAssignment(tuple(r)) for p, r in assignment.items()}, topic_id))
+
+        def create(zk: KazooClient) -> None:
+            try:
+                zk.set(config_path, config_data)
+            except NoNodeError:
+                _create_recursive(zk, config_path, config_data, throw_if_path_exists=False)
+            _create_recursive(zk, zk_data.topic_path(topic), topic_data)
+        await self._run(create)
+        log.info("Creating topic %s with configuration %s and initial partition assignment %s", topic, configs,
+                 assignment)
+
     async def _get(self, path: str):
         def get(zk: KazooClient):
             try:

@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import trio
+
 from ..wire.errors import ErrorCode
 from .metadata import BrokerInfo, MetadataStore, TopicInfo, colliding_topic
 
@@ -95,6 +97,7 @@ class ZkMetadataCache:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._updated = trio.Event()  # set, and replaced, by each update
 
     # --- the update ---------------------------------------------------------------------------
 
@@ -145,7 +148,19 @@ class ZkMetadataCache:
         self.topic_ids = topic_ids
         self.controller_epoch = request.controller_epoch
         self._index_topics()
+        self._updated.set()
+        self._updated = trio.Event()
         return deleted
+
+    async def wait_until(self, condition) -> None:
+        """Until condition() holds after some update (Kafka's delayed topic operations)."""
+        while not condition():
+            await self._updated.wait()
+
+    def has_leaders(self, topic: str, partitions: int) -> bool:
+        """Whether every partition of the topic has a leader (Kafka's DelayedCreatePartitions)."""
+        states = self.partition_states.get(topic, {})
+        return all(p in states and states[p].leader >= 0 for p in range(partitions))
 
     def _index_topics(self) -> None:
         topics = {}

@@ -4,11 +4,21 @@ with CREATE on the cluster or topic, DESCRIBE_CONFIGS to see the configs, and th
 mutation quota (KIP-599).
 Deviations: one broker, so a replication factor above 1 or an assignment naming another broker is
 refused; create.topic.policy.class.name is accepted but never applied (no Java policies here).
+In a ZooKeeper cluster the topic is written to ZooKeeper as Kafka 3.9's ZkAdminManager and
+AdminZkClient do (replicas over the live brokers by AdminUtils' assignment, server/replica_assignment.py,
+or as asked; /config/topics/<t>, then /brokers/topics/<t>), the controller creates it, and the answer
+waits up to timeout_ms for the controller's UpdateMetadata to give every partition a leader
+(REQUEST_TIMED_OUT otherwise).
 """
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections import Counter
+
+import trio
+from kazoo.exceptions import NodeExistsError
 
 from ...storage.errors import InvalidConfigurationException, KafkaStorageException
 from ...storage.log_config import LogConfig
@@ -16,6 +26,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
 from ..metadata import InvalidTopicError, validate_topic_name
+from ..replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from . import handler
 
@@ -33,13 +44,14 @@ class TopicError(Exception):
 def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
     """(partitions, replication factor, configs) to create, or raise TopicError."""
     services = ctx.services
+    known = services.metadata if services.zk_metadata is None else services.zk_metadata
     try:
         validate_topic_name(topic.name)
     except InvalidTopicError as e:
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
-    if topic.name in services.metadata.topics:
+    if topic.name in known.topics:
         raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
-    clash = services.metadata.collides(topic.name)
+    clash = known.collides(topic.name)
     if clash is not None:
         raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                          f"Topic '{topic.name}' collides with existing topic: {clash}")
@@ -49,6 +61,8 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
                              "Both numPartitions or replicationFactor and replicasAssignments were set. "
                              "Both cannot be used at the same time.")
         for a in topic.assignments:
+            if services.zk_metadata is not None:
+                break  # checked against the live brokers: cluster_assignment
             if any(b != services.node_id for b in a.broker_ids) or not a.broker_ids:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes a broker that is not registered: {a.broker_ids}")
@@ -63,7 +77,7 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
     if replication <= 0:
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          "Replication factor must be larger than 0, or -1 to use the default value.")
-    if replication > 1:
+    if replication > 1 and services.zk_metadata is None:
         raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          f"Unable to replicate the partition {replication} time(s): The target replication factor "
                          f"of {replication} cannot be reached because only 1 broker(s) are registered.")
@@ -79,13 +93,53 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
     return partitions, replication, configs
 
 
+def cluster_assignment(ctx, topic, partitions: int, replication: int) -> dict[int, list[int]]:
+    """The replicas of each partition in a ZooKeeper cluster (Kafka's ZkAdminManager.createTopics):
+    as asked, over live brokers, or by AdminUtils' assignment over the live brokers."""
+    alive = ctx.services.zk_metadata.alive_brokers
+    if topic.assignments:
+        assignment = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        if sorted(assignment) != list(range(len(assignment))):
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "Partitions should be a consecutive 0-based integer sequence")
+        for replicas in assignment.values():
+            unknown = [b for b in replicas if b not in alive]
+            if unknown:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
+            if len(set(replicas)) != len(replicas):
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Duplicate replica assignment found: {replicas}")
+            if len(replicas) != replication:
+                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 "All partitions should have the same number of replicas")
+        return assignment
+    try:
+        return assign_replicas_to_brokers([(b.node_id, b.rack) for b in alive.values()], partitions, replication)
+    except InvalidReplicationFactor as e:
+        raise TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, str(e)) from None
+    except AdminOperationError as e:
+        raise TopicError(ErrorCode.UNKNOWN_SERVER_ERROR, str(e)) from None
+
+
+async def create_in_zookeeper(ctx, name: str, assignment: dict[int, list[int]], configs: dict[str, str]) -> uuid.UUID:
+    """Write the topic for the controller (TopicError when it exists); its id."""
+    topic_id = uuid.uuid4()
+    try:
+        await ctx.services.zookeeper.client.create_topic(
+            name, base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("="), assignment, configs)
+    except NodeExistsError:
+        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+    return topic_id
+
+
 def config_entries(ctx, configs: dict[str, str]):
     entries = ctx.services.config.describe_topic_configs(configs)
     return [ConfigEntry(name=e.name, value=e.value, read_only=e.read_only, config_source=e.source,
                         is_sensitive=e.is_sensitive) for e in entries]
 
 
-def error_result(name: str, code: int, message: str):
+def error_result(name: str, code: int, message: str | None):
     """A refused topic: no partitions, no replicas, and (v5+) an empty configs array, as Kafka's
     controller answers it."""
     return Result(name=name, error_code=code, error_message=message, num_partitions=-1, replication_factor=-1,
@@ -101,6 +155,7 @@ async def handle(ctx, request):
     describable = ctx.authorized(DESCRIBE_CONFIGS, TOPIC, counts, log_if_denied=False)
     mutations = mutation_quota(ctx, strict_since_version=6)
     results = []
+    waiting: dict[str, int] = {}  # created in ZooKeeper, waiting for leaders: name -> partitions
     for topic in request.topics:
         if counts[topic.name] > 1:
             results.append(error_result(topic.name, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic."))
@@ -110,6 +165,8 @@ async def handle(ctx, request):
             continue
         try:
             partitions, replication, configs = check(ctx, topic)
+            assignment = (cluster_assignment(ctx, topic, partitions, replication)
+                          if ctx.services.zk_metadata is not None else None)
         except TopicError as e:
             results.append(error_result(topic.name, e.code, str(e)))
             continue
@@ -118,7 +175,14 @@ async def handle(ctx, request):
                                         THROTTLING_QUOTA_EXCEEDED_MESSAGE))
             continue
         topic_id = None
-        if not request.validate_only:
+        if not request.validate_only and assignment is not None:
+            try:
+                topic_id = await create_in_zookeeper(ctx, topic.name, assignment, configs)
+            except TopicError as e:
+                results.append(error_result(topic.name, e.code, str(e)))
+                continue
+            waiting[topic.name] = partitions
+        elif not request.validate_only:
             try:
                 created = ctx.services.replica_manager.create_topic(topic.name, partitions, configs, replication)
                 topic_id = created.topic_id
@@ -136,4 +200,21 @@ async def handle(ctx, request):
             result.topic_id = topic_id
         results.append(result)
     finish_mutations(ctx, mutations)
+    if waiting and request.timeout_ms > 0:
+        await wait_for_leaders(ctx, waiting, request.timeout_ms, results)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+async def wait_for_leaders(ctx, waiting: dict[str, int], timeout_ms: int, results: list) -> None:
+    """Kafka's DelayedCreatePartitions: until the controller's UpdateMetadata gives every new
+    partition a leader, or timeout_ms; the topics still without one answer REQUEST_TIMED_OUT."""
+    cache = ctx.services.zk_metadata
+
+    def all_led() -> bool:
+        return all(cache.has_leaders(name, count) for name, count in waiting.items())
+
+    with trio.move_on_after(timeout_ms / 1000):
+        await cache.wait_until(all_led)
+    for i, result in enumerate(results):
+        if result.name in waiting and not cache.has_leaders(result.name, waiting[result.name]):
+            results[i] = error_result(result.name, ErrorCode.REQUEST_TIMED_OUT, None)
