@@ -27,6 +27,7 @@ kazoo_client = pytest.importorskip("kazoo.client")
 
 Metadata = request_class(ApiKey.METADATA)
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
+DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
 DescribeCluster = request_class(ApiKey.DESCRIBE_CLUSTER)
 DescribeConfigs = request_class(ApiKey.DESCRIBE_CONFIGS)
 DYNAMIC_TOPIC_CONFIG = 1
@@ -267,3 +268,11 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
         assert_same_shape(client.get(zk_data.topic_path(alone))[0], client.get(zk_data.topic_path(created))[0])
         assert zk_data.decode_config_entity(client.get(zk_data.config_entity_path("topics", created))[0]) == {
             "retention.ms": "120000"}
+
+    # DeleteTopics on the Samsa broker: marked in /admin/delete_topics, deleted by the controller,
+    # answered once the controller's UpdateMetadata has dropped it.
+    with WireClient(HOST, second.port) as wire:
+        (deleted,) = wire.call(DeleteTopics(topic_names=[created], timeout_ms=T * 1000), 5).responses
+    assert deleted.error_code == ErrorCode.NONE
+    assert created not in metadata_answer(second.port)["topics"]
+    wait_for(lambda: created not in metadata_answer(kafka.port)["topics"], T, what="Kafka to drop the topic")

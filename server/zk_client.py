@@ -269,6 +269,13 @@ class KafkaZkClient:
         log.info("Creating topic %s with configuration %s and initial partition assignment %s", topic, configs,
                  assignment)
 
+    async def mark_topic_for_deletion(self, topic: str) -> None:
+        """AdminZkClient.deleteTopic: /admin/delete_topics/<t>, which the controller watches (already
+        there: the deletion is under way, nothing to do)."""
+        def mark(zk: KazooClient) -> None:
+            _create_recursive(zk, zk_data.delete_topic_path(topic), None, throw_if_path_exists=False)
+        await self._run(mark)
+
     async def _get(self, path: str):
         def get(zk: KazooClient):
             try:
