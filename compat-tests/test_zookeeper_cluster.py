@@ -28,6 +28,7 @@ kazoo_client = pytest.importorskip("kazoo.client")
 Metadata = request_class(ApiKey.METADATA)
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
+CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
 DescribeCluster = request_class(ApiKey.DESCRIBE_CLUSTER)
 DescribeConfigs = request_class(ApiKey.DESCRIBE_CONFIGS)
 DYNAMIC_TOPIC_CONFIG = 1
@@ -268,6 +269,23 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
         assert_same_shape(client.get(zk_data.topic_path(alone))[0], client.get(zk_data.topic_path(created))[0])
         assert zk_data.decode_config_entity(client.get(zk_data.config_entity_path("topics", created))[0]) == {
             "retention.ms": "120000"}
+
+    # CreatePartitions on the Samsa broker: the topic's znode grows, the controller adds them.
+    def grow(port, count, assignments):
+        request = CreatePartitions(topics=[CreatePartitions.CreatePartitionsTopic(
+            name=created, count=count, assignments=assignments and [
+                CreatePartitions.CreatePartitionsAssignment(broker_ids=ids) for ids in assignments])],
+            timeout_ms=T * 1000)
+        with WireClient(HOST, port) as wire:
+            (answer,) = wire.call(request, 3).results
+        return answer.error_code, answer.error_message
+
+    assert grow(second.port, 3, [[0]]) == (ErrorCode.NONE, None)
+    assert grow(second.port, 2, None) == grow(kafka.port, 2, None)
+    assert grow(second.port, 5, [[0], [7]]) == grow(kafka.port, 5, [[0], [7]])
+    assert grow(second.port, 5, [[0]]) == grow(kafka.port, 5, [[0]])
+    wait_for(lambda: len(metadata_answer(kafka.port)["topics"][created][3]) == 3, T, what="Kafka to add a partition")
+    assert metadata_answer(second.port)["topics"][created] == metadata_answer(kafka.port)["topics"][created]
 
     # DeleteTopics on the Samsa broker: marked in /admin/delete_topics, deleted by the controller,
     # answered once the controller's UpdateMetadata has dropped it.

@@ -269,6 +269,15 @@ class KafkaZkClient:
         log.info("Creating topic %s with configuration %s and initial partition assignment %s", topic, configs,
                  assignment)
 
+    async def get_topic_assignment(self, topic: str) -> zk_data.TopicAssignment | None:
+        data = await self._get(zk_data.topic_path(topic))
+        return None if data is None else zk_data.decode_topic(data[0])
+
+    async def set_topic_assignment(self, topic: str, assignment: zk_data.TopicAssignment) -> None:
+        """KafkaZkClient.setTopicAssignment: the whole znode replaced (any version), its topic id kept."""
+        data = zk_data.encode_topic(assignment)
+        await self._run(lambda zk: zk.set(zk_data.topic_path(topic), data))
+
     async def mark_topic_for_deletion(self, topic: str) -> None:
         """AdminZkClient.deleteTopic: /admin/delete_topics/<t>, which the controller watches (already
         there: the deletion is under way, nothing to do)."""

@@ -157,6 +157,13 @@ class ZkMetadataCache:
         while not condition():
             await self._updated.wait()
 
+    async def wait_for_leaders(self, topics: dict[str, int], timeout_ms: int) -> set[str]:
+        """Wait up to timeout_ms for every partition of the topics (name -> partition count) to have a
+        leader (Kafka's DelayedCreatePartitions); the topics still without."""
+        with trio.move_on_after(timeout_ms / 1000):
+            await self.wait_until(lambda: all(self.has_leaders(name, count) for name, count in topics.items()))
+        return {name for name, count in topics.items() if not self.has_leaders(name, count)}
+
     def has_leaders(self, topic: str, partitions: int) -> bool:
         """Whether every partition of the topic has a leader (Kafka's DelayedCreatePartitions)."""
         states = self.partition_states.get(topic, {})

@@ -17,7 +17,6 @@ import base64
 import uuid
 from collections import Counter
 
-import trio
 from kazoo.exceptions import NodeExistsError
 
 from ...storage.errors import InvalidConfigurationException, KafkaStorageException
@@ -206,15 +205,9 @@ async def handle(ctx, request):
 
 
 async def wait_for_leaders(ctx, waiting: dict[str, int], timeout_ms: int, results: list) -> None:
-    """Kafka's DelayedCreatePartitions: until the controller's UpdateMetadata gives every new
-    partition a leader, or timeout_ms; the topics still without one answer REQUEST_TIMED_OUT."""
-    cache = ctx.services.zk_metadata
-
-    def all_led() -> bool:
-        return all(cache.has_leaders(name, count) for name, count in waiting.items())
-
-    with trio.move_on_after(timeout_ms / 1000):
-        await cache.wait_until(all_led)
+    """Until the controller's UpdateMetadata gives every new partition a leader, or timeout_ms; the
+    topics still without one answer REQUEST_TIMED_OUT."""
+    leaderless = await ctx.services.zk_metadata.wait_for_leaders(waiting, timeout_ms)
     for i, result in enumerate(results):
-        if result.name in waiting and not cache.has_leaders(result.name, waiting[result.name]):
+        if result.name in leaderless:
             results[i] = error_result(result.name, ErrorCode.REQUEST_TIMED_OUT, None)
