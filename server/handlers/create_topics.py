@@ -59,9 +59,7 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
             raise TopicError(ErrorCode.INVALID_REQUEST,
                              "Both numPartitions or replicationFactor and replicasAssignments were set. "
                              "Both cannot be used at the same time.")
-        for a in topic.assignments:
-            if services.zk_metadata is not None:
-                break  # checked against the live brokers: cluster_assignment
+        for a in topic.assignments if services.zk_metadata is None else ():  # a cluster's: cluster_assignment
             if any(b != services.node_id for b in a.broker_ids) or not a.broker_ids:
                 raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes a broker that is not registered: {a.broker_ids}")
@@ -94,24 +92,20 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
 
 def cluster_assignment(ctx, topic, partitions: int, replication: int) -> dict[int, list[int]]:
     """The replicas of each partition in a ZooKeeper cluster (Kafka's ZkAdminManager.createTopics):
-    as asked, over live brokers, or by AdminUtils' assignment over the live brokers."""
+    as asked, or by AdminUtils' assignment over the live brokers."""
     alive = ctx.services.zk_metadata.alive_brokers
     if topic.assignments:
+        # AdminZkClient.validateTopicCreate; brokers not alive are allowed, as Kafka allows them.
         assignment = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        if len({len(replicas) for replicas in assignment.values()}) != 1:
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "All partitions should have the same number of replicas")
+        if any(len(set(replicas)) != len(replicas) for replicas in assignment.values()):
+            raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Duplicate replica assignment found: {assignment}")
         if sorted(assignment) != list(range(len(assignment))):
             raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "Partitions should be a consecutive 0-based integer sequence")
-        for replicas in assignment.values():
-            unknown = [b for b in replicas if b not in alive]
-            if unknown:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
-            if len(set(replicas)) != len(replicas):
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Duplicate replica assignment found: {replicas}")
-            if len(replicas) != replication:
-                raise TopicError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 "All partitions should have the same number of replicas")
+                             "partitions should be a consecutive 0-based integer sequence")
         return assignment
     try:
         return assign_replicas_to_brokers([(b.node_id, b.rack) for b in alive.values()], partitions, replication)
