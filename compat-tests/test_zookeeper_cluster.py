@@ -3,8 +3,9 @@ Kafka 3.9 broker: one cluster id whoever comes first, registrations of the same 
 encoder reproduces Kafka's bytes), Kafka's controller counting the Samsa broker among the live ones
 and listing it in Metadata, a broker id taken twice refused, the registration made again after a
 session expiry; Kafka's controller telling the Samsa broker the cluster's metadata (UpdateMetadata),
-so that Samsa's Metadata and DescribeCluster answer as Kafka's. (Samsa does not yet answer the
-controller's LeaderAndIsr: docs/cluster.md.)"""
+so that Samsa's Metadata, DescribeCluster and topic configs answer as Kafka's; topics created, grown
+and deleted through a Samsa broker by way of ZooKeeper and Kafka's controller. (Samsa does not yet
+answer the controller's LeaderAndIsr: docs/cluster.md.)"""
 
 from __future__ import annotations
 
