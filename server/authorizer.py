@@ -51,12 +51,12 @@ AUTHORIZER_CLASS_NAMES = (
 # from the broker's properties); the docs are Kafka's.
 AUTHORIZER_CONFIGS = {
     "super.users": BrokerConfigDef(
-        name="super.users", type="string", default=None, valid_values="", importance="low", update_mode="read-only",
+        name="super.users", type="string", default=None, valid_values="", importance="low", update_mode="read-only", kafka_version=None,
         doc="A list of principals, separated by semicolons, that may perform every operation on every "
             "resource whatever the ACLs say, e.g. User:admin;User:broker."),
     "allow.everyone.if.no.acl.found": BrokerConfigDef(
         name="allow.everyone.if.no.acl.found", type="boolean", default=False, valid_values="", importance="low",
-        update_mode="read-only",
+        update_mode="read-only", kafka_version=None,
         doc="Whether a resource with no ACL at all may be used by everyone (true) or only by super users (false)."),
 }
 CLUSTER_NAME = "kafka-cluster"  # the one name of the CLUSTER resource

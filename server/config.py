@@ -347,9 +347,14 @@ def _throttled_replicas(name: str, value: ConfigValue) -> None:
         )
 
 
+# Where Samsa checks less than Kafka 4: segments smaller than Kafka 4.0's 1 MiB minimum (Kafka's own
+# tests get those through internal.segment.bytes), as Kafka 3.x took, so tests can roll small segments.
+_SAMSA_VALID_VALUES = {"segment.bytes": "[14,...]", "log.segment.bytes": "[14,...]"}
+
+
 @functools.cache
 def _validator(definition: ConfigDef) -> Validator | None:
-    text = definition.valid_values
+    text = _SAMSA_VALID_VALUES.get(definition.name, definition.valid_values)
     if definition.name in _METADATA_VERSION_CONFIGS:
         return _metadata_version(tuple(_LIST_SEPARATOR.split(text.strip("[]"))))
     if text == "non-empty string":
@@ -501,6 +506,10 @@ def _broker_defaults() -> dict[str, ConfigValue]:
 
 
 _BROKER_DEFAULTS = _broker_defaults()
+# The broker configs Kafka 4 dropped (ZooKeeper mode's and others), kept from Kafka 3.9's table.
+_ZOOKEEPER_ERA_CONFIGS = frozenset(
+    name for name, definition in BROKER_CONFIGS.items() if (definition.kafka_version or "").startswith("3.")
+)
 # Kafka's staticDefaultConfigs: defaults as strings, null defaults left out.
 _DEFAULT_STRINGS = {
     name: text for name, value in _BROKER_DEFAULTS.items() if (text := value_to_string(value)) is not None
@@ -561,8 +570,8 @@ class KafkaConfig:
         if self.node_id != self.broker_id:
             raise ConfigError("node.id", "You must set `node.id` to the same value as `broker.id`.")
 
-        log_dirs = self._str("log.dirs")
-        self.log_dirs: tuple[str, ...] = tuple(_csv((self._str("log.dir") if log_dirs is None else log_dirs) or ""))
+        log_dirs = self._list_text("log.dirs")
+        self.log_dirs: tuple[str, ...] = tuple(_csv((self._list_text("log.dir") if log_dirs is None else log_dirs) or ""))
         if not self.log_dirs:
             raise ConfigError("log.dirs", "At least one log directory must be defined via log.dirs or log.dir.")
 
@@ -574,10 +583,10 @@ class KafkaConfig:
             "log.flush.interval.ms" if flush_ms is not None else "log.flush.scheduler.interval.ms"
         )
 
-        self.controller_listener_names: tuple[str, ...] = tuple(_csv(self._str("controller.listener.names") or ""))
+        self.controller_listener_names: tuple[str, ...] = tuple(_csv(self._list_text("controller.listener.names") or ""))
         self.listener_security_protocol_map: dict[str, str] = self._protocol_map()
         self.listeners: tuple[Endpoint, ...] = _parse_endpoints(
-            "listeners", self._str("listeners") or "", self.listener_security_protocol_map, distinct_ports=True
+            "listeners", self._list_text("listeners") or "", self.listener_security_protocol_map, distinct_ports=True
         )
         self.advertised_listeners: tuple[Endpoint, ...] = self._advertised_listeners()
         self.inter_broker_listener_name: str = self._inter_broker_listener_name()
@@ -624,6 +633,13 @@ class KafkaConfig:
         assert value is None or isinstance(value, str)
         return value
 
+    def _list_text(self, name: str) -> str | None:
+        """A list config as its comma-separated text (Kafka 4 made listeners and log.dirs lists;
+        Samsa parses their items itself)."""
+        value = self._values[name]
+        assert value is None or isinstance(value, tuple)
+        return None if value is None else ",".join(value)
+
     def _millis(self, millis_name: str, hours_name: str) -> int:
         millis = self._values[millis_name]
         return self._int(millis_name) if millis is not None else self._int(hours_name) * _MILLIS_PER_HOUR
@@ -643,14 +659,14 @@ class KafkaConfig:
         # KafkaConfig.effectiveListenerSecurityProtocolMap: under KRaft with the default map,
         # controller listeners are PLAINTEXT unless some listener uses SSL or SASL.
         if self.get("process.roles") and "listener.security.protocol.map" not in self._props:
-            listener_names = [item.split("://")[0].upper() for item in _csv(self._str("listeners") or "")]
+            listener_names = [item.split("://")[0].upper() for item in _csv(self._list_text("listeners") or "")]
             secure = {"SSL", "SASL_PLAINTEXT", "SASL_SSL"}
             if not secure.intersection(self.controller_listener_names) and not secure.intersection(listener_names):
                 protocols |= {name: "PLAINTEXT" for name in self.controller_listener_names}
         return protocols
 
     def _advertised_listeners(self) -> tuple[Endpoint, ...]:
-        advertised = self._str("advertised.listeners")
+        advertised = self._list_text("advertised.listeners")
         if advertised is not None:
             endpoints = _parse_endpoints(
                 "advertised.listeners", advertised, self.listener_security_protocol_map, distinct_ports=False
@@ -803,7 +819,8 @@ class KafkaConfig:
     def describe(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
         """This broker's BROKER resource (named by its id): every config, or those of `names` that
         exist, sorted by name."""
-        known = BROKER_CONFIGS.keys() | self._props.keys()
+        # Kafka 4 no longer has the ZooKeeper-era configs: listed only when set, as custom configs are.
+        known = (BROKER_CONFIGS.keys() - _ZOOKEEPER_ERA_CONFIGS) | self._props.keys()
         wanted = known if names is None else known & set(names)
         # Listener overrides and custom configs are reported as written, defined configs as parsed.
         return [

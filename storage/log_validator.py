@@ -257,8 +257,8 @@ def _validate_timestamps(header: BatchHeader, config: LogConfig, now_ms: int, lo
             "Invalid timestamp type in message. Producer should not set timestamp type to LogAppendTime.")
     if log_append_time:
         return
-    lowest = now_ms - config.timestamp_before_max_ms
-    highest = now_ms + config.timestamp_after_max_ms
+    lowest = now_ms - config.message_timestamp_before_max_ms
+    highest = now_ms + config.message_timestamp_after_max_ms
     candidates = (header.max_timestamp,) if header.timestamp_type else (header.base_timestamp, header.max_timestamp)
     for timestamp in candidates:
         if timestamp != NO_TIMESTAMP and not lowest <= timestamp <= highest:

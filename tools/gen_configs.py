@@ -1,15 +1,23 @@
 """Generate server/broker_config_defs.py and storage/topic_config_defs.py from Kafka's config tables.
 
-Usage: python tools/gen_configs.py                      the tables Kafka 3.9's jars print
-       python tools/gen_configs.py --jars DIR           the same, from another class-path directory
+Usage: python tools/gen_configs.py                      the tables Kafka 4.4's and 3.9's jars print
+       python tools/gen_configs.py --jars DIR [DIR39]   the same, from other class-path directories
        python tools/gen_configs.py configuration.html   the tables Kafka's site includes
 
 The tables are the HTML that Kafka's ConfigDef.toHtml writes: Kafka's build runs the main methods of
 kafka.server.KafkaConfig (the broker's, with each config's dynamic update mode) and
 org.apache.kafka.storage.internals.log.LogConfig (the topic's) into the site's generated/ directory,
 which configuration.html pulls in with server-side includes (`<!--#include virtual="generated/..." -->`).
-Here those main methods run from the jars that `scripts/fetch-jars.sh kafka39` puts in
-$SAMSA_CACHE/kafka39 (default ~/.cache/samsa/kafka39), under this machine's java.
+Here those main methods run from the jars that `scripts/fetch-jars.sh kafka4 kafka39` puts in
+$SAMSA_CACHE/kafka4 and $SAMSA_CACHE/kafka39 (default ~/.cache/samsa/...), under this machine's java.
+
+Clients see the newest Kafka: the topic configs are Kafka 4.4's, and so are the broker configs, followed
+by the broker configs Kafka 3.9 has and 4.x dropped (ZooKeeper mode's zookeeper.*, broker.id.generation.enable,
+inter.broker.protocol.version, ...), which Samsa still accepts; each broker config names the release whose
+table it comes from (`kafka_version`).
+
+Kafka 4 prints an empty Default for a config without one (ConfigDef.NO_DEFAULT_VALUE: node.id,
+process.roles, controller.listener.names); it is None here, as a null default.
 
 The tables depend on the JVM that prints them: Kafka's ssl.protocol and ssl.enabled.protocols defaults
 are TLSv1.3 and TLSv1.2,TLSv1.3 on Java 11 and newer, TLSv1.2 on Java 8 (Kafka's SslConfigs).
@@ -23,11 +31,14 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KAFKA_JARS = Path(os.environ.get("SAMSA_CACHE", Path.home() / ".cache" / "samsa")) / "kafka39"
+CACHE = Path(os.environ.get("SAMSA_CACHE", Path.home() / ".cache" / "samsa"))
+KAFKA_JARS = CACHE / "kafka4"
+# The ZooKeeper-era release whose broker configs that Kafka 4 dropped are kept.
+ZOOKEEPER_ERA_JARS = CACHE / "kafka39"
 
 BROKER_TABLE = "generated/kafka_config.html"
 TOPIC_TABLE = "generated/topic_config.html"
@@ -63,6 +74,7 @@ class ConfigDoc:
     doc: str
     update_mode: str | None  # broker tables only
     server_default_property: str | None  # topic tables only
+    kafka_version: str | None = None  # broker tables from jars: the release whose table lists it
 
 
 def kafka_version(jars: Path) -> str | None:
@@ -76,7 +88,7 @@ def kafka_version(jars: Path) -> str | None:
 def jar_tables(jars: Path = KAFKA_JARS) -> dict[str, str]:
     """The config tables printed by Kafka's own classes, by the name the site includes them under."""
     if kafka_version(jars) is None:
-        raise SystemExit(f"no Kafka jars in {jars}: run bash scripts/fetch-jars.sh kafka39")
+        raise SystemExit(f"no Kafka jars in {jars}: run bash scripts/fetch-jars.sh kafka4 kafka39")
     java = shutil.which("java")
     if java is None:
         raise SystemExit("no java on PATH: bash scripts/fetch-jars.sh installs one")
@@ -118,7 +130,7 @@ def first_sentence(doc: str) -> str:
 
 
 def parse_default(config_type: str, text: str) -> object:
-    if text == "null":
+    if text in ("null", ""):  # "": no default at all
         return None
     if text == '""':
         return () if config_type == "list" else ""
@@ -190,6 +202,7 @@ BROKER_FIELDS = [
     ("valid_values", "str"),
     ("importance", "str"),
     ("update_mode", "str"),
+    ("kafka_version", "str | None"),
     ("doc", "str"),
 ]
 
@@ -204,17 +217,32 @@ TOPIC_FIELDS = [
 ]
 
 
-def generate(tables: dict[str, str], source: str) -> dict[str, str]:
+def broker_configs(newest: str, newest_version: str | None, zookeeper_era: str | None,
+                   zookeeper_era_version: str | None) -> list[ConfigDoc]:
+    """The newest release's broker configs in its order, then the ZooKeeper-era release's that it no
+    longer has, in theirs; each with the release it comes from."""
+    configs = [replace(doc, kafka_version=newest_version) for doc in parse_table(newest)]
+    names = {doc.name for doc in configs}
+    older = [] if zookeeper_era is None else parse_table(zookeeper_era)
+    return configs + [replace(doc, kafka_version=zookeeper_era_version) for doc in older if doc.name not in names]
+
+
+def generate(tables: dict[str, str], source: str, zookeeper_era_tables: dict[str, str] | None = None,
+             versions: tuple[str | None, str | None] = (None, None)) -> dict[str, str]:
     """The generated modules' text, by path relative to the repository root, from the config tables
-    (`jar_tables` or `docs_tables`); `source` names them in the modules' first line."""
-    broker = parse_table(tables[BROKER_TABLE])
+    (`jar_tables` or `docs_tables`) and, for the broker configs that later releases dropped, the
+    ZooKeeper-era release's; `versions` are the two releases'; `source` names them in the modules'
+    first line."""
+    broker = broker_configs(tables[BROKER_TABLE], versions[0],
+                            None if zookeeper_era_tables is None else zookeeper_era_tables[BROKER_TABLE], versions[1])
     topic = parse_table(tables[TOPIC_TABLE])
     return {
         "server/broker_config_defs.py": render(
             "BrokerConfigDef",
             "BROKER_CONFIGS",
             "Apache Kafka's broker configs as its docs list them; update_mode is read-only, per-broker "
-            "or cluster-wide.",
+            "or cluster-wide; kafka_version is the release whose table lists it (Kafka 3.9's for the "
+            "ZooKeeper-era configs Kafka 4 dropped, which Samsa still accepts).",
             BROKER_FIELDS,
             broker,
             source,
@@ -231,8 +259,11 @@ def generate(tables: dict[str, str], source: str) -> dict[str, str]:
     }
 
 
-def jar_source(jars: Path) -> str:
-    return f"Kafka {kafka_version(jars)}'s KafkaConfig and LogConfig (scripts/fetch-jars.sh kafka39)"
+def generate_from_jars(jars: Path = KAFKA_JARS, zookeeper_era_jars: Path = ZOOKEEPER_ERA_JARS) -> dict[str, str]:
+    newest, older = kafka_version(jars), kafka_version(zookeeper_era_jars)
+    source = (f"Kafka {newest}'s KafkaConfig and LogConfig, and Kafka {older}'s KafkaConfig "
+              "(scripts/fetch-jars.sh kafka4 kafka39)")
+    return generate(jar_tables(jars), source, jar_tables(zookeeper_era_jars), (newest, older))
 
 
 def main(argv: list[str]) -> None:
@@ -241,7 +272,7 @@ def main(argv: list[str]) -> None:
         modules = generate(docs_tables(configuration), "shared/kafka-docs/configuration.html")
     else:
         jars = Path(argv[2]) if len(argv) > 2 else KAFKA_JARS
-        modules = generate(jar_tables(jars), jar_source(jars))
+        modules = generate_from_jars(jars, Path(argv[3]) if len(argv) > 3 else ZOOKEEPER_ERA_JARS)
     for path, text in modules.items():
         (ROOT / path).write_text(text)
 

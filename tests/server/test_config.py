@@ -55,13 +55,13 @@ def entry(entries, name):
 def test_generated_sample_matches_kafka():
     segment = BROKER_CONFIGS["log.segment.bytes"]
     assert (segment.type, segment.default, segment.valid_values, segment.update_mode) == (
-        "int", 1073741824, "[14,...]", "cluster-wide")
+        "int", 1073741824, "[1048576,...]", "cluster-wide")
     assert BROKER_CONFIGS["log.retention.hours"].default == 168
     assert BROKER_CONFIGS["log.retention.ms"].default is None
-    assert BROKER_CONFIGS["log.dir"].default == "/tmp/kafka-logs"
+    assert BROKER_CONFIGS["log.dir"].default == ("/tmp/kafka-logs",)  # a list since Kafka 4.0
     assert BROKER_CONFIGS["auto.create.topics.enable"].default is True
     assert BROKER_CONFIGS["log.cleaner.min.cleanable.ratio"].default == 0.5
-    assert BROKER_CONFIGS["process.roles"].default == ()
+    assert BROKER_CONFIGS["process.roles"].default is None  # Kafka 4: no default, required
     assert BROKER_CONFIGS["ssl.key.password"].type == "password"
     assert BROKER_CONFIGS["listeners"].update_mode == "per-broker"
     assert BROKER_CONFIGS["broker.id"].doc == "The broker id for this server."
@@ -125,8 +125,10 @@ def test_generator_reads_kafkas_table_layout():
 
 GENERATOR = load_generator()
 needs_kafka_jars = pytest.mark.needs_input(
-    GENERATOR.kafka_version(GENERATOR.KAFKA_JARS) is not None and shutil.which("java") is not None,
-    f"Kafka 3.9's jars at {GENERATOR.KAFKA_JARS} (bash scripts/fetch-jars.sh kafka39) and java",
+    GENERATOR.kafka_version(GENERATOR.KAFKA_JARS) is not None
+    and GENERATOR.kafka_version(GENERATOR.ZOOKEEPER_ERA_JARS) is not None and shutil.which("java") is not None,
+    f"Kafka 4.4's and 3.9's jars at {GENERATOR.KAFKA_JARS} and {GENERATOR.ZOOKEEPER_ERA_JARS} "
+    "(bash scripts/fetch-jars.sh kafka4 kafka39) and java",
 )
 
 
@@ -141,11 +143,11 @@ def definitions(text: str) -> dict:
 
 @needs_kafka_jars
 def test_committed_modules_are_what_kafkas_jars_print():
-    """Every config's definition, in Kafka's order, as Kafka 3.9's own ConfigDef prints it (only the
-    first line of the module, which names the source, is not compared). The TLS defaults are
-    Kafka's on Java 11 and newer (its SslConfigs picks them by the running Java), as every current
-    Kafka deployment runs."""
-    fresh = GENERATOR.generate(GENERATOR.jar_tables(), "Kafka's jars")
+    """Every config's definition, in Kafka's order, as Kafka 4.4's own ConfigDef prints it, then the
+    broker configs only Kafka 3.9's prints (only the first line of the module, which names the
+    source, is not compared). The TLS defaults are Kafka's on Java 11 and newer (its SslConfigs
+    picks them by the running Java), as every current Kafka deployment runs."""
+    fresh = GENERATOR.generate_from_jars()
     for path, text in fresh.items():
         committed, generated = definitions((REPO / path).read_text()), definitions(text)
         differing = sorted(name for name in committed | generated if committed.get(name) != generated.get(name))
@@ -455,7 +457,8 @@ def test_value_to_string(value, text):
 
 def test_describe_default_and_static_sources():
     described = config(num_partitions="3", log_cleanup_policy="compact, delete").describe()
-    assert len(described) == len(BROKER_CONFIGS)
+    # Kafka 4.4's configs; the ZooKeeper-era ones from Kafka 3.9 only when set.
+    assert len(described) == len([d for d in BROKER_CONFIGS.values() if d.kafka_version == "4.4.0"])
     partitions = entry(described, "num.partitions")
     assert (partitions.value, partitions.source, partitions.config_type) == ("3", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT)
     assert partitions.synonyms == (
@@ -468,8 +471,9 @@ def test_describe_default_and_static_sources():
     threads = entry(described, "num.io.threads")
     assert (threads.value, threads.source) == ("8", ConfigSource.DEFAULT_CONFIG)
     assert threads.synonyms == (ConfigSynonym("num.io.threads", "8", ConfigSource.DEFAULT_CONFIG),)
-    assert entry(described, "zookeeper.connect").value is None
-    assert entry(described, "zookeeper.connect").synonyms == ()
+    assert "zookeeper.connect" not in {e.name for e in described}
+    zookeeper = entry(config(zookeeper_connect="localhost:2181").describe(), "zookeeper.connect")
+    assert (zookeeper.value, zookeeper.source) == ("localhost:2181", ConfigSource.STATIC_BROKER_CONFIG)
 
 
 def test_describe_read_only_follows_the_update_mode():
@@ -577,6 +581,6 @@ def test_valid_topic_configs():
         "follower.replication.throttled.replicas": "*",
         "leader.replication.throttled.replicas": "0:1, 1:1",
         "min.cleanable.dirty.ratio": "0.1",
-        "message.format.version": "2.8",
+        "max.decompressed.message.bytes": "1000000",
         "compression.type": "zstd",
     })

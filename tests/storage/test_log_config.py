@@ -26,7 +26,7 @@ def test_kafka_defaults():
 
 
 def test_every_topic_config_has_a_field():
-    assert len(TOPIC_CONFIG_NAMES) == 36
+    assert len(TOPIC_CONFIG_NAMES) == 37
     assert set(LogConfig().to_props()) == set(TOPIC_CONFIG_NAMES)
 
 
@@ -94,12 +94,13 @@ def test_to_props_round_trips():
     assert LogConfig.from_props(props) == config
 
 
-def test_deprecated_timestamp_difference_applies_when_the_new_bounds_are_unset():
-    config = LogConfig.from_props({"message.timestamp.difference.max.ms": "500"})
-    assert (config.timestamp_before_max_ms, config.timestamp_after_max_ms) == (500, 500)
-    config = LogConfig.from_props({"message.timestamp.difference.max.ms": "500",
-                                   "message.timestamp.after.max.ms": "20"})
-    assert (config.timestamp_before_max_ms, config.timestamp_after_max_ms) == (500, 20)
+def test_kafka_4_timestamp_bounds():
+    """Kafka 4.0 removed message.timestamp.difference.max.ms and bounds future timestamps to an hour
+    by default (KIP-937)."""
+    config = LogConfig()
+    assert (config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms) == (LONG_MAX, 3600000)
+    with pytest.raises(InvalidConfigurationException, match="Unknown topic config name"):
+        LogConfig.from_props({"message.timestamp.difference.max.ms": "500"})
 
 
 def test_compacted_topics_roll_by_max_compaction_lag():
