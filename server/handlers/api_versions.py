@@ -1,8 +1,14 @@
 """ApiVersions (key 18), v0-4: every API this broker serves with the versions its handler declares
 (server/handlers/__init__.py), nothing taken from the schemas. Follows KafkaApis.handleApiVersionsRequest
 and ApiVersionsRequest.isValid; a version above ours gets v0 with UNSUPPORTED_VERSION (KIP-511).
-Deviations: v3+ lists no supported or finalized features (KIP-584), where Kafka lists metadata.version
-and the other feature levels.
+v3+ lists the supported and finalized features (KIP-584) as Kafka 4.4 does, but only at levels Samsa
+implements.
+Deviations: kraft.version, share.version, streams.version, transaction.version and
+eligible.leader.replicas.version are supported at level 0 only and not finalized (Kafka 4.4: finalized
+at 1, 2, 1, 2, 1): Samsa has no KRaft quorum (KIP-853), no share groups (KIP-932), no streams groups
+(KIP-1071), neither flexible transaction log records (transaction.version 1) nor KIP-890 part 2
+(transaction.version 2: EndTxn v5, an epoch bump per transaction), and no eligible leader replicas
+(KIP-966).
 """
 
 from __future__ import annotations
@@ -16,6 +22,32 @@ from . import HANDLERS, handler
 ApiVersionsResponse = response_class(ApiKey.API_VERSIONS)
 # Kafka's ApiVersionsRequest.isValid: software name and version are [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+# Feature: (the levels supported, the level finalized; 0 is not finalized, as in Kafka).
+FEATURES: dict[str, tuple[tuple[int, int], int]] = {
+    "group.version": ((0, 1), 1),  # 1: KIP-848 consumer groups
+    "kraft.version": ((0, 0), 0),
+    # Kafka 4.4's range (3.3-IV3 to 4.4's level): the APIs are 4.4's; Samsa keeps no metadata log.
+    "metadata.version": ((7, 33), 33),
+    "share.version": ((0, 0), 0),
+    "streams.version": ((0, 0), 0),
+    "transaction.version": ((0, 0), 0),
+    "eligible.leader.replicas.version": ((0, 0), 0),
+}
+# Kafka's epoch is the metadata log offset of the last feature change; Samsa's features never change.
+FINALIZED_FEATURES_EPOCH = 0
+
+
+def supported_features():
+    Key = ApiVersionsResponse.SupportedFeatureKey
+    return [Key(name=name, min_version=low, max_version=high) for name, ((low, high), _) in FEATURES.items()]
+
+
+def finalized_features():
+    Key = ApiVersionsResponse.FinalizedFeatureKey
+    return [Key(name=name, max_version_level=level, min_version_level=level)
+            for name, (_, level) in FEATURES.items() if level > 0]
 
 
 def api_keys(cluster_mode: bool = False):
@@ -40,5 +72,7 @@ async def handle(ctx, request):
     if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
                                      and _SOFTWARE.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.services.zookeeper is not None),
-                               throttle_time_ms=0)
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.services.zookeeper is not None), throttle_time_ms=0,
+                               supported_features=supported_features(),
+                               finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+                               finalized_features=finalized_features())

@@ -183,10 +183,10 @@ async def handle(ctx, request):
                 results.append(error_result(topic.name, e.error_code, str(e)))
                 continue
         if topic.name not in describable and ctx.api_version >= 5:
-            result = Result(name=topic.name, error_code=ErrorCode.NONE, configs=[],
+            result = Result(name=topic.name, error_code=ErrorCode.NONE, error_message=None, configs=[],
                             topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         else:
-            result = Result(name=topic.name, error_code=ErrorCode.NONE, num_partitions=partitions,
+            result = Result(name=topic.name, error_code=ErrorCode.NONE, error_message=None, num_partitions=partitions,
                             replication_factor=replication,
                             configs=config_entries(ctx, configs) if ctx.api_version >= 5 else None)
         if topic_id is not None:

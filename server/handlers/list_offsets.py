@@ -1,6 +1,7 @@
 """ListOffsets (key 2), v0-10: offsets by timestamp and Kafka's special timestamps (latest, earliest,
 max timestamp, earliest local, latest tiered). Follows KafkaApis.handleListOffsetRequest,
-Partition.fetchOffsetForTimestamp and UnifiedLog.fetchOffsetByTimestamp.
+Partition.fetchOffsetForTimestamp and UnifiedLog.fetchOffsetByTimestamp. A partition asked for twice
+in one topic gets INVALID_REQUEST, once (Kafka 4's ReplicaManager.fetchOffset answers by partition).
 Deviations: v0 answers at most one offset (Kafka's legacyFetchOffsetsBefore lists segment base offsets
 up to max_num_offsets); v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896); with no tiered
 storage, latest tiered is always -1 and earliest local is the log start offset.
@@ -63,9 +64,12 @@ async def handle(ctx, request):
         counts = Counter(p.partition_index for p in t.partitions)
         duplicates = {index for index, n in counts.items() if n > 1}
         parts = []
+        answered: set[int] = set()
         for p in t.partitions:
             if p.partition_index in duplicates:
-                parts.append(error(p.partition_index, ErrorCode.INVALID_REQUEST))
+                if p.partition_index not in answered:
+                    parts.append(error(p.partition_index, ErrorCode.INVALID_REQUEST))
+                answered.add(p.partition_index)
                 continue
             partition = ctx.services.replica_manager.get(t.name, p.partition_index)
             if partition is None:

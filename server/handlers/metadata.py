@@ -94,6 +94,14 @@ async def handle(ctx, request):
     allow_auto = ((ctx.api_version < 4 or request.allow_auto_topic_creation)
                   and services.config.get("auto.create.topics.enable") and services.zk_metadata is None)
     topics = []
+
+    def failed(name: str, error_code: int) -> object:
+        # Kafka fills in the operations of every topic it answers for by name and the caller may
+        # describe, an unknown one included.
+        return Topic(error_code=error_code, name=name, is_internal=False,
+                     topic_authorized_operations=(ctx.authorized_operations(TOPIC, name) if include_ops
+                                                  else AUTHORIZED_OPERATIONS_OMITTED))
+
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
         topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()
                   if ctx.authorize(DESCRIBE, TOPIC, t.name, log_if_denied=False)]
@@ -121,16 +129,16 @@ async def handle(ctx, request):
                 try:
                     validate_topic_name(name)
                 except InvalidTopicError:
-                    topics.append(Topic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name, is_internal=False))
+                    topics.append(failed(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
                     continue
                 if allow_auto and image.collides(name) is None:
                     try:
                         topic = auto_create(ctx, name)
                     except KafkaStorageException as e:
-                        topics.append(Topic(error_code=e.error_code, name=name, is_internal=False))
+                        topics.append(failed(name, e.error_code))
                         continue
                 else:
-                    topics.append(Topic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=False))
+                    topics.append(failed(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
             topics.append(topic_metadata(ctx, topic, include_ops))
     brokers, controller_id = brokers_and_controller(ctx)
