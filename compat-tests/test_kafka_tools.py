@@ -220,11 +220,6 @@ def fewer_partitions_scenario(t: Tools) -> None:
     t.run("kafka-topics", "--alter", "--topic", "tools-fewer-partitions", "--partitions", "2")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Samsa's refusal is Kafka 3.x's ZooKeeper-mode message: kafka-topics prints `Error while executing "
-    "topic command : Topic currently has 3 partitions, which is higher than the requested 2.` where "
-    "Kafka 4.4 says `... : The topic tools-fewer-partitions currently has 3 partition(s); 2 would not "
-    "be an increase.`"))
 def test_kafka_topics_refuses_fewer_partitions(brokers, tmp_path, log4j2):
     assert_same(run_on_both(brokers, fewer_partitions_scenario, tmp_path, log4j2), tmp_path)
 
@@ -291,11 +286,6 @@ def unknown_group_scenario(t: Tools) -> None:
     t.run("kafka-consumer-groups", "--describe", "--group", "no-such-group")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DescribeGroups of an unknown group: Kafka 4.4 answers GROUP_ID_NOT_FOUND and kafka-consumer-groups "
-    "prints `Error: Executing consumer group command failed due to org.apache.kafka.common.errors."
-    "GroupIdNotFoundException: Group no-such-group not found.`; Samsa answers a Dead group with no error "
-    "and the tool prints `Error: Consumer group 'no-such-group' does not exist.`"))
 def test_kafka_consumer_groups_describe_unknown_group(brokers, tmp_path, log4j2):
     assert_same(run_on_both(brokers, unknown_group_scenario, tmp_path, log4j2), tmp_path)
 
@@ -350,12 +340,6 @@ def all_topic_configs_scenario(t: Tools) -> None:
     t.run("kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", "tools-all-configs", "--all")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DescribeConfigs of a topic, every config: Samsa lists Kafka 3.x's topic configs. It lacks "
-    "errors.deadletterqueue.group.enable=false, max.decompressed.message.bytes=2147483639, "
-    "remote.copy.lag.bytes=-1 and remote.copy.lag.ms=0; it has message.downconversion.enable=true, "
-    "message.format.version=3.0-IV1 and message.timestamp.difference.max.ms, which Kafka 4.0 removed; "
-    "its message.timestamp.after.max.ms default is 9223372036854775807 where Kafka 4.x's is 3600000 (KIP-1030)"))
 def test_kafka_configs_describe_all_topic_configs(brokers, tmp_path, log4j2):
     assert_same(run_on_both(brokers, all_topic_configs_scenario, tmp_path, log4j2), tmp_path)
 

@@ -34,7 +34,7 @@ from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
 from .metadata import BrokerInfo, MetadataStore, load_or_import
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
-from .dynamic_broker_config import load_dynamic_broker_configs
+from .dynamic_broker_config import load_dynamic_broker_configs, write_formatted_dynamic_defaults
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService, random_member_uuid
 from .txn_service import TxnService
@@ -95,8 +95,12 @@ class Broker:
         self.log_manager = LogManager(self.log_dirs, self.config.log_config(), wall_clock_ms,
                                       producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
                                       cleaner_config=CleanerConfig.from_broker_config(self.config.get))
+        formatting = not self.log_manager.is_formatted()
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
         self.metadata = metadata = load_or_import(self.log_dirs, self.cluster_id)
+        if formatting and not self.config.is_set("zookeeper.connect"):
+            # Kafka 4's `kafka-storage format` writes it; a ZooKeeper-mode Kafka 3.9 broker has no such step.
+            write_formatted_dynamic_defaults(self.config, metadata)
         load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
         self.authorizer = new_authorizer(self.config, metadata.acls)
         self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)

@@ -214,6 +214,18 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
            new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))
 
 
+# What Kafka 4's `kafka-storage format` writes as cluster-wide dynamic defaults: the broker's
+# min.insync.replicas (KIP-966 wants it set at the cluster level). A new cluster's topics show it as
+# DYNAMIC_DEFAULT_BROKER_CONFIG; Samsa writes the same when it starts on fresh log directories.
+FORMATTED_DYNAMIC_DEFAULTS = ("min.insync.replicas",)
+
+
+def write_formatted_dynamic_defaults(config: KafkaConfig, metadata: MetadataCache) -> None:
+    """On freshly formatted log directories, before load_dynamic_broker_configs."""
+    defaults = {name: value_to_string(config.get(name)) for name in FORMATTED_DYNAMIC_DEFAULTS}
+    metadata.set_broker_configs("", {name: value for name, value in defaults.items() if value is not None})
+
+
 def load_dynamic_broker_configs(config: KafkaConfig, metadata: MetadataCache, logs: LogManager, node_id: int) -> None:
     """At startup, before any log opens: the dynamic configs the metadata holds take effect."""
     stored = metadata.broker_configs

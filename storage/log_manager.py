@@ -90,6 +90,10 @@ class LogManager:
                         if cleaner_config is not None and cleaner_config.enable else None)
 
     # -- identity
+    def is_formatted(self) -> bool:
+        """Whether any log directory has its meta.properties (Kafka's `kafka-storage format` writes them)."""
+        return any((d / META_PROPERTIES).exists() for d in self.log_dirs)
+
     def ensure_meta_properties(self, node_id: int, new_cluster_id: Callable[[], str]) -> str:
         """Check or write meta.properties in every log directory; returns the cluster id (read, or
         made with `new_cluster_id` for a fresh broker). Refuses directories that belong to another

@@ -28,11 +28,11 @@ def grow(ctx, topic, validate_only: bool, mutations):
     info = services.metadata.topics.get(topic.name)
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic.name}' does not exist."
-    if topic.count < info.num_partitions:
-        return ErrorCode.INVALID_PARTITIONS, (f"Topic currently has {info.num_partitions} partitions, which is "
-                                              f"higher than the requested {topic.count}.")
     if topic.count == info.num_partitions:
-        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partitions."
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partition(s)."
+    if topic.count < info.num_partitions:
+        return ErrorCode.INVALID_PARTITIONS, (f"The topic {topic.name} currently has {info.num_partitions} "
+                                              f"partition(s); {topic.count} would not be an increase.")
     if topic.assignments is not None:
         if len(topic.assignments) != topic.count - info.num_partitions:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
