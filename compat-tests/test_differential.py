@@ -372,8 +372,8 @@ def test_describe_an_unknown_group(pair, version):
     find = FindCoordinator(key_type=0, coordinator_keys=[group])
     not_ready = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
     for client in (pair.samsa, pair.kafka):
-        wait_for(lambda: client.call(find, 4).coordinators[0].error_code == 0
-                 and client.call(request, version).groups[0].error_code not in not_ready, what="the group coordinator")
+        wait_for(lambda c=client: c.call(find, 4).coordinators[0].error_code == 0
+                 and c.call(request, version).groups[0].error_code not in not_ready, what="the group coordinator")
     assert_same(*pair.both(request, version))
 
 

@@ -74,7 +74,8 @@ async def read_topic_configs(services: BrokerServices, name: str) -> None:
 async def handle(ctx, request):
     results = []
     for resource in request.resources:
-        code, message, configs = ErrorCode.NONE, "", []  # Kafka's Errors.NONE.message()
+        code, configs = ErrorCode.NONE, []
+        message: str | None = ""  # Kafka's on success
         try:
             check_authorized(ctx, DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
             if ctx.services.zk_metadata is not None and resource.resource_type == ResourceType.TOPIC:

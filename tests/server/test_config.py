@@ -73,6 +73,11 @@ def test_generated_sample_matches_kafka():
     assert TOPIC_CONFIGS["follower.replication.throttled.replicas"].default == ()
 
 
+def test_topics_refuse_records_over_an_hour_ahead_by_default():
+    """Kafka 4.0's default (KIP-937), from the broker's log.message.timestamp.after.max.ms."""
+    assert config().log_config().message_timestamp_after_max_ms == 3_600_000
+
+
 def test_every_server_default_property_is_a_broker_config():
     for topic in TOPIC_CONFIGS.values():
         assert topic.server_default_property in BROKER_CONFIGS or topic.server_default_property is None

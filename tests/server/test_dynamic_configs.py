@@ -28,6 +28,10 @@ DBC, DDBC = ConfigSource.DYNAMIC_BROKER_CONFIG, ConfigSource.DYNAMIC_DEFAULT_BRO
 STATIC, DEFAULT = ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG
 
 
+# The cluster-wide dynamic default a fresh log directory starts with (Kafka 4's kafka-storage format).
+FORMATTED = {"min.insync.replicas": "1"}
+
+
 def run(config: KafkaConfig, scenario) -> None:
     """Start a broker, run `scenario(broker, client)` against it, then stop the broker (always)."""
 
@@ -94,7 +98,7 @@ def log_config(broker, topic, index=0):
 
 def test_per_broker_beats_cluster_default_beats_static(tmp_path):
     async def scenario(broker, client):
-        assert (await describe(client, BROKER, "")).configs == []
+        assert [c.name for c in (await describe(client, BROKER, "")).configs] == list(FORMATTED)
         assert await incremental(client, BROKER, "", ("message.max.bytes", SET, "500000")) == OK
         default = (await configs(client, BROKER, ""))["message.max.bytes"]
         assert (default.value, default.config_source, default.read_only) == ("500000", DDBC, False)
@@ -117,7 +121,7 @@ def test_per_broker_beats_cluster_default_beats_static(tmp_path):
         assert broker.config.get("message.max.bytes") == 500000
         assert await incremental(client, BROKER, "", ("message.max.bytes", DELETE, None)) == OK
         assert broker.config.get("message.max.bytes") == 400000
-        assert (await describe(client, BROKER, "")).configs == []
+        assert [c.name for c in (await describe(client, BROKER, "")).configs] == list(FORMATTED)
 
     run(broker_config(tmp_path, message_max_bytes=400000), scenario)
 
@@ -197,12 +201,11 @@ def test_update_modes_and_kafkas_messages(tmp_path):
             "Invalid value org.apache.kafka.common.config.ConfigException: Dynamic thread count update validation "
             "failed for num.io.threads=100, value should not be greater than double the current value 8 for "
             "configuration Invalid dynamic configuration")
+        # Kafka 4 made advertised.listeners read-only.
         assert await incremental(client, BROKER, "0", ("advertised.listeners", SET, "PLAINTEXT://10.0.0.1:9092")) == (
-            ErrorCode.INVALID_REQUEST,
-            "Invalid value org.apache.kafka.common.config.ConfigException: Advertised listeners cannot be altered "
-            "when using a Raft-based metadata quorum. for configuration Invalid dynamic configuration")
+            ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(advertised.listeners)")
         # Nothing refused was kept.
-        assert broker.config.dynamic_configs(per_broker=False) == {}
+        assert broker.config.dynamic_configs(per_broker=False) == FORMATTED
         assert broker.config.dynamic_configs(per_broker=True) == {"sasl.kerberos.service.name": "kafka"}
 
     run(broker_config(tmp_path), scenario)
@@ -242,7 +245,7 @@ def test_request_shape_errors(tmp_path):
         assert await incremental(client, BROKER, "", ("message.max.bytes", 9, "1")) == (
             ErrorCode.INVALID_REQUEST, "Unknown operations type 9")
         assert await incremental(client, 3, "x", ("a", SET, "1")) == (ErrorCode.INVALID_REQUEST, "Unknown resource type 3")
-        assert broker.config.dynamic_configs(per_broker=False) == {}
+        assert broker.config.dynamic_configs(per_broker=False) == FORMATTED
 
     run(broker_config(tmp_path), scenario)
 
@@ -252,7 +255,7 @@ def test_append_and_subtract_take_list_configs_only(tmp_path):
         await create_topic(client, "t")
         # From Kafka's default ("delete"), not from the effective value.
         assert await incremental(client, BROKER, "", ("log.cleanup.policy", APPEND, "compact")) == OK
-        assert broker.config.dynamic_configs(per_broker=False) == {"log.cleanup.policy": "delete,compact"}
+        assert broker.config.dynamic_configs(per_broker=False) == {**FORMATTED, "log.cleanup.policy": "delete,compact"}
         assert log_config(broker, "t").cleanup_policy == ("delete", "compact")
         assert await incremental(client, BROKER, "", ("log.cleanup.policy", SUBTRACT, "delete")) == OK
         assert log_config(broker, "t").cleanup_policy == ("compact",)
@@ -294,7 +297,7 @@ def test_validate_only_applies_and_keeps_nothing(tmp_path):
         assert image.read_text() == before
         assert broker.config.get("message.max.bytes") == 1048588
         assert log_config(broker, "t").retention_ms == 604800000
-        assert (await describe(client, BROKER, "")).configs == []
+        assert [c.name for c in (await describe(client, BROKER, "")).configs] == list(FORMATTED)
 
     run(broker_config(tmp_path), scenario)
 
@@ -369,7 +372,7 @@ def test_dynamic_configs_survive_a_restart(tmp_path):
         assert await incremental(client, BROKER, "00", ("message.max.bytes", SET, "60000")) == OK
 
     async def second(broker, client):
-        assert broker.config.dynamic_configs(per_broker=False) == {"log.retention.ms": "7200000",
+        assert broker.config.dynamic_configs(per_broker=False) == {**FORMATTED, "log.retention.ms": "7200000",
                                                                     "message.max.bytes": "70000"}
         assert broker.config.get("message.max.bytes") == 60000
         assert (log_config(broker, "t").retention_ms, log_config(broker, "t").max_message_bytes) == (7200000, 60000)
@@ -380,7 +383,7 @@ def test_dynamic_configs_survive_a_restart(tmp_path):
 
     run(broker_config(tmp_path), first)
     stored = json.loads((tmp_path / "data" / METADATA_FILE).read_text())["broker_configs"]
-    assert stored == {"": {"log.retention.ms": "7200000", "message.max.bytes": "70000"},
+    assert stored == {"": {**FORMATTED, "log.retention.ms": "7200000", "message.max.bytes": "70000"},
                       "0": {"message.max.bytes": "60000"}}
     # A fresh config object: only the metadata image carries the dynamic configs over.
     run(broker_config(tmp_path), second)
@@ -397,7 +400,7 @@ def test_stored_configs_that_no_longer_apply_are_skipped_at_startup(tmp_path):
     image.write_text(json.dumps(data))
 
     async def second(broker, client):
-        assert broker.config.dynamic_configs(per_broker=False) == {"log.segment.bytes": "2000000"}
+        assert broker.config.dynamic_configs(per_broker=False) == {**FORMATTED, "log.segment.bytes": "2000000"}
         assert broker.config.get("num.partitions") == 1
 
     run(broker_config(tmp_path), second)

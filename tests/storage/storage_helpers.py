@@ -37,7 +37,7 @@ class Clock:
 
 
 def small_config(**overrides) -> LogConfig:
-    """Kafka's defaults, except an index entry for every batch and no timestamp bound."""
+    """Kafka's defaults, except an index entry for every batch."""
     return dataclasses.replace(LogConfig(index_interval_bytes=0), **overrides)
 
 

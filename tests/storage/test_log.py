@@ -124,6 +124,14 @@ def test_batch_size_limits(tmp_path, clock):
         log.append_as_leader(make_batch(value_size=100))
 
 
+def test_records_over_an_hour_ahead_are_refused_by_default(tmp_path, clock):
+    """Kafka 4.0's message.timestamp.after.max.ms default (KIP-937): one hour."""
+    log = open_log(tmp_path, clock)
+    append(log, [clock.now + 3_600_000])
+    with pytest.raises(InvalidTimestampException):
+        append(log, [clock.now + 3_600_001])
+
+
 def test_timestamps_outside_the_allowed_window_are_refused(tmp_path, clock):
     log = open_log(tmp_path, clock, message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=100)
     append(log, [clock.now - 1000, clock.now + 100])
