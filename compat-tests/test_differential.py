@@ -203,14 +203,14 @@ def test_api_versions_ranges(pair, version):
     assert found == API_VERSIONS_DIFFERENCES
 
 
-# ApiVersions v3+ features (KIP-584) Samsa supports at level 0 only and does not finalize, where
-# Kafka 4.4 finalizes them at its highest level, and why.
-FEATURES_SAMSA_STAYS_AT_0 = {
-    "kraft.version": "no KRaft quorum (KIP-853)",
-    "share.version": "no share groups (KIP-932)",
-    "streams.version": "no streams groups (KIP-1071)",
-    "transaction.version": "1 writes flexible transaction log records, 2 is KIP-890 part 2 (EndTxn v5): neither",
-    "eligible.leader.replicas.version": "no eligible leader replicas (KIP-966)",
+# ApiVersions v3+ features (KIP-584) where Samsa stays below Kafka 4.4, which supports and finalizes
+# its highest level: {feature: (Samsa's highest level, finalized too), why}; 0 is not finalized.
+FEATURES_SAMSA_LOWER = {
+    "kraft.version": (0, "no KRaft quorum (KIP-853)"),
+    "share.version": (0, "no share groups (KIP-932)"),
+    "streams.version": (0, "no streams groups (KIP-1071)"),
+    "transaction.version": (1, "2 is KIP-890 part 2 (EndTxn v5, an epoch bump per transaction)"),
+    "eligible.leader.replicas.version": (0, "no eligible leader replicas (KIP-966)"),
 }
 
 
@@ -219,10 +219,11 @@ def test_api_versions_features(pair):
                                          client_software_version="1"), 4)
     for response in (samsa, kafka):
         response.api_keys = []  # compared by test_api_versions_ranges
-    for name in FEATURES_SAMSA_STAYS_AT_0:
+    for name, (level, _) in FEATURES_SAMSA_LOWER.items():
         (supported,) = [f for f in samsa.supported_features if f.name == name]
-        assert (supported.min_version, supported.max_version) == (0, 0), name
-        assert name not in {f.name for f in samsa.finalized_features}, name
+        assert (supported.min_version, supported.max_version) == (0, level), name
+        finalized = [(f.min_version_level, f.max_version_level) for f in samsa.finalized_features if f.name == name]
+        assert finalized == ([(level, level)] if level else []), name
         for response in (samsa, kafka):
             response.supported_features = [f for f in response.supported_features if f.name != name]
             response.finalized_features = [f for f in response.finalized_features if f.name != name]

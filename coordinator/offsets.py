@@ -43,8 +43,9 @@ class OffsetAndMetadata:
 
     @property
     def record_version(self) -> int:
-        """v3, or v1 when the commit expires at a time the client chose (Kafka's choice too)."""
-        return 1 if self.expire_timestamp >= 0 else 3
+        """v4 (Kafka 4's, flexible, with the topic id OffsetCommit v10+ gives: none from the versions
+        Samsa serves), or v1 when the commit expires at a time the client chose (Kafka's choice too)."""
+        return 1 if self.expire_timestamp >= 0 else 4
 
     @classmethod
     def from_record_value(cls, value: OffsetCommitValue) -> OffsetAndMetadata:

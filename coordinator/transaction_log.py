@@ -22,7 +22,8 @@ from .transaction_metadata import TransactionState, TxnTransitMetadata
 __all__ = ["TRANSACTION_STATE_TOPIC", "TxnRecord", "encode_key", "encode_value", "read_record"]
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-VALUE_VERSION = 0
+# Kafka writes v1 (flexible) from transaction.version 1 (TransactionVersion.transactionLogValueVersion).
+VALUE_VERSION = 1
 
 
 class TxnRecord(NamedTuple):

@@ -43,7 +43,8 @@ def append_records(replicas: ReplicaManager, topic: str, partition_index: int,
         batch = bytearray(batches.build_batch(
             [batches.Record(i, 0, key, value, []) for i, (key, value) in enumerate(records)],
             compression=compression, base_timestamp=wall_clock_ms(), producer_id=producer_id, producer_epoch=producer_epoch,
-            base_sequence=0 if producer else batches.NO_SEQUENCE, is_transactional=producer is not None))
+            # Kafka's CoordinatorRuntime builds every batch with base sequence 0, a producer or not.
+            base_sequence=0, is_transactional=producer is not None))
         info = partition.append(batch, origin=AppendOrigin.COORDINATOR)
     except StorageError as e:
         log.warning("Appending to %s failed: %s", partition.name, e)

@@ -3,12 +3,11 @@
 and ApiVersionsRequest.isValid; a version above ours gets v0 with UNSUPPORTED_VERSION (KIP-511).
 v3+ lists the supported and finalized features (KIP-584) as Kafka 4.4 does, but only at levels Samsa
 implements.
-Deviations: kraft.version, share.version, streams.version, transaction.version and
-eligible.leader.replicas.version are supported at level 0 only and not finalized (Kafka 4.4: finalized
-at 1, 2, 1, 2, 1): Samsa has no KRaft quorum (KIP-853), no share groups (KIP-932), no streams groups
-(KIP-1071), neither flexible transaction log records (transaction.version 1) nor KIP-890 part 2
-(transaction.version 2: EndTxn v5, an epoch bump per transaction), and no eligible leader replicas
-(KIP-966).
+Deviations: kraft.version, share.version, streams.version and eligible.leader.replicas.version are
+supported at level 0 only and not finalized (Kafka 4.4: finalized at 1, 2, 1, 1): Samsa has no KRaft
+quorum (KIP-853), no share groups (KIP-932), no streams groups (KIP-1071) and no eligible leader
+replicas (KIP-966); transaction.version goes up to 1 (flexible transaction log records), not 2 as in
+Kafka 4.4 (KIP-890 part 2: EndTxn v5, an epoch bump per transaction).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ FEATURES: dict[str, tuple[tuple[int, int], int]] = {
     "metadata.version": ((7, 33), 33),
     "share.version": ((0, 0), 0),
     "streams.version": ((0, 0), 0),
-    "transaction.version": ((0, 0), 0),
+    "transaction.version": ((0, 1), 1),  # 1: flexible transaction log records; 2 (KIP-890 part 2) is not
     "eligible.leader.replicas.version": ((0, 0), 0),
 }
 # Kafka's epoch is the metadata log offset of the last feature change; Samsa's features never change.

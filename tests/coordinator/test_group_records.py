@@ -38,11 +38,12 @@ def test_offset_commit_key_is_type_1_group_topic_partition():
     assert decode_key(GROUP_COORDINATOR, b"\x00\x00" + key[2:]) == LegacyOffsetCommitKey("g", "topic", 7)
 
 
-def test_offset_commit_value_v3_bytes():
+def test_offset_commit_value_v4_bytes():
+    """Kafka 4's: flexible, the metadata a compact string, no tagged fields (no topic id)."""
     _, value = offset_commit_record("g", "t", 0, OffsetAndMetadata(42, leader_epoch=5, metadata="meta",
                                                                    commit_timestamp=1700000000000))
-    assert value == (b"\x00\x03" + struct.pack(">q", 42) + struct.pack(">i", 5) + s16("meta")
-                     + struct.pack(">q", 1700000000000))
+    assert value == (b"\x00\x04" + struct.pack(">q", 42) + struct.pack(">i", 5) + b"\x05meta"
+                     + struct.pack(">q", 1700000000000) + b"\x00")
 
 
 @pytest.mark.parametrize("version, body, expected", [

@@ -76,7 +76,7 @@ def test_commit_records_use_kafkas_value_versions():
     h.commit("g", {("t", 1): 8}, version=2, retention_ms=DAY)
     records = h.log[h.coordinator.partition_for("g")]
     assert [key_type(k) for k, _ in records] == [1, 1]
-    assert [v[:2] for _, v in records] == [b"\x00\x03", b"\x00\x01"]
+    assert [v[:2] for _, v in records] == [b"\x00\x04", b"\x00\x01"]
     assert decode_value(OffsetCommitValue, records[1][1])[0].expire_timestamp == h.now + DAY
 
 

@@ -395,19 +395,20 @@ def test_describe_and_list_with_their_filters():
 
 # --- the records --------------------------------------------------------------------------------------
 
-def test_records_round_trip_in_kafkas_v0_layout():
+def test_records_round_trip_in_kafkas_v1_layout():
     transit = TxnTransitMetadata(7, -1, 3, -1, 60_000, S.ONGOING, frozenset({("b", 1), ("a", 0), ("a", 2)}),
                                  1000, 2000)
     value = encode_value(transit)
-    # version 0, producer id, epoch, timeout, state, 2 topics: "a" [0, 2], "b" [1], then the timestamps
-    assert value == (b"\x00\x00" + (7).to_bytes(8, "big") + b"\x00\x03" + (60_000).to_bytes(4, "big") + b"\x01"
-                     + b"\x00\x00\x00\x02" + b"\x00\x01a" + b"\x00\x00\x00\x02" + b"\x00\x00\x00\x00\x00\x00\x00\x02"
-                     + b"\x00\x01b" + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x01"
-                     + (2000).to_bytes(8, "big") + (1000).to_bytes(8, "big"))
+    # version 1 (flexible, as Kafka writes from transaction.version 1): producer id, epoch, timeout,
+    # state, 2 topics (compact): "a" [0, 2], "b" [1], each with no tagged fields, then the timestamps
+    assert value == (b"\x00\x01" + (7).to_bytes(8, "big") + b"\x00\x03" + (60_000).to_bytes(4, "big") + b"\x01"
+                     + b"\x03" + b"\x02a" + b"\x03" + b"\x00\x00\x00\x00\x00\x00\x00\x02" + b"\x00"
+                     + b"\x02b" + b"\x02" + b"\x00\x00\x00\x01" + b"\x00"
+                     + (2000).to_bytes(8, "big") + (1000).to_bytes(8, "big") + b"\x00")
     assert encode_key("tx") == b"\x00\x00\x00\x02tx"
     assert read_record(encode_key("tx"), value).value == transit
     empty = TxnTransitMetadata(7, -1, 4, -1, 60_000, S.EMPTY, frozenset(), -1, 3000)
-    assert encode_value(empty)[17:21] == b"\xff\xff\xff\xff"  # null partitions
+    assert encode_value(empty)[17:18] == b"\x00"  # null partitions
     assert read_record(encode_key("tx"), encode_value(empty)).value == empty
     assert read_record(encode_key("tx"), None).value is None
 
