@@ -307,9 +307,9 @@ def test_describe_configs_topic_and_broker(broker, topic_name):
         assert k in entries, f"{k} missing from DescribeConfigs"
         assert entries[k].value == v, k
         assert not entries[k].is_sensitive
-        if k == "min.insync.replicas" and broker.kind == "kafka":
+        if k == "min.insync.replicas":
             # Kafka 4.x (KIP-966, ELR on) writes the cluster-wide default min.insync.replicas
-            # when the cluster is formatted: a dynamic default, not Kafka's built-in one.
+            # when the cluster is formatted, and Samsa on fresh log dirs: a dynamic default.
             assert entries[k].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value, entries[k]
         else:
             assert entries[k].is_default, k
