@@ -106,10 +106,10 @@ SAMSA_DEFAULTS: dict[str, str] = {
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     # Kafka's is /tmp/kafka-logs. log.dirs stays unset and falls back to log.dir, as in Kafka.
     "log.dir": "./data",
-    # Kafka has no id by default (-1) and refuses to start without one.
+    # Kafka has no id by default and refuses to start without one.
     "node.id": "0",
     "broker.id": "0",
-    # Kafka 4.0's default: KIP-848 consumer groups next to classic ones (the docs here are 3.x's).
+    # Kafka 4.4's default less streams groups (KIP-1071), which Samsa does not serve.
     "group.coordinator.rebalance.protocols": "classic,consumer",
 }
 
