@@ -91,6 +91,21 @@ def confluent_admin(bootstrap: str):
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
 
 
+def create_acls(admin, bindings: list, timeout: float = 15.0) -> None:
+    """Create ACLs with confluent-kafka's admin client and wait until the broker lists them. Kafka
+    answers CreateAcls once its controller has committed them; the broker's authorizer applies them
+    when it reads them back from the metadata log, a moment later (Samsa applies them at once). The
+    broker lists ACLs from that same authorizer: once they are listed, they are in force."""
+    from confluent_kafka.admin import AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    for future in admin.create_acls(list(bindings), request_timeout=timeout).values():
+        assert future.result(timeout) is None
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    wait_for(lambda: all(b in admin.describe_acls(everything, request_timeout=timeout).result(timeout)
+                         for b in bindings), timeout, interval=0.1, what=f"ACLs {bindings} in force")
+
+
 def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None,
                  timeout: float = 15.0) -> None:
     """Create a topic with confluent-kafka's admin client and wait until metadata shows it."""

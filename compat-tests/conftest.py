@@ -7,6 +7,8 @@ The broker runs as a subprocess on a free loopback port with its own temporary l
 * ``broker_factory`` (function scope): ``broker_factory(overrides={...})`` starts a fresh broker
   with extra settings (Kafka config names: ``--override key=value`` for Samsa, server.properties
   for Kafka); every broker it started is stopped afterwards.
+* ``module_broker_factory`` (module scope): the same, its brokers stopped after the module's last
+  test on that kind; a module fixture shares a broker with settings through it.
 * A test that uses either runs once per broker kind, ids ``samsa`` and ``kafka`` (module-scoped:
   a module's tests run on one, then on the other). ``@pytest.mark.samsa_only("why")`` keeps a
   test (or a module, as ``pytestmark``) on Samsa only.
@@ -257,6 +259,17 @@ def broker(tmp_path_factory, broker_kind):
 def broker_factory(tmp_path_factory, broker_kind):
     """broker_factory(overrides={...}, properties={...}, start=True): a fresh broker of this
     test's kind; every one is stopped at the end of the test."""
+    pool = BrokerPool(tmp_path_factory, broker_kind, broker_kind)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="module")
+def module_broker_factory(tmp_path_factory, broker_kind):
+    """Like broker_factory, but what it starts lives until the module's tests on this broker kind
+    are done: for a broker with settings that several tests share (a Kafka start costs 5-15 s)."""
     pool = BrokerPool(tmp_path_factory, broker_kind, broker_kind)
     try:
         yield pool

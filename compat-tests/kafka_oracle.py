@@ -163,6 +163,54 @@ def with_controller(settings: dict[str, str], controller: str) -> dict[str, str]
     return settings
 
 
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+# The node's own principal on its controller listener once an authorizer refuses by default: a
+# PLAINTEXT controller listener would make it User:ANONYMOUS, which a test's ACLs may well refuse
+# (or, made a super user, let through on the client listeners too).
+CONTROLLER_USER, CONTROLLER_SECRET = "controller", "controller-secret"
+
+
+def listener_protocols(settings: dict[str, str]) -> dict[str, str]:
+    """{listener name: security protocol} of `listeners`."""
+    protocol_of = dict(entry.split(":", 1) for entry in settings["listener.security.protocol.map"].split(","))
+    names = [listener.split("://", 1)[0] for listener in settings["listeners"].split(",") if listener.strip()]
+    return {name: protocol_of.get(name, name) for name in names}
+
+
+def with_scram_logins(settings: dict[str, str]) -> dict[str, str]:
+    """Kafka wants a JAAS login module for every SASL mechanism a listener enables, SCRAM's too
+    (whose users live in the metadata, not in the JAAS config); Samsa needs none for SCRAM. Add
+    ScramLoginModule where a test gave none."""
+    mechanisms = [m.strip() for m in settings.get("sasl.enabled.mechanisms", "").split(",")]
+    for name, protocol in listener_protocols(settings).items():
+        if not protocol.startswith("SASL_"):
+            continue
+        for mechanism in (m for m in mechanisms if m.startswith("SCRAM-")):
+            key = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+            if key not in settings and "sasl.jaas.config" not in settings:
+                settings[key] = SCRAM_LOGIN
+    return settings
+
+
+def with_controller_principal(settings: dict[str, str]) -> dict[str, str]:
+    """With an authorizer that refuses what no ACL allows, the controller listener becomes
+    SASL_PLAINTEXT (PLAIN, user `controller`, a super user): the node registers with and
+    forwards requests to its own controller as that user, whatever the test's ACLs say."""
+    if "authorizer.class.name" not in settings or settings.get("allow.everyone.if.no.acl.found") == "true":
+        return settings
+    settings["listener.security.protocol.map"] = ",".join(
+        "CONTROLLER:SASL_PLAINTEXT" if entry.startswith("CONTROLLER:") else entry
+        for entry in settings["listener.security.protocol.map"].split(","))
+    settings["sasl.mechanism.controller.protocol"] = "PLAIN"
+    settings["listener.name.controller.sasl.enabled.mechanisms"] = "PLAIN"
+    settings["listener.name.controller.plain.sasl.jaas.config"] = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{CONTROLLER_USER}" password="{CONTROLLER_SECRET}" user_{CONTROLLER_USER}="{CONTROLLER_SECRET}";')
+    supers = [u for u in settings.get("super.users", "").split(";") if u]
+    settings["super.users"] = ";".join([*supers, f"User:{CONTROLLER_USER}"])
+    return settings
+
+
 class KafkaBroker(Log4j2Server):
     """Apache Kafka 4.x, KRaft combined mode, one node (node.id 0, like Samsa's broker)."""
 
@@ -194,7 +242,7 @@ class KafkaBroker(Log4j2Server):
             **self.properties,
             **self.overrides,
         }
-        return with_controller(s, controller)
+        return with_controller_principal(with_scram_logins(with_controller(s, controller)))
 
     def prepare(self) -> None:
         super().prepare()

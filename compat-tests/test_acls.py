@@ -13,9 +13,8 @@ import socket
 import time
 
 import pytest
-from compat_util import confluent_admin, create_topic
+from compat_util import confluent_admin, create_acls, create_topic
 
-pytestmark = pytest.mark.samsa_only("not yet run against Kafka (issue 12)")
 
 T = 15.0
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -45,8 +44,7 @@ def everything():
 
 
 def create(admin, *bindings) -> None:
-    for future in admin.create_acls(list(bindings), request_timeout=T).values():
-        assert future.result(T) is None
+    create_acls(admin, list(bindings), T)
 
 
 def produce_error(bootstrap: str, topic: str, **settings):
@@ -78,13 +76,21 @@ def consume_error_or_message(bootstrap: str, topic: str, group: str, **settings)
         consumer.close()
 
 
-def test_admin_client_creates_describes_and_deletes_acls(broker_factory):
+@pytest.fixture(scope="module")
+def authorizing_broker(module_broker_factory):
+    """A broker with StandardAuthorizer for the tests that start from no ACLs on topics and
+    groups of their own."""
+    return module_broker_factory(AUTHORIZER)
+
+
+def test_admin_client_creates_describes_and_deletes_acls(authorizing_broker):
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AclBindingFilter
 
     ResourceType, ResourcePatternType, AclOperation, AclPermissionType = acl_types()
-    b = broker_factory(AUTHORIZER)
-    admin = confluent_admin(b.bootstrap)
+    admin = confluent_admin(authorizing_broker.bootstrap)
+    # The broker is shared: start from no ACLs at all.
+    admin.delete_acls([everything()], request_timeout=T)[everything()].result(T)
     read_orders = binding(ResourceType.TOPIC, "orders", AclOperation.READ, AclPermissionType.ALLOW,
                           principal="User:alice")
     deny_app_groups = binding(ResourceType.GROUP, "app-", AclOperation.ALL, AclPermissionType.DENY,
@@ -122,11 +128,11 @@ def test_acl_apis_without_an_authorizer_are_security_disabled(broker_factory):
     assert admin.describe_acls(everything(), request_timeout=T).result(T) == []
 
 
-def test_missing_and_deny_acls_refuse_clients_until_an_acl_allows(broker_factory, topic_name):
+def test_missing_and_deny_acls_refuse_clients_until_an_acl_allows(authorizing_broker, topic_name):
     from confluent_kafka import KafkaError
 
     ResourceType, ResourcePatternType, AclOperation, AclPermissionType = acl_types()
-    b = broker_factory(AUTHORIZER)
+    b = authorizing_broker
     admin = confluent_admin(b.bootstrap)
     create_topic(b.bootstrap, topic_name)
     # Only alice may write: for ANONYMOUS the ACL is missing.

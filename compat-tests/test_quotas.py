@@ -20,7 +20,6 @@ from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-pytestmark = pytest.mark.samsa_only("not yet run against Kafka (issue 12)")
 
 QUOTA = 1_048_576  # bytes per second
 WINDOWS = {"quota.window.num": 2, "quota.window.size.seconds": 1}
@@ -29,9 +28,9 @@ Component = DescribeClientQuotasRequest.ComponentData
 MATCH_EXACT, MATCH_SPECIFIED = 0, 2
 
 
-@pytest.fixture
-def broker(broker_factory):
-    return broker_factory(overrides=WINDOWS)
+@pytest.fixture(scope="module")
+def broker(module_broker_factory):
+    return module_broker_factory(overrides=WINDOWS)
 
 
 @pytest.fixture
@@ -144,4 +143,6 @@ def test_a_producer_under_a_byte_rate_quota_is_held_near_it_and_does_not_slow_ot
     assert failed == 0
     assert QUOTA * 0.8 <= rates["slow"] <= QUOTA * 1.2, rates
     assert rates["fast"] >= alone / 2, (alone, rates)
-    assert alone > 10 * QUOTA, alone  # unthrottled indeed
+    # Unthrottled indeed: well above the quota. (Not 10 times: Kafka, a C1-only JVM with a small
+    # heap on a busy 2-core machine, takes 6-7 MB/s of 100 KB messages from one producer.)
+    assert alone > 3 * QUOTA, alone

@@ -15,13 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from compat_util import confluent_admin, confluent_consume_all, create_topic
+from compat_util import confluent_admin, confluent_consume_all, create_acls, create_topic
 from conftest import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "server"))
 from tls_certs import make_certificates  # noqa: E402
 
-pytestmark = pytest.mark.samsa_only("not yet run against Kafka (issue 12)")
 
 T = 20.0
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -66,11 +65,11 @@ def start_secure_broker(pool, tmp_path, **extra) -> SecureBroker:
 
 
 @pytest.fixture(scope="module")
-def secure(tmp_path_factory):
+def secure(tmp_path_factory, broker_kind):
     from conftest import BrokerPool
     from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-    pool = BrokerPool(tmp_path_factory, "secure")
+    pool = BrokerPool(tmp_path_factory, f"secure-{broker_kind}", broker_kind)
     try:
         setup = start_secure_broker(pool, tmp_path_factory.mktemp("secure"))
         admin = confluent_admin(setup.broker.bootstrap)
@@ -224,8 +223,7 @@ def test_acls_see_the_authenticated_principal(secure, topic_name):
     admin = confluent_admin(secure.broker.bootstrap)
     bindings = [AclBinding(ResourceType.TOPIC, topic_name, ResourcePatternType.LITERAL, principal, "*",
                            AclOperation.WRITE, AclPermissionType.ALLOW) for principal in ("User:alice", f"User:{ALICE_DN}")]
-    for future in admin.create_acls(bindings, request_timeout=T).values():
-        assert future.result(T) is None
+    create_acls(admin, bindings, T)
 
     def produce(conf):
         reports = []
