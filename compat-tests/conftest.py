@@ -184,6 +184,16 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("broker_kind", kinds, indirect=True, scope="module", ids=kinds)
 
 
+def pytest_collection_modifyitems(config, items):
+    """A parameter marked samsa_only (pytest.param(..., marks=pytest.mark.samsa_only("why"))) is
+    skipped on Kafka: pytest_generate_tests sees only the marks of the test function."""
+    for item in items:
+        marker = item.get_closest_marker("samsa_only")
+        callspec = getattr(item, "callspec", None)
+        if marker is not None and callspec is not None and callspec.params.get("broker_kind") == "kafka":
+            item.add_marker(pytest.mark.skip(reason=f"Samsa only: {' '.join(map(str, marker.args))}"))
+
+
 @pytest.fixture(scope="module")
 def broker_kind(request) -> str:
     """'samsa' or 'kafka': which broker `broker` and `broker_factory` start."""

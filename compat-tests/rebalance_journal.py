@@ -176,10 +176,21 @@ def duplicates(analysis: Analysis) -> int:
 
 def uncommitted_at_crash(analysis: Analysis) -> int:
     """Messages killed members consumed after their last acknowledged commit."""
-    total = 0
-    for owns in analysis.ownerships.values():
-        for own in owns:
-            if own.why == "killed" and own.consumed:
-                first, last = own.consumed[0][1], own.consumed[-1][1]
-                total += last + 1 - (own.last_confirmed if own.last_confirmed is not None else first)
-    return total
+    return sum(_unconfirmed(own) for owns in analysis.ownerships.values() for own in owns if own.why == "killed")
+
+
+def uncommitted_after_failed_commits(analysis: Analysis) -> int:
+    """Messages members consumed after their last acknowledged commit of a partition they then gave
+    up (not killed) with a commit refused: the broker answered ILLEGAL_GENERATION (the group had
+    moved to a newer generation while the member committed) or NOT_COORDINATOR (it was shutting
+    down). The next owner may consume them again; how many of them depends on whether the refused
+    commit was written after all, so this is the most that may repeat."""
+    return sum(_unconfirmed(own) for owns in analysis.ownerships.values() for own in owns
+               if own.why != "killed" and own.failed_commits)
+
+
+def _unconfirmed(own: Ownership) -> int:
+    if not own.consumed:
+        return 0
+    first, last = own.consumed[0][1], own.consumed[-1][1]
+    return last + 1 - (own.last_confirmed if own.last_confirmed is not None else first)

@@ -24,9 +24,9 @@ from group_processes import (
     committed_offsets,
     high_watermarks,
 )
-from rebalance_journal import Analysis, check, duplicates, uncommitted_at_crash
+from rebalance_journal import Analysis, check, duplicates, uncommitted_after_failed_commits, uncommitted_at_crash
 
-pytestmark = [pytest.mark.slow, pytest.mark.samsa_only("not yet run against Kafka (issue 12)")]
+pytestmark = pytest.mark.slow
 
 PARTITIONS = 12
 SESSION_MS = 5000
@@ -53,6 +53,33 @@ SCENARIOS = {
     "mixed-range": {"client": "confluent-kafka", "assignor": "range",
                     "clients": {"m2": "kafka-python", "m3": "aiokafka", "m4": "kafka-python"}},
 }
+# On Kafka too, within the suite's time budget (each scenario takes 35-75 s there): KIP-848 and
+# three clients in one group. The others passed on Kafka 4.4 but for the two named below.
+ON_KAFKA = {"confluent-kafka-consumer-protocol", "mixed-range"}
+NOT_ON_KAFKA_BECAUSE = {
+    "confluent-kafka-cooperative-sticky": "on Kafka, m2 once did not stall within 30 s of SIGUSR2 (to look into)",
+    "kafkajs-roundrobin": ("on Kafka, kafkajs kept consuming after a JoinGroup refused with "
+                           "COORDINATOR_LOAD_IN_PROGRESS, which kafkajs_member.js takes for the end of its ownership"),
+}
+
+
+def scenario_params():
+    return [pytest.param(name, marks=() if name in ON_KAFKA else pytest.mark.samsa_only(
+        NOT_ON_KAFKA_BECAUSE.get(name, "the suite's time budget (ON_KAFKA)"))) for name in SCENARIOS]
+
+
+@pytest.fixture(scope="module")
+def shared_broker(module_broker_factory):
+    return module_broker_factory(overrides=BROKER_SETTINGS)
+
+
+@pytest.fixture
+def broker(shared_broker):
+    """The module's broker (each test has a topic and a group of its own), running: a test that
+    failed while the broker was down (killed, restarting) leaves it to the next to start."""
+    if not shared_broker.is_running():
+        shared_broker.start()
+    return shared_broker
 
 
 def group_run(tmp_path, broker, topic: str, session_ms: int = SESSION_MS, **settings) -> GroupRun:
@@ -74,14 +101,18 @@ def assert_promises_kept(run: GroupRun, hw: dict[int, int], analysis: Analysis) 
     problems = check(analysis, hw)
     assert not problems, "\n".join(problems[:40]) + "\n" + run.outputs()
     assert committed_offsets(run.settings["bootstrap"], run.topic, run.group, PARTITIONS) == hw
-    # A member was killed with a batch uncommitted: what repeated is exactly that.
-    assert duplicates(analysis) == uncommitted_at_crash(analysis) > 0
+    # A member was killed with a batch uncommitted: what repeated is exactly that, and what members
+    # consumed of a partition they gave up with a commit the broker refused (Kafka refuses a commit
+    # of the generation before with ILLEGAL_GENERATION, and those during its shutdown with
+    # NOT_COORDINATOR: a few messages in a run on Kafka).
+    crashed = uncommitted_at_crash(analysis)
+    assert crashed > 0
+    assert crashed <= duplicates(analysis) <= crashed + uncommitted_after_failed_commits(analysis)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_members_join_leave_and_crash_without_sharing_or_losing_a_message(broker_factory, topic_name, tmp_path,
+@pytest.mark.parametrize("scenario", scenario_params())
+def test_members_join_leave_and_crash_without_sharing_or_losing_a_message(broker, topic_name, tmp_path,
                                                                          scenario):
-    broker = broker_factory(overrides=BROKER_SETTINGS)
     settings = dict(SCENARIOS[scenario])
     clients = settings.pop("clients", {})
     run = group_run(tmp_path, broker, topic_name, **settings)
@@ -122,14 +153,13 @@ def last_generation(analysis: Analysis, member: str) -> int | None:
 
 @pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python", "aiokafka"])
 def test_static_members_restarted_within_their_session_keep_their_partitions_without_a_rebalance(
-        broker_factory, topic_name, tmp_path, client):
+        broker, topic_name, tmp_path, client):
     """group.instance.id (KIP-345): each member in turn (the leader among them) is killed with a
     batch uncommitted and started again (a new process, the same instance id) before its session
     expires: it gets the same partitions, the generation stays and the others see no revocation.
     (kafkajs 2.2 has no group.instance.id. kafka-python 3.0's range and roundrobin assignors leave
     members out when static and dynamic members alternate in the JoinGroup member list, which they
     group with itertools.groupby unsorted: its groups here are all static.)"""
-    broker = broker_factory(overrides=BROKER_SETTINGS)
     run = group_run(tmp_path, broker, topic_name, session_ms=15_000, client=client, assignor="range")
     producer = ContinuousProducer(broker.bootstrap, topic_name, PARTITIONS)
     producer.start()
@@ -162,12 +192,12 @@ def test_static_members_restarted_within_their_session_keep_their_partitions_wit
     assert_promises_kept(run, hw, analysis)
 
 
-def test_static_members_through_a_rebalance_a_broker_crash_and_an_expired_session(broker_factory, topic_name,
+@pytest.mark.samsa_only("the suite's time budget: about 60 s on Kafka, where it passed")
+def test_static_members_through_a_rebalance_a_broker_crash_and_an_expired_session(broker, topic_name,
                                                                                  tmp_path):
     """A static member restarted while the group rebalances (a dynamic member joins) takes part in
     it under its new member id; the broker is killed (SIGKILL) and started again; a static member
     that does not come back within its session is removed, and joins as a new member later."""
-    broker = broker_factory(overrides=BROKER_SETTINGS)
     run = group_run(tmp_path, broker, topic_name, session_ms=6000, client="confluent-kafka", assignor="range")
     producer = ContinuousProducer(broker.bootstrap, topic_name, PARTITIONS)
     producer.start()
@@ -216,10 +246,9 @@ def rebalance_seconds(analysis: Analysis, generation: int) -> float:
 
 
 def test_a_rebalance_of_a_stable_three_member_group_completes_within_a_second_of_the_last_join(
-        broker_factory, topic_name, tmp_path):
+        broker, topic_name, tmp_path):
     """The issue's bound, with group.initial.rebalance.delay.ms=0: a fourth member joins the stable
     group of three, then leaves it."""
-    broker = broker_factory(overrides=BROKER_SETTINGS)
     run = group_run(tmp_path, broker, topic_name, client="confluent-kafka", assignor="range")
     try:
         for name in ("m1", "m2", "m3"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from rebalance_journal import analyse, check, duplicates, uncommitted_at_crash
+from rebalance_journal import analyse, check, duplicates, uncommitted_after_failed_commits, uncommitted_at_crash
 
 
 def journals(tmp_path, **members):
@@ -45,6 +45,19 @@ def test_a_crash_may_repeat_exactly_the_uncommitted_tail(tmp_path):
     a = journals(tmp_path, m1=m1, m2=owner(3, 4, [3, 4, 5], why="close"))
     assert check(a, {0: 6}) == []
     assert duplicates(a) == uncommitted_at_crash(a) == 2
+
+
+def test_a_refused_commit_before_a_hand_over_may_repeat_what_it_covered(tmp_path):
+    """Kafka refuses a commit of the generation before (ILLEGAL_GENERATION): the next owner starts at
+    the commit before it."""
+    m1 = owner(1, 2, [0, 1, 2], why=None) + [
+        (1.5, "consumed", {"p": 0, "o": [3, 4]}), (1.6, "committing", {"offsets": {"0": 5}}),
+        (1.7, "commit_failed", {"offsets": {"0": 5}, "error": "ILLEGAL_GENERATION"}),
+        (1.8, "revoked", {"parts": [0], "why": "revoke"})]
+    a = journals(tmp_path, m1=m1, m2=owner(3, 4, [3, 4, 5], why="close"))
+    assert check(a, {0: 6}) == []
+    assert duplicates(a) == uncommitted_after_failed_commits(a) == 2
+    assert uncommitted_at_crash(a) == 0
 
 
 @pytest.mark.parametrize("case, members, hw, expected", [
