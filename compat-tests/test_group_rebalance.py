@@ -75,11 +75,15 @@ def shared_broker(module_broker_factory):
 
 @pytest.fixture
 def broker(shared_broker):
-    """The module's broker (each test has a topic and a group of its own), running: a test that
-    failed while the broker was down (killed, restarting) leaves it to the next to start."""
-    if not shared_broker.is_running():
-        shared_broker.start()
+    """The module's broker, for the tests that do not restart it (each has a topic and a group of
+    its own). A test that restarts or kills the broker starts its own: the shared one's restart
+    would take longer with every test's data, and a slow one costs static members their session."""
     return shared_broker
+
+
+@pytest.fixture
+def own_broker(broker_factory):
+    return broker_factory(overrides=BROKER_SETTINGS)
 
 
 def group_run(tmp_path, broker, topic: str, session_ms: int = SESSION_MS, **settings) -> GroupRun:
@@ -111,8 +115,9 @@ def assert_promises_kept(run: GroupRun, hw: dict[int, int], analysis: Analysis) 
 
 
 @pytest.mark.parametrize("scenario", scenario_params())
-def test_members_join_leave_and_crash_without_sharing_or_losing_a_message(broker, topic_name, tmp_path,
+def test_members_join_leave_and_crash_without_sharing_or_losing_a_message(own_broker, topic_name, tmp_path,
                                                                          scenario):
+    broker = own_broker
     settings = dict(SCENARIOS[scenario])
     clients = settings.pop("clients", {})
     run = group_run(tmp_path, broker, topic_name, **settings)
@@ -193,11 +198,12 @@ def test_static_members_restarted_within_their_session_keep_their_partitions_wit
 
 
 @pytest.mark.samsa_only("the suite's time budget: about 60 s on Kafka, where it passed")
-def test_static_members_through_a_rebalance_a_broker_crash_and_an_expired_session(broker, topic_name,
+def test_static_members_through_a_rebalance_a_broker_crash_and_an_expired_session(own_broker, topic_name,
                                                                                  tmp_path):
     """A static member restarted while the group rebalances (a dynamic member joins) takes part in
     it under its new member id; the broker is killed (SIGKILL) and started again; a static member
     that does not come back within its session is removed, and joins as a new member later."""
+    broker = own_broker
     run = group_run(tmp_path, broker, topic_name, session_ms=6000, client="confluent-kafka", assignor="range")
     producer = ContinuousProducer(broker.bootstrap, topic_name, PARTITIONS)
     producer.start()

@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from compat_util import wait_for
 from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
@@ -60,6 +61,16 @@ def describe(admin, components, strict=False) -> dict:
             for entry in response.entries}
 
 
+def applied(admin, expected: dict) -> dict:
+    """DescribeClientQuotas of everything once it shows `expected` (or what it shows after 15 s).
+    Kafka answers AlterClientQuotas once its controller has committed the change; the broker that
+    describes quotas applies it a moment later (Samsa at once)."""
+    try:
+        return wait_for(lambda: describe(admin, []) == expected and expected, 15, what=f"quotas {expected}")
+    except AssertionError:
+        return describe(admin, [])
+
+
 def test_kafka_python_alters_and_describes_client_quotas(admin):
     assert alter(admin, {"client-id": "slow"}, {"producer_byte_rate": float(QUOTA)}) == [(0, None)]
     assert alter(admin, {"user": "alice", "client-id": None}, {"consumer_byte_rate": 2048.0}) == [(0, None)]
@@ -67,15 +78,17 @@ def test_kafka_python_alters_and_describes_client_quotas(admin):
     assert alter(admin, {"user": "bob"}, {"consumer_byte_rate": 1.5}) == [
         (42, "consumer_byte_rate cannot be a fractional value.")]
     assert alter(admin, {"user": "bob"}, {"no_such_quota": 1.0}) == [(42, "Invalid configuration key no_such_quota")]
-    assert describe(admin, []) == {
+    expected = {
         (("client-id", "slow"),): {"producer_byte_rate": float(QUOTA)},
         (("client-id", None), ("user", "alice")): {"consumer_byte_rate": 2048.0},
     }
+    assert applied(admin, expected) == expected
     assert describe(admin, [Component(entity_type="user", match_type=MATCH_SPECIFIED, match=None)], strict=True) == {}
     assert list(describe(admin, [Component(entity_type="client-id", match_type=MATCH_EXACT, match="slow")])) == [
         (("client-id", "slow"),)]
     assert alter(admin, {"user": "alice", "client-id": None}, {"consumer_byte_rate": None}) == [(0, None)]
-    assert list(describe(admin, [])) == [(("client-id", "slow"),)]
+    assert list(applied(admin, {(("client-id", "slow"),): {"producer_byte_rate": float(QUOTA)}})) == [
+        (("client-id", "slow"),)]
 
 
 class MeasuredProducer:
