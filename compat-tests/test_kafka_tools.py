@@ -51,6 +51,8 @@ appender.err.layout.pattern = %p %m (%c)%n
 rootLogger.level = WARN
 rootLogger.appenderRef.err.ref = err
 """
+# A line of the tools' loggers on stderr (TOOLS_LOG4J2's pattern).
+LOGGER_LINE = re.compile(r"(TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ")
 TOOL_TIMEOUT = 60
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "allow.everyone.if.no.acl.found": "true"}
@@ -67,8 +69,9 @@ class Tools:
         self.stderr: list[str] = []
 
     def run(self, tool: str, *args: str, stdin: str | None = None, bootstrap: bool = True,
-            record: bool = True) -> subprocess.CompletedProcess:
-        """`tool --bootstrap-server B args...`; stdout and the exit code go into the transcript."""
+            record: bool = True, errors: bool = False) -> subprocess.CompletedProcess:
+        """`tool --bootstrap-server B args...`; stdout and the exit code go into the transcript,
+        with `errors` also what the tool itself printed to stderr (its loggers' lines left out)."""
         argv = [*(["--bootstrap-server", self.bootstrap] if bootstrap else []), *args]
         cmd = [java(), *TOOL_JVM_OPTS, f"-Dlog4j2.configurationFile={self.log4j2}", "-cp",
                class_path("kafka4"), TOOLS[tool], *argv]
@@ -77,7 +80,10 @@ class Tools:
         line = f"$ {tool} {' '.join(args)}"
         self.stderr.append(f"{line}\n{proc.stderr}")
         if record:
-            self.transcript.append(f"{line}\n{proc.stdout}[exit {proc.returncode}]")
+            printed = proc.stdout
+            if errors:
+                printed += "".join(f"stderr: {e}\n" for e in proc.stderr.splitlines() if not LOGGER_LINE.match(e))
+            self.transcript.append(f"{line}\n{printed}[exit {proc.returncode}]")
         return proc
 
     def run_sorted(self, tool: str, *args: str) -> None:
@@ -185,6 +191,7 @@ def run_on_both(brokers: dict, scenario, tmp_path: Path, log4j2: Path, *args) ->
         b = brokers[kind]
         out[kind] = "\n".join(normalize(t, b.bootstrap, b.data_dir) for t in tools.transcript)
         (tmp_path / kind / "stderr.txt").write_text("\n".join(tools.stderr))
+        (tmp_path / kind / "transcript.txt").write_text(out[kind])
     return out
 
 
@@ -406,3 +413,92 @@ def test_kafka_acls(tmp_path_factory, kinds, tmp_path, log4j2):
         for pool in pools:
             pool.close()
     assert_same({k: sort_acls(v) for k, v in out.items()}, tmp_path)
+
+
+TXN_TOPIC = "tools-txn"
+
+
+def transactional_producer(bootstrap: str, transactional_id: str, timeout_ms: int = 60_000):
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 0,
+                         "transaction.timeout.ms": timeout_ms, "log_level": 0})
+    producer.init_transactions(30)
+    return producer
+
+
+def produce_in_transaction(producer, partitions: dict[int, int]) -> None:
+    """A transaction begun with `count` records on each of `partitions`, all acknowledged."""
+    producer.begin_transaction()
+    for partition, count in partitions.items():
+        for i in range(count):
+            producer.produce(TXN_TOPIC, f"record {i}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def end_transaction(producer) -> str:
+    """abort_transaction(), then the error it raised or "ok"."""
+    from confluent_kafka import KafkaException
+    try:
+        producer.abort_transaction(30)
+        return "ok"
+    except KafkaException as e:
+        return e.args[0].name()
+
+
+def transactions_scenario(t: Tools) -> None:
+    create_topic(t, TXN_TOPIC, 3)
+    committed = transactional_producer(t.bootstrap, "tools-txn-committed")
+    produce_in_transaction(committed, {0: 3})
+    committed.commit_transaction(30)
+    # A transaction left open on partitions 1 and 2 while the tools look at it; its timeout
+    # outlasts the scenario on a busy machine (the coordinator would abort it).
+    open_ = transactional_producer(t.bootstrap, "tools-txn-open", timeout_ms=600_000)
+    x = "kafka-transactions"
+    try:
+        produce_in_transaction(open_, {1: 2, 2: 4})
+        t.run_sorted(x, "list")
+        t.run(x, "list", "--duration-filter", "3600000")  # none has run for an hour
+        t.run(x, "describe", "--transactional-id", "tools-txn-committed")
+        t.run(x, "describe", "--transactional-id", "tools-txn-open")
+        t.run(x, "describe", "--transactional-id", "no-such-transactional-id", errors=True)
+        t.run(x, "describe-producers", "--topic", TXN_TOPIC, "--partition", "0")
+        t.run(x, "describe-producers", "--topic", TXN_TOPIC, "--partition", "2")
+        # open, but its coordinator knows it: not hanging
+        t.run(x, "find-hanging", "--topic", TXN_TOPIC)
+        t.run(x, "abort", "--topic", TXN_TOPIC, "--partition", "2", "--start-offset", "1", errors=True)
+        t.run(x, "abort", "--topic", TXN_TOPIC, "--partition", "2", "--start-offset", "0", errors=True)
+        t.run(x, "describe-producers", "--topic", TXN_TOPIC, "--partition", "2")
+    finally:
+        ended = end_transaction(open_)
+    t.transcript.append(f"(the open transaction's producer aborts: {ended})")
+    t.run_sorted(x, "list")
+
+
+# Columns of kafka-transactions' tables that hold what any two runs give differently: ids the
+# coordinator hands out, clocks, and how long a transaction has run.
+TXN_VOLATILE_COLUMNS = {"ProducerId", "TransactionDurationMs", "Duration(min)"}
+
+
+def mask_columns(text: str, columns: set[str]) -> str:
+    """In each table (a header line naming any of `columns`, then rows up to a blank line or the
+    exit line), those columns' values become <...>; a TopicPartitions value is sorted (the tool
+    prints a hash set)."""
+    out, header = [], None
+    for line in text.split("\n"):
+        fields = line.split(" ")
+        if line.startswith(("$ ", "[exit")) or not line:
+            header = None
+        elif header is not None:
+            fields = [f"<{header[i]}>" if i < len(header) and header[i] in columns
+                      else ",".join(sorted(f.split(","))) if i < len(header) and header[i] == "TopicPartitions"
+                      else f for i, f in enumerate(fields)]
+            line = " ".join(fields)
+        elif columns & set(fields):
+            header = fields
+        out.append(line)
+    return "\n".join(out)
+
+
+def test_kafka_transactions(brokers, tmp_path, log4j2):
+    out = run_on_both(brokers, transactions_scenario, tmp_path, log4j2)
+    assert_same({k: mask_columns(v, TXN_VOLATILE_COLUMNS) for k, v in out.items()}, tmp_path)
