@@ -271,9 +271,15 @@ def consumer_groups_scenario(t: Tools) -> None:
     t.run("kafka-consumer-groups", "--describe", *g)
     t.run("kafka-consumer-groups", "--describe", *g, "--state", "--verbose")
     t.run("kafka-consumer-groups", "--describe", *g, "--members", "--verbose")
+    # a dry run (the default, or --dry-run) prints the plan and changes nothing
+    t.run("kafka-consumer-groups", "--reset-offsets", *g, "--topic", "tools-groups", "--to-earliest")
+    t.run("kafka-consumer-groups", "--reset-offsets", *g, "--topic", "tools-groups", "--to-earliest", "--dry-run")
+    t.run("kafka-consumer-groups", "--describe", *g, "--offsets")
     t.run("kafka-consumer-groups", "--reset-offsets", *g, "--topic", "tools-groups", "--to-earliest", "--execute")
     t.run("kafka-consumer-groups", "--describe", *g, "--offsets")
     # every record is older than the year 2100: the log end offsets
+    t.run("kafka-consumer-groups", "--reset-offsets", *g, "--all-topics", "--to-datetime",
+          "2100-01-01T00:00:00.000", "--dry-run")
     t.run("kafka-consumer-groups", "--reset-offsets", *g, "--all-topics", "--to-datetime",
           "2100-01-01T00:00:00.000", "--execute")
     # every record is newer than the year 2000: the first offsets
@@ -502,3 +508,50 @@ def mask_columns(text: str, columns: set[str]) -> str:
 def test_kafka_transactions(brokers, tmp_path, log4j2):
     out = run_on_both(brokers, transactions_scenario, tmp_path, log4j2)
     assert_same({k: mask_columns(v, TXN_VOLATILE_COLUMNS) for k, v in out.items()}, tmp_path)
+
+
+PERF_TOPIC = "tools-perf"
+PERF_RECORDS = 20_000
+PERF_RECORD_BYTES = 100
+
+
+def perf_scenario(t: Tools) -> None:
+    """kafka-producer-perf-test then kafka-consumer-perf-test, small and fixed: what they report
+    that does not depend on timing (records sent, read, megabytes), and the topic's end offset."""
+    create_topic(t, PERF_TOPIC, 1)
+    produced = t.run("kafka-producer-perf-test", "--topic", PERF_TOPIC, "--num-records", str(PERF_RECORDS),
+                     "--record-size", str(PERF_RECORD_BYTES), "--throughput", "-1",
+                     "--command-property", "acks=all", "--command-property", "compression.type=lz4",
+                     record=False)
+    # its last line is the summary; the earlier ones, one per 5 s, come and go with the machine's speed
+    summary = (produced.stdout.strip().splitlines() or [""])[-1]
+    t.transcript.append(f"$ kafka-producer-perf-test (summary)\n{without_rates(summary)}\n[exit {produced.returncode}]")
+    t.run("kafka-get-offsets", "--topic", PERF_TOPIC)
+    consumed = t.run("kafka-consumer-perf-test", "--topic", PERF_TOPIC, "--num-records", str(PERF_RECORDS),
+                     "--timeout", "30000", record=False)
+    t.transcript.append(f"$ kafka-consumer-perf-test (MB and records read)\n{consumed_counts(consumed.stdout)}\n"
+                        f"[exit {consumed.returncode}]")
+
+
+def without_rates(summary: str) -> str:
+    """`20000 records sent, 5000.0 records/sec (0.48 MB/sec), 9.1 ms avg latency, ...`: the count."""
+    return re.sub(r"\b\d+(\.\d+)?(?! records sent)(?=\s|\)|$)", "<n>", summary)
+
+
+def consumed_counts(stdout: str) -> str:
+    """ConsumerPerformance's table (a header line of comma-separated names, one line of values):
+    the MB and records read, by name."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return stdout
+    row = dict(zip((h.strip() for h in lines[0].split(",")), (v.strip() for v in lines[-1].split(","))))
+    return f"data.consumed.in.MB={row.get('data.consumed.in.MB')} data.consumed.in.nMsg={row.get('data.consumed.in.nMsg')}"
+
+
+def test_kafka_perf_tools(brokers, tmp_path, log4j2):
+    out = run_on_both(brokers, perf_scenario, tmp_path, log4j2)
+    assert_same(out, tmp_path)
+    # the same on both, and what was asked for
+    assert f"{PERF_RECORDS} records sent, <n> records/sec" in out["samsa"]
+    assert f"{PERF_TOPIC}:0:{PERF_RECORDS}" in out["samsa"]
+    assert f"data.consumed.in.nMsg={PERF_RECORDS}" in out["samsa"]
