@@ -116,12 +116,6 @@ def normalize(text: str, bootstrap: str, data_dir: Path) -> str:
     text = re.sub(r"/\d+\.\d+\.\d+\.\d+(?=\s|$)", "/<host>", text)  # a member's client host
     for pattern, repl in SUBSTITUTIONS:
         text = pattern.sub(repl, text)
-    # Kafka 4.x writes min.insync.replicas=1 as a dynamic cluster default when the cluster is
-    # formatted (KIP-966), so describing a topic lists it among the topic's configs: Samsa has none.
-    text = re.sub(r"(Configs: .*?)(min\.insync\.replicas=1,?)", r"\1", text)
-    text = re.sub(r"\n *min\.insync\.replicas=1 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:"
-                  r"min\.insync\.replicas=1\}", "", text)
-    text = text.replace("DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1, ", "")
     text = re.sub(r"[ \t]+", " ", text)
     return "\n".join(line.rstrip() for line in text.splitlines())
 
