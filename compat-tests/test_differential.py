@@ -55,7 +55,7 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.API_VERSIONS: ((0, 4), (0, 5)),
     ApiKey.CREATE_TOPICS: ((0, 7), (2, 7)),
     ApiKey.DELETE_TOPICS: ((0, 6), (1, 6)),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: (None, (2, 4)),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: ((0, 4), (2, 4)),
     ApiKey.END_TXN: ((0, 4), (0, 5)),
     ApiKey.WRITE_TXN_MARKERS: ((0, 1), (1, 2)),
     ApiKey.TXN_OFFSET_COMMIT: ((0, 4), (0, 6)),
