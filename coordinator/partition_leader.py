@@ -43,8 +43,8 @@ class FollowerState:
 
 @dataclass(frozen=True)
 class IsrChange:
-    """The ISR became `isr`: the shell applies it and publishes it (in ZooKeeper mode, a write of the
-    partition's state znode and an /isr_change_notification)."""
+    """The ISR became `isr`: the shell applies it and tells the controller (AlterPartition in
+    ZooKeeper mode)."""
     isr: tuple[int, ...]
     added: tuple[int, ...] = ()
     removed: tuple[int, ...] = ()

@@ -26,6 +26,7 @@ from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError, UnsupportedVersionError
 from ..wire import zk_data
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
+from .alter_partition_manager import AlterPartitionManager
 from .authorizer import StandardAuthorizer, new_authorizer
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, RequestContext
@@ -77,6 +78,7 @@ class Broker:
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
         self.zookeeper: ZkMembership | None = None  # in a ZooKeeper cluster (zookeeper.connect)
+        self.alter_partitions: AlterPartitionManager | None = None  # in a cluster: ISR changes to the controller
         self._in_flight = 0
         self._connections: set[Connection] = set()
         self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
@@ -112,13 +114,17 @@ class Broker:
         self.transactions = TxnService(self.config, metadata, self.replica_manager, self.disk_limiter,
                                        self.producer_ids.generate_producer_id, self.groups.complete_transaction,
                                        wall_clock_ms)
+        zk_metadata = None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata)
+        if zk_metadata is not None:
+            self.alter_partitions = AlterPartitionManager(self.zookeeper, zk_metadata, self.config)
+            self.replica_manager.isr_change_listener = self.alter_partitions.submit
         self.services = BrokerServices(
             config=self.config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=self.log_manager, metadata=metadata, replica_manager=self.replica_manager,
             groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
             advertised=self.advertised, zookeeper=self.zookeeper,
-            zk_metadata=None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata))
+            zk_metadata=zk_metadata)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in metadata.topics.items()},
                                  {name: topic.topic_id for name, topic in metadata.topics.items()})
@@ -147,6 +153,8 @@ class Broker:
             await services.start(self.groups.run)  # groups and offsets loaded before any request
             await services.start(self.transactions.run)  # then transactions, whose markers may complete offsets
             await services.start(self.replica_manager.run)  # replica fetchers, ISR expiration
+            if self.alter_partitions is not None:
+                await services.start(self.alter_partitions.run)  # ISR changes to the controller
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from .config import KafkaConfig
     from .fetch_session import FetchSessionCache
     from .group_service import GroupService
-    from .metadata import BrokerInfo, MetadataStore
+    from .metadata import BrokerInfo, MetadataCache, MetadataStore
     from .network import Connection
     from .replica_manager import ReplicaManager
     from .throttle import BrokerQuotas
@@ -70,6 +70,11 @@ class BrokerServices:
     # controller said in UpdateMetadata; both None for a single broker.
     zookeeper: ZkMembership | None = None
     zk_metadata: ZkMetadataCache | None = None
+
+    @property
+    def metadata_cache(self) -> MetadataCache:
+        """What handlers read of topics: in a cluster what the controller said, else the broker's own image."""
+        return self.metadata if self.zk_metadata is None else self.zk_metadata
 
     def broker_info(self, listener: str) -> BrokerInfo:
         """This broker as advertised on `listener` (the first advertised listener otherwise)."""

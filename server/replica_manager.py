@@ -11,7 +11,8 @@ Metadata answers comes from the metadata image, so startup opens no log.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("samsa.replica")
 READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
 NO_LEADER = -1
+ZERO_UUID = uuid.UUID(int=0)
+EPOCH_DURING_DELETE = -2  # Kafka's LeaderAndIsr.EPOCH_DURING_DELETE: StopReplica for a topic being deleted
+NO_EPOCH = -1  # Kafka's LeaderAndIsr.NO_EPOCH: StopReplica before v3 carries no epochs
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class PartitionState:
     isr: tuple[int, ...]
     partition_epoch: int
     replicas: tuple[int, ...]
+    topic_id: uuid.UUID | None = None  # None: the request carries none (LeaderAndIsr before v5)
 
 
 class Partition:
@@ -188,11 +193,10 @@ class Partition:
         return change
 
     def apply_isr_change(self, change: IsrChange) -> None:
+        # The partition epoch moves when the controller has taken the change (AlterPartition's answer).
         self.isr = change.isr
-        self.partition_epoch += 1  # in ZooKeeper mode, the state znode's version after the write
-        log.info("[Partition %s broker=%d] ISR updated to %s (added %s, removed %s), partition epoch %d",
-                 self.name, self.local_id, list(change.isr), list(change.added), list(change.removed),
-                 self.partition_epoch)
+        log.info("[Partition %s broker=%d] ISR updated to %s (added %s, removed %s)",
+                 self.name, self.local_id, list(change.isr), list(change.added), list(change.removed))
 
     def _maybe_advance_high_watermark(self) -> bool:
         leader_state = self.leader_state
@@ -271,9 +275,12 @@ class ReplicaManager:
         # partition's leader moves it.
         self.high_watermark_follows_log_end = not config.get("zookeeper.connect")
         # Called with (partition, change) when this broker, as leader, changed an ISR; in ZooKeeper
-        # mode it writes the partition's state znode and an /isr_change_notification.
+        # mode it tells the controller (AlterPartition, server/alter_partition_manager.py).
         self.isr_change_listener: Callable[[Partition, IsrChange], None] = lambda partition, change: None
         self.fetchers = ReplicaFetcherManager(self, config)
+        # Kafka's replicaStateChangeLock: one controller request (LeaderAndIsr, StopReplica) at a time,
+        # its controller epoch checked and its changes made without another one in between.
+        self.state_change_lock = trio.Lock()
 
     def topic_log_config(self, topic: TopicInfo) -> LogConfig:
         return LogConfig.from_props(topic.configs, base=self._config.log_config())
@@ -301,7 +308,8 @@ class ReplicaManager:
         return partition
 
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
-        self._logs.create_log(topic.name, index, config, topic.topic_id)  # or the log that is there
+        topic_id = None if topic.topic_id == ZERO_UUID else topic.topic_id
+        self._logs.create_log(topic.name, index, config, topic_id)  # or the log that is there
         self._logs.update_config(topic.name, index, config)
         partition = self._partition(topic, index)
         partition.open_log()
@@ -367,64 +375,108 @@ class ReplicaManager:
         return topic
 
     # -- replication (driven by LeaderAndIsr)
-    def become_leader_or_follower(self, states: list[PartitionState],
-                                  brokers: dict[int, tuple[str, int]]) -> dict[tuple[str, int], int]:
+    def become_leader_or_follower(self, states: list[PartitionState], brokers: dict[int, tuple[str, int]],
+                                  new_topics: Mapping[str, TopicInfo] | None = None) -> dict[tuple[str, int], int]:
         """Take each partition's leadership as the controller decided it (Kafka's
         ReplicaManager.becomeLeaderOrFollower): lead it, or follow its leader at `brokers[leader]`
-        (host, port), truncating first (KIP-279). An older leader epoch than the one known is
-        refused (STALE_CONTROLLER_EPOCH, as Kafka answers). Returns each partition's error code."""
+        (host, port), truncating first (KIP-279). A partition new to this broker is created (its log
+        too, or the one on disk taken) from `new_topics[topic]` (its id and config overrides).
+        Kafka's checks, in its order: a topic id other than the partition's: INCONSISTENT_TOPIC_ID; a
+        leader epoch older than, or the same as, the one known: STALE_CONTROLLER_EPOCH (ignored);
+        this broker not among the replicas: UNKNOWN_TOPIC_OR_PARTITION. Returns each partition's
+        error code."""
         errors: dict[tuple[str, int], int] = {}
         now_ms = wall_clock_ms()
         for state in states:
             key = (state.topic, state.partition)
             partition = self.partitions.get(key)
-            if partition is None:
-                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            if state.leader_epoch < partition.leader_epoch:
-                log.info("Ignoring LeaderAndIsr for %s: leader epoch %d is older than %d", partition.name,
-                         state.leader_epoch, partition.leader_epoch)
-                errors[key] = ErrorCode.STALE_CONTROLLER_EPOCH
-                continue
-            partition.high_watermark_follows_log_end = False
-            self.fetchers.remove_partition(key)
-            try:
-                if state.leader == self.local_id:
-                    partition.make_leader(state, now_ms)
-                    log.info("[Broker %d] %s: leader at epoch %d, ISR %s", self.local_id, partition.name,
-                             state.leader_epoch, list(state.isr))
+            code = (self._check_leader_and_isr(partition, state) if partition is not None
+                    else ErrorCode.NONE if self.local_id in state.replicas else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if code == ErrorCode.NONE and partition is None:
+                topic = (new_topics or {}).get(state.topic)
+                if topic is None:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    partition.make_follower(state)
-                    address = brokers.get(state.leader)
-                    if address is not None:
-                        self.fetchers.add_partition(key, state.leader, address)
-                    else:
-                        log.warning("[Broker %d] %s: follower of %d, whose address is unknown: not fetching",
-                                    self.local_id, partition.name, state.leader)
-                    log.info("[Broker %d] %s: follower of %d at epoch %d", self.local_id, partition.name,
-                             state.leader, state.leader_epoch)
-            except StorageError as e:
-                log.error("[Broker %d] %s: cannot take its leadership: %s", self.local_id, partition.name, e)
-                errors[key] = e.error_code
+                    try:
+                        partition = self._open(topic, state.partition, self.topic_log_config(topic))
+                    except StorageError as e:
+                        log.error("[Broker %d] cannot create the log of %s-%d: %s", self.local_id, state.topic,
+                                  state.partition, e)
+                        code = e.error_code
+            if code != ErrorCode.NONE:
+                errors[key] = code
                 continue
-            errors[key] = ErrorCode.NONE
+            errors[key] = self._take_leadership(partition, state, brokers, now_ms)
         return errors
 
-    def stop_replicas(self, keys: list[tuple[str, int]], delete: bool) -> dict[tuple[str, int], int]:
-        """StopReplica (Kafka's ReplicaManager.stopReplicas): stop fetching the partitions and stop
-        leading them (produces and fetches get NOT_LEADER_OR_FOLLOWER); with `delete`, their logs go
-        too (the partition moved away, or its topic is being deleted)."""
+    def _check_leader_and_isr(self, partition: Partition, state: PartitionState) -> int:
+        known_id = partition.topic.topic_id
+        if state.topic_id not in (None, ZERO_UUID) and known_id != ZERO_UUID and state.topic_id != known_id:
+            log.error("[Broker %d] Topic ID in memory: %s does not match the topic ID for partition %s received: %s.",
+                      self.local_id, known_id, partition.name, state.topic_id)
+            return ErrorCode.INCONSISTENT_TOPIC_ID
+        if state.leader_epoch <= partition.leader_epoch:
+            log.info("[Broker %d] Ignoring LeaderAndIsr for %s: its leader epoch %d is not newer than %d",
+                     self.local_id, partition.name, state.leader_epoch, partition.leader_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.local_id not in state.replicas:
+            log.warning("[Broker %d] Ignoring LeaderAndIsr for %s as itself is not in assigned replica list %s",
+                        self.local_id, partition.name, list(state.replicas))
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NONE
+
+    def _take_leadership(self, partition: Partition, state: PartitionState, brokers: dict[int, tuple[str, int]],
+                         now_ms: int) -> int:
+        key = (state.topic, state.partition)
+        partition.high_watermark_follows_log_end = False
+        self.fetchers.remove_partition(key)
+        try:
+            if state.leader == self.local_id:
+                partition.make_leader(state, now_ms)
+                log.info("[Broker %d] %s: leader at epoch %d, ISR %s", self.local_id, partition.name,
+                         state.leader_epoch, list(state.isr))
+            else:
+                partition.make_follower(state)
+                address = brokers.get(state.leader)
+                if address is not None:
+                    self.fetchers.add_partition(key, state.leader, address)
+                else:
+                    log.warning("[Broker %d] %s: follower of %d, whose address is unknown: not fetching",
+                                self.local_id, partition.name, state.leader)
+                log.info("[Broker %d] %s: follower of %d at epoch %d", self.local_id, partition.name,
+                         state.leader, state.leader_epoch)
+        except StorageError as e:
+            log.error("[Broker %d] %s: cannot take its leadership: %s", self.local_id, partition.name, e)
+            return e.error_code
+        return ErrorCode.NONE
+
+    def stop_replicas(self, states: Mapping[tuple[str, int], tuple[int, bool]]) -> dict[tuple[str, int], int]:
+        """StopReplica (Kafka's ReplicaManager.stopReplicas), `states`: (leader epoch, delete) by
+        partition. Stop fetching the partitions and stop leading them (produces and fetches get
+        NOT_LEADER_OR_FOLLOWER); with delete, their logs go too (the partition moved away, or its
+        topic is being deleted), also the log of a partition not hosted (its topic deleted while
+        this broker was down). A leader epoch older than the partition's: FENCED_LEADER_EPOCH, unless
+        it is -2 (a deletion) or -1 (a request without epochs)."""
         errors: dict[tuple[str, int], int] = {}
-        for key in keys:
-            self.fetchers.remove_partition(key)
+        for key, (leader_epoch, delete) in states.items():
             partition = self.partitions.get(key)
-            if partition is None:
-                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if not delete else ErrorCode.NONE
+            if (partition is not None and leader_epoch not in (EPOCH_DURING_DELETE, NO_EPOCH)
+                    and leader_epoch < partition.leader_epoch):
+                log.warning("[Broker %d] Ignoring StopReplica for %s: its leader epoch %d is older than %d",
+                            self.local_id, partition.name, leader_epoch, partition.leader_epoch)
+                errors[key] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
-            partition.stop_leading()
-            if delete:
-                del self.partitions[key]
-                self._logs.delete_log(*key)
+            self.fetchers.remove_partition(key)
+            try:
+                if partition is not None:
+                    partition.stop_leading()
+                    if delete:
+                        del self.partitions[key]
+                if delete and self._logs.has_log(*key):
+                    self._logs.delete_log(*key)
+            except StorageError as e:
+                errors[key] = e.error_code
+                continue
             errors[key] = ErrorCode.NONE
         return errors
 

@@ -29,8 +29,6 @@ STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 
 # Why an API key is not served, one short reason each.
 NOT_SERVED: dict[ApiKey, str] = {
-    ApiKey.LEADER_AND_ISR: CLUSTER_MODE,
-    ApiKey.STOP_REPLICA: CLUSTER_MODE,
     ApiKey.CONTROLLED_SHUTDOWN: CLUSTER_MODE,
     ApiKey.ALTER_REPLICA_LOG_DIRS: "moving a replica between log dirs is not implemented",
     ApiKey.CREATE_DELEGATION_TOKEN: DELEGATION_TOKENS,
@@ -82,6 +80,8 @@ NOT_SERVED: dict[ApiKey, str] = {
 
 # Served versions that need a word.
 SERVED_NOTES: dict[ApiKey, str] = {
+    ApiKey.LEADER_AND_ISR: "from Kafka 3.9's controller, in cluster mode only (zookeeper.connect)",
+    ApiKey.STOP_REPLICA: "from Kafka 3.9's controller, in cluster mode only (zookeeper.connect)",
     ApiKey.UPDATE_METADATA: "from Kafka 3.9's controller, in cluster mode only (zookeeper.connect)",
 }
 

@@ -38,7 +38,7 @@ NO_LIMIT = 2**31 - 1
 
 def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tuple[str, int]], list]:
     """The partitions a request names, with topic ids resolved (v13+); unknown ids answered later."""
-    image = ctx.services.metadata
+    image = ctx.services.metadata_cache
     by_id = ctx.api_version >= 13
 
     def topic_name(t) -> str | None:
@@ -79,7 +79,7 @@ def follower_fetch(ctx, request) -> FollowerFetch | None:
         return None
     epochs: dict[tuple[str, int], int] = {}
     if version >= 12:
-        image = ctx.services.metadata
+        image = ctx.services.metadata_cache
         for t in request.topics:
             name = t.topic if version < 13 else getattr(image.topics_by_id.get(t.topic_id), "name", None)
             if name is None:

@@ -313,11 +313,11 @@ def test_stop_replica_stops_fetching_and_leading_and_may_delete_the_log(tmp_path
         assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
         follower = cluster.brokers[1].replica_manager
         assert follower.fetchers.fetch_state((TOPIC, 0)) is not None
-        assert follower.stop_replicas([(TOPIC, 0)], delete=False) == {(TOPIC, 0): ErrorCode.NONE}
+        assert follower.stop_replicas({(TOPIC, 0): (-1, False)}) == {(TOPIC, 0): ErrorCode.NONE}
         assert follower.fetchers.fetch_state((TOPIC, 0)) is None
         assert cluster.log(1).log_end_offset == 1  # kept
         leader = cluster.brokers[0].replica_manager
-        assert leader.stop_replicas([(TOPIC, 0)], delete=True) == {(TOPIC, 0): ErrorCode.NONE}
+        assert leader.stop_replicas({(TOPIC, 0): (-1, True)}) == {(TOPIC, 0): ErrorCode.NONE}
         assert leader.get(TOPIC, 0) is None
         assert (await produce(cluster.port(0), [b"b"], acks=1)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
