@@ -290,13 +290,16 @@ class LogManager:
     def create_log(self, topic: str, partition: int, config: LogConfig | None = None,
                    topic_id: uuid.UUID | None = None) -> Log:
         """The partition's log, created empty in the log directory holding the fewest logs, its
-        partition.metadata naming `topic_id` (when given)."""
+        partition.metadata naming `topic_id` (when given); the one there when it names the same
+        topic id or none (InconsistentTopicIdException otherwise: Kafka's getOrCreateLog)."""
         if (topic, partition) in self._deleted_since_checkpoint:
             # The checkpoints still name the deleted log: after a crash its start offset would
             # apply to the new one. Rare (deleted and created again within a checkpoint interval).
             self.checkpoint()
         existing = self.get_log(topic, partition)
         if existing is not None:
+            if topic_id is not None:
+                _check_topic_id(existing.dir, topic_id)
             return existing
         with self._lock:
             existing = self._logs.get((topic, partition))
