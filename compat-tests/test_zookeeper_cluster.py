@@ -4,8 +4,8 @@ encoder reproduces Kafka's bytes), Kafka's controller counting the Samsa broker 
 and listing it in Metadata, a broker id taken twice refused, the registration made again after a
 session expiry; Kafka's controller telling the Samsa broker the cluster's metadata (UpdateMetadata),
 so that Samsa's Metadata, DescribeCluster and topic configs answer as Kafka's; topics created, grown
-and deleted through a Samsa broker by way of ZooKeeper and Kafka's controller. (Samsa does not yet
-answer the controller's LeaderAndIsr: docs/cluster.md.)"""
+and deleted through a Samsa broker by way of ZooKeeper and Kafka's controller; replication between
+Kafka and Samsa both ways (LeaderAndIsr, StopReplica and AlterPartition with Kafka's controller)."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
     connect = zk.connect + CHROOT
     kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0, "broker.rack": "rack-a"})
     # Partitions on both brokers, created before broker 1 is up: the leaders are Kafka's, broker 1
-    # a replica out of the ISR; and a topic of Kafka's broker alone.
+    # a replica out of the ISR until it has caught up; and a topic of Kafka's broker alone.
     admin = confluent_admin(f"{HOST}:{kafka.port}")
     spread, alone = f"{topic_name}-spread", f"{topic_name}-alone"
     futures = admin.create_topics([NewTopic(spread, 3, replica_assignment=[[0, 1], [1, 0], [0, 1]]),
@@ -228,8 +228,7 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
     answer = wait_for(same_answers, T, what="Samsa's Metadata to be Kafka's")
     assert answer["controller_id"] == 0
     assert answer["brokers"] == [(0, HOST, kafka.port, "rack-a"), (1, HOST, samsa.port, "rack-b")]
-    assert [(p[2], p[4], p[5]) for p in answer["topics"][spread][3]] == [(0, [0, 1], [0]), (0, [1, 0], [0]),
-                                                                      (0, [0, 1], [0])]
+    assert [(p[2], p[4]) for p in answer["topics"][spread][3]] == [(0, [0, 1]), (0, [1, 0]), (0, [0, 1])]
     assert answer["topics"][spread][1] != uuid.UUID(int=0)
     assert describe_cluster_answer(samsa.port) == describe_cluster_answer(kafka.port)
     # Topic overrides, read from /config/topics/<t>.
@@ -237,15 +236,13 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
         "retention.ms": "60000", "cleanup.policy": "compact"}
     assert topic_overrides(samsa.port, spread) == {}
 
-    # The controller has moved past UpdateMetadata: what it retries now is the LeaderAndIsr that
-    # makes broker 1 a follower of the spread topic's partitions (not served yet: docs/cluster.md).
-    wait_for(lambda: controller_failures(kafka, "LeaderAndIsr") >= 1, T, what="the controller to send LeaderAndIsr")
-    update_metadata_failures = controller_failures(kafka, "UpdateMetadata")
-    wait_for(lambda: controller_failures(kafka, "LeaderAndIsr") >= 3, T, what="LeaderAndIsr retries")
-    assert controller_failures(kafka, "UpdateMetadata") == update_metadata_failures
+    # The controller's LeaderAndIsr made broker 1 a follower of the spread topic's partitions: it
+    # catches up, and Kafka's leader takes it into the ISRs, which Samsa's Metadata shows too.
+    wait_for(lambda: all(p[5] == [0, 1] for p in metadata_answer(samsa.port)["topics"][spread][3]), T,
+             what="broker 1 in the ISRs")
+    assert controller_failures(kafka, "LeaderAndIsr") == controller_failures(kafka, "UpdateMetadata") == 0
 
-    # CreateTopics on a Samsa broker (one holding no replica, so that the controller's requests to
-    # it are not held up) writes ZooKeeper; Kafka's controller creates the topic.
+    # CreateTopics on a Samsa broker writes ZooKeeper; Kafka's controller creates the topic.
     second = kafka39_factory({"zookeeper.connect": connect, "broker.id": 2, "broker.rack": "rack-c"})
     created = f"{topic_name}-via-samsa"
     with WireClient(HOST, second.port) as wire:
@@ -302,3 +299,109 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
     assert deleted.error_code == ErrorCode.NONE
     assert created not in metadata_answer(second.port)["topics"]
     wait_for(lambda: created not in metadata_answer(kafka.port)["topics"], T, what="Kafka to drop the topic")
+
+
+# --- replication between Kafka 3.9 and Samsa ----------------------------------------------------
+
+Produce = request_class(ApiKey.PRODUCE)
+
+
+def produce_all(port: int, topic: str, values: list[bytes]) -> tuple[int, int]:
+    """One batch with acks=all to partition 0 through the broker at `port`: (error code, base offset)."""
+    from samsa.wire import records
+
+    batch = records.build_batch([records.Record(i, 0, None, v, []) for i, v in enumerate(values)])
+    request = Produce(acks=-1, timeout_ms=T * 1000, topic_data=[Produce.TopicProduceData(
+        name=topic, partition_data=[Produce.PartitionProduceData(index=0, records=batch)])])
+    with WireClient(HOST, port) as client:
+        answer = client.call(request, 9).responses[0].partition_responses[0]
+    return answer.error_code, answer.base_offset
+
+
+def partition_state(client, topic: str) -> zk_data.PartitionState:
+    return zk_data.decode_partition_state(client.get(zk_data.partition_state_path(topic, 0))[0])
+
+
+def segment_bytes(broker, topic: str) -> bytes:
+    """The partition's first segment as the broker wrote it (Samsa's only once it has stopped: it
+    may hold writes in a buffer)."""
+    return (broker.data_dir / f"{topic}-0" / "00000000000000000000.log").read_bytes()
+
+
+def test_kafka_and_samsa_replicate_each_other(kafka39_factory, topic_name):
+    """A topic with two replicas on Kafka 3.9 and Samsa: whichever leads, acks=all returns once
+    both hold the records, byte for byte (Kafka's replica fetcher fetching from Samsa, Samsa's from
+    Kafka); a stopped Samsa leaves the ISR (Kafka leads alone, acks=all goes on), and once started
+    again it catches up and is taken back in."""
+    from confluent_kafka.admin import NewTopic
+
+    zk = kafka39_factory.zookeeper()
+    connect = zk.connect + CHROOT
+    kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0})
+    samsa = kafka39_factory({"zookeeper.connect": connect, "broker.id": 1, "zookeeper.session.timeout.ms": 6000})
+    wait_for(lambda: len(metadata_answer(samsa.port)["brokers"]) == 2, T, what="Samsa to know the cluster")
+    kafka_led, samsa_led = f"{topic_name}-k", f"{topic_name}-s"
+    admin = confluent_admin(f"{HOST}:{kafka.port}")
+    for future in admin.create_topics([NewTopic(kafka_led, 1, replica_assignment=[[0, 1]]),
+                                       NewTopic(samsa_led, 1, replica_assignment=[[1, 0]])],
+                                      operation_timeout=T).values():
+        future.result(timeout=T)
+
+    with zk_reader(connect) as client:
+        for topic, leader in ((kafka_led, 0), (samsa_led, 1)):
+            state = wait_for(lambda t=topic: client.exists(zk_data.partition_state_path(t, 0))
+                             and partition_state(client, t), T, what="the partition state")
+            assert (state.leader, state.isr) == (leader, (leader, 1 - leader))
+        # The controller's LeaderAndIsr is answered: nothing retried behind it.
+        wait_for(lambda: metadata_answer(samsa.port)["topics"].get(samsa_led), T, what="the topics at Samsa")
+        assert controller_failures(kafka, "LeaderAndIsr") == 0
+
+        # Through each leader, acks=all: answered once the other replica has the records.
+        assert produce_all(samsa.port, samsa_led, [b"s%d" % i for i in range(5)]) == (ErrorCode.NONE, 0)
+        assert produce_all(samsa.port, samsa_led, [b"t%d" % i for i in range(3)]) == (ErrorCode.NONE, 5)
+        assert produce_all(kafka.port, kafka_led, [b"k%d" % i for i in range(4)]) == (ErrorCode.NONE, 0)
+        # Not the leader: refused by either.
+        assert produce_all(kafka.port, samsa_led, [b"x"])[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert produce_all(samsa.port, kafka_led, [b"x"])[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        kafka_followed = segment_bytes(kafka, samsa_led)
+        assert len(kafka_followed) > 0
+
+        # Two Samsa brokers, Kafka only the controller: the Samsa leader tells it of ISR changes
+        # (AlterPartition), here the follower taken back in after a restart.
+        second = kafka39_factory({"zookeeper.connect": connect, "broker.id": 2})
+        pair = f"{topic_name}-p"
+        admin.create_topics([NewTopic(pair, 1, replica_assignment=[[1, 2]])],
+                            operation_timeout=T)[pair].result(timeout=T)
+        wait_for(lambda: client.exists(zk_data.partition_state_path(pair, 0))
+                 and partition_state(client, pair).isr == (1, 2), T, what="the pair's ISR")
+        assert produce_all(samsa.port, pair, [b"p"]) == (ErrorCode.NONE, 0)
+        second.stop()
+        wait_for(lambda: partition_state(client, pair).isr == (1,), T, what="the ISR without broker 2")
+        assert produce_all(samsa.port, pair, [b"q", b"r"]) == (ErrorCode.NONE, 1)
+        second.start()
+        wait_for(lambda: partition_state(client, pair).isr == (1, 2), T, what="broker 2 back in the ISR")
+        wait_for(lambda: "ISR [1, 2] committed by the controller" in samsa.output(), T, what="the controller's answer")
+        assert produce_all(samsa.port, pair, [b"s"]) == (ErrorCode.NONE, 3)
+        second.stop()
+
+        # Samsa stops: the controller takes it out of the ISRs; Kafka leads both alone.
+        samsa.stop()
+        assert segment_bytes(samsa, samsa_led) == kafka_followed  # what Kafka copied from Samsa
+        assert segment_bytes(samsa, kafka_led) == segment_bytes(kafka, kafka_led)  # what Samsa copied from Kafka
+        for topic in (kafka_led, samsa_led):
+            state = wait_for(lambda t=topic: partition_state(client, t).isr == (0,) and partition_state(client, t),
+                             T, what="the ISR without Samsa")
+            assert state.leader == 0
+        assert produce_all(kafka.port, kafka_led, [b"l%d" % i for i in range(2)]) == (ErrorCode.NONE, 4)
+        assert produce_all(kafka.port, samsa_led, [b"m%d" % i for i in range(2)]) == (ErrorCode.NONE, 8)
+
+        # Samsa again: it follows Kafka for both, catches up and is back in both ISRs.
+        samsa.start()
+        for topic in (kafka_led, samsa_led):
+            wait_for(lambda t=topic: set(partition_state(client, t).isr) == {0, 1}, T, what="Samsa back in the ISR")
+        assert produce_all(kafka.port, kafka_led, [b"n"]) == (ErrorCode.NONE, 6)
+        samsa.stop()
+        for topic in (kafka_led, samsa_led):
+            assert segment_bytes(samsa, topic) == segment_bytes(kafka, topic)
+        assert segment_bytes(samsa, pair) == segment_bytes(second, pair)
+    assert "fails to send request" not in kafka.output()
