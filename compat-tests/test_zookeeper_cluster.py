@@ -300,6 +300,17 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
     assert created not in metadata_answer(second.port)["topics"]
     wait_for(lambda: created not in metadata_answer(kafka.port)["topics"], T, what="Kafka to drop the topic")
 
+    # A topic with replicas on Samsa deleted: the controller's StopReplica (delete) takes Samsa's logs
+    # too, and the deletion completes once every replica has answered it.
+    assert all((samsa.data_dir / f"{spread}-{p}").is_dir() for p in range(3))
+    admin.delete_topics([spread], operation_timeout=T)[spread].result(timeout=T)
+    wait_for(lambda: spread not in metadata_answer(kafka.port)["topics"], T, what="Kafka to drop the spread topic")
+    wait_for(lambda: not any((samsa.data_dir / f"{spread}-{p}").exists() for p in range(3)), T,
+             what="Samsa's logs of the deleted topic to go")
+    wait_for(lambda: f"Deletion of topic {spread} successfully completed" in kafka.output(), T,
+             what="the controller to complete the deletion")
+    assert controller_failures(kafka, "StopReplica") == 0
+
 
 # --- replication between Kafka 3.9 and Samsa ----------------------------------------------------
 
