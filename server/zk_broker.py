@@ -27,6 +27,7 @@ from .zk_client import BrokerIdInUse, ClusterJoinError, KafkaZkClient, Registrat
 
 log = logging.getLogger("samsa.zk")
 REGISTRATION_RETRY_BACKOFF_S = 1.0
+UNKNOWN_BROKER_EPOCH = -1  # Kafka's AbstractControlRequest.UNKNOWN_BROKER_EPOCH
 
 
 class InconsistentClusterIdException(ClusterJoinError):
@@ -45,6 +46,17 @@ class ZkMembership:
     # The czxid of the current /brokers/ids/<id> (Kafka's KafkaController.brokerEpoch): a
     # controller's request for an older one is stale. -1 until registered.
     broker_epoch: int = -1
+
+    def is_broker_epoch_stale(self, in_request: int, request_name: str, request) -> bool:
+        """Kafka's ZkSupport.isBrokerEpochStale, logged as KafkaApis does: only an older epoch is
+        stale (a newer one is possible when the controller saw this broker's new registration before
+        the broker learnt its czxid); UNKNOWN_BROKER_EPOCH (a request version without it) never is."""
+        if in_request == UNKNOWN_BROKER_EPOCH or in_request >= self.broker_epoch:
+            return False
+        log.info("Received %s request with broker epoch %d smaller than the current broker epoch %d from "
+                 "controller %d with epoch %d.", request_name, in_request, self.broker_epoch, request.controller_id,
+                 request.controller_epoch)
+        return True
 
 
 async def join_cluster(config, log_dirs: list[Path], new_cluster_id) -> ZkMembership:

@@ -152,6 +152,18 @@ class ZkMetadataCache:
         self._updated = trio.Event()
         return deleted
 
+    def take_controller_epoch(self, request, request_name: str, correlation_id: int) -> bool:
+        """A LeaderAndIsr or StopReplica from a controller as new as the latest seen: its epoch becomes
+        the latest (True); from an older one: False, logged as Kafka's ReplicaManager does."""
+        if request.controller_epoch < self.controller_epoch:
+            log.warning("[Broker id=%d] Ignoring %s request from controller %d with correlation id %d since its "
+                        "controller epoch %d is old. Latest known controller epoch is %d", self.broker_id,
+                        request_name, request.controller_id, correlation_id, request.controller_epoch,
+                        self.controller_epoch)
+            return False
+        self.controller_epoch = request.controller_epoch
+        return True
+
     async def wait_until(self, condition) -> None:
         """Until condition() holds after some update (Kafka's delayed topic operations)."""
         while not condition():

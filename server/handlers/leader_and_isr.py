@@ -19,14 +19,15 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CLUSTER_ACTION
 from ..metadata import TopicInfo
 from ..replica_manager import ZERO_UUID, PartitionState
+from ..zk_broker import UNKNOWN_BROKER_EPOCH
 from . import handler
-from .update_metadata import UNKNOWN_BROKER_EPOCH, is_broker_epoch_stale
 
 log = logging.getLogger("samsa.state.change")
 LeaderAndIsrResponse = response_class(ApiKey.LEADER_AND_ISR)
@@ -60,7 +61,7 @@ def leader_and_isr_response(states: list[PartitionState], errors: dict[tuple[str
         response.partition_errors = [PartitionError(topic_name=s.topic, partition_index=s.partition,
                                                     error_code=errors[(s.topic, s.partition)]) for s in states]
         return response
-    topics: dict[uuid.UUID, TopicError] = {}
+    topics: dict[uuid.UUID, Any] = {}  # LeaderAndIsrTopicError by topic id
     for s in states:
         topic_id = s.topic_id or ZERO_UUID
         topic = topics.get(topic_id)
@@ -85,20 +86,12 @@ async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return refused(states, version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if version >= 2 else UNKNOWN_BROKER_EPOCH
-    current = services.zookeeper.broker_epoch
-    if is_broker_epoch_stale(broker_epoch, current):
-        log.info("Received LeaderAndIsr request with broker epoch %d smaller than the current broker epoch %d "
-                 "from controller %d with epoch %d.", broker_epoch, current, request.controller_id,
-                 request.controller_epoch)
+    if services.zookeeper.is_broker_epoch_stale(broker_epoch, "LeaderAndIsr", request):
         return refused(states, version, ErrorCode.STALE_BROKER_EPOCH)
     replica_manager, cache = services.replica_manager, services.zk_metadata
     async with replica_manager.state_change_lock:
-        if request.controller_epoch < cache.controller_epoch:
-            log.warning("[Broker id=%d] Ignoring LeaderAndIsr request from controller %d with correlation id %d "
-                        "since its controller epoch %d is old. Latest known controller epoch is %d", services.node_id,
-                        request.controller_id, ctx.correlation_id, request.controller_epoch, cache.controller_epoch)
+        if not cache.take_controller_epoch(request, "LeaderAndIsr", ctx.correlation_id):
             return refused(states, version, ErrorCode.STALE_CONTROLLER_EPOCH)
-        cache.controller_epoch = request.controller_epoch
         new_topics = await _new_topics(services, states)
         listener = services.config.inter_broker_listener_name
         brokers = {broker_id: endpoint for broker_id, broker in cache.alive_brokers.items()

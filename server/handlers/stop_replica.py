@@ -19,8 +19,8 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CLUSTER_ACTION
 from ..replica_manager import NO_EPOCH
+from ..zk_broker import UNKNOWN_BROKER_EPOCH
 from . import handler
-from .update_metadata import UNKNOWN_BROKER_EPOCH, is_broker_epoch_stale
 
 log = logging.getLogger("samsa.state.change")
 StopReplicaResponse = response_class(ApiKey.STOP_REPLICA)
@@ -46,21 +46,13 @@ async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return StopReplicaResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if version >= 1 else UNKNOWN_BROKER_EPOCH
-    current = services.zookeeper.broker_epoch
-    if is_broker_epoch_stale(broker_epoch, current):
-        log.info("Received StopReplica request with broker epoch %d smaller than the current broker epoch %d "
-                 "from controller %d with epoch %d.", broker_epoch, current, request.controller_id,
-                 request.controller_epoch)
+    if services.zookeeper.is_broker_epoch_stale(broker_epoch, "StopReplica", request):
         return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
     states = stop_replica_states(request, version)
     replica_manager, cache = services.replica_manager, services.zk_metadata
     async with replica_manager.state_change_lock:
-        if request.controller_epoch < cache.controller_epoch:
-            log.warning("[Broker id=%d] Ignoring StopReplica request from controller %d with correlation id %d "
-                        "since its controller epoch %d is old. Latest known controller epoch is %d", services.node_id,
-                        request.controller_id, ctx.correlation_id, request.controller_epoch, cache.controller_epoch)
+        if not cache.take_controller_epoch(request, "StopReplica", ctx.correlation_id):
             return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-        cache.controller_epoch = request.controller_epoch
         log.info("[Broker id=%d] Handling StopReplica request correlationId %d from controller %d for %d partitions",
                  services.node_id, ctx.correlation_id, request.controller_id, len(states))
         errors = replica_manager.stop_replicas(states)

@@ -12,23 +12,14 @@ the group coordinator (its offsets stay until the topic's local log goes).
 
 from __future__ import annotations
 
-import logging
-
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CLUSTER_ACTION
+from ..zk_broker import UNKNOWN_BROKER_EPOCH
 from ..zk_metadata_cache import StaleControllerEpoch
 from . import handler
 
-log = logging.getLogger("samsa.update_metadata")
 UpdateMetadataResponse = response_class(ApiKey.UPDATE_METADATA)
-UNKNOWN_BROKER_EPOCH = -1  # Kafka's AbstractControlRequest.UNKNOWN_BROKER_EPOCH
-
-
-def is_broker_epoch_stale(in_request: int, current: int) -> bool:
-    """Kafka's ZkSupport.isBrokerEpochStale: only an older epoch is stale; a newer one is possible
-    when the controller saw this broker's new registration before the broker learnt its czxid."""
-    return in_request != UNKNOWN_BROKER_EPOCH and in_request < current
 
 
 @handler(ApiKey.UPDATE_METADATA, 0, 8, cluster_only=True)
@@ -37,11 +28,7 @@ async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if ctx.api_version >= 5 else UNKNOWN_BROKER_EPOCH
-    current = services.zookeeper.broker_epoch
-    if is_broker_epoch_stale(broker_epoch, current):
-        log.info("Received UpdateMetadata request with broker epoch %d smaller than the current broker epoch %d "
-                 "from controller %d with epoch %d.", broker_epoch, current, request.controller_id,
-                 request.controller_epoch)
+    if services.zookeeper.is_broker_epoch_stale(broker_epoch, "UpdateMetadata", request):
         return UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
     try:
         services.zk_metadata.update_metadata(request, ctx.api_version, ctx.correlation_id)
