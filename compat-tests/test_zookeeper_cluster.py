@@ -151,7 +151,9 @@ def test_kafka_joins_the_cluster_samsa_created(kafka39_factory):
 def test_registration_survives_a_session_expiry(kafka39_factory):
     zk = kafka39_factory.zookeeper()
     # ZooKeeper's smallest session timeout is two ticks (4 s with the fixture's tickTime).
-    samsa = kafka39_factory({"zookeeper.connect": zk.connect, "broker.id": 5, "zookeeper.session.timeout.ms": 4000})
+    # No controller to ask for a controlled shutdown at the end (Kafka would retry three times, 5 s apart).
+    samsa = kafka39_factory({"zookeeper.connect": zk.connect, "broker.id": 5, "zookeeper.session.timeout.ms": 4000,
+                             "controlled.shutdown.enable": "false"})
     with zk_reader(zk.connect) as client:
         first_owner = client.exists(zk_data.broker_path(5)).ephemeralOwner
         os.kill(samsa.proc.pid, signal.SIGSTOP)  # silent past the session timeout: ZooKeeper expires it
@@ -349,7 +351,9 @@ def test_kafka_and_samsa_replicate_each_other(kafka39_factory, topic_name):
     zk = kafka39_factory.zookeeper()
     connect = zk.connect + CHROOT
     kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0})
-    samsa = kafka39_factory({"zookeeper.connect": connect, "broker.id": 1, "zookeeper.session.timeout.ms": 6000})
+    # One controlled shutdown attempt: it leaves a partition whose only live replica it is (below).
+    samsa = kafka39_factory({"zookeeper.connect": connect, "broker.id": 1, "zookeeper.session.timeout.ms": 6000,
+                             "controlled.shutdown.max.retries": 1})
     wait_for(lambda: len(metadata_answer(samsa.port)["brokers"]) == 2, T, what="Samsa to know the cluster")
     kafka_led, samsa_led = f"{topic_name}-k", f"{topic_name}-s"
     admin = confluent_admin(f"{HOST}:{kafka.port}")
@@ -395,8 +399,12 @@ def test_kafka_and_samsa_replicate_each_other(kafka39_factory, topic_name):
         assert produce_all(samsa.port, pair, [b"s"]) == (ErrorCode.NONE, 3)
         second.stop()
 
-        # Samsa stops: the controller takes it out of the ISRs; Kafka leads both alone.
-        samsa.stop()
+        # Samsa stops, asking the controller first to move its leaders (ControlledShutdown): Kafka
+        # leads both alone, Samsa out of the ISRs. The pair's partition has no other live replica to
+        # move to: the controller says so, and Samsa stops all the same.
+        assert samsa.stop() == 0
+        assert "Shutting down broker 1" in kafka.output()
+        assert f"partitions remaining to move: ['{pair}-0']" in samsa.output()
         assert segment_bytes(samsa, samsa_led) == kafka_followed  # what Kafka copied from Samsa
         assert segment_bytes(samsa, kafka_led) == segment_bytes(kafka, kafka_led)  # what Samsa copied from Kafka
         for topic in (kafka_led, samsa_led):
@@ -415,4 +423,3 @@ def test_kafka_and_samsa_replicate_each_other(kafka39_factory, topic_name):
         for topic in (kafka_led, samsa_led):
             assert segment_bytes(samsa, topic) == segment_bytes(kafka, topic)
         assert segment_bytes(samsa, pair) == segment_bytes(second, pair)
-    assert "fails to send request" not in kafka.output()

@@ -73,7 +73,7 @@ class AlterPartitionManager:
                 request, sent = self._request()
                 if request is None:
                     continue
-                controller = self._controller_endpoint()
+                controller = self._cache.controller_endpoint(self._config.inter_broker_listener_name)
                 if controller is None:
                     await trio.sleep(RETRY_BACKOFF_S)  # no controller known yet, or not reachable on the listener
                     continue
@@ -100,11 +100,6 @@ class AlterPartitionManager:
             if connection is not None:
                 with trio.CancelScope(shield=True):
                     await connection.aclose()
-
-    def _controller_endpoint(self) -> tuple[str, int] | None:
-        controller = self._cache.controller_id
-        broker = None if controller is None else self._cache.alive_brokers.get(controller)
-        return None if broker is None else broker.endpoints.get(self._config.inter_broker_listener_name)
 
     def _request(self):
         """The AlterPartition for the pending partitions this broker still leads, and what it sent

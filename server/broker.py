@@ -30,6 +30,7 @@ from .alter_partition_manager import AlterPartitionManager
 from .authorizer import StandardAuthorizer, new_authorizer
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, RequestContext
+from .controlled_shutdown import controlled_shutdown
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
@@ -189,6 +190,13 @@ class Broker:
                 finally:
                     with trio.CancelScope(shield=True):
                         await self._shutdown(services, connections)
+
+    async def controlled_shutdown(self) -> None:
+        """Before a shutdown in a ZooKeeper cluster (controlled.shutdown.enable): the controller moves
+        this broker's leaders away while it still serves (server/controlled_shutdown.py)."""
+        if self.zookeeper is None or not self.started.is_set() or not self.config.get("controlled.shutdown.enable"):
+            return
+        await controlled_shutdown(self.zookeeper, self.services.zk_metadata, self.config)
 
     def _advertised_endpoints(self) -> list[zk_data.EndPoint]:
         return [zk_data.EndPoint(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,

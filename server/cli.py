@@ -51,6 +51,7 @@ async def serve(config: KafkaConfig) -> None:
             await nursery.start(broker.run)
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
+                await broker.controlled_shutdown()  # in a cluster, while the broker still serves
                 nursery.cancel_scope.cancel()
                 break
 

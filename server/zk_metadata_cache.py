@@ -236,6 +236,12 @@ class ZkMetadataCache:
         """The live brokers reachable on `listener` (Kafka's getAliveBrokerNodes)."""
         return [node for b in self.alive_brokers.values() if (node := b.node(listener)) is not None]
 
+    def controller_endpoint(self, listener: str) -> tuple[str, int] | None:
+        """Where the controller listens on `listener`, None if no controller is known or it is not
+        alive there (Kafka's controller node provider in ZooKeeper mode)."""
+        broker = None if self.controller_id is None else self.alive_brokers.get(self.controller_id)
+        return None if broker is None else broker.endpoints.get(listener)
+
     def alive_node(self, node_id: int, listener: str) -> BrokerInfo | None:
         broker = self.alive_brokers.get(node_id)
         return None if broker is None else broker.node(listener)
