@@ -94,8 +94,7 @@ def test_leader_and_isr_fencing_errors_and_new_logs(tmp_path):
         assert (partition.log.dir / "partition.metadata").exists()
         produced = await client.call(produce_request("t", one_batch([b"a"]), acks=-1), 9)
         assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
-        # acks=all on partition 1 waits for follower 1, which never fetches: only acks=1 here.
-        assert samsa.replica_manager.get("t", 1).isr == (0, 1)
+        assert samsa.replica_manager.get("t", 1).isr == (0, 1)  # led here, follower 1 in its ISR
 
         # The same leader epoch again: ignored, STALE_CONTROLLER_EPOCH; a newer one is taken.
         again = leader_and_isr([state(0, 0, [0], [0]), state(1, 0, [0, 1], [0, 1], leader_epoch=1)],
