@@ -500,6 +500,9 @@ public final class JavaClient {
                 }
                 producer.sendOffsetsToTransaction(Map.of(new TopicPartition(input, 0), new OffsetAndMetadata(3)),
                         consumer.groupMetadata());
+                // Flushed first: abortTransaction drops batches not yet sent, and the test counts these
+                // five records in the log (a loaded CI run aborted before they left the client).
+                producer.flush();
                 producer.abortTransaction();
 
                 // Open: the last stable offset stays where the open transaction began.
