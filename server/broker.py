@@ -42,6 +42,7 @@ from .group_service import GroupService, random_member_uuid
 from .txn_service import TxnService
 from .zk_broker import ZkMembership, broker_registration, join_cluster, stay_registered
 from .zk_metadata_cache import ZkMetadataCache
+from .zk_shared_metadata import ZkSharedMetadata
 from .replica_manager import ReplicaManager
 from .security.authenticator import AuthenticationFailed
 from .security.connection_quotas import ConnectionQuotas
@@ -80,6 +81,7 @@ class Broker:
         self.cluster_id = ""
         self.zookeeper: ZkMembership | None = None  # in a ZooKeeper cluster (zookeeper.connect)
         self.alter_partitions: AlterPartitionManager | None = None  # in a cluster: ISR changes to the controller
+        self.zk_shared: ZkSharedMetadata | None = None  # in a cluster: configs, quotas, SCRAM, ACLs in ZooKeeper
         self._in_flight = 0
         self._connections: set[Connection] = set()
         self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
@@ -87,7 +89,7 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.disk_limiter = trio.CapacityLimiter(1)  # fsync, retention, checkpoints: one at a time
         self.listener_security = listener_securities(
-            config, lambda user, mechanism: stored_credential(self.metadata.scram_credentials, user, mechanism))
+            config, lambda user, mechanism: stored_credential(self._shared_metadata().scram_credentials, user, mechanism))
         self.connection_quotas = ConnectionQuotas(config)
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -105,9 +107,13 @@ class Broker:
             # Kafka 4's `kafka-storage format` writes it; a ZooKeeper-mode Kafka 3.9 broker has no such step.
             write_formatted_dynamic_defaults(self.config, metadata)
         load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
-        self.authorizer = new_authorizer(self.config, metadata.acls)
+        # In a cluster the ACLs, quotas and SCRAM credentials are ZooKeeper's, read once it is running (_run).
+        shared = self.zk_shared = None if self.zookeeper is None else ZkSharedMetadata(
+            self.zookeeper.client, self._topic_configs_changed, lambda: self.quotas.refresh(),
+            self._acls_changed)
+        self.authorizer = new_authorizer(self.config, metadata.acls if shared is None else [])
         self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)
-        self.quotas = BrokerQuotas(self.config, metadata.client_quotas)
+        self.quotas = BrokerQuotas(self.config, metadata.client_quotas if shared is None else shared.client_quotas)
         self.replica_manager = ReplicaManager(self.log_manager, metadata, self.config,
                                               on_topics_changed=self._topics_changed)
         self.groups = GroupService(self.config, metadata, self.replica_manager, self.disk_limiter, wall_clock_ms,
@@ -115,7 +121,7 @@ class Broker:
         self.transactions = TxnService(self.config, metadata, self.replica_manager, self.disk_limiter,
                                        self.producer_ids.generate_producer_id, self.groups.complete_transaction,
                                        wall_clock_ms)
-        zk_metadata = None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata)
+        zk_metadata = None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata, shared)
         if zk_metadata is not None:
             self.alter_partitions = AlterPartitionManager(self.zookeeper, zk_metadata, self.config)
             self.replica_manager.isr_change_listener = self.alter_partitions.submit
@@ -125,11 +131,25 @@ class Broker:
             groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
             advertised=self.advertised, zookeeper=self.zookeeper,
-            zk_metadata=zk_metadata)
+            zk_metadata=zk_metadata, zk_shared=shared)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in metadata.topics.items()},
                                  {name: topic.topic_id for name, topic in metadata.topics.items()})
         self.replica_manager.load()
+
+    def _shared_metadata(self):
+        """Where ACLs, quotas and SCRAM credentials are kept: ZooKeeper's in a cluster, else the image."""
+        return self.metadata if self.zk_shared is None else self.zk_shared
+
+    def _topic_configs_changed(self, topic: str, configs: dict[str, str]) -> None:
+        """A topic's overrides changed in ZooKeeper: the metadata cache and the logs here take them."""
+        self.services.zk_metadata.set_topic_configs(topic, configs)
+        self.replica_manager.apply_topic_configs(topic, configs)
+
+    def _acls_changed(self, acls) -> None:
+        """The cluster's ACLs changed in ZooKeeper: the authorizer, when one is set, takes them."""
+        if self.authorizer is not None:
+            self.authorizer.set_acls(acls)
 
     def _topics_changed(self) -> None:
         """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
@@ -150,12 +170,19 @@ class Broker:
 
     async def _run(self, started_at: int, task_status) -> None:
         await trio.to_thread.run_sync(self._load)
+        if self.zk_shared is not None:
+            await self.zk_shared.load()
+            self.quotas.refresh()
+            if self.authorizer is not None:
+                self.authorizer.set_acls(self.zk_shared.acl_bindings())
         async with trio.open_nursery() as services:
             await services.start(self.groups.run)  # groups and offsets loaded before any request
             await services.start(self.transactions.run)  # then transactions, whose markers may complete offsets
             await services.start(self.replica_manager.run)  # replica fetchers, ISR expiration
             if self.alter_partitions is not None:
                 await services.start(self.alter_partitions.run)  # ISR changes to the controller
+            if self.zk_shared is not None:
+                await services.start(self.zk_shared.run)  # /config/changes and ACL change notifications
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)

@@ -1,6 +1,8 @@
 """AlterConfigs and IncrementalAlterConfigs on every resource type, as Kafka's ConfigAdminManager
 preprocesses them (repeated resources or keys, null values, unknown types) and hands each on: a
-topic's overrides, a BROKER resource's dynamic configs, a BROKER_LOGGER's levels (incremental only)."""
+topic's overrides (in a ZooKeeper cluster: /config/topics/<t> and a /config/changes notification, as
+Kafka 3.9's ZkAdminManager), a BROKER resource's dynamic configs, a BROKER_LOGGER's levels
+(incremental only)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from .authorizer import ALTER_CONFIGS
 from .broker_loggers import alter_loggers
 from .config_resources import ConfigApiError, OpType, ResourceType, check_authorized, invalid_request
 from .dynamic_broker_config import alter_broker_configs, check_broker_resource, incremental_broker_configs
-from .topic_configs import alter_topic_configs, incremental_topic_configs
+from .topic_configs import alter_cluster_topic_configs, alter_topic_configs, incremental_topic_configs
 
 
-def alter_configs(ctx, request, response_type, incremental: bool):
+async def alter_configs(ctx, request, response_type, incremental: bool):
     """The response (of `response_type`) to an AlterConfigs or IncrementalAlterConfigs request:
     each resource's error code and message, in the request's order."""
     counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
@@ -24,7 +26,7 @@ def alter_configs(ctx, request, response_type, incremental: bool):
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
                 raise invalid_request("Each resource must appear at most once.")
-            _alter(ctx, resource, request.validate_only, incremental)
+            await _alter(ctx, resource, request.validate_only, incremental)
         except ConfigApiError as error:
             code, message = error.code, error.message
         responses.append(response_type.AlterConfigsResourceResponse(
@@ -33,7 +35,7 @@ def alter_configs(ctx, request, response_type, incremental: bool):
     return response_type(throttle_time_ms=0, responses=responses)
 
 
-def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
+async def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
     services = ctx.services
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
@@ -45,6 +47,9 @@ def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
     kind, name = resource.resource_type, resource.resource_name
     if kind == ResourceType.TOPIC:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
+        if services.zk_shared is not None:
+            await alter_cluster_topic_configs(services, name, resource.configs, incremental, validate_only)
+            return
         configs = (incremental_topic_configs(services, name, resource.configs) if incremental
                    else {c.name: c.value for c in resource.configs})
         alter_topic_configs(services, name, configs, validate_only)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .txn_service import TxnService
     from .zk_broker import ZkMembership
     from .zk_metadata_cache import ZkMetadataCache
+    from .zk_shared_metadata import ZkSharedMetadata
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class BrokerServices:
     # controller said in UpdateMetadata; both None for a single broker.
     zookeeper: ZkMembership | None = None
     zk_metadata: ZkMetadataCache | None = None
+    # In a cluster: topic configs, quotas, SCRAM credentials and ACLs as ZooKeeper holds them, and their writes.
+    zk_shared: ZkSharedMetadata | None = None
 
     @property
     def metadata_cache(self) -> MetadataCache:

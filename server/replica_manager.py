@@ -363,6 +363,16 @@ class ReplicaManager:
         for index in range(topic.num_partitions):
             self.partitions[(name, index)].update_config(config)
 
+    def apply_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """In a cluster: a topic's overrides changed in ZooKeeper (a /config/changes notification,
+        Kafka's TopicConfigHandler); the logs of its partitions here take them."""
+        hosted = [p for (topic, _), p in self.partitions.items() if topic == name]
+        if hosted:
+            config = LogConfig.from_props(configs, base=self._config.log_config())
+            for partition in hosted:
+                partition.topic.configs = dict(configs)
+                partition.update_config(config)
+
     def delete_topic(self, name: str) -> TopicInfo:
         topic = self._metadata.remove_topic(name)
         for index in range(topic.num_partitions):

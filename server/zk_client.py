@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import trio
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
@@ -285,6 +285,74 @@ class KafkaZkClient:
             _create_recursive(zk, zk_data.delete_topic_path(topic), None, throw_if_path_exists=False)
         await self._run(mark)
 
+    # -- shared metadata: /config entities, their change notifications, ACL znodes ---------------
+
+    async def get_children(self, path: str, watch=None) -> list[str]:
+        """The children of `path` ([] when it is missing); `watch` (called once, on kazoo's thread)
+        when they change."""
+        def children(zk: KazooClient) -> list[str]:
+            try:
+                return zk.get_children(path, watch=watch)
+            except NoNodeError:
+                if watch is not None:  # watch the parent's creation instead
+                    zk.exists(path, watch=watch)
+                return []
+        return await self._run(children)
+
+    async def get_data(self, path: str) -> tuple[bytes | None, int] | None:
+        """The znode's data and data version, None when it is missing."""
+        found = await self._get(path)
+        return None if found is None else (found[0], found[1].version)
+
+    async def change_entity_config(self, entity_type: str, sanitized_name: str, configs: dict[str, str],
+                                   is_user_client_id: bool = False) -> None:
+        """AdminZkClient.changeEntityConfig: the entity's znode set or created (a quota entity left
+        empty and without children is deleted instead, as tryCleanQuotaNodes), then the
+        /config/changes/config_change_<seq> notification every broker's config manager watches."""
+        path = zk_data.config_entity_path(entity_type, sanitized_name)
+        data = zk_data.encode_config_entity(configs)
+        entity_path = f"{entity_type}/{sanitized_name}"
+
+        def change(zk: KazooClient) -> None:
+            if not (entity_type in ("clients", "users", "ips") and not configs
+                    and _try_clean_quota_nodes(zk, entity_type, sanitized_name, is_user_client_id)):
+                try:
+                    zk.set(path, data)
+                except NoNodeError:
+                    try:
+                        _create_recursive(zk, path, data)
+                    except NodeExistsError:
+                        zk.set(path, data)
+            _create_recursive(zk, zk_data.CONFIG_CHANGES, None, throw_if_path_exists=False)
+            zk.create(f"{zk_data.CONFIG_CHANGES}/{zk_data.CONFIG_CHANGE_PREFIX}",
+                      zk_data.encode_config_change(entity_path), sequence=True)
+        await self._run(change)
+
+    async def write_resource_acls(self, path: str, data: bytes | None, version: int | None) -> int | None:
+        """AclAuthorizer.updateResourceAcls' write: the resource znode created (version None), set
+        at `version`, or deleted at it (data None). The new version, or None when the znode moved
+        meanwhile (the caller reads it again and retries)."""
+        def write(zk: KazooClient) -> int | None:
+            try:
+                if data is None:
+                    if version is not None:
+                        zk.delete(path, version=version)
+                    return 0
+                if version is None:
+                    _create_recursive(zk, path, data)
+                    return 0
+                return zk.set(path, data, version).version
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                return None
+        return await self._run(write)
+
+    async def create_acl_change_notification(self, store_path: str, data: bytes) -> None:
+        """KafkaZkClient.createAclChangeNotification: a persistent sequential acl_changes_<seq>."""
+        def create(zk: KazooClient) -> None:
+            _create_recursive(zk, store_path, None, throw_if_path_exists=False)
+            zk.create(f"{store_path}/{zk_data.ACL_CHANGE_PREFIX}", data, sequence=True)
+        await self._run(create)
+
     async def _get(self, path: str):
         def get(zk: KazooClient):
             try:
@@ -314,6 +382,38 @@ def _create_recursive(zk: KazooClient, path: str, data: bytes | None, throw_if_p
     except NodeExistsError:
         if throw_if_path_exists:
             raise
+
+
+def _try_clean_quota_nodes(zk: KazooClient, entity_type: str, name: str, is_user_client_id: bool) -> bool:
+    """AdminZkClient.tryCleanQuotaNodes: an emptied quota entity without children is deleted, with
+    its user's `clients` node and the user's own when nothing else is left there. False when the
+    entity has children (its znode is then set empty)."""
+    path = zk_data.config_entity_path(entity_type, name)
+    try:
+        if zk.get_children(path):
+            return False
+    except NoNodeError:
+        pass
+    to_delete = path
+    if is_user_client_id:
+        user, client_id = name[:name.index("/")], name[name.rindex("/") + 1:]
+        clients_path = zk_data.config_entity_path("users", f"{user}/clients")
+        try:
+            if zk.get_children(clients_path) == [client_id]:
+                to_delete = clients_path
+                user_path = zk_data.config_entity_path("users", user)
+                user_data, _ = zk.get(user_path)
+                if not zk_data.decode_config_entity(user_data) and zk.get_children(user_path) == ["clients"]:
+                    to_delete = user_path
+        except NoNodeError:
+            pass
+    log.info("Deleting zk node %s since node of entityType %s and entityName %s is empty.", to_delete,
+             entity_type, name)
+    try:
+        zk.delete(to_delete, recursive=True)
+    except NoNodeError:
+        pass
+    return True
 
 
 def _stop(zk: KazooClient) -> None:

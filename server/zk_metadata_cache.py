@@ -4,8 +4,9 @@ replicas, offline replicas), topic ids, the live brokers with their endpoints pe
 and the controller's id.
 
 It reads as a `MetadataCache` (server/metadata.py) for topics; what UpdateMetadata does not carry
-(dynamic broker configs, ACLs, SCRAM credentials, client quotas) still comes from the broker's own
-metadata image in this slice (Kafka reads them from ZooKeeper's /config and /kafka-acl).
+comes from ZooKeeper: ACLs, SCRAM credentials and client quotas as `shared`
+(server/zk_shared_metadata.py) keeps them; dynamic broker configs still from the broker's own
+metadata image in this slice.
 
 Kafka's rules, kept here:
 - an update carries the live brokers in full, and partition states only for what changed (a partial
@@ -21,11 +22,15 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
 
 from ..wire.errors import ErrorCode
 from .metadata import BrokerInfo, MetadataStore, TopicInfo, colliding_topic
+
+if TYPE_CHECKING:
+    from .zk_shared_metadata import ZkSharedMetadata
 
 log = logging.getLogger("samsa.state.change")
 LEADER_DURING_DELETE = -2  # Kafka's LeaderAndIsr.LEADER_DURING_DELETE
@@ -82,9 +87,11 @@ class ZkMetadataCache:
     """What the controller said; `update_metadata` replaces it (a snapshot read without locks: trio
     runs one task at a time and an update is applied in one step)."""
 
-    def __init__(self, broker_id: int, local: MetadataStore) -> None:
+    def __init__(self, broker_id: int, local: MetadataStore,
+                 shared: ZkSharedMetadata | None = None) -> None:
         self.broker_id = broker_id
         self._local = local
+        self._shared = shared
         # The latest controller epoch seen (Kafka keeps it in ReplicaManager, shared with
         # LeaderAndIsr and StopReplica): 0 before any controller spoke (KafkaController.InitialControllerEpoch).
         self.controller_epoch = 0
@@ -217,15 +224,15 @@ class ZkMetadataCache:
 
     @property
     def acls(self):
-        return self._local.acls
+        return (self._local if self._shared is None else self._shared).acls
 
     @property
     def scram_credentials(self):
-        return self._local.scram_credentials
+        return (self._local if self._shared is None else self._shared).scram_credentials
 
     @property
     def client_quotas(self):
-        return self._local.client_quotas
+        return (self._local if self._shared is None else self._shared).client_quotas
 
     def collides(self, name: str) -> str | None:
         return colliding_topic(name, self._topics)

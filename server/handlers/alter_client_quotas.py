@@ -1,6 +1,8 @@
 """AlterClientQuotas (key 49), v0-1: set or remove client quotas, applied at once to clients already
 connected; each entry succeeds or fails whole, all successful ones are stored in one step. Follows
 ControllerApis.handleAlterClientQuotas and ClientQuotaControlManager: ALTER_CONFIGS on the cluster.
+In a ZooKeeper cluster the quotas are written to /config/{users,clients,ips} with a /config/changes
+notification, as Kafka 3.9's ZkAdminManager.alterClientQuotas (server/zk_shared_metadata.py).
 Deviations: none known.
 """
 
@@ -40,6 +42,9 @@ async def handle(ctx, request):
         results.append(Entry(error_code=code, error_message=message,
                              entity=[EntityData(entity_type=kind, entity_name=name) for kind, name in parts]))
     if changes and not request.validate_only:
-        services.metadata.alter_client_quotas(changes)
+        if services.zk_shared is not None:  # a cluster: each entity's znode, as ZkAdminManager writes it
+            await services.zk_shared.alter_client_quotas(changes)
+        else:
+            services.metadata.alter_client_quotas(changes)
         services.quotas.refresh()
     return AlterClientQuotasResponse(throttle_time_ms=0, entries=results)

@@ -15,4 +15,4 @@ from . import handler
 
 @handler(ApiKey.ALTER_CONFIGS, 0, 2)
 async def handle(ctx, request):
-    return alter_configs(ctx, request, response_class(ApiKey.ALTER_CONFIGS), incremental=False)
+    return await alter_configs(ctx, request, response_class(ApiKey.ALTER_CONFIGS), incremental=False)

@@ -2,6 +2,9 @@
 checks and messages of Kafka's ScramControlManager (ControllerApis.handleAlterUserScramCredentials):
 ALTER on the cluster; every accepted change of the request is stored at once in the metadata image;
 a user named twice in one request gets DUPLICATE_RESOURCE.
+In a ZooKeeper cluster each user's credentials go to /config/users/<user> (Kafka's credential
+string under the mechanism's name, beside the user's quotas) with a /config/changes notification,
+as Kafka 3.9's ZkAdminManager.alterUserScramCredentials writes them.
 Deviations: none known.
 """
 
@@ -61,8 +64,8 @@ async def handle(ctx, request):
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
         return Response(throttle_time_ms=0, results=[Result(user=user, error_code=code, error_message=code.message)
                                                      for user in users])
-    metadata = ctx.services.metadata
-    stored = metadata.scram_credentials
+    metadata, shared = ctx.services.metadata, ctx.services.zk_shared
+    stored = metadata.scram_credentials if shared is None else shared.scram_credentials
     # The accepted alterations by user name: a deletion's mechanism, an upsertion and its mechanism.
     deletions: dict[str, ScramMechanism] = {}
     upsertions: dict[str, tuple[Any, ScramMechanism]] = {}
@@ -86,7 +89,12 @@ async def handle(ctx, request):
         else:
             errors[upsertion.name] = checked
 
-    if deletions or upsertions:
+    if shared is not None and (deletions or upsertions):  # a cluster: each user's /config/users znode
+        await shared.alter_scram_credentials(deletions, {
+            name: (mechanism, ScramCredential.from_salted_password(mechanism, upsertion.salt,
+                                                                   upsertion.salted_password, upsertion.iterations))
+            for name, (upsertion, mechanism) in upsertions.items()})
+    elif deletions or upsertions:
         updated = copy.deepcopy(stored)
         for name, mechanism in deletions.items():
             mechanisms = updated[name]

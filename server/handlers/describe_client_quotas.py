@@ -25,7 +25,7 @@ async def handle(ctx, request):
     try:
         if not ctx.authorize(DESCRIBE_CONFIGS, CLUSTER):
             raise QuotaRequestError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED_MESSAGE)
-        found = describe(ctx.services.metadata.client_quotas, components, request.strict)
+        found = describe(ctx.services.metadata_cache.client_quotas, components, request.strict)
     except QuotaRequestError as e:
         return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=e.code, error_message=str(e), entries=None)
     entries = [Entry(entity=[EntityData(entity_type=kind, entity_name=name) for kind, name in entity],

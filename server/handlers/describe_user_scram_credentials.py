@@ -23,7 +23,7 @@ async def handle(ctx, request):
     if not ctx.authorize(DESCRIBE, CLUSTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return Response(throttle_time_ms=0, error_code=code, error_message=code.message, results=[])
-    stored = ctx.services.metadata.scram_credentials
+    stored = ctx.services.metadata_cache.scram_credentials
     if not request.users:  # null or empty: every user
         wanted = {user: False for user in stored}
     else:

@@ -16,4 +16,4 @@ from . import handler
 
 @handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1)
 async def handle(ctx, request):
-    return alter_configs(ctx, request, response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS), incremental=True)
+    return await alter_configs(ctx, request, response_class(ApiKey.INCREMENTAL_ALTER_CONFIGS), incremental=True)
