@@ -34,7 +34,8 @@ DeleteAcls = request_class(ApiKey.DELETE_ACLS)
 
 CHROOT = "/kafka/configs"
 T = 30
-TOPIC_RESOURCE, DYNAMIC_TOPIC_CONFIG, SET, DELETE = 2, 1, 0, 1
+TOPIC_RESOURCE, BROKER_RESOURCE, SET, DELETE = 2, 4, 0, 1
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 # One salt and password for every user: the credentials both brokers store are then the same.
 SCRAM_SHA_256, ITERATIONS, SALT, PASSWORD = 1, 4096, b"a fixed salt", b"secret"
 ACL_TOPIC, ACL_GROUP, LITERAL, PREFIXED, ANY, READ, DESCRIBE, ALLOW = 2, 3, 3, 4, 1, 3, 8, 3
@@ -57,11 +58,24 @@ def call(port: int, request, version: int):
         return client.call(request, version)
 
 
-def topic_overrides(port: int, topic: str) -> dict[str, str]:
+def described(port: int, resource_type: int, name: str, sources=(DYNAMIC_TOPIC_CONFIG,)) -> dict[str, tuple]:
     (result,) = call(port, DescribeConfigs(resources=[DescribeConfigs.DescribeConfigsResource(
-        resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=None)]), 4).results
+        resource_type=resource_type, resource_name=name, configuration_keys=None)]), 4).results
     assert result.error_code == ErrorCode.NONE, result.error_message
-    return {c.name: c.value for c in result.configs if c.config_source == DYNAMIC_TOPIC_CONFIG}
+    return {c.name: (c.value, c.config_source) for c in result.configs if c.config_source in sources}
+
+
+def topic_overrides(port: int, topic: str) -> dict[str, str]:
+    return {name: value for name, (value, _) in described(port, TOPIC_RESOURCE, topic).items()}
+
+
+def alter_broker_configs(port: int, changes: dict[str, dict[str, str]]) -> None:
+    """IncrementalAlterConfigs SET on BROKER resources: resource name -> {config: value}."""
+    response = call(port, IncrementalAlterConfigs(resources=[IncrementalAlterConfigs.AlterConfigsResource(
+        resource_type=BROKER_RESOURCE, resource_name=name, configs=[
+            IncrementalAlterConfigs.AlterableConfig(name=k, config_operation=SET, value=v) for k, v in configs.items()])
+        for name, configs in changes.items()], validate_only=False), 1)
+    assert [(r.error_code, r.error_message) for r in response.responses] == [(ErrorCode.NONE, None)] * len(changes)
 
 
 def quotas(port: int) -> dict:
@@ -220,4 +234,19 @@ def test_kafka_and_samsa_share_configs_quotas_scram_users_and_acls(kafka39_facto
         assert not client.exists(zk_data.config_entity_path("users", "bob/clients"))
         assert client.exists(zk_data.config_entity_path("users", "bob"))
     wait_for(lambda: answers(kafka.port, by_samsa) == answers(samsa.port, by_samsa), T, what="the same answers")
+
+    # Dynamic broker configs: the cluster default set through Kafka reaches Samsa; a broker's own
+    # set through Samsa is stored as Kafka stores its own.
+    alter_broker_configs(kafka.port, {"": {"log.retention.bytes": "1073741824"}, "0": {"message.max.bytes": "2000000"}})
+    alter_broker_configs(samsa.port, {"1": {"message.max.bytes": "2000000"}})
+    defaults = described(kafka.port, BROKER_RESOURCE, "", (DYNAMIC_DEFAULT_BROKER_CONFIG,))
+    assert defaults == {"log.retention.bytes": ("1073741824", DYNAMIC_DEFAULT_BROKER_CONFIG)}
+    wait_for(lambda: described(samsa.port, BROKER_RESOURCE, "", (DYNAMIC_DEFAULT_BROKER_CONFIG,)) == defaults, T,
+             what="Samsa to take the cluster default")
+    own = described(samsa.port, BROKER_RESOURCE, "1", (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG))
+    assert own == {"message.max.bytes": ("2000000", DYNAMIC_BROKER_CONFIG), **defaults}
+    with kazoo_zk(connect) as client:
+        assert client.get(zk_data.config_entity_path("brokers", "1"))[0] == client.get(
+            zk_data.config_entity_path("brokers", "0"))[0]
+        assert notifications(client, zk_data.CONFIG_CHANGES)[-1] == zk_data.encode_config_change("brokers/1")
 

@@ -36,7 +36,11 @@ from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
 from .metadata import BrokerInfo, MetadataStore, load_or_import
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
-from .dynamic_broker_config import load_dynamic_broker_configs, write_formatted_dynamic_defaults
+from .dynamic_broker_config import (
+    apply_cluster_broker_configs,
+    load_dynamic_broker_configs,
+    write_formatted_dynamic_defaults,
+)
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService, random_member_uuid
 from .txn_service import TxnService
@@ -106,11 +110,12 @@ class Broker:
         if formatting and not self.config.is_set("zookeeper.connect"):
             # Kafka 4's `kafka-storage format` writes it; a ZooKeeper-mode Kafka 3.9 broker has no such step.
             write_formatted_dynamic_defaults(self.config, metadata)
-        load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
+        if self.zookeeper is None:  # in a cluster they are ZooKeeper's, applied once read (_run)
+            load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
         # In a cluster the ACLs, quotas and SCRAM credentials are ZooKeeper's, read once it is running (_run).
         shared = self.zk_shared = None if self.zookeeper is None else ZkSharedMetadata(
-            self.zookeeper.client, self._topic_configs_changed, lambda: self.quotas.refresh(),
-            self._acls_changed)
+            self.zookeeper.client, self.node_id, self._topic_configs_changed, lambda: self.quotas.refresh(),
+            self._acls_changed, lambda: apply_cluster_broker_configs(self.services))
         self.authorizer = new_authorizer(self.config, metadata.acls if shared is None else [])
         self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)
         self.quotas = BrokerQuotas(self.config, metadata.client_quotas if shared is None else shared.client_quotas)
@@ -172,6 +177,7 @@ class Broker:
         await trio.to_thread.run_sync(self._load)
         if self.zk_shared is not None:
             await self.zk_shared.load()
+            apply_cluster_broker_configs(self.services)
             self.quotas.refresh()
             if self.authorizer is not None:
                 self.authorizer.set_acls(self.zk_shared.acl_bindings())

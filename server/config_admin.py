@@ -12,7 +12,12 @@ from ..wire.errors import ErrorCode
 from .authorizer import ALTER_CONFIGS
 from .broker_loggers import alter_loggers
 from .config_resources import ConfigApiError, OpType, ResourceType, check_authorized, invalid_request
-from .dynamic_broker_config import alter_broker_configs, check_broker_resource, incremental_broker_configs
+from .dynamic_broker_config import (
+    alter_broker_configs,
+    alter_cluster_broker_configs,
+    check_broker_resource,
+    incremental_broker_configs,
+)
 from .topic_configs import alter_cluster_topic_configs, alter_topic_configs, incremental_topic_configs
 
 
@@ -58,7 +63,10 @@ async def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
         configs = (incremental_broker_configs(services.config.dynamic_configs(per_broker=name != ""), resource.configs)
                    if incremental else {c.name: c.value for c in resource.configs})
-        alter_broker_configs(services, name, configs, validate_only)
+        if services.zk_shared is not None:
+            await alter_cluster_broker_configs(services, name, configs, validate_only)
+        else:
+            alter_broker_configs(services, name, configs, validate_only)
     elif kind == ResourceType.BROKER_LOGGER and incremental:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
         alter_loggers(name, services.node_id, resource.configs, validate_only)

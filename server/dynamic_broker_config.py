@@ -55,6 +55,11 @@ def _per_broker_only(name: str) -> bool:
     return name in BROKER_CONFIGS and BROKER_CONFIGS[name].update_mode == "per-broker"
 
 
+def _is_password(name: str) -> bool:
+    definition = BROKER_CONFIGS.get(listener_config_base(name) or name)
+    return definition is not None and definition.type == "password"
+
+
 def _read_only(name: str) -> bool:
     return name in BROKER_CONFIGS and BROKER_CONFIGS[name].update_mode == "read-only"
 
@@ -196,14 +201,7 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
     """Make `props` the whole dynamic config set of a BROKER resource (checked by
     check_broker_resource): validate, then unless validate_only store and apply it."""
     per_broker = resource_name != ""
-    current = services.config
-    try:
-        validate_dynamic_configs(props, per_broker)
-        new = current.with_dynamic(props if per_broker else current.dynamic_configs(per_broker=True),
-                                   current.dynamic_configs(per_broker=False) if per_broker else props)
-        _validate_reconfiguration(current, new)
-    except ConfigError as error:
-        raise invalid_request(error.message) from None
+    new = _validated(services.config, props, per_broker)
     if validate_only:
         return
     # Kept under the id as this broker prints it, so "00" and "0" name the same resource.
@@ -212,6 +210,49 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
              sorted(props))
     _apply(services.config, services.log_manager, services.metadata, services.replica_manager,
            new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))
+
+
+def _validated(current: KafkaConfig, props: Mapping[str, str], per_broker: bool) -> KafkaConfig:
+    """The broker's config with `props` as a BROKER resource's dynamic configs, or INVALID_REQUEST."""
+    try:
+        validate_dynamic_configs(props, per_broker)
+        new = current.with_dynamic(props if per_broker else current.dynamic_configs(per_broker=True),
+                                   current.dynamic_configs(per_broker=False) if per_broker else props)
+        _validate_reconfiguration(current, new)
+    except ConfigError as error:
+        raise invalid_request(error.message) from None
+    return new
+
+
+async def alter_cluster_broker_configs(services: BrokerServices, resource_name: str, props: Mapping[str, str],
+                                       validate_only: bool) -> None:
+    """In a ZooKeeper cluster (ZkAdminManager.alterBrokerConfigs): checked, then written to
+    /config/brokers/<id> or /config/brokers/<default> with a /config/changes notification; every
+    broker concerned applies it from there (apply_cluster_broker_configs). A password config is
+    stored encrypted by Kafka (password.encoder.secret), which Samsa does not do yet: refused."""
+    per_broker = resource_name != ""
+    _validated(services.config, props, per_broker)
+    passwords = sorted(name for name in props if _is_password(name))
+    if passwords:
+        if not per_broker:
+            raise invalid_request("Password config can be defined only at broker level")
+        raise invalid_request("Password encoder secret not configured" if not services.config.get(
+            "password.encoder.secret") else f"Encoded password configs are not supported in a cluster yet: {passwords}")
+    if validate_only:
+        return
+    log.info("Updating %s with new configuration : %s", f"broker {services.node_id}" if per_broker else "brokers",
+             ",".join(f"{k} -> {v}" for k, v in props.items()))
+    await services.zk_shared.change_broker_config(str(services.node_id) if per_broker else "", dict(props))
+
+
+def apply_cluster_broker_configs(services: BrokerServices) -> None:
+    """The dynamic configs of this broker and the cluster default, as ZooKeeper holds them, take
+    effect (BrokerConfigHandler): the broker's config, then each hosted log's defaults."""
+    load_dynamic_broker_configs(services.config, services.metadata_cache, services.log_manager, services.node_id,
+                                clear=True)
+    replicas = services.replica_manager
+    for partition in list(replicas.partitions.values()):
+        partition.update_config(replicas.topic_log_config(partition.topic))
 
 
 # What Kafka 4's `kafka-storage format` writes as cluster-wide dynamic defaults: the broker's
@@ -226,12 +267,14 @@ def write_formatted_dynamic_defaults(config: KafkaConfig, metadata: MetadataCach
     metadata.set_broker_configs("", {name: value for name, value in defaults.items() if value is not None})
 
 
-def load_dynamic_broker_configs(config: KafkaConfig, metadata: MetadataCache, logs: LogManager, node_id: int) -> None:
-    """At startup, before any log opens: the dynamic configs the metadata holds take effect."""
+def load_dynamic_broker_configs(config: KafkaConfig, metadata: MetadataCache, logs: LogManager, node_id: int,
+                                clear: bool = False) -> None:
+    """At startup, before any log opens: the dynamic configs the metadata holds take effect (also
+    when none is left, with `clear`)."""
     stored = metadata.broker_configs
     per_broker = usable_dynamic_configs(stored.get(str(node_id), {}), per_broker=True)
     defaults = usable_dynamic_configs(stored.get("", {}), per_broker=False)
-    if per_broker or defaults:
+    if per_broker or defaults or clear:
         _apply(config, logs, metadata, None, per_broker, defaults)
 
 

@@ -4,9 +4,8 @@ replicas, offline replicas), topic ids, the live brokers with their endpoints pe
 and the controller's id.
 
 It reads as a `MetadataCache` (server/metadata.py) for topics; what UpdateMetadata does not carry
-comes from ZooKeeper: ACLs, SCRAM credentials and client quotas as `shared`
-(server/zk_shared_metadata.py) keeps them; dynamic broker configs still from the broker's own
-metadata image in this slice.
+comes from ZooKeeper: dynamic broker configs, ACLs, SCRAM credentials and client quotas as
+`shared` (server/zk_shared_metadata.py) keeps them.
 
 Kafka's rules, kept here:
 - an update carries the live brokers in full, and partition states only for what changed (a partial
@@ -220,7 +219,7 @@ class ZkMetadataCache:
 
     @property
     def broker_configs(self):
-        return self._local.broker_configs
+        return (self._local if self._shared is None else self._shared).broker_configs
 
     @property
     def acls(self):

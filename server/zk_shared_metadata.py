@@ -145,15 +145,20 @@ class ZkSharedMetadata:
     its change notifications, and Kafka's writes. `on_topic_configs(topic, overrides)`,
     `on_quotas_changed()` and `on_acls_changed(bindings)` apply a change to the broker."""
 
-    def __init__(self, client, on_topic_configs: Callable[[str, dict[str, str]], None],
-                 on_quotas_changed: Callable[[], None], on_acls_changed: Callable[[list[AclBinding]], None]) -> None:
+    def __init__(self, client, broker_id: int, on_topic_configs: Callable[[str, dict[str, str]], None],
+                 on_quotas_changed: Callable[[], None], on_acls_changed: Callable[[list[AclBinding]], None],
+                 on_broker_configs: Callable[[], None]) -> None:
         self.client = client
+        self.broker_id = broker_id
+        self._on_broker_configs = on_broker_configs
         self._on_topic_configs = on_topic_configs
         self._on_quotas_changed = on_quotas_changed
         self._on_acls_changed = on_acls_changed
         # Read by the quota manager and SCRAM authentication, replaced in place / by attribute.
         self.client_quotas: dict[Entity, dict[str, float]] = {}
         self.scram_credentials: dict[str, dict[str, dict]] = {}
+        # Dynamic broker configs of this broker (by its id) and the cluster default ("").
+        self.broker_configs: dict[str, dict[str, str]] = {}
         # Each quota entity's znode as read: entity path ('users/alice') -> overrides.
         self._entity_configs: dict[str, dict[str, str]] = {}
         # Each ACL resource's entries and znode version.
@@ -187,6 +192,8 @@ class ZkSharedMetadata:
                     for client_id in await self.client.get_children(zk_data.config_entity_path("users", clients)):
                         await self._read_entity(f"users/{clients}/{client_id}")
         self._derive_quotas_and_credentials()
+        for name in (DEFAULT_ENTITY, str(self.broker_id)):
+            await self._read_broker_configs(name)
         for pattern_type in ACL_PATTERN_TYPES:
             store = zk_data.acl_store_path(pattern_type.name)
             for type_name in await self.client.get_children(store):
@@ -263,7 +270,18 @@ class ZkSharedMetadata:
             await self._read_entity(entity_path)
             self._derive_quotas_and_credentials()
             self._on_quotas_changed()
-        # brokers: dynamic broker configs in ZooKeeper are not applied yet (docs/cluster.md)
+        elif entity_type == "brokers" and name in (DEFAULT_ENTITY, str(self.broker_id)):
+            await self._read_broker_configs(name)
+            self._on_broker_configs()
+
+    async def _read_broker_configs(self, name: str) -> None:
+        """/config/brokers/<id> or <default> (DynamicBrokerConfig: the broker's own and the cluster's)."""
+        configs = await self.client.get_entity_config("brokers", name)
+        key = "" if name == DEFAULT_ENTITY else name
+        if configs:
+            self.broker_configs[key] = configs
+        else:
+            self.broker_configs.pop(key, None)
 
     async def _read_entity(self, entity_path: str) -> None:
         entity_type, _, name = entity_path.partition("/")
@@ -311,6 +329,12 @@ class ZkSharedMetadata:
     async def change_topic_config(self, topic: str, configs: dict[str, str]) -> None:
         """AdminZkClient.changeTopicConfig: the broker applies it on its notification."""
         await self.client.change_entity_config("topics", topic, configs)
+
+    async def change_broker_config(self, resource_name: str, configs: dict[str, str]) -> None:
+        """AdminZkClient.changeBrokerConfig: a broker's id, or "" for <default>."""
+        name = resource_name or DEFAULT_ENTITY
+        await self.client.change_entity_config("brokers", name, configs)
+        await self.entity_changed(f"brokers/{name}")
 
     async def alter_client_quotas(self, changes: Mapping[Entity, Mapping[str, float | None]]) -> None:
         """ZkAdminManager.alterClientQuotas, the checks already made: each entity's znode as read,
