@@ -7,18 +7,18 @@ Kafka writes for the same change, and a SCRAM user created through Kafka signs i
 from __future__ import annotations
 
 import hashlib
-from contextlib import contextmanager
 
 import pytest
 from compat_util import wait_for
 from server_process import HOST, free_port
+from test_zookeeper_cluster import zk_reader
 from wire_client import WireClient
 
 from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-kazoo_client = pytest.importorskip("kazoo.client")
+pytest.importorskip("kazoo.client")
 
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 Metadata = request_class(ApiKey.METADATA)
@@ -40,17 +40,6 @@ DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 
 SCRAM_SHA_256, ITERATIONS, SALT, PASSWORD = 1, 4096, b"a fixed salt", b"secret"
 ACL_TOPIC, ACL_GROUP, LITERAL, PREFIXED, ANY, READ, DESCRIBE, ALLOW = 2, 3, 3, 4, 1, 3, 8, 3
 SECURED = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:ANONYMOUS"}
-
-
-@contextmanager
-def kazoo_zk(connect: str):
-    client = kazoo_client.KazooClient(hosts=connect)
-    client.start(timeout=T)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def call(port: int, request, version: int):
@@ -206,7 +195,7 @@ def test_kafka_and_samsa_share_configs_quotas_scram_users_and_acls(kafka39_facto
     expected = answers(samsa.port, by_samsa)
     wait_for(lambda: answers(kafka.port, by_samsa) == expected, T, what="Kafka to answer as Samsa")
     assert answers(kafka.port, by_kafka) == answers(samsa.port, by_kafka)
-    with kazoo_zk(connect) as client:
+    with zk_reader(connect) as client:
         kafkas = znodes(client, by_kafka, "alice", "app-k", "readers-k")
         samsas = znodes(client, by_samsa, "bob", "app-s", "readers-s")
         assert [z.replace(b"alice", b"bob").replace(b"app-k", b"app-s") for z in kafkas[1:]] == samsas[1:]
@@ -229,7 +218,7 @@ def test_kafka_and_samsa_share_configs_quotas_scram_users_and_acls(kafka39_facto
         entity=[entity(entity_type="user", entity_name="bob"), entity(entity_type="client-id", entity_name="app-s")],
         ops=[op(key="controller_mutation_rate", value=0.0, remove=True)])], validate_only=False), 1)
     assert response.entries[0].error_code == ErrorCode.NONE
-    with kazoo_zk(connect) as client:
+    with zk_reader(connect) as client:
         assert not client.exists(zk_data.acl_resource_path("PREFIXED", "Group", "readers-s"))
         assert not client.exists(zk_data.config_entity_path("users", "bob/clients"))
         assert client.exists(zk_data.config_entity_path("users", "bob"))
@@ -245,7 +234,7 @@ def test_kafka_and_samsa_share_configs_quotas_scram_users_and_acls(kafka39_facto
              what="Samsa to take the cluster default")
     own = described(samsa.port, BROKER_RESOURCE, "1", (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG))
     assert own == {"message.max.bytes": ("2000000", DYNAMIC_BROKER_CONFIG), **defaults}
-    with kazoo_zk(connect) as client:
+    with zk_reader(connect) as client:
         assert client.get(zk_data.config_entity_path("brokers", "1"))[0] == client.get(
             zk_data.config_entity_path("brokers", "0"))[0]
         assert notifications(client, zk_data.CONFIG_CHANGES)[-1] == zk_data.encode_config_change("brokers/1")
