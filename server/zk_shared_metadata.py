@@ -37,7 +37,7 @@ QUOTA_ENTITY_TYPES = ("users", "clients", "ips")
 ACL_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID,
                       ResourceType.DELEGATION_TOKEN, ResourceType.USER)
 ACL_PATTERN_TYPES = (PatternType.LITERAL, PatternType.PREFIXED)
-# A missed watch (a session that expired, taking its watches) is made good by reading again this often.
+# How often a watcher checks that its watch did not go with an expired session (then it reads again).
 RESCAN_INTERVAL_S = 60.0
 
 
@@ -227,12 +227,16 @@ class ZkSharedMetadata:
                     token.run_sync_soon(changed.set)
                 except trio.RunFinishedError:
                     pass
+            session = self.client.session_id
             try:
                 await process(await self.client.get_children(path, watch=watcher))
             except Exception:  # noqa: BLE001 - a bad notification or a lost connection: next time
                 log.exception("Error processing the notifications under %s", path)
-            with trio.move_on_after(RESCAN_INTERVAL_S):
-                await changed.wait()
+            # Until the children change, or the watch went with an expired session.
+            while self.client.session_id == session:
+                with trio.move_on_after(RESCAN_INTERVAL_S):
+                    await changed.wait()
+                    break
 
     async def _config_changes(self, children: list[str]) -> None:
         for sequence, child in _new_notifications(children, zk_data.CONFIG_CHANGE_PREFIX, self._last_config_change):

@@ -81,6 +81,7 @@ class FakeZk:
         self.sequence = 0
         self.watches: list = []
         self.conflicts = 0  # how many ACL writes find the znode moved
+        self.session_id = 1
 
     def put(self, path: str, data: bytes | None) -> None:
         old = self.nodes.get(path)
