@@ -67,6 +67,5 @@ async def change_acls(services: BrokerServices, acls: Sequence[AclBinding]) -> N
     as Kafka's AclAuthorizer writes it, then the authorizer; else store_acls."""
     if services.zk_shared is None:
         store_acls(services.metadata, services.authorizer, acls)
-    else:
+    else:  # the authorizer takes what ZooKeeper has then (another broker's ACLs written meanwhile too)
         await services.zk_shared.store_acls(acls)
-        services.authorizer.set_acls(acls)

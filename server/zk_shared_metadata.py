@@ -241,29 +241,38 @@ class ZkSharedMetadata:
     async def _config_changes(self, children: list[str]) -> None:
         for sequence, child in _new_notifications(children, zk_data.CONFIG_CHANGE_PREFIX, self._last_config_change):
             found = await self.client.get_data(f"{zk_data.CONFIG_CHANGES}/{child}")
+            self._last_config_change = sequence  # a notification that cannot be read is skipped, as Kafka's
             if found is not None:
-                entity_path = zk_data.decode_config_change(found[0])
+                try:
+                    entity_path = zk_data.decode_config_change(found[0])
+                except (zk_data.ZkDataError, KeyError, ValueError) as e:
+                    log.error("Skipping the unreadable config change %s: %s", child, e)
+                    continue
                 log.info("Processing override for entityPath: %s", entity_path)
                 await self.entity_changed(entity_path)
-            self._last_config_change = sequence
 
     async def _acl_changes(self, pattern_type: PatternType, children: list[str]) -> None:
         store = zk_data.acl_change_store_path(pattern_type.name)
         for sequence, child in _new_notifications(children, zk_data.ACL_CHANGE_PREFIX,
                                                   self._last_acl_change[pattern_type]):
             found = await self.client.get_data(f"{store}/{child}")
-            if found is not None and found[0] is not None:
+            self._last_acl_change[pattern_type] = sequence  # an unreadable one is skipped, as Kafka's
+            if found is None or found[0] is None:
+                continue
+            try:
                 if pattern_type == PatternType.LITERAL:
                     type_name, name = zk_data.decode_literal_acl_change(found[0])
                     resource = (ResourceType[type_name], PatternType.LITERAL, name)
                 else:
                     type_name, name, pattern_name = zk_data.decode_extended_acl_change(found[0])
                     resource = (ResourceType[type_name], PatternType[pattern_name], name)
-                async with self._acl_lock:
-                    await self._read_acls(resource)
-                    log.info("Processing Acl change notification for %s", resource)
-                self._on_acls_changed(self.acl_bindings())
-            self._last_acl_change[pattern_type] = sequence
+            except (zk_data.ZkDataError, KeyError, ValueError, UnicodeDecodeError) as e:
+                log.error("Skipping the unreadable ACL change %s: %s", child, e)
+                continue
+            async with self._acl_lock:
+                await self._read_acls(resource)
+                log.info("Processing Acl change notification for %s", resource)
+            self._on_acls_changed(self.acl_bindings())
 
     async def entity_changed(self, entity_path: str) -> None:
         """ConfigHandler.processConfigChanges for the entity: read it again and apply it."""

@@ -249,3 +249,24 @@ def test_an_acl_write_that_loses_a_race_reads_again_and_keeps_the_other_brokers_
             acl_entry(READ_T), acl_entry(WRITE_T), acl_entry(read_g)]
 
     trio.run(main)
+
+
+def test_an_unreadable_notification_is_skipped_and_the_next_one_applied():
+    zk = FakeZk()
+    applied = Applied()
+    shared = applied.shared(zk)
+
+    async def main():
+        await shared.load()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(shared.run)
+            zk.notify(zk_data.LITERAL_ACL_CHANGES, zk_data.ACL_CHANGE_PREFIX, b"NO_SUCH_TYPE:x")
+            zk.notify(zk_data.CONFIG_CHANGES, zk_data.CONFIG_CHANGE_PREFIX, b"not json")
+            zk.put("/kafka-acl/Topic/t", zk_data.encode_acls([acl_entry(READ_T)]))
+            zk.notify(zk_data.LITERAL_ACL_CHANGES, zk_data.ACL_CHANGE_PREFIX, b"TOPIC:t")
+            zk.put("/config/topics/t", zk_data.encode_config_entity({"retention.ms": "5"}))
+            zk.notify(zk_data.CONFIG_CHANGES, zk_data.CONFIG_CHANGE_PREFIX, zk_data.encode_config_change("topics/t"))
+            await applied.until(lambda: applied.acls == [READ_T] and applied.topics == {"t": {"retention.ms": "5"}})
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
