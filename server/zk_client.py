@@ -346,6 +346,22 @@ class KafkaZkClient:
                 return None
         return await self._run(write)
 
+    async def purge_obsolete_notifications(self, path: str, prefix: str, up_to: int, before_ms: int) -> None:
+        """ZkNodeChangeNotificationListener.purgeObsoleteNotifications: notifications up to sequence
+        `up_to` (already processed) created before `before_ms` are deleted (any broker may do it)."""
+        def purge(zk: KazooClient) -> None:
+            for child in zk.get_children(path):
+                if not child.startswith(prefix) or int(zk_data.sequence_number(child, prefix)) > up_to:
+                    continue
+                node = f"{path}/{child}"
+                try:
+                    stat = zk.exists(node)
+                    if stat is not None and stat.ctime < before_ms:
+                        zk.delete(node, version=stat.version)
+                except (NoNodeError, BadVersionError):
+                    pass
+        await self._run(purge)
+
     async def create_acl_change_notification(self, store_path: str, data: bytes) -> None:
         """KafkaZkClient.createAclChangeNotification: a persistent sequential acl_changes_<seq>."""
         def create(zk: KazooClient) -> None:

@@ -27,6 +27,7 @@ import trio
 
 from ..coordinator.client_quotas import CLIENT_ID, CLIENT_QUOTA_KEYS, IP, IP_QUOTA_KEYS, USER, Entity
 from ..wire import zk_data
+from .clock import wall_clock_ms
 from .authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from .security.scram import ScramCredential, ScramMechanism
 
@@ -37,6 +38,8 @@ QUOTA_ENTITY_TYPES = ("users", "clients", "ips")
 ACL_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID,
                       ResourceType.DELEGATION_TOKEN, ResourceType.USER)
 ACL_PATTERN_TYPES = (PatternType.LITERAL, PatternType.PREFIXED)
+# Kafka's ZkNodeChangeNotificationListener.changeExpirationMs: older processed notifications are deleted.
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 # How often a watcher checks that its watch did not go with an expired session (then it reads again).
 RESCAN_INTERVAL_S = 60.0
 
@@ -209,15 +212,18 @@ class ZkSharedMetadata:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._watch, zk_data.CONFIG_CHANGES, self._config_changes)
+            nursery.start_soon(self._watch, zk_data.CONFIG_CHANGES, zk_data.CONFIG_CHANGE_PREFIX,
+                               self._config_changes, lambda: self._last_config_change)
             for pattern_type in ACL_PATTERN_TYPES:
                 nursery.start_soon(self._watch, zk_data.acl_change_store_path(pattern_type.name),
-                                   lambda children, p=pattern_type: self._acl_changes(p, children))
+                                   zk_data.ACL_CHANGE_PREFIX,
+                                   lambda children, p=pattern_type: self._acl_changes(p, children),
+                                   lambda p=pattern_type: self._last_acl_change[p])
             task_status.started()
 
-    async def _watch(self, path: str, process) -> None:
+    async def _watch(self, path: str, prefix: str, process, last_processed: Callable[[], int]) -> None:
         """ZkNodeChangeNotificationListener: on every change of `path`'s children, the new ones in
-        sequence order."""
+        sequence order; then the processed ones older than CHANGE_EXPIRATION_MS are purged."""
         token = trio.lowlevel.current_trio_token()
         while True:
             changed = trio.Event()
@@ -230,6 +236,8 @@ class ZkSharedMetadata:
             session = self.client.session_id
             try:
                 await process(await self.client.get_children(path, watch=watcher))
+                await self.client.purge_obsolete_notifications(path, prefix, last_processed(),
+                                                               wall_clock_ms() - CHANGE_EXPIRATION_MS)
             except Exception:  # noqa: BLE001 - a bad notification or a lost connection: next time
                 log.exception("Error processing the notifications under %s", path)
             # Until the children change, or the watch went with an expired session.

@@ -125,6 +125,9 @@ class FakeZk:
         self.put(path, data)
         return self.nodes[path][1]
 
+    async def purge_obsolete_notifications(self, path, prefix, up_to, before_ms) -> None:
+        self.purged = (path, up_to)
+
     async def create_acl_change_notification(self, store_path, data) -> None:
         self.notify(store_path, zk_data.ACL_CHANGE_PREFIX, data)
 
