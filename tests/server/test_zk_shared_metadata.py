@@ -80,7 +80,6 @@ class FakeZk:
         self.nodes: dict[str, tuple[bytes | None, int]] = {}
         self.sequence = 0
         self.watches: list = []
-        self.conflicts = 0  # how many ACL writes find the znode moved
         self.session_id = 1
 
     def put(self, path: str, data: bytes | None) -> None:
@@ -114,9 +113,6 @@ class FakeZk:
 
     async def write_resource_acls(self, path, data, version):
         current = self.nodes.get(path)
-        if self.conflicts:
-            self.conflicts -= 1
-            return None
         if (current[1] if current else None) != version:
             return None
         if data is None:
