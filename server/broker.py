@@ -45,6 +45,7 @@ from .fetch_session import FetchSessionCache
 from .group_service import GroupService, random_member_uuid
 from .txn_service import TxnService
 from .zk_broker import ZkMembership, broker_registration, join_cluster, stay_registered
+from .zk_controller import ZkController
 from .zk_metadata_cache import ZkMetadataCache
 from .zk_shared_metadata import ZkSharedMetadata
 from .replica_manager import ReplicaManager
@@ -86,6 +87,7 @@ class Broker:
         self.zookeeper: ZkMembership | None = None  # in a ZooKeeper cluster (zookeeper.connect)
         self.alter_partitions: AlterPartitionManager | None = None  # in a cluster: ISR changes to the controller
         self.zk_shared: ZkSharedMetadata | None = None  # in a cluster: configs, quotas, SCRAM, ACLs in ZooKeeper
+        self.controller: ZkController | None = None  # in a cluster: runs for controller
         self._in_flight = 0
         self._connections: set[Connection] = set()
         self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
@@ -130,13 +132,14 @@ class Broker:
         if zk_metadata is not None:
             self.alter_partitions = AlterPartitionManager(self.zookeeper, zk_metadata, self.config)
             self.replica_manager.isr_change_listener = self.alter_partitions.submit
+            self.controller = ZkController(self.zookeeper, self.config)
         self.services = BrokerServices(
             config=self.config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=self.log_manager, metadata=metadata, replica_manager=self.replica_manager,
             groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
             advertised=self.advertised, zookeeper=self.zookeeper,
-            zk_metadata=zk_metadata, zk_shared=shared)
+            zk_metadata=zk_metadata, zk_shared=shared, controller=self.controller)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in metadata.topics.items()},
                                  {name: topic.topic_id for name, topic in metadata.topics.items()})
@@ -205,6 +208,7 @@ class Broker:
             if self.zookeeper is not None:
                 await services.start(stay_registered, self.zookeeper, broker_registration(
                     self.config, self.node_id, self._advertised_endpoints()))
+                await services.start(self.controller.run)  # registered first, as KafkaServer starts its controller
             async with trio.open_nursery() as connections:
                 for sock, ep in listeners:
                     services.start_soon(serve_listener, sock, ep, self._serve_connection, connections,

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .throttle import BrokerQuotas
     from .txn_service import TxnService
     from .zk_broker import ZkMembership
+    from .zk_controller import ZkController
     from .zk_metadata_cache import ZkMetadataCache
     from .zk_shared_metadata import ZkSharedMetadata
 
@@ -73,6 +74,7 @@ class BrokerServices:
     zk_metadata: ZkMetadataCache | None = None
     # In a cluster: topic configs, quotas, SCRAM credentials and ACLs as ZooKeeper holds them, and their writes.
     zk_shared: ZkSharedMetadata | None = None
+    controller: ZkController | None = None  # runs for controller (server/zk_controller.py)
 
     @property
     def metadata_cache(self) -> MetadataCache:

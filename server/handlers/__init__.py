@@ -42,7 +42,7 @@ MODULES = (
     "describe_client_quotas", "alter_client_quotas",
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers", "txn_offset_commit",
     "describe_transactions", "list_transactions", "describe_producers", "offset_for_leader_epoch",
-    "update_metadata", "leader_and_isr", "stop_replica",
+    "update_metadata", "leader_and_isr", "stop_replica", "alter_partition", "controlled_shutdown",
 )
 
 

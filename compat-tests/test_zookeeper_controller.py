@@ -1,0 +1,124 @@
+"""A Samsa broker as the controller of a ZooKeeper cluster (Kafka 3.9's KafkaController): three
+Samsa brokers and no Kafka elect one of them through /controller, it gives an RF 3 topic its
+leaders, and a leader killed with kill -9 (then the controller itself) is replaced within seconds
+while acks=all goes on; in a mixed cluster Kafka 3.9 follows a Samsa controller's LeaderAndIsr and
+its ControlledShutdown moves leadership back to Samsa. One ZooKeeper for the module (one chroot
+per test)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from compat_util import wait_for
+from server_process import HOST
+from test_zookeeper_cluster import partition_state, produce_all, zk_reader
+from wire_client import WireClient
+
+from samsa.wire import zk_data
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+pytest.importorskip("kazoo.client")
+
+CreateTopics = request_class(ApiKey.CREATE_TOPICS)
+Metadata = request_class(ApiKey.METADATA)
+T = 30
+FAILOVER_S = 15  # session timeout 6 s, then the controller's election
+
+
+@pytest.fixture(scope="module")
+def module_zookeeper(tmp_path_factory):
+    from conftest import BrokerPool
+    pool = BrokerPool(tmp_path_factory, "zookeeper")
+    try:
+        yield pool.zookeeper()
+    finally:
+        pool.close()
+
+
+def samsa_settings(connect: str, broker_id: int) -> dict[str, object]:
+    return {"zookeeper.connect": connect, "broker.id": broker_id, "zookeeper.session.timeout.ms": 6000}
+
+
+def controller_id(client) -> int | None:
+    if not client.exists(zk_data.CONTROLLER):
+        return None
+    return zk_data.decode_controller(client.get(zk_data.CONTROLLER)[0]).broker_id
+
+
+def create_topic(port: int, topic: str, assignment: list[list[int]]) -> None:
+    with WireClient(HOST, port) as wire:
+        new = CreateTopics.CreatableTopic(
+            name=topic, num_partitions=-1, replication_factor=-1,
+            assignments=[CreateTopics.CreatableReplicaAssignment(partition_index=p, broker_ids=r)
+                         for p, r in enumerate(assignment)])
+        (answer,) = wire.call(CreateTopics(topics=[new], timeout_ms=T * 1000), 7).topics
+    assert answer.error_code == ErrorCode.NONE, answer
+
+
+def metadata_controller(port: int) -> int:
+    with WireClient(HOST, port) as wire:
+        return wire.call(Metadata(topics=[], allow_auto_topic_creation=False), 12).controller_id
+
+
+def test_three_samsa_brokers_fail_over(module_zookeeper, kafka39_factory, topic_name):
+    connect = module_zookeeper.connect + "/samsa-only"
+    brokers = {i: kafka39_factory(samsa_settings(connect, i)) for i in (1, 2, 3)}
+    with zk_reader(connect) as client:
+        first_controller = wait_for(lambda: controller_id(client), T, what="a controller")
+        assert zk_data.decode_controller_epoch(client.get(zk_data.CONTROLLER_EPOCH)[0]) >= 1
+        for b in brokers.values():
+            wait_for(lambda b=b: metadata_controller(b.port) == first_controller, T, what="Metadata's controller id")
+        create_topic(brokers[1].port, topic_name, [[1, 2, 3]])
+        state = wait_for(lambda: client.exists(zk_data.partition_state_path(topic_name, 0))
+                         and partition_state(client, topic_name), T, what="the partition state")
+        assert (state.leader, state.isr) == (1, (1, 2, 3))
+        assert produce_all(brokers[1].port, topic_name, [b"a", b"b"]) == (ErrorCode.NONE, 0)
+
+        # The leader killed: a new leader from the ISR within seconds, acks=all goes on through it.
+        # (Broker 1 may be the controller too: then a new controller elects the new leader.)
+        killed = time.monotonic()
+        brokers[1].kill()
+        state = wait_for(lambda: partition_state(client, topic_name).leader in (2, 3)
+                         and partition_state(client, topic_name), FAILOVER_S, what="a new leader")
+        assert state.leader_epoch == 1 and 1 not in state.isr
+        new_leader = brokers[state.leader]
+        wait_for(lambda: produce_all(new_leader.port, topic_name, [b"c"]) == (ErrorCode.NONE, 2), T,
+                 what="acks=all through the new leader")
+        assert time.monotonic() - killed < FAILOVER_S + 5
+
+        # The controller killed (if broker 1 was not it, it is one of the live two now).
+        controller = wait_for(lambda: controller_id(client) in (2, 3) and controller_id(client), T, what="a controller")
+        brokers[controller].kill()
+        survivor = brokers[5 - controller]
+        wait_for(lambda: controller_id(client) == 5 - controller, FAILOVER_S, what="the survivor as controller")
+        state = wait_for(lambda: partition_state(client, topic_name).leader == 5 - controller
+                         and partition_state(client, topic_name), FAILOVER_S, what="the survivor leading")
+        wait_for(lambda: produce_all(survivor.port, topic_name, [b"d"])[0] == ErrorCode.NONE, T,
+                 what="acks=all through the survivor")
+        wait_for(lambda: metadata_controller(survivor.port) == 5 - controller, T, what="Metadata's new controller")
+
+
+def test_kafka_follows_a_samsa_controller(module_zookeeper, kafka39_factory, topic_name):
+    connect = module_zookeeper.connect + "/mixed"
+    samsa = kafka39_factory(samsa_settings(connect, 1))
+    with zk_reader(connect) as client:
+        wait_for(lambda: controller_id(client) == 1, T, what="Samsa as controller")
+        kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0})
+        wait_for(lambda: metadata_controller(kafka.port) == 1, T, what="Kafka to learn of the Samsa controller")
+        create_topic(samsa.port, topic_name, [[0, 1]])
+        state = wait_for(lambda: client.exists(zk_data.partition_state_path(topic_name, 0))
+                         and partition_state(client, topic_name), T, what="the partition state")
+        assert (state.leader, state.isr) == (0, (0, 1))
+        # Kafka leads by the Samsa controller's LeaderAndIsr; Samsa follows it.
+        wait_for(lambda: produce_all(kafka.port, topic_name, [b"k1", b"k2"]) == (ErrorCode.NONE, 0), T,
+                 what="acks=all through Kafka")
+        # Kafka stops: its ControlledShutdown to the Samsa controller moves the leadership to Samsa.
+        kafka.stop()
+        assert "Controlled shutdown request returned successfully" in kafka.output()
+        state = wait_for(lambda: partition_state(client, topic_name).leader == 1
+                         and partition_state(client, topic_name), T, what="Samsa leading")
+        assert state.isr == (1,)
+        assert produce_all(samsa.port, topic_name, [b"s"]) == (ErrorCode.NONE, 2)
+        assert controller_id(client) == 1
