@@ -136,8 +136,9 @@ def test_kafka_joins_the_cluster_samsa_created(kafka39_factory):
         assert zk_data.decode_cluster_id(client.get(zk_data.CLUSTER_ID)[0]) == cluster_id
         assert client.get(zk_data.BROKER_SEQUENCE_ID)[1].version == 1
         assert_same_shape(client.get(zk_data.broker_path(0))[0], client.get(zk_data.broker_path(1001))[0])
-        assert zk_data.decode_controller(client.get(zk_data.CONTROLLER)[0]).broker_id == 0  # Samsa does not run for it
-    # Kafka's new controller finds the Samsa broker already registered.
+        # Samsa, first, ran for controller and won.
+        assert zk_data.decode_controller(client.get(zk_data.CONTROLLER)[0]).broker_id == 1001
+    # The Samsa controller tells Kafka the cluster (UpdateMetadata).
     assert wait_for(lambda: metadata_brokers(kafka).get(1001), T, what="broker 1001 in Kafka's Metadata") == (
         HOST, samsa.port, None)
 

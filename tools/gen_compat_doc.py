@@ -19,7 +19,6 @@ from samsa.wire.protocol import ApiKey, request_class
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path("docs") / "compatibility.md"
 
-CLUSTER_MODE = "inter-broker: cluster mode (issue 13)"
 KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUPS = "share groups (KIP-932) are not implemented"
 SHARE_GROUP_STATE = "the share group state persister's inter-broker calls: share groups are not implemented"
@@ -29,7 +28,6 @@ STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 
 # Why an API key is not served, one short reason each.
 NOT_SERVED: dict[ApiKey, str] = {
-    ApiKey.CONTROLLED_SHUTDOWN: CLUSTER_MODE,
     ApiKey.ALTER_REPLICA_LOG_DIRS: "moving a replica between log dirs is not implemented",
     ApiKey.CREATE_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.RENEW_DELEGATION_TOKEN: DELEGATION_TOKENS,
@@ -42,7 +40,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.BEGIN_QUORUM_EPOCH: KRAFT,
     ApiKey.END_QUORUM_EPOCH: KRAFT,
     ApiKey.DESCRIBE_QUORUM: KRAFT,
-    ApiKey.ALTER_PARTITION: "ISR changes sent to the controller: cluster mode (issue 13)",
     ApiKey.UPDATE_FEATURES: "finalized feature levels (KIP-584) are not kept",
     ApiKey.ENVELOPE: "requests forwarded to a KRaft controller (KIP-590): Samsa has none",
     ApiKey.FETCH_SNAPSHOT: KRAFT,
@@ -80,9 +77,11 @@ NOT_SERVED: dict[ApiKey, str] = {
 
 # Served versions that need a word.
 SERVED_NOTES: dict[ApiKey, str] = {
-    ApiKey.LEADER_AND_ISR: "from Kafka 3.9's controller, in cluster mode only (zookeeper.connect)",
-    ApiKey.STOP_REPLICA: "from Kafka 3.9's controller, in cluster mode only (zookeeper.connect)",
-    ApiKey.UPDATE_METADATA: "from Kafka 3.9's controller, in cluster mode only (zookeeper.connect)",
+    ApiKey.LEADER_AND_ISR: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
+    ApiKey.STOP_REPLICA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
+    ApiKey.UPDATE_METADATA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
+    ApiKey.CONTROLLED_SHUTDOWN: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
+    ApiKey.ALTER_PARTITION: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
 }
 
 

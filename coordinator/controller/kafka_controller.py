@@ -75,6 +75,10 @@ class KafkaController:
                 batch.leader_and_isr(self._online_replicas(tp), tp)
         actions += batch.send()
         actions += self._trigger_online_partitions()
+        # ReplicaStateMachine.startup: replicas on brokers not alive leave the ISRs.
+        dead = sorted({r for a in ctx.assignments.values() for r in a.replicas} - set(ctx.live_brokers))
+        actions += self._replicas_offline([tp for tp in sorted(ctx.states) if tp in ctx.assignments
+                                           and tp[0] not in set(topics_to_delete)], dead)
         actions += self.topic_deletion(set(topics_to_delete))
         return actions
 

@@ -207,3 +207,9 @@ def test_preferred_election_and_imbalance():
     assert results == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED,
                        ("x", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert of(actions, UpdatePartitionStates)[0].states[("t", 0)].leader == 1
+
+
+def test_a_new_controller_takes_dead_replicas_out_of_the_isrs():
+    states = {("t", 0): PartitionState(3, 4, (3, 2), 4, zk_version=6)}
+    controller, actions = elected_with(states, topics={"t": topic((3, 2))}, live=(1, 3))
+    assert of(actions, UpdatePartitionStates)[0].states == {("t", 0): PartitionState(3, 5, (3,), 5, zk_version=7)}
