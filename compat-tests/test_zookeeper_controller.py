@@ -22,6 +22,9 @@ from samsa.wire.protocol import ApiKey, request_class
 pytest.importorskip("kazoo.client")
 
 CreateTopics = request_class(ApiKey.CREATE_TOPICS)
+CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
+DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
+ElectLeaders = request_class(ApiKey.ELECT_LEADERS)
 Metadata = request_class(ApiKey.METADATA)
 T = 30
 FAILOVER_S = 15  # session timeout 6 s, then the controller's election
@@ -76,6 +79,22 @@ def test_three_samsa_brokers_fail_over(module_zookeeper, kafka39_factory, topic_
         assert (state.leader, state.isr) == (1, (1, 2, 3))
         assert produce_all(brokers[1].port, topic_name, [b"a", b"b"]) == (ErrorCode.NONE, 0)
 
+        # Another topic grown and deleted: the controller creates the new partition's state and
+        # leader, then deletes every replica (StopReplica) and the znodes.
+        other = topic_name + "-x"
+        create_topic(brokers[2].port, other, [[2, 3]])
+        with WireClient(HOST, brokers[3].port) as wire:
+            (grown,) = wire.call(CreatePartitions(topics=[CreatePartitions.CreatePartitionsTopic(
+                name=other, count=2, assignments=[CreatePartitions.CreatePartitionsAssignment(broker_ids=[3, 1])])],
+                timeout_ms=T * 1000), 3).results
+            assert grown.error_code == ErrorCode.NONE
+            assert zk_data.decode_partition_state(client.get(zk_data.partition_state_path(other, 1))[0]).leader == 3
+            (deleted,) = wire.call(DeleteTopics(topic_names=[other], timeout_ms=T * 1000), 5).responses
+            assert deleted.error_code == ErrorCode.NONE
+        wait_for(lambda: not client.exists(zk_data.topic_path(other)) and not client.exists(
+            zk_data.delete_topic_path(other)), T, what="the deletion to complete")
+        assert not any((b.data_dir / f"{other}-{p}").exists() for b in brokers.values() for p in (0, 1))
+
         # The leader killed: a new leader from the ISR within seconds, acks=all goes on through it.
         # (Broker 1 may be the controller too: then a new controller elects the new leader.)
         killed = time.monotonic()
@@ -98,6 +117,22 @@ def test_three_samsa_brokers_fail_over(module_zookeeper, kafka39_factory, topic_
         wait_for(lambda: produce_all(survivor.port, topic_name, [b"d"])[0] == ErrorCode.NONE, T,
                  what="acks=all through the survivor")
         wait_for(lambda: metadata_controller(survivor.port) == 5 - controller, T, what="Metadata's new controller")
+
+        # Broker 1 back: it catches up, the leader takes it into the ISR (AlterPartition to the
+        # controller), and ElectLeaders makes it, the preferred replica, the leader again.
+        brokers[1].start()
+        wait_for(lambda: 1 in partition_state(client, topic_name).isr, T, what="broker 1 back in the ISR")
+        request = ElectLeaders(election_type=0, timeout_ms=T * 1000, topic_partitions=[
+            ElectLeaders.TopicPartitions(topic=topic_name, partitions=[0])])
+        with WireClient(HOST, brokers[1].port) as wire:
+            assert wire.call(request, 2).replica_election_results[0].partition_result[0].error_code == \
+                ErrorCode.NOT_CONTROLLER
+        with WireClient(HOST, survivor.port) as wire:
+            (result,) = wire.call(request, 2).replica_election_results
+        assert (result.topic, result.partition_result[0].error_code) == (topic_name, ErrorCode.NONE)
+        assert partition_state(client, topic_name).leader == 1
+        wait_for(lambda: produce_all(brokers[1].port, topic_name, [b"e"])[0] == ErrorCode.NONE, T,
+                 what="acks=all through broker 1 again")
 
 
 def test_kafka_follows_a_samsa_controller(module_zookeeper, kafka39_factory, topic_name):

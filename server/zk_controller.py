@@ -8,8 +8,8 @@ controller's requests and carries out what the pure controller (coordinator/cont
   its deletion (the watch) starts another election.
 - Every event is handled in order, one at a time (ControllerEventManager): ZooKeeper watches
   (/controller, /brokers/ids children, /brokers/topics children and each topic's data,
-  /admin/delete_topics children), AlterPartition, ControlledShutdown, ElectLeaders, StopReplica
-  answers. Kazoo calls run in worker threads, never on the event loop; watch callbacks come from
+  /admin/delete_topics children, /admin/preferred_replica_election), AlterPartition,
+  ControlledShutdown, ElectLeaders, StopReplica answers, the auto leader rebalance's timer. Kazoo calls run in worker threads, never on the event loop; watch callbacks come from
   kazoo's thread and reach trio through the event channel.
 - Every ZooKeeper write is a multi with a check of /controller_epoch's version: refused, this broker
   is no longer controller and resigns (its channels close: it sends nothing more).
@@ -90,6 +90,7 @@ class ZkController:
         await self._zk(lambda zk: zk.add_listener(self._session_state))
         task_status.started()
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._auto_rebalance)
             try:
                 await self._elect_retrying(nursery)
                 async for event in self._events:
@@ -142,10 +143,42 @@ class ZkController:
         elif path == zk_data.DELETE_TOPICS:
             topics = await self._zk(lambda zk: zk.get_children(zk_data.DELETE_TOPICS, watch=self._watch))
             await self._execute(self.controller.topic_deletion(set(topics)))
+        elif path == zk_data.PREFERRED_REPLICA_ELECTION:
+            await self._preferred_replica_election()
+
+    async def _preferred_replica_election(self) -> None:
+        """/admin/preferred_replica_election (kafka-preferred-replica-election.sh, older admin
+        tools): the partitions it names elect their preferred replica, then the znode goes."""
+        def read(zk: KazooClient):
+            if zk.exists(zk_data.PREFERRED_REPLICA_ELECTION, watch=self._watch) is None:
+                return None
+            try:
+                return zk_data.decode_preferred_replica_election(zk.get(zk_data.PREFERRED_REPLICA_ELECTION)[0])
+            except NoNodeError:
+                return None
+        partitions = await self._zk(read)
+        if partitions is None:
+            return
+        await self._execute(self.controller.elect_leaders(partitions)[1])
+        await self._zk(_delete_paths, self.controller.ctx.epoch_zk_version, [zk_data.PREFERRED_REPLICA_ELECTION])
+
+    async def _auto_rebalance(self) -> None:
+        """auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds the controller
+        looks for brokers leading too few of the partitions they are preferred for."""
+        while True:
+            await trio.sleep(self._config.get("leader.imbalance.check.interval.seconds"))
+            if self.is_active and self._config.get("auto.leader.rebalance.enable"):
+                self._events_send.send_nowait(_Request("auto_rebalance", (), trio.Event()))
 
     async def _request(self, request: _Request):
         if request.kind == "stop_replica_answered":
             await self._execute(self.controller.stop_replica_answered(*request.args))
+            return None
+        if request.kind == "auto_rebalance":
+            imbalanced = self.controller.imbalanced_partitions(self._config.get("leader.imbalance.per.broker.percentage"))
+            if imbalanced:
+                log.info("Starting preferred replica leader election for partitions %s", imbalanced)
+                await self._execute(self.controller.elect_leaders(imbalanced)[1])
             return None
         result = getattr(self.controller, request.kind)(*request.args)
         *answer, actions = result
@@ -183,6 +216,7 @@ class ZkController:
             self._channels.add_broker(live.registration)
         await self._execute(self.controller.elected(epoch, epoch_zk_version, brokers, topics, states, unclean,
                                                     deleting))
+        await self._preferred_replica_election()
 
     def _try_elect(self, zk: KazooClient) -> tuple[int, int] | None:
         while True:

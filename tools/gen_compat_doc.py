@@ -33,7 +33,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.RENEW_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.EXPIRE_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.DESCRIBE_DELEGATION_TOKEN: DELEGATION_TOKENS,
-    ApiKey.ELECT_LEADERS: "preferred and unclean leader election: cluster mode (issue 13)",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: "replica reassignment: cluster mode (issue 13)",
     ApiKey.LIST_PARTITION_REASSIGNMENTS: "replica reassignment: cluster mode (issue 13)",
     ApiKey.VOTE: KRAFT,
@@ -82,6 +81,7 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.UPDATE_METADATA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.CONTROLLED_SHUTDOWN: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
+    ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
 }
 
 

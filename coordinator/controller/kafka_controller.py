@@ -11,7 +11,7 @@ What follows Kafka (the method each event mirrors is named in it): elected (onCo
 broker_change (processBrokerChange: onBrokerStartup, onBrokerFailure), topics_changed
 (processTopicChange, processPartitionModifications: onNewPartitionCreation), topic_deletion
 (TopicDeletionManager), alter_partition (processAlterPartition), controlled_shutdown
-(doControlledShutdown), elect_preferred (onReplicaElection with PreferredReplicaPartitionLeaderElectionStrategy).
+(doControlledShutdown), elect_leaders (onReplicaElection, preferred or unclean).
 """
 
 from __future__ import annotations
@@ -259,10 +259,13 @@ class KafkaController:
         remaining = sorted(tp for tp, s in ctx.states.items() if s.leader == broker_id and tp in ctx.assignments)
         return ErrorCode.NONE, remaining, actions
 
-    def elect_preferred(self, partitions: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, int], list[Action]]:
-        """onReplicaElection with the preferred replica strategy: per partition NONE (elected),
-        ELECTION_NOT_NEEDED (already led by it), PREFERRED_LEADER_NOT_AVAILABLE, or
-        UNKNOWN_TOPIC_OR_PARTITION."""
+    def elect_leaders(self, partitions: Iterable[TopicPartition], unclean: bool = False
+                      ) -> tuple[dict[TopicPartition, int], list[Action]]:
+        """onReplicaElection (ElectLeaders, /admin/preferred_replica_election, the auto rebalance):
+        per partition NONE (elected), ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION, or the
+        strategy's failure. Preferred: the first replica of the assignment if alive and in the ISR
+        (else PREFERRED_LEADER_NOT_AVAILABLE). Unclean: for a partition without a live leader, an
+        offline election with unclean allowed (else ELIGIBLE_LEADERS_NOT_AVAILABLE)."""
         ctx = self.ctx
         results: dict[TopicPartition, int] = {}
         elected: dict[TopicPartition, PartitionState] = {}
@@ -271,16 +274,27 @@ class KafkaController:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             state = ctx.states[tp]
-            if state.leader == ctx.replicas(tp)[0]:
-                results[tp] = ErrorCode.ELECTION_NOT_NEEDED
-                continue
-            new = election.elect_preferred(state, ctx.replicas(tp), ctx.live_broker_ids)
+            if unclean:
+                if state.leader in ctx.live_brokers:
+                    results[tp] = ErrorCode.ELECTION_NOT_NEEDED
+                    continue
+                new = election.elect_offline(state, ctx.replicas(tp), ctx.live_broker_ids, True)
+                failure = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+            else:
+                if state.leader == ctx.replicas(tp)[0]:
+                    results[tp] = ErrorCode.ELECTION_NOT_NEEDED
+                    continue
+                new = election.elect_preferred(state, ctx.replicas(tp), ctx.live_broker_ids)
+                failure = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
             if new is None:
-                results[tp] = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+                results[tp] = failure
             else:
                 elected[tp] = new
                 results[tp] = ErrorCode.NONE
         return results, self._elect(elected)
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return sorted(tp for tp in self.ctx.assignments if tp[0] not in self.ctx.topics_to_delete)
 
     def imbalanced_partitions(self, imbalance_percentage: int) -> list[TopicPartition]:
         """checkAndTriggerAutoLeaderRebalance: for each broker whose share of partitions not led by

@@ -203,7 +203,7 @@ def test_preferred_election_and_imbalance():
     controller.alter_partition(2, 102, [AlterPartitionItem("t", 0, controller.ctx.states[("t", 0)].leader_epoch,
                                                            (2, 3, 1), 0, controller.ctx.states[("t", 0)].zk_version)], 2)
     assert controller.imbalanced_partitions(10) == [("t", 0)]
-    results, actions = controller.elect_preferred([("t", 0), ("t", 1), ("x", 0)])
+    results, actions = controller.elect_leaders([("t", 0), ("t", 1), ("x", 0)])
     assert results == {("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED,
                        ("x", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert of(actions, UpdatePartitionStates)[0].states[("t", 0)].leader == 1
@@ -213,3 +213,14 @@ def test_a_new_controller_takes_dead_replicas_out_of_the_isrs():
     states = {("t", 0): PartitionState(3, 4, (3, 2), 4, zk_version=6)}
     controller, actions = elected_with(states, topics={"t": topic((3, 2))}, live=(1, 3))
     assert of(actions, UpdatePartitionStates)[0].states == {("t", 0): PartitionState(3, 5, (3,), 5, zk_version=7)}
+
+
+def test_unclean_election_on_request():
+    states = {("t", 0): PartitionState(1, 0, (1,), 5, zk_version=0)}
+    controller, _ = elected_with(states, topics={"t": topic((1, 2)), "u": topic((2,))}, live=(1, 2))
+    controller.broker_change(brokers(2))
+    results, actions = controller.elect_leaders([("t", 0), ("u", 0)], unclean=True)
+    assert results == {("t", 0): ErrorCode.NONE, ("u", 0): ErrorCode.ELECTION_NOT_NEEDED}
+    assert of(actions, UpdatePartitionStates)[0].states[("t", 0)].leader == 2
+    controller.broker_change({})
+    assert controller.elect_leaders([("u", 0)], unclean=True)[0] == {("u", 0): ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
