@@ -25,6 +25,8 @@ CreateTopics = request_class(ApiKey.CREATE_TOPICS)
 CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
 DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
 ElectLeaders = request_class(ApiKey.ELECT_LEADERS)
+AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 Metadata = request_class(ApiKey.METADATA)
 T = 30
 FAILOVER_S = 15  # session timeout 6 s, then the controller's election
@@ -133,6 +135,23 @@ def test_three_samsa_brokers_fail_over(module_zookeeper, kafka39_factory, topic_
         assert partition_state(client, topic_name).leader == 1
         wait_for(lambda: produce_all(brokers[1].port, topic_name, [b"e"])[0] == ErrorCode.NONE, T,
                  what="acks=all through broker 1 again")
+
+        # A reassignment moves a partition from the survivor to broker 1: broker 1 copies it,
+        # joins the ISR, leads, and the survivor's replica is deleted.
+        moved = topic_name + "-m"
+        create_topic(survivor.port, moved, [[5 - controller]])
+        assert produce_all(survivor.port, moved, [b"m1", b"m2"]) == (ErrorCode.NONE, 0)
+        with WireClient(HOST, survivor.port) as wire:
+            (answer,) = wire.call(AlterPartitionReassignments(topics=[AlterPartitionReassignments.ReassignableTopic(
+                name=moved, partitions=[AlterPartitionReassignments.ReassignablePartition(
+                    partition_index=0, replicas=[1])])]), 0).responses
+            assert answer.partitions[0].error_code == ErrorCode.NONE
+            wait_for(lambda: partition_state(client, moved).leader == 1, T, what="the moved partition led by 1")
+            wait_for(lambda: not wire.call(ListPartitionReassignments(topics=None), 0).topics, T,
+                     what="the reassignment to complete")
+        assert zk_data.decode_topic(client.get(zk_data.topic_path(moved))[0]).partitions[0].replicas == (1,)
+        wait_for(lambda: not (survivor.data_dir / f"{moved}-0").exists(), T, what="the old replica deleted")
+        assert produce_all(brokers[1].port, moved, [b"m3"]) == (ErrorCode.NONE, 2)
 
 
 def test_kafka_follows_a_samsa_controller(module_zookeeper, kafka39_factory, topic_name):

@@ -8,8 +8,9 @@ controller's requests and carries out what the pure controller (coordinator/cont
   its deletion (the watch) starts another election.
 - Every event is handled in order, one at a time (ControllerEventManager): ZooKeeper watches
   (/controller, /brokers/ids children, /brokers/topics children and each topic's data,
-  /admin/delete_topics children, /admin/preferred_replica_election), AlterPartition,
-  ControlledShutdown, ElectLeaders, StopReplica answers, the auto leader rebalance's timer. Kazoo calls run in worker threads, never on the event loop; watch callbacks come from
+  /admin/delete_topics children, /admin/preferred_replica_election, /admin/reassign_partitions),
+  AlterPartition, ControlledShutdown, ElectLeaders, AlterPartitionReassignments,
+  ListPartitionReassignments, StopReplica answers, the auto leader rebalance's timer. Kazoo calls run in worker threads, never on the event loop; watch callbacks come from
   kazoo's thread and reach trio through the event channel.
 - Every ZooKeeper write is a multi with a check of /controller_epoch's version: refused, this broker
   is no longer controller and resigns (its channels close: it sends nothing more).
@@ -28,8 +29,8 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 from kazoo.protocol.states import EventType
 
 from ..coordinator.controller.actions import (CreatePartitionStates, DeleteTopic, DeleteTopicDeletionMarker,
-                                              SendLeaderAndIsr, SendStopReplica, SendUpdateMetadata,
-                                              UpdatePartitionStates)
+                                              RemoveZkReassignments, SendLeaderAndIsr, SendStopReplica,
+                                              SendUpdateMetadata, UpdatePartitionStates, WriteTopicAssignment)
 from ..coordinator.controller.context import LiveBroker
 from ..coordinator.controller.kafka_controller import KafkaController
 from ..wire import zk_data
@@ -145,6 +146,19 @@ class ZkController:
             await self._execute(self.controller.topic_deletion(set(topics)))
         elif path == zk_data.PREFERRED_REPLICA_ELECTION:
             await self._preferred_replica_election()
+        elif path == zk_data.REASSIGN_PARTITIONS:
+            reassignments = await self._zk(self._read_zk_reassignments)
+            if reassignments:
+                await self._execute(self.controller.zk_reassignment(reassignments))
+
+    def _read_zk_reassignments(self, zk: KazooClient) -> dict:
+        """/admin/reassign_partitions (the watch set again), {} when absent."""
+        if zk.exists(zk_data.REASSIGN_PARTITIONS, watch=self._watch) is None:
+            return {}
+        try:
+            return zk_data.decode_reassign_partitions(zk.get(zk_data.REASSIGN_PARTITIONS)[0])
+        except NoNodeError:
+            return {}
 
     async def _preferred_replica_election(self) -> None:
         """/admin/preferred_replica_election (kafka-preferred-replica-election.sh, older admin
@@ -208,6 +222,7 @@ class ZkController:
         topics, unclean = await self._zk(self._read_topics)
         states = await self._zk(self._read_states, topics)
         deleting = await self._zk(lambda zk: zk.get_children(zk_data.DELETE_TOPICS, watch=self._watch))
+        reassignments = await self._zk(self._read_zk_reassignments)
         self.controller = KafkaController(self.broker_id, bool(self._config.get("unclean.leader.election.enable")))
         self._channels = ControllerChannelManager(
             nursery, self._config.inter_broker_listener_name, self._config.get("controller.socket.timeout.ms"),
@@ -215,7 +230,7 @@ class ZkController:
         for live in brokers.values():
             self._channels.add_broker(live.registration)
         await self._execute(self.controller.elected(epoch, epoch_zk_version, brokers, topics, states, unclean,
-                                                    deleting))
+                                                    deleting, reassignments))
         await self._preferred_replica_election()
 
     def _try_elect(self, zk: KazooClient) -> tuple[int, int] | None:
@@ -311,6 +326,11 @@ class ZkController:
                 for tp, state in conflicts.items():
                     log.warning("Partition %s-%d's state changed under the controller: now %s", tp[0], tp[1], state)
                     await self._execute(self.controller.partition_state_conflict(tp, state))
+            elif isinstance(action, WriteTopicAssignment):
+                await self._zk(_commit_checked, action.controller_epoch_zk_version, "set_data",
+                               zk_data.topic_path(action.topic), zk_data.encode_topic(action.assignment))
+            elif isinstance(action, RemoveZkReassignments):
+                await self._zk(_remove_zk_reassignments, action)
             elif isinstance(action, DeleteTopic):
                 await self._zk(_delete_topic, action)
             elif isinstance(action, DeleteTopicDeletionMarker):
@@ -409,3 +429,20 @@ def _delete_paths(zk: KazooClient, epoch_zk_version: int, paths: list[str]) -> N
             zk.delete(path, recursive=True)
         except NoNodeError:
             pass
+
+
+def _remove_zk_reassignments(zk: KazooClient, action: RemoveZkReassignments) -> None:
+    """maybeRemoveFromZkReassignment: the znode rewritten without them, or deleted when empty."""
+    try:
+        data, stat = zk.get(zk_data.REASSIGN_PARTITIONS)
+    except NoNodeError:
+        return
+    pending = zk_data.decode_reassign_partitions(data)
+    remaining = {tp: r for tp, r in pending.items() if tp not in set(action.partitions)}
+    if remaining == pending:
+        return
+    if remaining:
+        _commit_checked(zk, action.controller_epoch_zk_version, "set_data", zk_data.REASSIGN_PARTITIONS,
+                        zk_data.encode_reassign_partitions(remaining), stat.version)
+    else:
+        _commit_checked(zk, action.controller_epoch_zk_version, "delete", zk_data.REASSIGN_PARTITIONS, stat.version)

@@ -33,8 +33,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.RENEW_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.EXPIRE_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.DESCRIBE_DELEGATION_TOKEN: DELEGATION_TOKENS,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "replica reassignment: cluster mode (issue 13)",
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: "replica reassignment: cluster mode (issue 13)",
     ApiKey.VOTE: KRAFT,
     ApiKey.BEGIN_QUORUM_EPOCH: KRAFT,
     ApiKey.END_QUORUM_EPOCH: KRAFT,
@@ -82,6 +80,10 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.CONTROLLED_SHUTDOWN: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
+                                          "elsewhere; v1 (Kafka 4) not served",
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
+                                         "elsewhere",
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...wire.zk_data import BrokerRegistration, PartitionState
+from ...wire.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 
 TopicPartition = tuple[str, int]
 
@@ -27,6 +27,23 @@ class UpdatePartitionStates:
     someone else fails the write: the shell reports it back with `partition_state_conflict`)."""
 
     states: dict[TopicPartition, PartitionState]
+    controller_epoch_zk_version: int
+
+
+@dataclass(frozen=True)
+class WriteTopicAssignment:
+    """Set /brokers/topics/<t> (a reassignment's replicas, adding and removing)."""
+
+    topic: str
+    assignment: TopicAssignment
+    controller_epoch_zk_version: int
+
+
+@dataclass(frozen=True)
+class RemoveZkReassignments:
+    """Take these partitions out of /admin/reassign_partitions (the znode goes when none is left)."""
+
+    partitions: tuple[TopicPartition, ...]
     controller_epoch_zk_version: int
 
 
@@ -106,5 +123,5 @@ class SendStopReplica:
     partitions: tuple[StopReplicaPartition, ...]
 
 
-Action = (CreatePartitionStates | UpdatePartitionStates | DeleteTopic | DeleteTopicDeletionMarker
-          | SendLeaderAndIsr | SendUpdateMetadata | SendStopReplica)
+Action = (CreatePartitionStates | UpdatePartitionStates | WriteTopicAssignment | RemoveZkReassignments | DeleteTopic
+          | DeleteTopicDeletionMarker | SendLeaderAndIsr | SendUpdateMetadata | SendStopReplica)

@@ -30,6 +30,8 @@ class ControllerContext:
     # unclean.leader.election.enable of the topics that override it
     unclean_overrides: dict[str, bool] = field(default_factory=dict)
     topics_to_delete: set[str] = field(default_factory=set)
+    # partitions being reassigned (their assignment has adding or removing replicas)
+    reassigning: set[TopicPartition] = field(default_factory=set)
     # replicas (topic partition, broker) whose StopReplica with delete is not yet answered
     deletion_pending: set[tuple[TopicPartition, int]] = field(default_factory=set)
 
@@ -63,4 +65,5 @@ class ControllerContext:
         self.topic_ids.pop(topic, None)
         self.unclean_overrides.pop(topic, None)
         self.topics_to_delete.discard(topic)
+        self.reassigning = {tp for tp in self.reassigning if tp[0] != topic}
         self.deletion_pending = {(tp, b) for tp, b in self.deletion_pending if tp[0] != topic}

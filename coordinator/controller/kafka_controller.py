@@ -22,11 +22,11 @@ from dataclasses import dataclass, replace
 
 from ...wire.errors import ErrorCode
 from ...wire.zk_data import (LEADER_RECOVERY_RECOVERED, LEADER_RECOVERY_RECOVERING, NO_LEADER, PartitionState,
-                             TopicAssignment)
+                             ReplicaAssignment, TopicAssignment)
 from . import election
 from .actions import (Action, CreatePartitionStates, DeleteTopic, DeleteTopicDeletionMarker, LeaderAndIsrPartition,
-                      SendLeaderAndIsr, SendStopReplica, SendUpdateMetadata, StopReplicaPartition,
-                      UpdateMetadataPartition, UpdatePartitionStates)
+                      RemoveZkReassignments, SendLeaderAndIsr, SendStopReplica, SendUpdateMetadata,
+                      StopReplicaPartition, UpdateMetadataPartition, UpdatePartitionStates, WriteTopicAssignment)
 from .context import ControllerContext, LiveBroker, TopicPartition
 
 log = logging.getLogger("samsa.controller")
@@ -57,7 +57,8 @@ class KafkaController:
 
     def elected(self, epoch: int, epoch_zk_version: int, brokers: Mapping[int, LiveBroker],
                 topics: Mapping[str, TopicAssignment], states: Mapping[TopicPartition, PartitionState],
-                unclean_overrides: Mapping[str, bool], topics_to_delete: Iterable[str]) -> list[Action]:
+                unclean_overrides: Mapping[str, bool], topics_to_delete: Iterable[str],
+                zk_reassignments: Mapping[TopicPartition, tuple[int, ...]] | None = None) -> list[Action]:
         """onControllerFailover, with everything read from ZooKeeper: UpdateMetadata of every
         partition to every live broker, LeaderAndIsr of every partition to its live replicas, then
         leaders for the partitions that have none (new or offline), then the pending deletions."""
@@ -80,6 +81,12 @@ class KafkaController:
         actions += self._replicas_offline([tp for tp in sorted(ctx.states) if tp in ctx.assignments
                                            and tp[0] not in set(topics_to_delete)], dead)
         actions += self.topic_deletion(set(topics_to_delete))
+        # initializePartitionReassignments: those in the topics' znodes resume, then /admin/reassign_partitions.
+        for tp, a in sorted(ctx.assignments.items()):
+            if _being_reassigned(a) and tp[0] not in ctx.topics_to_delete:
+                actions += self._on_partition_reassignment(tp, a)
+        if zk_reassignments:
+            actions += self.zk_reassignment(zk_reassignments)
         return actions
 
     def broker_change(self, brokers: Mapping[int, LiveBroker]) -> list[Action]:
@@ -223,6 +230,11 @@ class KafkaController:
         batch.update_metadata(ctx.live_or_shutting_down(), sorted({(i.topic, i.partition) for i in items}
                                                                   & set(ctx.assignments)))
         actions += batch.send()
+        for tp in sorted(accepted):
+            if tp in ctx.reassigning and self._reassignment_complete(tp, ctx.assignments[tp]):
+                log.info("Target replicas %s have all caught up with the leader for reassigning partition %s",
+                         list(_target(ctx.assignments[tp])), tp)
+                actions += self._on_partition_reassignment(tp, ctx.assignments[tp])
         return ErrorCode.NONE, results, actions
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int
@@ -293,6 +305,56 @@ class KafkaController:
                 results[tp] = ErrorCode.NONE
         return results, self._elect(elected)
 
+    def reassign(self, reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+                 ) -> tuple[dict[TopicPartition, tuple[int, str | None]], list[Action]]:
+        """processApiPartitionReassignment (AlterPartitionReassignments): per partition (error,
+        message); None as the target cancels a reassignment (back to the original replicas)."""
+        ctx = self.ctx
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp, target in reassignments.items():
+            if tp not in ctx.assignments or tp[0] in ctx.topics_to_delete:
+                results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+                continue
+            invalid = None if target is None else self._invalid_replicas(tp, target)
+            if invalid is not None:
+                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, invalid)
+                continue
+            current = ctx.assignments[tp]
+            if target is None and not _being_reassigned(current):
+                results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
+                continue
+            to_reassign[tp] = _reassign_to(current, _origin(current) if target is None else target)
+        actions: list[Action] = []
+        if to_reassign:
+            actions.append(RemoveZkReassignments(tuple(sorted(to_reassign)), ctx.epoch_zk_version))
+        for tp, assignment in sorted(to_reassign.items()):
+            actions += self._on_partition_reassignment(tp, assignment)
+            results[tp] = (ErrorCode.NONE, None)
+        return results, actions
+
+    def zk_reassignment(self, reassignments: Mapping[TopicPartition, tuple[int, ...]]) -> list[Action]:
+        """processZkPartitionReassignment (/admin/reassign_partitions): the valid ones start; the
+        others leave the znode at once."""
+        ctx = self.ctx
+        actions: list[Action] = []
+        refused = []
+        for tp, target in sorted(reassignments.items()):
+            if tp not in ctx.assignments or tp[0] in ctx.topics_to_delete or self._invalid_replicas(tp, target):
+                refused.append(tp)
+                continue
+            actions += self._on_partition_reassignment(tp, _reassign_to(ctx.assignments[tp], target))
+        if refused:
+            actions.insert(0, RemoveZkReassignments(tuple(refused), ctx.epoch_zk_version))
+        return actions
+
+    def list_reassignments(self, partitions: Iterable[TopicPartition] | None) -> dict[TopicPartition, ReplicaAssignment]:
+        """processListPartitionReassignments."""
+        ctx = self.ctx
+        chosen = sorted(ctx.reassigning) if partitions is None else partitions
+        return {tp: ctx.assignments[tp] for tp in chosen if tp in ctx.assignments
+                and _being_reassigned(ctx.assignments[tp])}
+
     def all_partitions(self) -> list[TopicPartition]:
         return sorted(tp for tp in self.ctx.assignments if tp[0] not in self.ctx.topics_to_delete)
 
@@ -346,6 +408,9 @@ class KafkaController:
                     batch.leader_and_isr([b], tp)
         actions += batch.send()
         actions += self._trigger_online_partitions()
+        for tp in sorted(ctx.reassigning):
+            if set(ctx.replicas(tp)) & set(brokers):
+                actions += self._on_partition_reassignment(tp, ctx.assignments[tp])
         actions += self._resume_deletions(brokers)
         return actions
 
@@ -452,6 +517,115 @@ class KafkaController:
             if broker in live:
                 batch.stop_replica([broker], tp, delete=True, leader_epoch=EPOCH_DURING_DELETE)
         return batch.send()
+
+
+    # -- reassignment (KIP-455) -------------------------------------------------------------------
+
+    def _invalid_replicas(self, tp: TopicPartition, replicas: tuple[int, ...]) -> str | None:
+        """validateReplicas: the error message, None when valid."""
+        if not replicas:
+            return "Empty replica list specified in partition reassignment."
+        if len(set(replicas)) != len(replicas):
+            return f"Duplicate replica ids in partition reassignment replica list: {list(replicas)}"
+        if any(r < 0 for r in replicas):
+            return f"Invalid broker id in replica list: {list(replicas)}"
+        adding = _reassign_to(self.ctx.assignments[tp], replicas).adding_replicas
+        if not set(adding) <= self.ctx.live_broker_ids:
+            return (f"Replica assignment has brokers that are not alive. Replica list: {list(adding)}, live broker "
+                    f"list: {sorted(self.ctx.live_broker_ids)}")
+        return None
+
+    def _reassignment_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
+        if not _being_reassigned(assignment):
+            return True
+        state = self.ctx.states.get(tp)
+        return state is not None and set(_target(assignment)) <= set(state.isr)
+
+    def _on_partition_reassignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> list[Action]:
+        """onPartitionReassignment. Phase one (the targets not all in the ISR): the assignment with
+        adding and removing replicas written, the leader epoch bumped, LeaderAndIsr to every replica
+        (the adding ones as new). Phase two (called again once the ISR has them all): the targets
+        alone, a leader among them, the removed replicas stopped and deleted, the reassignment gone."""
+        ctx = self.ctx
+        actions: list[Action] = []
+        current = ctx.assignments[tp]
+        if current != assignment:
+            ctx.assignments[tp] = assignment
+            actions.append(self._write_assignment(tp[0]))
+            unneeded = [r for r in current.replicas if r not in assignment.replicas]
+            if unneeded:
+                actions += self._stop_removed_replicas(tp, unneeded)
+        ctx.reassigning.add(tp)
+        if not self._reassignment_complete(tp, assignment):
+            return actions + self._bump_leader_epoch(tp, assignment)
+        completed = ReplicaAssignment(_target(assignment))
+        ctx.assignments[tp] = completed
+        state = ctx.states[tp]
+        if state.leader not in completed.replicas or not ctx.is_replica_online(state.leader):
+            live = [r for r in completed.replicas if ctx.is_replica_online(r)]
+            leader = next((r for r in completed.replicas if r in live and r in state.isr), None)
+            if leader is None:
+                log.error("Cannot elect a leader among %s for reassigned partition %s", list(completed.replicas), tp)
+            else:
+                actions += self._elect({tp: election.new_leader_and_isr(state, leader, state.isr)})
+        else:
+            actions += self._bump_leader_epoch(tp, completed)
+        actions += self._stop_removed_replicas(tp, list(assignment.removing_replicas))
+        actions.append(self._write_assignment(tp[0]))
+        ctx.reassigning.discard(tp)
+        actions.append(RemoveZkReassignments((tp,), ctx.epoch_zk_version))
+        batch = _Batch(self)
+        batch.update_metadata(ctx.live_or_shutting_down(), [tp])
+        log.info("Reassignment of partition %s to %s completed", tp, list(completed.replicas))
+        return actions + batch.send()
+
+    def _bump_leader_epoch(self, tp: TopicPartition, assignment: ReplicaAssignment) -> list[Action]:
+        """updateLeaderEpochAndSendRequest: LeaderAndIsr with the new epoch to the original replicas,
+        and as new to the adding ones."""
+        ctx = self.ctx
+        state = ctx.states.get(tp)
+        if state is None:
+            return []
+        actions: list[Action] = [self._write_states({tp: replace(state, leader_epoch=state.leader_epoch + 1)})]
+        batch = _Batch(self)
+        batch.leader_and_isr([r for r in _origin(assignment) if ctx.is_replica_online(r, True)], tp)
+        batch.leader_and_isr([r for r in assignment.adding_replicas if ctx.is_replica_online(r, True)], tp,
+                             is_new=True)
+        return actions + batch.send()
+
+    def _stop_removed_replicas(self, tp: TopicPartition, replicas: list[int]) -> list[Action]:
+        """stopRemovedReplicasOfReassignedPartition: out of the ISR (OfflineReplica), then
+        StopReplica with delete."""
+        actions = self._replicas_offline([tp], replicas)
+        batch = _Batch(self)
+        batch.stop_replica([r for r in replicas if r in self.ctx.live_brokers], tp, delete=True)
+        return actions + batch.send()
+
+    def _write_assignment(self, topic: str) -> WriteTopicAssignment:
+        ctx = self.ctx
+        return WriteTopicAssignment(topic, TopicAssignment(
+            {tp[1]: ctx.assignments[tp] for tp in ctx.partitions_of(topic)}, ctx.topic_ids.get(topic)),
+            ctx.epoch_zk_version)
+
+
+def _being_reassigned(a: ReplicaAssignment) -> bool:
+    return bool(a.adding_replicas or a.removing_replicas)
+
+
+def _origin(a: ReplicaAssignment) -> tuple[int, ...]:
+    return tuple(r for r in a.replicas if r not in a.adding_replicas)
+
+
+def _target(a: ReplicaAssignment) -> tuple[int, ...]:
+    return tuple(r for r in a.replicas if r not in a.removing_replicas)
+
+
+def _reassign_to(current: ReplicaAssignment, target: tuple[int, ...]) -> ReplicaAssignment:
+    """ReplicaAssignment.reassignTo: the targets then the original replicas, those added and those
+    to remove."""
+    origin = _origin(current)
+    full = tuple(dict.fromkeys((*target, *origin)))
+    return ReplicaAssignment(full, tuple(r for r in full if r not in origin), tuple(r for r in full if r not in target))
 
 
 class _Batch:

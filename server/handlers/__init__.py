@@ -43,7 +43,7 @@ MODULES = (
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers", "txn_offset_commit",
     "describe_transactions", "list_transactions", "describe_producers", "offset_for_leader_epoch",
     "update_metadata", "leader_and_isr", "stop_replica", "alter_partition", "controlled_shutdown",
-    "elect_leaders",
+    "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
 )
 
 

@@ -224,3 +224,29 @@ def test_unclean_election_on_request():
     assert of(actions, UpdatePartitionStates)[0].states[("t", 0)].leader == 2
     controller.broker_change({})
     assert controller.elect_leaders([("u", 0)], unclean=True)[0] == {("u", 0): ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE}
+
+
+def test_reassignment_adds_then_removes_replicas():
+    from samsa.coordinator.controller.actions import RemoveZkReassignments, WriteTopicAssignment
+    controller, _ = elected_with(topics={"t": topic((1, 2))}, live=(1, 2, 3))
+    results, actions = controller.reassign({("t", 0): (3, 2), ("t", 5): (1,)})
+    assert results[("t", 0)] == (ErrorCode.NONE, None)
+    assert results[("t", 5)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    write = of(actions, WriteTopicAssignment)[0]
+    assert write.assignment.partitions[0] == ReplicaAssignment((3, 2, 1), (3,), (1,))
+    assert of(actions, UpdatePartitionStates)[0].states[("t", 0)] == PartitionState(1, 1, (1, 2), 5, zk_version=1)
+    new_to_3 = [p for a in of(actions, SendLeaderAndIsr) if a.broker_id == 3 for p in a.partitions]
+    assert new_to_3[0].is_new and new_to_3[0].adding_replicas == (3,)
+    assert controller.list_reassignments(None) == {("t", 0): ReplicaAssignment((3, 2, 1), (3,), (1,))}
+    # 3 caught up: the leader's AlterPartition completes the reassignment.
+    _, _, actions = controller.alter_partition(1, 101, [AlterPartitionItem("t", 0, 1, (1, 2, 3), 0, 1)], 2)
+    states = [a.states[("t", 0)] for a in of(actions, UpdatePartitionStates)]
+    assert states[1].leader == 3  # the leader was not a target: elected among them
+    assert states[-1].isr == (2, 3)
+    assert of(actions, WriteTopicAssignment)[-1].assignment.partitions[0] == ReplicaAssignment((3, 2))
+    stops = of(actions, SendStopReplica)
+    assert [(s.broker_id, s.partitions[0].delete) for s in stops] == [(1, True)]
+    assert of(actions, RemoveZkReassignments)
+    assert controller.list_reassignments(None) == {}
+    assert controller.reassign({("t", 0): None})[0][("t", 0)][0] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    assert controller.reassign({("t", 0): (3, 9)})[0][("t", 0)][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT

@@ -1,0 +1,35 @@
+"""AlterPartitionReassignments (key 45), v0: start or cancel (null replicas) partition
+reassignments at the controller of a ZooKeeper cluster (Kafka 3.9's
+KafkaApis.handleAlterPartitionReassignmentsRequest, KafkaController.processApiPartitionReassignment,
+in coordinator/controller/). Served in cluster mode only; the admin client sends it to the
+controller. ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise); a broker that is not
+the controller answers NOT_CONTROLLER. v1 (allow_replication_factor_change) is Kafka 4's."""
+
+from __future__ import annotations
+
+from ...wire.errors import ErrorCode
+from ...wire.messages.alter_partition_reassignments_response import (ReassignablePartitionResponse,
+                                                                     ReassignableTopicResponse)
+from ...wire.protocol import ApiKey, response_class
+from ..authorizer import ALTER, CLUSTER
+from . import handler
+
+AlterPartitionReassignmentsResponse = response_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+
+
+@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, cluster_only=True)
+async def handle(ctx, request):
+    if not ctx.authorize(ALTER, CLUSTER):
+        return AlterPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    controller = ctx.services.controller
+    reassignments = {(t.name, p.partition_index): None if p.replicas is None else tuple(p.replicas)
+                     for t in request.topics for p in t.partitions}
+    answer = None if controller is None else await controller.call("reassign", reassignments)
+    if answer is None:
+        return AlterPartitionReassignmentsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+    (results,) = answer
+    by_topic: dict[str, ReassignableTopicResponse] = {}
+    for (topic, partition), (error, message) in results.items():
+        by_topic.setdefault(topic, ReassignableTopicResponse(topic)).partitions.append(
+            ReassignablePartitionResponse(partition, error, message))
+    return AlterPartitionReassignmentsResponse(responses=list(by_topic.values()))
