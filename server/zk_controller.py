@@ -103,8 +103,12 @@ class ZkController:
                         await self._elect_retrying(nursery)
                     except KazooException as e:
                         log.warning("ZooKeeper failed the controller (%r): resigning, then running again", e)
-                        self._resign()
-                        await self._elect_retrying(nursery)
+                        await self._move_controller(nursery)
+                    except Exception:
+                        # As Kafka's ControllerEventManager: an event's failure does not stop the
+                        # controller; resigning and running again rebuilds its context from ZooKeeper.
+                        log.exception("Error processing controller event %r: resigning, then running again", event)
+                        await self._move_controller(nursery)
             finally:
                 self._resign()
 
@@ -201,13 +205,33 @@ class ZkController:
 
     # -- election -------------------------------------------------------------------------------
 
+    async def _move_controller(self, nursery: trio.Nursery) -> None:
+        """triggerControllerMove: resign, give up /controller if this session holds it, run again."""
+        await self._give_up_controller()
+        await self._elect_retrying(nursery)
+
+    async def _give_up_controller(self) -> None:
+        self._resign()
+
+        def give_up(zk: KazooClient) -> None:
+            stat = zk.exists(zk_data.CONTROLLER)
+            if stat is not None and stat.ephemeralOwner == zk.client_id[0]:
+                try:
+                    zk.delete(zk_data.CONTROLLER, stat.version)
+                except (NoNodeError, BadVersionError):
+                    pass
+        try:
+            await self._zk(give_up)
+        except KazooException as e:
+            log.warning("Could not give up /controller (%r)", e)
+
     async def _elect_retrying(self, nursery: trio.Nursery) -> None:
         while True:
             try:
                 return await self._elect(nursery)
             except (KazooException, ControllerMoved) as e:
                 log.warning("Running for controller failed (%r); trying again", e)
-                self._resign()
+                await self._give_up_controller()
                 await trio.sleep(RETRY_BACKOFF_S)
 
     async def _elect(self, nursery: trio.Nursery) -> None:
