@@ -126,13 +126,11 @@ class KafkaController:
         known = ctx.topics()
         for gone in sorted(known - set(topics)):
             ctx.remove_topic(gone)
-        new_partitions: list[TopicPartition] = []
+        known_partitions = set(ctx.assignments)
         for name, topic in topics.items():
-            if name in ctx.topics_to_delete:
-                continue
-            before = set(ctx.partitions_of(name))
-            self._add_topic(name, topic)
-            new_partitions += sorted(set(ctx.partitions_of(name)) - before)
+            if name not in ctx.topics_to_delete:
+                self._add_topic(name, topic)
+        new_partitions = sorted(set(ctx.assignments) - known_partitions)
         if unclean_overrides:
             ctx.unclean_overrides.update(unclean_overrides)
         if not new_partitions:
@@ -645,7 +643,8 @@ class _Batch:
         for b in brokers:
             self._leader_and_isr.setdefault(b, {})[tp] = LeaderAndIsrPartition(
                 tp[0], tp[1], ctx.states[tp], a.replicas, a.adding_replicas, a.removing_replicas, is_new)
-        self.update_metadata(ctx.live_or_shutting_down(), [tp])
+        self._update_metadata_brokers.update(ctx.live_brokers)
+        self._update_metadata_partitions.add(tp)
 
     def update_metadata(self, brokers: Iterable[int], partitions: Iterable[TopicPartition]) -> None:
         self._update_metadata_brokers.update(brokers)
@@ -671,9 +670,10 @@ class _Batch:
             if b not in live:
                 continue
             leader_ids = {p.state.leader for p in partitions.values()}
+            topics = {tp[0] for tp in partitions}
             actions.append(SendLeaderAndIsr(
                 b, live[b].epoch, controller.broker_id, ctx.epoch, tuple(partitions.values()),
-                {t: i for t, i in ctx.topic_ids.items() if any(p.topic == t for p in partitions.values())},
+                {t: i for t, i in ctx.topic_ids.items() if t in topics},
                 tuple(live[i].registration for i in sorted(leader_ids) if i in live)))
         if self._update_metadata_brokers:
             partitions = tuple(self._update_metadata_partition(tp) for tp in sorted(self._update_metadata_partitions)
