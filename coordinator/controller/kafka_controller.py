@@ -631,6 +631,9 @@ class _Batch:
 
     def __init__(self, controller: KafkaController) -> None:
         self._controller = controller
+        self._clear()
+
+    def _clear(self) -> None:
         self._leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartition]] = {}
         self._update_metadata_brokers: set[int] = set()
         self._update_metadata_partitions: set[TopicPartition] = set()
@@ -666,13 +669,13 @@ class _Batch:
         ctx = controller.ctx
         actions: list[Action] = []
         live = ctx.live_brokers
-        for b, partitions in sorted(self._leader_and_isr.items()):
+        for b, by_partition in sorted(self._leader_and_isr.items()):
             if b not in live:
                 continue
-            leader_ids = {p.state.leader for p in partitions.values()}
-            topics = {tp[0] for tp in partitions}
+            leader_ids = {p.state.leader for p in by_partition.values()}
+            topics = {tp[0] for tp in by_partition}
             actions.append(SendLeaderAndIsr(
-                b, live[b].epoch, controller.broker_id, ctx.epoch, tuple(partitions.values()),
+                b, live[b].epoch, controller.broker_id, ctx.epoch, tuple(by_partition.values()),
                 {t: i for t, i in ctx.topic_ids.items() if t in topics},
                 tuple(live[i].registration for i in sorted(leader_ids) if i in live)))
         if self._update_metadata_brokers:
@@ -689,7 +692,7 @@ class _Batch:
             if b in live:
                 actions.append(SendStopReplica(b, live[b].epoch, controller.broker_id, ctx.epoch,
                                                tuple(stops.values())))
-        self.__init__(controller)
+        self._clear()
         return actions
 
     def _update_metadata_partition(self, tp: TopicPartition) -> UpdateMetadataPartition:

@@ -51,7 +51,7 @@ def _response(results: dict[tuple[str, int], int], error: int):
     by_topic: dict[str, ReplicaElectionResult] = {}
     for (topic, partition), code in results.items():
         result = by_topic.setdefault(topic, ReplicaElectionResult(topic))
-        message = MESSAGES.get(code)
+        message = MESSAGES.get(ErrorCode(code))
         result.partition_result.append(PartitionResult(
             partition, code, message.format(f"{topic}-{partition}") if message else None))
     return ElectLeadersResponse(error_code=error, replica_election_results=list(by_topic.values()))
