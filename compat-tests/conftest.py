@@ -218,8 +218,9 @@ class BrokerPool:
         cls = BROKER_CLASSES[self.kind]
         return self._start(lambda d: cls(d, overrides, properties), start)
 
-    def zookeeper(self) -> ZooKeeper:
-        return self._start(ZooKeeper, True)
+    def zookeeper(self, overrides: dict[str, object] | None = None) -> ZooKeeper:
+        """overrides: zoo.cfg settings (tickTime bounds the session timeouts it grants)."""
+        return self._start(lambda d: ZooKeeper(d, overrides), True)
 
     def kafka39(self, zookeeper_connect: str, overrides: dict[str, object] | None = None,
                 start: bool = True) -> ZkKafkaBroker:

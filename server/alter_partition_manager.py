@@ -5,12 +5,11 @@ the partition's state znode (its version is the partition epoch) and tells every
 UpdateMetadata. (Before 2.7-IV2 the leader wrote the znode itself and an /isr_change_notification;
 Samsa does not implement that path.)
 
-The partitions whose ISR changed wait here; one request at a time carries them all, each with the
-ISR it has now and the partition epoch it last had confirmed. The answer's partition epoch is
-taken; a partition whose ISR changed again meanwhile is sent again with it.
-Deviation: the leader applies a change at once (Kafka keeps it pending, counting the larger of the
-two ISRs for the high watermark until the controller confirms); a change the controller refuses
-stays applied here until its next LeaderAndIsr.
+The partitions' pending ISR changes (coordinator/partition_leader.py: at most one per partition)
+wait here; one request at a time carries them all, each with its proposed ISR and the partition
+epoch last confirmed. Each answer goes back to its partition (Kafka's submitAlterPartition
+callback): taken (the ISR committed, the answer's partition epoch), or refused (rolled back, left
+pending for the next LeaderAndIsr, or sent again).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ..coordinator.partition_leader import IsrChange
+from .replica_manager import RECOVERED
 from ..wire.errors import ErrorCode
 from ..wire.protocol import ApiKey, request_class
 from .inter_broker_client import BrokerConnection, BrokerUnreachable
@@ -38,10 +38,6 @@ AlterPartitionRequest = request_class(ApiKey.ALTER_PARTITION)
 # ignores; Kafka 4 no longer reads v0-1).
 ALTER_PARTITION_VERSION = 2
 RETRY_BACKOFF_S = 0.1
-# Refusals that only a new LeaderAndIsr resolves: retrying would be refused again.
-NOT_RETRIED = {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.FENCED_LEADER_EPOCH,
-               ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.INELIGIBLE_REPLICA, ErrorCode.NEW_LEADER_ELECTED,
-               ErrorCode.INVALID_REQUEST}
 
 
 class AlterPartitionManager:
@@ -49,12 +45,12 @@ class AlterPartitionManager:
         self._membership = membership
         self._cache = cache
         self._config = config
-        self._pending: dict[tuple[str, int], Partition] = {}
+        self._pending: dict[tuple[str, int], tuple[Partition, IsrChange]] = {}
         self._submitted = trio.Event()
 
     def submit(self, partition: Partition, change: IsrChange) -> None:
-        """ReplicaManager.isr_change_listener: the leader changed the partition's ISR."""
-        self._pending[(partition.topic.name, partition.index)] = partition
+        """ReplicaManager.isr_change_listener: the leader proposes an ISR change."""
+        self._pending[(partition.topic.name, partition.index)] = (partition, change)
         self._submitted.set()
 
     @property
@@ -102,23 +98,23 @@ class AlterPartitionManager:
                     await connection.aclose()
 
     def _request(self):
-        """The AlterPartition for the pending partitions this broker still leads, and what it sent
-        for each: (partition, leader epoch, ISR) by (topic id, partition index)."""
+        """The AlterPartition for the changes still pending at partitions this broker leads, and
+        what it sent for each: (partition, change) by (topic id, partition index)."""
         topics: dict[uuid.UUID, AlterPartitionRequest.TopicData] = {}
-        sent: dict[tuple[uuid.UUID, int], tuple[Partition, int, tuple[int, ...]]] = {}
-        for key, partition in list(self._pending.items()):
-            if not partition.is_leader or partition.leader_state is None:
-                del self._pending[key]
+        sent: dict[tuple[uuid.UUID, int], tuple[Partition, IsrChange]] = {}
+        for key, (partition, change) in list(self._pending.items()):
+            leader_state = partition.leader_state
+            if not partition.is_leader or leader_state is None or leader_state.pending is not change:
+                del self._pending[key]  # a LeaderAndIsr replaced it
                 continue
             topic_id = partition.topic.topic_id
             topic = topics.get(topic_id)
             if topic is None:
                 topic = topics[topic_id] = AlterPartitionRequest.TopicData(topic_id=topic_id, partitions=[])
-            isr = tuple(partition.isr)
             topic.partitions.append(AlterPartitionRequest.PartitionData(
-                partition_index=partition.index, leader_epoch=partition.leader_epoch, new_isr=list(isr),
-                leader_recovery_state=0, partition_epoch=partition.partition_epoch))
-            sent[(topic_id, partition.index)] = (partition, partition.leader_epoch, isr)
+                partition_index=partition.index, leader_epoch=partition.leader_epoch, new_isr=list(change.isr),
+                leader_recovery_state=RECOVERED, partition_epoch=partition.partition_epoch))
+            sent[(topic_id, partition.index)] = (partition, change)
         if not topics:
             return None, sent
         request = AlterPartitionRequest(broker_id=self._membership.broker_id,
@@ -126,31 +122,25 @@ class AlterPartitionManager:
         return request, sent
 
     def handle_response(self, response, sent) -> bool:
-        """Take the controller's answer; False when it refused the whole request (retried later)."""
+        """Take the controller's answer; False when it refused the whole request or a partition's
+        change is to be sent again (after a backoff)."""
         if response.error_code != ErrorCode.NONE:
             log.warning("Controller refused AlterPartition: %s; retrying", ErrorCode(response.error_code).name)
             return False
+        retried = False
         for topic in response.topics:
             for p in topic.partitions:
                 entry = sent.get((topic.topic_id, p.partition_index))
                 if entry is None:
                     continue
-                partition, leader_epoch, isr = entry
+                partition, change = entry
                 key = (partition.topic.name, partition.index)
-                if partition.leader_epoch != leader_epoch or not partition.is_leader:
-                    self._pending.pop(key, None)  # a LeaderAndIsr came meanwhile: it decides now
-                    continue
                 if p.error_code == ErrorCode.NONE:
-                    partition.partition_epoch = p.partition_epoch
-                    log.info("[Partition %s] ISR %s committed by the controller, partition epoch %d",
-                             partition.name, list(p.isr), p.partition_epoch)
-                    if tuple(partition.isr) == isr:
-                        self._pending.pop(key, None)
-                elif p.error_code in NOT_RETRIED:
-                    log.warning("[Partition %s] Controller refused the ISR %s: %s; waiting for its LeaderAndIsr",
-                                partition.name, list(isr), ErrorCode(p.error_code).name)
-                    self._pending.pop(key, None)
+                    partition.isr_change_committed(change, p.leader_epoch, tuple(p.isr), p.partition_epoch)
+                    retry = False
                 else:
-                    log.info("[Partition %s] AlterPartition failed with %s; retrying", partition.name,
-                             ErrorCode(p.error_code).name)
-        return True
+                    retry = partition.isr_change_refused(change, p.error_code)
+                if not retry and self._pending.get(key, (None, None))[1] is change:
+                    del self._pending[key]
+                retried |= retry
+        return not retried

@@ -128,9 +128,11 @@ class ReplicaFetcher:
                         *self.address, self._client_id, self._config.get("replica.socket.timeout.ms"))
                     try:
                         while self.partitions:
-                            progressed = await self._truncate(connection)
-                            progressed |= await self._fetch(connection)
-                            if not progressed:
+                            truncated = await self._truncate(connection)
+                            fetched = await self._fetch(connection)
+                            if not (truncated or fetched):
+                                # Nothing moved (errors, or only partitions waiting): Kafka's
+                                # replica.fetch.backoff.ms, not a busy loop against the leader.
                                 await trio.sleep(backoff)
                     finally:
                         with trio.CancelScope(shield=True):
@@ -152,9 +154,10 @@ class ReplicaFetcher:
 
     # -- truncation (KIP-101, KIP-279)
     async def _truncate(self, connection: BrokerConnection) -> bool:
-        """One round of OffsetsForLeaderEpoch for the partitions still truncating; True if it got
-        answers (or had nothing to ask)."""
+        """One round of OffsetsForLeaderEpoch for the partitions still truncating; True if one of
+        them moved on."""
         asking = []
+        progressed = False
         for key, state, partition in self._current():
             if not state.truncating:
                 continue
@@ -163,10 +166,11 @@ class ReplicaFetcher:
                 # No epochs to compare: keep what the high watermark says both have.
                 self._truncate_to(partition, partition.log.high_watermark)
                 state.truncating = False
+                progressed = True
                 continue
             asking.append((key, state, partition, latest))
         if not asking:
-            return True
+            return progressed
         by_topic: dict[str, list] = {}
         for (topic, index), state, _, latest in asking:
             by_topic.setdefault(topic, []).append(OffsetForLeaderEpoch.OffsetForLeaderPartition(
@@ -175,7 +179,6 @@ class ReplicaFetcher:
             OffsetForLeaderEpoch.OffsetForLeaderTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()])
         response = await connection.call(request, OFFSET_FOR_LEADER_EPOCH_VERSION)
         answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
-        progressed = False
         for key, state, partition, _ in asking:
             answer = answers.get(key)
             if answer is None or self.partitions.get(key) is not state:
@@ -205,7 +208,7 @@ class ReplicaFetcher:
     async def _fetch(self, connection: BrokerConnection) -> bool:
         fetching = [(key, state, partition) for key, state, partition in self._current() if not state.truncating]
         if not fetching:
-            return bool(self.partitions)
+            return False
         config = self._config
         by_topic: dict[str, list] = {}
         for (topic, index), state, partition in fetching:

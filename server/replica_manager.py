@@ -39,6 +39,7 @@ NO_LEADER = -1
 ZERO_UUID = uuid.UUID(int=0)
 EPOCH_DURING_DELETE = -2  # Kafka's LeaderAndIsr.EPOCH_DURING_DELETE: StopReplica for a topic being deleted
 NO_EPOCH = -1  # Kafka's LeaderAndIsr.NO_EPOCH: StopReplica before v3 carries no epochs
+RECOVERED, RECOVERING = 0, 1  # Kafka's LeaderRecoveryState (KIP-704)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class PartitionState:
     partition_epoch: int
     replicas: tuple[int, ...]
     topic_id: uuid.UUID | None = None  # None: the request carries none (LeaderAndIsr before v5)
+    leader_recovery_state: int = RECOVERED  # RECOVERING after an unclean election (v6+)
 
 
 class Partition:
@@ -72,7 +74,10 @@ class Partition:
         self.replicas: tuple[int, ...] = (local_id,)
         self.isr: tuple[int, ...] = (local_id,)
         self.leader_state: PartitionLeaderState | None = None  # None: unreplicated, or a follower
+        self.leader_recovery_state = RECOVERED
         self.high_watermark_follows_log_end = True
+        self.replica_lag_time_max_ms = 30_000  # the broker's replica.lag.time.max.ms (ReplicaManager sets it)
+        self.clock_ms = wall_clock_ms  # when a follower's last catch-up is too old (tests move it)
         self._waiters: list[trio.Event] = []
 
     @property
@@ -140,9 +145,14 @@ class Partition:
     # -- leader of a replicated partition
     def make_leader(self, state: PartitionState, now_ms: int) -> None:
         """Kafka's Partition.makeLeader: the new epoch starts at the log end offset; the followers of
-        the ISR count as caught up now."""
+        the ISR count as caught up now. A leader elected uncleanly (RECOVERING) has nothing to
+        recover in Kafka 3.9's broker: it is RECOVERED from now on, which its next AlterPartition says."""
         log_ = self.log
+        if state.leader_recovery_state == RECOVERING:
+            log.info("The topic partition %s was marked as RECOVERING. Marking the topic partition as RECOVERED.",
+                     self.name)
         self._set_state(state)
+        self.leader_recovery_state = RECOVERED
         log_.leader_epoch_cache.assign(state.leader_epoch, log_.log_end_offset)
         self.leader_state = PartitionLeaderState(self.local_id, list(state.replicas), list(state.isr),
                                                  log_.log_end_offset, log_.high_watermark, now_ms)
@@ -152,6 +162,7 @@ class Partition:
 
     def make_follower(self, state: PartitionState) -> None:
         self._set_state(state)
+        self.leader_recovery_state = state.leader_recovery_state
         self.leader_state = None
         self.wake()  # parked fetches and acks=all produces learn they are no longer at the leader
 
@@ -169,39 +180,79 @@ class Partition:
         self.isr = tuple(state.isr)
 
     def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: int) -> IsrChange | None:
-        """A follower's fetch: its log end offset is `fetch_offset`; the ISR may grow and the high
-        watermark advance (which wakes the consumers and acks=all produces waiting on it)."""
+        """A follower's fetch: its log end offset is `fetch_offset`; an ISR expansion may be
+        proposed (pending until the controller confirms it) and the high watermark advance (which
+        wakes the consumers and acks=all produces waiting on it)."""
         leader_state = self.leader_state
         if leader_state is None:
             return None
         change = leader_state.follower_fetched(replica_id, fetch_offset, self.log.log_end_offset, now_ms)
         if change is not None:
-            self.apply_isr_change(change)
+            log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", self.name, self.local_id,
+                     list(change.committed), list(change.isr))
         if self._maybe_advance_high_watermark():
             self.wake()
         return change
 
     def maybe_shrink_isr(self, now_ms: int, lag_time_max_ms: int) -> IsrChange | None:
+        """Propose the ISR without the followers lagging more than `lag_time_max_ms`; the high
+        watermark still waits for them until the controller confirms."""
         leader_state = self.leader_state
         if leader_state is None:
             return None
         change = leader_state.maybe_shrink_isr(self.log.log_end_offset, now_ms, lag_time_max_ms)
         if change is not None:
-            self.apply_isr_change(change)
-            if self._maybe_advance_high_watermark():
-                self.wake()
+            log.info("[Partition %s broker=%d] Shrinking ISR from %s to %s. Leader: (highWatermark: %d, endOffset: %d). "
+                     "Out of sync replicas: %s.", self.name, self.local_id, list(change.committed), list(change.isr),
+                     self.log.high_watermark, self.log.log_end_offset, list(change.removed))
         return change
 
-    def apply_isr_change(self, change: IsrChange) -> None:
-        # The partition epoch moves when the controller has taken the change (AlterPartition's answer).
-        self.isr = change.isr
-        log.info("[Partition %s broker=%d] ISR updated to %s (added %s, removed %s)",
-                 self.name, self.local_id, list(change.isr), list(change.added), list(change.removed))
+    def isr_change_committed(self, change: IsrChange, leader_epoch: int, isr: tuple[int, ...],
+                             partition_epoch: int) -> bool:
+        """The controller's AlterPartition answer took `change` (Kafka's handleAlterPartitionUpdate):
+        ignored if it is for another leader epoch or an older partition epoch, or if a LeaderAndIsr
+        replaced the pending change meanwhile; otherwise the ISR is committed and the high
+        watermark may move. True if the change is settled."""
+        leader_state = self.leader_state
+        if (leader_state is None or leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch
+                or not leader_state.committed(change, isr)):
+            return False
+        self.isr = leader_state.isr
+        self.partition_epoch = partition_epoch
+        log.info("[Partition %s broker=%d] ISR updated to %s%s and version updated to %d", self.name, self.local_id,
+                 ",".join(map(str, self.isr)),
+                 " (under-min-isr)" if len(self.isr) < self.log.config.min_insync_replicas else "", partition_epoch)
+        if self._maybe_advance_high_watermark():
+            self.wake()
+        return True
+
+    def isr_change_refused(self, change: IsrChange, error_code: int) -> bool:
+        """The controller refused `change` (Kafka's handleAlterPartitionError): rolled back when the
+        controller says it was not applied, else pending until the next LeaderAndIsr, or retried
+        (True) for other errors."""
+        leader_state = self.leader_state
+        if leader_state is None:
+            return False
+        retry = leader_state.refused(change, error_code)
+        if leader_state.pending is None:
+            log.info("[Partition %s broker=%d] Failed to alter partition to ISR %s since the controller rejected the "
+                     "request with %s. Partition state has been reset to the latest committed state, ISR %s.",
+                     self.name, self.local_id, list(change.isr), ErrorCode(error_code).name, list(self.isr))
+        elif retry:
+            log.warning("[Partition %s broker=%d] Failed to update ISR to %s due to unexpected %s. Retrying.",
+                        self.name, self.local_id, list(change.isr), ErrorCode(error_code).name)
+        else:
+            log.info("[Partition %s broker=%d] Failed to alter partition to ISR %s: %s. Partition state may be out of "
+                     "sync, awaiting the latest metadata.", self.name, self.local_id, list(change.isr),
+                     ErrorCode(error_code).name)
+        return retry
 
     def _maybe_advance_high_watermark(self) -> bool:
         leader_state = self.leader_state
         log_ = self.log
-        if leader_state is None or not leader_state.maybe_advance_high_watermark(log_.log_end_offset):
+        if leader_state is None or not leader_state.maybe_advance_high_watermark(
+                log_.log_end_offset, self.clock_ms(), self.replica_lag_time_max_ms,
+                log_.config.min_insync_replicas):
             return False
         log_.high_watermark = leader_state.high_watermark
         return True
@@ -305,6 +356,7 @@ class ReplicaManager:
     def _partition(self, topic: TopicInfo, index: int) -> Partition:
         partition = Partition(topic, index, self._logs, self.local_id)
         partition.high_watermark_follows_log_end = self.high_watermark_follows_log_end
+        partition.replica_lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
         return partition
 
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
@@ -386,21 +438,23 @@ class ReplicaManager:
 
     # -- replication (driven by LeaderAndIsr)
     def become_leader_or_follower(self, states: list[PartitionState], brokers: dict[int, tuple[str, int]],
-                                  new_topics: Mapping[str, TopicInfo] | None = None) -> dict[tuple[str, int], int]:
+                                  new_topics: Mapping[str, TopicInfo] | None = None,
+                                  same_epoch_accepted: bool = False) -> dict[tuple[str, int], int]:
         """Take each partition's leadership as the controller decided it (Kafka's
         ReplicaManager.becomeLeaderOrFollower): lead it, or follow its leader at `brokers[leader]`
         (host, port), truncating first (KIP-279). A partition new to this broker is created (its log
         too, or the one on disk taken) from `new_topics[topic]` (its id and config overrides).
         Kafka's checks, in its order: a topic id other than the partition's: INCONSISTENT_TOPIC_ID; a
         leader epoch older than, or the same as, the one known: STALE_CONTROLLER_EPOCH (ignored);
-        this broker not among the replicas: UNKNOWN_TOPIC_OR_PARTITION. Returns each partition's
+        this broker not among the replicas: UNKNOWN_TOPIC_OR_PARTITION. `same_epoch_accepted`: the
+        known leader epoch is taken again (a KRaft controller's request). Returns each partition's
         error code."""
         errors: dict[tuple[str, int], int] = {}
         now_ms = wall_clock_ms()
         for state in states:
             key = (state.topic, state.partition)
             partition = self.partitions.get(key)
-            code = (self._check_leader_and_isr(partition, state) if partition is not None
+            code = (self._check_leader_and_isr(partition, state, same_epoch_accepted) if partition is not None
                     else ErrorCode.NONE if self.local_id in state.replicas else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             if code == ErrorCode.NONE and partition is None:
                 topic = (new_topics or {}).get(state.topic)
@@ -419,13 +473,14 @@ class ReplicaManager:
             errors[key] = self._take_leadership(partition, state, brokers, now_ms)
         return errors
 
-    def _check_leader_and_isr(self, partition: Partition, state: PartitionState) -> int:
+    def _check_leader_and_isr(self, partition: Partition, state: PartitionState, same_epoch_accepted: bool) -> int:
         known_id = partition.topic.topic_id
         if state.topic_id not in (None, ZERO_UUID) and known_id != ZERO_UUID and state.topic_id != known_id:
             log.error("[Broker %d] Topic ID in memory: %s does not match the topic ID for partition %s received: %s.",
                       self.local_id, known_id, partition.name, state.topic_id)
             return ErrorCode.INCONSISTENT_TOPIC_ID
-        if state.leader_epoch <= partition.leader_epoch:
+        if state.leader_epoch < partition.leader_epoch or (
+                state.leader_epoch == partition.leader_epoch and not same_epoch_accepted):
             log.info("[Broker %d] Ignoring LeaderAndIsr for %s: its leader epoch %d is not newer than %d",
                      self.local_id, partition.name, state.leader_epoch, partition.leader_epoch)
             return ErrorCode.STALE_CONTROLLER_EPOCH

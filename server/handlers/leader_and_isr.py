@@ -9,9 +9,13 @@ STALE_CONTROLLER_EPOCH for a leader epoch not newer than the known one, UNKNOWN_
 when this broker is not a replica, a storage error). A partition new to this broker gets its log,
 with the topic's overrides read from ZooKeeper's /config/topics/<t>; a follower fetches from its
 leader's endpoint on the inter-broker listener, as the metadata cache knows it.
-Deviations: group and transaction coordinators do not move with the leadership of
-`__consumer_offsets` and `__transaction_state` (Kafka's onLeadershipChange); the request type
-(full or incremental, for a KRaft controller in migration) is not looked at.
+A partition's `leader_recovery_state` (v6+) is kept; a leader elected uncleanly (RECOVERING) marks
+itself RECOVERED, as Kafka 3.9's Partition.makeLeader. From a KRaft controller in migration
+(`is_k_raft_controller`, v7) a leader epoch equal to the known one is taken too, as Kafka's broker
+does. Kafka acts on the request `type` (FULL) only with `zookeeper.metadata.migration.enable`, to
+find stray logs: Samsa does not take part in a migration, and logs the FULL request it ignores.
+Deviation: group and transaction coordinators do not move with the leadership of
+`__consumer_offsets` and `__transaction_state` (Kafka's onLeadershipChange).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from . import handler
 
 log = logging.getLogger("samsa.state.change")
 LeaderAndIsrResponse = response_class(ApiKey.LEADER_AND_ISR)
+FULL = 2  # AbstractControlRequest.Type: UNKNOWN 0, INCREMENTAL 1, FULL 2
 PartitionError = LeaderAndIsrResponse.LeaderAndIsrPartitionError
 TopicError = LeaderAndIsrResponse.LeaderAndIsrTopicError
 
@@ -50,7 +55,7 @@ def partition_states(request, version: int) -> Iterator[PartitionState]:
 
 def _state(topic: str, topic_id: uuid.UUID | None, s) -> PartitionState:
     return PartitionState(topic, s.partition_index, s.leader, s.leader_epoch, tuple(s.isr), s.partition_epoch,
-                          tuple(s.replicas), topic_id)
+                          tuple(s.replicas), topic_id, s.leader_recovery_state)
 
 
 def leader_and_isr_response(states: list[PartitionState], errors: dict[tuple[str, int], int], version: int,
@@ -96,7 +101,12 @@ async def handle(ctx, request):
         listener = services.config.inter_broker_listener_name
         brokers = {broker_id: endpoint for broker_id, broker in cache.alive_brokers.items()
                    if (endpoint := broker.endpoints.get(listener)) is not None}
-        errors = replica_manager.become_leader_or_follower(states, brokers, new_topics)
+        kraft_controller = version >= 7 and request.is_k_raft_controller
+        if kraft_controller and request.type_ == FULL:
+            log.warning("Ignoring the stray-replica check of a full LeaderAndIsr from KRaft controller %d: "
+                        "Samsa does not take part in a ZooKeeper to KRaft migration", request.controller_id)
+        errors = replica_manager.become_leader_or_follower(states, brokers, new_topics,
+                                                           same_epoch_accepted=kraft_controller)
     return leader_and_isr_response(states, errors, version)
 
 

@@ -12,6 +12,7 @@ from loopback import Client, broker_config, one_batch, produce_request, run_with
 
 from samsa.coordinator.partition_leader import IsrChange
 from samsa.server.alter_partition_manager import AlterPartitionManager
+from samsa.server.clock import wall_clock_ms
 from samsa.server.zk_broker import ZkMembership
 from samsa.server.zk_metadata_cache import ZkMetadataCache
 from samsa.wire.errors import ErrorCode
@@ -186,35 +187,50 @@ def test_isr_changes_become_alter_partition_requests(tmp_path):
         partition = samsa.replica_manager.get("t", 0)
         manager = AlterPartitionManager(samsa.zookeeper, samsa.services.zk_metadata, samsa.config)
 
-        partition.apply_isr_change(IsrChange((0,), removed=(1,)))
-        manager.submit(partition, IsrChange((0,), removed=(1,)))
+        # Follower 1 never fetched: out of sync. The shrink is pending until the controller answers.
+        change = partition.maybe_shrink_isr(now_ms=wall_clock_ms() + 1, lag_time_max_ms=0)
+        assert change == IsrChange((0,), removed=(1,), committed=(0, 1)) and partition.isr == (0, 1)
+        manager.submit(partition, change)
         request, sent = manager._request()
         assert (request.broker_id, request.broker_epoch) == (0, 42)
         (topic,) = request.topics
         (data,) = topic.partitions
-        assert (topic.topic_id, data.partition_index, data.leader_epoch, data.new_isr, data.partition_epoch) == (
-            TOPIC_ID, 0, 4, [0], 9)
+        assert (topic.topic_id, data.partition_index, data.leader_epoch, data.new_isr, data.partition_epoch,
+                data.leader_recovery_state) == (TOPIC_ID, 0, 4, [0], 9, 0)
 
-        def answer(error_code=ErrorCode.NONE, partition_epoch=10):
+        def answer(error_code=ErrorCode.NONE, partition_epoch=10, leader_epoch=4):
             return AlterPartitionResponse(topics=[AlterPartitionResponse.TopicData(topic_id=TOPIC_ID, partitions=[
                 AlterPartitionResponse.PartitionData(partition_index=0, error_code=error_code, leader_id=0,
-                                                     leader_epoch=4, isr=[0], partition_epoch=partition_epoch)])])
+                                                     leader_epoch=leader_epoch, isr=[0],
+                                                     partition_epoch=partition_epoch)])])
 
-        # The ISR changed again while the request was out: the answer's epoch is taken, and the
-        # partition is sent again with it.
-        partition.apply_isr_change(IsrChange((0, 1), added=(1,)))
-        assert manager.handle_response(answer(), sent)
-        assert partition.partition_epoch == 10 and manager.pending == 1
+        # An answer for another leader epoch, or an older partition epoch, is ignored: still pending.
+        assert manager.handle_response(answer(leader_epoch=3), sent)
+        assert manager.handle_response(answer(partition_epoch=8), sent)
+        assert partition.isr == (0, 1) and partition.leader_state.pending is change
+        # Taken: the ISR and the answer's partition epoch are committed.
+        manager.submit(partition, change)
         request, sent = manager._request()
-        assert (request.topics[0].partitions[0].new_isr, request.topics[0].partitions[0].partition_epoch) == ([0, 1], 10)
-        assert manager.handle_response(answer(partition_epoch=11), sent)
-        assert partition.partition_epoch == 11 and manager.pending == 0
-        # A refusal only a new LeaderAndIsr resolves is not retried; a refused request is.
-        manager.submit(partition, IsrChange((0, 1)))
+        assert manager.handle_response(answer(), sent)
+        assert (partition.isr, partition.partition_epoch, manager.pending) == ((0,), 10, 0)
+        assert partition.leader_state.pending is None
+        # A refusal only a new LeaderAndIsr resolves is not retried, and the change stays pending.
+        expand = partition.leader_state._propose((0, 1), added=(1,))
+        manager.submit(partition, expand)
         request, sent = manager._request()
         assert manager.handle_response(answer(ErrorCode.INVALID_UPDATE_VERSION), sent)
-        assert manager.pending == 0 and partition.partition_epoch == 11
-        manager.submit(partition, IsrChange((0, 1)))
+        assert manager.pending == 0 and partition.partition_epoch == 10 and partition.leader_state.pending is expand
+        # INELIGIBLE_REPLICA: not applied, rolled back to the committed ISR.
+        manager.submit(partition, expand)
+        request, sent = manager._request()
+        assert manager.handle_response(answer(ErrorCode.INELIGIBLE_REPLICA), sent)
+        assert partition.leader_state.pending is None and partition.isr == (0,)
+        # Another error: sent again after a backoff; a refused request too.
+        expand = partition.leader_state._propose((0, 1), added=(1,))
+        manager.submit(partition, expand)
+        request, sent = manager._request()
+        assert not manager.handle_response(answer(ErrorCode.UNKNOWN_SERVER_ERROR), sent)
+        assert manager.pending == 1
         request, sent = manager._request()
         assert not manager.handle_response(AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH), sent)
         assert manager.pending == 1
