@@ -17,7 +17,7 @@ import time
 import pytest
 from compat_util import confluent_admin, wait_for
 from history import History
-from server_process import HOST
+from server_process import HOST, BrokerStartError
 from wire_client import WireClient
 
 from samsa.wire import records, zk_data
@@ -164,6 +164,20 @@ def read_whole_log(bootstrap: str, topic: str) -> dict[int, list[tuple[int, byte
         reader.close()
 
 
+def restart(broker) -> None:
+    """Start a killed broker on its port again. The port is in the ephemeral range: a client
+    reconnecting to it meanwhile may hold it for a moment (a TCP self-connection), so retry."""
+    deadline = time.monotonic() + T
+    while True:
+        try:
+            broker.start()
+            return
+        except BrokerStartError:
+            if "Address already in use" not in broker.output() or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def produce_acks_all(port: int, topic: str, partition: int) -> int:
     """One record with acks=all through the broker at `port` (no retries): its error code."""
     batch = records.build_batch([records.Record(0, 0, None, b"refused?", [])])
@@ -204,7 +218,7 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
             acked_at = wait_for(lambda since=killed_at: history.last_ack_after(0, since), T, interval=0.1,
                                 what="a write acknowledged by the new leader")
             resumed_after.append(round(acked_at - killed_at, 1))
-            victim.start()
+            restart(victim)
             cluster.wait_full_isrs(topic_name)
         assert max(resumed_after) <= RESUME_WITHIN_S, resumed_after
 
@@ -218,7 +232,7 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         wait_for(lambda: produce_acks_all(cluster.samsa[leader].port, topic_name, 0) == ErrorCode.NOT_ENOUGH_REPLICAS,
                  T, interval=0.2, what="NOT_ENOUGH_REPLICAS")
         for broker in others:
-            broker.start()
+            restart(broker)
         cluster.wait_full_isrs(topic_name)
         reader.finish()
 

@@ -207,7 +207,8 @@ class Broker:
                                                        self.config.get("broker.rack"))
             if self.zookeeper is not None:
                 await services.start(stay_registered, self.zookeeper, broker_registration(
-                    self.config, self.node_id, self._advertised_endpoints()))
+                    self.config, self.node_id, self._advertised_endpoints()),
+                    self.replica_manager.zookeeper_session_lost, self.replica_manager.registered_again)
                 await services.start(self.controller.run)  # registered first, as KafkaServer starts its controller
             async with trio.open_nursery() as connections:
                 for sock, ep in listeners:

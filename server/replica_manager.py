@@ -78,6 +78,8 @@ class Partition:
         self.high_watermark_follows_log_end = True
         self.replica_lag_time_max_ms = 30_000  # the broker's replica.lag.time.max.ms (ReplicaManager sets it)
         self.clock_ms = wall_clock_ms  # when a follower's last catch-up is too old (tests move it)
+        # The broker's ZooKeeper session expired: it does not act as leader until registered again.
+        self.leadership_suspended = False
         self._waiters: list[trio.Event] = []
 
     @property
@@ -106,7 +108,7 @@ class Partition:
 
     @property
     def is_leader(self) -> bool:
-        return self.leader_id == self.local_id
+        return self.leader_id == self.local_id and not self.leadership_suspended
 
     @property
     def last_stable_offset(self) -> int:
@@ -325,6 +327,7 @@ class ReplicaManager:
         # offset. In a cluster it is the one checkpointed (replication-offset-checkpoint) until the
         # partition's leader moves it.
         self.high_watermark_follows_log_end = not config.get("zookeeper.connect")
+        self.leadership_suspended = False  # the ZooKeeper session expired, not yet registered again
         # Called with (partition, change) when this broker, as leader, changed an ISR; in ZooKeeper
         # mode it tells the controller (AlterPartition, server/alter_partition_manager.py).
         self.isr_change_listener: Callable[[Partition, IsrChange], None] = lambda partition, change: None
@@ -357,6 +360,7 @@ class ReplicaManager:
         partition = Partition(topic, index, self._logs, self.local_id)
         partition.high_watermark_follows_log_end = self.high_watermark_follows_log_end
         partition.replica_lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
+        partition.leadership_suspended = self.leadership_suspended
         return partition
 
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
@@ -566,6 +570,23 @@ class ReplicaManager:
             while True:
                 await trio.sleep(self._config.get("replica.lag.time.max.ms") / 2000)
                 self.maybe_shrink_isrs(wall_clock_ms())
+
+    def zookeeper_session_lost(self) -> None:
+        """The session expired: the controller counts this broker as gone and may have elected other
+        leaders, so it leads nothing until registered again (waiting acks=all produces are answered
+        NOT_LEADER_OR_FOLLOWER: a new leader may not have their records)."""
+        self._suspend_leadership(True)
+
+    def registered_again(self) -> None:
+        """Registered with a new session: lead again what the last LeaderAndIsr said, until the
+        controller's next one (sent for the new registration) says otherwise."""
+        self._suspend_leadership(False)
+
+    def _suspend_leadership(self, suspended: bool) -> None:
+        self.leadership_suspended = suspended
+        for partition in self.partitions.values():
+            partition.leadership_suspended = suspended
+            partition.wake()
 
     def wake_all(self) -> None:
         for partition in self.partitions.values():

@@ -8,15 +8,25 @@ registered, in the steps of Kafka 3.9's KafkaServer.startup:
 4. meta.properties as a ZooKeeper-mode broker writes it: version=0, broker.id, cluster.id;
 5. once the listeners are bound: the ephemeral /brokers/ids/<id>, made again after every session
    expiry (Kafka's controller sees a broker come back through it).
+
+Disconnected from ZooKeeper, the broker serves on (its session may outlive the outage, and the
+controller has not moved its leaders) and says so in its log. Once the session has expired, the
+controller counts the broker as gone and may have elected other leaders: the broker stops acting as
+leader (produces and fetches get NOT_LEADER_OR_FOLLOWER; an acks=all produce still waiting is
+answered so, never acknowledged) until it has registered again, and the controller's LeaderAndIsr
+for the new registration says what it leads. (Kafka 3.9's broker goes on leading until that
+LeaderAndIsr; its acks=all is kept safe by the ISR change the controller refuses. Samsa does both.)
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import trio
+from kazoo.client import KazooState
 from kazoo.exceptions import KazooException
 
 from ..storage.checkpoints import META_PROPERTIES, read_properties, write_properties
@@ -154,18 +164,37 @@ def broker_registration(config, broker_id: int, endpoints: list[zk_data.EndPoint
 
 
 async def stay_registered(membership: ZkMembership, registration: zk_data.BrokerRegistration,
+                          on_session_lost: Callable[[], None] = lambda: None,
+                          on_registered_again: Callable[[], None] = lambda: None,
                           *, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Register (BrokerIdInUse when another broker has this id: the broker does not start), then
-    register again each time the session expires and kazoo opens a new one."""
+    register again each time the session expires and kazoo opens a new one. `on_session_lost()`:
+    the session expired (stop leading); `on_registered_again()`: registered with the new one."""
     client = membership.client
     current = await client.register_broker(registration)
     membership.broker_epoch = current.broker_epoch
     task_status.started(current)
+    broker_id = registration.broker_id
+    timeout_ms = client.session_timeout_ms
+
+    def session_state(state: str) -> None:
+        if state == KazooState.SUSPENDED:
+            log.warning("Broker %d lost its connection to ZooKeeper at %s: it serves on until its session expires "
+                        "(zookeeper.session.timeout.ms=%d), but the controller cannot reach it meanwhile",
+                        broker_id, client.connect, timeout_ms)
+        elif state == KazooState.LOST:
+            log.warning("Broker %d's ZooKeeper session expired: it stops acting as leader of its partitions until it "
+                        "has registered again and the controller says what it leads", broker_id)
+            on_session_lost()
+        elif state == KazooState.CONNECTED and client.connected and client.session_id == current.session_id:
+            log.info("Broker %d reconnected to ZooKeeper, session 0x%x kept", broker_id, current.session_id)
+
     while True:
-        await client.wait_for_new_session(current.session_id)
-        log.info("New ZooKeeper session 0x%x: registering broker %d again", client.session_id, registration.broker_id)
+        await client.wait_for_new_session(current.session_id, session_state)
+        log.info("New ZooKeeper session 0x%x: registering broker %d again", client.session_id, broker_id)
         current = await _register_again(client, registration, current)
         membership.broker_epoch = current.broker_epoch
+        on_registered_again()
 
 
 async def _register_again(client: KafkaZkClient, registration: zk_data.BrokerRegistration,

@@ -128,15 +128,19 @@ class KafkaZkClient:
         except (trio.WouldBlock, trio.ClosedResourceError):
             pass  # a backlog of transitions: the latest connection state is what matters
 
-    async def wait_for_new_session(self, current_session: int) -> None:
+    async def wait_for_new_session(self, current_session: int, on_state=None) -> None:
         """Return when the client is connected with a session other than `current_session` (the old
-        one expired and kazoo made a new one)."""
+        one expired and kazoo made a new one); `on_state(state)` sees every connection state met
+        meanwhile (kazoo's SUSPENDED: disconnected, the session may live on; LOST: expired;
+        CONNECTED)."""
         while True:
             if self.connected and self.session_id != current_session:
                 return
             state = await self.session_events.receive()
             if state == KazooState.LOST:
                 log.warning("ZooKeeper session 0x%x expired", current_session)
+            if on_state is not None:
+                on_state(state)
 
     @property
     def connected(self) -> bool:

@@ -203,6 +203,32 @@ def test_acks_all_waiting_for_a_follower_that_stopped_times_out(tmp_path):
     run_cluster(tmp_path, 2, scenario)
 
 
+def test_a_leader_whose_zookeeper_session_expired_acknowledges_nothing_until_registered_again(tmp_path):
+    """The controller may have elected another leader meanwhile: an acks=all produce waiting for its
+    follower is answered NOT_LEADER_OR_FOLLOWER, never acknowledged, and new ones are refused."""
+    async def scenario(cluster: Cluster):
+        await replicate_one_record_then_stop_the_follower(cluster)
+        leader = cluster.brokers[0].replica_manager
+        async with trio.open_nursery() as nursery:
+            answers = []
+
+            async def waiting_produce():
+                answers.append(await produce(cluster.port(0), [b"b"]))
+
+            nursery.start_soon(waiting_produce)
+            await cluster.log_end_offset(0, 2)  # appended, waiting for broker 1
+            leader.zookeeper_session_lost()
+        assert answers[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (await produce(cluster.port(0), [b"c"], acks=1)).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        client = await Client.connect(cluster.port(0))
+        data = (await client.call(fetch_request(TOPIC, 0), 12)).responses[0].partitions[0]
+        assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        leader.registered_again()
+        assert (await produce(cluster.port(0), [b"d"], acks=1)).error_code == ErrorCode.NONE
+
+    run_cluster(tmp_path, 2, scenario)
+
+
 def test_the_old_leader_truncates_its_divergent_records_when_it_follows_the_new_one(tmp_path):
     async def scenario(cluster: Cluster):
         cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
