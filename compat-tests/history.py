@@ -5,7 +5,9 @@ back whole at the end.
 The writer sends values in order per partition (an idempotent producer keeps that order through
 its retries), so the checker knows what must hold:
 - lost: an acknowledged value that the final log does not hold, or holds at another offset than
-  the one acknowledged;
+  the one acknowledged (librdkafka acknowledges some writes without an offset: a later batch's
+  success implies an earlier one whose answer the dead leader never sent; such a value must be in
+  the partition, anywhere);
 - duplicated: a value the final log holds at more than one offset;
 - reordered: values of one partition whose offsets in the final log are not in the order they were
   sent;
@@ -45,7 +47,7 @@ class History:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.sent: dict[int, list[bytes]] = defaultdict(list)  # by partition, in the order sent
-        self.acked: list[tuple[int, int, bytes, float]] = []  # (partition, offset, value, monotonic time)
+        self.acked: list[tuple[int, int | None, bytes, float]] = []  # (partition, offset, value, monotonic time)
         self.failed: list[tuple[int, bytes, str]] = []  # (partition, value, error): not acknowledged
         self.reads: list[tuple[int, int, bytes]] = []
 
@@ -53,7 +55,7 @@ class History:
         with self._lock:
             self.sent[partition].append(value)
 
-    def record_ack(self, partition: int, offset: int, value: bytes) -> None:
+    def record_ack(self, partition: int, offset: int | None, value: bytes) -> None:
         with self._lock:
             self.acked.append((partition, offset, value, time.monotonic()))
 
@@ -73,8 +75,9 @@ class History:
         """When the first write of `partition` sent after `since` was acknowledged, if one was
         (acknowledged at an offset above every one acknowledged before `since`)."""
         with self._lock:
-            before = max((o for p, o, _, t in self.acked if p == partition and t < since), default=-1)
-            return min((t for p, o, _, t in self.acked if p == partition and t >= since and o > before), default=None)
+            acked = [(o, t) for p, o, _, t in self.acked if p == partition and o is not None]
+        before = max((o for o, t in acked if t < since), default=-1)
+        return min((t for o, t in acked if t >= since and o > before), default=None)
 
     def check(self, final_log: dict[int, list[tuple[int, bytes]]]) -> Anomalies:
         """`final_log`: each partition's records (offset, value) read from its start to its end."""
@@ -90,7 +93,8 @@ class History:
             offsets_of[p] = by_value
             found.duplicated.extend((p, v, offsets) for v, offsets in by_value.items() if len(offsets) > 1)
         for p, offset, value, _ in acked:
-            if at.get(p, {}).get(offset) != value:
+            if (at.get(p, {}).get(offset) != value if offset is not None
+                    else not offsets_of.get(p, {}).get(value)):
                 found.lost.append((p, offset, value))
         for p, offset, value in dict.fromkeys(reads):
             if at.get(p, {}).get(offset) != value:

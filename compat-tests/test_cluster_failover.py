@@ -208,6 +208,7 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         reader.start()
         wait_for(lambda: all(history.acked_count(p) > 20 for p in range(PARTITIONS)), T, what="the first writes")
         resumed_after = []
+        phases = []  # per kill: seconds to the new leader, to the restart, to every ISR whole again
         for _ in range(KILLS):
             before = cluster.state(topic_name, 0)
             victim = cluster.samsa[before.leader]
@@ -215,12 +216,16 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
             killed_at = time.monotonic()
             wait_for(lambda old=before.leader: cluster.state(topic_name, 0).leader not in (old, -1), T, interval=0.1,
                      what=f"a new leader after broker {before.leader}'s kill")
+            elected_at = time.monotonic()
+            restart(victim)
+            restarted_at = time.monotonic()
             acked_at = wait_for(lambda since=killed_at: history.last_ack_after(0, since), T, interval=0.1,
                                 what="a write acknowledged by the new leader")
             resumed_after.append(round(acked_at - killed_at, 1))
-            restart(victim)
             cluster.wait_full_isrs(topic_name)
-        assert max(resumed_after) <= RESUME_WITHIN_S, resumed_after
+            phases.append(tuple(round(t - killed_at, 1) for t in (elected_at, restarted_at, time.monotonic())))
+        print(f"resumed after {resumed_after} s; elected, restarted, rejoined after {phases} s")
+        assert max(resumed_after) <= RESUME_WITHIN_S, (resumed_after, phases)
 
         # Two replicas down: the leader alone refuses acks=all.
         writer.finish()
@@ -252,10 +257,11 @@ def test_history_finds_every_anomaly():
     for offset, value in enumerate((b"a", b"b", b"c")):
         history.record_ack(0, offset, value)
     history.record_read(0, 3, b"x")  # read, then truncated away
+    history.record_ack(0, None, b"d")  # acknowledged without an offset, and not written
     final = {0: [(0, b"a"), (1, b"c"), (2, b"b"), (3, b"c")]}
     anomalies = history.check(final)
-    assert anomalies.lost == [(0, 1, b"b"), (0, 2, b"c")]
+    assert anomalies.lost == [(0, 1, b"b"), (0, 2, b"c"), (0, None, b"d")]
     assert anomalies.duplicated == [(0, b"c", [1, 3])]
     assert anomalies.reordered == [(0, b"b", b"c")]  # b sent first, written after c
     assert anomalies.phantom_reads == [(0, 3, b"x")]
-    assert not history.check({0: [(0, b"a"), (1, b"b"), (2, b"c")]})
+    assert not history.check({0: [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"x"), (4, b"d")]})
