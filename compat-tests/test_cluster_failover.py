@@ -113,22 +113,20 @@ class Writer(threading.Thread):
 
 
 class Reader(threading.Thread):
-    """A consumer (no group) reading every partition from its start while the brokers fail."""
+    """A consumer reading every partition from its start while the brokers fail."""
 
     def __init__(self, bootstrap: str, topic: str, history: History) -> None:
         super().__init__(daemon=True)
         self.history = history
         self.stopping = threading.Event()
-        self.consumer = consumer(bootstrap)
-        self.consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-                              for p in range(PARTITIONS)])
+        self.consumer = consumer(bootstrap, topic)
 
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
-                for message in self.consumer.consume(500, 0.2):
-                    if message.error() is None:
-                        self.history.record_read(message.partition(), message.offset(), message.value())
+                for tp, messages in self.consumer.poll(timeout_ms=200, max_records=1000).items():
+                    for message in messages:
+                        self.history.record_read(tp.partition, message.offset, message.value)
         finally:
             self.consumer.close()
 
@@ -137,28 +135,31 @@ class Reader(threading.Thread):
         self.join(T)
 
 
-def consumer(bootstrap: str):
-    return confluent_kafka.Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "failover-history", "enable.auto.commit": False,
-        "enable.auto.offset.store": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
-        "topic.metadata.refresh.fast.interval.ms": 100, "reconnect.backoff.max.ms": 500})
+def consumer(bootstrap: str, topic: str):
+    """kafka-python without a group: librdkafka's consumer needs a group.id, and its coordinator
+    lookup would have the controller create __consumer_offsets on the brokers this test kills."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    reader = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
+                           auto_offset_reset="earliest", fetch_max_wait_ms=100, reconnect_backoff_max_ms=500,
+                           request_timeout_ms=T * 1000)
+    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    reader.assign(partitions)
+    reader.seek_to_beginning(*partitions)
+    return reader
 
 
 def read_whole_log(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
     """Every partition from its start to its high watermark."""
-    reader = consumer(bootstrap)
+    reader = consumer(bootstrap, topic)
     try:
-        ends = {p: reader.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=T)[1]
-                for p in range(PARTITIONS)}
-        reader.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-                       for p in range(PARTITIONS)])
+        ends = {tp.partition: end for tp, end in reader.end_offsets(list(reader.assignment())).items()}
         log: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
         deadline = time.monotonic() + T
         while any(log[p][-1][0] + 1 < ends[p] if log[p] else ends[p] > 0 for p in range(PARTITIONS)):
             assert time.monotonic() < deadline, f"reading back: have {[len(v) for v in log.values()]} of {ends}"
-            for message in reader.consume(1000, 0.5):
-                if message.error() is None:
-                    log[message.partition()].append((message.offset(), message.value()))
+            for tp, messages in reader.poll(timeout_ms=500, max_records=5000).items():
+                log[tp.partition].extend((m.offset, m.value) for m in messages)
         return log
     finally:
         reader.close()
@@ -170,7 +171,7 @@ def restart(broker) -> None:
     deadline = time.monotonic() + T
     while True:
         try:
-            broker.start()
+            broker.start(timeout=T)
             return
         except BrokerStartError:
             if "Address already in use" not in broker.output() or time.monotonic() > deadline:
