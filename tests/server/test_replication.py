@@ -229,6 +229,38 @@ def test_a_leader_whose_zookeeper_session_expired_acknowledges_nothing_until_reg
     run_cluster(tmp_path, 2, scenario)
 
 
+def test_a_new_leader_answers_an_idempotent_producers_retry_as_a_duplicate(tmp_path):
+    """The follower rebuilt the producer's sequence state from the batches it fetched: the batch
+    the old leader appended (and died before answering) comes again to the new leader, which
+    answers it with its offsets and writes nothing; the next sequence is taken."""
+    from samsa.wire import records
+
+    def idempotent(values: list[bytes], sequence: int) -> bytes:
+        return records.build_batch([records.Record(i, 0, None, v, []) for i, v in enumerate(values)],
+                                   producer_id=7, producer_epoch=0, base_sequence=sequence)
+
+    async def send(port: int, batch: bytes):
+        client = await Client.connect(port)
+        return (await client.call(produce_request(TOPIC, batch, acks=-1), 9)).responses[0].partition_responses[0]
+
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
+        assert (await produce(cluster.port(0), [b"plain"])).error_code == ErrorCode.NONE
+        first = idempotent([b"a", b"b"], 0)
+        assert (answer := await send(cluster.port(0), first)).error_code == ErrorCode.NONE and answer.base_offset == 1
+        await cluster.log_end_offset(1, 3)
+        cluster.elect(leader=1, epoch=2, isr=(0, 1), replicas=(0, 1))
+        again = await send(cluster.port(1), first)
+        assert (again.error_code, again.base_offset) == (ErrorCode.NONE, 1)
+        assert cluster.log(1).log_end_offset == 3  # nothing written twice
+        after = await send(cluster.port(1), idempotent([b"c"], 2))
+        assert (after.error_code, after.base_offset) == (ErrorCode.NONE, 3)
+        gap = await send(cluster.port(1), idempotent([b"e"], 9))
+        assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+    run_cluster(tmp_path, 2, scenario)
+
+
 def test_the_old_leader_truncates_its_divergent_records_when_it_follows_the_new_one(tmp_path):
     async def scenario(cluster: Cluster):
         cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
