@@ -233,8 +233,8 @@ class Partition:
         controller says it was not applied, else pending until the next LeaderAndIsr, or retried
         (True) for other errors."""
         leader_state = self.leader_state
-        if leader_state is None:
-            return False
+        if leader_state is None or leader_state.pending is not change:
+            return False  # a LeaderAndIsr replaced it: the answer is out of date
         retry = leader_state.refused(change, error_code)
         if leader_state.pending is None:
             log.info("[Partition %s broker=%d] Failed to alter partition to ISR %s since the controller rejected the "
