@@ -236,3 +236,27 @@ def test_isr_changes_become_alter_partition_requests(tmp_path):
         assert manager.pending == 1
 
     run_with_broker(broker_config(tmp_path), scenario)
+
+
+def test_leader_recovery_state_and_a_kraft_controllers_same_epoch(tmp_path):
+    """Kafka 3.9's makeLeader: a leader elected uncleanly (RECOVERING) marks itself RECOVERED (its
+    AlterPartition says so); a follower keeps what the controller said. A KRaft controller's request
+    (v7) may repeat the known leader epoch; a ZooKeeper controller's may not."""
+    async def scenario(samsa):
+        as_cluster_member(samsa, broker_epoch=1)
+        client = await Client.connect(samsa.endpoints[0].port)
+        unclean = state(0, 0, [0], [0, 1], leader_epoch=3)
+        unclean.leader_recovery_state = 1
+        followed = state(1, 1, [1], [0, 1], leader_epoch=3)
+        followed.leader_recovery_state = 1
+        assert errors_v5(await client.call(leader_and_isr([unclean, followed]), 7)) == {
+            (TOPIC_ID, 0): ErrorCode.NONE, (TOPIC_ID, 1): ErrorCode.NONE}
+        assert samsa.replica_manager.get("t", 0).leader_recovery_state == 0
+        assert samsa.replica_manager.get("t", 1).leader_recovery_state == 1
+        again = leader_and_isr([state(0, 0, [0, 1], [0, 1], leader_epoch=3)])
+        assert errors_v5(await client.call(again, 7)) == {(TOPIC_ID, 0): ErrorCode.STALE_CONTROLLER_EPOCH}
+        again.is_k_raft_controller = True
+        assert errors_v5(await client.call(again, 7)) == {(TOPIC_ID, 0): ErrorCode.NONE}
+        assert samsa.replica_manager.get("t", 0).isr == (0, 1)
+
+    run_with_broker(broker_config(tmp_path), scenario)
