@@ -229,8 +229,8 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         print(f"resumed after {resumed_after} s; elected, restarted, rejoined after {phases} s")
         assert max(resumed_after) <= RESUME_WITHIN_S, (resumed_after, phases)
 
-        # Two replicas down: the leader alone refuses acks=all.
-        writer.finish()
+        # Two replicas down: the leader alone refuses acks=all (the producer retries its writes
+        # meanwhile), and takes them once they are back.
         leader = cluster.state(topic_name, 0).leader
         others = [cluster.samsa[b] for b in SAMSA_IDS if b != leader]
         for broker in others:
@@ -241,6 +241,7 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         for broker in others:
             restart(broker)
         cluster.wait_full_isrs(topic_name)
+        writer.finish()
         reader.finish()
 
         anomalies = history.check(read_whole_log(cluster.bootstrap, topic_name))

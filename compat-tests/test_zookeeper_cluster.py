@@ -396,7 +396,8 @@ def test_kafka_and_samsa_replicate_each_other(kafka39_factory, topic_name):
         assert produce_all(samsa.port, pair, [b"q", b"r"]) == (ErrorCode.NONE, 1)
         second.start()
         wait_for(lambda: partition_state(client, pair).isr == (1, 2), T, what="broker 2 back in the ISR")
-        wait_for(lambda: "ISR [1, 2] committed by the controller" in samsa.output(), T, what="the controller's answer")
+        wait_for(lambda: f"[Partition {pair}-0 broker=1] ISR updated to 1,2 and version updated to" in samsa.output(), T,
+                 what="the controller's answer")
         assert produce_all(samsa.port, pair, [b"s"]) == (ErrorCode.NONE, 3)
         second.stop()
 
