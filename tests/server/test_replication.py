@@ -261,6 +261,22 @@ def test_a_new_leader_answers_an_idempotent_producers_retry_as_a_duplicate(tmp_p
     run_cluster(tmp_path, 2, scenario)
 
 
+def test_a_follower_refused_by_its_leader_backs_off(tmp_path):
+    """A leader that has not heard of the follower's epoch yet refuses every OffsetsForLeaderEpoch
+    (UNKNOWN_LEADER_EPOCH): the follower asks again replica.fetch.backoff.ms (20 ms here) later,
+    not in a busy loop."""
+    async def scenario(cluster: Cluster):
+        leader = cluster.brokers[1].replica_manager
+        asked = []
+        get = leader.get
+        leader.get = lambda topic, index: asked.append(trio.current_time()) or get(topic, index)
+        cluster.elect(leader=1, epoch=1, isr=(0, 1), replicas=(0, 1), on=(0,))  # broker 1 not told
+        await trio.sleep(0.5)
+        assert 3 <= len(asked) <= 40, len(asked)
+
+    run_cluster(tmp_path, 2, scenario)
+
+
 def test_the_old_leader_truncates_its_divergent_records_when_it_follows_the_new_one(tmp_path):
     async def scenario(cluster: Cluster):
         cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
