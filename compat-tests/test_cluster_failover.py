@@ -166,18 +166,43 @@ def read_whole_log(bootstrap: str, topic: str) -> dict[int, list[tuple[int, byte
         reader.close()
 
 
-def restart(broker) -> None:
-    """Start a killed broker on its port again. The port is in the ephemeral range: a client
-    reconnecting to it meanwhile may hold it for a moment (a TCP self-connection), so retry."""
-    deadline = time.monotonic() + T
-    while True:
-        try:
-            broker.start(timeout=T)
-            return
-        except BrokerStartError:
-            if "Address already in use" not in broker.output() or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+# Why a restarted broker may exit at once, to be started again (as a service manager would): its
+# killed predecessor's ZooKeeper session has not expired yet (the id is taken), or a client
+# reconnecting to its port (in the ephemeral range) holds it a moment (a TCP self-connection).
+TRANSIENT_START_FAILURES = ("node already exists", "Address already in use")
+
+
+class Restart(threading.Thread):
+    """Start a killed broker again, in the background from the moment of the kill: its process
+    starts (Python's imports take a while on a busy machine) while the controller waits for the
+    old session to expire."""
+
+    def __init__(self, broker) -> None:
+        super().__init__(daemon=True)
+        self.broker = broker
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        deadline = time.monotonic() + T
+        while True:
+            try:
+                self.broker.start(timeout=T)
+                return
+            except BrokerStartError as e:
+                if not any(why in str(e)[-600:] for why in TRANSIENT_START_FAILURES) or time.monotonic() > deadline:
+                    self.error = e
+                    return
+                time.sleep(0.2)
+            except BaseException as e:  # noqa: BLE001 - reported by done()
+                self.error = e
+                return
+
+    def done(self) -> None:
+        self.join(T * 2)
+        assert not self.is_alive(), "the broker did not start again"
+        if self.error is not None:
+            raise self.error
 
 
 def produce_acks_all(port: int, topic: str, partition: int) -> int:
@@ -216,10 +241,11 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
             victim = cluster.samsa[before.leader]
             victim.kill()
             killed_at = time.monotonic()
+            restart = Restart(victim)
             wait_for(lambda old=before.leader: cluster.state(topic_name, 0).leader not in (old, -1), T, interval=0.1,
                      what=f"a new leader after broker {before.leader}'s kill")
             elected_at = time.monotonic()
-            restart(victim)
+            restart.done()
             restarted_at = time.monotonic()
             acked_at = wait_for(lambda since=killed_at: history.last_ack_after(0, since), T, interval=0.1,
                                 what="a write acknowledged by the new leader")
@@ -238,8 +264,8 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         wait_for(lambda: cluster.state(topic_name, 0).isr == (leader,), T, interval=0.1, what="the ISR of the leader alone")
         wait_for(lambda: produce_acks_all(cluster.samsa[leader].port, topic_name, 0) == ErrorCode.NOT_ENOUGH_REPLICAS,
                  T, interval=0.2, what="NOT_ENOUGH_REPLICAS")
-        for broker in others:
-            restart(broker)
+        for restart in [Restart(broker) for broker in others]:
+            restart.done()
         cluster.wait_full_isrs(topic_name)
         writer.finish()
         reader.finish()
