@@ -78,9 +78,12 @@ class IsrChange:
 
 class PartitionLeaderState:
     def __init__(self, local_id: int, replicas: list[int], isr: list[int], leader_epoch_start_offset: int,
-                 high_watermark: int, now_ms: int) -> None:
+                 high_watermark: int, now_ms: int, previous: PartitionLeaderState | None = None) -> None:
         """Taken on becoming leader (Kafka's Partition.makeLeader): the followers of the ISR count as
-        caught up now, so a slow one gets a whole lag time before it is dropped."""
+        caught up now, so a slow one gets a whole lag time before it is dropped. Re-elected
+        (`previous`: this broker led the partition until now), the followers' log end offsets are
+        kept (Kafka's Replica.resetReplicaState), so the high watermark need not wait for their next
+        fetch."""
         self.local_id = local_id
         self.replicas = list(replicas)
         self.isr: tuple[int, ...] = tuple(dict.fromkeys([local_id, *isr]))  # as the controller last confirmed it
@@ -90,6 +93,12 @@ class PartitionLeaderState:
         self.followers = {
             r: FollowerState(r, last_caught_up_time_ms=now_ms if r in self.isr else 0)
             for r in replicas if r != local_id}
+        for r, follower in self.followers.items():
+            known = previous.followers.get(r) if previous is not None else None
+            if known is not None:
+                follower.log_end_offset = known.log_end_offset
+                follower.last_fetch_leader_log_end_offset = leader_epoch_start_offset
+                follower.last_fetch_time_ms = now_ms if r in self.isr else 0
 
     @property
     def replicated(self) -> bool:

@@ -157,7 +157,8 @@ class Partition:
         self.leader_recovery_state = RECOVERED
         log_.leader_epoch_cache.assign(state.leader_epoch, log_.log_end_offset)
         self.leader_state = PartitionLeaderState(self.local_id, list(state.replicas), list(state.isr),
-                                                 log_.log_end_offset, log_.high_watermark, now_ms)
+                                                 log_.log_end_offset, log_.high_watermark, now_ms,
+                                                 previous=self.leader_state)  # set while it led here
         self.isr = self.leader_state.isr
         self._maybe_advance_high_watermark()
         self.wake()

@@ -178,3 +178,20 @@ def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark():
     state.followers[2].last_caught_up_time_ms = 1_000  # caught up a moment ago
     assert advance(state, 10, now=1_000) and state.high_watermark == 6
     assert advance(state, 10, now=1_000 + LAG_MS + 1) and state.high_watermark == 10  # no longer caught up
+
+
+def test_a_re_elected_leader_keeps_its_followers_log_end_offsets():
+    """Kafka's resetReplicaState: a new leader knows nothing of its followers; a re-elected one (a
+    new epoch, the same leader) keeps their log end offsets, so the high watermark moves at once."""
+    before = leader(isr=(0, 1, 2), leo=0, hw=0, now=1_000)
+    before.follower_fetched(1, 8, 8, now_ms=1_000)
+    before.follower_fetched(2, 8, 8, now_ms=1_000)
+    again = PartitionLeaderState(0, [0, 1, 2], [0, 1], leader_epoch_start_offset=10, high_watermark=8, now_ms=100_000,
+                                 previous=before)
+    assert again.followers[1].log_end_offset == 8 and again.followers[2].log_end_offset == 8
+    assert again.followers[2].last_caught_up_time_ms == 0  # out of the ISR now
+    assert not advance(again, 10, now=100_000) and again.high_watermark == 8  # follower 1 has 8
+    again.follower_fetched(1, 10, 10, now_ms=100_100)
+    assert advance(again, 10, now=100_100) and again.high_watermark == 10
+    fresh = PartitionLeaderState(0, [0, 1, 2], [0, 1], leader_epoch_start_offset=10, high_watermark=8, now_ms=100_000)
+    assert fresh.followers[1].log_end_offset == -1
