@@ -247,8 +247,8 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
             victim.kill()
             killed_at = time.monotonic()
             restart = Restart(victim)
-            wait_for(lambda: cluster.state(topic_name, 0).leader not in (victim_id, -1)
-                     and cluster.controller_id() not in (victim_id, None), T, interval=0.1,
+            wait_for(lambda gone=victim_id: cluster.state(topic_name, 0).leader not in (gone, -1)
+                     and cluster.controller_id() not in (gone, None), T, interval=0.1,
                      what=f"a new leader and a live controller after broker {victim_id}'s kill")
             elected_at = time.monotonic()
             restart.done()
