@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up Samsa on a fresh Debian/Ubuntu machine: Python 3.11+ in a virtualenv at .venv.
 #   scripts/setup.sh          the broker
-#   scripts/setup.sh --test   the broker and everything the tests use (clients, kcat, kafkajs)
+#   scripts/setup.sh --test   the broker and everything the tests use (clients, kcat, kafkajs, the
+#                             pipelines' PySpark and its Kafka connector's jars)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -33,7 +34,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[test,pipeline]"
+  bash scripts/fetch-jars.sh spark >/dev/null  # a JDK and Maven via apt if missing
   if [ -f compat-tests/install.sh ]; then PYTHON="$PWD/.venv/bin/python" bash compat-tests/install.sh; fi
 else
   .venv/bin/python -m pip install -q -e .
