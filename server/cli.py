@@ -1,5 +1,6 @@
 """`samsa serve [server.properties] [--override key=value ...]`: the shape of kafka-server-start.sh;
-`samsa format ... [--add-scram SPEC]`: the shape of kafka-storage format (server/format_storage.py).
+`samsa format ... [--add-scram SPEC]`: the shape of kafka-storage format (server/format_storage.py);
+`samsa pipeline clicks [...]`: a data pipeline on Spark (pipelines/, the `pipeline` extra).
 
 Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT: stop accepting, finish requests in
 flight, flush, exit), 2 for a configuration error (the message names the key), 1 for a failure
@@ -39,6 +40,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     fmt.add_argument("-g", "--ignore-formatted", action="store_true",
                      help="skip directories already formatted instead of failing")
     fmt.set_defaults(log_level="WARNING")
+    pipeline = commands.add_parser("pipeline", help="run a data pipeline on Spark (pipelines/)", add_help=False)
+    pipeline.add_argument("name", choices=["clicks"])
+    pipeline.add_argument("args", nargs=argparse.REMAINDER, help="the pipeline's own options (--help lists them)")
     return parser.parse_args(argv)
 
 
@@ -78,6 +82,10 @@ def raise_open_files_limit() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "pipeline":
+        from ..pipelines.clicks import main as clicks
+
+        return clicks(args.args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     try:
