@@ -8,14 +8,22 @@ time seen, less the allowed lateness) passes its end; a click older than the wat
 Both queries checkpoint to the work directory: a query restarted there goes on where it stopped.
 
     samsa pipeline clicks                       a local broker, 600 clicks at 20/s, then the table
-    samsa pipeline clicks --bootstrap H:P       against a running Samsa (or Kafka) cluster
-    samsa pipeline clicks --bootstrap H:P --report   only print the counts topic as a table
+    samsa pipeline clicks --bootstrap H:P       the same against a running Samsa (or Kafka) cluster
+    samsa pipeline clicks --bootstrap H:P --report          only print the counts topic as a table
+    samsa pipeline clicks --bootstrap H:P --generate-only   only produce the clicks
+    spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:VERSION pipelines/clicks.py \
+        --cluster --bootstrap H:P --work-dir DIR            only the job, on spark-submit's cluster,
+                                                            until it is stopped
+
+The job's own code (above `create_topics`) needs nothing but pyspark, so spark-submit can run this
+file as a script; the local run imports the generator and the session from this package.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -76,20 +84,22 @@ def as_kafka_records(counts, source_topic: str):
         .alias("headers"))
 
 
-def start(spark, bootstrap: str, input_topic: str, output_topic: str, work_dir: Path,
+def start(spark, bootstrap: str, input_topic: str, output_topic: str, work_dir: Path | str,
           trigger: dict | None = None, watermark: str = WATERMARK, **source_options: str):
     """Start the two queries (counts to the output topic, the same counts to work_dir/counts as
-    Parquet), each checkpointing under work_dir/checkpoints. `trigger` is DataStreamWriter.trigger's
-    keywords (default: a micro-batch every 2 s). Returns (kafka_query, parquet_query)."""
+    Parquet), each checkpointing under work_dir/checkpoints (a local path or a URL such as
+    hdfs://...). `trigger` is DataStreamWriter.trigger's keywords (default: a micro-batch every 2 s).
+    Returns (kafka_query, parquet_query)."""
     trigger = trigger or {"processingTime": "2 seconds"}
+    work_dir = str(work_dir).rstrip("/")
     counts = window_counts(read_clicks(spark, bootstrap, input_topic, **source_options), watermark)
     to_kafka = (as_kafka_records(counts, input_topic).writeStream.format("kafka")
                 .options(**kafka_options(bootstrap, topic=output_topic))
-                .option("checkpointLocation", str(work_dir / "checkpoints" / "kafka"))
+                .option("checkpointLocation", f"{work_dir}/checkpoints/kafka")
                 .outputMode("append").trigger(**trigger).queryName(f"{input_topic}-counts-to-kafka").start())
     to_parquet = (counts.writeStream.format("parquet")
-                  .option("path", str(work_dir / "counts"))
-                  .option("checkpointLocation", str(work_dir / "checkpoints" / "parquet"))
+                  .option("path", f"{work_dir}/counts")
+                  .option("checkpointLocation", f"{work_dir}/checkpoints/parquet")
                   .outputMode("append").trigger(**trigger).queryName(f"{input_topic}-counts-to-parquet").start())
     return to_kafka, to_parquet
 
@@ -149,18 +159,26 @@ def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
         future.result(15)
 
 
-def run(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> None:
+def generate(args: argparse.Namespace, bootstrap: str) -> None:
+    """The clicks, from now on at args.rate per second; every 50th a minute late."""
     from .click_events import click_events, produce
+
+    create_topics(bootstrap, {args.input_topic: 2, args.output_topic: 1})
+    interval_ms = max(1, round(1000 / args.rate))
+    clicks = click_events(args.events, int(time.time() * 1000), interval_ms, seed=args.seed, too_late_every=50)
+    print(f"producing {len(clicks)} clicks to {args.input_topic} at {args.rate}/s on {bootstrap}", file=sys.stderr)
+    produce(bootstrap, args.input_topic, clicks, args.rate)
+
+
+def run(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> None:
+    """Everything on this machine: the job in a local session while the clicks are produced, then
+    the table."""
     from .spark_session import local_session
 
     create_topics(bootstrap, {args.input_topic: 2, args.output_topic: 1})
     spark = local_session("samsa-clicks")
     queries = start(spark, bootstrap, args.input_topic, args.output_topic, work_dir)
-    interval_ms = max(1, round(1000 / args.rate))
-    clicks = click_events(args.events, int(time.time() * 1000), interval_ms, seed=args.seed, too_late_every=50)
-    print(f"producing {len(clicks)} clicks to {args.input_topic} at {args.rate}/s on {bootstrap} "
-          f"(work directory {work_dir})", file=sys.stderr)
-    produce(bootstrap, args.input_topic, clicks, args.rate)  # the queries run meanwhile, in Spark's JVM
+    generate(args, bootstrap)  # the queries run meanwhile, in Spark's JVM
     for query in queries:
         query.processAllAvailable()
         query.stop()
@@ -177,13 +195,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--input-topic", default="clicks")
     parser.add_argument("--output-topic", default="click-counts")
-    parser.add_argument("--work-dir", type=Path,
+    parser.add_argument("--work-dir",
                         help="checkpoints and Parquet output (default: a temporary directory, removed after)")
-    parser.add_argument("--report", action="store_true",
-                        help="only print the windows in the output topic as a table (needs --bootstrap)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--report", action="store_true",
+                      help="only print the windows in the output topic as a table (needs --bootstrap)")
+    mode.add_argument("--generate-only", action="store_true", help="only produce the clicks (needs --bootstrap)")
+    mode.add_argument("--cluster", action="store_true",
+                      help="only run the job, under spark-submit (its master, its --packages), until stopped "
+                           "(needs --bootstrap and --work-dir)")
     args = parser.parse_args(argv)
-    if args.report and not args.bootstrap:
-        parser.error("--report reads an existing output topic: give --bootstrap")
+    if (args.report or args.generate_only or args.cluster) and not args.bootstrap:
+        parser.error("--report, --generate-only and --cluster use a running cluster: give --bootstrap")
+    if args.cluster and not args.work_dir:
+        parser.error("--cluster: give --work-dir, where every executor reaches the checkpoints")
     if args.rate <= 0:
         parser.error("--rate must be positive")
     return args
@@ -198,7 +223,19 @@ def main(argv: list[str] | None = None) -> int:
         print(format_table(read_counts(spark, args.bootstrap, args.output_topic)))
         spark.stop()
         return 0
-    work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="samsa-clicks-"))
+    if args.generate_only:
+        generate(args, args.bootstrap)
+        return 0
+    if args.cluster:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("samsa-clicks").getOrCreate()
+        start(spark, args.bootstrap, args.input_topic, args.output_topic, args.work_dir)
+        spark.streams.awaitAnyTermination()
+        return 0
+    # SIGTERM unwinds like Ctrl-C: the local broker is stopped and the temporary directory removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    work_dir = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="samsa-clicks-"))
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         if args.bootstrap:

@@ -37,6 +37,12 @@ def connector_jars() -> list[Path]:
     return jars
 
 
+# The driver's JVM (it runs the executors too in local mode): C1 only and the serial collector, as
+# the compat tests run Kafka: small jobs on a small machine, where C2's compile threads and a
+# parallel GC cost more than they return.
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+
+
 def local_session(app_name: str, master: str = "local[2]", extra: dict[str, str] | None = None):
     """A SparkSession on this machine. Shuffles use as many partitions as there are cores (the
     default 200 would make every windowed count run 200 tasks and keep 200 state stores), the time
@@ -45,8 +51,11 @@ def local_session(app_name: str, master: str = "local[2]", extra: dict[str, str]
 
     # The Python workers must be this interpreter, not the system's python without our packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Local mode: the driver on loopback, not on whatever address the host name resolves to.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (SparkSession.builder.appName(app_name).master(master)
                .config("spark.jars", ",".join(str(j) for j in connector_jars()))
+               .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.enabled", "false"))
