@@ -58,7 +58,8 @@ def local_session(app_name: str, master: str = "local[2]", extra: dict[str, str]
                .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.enabled", "false"))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
