@@ -181,8 +181,11 @@ def run(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> None:
     generate(args, bootstrap)  # the queries run meanwhile, in Spark's JVM
     for query in queries:
         query.processAllAvailable()
+    watermark = (queries[0].lastProgress or {}).get("eventTime", {}).get("watermark")
+    for query in queries:
         query.stop()
     print(format_table(read_counts(spark, bootstrap, args.output_topic)))
+    print(f"watermark {watermark}: the windows ending after it are still open, not written", file=sys.stderr)
     spark.stop()
 
 
