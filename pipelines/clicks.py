@@ -219,6 +219,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("samsa pipeline: needs pyspark: .venv/bin/pip install -e '.[pipeline]' "
+              "(and bash scripts/fetch-jars.sh spark for its Kafka connector)", file=sys.stderr)
+        return 2
+    if not args.cluster:
+        from .spark_session import ConnectorMissing, connector_jars
+
+        try:
+            connector_jars()
+        except ConnectorMissing as e:
+            print(f"samsa pipeline: {e}", file=sys.stderr)
+            return 2
     if args.report:
         from .spark_session import local_session
 
