@@ -51,7 +51,7 @@ def append_error(error: int, too_large: int) -> int:
     """What a failed append means to the clients waiting on it (Kafka's mapping of log errors);
     `too_large` is the answer to records the log refused for their size."""
     if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
-                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND):
+                 ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
         return ErrorCode.NOT_COORDINATOR

@@ -57,7 +57,7 @@ class ConsumerGroupManager(GroupTypeManager):
         out = Actions()
         try:
             if not self.coordinator.active:
-                raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                raise GroupError(self.coordinator.inactive_error)
             validate_heartbeat_request(heartbeat, request.api_version, self.config.assignors)
             group, replaced = self._group_for(heartbeat.group_id, heartbeat.member_epoch)
         except GroupError as e:
@@ -118,7 +118,7 @@ class ConsumerGroupManager(GroupTypeManager):
         described = []
         for group_id in group_ids:
             if not self.coordinator.active:
-                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                described.append(DescribedGroup(group_id=group_id, error_code=self.coordinator.inactive_error))
             elif not group_id:
                 described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID))
             elif (group := self.group(group_id)) is not None:

@@ -106,6 +106,10 @@ class GroupCoordinator:
         self.offsets = OffsetMetadataManager()
         self.timer = CoordinatorTimer()
         self.active = True
+        # What requests hear while it is not active: COORDINATOR_NOT_AVAILABLE (stopped), or, in a
+        # cluster, NOT_COORDINATOR (another broker leads the group's partition) or
+        # COORDINATOR_LOAD_IN_PROGRESS (this one is loading it).
+        self.inactive_error = ErrorCode.COORDINATOR_NOT_AVAILABLE
         self.managers: dict[str, GroupTypeManager] = {}
         self._replayers: dict[int, GroupTypeManager] = {}
         self.classic = self.register(ClassicGroupManager(self))
@@ -133,7 +137,7 @@ class GroupCoordinator:
 
     def _check_active(self) -> None:
         if not self.active:
-            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            raise GroupError(self.inactive_error)
 
     def _existing_group(self, group_id: str) -> Group:
         self._check_active()
@@ -219,7 +223,7 @@ class GroupCoordinator:
         if not self.active:
             # JoinGroup, SyncGroup, Heartbeat and LeaveGroup responses all carry a top-level error.
             out.respond(ticket, response_class(body.API_KEY)(throttle_time_ms=0,
-                                                             error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                                                             error_code=self.inactive_error))
             return out
         method(now_ms, ticket, request, body, out)
         return out
@@ -232,7 +236,7 @@ class GroupCoordinator:
     def describe_groups(self, request: RequestInfo, group_ids: list[str]) -> list:
         DescribedGroup = DescribeGroupsResponse.DescribedGroup
         if not self.active:
-            return [DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=g, group_state="",
+            return [DescribedGroup(error_code=self.inactive_error, group_id=g, group_state="",
                                    protocol_type="", protocol_data="") for g in group_ids]
         return [self.classic.describe_group(group_id) for group_id in group_ids]
 
@@ -396,7 +400,7 @@ class GroupCoordinator:
         """ListGroups: (error code, groups) filtered by state and type, both without case."""
         Listed = ListGroupsResponse.ListedGroup
         if not self.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+            return self.inactive_error, []
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
         return ErrorCode.NONE, [

@@ -93,6 +93,9 @@ class TransactionCoordinator:
         self.transactions: dict[str, TransactionMetadata] = {}
         self.timer = CoordinatorTimer()
         self.active = False  # until loaded
+        # What requests hear while it is not active; in a cluster COORDINATOR_LOAD_IN_PROGRESS
+        # while this broker loads the transactional id's partition.
+        self.inactive_error = ErrorCode.NOT_COORDINATOR
         self._schedule_every(now_ms, "abort-timed-out", config.abort_timed_out_transaction_cleanup_interval_ms,
                              self._abort_timed_out_transactions)
         self._schedule_every(now_ms, "expire-ids", config.remove_expired_transaction_cleanup_interval_ms,
@@ -156,7 +159,7 @@ class TransactionCoordinator:
         self.active = False
 
     def _inactive_error(self) -> int | None:
-        return None if self.active else ErrorCode.NOT_COORDINATOR
+        return None if self.active else self.inactive_error
 
     # --- InitProducerId --------------------------------------------------------------------------
 

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import trio
 
+from ..coordinator.group_coordinator import OFFSETS_TOPIC
 from ..coordinator.producer_id_manager import ProducerIdManager
+from ..coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ..storage.log_cleaner import CleanerConfig
 from ..storage.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
 from ..wire.codec import FrameBuffer
@@ -123,15 +125,16 @@ class Broker:
         self.quotas = BrokerQuotas(self.config, metadata.client_quotas if shared is None else shared.client_quotas)
         self.replica_manager = ReplicaManager(self.log_manager, metadata, self.config,
                                               on_topics_changed=self._topics_changed)
+        zk_metadata = None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata, shared)
         self.groups = GroupService(self.config, metadata, self.replica_manager, self.disk_limiter, wall_clock_ms,
-                                   random_member_uuid)
+                                   random_member_uuid, cluster=zk_metadata)
         self.transactions = TxnService(self.config, metadata, self.replica_manager, self.disk_limiter,
                                        self.producer_ids.generate_producer_id, self.groups.complete_transaction,
-                                       wall_clock_ms)
-        zk_metadata = None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata, shared)
+                                       wall_clock_ms, cluster=zk_metadata)
         if zk_metadata is not None:
             self.alter_partitions = AlterPartitionManager(self.zookeeper, zk_metadata, self.config)
             self.replica_manager.isr_change_listener = self.alter_partitions.submit
+            self.replica_manager.on_leadership_change = self._coordinator_leadership_changed
             self.controller = ZkController(self.zookeeper, self.config)
         self.services = BrokerServices(
             config=self.config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
@@ -158,6 +161,15 @@ class Broker:
         """The cluster's ACLs changed in ZooKeeper: the authorizer, when one is set, takes them."""
         if self.authorizer is not None:
             self.authorizer.set_acls(acls)
+
+    def _coordinator_leadership_changed(self, led: list[tuple[tuple[str, int], int]],
+                                        resigned: list[tuple[tuple[str, int], int]]) -> None:
+        """Kafka's onLeadershipChange: the coordinators load the partitions of their topics this
+        broker now leads and unload those it no longer leads."""
+        for service, topic in ((self.groups, OFFSETS_TOPIC), (self.transactions, TRANSACTION_STATE_TOPIC)):
+            ours = [[(index, epoch) for (name, index), epoch in changes if name == topic] for changes in (led, resigned)]
+            if ours[0] or ours[1]:
+                service.on_leadership_change(*ours)
 
     def _topics_changed(self) -> None:
         """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
 
@@ -25,19 +25,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.coordinator_runtime")
 
+C = TypeVar("C")  # a coordinator: GroupCoordinator or TransactionCoordinator
 
-def append_records(replicas: ReplicaManager, topic: str, partition_index: int,
-                   records: list[tuple[bytes, bytes | None]], *, compression: int = batches.CompressionType.NONE,
-                   producer: tuple[int, int] | None = None) -> tuple[int, Any]:
+
+async def append_records(replicas: ReplicaManager, topic: str, partition_index: int,
+                         records: list[tuple[bytes, bytes | None]], *,
+                         compression: int = batches.CompressionType.NONE, producer: tuple[int, int] | None = None,
+                         leader_epoch: int | None = None, timeout_ms: int = 0) -> tuple[int, Any]:
     """Append (key, value) records as one batch to an internal topic's partition, as the
     coordinator (Kafka's AppendOrigin.COORDINATOR: no sequence checks). `producer`: the (id, epoch)
-    of a transactional batch (offsets committed in a transaction). Returns (error code, the log to
-    flush before anyone hears of the write, or None)."""
+    of a transactional batch (offsets committed in a transaction). `leader_epoch`: in a cluster, the
+    coordinator epoch the partition was loaded with: the append is refused (NOT_LEADER_OR_FOLLOWER)
+    once its leadership moved on, and acknowledged once the ISR has it (acks=all, within
+    `timeout_ms`). Returns (error code, the log to flush before anyone hears of the write, or None)."""
     if not records:
         return ErrorCode.NONE, None
     partition = replicas.get(topic, partition_index)
     if partition is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if leader_epoch is not None and (not partition.is_leader or partition.leader_epoch != leader_epoch):
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
     producer_id, producer_epoch = producer or (batches.NO_PRODUCER_ID, batches.NO_PRODUCER_EPOCH)
     try:
         batch = bytearray(batches.build_batch(
@@ -52,7 +59,10 @@ def append_records(replicas: ReplicaManager, topic: str, partition_index: int,
     except CodecError as e:
         log.warning("Cannot write to %s: %s", partition.name, e)
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
-    return ErrorCode.NONE, partition.log if info.flush_needed else None
+    to_flush = partition.log if info.flush_needed else None
+    if leader_epoch is not None:
+        return await await_replication(partition, info.last_offset + 1, leader_epoch, timeout_ms), to_flush
+    return ErrorCode.NONE, to_flush
 
 
 def create_internal_topic(replicas: ReplicaManager, config: KafkaConfig, name: str, partitions: int,
@@ -130,3 +140,99 @@ class DeadlineWaker:
                 await fire(self._clock())
             except Exception:
                 log.exception("%s timer failed", self.name)
+
+
+async def await_replication(partition, required_offset: int, leader_epoch: int, timeout_ms: int) -> int:
+    """A coordinator's write with acks=all (Kafka appends them with required acks -1): NONE once the
+    ISR has everything before `required_offset`, NOT_LEADER_OR_FOLLOWER when the partition's
+    leadership moved past `leader_epoch`, REQUEST_TIMED_OUT after `timeout_ms`."""
+    with trio.move_on_after(max(timeout_ms, 0) / 1000):
+        while (code := partition.replication_done(required_offset, leader_epoch)) is None:
+            wake = trio.Event()
+            partition.park(wake)
+            try:
+                await wake.wait()
+            finally:
+                partition.unpark(wake)
+        return code
+    return ErrorCode.REQUEST_TIMED_OUT
+
+
+class CoordinatorPartitions(Generic[C]):
+    """Which partitions of a coordinator topic this broker coordinates in a ZooKeeper cluster: those it
+    leads, each with its own coordinator (a shard, as Kafka 4's coordinator runtime has), loaded from
+    the partition's log in the background when the controller makes this broker its leader and
+    dropped when it follows or stops it (Kafka 3.9's onElection and onResignation; its
+    loadingPartitions, ownedPartitions and epochForPartitionId). A partition being loaded answers
+    COORDINATOR_LOAD_IN_PROGRESS, one not led here NOT_COORDINATOR: through coordinators that refuse.
+
+    `load(partition, epoch)` (in a worker thread) builds the partition's coordinator from its log and
+    returns it with what loading it asks for; `loaded(coordinator, actions)` carries that
+    out once it is installed; `unload(coordinator)` answers what it parked."""
+
+    def __init__(self, name: str, refusing: Callable[[int], C], load: Callable[[int, int], tuple[C, Any]],
+                 loaded: Callable[[C, Any], Awaitable[None]], unload: Callable[[C], None]) -> None:
+        self.name = name
+        self.owned: dict[int, C] = {}
+        self.epochs: dict[int, int] = {}  # the coordinator epoch (leader epoch) of each owned or loading partition
+        self.loading: set[int] = set()
+        self._not_coordinator = refusing(ErrorCode.NOT_COORDINATOR)
+        self._load_in_progress = refusing(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        self._load = load
+        self._loaded = loaded
+        self._unload = unload
+        self.nursery: trio.Nursery | None = None  # where loads run; set by the service's run
+
+    def get(self, partition: int) -> C:
+        coordinator = self.owned.get(partition)
+        if coordinator is not None:
+            return coordinator
+        return self._load_in_progress if partition in self.loading else self._not_coordinator
+
+    def epoch(self, partition: int) -> int | None:
+        return self.epochs.get(partition)
+
+    def on_election(self, partition: int, epoch: int) -> None:
+        known = self.epochs.get(partition)
+        if known is not None and epoch <= known:
+            log.info("Not loading %s-%d for epoch %d: epoch %d is already known", self.name, partition, epoch, known)
+            return
+        self.epochs[partition] = epoch
+        if partition in self.owned or partition in self.loading:
+            return  # still led here: what is loaded stays, under the new epoch
+        self.loading.add(partition)
+        log.info("Scheduling loading of %s-%d for epoch %d", self.name, partition, epoch)
+        self.nursery.start_soon(self._load_partition, partition, epoch)
+
+    def on_resignation(self, partition: int, epoch: int) -> None:
+        known = self.epochs.get(partition)
+        if known is not None and 0 <= epoch < known:
+            log.info("Not unloading %s-%d for epoch %d: it is at epoch %d", self.name, partition, epoch, known)
+            return
+        self.epochs.pop(partition, None)
+        self.loading.discard(partition)
+        coordinator = self.owned.pop(partition, None)
+        if coordinator is not None:
+            log.info("Unloading %s-%d", self.name, partition)
+            self._unload(coordinator)
+
+    async def _load_partition(self, partition: int, epoch: int) -> None:
+        started = elapsed_ns()
+        try:
+            coordinator, actions = await trio.to_thread.run_sync(self._load, partition, epoch)
+        except Exception:
+            log.exception("Loading %s-%d failed", self.name, partition)
+            self.loading.discard(partition)
+            self.epochs.pop(partition, None)
+            return
+        if partition not in self.loading:
+            return  # resigned meanwhile
+        self.loading.discard(partition)
+        self.owned[partition] = coordinator
+        log.info("Finished loading %s-%d for epoch %d in %.0f ms", self.name, partition, epoch,
+                 (elapsed_ns() - started) / 1e6)
+        await self._loaded(coordinator, actions)
+
+    def stop(self) -> None:
+        for partition in list(self.owned):
+            self.on_resignation(partition, -1)

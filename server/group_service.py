@@ -13,6 +13,13 @@ broker accepts connections, transaction markers included (offsets committed in a
 pending until its marker; the transaction service reports markers it writes later through
 `complete_transaction`). At shutdown parked requests are answered NOT_COORDINATOR, as Kafka
 does when it resigns, so that clients find the coordinator again once the broker is back.
+
+In a ZooKeeper cluster the broker coordinates the groups of the `__consumer_offsets` partitions it
+leads, each partition with its own coordinator, loaded in the background when the controller makes
+it leader and unloaded when it follows or stops the partition (server/coordinator_runtime.py's
+CoordinatorPartitions; Kafka 3.9's GroupCoordinator.onElection and onResignation). Writes there
+wait for the ISR (acks=all, up to offsets.commit.timeout.ms) at the leader epoch the partition was
+loaded with (Kafka's coordinator epoch).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -31,10 +39,14 @@ from ..coordinator.group_coordinator import (
     OFFSETS_TOPIC,
     GroupCoordinator,
     GroupCoordinatorConfig,
+    partition_for,
 )
 from ..wire.coordinator_record import RecordFormatError
 from ..wire.records import ControlRecordType, parse_control_record
-from .coordinator_runtime import DeadlineWaker, append_records, create_internal_topic, replay_topic
+from ..wire.errors import ErrorCode
+from .coordinator_runtime import (
+    CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches, replay_topic,
+)
 from ..wire.exceptions import CodecError
 from .consumer_groups import consumer_group_config, topics_image
 
@@ -66,10 +78,11 @@ def random_member_uuid() -> str:
 class GroupService:
     def __init__(self, config: KafkaConfig, metadata: MetadataCache, replicas: ReplicaManager,
                  disk_limiter: trio.CapacityLimiter, clock: Callable[[], int],
-                 new_member_uuid: Callable[[], str]) -> None:
+                 new_member_uuid: Callable[[], str], cluster: MetadataCache | None = None) -> None:
         """`replicas`: where `__consumer_offsets` is (created through it); `disk_limiter`: fsyncs
         take turns with the broker's; `clock()`: ms since the epoch (offsets and group states carry
-        wall-clock times); `new_member_uuid()`: the unique part of each new member id."""
+        wall-clock times); `new_member_uuid()`: the unique part of each new member id; `cluster`: in a
+        ZooKeeper cluster, the controller's metadata."""
         self._config = config
         self._metadata = metadata
         self._replicas = replicas
@@ -81,15 +94,17 @@ class GroupService:
         self._tickets = itertools.count()
         self._waker = DeadlineWaker("group coordinator", clock)
         self._topics_changed = False
+        self._cluster = cluster
+        self.partitions: CoordinatorPartitions[GroupCoordinator] | None = None if cluster is None else \
+            CoordinatorPartitions(OFFSETS_TOPIC, self._refusing, self._load_partition, self._apply,
+                                  self._unload_partition)
 
     # --- configuration ----------------------------------------------------------------------------
 
     def _coordinator_config(self) -> GroupCoordinatorConfig:
         get = self._config.get
-        topic = self._metadata.topics.get(OFFSETS_TOPIC)
         return GroupCoordinatorConfig(
-            # The topic's real partition count wins: groups must map where their records are.
-            offsets_topic_num_partitions=topic.num_partitions if topic else get("offsets.topic.num.partitions"),
+            offsets_topic_num_partitions=self.num_partitions(),
             group_min_session_timeout_ms=get("group.min.session.timeout.ms"),
             group_max_session_timeout_ms=get("group.max.session.timeout.ms"),
             group_max_size=get("group.max.size"),
@@ -100,9 +115,31 @@ class GroupService:
             consumer=consumer_group_config(get),
         )
 
+    def num_partitions(self) -> int:
+        """The topic's real partition count wins: groups must map where their records are."""
+        topic = self._topics().topics.get(OFFSETS_TOPIC)
+        return topic.num_partitions if topic else self._config.get("offsets.topic.num.partitions")
+
+    def _topics(self) -> MetadataCache:
+        return self._metadata if self._cluster is None else self._cluster
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions())
+
+    def coordinator_for(self, group_id: str) -> GroupCoordinator:
+        """The coordinator of the group: in a cluster, its partition's, or one that refuses
+        (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+        if self.partitions is None:
+            return self.coordinator
+        return self.partitions.get(self.partition_for(group_id))
+
+    def coordinators(self) -> list[GroupCoordinator]:
+        return [self.coordinator] if self.partitions is None else list(self.partitions.owned.values())
+
     def ensure_offsets_topic(self) -> None:
-        """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing."""
-        if OFFSETS_TOPIC in self._metadata.topics or self.coordinator is None:
+        """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing (a
+        single broker; a cluster's is created through ZooKeeper, server/internal_topics.py)."""
+        if OFFSETS_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
             return
         create_internal_topic(self._replicas, self._config, OFFSETS_TOPIC,
                               self.coordinator.config.offsets_topic_num_partitions,
@@ -117,46 +154,102 @@ class GroupService:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        self.coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid)
-        self.coordinator.consumer.topics = topics_image(self._metadata)
+        if self.partitions is not None:
+            await self._run_in_cluster(task_status)
+            return
+        self.coordinator = self._new_coordinator()
         loaded = await trio.to_thread.run_sync(self._load)
         task_status.started()
         try:
-            await self._apply(loaded)
+            await self._apply(self.coordinator, loaded)
             await self._waker.run(self.coordinator.next_deadline, self._fire_timers, before=self._update_topics)
         finally:
             self._deliver(self.coordinator.unload(self._clock()).responses)
 
+    async def _run_in_cluster(self, task_status) -> None:
+        """Partitions are loaded as the controller makes this broker their leader (`on_leadership_change`)."""
+        async with trio.open_nursery() as nursery:
+            self.partitions.nursery = nursery
+            task_status.started()
+            try:
+                await self._waker.run(self._next_deadline, self._fire_timers, before=self._update_topics)
+            finally:
+                self.partitions.stop()
+
+    def _new_coordinator(self) -> GroupCoordinator:
+        coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid)
+        coordinator.consumer.topics = topics_image(self._topics())
+        return coordinator
+
+    def _refusing(self, error: int) -> GroupCoordinator:
+        coordinator = self._new_coordinator()
+        coordinator.active, coordinator.inactive_error = False, error
+        return coordinator
+
     def _load(self) -> Actions:
         """Replay every record of `__consumer_offsets` (runs in a thread, before requests arrive)."""
-        replay_topic(self._metadata, self._replicas, OFFSETS_TOPIC, self._replay_batch)
+        replay_topic(self._metadata, self._replicas, OFFSETS_TOPIC, partial(self._replay_batch, self.coordinator))
         return self.coordinator.load_complete(self._clock())
 
-    def _replay_batch(self, partition, header, records) -> int:
+    def _load_partition(self, index: int, epoch: int) -> tuple[GroupCoordinator, Actions]:
+        """One partition's groups and offsets, replayed into a coordinator of their own (in a thread:
+        Kafka's loadGroupsAndOffsets), up to the log end as Kafka reads it."""
+        coordinator = self._new_coordinator()
+        partition = self._replicas.get(OFFSETS_TOPIC, index)
+        count = sum(self._replay_batch(coordinator, partition, header, records)
+                    for header, records in log_batches(partition.log))
+        log.info("Replayed %d records of %s-%d for epoch %d", count, OFFSETS_TOPIC, index, epoch)
+        return coordinator, coordinator.load_complete(self._clock())
+
+    def _unload_partition(self, coordinator: GroupCoordinator) -> None:
+        """Kafka's onResignation: parked requests hear NOT_COORDINATOR, and so do later ones that
+        still hold this coordinator."""
+        coordinator.inactive_error = ErrorCode.NOT_COORDINATOR
+        self._deliver(coordinator.unload(self._clock()).responses)
+
+    def on_leadership_change(self, led: list[tuple[int, int]], resigned: list[tuple[int, int]]) -> None:
+        """(partition, leader epoch) of `__consumer_offsets` partitions this broker now leads, and
+        of those it no longer leads."""
+        for index, epoch in resigned:
+            self.partitions.on_resignation(index, epoch)
+        for index, epoch in led:
+            self.partitions.on_election(index, epoch)
+        self._waker.poke()
+
+    def _next_deadline(self) -> int | None:
+        return min((d for c in self.coordinators() if (d := c.next_deadline()) is not None), default=None)
+
+    def _replay_batch(self, coordinator: GroupCoordinator, partition, header, records) -> int:
         replayed = 0
         try:
             if header.is_control:
-                self._replay_marker(header, records)
+                self._replay_marker(coordinator, header, records)
                 return replayed
             producer_id = header.producer_id if header.is_transactional else -1
             for record in records:
                 if record.key is not None:
                     value = None if record.value is None else bytes(record.value)
-                    self.coordinator.replay(bytes(record.key), value, producer_id)
+                    coordinator.replay(bytes(record.key), value, producer_id)
                     replayed += 1
         except (RecordFormatError, CodecError) as e:
             log.error("Skipping a malformed record in %s: %s", partition.name, e)
         return replayed
 
-    def _replay_marker(self, header, records) -> None:
+    @staticmethod
+    def _replay_marker(coordinator: GroupCoordinator, header, records) -> None:
         if records:  # an emptied marker: its transaction was cleaned away
             marker = parse_control_record(records[0])
             if marker.type is not ControlRecordType.UNKNOWN:
-                self.coordinator.replay_end_txn_marker(header.producer_id, marker.type is ControlRecordType.COMMIT)
+                coordinator.replay_end_txn_marker(header.producer_id, marker.type is ControlRecordType.COMMIT)
 
     def complete_transaction(self, producer_id: int, commit: bool, partitions: set[int]) -> None:
         """A transaction's marker is written to these partitions of `__consumer_offsets`."""
-        if self.coordinator is not None:
+        if self.partitions is not None:
+            for index in partitions:
+                if (coordinator := self.partitions.owned.get(index)) is not None:
+                    self._deliver(coordinator.complete_transaction(self._clock(), producer_id, commit,
+                                                                   {index}).responses)
+        elif self.coordinator is not None:
             self._deliver(self.coordinator.complete_transaction(self._clock(), producer_id, commit,
                                                                 partitions).responses)
 
@@ -170,11 +263,15 @@ class GroupService:
         request, so that a client that created a topic then heartbeats sees it."""
         if self._topics_changed:
             self._topics_changed = False
-            topics = topics_image(self._metadata)
-            await self._apply(self.coordinator.consumer.update_topics(self._clock(), topics))
+            topics = topics_image(self._topics())
+            for coordinator in self.coordinators():
+                await self._apply(coordinator, coordinator.consumer.update_topics(self._clock(), topics))
 
     async def _fire_timers(self, now_ms: int) -> None:
-        await self._apply(self.coordinator.on_timer(now_ms))
+        for coordinator in self.coordinators():
+            deadline = coordinator.next_deadline()
+            if deadline is not None and deadline <= now_ms:
+                await self._apply(coordinator, coordinator.on_timer(now_ms))
 
     # --- requests -----------------------------------------------------------------------------------
 
@@ -183,37 +280,49 @@ class GroupService:
         # Kafka shows a member's host as InetAddress.toString does: "/127.0.0.1".
         return RequestInfo(ctx.api_version, ctx.client_id or "", f"/{ctx.connection.client_host}")
 
-    async def submit(self, ctx: RequestContext, method: Callable[..., Actions], *args: Any) -> Any:
-        """Run `method(coordinator, now_ms, ticket, request_info, *args)` and wait for its response."""
+    async def submit(self, ctx: RequestContext, method: Callable[..., Actions], group_id: str, *args: Any) -> Any:
+        """Run `method(coordinator, now_ms, ticket, request_info, *args)` on the coordinator of
+        `group_id` and wait for its response."""
         info = self.request_info(ctx)
-        return await self.call(lambda now_ms, ticket: method(self.coordinator, now_ms, ticket, info, *args))
-
-    async def call(self, operation: Callable[[int, int], Actions]) -> Any:
         self.ensure_offsets_topic()
         await self._update_topics()
+        coordinator = self.coordinator_for(group_id)
         ticket = next(self._tickets)
         reply = self._replies[ticket] = _Reply()
         try:
-            await self._apply(operation(self._clock(), ticket))
+            await self._apply(coordinator, method(coordinator, self._clock(), ticket, info, *args))
             await reply.event.wait()
             return reply.response
         finally:
             del self._replies[ticket]
 
-    async def topics_deleted(self, names: set[str]) -> None:
-        if self.coordinator is not None and self.coordinator.active and names:
-            await self._apply(self.coordinator.delete_topic_offsets(self._clock(), names))
+    def list_groups(self, states: list[str], types: list[str]):
+        """ListGroups over every coordinator here; COORDINATOR_LOAD_IN_PROGRESS with the groups
+        known while a partition loads (Kafka's handleListGroups)."""
+        code, groups = ErrorCode.NONE, []
+        for coordinator in self.coordinators():
+            error, listed = coordinator.list_groups(states, types)
+            code = code or error
+            groups += listed
+        if self.partitions is not None and self.partitions.loading and code == ErrorCode.NONE:
+            code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return code, groups
 
-    async def _apply(self, actions: Actions) -> None:
+    async def topics_deleted(self, names: set[str]) -> None:
+        for coordinator in self.coordinators():
+            if coordinator is not None and coordinator.active and names:
+                await self._apply(coordinator, coordinator.delete_topic_offsets(self._clock(), names))
+
+    async def _apply(self, coordinator: GroupCoordinator, actions: Actions) -> None:
         responses = list(actions.responses)
         appends = list(actions.appends)
         to_flush = []
         while appends:
             append = appends.pop(0)
-            error, log_to_flush = self._append(append)
+            error, log_to_flush = await self._append(append)
             if log_to_flush is not None and log_to_flush not in to_flush:
                 to_flush.append(log_to_flush)
-            more = self.coordinator.complete_append(append, error, self._clock())
+            more = coordinator.complete_append(append, error, self._clock())
             responses += more.responses
             appends += more.appends
         for log_ in to_flush:
@@ -222,11 +331,15 @@ class GroupService:
         self._deliver(responses)
         self._waker.poke()
 
-    def _append(self, append: Append) -> tuple[int, Any]:
-        """(error code, the log to flush before answering or None)."""
-        return append_records(self._replicas, OFFSETS_TOPIC, append.partition, append.records,
-                              compression=self._config.get("offsets.topic.compression.codec"),
-                              producer=append.producer)
+    async def _append(self, append: Append) -> tuple[int, Any]:
+        """(error code, the log to flush before answering or None). In a cluster, at the leader
+        epoch the partition was loaded with, and acknowledged by the ISR (Kafka's
+        offsets.commit.required.acks, -1)."""
+        epoch = None if self.partitions is None else self.partitions.epoch(append.partition)
+        return await append_records(self._replicas, OFFSETS_TOPIC, append.partition, append.records,
+                                    compression=self._config.get("offsets.topic.compression.codec"),
+                                    producer=append.producer, leader_epoch=epoch,
+                                    timeout_ms=self._config.get("offsets.commit.timeout.ms"))
 
     def _deliver(self, responses: list[tuple[Any, Any]]) -> None:
         for ticket, response in responses:

@@ -476,6 +476,7 @@ class ReplicaManager:
                 errors[key] = code
                 continue
             errors[key] = self._take_leadership(partition, state, brokers, now_ms)
+        self._leadership_changed([self.partitions[k] for k, code in errors.items() if code == ErrorCode.NONE])
         return errors
 
     def _check_leader_and_isr(self, partition: Partition, state: PartitionState, same_epoch_accepted: bool) -> int:
@@ -548,7 +549,18 @@ class ReplicaManager:
                 errors[key] = e.error_code
                 continue
             errors[key] = ErrorCode.NONE
+        self.on_leadership_change([], [(key, states[key][0]) for key, code in errors.items() if code == ErrorCode.NONE])
         return errors
+
+    # -- the coordinators' hook (Kafka's onLeadershipChange and handleStopReplicaRequest's resignation)
+    def _leadership_changed(self, changed: list[Partition]) -> None:
+        self.on_leadership_change([((p.topic.name, p.index), p.leader_epoch) for p in changed if p.is_leader],
+                                  [((p.topic.name, p.index), p.leader_epoch) for p in changed if not p.is_leader])
+
+    def on_leadership_change(self, led: list[tuple[tuple[str, int], int]],
+                             resigned: list[tuple[tuple[str, int], int]]) -> None:
+        """Replaced by the broker: the partitions this broker now leads and those it now follows or
+        stopped, each ((topic, partition), leader epoch)."""
 
     def maybe_shrink_isrs(self, now_ms: int) -> None:
         """Kafka's isr-expiration task: drop followers lagging more than replica.lag.time.max.ms."""

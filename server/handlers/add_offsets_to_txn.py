@@ -25,8 +25,8 @@ async def handle(ctx, request):
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     groups = ctx.services.groups
     groups.ensure_offsets_topic()
-    offsets_partition = (OFFSETS_TOPIC, groups.coordinator.partition_for(request.group_id))
+    offsets_partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
     service = ctx.services.transactions
-    error = await service.call(lambda now_ms, ticket: service.coordinator.add_partitions(
+    error = await service.call(request.transactional_id, lambda coordinator, now_ms, ticket: coordinator.add_partitions(
         now_ms, ticket, request.transactional_id, request.producer_id, request.producer_epoch, [offsets_partition]))
     return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=error_for_version(error, ctx.api_version, 2))

@@ -45,9 +45,10 @@ async def add_or_verify(ctx, transactional_id: str, producer_id: int, producer_e
             tp[0], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED))
     service = ctx.services.transactions
     if verify_only:
-        errors = service.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        errors = service.coordinator_for(transactional_id).verify_partitions(transactional_id, producer_id,
+                                                                             producer_epoch, partitions)
         return topic_results(partitions, errors.__getitem__)
-    error = await service.call(lambda now_ms, ticket: service.coordinator.add_partitions(
+    error = await service.call(transactional_id, lambda coordinator, now_ms, ticket: coordinator.add_partitions(
         now_ms, ticket, transactional_id, producer_id, producer_epoch, partitions))
     error = error_for_version(error, ctx.api_version, 2)
     return topic_results(partitions, lambda tp: error)

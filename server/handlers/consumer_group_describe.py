@@ -23,8 +23,8 @@ async def handle(ctx, request):
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[
             DescribedGroup(group_id=g, error_code=ErrorCode.UNSUPPORTED_VERSION) for g in request.group_ids])
     allowed = ctx.authorized(DESCRIBE, GROUP, request.group_ids)
-    described = ctx.services.groups.coordinator.consumer.describe([g for g in request.group_ids if g in allowed])
-    by_id = iter(described)
+    by_id = iter(ctx.services.groups.coordinator_for(g).consumer.describe([g])[0]
+                 for g in request.group_ids if g in allowed)
     groups = []
     for group_id in request.group_ids:
         if group_id not in allowed:

@@ -29,4 +29,4 @@ async def handle(ctx, request):
     if len(ctx.authorized(DESCRIBE, TOPIC, names)) < len(set(names)):
         # Kafka's answer: a member may not learn of topics it cannot describe.
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    return await ctx.services.groups.submit(ctx, GroupCoordinator.consumer_group_heartbeat, request)
+    return await ctx.services.groups.submit(ctx, GroupCoordinator.consumer_group_heartbeat, request.group_id, request)

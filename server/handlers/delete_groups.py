@@ -19,12 +19,15 @@ DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)
 async def handle(ctx, request):
     group_ids = list(dict.fromkeys(request.groups_names))
     allowed = ctx.authorized(DELETE, GROUP, group_ids)
-    if len(allowed) == len(group_ids):
-        return await ctx.services.groups.submit(ctx, GroupCoordinator.delete_groups, group_ids)
     results = {g: DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
                for g in group_ids}
-    if allowed:
-        deleted = await ctx.services.groups.submit(ctx, GroupCoordinator.delete_groups,
-                                                   [g for g in group_ids if g in allowed])
+    # One call per coordinator (in a cluster, each partition of __consumer_offsets has its own).
+    by_coordinator: dict[int, list[str]] = {}
+    groups = ctx.services.groups
+    for group_id in group_ids:
+        if group_id in allowed:
+            by_coordinator.setdefault(id(groups.coordinator_for(group_id)), []).append(group_id)
+    for ids in by_coordinator.values():
+        deleted = await groups.submit(ctx, GroupCoordinator.delete_groups, ids[0], ids)
         results.update((r.group_id, r) for r in deleted.results)
     return DeleteGroupsResponse(throttle_time_ms=0, results=list(results.values()))

@@ -21,8 +21,9 @@ DescribedGroup = DescribeGroupsResponse.DescribedGroup
 @handler(ApiKey.DESCRIBE_GROUPS, 0, 6)
 async def handle(ctx, request):
     allowed = ctx.authorized(DESCRIBE, GROUP, request.groups)
-    described = iter(ctx.services.groups.coordinator.describe_groups(
-        ctx.services.groups.request_info(ctx), [g for g in request.groups if g in allowed]))
+    groups_service, info = ctx.services.groups, ctx.services.groups.request_info(ctx)
+    described = iter(groups_service.coordinator_for(g).describe_groups(info, [g])[0]
+                     for g in request.groups if g in allowed)
     groups = [next(described) if group_id in allowed
               else DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="",
                                   protocol_type="", protocol_data="")

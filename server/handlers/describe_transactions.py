@@ -23,7 +23,7 @@ def describe(ctx, transactional_id: str):
     if not ctx.authorize(DESCRIBE, TRANSACTIONAL_ID, transactional_id):
         state.error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         return state
-    error, metadata = ctx.services.transactions.coordinator.describe(transactional_id)
+    error, metadata = ctx.services.transactions.coordinator_for(transactional_id).describe(transactional_id)
     state.error_code = error
     if metadata is None:
         return state

@@ -21,6 +21,6 @@ async def handle(ctx, request):
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return EndTxnResponse(throttle_time_ms=0, error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     service = ctx.services.transactions
-    error = await service.call(lambda now_ms, ticket: service.coordinator.end_transaction(
+    error = await service.call(request.transactional_id, lambda coordinator, now_ms, ticket: coordinator.end_transaction(
         now_ms, ticket, request.transactional_id, request.producer_id, request.producer_epoch, request.committed))
     return EndTxnResponse(throttle_time_ms=0, error_code=error_for_version(error, ctx.api_version, 2))

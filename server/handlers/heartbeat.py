@@ -18,4 +18,4 @@ from . import handler
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return response_class(ApiKey.HEARTBEAT)(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return await ctx.services.groups.submit(ctx, GroupCoordinator.heartbeat, request)
+    return await ctx.services.groups.submit(ctx, GroupCoordinator.heartbeat, request.group_id, request)

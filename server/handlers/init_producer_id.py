@@ -40,9 +40,8 @@ async def handle(ctx, request):
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id,
                                       producer_epoch=0)
     expected = None if request.producer_id == NO_PRODUCER_ID else (request.producer_id, request.producer_epoch)
-    coordinator = ctx.services.transactions.coordinator
-    error, producer_id, epoch = await ctx.services.transactions.call(
-        lambda now_ms, ticket: coordinator.init_producer_id(now_ms, ticket, transactional_id,
-                                                            request.transaction_timeout_ms, expected))
+    error, producer_id, epoch = await ctx.services.transactions.call(transactional_id, (
+        lambda coordinator, now_ms, ticket: coordinator.init_producer_id(now_ms, ticket, transactional_id,
+                                                                         request.transaction_timeout_ms, expected)))
     return InitProducerIdResponse(throttle_time_ms=0, error_code=error_for_version(error, ctx.api_version, 4),
                                   producer_id=producer_id, producer_epoch=epoch)

@@ -22,4 +22,4 @@ async def handle(ctx, request):
         return join_error(ctx.services.groups.request_info(ctx), UNKNOWN_MEMBER_ID,
                           ErrorCode.GROUP_AUTHORIZATION_FAILED)
     with not_request_time(ctx):  # the wait for the rebalance
-        return await ctx.services.groups.submit(ctx, GroupCoordinator.join_group, request)
+        return await ctx.services.groups.submit(ctx, GroupCoordinator.join_group, request.group_id, request)

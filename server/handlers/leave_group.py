@@ -17,4 +17,4 @@ from . import handler
 async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return response_class(ApiKey.LEAVE_GROUP)(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return await ctx.services.groups.submit(ctx, GroupCoordinator.leave_group, request)
+    return await ctx.services.groups.submit(ctx, GroupCoordinator.leave_group, request.group_id, request)

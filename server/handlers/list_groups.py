@@ -17,7 +17,7 @@ ListGroupsResponse = response_class(ApiKey.LIST_GROUPS)
 async def handle(ctx, request):
     states = request.states_filter if ctx.api_version >= 4 else []
     types = request.types_filter if ctx.api_version >= 5 else []
-    code, groups = ctx.services.groups.coordinator.list_groups(states, types)
+    code, groups = ctx.services.groups.list_groups(states, types)
     if not ctx.authorize(DESCRIBE, CLUSTER):
         groups = [g for g in groups if ctx.authorize(DESCRIBE, GROUP, g.group_id)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=code, groups=groups)

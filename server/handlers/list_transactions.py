@@ -20,7 +20,7 @@ TransactionState = ListTransactionsResponse.TransactionState
 @handler(ApiKey.LIST_TRANSACTIONS, 0, 1)
 async def handle(ctx, request):
     duration = request.duration_filter if ctx.api_version >= 1 else -1
-    error, unknown, found = ctx.services.transactions.coordinator.list_transactions(
+    error, unknown, found = ctx.services.transactions.list_transactions(
         wall_clock_ms(), request.state_filters, request.producer_id_filters, duration)
     allowed = ctx.authorized(DESCRIBE, TRANSACTIONAL_ID, [m.transactional_id for m in found])
     return ListTransactionsResponse(throttle_time_ms=0, error_code=error, unknown_state_filters=unknown,

@@ -60,7 +60,7 @@ async def handle(ctx, request):
         errors = {(t.name, p.partition_index): ErrorCode.TOPIC_AUTHORIZATION_FAILED
                   for t in request.topics if t.name not in readable for p in t.partitions}
         if known.topics or not unknown:
-            response = await ctx.services.groups.submit(ctx, GroupCoordinator.offset_commit, known)
+            response = await ctx.services.groups.submit(ctx, GroupCoordinator.offset_commit, known.group_id, known)
             errors.update(errors_by_partition(response.topics))
     Topic = OffsetCommitResponse.OffsetCommitResponseTopic
     Partition = OffsetCommitResponse.OffsetCommitResponsePartition

@@ -23,7 +23,7 @@ async def handle(ctx, request):
         return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[])
     readable = ctx.authorized(READ, TOPIC, [t.name for t in request.topics])
     known, _ = split_known(ctx, request, readable=readable)
-    response = await ctx.services.groups.submit(ctx, GroupCoordinator.offset_delete, known)
+    response = await ctx.services.groups.submit(ctx, GroupCoordinator.offset_delete, known.group_id, known)
     if response.error_code != ErrorCode.NONE:
         return response
     errors = errors_by_partition(response.topics)

@@ -33,7 +33,7 @@ def fetch_offsets(ctx, info, group_id: str, topics: list[tuple[str, list[int]]] 
     Group = OffsetFetchResponse.OffsetFetchResponseGroup
     if not ctx.authorize(DESCRIBE, GROUP, group_id):
         return Group(group_id=group_id, topics=[], error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    coordinator = ctx.services.groups.coordinator
+    coordinator = ctx.services.groups.coordinator_for(group_id)
     if topics is None:
         group = coordinator.fetch_offsets(info, group_id, None, *args)
         visible = ctx.authorized(DESCRIBE, TOPIC, [t.name for t in group.topics], log_if_denied=False)

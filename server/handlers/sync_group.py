@@ -19,4 +19,4 @@ async def handle(ctx, request):
     if not ctx.authorize(READ, GROUP, request.group_id):
         return response_class(ApiKey.SYNC_GROUP)(throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     with not_request_time(ctx):  # the wait for the rebalance
-        return await ctx.services.groups.submit(ctx, GroupCoordinator.sync_group, request)
+        return await ctx.services.groups.submit(ctx, GroupCoordinator.sync_group, request.group_id, request)
