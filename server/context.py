@@ -5,11 +5,12 @@ through `ctx.services` only, so what they depend on is listed, and typed, here."
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..wire.protocol import request_class
+from .auto_topic_creation import AutoTopicCreationManager
 from .authorizer import (
     CLUSTER_NAME, AclOperation, ResourceType, audit_denied, host_address, supported_operations_bit_field,
 )
@@ -75,6 +76,8 @@ class BrokerServices:
     # In a cluster: topic configs, quotas, SCRAM credentials and ACLs as ZooKeeper holds them, and their writes.
     zk_shared: ZkSharedMetadata | None = None
     controller: ZkController | None = None  # runs for controller (server/zk_controller.py)
+    # In a cluster: topics created on first need, through ZooKeeper (FindCoordinator, Metadata).
+    auto_topic_creation: AutoTopicCreationManager = field(default_factory=AutoTopicCreationManager)
 
     @property
     def metadata_cache(self) -> MetadataCache:

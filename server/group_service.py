@@ -138,18 +138,21 @@ class GroupService:
 
     def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing (a
-        single broker; a cluster's is created through ZooKeeper, server/internal_topics.py)."""
+        single broker; a cluster's is created through ZooKeeper, server/auto_topic_creation.py)."""
         if OFFSETS_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
             return
         create_internal_topic(self._replicas, self._config, OFFSETS_TOPIC,
                               self.coordinator.config.offsets_topic_num_partitions,
-                              "offsets.topic.replication.factor", {
-                                  "cleanup.policy": "compact",
-                                  "segment.bytes": str(self._config.get("offsets.topic.segment.bytes")),
-                                  # Batches are compressed here with offsets.topic.compression.codec; the log
-                                  # keeps them as written.
-                                  "compression.type": "producer",
-                              })
+                              "offsets.topic.replication.factor", self.topic_configs())
+
+    def topic_configs(self) -> dict[str, str]:
+        """Kafka's groupMetadataTopicConfigs."""
+        return {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self._config.get("offsets.topic.segment.bytes")),
+            # Batches are compressed here with offsets.topic.compression.codec; the log keeps them as written.
+            "compression.type": "producer",
+        }
 
     # --- lifecycle ----------------------------------------------------------------------------------
 

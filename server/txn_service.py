@@ -115,7 +115,7 @@ class TxnService:
 
     def ensure_transaction_topic(self) -> None:
         """Create `__transaction_state` the way Kafka's coordinator asks for it, if it is missing (a
-        single broker; a cluster's is created through ZooKeeper, server/internal_topics.py)."""
+        single broker; a cluster's is created through ZooKeeper, server/auto_topic_creation.py)."""
         if TRANSACTION_STATE_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
             return
         create_internal_topic(self._replicas, self._config, TRANSACTION_STATE_TOPIC,
@@ -125,6 +125,16 @@ class TxnService:
                                   "segment.bytes": str(self._config.get("transaction.state.log.segment.bytes")),
                                   "compression.type": "uncompressed",
                               })
+
+    def cluster_topic_configs(self) -> dict[str, str]:
+        """Kafka 3.9's transactionTopicConfigs: what a cluster's `__transaction_state` is created with."""
+        return {
+            "unclean.leader.election.enable": "false",
+            "compression.type": "uncompressed",
+            "cleanup.policy": "compact",
+            "min.insync.replicas": str(self._config.get("transaction.state.log.min.isr")),
+            "segment.bytes": str(self._config.get("transaction.state.log.segment.bytes")),
+        }
 
     # --- lifecycle ------------------------------------------------------------------------------------
 

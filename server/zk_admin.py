@@ -1,12 +1,17 @@
 """Admin changes a broker of a ZooKeeper cluster writes to ZooKeeper for the controller to carry
 out, as Kafka 3.9's ZkAdminManager and AdminZkClient do. Topic creation and deletion are in their
 handlers (server/handlers/create_topics.py, delete_topics.py); here, adding partitions
-(AdminZkClient.createNewPartitionsAssignment, then createPartitionsWithAssignment).
+(AdminZkClient.createNewPartitionsAssignment, then createPartitionsWithAssignment), and writing a
+new topic (createTopicWithAssignment).
 """
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass, replace
+
+from kazoo.exceptions import NodeExistsError
 
 from ..wire import zk_data
 from ..wire.errors import ErrorCode
@@ -94,3 +99,15 @@ def _validate_replica_assignment(assignment: dict[int, list[int]], replication_f
                          f"Inconsistent replication factor between partitions, partition 0 has {replication_factor} "
                          f"while partitions [{', '.join(map(str, wrong))}] have replication factors "
                          f"[{', '.join(map(str, wrong.values()))}], respectively.")
+
+
+async def create_topic(services, name: str, assignment: dict[int, list[int]], configs: dict[str, str]) -> uuid.UUID:
+    """AdminZkClient.createTopicWithAssignment with a new topic id, for the controller to carry out;
+    AdminError TOPIC_ALREADY_EXISTS when it exists."""
+    topic_id = uuid.uuid4()
+    try:
+        await services.zookeeper.client.create_topic(
+            name, base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("="), assignment, configs)
+    except NodeExistsError:
+        raise AdminError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+    return topic_id

@@ -13,11 +13,8 @@ waits up to timeout_ms for the controller's UpdateMetadata to give every partiti
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections import Counter
-
-from kazoo.exceptions import NodeExistsError
 
 from ...storage.errors import InvalidConfigurationException, KafkaStorageException
 from ...storage.log_config import LogConfig
@@ -25,6 +22,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
 from ..metadata import InvalidTopicError, validate_topic_name
+from .. import zk_admin
 from ..replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from . import handler
@@ -117,13 +115,10 @@ def cluster_assignment(ctx, topic, partitions: int, replication: int) -> dict[in
 
 async def create_in_zookeeper(ctx, name: str, assignment: dict[int, list[int]], configs: dict[str, str]) -> uuid.UUID:
     """Write the topic for the controller (TopicError when it exists); its id."""
-    topic_id = uuid.uuid4()
     try:
-        await ctx.services.zookeeper.client.create_topic(
-            name, base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("="), assignment, configs)
-    except NodeExistsError:
-        raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
-    return topic_id
+        return await zk_admin.create_topic(ctx.services, name, assignment, configs)
+    except zk_admin.AdminError as e:
+        raise TopicError(e.code, str(e)) from None
 
 
 def config_entries(ctx, configs: dict[str, str]):

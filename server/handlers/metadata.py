@@ -5,7 +5,8 @@ Deviations: a single broker: it is every partition's leader, replica and ISR, an
 an auto-created topic comes back at once with its partitions, where Kafka first answers
 LEADER_NOT_AVAILABLE while the controller creates it.
 In a ZooKeeper cluster the brokers, controller and partitions are the controller's last
-UpdateMetadata (Kafka's ZkMetadataCache.getTopicMetadata); topics are not auto-created there yet.
+UpdateMetadata (Kafka's ZkMetadataCache.getTopicMetadata); an auto-created topic is written to
+ZooKeeper for the controller and answered LEADER_NOT_AVAILABLE (server/auto_topic_creation.py).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ async def handle(ctx, request):
     image = services.metadata if services.zk_metadata is None else services.zk_metadata
     include_ops = ctx.api_version >= 8 and request.include_topic_authorized_operations
     allow_auto = ((ctx.api_version < 4 or request.allow_auto_topic_creation)
-                  and services.config.get("auto.create.topics.enable") and services.zk_metadata is None)
+                  and services.config.get("auto.create.topics.enable"))
     topics = []
 
     def failed(name: str, error_code: int) -> object:
@@ -130,6 +131,11 @@ async def handle(ctx, request):
                     validate_topic_name(name)
                 except InvalidTopicError:
                     topics.append(failed(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+                    continue
+                if allow_auto and image.collides(name) is None and services.zk_metadata is not None:
+                    # Written to ZooKeeper for the controller (Kafka 3.9's AutoTopicCreationManager):
+                    # LEADER_NOT_AVAILABLE until it has leaders.
+                    topics.append(failed(name, await services.auto_topic_creation.create_topic(services, name)))
                     continue
                 if allow_auto and image.collides(name) is None:
                     try:

@@ -127,8 +127,15 @@ def test_old_versions_ungrouped_states_and_listener_names():
 # --- the handler, on a broker made a cluster member by hand ---------------------------------------
 
 class NoZooKeeper:
+    def __init__(self) -> None:
+        self.created: list[tuple[str, dict[int, list[int]], dict[str, str]]] = []
+
     async def close(self) -> None:
         pass
+
+    async def create_topic(self, topic: str, topic_id: str, assignment: dict[int, list[int]],
+                           configs: dict[str, str]) -> None:
+        self.created.append((topic, assignment, configs))
 
 
 def as_cluster_member(broker, broker_epoch: int) -> None:
@@ -172,8 +179,14 @@ def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_
                 for p in t.partitions] == [(0, 0, 1, 3, [1, 0], [1, 0]), (1, 0, 0, 0, [0, 1], [0]),
                                            (2, ErrorCode.LEADER_NOT_AVAILABLE, -1, 0, [7], [7])]
         unknown = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name="nope")],
-                                             allow_auto_topic_creation=True), 12)
+                                             allow_auto_topic_creation=False), 12)
         assert unknown.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # auto.create.topics.enable: AdminUtils' assignment refuses brokers with and without racks
+        # (Kafka's AdminOperationException, an unknown server error), and nothing is written.
+        unknown = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name="nope")],
+                                             allow_auto_topic_creation=True), 12)
+        assert unknown.topics[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+        assert samsa.zookeeper.client.created == []
         cluster = await client.call(DescribeCluster(endpoint_type=1), 1)
         assert [(b.broker_id, b.port) for b in cluster.brokers] == [(0, port), (1, 19093)]
         assert cluster.controller_id == 0
@@ -191,6 +204,8 @@ def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_
 
         answer = await client.call(coordinator_of("g"), 4)
         assert answer.coordinators[0].error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        # Not created: two live brokers, offsets.topic.replication.factor 3 (Kafka's default).
+        assert samsa.zookeeper.client.created == []
         offsets = [partition("__consumer_offsets", 0, 1, [1], [1]), partition("__consumer_offsets", 1, 7, [7], [7])]
         assert (await client.call(request(offsets, live, controller_epoch=2), 8)).error_code == ErrorCode.NONE
         groups = {partition_for(g, 2): g for g in ("a", "b", "c", "d")}
