@@ -19,7 +19,7 @@ from pathlib import Path
 import trio
 
 from ..coordinator.group_coordinator import OFFSETS_TOPIC
-from ..coordinator.producer_id_manager import ProducerIdManager
+from ..coordinator.producer_id_manager import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from ..coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ..storage.log_cleaner import CleanerConfig
 from ..storage.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
@@ -50,6 +50,7 @@ from .zk_broker import ZkMembership, broker_registration, join_cluster, stay_reg
 from .zk_controller import ZkController
 from .zk_metadata_cache import ZkMetadataCache
 from .zk_shared_metadata import ZkSharedMetadata
+from .zk_producer_ids import ZkProducerIdBlocks
 from .replica_manager import ReplicaManager
 from .security.authenticator import AuthenticationFailed
 from .security.connection_quotas import ConnectionQuotas
@@ -90,6 +91,7 @@ class Broker:
         self.alter_partitions: AlterPartitionManager | None = None  # in a cluster: ISR changes to the controller
         self.zk_shared: ZkSharedMetadata | None = None  # in a cluster: configs, quotas, SCRAM, ACLs in ZooKeeper
         self.controller: ZkController | None = None  # in a cluster: runs for controller
+        self.zk_producer_id_blocks: ZkProducerIdBlocks | None = None  # in a cluster: producer ids from ZooKeeper
         self._in_flight = 0
         self._connections: set[Connection] = set()
         self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
@@ -121,7 +123,11 @@ class Broker:
             self.zookeeper.client, self.node_id, self._topic_configs_changed, lambda: self.quotas.refresh(),
             self._acls_changed, lambda: apply_cluster_broker_configs(self.services))
         self.authorizer = new_authorizer(self.config, metadata.acls if shared is None else [])
-        self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)
+        if self.zookeeper is not None:  # blocks from /latest_producer_id_block, unique across the cluster
+            self.zk_producer_id_blocks = ZkProducerIdBlocks(self.zookeeper.client, self.node_id, PRODUCER_ID_BLOCK_SIZE)
+            self.producer_ids = ProducerIdManager(self.zk_producer_id_blocks.allocate_block)
+        else:
+            self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)
         self.quotas = BrokerQuotas(self.config, metadata.client_quotas if shared is None else shared.client_quotas)
         self.replica_manager = ReplicaManager(self.log_manager, metadata, self.config,
                                               on_topics_changed=self._topics_changed)
@@ -204,6 +210,8 @@ class Broker:
                 await services.start(self.alter_partitions.run)  # ISR changes to the controller
             if self.zk_shared is not None:
                 await services.start(self.zk_shared.run)  # /config/changes and ACL change notifications
+            if self.zk_producer_id_blocks is not None:
+                await services.start(self.zk_producer_id_blocks.run)  # a spare block of producer ids
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)

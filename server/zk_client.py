@@ -372,6 +372,14 @@ class KafkaZkClient:
             _create_recursive(zk, store_path, None, throw_if_path_exists=False)
             zk.create(f"{store_path}/{zk_data.ACL_CHANGE_PREFIX}", data, sequence=True)
         await self._run(create)
+    async def new_producer_id_block(self, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
+        """The next block of producer ids, taken in `/latest_producer_id_block` (ZkProducerIdManager)."""
+        return await self._run(_take_producer_id_block, broker_id, size)
+
+    def new_producer_id_block_blocking(self, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
+        """The same, blocking the caller until ZooKeeper answers."""
+        assert self._zk is not None, "not started"
+        return _take_producer_id_block(self._zk, broker_id, size)
 
     async def _get(self, path: str):
         def get(zk: KazooClient):
@@ -380,6 +388,30 @@ class KafkaZkClient:
             except NoNodeError:
                 return None
         return await self._run(get)
+
+
+def _take_producer_id_block(zk: KazooClient, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
+    """Kafka's ZkProducerIdManager.getNewProducerIdBlock: the block after the one in the znode (the
+    first from 0), written only if the znode is still at the version read (another broker, Kafka's
+    included, may take a block meanwhile: read again and retry)."""
+    path = zk_data.LATEST_PRODUCER_ID_BLOCK
+    while True:
+        try:
+            data, stat = zk.get(path)
+        except NoNodeError:
+            _create_recursive(zk, path, None, throw_if_path_exists=False)
+            continue
+        first = 0 if not data else zk_data.decode_producer_id_block(data).last_producer_id + 1
+        if first > (1 << 63) - 1 - size:
+            raise RuntimeError("Have exhausted all producerIds.")
+        block = zk_data.ProducerIdBlock(broker_id, first, size)
+        try:
+            zk.set(path, zk_data.encode_producer_id_block(block), version=stat.version)
+        except BadVersionError:
+            log.debug("Producer id block taken by another broker meanwhile; retrying")
+            continue
+        log.info("Acquired new producerId block %s by writing to Zk with path version %d", block, stat.version + 1)
+        return block
 
 
 def _rolled_back(error: Exception) -> bool:
