@@ -36,6 +36,9 @@ def write_txn_markers(replicas: ReplicaManager, complete_offsets: CompleteOffset
         if partition is None:
             errors[(topic, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             continue
+        if not partition.is_leader:  # in a cluster: a follower's log takes only what its leader has
+            errors[(topic, index)] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            continue
         marker = bytearray(build_control_batch("COMMIT" if commit else "ABORT", producer_id, producer_epoch,
                                                coordinator_epoch, 0, wall_clock_ms()))
         try:

@@ -32,7 +32,7 @@ async def add_or_verify(ctx, transactional_id: str, producer_id: int, producer_e
                         verify_only: bool = False) -> list:
     """The topic results of one transaction."""
     partitions = list(dict.fromkeys((t.name, index) for t in topics for index in t.partitions))
-    image = ctx.services.metadata.topics
+    image = ctx.services.metadata_cache.topics
     refused = {}
     for topic in {t for t, _ in partitions}:
         if ctx.api_version < 4 and not ctx.authorize(WRITE, TOPIC, topic):

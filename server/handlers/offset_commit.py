@@ -23,7 +23,7 @@ OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)
 def split_known(ctx, request, topics_field: str = "topics", readable: set[str] | None = None):
     """A copy of `request` with only the partitions of existing topics (and `readable` ones, if
     given), and the (topic, partition) pairs left out."""
-    image = ctx.services.metadata.topics
+    image = ctx.services.metadata_cache.topics
     known = copy.copy(request)
     unknown = set()
     kept = []
