@@ -161,6 +161,7 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
                 return True
             except KafkaException as e:
                 error = e.args[0]
+                print("transaction call failed:", error)  # shown when the test fails
                 if error.retriable():
                     continue
                 if error.txn_requires_abort():
