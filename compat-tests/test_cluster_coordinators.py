@@ -180,8 +180,8 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
         positions = consumer.position(consumer.assignment())
         # librdkafka's rules: a retriable error, call again; one requiring an abort, abort and
         # start again from the last committed offsets.
-        if not (retried(lambda: producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(),
-                                                                       T))
+        if not (retried(lambda p=positions: producer.send_offsets_to_transaction(
+                    p, consumer.consumer_group_metadata(), T))
                 and retried(lambda: producer.commit_transaction(T))):
             retried(lambda: producer.abort_transaction(T))
             rewind()

@@ -192,6 +192,13 @@ class CoordinatorPartitions(Generic[C]):
     def epoch(self, partition: int) -> int | None:
         return self.epochs.get(partition)
 
+    def on_leadership_change(self, led: list[tuple[int, int]], resigned: list[tuple[int, int]]) -> None:
+        """(partition, leader epoch) of the partitions now led here, and of those no longer led."""
+        for partition, epoch in resigned:
+            self.on_resignation(partition, epoch)
+        for partition, epoch in led:
+            self.on_election(partition, epoch)
+
     def on_election(self, partition: int, epoch: int) -> None:
         known = self.epochs.get(partition)
         if known is not None and epoch <= known:

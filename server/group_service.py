@@ -213,10 +213,7 @@ class GroupService:
     def on_leadership_change(self, led: list[tuple[int, int]], resigned: list[tuple[int, int]]) -> None:
         """(partition, leader epoch) of `__consumer_offsets` partitions this broker now leads, and
         of those it no longer leads."""
-        for index, epoch in resigned:
-            self.partitions.on_resignation(index, epoch)
-        for index, epoch in led:
-            self.partitions.on_election(index, epoch)
+        self.partitions.on_leadership_change(led, resigned)
         self._waker.poke()
 
     def _next_deadline(self) -> int | None:

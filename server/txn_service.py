@@ -191,11 +191,10 @@ class TxnService:
 
     def on_leadership_change(self, led: list[tuple[int, int]], resigned: list[tuple[int, int]]) -> None:
         """(partition, leader epoch) of `__transaction_state` partitions this broker now leads, and
-        of those it no longer leads."""
-        for index, epoch in resigned:
-            self.partitions.on_resignation(index, epoch)
-        for index, epoch in led:
-            self.partitions.on_election(index, epoch)
+        of those it no longer leads. A partition still loaded here takes the new epoch as its
+        coordinator epoch."""
+        self.partitions.on_leadership_change(led, resigned)
+        for index, _ in led:
             if (coordinator := self.partitions.owned.get(index)) is not None:
                 coordinator.coordinator_epoch = self.partitions.epoch(index)
         self._waker.poke()
