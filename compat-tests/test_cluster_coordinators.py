@@ -139,7 +139,9 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                          "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ctp-txn",
-                         "transaction.timeout.ms": 10000, "acks": "all"})
+                         # librdkafka times messages out after at most transaction.timeout.ms: long
+                         # enough for the controller to see the kill (6 s) and move the leaders.
+                         "transaction.timeout.ms": 30000, "acks": "all"})
     producer.init_transactions(T)
     consumer.subscribe([source])
     # The coordinators are where the partitions' leader is: Samsa 1.
@@ -156,6 +158,7 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
     def retried(call) -> bool:
         """True once `call` succeeded, False when the transaction must be aborted."""
         while True:
+            assert time.monotonic() < deadline, "a transaction call kept failing"
             try:
                 call()
                 return True
