@@ -52,7 +52,8 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # lets test modules `import compat_util` under any import mode
     sys.path.insert(0, str(HERE))
 
-from kafka_oracle import KafkaBroker, ZkKafkaBroker, ZooKeeper  # noqa: E402
+import class_sharing  # noqa: E402
+from kafka_oracle import KafkaBroker, OracleUnavailable, ZkKafkaBroker, ZooKeeper, class_path  # noqa: E402
 from server_process import (HOST, BrokerStartError, ServerProcess, free_port, port_open,  # noqa: E402,F401
                             write_properties)
 
@@ -85,6 +86,20 @@ def pytest_configure(config):
         signal.signal(signal.SIGTERM, _on_sigterm)
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
     config.addinivalue_line("markers", "samsa_only(reason): runs on Samsa only (a Samsa-only config or tool)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist starts its workers (its hook runs last)
+def pytest_sessionstart(session):
+    """The class data sharing archives (class_sharing.py: Kafka's JVMs start about twice as fast)
+    are made here, once per JDK and jars, so that no test's time and watchdog pay for it."""
+    if hasattr(session.config, "workerinput") or "kafka" not in broker_kinds():
+        return  # an xdist worker: the controller made them
+    for profile in class_sharing.TRAININGS:
+        try:
+            class_path(profile)
+        except OracleUnavailable:
+            continue
+        class_sharing.options(profile)
 
 
 _LAST_RESORT: list[threading.Timer] = []

@@ -39,6 +39,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script or `python -m kafka_oracle` from compat-tests/
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+import class_sharing
 from server_process import HOST, BrokerStartError, ServerProcess, free_port, write_properties
 
 CACHE = Path(os.environ.get("SAMSA_CACHE") or Path.home() / ".cache" / "samsa")
@@ -103,6 +104,9 @@ class JavaServer(ServerProcess):
         self.properties = {str(k): str(v) for k, v in (properties or {}).items()}
         self.class_path = class_path(self.profile)
         self.config_path = self.base_dir / self.config_name
+        # class_sharing's training run: each JVM writes the classes it loads into this dir (and
+        # maps no archive, which is what is being made).
+        self.class_lists: Path | None = None
 
     def settings(self) -> dict[str, str]:
         raise NotImplementedError
@@ -111,7 +115,9 @@ class JavaServer(ServerProcess):
         raise NotImplementedError
 
     def java_command(self, main_class: str, *args: str) -> list[str]:
-        return [java(), *JVM_OPTS, *self.logging_options(), "-cp", self.class_path, main_class, *args]
+        sharing = ([class_sharing.class_list_option(self.class_lists)] if self.class_lists is not None
+                   else class_sharing.options(self.profile))
+        return [java(), *JVM_OPTS, *sharing, *self.logging_options(), "-cp", self.class_path, main_class, *args]
 
     def prepare(self) -> None:
         write_properties(self.config_path, self.settings())

@@ -29,6 +29,7 @@ import pytest
 from compat_util import Rec, confluent_admin, create_topic, make_records, wait_for
 from conftest import BrokerPool
 from confluent_kafka import Consumer, Producer, TopicPartition
+import class_sharing
 from kafka_oracle import JVM_OPTS, OracleUnavailable, class_path, java
 from server_process import HOST, BrokerStartError
 from wire_client import WireClient
@@ -53,7 +54,7 @@ TROUBLE = re.compile(r"isvalid: false|[Mm]ismatch|invalid bytes|[Cc]orrupt|Excep
 def java_tool(main_class: str, *args: str, timeout: float = 60) -> str:
     """A Kafka tool from the kafka4 jars; its stdout (stderr appended), failing on a non-zero exit."""
     try:
-        cmd = [java(), *JVM_OPTS, "-cp", class_path("kafka4"), main_class, *args]
+        cmd = [java(), *JVM_OPTS, *class_sharing.options("kafka4"), "-cp", class_path("kafka4"), main_class, *args]
     except OracleUnavailable as e:
         pytest.skip(str(e))
     proc = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import class_sharing
 from kafka_oracle import CACHE, JVM_OPTS, OracleUnavailable, class_path, java
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
@@ -53,8 +54,10 @@ def java_client() -> list[str]:
             tmp.rename(build)  # atomic: a concurrent session compiling the same sources loses nothing
         except OSError:  # that session was first: its build is the same
             shutil.rmtree(tmp, ignore_errors=True)
-    return [java_bin, *JVM_OPTS, f"-Dlog4j2.configurationFile={build / 'log4j2.properties'}",
-            "-cp", f"{build}:{kafka_jars}", "JavaClient"]
+    # Kafka's jars first: a JVM maps the shared class archive only if its class path begins with
+    # the archive's.
+    return [java_bin, *JVM_OPTS, *class_sharing.options("kafka4"),
+            f"-Dlog4j2.configurationFile={build / 'log4j2.properties'}", "-cp", f"{kafka_jars}:{build}", "JavaClient"]
 
 
 def run(java_client: list[str], scenario: str, bootstrap: str) -> dict[str, list[dict]]:

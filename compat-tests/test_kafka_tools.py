@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BrokerPool, broker_kinds
+import class_sharing
 from kafka_oracle import JVM_OPTS, OracleUnavailable, class_path, java
 
 TOOLS = {
@@ -38,7 +39,7 @@ TOOLS = {
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
 }
 # A tool lives for a second or two: C1 only and the serial collector start it fastest, and the
-# JDK's shared class archive saves loading the JDK's own classes again.
+# shared class archive (class_sharing.py) saves loading the JDK's and Kafka's classes again.
 TOOL_JVM_OPTS = [o for o in JVM_OPTS if not o.startswith("-Xmx")] + ["-Xmx256m", "-Xshare:auto"]
 # Warnings and errors of the tools' loggers go to stderr (kept for a failure's message), never stdout.
 TOOLS_LOG4J2 = """\
@@ -73,8 +74,8 @@ class Tools:
         """`tool --bootstrap-server B args...`; stdout and the exit code go into the transcript,
         with `errors` also what the tool itself printed to stderr (its loggers' lines left out)."""
         argv = [*(["--bootstrap-server", self.bootstrap] if bootstrap else []), *args]
-        cmd = [java(), *TOOL_JVM_OPTS, f"-Dlog4j2.configurationFile={self.log4j2}", "-cp",
-               class_path("kafka4"), TOOLS[tool], *argv]
+        cmd = [java(), *TOOL_JVM_OPTS, *class_sharing.options("kafka4"), f"-Dlog4j2.configurationFile={self.log4j2}",
+               "-cp", class_path("kafka4"), TOOLS[tool], *argv]
         proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=TOOL_TIMEOUT,
                               cwd=self.work_dir)
         line = f"$ {tool} {' '.join(args)}"
