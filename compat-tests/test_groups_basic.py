@@ -17,6 +17,13 @@ GROUP_SETTINGS = {"group.initial.rebalance.delay.ms": 0}
 TIMEOUT = 45.0
 
 
+@pytest.fixture(scope="module")
+def group_broker(module_broker_factory):
+    """A broker with GROUP_SETTINGS shared by the tests that do not restart it (each has its own
+    topic and group)."""
+    return module_broker_factory(overrides=GROUP_SETTINGS)
+
+
 def produce(bootstrap: str, topic: str, values: list[str], partitions: int) -> None:
     from confluent_kafka import Producer
 
@@ -145,11 +152,11 @@ def test_a_group_consumer_resumes_from_its_committed_offsets_after_a_restart(bro
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_two_members_share_the_partitions_of_a_topic(broker_factory, topic_name, strategy):
+def test_two_members_share_the_partitions_of_a_topic(group_broker, topic_name, strategy):
     """Eager and cooperative (KIP-429, client-side over the same JoinGroup/SyncGroup) assignors."""
     from confluent_kafka import Consumer
 
-    broker = broker_factory(overrides=GROUP_SETTINGS)
+    broker = group_broker
     create_topic(broker.bootstrap, topic_name, partitions=4)
     values = [f"v-{i}" for i in range(40)]
     produce(broker.bootstrap, topic_name, values, 4)
@@ -177,12 +184,12 @@ def test_two_members_share_the_partitions_of_a_topic(broker_factory, topic_name,
             m.close()
 
 
-def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(broker_factory, topic_name):
+def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(group_broker, topic_name):
     """group.instance.id (KIP-345): librdkafka's static member closes without leaving; its new
     incarnation takes the old one's place and the other member sees no rebalance."""
     from confluent_kafka import Consumer
 
-    broker = broker_factory(overrides=GROUP_SETTINGS)
+    broker = group_broker
     create_topic(broker.bootstrap, topic_name, partitions=4)
     group = f"group-{topic_name}"
 

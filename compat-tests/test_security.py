@@ -182,7 +182,11 @@ def test_wrong_password_gets_the_authentication_error(secure, mechanism):
     producer = Producer({**sasl_conf(mechanism, user, "not-the-password", secure),
                          "error_cb": errors.append, "message.timeout.ms": 5000})
     producer.produce("anything", b"v")
-    producer.flush(8)
+    # The refusal reaches error_cb through poll() within a moment: no need to wait (as flush would)
+    # for the record to time out.
+    deadline = time.monotonic() + 8
+    while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+        producer.poll(0.1)
     auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
     assert auth, errors
     expected = ("Authentication failed: Invalid username or password" if mechanism == "PLAIN" else
@@ -195,8 +199,10 @@ def test_wrong_password_with_kafka_python(secure, caplog):
     from kafka.errors import KafkaError
 
     settings = kafka_python_conf(sasl_conf("SCRAM-SHA-512", "alice", "nope", secure))
-    with pytest.raises(KafkaError):  # kafka-python retries its bootstrap, then times out
-        KafkaProducer(max_block_ms=3000, **settings)
+    # kafka-python retries its bootstrap, then times out: after 10 s, not its default 30 (the
+    # refusal comes at the first attempt, within a second or two)
+    with pytest.raises(KafkaError):
+        KafkaProducer(max_block_ms=3000, bootstrap_timeout_ms=10_000, **settings)
     assert ("SaslAuthenticationFailedError: Authentication failed during authentication due to invalid credentials "
             "with SASL mechanism SCRAM-SHA-512") in caplog.text
 
