@@ -38,14 +38,22 @@ def read_topic(bootstrap: str, topic: str, isolation: str, settle_s: float = 1.0
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         got = []
-        quiet_since = time.monotonic()
         deadline = time.monotonic() + T
-        while time.monotonic() - quiet_since < settle_s and time.monotonic() < deadline:
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
             for m in consumer.consume(500, 0.2):
                 if m.error():
                     raise AssertionError(f"consume error: {m.error()}")
                 got.append((m.partition(), m.offset(), m.key(), m.value()))
                 quiet_since = time.monotonic()
+            # The quiet window counts only once every partition has answered a fetch (librdkafka
+            # caches its high watermark then): on a loaded machine the first fetch may take longer
+            # than `settle_s`.
+            if not all(consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)[1] >= 0
+                       for p in range(partitions)):
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= settle_s:
+                break
         return got
     finally:
         consumer.close()
