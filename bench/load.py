@@ -11,7 +11,8 @@ import struct
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -47,8 +48,9 @@ class Run:
     seconds: float
     bytes: int
     records: int
-    cpu: float  # broker CPU seconds during the run
+    cpu: float  # broker CPU seconds during the run (summed over the brokers of a cluster)
     errors: int = 0
+    cpu_by_pid: dict[int, float] = field(default_factory=dict)  # each broker's share of `cpu`
 
     @property
     def mb_per_s(self) -> float | None:
@@ -67,8 +69,11 @@ def warm_up(producer: Producer, topic: str, partitions: int) -> None:
         raise KafkaException("warm-up produce was not acknowledged")
 
 
-def produce(bootstrap: str, pid: int, topic: str, partitions: int, record_size: int, total_bytes: int,
-            acks: str = "1", compression: str = "none") -> Run:
+def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: int, record_size: int,
+            total_bytes: int, acks: str = "1", compression: str = "none") -> Run:
+    """Produce `total_bytes` of records; the broker CPU is that of `pid`, or the sum over several
+    brokers' pids (a cluster's), each one's share kept in `cpu_by_pid`."""
+    pids = [pid] if isinstance(pid, int) else list(pid)
     errors = []
     config = producer_config(bootstrap, acks, compression)
     config["on_delivery"] = lambda err, _msg: errors.append(err) if err else None
@@ -78,15 +83,16 @@ def produce(bootstrap: str, pid: int, topic: str, partitions: int, record_size: 
     # cores) leaves more of the machine to the broker.
     chunk = [{"value": v} for v in payloads(record_size)] * (BATCH // 64)
     count = total_bytes // record_size // BATCH * BATCH
-    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    cpu0, t0 = {p: cpu_seconds(p) for p in pids}, time.perf_counter()
     for _ in range(count // BATCH):
         queued = producer.produce_batch(topic, chunk)
         while queued < BATCH:  # the local queue is full: let it drain
             producer.poll(0.01)
             queued += producer.produce_batch(topic, chunk[queued:])
     left = producer.flush(300)
-    t1, cpu1 = time.perf_counter(), cpu_seconds(pid)
-    return Run(t1 - t0, count * record_size, count, cpu1 - cpu0, len(errors) + left)
+    t1, cpu1 = time.perf_counter(), {p: cpu_seconds(p) for p in pids}
+    by_pid = {p: cpu1[p] - cpu0[p] for p in pids}
+    return Run(t1 - t0, count * record_size, count, sum(by_pid.values()), len(errors) + left, by_pid)
 
 
 def consume(bootstrap: str, pid: int, topic: str, expected: int, record_size: int, timeout: float = 300.0) -> Run:

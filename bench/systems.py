@@ -327,6 +327,30 @@ KAFKA_JVM_OPTS = ["-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPause
                   "-Djava.awt.headless=true"]
 
 
+def oracle():
+    """compat-tests/kafka_oracle.py: how the tests start Kafka 4.4, Kafka 3.9 and ZooKeeper."""
+    if str(CHECKOUT / "compat-tests") not in sys.path:
+        sys.path.insert(0, str(CHECKOUT / "compat-tests"))
+    import kafka_oracle
+    return kafka_oracle
+
+
+def with_server_jvm(server_class: type) -> type:
+    """One of kafka_oracle's Java servers, run with kafka-server-start.sh's JVM settings instead of
+    the tests' fast-starting ones (C1 only, a small heap, the serial collector)."""
+    kafka_oracle = oracle()
+
+    class BenchServer(server_class):
+        start_timeout = 180.0
+
+        def java_command(self, main_class: str, *args: str) -> list[str]:
+            return [kafka_oracle.java(), *KAFKA_JVM_OPTS, *self.logging_options(), "-cp", self.class_path,
+                    main_class, *args]
+
+    BenchServer.__name__ = f"Bench{server_class.__name__}"
+    return BenchServer
+
+
 class Kafka(System):
     """Apache Kafka 4.4, KRaft combined mode, one node: the compatibility tests' oracle
     (compat-tests/kafka_oracle.py: configs, storage format), started with the JVM settings of
@@ -338,19 +362,10 @@ class Kafka(System):
 
     def __init__(self) -> None:
         super().__init__()
-        sys.path.insert(0, str(CHECKOUT / "compat-tests"))
-        import kafka_oracle
-
-        class BenchKafkaBroker(kafka_oracle.KafkaBroker):
-            start_timeout = 180.0
-
-            def java_command(self, main_class: str, *args: str) -> list[str]:
-                return [kafka_oracle.java(), *KAFKA_JVM_OPTS, *self.logging_options(), "-cp", self.class_path,
-                        main_class, *args]
-
+        kafka_oracle = oracle()
         self.base_dir = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
         try:
-            self.broker = BenchKafkaBroker(self.base_dir)
+            self.broker = with_server_jvm(kafka_oracle.KafkaBroker)(self.base_dir)
         except kafka_oracle.OracleUnavailable as e:
             raise Unavailable(str(e)) from None
         self.log_path = self.broker.log_path
