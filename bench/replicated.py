@@ -41,7 +41,7 @@ from systems import Samsa, Unavailable, oracle, with_server_jvm  # noqa: E402
 MIN_INSYNC = 2
 BROKER_IDS = (1, 2, 3)
 CASES = [(1024, "none"), (1024, "lz4"), (100, "none"), (100, "lz4")]
-BYTES = {1024: 60_000_000, 100: 8_000_000}  # a few seconds a case at tens of MB/s
+BYTES = {1024: 60_000_000, 100: 16_000_000}  # a few seconds a case at tens of MB/s
 WARM_UP_BYTES = 30_000_000  # untimed, before the first case: Kafka's JIT compiles its produce path
 
 
