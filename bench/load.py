@@ -4,6 +4,7 @@ latency at a fixed rate, idle connections. Each function measures one run agains
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
@@ -51,6 +52,7 @@ class Run:
     cpu: float  # broker CPU seconds during the run (summed over the brokers of a cluster)
     errors: int = 0
     cpu_by_pid: dict[int, float] = field(default_factory=dict)  # each broker's share of `cpu`
+    requests: int | None = None  # requests the client sent to the brokers (librdkafka's statistics)
 
     @property
     def mb_per_s(self) -> float | None:
@@ -70,19 +72,27 @@ def warm_up(producer: Producer, topic: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: int, record_size: int,
-            total_bytes: int, acks: str = "1", compression: str = "none") -> Run:
+            total_bytes: int, acks: str = "1", compression: str = "none", count_requests: bool = False) -> Run:
     """Produce `total_bytes` of records; the broker CPU is that of `pid`, or the sum over several
-    brokers' pids (a cluster's), each one's share kept in `cpu_by_pid`."""
+    brokers' pids (a cluster's), each one's share kept in `cpu_by_pid`. `count_requests`: also
+    count the requests sent during the run, from librdkafka's statistics every 100 ms."""
     pids = [pid] if isinstance(pid, int) else list(pid)
     errors = []
     config = producer_config(bootstrap, acks, compression)
     config["on_delivery"] = lambda err, _msg: errors.append(err) if err else None
+    sent = []  # requests sent so far, at each statistics callback
+    if count_requests:
+        config["statistics.interval.ms"] = 100
+        config["stats_cb"] = lambda stats: sent.append(sum(b["tx"] for b in json.loads(stats)["brokers"].values()))
     producer = Producer(config)
     warm_up(producer, topic, partitions)
     # produce_batch: a tenth of produce()'s Python cost per record, so the client (sharing the two
     # cores) leaves more of the machine to the broker.
     chunk = [{"value": v} for v in payloads(record_size)] * (BATCH // 64)
     count = total_bytes // record_size // BATCH * BATCH
+    if count_requests:
+        producer.poll(0.2)  # the statistics after the warm-up
+    before = sent[-1] if sent else 0
     cpu0, t0 = {p: cpu_seconds(p) for p in pids}, time.perf_counter()
     for _ in range(count // BATCH):
         queued = producer.produce_batch(topic, chunk)
@@ -92,7 +102,10 @@ def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: in
     left = producer.flush(300)
     t1, cpu1 = time.perf_counter(), {p: cpu_seconds(p) for p in pids}
     by_pid = {p: cpu1[p] - cpu0[p] for p in pids}
-    return Run(t1 - t0, count * record_size, count, sum(by_pid.values()), len(errors) + left, by_pid)
+    if count_requests:
+        producer.poll(0.2)  # the statistics after the last acknowledgement
+    requests = sent[-1] - before if sent else None
+    return Run(t1 - t0, count * record_size, count, sum(by_pid.values()), len(errors) + left, by_pid, requests)
 
 
 def consume(bootstrap: str, pid: int, topic: str, expected: int, record_size: int, timeout: float = 300.0) -> Run:

@@ -147,6 +147,7 @@ class Result:
     mb_per_s: float
     cpu_ms_per_mb: float
     cpu_ms_per_mb_by_broker: dict[str, float]  # "leader", "follower 1", "follower 2"
+    kb_per_request: float | None = None  # what a produce request carried, on average
 
 
 def result_of(run: load.Run, pids: dict[int, int], leader: int) -> Result:
@@ -155,7 +156,8 @@ def result_of(run: load.Run, pids: dict[int, int], leader: int) -> Result:
     by_id = {broker_id: run.cpu_by_pid.get(pid, 0.0) for broker_id, pid in pids.items()}
     roles = {"leader": by_id.pop(leader)} if leader in by_id else {}
     roles.update({f"follower {n}": cpu for n, (_, cpu) in enumerate(sorted(by_id.items()), 1)})
-    return Result(mb / run.seconds, run.cpu * 1000 / mb, {role: cpu * 1000 / mb for role, cpu in roles.items()})
+    return Result(mb / run.seconds, run.cpu * 1000 / mb, {role: cpu * 1000 / mb for role, cpu in roles.items()},
+                  run.bytes / 1e3 / run.requests if run.requests else None)
 
 
 def render(results: dict[str, dict[str, list[Result]]], clusters: list[str]) -> str:
@@ -163,7 +165,7 @@ def render(results: dict[str, dict[str, list[Result]]], clusters: list[str]) -> 
     with each other cluster's ratio to the first one's."""
     rows: list[list[str]] = [["case", *clusters]]
     for case, by_cluster in results.items():
-        measures = ["MB/s", "broker CPU ms/MB, all brokers"]
+        measures = ["MB/s", "KB per produce request", "broker CPU ms/MB, all brokers"]
         roles = sorted({role for runs in by_cluster.values() for r in runs for role in r.cpu_ms_per_mb_by_broker},
                        key=lambda role: (role != "leader", role))
         measures += [f"broker CPU ms/MB, {role}" for role in roles]
@@ -191,6 +193,8 @@ def render(results: dict[str, dict[str, list[Result]]], clusters: list[str]) -> 
 def pick(result: Result, measure: str) -> float | None:
     if measure == "MB/s":
         return result.mb_per_s
+    if measure == "KB per produce request":
+        return result.kb_per_request
     if measure == "broker CPU ms/MB, all brokers":
         return result.cpu_ms_per_mb
     return result.cpu_ms_per_mb_by_broker.get(measure.removeprefix("broker CPU ms/MB, "))
@@ -248,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                     try:
                         leader = cluster.create_topic(topic)
                         run = load.produce(cluster.bootstrap, list(cluster.pids.values()), topic, 1, size,
-                                           int(BYTES[size] * args.scale), "all", compression)
+                                           int(BYTES[size] * args.scale), "all", compression, count_requests=True)
                         if run.errors:
                             notes.append(f"{cluster.name}: {case}: {run.errors} records not acknowledged")
                         results.setdefault(case, {}).setdefault(cluster.name, []).append(

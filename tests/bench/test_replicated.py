@@ -16,10 +16,11 @@ import replicated  # noqa: E402
 
 def test_a_run_is_split_by_role_leader_first_then_followers_by_broker_id():
     # 10 MB in 2 s; brokers 1, 2, 3 with pids 101, 102, 103; broker 2 leads.
-    run = load.Run(2.0, 10_000_000, 10_000, 0.5, cpu_by_pid={101: 0.1, 102: 0.3, 103: 0.1})
+    run = load.Run(2.0, 10_000_000, 10_000, 0.5, cpu_by_pid={101: 0.1, 102: 0.3, 103: 0.1}, requests=100)
     result = replicated.result_of(run, {1: 101, 2: 102, 3: 103}, leader=2)
     assert result.mb_per_s == pytest.approx(5.0)
     assert result.cpu_ms_per_mb == pytest.approx(50.0)
+    assert result.kb_per_request == pytest.approx(100.0)
     assert result.cpu_ms_per_mb_by_broker == pytest.approx({"leader": 30.0, "follower 1": 10.0, "follower 2": 10.0})
     assert list(result.cpu_ms_per_mb_by_broker) == ["leader", "follower 1", "follower 2"]
 
@@ -28,6 +29,7 @@ def test_a_single_broker_is_its_own_leader():
     run = load.Run(1.0, 1_000_000, 1_000, 0.02, cpu_by_pid={7: 0.02})
     result = replicated.result_of(run, {0: 7}, leader=0)
     assert result.cpu_ms_per_mb_by_broker == pytest.approx({"leader": 20.0})
+    assert result.kb_per_request is None  # requests not counted
 
 
 def test_the_table_shows_medians_and_ratios_to_the_first_cluster_and_n_a_for_what_is_missing():
@@ -43,3 +45,4 @@ def test_the_table_shows_medians_and_ratios_to_the_first_cluster_and_n_a_for_wha
         ["50.0", "25.0 (0.50x)", "n/a"]
     assert [c.strip() for c in rows["produce 1024 B (broker CPU ms/MB, leader)"] if c.strip()] == \
         ["25.0", "25.0 (1.00x)", "n/a"]
+    assert [c.strip() for c in rows["produce 1024 B (KB per produce request)"] if c.strip()] == ["n/a"] * 3
