@@ -8,7 +8,7 @@ time seen, less the allowed lateness) passes its end; a click older than the wat
 Both queries checkpoint to the work directory: a query restarted there goes on where it stopped.
 
     samsa pipeline clicks                       a local broker, 600 clicks at 20/s, then the table
-    samsa pipeline clicks --bootstrap H:P       the same against a running Samsa (or Kafka) cluster
+    samsa pipeline clicks --bootstrap H:P,...   the same against a running Samsa (or Kafka) cluster
     samsa pipeline clicks --bootstrap H:P --report          only print the counts topic as a table
     samsa pipeline clicks --bootstrap H:P --generate-only   only produce the clicks
     spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:VERSION pipelines/clicks.py \
@@ -149,12 +149,15 @@ def format_table(counts: list[WindowCount]) -> str:
 
 
 def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    """Create the topics {name: partitions} that do not exist yet."""
+    """Create the topics {name: partitions} that do not exist yet, with the cluster's
+    `default.replication.factor` and `min.insync.replicas` (a three-broker cluster set up for it,
+    as docker-compose.yml's: three replicas and two in sync, so the job goes on through a broker's
+    loss; a single broker: one replica)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     existing = admin.list_topics(timeout=15).topics
-    wanted = [NewTopic(name, partitions, 1) for name, partitions in topics.items() if name not in existing]
+    wanted = [NewTopic(name, partitions) for name, partitions in topics.items() if name not in existing]
     for future in admin.create_topics(wanted, operation_timeout=15).values() if wanted else ():
         future.result(15)
 
@@ -192,7 +195,7 @@ def run(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="samsa pipeline clicks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bootstrap", help="HOST:PORT of the cluster (default: start a local samsa serve)")
+    parser.add_argument("--bootstrap", help="HOST:PORT[,HOST:PORT...] of the cluster's brokers (default: start a local samsa serve)")
     parser.add_argument("--events", type=int, default=600, help="clicks to produce (default 600)")
     parser.add_argument("--rate", type=float, default=20.0, help="clicks per second (default 20)")
     parser.add_argument("--seed", type=int, default=0)
