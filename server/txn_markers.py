@@ -14,6 +14,7 @@ from ..storage.log import AppendOrigin
 from ..wire.errors import ErrorCode
 from ..wire.records import build_control_batch
 from .clock import wall_clock_ms
+from .coordinator_runtime import await_replication
 
 if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
@@ -54,3 +55,14 @@ def write_txn_markers(replicas: ReplicaManager, complete_offsets: CompleteOffset
     if offsets_partitions:
         complete_offsets(producer_id, commit, offsets_partitions)
     return errors, to_flush
+
+
+async def await_markers_replicated(replicas: ReplicaManager, errors: dict[tuple[str, int], int],
+                                   timeout_ms: int) -> None:
+    """Kafka writes markers with acks=all: each written one counts once the partition's ISR has it
+    (at once for a partition without followers); `errors` is updated in place."""
+    for (topic, index), error in errors.items():
+        partition = replicas.get(topic, index)
+        if error == ErrorCode.NONE and partition is not None:
+            errors[(topic, index)] = await await_replication(partition, partition.log.log_end_offset,
+                                                             partition.leader_epoch, timeout_ms)

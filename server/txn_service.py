@@ -38,10 +38,11 @@ from ..wire.coordinator_record import RecordFormatError
 from ..wire.errors import ErrorCode
 from ..wire.records import BatchHeader
 from .coordinator_runtime import (
-    CoordinatorPartitions, DeadlineWaker, append_records, await_replication, create_internal_topic, log_batches,
+    CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches,
     replay_topic,
 )
-from .txn_markers import CompleteOffsets, write_txn_markers
+from .txn_marker_channel import TxnMarkerChannel
+from .txn_markers import CompleteOffsets, await_markers_replicated, write_txn_markers
 
 if TYPE_CHECKING:
     from .config import KafkaConfig
@@ -82,6 +83,7 @@ class TxnService:
         self.partitions: CoordinatorPartitions[TransactionCoordinator] | None = None if cluster is None else \
             CoordinatorPartitions(TRANSACTION_STATE_TOPIC, self._refusing, self._load_partition, self._apply,
                                   self._unload_partition)
+        self.marker_channel: TxnMarkerChannel | None = None if cluster is None else TxnMarkerChannel(cluster, config)
 
     # --- configuration ------------------------------------------------------------------------------
 
@@ -261,12 +263,8 @@ class TxnService:
                 to_flush.append(log_)
                 queue.append(coordinator.complete_append(append, error, self._clock()))
             for marker in actions.markers:
-                errors, logs = write_txn_markers(self._replicas, self._complete_offsets, marker.producer_id,
-                                                 marker.producer_epoch, marker.commit, marker.coordinator_epoch,
-                                                 marker.partitions)
+                errors, logs = await self._write_markers(marker, timeout_ms)
                 to_flush += logs
-                if epoch is not None:
-                    await self._await_markers_replicated(errors, timeout_ms)
                 queue.append(coordinator.complete_markers(marker, errors, self._clock()))
         for log_ in dict.fromkeys(filter(None, to_flush)):
             # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
@@ -274,13 +272,20 @@ class TxnService:
         self._waker.poke()
         return responses
 
-    async def _await_markers_replicated(self, errors: dict[tuple[str, int], int], timeout_ms: int) -> None:
-        """Kafka writes markers with acks=all: each written one counts once the partition's ISR has it."""
-        for (topic, index), error in errors.items():
-            partition = self._replicas.get(topic, index)
-            if error == ErrorCode.NONE and partition is not None:
-                errors[(topic, index)] = await await_replication(partition, partition.log.log_end_offset,
-                                                                 partition.leader_epoch, timeout_ms)
+    async def _write_markers(self, marker, timeout_ms: int) -> tuple[dict[tuple[str, int], int], list[Any]]:
+        """A marker's partitions: those led here written locally, in a cluster those led elsewhere
+        sent to their leaders. (error code by partition, logs to flush)."""
+        channel = self.marker_channel
+        remote = [] if channel is None else [tp for tp in marker.partitions if channel.led_elsewhere(tp)]
+        local = [tp for tp in marker.partitions if tp not in remote]
+        errors, logs = write_txn_markers(self._replicas, self._complete_offsets, marker.producer_id,
+                                         marker.producer_epoch, marker.commit, marker.coordinator_epoch, local)
+        if channel is not None:
+            await await_markers_replicated(self._replicas, errors, timeout_ms)
+            if remote:
+                errors.update(await channel.write(marker.producer_id, marker.producer_epoch, marker.commit,
+                                                  marker.coordinator_epoch, remote))
+        return errors, logs
 
     # --- transactional appends ------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """WriteTxnMarkers (key 27), v0-1: a transaction coordinator (on another broker, in a cluster) has
 this broker write COMMIT or ABORT markers to its partitions; the coordinator here writes its own
 markers through the same function (server/txn_markers.py). Follows
-KafkaApis.handleWriteTxnMarkersRequest: CLUSTER_ACTION on the cluster; logs flushed before answering.
+KafkaApis.handleWriteTxnMarkersRequest: CLUSTER_ACTION on the cluster; each marker acknowledged
+once the partition's ISR has it (acks=all, within request.timeout.ms); logs flushed before answering.
 Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 """
 
@@ -12,7 +13,7 @@ import trio
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..authorizer import CLUSTER, CLUSTER_ACTION
-from ..txn_markers import write_txn_markers
+from ..txn_markers import await_markers_replicated, write_txn_markers
 from . import handler
 
 WriteTxnMarkersResponse = response_class(ApiKey.WRITE_TXN_MARKERS)
@@ -41,6 +42,7 @@ async def handle(ctx, request):
                                          marker.producer_id, marker.producer_epoch, marker.transaction_result,
                                          marker.coordinator_epoch, partitions)
         to_flush += logs
+        await await_markers_replicated(ctx.services.replica_manager, errors, ctx.services.config.get("request.timeout.ms"))
         results.append(marker_result(marker, lambda topic, index, errors=errors: errors[(topic, index)]))
     for log_ in dict.fromkeys(to_flush):
         await trio.to_thread.run_sync(log_.flush, limiter=ctx.services.disk_limiter)

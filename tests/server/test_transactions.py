@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from types import SimpleNamespace
 
 import trio
 
 from samsa.coordinator.transaction_log import TRANSACTION_STATE_TOPIC, encode_key, encode_value, read_record
 from samsa.coordinator.transaction_metadata import TransactionState
 from samsa.server.handlers import load_handlers
+from samsa.server.metadata import BrokerInfo
+from samsa.server.txn_marker_channel import TxnMarkerChannel
+from samsa.server.zk_metadata_cache import PartitionState as ZkPartitionState
 from samsa.storage.log import AppendOrigin, Log
 from samsa.storage.log_config import LogConfig
 from samsa.wire import records
@@ -450,3 +454,39 @@ def test_every_version_of_the_transaction_apis_is_answered(tmp_path):
             == E.NONE
 
     run_broker(broker_config(tmp_path), scenario)
+
+
+def test_marker_channel_sends_markers_to_each_partitions_leader(tmp_path):
+    """A cluster's coordinator hands the markers of partitions it does not lead to
+    server/txn_marker_channel.py: WriteTxnMarkers to the leader the metadata names (the broker
+    here plays broker 0); no live leader or no answer is a retriable error, a topic gone from the
+    metadata completes its marker."""
+    config = broker_config(tmp_path)
+
+    async def scenario(port):
+        client, txn = await open_transaction(port, [b"v"])
+        closed = trio.socket.socket()
+        await closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        nodes = {0: BrokerInfo(0, "127.0.0.1", port), 7: BrokerInfo(7, "127.0.0.1", closed.getsockname()[1])}
+        cluster = SimpleNamespace(
+            broker_id=1,
+            partition_states={"t": {0: ZkPartitionState(0, 3, (0,), (0,)), 1: ZkPartitionState(-1, 3, (), (0,)),
+                                    2: ZkPartitionState(5, 3, (5,), (5,)), 3: ZkPartitionState(7, 3, (7,), (7,))},
+                              "mine": {0: ZkPartitionState(1, 3, (1,), (1,))}},
+            alive_node=lambda node_id, listener: nodes.get(node_id) if listener == config.inter_broker_listener_name
+            else None)
+        channel = TxnMarkerChannel(cluster, config)
+        assert not channel.led_elsewhere(("mine", 0)) and channel.led_elsewhere(("t", 0))
+        assert channel.led_elsewhere(("gone", 0))  # the channel answers for it
+        try:
+            errors = await channel.write(txn.pid, txn.epoch, False, 0, [("t", 0), ("t", 1), ("t", 2), ("t", 3),
+                                                                        ("gone", 0)])
+        finally:
+            await channel.aclose()
+            closed.close()
+        assert errors == {("t", 0): E.NONE, ("t", 1): E.NOT_LEADER_OR_FOLLOWER, ("t", 2): E.NOT_LEADER_OR_FOLLOWER,
+                          ("t", 3): E.NETWORK_EXCEPTION, ("gone", 0): E.UNKNOWN_TOPIC_OR_PARTITION}
+        data = await fetch(client, "t")
+        assert data.last_stable_offset == 2 and len(data.aborted_transactions) == 1
+
+    run_broker(config, scenario)
