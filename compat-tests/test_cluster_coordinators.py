@@ -47,8 +47,8 @@ class Cluster:
         self.zk.start(timeout=T)
         wait_for(lambda: len(metadata(self.samsa[2].port, []).brokers) == 3, T, what="every broker in the cluster")
 
-    def leader(self, topic: str) -> int:
-        return zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, 0))[0]).leader
+    def leader(self, topic: str, partition: int = 0) -> int:
+        return zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0]).leader
 
     def close(self) -> None:
         self.zk.stop()
@@ -104,27 +104,34 @@ def test_metadata_auto_creates_a_topic_through_zookeeper(cluster):
     assert cluster.zk.exists(zk_data.topic_path(name))
 
 
-def create_topics(cluster, names: list[str], internal: dict[str, dict[str, str]]) -> None:
-    """Every topic with one partition, replicas [1, 2, 0]: Samsa 1 leads, Samsa 2 takes over."""
+def create_topics(cluster, assignments: dict[str, list[list[int]]], configs: dict[str, dict[str, str]]) -> None:
+    """Each topic with its partitions' replicas; each partition's first replica leads it."""
     from confluent_kafka.admin import NewTopic
 
     admin = confluent_admin(cluster.samsa[1].bootstrap)
-    topics = [NewTopic(n, 1, replica_assignment=[[1, 2, 0]], config=internal.get(n, {}))
-              for n in names + list(internal)]
+    topics = [NewTopic(n, len(replicas), replica_assignment=replicas, config=configs.get(n, {}))
+              for n, replicas in assignments.items()]
     for future in admin.create_topics(topics, operation_timeout=T).values():
         future.result(timeout=T)
-    for name in names + list(internal):
-        wait_for(lambda n=name: cluster.zk.exists(zk_data.partition_state_path(n, 0)) and cluster.leader(n) == 1,
-                 T, what=f"Samsa 1 leading {name}")
+    for name, replicas in assignments.items():
+        for index, (preferred, *_) in enumerate(replicas):
+            wait_for(lambda n=name, i=index, p=preferred: cluster.zk.exists(zk_data.partition_state_path(n, i))
+                     and cluster.leader(n, i) == p, T, what=f"broker {preferred} leading {name}-{index}")
 
 
 def test_group_and_transactions_survive_their_coordinators_kill(cluster):
     """Consume-transform-produce in transactions, exactly once, while the Samsa broker coordinating
-    the group and the transactional id (and leading every partition) is killed with kill -9."""
+    the group and the transactional id is killed with kill -9. Each transaction writes to
+    partitions led by the other brokers (Samsa 2 and Kafka), whose markers the coordinator sends
+    them (WriteTxnMarkers), and to `__consumer_offsets`, led by the coordinator itself."""
     from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
     source, sink = "ctp-in", "ctp-out"
-    create_topics(cluster, [source, sink], {
+    moving = [[1, 2, 0]]  # Samsa 1 leads, Samsa 2 takes over
+    create_topics(cluster, {
+        source: moving, "__consumer_offsets": moving, "__transaction_state": moving,
+        sink: [[2, 1, 0], [0, 2, 1]],  # led by Samsa 2 and by Kafka throughout
+    }, {
         "__consumer_offsets": {"cleanup.policy": "compact", "compression.type": "producer"},
         "__transaction_state": {"cleanup.policy": "compact", "compression.type": "uncompressed",
                                 "min.insync.replicas": "1", "unclean.leader.election.enable": "false"},
@@ -179,7 +186,7 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
             continue
         producer.begin_transaction()
         for m in batch:
-            producer.produce(sink, key=m.key(), value=b"out-" + m.value())
+            producer.produce(sink, key=m.key(), value=b"out-" + m.value(), partition=int(m.key()) % 2)
         positions = consumer.position(consumer.assignment())
         # librdkafka's rules: a retriable error, call again; one requiring an abort, abort and
         # start again from the last committed offsets.
@@ -194,22 +201,29 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
             cluster.samsa[1].kill()  # kill -9, mid-stream: the coordinators move to Samsa 2
             killed = True
     assert killed
-    for name in (source, sink, "__consumer_offsets", "__transaction_state"):
+    for name in (source, "__consumer_offsets", "__transaction_state"):
         assert cluster.leader(name) == 2
+    assert (cluster.leader(sink, 0), cluster.leader(sink, 1)) == (2, 0)
     consumer.close()
 
-    # Exactly once: each input record once in the output, in order.
+    # Exactly once: each input record once in the output, in order within its partition.
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp-check", "auto.offset.reset": "earliest",
                        "isolation.level": "read_committed", "enable.auto.commit": False})
-    reader.assign([TopicPartition(sink, 0, 0)])
-    seen: list[bytes] = []
+    reader.assign([TopicPartition(sink, p, 0) for p in (0, 1)])
+    seen: dict[int, list[bytes]] = {0: [], 1: []}
+
+    def read(timeout: float) -> None:
+        for m in reader.consume(100, timeout=timeout):
+            if m.error() is None:
+                seen[m.partition()].append(m.value())
+
     stop = time.monotonic() + T
-    while len(seen) < RECORDS and time.monotonic() < stop:
-        seen += [m.value() for m in reader.consume(100, timeout=1) if m.error() is None]
+    while sum(map(len, seen.values())) < RECORDS and time.monotonic() < stop:
+        read(1)
     time.sleep(1)  # nothing more after the last one
-    seen += [m.value() for m in reader.consume(100, timeout=0.5) if m.error() is None]
+    read(0.5)
     reader.close()
-    assert seen == [b"out-v%d" % i for i in range(RECORDS)]
+    assert seen == {p: [b"out-v%d" % i for i in range(RECORDS) if i % 2 == p] for p in (0, 1)}
 
     # The group's committed offset, read from the new coordinator (Samsa 2).
     check = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp", "enable.auto.commit": False})

@@ -162,6 +162,7 @@ class TxnService:
                 await self._waker.run(self._next_deadline, self._fire_timers)
             finally:
                 self.partitions.stop()
+                await self.marker_channel.aclose()
 
     def _new_coordinator(self, coordinator_epoch: int = 0) -> TransactionCoordinator:
         return TransactionCoordinator(self._coordinator_config(), self._generate_producer_id, self._clock(),
