@@ -251,6 +251,25 @@ def test_a_marker_for_a_deleted_topic_counts_as_written():
     assert h.state() == (S.COMPLETE_COMMIT, None)
 
 
+def test_add_partitions_is_answered_only_once_its_record_is_written_and_an_abort_of_what_never_stuck_is_invalid():
+    """The coordinators test's one failure in three with a 10 s transaction timeout (docs/cluster.md):
+    AddPartitionsToTxn is answered only when its Ongoing record's write is acknowledged (in a
+    cluster: by the ISR); one whose write failed leaves the transactional id as it was, and an
+    EndTxn abort then finds no transaction: INVALID_TXN_STATE, as Kafka 3.9 answers. librdkafka
+    2.x counts every AddPartitionsToTxn that failed as possibly registered (its txn_req_cnt) and so
+    sends that EndTxn when its messages time out first."""
+    h = Harness()
+    pid, epoch = ready(h, TP0)
+    assert h.end(pid, epoch) == ErrorCode.NONE and h.state() == (S.COMPLETE_COMMIT, None)
+    again = Harness(records=h.all_records())  # the coordinator moved: a new one loads the log
+    actions = again.coordinator.add_partitions(again.now, 99, TXN, pid, epoch, [TP1])
+    assert not actions.responses and len(actions.appends) == 1  # not before its write is acknowledged
+    again.apply(again.coordinator.complete_append(actions.appends[0], ErrorCode.REQUEST_TIMED_OUT, again.now))
+    assert again.responses[99] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert again.state() == (S.COMPLETE_COMMIT, None)
+    assert again.end(pid, epoch, commit=False) == ErrorCode.INVALID_TXN_STATE
+
+
 # --- failed writes ------------------------------------------------------------------------------------
 
 def test_a_failed_write_changes_nothing_and_the_request_can_be_retried():
