@@ -145,11 +145,16 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                          "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ctp-txn",
-                         # librdkafka times messages out after at most transaction.timeout.ms: long
-                         # enough for the controller to see the kill (6 s) and move the leaders.
-                         "transaction.timeout.ms": 30000, "acks": "all"})
-    producer.init_transactions(T)
+
+    def new_producer() -> Producer:
+        # librdkafka times messages out after at most transaction.timeout.ms, here shorter than
+        # the failover (the 6 s session timeout and more): the abort path is taken too.
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ctp-txn",
+                      "transaction.timeout.ms": 10000, "acks": "all"})
+        p.init_transactions(T)
+        return p
+
+    producer = new_producer()
     consumer.subscribe([source])
     # The coordinators are where the partitions' leader is: Samsa 1.
     with WireClient(HOST, cluster.samsa[2].port) as client:
@@ -162,8 +167,9 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
         for tp in consumer.committed(assignment, timeout=T):
             consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
 
-    def retried(call) -> bool:
-        """True once `call` succeeded, False when the transaction must be aborted."""
+    def retried(call, fatal_ok: bool = False) -> bool:
+        """True once `call` succeeded, False when the transaction must be aborted (or, with
+        `fatal_ok`, when the producer failed fatally)."""
         while True:
             assert time.monotonic() < deadline, "a transaction call kept failing"
             try:
@@ -174,7 +180,7 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
                 print("transaction call failed:", error)  # shown when the test fails
                 if error.retriable():
                     continue
-                if error.txn_requires_abort():
+                if error.txn_requires_abort() or fatal_ok and error.fatal():
                     return False
                 raise
 
@@ -190,10 +196,15 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
         positions = consumer.position(consumer.assignment())
         # librdkafka's rules: a retriable error, call again; one requiring an abort, abort and
         # start again from the last committed offsets.
-        if not (retried(lambda p=positions: producer.send_offsets_to_transaction(
+        if not (retried(lambda p=positions, t=producer: t.send_offsets_to_transaction(
                     p, consumer.consumer_group_metadata(), T))
-                and retried(lambda: producer.commit_transaction(T))):
-            retried(lambda: producer.abort_transaction(T))
+                and retried(lambda t=producer: t.commit_transaction(T))):
+            if not retried(lambda t=producer: t.abort_transaction(T), fatal_ok=True):
+                # librdkafka 2.x counts an AddPartitionsToTxn that failed (the coordinator moving)
+                # as maybe registered and sends EndTxn for a transaction the coordinator never saw
+                # start: INVALID_TXN_STATE, fatal (docs/cluster.md). What an application does with
+                # a fatal error: a new producer, which fences the old one.
+                producer = new_producer()
             rewind()
             continue
         done = batch[-1].offset() + 1
@@ -230,3 +241,4 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
     (committed,) = check.committed([TopicPartition(source, 0)], timeout=T)
     check.close()
     assert committed.offset == RECORDS
+
