@@ -82,8 +82,10 @@ class ReplicaFetcherManager:
             return
         fetcher_key = (leader_id, self._fetcher_id(key))
         fetcher = self._fetchers.get(fetcher_key)
-        if fetcher is not None and fetcher.address != address:
-            fetcher.stop()  # the leader moved to another address: a new connection
+        if fetcher is not None and (fetcher.address != address or fetcher.finished):
+            # The leader moved to another address: a new connection. Or the fetcher ended, its
+            # last partition gone (a fenced leader epoch waits for the next LeaderAndIsr): a new one.
+            fetcher.stop()
             fetcher = None
         if fetcher is None:
             fetcher = ReplicaFetcher(leader_id, fetcher_key[1], address, self._replicas, self._config)
@@ -115,11 +117,18 @@ class ReplicaFetcher:
         self._config = config
         self._client_id = f"broker-{replicas.local_id}-fetcher-{fetcher_id}"
         self._cancel_scope = trio.CancelScope()
+        self.finished = False  # run returned: partitions added now would never be fetched
 
     def stop(self) -> None:
         self._cancel_scope.cancel()
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            self.finished = True
+
+    async def _run(self) -> None:
         backoff = self._config.get("replica.fetch.backoff.ms") / 1000
         with self._cancel_scope:
             while self.partitions:

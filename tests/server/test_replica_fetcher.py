@@ -1,6 +1,11 @@
-"""Where a follower truncates after OffsetsForLeaderEpoch (KIP-101, KIP-279)."""
+"""Where a follower truncates after OffsetsForLeaderEpoch (KIP-101, KIP-279); the fetchers a
+follower runs per leader."""
 
-from samsa.server.replica_fetcher import truncation_offset
+from types import SimpleNamespace
+
+import trio
+
+from samsa.server.replica_fetcher import ReplicaFetcherManager, truncation_offset
 
 
 def test_agreed_epoch_keeps_what_both_have():
@@ -22,3 +27,19 @@ def test_a_leader_without_the_epoch_leaves_the_committed_records():
 
 def test_a_follower_without_epochs_there_trusts_the_leaders_end():
     assert truncation_offset(2, 7, (-1, -1), log_end_offset=25, high_watermark=3) == (7, True)
+
+
+def test_a_fetcher_left_without_partitions_is_replaced_when_one_comes():
+    """A fenced leader epoch drops a partition from its fetcher, which ends once it has none; a
+    partition later followed from the same leader gets a running fetcher, not that one."""
+    started = []
+    config = SimpleNamespace(get={"num.replica.fetchers": 1, "replica.fetch.backoff.ms": 1000}.get)
+    manager = ReplicaFetcherManager(SimpleNamespace(get=lambda topic, index: SimpleNamespace(leader_epoch=3),
+                                                    local_id=2), config)
+    manager.nursery = SimpleNamespace(start_soon=lambda run: started.append(run.__self__))
+    manager.add_partition(("t", 0), 0, ("127.0.0.1", 9092))
+    (first,) = started
+    first.partitions.clear()  # as ReplicaFetcher._partition_error does for FENCED_LEADER_EPOCH
+    trio.run(first.run)  # nothing to fetch: it ends
+    manager.add_partition(("u", 0), 0, ("127.0.0.1", 9092))
+    assert len(started) == 2 and ("u", 0) in started[1].partitions and not first.partitions
