@@ -861,6 +861,10 @@ class Log:
                 f"Cannot truncate partition {self.name} to a negative offset ({target_offset}).")
         with self._segment_files_lock, self._lock, self._io("truncating"):
             if target_offset >= self._next_offset:
+                # Nothing to cut, but an epoch entry at the log end goes (Kafka's UnifiedLog.truncateTo):
+                # a leader that took an epoch and appended nothing before the next leader came would
+                # otherwise keep it, and as a follower claim it as its last fetched epoch for ever.
+                self.leader_epoch_cache.truncate_from_end(self._next_offset)
                 return False
             if self._segments.base_offsets[0] > target_offset:
                 self.truncate_fully_and_start_at(target_offset)

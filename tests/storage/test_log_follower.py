@@ -79,3 +79,14 @@ def test_truncation_to_where_the_epochs_diverge(tmp_path, clock):
     assert [h.partition_leader_epoch for h, _ in batches(old)] == [1, 2]
     assert segment_bytes(old) == segment_bytes(new)
     assert old.leader_epoch_cache.entries == [(1, 0), (2, 2)]
+
+
+def test_a_leader_epoch_that_wrote_nothing_goes_when_the_log_needs_no_truncation(tmp_path, clock):
+    """A leader that took epoch 2 and appended nothing before another leader came: truncating it to
+    its log end cuts no record but drops the epoch (Kafka's UnifiedLog.truncateTo), else as a
+    follower it would name epoch 2 as its last fetched one and be told it diverges, for ever."""
+    log_ = open_log(tmp_path, clock, "t-0")
+    log_.append_as_leader(make_batch([1, 2]), leader_epoch=1)
+    log_.leader_epoch_cache.assign(2, log_.log_end_offset)
+    assert not log_.truncate_to(log_.log_end_offset)
+    assert log_.leader_epoch_cache.entries == [(1, 0)] and log_.log_end_offset == 2
