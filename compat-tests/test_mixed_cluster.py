@@ -1,0 +1,217 @@
+"""Issue 13's mixed cluster, checked with Kafka's own tools: one ZooKeeper, two Samsa brokers (one
+of them the controller) and a Kafka 3.9 broker started after Samsa won /controller, shared by the
+module's tests.
+
+* Kafka 3.9.2's kafka-topics --describe shows the leaders and ISRs ZooKeeper has,
+  kafka-leader-election --election-type preferred gives the preferred replicas their leadership
+  back, kafka-reassign-partitions --execute then --verify moves a partition from a Samsa broker to
+  Kafka and completes (the outcomes read in ZooKeeper, not only the exit codes).
+* A Kafka leader killed with kill -9 under an idempotent acks=all producer loses no acknowledged
+  record (compat-tests/history.py): a Samsa broker takes over, the same Kafka broker started again
+  rejoins every ISR, and a preferred election hands it its leadership back."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from compat_util import wait_for
+from history import History
+from kafka_oracle import JVM_OPTS, class_path, java
+from test_cluster_failover import PARTITIONS, Reader, Writer, read_whole_log
+from test_zookeeper_cluster import produce_all
+from test_zookeeper_controller import controller_id
+
+from samsa.wire import zk_data
+from samsa.wire.errors import ErrorCode
+
+kazoo_client = pytest.importorskip("kazoo.client")
+pytest.importorskip("confluent_kafka")
+
+T = 30
+CHROOT = "/mixed"
+KAFKA_ID = 0
+SAMSA_IDS = (1, 2)
+BROKER_IDS = (KAFKA_ID, *SAMSA_IDS)
+# ZooKeeper ticks of 500 ms allow 3 s sessions: a killed broker is counted gone 3 s after the kill.
+ZOOKEEPER = {"tickTime": 500}
+SESSION_TIMEOUT_MS = 3000
+# Leadership moves when a test says so, not when the controller's rebalance timer fires.
+CLUSTER_SETTINGS = {"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "auto.leader.rebalance.enable": "false"}
+# Kafka 3.9's scripts run these (bin/kafka-*.sh -> kafka-run-class.sh).
+TOOLS = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+}
+TOOL_JVM_OPTS = [o for o in JVM_OPTS if not o.startswith("-Xmx")] + ["-Xmx256m", "-Xshare:auto"]
+# Kafka 3.9 logs with reload4j: warnings to stderr, stdout keeps what the tool prints.
+TOOLS_LOG4J = """\
+log4j.rootLogger=WARN, err
+log4j.appender.err=org.apache.log4j.ConsoleAppender
+log4j.appender.err.Target=System.err
+log4j.appender.err.layout=org.apache.log4j.PatternLayout
+log4j.appender.err.layout.ConversionPattern=%p %m (%c)%n
+"""
+
+
+class MixedCluster:
+    def __init__(self, pool, work_dir: Path) -> None:
+        zk = pool.zookeeper(ZOOKEEPER)
+        self.connect = zk.connect + CHROOT
+        self.samsa = {i: pool({"zookeeper.connect": self.connect, "broker.id": i, **CLUSTER_SETTINGS,
+                               "controlled.shutdown.max.retries": 1}) for i in SAMSA_IDS}
+        self.zk = kazoo_client.KazooClient(hosts=self.connect)
+        self.zk.start(timeout=T)
+        wait_for(lambda: controller_id(self.zk) in SAMSA_IDS, T, what="a Samsa controller")
+        self.kafka = pool.kafka39(self.connect, overrides={"broker.id": KAFKA_ID, **CLUSTER_SETTINGS})
+        self.brokers = {KAFKA_ID: self.kafka, **self.samsa}
+        self.work_dir = work_dir
+        self.log4j = work_dir / "tools-log4j.properties"
+        self.log4j.write_text(TOOLS_LOG4J)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+    def tool(self, tool: str, *args: str) -> str:
+        """Kafka 3.9's tool against the cluster: its stdout, once it exited 0."""
+        cmd = [java(), *TOOL_JVM_OPTS, f"-Dlog4j.configuration=file:{self.log4j}", "-cp", class_path("kafka39"),
+               TOOLS[tool], "--bootstrap-server", self.bootstrap, *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=T * 2, cwd=self.work_dir)
+        assert proc.returncode == 0, f"{tool} {' '.join(args)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+        return proc.stdout
+
+    def state(self, topic: str, partition: int) -> zk_data.PartitionState:
+        return zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0])
+
+    def replicas(self, topic: str) -> dict[int, tuple[int, ...]]:
+        return {p: a.replicas for p, a in zk_data.decode_topic(self.zk.get(zk_data.topic_path(topic))[0]).partitions.items()}
+
+    def wait_full_isrs(self, topic: str) -> None:
+        def whole() -> bool:
+            return all(set(self.state(topic, p).isr) == set(r) for p, r in self.replicas(topic).items())
+        wait_for(whole, T, interval=0.1, what=f"every replica of {topic} in its ISR")
+
+    def create_topic(self, topic: str, assignment: list[list[int]], *config: str) -> None:
+        """kafka-topics --create with a replica assignment: whichever broker the admin client asks."""
+        args = [f"--config={c}" for c in config]
+        self.tool("kafka-topics", "--create", "--topic", topic,
+                  "--replica-assignment", ",".join(":".join(map(str, r)) for r in assignment), *args)
+        wait_for(lambda: self.zk.exists(zk_data.partition_state_path(topic, len(assignment) - 1)), T,
+                 what=f"{topic}'s partition states")
+        self.wait_full_isrs(topic)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from conftest import BrokerPool
+    pool = BrokerPool(tmp_path_factory, "mixed")
+    try:
+        cluster = MixedCluster(pool, tmp_path_factory.mktemp("tools"))
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+    finally:
+        pool.close()
+
+
+# Kafka 3.9's TopicCommand: "\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2,0\tIsr: 1,2,0\t..."
+DESCRIBED = re.compile(r"Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: ([\d,]*)\s+Isr: ([\d,]*)")
+
+
+def described(stdout: str) -> dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]:
+    """{partition: (leader, replicas, isr)} as kafka-topics --describe printed them."""
+    def ids(text: str) -> tuple[int, ...]:
+        return tuple(int(i) for i in text.split(",") if i)
+    return {int(p): (int(leader) if leader != "none" else -1, ids(replicas), ids(isr))
+            for p, leader, replicas, isr in DESCRIBED.findall(stdout)}
+
+
+def in_zookeeper(cluster: MixedCluster, topic: str):
+    states = {p: cluster.state(topic, p) for p in cluster.replicas(topic)}
+    return {p: (s.leader, cluster.replicas(topic)[p], s.isr) for p, s in states.items()}
+
+
+def test_kafka_tools_on_a_mixed_cluster(cluster, topic_name):
+    # An RF 3 topic, each broker the preferred leader of one partition.
+    assignment = [[BROKER_IDS[(p + i) % 3] for i in range(3)] for p in range(3)]
+    cluster.create_topic(topic_name, assignment)
+    shown = described(cluster.tool("kafka-topics", "--describe", "--topic", topic_name))
+    assert shown == in_zookeeper(cluster, topic_name)
+    assert {p: leader for p, (leader, _, _) in shown.items()} == {p: r[0] for p, r in enumerate(assignment)}
+
+    # Samsa broker 1 stopped (its ControlledShutdown moves its leadership away) and started again:
+    # back in the ISR, not the leader of partition 1 until the preferred election.
+    cluster.samsa[1].stop()
+    wait_for(lambda: cluster.state(topic_name, 1).leader not in (1, -1), T, what="partition 1 led by another")
+    cluster.samsa[1].start()
+    cluster.wait_full_isrs(topic_name)
+    assert cluster.state(topic_name, 1).leader != 1
+    cluster.tool("kafka-leader-election", "--election-type", "preferred", "--all-topic-partitions")
+    assert {p: cluster.state(topic_name, p).leader for p in range(3)} == {p: r[0] for p, r in enumerate(assignment)}
+    assert described(cluster.tool("kafka-topics", "--describe", "--topic", topic_name)) == in_zookeeper(cluster, topic_name)
+
+    # A partition moved from Samsa broker 2 to Kafka: --execute, then --verify until complete.
+    moved = topic_name + "-moved"
+    cluster.create_topic(moved, [[2]])
+    assert produce_all(cluster.samsa[2].port, moved, [b"m1", b"m2"]) == (ErrorCode.NONE, 0)
+    plan = cluster.work_dir / f"{moved}.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[%d]}]}' % (moved, KAFKA_ID))
+    cluster.tool("kafka-reassign-partitions", "--execute", "--reassignment-json-file", str(plan))
+    verified = wait_for(lambda: (out := cluster.tool("kafka-reassign-partitions", "--verify",
+                                                     "--reassignment-json-file", str(plan)))
+                        and "is completed" in out and "still in progress" not in out and out, T, interval=0.5,
+                        what="kafka-reassign-partitions --verify: completed")
+    assert f"Reassignment of partition {moved}-0 is completed" in verified
+    assert cluster.replicas(moved) == {0: (KAFKA_ID,)}
+    assert (cluster.state(moved, 0).leader, cluster.state(moved, 0).isr) == (KAFKA_ID, (KAFKA_ID,))
+    wait_for(lambda: not (cluster.samsa[2].data_dir / f"{moved}-0").exists(), T, what="Samsa's replica deleted")
+    assert produce_all(cluster.kafka.port, moved, [b"m3"]) == (ErrorCode.NONE, 2)
+    assert described(cluster.tool("kafka-topics", "--describe", "--topic", moved)) == {0: (KAFKA_ID, (KAFKA_ID,), (KAFKA_ID,))}
+
+
+def test_kafka_leader_killed_loses_no_acknowledged_write(cluster, topic_name):
+    assignment = [[BROKER_IDS[(p + i) % 3] for i in range(3)] for p in range(PARTITIONS)]
+    cluster.create_topic(topic_name, assignment, "min.insync.replicas=2")
+    assert cluster.state(topic_name, 0).leader == KAFKA_ID
+
+    history = History()
+    writer, reader = Writer(cluster.bootstrap, topic_name, history), Reader(cluster.bootstrap, topic_name, history)
+    writer.start()
+    reader.start()
+    try:
+        wait_for(lambda: all(history.acked_count(p) > 20 for p in range(PARTITIONS)), T, what="the first writes")
+        cluster.kafka.kill()
+        killed_at = time.monotonic()
+        wait_for(lambda: cluster.state(topic_name, 0).leader in SAMSA_IDS, T, interval=0.1,
+                 what="a Samsa broker leading partition 0")
+        wait_for(lambda: history.last_ack_after(0, killed_at), T, interval=0.1, what="a write acknowledged by Samsa")
+        resumed_after = time.monotonic() - killed_at
+        # The same broker (its log dir, its id) started again once its old session is gone.
+        wait_for(lambda: not cluster.zk.exists(zk_data.broker_path(KAFKA_ID)), T, what="Kafka's registration gone")
+        cluster.kafka.start()
+        cluster.wait_full_isrs(topic_name)
+        assert cluster.state(topic_name, 0).leader != KAFKA_ID
+        # Leadership back to Kafka, the preferred replica, while the producer writes on.
+        cluster.tool("kafka-leader-election", "--election-type", "preferred", "--topic", topic_name, "--partition", "0")
+        assert cluster.state(topic_name, 0).leader == KAFKA_ID
+        since = time.monotonic()
+        wait_for(lambda: history.last_ack_after(0, since), T, interval=0.1, what="a write acknowledged by Kafka again")
+    finally:
+        writer.finish()
+        reader.finish()
+
+    anomalies = history.check(read_whole_log(cluster.bootstrap, topic_name))
+    counts = history.counts()
+    assert not anomalies, f"{anomalies.summary()} ({counts}, resumed after {resumed_after:.1f} s)"
+    assert counts["acked"] > 0 and counts["failed"] == 0, (counts, history.failed[:5])
+    print(f"resumed {resumed_after:.1f} s after the kill; {counts}")
