@@ -198,10 +198,29 @@ class ZkController:
                 log.info("Starting preferred replica leader election for partitions %s", imbalanced)
                 await self._execute(self.controller.elect_leaders(imbalanced)[1])
             return None
+        if request.kind == "allocate_producer_ids":
+            return await self._allocate_producer_ids(*request.args)
         result = getattr(self.controller, request.kind)(*request.args)
         *answer, actions = result
         await self._execute(actions)
         return tuple(answer)
+
+    async def _allocate_producer_ids(self, broker_id: int, broker_epoch: int):
+        """KafkaController.processAllocateProducerIds: (error, block or None) for a live broker
+        whose epoch is current, the block taken from /latest_producer_id_block."""
+        live = self.controller.ctx.live_brokers.get(broker_id)
+        if live is None:
+            log.warning("Ignoring AllocateProducerIds due to unknown broker %d", broker_id)
+            return ErrorCode.BROKER_ID_NOT_REGISTERED, None
+        if live.epoch != broker_epoch:
+            log.warning("Ignoring AllocateProducerIds due to stale broker epoch %d for broker %d",
+                        broker_epoch, broker_id)
+            return ErrorCode.STALE_BROKER_EPOCH, None
+        try:
+            return ErrorCode.NONE, await self._zk(_new_producer_id_block, broker_id)
+        except ValueError as e:
+            log.error("Failed to allocate producer ids for broker %d: %s", broker_id, e)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, None
 
     # -- election -------------------------------------------------------------------------------
 
@@ -453,6 +472,26 @@ def _delete_paths(zk: KazooClient, epoch_zk_version: int, paths: list[str]) -> N
             zk.delete(path, recursive=True)
         except NoNodeError:
             pass
+
+
+def _new_producer_id_block(zk: KazooClient, broker_id: int) -> zk_data.ProducerIdBlock:
+    """ZkProducerIdManager.getNewProducerIdBlock: the block after the latest one, written at the
+    version read (not checked against the controller epoch, as Kafka's); read again on a conflict."""
+    while True:
+        try:
+            data, stat = zk.get(zk_data.LATEST_PRODUCER_ID_BLOCK)
+        except NoNodeError:
+            data, stat = None, None
+        block = zk_data.next_producer_id_block(zk_data.decode_producer_id_block(data) if data else None, broker_id)
+        encoded = zk_data.encode_producer_id_block(block)
+        try:
+            if stat is None:
+                zk.create(zk_data.LATEST_PRODUCER_ID_BLOCK, encoded)
+            else:
+                zk.set(zk_data.LATEST_PRODUCER_ID_BLOCK, encoded, stat.version)
+            return block
+        except (BadVersionError, NodeExistsError):
+            continue
 
 
 def _remove_zk_reassignments(zk: KazooClient, action: RemoveZkReassignments) -> None:

@@ -43,8 +43,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.BROKER_REGISTRATION: KRAFT,
     ApiKey.BROKER_HEARTBEAT: KRAFT,
     ApiKey.UNREGISTER_BROKER: KRAFT,
-    ApiKey.ALLOCATE_PRODUCER_IDS: "controller to broker producer id blocks (KIP-730); the single broker "
-                                  "allocates its own blocks from its metadata image",
     ApiKey.CONTROLLER_REGISTRATION: KRAFT,
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: CLIENT_METRICS,
     ApiKey.PUSH_TELEMETRY: CLIENT_METRICS,
@@ -82,6 +80,8 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
                                           "elsewhere; v1 (Kafka 4) not served",
+    ApiKey.ALLOCATE_PRODUCER_IDS: "to the controller (Kafka 3.9's brokers ask it), in cluster mode only "
+                                  "(zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
                                          "elsewhere",
 }

@@ -565,6 +565,16 @@ def encode_producer_id_block(b: ProducerIdBlock) -> bytes:
                         "block_end": str(b.last_producer_id)})
 
 
+def next_producer_id_block(latest: ProducerIdBlock | None, broker_id: int, size: int = 1000) -> ProducerIdBlock:
+    """The block after `latest` (None: the znode is empty, the first block starts at 0), as Kafka's
+    ZkProducerIdManager.getNewProducerIdBlock; ValueError once the ids are exhausted."""
+    if latest is None:
+        return ProducerIdBlock(broker_id, 0, size)
+    if latest.last_producer_id > 2**63 - 1 - size:
+        raise ValueError("Have exhausted all producerIds.")
+    return ProducerIdBlock(broker_id, latest.last_producer_id + 1, size)
+
+
 def decode_producer_id_block(data: bytes | None) -> ProducerIdBlock:
     js = _object(data, "the producer id block")
     start, end = int(js["block_start"]), int(js["block_end"])

@@ -44,6 +44,7 @@ MODULES = (
     "describe_transactions", "list_transactions", "describe_producers", "offset_for_leader_epoch",
     "update_metadata", "leader_and_isr", "stop_replica", "alter_partition", "controlled_shutdown",
     "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
+    "allocate_producer_ids",
 )
 
 

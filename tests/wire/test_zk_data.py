@@ -126,6 +126,10 @@ def test_admin_notification_and_producer_id_znodes_round_trip():
     block = z.ProducerIdBlock(2, 1000, 1000)
     assert z.encode_producer_id_block(block) == b'{"version":1,"broker":2,"block_start":"1000","block_end":"1999"}'
     assert z.decode_producer_id_block(z.encode_producer_id_block(block)) == block
+    assert z.next_producer_id_block(None, 1) == z.ProducerIdBlock(1, 0, 1000)
+    assert z.next_producer_id_block(block, 0) == z.ProducerIdBlock(0, 2000, 1000)
+    with pytest.raises(ValueError, match="exhausted"):
+        z.next_producer_id_block(z.ProducerIdBlock(0, 2**63 - 1500, 1000), 0)
 
 
 def test_acl_znodes_are_kafkas():
