@@ -32,10 +32,12 @@ from wire_client import WireClient
 
 from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
 
 kazoo_client = pytest.importorskip("kazoo.client")
 pytest.importorskip("confluent_kafka")
 
+InitProducerId = request_class(ApiKey.INIT_PRODUCER_ID)
 T = 30
 CHROOT = "/mixed"
 KAFKA_ID = 0
@@ -93,6 +95,9 @@ class MixedCluster:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=T * 2, cwd=self.work_dir)
         assert proc.returncode == 0, f"{tool} {' '.join(args)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
         return proc.stdout
+
+    def controller_epoch(self) -> int:
+        return zk_data.decode_controller_epoch(self.zk.get(zk_data.CONTROLLER_EPOCH)[0])
 
     def state(self, topic: str, partition: int) -> zk_data.PartitionState:
         return zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0])
@@ -153,6 +158,7 @@ def in_zookeeper(cluster: MixedCluster, topic: str):
 def test_kafka_tools_on_a_mixed_cluster(cluster, topic_name):
     # An RF 3 topic, each broker the preferred leader of one partition: kafka-topics shows what
     # ZooKeeper has (kafka-leader-election: test_kafka_leader_killed_loses_no_acknowledged_write).
+    epoch = cluster.controller_epoch()
     assignment = [[BROKER_IDS[(p + i) % 3] for i in range(3)] for p in range(3)]
     cluster.create_topic(topic_name, assignment)
     shown = described(cluster.tool("kafka-topics", "--describe", "--topic", topic_name))
@@ -176,6 +182,21 @@ def test_kafka_tools_on_a_mixed_cluster(cluster, topic_name):
     wait_for(lambda: not (cluster.samsa[2].data_dir / f"{moved}-0").exists(), T, what="Samsa's replica deleted")
     assert produce_all(cluster.kafka.port, moved, [b"m3"]) == (ErrorCode.NONE, 2)
     assert described(cluster.tool("kafka-topics", "--describe", "--topic", moved)) == {0: (KAFKA_ID, (KAFKA_ID,), (KAFKA_ID,))}
+    # The tools' requests (ListPartitionReassignments among them) never made the controller resign.
+    assert cluster.controller_epoch() == epoch
+
+
+def test_producer_ids_are_the_clusters(cluster):
+    """Idempotent producers' ids come from /latest_producer_id_block through whichever broker they
+    ask (Kafka's by AllocateProducerIds to the Samsa controller): never the same id twice."""
+    request = InitProducerId(transactional_id=None, transaction_timeout_ms=-1, producer_id=-1, producer_epoch=-1)
+    ids = []
+    for broker in [*cluster.brokers.values(), *cluster.brokers.values()]:
+        with WireClient(HOST, broker.port) as wire:
+            answer = wait_for(lambda wire=wire: (a := wire.call(request, 4)).error_code == ErrorCode.NONE and a, T,
+                              interval=0.2, what=f"InitProducerId through {broker.kind}")
+        ids.append(answer.producer_id)
+    assert len(set(ids)) == len(ids), ids
 
 
 def test_kafka_leader_killed_loses_no_acknowledged_write(cluster, topic_name):

@@ -374,12 +374,12 @@ class KafkaZkClient:
         await self._run(create)
     async def new_producer_id_block(self, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
         """The next block of producer ids, taken in `/latest_producer_id_block` (ZkProducerIdManager)."""
-        return await self._run(_take_producer_id_block, broker_id, size)
+        return await self._run(new_producer_id_block, broker_id, size)
 
     def new_producer_id_block_blocking(self, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
         """The same, blocking the caller until ZooKeeper answers."""
         assert self._zk is not None, "not started"
-        return _take_producer_id_block(self._zk, broker_id, size)
+        return new_producer_id_block(self._zk, broker_id, size)
 
     async def _get(self, path: str):
         def get(zk: KazooClient):
@@ -388,30 +388,6 @@ class KafkaZkClient:
             except NoNodeError:
                 return None
         return await self._run(get)
-
-
-def _take_producer_id_block(zk: KazooClient, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
-    """Kafka's ZkProducerIdManager.getNewProducerIdBlock: the block after the one in the znode (the
-    first from 0), written only if the znode is still at the version read (another broker, Kafka's
-    included, may take a block meanwhile: read again and retry)."""
-    path = zk_data.LATEST_PRODUCER_ID_BLOCK
-    while True:
-        try:
-            data, stat = zk.get(path)
-        except NoNodeError:
-            _create_recursive(zk, path, None, throw_if_path_exists=False)
-            continue
-        first = 0 if not data else zk_data.decode_producer_id_block(data).last_producer_id + 1
-        if first > (1 << 63) - 1 - size:
-            raise RuntimeError("Have exhausted all producerIds.")
-        block = zk_data.ProducerIdBlock(broker_id, first, size)
-        try:
-            zk.set(path, zk_data.encode_producer_id_block(block), version=stat.version)
-        except BadVersionError:
-            log.debug("Producer id block taken by another broker meanwhile; retrying")
-            continue
-        log.info("Acquired new producerId block %s by writing to Zk with path version %d", block, stat.version + 1)
-        return block
 
 
 def _rolled_back(error: Exception) -> bool:
@@ -471,3 +447,27 @@ def _try_clean_quota_nodes(zk: KazooClient, entity_type: str, name: str, is_user
 def _stop(zk: KazooClient) -> None:
     zk.stop()
     zk.close()
+
+
+def new_producer_id_block(zk: KazooClient, broker_id: int, size: int = 1000) -> zk_data.ProducerIdBlock:
+    """ZkProducerIdManager.getNewProducerIdBlock: the block after the latest one, written at the
+    version read (not checked against the controller epoch, as Kafka's); read again on a conflict.
+    The controller takes blocks for Kafka 3.9 brokers (AllocateProducerIds), a Samsa broker its own."""
+    while True:
+        try:
+            data, stat = zk.get(zk_data.LATEST_PRODUCER_ID_BLOCK)
+        except NoNodeError:
+            data, stat = None, None
+        block = zk_data.next_producer_id_block(zk_data.decode_producer_id_block(data) if data else None, broker_id,
+                                               size)
+        encoded = zk_data.encode_producer_id_block(block)
+        try:
+            if stat is None:
+                zk.create(zk_data.LATEST_PRODUCER_ID_BLOCK, encoded)
+            else:
+                zk.set(zk_data.LATEST_PRODUCER_ID_BLOCK, encoded, stat.version)
+        except (BadVersionError, NodeExistsError):
+            log.debug("Producer id block taken by another broker meanwhile; retrying")
+            continue
+        log.info("Acquired new producerId block %s by writing to Zk", block)
+        return block

@@ -37,7 +37,7 @@ from ..wire import zk_data
 from ..wire.errors import ErrorCode
 from .clock import wall_clock_ms
 from .controller_channel import ControllerChannelManager
-from .zk_client import _create_recursive
+from .zk_client import _create_recursive, new_producer_id_block
 
 log = logging.getLogger("samsa.controller")
 RETRY_BACKOFF_S = 1.0
@@ -217,7 +217,7 @@ class ZkController:
                         broker_epoch, broker_id)
             return ErrorCode.STALE_BROKER_EPOCH, None
         try:
-            return ErrorCode.NONE, await self._zk(_new_producer_id_block, broker_id)
+            return ErrorCode.NONE, await self._zk(new_producer_id_block, broker_id)
         except ValueError as e:
             log.error("Failed to allocate producer ids for broker %d: %s", broker_id, e)
             return ErrorCode.UNKNOWN_SERVER_ERROR, None
@@ -472,26 +472,6 @@ def _delete_paths(zk: KazooClient, epoch_zk_version: int, paths: list[str]) -> N
             zk.delete(path, recursive=True)
         except NoNodeError:
             pass
-
-
-def _new_producer_id_block(zk: KazooClient, broker_id: int) -> zk_data.ProducerIdBlock:
-    """ZkProducerIdManager.getNewProducerIdBlock: the block after the latest one, written at the
-    version read (not checked against the controller epoch, as Kafka's); read again on a conflict."""
-    while True:
-        try:
-            data, stat = zk.get(zk_data.LATEST_PRODUCER_ID_BLOCK)
-        except NoNodeError:
-            data, stat = None, None
-        block = zk_data.next_producer_id_block(zk_data.decode_producer_id_block(data) if data else None, broker_id)
-        encoded = zk_data.encode_producer_id_block(block)
-        try:
-            if stat is None:
-                zk.create(zk_data.LATEST_PRODUCER_ID_BLOCK, encoded)
-            else:
-                zk.set(zk_data.LATEST_PRODUCER_ID_BLOCK, encoded, stat.version)
-            return block
-        except (BadVersionError, NodeExistsError):
-            continue
 
 
 def _remove_zk_reassignments(zk: KazooClient, action: RemoveZkReassignments) -> None:

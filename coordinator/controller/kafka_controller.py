@@ -346,12 +346,14 @@ class KafkaController:
             actions.insert(0, RemoveZkReassignments(tuple(refused), ctx.epoch_zk_version))
         return actions
 
-    def list_reassignments(self, partitions: Iterable[TopicPartition] | None) -> dict[TopicPartition, ReplicaAssignment]:
-        """processListPartitionReassignments."""
+    def list_reassignments(self, partitions: Iterable[TopicPartition] | None
+                           ) -> tuple[dict[TopicPartition, ReplicaAssignment], list]:
+        """processListPartitionReassignments: the ongoing reassignments, and no actions (the
+        shell runs every request as answer..., actions)."""
         ctx = self.ctx
         chosen = sorted(ctx.reassigning) if partitions is None else partitions
         return {tp: ctx.assignments[tp] for tp in chosen if tp in ctx.assignments
-                and _being_reassigned(ctx.assignments[tp])}
+                and _being_reassigned(ctx.assignments[tp])}, []
 
     def all_partitions(self) -> list[TopicPartition]:
         return sorted(tp for tp in self.ctx.assignments if tp[0] not in self.ctx.topics_to_delete)

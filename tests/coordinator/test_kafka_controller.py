@@ -237,7 +237,8 @@ def test_reassignment_adds_then_removes_replicas():
     assert of(actions, UpdatePartitionStates)[0].states[("t", 0)] == PartitionState(1, 1, (1, 2), 5, zk_version=1)
     new_to_3 = [p for a in of(actions, SendLeaderAndIsr) if a.broker_id == 3 for p in a.partitions]
     assert new_to_3[0].is_new and new_to_3[0].adding_replicas == (3,)
-    assert controller.list_reassignments(None) == {("t", 0): ReplicaAssignment((3, 2, 1), (3,), (1,))}
+    assert controller.list_reassignments(None) == ({("t", 0): ReplicaAssignment((3, 2, 1), (3,), (1,))}, [])
+    assert controller.list_reassignments([("t", 0), ("t", 9)]) == controller.list_reassignments(None)
     # 3 caught up: the leader's AlterPartition completes the reassignment.
     _, _, actions = controller.alter_partition(1, 101, [AlterPartitionItem("t", 0, 1, (1, 2, 3), 0, 1)], 2)
     states = [a.states[("t", 0)] for a in of(actions, UpdatePartitionStates)]
@@ -247,6 +248,6 @@ def test_reassignment_adds_then_removes_replicas():
     stops = of(actions, SendStopReplica)
     assert [(s.broker_id, s.partitions[0].delete) for s in stops] == [(1, True)]
     assert of(actions, RemoveZkReassignments)
-    assert controller.list_reassignments(None) == {}
+    assert controller.list_reassignments(None) == ({}, [])
     assert controller.reassign({("t", 0): None})[0][("t", 0)][0] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
     assert controller.reassign({("t", 0): (3, 9)})[0][("t", 0)][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT

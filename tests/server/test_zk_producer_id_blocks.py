@@ -1,5 +1,6 @@
-"""The controller's producer id blocks (server/zk_controller.py, Kafka's
-ZkProducerIdManager.getNewProducerIdBlock) against a ZooKeeper stand-in: the first block starts at
+"""Producer id blocks from /latest_producer_id_block (server/zk_client.py, Kafka's
+ZkProducerIdManager.getNewProducerIdBlock), which the controller hands Kafka brokers and a Samsa
+broker takes for itself, against a ZooKeeper stand-in: the first block starts at
 0 (the znode empty), each next one after the latest, and a write another broker beat is read again."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from types import SimpleNamespace
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from samsa.server.zk_controller import _new_producer_id_block
+from samsa.server.zk_client import new_producer_id_block
 from samsa.wire import zk_data
 
 
@@ -37,13 +38,13 @@ class BlockZnode:
 
 def test_blocks_follow_the_latest_one():
     znode = BlockZnode(b"")  # created empty at startup, as Kafka's persistent paths
-    assert _new_producer_id_block(znode, 1) == zk_data.ProducerIdBlock(1, 0, 1000)
-    assert _new_producer_id_block(znode, 0) == zk_data.ProducerIdBlock(0, 1000, 1000)
+    assert new_producer_id_block(znode, 1) == zk_data.ProducerIdBlock(1, 0, 1000)
+    assert new_producer_id_block(znode, 0) == zk_data.ProducerIdBlock(0, 1000, 1000)
     assert zk_data.decode_producer_id_block(znode.data) == zk_data.ProducerIdBlock(0, 1000, 1000)
-    assert _new_producer_id_block(BlockZnode(None), 2) == zk_data.ProducerIdBlock(2, 0, 1000)
+    assert new_producer_id_block(BlockZnode(None), 2) == zk_data.ProducerIdBlock(2, 0, 1000)
 
 
 def test_a_block_another_broker_took_meanwhile_is_skipped():
     theirs = zk_data.encode_producer_id_block(zk_data.ProducerIdBlock(7, 1000, 1000))
     znode = BlockZnode(zk_data.encode_producer_id_block(zk_data.ProducerIdBlock(7, 0, 1000)), racing=[theirs])
-    assert _new_producer_id_block(znode, 1) == zk_data.ProducerIdBlock(1, 2000, 1000)
+    assert new_producer_id_block(znode, 1) == zk_data.ProducerIdBlock(1, 2000, 1000)
