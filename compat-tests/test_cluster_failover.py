@@ -169,6 +169,14 @@ def read_whole_log(bootstrap: str, topic: str) -> dict[int, list[tuple[int, byte
         reader.close()
 
 
+def assert_nothing_lost(history: History, bootstrap: str, topic: str, note: str) -> None:
+    """Every acknowledged record read back exactly once and in order, no write failed."""
+    anomalies = history.check(read_whole_log(bootstrap, topic))
+    counts = history.counts()
+    assert not anomalies, f"{anomalies.summary()} ({counts}, {note})"
+    assert counts["acked"] > 0 and counts["failed"] == 0, (counts, history.failed[:5])
+
+
 # Why a restarted broker may exit at once, to be started again (as a service manager would): its
 # killed predecessor's ZooKeeper session has not expired yet (the id is taken), or a client
 # reconnecting to its port (in the ephemeral range) holds it a moment (a TCP self-connection).
@@ -276,10 +284,7 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         writer.finish()
         reader.finish()
 
-        anomalies = history.check(read_whole_log(cluster.bootstrap, topic_name))
-        counts = history.counts()
-        assert not anomalies, f"{anomalies.summary()} ({counts}, resumed after {resumed_after} s)"
-        assert counts["acked"] > 0 and counts["failed"] == 0, (counts, history.failed[:5])
+        assert_nothing_lost(history, cluster.bootstrap, topic_name, f"resumed after {resumed_after} s")
     finally:
         cluster.close()
 

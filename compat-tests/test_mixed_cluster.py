@@ -24,7 +24,7 @@ import pytest
 from compat_util import wait_for
 from history import History
 from kafka_oracle import JVM_OPTS, class_path, java
-from test_cluster_failover import PARTITIONS, Reader, Writer, read_whole_log
+from test_cluster_failover import PARTITIONS, Reader, Writer, assert_nothing_lost
 from test_zookeeper_cluster import produce_all
 from server_process import HOST
 from test_zookeeper_controller import CreateTopics, controller_id
@@ -230,8 +230,4 @@ def test_kafka_leader_killed_loses_no_acknowledged_write(cluster, topic_name):
         writer.finish()
         reader.finish()
 
-    anomalies = history.check(read_whole_log(cluster.bootstrap, topic_name))
-    counts = history.counts()
-    assert not anomalies, f"{anomalies.summary()} ({counts}, resumed after {resumed_after:.1f} s)"
-    assert counts["acked"] > 0 and counts["failed"] == 0, (counts, history.failed[:5])
-    print(f"resumed {resumed_after:.1f} s after the kill; {counts}")
+    assert_nothing_lost(history, cluster.bootstrap, topic_name, f"resumed {resumed_after:.1f} s after the kill")
