@@ -161,8 +161,10 @@ def test_a_zombie_producer_is_fenced(broker, topic_name):
 # single broker killed over and over hits that every few kills. Without re-bootstrap the client
 # just reconnects to it.
 NO_REBOOTSTRAP = {"metadata.recovery.strategy": "none"}
+# _TIMED_OUT: on a loaded machine a restarted Kafka may take longer than the request's timeout to
+# load its coordinator partitions; librdkafka then gives up on the lookup itself.
 COORDINATOR_NOT_READY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                         KafkaError.COORDINATOR_NOT_AVAILABLE}
+                         KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT}
 
 
 class Processor:
