@@ -21,6 +21,7 @@ from enum import IntEnum
 from typing import TypeAlias
 
 from samsa.server.authorizer import AUTHORIZER_CLASS_NAMES, AUTHORIZER_CONFIGS
+from samsa.server.replica_selector import replica_selector
 from samsa.server.broker_config_defs import BROKER_CONFIGS, BrokerConfigDef
 from samsa.server.consumer_groups import ConsumerGroupConfigError, consumer_group_config
 from samsa.storage.errors import InvalidConfigurationException
@@ -592,6 +593,10 @@ class KafkaConfig:
         self.inter_broker_listener_name: str = self._inter_broker_listener_name()
         self.authorizer_enabled: bool = self._authorizer_enabled()
         self.super_users: frozenset[str] = self._super_users()
+        try:  # Kafka's ReplicaManager loads the class at startup
+            self.replica_selector = replica_selector(self._str("replica.selector.class"))
+        except ValueError as e:
+            raise ConfigError("replica.selector.class", str(e)) from None
         self._log_config = self._topic_defaults()
         try:
             consumer_group_config(self.get)

@@ -125,6 +125,17 @@ class Partition:
             return ErrorCode.NONE
         return ErrorCode.FENCED_LEADER_EPOCH if requested < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
 
+    def check_replica(self, requested_epoch: int = -1, require_leader: bool = True) -> int:
+        """Kafka's localLogWithEpochOrThrow: the epoch first, then the role; without
+        `require_leader` (a consumer reading from a follower, KIP-392) any replica hosting the
+        partition serves (not one StopReplica stopped)."""
+        if require_leader:
+            return self.check_leader(requested_epoch)
+        code = self.check_leader_epoch(requested_epoch)
+        if code == ErrorCode.NONE and (self.leader_id == NO_LEADER or self.local_id not in self.replicas):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return code
+
     def check_leader(self, requested_epoch: int = -1) -> int:
         """Kafka's localLogWithEpochOrThrow(requireLeader=true): the epoch first, then the role."""
         code = self.check_leader_epoch(requested_epoch)
@@ -279,10 +290,11 @@ class Partition:
         which this replica's follow within what it holds."""
         log_ = self.log
         info = log_.append_as_follower(records) if records is not None and len(records) > 0 else None
+        high_watermark = log_.high_watermark
         log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
         log_.follow_leader_log_start_offset(leader_log_start_offset)
-        if info is not None:
-            self.wake()  # what waits on this replica's log (KIP-392 reads from followers, tests)
+        if info is not None or log_.high_watermark != high_watermark:
+            self.wake()  # what waits on this replica's log: consumers reading from it (KIP-392), tests
         return info
 
     def park(self, event: trio.Event) -> None:

@@ -6,8 +6,12 @@ A follower's fetch (replica id set) reads up to the log end offset, not the high
 asks for tells the leader its log end offset (Partition.follower_fetched: the ISR and the high
 watermark may move); a last_fetched_epoch (v12+) the leader's log does not end the same way gets a
 diverging_epoch instead of records (Kafka's Partition.fetchRecords).
-Deviations: v0-3 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); only the leader is
-read (preferred_read_replica always -1: no KIP-392 yet).
+Fetch from the closest replica (KIP-392, server/replica_selector.py): from v11 a consumer may read
+any replica of the partition, a follower up to its high watermark (the leader's, as its fetches
+brought it); with `replica.selector.class` set the leader answers a consumer's fetch with a
+`preferred_read_replica` and no records, and the consumer goes there. Before v11 only the leader is
+read.
+Deviations: v0-3 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from ..authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
 from ..clock import loop_time, wall_clock_ms
 from ..fetch_session import INVALID_SESSION_ID, CachedPartition, FetchContext
 from ..replica_manager import READ_COMMITTED
+from ..replica_selector import preferred_read_replica
 from ..throttle import fetch_max_bytes, not_request_time, record_fetch
 from . import handler
 
@@ -102,18 +107,51 @@ def diverging_epoch(log_, last_fetched_epoch: int, fetch_offset: int):
     return None
 
 
+def client_rack(ctx, request, follower: FollowerFetch | None) -> str | None:
+    """A consumer's rack from v11 on ('' for none: Kafka's ClientMetadata), None for a follower or
+    an older consumer, which read the leader only (Kafka's FetchParams.fetchOnlyLeader)."""
+    return request.rack_id if ctx.api_version >= 11 and follower is None else None
+
+
+def preferred_replica(ctx, partition, rack: str, fetch_offset: int) -> int | None:
+    """The replica a consumer in `rack` should read from, if this broker leads the partition and
+    a replica selector says another one (Kafka's ReplicaManager.findPreferredReadReplica)."""
+    selector = ctx.services.config.replica_selector
+    cache = ctx.services.zk_metadata  # the brokers' racks: only in a cluster
+    leader_state = partition.leader_state
+    if (selector is None or cache is None or not partition.is_leader or leader_state is None
+            or not leader_state.replicated):
+        return None
+    listener = ctx.listener
+
+    def rack_of(node_id: int) -> str | None:
+        node = cache.alive_node(node_id, listener)
+        return None if node is None else node.rack
+
+    return preferred_read_replica(selector, rack, fetch_offset, wall_clock_ms(), partition.local_id,
+                                  partition.log.log_end_offset, leader_state.isr, leader_state.followers.values(),
+                                  rack_of)
+
+
 def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: bool, isolation: int,
-                   follower: FollowerFetch | None = None):
-    """PartitionData for one partition (records possibly a file range) and the bytes it carries."""
+                   follower: FollowerFetch | None = None, rack: str | None = None):
+    """PartitionData for one partition (records possibly a file range) and the bytes it carries.
+    `rack`: a consumer's (v11+), which may read a follower or be sent to one."""
     replica_manager = ctx.services.replica_manager
     partition = replica_manager.get(p.topic, p.partition)
     if partition is None:
         return error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
-    epoch_error = partition.check_leader(p.current_leader_epoch)
+    epoch_error = partition.check_replica(p.current_leader_epoch, require_leader=rack is None)
     if epoch_error != ErrorCode.NONE:
         return read_error_data(p.partition, epoch_error), 0
     log_ = partition.log
     read_committed = isolation == READ_COMMITTED
+    preferred = None if rack is None else preferred_replica(ctx, partition, rack, p.fetch_offset)
+    if preferred is not None:  # the consumer is sent there: no records (Kafka skips the read)
+        return PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE,
+                             high_watermark=log_.high_watermark, last_stable_offset=partition.last_stable_offset,
+                             log_start_offset=log_.log_start_offset, aborted_transactions=None,
+                             preferred_read_replica=preferred, records=b""), 0
     if follower is not None:
         diverging = diverging_epoch(log_, follower.last_fetched_epochs.get((p.topic, p.partition), -1),
                                     p.fetch_offset)
@@ -192,7 +230,7 @@ def unreadable_topics(ctx, request, context) -> frozenset[str]:
 
 
 def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str],
-             follower: FollowerFetch | None = None):
+             follower: FollowerFetch | None = None, rack: str | None = None):
     """One pass over the session's partitions: [(cached partition, data)], bytes read."""
     remaining = max_bytes
     results = []
@@ -203,7 +241,7 @@ def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset
             continue
         limit = min(p.max_bytes, remaining)
         data, size = read_partition(ctx, p, limit, min_one_message=total == 0, isolation=isolation,
-                                    follower=follower)
+                                    follower=follower, rack=rack)
         results.append((p, data))
         total += size
         remaining = max(0, remaining - size)
@@ -232,10 +270,12 @@ async def handle(ctx, request):
     deadline = loop_time() + max(request.max_wait_ms, 0) / 1000
     unreadable = unreadable_topics(ctx, request, context)
     follower = follower_fetch(ctx, request)
+    rack = client_rack(ctx, request, follower)
     while True:
-        results, total = read_all(ctx, context, max_bytes, isolation, unreadable, follower)
-        errors = any(data.error_code != ErrorCode.NONE for _, data in results)
-        if total >= min_bytes or errors or not results or loop_time() >= deadline:
+        results, total = read_all(ctx, context, max_bytes, isolation, unreadable, follower, rack)
+        # An error or a preferred read replica is answered at once (Kafka's fetchMessages).
+        settled = any(data.error_code != ErrorCode.NONE or data.preferred_read_replica >= 0 for _, data in results)
+        if total >= min_bytes or settled or not results or loop_time() >= deadline:
             break
         wake = trio.Event()
         parked = [services.replica_manager.get(p.topic, p.partition) for p in context.partitions]
@@ -273,6 +313,7 @@ def build_response(ctx, context, results, unknown_ids):
     for p, data in results:
         changed = p.needs_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
                                    carries_records(data.records), data.error_code)
+        changed = changed or data.preferred_read_replica >= 0  # as Kafka's maybeUpdateResponseData
         if context.incremental and not changed:
             continue
         entry = by_topic.get(p.topic)

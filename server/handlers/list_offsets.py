@@ -26,6 +26,7 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 NO_TIMESTAMP = -1
+DEBUGGING_REPLICA_ID = -2  # ListOffsetsRequest.DEBUGGING_REPLICA_ID: may read a follower
 
 
 def error(index: int, code: int):
@@ -75,7 +76,10 @@ async def handle(ctx, request):
             if partition is None:
                 parts.append(error(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
-            epoch_error = partition.check_leader_epoch(p.current_leader_epoch) if version >= 4 else ErrorCode.NONE
+            # Only the leader answers (a follower's high watermark may lag: KIP-392 keeps ListOffsets
+            # on the leader), except for the debugging replica id, as Kafka's fetchOnlyFromLeader.
+            epoch_error = partition.check_replica(p.current_leader_epoch if version >= 4 else -1,
+                                                  require_leader=request.replica_id != DEBUGGING_REPLICA_ID)
             if epoch_error != ErrorCode.NONE:
                 parts.append(error(p.partition_index, epoch_error))
                 continue
