@@ -12,7 +12,7 @@ import pytest
 from compat_util import wait_for
 from server_process import HOST
 from test_zookeeper_cluster import partition_state, produce_all, zk_reader
-from test_zookeeper_controller import controller_id, create_topic, module_zookeeper, samsa_settings  # noqa: F401
+from test_zookeeper_controller import controller_id, create_topic, samsa_settings
 
 from samsa.wire.errors import ErrorCode
 
@@ -23,8 +23,8 @@ T = 30
 SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 
 
-def test_a_consumer_reads_from_the_follower_in_its_rack(module_zookeeper, kafka39_factory, topic_name):
-    connect = module_zookeeper.connect + "/fetch-from-follower"
+def test_a_consumer_reads_from_the_follower_in_its_rack(kafka39_factory, topic_name):
+    connect = kafka39_factory.zookeeper().connect + "/fetch-from-follower"
     brokers = {i: kafka39_factory({**samsa_settings(connect, i), "broker.rack": rack,
                                    "replica.selector.class": SELECTOR})
                for i, rack in ((1, "r1"), (2, "r2"))}
@@ -61,3 +61,5 @@ def test_a_consumer_reads_from_the_follower_in_its_rack(module_zookeeper, kafka3
         consumer.close()
     assert got == values
     assert fetched_from[-1] == 2  # the follower in the client's rack, not the leader (1)
+    for broker in brokers.values():
+        broker.kill()  # no controlled shutdown to wait for: the test is over
