@@ -128,11 +128,13 @@ class Partition:
     def check_replica(self, requested_epoch: int = -1, require_leader: bool = True) -> int:
         """Kafka's localLogWithEpochOrThrow: the epoch first, then the role; without
         `require_leader` (a consumer reading from a follower, KIP-392) any replica hosting the
-        partition serves (not one StopReplica stopped)."""
+        partition serves: not one StopReplica stopped, nor any while the ZooKeeper session is lost
+        (what this broker holds is unknown to the controller until it registers again)."""
         if require_leader:
             return self.check_leader(requested_epoch)
         code = self.check_leader_epoch(requested_epoch)
-        if code == ErrorCode.NONE and (self.leader_id == NO_LEADER or self.local_id not in self.replicas):
+        if code == ErrorCode.NONE and (self.leader_id == NO_LEADER or self.local_id not in self.replicas
+                                       or self.leadership_suspended):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return code
 
