@@ -103,7 +103,7 @@ class KafkaZkClient:
             root = self._client(self.connect.hosts)
             self._start(root)
             try:
-                _create_recursive(root, self.connect.chroot, None, throw_if_path_exists=False)
+                create_recursive(root, self.connect.chroot, None, throw_if_path_exists=False)
             finally:
                 root.stop()
                 root.close()
@@ -158,7 +158,9 @@ class KafkaZkClient:
             await trio.to_thread.run_sync(_stop, zk)
         self._session_send.close()
 
-    async def _run(self, fn, *args):
+    async def call(self, fn, *args):
+        """`fn(kazoo_client, *args)` on a worker thread: the blocking ZooKeeper calls off the event
+        loop (the controller composes its multi-ops this way)."""
         assert self._zk is not None, "not started"
         return await trio.to_thread.run_sync(fn, self._zk, *args)
 
@@ -168,18 +170,18 @@ class KafkaZkClient:
         """ZkData.PersistentZkPaths, each created without data where missing."""
         def create_all(zk: KazooClient) -> None:
             for path in zk_data.PERSISTENT_ZK_PATHS:
-                _create_recursive(zk, path, None, throw_if_path_exists=False)
-        await self._run(create_all)
+                create_recursive(zk, path, None, throw_if_path_exists=False)
+        await self.call(create_all)
 
     async def create_or_get_cluster_id(self, proposed: str) -> str:
         def create_or_get(zk: KazooClient) -> str:
             try:
-                _create_recursive(zk, zk_data.CLUSTER_ID, zk_data.encode_cluster_id(proposed))
+                create_recursive(zk, zk_data.CLUSTER_ID, zk_data.encode_cluster_id(proposed))
                 return proposed
             except NodeExistsError:
                 data, _ = zk.get(zk_data.CLUSTER_ID)
                 return zk_data.decode_cluster_id(data)
-        return await self._run(create_or_get)
+        return await self.call(create_or_get)
 
     async def get_cluster_id(self) -> str | None:
         data = await self._get(zk_data.CLUSTER_ID)
@@ -192,8 +194,8 @@ class KafkaZkClient:
                 try:
                     return zk.set(zk_data.BROKER_SEQUENCE_ID, b"", -1).version
                 except NoNodeError:
-                    _create_recursive(zk, zk_data.BROKER_SEQUENCE_ID, b"", throw_if_path_exists=False)
-        return await self._run(generate)
+                    create_recursive(zk, zk_data.BROKER_SEQUENCE_ID, b"", throw_if_path_exists=False)
+        return await self.call(generate)
 
     # -- brokers ----------------------------------------------------------------------------------
 
@@ -223,7 +225,7 @@ class KafkaZkClient:
                 raise BrokerIdInUse(
                     f"Error while creating ephemeral at {path}, node already exists and owner "
                     f"'0x{stat.ephemeralOwner:x}' does not match current session '0x{session:x}'")
-        registration = await self._run(register)
+        registration = await self.call(register)
         log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): %d", broker.broker_id,
                  path, ",".join(e.connection_string for e in broker.endpoints), registration.broker_epoch)
         return registration
@@ -242,7 +244,7 @@ class KafkaZkClient:
                     continue
                 found[int(child)] = zk_data.decode_broker(int(child), data)
             return dict(sorted(found.items()))
-        return await self._run(all_brokers)
+        return await self.call(all_brokers)
 
     async def get_controller_id(self) -> int | None:
         data = await self._get(zk_data.CONTROLLER)
@@ -267,9 +269,9 @@ class KafkaZkClient:
             try:
                 zk.set(config_path, config_data)
             except NoNodeError:
-                _create_recursive(zk, config_path, config_data, throw_if_path_exists=False)
-            _create_recursive(zk, zk_data.topic_path(topic), topic_data)
-        await self._run(create)
+                create_recursive(zk, config_path, config_data, throw_if_path_exists=False)
+            create_recursive(zk, zk_data.topic_path(topic), topic_data)
+        await self.call(create)
         log.info("Creating topic %s with configuration %s and initial partition assignment %s", topic, configs,
                  assignment)
 
@@ -280,14 +282,14 @@ class KafkaZkClient:
     async def set_topic_assignment(self, topic: str, assignment: zk_data.TopicAssignment) -> None:
         """KafkaZkClient.setTopicAssignment: the whole znode replaced (any version), its topic id kept."""
         data = zk_data.encode_topic(assignment)
-        await self._run(lambda zk: zk.set(zk_data.topic_path(topic), data))
+        await self.call(lambda zk: zk.set(zk_data.topic_path(topic), data))
 
     async def mark_topic_for_deletion(self, topic: str) -> None:
         """AdminZkClient.deleteTopic: /admin/delete_topics/<t>, which the controller watches (already
         there: the deletion is under way, nothing to do)."""
         def mark(zk: KazooClient) -> None:
-            _create_recursive(zk, zk_data.delete_topic_path(topic), None, throw_if_path_exists=False)
-        await self._run(mark)
+            create_recursive(zk, zk_data.delete_topic_path(topic), None, throw_if_path_exists=False)
+        await self.call(mark)
 
     # -- shared metadata: /config entities, their change notifications, ACL znodes ---------------
 
@@ -301,7 +303,7 @@ class KafkaZkClient:
                 if watch is not None:  # watch the parent's creation instead
                     zk.exists(path, watch=watch)
                 return []
-        return await self._run(children)
+        return await self.call(children)
 
     async def get_data(self, path: str) -> tuple[bytes | None, int] | None:
         """The znode's data and data version, None when it is missing."""
@@ -324,13 +326,13 @@ class KafkaZkClient:
                     zk.set(path, data)
                 except NoNodeError:
                     try:
-                        _create_recursive(zk, path, data)
+                        create_recursive(zk, path, data)
                     except NodeExistsError:
                         zk.set(path, data)
-            _create_recursive(zk, zk_data.CONFIG_CHANGES, None, throw_if_path_exists=False)
+            create_recursive(zk, zk_data.CONFIG_CHANGES, None, throw_if_path_exists=False)
             zk.create(f"{zk_data.CONFIG_CHANGES}/{zk_data.CONFIG_CHANGE_PREFIX}",
                       zk_data.encode_config_change(entity_path), sequence=True)
-        await self._run(change)
+        await self.call(change)
 
     async def write_resource_acls(self, path: str, data: bytes | None, version: int | None) -> int | None:
         """AclAuthorizer.updateResourceAcls' write: the resource znode created (version None), set
@@ -343,12 +345,12 @@ class KafkaZkClient:
                         zk.delete(path, version=version)
                     return 0
                 if version is None:
-                    _create_recursive(zk, path, data)
+                    create_recursive(zk, path, data)
                     return 0
                 return zk.set(path, data, version).version
             except (BadVersionError, NodeExistsError, NoNodeError):
                 return None
-        return await self._run(write)
+        return await self.call(write)
 
     async def purge_obsolete_notifications(self, path: str, prefix: str, up_to: int, before_ms: int) -> None:
         """ZkNodeChangeNotificationListener.purgeObsoleteNotifications: notifications up to sequence
@@ -364,17 +366,17 @@ class KafkaZkClient:
                         zk.delete(node, version=stat.version)
                 except (NoNodeError, BadVersionError):
                     pass
-        await self._run(purge)
+        await self.call(purge)
 
     async def create_acl_change_notification(self, store_path: str, data: bytes) -> None:
         """KafkaZkClient.createAclChangeNotification: a persistent sequential acl_changes_<seq>."""
         def create(zk: KazooClient) -> None:
-            _create_recursive(zk, store_path, None, throw_if_path_exists=False)
+            create_recursive(zk, store_path, None, throw_if_path_exists=False)
             zk.create(f"{store_path}/{zk_data.ACL_CHANGE_PREFIX}", data, sequence=True)
-        await self._run(create)
+        await self.call(create)
     async def new_producer_id_block(self, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
         """The next block of producer ids, taken in `/latest_producer_id_block` (ZkProducerIdManager)."""
-        return await self._run(new_producer_id_block, broker_id, size)
+        return await self.call(new_producer_id_block, broker_id, size)
 
     def new_producer_id_block_blocking(self, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
         """The same, blocking the caller until ZooKeeper answers."""
@@ -387,21 +389,21 @@ class KafkaZkClient:
                 return zk.get(path)
             except NoNodeError:
                 return None
-        return await self._run(get)
+        return await self.call(get)
 
 
 def _rolled_back(error: Exception) -> bool:
     return type(error).__name__ == "RolledBackError"
 
 
-def _create_recursive(zk: KazooClient, path: str, data: bytes | None, throw_if_path_exists: bool = True) -> None:
+def create_recursive(zk: KazooClient, path: str, data: bytes | None, throw_if_path_exists: bool = True) -> None:
     """KafkaZkClient.createRecursive: missing parents are created without data."""
     try:
         zk.create(path, data)
     except NoNodeError:
         parent = path.rsplit("/", 1)[0]
         if parent:
-            _create_recursive(zk, parent, None, throw_if_path_exists=False)
+            create_recursive(zk, parent, None, throw_if_path_exists=False)
         try:
             zk.create(path, data)
         except NodeExistsError:

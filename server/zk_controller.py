@@ -37,7 +37,7 @@ from ..wire import zk_data
 from ..wire.errors import ErrorCode
 from .clock import wall_clock_ms
 from .controller_channel import ControllerChannelManager
-from .zk_client import _create_recursive, new_producer_id_block
+from .zk_client import create_recursive, new_producer_id_block
 
 log = logging.getLogger("samsa.controller")
 RETRY_BACKOFF_S = 1.0
@@ -396,7 +396,7 @@ class ZkController:
     # -- kazoo ----------------------------------------------------------------------------------
 
     async def _zk(self, fn, *args):
-        return await self._client._run(fn, *args)
+        return await self._client.call(fn, *args)
 
     def _watch(self, event) -> None:
         """Kazoo's thread: a watch fired. Its path names the event; the handler reads again and
@@ -439,7 +439,7 @@ def _commit_checked(zk: KazooClient, epoch_zk_version: int, operation: str, *arg
 
 def _create_states(zk: KazooClient, action: CreatePartitionStates) -> None:
     for (topic, partition), state in action.states.items():
-        _create_recursive(zk, zk_data.partition_path(topic, partition), None, throw_if_path_exists=False)
+        create_recursive(zk, zk_data.partition_path(topic, partition), None, throw_if_path_exists=False)
         results = _commit_checked(zk, action.controller_epoch_zk_version, "create",
                                   zk_data.partition_state_path(topic, partition), zk_data.encode_partition_state(state))
         if isinstance(results[0], Exception):
