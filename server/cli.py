@@ -1,6 +1,7 @@
 """`samsa serve [server.properties] [--override key=value ...]`: the shape of kafka-server-start.sh;
 `samsa format ... [--add-scram SPEC]`: the shape of kafka-storage format (server/format_storage.py);
-`samsa pipeline clicks [...]`: a data pipeline on Spark (pipelines/, the `pipeline` extra).
+`samsa pipeline clicks [...]`: a data pipeline on Spark (pipelines/, the `pipeline` extra);
+`samsa topics|produce|consume|groups|...`: the tool commands of cli/ (their exit codes are cli/'s).
 
 Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT: stop accepting, finish requests in
 flight, flush, exit), 2 for a configuration error (the message names the key), 1 for a failure
@@ -17,6 +18,8 @@ import sys
 
 import trio
 
+from ..cli import CommandError
+from ..cli import commands as tool_commands
 from .config import ConfigError, KafkaConfig
 from .zk_client import ClusterJoinError
 
@@ -43,6 +46,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     pipeline = commands.add_parser("pipeline", help="run a data pipeline on Spark (pipelines/)", add_help=False)
     pipeline.add_argument("name", choices=["clicks"])
     pipeline.add_argument("args", nargs=argparse.REMAINDER, help="the pipeline's own options (--help lists them)")
+    for name, module in tool_commands().items():
+        module.add_arguments(commands.add_parser(name, help=module.HELP, description=module.HELP))
     return parser.parse_args(argv)
 
 
@@ -86,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         from ..pipelines.clicks import main as clicks
 
         return clicks(args.args)
+    if args.command in tool_commands():
+        return run_tool_command(args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     try:
@@ -117,6 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         log.exception("fatal error; the broker stops")
         return 1
     return 0
+
+
+def run_tool_command(args: argparse.Namespace) -> int:
+    """One of cli/'s commands: its exit code, or a CommandError's message on one line."""
+    try:
+        return tool_commands()[args.command].run(args)
+    except CommandError as e:
+        print(f"samsa {args.command}: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
 
 
 def format_command(config: KafkaConfig, args: argparse.Namespace) -> int:
