@@ -165,13 +165,20 @@ class Connection:
             self._start += size
             return frame
         # A large frame: what was read ahead, then the rest straight into the frame.
-        frame = bytearray(size)
+        frame = _LargeFrameMemory.allocate(size, unread)
         frame[:unread] = memoryview(self._buffer)[self._start:self._end]
         self._start = self._end = 0
-        view = memoryview(frame)
         got = unread
-        while got < size:
-            got += await self._recv_into(view[got:])
+        try:
+            while got < size:
+                if got == len(frame):  # a frame beyond the budget: grow with what arrived
+                    frame.extend(bytes(min(size, 2 * got) - got))
+                with memoryview(frame) as view, view[got:] as free:
+                    n = await self._recv_into(free)
+                got += n
+                _LargeFrameMemory.received(frame, n)
+        finally:
+            _LargeFrameMemory.release(frame)
         return frame
 
     # --- TLS: through trio's SSLStream, whose buffering stands in for the read-ahead above ---
@@ -297,6 +304,45 @@ class Connection:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class _LargeFrameMemory:
+    """Memory of large frames allocated before their bytes arrived, broker-wide. A client sending a
+    large request sends it at once, so its frame gets one buffer of the announced size while the
+    bytes announced and not yet received stay under UNRECEIVED_BUDGET. Past it, a frame's buffer
+    starts at what was read ahead and doubles as bytes arrive, at most twice what was received: a
+    thousand clients announcing 100 MB frames and sending a byte a second (slowloris) hold memory for
+    the bytes they sent, where buffers of the announced size would be a hundred gigabytes (bytearray
+    zeroes what it allocates). Kafka allocates the announced size unless queued.max.request.bytes
+    bounds it; Samsa bounds what is allocated ahead of the bytes instead."""
+
+    UNRECEIVED_BUDGET = 64 << 20
+    unreceived = 0
+    _reserved: dict[int, int] = {}  # id(frame) -> its bytes counted in `unreceived`
+
+    @classmethod
+    def allocate(cls, size: int, unread: int) -> bytearray:
+        ahead = size - unread
+        if cls.unreceived + ahead <= cls.UNRECEIVED_BUDGET:
+            frame = bytearray(size)
+            cls.unreceived += ahead
+            cls._reserved[id(frame)] = ahead
+            return frame
+        return bytearray(max(unread, _READ_AHEAD))
+
+    @classmethod
+    def received(cls, frame: bytearray, n: int) -> None:
+        reserved = cls._reserved.get(id(frame))
+        if reserved is not None:
+            cls._reserved[id(frame)] = reserved - n
+            cls.unreceived -= n
+
+    @classmethod
+    def release(cls, frame: bytearray) -> None:
+        """The frame is complete, or its connection closed before it was."""
+        reserved = cls._reserved.pop(id(frame), None)
+        if reserved is not None:
+            cls.unreceived -= reserved
 
 
 def _take_buffer() -> bytearray:

@@ -15,6 +15,7 @@ from loopback import (
     run_with_broker,
 )
 
+from samsa.server.network import _LargeFrameMemory
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
@@ -49,6 +50,30 @@ def test_frames_pipelined_in_one_write_dribbled_bytewise_or_larger_than_a_read_a
         fetched = await client.call(fetch_request("t", 0), 12)
         header, batch = records.decode_batch(bytes(fetched.responses[0].partitions[0].records))
         assert [r.value for r in batch] == [b"v" * 40_000]
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_large_frames_past_the_unreceived_budget_grow_with_their_bytes(tmp_path, monkeypatch):
+    """A frame announced when the broker already holds its budget of memory for bytes not yet
+    received (slowloris clients) is read into a buffer that grows as its bytes arrive: the request
+    comes out whole, and the budget is given back."""
+    monkeypatch.setattr(_LargeFrameMemory, "UNRECEIVED_BUDGET", 0)
+    values = [bytes([i]) * 90_000 for i in range(10)]  # under max.message.bytes
+
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("t"), 7)
+        request = bytes(encode_request(produce_request("t", one_batch(values)), 9, 5, "test"))
+        for start in range(0, len(request), 50_000):
+            await client.send_raw(request[start:start + 50_000])
+            await trio.sleep(0)
+        frame = await client.read_frame()
+        assert frame is not None and SIZE.unpack_from(frame)[0] == 5
+        fetched = await client.call(fetch_request("t", 0), 12)
+        _, batch = records.decode_batch(bytes(fetched.responses[0].partitions[0].records))
+        assert [r.value for r in batch] == values
+        assert _LargeFrameMemory.unreceived == 0
 
     run_broker(broker_config(tmp_path), scenario)
 
