@@ -1,0 +1,203 @@
+"""A well-behaved client's latency while hostile and careless clients load the same broker (issue 17),
+side by side with the same client on the idle broker, in one run.
+
+    python bench/hostile.py                 # 5 s per case
+    python bench/hostile.py --seconds 20
+
+The well-behaved client sends small Produce requests (acks=1, one 100-byte record) one at a time and
+times each round trip. The cases, each started, measured and stopped in turn on one `samsa serve`:
+
+- idle: nothing else;
+- idle-1000: a thousand connections that did one ApiVersions exchange and stay idle;
+- slowloris-300: three hundred connections that announce a 100 MB frame and send a byte a second;
+- never-reads: a client that pipelines Metadata requests and never reads the answers;
+- flood: a client that pipelines ApiVersions requests as fast as it can and reads the answers;
+- churn: connections opened and closed in a loop, half of them after one request.
+
+Printed per case: p50, p99 and p99.9 of the round trip, p99 over the idle broker's, requests measured,
+and the broker's peak resident memory. The issue's target: p99 within 2x of the idle broker's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+from confluent_kafka.admin import NewTopic
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from load import open_idle_connections, percentile  # noqa: E402
+from per_request import _frame, one_record_batch, produce_request  # noqa: E402
+from systems import Samsa, rss_bytes  # noqa: E402
+
+API_VERSIONS_V0 = _frame(18, 0, 1, b"")
+METADATA_V0_ALL = _frame(3, 0, 1, struct.pack(">i", 0))
+
+
+def well_behaved_latencies(port: int, topic: str, seconds: float) -> list[float]:
+    batch = one_record_batch(b"x" * 100)
+    latencies = []
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        deadline = time.monotonic() + seconds
+        correlation_id = 0
+        while time.monotonic() < deadline:
+            correlation_id += 1
+            started = time.perf_counter()
+            sock.sendall(produce_request(topic, batch, correlation_id))
+            (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+            sock.recv(size, socket.MSG_WAITALL)
+            latencies.append((time.perf_counter() - started) * 1e6)
+    return sorted(latencies)
+
+
+class Load:
+    """A hostile load in background threads until stop()."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.stopping = threading.Event()
+        self.sockets: list[socket.socket] = []
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> Load:
+        return self
+
+    def thread(self, target) -> None:
+        t = threading.Thread(target=target, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def connect(self) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        return sock
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for t in self.threads:
+            t.join(30)
+        for sock in self.sockets:
+            sock.close()
+
+
+class Idle1000(Load):
+    def start(self) -> Load:
+        self.sockets = open_idle_connections(self.port, 1000)
+        return self
+
+
+class Slowloris(Load):
+    def start(self) -> Load:
+        self.sockets = [self.connect() for _ in range(300)]
+        for sock in self.sockets:
+            sock.sendall(struct.pack(">i", 100_000_000))
+        self.thread(self._trickle)
+        return self
+
+    def _trickle(self) -> None:
+        while not self.stopping.wait(1.0):
+            for sock in self.sockets:
+                sock.sendall(b"\x00")
+
+
+class NeverReads(Load):
+    def start(self) -> Load:
+        sock = self.connect()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(0.2)
+        self.sockets = [sock]
+        self.thread(lambda: self._pipeline(sock))
+        return self
+
+    def _pipeline(self, sock: socket.socket) -> None:
+        while not self.stopping.is_set():
+            try:
+                sock.sendall(METADATA_V0_ALL * 16)
+            except (TimeoutError, OSError):
+                pass  # the broker stopped reading: what is being measured
+
+
+class Flood(Load):
+    def start(self) -> Load:
+        sock = self.connect()
+        self.sockets = [sock]
+        self.thread(lambda: self._send(sock))
+        self.thread(lambda: self._read(sock))
+        return self
+
+    def _send(self, sock: socket.socket) -> None:
+        burst = API_VERSIONS_V0 * 64
+        while not self.stopping.is_set():
+            try:
+                sock.sendall(burst)
+            except (TimeoutError, OSError):
+                return  # stopping: the reader no longer takes the answers
+
+    def _read(self, sock: socket.socket) -> None:
+        sock.settimeout(1.0)
+        while not self.stopping.is_set():
+            try:
+                if not sock.recv(1 << 20):
+                    return
+            except (TimeoutError, OSError):
+                continue
+
+
+class Churn(Load):
+    def start(self) -> Load:
+        self.thread(self._churn)
+        return self
+
+    def _churn(self) -> None:
+        n = 0
+        while not self.stopping.is_set():
+            sock = self.connect()
+            if n % 2:
+                sock.sendall(API_VERSIONS_V0)
+            sock.close()
+            n += 1
+
+
+CASES = {"idle": Load, "idle-1000": Idle1000, "slowloris-300": Slowloris, "never-reads": NeverReads,
+         "flood": Flood, "churn": Churn}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds the client is timed per case")
+    args = parser.parse_args()
+    broker = Samsa()
+    broker.start()
+    rows = []
+    try:
+        topic = "hostile-bench"
+        broker.admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        well_behaved_latencies(broker.port, topic, 1.0)  # warm-up
+        for name, case in CASES.items():
+            load = case(broker.port).start()
+            try:
+                peak = rss_bytes(broker.pid)
+                latencies = well_behaved_latencies(broker.port, topic, args.seconds)
+                peak = max(peak, rss_bytes(broker.pid))
+            finally:
+                load.stop()
+            rows.append((name, percentile(latencies, 0.5), percentile(latencies, 0.99),
+                         percentile(latencies, 0.999), len(latencies), peak / 2**20))
+    finally:
+        broker.stop()
+    idle_p99 = rows[0][2]
+    print(f"{'case':<15}{'p50 us':>10}{'p99 us':>10}{'p99.9 us':>10}{'p99/idle':>10}{'requests':>10}{'RSS MB':>9}")
+    for name, p50, p99, p999, count, rss in rows:
+        print(f"{name:<15}{p50:>10.0f}{p99:>10.0f}{p999:>10.0f}{p99 / idle_p99:>10.2f}{count:>10}{rss:>9.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
