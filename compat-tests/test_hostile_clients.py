@@ -18,6 +18,7 @@ import threading
 import time
 
 import pytest
+from compat_util import wait_for
 from wire_client import WireClient
 
 from samsa.wire.protocol import encode_request, message_class
@@ -72,13 +73,6 @@ def connect(broker) -> socket.socket:
     return sock
 
 
-def wait_for(condition, what: str, timeout: float = CLIENTS_SEEN_WITHIN) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 @pytest.mark.samsa_only("Kafka allocates each frame's announced size when its size arrives "
                         "(queued.max.request.bytes is unbounded by default): 300 announced 100 MB frames ran its "
                         "heap out (java.lang.OutOfMemoryError, and it served no one after)")
@@ -112,7 +106,8 @@ def test_a_thousand_idle_connections(broker):
         for sock in idle:
             sock.close()
     if broker.kind == "samsa":
-        wait_for(lambda: open_files(broker.proc.pid) <= before + 5, "the broker kept the idle connections' sockets")
+        wait_for(lambda: open_files(broker.proc.pid) <= before + 5, CLIENTS_SEEN_WITHIN,
+                 what="the broker to close the idle connections' sockets")
     assert_served(broker)
 
 
@@ -182,4 +177,5 @@ def test_ten_thousand_connections_opened_and_closed(broker):
     assert_served(broker)
     assert_bounded(broker)
     if broker.kind == "samsa":
-        wait_for(lambda: open_files(broker.proc.pid) <= before + 5, "the broker kept closed connections' sockets")
+        wait_for(lambda: open_files(broker.proc.pid) <= before + 5, CLIENTS_SEEN_WITHIN,
+                 what="the broker to close the closed connections' sockets")

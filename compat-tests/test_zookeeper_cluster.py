@@ -332,6 +332,14 @@ def produce_all(port: int, topic: str, values: list[bytes]) -> tuple[int, int]:
     return answer.error_code, answer.base_offset
 
 
+def produce_to_new_leader(port: int, topic: str, values: list[bytes]) -> tuple[int, int]:
+    """produce_all to a leader the controller just named: ZooKeeper may show the partition's state
+    before the broker has the controller's LeaderAndIsr, and until then it answers (writing
+    nothing) NOT_LEADER_OR_FOLLOWER."""
+    return wait_for(lambda: (answer := produce_all(port, topic, values))[0] != ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    and answer, T, what=f"{topic}'s leader to take produce")
+
+
 def partition_state(client, topic: str) -> zk_data.PartitionState:
     return zk_data.decode_partition_state(client.get(zk_data.partition_state_path(topic, 0))[0])
 
@@ -373,9 +381,9 @@ def test_kafka_and_samsa_replicate_each_other(kafka39_factory, topic_name):
         assert controller_failures(kafka, "LeaderAndIsr") == 0
 
         # Through each leader, acks=all: answered once the other replica has the records.
-        assert produce_all(samsa.port, samsa_led, [b"s%d" % i for i in range(5)]) == (ErrorCode.NONE, 0)
+        assert produce_to_new_leader(samsa.port, samsa_led, [b"s%d" % i for i in range(5)]) == (ErrorCode.NONE, 0)
         assert produce_all(samsa.port, samsa_led, [b"t%d" % i for i in range(3)]) == (ErrorCode.NONE, 5)
-        assert produce_all(kafka.port, kafka_led, [b"k%d" % i for i in range(4)]) == (ErrorCode.NONE, 0)
+        assert produce_to_new_leader(kafka.port, kafka_led, [b"k%d" % i for i in range(4)]) == (ErrorCode.NONE, 0)
         # Not the leader: refused by either.
         assert produce_all(kafka.port, samsa_led, [b"x"])[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert produce_all(samsa.port, kafka_led, [b"x"])[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -390,7 +398,7 @@ def test_kafka_and_samsa_replicate_each_other(kafka39_factory, topic_name):
                             operation_timeout=T)[pair].result(timeout=T)
         wait_for(lambda: client.exists(zk_data.partition_state_path(pair, 0))
                  and partition_state(client, pair).isr == (1, 2), T, what="the pair's ISR")
-        assert produce_all(samsa.port, pair, [b"p"]) == (ErrorCode.NONE, 0)
+        assert produce_to_new_leader(samsa.port, pair, [b"p"]) == (ErrorCode.NONE, 0)
         second.stop()
         wait_for(lambda: partition_state(client, pair).isr == (1,), T, what="the ISR without broker 2")
         assert produce_all(samsa.port, pair, [b"q", b"r"]) == (ErrorCode.NONE, 1)
