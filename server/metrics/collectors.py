@@ -19,7 +19,6 @@ from prometheus_client.samples import Sample
 
 from ...storage.errors import StorageError
 from .request_metrics import REQUEST_TIMES
-from .topic_stats import TopicStats
 
 log = logging.getLogger("samsa.metrics")
 
@@ -110,7 +109,8 @@ def replica_manager_families(replica_manager) -> Iterator[Metric]:
         isr = len(partition.isr)
         if isr < len(partition.replicas):
             under_replicated += 1
-        log_ = partition.opened_log  # not opened for a scrape: untouched since startup, it is as it was
+        # A scrape opens no log: a partition whose log is untouched since startup is left out here.
+        log_ = partition.opened_log
         if log_ is not None and isr < log_.config.min_insync_replicas:
             under_min_isr += 1
     yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker.", len(partitions))

@@ -120,16 +120,34 @@ class RequestMetrics:
             count = self._new_count(key, api_key, version, from_follower)
         count.count += 1
         times = count.times
-        waited = ctx.waited_ns
+        started, waited = ctx.started_ns, ctx.waited_ns
         throttle_ms = ctx.throttle_time_ms or 0
-        for histogram, ns in ((times.queue, ctx.started_ns - received_ns),
-                              (times.local, send_ns - ctx.started_ns - waited),
-                              (times.remote, waited),
-                              (times.throttle, throttle_ms * 1_000_000),
-                              (times.send, sent_ns - send_ns),
-                              (times.total, sent_ns - received_ns)):
-            histogram.counts[bisect_left(_BOUNDS_NS, ns)] += 1
-            histogram.sum_ns += ns
+        # Unrolled, and the first bucket (where queue, remote, throttle and send times mostly
+        # fall) found by one comparison: this runs for every request.
+        bounds, first = _BOUNDS_NS, _BOUNDS_NS[0]
+        h = times.queue
+        ns = started - received_ns
+        h.counts[0 if ns <= first else bisect_left(bounds, ns)] += 1
+        h.sum_ns += ns
+        h = times.local
+        ns = send_ns - started - waited
+        h.counts[0 if ns <= first else bisect_left(bounds, ns)] += 1
+        h.sum_ns += ns
+        h = times.remote
+        h.counts[0 if waited <= first else bisect_left(bounds, waited)] += 1
+        h.sum_ns += waited
+        h = times.throttle
+        ns = throttle_ms * 1_000_000
+        h.counts[0 if ns <= first else bisect_left(bounds, ns)] += 1
+        h.sum_ns += ns
+        h = times.send
+        ns = sent_ns - send_ns
+        h.counts[0 if ns <= first else bisect_left(bounds, ns)] += 1
+        h.sum_ns += ns
+        h = times.total
+        ns = sent_ns - received_ns
+        h.counts[0 if ns <= first else bisect_left(bounds, ns)] += 1
+        h.sum_ns += ns
         if throttle_ms:
             client = (count.throttle_resource, ctx.client_id or "")
             self.throttle_time_ms[client] = self.throttle_time_ms.get(client, 0) + throttle_ms

@@ -10,6 +10,9 @@ import pytest
 import trio
 from group_requests import commit_request, groups_config
 from loopback import Client, create_topic_request, fetch_request, one_batch, produce_request, run_with_broker
+from security_helpers import PLAIN_JAAS, closed, sasl_plain
+from security_helpers import config as security_config
+from security_helpers import run as run_secured
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -237,3 +240,22 @@ def test_no_endpoint_by_default(tmp_path):
         assert broker.config.get("metrics.port") == 0 and broker.config.get("metrics.host") == "127.0.0.1"
 
     run_with_broker(groups_config(tmp_path), scenario)
+
+
+def test_failed_authentications_are_counted_by_listener(tmp_path):
+    sasl = security_config(tmp_path, "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0", **{
+        "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "metrics.port": str(free_port())})
+
+    async def scenario(broker, ports):
+        before = await scrape(broker.metrics_port)
+        client = await Client.connect(ports["SASL_PLAINTEXT"])
+        failed = await sasl_plain(client, "alice", "wrong")
+        assert failed.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
+        assert await closed(client)
+        after = await scrape(broker.metrics_port)
+        name = "kafka_server_socket_server_metrics_failed_authentication_total"
+        assert grew(before, after, name, listener="SASL_PLAINTEXT") == 1
+        assert grew(before, after, name, listener="PLAINTEXT") == 0
+
+    run_secured(sasl, scenario)
