@@ -195,7 +195,7 @@ class Broker:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         started_at = elapsed_ns()
         async with trio.open_nursery() as nursery:
-            if self.config.get("metrics.port"):  # up first: it tells when the broker is, not yet, healthy
+            if self.config.get("metrics.port"):  # first: /healthz answers 503 while the logs recover
                 endpoint = MetricsEndpoint(self.metrics, lambda: self.recovered,
                                            lambda: self.recovered and (self.zookeeper is None or self.registered))
                 self.metrics_port = await nursery.start(serve_metrics, endpoint, self.config.get("metrics.host"),
