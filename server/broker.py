@@ -196,14 +196,20 @@ class Broker:
         started_at = elapsed_ns()
         async with trio.open_nursery() as nursery:
             if self.config.get("metrics.port"):  # first: /healthz answers 503 while the logs recover
-                endpoint = MetricsEndpoint(self.metrics, lambda: self.recovered,
-                                           lambda: self.recovered and (self.zookeeper is None or self.registered))
+                endpoint = MetricsEndpoint(self.metrics, lambda: self.recovered, self._ready)
                 self.metrics_port = await nursery.start(serve_metrics, endpoint, self.config.get("metrics.host"),
                                                         self.config.get("metrics.port"))
             try:
                 await self._run_member(started_at, task_status)
             finally:
                 nursery.cancel_scope.cancel()
+
+    def _ready(self) -> bool:
+        """/readyz: recovered and, in a cluster, registered in ZooKeeper (not since the session
+        expired and before registering again, while the broker leads nothing)."""
+        if not self.recovered:
+            return False
+        return self.zookeeper is None or self.registered and not self.replica_manager.leadership_suspended
 
     async def _run_member(self, started_at: int, task_status) -> None:
         """The broker, having joined its cluster first when it is in one."""

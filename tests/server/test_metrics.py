@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from types import SimpleNamespace
 
 import pytest
 import trio
@@ -259,3 +260,14 @@ def test_failed_authentications_are_counted_by_listener(tmp_path):
         assert grew(before, after, name, listener="PLAINTEXT") == 0
 
     run_secured(sasl, scenario)
+
+
+def test_in_a_cluster_not_ready_while_the_zookeeper_session_is_lost(tmp_path):
+    broker = Broker(metrics_config(tmp_path, zookeeper_connect="127.0.0.1:2181"))
+    broker.zookeeper = object()  # as join_cluster leaves it
+    broker.replica_manager = SimpleNamespace(leadership_suspended=False)
+    assert not broker._ready()
+    broker.recovered = broker.registered = True
+    assert broker._ready()
+    broker.replica_manager.leadership_suspended = True  # the session expired: not registered until again
+    assert not broker._ready()
