@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, request_class
 
 # Histogram buckets, in ms (the upper bounds; +Inf after them).
@@ -34,6 +35,17 @@ REQUEST_TIMES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ThrottleT
                  "TotalTimeMs")
 _PRODUCE, _FETCH = ApiKey.PRODUCE, ApiKey.FETCH
 _BYTES = (bytes, bytearray, memoryview)
+# The errors Kafka's ReplicaManager answers without marking FailedProduceRequestsPerSec or
+# FailedFetchRequestsPerSec (appendToLocalLog, readFromLog): what clients meet in normal operation
+# (a leader moved, a topic not yet known, a record too large), so that a healthy cluster's failure
+# rates stay at zero through rolling restarts.
+_EXPECTED_PRODUCE_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.MESSAGE_TOO_LARGE,
+    ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
+_EXPECTED_FETCH_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.OFFSET_OUT_OF_RANGE, ErrorCode.INCONSISTENT_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_ID})
 _THROTTLE_RESOURCES = {"Produce": "Produce", "FetchConsumer": "Fetch"}
 
 
@@ -162,11 +174,11 @@ class RequestMetrics:
 
 
 def _count_failed_produce(topic_stats, response) -> None:
-    """Every partition a produce answered with an error counts as a failed produce request of its
-    topic (of the broker alone when the topic does not exist)."""
+    """Every partition a produce answered with an unexpected error counts as a failed produce
+    request of its topic (of the broker alone when the topic does not exist)."""
     for topic in response.responses:
         for p in topic.partition_responses:
-            if p.error_code:
+            if p.error_code and p.error_code not in _EXPECTED_PRODUCE_ERRORS:
                 topic_stats.of_existing(topic.name).failed_produce_requests += 1
 
 
@@ -177,7 +189,7 @@ def _count_fetched(topic_stats, response, from_follower: bool) -> None:
         stats = topic_stats.of_existing(topic.topic)
         sent = 0
         for p in topic.partitions:
-            if p.error_code:
+            if p.error_code and p.error_code not in _EXPECTED_FETCH_ERRORS:
                 stats.failed_fetch_requests += 1
             records = p.records
             if records is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -20,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from samsa.server.broker import Broker
 from samsa.server.config import KafkaConfig
 from samsa.server.zk_client import ZooKeeperClientTimeoutException
+from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
@@ -122,14 +124,23 @@ def test_counters_during_a_produce_load_grow_by_what_was_produced(tmp_path):
     run_with_broker(metrics_config(tmp_path), scenario)
 
 
-def test_a_produce_to_an_unknown_topic_counts_as_failed_for_the_broker_only(tmp_path):
+def test_failed_produce_requests_count_what_kafka_counts(tmp_path):
+    """An unknown topic is an error Kafka does not count as a failed produce (nor gives a series of its
+    own); a record Kafka's validation refuses (a timestamp hours ahead) is one."""
     async def scenario(broker):
         client = await Client.connect(broker.endpoints[0].port)
+        await client.call(create_topic_request("t"), 7)
         before = await scrape(broker.metrics_port)
         response = await client.call(produce_request("no-such-topic", one_batch([b"x"])), PRODUCE_VERSION)
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        ahead = int(time.time() * 1000) + 3 * 3600_000
+        batch = records.build_batch([records.Record(0, 0, None, b"x", [])], base_timestamp=ahead, max_timestamp=ahead)
+        response = await client.call(produce_request("t", batch), PRODUCE_VERSION)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_TIMESTAMP
         after = await scrape(broker.metrics_port)
-        assert grew(before, after, "kafka_server_brokertopicmetrics_failedproducerequests_total") == 1
+        failed = "kafka_server_brokertopicmetrics_failedproducerequests_total"
+        assert grew(before, after, failed) == 1
+        assert grew(before, after, failed, topic="t") == 1
         assert grew(before, after, "kafka_server_brokertopicmetrics_bytesin_total") == 0
         assert not [key for key in after if ("topic", "no-such-topic") in key[1]]  # no series of its own
 
