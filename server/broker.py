@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import trio
+from prometheus_client import CollectorRegistry
 
 from ..coordinator.group_coordinator import OFFSETS_TOPIC
 from ..coordinator.producer_id_manager import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
@@ -37,6 +38,9 @@ from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
 from .metadata import BrokerInfo, MetadataStore, load_or_import
+from .metrics.collectors import BrokerCollector
+from .metrics.http_server import MetricsEndpoint, serve_metrics
+from .metrics.request_metrics import RequestMetrics
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .dynamic_broker_config import (
     apply_cluster_broker_configs,
@@ -101,6 +105,13 @@ class Broker:
         self.listener_security = listener_securities(
             config, lambda user, mechanism: stored_credential(self._shared_metadata().scram_credentials, user, mechanism))
         self.connection_quotas = ConnectionQuotas(config)
+        self.request_metrics = RequestMetrics()
+        # What the metrics endpoint (metrics.port) serves: other components register their collectors here.
+        self.metrics = CollectorRegistry()
+        self.metrics.register(BrokerCollector(self))
+        self.metrics_port: int | None = None  # the endpoint's port once it listens
+        self.recovered = False  # the logs are loaded and recovered: /healthz
+        self.registered = False  # in a cluster, registered in ZooKeeper (with recovered: /readyz)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -183,6 +194,25 @@ class Broker:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         started_at = elapsed_ns()
+        async with trio.open_nursery() as nursery:
+            if self.config.get("metrics.port"):  # first: /healthz answers 503 while the logs recover
+                endpoint = MetricsEndpoint(self.metrics, lambda: self.recovered, self._ready)
+                self.metrics_port = await nursery.start(serve_metrics, endpoint, self.config.get("metrics.host"),
+                                                        self.config.get("metrics.port"))
+            try:
+                await self._run_member(started_at, task_status)
+            finally:
+                nursery.cancel_scope.cancel()
+
+    def _ready(self) -> bool:
+        """/readyz: recovered and, in a cluster, registered in ZooKeeper (not since the session
+        expired and before registering again, while the broker leads nothing)."""
+        if not self.recovered:
+            return False
+        return self.zookeeper is None or self.registered and not self.replica_manager.leadership_suspended
+
+    async def _run_member(self, started_at: int, task_status) -> None:
+        """The broker, having joined its cluster first when it is in one."""
         if self.config.get("zookeeper.connect"):
             # The cluster's id and this broker's (maybe generated) id, into meta.properties.
             self.zookeeper = await join_cluster(self.config, self.log_dirs, new_cluster_id)
@@ -196,6 +226,7 @@ class Broker:
 
     async def _run(self, started_at: int, task_status) -> None:
         await trio.to_thread.run_sync(self._load)
+        self.recovered = True
         if self.zk_shared is not None:
             await self.zk_shared.load()
             apply_cluster_broker_configs(self.services)
@@ -229,6 +260,7 @@ class Broker:
                 await services.start(stay_registered, self.zookeeper, broker_registration(
                     self.config, self.node_id, self._advertised_endpoints()),
                     self.replica_manager.zookeeper_session_lost, self.replica_manager.registered_again)
+                self.registered = True
                 await services.start(self.controller.run)  # registered first, as KafkaServer starts its controller
             async with trio.open_nursery() as connections:
                 for sock, ep in listeners:
@@ -349,15 +381,20 @@ class Broker:
                     conn.idle_deadline = min(loop_time() + idle_timeout, auth.deadline)
                     await wait_unmuted(conn)  # a muted connection may idle out too
                     frame = await conn.read_frame(*auth.receive_limit(max_frame))
+                    received_ns = elapsed_ns()
                     conn.idle_deadline = math.inf
                     if conn.idle_scope.cancel_called:  # the deadline passed as the request came in
                         break
                     self._in_flight += 1
                     try:
-                        response = await self._process(conn, frame)
-                        if response is not None:
-                            await conn.send_response(response)
+                        ctx, request, response, encoded = await self._process(conn, frame)
+                        send_ns = elapsed_ns()
+                        if encoded is not None:
+                            await conn.send_response(encoded)
+                        if ctx is not None:
+                            self.request_metrics.record(ctx, request, response, received_ns, send_ns, elapsed_ns())
                         if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
+                            self.request_metrics.authentication_failed(conn.listener.listener)
                             log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,
                                      conn.authenticator.failure)
                             await trio.sleep(self.config.get("connection.failed.authentication.delay.ms") / 1000)
@@ -370,6 +407,7 @@ class Broker:
         except ConnectionClosed:
             pass
         except AuthenticationFailed as e:
+            self.request_metrics.authentication_failed(conn.listener.listener)
             log.info("closing connection %s from %s: %s", conn.id, conn.client_host, e)
         except (ValueError, CodecError) as e:
             log.warning("closing connection %s from %s:%s: %s", conn.id, conn.client_host, conn.client_port, e)
@@ -386,10 +424,12 @@ class Broker:
                 conn.idle_scope.cancel()
 
     async def _process(self, conn: Connection, frame: bytearray):
+        """(context, request, response, the response encoded): the first three None for a bare
+        SASL token, the last two None when no response is sent (an acks=0 produce)."""
         auth = conn.authenticator
         if auth.expects_raw_token:  # after a v0 SaslHandshake: a bare SASL token, answered bare
             token = auth.evaluate_raw_token(frame, loop_time())
-            return bytes(_SIZE.pack(len(token))) + token
+            return None, None, None, bytes(_SIZE.pack(len(token))) + token
         try:
             header, pos = decode_request_header(frame)
         except CodecError as e:
@@ -403,7 +443,7 @@ class Broker:
                 or handler.cluster_only and self.zookeeper is None):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
-                return encode_response(unsupported_version_response(), 0, header.correlation_id)
+                return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)
             raise CodecError(f"unsupported api {api_key} version {version} from client {header.client_id!r}")
         request = request_class(api_key).decode(frame, version, pos)
         if request_log.isEnabledFor(logging.DEBUG):
@@ -423,8 +463,8 @@ class Broker:
             request_log.debug("completed %s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
                               header.correlation_id, conn.id, response)
         if response is None:
-            return None
-        return encode_response(response, version, header.correlation_id, FrameBuffer())
+            return ctx, request, None, None
+        return ctx, request, response, encode_response(response, version, header.correlation_id, FrameBuffer())
 
 
 

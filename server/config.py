@@ -24,6 +24,7 @@ from samsa.server.authorizer import AUTHORIZER_CLASS_NAMES, AUTHORIZER_CONFIGS
 from samsa.server.replica_selector import replica_selector
 from samsa.server.broker_config_defs import BROKER_CONFIGS, BrokerConfigDef
 from samsa.server.consumer_groups import ConsumerGroupConfigError, consumer_group_config
+from samsa.server.metrics.configs import METRICS_CONFIGS
 from samsa.storage.errors import InvalidConfigurationException
 from samsa.storage.log_config import LogConfig
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS, TopicConfigDef
@@ -413,12 +414,16 @@ def listener_config_base(name: str) -> str | None:
     return match[1] if match else None
 
 
+# Broker configs KafkaConfig does not define: the authorizer's own, and Samsa's.
+_SAMSA_CONFIGS = AUTHORIZER_CONFIGS | METRICS_CONFIGS
+
+
 def broker_definition(name: str) -> BrokerConfigDef | None:
     """A broker config's definition; None for names Kafka does not define."""
     if name in BROKER_CONFIGS:
         return BROKER_CONFIGS[name]
-    if name in AUTHORIZER_CONFIGS:
-        return AUTHORIZER_CONFIGS[name]
+    if name in _SAMSA_CONFIGS:
+        return _SAMSA_CONFIGS[name]
     # A listener override takes the type and checks of the config it overrides.
     for synonym in broker_synonyms(name):
         if synonym in BROKER_CONFIGS:
@@ -500,7 +505,7 @@ def _parse_endpoints(
 
 
 def _broker_defaults() -> dict[str, ConfigValue]:
-    defaults = {name: definition.default for name, definition in (BROKER_CONFIGS | AUTHORIZER_CONFIGS).items()}
+    defaults = {name: definition.default for name, definition in (BROKER_CONFIGS | _SAMSA_CONFIGS).items()}
     for name, raw in SAMSA_DEFAULTS.items():
         defaults[name] = parse_value(name, BROKER_CONFIGS[name].type, raw)
     return defaults

@@ -22,9 +22,11 @@ from ..coordinator.partition_leader import IsrChange, PartitionLeaderState
 from ..storage.errors import KafkaStorageException, StorageError
 from ..storage.log import AppendOrigin
 from ..storage.log_config import LogConfig
+from ..storage.log_validator import ProducedRecords
 from ..wire.errors import ErrorCode
 from .clock import wall_clock_ms
 from .heap import making_long_lived_objects
+from .metrics.topic_stats import BrokerTopicStats, TopicStats
 from .metadata import MetadataStore, TopicInfo
 from .replica_fetcher import ReplicaFetcherManager
 
@@ -56,6 +58,14 @@ class PartitionState:
     leader_recovery_state: int = RECOVERED  # RECOVERING after an unclean election (v6+)
 
 
+@dataclass
+class IsrChangeCounts:
+    """ISR changes the controller confirmed for partitions this broker leads (Kafka's
+    IsrShrinksPerSec and IsrExpandsPerSec meters)."""
+    shrinks: int = 0
+    expands: int = 0
+
+
 class Partition:
     """A partition's log and its role here. Until a LeaderAndIsr says otherwise this broker leads it
     alone (the single broker): the high watermark follows the log end offset. Once it leads with
@@ -81,12 +91,20 @@ class Partition:
         # The broker's ZooKeeper session expired: it does not act as leader until registered again.
         self.leadership_suspended = False
         self._waiters: list[trio.Event] = []
+        # Shared with the other partitions (the ReplicaManager's): what this one counts for metrics.
+        self.stats = TopicStats()
+        self.isr_changes = IsrChangeCounts()
 
     @property
     def log(self) -> Log:
         """The partition's log, opened on first use."""
         log_ = self._log
         return self.open_log() if log_ is None else log_
+
+    @property
+    def opened_log(self) -> Log | None:
+        """The partition's log if it was opened (what reads it without opening it use)."""
+        return self._log
 
     def open_log(self) -> Log:
         log_ = self._log
@@ -149,7 +167,11 @@ class Partition:
         """Append a batch, or a Produce partition's parsed records (the log converts, validates and
         assigns offsets in place); wakes parked fetches."""
         log_ = self.log
+        size = len(records.buffer if isinstance(records, ProducedRecords) else records)
         info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin)
+        stats = self.stats  # as Kafka's appendToLocalLog: the bytes as received, the records appended
+        stats.bytes_in += size
+        stats.messages_in += info.record_count
         if self.leader_state is None:
             log_.high_watermark = log_.log_end_offset
         else:
@@ -235,6 +257,10 @@ class Partition:
             return False
         self.isr = leader_state.isr
         self.partition_epoch = partition_epoch
+        if change.removed:
+            self.isr_changes.shrinks += 1
+        elif change.added:
+            self.isr_changes.expands += 1
         log.info("[Partition %s broker=%d] ISR updated to %s%s and version updated to %d", self.name, self.local_id,
                  ",".join(map(str, self.isr)),
                  " (under-min-isr)" if len(self.isr) < self.log.config.min_insync_replicas else "", partition_epoch)
@@ -292,6 +318,8 @@ class Partition:
         which this replica's follow within what it holds."""
         log_ = self.log
         info = log_.append_as_follower(records) if records is not None and len(records) > 0 else None
+        if info is not None:
+            self.stats.replication_bytes_in += len(records)
         high_watermark = log_.high_watermark
         log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
         log_.follow_leader_log_start_offset(leader_log_start_offset)
@@ -350,6 +378,8 @@ class ReplicaManager:
         # Kafka's replicaStateChangeLock: one controller request (LeaderAndIsr, StopReplica) at a time,
         # its controller epoch checked and its changes made without another one in between.
         self.state_change_lock = trio.Lock()
+        self.topic_stats = BrokerTopicStats()  # bytes and messages in and out, by topic (server/metrics/)
+        self.isr_changes = IsrChangeCounts()
 
     def topic_log_config(self, topic: TopicInfo) -> LogConfig:
         return LogConfig.from_props(topic.configs, base=self._config.log_config())
@@ -376,6 +406,8 @@ class ReplicaManager:
         partition.high_watermark_follows_log_end = self.high_watermark_follows_log_end
         partition.replica_lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
         partition.leadership_suspended = self.leadership_suspended
+        partition.stats = self.topic_stats.of(topic.name)
+        partition.isr_changes = self.isr_changes
         return partition
 
     def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
@@ -451,6 +483,7 @@ class ReplicaManager:
             if partition is not None:
                 partition.wake()
                 self._logs.delete_log(name, index)
+        self.topic_stats.remove(name)
         log.info("Deleted topic %s", name)
         self._on_topics_changed()
         return topic
@@ -563,6 +596,10 @@ class ReplicaManager:
                 errors[key] = e.error_code
                 continue
             errors[key] = ErrorCode.NONE
+        deleted_topics = {topic for (topic, _), (_, delete) in states.items() if delete}
+        if deleted_topics:
+            for topic in deleted_topics - {topic for topic, _ in self.partitions}:
+                self.topic_stats.remove(topic)  # the last of its partitions here went
         self.on_leadership_change([], [(key, states[key][0]) for key, code in errors.items() if code == ErrorCode.NONE])
         return errors
 

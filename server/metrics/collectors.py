@@ -1,0 +1,193 @@
+"""The broker's figures as Prometheus metric families, read at scrape time (a prometheus_client
+custom collector): counters the request path keeps (request_metrics, topic_stats), and gauges
+computed by walking the partitions, logs and groups, which the request path never maintains.
+
+Names are those Prometheus's JMX exporter gives Kafka's MBeans with its standard Kafka rules
+(example_configs/kafka-2_0_0.yml, lowercased): a meter `kafka.server<type=BrokerTopicMetrics,
+name=BytesInPerSec, topic=t>` is `kafka_server_brokertopicmetrics_bytesin_total{topic="t"}`, a
+gauge `kafka.log<type=Log, name=Size, topic=t, partition=0>` is `kafka_log_log_size{...}`. As
+there, a BrokerTopicMetrics family carries the broker-wide series (no label) next to the topics'.
+Where Kafka's broker has no MBean (consumer lag) the names are kafka_exporter's."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.samples import Sample
+
+from ...storage.errors import StorageError
+from .request_metrics import REQUEST_TIMES
+
+log = logging.getLogger("samsa.metrics")
+
+# BrokerTopicMetrics meters: (JMX exporter name, TopicStats field, Kafka's description).
+TOPIC_METERS = (
+    ("bytesin", "bytes_in", "Bytes appended to the topic's partitions from produce requests (the record batches as received)."),
+    ("messagesin", "messages_in", "Records appended to the topic's partitions."),
+    ("bytesout", "bytes_out", "Record bytes sent to consumers in fetch responses."),
+    ("replicationbytesin", "replication_bytes_in", "Record bytes appended as a follower, fetched from the leader."),
+    ("replicationbytesout", "replication_bytes_out", "Record bytes sent to followers in fetch responses."),
+    ("failedproducerequests", "failed_produce_requests", "Partitions of produce requests answered with an error."),
+    ("failedfetchrequests", "failed_fetch_requests", "Partitions of fetch requests answered with an error."),
+)
+
+
+class BrokerCollector:
+    """Everything the broker reports; before its logs are loaded, only what it has counted."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        broker = self.broker
+        yield from request_families(broker.request_metrics)
+        yield from socket_server_families(broker)
+        if broker.replica_manager is None:
+            return
+        yield from topic_families(broker.replica_manager.topic_stats)
+        yield from replica_manager_families(broker.replica_manager)
+        yield from controller_families(broker)
+        yield from log_families(broker.log_manager)
+        yield from consumer_lag_families(broker.groups, broker.replica_manager)
+
+
+def request_families(metrics) -> Iterator[Metric]:
+    requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
+                                   "Requests received, by request name and version.", labels=["request", "version"])
+    for count in metrics.requests.values():
+        requests.add_metric([count.name, str(count.version)], count.count)
+    yield requests
+    for time_name in REQUEST_TIMES:
+        family = HistogramMetricFamily(f"kafka_network_requestmetrics_{time_name.lower()}",
+                                       f"Kafka's {time_name} of requests, by request name (ms).", labels=["request"])
+        for name, times in sorted(metrics.times.items()):
+            histogram = times.by_name()[time_name]
+            family.add_metric([name], histogram.cumulative_buckets(), histogram.sum_ns / 1e6)
+        yield family
+    throttle = CounterMetricFamily(
+        "kafka_server_quota_throttle_time_ms",
+        "Throttle time given to a client's responses (ms), by quota type (Produce, Fetch, Request) and client id.",
+        labels=["resource", "clientId"])
+    for (resource, client_id), ms in sorted(metrics.throttle_time_ms.items()):
+        throttle.add_metric([resource, client_id], ms)
+    yield throttle
+
+
+def socket_server_families(broker) -> Iterator[Metric]:
+    connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
+                                    "Connections open, by listener.", labels=["listener"])
+    for listener, count in sorted(broker.connection_quotas.by_listener.items()):
+        connections.add_metric([listener], count)
+    yield connections
+    failed = CounterMetricFamily("kafka_server_socket_server_metrics_failed_authentication",
+                                 "Connections that failed authentication, by listener.", labels=["listener"])
+    for listener in sorted(broker.connection_quotas.by_listener):
+        failed.add_metric([listener], broker.request_metrics.failed_authentication.get(listener, 0))
+    yield failed
+
+
+def topic_families(topic_stats) -> Iterator[Metric]:
+    all_topics = topic_stats.all_topics()
+    topics = sorted(topic_stats.topics.items())
+    for name, field, doc in TOPIC_METERS:
+        family = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", doc, labels=["topic"])
+        family.samples.append(Sample(f"{family.name}_total", {}, getattr(all_topics, field)))
+        for topic, stats in topics:
+            family.add_metric([topic], getattr(stats, field))
+        yield family
+
+
+def replica_manager_families(replica_manager) -> Iterator[Metric]:
+    leaders = under_replicated = under_min_isr = 0
+    partitions = replica_manager.partitions
+    for partition in partitions.values():
+        if not partition.is_leader:
+            continue
+        leaders += 1
+        isr = len(partition.isr)
+        if isr < len(partition.replicas):
+            under_replicated += 1
+        # A scrape opens no log: a partition whose log is untouched since startup is left out here.
+        log_ = partition.opened_log
+        if log_ is not None and isr < log_.config.min_insync_replicas:
+            under_min_isr += 1
+    yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker.", len(partitions))
+    yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads.", leaders)
+    yield _gauge("kafka_server_replicamanager_underreplicatedpartitions",
+                 "Partitions led here whose ISR is smaller than their replica set.", under_replicated)
+    yield _gauge("kafka_server_replicamanager_underminisrpartitioncount",
+                 "Partitions led here whose ISR is smaller than min.insync.replicas.", under_min_isr)
+    changes = replica_manager.isr_changes
+    yield CounterMetricFamily("kafka_server_replicamanager_isrshrinks",
+                              "ISR shrinks of partitions led here (confirmed by the controller).", changes.shrinks)
+    yield CounterMetricFamily("kafka_server_replicamanager_isrexpands",
+                              "ISR expansions of partitions led here (confirmed by the controller).", changes.expands)
+
+
+def controller_families(broker) -> Iterator[Metric]:
+    """Kafka reports these on the active controller only (0 elsewhere); a single broker is its own
+    controller, and every partition it has is led by it."""
+    controller = broker.controller
+    zk_metadata = broker.services.zk_metadata if broker.services is not None else None
+    if controller is None or zk_metadata is None:
+        active, offline = 1, 0
+    elif controller.is_active:
+        active = 1
+        offline = sum(1 for states in zk_metadata.partition_states.values()
+                      for state in states.values() if state.leader < 0)
+    else:
+        active, offline = 0, 0
+    yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
+                 "1 on the active controller, else 0.", active)
+    yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount",
+                 "Partitions without a leader (on the active controller).", offline)
+
+
+def log_families(log_manager) -> Iterator[Metric]:
+    labels = ["topic", "partition"]
+    size = GaugeMetricFamily("kafka_log_log_size", "The log's size on disk, in bytes.", labels=labels)
+    segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "The log's segments.", labels=labels)
+    end = GaugeMetricFamily("kafka_log_log_logendoffset", "The log end offset.", labels=labels)
+    start = GaugeMetricFamily("kafka_log_log_logstartoffset", "The log start offset.", labels=labels)
+    # The logs opened since startup: one untouched since a clean shutdown is opened on first use
+    # (storage/log_manager.py), which a scrape must not force on every partition.
+    for log_ in sorted(log_manager.opened_logs(), key=lambda log_: (log_.topic, log_.partition)):
+        values = [log_.topic, str(log_.partition)]
+        log_segments = log_.segments
+        size.add_metric(values, sum(segment.size for segment in log_segments))
+        segments.add_metric(values, len(log_segments))
+        end.add_metric(values, log_.log_end_offset)
+        start.add_metric(values, log_.log_start_offset)
+    yield from (size, segments, end, start)
+
+
+def consumer_lag_families(groups, replica_manager) -> Iterator[Metric]:
+    """Each group's committed offset and lag (high watermark less the committed offset) for the
+    partitions this broker leads, as kafka_exporter names them."""
+    labels = ["consumergroup", "topic", "partition"]
+    current = GaugeMetricFamily("kafka_consumergroup_current_offset",
+                                "The group's committed offset of the partition.", labels=labels)
+    lag = GaugeMetricFamily("kafka_consumergroup_lag",
+                            "The partition's high watermark less the group's committed offset.", labels=labels)
+    for coordinator in groups.coordinators():
+        offsets = coordinator.offsets
+        for group_id in sorted(offsets.group_ids()):
+            for topic, committed in sorted(offsets.group_offsets(group_id).items()):
+                for index, offset in sorted(committed.items()):
+                    partition = replica_manager.get(topic, index)
+                    if partition is None or not partition.is_leader:
+                        continue
+                    try:
+                        high_watermark = partition.log.high_watermark
+                    except StorageError:
+                        continue
+                    values = [group_id, topic, str(index)]
+                    current.add_metric(values, offset.offset)
+                    lag.add_metric(values, max(high_watermark - offset.offset, 0))
+    yield from (current, lag)
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
