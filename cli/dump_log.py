@@ -25,6 +25,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -204,20 +205,20 @@ def optional_long(value: int | None) -> str:
     return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
 
 
+@dataclass
 class Dumper:
-    def __init__(self, out: TextIO, problems: Problems, *, print_data: bool, deep: bool, decoder: RecordDecoder,
-                 skip_record_metadata: bool = False, index_sanity_only: bool = False, verify_only: bool = False,
-                 max_message_size: int = MAX_MESSAGE_SIZE, max_bytes: int = MAX_BYTES) -> None:
-        self.out = out
-        self.problems = problems
-        self.print_data = print_data
-        self.deep = deep
-        self.decoder = decoder
-        self.skip_record_metadata = skip_record_metadata
-        self.index_sanity_only = index_sanity_only
-        self.verify_only = verify_only
-        self.max_message_size = max_message_size
-        self.max_bytes = max_bytes
+    """Prints the files to `out` and notes the problems it finds in `problems`."""
+
+    out: TextIO
+    problems: Problems
+    print_data: bool
+    deep: bool
+    decoder: RecordDecoder
+    skip_record_metadata: bool = False
+    index_sanity_only: bool = False
+    verify_only: bool = False
+    max_message_size: int = MAX_MESSAGE_SIZE
+    max_bytes: int = MAX_BYTES
 
     def file(self, name: str) -> None:
         path = Path(name)
