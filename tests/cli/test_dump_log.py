@@ -5,6 +5,7 @@ files a real client wrote), and a one-line message with exit code 2 for a file i
 from __future__ import annotations
 
 import dataclasses
+import struct
 import uuid
 from pathlib import Path
 
@@ -166,8 +167,7 @@ def test_segment(records_log, capsys, monkeypatch, options, deep, data):
 def test_record_lines_without_metadata(records_log, capsys, monkeypatch):
     monkeypatch.chdir(records_log)
     _, out, _ = dump(capsys, "--print-data-log", "--skip-record-metadata", f"{ZEROS}.log")
-    # Kafka's own quirk, kept: without a key the line has no "|" but the payload's leading space.
-    assert out.splitlines()[3:6] == ["| key: k0 payload: v0", " payload: v1", "| key: k2"]
+    assert out.splitlines()[3:6] == ["| key: k0 payload: v0", "| payload: v1", "| key: k2"]
 
 
 def test_indexes_snapshot_transaction_index_and_leader_epochs(records_log, capsys, monkeypatch):
@@ -290,3 +290,39 @@ def test_a_file_it_cannot_read_is_bad_usage(tmp_path, capsys, make, reason):
 def test_no_file_is_bad_usage(capsys):
     code, out, err = dump(capsys)
     assert code == BAD_USAGE and err.count("\n") == 1
+
+
+def test_damage_is_reported_as_kafka_reports_it(tmp_path, capsys, monkeypatch):
+    """A batch failing its CRC (its records still shown), offsets that skip, time index entries off
+    their batches: Kafka 4.4's DumpLogSegments printed these same lines for these same files."""
+    monkeypatch.chdir(tmp_path)
+    first = build_batch([Record(0, 0, b"a", b"1", []), Record(1, 5, b"b", b"2", [("x", b"y")])],
+                        base_timestamp=1000, max_timestamp=1005)
+    skipped = build_batch([Record(0, 0, b"c", None, [])], base_offset=5, base_timestamp=2000, max_timestamp=2000,
+                          has_delete_horizon=True, compression=CompressionType.LZ4)
+    appended = build_batch([Record(0, 0, None, b"t", [])], base_offset=6, timestamp_type=1, base_timestamp=3000,
+                           max_timestamp=3000, compression=CompressionType.ZSTD)
+    broken = bytearray(build_batch([Record(0, 0, b"k", b"v", [])], base_offset=7, base_timestamp=4000,
+                                   max_timestamp=4000))
+    broken[17] ^= 1  # the CRC's first byte
+    Path(f"{ZEROS}.log").write_bytes(first + skipped + appended + broken)
+    Path(f"{ZEROS}.index").write_bytes(struct.pack(">iiiiii", 1, 0, 5, 83, 6, 167))
+    Path(f"{ZEROS}.timeindex").write_bytes(struct.pack(">qiqiqiqi", 1004, 1, 2000, 5, 1500, 6, 9000, 4))
+    code, out, err = dump(capsys, "--deep-iteration", f"{ZEROS}.log", f"{ZEROS}.index", f"{ZEROS}.timeindex")
+    lines = out.splitlines()
+    assert lines[5].endswith(" deleteHorizonMs: OptionalLong[2000] position: 83 CreateTime: 2000 size: 84 magic: 2 "
+                             "compresscodec: lz4 crc: 4004663637 isvalid: true")
+    assert lines[8] == "| offset: 6 LogAppendTime: 3000 keySize: -1 valueSize: 1 sequence: -1 headerKeys: []"
+    assert lines[9].endswith(" crc: 1382950861 isvalid: false")
+    assert lines[10] == "| offset: 7 CreateTime: 4000 keySize: 1 valueSize: 1 sequence: -1 headerKeys: []"
+    timeindex = tmp_path / f"{ZEROS}.timeindex"
+    assert err == f"""Found timestamp mismatch in :{timeindex}
+  Index timestamp: 1004, log timestamp: 1005
+  Index timestamp: 1500, log timestamp: 3000
+Found out of order timestamp in :{timeindex}
+  Index timestamp: 1500, Previously indexed timestamp: 2000
+The following indexed offsets are not found in :{timeindex}
+Indexed offset: 4, found log offset: 5
+Non-consecutive offsets in {tmp_path / f"{ZEROS}.log"}
+  1 is followed by 5
+"""
