@@ -16,6 +16,7 @@ from ..wire.coordinator_record import (
 from ..wire.exceptions import CodecError
 from ..wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from ..wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
+from ..wire.messages.leader_change_message import LeaderChangeMessage
 from ..wire.messages.snapshot_footer_record import SnapshotFooterRecord
 from ..wire.messages.snapshot_header_record import SnapshotHeaderRecord
 from ..wire.messages.voters_record import VotersRecord
@@ -26,14 +27,15 @@ from .message_json import message_json, to_json
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 _INT16 = struct.Struct(">h")
-_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_CONTROL_KEY = struct.Struct(">hh")  # version, type (also a KRaftVersionRecord: version, kRaftVersion)
 
 # Kafka's ControlRecordType, by the type id in a control record's key.
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
                       5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 # The control records Kafka prints as JSON: the name it prints and the record's class.
-_CONTROL_JSON = {3: ("SnapshotHeader", SnapshotHeaderRecord), 4: ("SnapshotFooter", SnapshotFooterRecord),
-                 6: ("KRaftVoters", VotersRecord)}
+_CONTROL_JSON = {2: ("LeaderChange:", LeaderChangeMessage), 3: ("SnapshotHeader", SnapshotHeaderRecord),
+                 4: ("SnapshotFooter", SnapshotFooterRecord), 6: ("KRaftVoters", VotersRecord)}
+KRAFT_VERSION = 5  # its record (version, kRaftVersion: two int16s) has no generated class here
 
 
 def describe_control_record(record: Record) -> str:
@@ -44,11 +46,15 @@ def describe_control_record(record: Record) -> str:
     if type_id in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         marker = parse_control_record(record)
         return f" endTxnMarker: {marker.type.name} coordinatorEpoch: {marker.coordinator_epoch}"
-    if type_id in _CONTROL_JSON and record.value is not None and len(record.value) >= 2:
+    if type_id in _CONTROL_JSON and record.value is not None:
+        # The value is the record at version 0 (Kafka's ControlRecordUtils), shown at the version
+        # its own `version` field names.
         name, cls = _CONTROL_JSON[type_id]
-        version = _INT16.unpack_from(record.value)[0]
-        message = cls.decode(memoryview(record.value), version, 2)
-        return f" {name} {to_json(message_json(message, version))}"
+        message = cls.decode(memoryview(bytes(record.value)), 0)
+        return f" {name} {to_json(message_json(message, message.version))}"
+    if type_id == KRAFT_VERSION and record.value is not None and len(record.value) >= _CONTROL_KEY.size:
+        version, kraft_version = _CONTROL_KEY.unpack_from(record.value)
+        return f" KRaftVersion {to_json({'version': version, 'kRaftVersion': kraft_version})}"
     return f" controlType: {CONTROL_TYPE_NAMES.get(type_id, 'UNKNOWN')}({type_id})"
 
 

@@ -24,6 +24,10 @@ from samsa.wire.coordinator_records.transaction_log_key import TransactionLogKey
 from samsa.wire.coordinator_records.transaction_log_value import PartitionsSchema, TransactionLogValue
 from samsa.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment, TopicPartition
 from samsa.wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
+from samsa.wire.messages.leader_change_message import LeaderChangeMessage
+from samsa.wire.messages.snapshot_footer_record import SnapshotFooterRecord
+from samsa.wire.messages.snapshot_header_record import SnapshotHeaderRecord
+from samsa.wire.messages.voters_record import VotersRecord
 from samsa.wire.metadata_record import encode_metadata_record
 from samsa.wire.metadata_records.topic_record import TopicRecord
 from samsa.wire.records import CompressionType, Record, build_batch, build_control_batch
@@ -326,3 +330,45 @@ Indexed offset: 4, found log offset: 5
 Non-consecutive offsets in {tmp_path / f"{ZEROS}.log"}
   1 is followed by 5
 """
+
+
+def test_a_kraft_snapshot_with_its_control_records(tmp_path, capsys, monkeypatch):
+    """A __cluster_metadata snapshot: its name gives the end offset and epoch; its control records
+    show as Kafka 4.4's tool shows them (checked against it on this file)."""
+    monkeypatch.chdir(tmp_path)
+
+    def control(type_id: int, value: bytes, offset: int) -> bytes:
+        return build_batch([Record(0, 0, struct.pack(">hh", 0, type_id), value, [])], base_offset=offset,
+                           is_control=True, base_timestamp=1000, max_timestamp=1000)
+
+    def encoded(message) -> bytes:
+        out = bytearray()
+        message.encode(0, out)
+        return bytes(out)
+
+    voters = VotersRecord(version=0, voters=[VotersRecord.Voter(
+        voter_id=1, voter_directory_id=uuid.UUID(int=5),
+        endpoints=[VotersRecord.Endpoint(name="CONTROLLER", host="h", port=9093)],
+        k_raft_version_feature=VotersRecord.KRaftVersionFeature(min_supported_version=0, max_supported_version=1))])
+    leader = LeaderChangeMessage(version=0, leader_id=1, voters=[LeaderChangeMessage.Voter(voter_id=1)],
+                                 granting_voters=[LeaderChangeMessage.Voter(voter_id=1)])
+    topic = encode_metadata_record(TopicRecord(name="t", topic_id=uuid.UUID(int=1)), 0)
+    Path("00000000000000000010-0000000001.checkpoint").write_bytes(
+        control(3, encoded(SnapshotHeaderRecord(version=0, last_contained_log_timestamp=1234)), 0)
+        + build_batch([Record(0, 0, None, topic, [])], base_offset=1, base_timestamp=1000, max_timestamp=1000)
+        + control(6, encoded(voters), 2) + control(2, encoded(leader), 3) + control(5, struct.pack(">hhB", 0, 1, 0), 4)
+        + control(9, b"", 5) + control(4, encoded(SnapshotFooterRecord(version=0)), 6))
+    code, out, err = dump(capsys, "--cluster-metadata-decoder", "00000000000000000010-0000000001.checkpoint")
+    lines = out.splitlines()
+    assert lines[1] == "Snapshot end offset: 10, epoch: 1"
+    assert [line.split(" headerKeys: [] ", 1)[1] for line in lines if line.startswith("|")] == [
+        'SnapshotHeader {"version":0,"lastContainedLogTimestamp":1234}',
+        'payload: {"type":"TOPIC_RECORD","version":0,"data":{"name":"t","topicId":"AAAAAAAAAAAAAAAAAAAAAQ"}}',
+        'KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":"AAAAAAAAAAAAAAAAAAAABQ","endpoints":'
+        '[{"name":"CONTROLLER","host":"h","port":9093}],"kRaftVersionFeature":{"minSupportedVersion":0,'
+        '"maxSupportedVersion":1}}]}',
+        'LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[{"voterId":1}]}',
+        'KRaftVersion {"version":0,"kRaftVersion":1}',
+        'controlType: UNKNOWN(9)',
+        'SnapshotFooter {"version":0}',
+    ]
