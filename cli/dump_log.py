@@ -22,12 +22,14 @@ import argparse
 import mmap
 import os
 import re
+import struct
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from ..storage.checkpoints import LeaderEpochCheckpointFile
 from ..storage.errors import CorruptIndexException, CorruptSnapshotException, KafkaStorageException
@@ -42,6 +44,7 @@ from ..wire.records import (
     CompressionType, Record, decode_batch, decode_records, is_crc_valid, peek_magic,
 )
 from ..wire.compression import decompress
+from ..wire.legacy import LegacyMessage, iter_entries, unwrap
 from . import BAD_USAGE, BROKER_REFUSED, CommandError
 from .record_decoders import RecordDecoder, decoder_for, describe_control_record
 
@@ -57,7 +60,8 @@ MAX_BYTES = 2**31 - 1  # Integer.MAX_VALUE: the whole file
 # What Kafka's FileLogInputStream needs to see a batch's size and magic.
 _HEADER_UP_TO_MAGIC = 17
 _MIN_RECORD_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: smaller is corrupt
-TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
+TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+_LEGACY_CRC = struct.Struct(">I")  # a legacy message starts with its CRC32
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -193,10 +197,42 @@ def iter_batches(data, start: int = 0, end: int | None = None) -> Iterator[tuple
 
 
 def batch_header(data, position: int) -> BatchHeader:
-    magic = peek_magic(data, position)
-    if magic != 2:
-        raise CodecError(f"a message set of magic {magic} at position {position}: this tool reads magic 2 only")
     return BatchHeader._make(BATCH_HEADER.unpack_from(data, position))
+
+
+class LegacyEntry(NamedTuple):
+    """A message of format 0 or 1 at the top of a segment (a compressed one wraps others), as
+    Kafka's tool shows it: its CRC and whether the bytes still match it."""
+
+    message: LegacyMessage
+    crc: int
+    valid: bool
+
+
+def legacy_entry(data, position: int, size: int) -> LegacyEntry:
+    crc = _LEGACY_CRC.unpack_from(data, position + LOG_OVERHEAD)[0]
+    valid = zlib.crc32(data[position + LOG_OVERHEAD + _LEGACY_CRC.size:position + size]) == crc
+    message = next(iter_entries(data[position:position + size]))
+    return LegacyEntry(message, crc, valid)
+
+
+def legacy_records(entry: LegacyEntry) -> list[tuple[LegacyMessage, int]]:
+    """The messages of an entry (those inside a compressed wrapper, at their absolute offsets) with
+    their CRCs."""
+    wrapper = entry.message
+    if wrapper.compression == CompressionType.NONE:
+        return [(wrapper, entry.crc)]
+    inner_set = decompress(wrapper.compression, wrapper.value or b"", DEFAULT_MAX_DECOMPRESSED,
+                           legacy_lz4_checksum=wrapper.magic == 0)
+    crcs = [_LEGACY_CRC.unpack_from(inner_set, position + LOG_OVERHEAD)[0]
+            for position, _ in iter_batches(inner_set)]
+    return list(zip(unwrap(wrapper), crcs))
+
+
+def last_offset_at(data, position: int, size: int) -> int:
+    if peek_magic(data, position) < 2:
+        return OFFSET_LENGTH.unpack_from(data, position)[0]  # a legacy entry's offset is its last message's
+    return batch_header(data, position).last_offset
 
 
 def record_sequence(header: BatchHeader, record: Record) -> int:
@@ -205,6 +241,10 @@ def record_sequence(header: BatchHeader, record: Record) -> int:
     if header.base_sequence == NO_SEQUENCE:
         return NO_SEQUENCE
     return (header.base_sequence + record.offset_delta) & 0x7FFFFFFF
+
+
+def size_of(data: bytes | None) -> int:
+    return -1 if data is None else len(data)
 
 
 def optional_long(value: int | None) -> str:
@@ -265,15 +305,21 @@ class Dumper:
             last_offset = -1
             skipped: list[tuple[int, int]] = []
             for position, size in iter_batches(data, 0, end):
-                header = batch_header(data, position)
-                self.batch_line(data, position, header, valid_bytes)
-                if self.deep:
-                    for record in self.records(data, position, header):
-                        offset = header.base_offset + record.offset_delta
-                        if last_offset != -1 and offset != last_offset + 1:
-                            skipped.append((last_offset, offset))
-                        last_offset = offset
-                        write(self.record_line(header, record) + "\n")
+                if peek_magic(data, position) < 2:
+                    entry = legacy_entry(data, position, size)
+                    self.legacy_line(entry, valid_bytes, size)
+                    lines = [(m.offset, self.legacy_record_line(m, crc))
+                             for m, crc in legacy_records(entry)] if self.deep else []
+                else:
+                    header = batch_header(data, position)
+                    self.batch_line(data, position, header, valid_bytes)
+                    lines = [(header.base_offset + r.offset_delta, self.record_line(header, r))
+                             for r in self.records(data, position, header)] if self.deep else []
+                for offset, line in lines:
+                    if last_offset != -1 and offset != last_offset + 1:
+                        skipped.append((last_offset, offset))
+                    last_offset = offset
+                    write(line + "\n")
                 valid_bytes += size
             if skipped:
                 self.problems.non_consecutive_offsets[absolute_name(self.current)] = skipped
@@ -303,27 +349,51 @@ class Dumper:
             payload = decompress(header.compression, payload, DEFAULT_MAX_DECOMPRESSED)
         return decode_records(payload, header.records_count)
 
+    def legacy_line(self, entry: LegacyEntry, accumulated: int, size: int) -> None:
+        message = entry.message
+        self.out.write(
+            f"offset: {message.offset} position: {accumulated} {TIMESTAMP_TYPES[message.timestamp_type]}: "
+            f"{message.timestamp} size: {size} magic: {message.magic} "
+            f"compresscodec: {CompressionType(message.compression).name.lower()} crc: {entry.crc} "
+            f"isvalid: {str(entry.valid).lower()}\n")
+
+    def legacy_record_line(self, message: LegacyMessage, crc: int) -> str:
+        prefix = f"{RECORD_INDENT} "
+        parts = []
+        if not self.skip_record_metadata:
+            parts.append(
+                f"{prefix}offset: {message.offset} {TIMESTAMP_TYPES[message.timestamp_type]}: {message.timestamp} "
+                f"keySize: {size_of(message.key)} valueSize: {size_of(message.value)} isValid: true crc: {crc}")
+            prefix = " "
+        if self.print_data:
+            parts += self.data_parts(message.offset, message, prefix)
+        return "".join(parts)
+
+    def data_parts(self, offset: int, record: Record | LegacyMessage, prefix: str) -> list[str]:
+        key, payload = self.decoder.parse(offset, record)
+        parts = []
+        if key is not None:
+            parts.append(f"{prefix}key: {key}")
+            prefix = " "
+        if payload is not None:
+            parts.append(f"{prefix}payload: {payload}")
+        return parts
+
     def record_line(self, header: BatchHeader, record: Record) -> str:
         parts = []
         prefix = f"{RECORD_INDENT} "
         if not self.skip_record_metadata:
-            key_size = -1 if record.key is None else len(record.key)
-            value_size = -1 if record.value is None else len(record.value)
             parts.append(
                 f"{prefix}offset: {header.base_offset + record.offset_delta} "
                 f"{TIMESTAMP_TYPES[header.timestamp_type]}: {header.record_timestamp(record)} "
-                f"keySize: {key_size} valueSize: {value_size} sequence: {record_sequence(header, record)} "
+                f"keySize: {size_of(record.key)} valueSize: {size_of(record.value)} "
+                f"sequence: {record_sequence(header, record)} "
                 f"headerKeys: [{','.join(key for key, _ in record.headers)}]")
             prefix = " "
             if header.is_control:
                 parts.append(describe_control_record(record))
         if self.print_data and not header.is_control:
-            key, payload = self.decoder.parse(header.base_offset + record.offset_delta, record)
-            if key is not None:
-                parts.append(f"{prefix}key: {key}")
-                prefix = " "
-            if payload is not None:
-                parts.append(f"{prefix}payload: {payload}")
+            parts += self.data_parts(header.base_offset + record.offset_delta, record, prefix)
         return "".join(parts)
 
     # -- indexes ----------------------------------------------------------------------------------
@@ -349,7 +419,7 @@ class Dumper:
                              None)
                 if first is None:
                     raise CodecError(f"no batch at position {entry.position} of {log_path}")
-                batch_last_offset = batch_header(data, first[0]).last_offset
+                batch_last_offset = last_offset_at(data, *first)
                 if batch_last_offset != entry.offset:
                     mismatches.append((entry.offset, batch_last_offset))
                 if not self.verify_only:
@@ -375,21 +445,14 @@ class Dumper:
                 if entry.offset == base_offset and slot > 0:
                     break
                 position = index.lookup(entry.offset).position
-                found = None
-                for batch_position, _ in iter_batches(data, position):
-                    header = batch_header(data, batch_position)
-                    if header.last_offset >= entry.offset:
-                        found = (batch_position, header)
-                        break
+                found = next(((p, size, last) for p, size in iter_batches(data, position)
+                              if (last := last_offset_at(data, p, size)) >= entry.offset), None)
                 if found is None:
                     self.problems.shallow_offsets_not_found.setdefault(name, []).append((entry.offset, -1))
-                elif found[1].last_offset != entry.offset:
-                    self.problems.shallow_offsets_not_found.setdefault(name, []).append(
-                        (entry.offset, found[1].last_offset))
+                elif found[2] != entry.offset:
+                    self.problems.shallow_offsets_not_found.setdefault(name, []).append((entry.offset, found[2]))
                 else:
-                    batch_position, header = found
-                    max_timestamp = max((header.record_timestamp(r) for r in self.records(data, batch_position, header)),
-                                        default=-1)
+                    max_timestamp = max(self.record_timestamps(data, found[0], found[1]), default=-1)
                     max_timestamp = max(max_timestamp, -1)
                     if max_timestamp != entry.timestamp:
                         self.problems.time_index_mismatches.setdefault(name, []).append((entry.timestamp, max_timestamp))
@@ -399,6 +462,12 @@ class Dumper:
                 if not self.verify_only:
                     self.out.write(f"timestamp: {entry.timestamp} offset: {entry.offset}\n")
                 previous_timestamp = entry.timestamp
+
+    def record_timestamps(self, data, position: int, size: int) -> list[int]:
+        if peek_magic(data, position) < 2:
+            return [message.timestamp for message, _ in legacy_records(legacy_entry(data, position, size))]
+        header = batch_header(data, position)
+        return [header.record_timestamp(r) for r in self.records(data, position, header)]
 
     # -- producer state, aborted transactions, leader epochs --------------------------------------
 

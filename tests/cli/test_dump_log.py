@@ -22,6 +22,7 @@ from samsa.wire.coordinator_records.offset_commit_key import OffsetCommitKey
 from samsa.wire.coordinator_records.offset_commit_value import OffsetCommitValue
 from samsa.wire.coordinator_records.transaction_log_key import TransactionLogKey
 from samsa.wire.coordinator_records.transaction_log_value import PartitionsSchema, TransactionLogValue
+from samsa.wire.legacy import LegacyMessage, build_message_set
 from samsa.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment, TopicPartition
 from samsa.wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
 from samsa.wire.messages.leader_change_message import LeaderChangeMessage
@@ -372,3 +373,29 @@ def test_a_kraft_snapshot_with_its_control_records(tmp_path, capsys, monkeypatch
         'controlType: UNKNOWN(9)',
         'SnapshotFooter {"version":0}',
     ]
+
+
+def test_messages_of_the_legacy_formats(tmp_path, capsys, monkeypatch):
+    """Magic 0 and 1 messages (segments an old Kafka wrote), a gzip wrapper opened: the lines Kafka
+    4.4's tool printed for this same file."""
+    monkeypatch.chdir(tmp_path)
+    Path(f"{ZEROS}.log").write_bytes(
+        build_message_set([LegacyMessage(0, 0, 0, -1, b"k", b"v0"), LegacyMessage(1, 0, 0, -1, None, b"v1")], magic=0)
+        + build_message_set([LegacyMessage(2, 1, 0, 5000, b"k2", b"v2"), LegacyMessage(3, 1, 0, 5001, b"k3", None)],
+                            magic=1, compression=CompressionType.GZIP)
+        + build_batch([Record(0, 0, b"a", b"b", [])], base_offset=4, base_timestamp=6000, max_timestamp=6000))
+    code, out, err = dump(capsys, "--print-data-log", f"{ZEROS}.log")
+    lines = out.splitlines()
+    assert (code, err) == (0, "")
+    assert lines[2:6] == [
+        "offset: 0 position: 0 NoTimestampType: -1 size: 29 magic: 0 compresscodec: none crc: 374826161 isvalid: true",
+        "| offset: 0 NoTimestampType: -1 keySize: 1 valueSize: 2 isValid: true crc: 374826161 key: k payload: v0",
+        "offset: 1 position: 29 NoTimestampType: -1 size: 28 magic: 0 compresscodec: none crc: 1285512130 isvalid: true",
+        "| offset: 1 NoTimestampType: -1 keySize: -1 valueSize: 2 isValid: true crc: 1285512130 payload: v1",
+    ]
+    assert lines[6].startswith("offset: 3 position: 57 CreateTime: 5001 size: 93 magic: 1 compresscodec: gzip crc: ")
+    assert lines[7:9] == [
+        "| offset: 2 CreateTime: 5000 keySize: 2 valueSize: 2 isValid: true crc: 1896235363 key: k2 payload: v2",
+        "| offset: 3 CreateTime: 5001 keySize: 2 valueSize: -1 isValid: true crc: 3490617560 key: k3",
+    ]
+    assert lines[9].startswith("baseOffset: 4 lastOffset: 4 count: 1 ")
