@@ -3,7 +3,8 @@ kafka-dump-log.sh (DumpLogSegments) prints them, so that its output and the habi
 (grep, diff against a Kafka broker's files) carry over.
 
 Each file is dumped by its suffix, as Kafka's tool does: a segment (`.log`) or a KRaft snapshot
-(`.checkpoint`) batch by batch, and with --deep-iteration (or --print-data-log) record by record;
+(`.checkpoint`) batch by batch (record batches, and the messages of the legacy formats 0 and 1),
+and with --deep-iteration (or --print-data-log) record by record;
 the offset and time indexes (`.index`, `.timeindex`) entry by entry, checked against their segment;
 producer snapshots (`.snapshot`) and transaction indexes (`.txnindex`). A record's key and value are
 printed as UTF-8 text, or decoded as the internal topics' records with --offsets-decoder
