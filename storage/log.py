@@ -204,7 +204,7 @@ class Log:
             recovered: set[int] = set()
             segments = _load_segments(directory, names, config, now, recovered)
             if not had_clean_shutdown:
-                _recover_unflushed(segments, recovery_point, recovered)
+                _recover_unflushed(segments, recovery_point, recovered, directory.name)
             if not segments:
                 segments = [LogSegment.open(directory, log_start_offset, config, now, file_already_exists=False)]
             next_offset = segments[-1].read_next_offset()
@@ -1089,13 +1089,15 @@ def _load_segments(directory: Path, names: list[str], config: LogConfig, now: in
     return segments
 
 
-def _recover_unflushed(segments: list[LogSegment], recovery_point: int, recovered: set[int]) -> None:
+def _recover_unflushed(segments: list[LogSegment], recovery_point: int, recovered: set[int], name: str) -> None:
     """Recover the segments from the one holding the recovery point on (their base offsets
     added to `recovered`); after one that had to be cut, the later ones cannot be trusted and are
-    deleted."""
+    deleted. Each is logged in Kafka's LogLoader words: a segment can take seconds."""
     bases = [s.base_offset for s in segments]
     first = max(bisect_right(bases, recovery_point) - 1, 0)
     for index in range(first, len(segments)):
+        log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", segments[index].base_offset,
+                 index - first, len(segments) - first, name)
         recovered.add(segments[index].base_offset)
         if segments[index].recover() > 0:
             for later in segments[index + 1:]:

@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from .log import (
     DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name,
 )
 from .log_cleaner import CleanerConfig, LogCleaner
+from .load_progress import PROGRESS_INTERVAL_S, LoadProgress
 from .log_config import LogConfig
 
 log = logging.getLogger("samsa.storage")
@@ -72,8 +74,13 @@ class _UnopenedLog:
 class LogManager:
     def __init__(self, log_dirs: Iterable[Path | str], default_config: LogConfig, clock_ms: Callable[[], int], *,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-                 cleaner_config: CleanerConfig | None = None) -> None:
+                 cleaner_config: CleanerConfig | None = None, progress_interval_s: float = PROGRESS_INTERVAL_S,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        """`progress_interval_s` and `monotonic`: how often, by which clock, a recovery at startup
+        logs its progress."""
         self.log_dirs = [Path(d) for d in log_dirs]
+        self._progress_interval_s = progress_interval_s
+        self._monotonic = monotonic
         self.default_config = default_config
         self._clock_ms = clock_ms
         self._producer_id_expiration_ms = producer_id_expiration_ms
@@ -141,6 +148,7 @@ class LogManager:
             high_watermarks = _read_checkpoint_or_empty(directory / REPLICATION_OFFSET_CHECKPOINT_FILE)
             with os.scandir(directory) as entries:
                 log_dirs = sorted(e.name for e in entries if e.is_dir())
+            found: list[tuple[TopicPartition, _UnopenedLog]] = []
             for name in log_dirs:
                 if name.endswith(DELETE_DIR_SUFFIX):
                     shutil.rmtree(directory / name, ignore_errors=True)  # a deletion the last run left unfinished
@@ -156,19 +164,40 @@ class LogManager:
                     raise KafkaStorageException(
                         f"Duplicate log directories for {name} are found in both {self._directory_of(tp)} and "
                         f"{directory / name}.")
-                found = _UnopenedLog(directory, directory / name, topic_configs.get(tp[0], self.default_config),
-                                     recovery_points.get(tp, 0), log_start_offsets.get(tp),
-                                     high_watermarks.get(tp), topic_ids.get(tp[0]))
-                if not had_clean_shutdown:
-                    try:
-                        self._register(self._load(found, had_clean_shutdown=False))
-                        continue
-                    except InconsistentTopicIdException as e:
-                        log.error("%s", e)  # left unopened: refused again on each use
-                self._unopened[tp] = found
-                self._log_counts[directory] = self._log_counts.get(directory, 0) + 1
+                found.append((tp, _UnopenedLog(
+                    directory, directory / name, topic_configs.get(tp[0], self.default_config),
+                    recovery_points.get(tp, 0), log_start_offsets.get(tp), high_watermarks.get(tp),
+                    topic_ids.get(tp[0]))))
+            if had_clean_shutdown:
+                if found:
+                    log.info("Skipping recovery of %d logs from %s since clean shutdown file was found",
+                             len(found), directory)
+                for tp, unopened in found:
+                    self._leave_unopened(tp, unopened)
+            else:
+                self._recover_all(directory, found)
         if self.cleaner is not None:
             self.cleaner.load_checkpoints()
+
+    def _recover_all(self, directory: Path, found: list[tuple[TopicPartition, _UnopenedLog]]) -> None:
+        """Load every log of a directory the last run did not shut down cleanly, saying how far it got."""
+        if not found:
+            return
+        log.info("Attempting recovery for all logs in %s since no clean shutdown file was found", directory)
+        progress = LoadProgress(directory, len(found), interval_s=self._progress_interval_s,
+                                monotonic=self._monotonic)
+        for tp, unopened in found:
+            try:
+                self._register(self._load(unopened, had_clean_shutdown=False))
+            except InconsistentTopicIdException as e:
+                log.error("%s", e)  # left unopened: refused again on each use
+                self._leave_unopened(tp, unopened)
+            progress.completed()
+        progress.finished()
+
+    def _leave_unopened(self, tp: TopicPartition, unopened: _UnopenedLog) -> None:
+        self._unopened[tp] = unopened
+        self._log_counts[unopened.log_dir] = self._log_counts.get(unopened.log_dir, 0) + 1
 
     def _load(self, found: _UnopenedLog, *, had_clean_shutdown: bool) -> Log:
         if found.topic_id is not None:
