@@ -151,6 +151,7 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "replica.socket.timeout.ms": "",
     "request.timeout.ms": "",
     "reserved.broker.max.id": "in a ZooKeeper cluster",
+    "sasl.jaas.config": "read for PLAIN's users (PlainLoginModule's user_<name> options); other login modules are ignored",
     "sasl.server.max.receive.size": "",
     "security.inter.broker.protocol": "",
     "socket.receive.buffer.bytes": "",
@@ -188,10 +189,9 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
 REFUSED_BROKER_VALUES: dict[str, str] = {
     "authorizer.class.name": "only Kafka's StandardAuthorizer or AclAuthorizer (or none)",
     "group.consumer.assignors": "only uniform and range (by name or Kafka's class name)",
-    "group.coordinator.rebalance.protocols": "classic is required; streams and share are not served",
+    "group.coordinator.rebalance.protocols": "classic is required; streams and share are accepted but not served",
     "replica.selector.class": "only Kafka's RackAwareReplicaSelector (or none)",
     "sasl.enabled.mechanisms": "only PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; GSSAPI and OAUTHBEARER are refused",
-    "sasl.jaas.config": "only PlainLoginModule's users, for PLAIN",
     "ssl.keystore.type": "only PEM and PKCS12 (no JKS)",
     "ssl.truststore.type": "only PEM and PKCS12 (no JKS)",
 }
