@@ -44,7 +44,7 @@ HONOURED_TOPIC_CONFIGS: dict[str, str] = {
     "preallocate": "",
     "retention.bytes": "",
     "retention.ms": "",
-    "segment.bytes": "Samsa's minimum is 14 (Kafka 3.x's), not Kafka 4's 1 MiB",
+    "segment.bytes": "Samsa's minimum is 14 bytes (Kafka 3.x's), not Kafka 4's 1 MiB",
     "segment.index.bytes": "",
     "segment.jitter.ms": "",
     "segment.ms": "",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from samsa.server.authorizer import AUTHORIZER_CONFIGS
 from samsa.server.broker_config_defs import BROKER_CONFIGS
-from samsa.server.config import SAMSA_DEFAULTS, value_to_string
+from samsa.server.config import SAMSA_DEFAULTS, valid_values, value_to_string
 from samsa.server.config_support import HONOURED, IGNORED, REFUSED, broker_support, topic_support
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS
 
@@ -46,7 +46,7 @@ def _broker_rows(names) -> list[str]:
         default = _code(definition.default)
         if name in SAMSA_DEFAULTS:
             default = f"`{SAMSA_DEFAULTS[name]}` (Kafka's: {default})"
-        rows.append(f"| `{name}` | {definition.type} | {default} | {_cell(definition.valid_values)} | "
+        rows.append(f"| `{name}` | {definition.type} | {default} | {_cell(valid_values(definition))} | "
                     f"{definition.update_mode} | {_samsa(broker_support(name))} |")
     return rows
 
@@ -127,7 +127,7 @@ def render() -> str:
     for name in sorted(TOPIC_CONFIGS):
         definition = TOPIC_CONFIGS[name]
         broker = f"`{definition.server_default_property}`" if definition.server_default_property else ""
-        lines.append(f"| `{name}` | {definition.type} | {_code(definition.default)} | {_cell(definition.valid_values)} | "
+        lines.append(f"| `{name}` | {definition.type} | {_code(definition.default)} | {_cell(valid_values(definition))} | "
                      f"{broker} | {_samsa(topic_support(name))} |")
     return "\n".join(lines) + "\n"
 
