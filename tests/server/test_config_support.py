@@ -1,0 +1,108 @@
+"""server/config_support.py against the code: what it calls honoured is read, what the code reads
+is classified; and docs/configuration.md is what tools/gen_config_doc.py writes from it."""
+
+import dataclasses
+import re
+import runpy
+from pathlib import Path
+
+from samsa.server import config_support as support
+from samsa.server.authorizer import AUTHORIZER_CONFIGS
+from samsa.server.broker_config_defs import BROKER_CONFIGS
+from samsa.storage.log_config import LogConfig
+from samsa.storage.topic_config_defs import TOPIC_CONFIGS
+
+REPO = Path(__file__).resolve().parents[2]
+# Modules that define or classify configs rather than read them.
+NOT_READERS = {"server/broker_config_defs.py", "storage/topic_config_defs.py", "server/config_support.py"}
+# Configs whose names the code builds from a prefix: the prefix and the module that reads them.
+READ_BY_PREFIX = {"group.consumer.": "server/consumer_groups.py"}
+
+
+def _sources() -> dict[str, str]:
+    return {
+        path.relative_to(REPO).as_posix(): path.read_text()
+        for package in ("server", "storage", "coordinator")
+        for path in (REPO / package).rglob("*.py")
+        if path.relative_to(REPO).as_posix() not in NOT_READERS
+    }
+
+
+SOURCES = _sources()
+ALL_BROKER_CONFIGS = BROKER_CONFIGS | AUTHORIZER_CONFIGS
+
+
+def _quoted(name: str, text: str) -> bool:
+    return re.search(r"[\"']" + re.escape(name) + r"[\"']", text) is not None
+
+
+def _named_in_code(name: str) -> bool:
+    if any(_quoted(name, text) for text in SOURCES.values()):
+        return True
+    return any(name.startswith(prefix) and _quoted(name.removeprefix(prefix), SOURCES[module])
+               for prefix, module in READ_BY_PREFIX.items())
+
+
+def test_every_classified_name_is_a_config():
+    broker = (support.HONOURED_BROKER_CONFIGS.keys() | support.IGNORED_BROKER_CONFIGS.keys()
+              | support.REFUSED_BROKER_CONFIGS.keys() | support.REFUSED_BROKER_VALUES.keys())
+    assert broker - ALL_BROKER_CONFIGS.keys() == set()
+    topic = support.HONOURED_TOPIC_CONFIGS.keys() | support.IGNORED_TOPIC_CONFIGS.keys()
+    assert topic - TOPIC_CONFIGS.keys() == set()
+    assert support.HONOURED_TOPIC_CONFIGS.keys() & support.IGNORED_TOPIC_CONFIGS.keys() == set()
+    groups = [support.HONOURED_BROKER_CONFIGS, support.IGNORED_BROKER_CONFIGS, support.REFUSED_BROKER_CONFIGS,
+              support.REFUSED_BROKER_VALUES]
+    for index, group in enumerate(groups):
+        for other in groups[index + 1:]:
+            assert group.keys() & other.keys() == set()
+
+
+def test_every_honoured_or_refused_broker_config_is_read_by_the_code():
+    claimed = (support.HONOURED_BROKER_CONFIGS.keys() | support.REFUSED_BROKER_CONFIGS.keys()
+               | support.REFUSED_BROKER_VALUES.keys())
+    assert sorted(name for name in claimed if not _named_in_code(name)) == []
+
+
+def test_every_broker_config_the_code_names_is_classified():
+    topic_defaults = {d.server_default_property for d in TOPIC_CONFIGS.values()}
+    classified = (support.HONOURED_BROKER_CONFIGS.keys() | support.IGNORED_BROKER_CONFIGS.keys()
+                  | support.REFUSED_BROKER_CONFIGS.keys() | support.REFUSED_BROKER_VALUES.keys() | topic_defaults)
+    named = {name for name in ALL_BROKER_CONFIGS if _named_in_code(name)}
+    assert sorted(named - classified) == [], "classify these in server/config_support.py"
+
+
+def _log_config_reads() -> dict[str, set[str]]:
+    """LogConfig's attributes and properties each topic config is read through, outside storage/log_config.py."""
+    log_config = (REPO / "storage" / "log_config.py").read_text()
+    properties = re.findall(r"def (\w+)\(self[^)]*\)[^:]*:\n((?:        .*\n|\n)+)", log_config)
+    reads: dict[str, set[str]] = {}
+    for field in dataclasses.fields(LogConfig):
+        through = {field.name} | {prop for prop, body in properties if f"self.{field.name}" in body}
+        reads[field.metadata["name"]] = {
+            attribute for attribute in through
+            if any(re.search(rf"\.{attribute}\b", text) for module, text in SOURCES.items()
+                   if module != "storage/log_config.py")
+        }
+    return reads
+
+
+def test_honoured_topic_configs_are_read_and_ignored_ones_are_not():
+    reads = _log_config_reads()
+    unread = sorted(name for name in support.HONOURED_TOPIC_CONFIGS if not reads[name]
+                    and not any(_quoted(name, text) for module, text in SOURCES.items()
+                                if module not in ("storage/log_config.py", "server/topic_configs.py")))
+    assert unread == []
+    ignored = set(TOPIC_CONFIGS) - support.HONOURED_TOPIC_CONFIGS.keys()
+    assert {name: reads[name] for name in sorted(ignored) if reads[name]} == {}
+
+
+def test_a_topic_default_follows_its_topic_config():
+    assert support.broker_support("log.retention.bytes").status == support.HONOURED
+    assert support.broker_support("log.local.retention.ms").status == support.IGNORED
+    assert support.broker_support("principal.builder.class").status == support.REFUSED
+
+
+def test_docs_configuration_md_is_what_the_generator_writes():
+    generator = runpy.run_path(str(REPO / "tools" / "gen_config_doc.py"))
+    committed = (REPO / generator["OUTPUT"]).read_text()
+    assert committed == generator["render"](), "docs/configuration.md is stale: run python tools/gen_config_doc.py"
