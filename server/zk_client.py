@@ -356,7 +356,11 @@ class KafkaZkClient:
         """ZkNodeChangeNotificationListener.purgeObsoleteNotifications: notifications up to sequence
         `up_to` (already processed) created before `before_ms` are deleted (any broker may do it)."""
         def purge(zk: KazooClient) -> None:
-            for child in zk.get_children(path):
+            try:
+                children = zk.get_children(path)
+            except NoNodeError:  # the ACL change paths exist once an authorizer made them (AclAuthorizer)
+                return
+            for child in children:
                 if not child.startswith(prefix) or int(zk_data.sequence_number(child, prefix)) > up_to:
                     continue
                 node = f"{path}/{child}"
