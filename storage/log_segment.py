@@ -362,6 +362,21 @@ class LogSegment:
             self.log.trim()
             self.log.close()
 
+    def close_handlers(self) -> None:
+        """Release the files without writing to them (Kafka's closeHandlers): the log directory
+        failed, what is on its disk stays as it is for the recovery of the next start."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._offset_index.release()
+            self._time_index.release()
+            try:
+                self.txn_index.close()
+            except OSError:
+                pass  # its fsync on the failed disk: the file is released all the same
+            self.log.close()
+
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the segment's files, e.g. to `.deleted` before they are removed."""
         def renamed(path: Path) -> Path:
