@@ -12,6 +12,8 @@ ReplicaManager.readFromLocalLog):
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from compat_util import create_topic
 from server_process import HOST
@@ -51,6 +53,24 @@ def flip(broker, topic: str, where) -> None:
     segment.write_bytes(data)
 
 
+def consumer_crc_error(bootstrap: str, topic: str):
+    """The error librdkafka reports reading `topic` from its start with check.crcs (None if none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "crc-check", "check.crcs": True,
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None:
+                return message.error()
+        return None
+    finally:
+        consumer.close()
+
+
 def in_the_records(position: int, size: int) -> int:
     return position + size - 20
 
@@ -76,25 +96,27 @@ def test_recovery_after_a_crash_cuts_the_log_at_the_corrupt_batch(broker_factory
 @pytest.mark.samsa_only("flips bits in the broker's own segment files (Kafka's fetch path is the reference, read)")
 def test_a_segment_not_recovered_is_served_as_it_is(broker_factory, topic_name):
     broker = broker_factory(BROKER)
-    written = write_batches(broker, topic_name)
+    flipped_records, flipped_length = f"{topic_name}-records", f"{topic_name}-length"
+    write_batches(broker, flipped_records)
+    written = write_batches(broker, flipped_length)
     assert broker.stop() == 0  # a clean shutdown: no recovery at the next start
-    flip(broker, topic_name, in_the_records)
+    flip(broker, flipped_records, in_the_records)
+    flip(broker, flipped_length, in_the_length)
     broker.start()
+
     # A flipped bit in the records: sent unchanged, the CRC is the consumer's to check.
-    code, data = fetch_once(HOST, broker.port, topic_name, 0)
+    code, data = fetch_once(HOST, broker.port, flipped_records, 0)
     assert code == ErrorCode.NONE
     batches = list(iter_batch_headers(data))
     assert len(batches) > BAD
     assert [is_crc_valid(data, p, h) for p, h in batches] == [o != BAD for o in range(len(batches))]
+    error = consumer_crc_error(broker.bootstrap, flipped_records)
+    assert error is not None and "crc" in str(error).lower(), error
 
-    broker.stop()
-    flip(broker, topic_name, in_the_records)  # flipped back: the records as they were
-    flip(broker, topic_name, in_the_length)
-    broker.start()
     # The offset search walks over the bad length: CORRUPT_MESSAGE, as Kafka answers.
-    assert fetch_once(HOST, broker.port, topic_name, 0, BAD + 1)[0] == ErrorCode.CORRUPT_MESSAGE
+    assert fetch_once(HOST, broker.port, flipped_length, 0, BAD + 1)[0] == ErrorCode.CORRUPT_MESSAGE
     # What lies before it reads as ever.
-    code, data = fetch_once(HOST, broker.port, topic_name, 0, max_bytes=BAD * VALUE)
+    code, data = fetch_once(HOST, broker.port, flipped_length, 0, max_bytes=BAD * VALUE)
     assert code == ErrorCode.NONE
     values = values_by_offset(data)
     assert values and all(values[o] == written[o] for o in values) and max(values) < BAD
