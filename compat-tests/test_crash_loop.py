@@ -29,7 +29,7 @@ from history_clients import Restart, Writer, read_whole_log
 KILLS = int(os.environ.get("SAMSA_CRASH_LOOP_KILLS", "10"))
 # No new kill starts after this many seconds (a restart costs seconds on a loaded machine); at
 # least MIN_KILLS are always made.
-BUDGET_S = float(os.environ.get("SAMSA_CRASH_LOOP_BUDGET_S", "90"))
+BUDGET_S = float(os.environ.get("SAMSA_CRASH_LOOP_BUDGET_S", "60"))
 MIN_KILLS = 3
 PARTITIONS = 2
 TOPIC_CONFIGS = {"flushed": {"flush.messages": "1"}, "paged": {}}
