@@ -61,13 +61,6 @@ from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait
 
 log = logging.getLogger("samsa.broker")
 
-
-def halt() -> None:
-    """Kafka's Exit.halt(1) once every log directory has failed: no shutdown (it would write to
-    them), exit code 1; a service manager restarts the broker, which recovers them."""
-    for handler in logging.getLogger().handlers:
-        handler.flush()
-    os._exit(1)
 _SIZE = struct.Struct(">i")
 request_log = logging.getLogger("samsa.request")
 
@@ -75,6 +68,14 @@ request_log = logging.getLogger("samsa.request")
 def new_cluster_id() -> str:
     """Kafka's cluster ids are a random UUID in URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def halt() -> None:
+    """Kafka's Exit.halt(1) once every log directory has failed: no shutdown (it would write to
+    them), exit code 1; a service manager restarts the broker, which recovers them."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(1)
 
 
 class Broker:
