@@ -364,17 +364,19 @@ class LogSegment:
 
     def close_handlers(self) -> None:
         """Release the files without writing to them (Kafka's closeHandlers): the log directory
-        failed, what is on its disk stays as it is for the recovery of the next start."""
+        failed, the next start recovers what is on its disk. Only a torn tail past the last whole
+        batch is cut, if the disk lets it (a truncation needs no space)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._offset_index.release()
             self._time_index.release()
-            try:
-                self.txn_index.close()
-            except OSError:
-                pass  # its fsync on the failed disk: the file is released all the same
+            for release in (self.txn_index.close, self.log.trim):
+                try:
+                    release()
+                except OSError:
+                    pass  # the failed disk: the file is released all the same
             self.log.close()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
