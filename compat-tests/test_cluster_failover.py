@@ -13,13 +13,13 @@ with fewer kills, as Samsa's replication under Kafka's controller."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest
 from compat_util import confluent_admin, wait_for
 from history import History
-from server_process import HOST, BrokerStartError
+from history_clients import Reader, Restart, Writer, assert_nothing_lost
+from server_process import HOST
 from wire_client import WireClient
 
 from samsa.wire import records, zk_data
@@ -79,143 +79,6 @@ class Cluster:
                  timeout, interval=0.1, what="every replica in every ISR")
 
 
-class Writer(threading.Thread):
-    """An idempotent acks=all producer writing value after value, round robin over the partitions."""
-
-    def __init__(self, bootstrap: str, topic: str, history: History) -> None:
-        super().__init__(daemon=True)
-        self.topic = topic
-        self.history = history
-        self.stopping = threading.Event()
-        self.producer = confluent_kafka.Producer({
-            "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-            "message.timeout.ms": 120000, "retry.backoff.ms": 50, "retry.backoff.max.ms": 500,
-            "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
-            "topic.metadata.refresh.fast.interval.ms": 100})
-
-    def run(self) -> None:
-        sequence = 0
-        while not self.stopping.is_set():
-            partition = sequence % PARTITIONS
-            value = b"%d-%d" % (partition, sequence)
-            self.history.record_sent(partition, value)
-            self.producer.produce(self.topic, value, partition=partition, on_delivery=self._delivered)
-            sequence += 1
-            self.producer.poll(0.004)
-        self.producer.flush(T * 4)
-
-    def _delivered(self, err, message) -> None:
-        if err is None:
-            self.history.record_ack(message.partition(), message.offset(), message.value())
-        else:
-            self.history.record_failure(message.partition(), message.value(), str(err))
-
-    def finish(self) -> None:
-        self.stopping.set()
-        self.join(T * 5)
-        assert not self.is_alive(), "the producer did not flush"
-
-
-class Reader(threading.Thread):
-    """A consumer reading every partition from its start while the brokers fail."""
-
-    def __init__(self, bootstrap: str, topic: str, history: History) -> None:
-        super().__init__(daemon=True)
-        self.history = history
-        self.stopping = threading.Event()
-        self.consumer = consumer(bootstrap, topic)
-
-    def run(self) -> None:
-        try:
-            while not self.stopping.is_set():
-                for tp, messages in self.consumer.poll(timeout_ms=200, max_records=1000).items():
-                    for message in messages:
-                        self.history.record_read(tp.partition, message.offset, message.value)
-        finally:
-            self.consumer.close()
-
-    def finish(self) -> None:
-        self.stopping.set()
-        self.join(T)
-
-
-def consumer(bootstrap: str, topic: str):
-    """kafka-python without a group: librdkafka's consumer needs a group.id, and its coordinator
-    lookup would have the controller create __consumer_offsets on the brokers this test kills."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    reader = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None, enable_auto_commit=False,
-                           auto_offset_reset="earliest", fetch_max_wait_ms=100, reconnect_backoff_max_ms=500,
-                           request_timeout_ms=T * 1000)
-    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-    reader.assign(partitions)
-    reader.seek_to_beginning(*partitions)
-    return reader
-
-
-def read_whole_log(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
-    """Every partition from its start to its high watermark."""
-    reader = consumer(bootstrap, topic)
-    try:
-        ends = {tp.partition: end for tp, end in reader.end_offsets(list(reader.assignment())).items()}
-        log: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
-        deadline = time.monotonic() + T
-        while any(log[p][-1][0] + 1 < ends[p] if log[p] else ends[p] > 0 for p in range(PARTITIONS)):
-            assert time.monotonic() < deadline, f"reading back: have {[len(v) for v in log.values()]} of {ends}"
-            for tp, messages in reader.poll(timeout_ms=500, max_records=5000).items():
-                log[tp.partition].extend((m.offset, m.value) for m in messages)
-        return log
-    finally:
-        reader.close()
-
-
-def assert_nothing_lost(history: History, bootstrap: str, topic: str, note: str) -> None:
-    """Every acknowledged record read back exactly once and in order, no write failed."""
-    anomalies = history.check(read_whole_log(bootstrap, topic))
-    counts = history.counts()
-    assert not anomalies, f"{anomalies.summary()} ({counts}, {note})"
-    assert counts["acked"] > 0 and counts["failed"] == 0, (counts, history.failed[:5])
-
-
-# Why a restarted broker may exit at once, to be started again (as a service manager would): its
-# killed predecessor's ZooKeeper session has not expired yet (the id is taken), or a client
-# reconnecting to its port (in the ephemeral range) holds it a moment (a TCP self-connection).
-TRANSIENT_START_FAILURES = ("node already exists", "Address already in use")
-
-
-class Restart(threading.Thread):
-    """Start a killed broker again, in the background from the moment of the kill: its process
-    starts (Python's imports take a while on a busy machine) while the controller waits for the
-    old session to expire."""
-
-    def __init__(self, broker) -> None:
-        super().__init__(daemon=True)
-        self.broker = broker
-        self.error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        deadline = time.monotonic() + T
-        while True:
-            try:
-                self.broker.start(timeout=T)
-                return
-            except BrokerStartError as e:
-                if not any(why in str(e)[-600:] for why in TRANSIENT_START_FAILURES) or time.monotonic() > deadline:
-                    self.error = e
-                    return
-                time.sleep(0.2)
-            except BaseException as e:  # noqa: BLE001 - reported by done()
-                self.error = e
-                return
-
-    def done(self) -> None:
-        self.join(T * 2)
-        assert not self.is_alive(), "the broker did not start again"
-        if self.error is not None:
-            raise self.error
-
-
 def produce_acks_all(port: int, topic: str, partition: int) -> int:
     """One record with acks=all through the broker at `port` (no retries): its error code."""
     batch = records.build_batch([records.Record(0, 0, None, b"refused?", [])])
@@ -241,7 +104,8 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         cluster.wait_full_isrs(topic_name)
 
         history = History()
-        writer, reader = Writer(cluster.bootstrap, topic_name, history), Reader(cluster.bootstrap, topic_name, history)
+        writer = Writer(cluster.bootstrap, topic_name, history, PARTITIONS)
+        reader = Reader(cluster.bootstrap, topic_name, history, PARTITIONS)
         writer.start()
         reader.start()
         wait_for(lambda: all(history.acked_count(p) > 20 for p in range(PARTITIONS)), T, what="the first writes")
@@ -284,7 +148,7 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         writer.finish()
         reader.finish()
 
-        assert_nothing_lost(history, cluster.bootstrap, topic_name, f"resumed after {resumed_after} s")
+        assert_nothing_lost(history, cluster.bootstrap, topic_name, PARTITIONS, f"resumed after {resumed_after} s")
     finally:
         cluster.close()
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 import struct
 
-from samsa.wire.protocol import decode_response, encode_request
+from samsa.wire import records
+from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
 
 SIZE = struct.Struct(">i")
 REQUEST_HEADER_V1 = struct.Struct(">hhi")  # api key, api version, correlation id (then client id)
@@ -65,3 +66,36 @@ class WireClient:
                 return None
             buf += chunk
         return bytes(buf)
+
+
+def produce_one(host: str, port: int, topic: str, partition: int, value: bytes, acks: int = -1) -> tuple[int, int]:
+    """(error code, base offset) of one record in a batch of its own (Produce v9)."""
+    produce = request_class(ApiKey.PRODUCE)
+    batch = records.build_batch([records.Record(0, 0, None, value, [])])
+    request = produce(acks=acks, timeout_ms=5000, topic_data=[produce.TopicProduceData(
+        name=topic, partition_data=[produce.PartitionProduceData(index=partition, records=batch)])])
+    with WireClient(host, port) as client:
+        answer = client.call(request, 9).responses[0].partition_responses[0]
+    return answer.error_code, answer.base_offset
+
+
+def fetch_once(host: str, port: int, topic: str, partition: int, offset: int = 0,
+               max_bytes: int = 16 << 20) -> tuple[int, bytes]:
+    """(error code, the record batches' bytes as the broker sent them) of one Fetch (v12)."""
+    fetch = request_class(ApiKey.FETCH)
+    request = fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
+                    session_id=0, session_epoch=-1, topics=[fetch.FetchTopic(
+                        topic=topic, partitions=[fetch.FetchPartition(
+                            partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes)])])
+    with WireClient(host, port) as client:
+        answer = client.call(request, 12).responses[0].partitions[0]
+    return answer.error_code, bytes(answer.records or b"")
+
+
+def values_by_offset(data: bytes) -> dict[int, bytes | None]:
+    """{offset: value} of every record in the complete batches of `data`."""
+    values = {}
+    for position, header in records.iter_batch_headers(data):
+        _, batch_records = records.decode_batch(data[position:position + header.size])
+        values.update((header.record_offset(r), r.value) for r in batch_records)
+    return values

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import logging
 import math
+import os
 import struct
 import uuid
 from pathlib import Path
@@ -63,6 +64,7 @@ from .security.scram import stored_credential
 from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait_unmuted
 
 log = logging.getLogger("samsa.broker")
+
 _SIZE = struct.Struct(">i")
 request_log = logging.getLogger("samsa.request")
 
@@ -70,6 +72,14 @@ request_log = logging.getLogger("samsa.request")
 def new_cluster_id() -> str:
     """Kafka's cluster ids are a random UUID in URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def halt() -> None:
+    """Kafka's Exit.halt(1) once every log directory has failed: no shutdown (it would write to
+    them), exit code 1; a service manager restarts the broker, which recovers them."""
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(1)
 
 
 class Broker:
@@ -120,7 +130,8 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
         self.log_manager = LogManager(self.log_dirs, self.config.log_config(), wall_clock_ms,
                                       producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
-                                      cleaner_config=CleanerConfig.from_broker_config(self.config.get))
+                                      cleaner_config=CleanerConfig.from_broker_config(self.config.get),
+                                      on_all_log_dirs_failed=halt)
         formatting = not self.log_manager.is_formatted()
         self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
         self.metadata = metadata = load_or_import(self.log_dirs, self.cluster_id)

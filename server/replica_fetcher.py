@@ -155,7 +155,8 @@ class ReplicaFetcher:
         found = []
         for key, state in list(self.partitions.items()):
             partition = self._replicas.get(*key)
-            if partition is None:
+            if partition is None or partition.is_offline:
+                # Gone, or its log dir failed (Kafka's handleLogDirFailure removes its fetcher).
                 del self.partitions[key]
             else:
                 found.append((key, state, partition))

@@ -121,6 +121,13 @@ class Partition:
         self._logs.update_config(self.topic.name, self.index, config)
 
     @property
+    def is_offline(self) -> bool:
+        """Its log is in a failed log directory (Kafka's HostedPartition.Offline): every request
+        for it gets KAFKA_STORAGE_ERROR until a restart."""
+        log_ = self._log
+        return log_.is_offline if log_ is not None else self._logs.is_log_offline(self.topic.name, self.index)
+
+    @property
     def name(self) -> str:
         return f"{self.topic.name}-{self.index}"
 
@@ -150,6 +157,8 @@ class Partition:
         (what this broker holds is unknown to the controller until it registers again)."""
         if require_leader:
             return self.check_leader(requested_epoch)
+        if self.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         code = self.check_leader_epoch(requested_epoch)
         if code == ErrorCode.NONE and (self.leader_id == NO_LEADER or self.local_id not in self.replicas
                                        or self.leadership_suspended):
@@ -157,7 +166,10 @@ class Partition:
         return code
 
     def check_leader(self, requested_epoch: int = -1) -> int:
-        """Kafka's localLogWithEpochOrThrow(requireLeader=true): the epoch first, then the role."""
+        """Kafka's localLogWithEpochOrThrow(requireLeader=true): the epoch first, then the role;
+        before both, a partition whose log directory failed (getPartitionOrException)."""
+        if self.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         code = self.check_leader_epoch(requested_epoch)
         if code == ErrorCode.NONE and not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER

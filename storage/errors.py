@@ -114,3 +114,9 @@ class InvalidConfigurationException(StorageError, ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+def caused_by_io_error(exc: BaseException) -> bool:
+    """An OSError, or an error raised for one: what takes a log directory offline (a refusal such
+    as rolling onto an existing segment does not)."""
+    return isinstance(exc, OSError) or isinstance(exc.__cause__, OSError)

@@ -45,10 +45,11 @@ from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader, ControlRec
 from .durability import fsync_dir, fsync_path
 from .errors import (
     CorruptRecordException, CorruptSnapshotException, InvalidRecordException, KafkaStorageException,
-    OffsetOutOfRangeException, PolicyViolationException, RecordBatchTooLargeException,
+    OffsetOutOfRangeException, caused_by_io_error, PolicyViolationException, RecordBatchTooLargeException,
 )
 from .file_records import FileRecords
 from .log_config import LogConfig
+from .log_dir_failure_channel import LogDirFailureChannel
 from .log_segment import (
     CLEANED_FILE_SUFFIX, DELETED_FILE_SUFFIX, INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, SWAP_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX, FetchDataInfo, LogSegment, filename_prefix,
@@ -163,6 +164,8 @@ class Log:
         self._pending_deletions: list[tuple[int, LogSegment]] = []
         self._closed = False
         self._offline = False
+        # Where an I/O failure is reported (the log manager's): its whole directory goes offline.
+        self.log_dir_failure_channel: LogDirFailureChannel | None = None
         if names is None:
             names = os.listdir(directory)
         self.leader_epoch_cache = LeaderEpochFileCache(directory,
@@ -945,7 +948,10 @@ class Log:
             self._closed = True
             pending, self._pending_deletions = self._pending_deletions, []
         for segment in self._segments.segments:
-            segment.close()
+            if self._offline:
+                segment.close_handlers()
+            else:
+                segment.close()
         for _, segment in pending:
             segment.delete()
 
@@ -975,9 +981,14 @@ class Log:
         again (a restart) recovers it."""
         return self._offline
 
+    def mark_offline(self) -> None:
+        """Its log directory failed: no more reads or writes (Kafka closes its handlers)."""
+        self._offline = True
+
     def _io(self, action: str) -> "_LogIo":
         """Kafka's maybeHandleIOException: any I/O failure takes the log offline for good, since
-        what reached the disk is no longer known."""
+        what reached the disk is no longer known, and is reported to the log dir failure channel,
+        which takes the rest of the directory offline."""
         return _LogIo(self, action)
 
 
@@ -1002,8 +1013,10 @@ class _LogIo:
         if exc_type is not None and issubclass(exc_type, (OSError, KafkaStorageException)):
             log = self.log
             log._offline = True
-            raise KafkaStorageException(
-                f"Error while {self.action} for {log.name} in dir {log.dir.parent}: {exc}") from exc
+            message = f"Error while {self.action} for {log.name} in dir {log.dir.parent}: {exc}"
+            if log.log_dir_failure_channel is not None and caused_by_io_error(exc):
+                log.log_dir_failure_channel.maybe_add_offline_log_dir(log.dir.parent, message, exc)
+            raise KafkaStorageException(message) from exc
 
 
 def _no_records(offset: int, include_aborted_txns: bool) -> FetchDataInfo:

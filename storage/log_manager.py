@@ -37,13 +37,14 @@ from .checkpoints import (
 )
 from .cluster_metadata import CLUSTER_METADATA_DIR
 from .durability import write_atomically
-from .errors import InconsistentTopicIdException, KafkaStorageException
+from .errors import InconsistentTopicIdException, KafkaStorageException, caused_by_io_error
 from .log import (
     DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name,
 )
 from .log_cleaner import CleanerConfig, LogCleaner
 from .load_progress import PROGRESS_INTERVAL_S, LoadProgress
 from .log_config import LogConfig
+from .log_dir_failure_channel import LogDirFailureChannel
 
 log = logging.getLogger("samsa.storage")
 
@@ -75,12 +76,17 @@ class LogManager:
     def __init__(self, log_dirs: Iterable[Path | str], default_config: LogConfig, clock_ms: Callable[[], int], *,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  cleaner_config: CleanerConfig | None = None, progress_interval_s: float = PROGRESS_INTERVAL_S,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 on_all_log_dirs_failed: Callable[[], None] | None = None) -> None:
         """`progress_interval_s` and `monotonic`: how often, by which clock, a recovery at startup
-        logs its progress."""
+        logs its progress. `on_all_log_dirs_failed`: what the broker does when its last log
+        directory goes offline (Kafka halts)."""
         self.log_dirs = [Path(d) for d in log_dirs]
         self._progress_interval_s = progress_interval_s
         self._monotonic = monotonic
+        self.failure_channel = LogDirFailureChannel()
+        self.failure_channel.add_listener(self._handle_log_dir_failure)
+        self._on_all_log_dirs_failed = on_all_log_dirs_failed
         self.default_config = default_config
         self._clock_ms = clock_ms
         self._producer_id_expiration_ms = producer_id_expiration_ms
@@ -200,12 +206,16 @@ class LogManager:
         self._log_counts[unopened.log_dir] = self._log_counts.get(unopened.log_dir, 0) + 1
 
     def _load(self, found: _UnopenedLog, *, had_clean_shutdown: bool) -> Log:
+        self._check_online(found.log_dir, found.directory.name)
         if found.topic_id is not None:
             _check_topic_id(found.directory, found.topic_id)
+        # A log that cannot be loaded stays apart (see _open_all), its directory online: Samsa opens
+        # logs on first use, where Kafka loads them all at startup.
         loaded = Log.open(found.directory, found.config, log_start_offset=found.log_start_offset or 0,
                           recovery_point=found.recovery_point, clock_ms=self._clock_ms,
                           had_clean_shutdown=had_clean_shutdown,
                           producer_id_expiration_ms=self._producer_id_expiration_ms)
+        loaded.log_dir_failure_channel = self.failure_channel
         loaded.high_watermark = loaded.log_start_offset if found.high_watermark is None else found.high_watermark
         return loaded
 
@@ -243,6 +253,7 @@ class LogManager:
         for _, deleting in doomed:
             _delete(deleting)
         self.checkpoint()
+        damaged |= self.failure_channel.offline_log_dirs
         for directory in self.log_dirs:
             if directory not in damaged:
                 write_atomically(directory / CLEAN_SHUTDOWN_FILE, json.dumps({"version": 0, "brokerEpoch": -1}))
@@ -334,13 +345,19 @@ class LogManager:
             existing = self._logs.get((topic, partition))
             if existing is not None:
                 return existing
-            directory = min(self.log_dirs, key=lambda d: self._log_counts.get(d, 0))
+            live = self.live_log_dirs
+            if not live:
+                raise KafkaStorageException(f"Can not create log for {topic}-{partition} because all log "
+                                            f"directories are offline")
+            directory = min(live, key=lambda d: self._log_counts.get(d, 0))
             if topic_id is not None:
                 _check_topic_id(directory / f"{topic}-{partition}", topic_id)
-            created = Log.open(directory / f"{topic}-{partition}", config or self.default_config,
-                               clock_ms=self._clock_ms, producer_id_expiration_ms=self._producer_id_expiration_ms)
-            if topic_id is not None:
-                _check_topic_id(created.dir, topic_id)  # writes it in the new directory
+            with self._reporting_io_failure(directory):
+                created = Log.open(directory / f"{topic}-{partition}", config or self.default_config,
+                                   clock_ms=self._clock_ms, producer_id_expiration_ms=self._producer_id_expiration_ms)
+                if topic_id is not None:
+                    _check_topic_id(created.dir, topic_id)  # writes it in the new directory
+            created.log_dir_failure_channel = self.failure_channel
             self._register(created)
             return created
 
@@ -390,18 +407,15 @@ class LogManager:
                     unopened_by_dir.setdefault(found.log_dir, []).append((tp, found))
                 forgotten = set(self._deleted_since_checkpoint)
             for directory in by_dir.keys() | unopened_by_dir.keys():
+                if self.failure_channel.has_offline_log_dir(directory):
+                    continue  # Kafka drops an offline directory's checkpoints
                 logs, unopened = by_dir.get(directory, []), unopened_by_dir.get(directory, [])
-                OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT_FILE).write(
-                    {**{tp: found.recovery_point for tp, found in unopened},
-                     **{tp: each.recovery_point for tp, each in logs}})
-                # Kafka records a start offset only where it differs from the first segment's base.
-                OffsetCheckpointFile(directory / LOG_START_OFFSET_CHECKPOINT_FILE).write(
-                    {**{tp: found.log_start_offset for tp, found in unopened if found.log_start_offset is not None},
-                     **{tp: each.log_start_offset for tp, each in logs
-                        if each.log_start_offset > each.segments[0].base_offset}})
-                OffsetCheckpointFile(directory / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
-                    {**{tp: found.high_watermark for tp, found in unopened if found.high_watermark is not None},
-                     **{tp: each.high_watermark for tp, each in logs}})
+                try:
+                    self._write_checkpoints(directory, logs, unopened)
+                except (OSError, KafkaStorageException) as e:
+                    self.failure_channel.maybe_add_offline_log_dir(
+                        directory, f"Error while writing checkpoints in dir {directory}: {e}", e)
+                    continue
                 for _, each in logs:
                     try:
                         each.delete_snapshots_after_recovery_point_checkpoint()
@@ -411,6 +425,58 @@ class LogManager:
                 self._deleted_since_checkpoint -= forgotten
             if self.cleaner is not None:
                 self.cleaner.write_checkpoints()
+
+    @staticmethod
+    def _write_checkpoints(directory: Path, logs: list[tuple[TopicPartition, Log]],
+                           unopened: list[tuple[TopicPartition, _UnopenedLog]]) -> None:
+        OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT_FILE).write(
+            {**{tp: found.recovery_point for tp, found in unopened},
+             **{tp: each.recovery_point for tp, each in logs}})
+        # Kafka records a start offset only where it differs from the first segment's base.
+        OffsetCheckpointFile(directory / LOG_START_OFFSET_CHECKPOINT_FILE).write(
+            {**{tp: found.log_start_offset for tp, found in unopened if found.log_start_offset is not None},
+             **{tp: each.log_start_offset for tp, each in logs
+                if each.log_start_offset > each.segments[0].base_offset}})
+        OffsetCheckpointFile(directory / REPLICATION_OFFSET_CHECKPOINT_FILE).write(
+            {**{tp: found.high_watermark for tp, found in unopened if found.high_watermark is not None},
+             **{tp: each.high_watermark for tp, each in logs}})
+
+    # -- a failed log directory (Kafka's LogManager.handleLogDirFailure)
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if not self.failure_channel.has_offline_log_dir(d)]
+
+    def is_log_offline(self, topic: str, partition: int) -> bool:
+        """The log went offline, or its directory did (no lock: on every request's path)."""
+        opened = self._logs.get((topic, partition))
+        if opened is not None:
+            return opened.is_offline
+        found = self._unopened.get((topic, partition))
+        return found is not None and self.failure_channel.has_offline_log_dir(found.log_dir)
+
+    def _check_online(self, log_dir: Path, name: str) -> None:
+        if self.failure_channel.has_offline_log_dir(log_dir):
+            raise KafkaStorageException(f"Partition {name} is in an offline log directory {log_dir}")
+
+    def _reporting_io_failure(self, log_dir: Path) -> "_ReportIoFailure":
+        return _ReportIoFailure(self.failure_channel, log_dir)
+
+    def _handle_log_dir_failure(self, log_dir: Path) -> None:
+        """Every log in the directory goes offline (the one that failed already is); with no
+        directory left, the broker is told (Kafka halts it: nothing could be stored any more).
+        Runs in whichever thread met the failure: it only sets flags, taking no lock a log's I/O
+        may hold."""
+        log.warning("Stopping serving logs in dir %s", log_dir)
+        offline = [each for each in list(self._logs.values()) if each.dir.parent == log_dir]
+        for each in offline:
+            each.mark_offline()
+        log.warning("Logs for partitions %s are offline due to failure on log directory %s",
+                    ",".join(sorted(each.name for each in offline)), log_dir)
+        if not self.live_log_dirs:
+            log.critical("Shutdown broker because all log dirs in %s have failed",
+                         ", ".join(str(d) for d in self.log_dirs))
+            if self._on_all_log_dirs_failed is not None:
+                self._on_all_log_dirs_failed()
 
     def flush_dirty(self, now_ms: int) -> None:
         """Flush the logs past flush.ms or flush.messages, and those with a rolled segment not yet
@@ -444,6 +510,23 @@ class LogManager:
         for deleting in due:
             _delete(deleting)
         return removed
+
+
+class _ReportIoFailure:
+    """An I/O failure creating a log takes its directory offline (Kafka's getOrCreateLog
+    reports to the LogDirFailureChannel)."""
+
+    def __init__(self, channel: LogDirFailureChannel, log_dir: Path) -> None:
+        self.channel = channel
+        self.log_dir = log_dir
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is not None and caused_by_io_error(exc):
+            self.channel.maybe_add_offline_log_dir(self.log_dir, f"Error while creating a log in dir "
+                                                                  f"{self.log_dir}: {exc}", exc)
 
 
 def _delete(doomed: Log | Path) -> None:

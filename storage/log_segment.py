@@ -362,6 +362,23 @@ class LogSegment:
             self.log.trim()
             self.log.close()
 
+    def close_handlers(self) -> None:
+        """Release the files without writing to them (Kafka's closeHandlers): the log directory
+        failed, the next start recovers what is on its disk. Only a torn tail past the last whole
+        batch is cut, if the disk lets it (a truncation needs no space)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._offset_index.release()
+            self._time_index.release()
+            for release in (self.txn_index.close, self.log.trim):
+                try:
+                    release()
+                except OSError:
+                    pass  # the failed disk: the file is released all the same
+            self.log.close()
+
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename the segment's files, e.g. to `.deleted` before they are removed."""
         def renamed(path: Path) -> Path:

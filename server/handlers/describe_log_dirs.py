@@ -1,6 +1,7 @@
 """DescribeLogDirs (key 35), v0-4: each log dir with the size of the partitions in it, and (v4) its
 total and usable bytes. Follows KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs:
-DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED from v3, an empty answer before).
+DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED from v3, an empty answer before). A log dir
+that failed (storage/log_dir_failure_channel.py) is answered with KAFKA_STORAGE_ERROR alone.
 Deviations: offset_lag is always 0 and no future replica is listed (AlterReplicaLogDirs is not
 served); v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 """
@@ -31,10 +32,14 @@ async def handle(ctx, request):
     else:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
+    offline = services.log_manager.failure_channel.offline_log_dirs
     for log_dir in services.log_dirs:
+        if log_dir in offline:  # Kafka: "Log directory ... is offline", no partitions, no sizes
+            results.append(Result(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir=str(log_dir), topics=[]))
+            continue
         by_topic: dict[str, list] = {}
         for (topic, index), partition in sorted(services.replica_manager.partitions.items()):
-            if (topic, index) in wanted and partition.log.dir.parent == log_dir:
+            if (topic, index) in wanted and not partition.is_offline and partition.log.dir.parent == log_dir:
                 by_topic.setdefault(topic, []).append(PartitionEntry(
                     partition_index=index, partition_size=partition.log.size,
                     offset_lag=0, is_future_key=False))

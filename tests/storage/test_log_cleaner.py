@@ -455,3 +455,54 @@ def test_retention_skips_a_log_being_cleaned(tmp_path, clock):
     manager.cleaner._check_done = original
     assert manager.cleanup(clock.now) > 0  # once the pass is over
     manager.shutdown()
+
+
+@pytest.mark.parametrize("old_segment", ["kept", "renamed .deleted", "half renamed"])
+def test_kafkas_split_of_a_segment_into_swap_files_completes_on_load(tmp_path, clock, old_segment):
+    """Kafka's splitOverflowedSegment replaces one segment with several, each written as
+    `<base>.log.swap` (and its indexes); a crash leaves them with the old segment still there, or
+    renamed `.deleted`, or partly renamed. Loading completes the swap: each `.swap` log replaces
+    the segments from its base offset to its last, the result reads the same records."""
+    directory = tmp_path / "data"
+    log = compacted_log(directory, clock)
+    rounds_of_updates(log)
+    log.flush()
+    before = contents(log)
+    log.close()
+    partition = directory / "t-0"
+    first = partition / "00000000000000000000.log"
+    data = first.read_bytes()
+    ends = [position + header.size for position, header in iter_batch_headers(data)]
+    assert len(ends) == 4
+    (partition / "00000000000000000000.log.swap").write_bytes(data[:ends[1]])
+    (partition / "00000000000000000002.log.swap").write_bytes(data[ends[1]:])
+    for suffix in (".index.swap", ".timeindex.swap"):
+        (partition / f"00000000000000000000{suffix}").touch()
+        (partition / f"00000000000000000002{suffix}").touch()
+    if old_segment != "kept":
+        renamed = (".log", ".index", ".timeindex") if old_segment == "renamed .deleted" else (".log",)
+        for suffix in renamed:
+            os.rename(partition / f"00000000000000000000{suffix}", partition / f"00000000000000000000{suffix}.deleted")
+    reopened = Log.open(partition, log.config, clock_ms=clock, had_clean_shutdown=False)
+    assert not [p.name for p in partition.iterdir() if p.suffix in (".cleaned", ".swap", ".deleted")]
+    assert [s.base_offset for s in reopened.segments] == [0, 2, 4, 8, 12]
+    assert contents(reopened) == before
+    reopened.high_watermark = reopened.log_end_offset
+    assert append(reopened, [(b"next", b"1")]).first_offset == 13
+
+
+def test_kafkas_cleaned_files_left_by_a_crash_before_the_swap_are_dropped(tmp_path, clock):
+    """A crash while the cleaner writes: `<base>.log.cleaned` with its three indexes (the
+    transaction index too, as Kafka's cleaner writes one); the old segments stay as they were."""
+    directory = tmp_path / "data"
+    log = compacted_log(directory, clock)
+    rounds_of_updates(log)
+    log.flush()
+    before = contents(log)
+    log.close()
+    partition = directory / "t-0"
+    for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+        (partition / f"00000000000000000000{suffix}.cleaned").write_bytes(b"\x00" * 37)
+    reopened = Log.open(partition, log.config, clock_ms=clock, had_clean_shutdown=False)
+    assert not [p.name for p in partition.iterdir() if p.suffix == ".cleaned"]
+    assert contents(reopened) == before

@@ -341,3 +341,61 @@ def test_kraft_metadata_log_is_no_partition(tmp_path, clock):
     assert not manager.has_log("__cluster_metadata", 0)
     manager.shutdown()
     assert not OffsetCheckpointFile(tmp_path / RECOVERY_POINT_CHECKPOINT_FILE).read()
+
+
+# -- a failed log directory (Kafka's LogDirFailureChannel and LogManager.handleLogDirFailure) ------
+
+def full_disk_in(monkeypatch, directory):
+    """Every write to a file under `directory` fails with ENOSPC from now on."""
+    real_pwrite = os.pwrite
+
+    def pwrite(fd, data, offset):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith(str(directory)):
+            raise OSError(28, "No space left on device")
+        return real_pwrite(fd, data, offset)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+
+
+def test_an_io_error_takes_its_whole_log_dir_offline_until_a_restart(tmp_path, clock, monkeypatch, caplog):
+    failing, other = tmp_path / "a", tmp_path / "b"
+    halted = []
+    manager = LogManager([failing, other], small_config(), clock, on_all_log_dirs_failed=lambda: halted.append(1))
+    manager.startup()
+    first, elsewhere, neighbour = fill(manager, "t", 0, 2), fill(manager, "t", 1, 2), fill(manager, "u", 0, 1)
+    assert (first.dir.parent, elsewhere.dir.parent, neighbour.dir.parent) == (failing, other, failing)
+    full_disk_in(monkeypatch, failing)
+    with pytest.raises(KafkaStorageException) as refused:
+        first.append_as_leader(make_batch([1002]))
+    assert refused.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    with pytest.raises(KafkaStorageException):  # the neighbour went offline with its directory
+        neighbour.read(0, 1 << 20)
+    assert manager.is_log_offline("u", 0) and not manager.is_log_offline("t", 1)
+    assert manager.live_log_dirs == [other] and manager.failure_channel.offline_log_dirs == {failing}
+    assert elsewhere.append_as_leader(make_batch([1002])).first_offset == 4
+    assert manager.create_log("v", 0).dir.parent == other  # new logs only where the disk works
+    manager.checkpoint()  # the failed directory's checkpoints are not written
+    with pytest.raises(KafkaStorageException):
+        first.append_as_leader(make_batch([1003]))  # no I/O tried: logged once
+    assert [r.levelname for r in caplog.records if "No space left" in r.getMessage()] == ["ERROR"]
+    assert halted == []
+    manager.shutdown()
+    assert not (failing / CLEAN_SHUTDOWN_FILE).exists() and (other / CLEAN_SHUTDOWN_FILE).exists()
+
+    monkeypatch.undo()  # space back, a restart: recovered, online again
+    manager = started([failing, other], clock)
+    assert manager.get_log("t", 0).log_end_offset == 4
+    assert manager.get_log("t", 0).append_as_leader(make_batch([1004])).first_offset == 4
+    manager.shutdown()
+
+
+def test_the_last_log_dir_failing_is_reported_to_the_broker(tmp_path, clock, monkeypatch):
+    halted = []
+    manager = LogManager([tmp_path], small_config(), clock, on_all_log_dirs_failed=lambda: halted.append(1))
+    manager.startup()
+    log = fill(manager, "t", 0, 1)
+    full_disk_in(monkeypatch, tmp_path)
+    with pytest.raises(KafkaStorageException):
+        log.append_as_leader(make_batch([1002]))
+    assert halted == [1]
+    with pytest.raises(KafkaStorageException, match="all log directories are offline"):
+        manager.create_log("t", 1)

@@ -237,3 +237,100 @@ def test_sigkill_after_a_clean_start_loses_nothing_acknowledged(tmp_path, clock)
     assert busy.log_end_offset >= flushed
     assert_intact(busy, busy.log_end_offset)
     manager.shutdown()
+
+
+# -- crash leftovers of a roll and of a deletion (Kafka's LogLoader on what LocalLog leaves)
+PRODUCER_ID, PRODUCER_EPOCH = 7, 0
+
+
+def producer_log(directory: Path, clock) -> tuple[Log, list[bytearray]]:
+    """An idempotent producer's 2-record batches over three segments (0, 8, 16), the first two
+    flushed, the last two batches not: the state a kill -9 leaves after a roll."""
+    config = small_config(segment_bytes=4 * len(make_batch(BATCH_TIMESTAMPS[0])) + 10)
+    log = Log.open(directory, config, clock_ms=clock)
+    sent = []
+    for sequence, timestamps in enumerate(BATCH_TIMESTAMPS):
+        batch = make_batch(timestamps, producer=(PRODUCER_ID, PRODUCER_EPOCH, 2 * sequence))
+        sent.append(bytearray(batch))
+        log.append_as_leader(batch)
+        if sequence == 9:
+            log.flush()
+    assert [s.base_offset for s in log.segments] == [0, 8, 16] and log.recovery_point == 20
+    return log, sent
+
+
+def assert_producer_continues(log: Log, sent: list[bytearray]) -> None:
+    """A retry of the producer's last batch is a duplicate (its offsets come back, nothing is
+    written); its next sequence appends at the log end."""
+    end = log.log_end_offset
+    assert log.append_as_leader(bytearray(sent[-1])).first_offset == end - 2
+    assert log.log_end_offset == end
+    following = make_batch([2000, 2000], producer=(PRODUCER_ID, PRODUCER_EPOCH, 2 * len(sent)))
+    assert log.append_as_leader(following).first_offset == end
+
+
+def crash_copy(directory: Path, tmp_path: Path, name: str) -> Path:
+    """The log directory as a kill -9 leaves it: what was written, flushed or not (the page cache
+    survives the process), with the open segments' indexes at their preallocated size."""
+    return shutil.copytree(directory, tmp_path / name / directory.name)
+
+
+@pytest.mark.parametrize("leftover", ["preallocated indexes", "no indexes", "torn snapshot", "empty snapshot"])
+def test_a_crash_in_the_middle_of_a_roll_loses_nothing(tmp_path, clock, leftover):
+    """Kafka's roll creates the new segment's log and indexes (preallocated), then writes the
+    producer snapshot at its base offset, unflushed; a crash can stop anywhere in between."""
+    original, sent = producer_log(tmp_path / "original" / "t-0", clock)
+    directory = crash_copy(original.dir, tmp_path, "crash")
+    index, snapshot = directory / "00000000000000000016.index", directory / "00000000000000000016.snapshot"
+    assert index.stat().st_size > 0 and snapshot.exists()
+    if leftover == "no indexes":
+        index.unlink()
+        (directory / "00000000000000000016.timeindex").unlink()
+    elif leftover == "torn snapshot":
+        os.truncate(snapshot, snapshot.stat().st_size // 2)
+    elif leftover == "empty snapshot":
+        os.truncate(snapshot, 0)
+    log = reopen(directory, clock, recovery_point=original.recovery_point)
+    assert_intact_without_appending(log, 24)
+    assert_producer_continues(log, sent)
+
+
+def test_a_crash_right_after_a_roll_created_an_empty_segment(tmp_path, clock):
+    """The new segment's files exist, nothing is in them yet: it is kept, empty, as the active one."""
+    original, sent = producer_log(tmp_path / "original" / "t-0", clock)
+    original.roll()
+    assert original.active_segment.base_offset == 24
+    directory = crash_copy(original.dir, tmp_path, "crash")
+    log = reopen(directory, clock, recovery_point=original.recovery_point)
+    assert [s.base_offset for s in log.segments] == [0, 8, 16, 24]
+    assert_intact_without_appending(log, 24)
+    assert_producer_continues(log, sent)
+
+
+@pytest.mark.parametrize("renamed", [1, 2, 4])
+def test_a_crash_in_the_middle_of_a_segment_deletion_loses_nothing_kept(tmp_path, clock, renamed):
+    """Retention renames a segment's files to `.deleted` one by one (log, offset index, time
+    index, transaction index) and unlinks them later: a crash after `renamed` of the renames
+    leaves the rest under their own names. Loading removes both; the log starts at the next
+    segment even if the log start offset checkpoint was not written."""
+    original, sent = producer_log(tmp_path / "original" / "t-0", clock)
+    directory = crash_copy(original.dir, tmp_path, "crash")
+    (directory / "00000000000000000000.txnindex").touch()  # Kafka creates it with the segment
+    for suffix in (".log", ".index", ".timeindex", ".txnindex")[:renamed]:
+        os.rename(directory / f"00000000000000000000{suffix}", directory / f"00000000000000000000{suffix}.deleted")
+    log = reopen(directory, clock, recovery_point=original.recovery_point)
+    assert not [p.name for p in directory.iterdir() if p.name.startswith("00000000000000000000.")]
+    assert [s.base_offset for s in log.segments] == [8, 16] and log.log_start_offset == 8
+    assert [next(iter_batch_headers(log.read(o, 1).records.read_bytes()))[1].base_offset for o in (8, 22)] == [8, 22]
+    assert log.log_end_offset == 24
+    log.high_watermark = log.log_end_offset
+    assert_producer_continues(log, sent)
+
+
+def assert_intact_without_appending(log: Log, end_offset: int) -> None:
+    assert log.log_end_offset == end_offset
+    data = b"".join(s.log.read_bytes() for s in log.segments)
+    headers = list(iter_batch_headers(data))
+    assert [h.base_offset for _, h in headers] == list(range(0, end_offset, 2))
+    assert all(is_crc_valid(data, position, h) for position, h in headers)
+    log.high_watermark = log.log_end_offset
