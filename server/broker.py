@@ -355,6 +355,7 @@ class Broker:
                     self._in_flight += 1
                     try:
                         response = await self._process(conn, frame)
+                        frame = None  # a large frame's memory is read into again once unreferenced
                         if response is not None:
                             await conn.send_response(response)
                         if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
