@@ -146,10 +146,13 @@ class Bench:
                     def run():
                         system.create_topic(topic, parts)
                         return load.produce(system.bootstrap, system.pid, topic, parts, size,
-                                            self.plan.produce_bytes[size], acks, comp, shape=shape)
+                                            self.plan.produce_bytes[size], acks, comp, count_requests=True,
+                                            shape=shape)
                     result = self.attempt(row, system, run)
                     self.attempt("clear", system, lambda: system.clear(topic))
                     self.record_run(row, system.name, result)
+                    per_request_kb = result.bytes / result.requests / 1e3 if result and result.requests else None
+                    self.table.add(f"{row} (KB per request)", system.name, per_request_kb)
 
     def record_run(self, row: str, system: str, result: load.Run | None) -> None:
         if result is not None and result.errors:
@@ -241,6 +244,18 @@ class Bench:
                     for measure in ("cpu", "round trip"):
                         row = f"{name} request of one 1 KB record, {'broker CPU' if measure == 'cpu' else measure} (us)"
                         self.table.add(row, system.name, result[f"{name} {measure}"] if result else None)
+                self.attempt("clear", system, lambda: system.clear(topic))
+                # 1 MB Produce requests (issue 16): what a large frame costs, user and system apart.
+                topic = self.topic("requests")
+
+                def run_large():
+                    system.create_topic(topic, 1)
+                    return per_request.large_produce_costs(system.port, system.pid, topic, count // 10,
+                                                           load.half_random_payloads(1024))
+                result = self.attempt("1 MB produce requests", system, run_large)
+                for measure in ("user ms/MB", "system ms/MB", "MB/s"):
+                    row = f"produce requests of 1 MB, {'broker ' if 'ms' in measure else ''}{measure}"
+                    self.table.add(row, system.name, result[measure] if result else None)
                 self.attempt("clear", system, lambda: system.clear(topic))
 
     def record_latency(self, row: str, system: str, result: dict | None) -> None:

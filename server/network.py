@@ -37,6 +37,7 @@ _MAX_SPARE_BUFFERS = 64
 # idle: the next large frame is read into one of them instead of fresh memory.
 _spare_frames: list[bytearray] = []
 _MAX_SPARE_FRAMES = 4
+_MAX_SPARE_FRAME_BYTES = 8 << 20  # a rare huge frame's memory is not kept once its connection idles
 _TLS_FILE_CHUNK = 1 << 16
 _FAIR_SHARE = 4 << 20  # bytes one sendfile loop may send without letting other tasks run
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one writev takes
@@ -207,7 +208,8 @@ class Connection:
         """While the connection idles, its last large frame serves others (if nothing holds it:
         the local and getrefcount's argument)."""
         frame, self._frame = self._frame, None
-        if sys.getrefcount(frame) == 2 and len(_spare_frames) < _MAX_SPARE_FRAMES:
+        if (sys.getrefcount(frame) == 2 and len(_spare_frames) < _MAX_SPARE_FRAMES
+                and frame.__alloc__() <= _MAX_SPARE_FRAME_BYTES):
             _spare_frames.append(frame)
 
     # --- TLS: through trio's SSLStream, whose buffering stands in for the read-ahead above ---
