@@ -250,7 +250,7 @@ class Bench:
 
                 def run_large():
                     system.create_topic(topic, 1)
-                    return per_request.large_produce_costs(system.port, system.pid, topic, count // 10,
+                    return per_request.large_produce_costs(system.port, system.pid, topic, max(count // 10, 100),
                                                            load.half_random_payloads(1024))
                 result = self.attempt("1 MB produce requests", system, run_large)
                 for measure in ("user ms/MB", "system ms/MB", "MB/s"):
@@ -498,6 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sections", default="produce,consume,perf-tools,e2e,requests,partitions,connections,groups")
     parser.add_argument("--reps", type=int, help="repetitions of each case (default 3, --quick 1)")
     parser.add_argument("--json", help="also write every repetition's figures to this file")
+    parser.add_argument("--produce-mb", type=float,
+                        help="MB of 1 KB records per produce run (a fifth of it for 100 B records)")
+    parser.add_argument("--consume-mb", type=float, help="MB of 1 KB records each consume run reads")
     parser.add_argument("--shapes", default=",".join(load.SHAPES),
                         help="produce load shapes, comma-separated: batch (produce_batch), record (produce() per record)")
     args = parser.parse_args(argv)
@@ -508,6 +511,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps:
         plan.reps = args.reps
     plan.shapes = tuple(x for x in args.shapes.split(",") if x)
+    if args.consume_mb:
+        plan.consume_bytes = int(args.consume_mb * 1e6)
+    if args.produce_mb:
+        plan.produce_bytes = {1024: int(args.produce_mb * 1e6), 100: int(args.produce_mb * 1e6 / 5)}
     names = [n for n in args.systems.split(",") if n]
     sections = args.sections.split(",")
     bench = Bench(plan, names)
