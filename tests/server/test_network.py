@@ -22,18 +22,23 @@ def fetch_response(records: list) -> FetchResponse:
     return FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=partitions)])
 
 
-async def send_and_receive(response, version: int, send_buffer: int | None = None) -> FrameBuffer:
-    """Send `response` encoded into a FrameBuffer from a server Connection and check that the client
-    reads exactly the bytes a plain bytearray encoding holds; the FrameBuffer sent."""
+async def connected_pair() -> tuple[Connection, trio.SocketStream]:
+    """A server Connection and the client stream at its other end, over loopback."""
     listener = trio.socket.socket()
     await listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     client = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
     server, _ = await listener.accept()
     listener.close()
+    return Connection(server, Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"), "test"), client
+
+
+async def send_and_receive(response, version: int, send_buffer: int | None = None) -> FrameBuffer:
+    """Send `response` encoded into a FrameBuffer from a server Connection and check that the client
+    reads exactly the bytes a plain bytearray encoding holds; the FrameBuffer sent."""
+    conn, client = await connected_pair()
     if send_buffer is not None:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
-    conn = Connection(server, Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"), "test")
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     frame = encode_response(response, version, 7, FrameBuffer())
     expected = bytes(encode_response(response, version, 7))  # every byte copied in, file slices read
     try:
@@ -76,16 +81,6 @@ def test_a_frame_of_more_buffers_than_one_writev_takes():
     chunks = [bytes([i % 256]) * REFERENCE_MIN for i in range(1100)]
     frame = trio.run(send_and_receive, fetch_response(chunks), 12)
     assert len(frame.pieces()) > 2 * 1024  # IOV_MAX on Linux: three writevs at least
-
-
-async def connected_pair() -> tuple[Connection, trio.SocketStream]:
-    listener = trio.socket.socket()
-    await listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    client = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
-    server, _ = await listener.accept()
-    listener.close()
-    return Connection(server, Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"), "test"), client
 
 
 def frame_of(body: bytes) -> bytes:
