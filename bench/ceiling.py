@@ -86,13 +86,17 @@ class Ceiling:
 
     def serve_connection(self, sock: socket.socket) -> None:
         size_buf = bytearray(4)
+        # Every frame is read into the same memory (nothing keeps a frame once handled): a new
+        # 1 MB bytearray per request costs a memset and page faults (issue 16).
+        buffer = bytearray()
         try:
             while True:
                 if sock.recv_into(size_buf, 4, socket.MSG_WAITALL) < 4:
                     return
                 (size,) = I32.unpack(size_buf)
-                frame = bytearray(size)
-                view = memoryview(frame)
+                if size > len(buffer):
+                    buffer = bytearray(size)
+                view = memoryview(buffer)[:size]
                 got = 0
                 while got < size:
                     n = sock.recv_into(view[got:], size - got)

@@ -34,6 +34,20 @@ def payloads(size: int, count: int = 64, seed: int = 7) -> list[bytes]:
     return out
 
 
+def half_random_payloads(size: int, count: int = 64, seed: int = 7) -> list[bytes]:
+    """Records of `size` bytes, the first half text and the second random (issue 16's load): lz4
+    compresses them less than 2x."""
+    rng = random.Random(seed)
+    return [text + rng.randbytes(size - len(text)) for text in payloads(size // 2, count, seed)]
+
+
+# How the client hands records to librdkafka: "batch" is produce_batch, 4,096 records a call (a
+# tenth of produce()'s Python cost per record, so the client sharing the two cores leaves more of
+# the machine to the broker), with text records; "record" is produce() per record with records
+# half random, as a new user's program would (issue 16).
+SHAPES = ("batch", "record")
+
+
 def producer_config(bootstrap: str, acks: str = "1", compression: str = "none", linger_ms: int = 5) -> dict:
     return {"bootstrap.servers": bootstrap, "log_level": 3, "acks": acks, "compression.type": compression,
             "batch.size": 1_000_000, "linger.ms": linger_ms, "enable.idempotence": False,
@@ -72,10 +86,12 @@ def warm_up(producer: Producer, topic: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: int, record_size: int,
-            total_bytes: int, acks: str = "1", compression: str = "none", count_requests: bool = False) -> Run:
+            total_bytes: int, acks: str = "1", compression: str = "none", count_requests: bool = False,
+            shape: str = "batch") -> Run:
     """Produce `total_bytes` of records; the broker CPU is that of `pid`, or the sum over several
     brokers' pids (a cluster's), each one's share kept in `cpu_by_pid`. `count_requests`: also
-    count the requests sent during the run, from librdkafka's statistics every 100 ms."""
+    count the requests sent during the run, from librdkafka's statistics every 100 ms. `shape`:
+    one of SHAPES."""
     pids = [pid] if isinstance(pid, int) else list(pid)
     errors = []
     config = producer_config(bootstrap, acks, compression)
@@ -86,19 +102,28 @@ def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: in
         config["stats_cb"] = lambda stats: sent.append(sum(b["tx"] for b in json.loads(stats)["brokers"].values()))
     producer = Producer(config)
     warm_up(producer, topic, partitions)
-    # produce_batch: a tenth of produce()'s Python cost per record, so the client (sharing the two
-    # cores) leaves more of the machine to the broker.
-    chunk = [{"value": v} for v in payloads(record_size)] * (BATCH // 64)
+    values = payloads(record_size) if shape == "batch" else half_random_payloads(record_size)
+    chunk = [{"value": v} for v in values] * (BATCH // 64)
     count = total_bytes // record_size // BATCH * BATCH
     if count_requests:
         producer.poll(0.2)  # the statistics after the warm-up
     before = sent[-1] if sent else 0
     cpu0, t0 = {p: cpu_seconds(p) for p in pids}, time.perf_counter()
-    for _ in range(count // BATCH):
-        queued = producer.produce_batch(topic, chunk)
-        while queued < BATCH:  # the local queue is full: let it drain
-            producer.poll(0.01)
-            queued += producer.produce_batch(topic, chunk[queued:])
+    if shape == "batch":
+        for _ in range(count // BATCH):
+            queued = producer.produce_batch(topic, chunk)
+            while queued < BATCH:  # the local queue is full: let it drain
+                producer.poll(0.01)
+                queued += producer.produce_batch(topic, chunk[queued:])
+    else:
+        produce_one = producer.produce  # no key, no partition: librdkafka's partitioner, as for produce_batch
+        for i in range(count):
+            while True:
+                try:
+                    produce_one(topic, values[i & 63])
+                    break
+                except BufferError:  # the local queue is full: let it drain
+                    producer.poll(0.005)
     left = producer.flush(300)
     t1, cpu1 = time.perf_counter(), {p: cpu_seconds(p) for p in pids}
     by_pid = {p: cpu1[p] - cpu0[p] for p in pids}

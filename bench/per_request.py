@@ -14,7 +14,7 @@ import time
 
 import crc32c
 
-from systems import cpu_seconds
+from systems import cpu_seconds, cpu_times
 
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 
@@ -31,10 +31,17 @@ def _varint(n: int) -> bytes:
 
 def one_record_batch(value: bytes) -> bytes:
     """A message format v2 batch of one record, CRC32C included."""
+    return record_batch([value])
+
+
+def record_batch(values: list[bytes]) -> bytes:
+    """A message format v2 batch of these records (no key, no headers), CRC32C included."""
     now = int(time.time() * 1000)
-    body = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(len(value)) + value + _varint(0)
-    record = _varint(len(body)) + body
-    after_crc = struct.pack(">hiqqqhii", 0, 0, now, now, -1, -1, -1, 1) + record
+    records = []
+    for delta, value in enumerate(values):
+        body = b"\x00" + _varint(0) + _varint(delta) + _varint(-1) + _varint(len(value)) + value + _varint(0)
+        records.append(_varint(len(body)) + body)
+    after_crc = struct.pack(">hiqqqhii", 0, len(values) - 1, now, now, -1, -1, -1, len(values)) + b"".join(records)
     crc = crc32c.crc32c(after_crc)
     return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc) + after_crc
 
@@ -86,3 +93,26 @@ def costs(port: int, pid: int, topic: str, count: int) -> dict[str, float]:
             out[f"{name} cpu"] = (cpu1 - cpu0) / count * 1e6
             out[f"{name} round trip"] = (t1 - t0) / count * 1e6
     return out
+
+
+def large_produce_costs(port: int, pid: int, topic: str, count: int, values: list[bytes],
+                        batch_bytes: int = 1_000_000) -> dict[str, float]:
+    """Broker CPU per MB of sequential Produce v3 requests each carrying one batch of about
+    `batch_bytes` (librdkafka's at the load's batch.size), user and system time apart: what a
+    large frame costs beyond the request itself (reading it, checking it, writing it)."""
+    per_batch = max(1, batch_bytes // (len(values[0]) + 12))  # a record takes about 10 bytes more
+    batch = record_batch([values[i % len(values)] for i in range(per_batch)])
+    request = produce_request(topic, batch, 0)
+    error_at = 4 + 4 + 2 + len(topic.encode()) + 4 + 4
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(3):  # warm: the partition exists, caches and buffers filled
+            _round_trip(sock, request)
+        (user0, system0), t0 = cpu_times(pid), time.perf_counter()
+        for _ in range(count):
+            if _I16.unpack_from(_round_trip(sock, request), error_at)[0] != 0:
+                raise RuntimeError(f"large produce request failed: error {_I16.unpack_from(_round_trip(sock, request), error_at)[0]}")
+        t1, (user1, system1) = time.perf_counter(), cpu_times(pid)
+    mb = count * len(batch) / 1e6
+    return {"user ms/MB": (user1 - user0) * 1e3 / mb, "system ms/MB": (system1 - system0) * 1e3 / mb,
+            "MB/s": mb / (t1 - t0)}

@@ -14,6 +14,7 @@ What each figure means and what it showed: bench/README.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -52,6 +53,7 @@ class Plan:
     perf_tool_cases: list[tuple[int, str, str]] = field(
         default_factory=lambda: [(100, "all", "lz4"), (1024, "1", "none")])
     perf_tool_records: dict[int, int] = field(default_factory=lambda: {100: 2_000_000, 1024: 300_000})
+    shapes: tuple[str, ...] = load.SHAPES  # how the client hands over records (load.SHAPES)
 
 
 def full_plan() -> Plan:
@@ -65,6 +67,11 @@ def quick_plan() -> Plan:
     cases = [(1024, 1, "1", "none"), (100, 1, "1", "none"), (1024, 16, "all", "lz4")]
     return Plan(1, cases, {1024: 50_000_000, 100: 10_000_000}, 50_000_000, 2.0, 5000,
                 (1, 1000), (1, 200), (1, 10), 20_000_000, perf_tool_records={100: 200_000, 1024: 50_000})
+
+
+def produce_row(size: int, parts: int, acks: str, compression: str, shape: str = "batch") -> str:
+    call = "produce" if shape == "batch" else "produce() per record"
+    return f"{call} {size} B, {parts} part, acks={acks}, {compression}"
 
 
 @dataclass
@@ -129,8 +136,8 @@ class Bench:
                 self.systems.remove(system)
 
     def produce_matrix(self) -> None:
-        for size, parts, acks, comp in self.plan.produce_cases:
-            row = f"produce {size} B, {parts} part, acks={acks}, {comp}"
+        for (size, parts, acks, comp), shape in itertools.product(self.plan.produce_cases, self.plan.shapes):
+            row = produce_row(size, parts, acks, comp, shape)
             for rep in range(self.plan.reps):
                 for system in self.systems:
                     self.log(f"{row} #{rep + 1} {system.name}")
@@ -139,10 +146,13 @@ class Bench:
                     def run():
                         system.create_topic(topic, parts)
                         return load.produce(system.bootstrap, system.pid, topic, parts, size,
-                                            self.plan.produce_bytes[size], acks, comp)
+                                            self.plan.produce_bytes[size], acks, comp, count_requests=True,
+                                            shape=shape)
                     result = self.attempt(row, system, run)
                     self.attempt("clear", system, lambda: system.clear(topic))
                     self.record_run(row, system.name, result)
+                    per_request_kb = result.bytes / result.requests / 1e3 if result and result.requests else None
+                    self.table.add(f"{row} (KB per request)", system.name, per_request_kb)
 
     def record_run(self, row: str, system: str, result: load.Run | None) -> None:
         if result is not None and result.errors:
@@ -234,6 +244,18 @@ class Bench:
                     for measure in ("cpu", "round trip"):
                         row = f"{name} request of one 1 KB record, {'broker CPU' if measure == 'cpu' else measure} (us)"
                         self.table.add(row, system.name, result[f"{name} {measure}"] if result else None)
+                self.attempt("clear", system, lambda: system.clear(topic))
+                # 1 MB Produce requests (issue 16): what a large frame costs, user and system apart.
+                topic = self.topic("requests")
+
+                def run_large():
+                    system.create_topic(topic, 1)
+                    return per_request.large_produce_costs(system.port, system.pid, topic, max(count // 10, 100),
+                                                           load.half_random_payloads(1024))
+                result = self.attempt("1 MB produce requests", system, run_large)
+                for measure in ("user ms/MB", "system ms/MB", "MB/s"):
+                    row = f"produce requests of 1 MB, {'broker ' if 'ms' in measure else ''}{measure}"
+                    self.table.add(row, system.name, result[measure] if result else None)
                 self.attempt("clear", system, lambda: system.clear(topic))
 
     def record_latency(self, row: str, system: str, result: dict | None) -> None:
@@ -451,6 +473,20 @@ def targets(table: Table, plan: Plan) -> list[str]:
     check("RSS per idle connection < 50 KB", None if per_conn is None else per_conn < 50, f"{fmt(per_conn)} KB")
     startup = m("startup, 10000 partitions (s)", "samsa")
     check("startup with 10,000 partitions < 10 s", None if startup is None else startup < 10, f"{fmt(startup)} s")
+    # Issue 16, per load shape.
+    for shape in plan.shapes:
+        row = produce_row(1024, 1, "1", "none", shape)
+        r = ratio(m(f"{row} (broker CPU s/GB)", "samsa"), m(f"{row} (broker CPU s/GB)", "ceiling"))
+        check(f"{row}: broker CPU per MB within 1.3x the ceiling's", None if r is None else r <= 1.3, f"{fmt(r)} x ceiling")
+        r = ratio(m(f"{row} (MB/s)", "samsa"), m(f"{row} (MB/s)", "rdkafka-mock"))
+        check(f"{row}: MB/s >= 0.8x librdkafka's mock cluster", None if r is None else r >= 0.8, f"{fmt(r)} x mock")
+        for unit, better in (("MB/s", lambda a, b: a > b), ("broker CPU s/GB", lambda a, b: a < b)):
+            cases = [produce_row(*case, shape) for case in plan.produce_cases]
+            pairs = [(m(f"{c} ({unit})", "samsa"), m(f"{c} ({unit})", "tansu")) for c in cases]
+            pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+            won = sum(better(a, b) for a, b in pairs)
+            check(f"{'produce' if shape == 'batch' else 'produce() per record'}, every case: {unit} better than tansu's",
+                  None if not pairs else won == len(pairs), f"{won} of {len(pairs)} cases")
     return checks
 
 
@@ -462,6 +498,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sections", default="produce,consume,perf-tools,e2e,requests,partitions,connections,groups")
     parser.add_argument("--reps", type=int, help="repetitions of each case (default 3, --quick 1)")
     parser.add_argument("--json", help="also write every repetition's figures to this file")
+    parser.add_argument("--produce-mb", type=float,
+                        help="MB of 1 KB records per produce run (a fifth of it for 100 B records)")
+    parser.add_argument("--consume-mb", type=float, help="MB of 1 KB records each consume run reads")
+    parser.add_argument("--shapes", default=",".join(load.SHAPES),
+                        help="produce load shapes, comma-separated: batch (produce_batch), record (produce() per record)")
     args = parser.parse_args(argv)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # 10,000 partitions, 1,000 connections
@@ -469,6 +510,11 @@ def main(argv: list[str] | None = None) -> int:
     plan = quick_plan() if args.quick else full_plan()
     if args.reps:
         plan.reps = args.reps
+    plan.shapes = tuple(x for x in args.shapes.split(",") if x)
+    if args.consume_mb:
+        plan.consume_bytes = int(args.consume_mb * 1e6)
+    if args.produce_mb:
+        plan.produce_bytes = {1024: int(args.produce_mb * 1e6), 100: int(args.produce_mb * 1e6 / 5)}
     names = [n for n in args.systems.split(",") if n]
     sections = args.sections.split(",")
     bench = Bench(plan, names)
@@ -496,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in slopes(bench.table, plan, shown):
         print(line)
     print()
-    print("targets (issue 7), Samsa:")
+    print("targets (issues 7 and 16), Samsa:")
     for line in targets(bench.table, plan):
         print("  " + line)
     if bench.table.notes:

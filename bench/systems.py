@@ -49,11 +49,16 @@ def api_versions_probe(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU of the process and all its threads so far."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of the process and all its threads so far."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU of the process and all its threads so far."""
+    return sum(cpu_times(pid))
 
 
 def rss_bytes(pid: int) -> int:

@@ -404,6 +404,9 @@ class Broker:
                             await conn.send_response(encoded)
                         if ctx is not None:
                             self.request_metrics.record(ctx, request, response, received_ns, send_ns, elapsed_ns())
+                        # A large frame's memory is read into again once unreferenced: the request's
+                        # records are views of it.
+                        frame = request = response = encoded = None
                         if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
                             self.request_metrics.authentication_failed(conn.listener.listener)
                             log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,

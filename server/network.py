@@ -17,6 +17,7 @@ import os
 import socket as _stdlib_socket
 import ssl
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
@@ -32,6 +33,11 @@ _READ_AHEAD = 16 * 1024  # one read takes a small request whole, size prefix and
 # zeroed, 16 KiB of memset per request on a connection that idles between requests.
 _spare_buffers: list[bytearray] = []
 _MAX_SPARE_BUFFERS = 64
+# Frames larger than the read-ahead (a producer's 1 MB batches), given back by connections gone
+# idle: the next large frame is read into one of them instead of fresh memory.
+_spare_frames: list[bytearray] = []
+_MAX_SPARE_FRAMES = 4
+_MAX_SPARE_FRAME_BYTES = 8 << 20  # a rare huge frame's memory is not kept once its connection idles
 _TLS_FILE_CHUNK = 1 << 16
 _FAIR_SHARE = 4 << 20  # bytes one sendfile loop may send without letting other tasks run
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one writev takes
@@ -63,6 +69,7 @@ class Connection:
         self._buffer: bytearray | None = None
         self._start = self._end = 0
         self._waits = 0  # times a read waited for the kernel: each wait is a checkpoint
+        self._frame: bytearray | None = None  # the last frame larger than the read-ahead, for reuse
         self.tls: trio.SSLStream | None = None
         self.authenticator = None  # set by the listener's security (server.security.listeners)
         self.muted_until = 0.0  # trio time before which no request is read (a quota's throttle)
@@ -129,6 +136,8 @@ class Connection:
                     view = None
                     _give_back_buffer(self._buffer)
                     self._buffer = None
+                    if self._frame is not None:
+                        self._give_back_frame()
                     await self._wait_readable()
                     self._buffer = _take_buffer()
                     view = memoryview(self._buffer)
@@ -165,7 +174,7 @@ class Connection:
             self._start += size
             return frame
         # A large frame: what was read ahead, then the rest straight into the frame.
-        frame = _LargeFrameMemory.allocate(size, unread)
+        frame = _LargeFrameMemory.allocate(size, unread, self._large_frame)
         frame[:unread] = memoryview(self._buffer)[self._start:self._end]
         self._start = self._end = 0
         got = unread
@@ -180,6 +189,28 @@ class Connection:
         finally:
             _LargeFrameMemory.release(frame)
         return frame
+
+    def _large_frame(self, size: int) -> bytearray:
+        """A buffer of `size` bytes for a frame larger than the read-ahead: the memory of an
+        earlier large frame no request refers to any more (this connection's last, or one an idle
+        connection gave back), else a new one. A new 1 MB bytearray costs a memset and, once
+        glibc has handed the memory back to the kernel, a page fault per 4 KiB (system time): a
+        producer's 1 MB requests paid that on every request (issue 16)."""
+        # Referenced only by this attribute (and getrefcount's argument): no request, memoryview
+        # or slice of the previous frame is alive, so its bytes can be overwritten.
+        if self._frame is not None and sys.getrefcount(self._frame) == 2 and _fits(self._frame, size):
+            frame = _resized(self._frame, size)
+        else:
+            frame = self._frame = _take_frame(size)
+        return frame
+
+    def _give_back_frame(self) -> None:
+        """While the connection idles, its last large frame serves others (if nothing holds it:
+        the local and getrefcount's argument)."""
+        frame, self._frame = self._frame, None
+        if (sys.getrefcount(frame) == 2 and len(_spare_frames) < _MAX_SPARE_FRAMES
+                and frame.__alloc__() <= _MAX_SPARE_FRAME_BYTES):
+            _spare_frames.append(frame)
 
     # --- TLS: through trio's SSLStream, whose buffering stands in for the read-ahead above ---
 
@@ -321,10 +352,12 @@ class _LargeFrameMemory:
     _reserved: dict[int, int] = {}  # id(frame) -> its bytes counted in `unreceived`
 
     @classmethod
-    def allocate(cls, size: int, unread: int) -> bytearray:
+    def allocate(cls, size: int, unread: int, frame_of: Callable[[int], bytearray]) -> bytearray:
+        """A buffer for a frame of `size` bytes, `unread` of them already read: `frame_of(size)`
+        within the budget, else one that grows as the bytes arrive."""
         ahead = size - unread
         if cls.unreceived + ahead <= cls.UNRECEIVED_BUDGET:
-            frame = bytearray(size)
+            frame = frame_of(size)
             cls.unreceived += ahead
             cls._reserved[id(frame)] = ahead
             return frame
@@ -352,6 +385,32 @@ def _take_buffer() -> bytearray:
 def _give_back_buffer(buffer: bytearray) -> None:
     if len(_spare_buffers) < _MAX_SPARE_BUFFERS:
         _spare_buffers.append(buffer)
+
+
+def _fits(frame: bytearray, size: int) -> bool:
+    """Whether `frame` resizes to `size` in place: its allocation holds `size` and a trailing NUL,
+    and is under twice `size` (beyond which a bytearray shrinking to `size` reallocates)."""
+    return size < frame.__alloc__() <= 2 * size
+
+
+def _resized(frame: bytearray, size: int) -> bytearray:
+    """`frame` at `size` bytes, in place (it `_fits`): no realloc, no copy of its contents."""
+    if size < len(frame):
+        del frame[size:]
+    elif size > len(frame):
+        frame += bytes(size - len(frame))
+    return frame
+
+
+def _take_frame(size: int) -> bytearray:
+    for i, frame in enumerate(_spare_frames):
+        if _fits(frame, size):
+            del _spare_frames[i]
+            return _resized(frame, size)
+    # Headroom for the next frames of about this size (del trims the length, keeps the memory).
+    frame = bytearray(size + (size >> 4))
+    del frame[size:]
+    return frame
 
 
 async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:

@@ -7,6 +7,7 @@ import os
 import socket
 
 import trio
+import trio.testing
 
 from samsa.server.network import Connection, Endpoint
 from samsa.storage.file_records import FileRecords
@@ -21,18 +22,23 @@ def fetch_response(records: list) -> FetchResponse:
     return FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=partitions)])
 
 
-async def send_and_receive(response, version: int, send_buffer: int | None = None) -> FrameBuffer:
-    """Send `response` encoded into a FrameBuffer from a server Connection and check that the client
-    reads exactly the bytes a plain bytearray encoding holds; the FrameBuffer sent."""
+async def connected_pair() -> tuple[Connection, trio.SocketStream]:
+    """A server Connection and the client stream at its other end, over loopback."""
     listener = trio.socket.socket()
     await listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     client = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
     server, _ = await listener.accept()
     listener.close()
+    return Connection(server, Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"), "test"), client
+
+
+async def send_and_receive(response, version: int, send_buffer: int | None = None) -> FrameBuffer:
+    """Send `response` encoded into a FrameBuffer from a server Connection and check that the client
+    reads exactly the bytes a plain bytearray encoding holds; the FrameBuffer sent."""
+    conn, client = await connected_pair()
     if send_buffer is not None:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
-    conn = Connection(server, Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"), "test")
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     frame = encode_response(response, version, 7, FrameBuffer())
     expected = bytes(encode_response(response, version, 7))  # every byte copied in, file slices read
     try:
@@ -75,3 +81,63 @@ def test_a_frame_of_more_buffers_than_one_writev_takes():
     chunks = [bytes([i % 256]) * REFERENCE_MIN for i in range(1100)]
     frame = trio.run(send_and_receive, fetch_response(chunks), 12)
     assert len(frame.pieces()) > 2 * 1024  # IOV_MAX on Linux: three writevs at least
+
+
+def frame_of(body: bytes) -> bytes:
+    return len(body).to_bytes(4, "big") + body
+
+
+def test_large_frames_are_read_into_the_previous_one_s_memory_once_nothing_refers_to_it():
+    async def main():
+        conn, client = await connected_pair()
+        bodies = [os.urandom(300_000), os.urandom(299_000), os.urandom(301_000), os.urandom(300_500)]
+        try:
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(client.send_all, b"".join(frame_of(b) for b in bodies))
+                    first = await conn.read_frame(1 << 20)
+                    assert first == bodies[0]
+                    address = id(first)
+                    held = memoryview(first)[10:20]  # a request still using the first frame
+                    second = await conn.read_frame(1 << 20)
+                    assert second == bodies[1] and second is not first
+                    assert first == bodies[0], "a frame still referenced was overwritten"
+                    del held, first, second
+                    third = await conn.read_frame(1 << 20)  # the second's memory, larger in place
+                    assert third == bodies[2]
+                    reused = id(third)
+                    del third
+                    fourth = await conn.read_frame(1 << 20)
+                    assert fourth == bodies[3] and id(fourth) == reused
+                    assert address != reused
+        finally:
+            conn.close()
+            await client.aclose()
+    trio.run(main)
+
+
+def test_an_idle_connection_gives_its_large_frame_to_the_next_connection():
+    async def main():
+        first_conn, first_client = await connected_pair()
+        second_conn, second_client = await connected_pair()
+        body = os.urandom(200_000)
+        try:
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(first_client.send_all, frame_of(body))
+                    frame = await first_conn.read_frame(1 << 20)
+                address = id(frame)
+                del frame
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(first_conn.read_frame, 1 << 20)  # idles: nothing to read
+                    await trio.testing.wait_all_tasks_blocked()
+                    nursery.start_soon(second_client.send_all, frame_of(body[::-1]))
+                    frame = await second_conn.read_frame(1 << 20)
+                    assert frame == body[::-1] and id(frame) == address
+                    nursery.cancel_scope.cancel()
+        finally:
+            for conn in (first_conn, second_conn):
+                conn.close()
+            for client in (first_client, second_client):
+                await client.aclose()
+    trio.run(main)
