@@ -8,6 +8,7 @@ from pathlib import Path
 
 from samsa.server import config_support as support
 from samsa.server.authorizer import AUTHORIZER_CONFIGS
+from samsa.server.metrics.configs import METRICS_CONFIGS
 from samsa.server.broker_config_defs import BROKER_CONFIGS
 from samsa.storage.log_config import LogConfig
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS
@@ -29,7 +30,7 @@ def _sources() -> dict[str, str]:
 
 
 SOURCES = _sources()
-ALL_BROKER_CONFIGS = BROKER_CONFIGS | AUTHORIZER_CONFIGS
+ALL_BROKER_CONFIGS = BROKER_CONFIGS | AUTHORIZER_CONFIGS | METRICS_CONFIGS
 
 
 def _quoted(name: str, text: str) -> bool:
