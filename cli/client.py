@@ -32,11 +32,15 @@ SaslAuthenticateRequest = message_class("SaslAuthenticateRequest")
 GROUP, TRANSACTION = 0, 1  # FindCoordinator's key types
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    """-b/--bootstrap-server and --command-config, as Kafka's tools name them."""
-    parser.add_argument("-b", "--bootstrap-server", default="localhost:9092", metavar="HOST:PORT",
+def add_connection_arguments(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
+    """-b/--bootstrap-server and --command-config, as Kafka's tools name them. A command with
+    actions (topics create, ...) adds them to its own parser and, with subcommand=True, to each
+    action's, so that they may come before or after the action."""
+    # An action's parser must not overwrite with its defaults what the command's parser read.
+    unset = argparse.SUPPRESS if subcommand else None
+    parser.add_argument("-b", "--bootstrap-server", metavar="HOST:PORT", default=unset or "localhost:9092",
                         help="the brokers to start from, host:port[,host:port...] (default localhost:9092)")
-    parser.add_argument("--command-config", metavar="FILE",
+    parser.add_argument("--command-config", metavar="FILE", default=unset,
                         help="a Kafka client properties file: security.protocol, ssl.*, sasl.mechanism, "
                              "sasl.jaas.config")
 
