@@ -47,14 +47,6 @@ def to_text(data: bytes | None) -> str | None:
     return None if data is None else bytes(data).decode("utf-8", "surrogateescape")
 
 
-def parse_header_option(option: str) -> tuple[str, bytes]:
-    """-H KEY=VALUE."""
-    key, sep, value = option.partition("=")
-    if not sep or not key:
-        raise CommandError(f"bad header {option!r}: expected KEY=VALUE", BAD_USAGE)
-    return key, value.encode()
-
-
 def parse_text_line(line: bytes, key_separator: bytes | None, headers: Headers) -> InputRecord:
     """A line without its newline: the value, or with a separator key SEP value (a line without
     the separator is a value with a null key)."""
