@@ -1,0 +1,96 @@
+"""samsa groups against a real broker: list, describe's exact table with lag, reset-offsets as a
+dry run and with --execute, delete."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import sys
+
+import pytest
+
+
+TOPIC_NUMBERS = itertools.count()
+
+
+@pytest.fixture
+def topic(broker, samsa, monkeypatch):
+    """A new topic of 2 partitions (a short name: the table's columns stay 15 wide), 6 records in
+    partition 0, 2 in partition 1."""
+    name = f"groups-{next(TOPIC_NUMBERS)}"
+    assert samsa("topics", "create", name, "-p", "2", "-b", broker)[0] == 0
+    for partition, count in ((0, 6), (1, 2)):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n" * count)))
+        assert samsa("produce", name, "-p", str(partition), "-b", broker)[0] == 0
+    return name
+
+
+def table(*rows: tuple) -> str:
+    """kafka-consumer-groups --describe's table for rows of a group no member holds (names under 15)."""
+    header = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+              "CLIENT-ID")
+    return "\n" + "".join("%-15s %-15s %-10s %-15s %-15s %-15s %-15s %-15s %s\n" % row for row in [header, *rows])
+
+
+def test_describe_shows_committed_offsets_and_lag(broker, samsa, topic):
+    assert samsa("consume", topic, "-p", "0", "-g", "g-describe", "-c", "2", "-b", broker)[1] == "x\nx\n"
+    code, out, err = samsa("groups", "describe", "g-describe", "-b", broker)
+    assert code == 0, err
+    assert out == table(("g-describe", topic, 0, 2, 6, 4, "-", "-", "-"))
+    assert err == "\nConsumer group 'g-describe' has no active members.\n"
+
+    assert samsa("consume", topic, "-p", "1", "-g", "g-describe", "-e", "-b", broker)[0] == 0
+    assert samsa("groups", "describe", "g-describe", "-b", broker)[1] == table(
+        ("g-describe", topic, 0, 2, 6, 4, "-", "-", "-"), ("g-describe", topic, 1, 2, 2, 0, "-", "-", "-"))
+
+    assert "g-describe" in samsa("groups", "list", "-b", broker)[1].splitlines()
+
+
+def test_describe_of_an_unknown_group_is_exit_1(broker, samsa):
+    code, out, err = samsa("groups", "describe", "no-such-group", "-b", broker)
+    assert (code, out, err) == (1, "", "samsa groups: Consumer group 'no-such-group' does not exist.\n")
+
+
+def test_reset_offsets_is_a_dry_run_without_execute(broker, samsa, topic):
+    assert samsa("consume", topic, "-p", "0", "-g", "g-reset", "-c", "3", "-b", broker)[0] == 0
+    before = samsa("groups", "describe", "g-reset", "-b", broker)[1]
+
+    code, out, err = samsa("groups", "reset-offsets", "g-reset", "--topic", topic, "--to-earliest", "-b", broker)
+    assert code == 0, err
+    line = "%-30s %-30s %-10s %-15s\n"
+    assert out == "\n" + line % ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET") + line % ("g-reset", topic, 0, 0) \
+        + line % ("g-reset", topic, 1, 0)
+    assert "nothing was committed" in err
+    assert samsa("groups", "describe", "g-reset", "-b", broker)[1] == before
+
+    code, out, _ = samsa("groups", "reset-offsets", "g-reset", "--topic", f"{topic}:0", "--shift-by", "-1",
+                         "--execute", "-b", broker)
+    assert out.endswith(line % ("g-reset", topic, 0, 2))
+    assert samsa("groups", "describe", "g-reset", "-b", broker)[1] == table(("g-reset", topic, 0, 2, 6, 4, "-", "-", "-"))
+
+    for how, expected in ((["--to-latest"], 6), (["--to-offset", "99"], 6), (["--to-offset", "1"], 1),
+                          (["--to-datetime", "2000-01-01T00:00:00"], 0), (["--shift-by", "-5"], 0)):
+        code, out, err = samsa("groups", "reset-offsets", "g-reset", "--topic", f"{topic}:0", *how, "--execute",
+                               "-b", broker)
+        assert (code, out.splitlines()[-1].split()[-1]) == (0, str(expected)), (how, err)
+    assert samsa("consume", topic, "-p", "0", "-g", "g-reset", "-e", "-b", broker)[1] == "x\n" * 6
+
+
+def test_reset_offsets_usage_errors(broker, samsa, topic):
+    assert samsa("groups", "reset-offsets", "g", "--topic", topic, "-b", broker)[0] == 2  # no scenario
+    assert samsa("groups", "reset-offsets", "g", "--to-latest", "-b", broker)[0] == 2  # no topic
+    code, _, err = samsa("groups", "reset-offsets", "g-new", "--topic", topic, "--shift-by", "1", "-b", broker)
+    assert code == 2 and "no committed offset" in err
+    code, _, err = samsa("groups", "reset-offsets", "g", "--topic", "no-such-topic", "--to-latest", "-b", broker)
+    assert code == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in err
+
+
+def test_delete(broker, samsa, topic):
+    assert samsa("consume", topic, "-g", "g-delete", "-c", "1", "-b", broker)[0] == 0
+    code, out, _ = samsa("groups", "delete", "g-delete", "-b", broker)
+    assert (code, out) == (0, "Deletion of requested consumer groups ('g-delete') was successful.\n")
+    assert "g-delete" not in samsa("groups", "list", "-b", broker)[1].splitlines()
+    code, out, _ = samsa("groups", "delete", "g-delete", "-b", broker)
+    assert code == 1
+    assert out == "\nError: Deletion of some consumer groups failed:\n* Group 'g-delete' could not be deleted due " \
+                  "to: GROUP_ID_NOT_FOUND: The group id does not exist.\n"
