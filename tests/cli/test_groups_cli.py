@@ -8,9 +8,24 @@ import itertools
 import sys
 
 import pytest
+import trio
+from broker_thread import BrokerThread
+from group_requests import SyncGroup, groups_config, join_request
+from loopback import Client
+
+from samsa.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
+
 
 
 TOPIC_NUMBERS = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """The CLI tests' broker with groups that form at once (no initial rebalance delay)."""
+    thread = BrokerThread().start(groups_config(tmp_path_factory.mktemp("broker")))
+    yield f"127.0.0.1:{thread.ports['PLAINTEXT']}"
+    thread.stop()
 
 
 @pytest.fixture
@@ -44,6 +59,46 @@ def test_describe_shows_committed_offsets_and_lag(broker, samsa, topic):
         ("g-describe", topic, 0, 2, 6, 4, "-", "-", "-"), ("g-describe", topic, 1, 2, 2, 0, "-", "-", "-"))
 
     assert "g-describe" in samsa("groups", "list", "-b", broker)[1].splitlines()
+
+
+def join_as_member(broker: str, group: str, topic: str) -> str:
+    """A consumer joined to `group` (JoinGroup, SyncGroup) holding both partitions of `topic`; its
+    member id. No heartbeats follow: the session (10 s) outlives the test."""
+    assignment = ConsumerProtocolAssignment(assigned_partitions=[
+        ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=[0, 1])])
+
+    async def join() -> str:
+        client = await Client.connect(int(broker.rpartition(":")[2]))
+        joined = await client.call(join_request(group=group), 4)
+        joined = await client.call(join_request(joined.member_id, group=group), 4)
+        synced = await client.call(SyncGroup(
+            group_id=group, generation_id=joined.generation_id, member_id=joined.member_id, protocol_type="consumer",
+            protocol_name="range", assignments=[SyncGroup.SyncGroupRequestAssignment(
+                member_id=joined.member_id, assignment=b"\0\0" + bytes(assignment.encode(0)))]), 3)
+        assert synced.error_code == 0, synced
+        return joined.member_id
+
+    return trio.run(join)
+
+
+def test_describe_shows_an_active_members_partitions(broker, samsa, topic):
+    assert samsa("consume", topic, "-p", "0", "-g", "g-active", "-c", "1", "-b", broker)[0] == 0
+    member = join_as_member(broker, "g-active", topic)
+    code, out, err = samsa("groups", "describe", "g-active", "-b", broker)
+    assert (code, err) == (0, "")
+    width = len(member)
+    line = f"%-15s %-15s %-10s %-15s %-15s %-15s %-{width}s %-15s %s\n"
+    assert out == "\n" + line % ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                                 "CONSUMER-ID", "HOST", "CLIENT-ID") \
+        + line % ("g-active", topic, 0, 1, 6, 5, member, "/127.0.0.1", "test") \
+        + line % ("g-active", topic, 1, "-", 2, "-", member, "/127.0.0.1", "test")
+
+    code, out, err = samsa("groups", "reset-offsets", "g-active", "--topic", topic, "--to-earliest", "-b", broker)
+    assert (code, out) == (1, "")
+    assert err == "samsa groups: Assignments can only be reset if the group 'g-active' is inactive, but the current " \
+                  "state is Stable.\n"
+    code, _, err = samsa("consume", topic, "-g", "g-active", "-c", "1", "-b", broker)
+    assert code == 1 and "g-active" in err
 
 
 def test_describe_of_an_unknown_group_is_exit_1(broker, samsa):
