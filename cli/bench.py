@@ -7,7 +7,8 @@ produce sends one batch per partition in each Produce request (one request per l
 the leaders in parallel); a request's latency is its round trip, counted for each of its records.
 The batch is built once (random upper-case letters) and sent again and again, so the client's
 Python code does not limit what the broker shows. consume reads the partitions from their
-beginning; a Fetch's latency is its round trip.
+beginning; a Fetch's latency is its round trip, and its bytes are the batches as they came (their
+headers counted, compressed if they are), which are not decoded: a batch header gives the count.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
 from .bench_stats import Stats, progress_line, summary_table
 from .client import KafkaClient, add_connection_arguments, check_error, open_client
-from .fetching import EARLIEST, LATEST, Fetcher, list_offsets
+from .fetching import EARLIEST, LATEST, Fetcher, count_batches, list_offsets
 from .png_plot import BLUE, ORANGE, RED, Panel, Series, plot
 from .producing import ACKS, COMPRESSIONS, Producer, build_partition_batch
 from .record_io import InputRecord
@@ -149,15 +150,15 @@ async def produce_load(client: KafkaClient, info: TopicInfo, partitions: list[in
 
 async def consume_load(client: KafkaClient, info: TopicInfo, starts: dict[int, int], total: int,
                        stats: Stats) -> None:
-    fetcher = Fetcher(client, info, starts, max_wait_ms=100)
+    fetcher = Fetcher(client, info, starts, max_wait_ms=100, decode=count_batches)
     started = time.monotonic()
     while stats.records < total and not fetcher.at_end():
         sent_at = time.monotonic()
-        records = (await fetcher.poll())[:total - stats.records]
+        batches = await fetcher.poll()
         done = time.monotonic()
-        if records:
-            size = sum(len(r.value or b"") + len(r.key or b"") for r in records)
-            stats.add(done - started, len(records), size, done - sent_at)
+        if batches:
+            records = min(sum(b.records for b in batches), total - stats.records)
+            stats.add(done - started, records, sum(b.bytes for b in batches), done - sent_at)
 
 
 async def show_progress(stats: Stats, total: int, started: float) -> None:
@@ -178,8 +179,8 @@ def write_plot(path: str, stats: Stats, elapsed: float, title: str) -> None:
     buckets = stats.buckets(elapsed)
     png = plot([
         Panel(f"{title}: throughput (MB/s)", [Series("MB/s", BLUE, [(b.end, b.mb_per_second) for b in buckets])]),
-        Panel("latency (ms)", [Series("p50", ORANGE, [(b.end, b.p50_ms) for b in buckets]),
-                               Series("p99", RED, [(b.end, b.p99_ms) for b in buckets])]),
+        Panel("latency (ms)", [Series("p50", ORANGE, [(b.end, b.p50_ms) for b in buckets if b.p50_ms is not None]),
+                               Series("p99", RED, [(b.end, b.p99_ms) for b in buckets if b.p99_ms is not None])]),
     ], "seconds")
     try:
         with open(path, "wb") as out:

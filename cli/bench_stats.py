@@ -35,8 +35,8 @@ class Bucket(NamedTuple):
     end: float
     mb_per_second: float
     records_per_second: float
-    p50_ms: float
-    p99_ms: float
+    p50_ms: float | None
+    p99_ms: float | None
 
 
 MB = 1024 * 1024
@@ -81,15 +81,27 @@ class Stats:
                        max((s.latency for s in self.samples), default=0.0) * 1000)
 
     def buckets(self, seconds: float, count: int = 50) -> list[Bucket]:
-        """The run cut into `count` equal intervals (fewer for a short run: none shorter than 50 ms)."""
+        """The run cut into `count` equal intervals (fewer for a short run: none shorter than 50 ms).
+        A request's records and bytes are spread over the time it took, so a long request does not
+        show as a spike; its latency counts in the interval where it completed (None in an
+        interval where none did)."""
         count = max(1, min(count, int(seconds / 0.05)))
         width = max(seconds, 1e-9) / count
-        parts: list[list[Sample]] = [[] for _ in range(count)]
+        records, size = [0.0] * count, [0.0] * count
+        completed: list[list[Sample]] = [[] for _ in range(count)]
         for sample in self.samples:
-            parts[min(count - 1, int(sample.at / width))].append(sample)
-        return [Bucket((i + 1) * width, sum(s.bytes for s in part) / MB / width, sum(s.records for s in part) / width,
-                       percentile(part, 0.50) * 1000, percentile(part, 0.99) * 1000)
-                for i, part in enumerate(parts)]
+            completed[min(count - 1, int(sample.at / width))].append(sample)
+            start = max(0.0, sample.at - sample.latency)
+            span = max(sample.at - start, 1e-9)
+            last = min(count - 1, int(sample.at / width))
+            for i in range(min(last, int(start / width)), last + 1):
+                overlap = min(sample.at, (i + 1) * width) - max(start, i * width)
+                share = max(overlap, 0.0) / span if sample.at > start else 1.0
+                records[i] += sample.records * share
+                size[i] += sample.bytes * share
+        return [Bucket((i + 1) * width, size[i] / MB / width, records[i] / width,
+                       percentile(part, 0.50) * 1000 if part else None, percentile(part, 0.99) * 1000 if part else None)
+                for i, part in enumerate(completed)]
 
 
 def summary_table(summary: Summary) -> str:

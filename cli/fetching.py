@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import trio
 
@@ -95,6 +96,23 @@ def decode_partition(topic: str, partition: int, data, position: int, aborted: I
     return records, next_position
 
 
+class BatchCount(NamedTuple):
+    records: int
+    bytes: int  # the batch's size as fetched (compressed, header included)
+
+
+def count_batches(topic: str, partition: int, data, position: int, aborted, isolation: int
+                  ) -> tuple[list[BatchCount], int]:
+    """decode_partition's work for a bench: each complete batch's record count and size from its
+    header alone (control batches left out; read_committed's filtering is not done)."""
+    counts, next_position = [], position
+    for _, header in iter_batch_headers(data):
+        next_position = max(next_position, header.next_offset)
+        if header.last_offset >= position and not header.is_control:
+            counts.append(BatchCount(header.records_count, header.size))
+    return counts, next_position
+
+
 class Fetcher:
     """Positions per partition; each `await poll()` fetches once from every leader concerned (in
     parallel) and returns the records in partition order, advancing the positions past them.
@@ -102,8 +120,11 @@ class Fetcher:
     as last seen."""
 
     def __init__(self, client: KafkaClient, info: TopicInfo, positions: dict[int, int],
-                 isolation: int = READ_UNCOMMITTED, max_wait_ms: int = 500) -> None:
+                 isolation: int = READ_UNCOMMITTED, max_wait_ms: int = 500, decode=None) -> None:
+        """`decode`: what poll() makes of a partition's records, decode_partition's signature
+        (`count_batches` for a bench, which needs no record decoded)."""
         self.client, self.info = client, info
+        self.decode = decode or decode_partition
         self.positions = dict(positions)
         self.isolation, self.max_wait_ms = isolation, max_wait_ms
         self.end_offsets: dict[int, int] = {}
@@ -112,8 +133,8 @@ class Fetcher:
     def at_end(self) -> bool:
         return all(p in self.end_offsets and self.positions[p] >= self.end_offsets[p] for p in self.positions)
 
-    async def poll(self) -> list[OutputRecord]:
-        fetched: dict[int, list[OutputRecord]] = {}
+    async def poll(self) -> list:
+        fetched: dict[int, list] = {}
         moved: list[int] = []
         async with trio.open_nursery() as nursery:
             for leader, partitions in self.info.by_leader(sorted(self.positions)).items():
@@ -142,7 +163,7 @@ class Fetcher:
             for data in topic.partitions:
                 await self._take(data, fetched, moved)
 
-    async def _take(self, data, fetched: dict[int, list[OutputRecord]], moved: list[int]) -> None:
+    async def _take(self, data, fetched: dict[int, list], moved: list[int]) -> None:
         partition = data.partition_index
         if data.error_code in LEADER_MOVED:
             moved.append(partition)
@@ -157,7 +178,7 @@ class Fetcher:
         self.end_offsets[partition] = (data.last_stable_offset if self.isolation == READ_COMMITTED
                                        and data.last_stable_offset >= 0 else data.high_watermark)
         aborted = [(a.producer_id, a.first_offset) for a in data.aborted_transactions or ()]
-        records, next_position = decode_partition(self.info.name, partition, data.records or b"",
+        records, next_position = self.decode(self.info.name, partition, data.records or b"",
                                                   self.positions[partition], aborted, self.isolation)
         if next_position == self.positions[partition] and data.records and len(data.records):
             self._partition_max_bytes[partition] *= 2  # a batch larger than we asked for: ask for more
