@@ -120,6 +120,8 @@ async def consume(args: argparse.Namespace, out: BinaryIO) -> int:
         positions = committed | await start_positions(
             client, info, [p for p in partitions if p not in committed], args.start, isolation)
         fetcher = Fetcher(client, info, positions, isolation)
+        if args.exit_at_end:  # known before the first Fetch, which would wait for records at the end
+            fetcher.end_offsets = await list_offsets(client, info, dict.fromkeys(partitions, LATEST), isolation)
         printed, last_record_at = 0, time.monotonic()
         while args.count is None or printed < args.count:
             if args.exit_at_end and fetcher.at_end():

@@ -7,25 +7,19 @@ import io
 import itertools
 import sys
 
+import group_broker
 import pytest
 import trio
-from broker_thread import BrokerThread
-from group_requests import SyncGroup, groups_config, join_request
+from group_requests import SyncGroup, join_request
 from loopback import Client
 
 from samsa.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 
+broker = group_broker.broker  # this module's broker, instead of conftest's
+
 
 
 TOPIC_NUMBERS = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    """The CLI tests' broker with groups that form at once (no initial rebalance delay)."""
-    thread = BrokerThread().start(groups_config(tmp_path_factory.mktemp("broker")))
-    yield f"127.0.0.1:{thread.ports['PLAINTEXT']}"
-    thread.stop()
 
 
 @pytest.fixture

@@ -7,9 +7,12 @@ import io
 import json
 import sys
 
+import group_broker
 import pytest
 
 from samsa.cli.partitioner import murmur2, partition_for_key
+
+broker = group_broker.broker  # this module's broker, instead of conftest's
 
 
 @pytest.fixture
