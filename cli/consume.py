@@ -10,6 +10,7 @@ the group has active members (consumers that joined it), and the command stops w
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import datetime
@@ -88,7 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 0:
         raise CommandError("-c: the count cannot be negative", BAD_USAGE)
-    return trio.run(consume, args, sys.stdout.buffer)
+    try:
+        return trio.run(consume, args, sys.stdout.buffer)
+    except BrokenPipeError:  # the reader went away (`samsa consume ... | head`): done, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit fails too
+        return 0
 
 
 async def start_positions(client: KafkaClient, info: TopicInfo, partitions: list[int], start: StartAt,

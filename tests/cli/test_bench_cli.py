@@ -3,7 +3,9 @@ PNG plot; and the statistics and the PNG writer on their own."""
 
 from __future__ import annotations
 
+import io
 import struct
+import sys
 import zlib
 
 from samsa.cli.bench_stats import Sample, Stats, percentile, progress_line, summary_table
@@ -103,3 +105,12 @@ def test_png_pixels():
     assert rows[0][9:12] == b"\xff\xff\xff"
     width, height, _ = read_png(plot([Panel("empty", [Series("none", BLUE, [])])], "seconds"))
     assert (width, height) == (800, 290)
+
+
+def test_a_terminal_gets_the_progress_bar(broker, samsa, monkeypatch):
+    terminal = io.StringIO()
+    terminal.isatty = lambda: True
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert samsa("bench", "produce", "bench-tty", "--records", "500", "-b", broker)[0] == 0
+    last = terminal.getvalue().rpartition("\r")[2]
+    assert last.startswith(f"[{'#' * 30}] 100%  500/500 records  ") and last.endswith(" MB/s\n")

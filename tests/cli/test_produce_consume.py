@@ -10,7 +10,9 @@ import sys
 import group_broker
 import pytest
 
+from samsa.cli.fetching import READ_COMMITTED, READ_UNCOMMITTED, decode_partition
 from samsa.cli.partitioner import murmur2, partition_for_key
+from samsa.wire import records
 
 broker = group_broker.broker  # this module's broker, instead of conftest's
 
@@ -132,3 +134,22 @@ def test_broker_errors_are_exit_1_and_bad_usage_exit_2(broker, samsa, stdin, top
     assert samsa("produce", topic, "-H", "no-equals", "-b", broker)[0] == 2
     code, _, err = samsa("consume", topic, "-p", "7", "-b", broker)
     assert (code, err) == (2, f"samsa consume: {topic} has no partition 7\n")
+
+
+def test_read_committed_drops_aborted_transactions_and_markers():
+    def batch(offset: int, values: list[bytes], producer_id: int = -1) -> bytes:
+        return records.build_batch([records.Record(i, 0, None, v, []) for i, v in enumerate(values)],
+                                   base_offset=offset, producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1,
+                                   base_sequence=0 if producer_id >= 0 else -1, is_transactional=producer_id >= 0)
+
+    log = (batch(0, [b"aborted-0", b"aborted-1"], producer_id=7)
+           + records.build_control_batch("ABORT", 7, 0, 0, base_offset=2, timestamp=0)
+           + batch(3, [b"plain"])
+           + batch(4, [b"committed"], producer_id=8)
+           + records.build_control_batch("COMMIT", 8, 0, 0, base_offset=5, timestamp=0))
+    aborted = [(7, 0)]
+    committed, end = decode_partition("t", 0, log, 0, aborted, READ_COMMITTED)
+    assert [(r.offset, r.value) for r in committed] == [(3, b"plain"), (4, b"committed")] and end == 6
+    everything, _ = decode_partition("t", 0, log, 1, aborted, READ_UNCOMMITTED)
+    assert [r.value for r in everything] == [b"aborted-1", b"plain", b"committed"]  # from offset 1, no markers
+    assert decode_partition("t", 0, log[:-10], 0, aborted, READ_COMMITTED)[1] == 5  # a partial last batch waits
