@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     produce.add_argument("--record-size", type=int, default=100, metavar="BYTES", help="value size (default 100)")
     produce.add_argument("--batch-size", type=int, default=16384, metavar="BYTES",
                          help="record bytes per partition in a request (default 16384, Kafka's batch.size)")
-    produce.add_argument("--acks", choices=list(ACKS), default="all", help="default all")
+    produce.add_argument("--acks", choices=list(ACKS), default="all",
+                         help="default all; with 0 a request's latency is only the time to write it")
     produce.add_argument("--compression", choices=COMPRESSIONS, default="none", help="default none")
 
 

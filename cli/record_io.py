@@ -111,4 +111,6 @@ def format_json(record: OutputRecord) -> bytes:
     document = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
                 "timestamp": record.timestamp, "key": to_text(record.key), "value": to_text(record.value),
                 "headers": headers}
-    return json.dumps(document, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
+    # A surrogate escape (a byte that was not UTF-8) can only be in a string: backslashreplace
+    # writes it as JSON's own escape, \udcXX, which parse_json_line turns back into the byte.
+    return json.dumps(document, ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"

@@ -12,6 +12,7 @@ import pytest
 
 from samsa.cli.fetching import READ_COMMITTED, READ_UNCOMMITTED, decode_partition
 from samsa.cli.partitioner import murmur2, partition_for_key
+from samsa.cli.record_io import OutputRecord, format_json, parse_json_line
 from samsa.wire import records
 
 broker = group_broker.broker  # this module's broker, instead of conftest's
@@ -153,3 +154,11 @@ def test_read_committed_drops_aborted_transactions_and_markers():
     everything, _ = decode_partition("t", 0, log, 1, aborted, READ_UNCOMMITTED)
     assert [r.value for r in everything] == [b"aborted-1", b"plain", b"committed"]  # from offset 1, no markers
     assert decode_partition("t", 0, log[:-10], 0, aborted, READ_COMMITTED)[1] == 5  # a partial last batch waits
+
+
+def test_json_lines_keep_bytes_that_are_not_utf8():
+    record = OutputRecord("t", 0, 1, 2, b"\xff\xfek", "café \x80".encode() + b"\x80", [("h", b"\x00\x9f")])
+    line = format_json(record)
+    assert json.loads(line)["key"] == "\udcff\udcfek"  # valid JSON: the bytes as escapes
+    again = parse_json_line(line, 1, [])
+    assert (again.key, again.value, again.headers) == (record.key, record.value, record.headers)
