@@ -14,6 +14,9 @@ from group_requests import SyncGroup, join_request
 from loopback import Client
 
 from samsa.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
+from samsa.wire.protocol import message_class
+
+ConsumerGroupHeartbeat = message_class("ConsumerGroupHeartbeatRequest")
 
 broker = group_broker.broker  # this module's broker, instead of conftest's
 
@@ -143,3 +146,19 @@ def test_delete(broker, samsa, topic):
     assert code == 1
     assert out == "\nError: Deletion of some consumer groups failed:\n* Group 'g-delete' could not be deleted due " \
                   "to: GROUP_ID_NOT_FOUND: The group id does not exist.\n"
+
+
+def test_describe_shows_a_kip848_consumer_groups_member(broker, samsa, topic):
+    async def join() -> None:
+        client = await Client.connect(int(broker.rpartition(":")[2]))
+        joined = await client.call(ConsumerGroupHeartbeat(
+            group_id="g-848", member_id="member-848", member_epoch=0, rebalance_timeout_ms=30_000,
+            subscribed_topic_names=[topic], topic_partitions=[]), 1)
+        assert joined.error_code == 0 and len(joined.assignment.topic_partitions[0].partitions) == 2, joined
+
+    trio.run(join)
+    code, out, err = samsa("groups", "describe", "g-848", "-b", broker)
+    assert (code, err) == (0, "")
+    assert out == table(("g-848", topic, 0, "-", 6, "-", "member-848", "/127.0.0.1", "test"),
+                        ("g-848", topic, 1, "-", 2, "-", "member-848", "/127.0.0.1", "test"))
+    assert "g-848" in samsa("groups", "list", "-b", broker)[1].splitlines()
