@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "JSON value as its JSON text. A record goes to its partition (-p, or the JSON's), else its key's "
         "(Kafka's murmur2 partitioner), else the partitions in turn.")
     parser.add_argument("topic")
-    parser.add_argument("-p", "--partition", type=int, help="send every record to this partition")
+    parser.add_argument("-p", "--partition", type=int,
+                        help="the partition of every record (a JSON line's own \"partition\" wins)")
     parser.add_argument("-K", "--key-separator", metavar="SEP", help="text lines are KEY SEP VALUE")
     parser.add_argument("-f", "--format", choices=["text", "json"], default="text", help="input lines (default text)")
     parser.add_argument("-H", "--header", dest="headers", type=key_value, action="append", default=[],
