@@ -103,8 +103,9 @@ async def delete(args: argparse.Namespace) -> int:
             mechanisms = [mechanism for mechanism, _ in (await credentials(client, [args.name])).get(args.name, [])]
             if not mechanisms:
                 check_error(ErrorCode.RESOURCE_NOT_FOUND, f"no SCRAM credential for {args.name}", args.name)
-        deletions = [Deletion(name=args.name, mechanism=ScramMechanism.from_name(m).type_id) for m in mechanisms]
-        await alter(client, AlterUserScramCredentialsRequest(deletions=deletions, upsertions=[]))
+        for name in mechanisms:  # one request each: Kafka refuses a user named twice in one request
+            deletion = Deletion(name=args.name, mechanism=ScramMechanism.from_name(name).type_id)
+            await alter(client, AlterUserScramCredentialsRequest(deletions=[deletion], upsertions=[]))
     print(f"Completed updating config for user {args.name}.")
     return 0
 
