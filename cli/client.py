@@ -185,13 +185,22 @@ class KafkaClient:
         for host, port in candidates:
             try:
                 connection = await self._connect(host, port)
+            except BrokerUnreachable as e:
+                errors.append(str(e))
+                continue
+            try:
                 answer = await connection.call(ApiVersionsRequest(), 0)
                 versions = {api.api_key: api.max_version for api in answer.api_keys}
                 if self.config.sasl is not None:
                     await self._authenticate(connection, versions, self.config.sasl)
             except BrokerUnreachable as e:
                 errors.append(str(e))
+                await connection.aclose()
                 continue
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await connection.aclose()
+                raise
             self._connections[node_id] = (connection, versions)
             return connection, versions
         raise CommandError(f"cannot reach a broker: {'; '.join(errors)}", BAD_USAGE)
