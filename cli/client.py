@@ -115,6 +115,11 @@ class KafkaClient:
             raise CommandError(f"the broker does not support {request_type.__name__}")
         return min(versions[request_type.API_KEY], request_type.VALID_VERSIONS[1])
 
+    async def supports(self, request_type: type, node_id: int | None = None) -> bool:
+        """Whether that broker's ApiVersions lists this request's API."""
+        _, versions = await self._connection(node_id)
+        return request_type.API_KEY in versions
+
     async def metadata(self, topics: list[str] | None = None) -> Any:
         """A Metadata response for `topics` (None: every topic, []: none, only brokers); it also
         tells the client where each broker is."""

@@ -118,12 +118,10 @@ async def describe(args: argparse.Namespace) -> int:
 async def describe_topics(client: KafkaClient, names: list[str] | None) -> list[TopicRow]:
     """The topics by name (None: all), through DescribeTopicPartitions where the broker has it (as
     Kafka's admin client does), else Metadata; CommandError for a topic that does not exist."""
-    try:
-        await client.api_version(DescribeTopicPartitionsRequest)
-    except CommandError:
-        found = [_from_metadata(topic) for topic in (await client.metadata(names)).topics]
-    else:
+    if await client.supports(DescribeTopicPartitionsRequest):
         found = await _describe_topic_partitions(client, names)
+    else:
+        found = [_from_metadata(topic) for topic in (await client.metadata(names)).topics]
     return sorted(found, key=lambda t: t.name)
 
 

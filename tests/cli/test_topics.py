@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from samsa.cli.client import KafkaClient
+
 
 def describe(samsa, broker, *names: str) -> tuple[str, str]:
     """The topics' describe output and the first topic's id."""
@@ -80,3 +82,15 @@ def test_bad_usage_is_exit_2(broker, samsa):
     assert samsa("topics", "create", "x", "-p", "many", "-b", broker)[0] == 2
     assert samsa("topics", "alter", "x", "-b", broker)[:3:2] == (
         2, "samsa topics: alter needs -c KEY=VALUE or --delete-config KEY\n")
+
+
+def test_describe_through_metadata_where_the_broker_lacks_describe_topic_partitions(broker, samsa, monkeypatch):
+    async def supports(self, request_type, node_id=None):
+        return request_type.__name__ != "DescribeTopicPartitionsRequest"
+
+    samsa("topics", "create", "older", "-b", broker)
+    monkeypatch.setattr(KafkaClient, "supports", supports)
+    out, topic_id = describe(samsa, broker, "older")
+    assert out == (f"Topic: older\tTopicId: {topic_id}\tPartitionCount: 1\tReplicationFactor: 1\t"
+                   "Configs: min.insync.replicas=1\n"
+                   "\tTopic: older\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: N/A\tLastKnownElr: N/A\n")
