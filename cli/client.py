@@ -46,8 +46,15 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, subcommand: boo
 
 
 def open_client(args: argparse.Namespace, client_id: str = "samsa-cli") -> KafkaClient:
-    """A KafkaClient for the parsed -b and --command-config (CommandError, exit 2, for a bad file)."""
-    return KafkaClient(args.bootstrap_server, ClientConfig.load(args.command_config), client_id)
+    """A KafkaClient for the parsed -b and --command-config (CommandError, exit 2, for a bad file);
+    the file's client.id and request.timeout.ms, when set, override `client_id` and 30 s."""
+    config = ClientConfig.load(args.command_config)
+    try:
+        timeout_ms = int(config.props.get("request.timeout.ms", 30_000))
+    except ValueError:
+        raise CommandError(f"invalid client config in {args.command_config}: request.timeout.ms "
+                           f"{config.props['request.timeout.ms']!r} is not a number", BAD_USAGE) from None
+    return KafkaClient(args.bootstrap_server, config, config.props.get("client.id", client_id), timeout_ms)
 
 
 def check_error(error_code: int, error_message: str | None = None, subject: str | None = None) -> None:

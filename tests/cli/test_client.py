@@ -36,6 +36,7 @@ def test_a_malformed_bootstrap_server_is_bad_usage(samsa):
     ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=x required username=\"a\"\n",
      "sasl.jaas.config: JAAS config entry not terminated by semi-colon"),
     ("security.protocol=SSL\nssl.truststore.location=/nonexistent/ca.pem\n", "Cannot read /nonexistent/ca.pem"),
+    ("request.timeout.ms=soon\n", "request.timeout.ms 'soon' is not a number"),
 ])
 def test_a_malformed_properties_file_is_one_line_and_exit_2(broker, samsa, tmp_path, text, message):
     path = tmp_path / "client.properties"
