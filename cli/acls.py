@@ -98,9 +98,13 @@ def entry_text(acl: Any) -> str:
 
 
 def print_acls(heading: str, pattern: str, entries: Iterable[str]) -> None:
-    """kafka-acls' block: a heading naming the resource pattern, then one ACL a line."""
+    """kafka-acls' block (Kafka 4's AclCommand, whose --add heading has a space more): a heading
+    naming the resource pattern, one ACL a line, an empty line."""
     lines = "\n".join(f"\t{entry}" for entry in entries)
-    print(f"{heading} for resource `{pattern}`: \n {lines} \n")
+    if heading == "Adding ACLs":
+        print(f"{heading} for resource `{pattern}`: \n {lines}\n")
+    else:
+        print(f"{heading} for resource `{pattern}`:\n{lines}\n")
 
 
 async def list_acls(args: argparse.Namespace) -> int:

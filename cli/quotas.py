@@ -46,9 +46,18 @@ def entity_of(args: argparse.Namespace) -> list[tuple[str, str | None]]:
 
 
 def entity_text(entity: list[tuple[str, str | None]]) -> str:
-    """kafka-configs' words for an entity: user-principal 'alice', client-id 'app'."""
-    return ", ".join(f"{ENTITY_WORDS.get(kind, kind)} '{DEFAULT_ENTITY if name is None else name}'"
-                     for kind, name in entity)
+    """kafka-configs' words for an entity: user-principal 'alice', the default client-id."""
+    return ", ".join(f"the default {ENTITY_WORDS.get(kind, kind)}" if name is None
+                     else f"{ENTITY_WORDS.get(kind, kind)} '{name}'" for kind, name in entity)
+
+
+def updated_text(entity: list[tuple[str, str | None]]) -> str:
+    """kafka-configs' line after an alter, which names the first entity type only."""
+    kind, name = entity[0]
+    noun = "user" if kind == USER else "client"
+    if name is None:
+        return f"Completed updating default config for {noun}s in the cluster."
+    return f"Completed updating config for {noun} {name}."
 
 
 async def describe(args: argparse.Namespace) -> int:
@@ -94,7 +103,7 @@ async def alter(args: argparse.Namespace) -> int:
         response = await client.send_to_controller(request)
     for result in response.entries:
         check_error(result.error_code, result.error_message, entity_text(entity))
-    print(f"Completed updating config for {entity_text(entity)}.")
+    print(updated_text(entity))
     return 0
 
 

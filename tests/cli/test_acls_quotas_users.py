@@ -25,13 +25,13 @@ def test_acls_create_list_delete(secured, samsa):
     code, out, _ = samsa("acls", "create", "--principal", "User:alice", "--operation", "Read", "--topic", "t",
                          "-b", secured)
     assert (code, out) == (0, "Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=t, patternType=LITERAL)`: \n"
-                              " \t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW) \n\n")
+                              " \t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)\n\n")
     samsa("acls", "create", "--principal", "User:bob", "--operation", "idempotent-write", "--cluster", "--deny",
           "-b", secured)
     code, out, _ = samsa("acls", "list", "--principal", "User:bob", "-b", secured)
     assert (code, out) == (0, "Current ACLs for resource `ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, "
-                              "patternType=LITERAL)`: \n"
-                              " \t(principal=User:bob, host=*, operation=IDEMPOTENT_WRITE, permissionType=DENY) \n\n")
+                              "patternType=LITERAL)`:\n"
+                              "\t(principal=User:bob, host=*, operation=IDEMPOTENT_WRITE, permissionType=DENY)\n\n")
     code, out, _ = samsa("acls", "delete", "--topic", "t", "-b", secured)
     assert code == 0 and out.startswith("Removed ACLs for resource `ResourcePattern(resourceType=TOPIC, name=t, ")
     assert "name=t," not in samsa("acls", "list", "-b", secured)[1]
@@ -47,10 +47,11 @@ def test_acls_bad_usage_and_a_broker_without_an_authorizer(broker, samsa):
 def test_quotas_alter_describe_remove(broker, samsa):
     code, out, _ = samsa("quotas", "alter", "--user", "alice", "-c", "producer_byte_rate=1024",
                          "consumer_byte_rate=2048", "-b", broker)
-    assert (code, out) == (0, "Completed updating config for user-principal 'alice'.\n")
-    samsa("quotas", "alter", "--client-id", "<default>", "-c", "request_percentage=50", "-b", broker)
+    assert (code, out) == (0, "Completed updating config for user alice.\n")
+    assert samsa("quotas", "alter", "--client-id", "<default>", "-c", "request_percentage=50", "-b", broker)[1] == (
+        "Completed updating default config for clients in the cluster.\n")
     code, out, _ = samsa("quotas", "describe", "-b", broker)
-    assert (code, out) == (0, "Quota configs for client-id '<default>' are request_percentage=50.0\n"
+    assert (code, out) == (0, "Quota configs for the default client-id are request_percentage=50.0\n"
                               "Quota configs for user-principal 'alice' are consumer_byte_rate=2048.0, "
                               "producer_byte_rate=1024.0\n")
     samsa("quotas", "alter", "--user", "alice", "--delete-config", "producer_byte_rate", "-b", broker)
