@@ -46,8 +46,15 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, subcommand: boo
 
 
 def open_client(args: argparse.Namespace, client_id: str = "samsa-cli") -> KafkaClient:
-    """A KafkaClient for the parsed -b and --command-config (CommandError, exit 2, for a bad file)."""
-    return KafkaClient(args.bootstrap_server, ClientConfig.load(args.command_config), client_id)
+    """A KafkaClient for the parsed -b and --command-config (CommandError, exit 2, for a bad file);
+    the file's client.id and request.timeout.ms, when set, override `client_id` and 30 s."""
+    config = ClientConfig.load(args.command_config)
+    try:
+        timeout_ms = int(config.props.get("request.timeout.ms", 30_000))
+    except ValueError:
+        raise CommandError(f"invalid client config in {args.command_config}: request.timeout.ms "
+                           f"{config.props['request.timeout.ms']!r} is not a number", BAD_USAGE) from None
+    return KafkaClient(args.bootstrap_server, config, config.props.get("client.id", client_id), timeout_ms)
 
 
 def check_error(error_code: int, error_message: str | None = None, subject: str | None = None) -> None:
@@ -114,6 +121,11 @@ class KafkaClient:
         if request_type.API_KEY not in versions:
             raise CommandError(f"the broker does not support {request_type.__name__}")
         return min(versions[request_type.API_KEY], request_type.VALID_VERSIONS[1])
+
+    async def supports(self, request_type: type, node_id: int | None = None) -> bool:
+        """Whether that broker's ApiVersions lists this request's API."""
+        _, versions = await self._connection(node_id)
+        return request_type.API_KEY in versions
 
     async def metadata(self, topics: list[str] | None = None) -> Any:
         """A Metadata response for `topics` (None: every topic, []: none, only brokers); it also
@@ -185,13 +197,22 @@ class KafkaClient:
         for host, port in candidates:
             try:
                 connection = await self._connect(host, port)
+            except BrokerUnreachable as e:
+                errors.append(str(e))
+                continue
+            try:
                 answer = await connection.call(ApiVersionsRequest(), 0)
                 versions = {api.api_key: api.max_version for api in answer.api_keys}
                 if self.config.sasl is not None:
                     await self._authenticate(connection, versions, self.config.sasl)
             except BrokerUnreachable as e:
                 errors.append(str(e))
+                await connection.aclose()
                 continue
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await connection.aclose()
+                raise
             self._connections[node_id] = (connection, versions)
             return connection, versions
         raise CommandError(f"cannot reach a broker: {'; '.join(errors)}", BAD_USAGE)

@@ -73,6 +73,11 @@ async def alter_configs(client: KafkaClient, resource_type: ResourceType, name: 
         check_error(result.error_code, result.error_message, result.resource_name or None)
 
 
+def java_string(value: str | None) -> str:
+    """A value as Java's string concatenation prints it: null for none."""
+    return "null" if value is None else value
+
+
 def source_name(source: int) -> str:
     """A config source as Kafka's ConfigEntry.ConfigSource names it."""
     try:
@@ -137,6 +142,5 @@ def print_configs(entries: list[Any], resource_type: ResourceType, name: str, wo
     for entry in entries:
         if not describe_all and entry.config_source != wanted:
             continue
-        synonyms = ", ".join(f"{source_name(s.source)}:{s.name}={s.value}" for s in entry.synonyms)
-        value = "null" if entry.value is None else entry.value
-        print(f"  {entry.name}={value} sensitive={'true' if entry.is_sensitive else 'false'} synonyms={{{synonyms}}}")
+        synonyms = ", ".join(f"{source_name(s.source)}:{s.name}={java_string(s.value)}" for s in entry.synonyms)
+        print(f"  {entry.name}={java_string(entry.value)} sensitive={'true' if entry.is_sensitive else 'false'} synonyms={{{synonyms}}}")

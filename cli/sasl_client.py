@@ -22,9 +22,11 @@ class ScramClient:
         self.server_signature = b""
 
     def first(self) -> bytes:
+        """The client-first message."""
         return f"n,,{self.first_bare}".encode()
 
     def final(self, server_first: bytes) -> bytes:
+        """The client-final message (with the proof) answering the server-first message."""
         text = server_first.decode()
         fields = dict(item.split("=", 1) for item in text.split(",") if "=" in item)
         if not fields.get("r", "").startswith(self.nonce) or "s" not in fields or "i" not in fields:
@@ -40,6 +42,7 @@ class ScramClient:
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
 
     def verify(self, server_final: bytes) -> None:
+        """CommandError unless the server-final message proves the broker knows the credential."""
         expected = b"v=" + base64.b64encode(self.server_signature)
         if not hmac.compare_digest(bytes(server_final), expected):
             raise CommandError("the broker's SCRAM signature does not match: not the server that holds the "

@@ -18,7 +18,7 @@ from ..wire.errors import ErrorCode
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
 from .client import KafkaClient, add_connection_arguments, check_error, open_client
-from .configs import add_config_change_arguments, alter_configs, config_changes, describe_configs
+from .configs import add_config_change_arguments, alter_configs, config_changes, describe_configs, java_string
 from .options import key_value
 
 HELP = "create, list, describe, alter and delete topics"
@@ -118,12 +118,10 @@ async def describe(args: argparse.Namespace) -> int:
 async def describe_topics(client: KafkaClient, names: list[str] | None) -> list[TopicRow]:
     """The topics by name (None: all), through DescribeTopicPartitions where the broker has it (as
     Kafka's admin client does), else Metadata; CommandError for a topic that does not exist."""
-    try:
-        await client.api_version(DescribeTopicPartitionsRequest)
-    except CommandError:
-        found = [_from_metadata(topic) for topic in (await client.metadata(names)).topics]
-    else:
+    if await client.supports(DescribeTopicPartitionsRequest):
         found = await _describe_topic_partitions(client, names)
+    else:
+        found = [_from_metadata(topic) for topic in (await client.metadata(names)).topics]
     return sorted(found, key=lambda t: t.name)
 
 
@@ -166,7 +164,7 @@ def _ids(nodes: list[int] | None) -> str:
 
 def topic_line(topic: TopicRow, configs: list[Any]) -> str:
     """kafka-topics --describe's topic line (TopicCommand.TopicDescription)."""
-    overridden = ",".join(f"{c.name}={c.value}" for c in configs if c.config_source != ConfigSource.DEFAULT_CONFIG)
+    overridden = ",".join(f"{c.name}={java_string(c.value)}" for c in configs if c.config_source != ConfigSource.DEFAULT_CONFIG)
     replication = len(topic.partitions[0].replicas) if topic.partitions else 0
     topic_id = "" if topic.topic_id in (None, ZERO_UUID) else f"\tTopicId: {kafka_uuid_string(topic.topic_id)}"
     return (f"Topic: {topic.name}{topic_id}\tPartitionCount: {len(topic.partitions)}"

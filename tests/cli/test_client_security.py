@@ -74,3 +74,18 @@ def test_a_refused_login_is_exit_1_with_the_error_name(ports, certs, samsa, tmp_
     code, _, err = samsa("cluster", "-b", f"localhost:{ports['SASL_SSL']}", "--command-config", config)
     assert (code, err) == (1, "samsa cluster: PLAIN login as admin: SASL_AUTHENTICATION_FAILED: "
                               "Authentication failed: Invalid username or password\n")
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_sasl_ssl_scram_logs_in_as_a_user_samsa_users_created(ports, certs, samsa, tmp_path, mechanism):
+    code, _, err = samsa("users", "create", "erin", "--mechanism", mechanism, "--password", "erin-secret",
+                         "-b", f"127.0.0.1:{ports['PLAINTEXT']}")
+    assert code == 0, err
+    scram = "scram.ScramLoginModule"
+    for password, expected in (("erin-secret", 0), ("wrong", 1)):
+        config = properties(tmp_path, **{"security.protocol": "SASL_SSL", "ssl.truststore.location": certs.ca,
+                                         "sasl.mechanism": mechanism, "sasl.jaas.config": jaas("erin", password, scram)})
+        code, out, err = samsa("topics", "list", "-b", f"localhost:{ports['SASL_SSL']}", "--command-config", config)
+        assert code == expected, err
+    assert err == f"samsa topics: {mechanism} login as erin: SASL_AUTHENTICATION_FAILED: " \
+                  f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}\n"
