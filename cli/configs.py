@@ -73,6 +73,24 @@ async def alter_configs(client: KafkaClient, resource_type: ResourceType, name: 
         check_error(result.error_code, result.error_message, result.resource_name or None)
 
 
+def java_hash_map_order(entries: list[Any]) -> list[Any]:
+    """Config entries in the order Kafka's tools print them: the iteration order of the
+    java.util.HashMap<String, ConfigEntry> (default capacity 16) that Kafka's admin Config keeps
+    them in. A HashMap iterates by bucket (the spread String.hashCode masked by the capacity),
+    a bucket's entries in insertion order (resizes keep it)."""
+    capacity = 16
+    while len(entries) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        for unit in name.encode("utf-16-be").hex(" ", 2).split():  # Java hashes UTF-16 code units
+            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [entry for _, _, entry in sorted((bucket(e.name), i, e) for i, e in enumerate(entries))]
+
+
 def java_string(value: str | None) -> str:
     """A value as Java's string concatenation prints it: null for none."""
     return "null" if value is None else value
@@ -139,7 +157,7 @@ def print_configs(entries: list[Any], resource_type: ResourceType, name: str, wo
         print(f"Dynamic configs for {words} are:")
     wanted = (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if resource_type == ResourceType.BROKER and not name
               else DYNAMIC_SOURCE.get(resource_type))
-    for entry in entries:
+    for entry in java_hash_map_order(entries):
         if not describe_all and entry.config_source != wanted:
             continue
         synonyms = ", ".join(f"{source_name(s.source)}:{s.name}={java_string(s.value)}" for s in entry.synonyms)

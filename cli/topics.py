@@ -18,7 +18,8 @@ from ..wire.errors import ErrorCode
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
 from .client import KafkaClient, add_connection_arguments, check_error, open_client
-from .configs import add_config_change_arguments, alter_configs, config_changes, describe_configs, java_string
+from .configs import (add_config_change_arguments, alter_configs, config_changes, describe_configs,
+                      java_hash_map_order, java_string)
 from .options import key_value
 
 HELP = "create, list, describe, alter and delete topics"
@@ -164,7 +165,7 @@ def _ids(nodes: list[int] | None) -> str:
 
 def topic_line(topic: TopicRow, configs: list[Any]) -> str:
     """kafka-topics --describe's topic line (TopicCommand.TopicDescription)."""
-    overridden = ",".join(f"{c.name}={java_string(c.value)}" for c in configs if c.config_source != ConfigSource.DEFAULT_CONFIG)
+    overridden = ",".join(f"{c.name}={java_string(c.value)}" for c in java_hash_map_order(configs) if c.config_source != ConfigSource.DEFAULT_CONFIG)
     replication = len(topic.partitions[0].replicas) if topic.partitions else 0
     topic_id = "" if topic.topic_id in (None, ZERO_UUID) else f"\tTopicId: {kafka_uuid_string(topic.topic_id)}"
     return (f"Topic: {topic.name}{topic_id}\tPartitionCount: {len(topic.partitions)}"

@@ -21,7 +21,7 @@ def test_create_then_describe_prints_kafka_topics_lines(broker, samsa):
     out, topic_id = describe(samsa, broker, "orders")
     assert out == (
         f"Topic: orders\tTopicId: {topic_id}\tPartitionCount: 2\tReplicationFactor: 1\t"
-        "Configs: cleanup.policy=compact,min.insync.replicas=1\n"
+        "Configs: min.insync.replicas=1,cleanup.policy=compact\n"
         "\tTopic: orders\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: \tLastKnownElr: \n"
         "\tTopic: orders\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: \tLastKnownElr: \n")
 
