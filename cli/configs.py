@@ -73,24 +73,6 @@ async def alter_configs(client: KafkaClient, resource_type: ResourceType, name: 
         check_error(result.error_code, result.error_message, result.resource_name or None)
 
 
-def java_hash_map_order(entries: list[Any]) -> list[Any]:
-    """Config entries in the order Kafka's tools print them: the iteration order of the
-    java.util.HashMap<String, ConfigEntry> (default capacity 16) that Kafka's admin Config keeps
-    them in. A HashMap iterates by bucket (the spread String.hashCode masked by the capacity),
-    a bucket's entries in insertion order (resizes keep it)."""
-    capacity = 16
-    while len(entries) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = 0
-        for unit in name.encode("utf-16-be").hex(" ", 2).split():  # Java hashes UTF-16 code units
-            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return [entry for _, _, entry in sorted((bucket(e.name), i, e) for i, e in enumerate(entries))]
-
-
 def java_string(value: str | None) -> str:
     """A value as Java's string concatenation prints it: null for none."""
     return "null" if value is None else value
@@ -148,7 +130,8 @@ async def configs(args: argparse.Namespace) -> int:
 
 
 def print_configs(entries: list[Any], resource_type: ResourceType, name: str, words: str, describe_all: bool) -> None:
-    """kafka-configs --describe's lines: a heading, then `  name=value sensitive=... synonyms={...}`."""
+    """kafka-configs --describe's lines: a heading, then `  name=value sensitive=... synonyms={...}`
+    by name."""
     if describe_all:
         print(f"All configs for {words} are:")
     elif resource_type == ResourceType.BROKER and not name:
@@ -157,7 +140,7 @@ def print_configs(entries: list[Any], resource_type: ResourceType, name: str, wo
         print(f"Dynamic configs for {words} are:")
     wanted = (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if resource_type == ResourceType.BROKER and not name
               else DYNAMIC_SOURCE.get(resource_type))
-    for entry in java_hash_map_order(entries):
+    for entry in sorted(entries, key=lambda e: e.name):
         if not describe_all and entry.config_source != wanted:
             continue
         synonyms = ", ".join(f"{source_name(s.source)}:{s.name}={java_string(s.value)}" for s in entry.synonyms)

@@ -18,8 +18,7 @@ from ..wire.errors import ErrorCode
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
 from .client import KafkaClient, add_connection_arguments, check_error, open_client
-from .configs import (add_config_change_arguments, alter_configs, config_changes, describe_configs,
-                      java_hash_map_order, java_string)
+from .configs import add_config_change_arguments, alter_configs, config_changes, describe_configs, java_string
 from .options import key_value
 
 HELP = "create, list, describe, alter and delete topics"
@@ -161,6 +160,24 @@ async def _describe_topic_partitions(client: KafkaClient, names: list[str] | Non
 
 def _ids(nodes: list[int] | None) -> str:
     return "N/A" if nodes is None else ",".join(map(str, nodes))
+
+
+def java_hash_map_order(entries: list[Any]) -> list[Any]:
+    """Config entries in the order kafka-topics --describe prints them: the iteration order of
+    the java.util.HashMap<String, ConfigEntry> (default capacity 16) that Kafka's admin Config
+    keeps them in (kafka-configs sorts them by name instead). A HashMap iterates by bucket (the spread String.hashCode masked by the capacity),
+    a bucket's entries in insertion order (resizes keep it)."""
+    capacity = 16
+    while len(entries) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        for unit in name.encode("utf-16-be").hex(" ", 2).split():  # Java hashes UTF-16 code units
+            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [entry for _, _, entry in sorted((bucket(e.name), i, e) for i, e in enumerate(entries))]
 
 
 def topic_line(topic: TopicRow, configs: list[Any]) -> str:
