@@ -130,7 +130,8 @@ async def configs(args: argparse.Namespace) -> int:
 
 
 def print_configs(entries: list[Any], resource_type: ResourceType, name: str, words: str, describe_all: bool) -> None:
-    """kafka-configs --describe's lines: a heading, then `  name=value sensitive=... synonyms={...}`."""
+    """kafka-configs --describe's lines: a heading, then `  name=value sensitive=... synonyms={...}`
+    by name."""
     if describe_all:
         print(f"All configs for {words} are:")
     elif resource_type == ResourceType.BROKER and not name:
@@ -139,7 +140,7 @@ def print_configs(entries: list[Any], resource_type: ResourceType, name: str, wo
         print(f"Dynamic configs for {words} are:")
     wanted = (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if resource_type == ResourceType.BROKER and not name
               else DYNAMIC_SOURCE.get(resource_type))
-    for entry in entries:
+    for entry in sorted(entries, key=lambda e: e.name):
         if not describe_all and entry.config_source != wanted:
             continue
         synonyms = ", ".join(f"{source_name(s.source)}:{s.name}={java_string(s.value)}" for s in entry.synonyms)

@@ -162,9 +162,27 @@ def _ids(nodes: list[int] | None) -> str:
     return "N/A" if nodes is None else ",".join(map(str, nodes))
 
 
+def java_hash_map_order(entries: list[Any]) -> list[Any]:
+    """Config entries in the order kafka-topics --describe prints them: the iteration order of
+    the java.util.HashMap<String, ConfigEntry> (default capacity 16) that Kafka's admin Config
+    keeps them in (kafka-configs sorts them by name instead). A HashMap iterates by bucket (the spread String.hashCode masked by the capacity),
+    a bucket's entries in insertion order (resizes keep it)."""
+    capacity = 16
+    while len(entries) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        for unit in name.encode("utf-16-be").hex(" ", 2).split():  # Java hashes UTF-16 code units
+            h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [entry for _, _, entry in sorted((bucket(e.name), i, e) for i, e in enumerate(entries))]
+
+
 def topic_line(topic: TopicRow, configs: list[Any]) -> str:
     """kafka-topics --describe's topic line (TopicCommand.TopicDescription)."""
-    overridden = ",".join(f"{c.name}={java_string(c.value)}" for c in configs if c.config_source != ConfigSource.DEFAULT_CONFIG)
+    overridden = ",".join(f"{c.name}={java_string(c.value)}" for c in java_hash_map_order(configs) if c.config_source != ConfigSource.DEFAULT_CONFIG)
     replication = len(topic.partitions[0].replicas) if topic.partitions else 0
     topic_id = "" if topic.topic_id in (None, ZERO_UUID) else f"\tTopicId: {kafka_uuid_string(topic.topic_id)}"
     return (f"Topic: {topic.name}{topic_id}\tPartitionCount: {len(topic.partitions)}"

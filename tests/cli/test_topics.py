@@ -21,7 +21,7 @@ def test_create_then_describe_prints_kafka_topics_lines(broker, samsa):
     out, topic_id = describe(samsa, broker, "orders")
     assert out == (
         f"Topic: orders\tTopicId: {topic_id}\tPartitionCount: 2\tReplicationFactor: 1\t"
-        "Configs: cleanup.policy=compact,min.insync.replicas=1\n"
+        "Configs: min.insync.replicas=1,cleanup.policy=compact\n"
         "\tTopic: orders\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: \tLastKnownElr: \n"
         "\tTopic: orders\tPartition: 1\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: \tLastKnownElr: \n")
 
@@ -94,3 +94,12 @@ def test_describe_through_metadata_where_the_broker_lacks_describe_topic_partiti
     assert out == (f"Topic: older\tTopicId: {topic_id}\tPartitionCount: 1\tReplicationFactor: 1\t"
                    "Configs: min.insync.replicas=1\n"
                    "\tTopic: older\tPartition: 0\tLeader: 0\tReplicas: 0\tIsr: 0\tElr: N/A\tLastKnownElr: N/A\n")
+
+
+def test_describe_lists_configs_in_kafka_topics_order(broker, samsa):
+    # kafka-topics prints them in its java.util.HashMap's order: this line is Kafka 4.4's own.
+    samsa("topics", "create", "many-configs", "-c", "retention.ms=1234", "cleanup.policy=compact",
+          "segment.bytes=1000000", "max.message.bytes=1000", "flush.ms=1000", "-b", broker)
+    out, _ = describe(samsa, broker, "many-configs")
+    assert "\tConfigs: min.insync.replicas=1,cleanup.policy=compact,flush.ms=1000,retention.ms=1234," \
+           "segment.bytes=1000000,max.message.bytes=1000\n" in out
