@@ -1,36 +1,96 @@
-"""The commands' connection to a cluster: bootstrap, the highest version of each API both sides
-speak (ApiVersions), and requests routed to a broker by node id (Metadata's brokers)."""
+"""The commands' connection to a cluster: bootstrap, TLS and SASL from `--command-config`, the
+highest version of each API both sides speak (ApiVersions), requests routed to a broker by node id
+(a partition's leader, the controller, a group's or transaction's coordinator), and a response's
+error code turned into the command's one-line error.
+
+A command adds `add_connection_arguments(parser)` and opens `async with open_client(args) as client`.
+"""
 
 from __future__ import annotations
 
+import argparse
+import ssl
 from typing import Any
 
+import trio
+
 from ..server.inter_broker_client import BrokerConnection, BrokerUnreachable
+from ..server.security.scram import ScramMechanism
+from ..wire.errors import ErrorCode
 from ..wire.messages.metadata_request import MetadataRequestTopic
-from ..wire.protocol import message_class
-from . import BAD_USAGE, CommandError
+from ..wire.protocol import encode_request, message_class
+from . import BAD_USAGE, BROKER_REFUSED, CommandError
+from .client_config import ClientConfig, SaslLogin
+from .sasl_client import ScramClient
 
 ApiVersionsRequest = message_class("ApiVersionsRequest")
 MetadataRequest = message_class("MetadataRequest")
+FindCoordinatorRequest = message_class("FindCoordinatorRequest")
+SaslHandshakeRequest = message_class("SaslHandshakeRequest")
+SaslAuthenticateRequest = message_class("SaslAuthenticateRequest")
+
+GROUP, TRANSACTION = 0, 1  # FindCoordinator's key types
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, *, subcommand: bool = False) -> None:
+    """-b/--bootstrap-server and --command-config, as Kafka's tools name them. A command with
+    actions (topics create, ...) adds them to its own parser and, with subcommand=True, to each
+    action's, so that they may come before or after the action."""
+    # An action's parser must not overwrite with its defaults what the command's parser read.
+    unset = argparse.SUPPRESS if subcommand else None
+    parser.add_argument("-b", "--bootstrap-server", metavar="HOST:PORT", default=unset or "localhost:9092",
+                        help="the brokers to start from, host:port[,host:port...] (default localhost:9092)")
+    parser.add_argument("--command-config", metavar="FILE", default=unset,
+                        help="a Kafka client properties file: security.protocol, ssl.*, sasl.mechanism, "
+                             "sasl.jaas.config")
+
+
+def open_client(args: argparse.Namespace, client_id: str = "samsa-cli") -> KafkaClient:
+    """A KafkaClient for the parsed -b and --command-config (CommandError, exit 2, for a bad file);
+    the file's client.id and request.timeout.ms, when set, override `client_id` and 30 s."""
+    config = ClientConfig.load(args.command_config)
+    try:
+        timeout_ms = int(config.props.get("request.timeout.ms", 30_000))
+    except ValueError:
+        raise CommandError(f"invalid client config in {args.command_config}: request.timeout.ms "
+                           f"{config.props['request.timeout.ms']!r} is not a number", BAD_USAGE) from None
+    return KafkaClient(args.bootstrap_server, config, config.props.get("client.id", client_id), timeout_ms)
+
+
+def check_error(error_code: int, error_message: str | None = None, subject: str | None = None) -> None:
+    """Nothing for NONE; otherwise CommandError (exit 1) reading `subject: NAME: message`, the message
+    being the broker's own when it sent one, else Kafka's text for the code."""
+    if error_code == ErrorCode.NONE:
+        return
+    try:
+        code = ErrorCode(error_code)
+        name, default = code.name, code.message
+    except ValueError:
+        name, default = f"error code {error_code}", "unknown to this client"
+    text = f"{name}: {error_message or default}"
+    raise CommandError(f"{subject}: {text}" if subject else text, BROKER_REFUSED)
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    """host:port[,host:port...] as addresses; CommandError (exit 2) for a malformed one."""
     addresses = []
     for address in bootstrap.split(","):
         host, _, port = address.strip().rpartition(":")
         if not host or not port.isdigit():
             raise CommandError(f"bad bootstrap server {address!r}: expected host:port", BAD_USAGE)
-        addresses.append((host, int(port)))
+        addresses.append((host.strip("[]"), int(port)))
     return addresses
 
 
 class KafkaClient:
     """Call `await client.send(request)` for the bootstrap broker, `send(request, node_id)` for
-    another; each connection asks ApiVersions once and sends every request at the highest version
-    both sides know."""
+    another; each connection is set up once (TLS, ApiVersions, SASL) and sends every request at the
+    highest version both sides know. A broker that cannot be reached is CommandError (exit 2)."""
 
-    def __init__(self, bootstrap: str, client_id: str = "samsa-cli", timeout_ms: int = 30_000) -> None:
+    def __init__(self, bootstrap: str, config: ClientConfig | None = None, client_id: str = "samsa-cli",
+                 timeout_ms: int = 30_000) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
+        self.config = config or ClientConfig()
         self.client_id, self.timeout_ms = client_id, timeout_ms
         self._connections: dict[int | None, tuple[BrokerConnection, dict[int, int]]] = {}
         self._addresses: dict[int, tuple[str, int]] = {}
@@ -40,27 +100,87 @@ class KafkaClient:
 
     async def __aexit__(self, *exc: object) -> None:
         for connection, _ in self._connections.values():
-            await connection.aclose()
+            with trio.move_on_after(1):
+                await connection.aclose()
         self._connections.clear()
 
     async def send(self, request: Any, node_id: int | None = None) -> Any:
-        connection, versions = await self._connection(node_id)
-        api_key = request.API_KEY
-        if api_key not in versions:
-            raise CommandError(f"the broker does not support {type(request).__name__}")
-        version = min(versions[api_key], request.VALID_VERSIONS[1])
+        """The response to `request` from broker `node_id` (None: the bootstrap broker)."""
+        connection, _ = await self._connection(node_id)
+        version = await self.api_version(type(request), node_id)
         try:
             return await connection.call(request, version)
         except BrokerUnreachable as e:
             self._connections.pop(node_id, None)
             raise CommandError(f"lost the broker: {e}", BAD_USAGE) from e
 
+    async def api_version(self, request_type: type, node_id: int | None = None) -> int:
+        """The version `send` uses for this request type with that broker (for requests whose
+        fields differ by version)."""
+        _, versions = await self._connection(node_id)
+        if request_type.API_KEY not in versions:
+            raise CommandError(f"the broker does not support {request_type.__name__}")
+        return min(versions[request_type.API_KEY], request_type.VALID_VERSIONS[1])
+
+    async def supports(self, request_type: type, node_id: int | None = None) -> bool:
+        """Whether that broker's ApiVersions lists this request's API."""
+        _, versions = await self._connection(node_id)
+        return request_type.API_KEY in versions
+
     async def metadata(self, topics: list[str] | None = None) -> Any:
+        """A Metadata response for `topics` (None: every topic, []: none, only brokers); it also
+        tells the client where each broker is."""
         request = MetadataRequest(topics=None if topics is None else [
             MetadataRequestTopic(name=t) for t in topics], allow_auto_topic_creation=False)
         response = await self.send(request)
-        self._addresses = {b.node_id: (b.host, b.port) for b in response.brokers}
+        self._addresses.update({b.node_id: (b.host, b.port) for b in response.brokers})
         return response
+
+    async def controller(self) -> int | None:
+        """The controller's node id, or None when Metadata names none (send to any broker then)."""
+        metadata = await self.metadata([])
+        return metadata.controller_id if metadata.controller_id in self._addresses else None
+
+    async def send_to_controller(self, request: Any) -> Any:
+        """`request` sent to the controller (admin requests: topics, configs, ACLs, quotas, users)."""
+        return await self.send(request, await self.controller())
+
+    async def leaders(self, topics: list[str]) -> dict[tuple[str, int], int]:
+        """The leader's node id of each partition of `topics`; CommandError for an unknown topic."""
+        metadata = await self.metadata(topics)
+        leaders = {}
+        for topic in metadata.topics:
+            check_error(topic.error_code, None, topic.name)
+            for partition in topic.partitions:
+                leaders[topic.name, partition.partition_index] = partition.leader_id
+        return leaders
+
+    async def leader(self, topic: str, partition: int) -> int:
+        """The leader's node id of one partition; CommandError when it has none or does not exist."""
+        leader = (await self.leaders([topic])).get((topic, partition))
+        if leader is None:
+            raise CommandError(f"{topic}-{partition}: UNKNOWN_TOPIC_OR_PARTITION: "
+                               f"{ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.message}")
+        if leader < 0:
+            raise CommandError(f"{topic}-{partition}: LEADER_NOT_AVAILABLE: {ErrorCode.LEADER_NOT_AVAILABLE.message}")
+        return leader
+
+    async def coordinator(self, key: str, key_type: int = GROUP) -> int:
+        """The node id of the coordinator of a group (key_type GROUP) or a transactional id
+        (TRANSACTION), by FindCoordinator; CommandError with the broker's error."""
+        version = await self.api_version(FindCoordinatorRequest)
+        if version >= 4:
+            response = await self.send(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]))
+            found = response.coordinators[0]
+        else:
+            found = response = await self.send(FindCoordinatorRequest(key=key, key_type=key_type))
+        check_error(found.error_code, found.error_message, key)
+        self._addresses[found.node_id] = (found.host, found.port)
+        return found.node_id
+
+    async def send_to_coordinator(self, request: Any, key: str, key_type: int = GROUP) -> Any:
+        """`request` sent to the coordinator of group (or transactional id) `key`."""
+        return await self.send(request, await self.coordinator(key, key_type))
 
     async def _connection(self, node_id: int | None) -> tuple[BrokerConnection, dict[int, int]]:
         if node_id in self._connections:
@@ -76,12 +196,74 @@ class KafkaClient:
         errors = []
         for host, port in candidates:
             try:
-                connection = await BrokerConnection.connect(host, port, self.client_id, self.timeout_ms)
-                answer = await connection.call(ApiVersionsRequest(), 0)
+                connection = await self._connect(host, port)
             except BrokerUnreachable as e:
                 errors.append(str(e))
                 continue
-            versions = {api.api_key: api.max_version for api in answer.api_keys}
+            try:
+                answer = await connection.call(ApiVersionsRequest(), 0)
+                versions = {api.api_key: api.max_version for api in answer.api_keys}
+                if self.config.sasl is not None:
+                    await self._authenticate(connection, versions, self.config.sasl)
+            except BrokerUnreachable as e:
+                errors.append(str(e))
+                await connection.aclose()
+                continue
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await connection.aclose()
+                raise
             self._connections[node_id] = (connection, versions)
             return connection, versions
         raise CommandError(f"cannot reach a broker: {'; '.join(errors)}", BAD_USAGE)
+
+    async def _connect(self, host: str, port: int) -> BrokerConnection:
+        context = self.config.ssl_context
+        if context is None:
+            return await BrokerConnection.connect(host, port, self.client_id, self.timeout_ms)
+        with trio.move_on_after(self.timeout_ms / 1000):
+            try:
+                stream = trio.SSLStream(await trio.open_tcp_stream(host, port), context, server_hostname=host)
+                await stream.do_handshake()
+            except OSError as e:
+                raise BrokerUnreachable(f"cannot connect to {host}:{port}: {e}") from e
+            except (trio.BrokenResourceError, ssl.SSLError) as e:
+                cause = e.__cause__ or e
+                raise BrokerUnreachable(f"TLS handshake with {host}:{port} failed: {cause}") from e
+            return BrokerConnection(stream, self.client_id, self.timeout_ms)
+        raise BrokerUnreachable(f"no TLS connection to {host}:{port} within {self.timeout_ms} ms")
+
+    @staticmethod
+    async def _authenticate(connection: BrokerConnection, versions: dict[int, int], login: SaslLogin) -> None:
+        """SaslHandshake v1 names the mechanism, SaslAuthenticate carries each token (Kafka's
+        SaslClientAuthenticator); CommandError (exit 1) with the broker's error when it refuses."""
+        handshake = await connection.call(SaslHandshakeRequest(mechanism=login.mechanism), 1)
+        if handshake.error_code != ErrorCode.NONE:
+            check_error(handshake.error_code, f"the broker offers {', '.join(handshake.mechanisms) or 'none'}",
+                        login.mechanism)
+        version = min(versions.get(SaslAuthenticateRequest.API_KEY, 0), SaslAuthenticateRequest.VALID_VERSIONS[1])
+
+        async def exchange(token: bytes) -> bytes:
+            response = await connection.call(SaslAuthenticateRequest(auth_bytes=token), version)
+            check_error(response.error_code, response.error_message, f"{login.mechanism} login as {login.username}")
+            return bytes(response.auth_bytes)
+
+        if login.mechanism == "PLAIN":
+            await exchange(f"\0{login.username}\0{login.password}".encode())
+            return
+        scram = ScramClient(ScramMechanism.from_name(login.mechanism), login.username, login.password)
+        server_first = await exchange(scram.first())
+        scram.verify(await exchange(scram.final(server_first)))
+
+
+async def send_without_response(client: KafkaClient, request: Any, node_id: int | None = None) -> None:
+    """Write a request the broker does not answer (Produce with acks=0) on the connection to
+    `node_id`, without waiting: BrokerConnection.call would wait for a response that never comes."""
+    connection, _ = await client._connection(node_id)
+    version = await client.api_version(type(request), node_id)
+    connection._correlation_id += 1
+    frame = encode_request(request, version, connection._correlation_id, connection._client_id)
+    try:
+        await connection._stream.send_all(frame)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+        raise CommandError(f"lost the broker: {e}", BAD_USAGE) from e

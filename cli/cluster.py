@@ -7,21 +7,21 @@ import argparse
 
 import trio
 
-from .client import KafkaClient
+from .client import add_connection_arguments, open_client
 
 HELP = "show the cluster's id, brokers and controller"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-b", "--bootstrap-server", default="localhost:9092", help="host:port[,host:port...]")
+    add_connection_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    return trio.run(show, args.bootstrap_server)
+    return trio.run(show, args)
 
 
-async def show(bootstrap: str) -> int:
-    async with KafkaClient(bootstrap) as client:
+async def show(args: argparse.Namespace) -> int:
+    async with open_client(args) as client:
         metadata = await client.metadata([])
     print(f"cluster id: {metadata.cluster_id}")
     print(f"controller: {metadata.controller_id}")

@@ -36,6 +36,21 @@ def server_context(listener: ListenerConfig, security_protocol: str) -> ssl.SSLC
     return context
 
 
+def client_context(listener: ListenerConfig) -> ssl.SSLContext:
+    """A client's TLS context (the samsa tool commands') from the same ssl.* configs: the trust
+    store verifies the broker, a key store (when one is set) is the client's certificate for mutual
+    TLS, and ssl.endpoint.identification.algorithm=https (Kafka's default) checks the host name."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _set_protocols(context, listener)
+    _set_ciphers(context, listener)
+    _load_trust_store(context, listener, ssl.Purpose.SERVER_AUTH)
+    if any(listener.get(name) is not None for name in
+           ("ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain")):
+        _load_key_store(context, listener)
+    context.check_hostname = bool(listener.get("ssl.endpoint.identification.algorithm"))
+    return context
+
+
 def client_auth(listener: ListenerConfig, security_protocol: str) -> str:
     """ssl.client.auth for this listener. As in Kafka, a SASL_SSL listener asks for client
     certificates only when the listener-prefixed config says so."""
@@ -126,7 +141,8 @@ def _load_key_store(context: ssl.SSLContext, listener: ListenerConfig) -> None:
         raise ConfigError(type_key, f"ssl.keystore.type {store_type} is not supported (PEM or PKCS12)")
 
 
-def _load_trust_store(context: ssl.SSLContext, listener: ListenerConfig) -> None:
+def _load_trust_store(context: ssl.SSLContext, listener: ListenerConfig,
+                      purpose: ssl.Purpose = ssl.Purpose.CLIENT_AUTH) -> None:
     type_key = listener.key("ssl.truststore.type")
     store_type = str(listener.config.get(type_key)).upper()
     inline = _password(listener, "ssl.truststore.certificates")
@@ -138,7 +154,7 @@ def _load_trust_store(context: ssl.SSLContext, listener: ListenerConfig) -> None
                 raise ConfigError(type_key, "ssl.truststore.certificates needs ssl.truststore.type=PEM")
             context.load_verify_locations(cadata=inline)
         elif location is None:
-            context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+            context.load_default_certs(purpose)
         elif store_type == "PEM":
             context.load_verify_locations(cadata=_read(location, location_key).decode("latin-1"))
         elif store_type == "PKCS12":

@@ -1,0 +1,94 @@
+"""`--command-config FILE`: a Kafka client properties file, as Kafka's own tools read it.
+
+security.protocol PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; the ssl.* configs read by the
+broker's own TLS code (server/security/tls.py: key and trust stores in PEM or PKCS12, inline PEM,
+protocols, cipher suites) plus ssl.endpoint.identification.algorithm; sasl.mechanism PLAIN,
+SCRAM-SHA-256 or SCRAM-SHA-512 with the user in sasl.jaas.config's `username="..."
+password="..."`. A store's type defaults to PKCS12 for a .p12/.pfx file and to PEM otherwise (not
+Java's JKS, which Python cannot read).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..server.config import ConfigError, broker_definition, parse_config, parse_properties
+from ..server.security.jaas import JaasConfigError, parse_jaas_config
+from ..server.security.listener_config import ListenerConfig
+from ..server.security.tls import client_context
+from . import BAD_USAGE, CommandError
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_STORE_TYPES = {"ssl.keystore.type": "ssl.keystore.location", "ssl.truststore.type": "ssl.truststore.location"}
+
+
+@dataclass(frozen=True)
+class SaslLogin:
+    """Who the client logs in as, and how."""
+
+    mechanism: str
+    username: str
+    password: str
+
+
+class ClientConfig:
+    """Client properties; `get(name)` answers the ssl.* configs typed and defaulted as the broker
+    reads them (so server/security/tls.py builds the client's context too)."""
+
+    def __init__(self, props: dict[str, str] | None = None) -> None:
+        self.props = dict(props or {})
+        self.security_protocol = self.props.get("security.protocol", "PLAINTEXT").strip().upper()
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError("security.protocol", f"security.protocol {self.props['security.protocol']!r} "
+                                                   f"is not one of {', '.join(SECURITY_PROTOCOLS)}")
+        self.sasl = self._sasl_login() if self.security_protocol.startswith("SASL_") else None
+        self.ssl_context = (client_context(ListenerConfig(self, "client"))
+                            if self.security_protocol.endswith("SSL") else None)
+
+    @classmethod
+    def load(cls, path: str | None) -> ClientConfig:
+        """The properties of `path` (no file: PLAINTEXT); CommandError (exit 2) for a file that
+        cannot be read or a config that cannot be used, naming the key."""
+        if path is None:
+            return cls()
+        try:
+            with open(path, encoding="latin-1") as file:  # java.util.Properties.load(InputStream)
+                text = file.read()
+        except OSError as e:
+            raise CommandError(f"cannot read {path}: {e.strerror}", BAD_USAGE) from None
+        try:
+            return cls(parse_properties(text))
+        except ConfigError as e:
+            raise CommandError(f"invalid client config in {path}: {e}", BAD_USAGE) from None
+
+    def get(self, name: str):
+        """A config's typed value, its default when unset; KeyError for a name neither set nor known."""
+        if name in _STORE_TYPES and name not in self.props:
+            location = self.props.get(_STORE_TYPES[name], "").lower()
+            return "PKCS12" if location.endswith((".p12", ".pfx")) else "PEM"
+        definition = broker_definition(name)
+        if name in self.props:
+            raw = self.props[name]
+            return raw if definition is None else parse_config(name, definition, raw)
+        if definition is None or name.startswith("listener.name."):  # no listener overrides on a client
+            raise KeyError(name)
+        return definition.default
+
+    def _sasl_login(self) -> SaslLogin:
+        mechanism = self.props.get("sasl.mechanism", "GSSAPI").strip().upper()
+        if mechanism not in SASL_MECHANISMS:
+            raise ConfigError("sasl.mechanism", f"sasl.mechanism {mechanism} is not supported here "
+                                                f"({', '.join(SASL_MECHANISMS)})")
+        if "sasl.jaas.config" not in self.props:
+            raise ConfigError("sasl.jaas.config", f"{self.security_protocol} needs sasl.jaas.config with the "
+                                                  "username and password")
+        try:
+            modules = parse_jaas_config(self.props["sasl.jaas.config"])
+        except JaasConfigError as e:
+            raise ConfigError("sasl.jaas.config", f"sasl.jaas.config: {e}") from None
+        options = modules[0].options
+        if "username" not in options or "password" not in options:
+            raise ConfigError("sasl.jaas.config", "sasl.jaas.config needs username=\"...\" and password=\"...\"")
+        return SaslLogin(mechanism, options["username"], options["password"])
+
