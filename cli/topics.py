@@ -79,10 +79,16 @@ async def create(args: argparse.Namespace) -> int:
     return 0
 
 
+async def topic_names(client: KafkaClient) -> list[str]:
+    """Every topic's name, sorted (Metadata for all topics)."""
+    metadata = await client.metadata(None)
+    return sorted(topic.name for topic in metadata.topics if topic.error_code == ErrorCode.NONE)
+
+
 async def list_topics(args: argparse.Namespace) -> int:
     async with open_client(args) as client:
-        metadata = await client.metadata(None)
-    for name in sorted(topic.name for topic in metadata.topics if topic.error_code == ErrorCode.NONE):
+        names = await topic_names(client)
+    for name in names:
         print(name)
     return 0
 
@@ -135,8 +141,7 @@ def _from_metadata(topic: Any) -> TopicRow:
 async def _describe_topic_partitions(client: KafkaClient, names: list[str] | None) -> list[TopicRow]:
     TopicRequest, Cursor = DescribeTopicPartitionsRequest.TopicRequest, DescribeTopicPartitionsRequest.Cursor
     if names is None:
-        names = sorted(topic.name for topic in (await client.metadata(None)).topics
-                       if topic.error_code == ErrorCode.NONE)
+        names = await topic_names(client)
     if not names:
         return []
     rows: dict[str, TopicRow] = {}

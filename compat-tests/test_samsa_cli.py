@@ -26,7 +26,7 @@ def admin_broker(module_broker_factory):
     """A broker with ACLs in force, a topic, ACLs, a quota and a SCRAM user, all made by samsa."""
     broker = module_broker_factory(overrides=SETTINGS)
     for argv in (["topics", "create", "cli-t", "-p", "2", "-c", "retention.ms=1234", "cleanup.policy=compact",
-                  "segment.bytes=1000000", "max.message.bytes=1000", "flush.ms=1000"],
+                  "segment.bytes=2000000", "max.message.bytes=1000", "flush.ms=1000"],
                  ["acls", "create", "--principal", "User:alice", "--operation", "Read", "--topic", "cli-t"],
                  ["acls", "create", "--principal", "User:bob", "--operation", "Write", "--topic", "cli-",
                   "--pattern", "prefixed", "--deny"],

@@ -99,7 +99,7 @@ def test_describe_through_metadata_where_the_broker_lacks_describe_topic_partiti
 def test_describe_lists_configs_in_kafka_topics_order(broker, samsa):
     # kafka-topics prints them in its java.util.HashMap's order: this line is Kafka 4.4's own.
     samsa("topics", "create", "many-configs", "-c", "retention.ms=1234", "cleanup.policy=compact",
-          "segment.bytes=1000000", "max.message.bytes=1000", "flush.ms=1000", "-b", broker)
+          "segment.bytes=2000000", "max.message.bytes=1000", "flush.ms=1000", "-b", broker)
     out, _ = describe(samsa, broker, "many-configs")
     assert "\tConfigs: min.insync.replicas=1,cleanup.policy=compact,flush.ms=1000,retention.ms=1234," \
-           "segment.bytes=1000000,max.message.bytes=1000\n" in out
+           "segment.bytes=2000000,max.message.bytes=1000\n" in out
