@@ -188,6 +188,8 @@ class ClientTelemetry:
             for metric in list(client.metrics.values()):
                 kind = Kind.GAUGE if metric.kind == Kind.SUM and not metric.monotonic else metric.kind
                 name = prometheus_name(metric.name)
+                if kind == Kind.SUM and name.endswith("_total"):
+                    name = name[:-len("_total")]  # a counter's samples get the suffix back, once
                 family = families.get(name)
                 if family is None:
                     family = families[name] = Metric(name, metric.description or metric.name, _PROMETHEUS_TYPES[kind])

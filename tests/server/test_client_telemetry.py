@@ -181,6 +181,7 @@ def test_a_client_gets_its_subscription_pushes_and_the_collector_shows_the_lates
         first = metrics_data(
             gauge("org.apache.kafka.producer.node.request.latency.avg", [(12.5, {"node.id": 0})], "latency"),
             counter("org.apache.kafka.producer.record.sent", [(3, {"topic": "t"})]),
+            counter("org.apache.kafka.producer.connection.creation.total", [(1, {})]),
             histogram("org.apache.kafka.producer.latency", 3, 30.0, [10.0, 20.0], [1, 1, 1]))
         assert await push(client, sub, first, GZIP) == ErrorCode.NONE
         text = scrape(broker)
@@ -188,6 +189,7 @@ def test_a_client_gets_its_subscription_pushes_and_the_collector_shows_the_lates
         assert f'org_apache_kafka_producer_node_request_latency_avg{{{labels},node_id="0"}} 12.5' in text
         assert "# HELP org_apache_kafka_producer_node_request_latency_avg latency" in text
         assert f'org_apache_kafka_producer_record_sent_total{{{labels},topic="t"}} 3.0' in text
+        assert f"org_apache_kafka_producer_connection_creation_total{{{labels}}} 1.0" in text  # _total once
         assert f'org_apache_kafka_producer_latency_bucket{{{labels},le="10.0"}} 1.0' in text
         assert f'org_apache_kafka_producer_latency_bucket{{{labels},le="+Inf"}} 3.0' in text
 
