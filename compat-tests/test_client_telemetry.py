@@ -175,7 +175,7 @@ def test_librdkafka_pushes_and_the_collector_shows_its_metrics(tmp_path):
             assert not any("_total_total" in line for line in shown), text
         finally:
             producer.flush(T)
-            del producer  # librdkafka sends a terminating push as it closes, then its connections go
+            producer.close()  # librdkafka sends a terminating push as it closes, then its connections go
         wait_for(lambda: not telemetry.clients, T, what="the closed client's metrics to go")
     finally:
         server.stop()

@@ -111,13 +111,13 @@ def _metric(data) -> Metric:
             metric.kind = Kind.HISTOGRAM
             for n, _, v in fields(value):
                 if n == 1:
-                    metric.points.append(_histogram_point(v, exponential=number == 10))
+                    metric.points.append(_distribution_point(v, 1 if number == 10 else 9, buckets=number == 9))
                 elif n == 2:
                     metric.temporality = _temporality(v)
         elif number == 11:  # summary
             metric.kind = Kind.SUMMARY
             metric.temporality = Temporality.CUMULATIVE
-            metric.points = [_summary_point(v) for n, _, v in fields(value) if n == 1]
+            metric.points = [_distribution_point(v, 7, buckets=False) for n, _, v in fields(value) if n == 1]
     return metric
 
 
@@ -127,7 +127,7 @@ def _temporality(value: int) -> Temporality:
 
 def _number_point(data) -> DataPoint:
     point = DataPoint(attributes=_attributes(data, 7))
-    for number, wire_type, value in fields(data):
+    for number, _, value in fields(data):
         if number == 3:
             point.time_unix_nano = value
         elif number == 4:  # as_double
@@ -137,37 +137,26 @@ def _number_point(data) -> DataPoint:
     return point
 
 
-def _histogram_point(data, *, exponential: bool) -> DataPoint:
-    # HistogramDataPoint: attributes 9, time 3, count 4, sum 5, bucket_counts 6, explicit_bounds 7.
-    # ExponentialHistogramDataPoint: attributes 1, time 3, count 4, sum 5 (its buckets are not read).
-    point = DataPoint(attributes=_attributes(data, 1 if exponential else 9))
+def _distribution_point(data, attributes_field: int, *, buckets: bool) -> DataPoint:
+    """A HistogramDataPoint (attributes 9, bucket_counts 6, explicit_bounds 7),
+    ExponentialHistogramDataPoint (attributes 1; its buckets are not read) or SummaryDataPoint
+    (attributes 7; its quantiles are not read): time 3, count 4 and sum 5 in each."""
+    point = DataPoint(attributes=_attributes(data, attributes_field))
     counts: list[int] = []
     bounds: list[float] = []
-    for number, wire_type, value in fields(data):
+    for number, _, value in fields(data):
         if number == 3:
             point.time_unix_nano = value
         elif number == 4:
             point.count = value
         elif number == 5:
             point.sum = as_double(value)
-        elif number == 6 and not exponential:
+        elif number == 6 and buckets:
             counts.extend(packed_fixed64(value))
-        elif number == 7 and not exponential:
+        elif number == 7 and buckets:
             bounds.extend(packed_double(value))
     if len(counts) == len(bounds) + 1:
         point.bounds, point.bucket_counts = tuple(bounds), tuple(counts)
-    return point
-
-
-def _summary_point(data) -> DataPoint:
-    point = DataPoint(attributes=_attributes(data, 7))
-    for number, wire_type, value in fields(data):
-        if number == 3:
-            point.time_unix_nano = value
-        elif number == 4:
-            point.count = value
-        elif number == 5:
-            point.sum = as_double(value)
     return point
 
 
@@ -178,7 +167,7 @@ def _attributes(data, number: int) -> Attributes:
         if n != number:
             continue
         key, text = "", ""
-        for kn, wire_type, kvalue in fields(kv):
+        for kn, _, kvalue in fields(kv):
             if kn == 1:
                 key = as_string(kvalue)
             elif kn == 2:
