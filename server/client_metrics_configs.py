@@ -115,10 +115,10 @@ def alter_client_metrics(services: BrokerServices, name: str, changes, increment
 
 def describe_client_metrics(services: BrokerServices, name: str) -> list[ConfigEntry]:
     """ConfigHelper's CLIENT_METRICS case: the configs set on the resource (none for an unknown one)."""
-    if services.zk_shared is not None:
-        raise invalid_request("Config type client-metrics is only supported on KRaft clusters")
     if not name:
         raise invalid_request("Client metrics subscription name must not be empty")
+    if services.zk_shared is not None:
+        raise invalid_request("Config type client-metrics is only supported on KRaft clusters")
     configs = services.metadata.client_metrics.get(name, {})
     # Kafka lists every config set, whatever keys were asked for.
     return [ConfigEntry(key, configs[key], ConfigSource.CLIENT_METRICS_CONFIG, read_only=False, is_sensitive=False,
