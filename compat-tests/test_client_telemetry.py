@@ -68,10 +68,23 @@ def test_subscription_answers_are_kafkas(broker_factory):
         assert [(r.resource_name, r.resource_type) for r in every.config_resources] == [
             ("apps", 16), ("0", 8), ("0", 4)], every
         assert admin.call(ListConfigResources(resource_types=[3]), 1).error_code == ErrorCode.UNSUPPORTED_VERSION
-        described = admin.call(Describe(resources=[Describe.DescribeConfigsResource(
-            resource_type=CLIENT_METRICS, resource_name="apps", configuration_keys=None)]), 4).results[0]
-        assert [(c.name, c.value, c.config_source) for c in described.configs] == [
-            ("interval.ms", "1000", 7), ("match", "client_id=telemetry-.*", 7), ("metrics", f"{PRODUCER},{CONSUMER}", 7)]
+        assert set_subscription(admin, "defaults", metrics="*") == (ErrorCode.NONE, None)
+        described = admin.call(Describe(include_synonyms=True, include_documentation=True, resources=[
+            Describe.DescribeConfigsResource(resource_type=CLIENT_METRICS, resource_name=name, configuration_keys=None)
+            for name in ("apps", "defaults", "none")]), 4).results
+        assert [[(c.name, c.value, c.config_source, [(s.name, s.value, s.source) for s in c.synonyms], c.config_type,
+                  c.documentation) for c in result.configs] for result in described] == [
+            [("interval.ms", "1000", 7, [("interval.ms", "1000", 7)], 3, "Metrics push interval in milliseconds"),
+             ("match", "client_id=telemetry-.*", 7, [("match", "client_id=telemetry-.*", 7)], 7, "Client match criteria"),
+             ("metrics", f"{PRODUCER},{CONSUMER}", 7, [("metrics", f"{PRODUCER},{CONSUMER}", 7)], 7,
+              "Telemetry metric name prefix list")],
+            [("interval.ms", "300000", 5, [], 3, "Metrics push interval in milliseconds"),
+             ("match", "", 5, [], 7, "Client match criteria"),
+             ("metrics", "*", 7, [("metrics", "*", 7)], 7, "Telemetry metric name prefix list")],
+            [("interval.ms", "300000", 5, [], 3, "Metrics push interval in milliseconds"),
+             ("match", "", 5, [], 7, "Client match criteria"),
+             ("metrics", "", 5, [], 7, "Telemetry metric name prefix list")]]
+        assert set_subscription(admin, "defaults", metrics="") == (ErrorCode.NONE, None)  # deleted
 
     def subscribed(wire: WireClient):
         # Kafka applies a config change through its metadata log: the subscription shows up shortly.

@@ -2,8 +2,9 @@
 `metrics` (metric name prefixes, `*` for all), `interval.ms` (the push interval) and `match`
 (name=regex pairs on the client's attributes). Kafka's ClientMetricsConfigs validates them and its
 controller (ConfigurationControlManager) stores them; this module does both for the config APIs:
-DescribeConfigs lists what is set, AlterConfigs replaces, IncrementalAlterConfigs edits (APPEND and
-SUBTRACT on the two lists), deleting every config deletes the subscription.
+DescribeConfigs lists each config (set or default, as Kafka 4.4), AlterConfigs replaces,
+IncrementalAlterConfigs edits (APPEND and SUBTRACT on the two lists), deleting every config deletes
+the subscription.
 
 Kafka 3.9 in ZooKeeper mode does not have them: its ZkConfigRepository refuses to describe one and
 ZkAdminManager to alter one, both with INVALID_REQUEST; a Samsa broker in a ZooKeeper cluster does
@@ -16,14 +17,9 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..coordinator.client_metrics import (
-    DEFAULT_INTERVAL_MS,
-    MATCH_ATTRIBUTES,
-    Subscription,
-    java_hash_order,
-)
+from ..coordinator.client_metrics import DEFAULT_INTERVAL_MS, MATCH_ATTRIBUTES, Subscription
 from ..wire.errors import ErrorCode
-from .config import ConfigEntry, ConfigError, ConfigSource, ConfigType, parse_value
+from .config import ConfigEntry, ConfigError, ConfigSource, ConfigSynonym, ConfigType, parse_value
 from .config_resources import ConfigApiError, OpType, invalid_request
 
 if TYPE_CHECKING:
@@ -31,10 +27,13 @@ if TYPE_CHECKING:
 
 METRICS, INTERVAL_MS, MATCH = "metrics", "interval.ms", "match"
 CONFIG_TYPES = {METRICS: "list", INTERVAL_MS: "int", MATCH: "list"}
+# ClientMetricsConfigs' definitions as Kafka 4.4 describes them: type, default, documentation.
+CONFIGS = {
+    METRICS: (ConfigType.LIST, "", "Telemetry metric name prefix list"),
+    INTERVAL_MS: (ConfigType.INT, str(DEFAULT_INTERVAL_MS), "Metrics push interval in milliseconds"),
+    MATCH: (ConfigType.LIST, "", "Client match criteria"),
+}
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3600000
-# Kafka's ConfigHelper reads a resource's configs into java.util.Properties (a ConcurrentHashMap of
-# 16 buckets), whose order DescribeConfigs keeps.
-_PROPERTIES_TABLE_SIZE = 16
 
 
 def _illegal_pattern(pattern: str) -> ConfigApiError:
@@ -113,17 +112,28 @@ def alter_client_metrics(services: BrokerServices, name: str, changes, increment
     services.client_telemetry.update_subscription(name, subscription if configs else None)
 
 
-def describe_client_metrics(services: BrokerServices, name: str) -> list[ConfigEntry]:
-    """ConfigHelper's CLIENT_METRICS case: the configs set on the resource (none for an unknown one)."""
+def describe_client_metrics(services: BrokerServices, name: str, keys) -> list[ConfigEntry]:
+    """ConfigHelper's CLIENT_METRICS case, as Kafka 4.4 answers it: each config (those asked for),
+    set ones with source CLIENT_METRICS_CONFIG and themselves as their synonym, the others with
+    their default (DEFAULT_CONFIG, no synonym); an unknown resource is all defaults. (Kafka 3.9
+    listed only the configs set, with no synonyms, types or documentation.)"""
     if not name:
         raise invalid_request("Client metrics subscription name must not be empty")
     if services.zk_shared is not None:
         raise invalid_request("Config type client-metrics is only supported on KRaft clusters")
     configs = services.metadata.client_metrics.get(name, {})
-    # Kafka lists every config set, whatever keys were asked for.
-    return [ConfigEntry(key, configs[key], ConfigSource.CLIENT_METRICS_CONFIG, read_only=False, is_sensitive=False,
-                        synonyms=(), config_type=ConfigType.UNKNOWN, documentation=None)
-            for key in java_hash_order(configs, _PROPERTIES_TABLE_SIZE)]
+    entries = []
+    for key, (config_type, default, documentation) in sorted(CONFIGS.items()):
+        if keys and key not in keys:
+            continue
+        if key in configs:
+            value, source = configs[key], ConfigSource.CLIENT_METRICS_CONFIG
+            synonyms: tuple[ConfigSynonym, ...] = (ConfigSynonym(key, value, source),)
+        else:
+            value, source, synonyms = default, ConfigSource.DEFAULT_CONFIG, ()
+        entries.append(ConfigEntry(key, value, source, read_only=False, is_sensitive=False, synonyms=synonyms,
+                                   config_type=config_type, documentation=documentation))
+    return entries
 
 
 def stored_subscriptions(metadata) -> dict[str, Subscription]:

@@ -1,7 +1,7 @@
 """DescribeConfigs (key 32), v0-4: the configs of a topic, of a BROKER resource (this broker's id, or
 the empty name for the cluster-wide dynamic defaults), the levels of a BROKER_LOGGER and the configs
-set on a CLIENT_METRICS resource (server/client_metrics_configs.py), with their sources, synonyms
-(v1+) and documentation (v3+). Follows KafkaApis.handleDescribeConfigsRequest and
+of a CLIENT_METRICS resource as Kafka 4.4 describes them (server/client_metrics_configs.py), with
+their sources, synonyms (v1+) and documentation (v3+). Follows KafkaApis.handleDescribeConfigsRequest and
 ConfigHelper.describeConfigs: DESCRIBE_CONFIGS on the resource.
 Deviations: GROUP (KIP-848 group configs) resources answer INVALID_REQUEST; v0 is
 served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
@@ -49,7 +49,7 @@ def described(services: BrokerServices, resource):
     if kind == ResourceType.BROKER_LOGGER:
         return describe_loggers(name, services.node_id, keys)
     if kind == ResourceType.CLIENT_METRICS:
-        return describe_client_metrics(services, name)
+        return describe_client_metrics(services, name, keys)
     raise invalid_request(f"Unsupported resource type {kind}")
 
 

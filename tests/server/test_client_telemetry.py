@@ -13,12 +13,12 @@ from otlp_payloads import CUMULATIVE, counter, gauge, histogram, metrics_data
 from prometheus_client import CollectorRegistry, generate_latest
 
 from samsa.coordinator.client_metrics import kafka_uuid_string, subscription_id
-from samsa.server.config import ConfigSource
+from samsa.server.config import ConfigSource, ConfigType
 from samsa.server.handlers import load_handlers
 from samsa.server.handlers.api_versions import api_keys
 from samsa.wire.compression import compress
 from samsa.wire.errors import ErrorCode
-from samsa.wire.protocol import ApiKey, request_class
+from samsa.wire.protocol import ApiKey, request_class, response_class
 
 Describe = request_class(ApiKey.DESCRIBE_CONFIGS)
 Incremental = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
@@ -30,6 +30,8 @@ TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 GZIP, ZSTD = 1, 4
 PRODUCER = "org.apache.kafka.producer."
+CLIENT_METRICS_CONFIG = ConfigSource.CLIENT_METRICS_CONFIG
+Synonym = response_class(ApiKey.DESCRIBE_CONFIGS).DescribeConfigsSynonym
 ZERO = uuid.UUID(int=0)
 
 
@@ -50,10 +52,10 @@ async def incremental(client, name, *changes, validate_only=False):
     return response.error_code, response.error_message
 
 
-async def describe(client, name):
-    request = Describe(resources=[Describe.DescribeConfigsResource(resource_type=CLIENT_METRICS, resource_name=name,
-                                                                   configuration_keys=["metrics"])],
-                       include_synonyms=True)
+async def describe(client, name, keys=("metrics",), documentation=False):
+    request = Describe(resources=[Describe.DescribeConfigsResource(
+        resource_type=CLIENT_METRICS, resource_name=name, configuration_keys=None if keys is None else list(keys))],
+        include_synonyms=True, include_documentation=documentation)
     (result,) = (await client.call(request, 4)).results
     return result
 
@@ -82,12 +84,22 @@ def test_client_metrics_resources_are_set_described_listed_and_deleted(tmp_path)
         assert await incremental(client, "producers", ("metrics", SUBTRACT, "x")) == OK
         result = await describe(client, "producers")
         assert result.error_code == ErrorCode.NONE
-        # Every config set, whatever keys were asked for, in java.util.Properties' order.
-        assert [(c.name, c.value, c.config_source, c.read_only, c.synonyms) for c in result.configs] == [
-            ("interval.ms", "1000", ConfigSource.CLIENT_METRICS_CONFIG, False, []),
-            ("match", "client_id=app.*", ConfigSource.CLIENT_METRICS_CONFIG, False, []),
-            ("metrics", PRODUCER + ",org.apache.kafka.consumer.", ConfigSource.CLIENT_METRICS_CONFIG, False, [])]
-        assert (await describe(client, "unknown")).configs == []
+        assert [(c.name, c.value, c.config_source, c.synonyms) for c in result.configs] == [
+            ("metrics", PRODUCER + ",org.apache.kafka.consumer.", CLIENT_METRICS_CONFIG,
+             [Synonym(name="metrics", value=PRODUCER + ",org.apache.kafka.consumer.", source=CLIENT_METRICS_CONFIG)])]
+        assert await incremental(client, "producers", ("match", DELETE, None)) == OK
+        # As Kafka 4.4: every config, unset ones with their defaults.
+        everything = await describe(client, "producers", keys=None, documentation=True)
+        assert [(c.name, c.value, c.config_source, len(c.synonyms), c.config_type, c.documentation)
+                for c in everything.configs] == [
+            ("interval.ms", "1000", CLIENT_METRICS_CONFIG, 1, ConfigType.INT, "Metrics push interval in milliseconds"),
+            ("match", "", ConfigSource.DEFAULT_CONFIG, 0, ConfigType.LIST, "Client match criteria"),
+            ("metrics", PRODUCER + ",org.apache.kafka.consumer.", CLIENT_METRICS_CONFIG, 1, ConfigType.LIST,
+             "Telemetry metric name prefix list")]
+        unknown = await describe(client, "unknown", keys=None)
+        assert [(c.name, c.value, c.config_source) for c in unknown.configs] == [
+            ("interval.ms", "300000", ConfigSource.DEFAULT_CONFIG), ("match", "", ConfigSource.DEFAULT_CONFIG),
+            ("metrics", "", ConfigSource.DEFAULT_CONFIG)]
         empty = await describe(client, "")
         assert (empty.error_code, empty.error_message) == (
             ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty")
@@ -143,7 +155,10 @@ def test_subscriptions_survive_a_restart(tmp_path):
 
     async def check(broker, client, clock):
         assert broker.client_telemetry.manager.subscriptions["kept"].interval_ms == 500
-        assert [c.name for c in (await describe(client, "kept")).configs] == ["interval.ms", "metrics"]
+        kept = (await describe(client, "kept", keys=None)).configs
+        assert [(c.name, c.value, c.config_source) for c in kept] == [
+            ("interval.ms", "500", CLIENT_METRICS_CONFIG), ("match", "", ConfigSource.DEFAULT_CONFIG),
+            ("metrics", PRODUCER, CLIENT_METRICS_CONFIG)]
 
     run(tmp_path, create)
     run(tmp_path, check)
