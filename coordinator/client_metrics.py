@@ -76,15 +76,14 @@ def java_uuid_hash(value: uuid.UUID) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
-def java_hash_order(items: Iterable[str], capacity: int | None = None) -> list[str]:
-    """The iteration order of a java.util.HashSet (or a small HashMap / ConcurrentHashMap) the
-    strings were added to in this order: by bucket (the spread hash masked by the table size),
-    insertion order within one. `capacity`: the table size, else a fresh HashSet's after these adds."""
+def java_hash_order(items: Iterable[str]) -> list[str]:
+    """The iteration order of a java.util.HashSet the strings were added to in this order: by
+    bucket (the spread hash masked by the table size, which doubles past 3/4 full), insertion order
+    within one."""
     unique = list(dict.fromkeys(items))
-    if capacity is None:
-        capacity = 16
-        while len(unique) > capacity * 3 // 4:
-            capacity *= 2
+    capacity = 16
+    while len(unique) > capacity * 3 // 4:
+        capacity *= 2
 
     def bucket(s: str) -> int:
         h = java_string_hash(s) & 0xFFFFFFFF

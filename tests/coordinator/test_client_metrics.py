@@ -51,8 +51,9 @@ def test_subscription_ids_are_kafkas():
     assert subscription_id(java_hash_order(metrics), 1000, zero_hash) == -728657274
     assert subscription_id(["*"], 300000, zero_hash) == 1012207395
     assert subscription_id([], 1000, zero_hash) == 1788331976
-    # java.util.Properties (16 buckets): how DescribeConfigs orders a client-metrics resource's configs.
-    assert java_hash_order(["metrics", "interval.ms", "match"], 16) == ["interval.ms", "match", "metrics"]
+    # Past 12 names the table doubles to 32 buckets.
+    many = java_hash_order([f"org.apache.kafka.metric{i}." for i in range(14)])
+    assert [int(name[len("org.apache.kafka.metric"):-1]) for name in many] == [0, 3, 4, 1, 2, 7, 8, 5, 10, 6, 11, 9, 12, 13]
 
 
 def test_kafka_uuid_string():
