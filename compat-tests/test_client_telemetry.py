@@ -6,15 +6,17 @@
   size limit, the subscription id Kafka's formula gives for the instance id each broker chose, and
   the same errors (a Get too early, a stale subscription id). Kafka 4.4 answers these requests
   though, without a ClientTelemetryReceiver plugin, it does not list them in ApiVersions.
-* librdkafka (confluent-kafka, 2.5 or later, enable.metrics.push) against Samsa: it finds the APIs in
-  ApiVersions, gets its subscription and pushes OTLP metrics, which the broker's Prometheus collector
-  (broker.client_telemetry) shows labelled by its client id and instance id. The broker runs in this
+* librdkafka (confluent-kafka, 2.5 or later, enable.metrics.push) and Kafka's Java producer
+  (java/TelemetryProducer.java) against Samsa: each finds the APIs in ApiVersions, gets its
+  subscription and pushes OTLP metrics (the Java client zstd-compressed), which the broker's
+  Prometheus collector (broker.client_telemetry) shows labelled by client id and instance id. The broker runs in this
   process (in a thread) so the test can read the collector: Samsa's metrics endpoint is another
   piece of work.
 """
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import uuid
 
@@ -25,6 +27,7 @@ from compat_util import wait_for
 from confluent_kafka import Producer
 from prometheus_client import CollectorRegistry, generate_latest
 from server_process import HOST
+from test_java_client import java_client  # noqa: F401 (a fixture: compiles compat-tests/java/)
 from wire_client import WireClient
 
 from samsa.coordinator.client_metrics import java_hash_order, kafka_uuid_string, subscription_id
@@ -189,6 +192,36 @@ def test_librdkafka_pushes_and_the_collector_shows_its_metrics(tmp_path):
         finally:
             producer.flush(T)
             producer.close()  # librdkafka sends a terminating push as it closes, then its connections go
+        wait_for(lambda: not telemetry.clients, T, what="the closed client's metrics to go")
+    finally:
+        server.stop()
+
+
+def test_the_java_producer_pushes_and_the_collector_shows_its_metrics(tmp_path, java_client):  # noqa: F811
+    server = InProcessBroker(tmp_path)
+    try:
+        with WireClient(HOST, server.port) as admin:
+            assert set_subscription(admin, "java", metrics=PRODUCER, interval_ms="500",
+                                    match="client_software_name=apache-kafka-java") == (ErrorCode.NONE, None)
+        telemetry = server.broker.client_telemetry
+        command = [*java_client[:-1], "TelemetryProducer", f"{HOST}:{server.port}", "java-telemetry-topic",
+                   "java-telemetry", "8"]
+        producer = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            def pushed():
+                assert producer.poll() is None, producer.communicate()
+                return [c for c in list(telemetry.clients.values()) if c.client_id == "java-telemetry" and c.metrics]
+            (client,) = wait_for(pushed, 60, what="the Java producer's first PushTelemetry")
+            instance = telemetry.manager.instances[client.client_instance_id]
+            assert (instance.metrics, instance.push_interval_ms) == ([PRODUCER], 500)
+            assert instance.attributes.software_name == "apache-kafka-java"
+            assert all(name.startswith(PRODUCER) for name in client.metrics), sorted(client.metrics)
+            labels = f'client_id="java-telemetry",client_instance_id="{kafka_uuid_string(client.client_instance_id)}"'
+            shown = [line for line in scrape(telemetry).splitlines() if labels in line]
+            assert any(line.startswith("org_apache_kafka_producer_record_queue_time_avg{") for line in shown), shown
+        finally:
+            out, err = producer.communicate(timeout=60)
+        assert producer.returncode == 0 and out.strip() == "done", err[-4000:]
         wait_for(lambda: not telemetry.clients, T, what="the closed client's metrics to go")
     finally:
         server.stop()
