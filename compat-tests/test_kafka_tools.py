@@ -30,6 +30,7 @@ TOOLS = {
     "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
+    "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
@@ -341,6 +342,31 @@ def sort_scram_mechanisms(text: str) -> str:
 def test_kafka_configs(brokers, tmp_path, log4j2):
     out = run_on_both(brokers, configs_scenario, tmp_path, log4j2)
     assert_same({k: sort_scram_mechanisms(v) for k, v in out.items()}, tmp_path)
+
+
+def client_metrics_scenario(t: Tools) -> None:
+    """KIP-714 subscriptions: kafka-client-metrics (ListConfigResources, DescribeConfigs,
+    IncrementalAlterConfigs on CLIENT_METRICS resources) and kafka-configs on the same resources."""
+    m = "kafka-client-metrics"
+    t.run(m, "--list")
+    t.run(m, "--alter", "--name", "tools-metrics", "--metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.",
+          "--interval", "1000", "--match", "client_id=app.*,client_software_name=librdkafka")
+    t.run(m, "--alter", "--name", "tools-all", "--metrics", "*", "--interval", "50", errors=True)  # under 100 ms
+    t.run(m, "--alter", "--name", "tools-all", "--metrics", "*", "--match", "color=red", errors=True)
+    t.run(m, "--alter", "--name", "tools-all", "--metrics", "*")
+    t.run_sorted(m, "--list")
+    t.run(m, "--describe", "--name", "tools-metrics")
+    t.run(m, "--alter", "--name", "tools-metrics", "--interval", "2000")
+    t.run("kafka-configs", "--describe", "--entity-type", "client-metrics", "--entity-name", "tools-metrics")
+    t.run("kafka-configs", "--alter", "--entity-type", "client-metrics", "--entity-name", "tools-metrics",
+          "--delete-config", "match")
+    t.run(m, "--describe", "--name", "tools-metrics")
+    t.run(m, "--delete", "--name", "tools-all")
+    t.run(m, "--list")
+
+
+def test_kafka_client_metrics(brokers, tmp_path, log4j2):
+    assert_same(run_on_both(brokers, client_metrics_scenario, tmp_path, log4j2), tmp_path)
 
 
 def all_topic_configs_scenario(t: Tools) -> None:

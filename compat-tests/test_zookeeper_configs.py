@@ -2,7 +2,8 @@
 and a Samsa broker in one chroot: a topic's config overrides, client quotas, SCRAM credentials and
 ACLs set through either broker are answered the same by both (DescribeConfigs, DescribeClientQuotas,
 DescribeUserScramCredentials, DescribeAcls), the znodes Samsa writes are byte for byte the ones
-Kafka writes for the same change, and a SCRAM user created through Kafka signs in to Samsa."""
+Kafka writes for the same change, and a SCRAM user created through Kafka signs in to Samsa. Client
+metrics (KIP-714), which need KRaft, are refused by both alike."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from wire_client import WireClient
 
 from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
-from samsa.wire.protocol import ApiKey, request_class
+from samsa.wire.protocol import ApiKey, encode_request, request_class
 
 pytest.importorskip("kazoo.client")
 
@@ -239,3 +240,49 @@ def test_kafka_and_samsa_share_configs_quotas_scram_users_and_acls(kafka39_facto
             zk_data.config_entity_path("brokers", "0"))[0]
         assert notifications(client, zk_data.CONFIG_CHANGES)[-1] == zk_data.encode_config_change("brokers/1")
 
+
+
+CLIENT_METRICS_RESOURCE = 16
+GetTelemetrySubscriptions = request_class(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS)
+AlterConfigs = request_class(ApiKey.ALTER_CONFIGS)
+ApiVersions = request_class(ApiKey.API_VERSIONS)
+
+
+def client_metrics_answers(port: int) -> tuple:
+    """What a broker of a ZooKeeper cluster says to client-metrics resources and telemetry."""
+    def describe(name):
+        (result,) = call(port, DescribeConfigs(resources=[DescribeConfigs.DescribeConfigsResource(
+            resource_type=CLIENT_METRICS_RESOURCE, resource_name=name, configuration_keys=None)]), 4).results
+        return result.error_code, result.error_message
+
+    (incremental,) = call(port, IncrementalAlterConfigs(resources=[IncrementalAlterConfigs.AlterConfigsResource(
+        resource_type=CLIENT_METRICS_RESOURCE, resource_name="subscription", configs=[
+            IncrementalAlterConfigs.AlterableConfig(name="metrics", config_operation=SET, value="*")])]), 1).responses
+    (legacy,) = call(port, AlterConfigs(resources=[AlterConfigs.AlterConfigsResource(
+        resource_type=CLIENT_METRICS_RESOURCE, resource_name="subscription", configs=[
+            AlterConfigs.AlterableConfig(name="metrics", value="*")])]), 2).responses
+    advertised = {k.api_key for k in call(port, ApiVersions(), 0).api_keys}
+    with WireClient(HOST, port) as client:  # an API the broker does not serve: the connection closes
+        client.correlation_id += 1
+        closed = client.exchange(encode_request(GetTelemetrySubscriptions(), 0, client.correlation_id, "t")) is None
+    return (describe("subscription"), describe(""), (incremental.error_code, incremental.error_message),
+            (legacy.error_code, legacy.error_message), advertised & {71, 72, 74}, closed)
+
+
+def test_client_metrics_are_refused_in_a_zookeeper_cluster_as_kafka_39_refuses_them(kafka39_factory):
+    """KIP-714 needs KRaft: Kafka 3.9 in ZooKeeper mode neither lists nor serves the telemetry APIs
+    and refuses client-metrics config resources; a Samsa broker in a ZooKeeper cluster does the same."""
+    zk = kafka39_factory.zookeeper()
+    connect = zk.connect + CHROOT + "-metrics"
+    kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0})
+    samsa = kafka39_factory(overrides={"zookeeper.connect": connect, "broker.id": 1})
+    expected = (
+        (ErrorCode.INVALID_REQUEST, "Config type client-metrics is only supported on KRaft clusters"),
+        (ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty"),
+        (ErrorCode.INVALID_REQUEST, "AlterConfigs is only supported for topics and brokers, but resource type is "
+                                    "CLIENT_METRICS"),
+        (ErrorCode.INVALID_REQUEST, "AlterConfigs is only supported for topics and brokers, but resource type is "
+                                    "CLIENT_METRICS"),
+        set(), True)
+    assert client_metrics_answers(kafka.port) == expected
+    assert client_metrics_answers(samsa.port) == expected

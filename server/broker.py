@@ -32,6 +32,8 @@ from ..wire import zk_data
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
 from .alter_partition_manager import AlterPartitionManager
 from .authorizer import StandardAuthorizer, new_authorizer
+from .client_metrics_configs import stored_subscriptions
+from .client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, RequestContext
 from .controlled_shutdown import controlled_shutdown
@@ -116,9 +118,12 @@ class Broker:
             config, lambda user, mechanism: stored_credential(self._shared_metadata().scram_credentials, user, mechanism))
         self.connection_quotas = ConnectionQuotas(config)
         self.request_metrics = RequestMetrics()
+        # KIP-714; its collect() is a Prometheus collector of what clients push.
+        self.client_telemetry = ClientTelemetry(config.get("telemetry.max.bytes"))
         # What the metrics endpoint (metrics.port) serves: other components register their collectors here.
         self.metrics = CollectorRegistry()
         self.metrics.register(BrokerCollector(self))
+        self.metrics.register(self.client_telemetry)
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.recovered = False  # the logs are loaded and recovered: /healthz
         self.registered = False  # in a cluster, registered in ZooKeeper (with recovered: /readyz)
@@ -140,6 +145,9 @@ class Broker:
             write_formatted_dynamic_defaults(self.config, metadata)
         if self.zookeeper is None:  # in a cluster they are ZooKeeper's, applied once read (_run)
             load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
+            # Client-metrics subscriptions: a ZooKeeper-mode Kafka 3.9 broker has none.
+            for name, subscription in stored_subscriptions(metadata).items():
+                self.client_telemetry.update_subscription(name, subscription)
         # In a cluster the ACLs, quotas and SCRAM credentials are ZooKeeper's, read once it is running (_run).
         shared = self.zk_shared = None if self.zookeeper is None else ZkSharedMetadata(
             self.zookeeper.client, self.node_id, self._topic_configs_changed, lambda: self.quotas.refresh(),
@@ -169,7 +177,7 @@ class Broker:
             log_manager=self.log_manager, metadata=metadata, replica_manager=self.replica_manager,
             groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
-            advertised=self.advertised, zookeeper=self.zookeeper,
+            advertised=self.advertised, client_telemetry=self.client_telemetry, zookeeper=self.zookeeper,
             zk_metadata=zk_metadata, zk_shared=shared, controller=self.controller)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in metadata.topics.items()},
@@ -429,6 +437,7 @@ class Broker:
             log.debug("connection %s: %s", conn.id, e)
         finally:
             self._connections.discard(conn)
+            self.client_telemetry.disconnected(conn.id)
             conn.close()
 
     async def _close_idle_connections(self) -> None:
@@ -454,7 +463,7 @@ class Broker:
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if (handler is None or not handler.min_version <= version <= handler.max_version
-                or handler.cluster_only and self.zookeeper is None):
+                or not handler.served(self.zookeeper is not None)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)

@@ -2,7 +2,7 @@
 preprocesses them (repeated resources or keys, null values, unknown types) and hands each on: a
 topic's overrides (in a ZooKeeper cluster: /config/topics/<t> and a /config/changes notification, as
 Kafka 3.9's ZkAdminManager), a BROKER resource's dynamic configs, a BROKER_LOGGER's levels
-(incremental only)."""
+(incremental only), a CLIENT_METRICS resource's subscription (KIP-714)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections import Counter
 from ..wire.errors import ErrorCode
 from .authorizer import ALTER_CONFIGS
 from .broker_loggers import alter_loggers
+from .client_metrics_configs import alter_client_metrics
 from .config_resources import ConfigApiError, OpType, ResourceType, check_authorized, invalid_request
 from .dynamic_broker_config import (
     alter_broker_configs,
@@ -70,6 +71,9 @@ async def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
     elif kind == ResourceType.BROKER_LOGGER and incremental:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
         alter_loggers(name, services.node_id, resource.configs, validate_only)
+    elif kind == ResourceType.CLIENT_METRICS:
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
+        alter_client_metrics(services, name, resource.configs, incremental, validate_only)
     else:
         # Legacy AlterConfigs never took BROKER_LOGGER: it lands here too.
         raise invalid_request(f"Unknown resource type {kind}")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..coordinator.producer_id_manager import ProducerIdManager
     from ..storage.log_manager import LogManager
     from .authorizer import StandardAuthorizer
+    from .client_telemetry import ClientTelemetry
     from .config import KafkaConfig
     from .fetch_session import FetchSessionCache
     from .group_service import GroupService
@@ -69,6 +70,7 @@ class BrokerServices:
     fetch_sessions: FetchSessionCache
     disk_limiter: trio.CapacityLimiter  # fsync, retention, checkpoints: one at a time
     advertised: dict[str, BrokerInfo]  # by listener name, filled in once the listeners are bound
+    client_telemetry: ClientTelemetry  # KIP-714: subscriptions, client sessions, pushed metrics
     # In a ZooKeeper cluster (zookeeper.connect): the membership (broker epoch) and what the
     # controller said in UpdateMetadata; both None for a single broker.
     zookeeper: ZkMembership | None = None

@@ -131,6 +131,12 @@ class MetadataStore(MetadataCache, Protocol):
 
     def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
 
+    @property
+    def client_metrics(self) -> Mapping[str, Mapping[str, str]]:
+        """The configs of each client-metrics resource (KIP-714 subscription) by name."""
+
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
     def set_acls(self, acls: list[dict[str, str]]) -> None: ...
 
     def set_scram_credentials(self, credentials: dict[str, dict[str, dict]]) -> None: ...
@@ -156,6 +162,8 @@ class MetadataImage:
         # Dynamic broker configs by BROKER resource name: "" for the cluster-wide defaults, a node
         # id for one broker's own (Kafka's ConfigRecords of resource type BROKER).
         self.broker_configs: dict[str, dict[str, str]] = {}
+        # Client-metrics resources (KIP-714 subscriptions; ConfigRecords of type CLIENT_METRICS).
+        self.client_metrics: dict[str, dict[str, str]] = {}
         # ACLs in creation order (Kafka's AccessControlEntryRecords), as authorizer.AclBinding.to_json.
         self.acls: list[dict[str, str]] = []
         # SCRAM credentials (Kafka's UserScramCredentialRecords): user -> mechanism name ->
@@ -174,6 +182,7 @@ class MetadataImage:
                                        dict(t.get("configs", {})), t.get("replication_factor", 1)))
             image.next_producer_id = data.get("next_producer_id", 0)
             image.broker_configs = {name: dict(configs) for name, configs in data.get("broker_configs", {}).items()}
+            image.client_metrics = {name: dict(configs) for name, configs in data.get("client_metrics", {}).items()}
             image.acls = [dict(acl) for acl in data.get("acls", [])]
             image.scram_credentials = data.get("scram_credentials", {})
             for q in data.get("client_quotas", []):
@@ -189,6 +198,7 @@ class MetadataImage:
             image._index(TopicInfo(t.name, t.topic_id, len(t.replicas), dict(t.configs), replication_factor))
         image.next_producer_id = kraft.next_producer_id
         image.broker_configs = {name: dict(configs) for name, configs in kraft.broker_configs.items()}
+        image.client_metrics = {name: dict(configs) for name, configs in kraft.client_metrics.items()}
         image.acls = [AclBinding(ResourceType(a.resource_type), a.resource_name, PatternType(a.pattern_type),
                                  a.principal, a.host, AclOperation(a.operation),
                                  AclPermissionType(a.permission_type)).to_json()
@@ -217,6 +227,7 @@ class MetadataImage:
             ],
             "next_producer_id": self.next_producer_id,
             "broker_configs": self.broker_configs,
+            "client_metrics": self.client_metrics,
             "acls": self.acls,
             "scram_credentials": self.scram_credentials,
             "client_quotas": [{"entity": [list(part) for part in entity], "values": values}
@@ -246,18 +257,25 @@ class MetadataImage:
 
     def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
         """Replace the dynamic configs of a BROKER resource, durably (none left: the entry goes)."""
-        previous = self.broker_configs.get(resource_name)
+        self._replace_configs(self.broker_configs, resource_name, configs)
+
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace the configs of a client-metrics resource, durably (none left: the resource goes)."""
+        self._replace_configs(self.client_metrics, name, configs)
+
+    def _replace_configs(self, by_resource: dict[str, dict[str, str]], name: str, configs: dict[str, str]) -> None:
+        previous = by_resource.get(name)
         if configs:
-            self.broker_configs[resource_name] = dict(configs)
+            by_resource[name] = dict(configs)
         else:
-            self.broker_configs.pop(resource_name, None)
+            by_resource.pop(name, None)
         try:
             self.save()
         except OSError:
             if previous is None:
-                self.broker_configs.pop(resource_name, None)
+                by_resource.pop(name, None)
             else:
-                self.broker_configs[resource_name] = previous
+                by_resource[name] = previous
             raise
 
     def set_acls(self, acls: list[dict[str, str]]) -> None:

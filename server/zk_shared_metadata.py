@@ -13,6 +13,10 @@ authorizer. At startup everything is read once (ZkConfigManager.startup, AclAuth
 
 What is kept here, in the single broker's shapes (server/metadata.py's MetadataCache): the client
 quotas by entity, the SCRAM credentials by user and mechanism, the ACLs as bindings.
+
+Not kept: client-metrics resources (KIP-714 subscriptions). Kafka 3.9 in ZooKeeper mode has none (its
+ZkConfigRepository and ZkAdminManager refuse the resource type, and it serves no telemetry API), so
+a broker in a ZooKeeper cluster refuses them the same way (server/client_metrics_configs.py).
 """
 
 from __future__ import annotations

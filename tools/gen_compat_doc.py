@@ -23,8 +23,9 @@ KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUPS = "share groups (KIP-932) are not implemented"
 SHARE_GROUP_STATE = "the share group state persister's inter-broker calls: share groups are not implemented"
 DELEGATION_TOKENS = "delegation tokens (KIP-48) are not implemented"
-CLIENT_METRICS = "client metrics (KIP-714): issue 15"
 STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
+CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
+                    "(zookeeper.connect; Kafka 3.9's ZooKeeper mode has none)")
 
 # Why an API key is not served, one short reason each.
 NOT_SERVED: dict[ApiKey, str] = {
@@ -44,11 +45,7 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.BROKER_HEARTBEAT: KRAFT,
     ApiKey.UNREGISTER_BROKER: KRAFT,
     ApiKey.CONTROLLER_REGISTRATION: KRAFT,
-    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: CLIENT_METRICS,
-    ApiKey.PUSH_TELEMETRY: CLIENT_METRICS,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: KRAFT,
-    ApiKey.LIST_CONFIG_RESOURCES: "listing config resources (KIP-1142; v0 was KIP-714's ListClientMetricsResources) "
-                                  "is not implemented",
     ApiKey.SHARE_GROUP_HEARTBEAT: SHARE_GROUPS,
     ApiKey.SHARE_GROUP_DESCRIBE: SHARE_GROUPS,
     ApiKey.SHARE_FETCH: SHARE_GROUPS,
@@ -84,6 +81,10 @@ SERVED_NOTES: dict[ApiKey, str] = {
                                   "(zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
                                          "elsewhere",
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: CLIENT_TELEMETRY,
+    ApiKey.PUSH_TELEMETRY: CLIENT_TELEMETRY + "; pushed metrics are exported to Prometheus",
+    ApiKey.LIST_CONFIG_RESOURCES: "v0 is Kafka 3.x's ListClientMetricsResources, v1 KIP-1142's; "
+                                  "not in cluster mode (Kafka 3.9's ZooKeeper mode has no client metrics)",
 }
 
 

@@ -26,6 +26,13 @@ class Handler:
     # Served (and advertised) only by a broker in a ZooKeeper cluster: the inter-broker APIs a
     # controller sends, as a ZooKeeper-mode Kafka broker lists them.
     cluster_only: bool = False
+    # Served (and advertised) only outside a ZooKeeper cluster: the APIs whose schemas list only
+    # the KRaft "broker" listener, which a ZooKeeper-mode Kafka 3.9 broker neither lists nor serves.
+    kraft_only: bool = False
+
+    def served(self, in_zookeeper_cluster: bool) -> bool:
+        """Whether a broker in (or not in) a ZooKeeper cluster serves and advertises this API."""
+        return not (self.cluster_only and not in_zookeeper_cluster or self.kraft_only and in_zookeeper_cluster)
 
 
 HANDLERS: dict[int, Handler] = {}
@@ -45,12 +52,14 @@ MODULES = (
     "update_metadata", "leader_and_isr", "stop_replica", "alter_partition", "controlled_shutdown",
     "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
     "allocate_producer_ids",
+    "get_telemetry_subscriptions", "push_telemetry", "list_config_resources",
 )
 
 
-def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only: bool = False):
+def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only: bool = False,
+            kraft_only: bool = False):
     """Register a handler for versions min_version..max_version (inclusive) of api_key;
-    `cluster_only`: served only in a ZooKeeper cluster."""
+    `cluster_only`: served only in a ZooKeeper cluster; `kraft_only`: never there."""
     if not 0 <= min_version <= max_version:
         raise ValueError(f"{api_key!r}: bad version range {min_version}..{max_version}")
 
@@ -58,7 +67,7 @@ def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only
         if api_key in HANDLERS:
             raise RuntimeError(f"{api_key!r} has two handlers: {HANDLERS[api_key].handle.__module__} "
                                f"and {fn.__module__}")
-        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only)
+        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only, kraft_only)
         return fn
 
     return register

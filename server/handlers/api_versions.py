@@ -50,10 +50,11 @@ def finalized_features():
 
 
 def api_keys(cluster_mode: bool = False):
-    """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster."""
+    """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster, the KRaft-mode
+    ones (client telemetry) only outside one."""
     Key = ApiVersionsResponse.ApiVersion
     return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if cluster_mode or not h.cluster_only]
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(cluster_mode)]
 
 
 def unsupported_version_response() -> object:
@@ -71,6 +72,9 @@ async def handle(ctx, request):
     if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
                                      and _SOFTWARE.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    if ctx.api_version >= 3:
+        # Kafka's ClientInformation of the channel: client-metrics subscriptions may match on it.
+        ctx.connection.client_software = (request.client_software_name, request.client_software_version)
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.services.zookeeper is not None), throttle_time_ms=0,
                                supported_features=supported_features(),
                                finalized_features_epoch=FINALIZED_FEATURES_EPOCH,

@@ -1,11 +1,13 @@
 """DescribeConfigs (key 32), v0-4: the configs of a topic, of a BROKER resource (this broker's id, or
-the empty name for the cluster-wide dynamic defaults) and the levels of a BROKER_LOGGER, with their
-sources, synonyms (v1+) and documentation (v3+). Follows KafkaApis.handleDescribeConfigsRequest and
+the empty name for the cluster-wide dynamic defaults), the levels of a BROKER_LOGGER and the configs
+of a CLIENT_METRICS resource as Kafka 4.4 describes them (server/client_metrics_configs.py), with
+their sources, synonyms (v1+) and documentation (v3+). Follows KafkaApis.handleDescribeConfigsRequest and
 ConfigHelper.describeConfigs: DESCRIBE_CONFIGS on the resource.
-Deviations: GROUP (KIP-848 group configs) and CLIENT_METRICS resources answer INVALID_REQUEST; v0 is
+Deviations: GROUP (KIP-848 group configs) resources answer INVALID_REQUEST; v0 is
 served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 In a ZooKeeper cluster a topic is one of the controller's UpdateMetadata and its overrides are read
-from /config/topics/<t> for each request, as Kafka 3.9's ZkConfigRepository does.
+from /config/topics/<t> for each request, as Kafka 3.9's ZkConfigRepository does; a CLIENT_METRICS
+resource is INVALID_REQUEST there, as in Kafka 3.9's ZooKeeper mode.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..broker_loggers import describe_loggers
+from ..client_metrics_configs import describe_client_metrics
 from ..config import ConfigSource
 from ..authorizer import DESCRIBE_CONFIGS
 from ..config_resources import ConfigApiError, ResourceType, check_authorized, invalid_request, parse_node_id
@@ -45,6 +48,8 @@ def described(services: BrokerServices, resource):
         return services.config.describe(keys)
     if kind == ResourceType.BROKER_LOGGER:
         return describe_loggers(name, services.node_id, keys)
+    if kind == ResourceType.CLIENT_METRICS:
+        return describe_client_metrics(services, name, keys)
     raise invalid_request(f"Unsupported resource type {kind}")
 
 

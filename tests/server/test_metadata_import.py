@@ -32,6 +32,10 @@ def kafka_log_dir(path, *, clean: bool = True):
         *[(PartitionRecord(partition_id=p, topic_id=ORDERS, replicas=[0], isr=[0], leader=0), 2) for p in range(2)],
         (ConfigRecord(resource_type=2, resource_name="orders", name="retention.ms", value="1000"), 0),
         (ConfigRecord(resource_type=4, resource_name="", name="min.insync.replicas", value="1"), 0),
+        (ConfigRecord(resource_type=16, resource_name="apps", name="metrics", value="org.apache.kafka."), 0),
+        (ConfigRecord(resource_type=16, resource_name="apps", name="interval.ms", value="1000"), 0),
+        (ConfigRecord(resource_type=16, resource_name="gone", name="metrics", value="*"), 0),
+        (ConfigRecord(resource_type=16, resource_name="gone", name="metrics", value=None), 0),
         (ProducerIdsRecord(broker_id=0, next_producer_id=1000), 0),
         (AccessControlEntryRecord(id=uuid.UUID(int=9), resource_type=2, resource_name="orders", pattern_type=3,
                                   principal="User:alice", host="*", operation=3, permission_type=3), 0),
@@ -54,6 +58,7 @@ def test_the_image_of_a_kafka_log_dir(tmp_path):
     assert (orders.topic_id, orders.num_partitions, orders.replication_factor) == (ORDERS, 2, 1)
     assert orders.configs == {"retention.ms": "1000"} and image.topics_by_id[ORDERS] is orders
     assert image.broker_configs == {"": {"min.insync.replicas": "1"}}
+    assert image.client_metrics == {"apps": {"metrics": "org.apache.kafka.", "interval.ms": "1000"}}  # KIP-714
     assert image.allocate_producer_id_block(1000) == 1000, "past every id Kafka handed out"
     (acl,) = image.acls
     assert (AclBinding.from_json(acl).principal, acl["operation"], acl["permission"]) == ("User:alice", "READ", "ALLOW")
@@ -62,6 +67,7 @@ def test_the_image_of_a_kafka_log_dir(tmp_path):
     # Saved as Samsa's image: the next start reads it, Kafka's log no more.
     saved = MetadataImage.load(tmp_path, "cluster")
     assert saved.topics["orders"].topic_id == ORDERS and saved.next_producer_id == 2000
+    assert saved.client_metrics == image.client_metrics
     assert json.loads((tmp_path / METADATA_FILE).read_text())["cluster_id"] == "cluster"
     (tmp_path / CLUSTER_METADATA_DIR / f"{0:020d}.log").write_bytes(b"")
     assert "orders" in load_or_import([tmp_path], "cluster").topics
