@@ -72,6 +72,7 @@ IGNORED_TOPIC_CONFIGS: dict[str, str] = {
 # Broker configs the broker reads itself (topic-level defaults, log.* and the rest that a topic
 # config names as its server_default_property, follow their topic config and are not listed).
 HONOURED_BROKER_CONFIGS: dict[str, str] = {
+    "telemetry.max.bytes": "the largest PushTelemetry payload (KIP-714), TELEMETRY_TOO_LARGE above it",
     "metrics.port": "Samsa's own: the Prometheus endpoint",
     "metrics.host": "Samsa's own: the Prometheus endpoint's address",
     "advertised.listeners": "",
