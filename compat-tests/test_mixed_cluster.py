@@ -24,7 +24,8 @@ import pytest
 from compat_util import wait_for
 from history import History
 from kafka_oracle import JVM_OPTS, class_path, java
-from test_cluster_failover import PARTITIONS, Reader, Writer, assert_nothing_lost
+from history_clients import Reader, Writer, assert_nothing_lost
+from test_cluster_failover import PARTITIONS
 from test_zookeeper_cluster import produce_all
 from server_process import HOST
 from test_zookeeper_controller import CreateTopics, controller_id
@@ -205,7 +206,8 @@ def test_kafka_leader_killed_loses_no_acknowledged_write(cluster, topic_name):
     assert cluster.state(topic_name, 0).leader == KAFKA_ID
 
     history = History()
-    writer, reader = Writer(cluster.bootstrap, topic_name, history), Reader(cluster.bootstrap, topic_name, history)
+    writer = Writer(cluster.bootstrap, topic_name, history, PARTITIONS)
+    reader = Reader(cluster.bootstrap, topic_name, history, PARTITIONS)
     writer.start()
     reader.start()
     try:
@@ -230,4 +232,4 @@ def test_kafka_leader_killed_loses_no_acknowledged_write(cluster, topic_name):
         writer.finish()
         reader.finish()
 
-    assert_nothing_lost(history, cluster.bootstrap, topic_name, f"resumed {resumed_after:.1f} s after the kill")
+    assert_nothing_lost(history, cluster.bootstrap, topic_name, PARTITIONS, f"resumed {resumed_after:.1f} s after the kill")
