@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 T = 15
 
 
-def produce_and_read_back(bootstrap: str, topic: str) -> None:
-    create_topic(bootstrap, topic, partitions=2)
+def produce_and_read_back(bootstrap: str, topic: str, create_within: float = T) -> None:
+    create_topic(bootstrap, topic, partitions=2, timeout=create_within)
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
     for i in range(10):
         p.produce(topic, b"v%d" % i, key=b"k%d" % i, partition=i % 2)
@@ -37,7 +37,9 @@ def test_kafka39_in_zookeeper_mode(kafka39_factory, topic_name):
     zk = kafka39_factory.zookeeper()
     kafka = kafka39_factory.kafka39(zk.connect)
     assert "Kafka version: 3.9" in kafka.output()
-    produce_and_read_back(kafka.bootstrap, topic_name)
+    # A ZooKeeper-mode broker just started creates topics once it has won the controller election
+    # and loaded; beside another test's JVMs in CI that took longer than 15 s once.
+    produce_and_read_back(kafka.bootstrap, topic_name, create_within=60)
     kafka.restart()  # same port and log dir: the records are still there
     got = confluent_consume_all(kafka.bootstrap, topic_name, {0: 5, 1: 5})
     assert [m.offset() for m in got[1]] == list(range(5))
