@@ -26,7 +26,7 @@ from history import History
 from kafka_oracle import JVM_OPTS, class_path, java
 from history_clients import Reader, Writer, assert_nothing_lost
 from test_cluster_failover import PARTITIONS
-from test_zookeeper_cluster import produce_all
+from test_zookeeper_cluster import produce_all, produce_to_new_leader
 from server_process import HOST
 from test_zookeeper_controller import CreateTopics, controller_id
 from wire_client import WireClient
@@ -169,7 +169,7 @@ def test_kafka_tools_on_a_mixed_cluster(cluster, topic_name):
     # A partition moved from Samsa broker 2 to Kafka: --execute, then --verify until complete.
     moved = topic_name + "-moved"
     cluster.create_topic(moved, [[2]])
-    assert produce_all(cluster.samsa[2].port, moved, [b"m1", b"m2"]) == (ErrorCode.NONE, 0)
+    assert produce_to_new_leader(cluster.samsa[2].port, moved, [b"m1", b"m2"]) == (ErrorCode.NONE, 0)
     plan = cluster.work_dir / f"{moved}.json"
     plan.write_text('{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[%d]}]}' % (moved, KAFKA_ID))
     cluster.tool("kafka-reassign-partitions", "--execute", "--reassignment-json-file", str(plan))

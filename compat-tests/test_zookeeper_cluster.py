@@ -336,11 +336,13 @@ def produce_all(port: int, topic: str, values: list[bytes]) -> tuple[int, int]:
 
 
 def produce_to_new_leader(port: int, topic: str, values: list[bytes]) -> tuple[int, int]:
-    """produce_all to a leader the controller just named: ZooKeeper may show the partition's state
-    before the broker has the controller's LeaderAndIsr, and until then it answers (writing
-    nothing) NOT_LEADER_OR_FOLLOWER."""
-    return wait_for(lambda: (answer := produce_all(port, topic, values))[0] != ErrorCode.NOT_LEADER_OR_FOLLOWER
-                    and answer, T, what=f"{topic}'s leader to take produce")
+    """produce_all to a leader the controller just named: ZooKeeper shows the partition's state
+    before the broker has the controller's LeaderAndIsr and UpdateMetadata, and until then it
+    answers (writing nothing) UNKNOWN_TOPIC_OR_PARTITION (no metadata yet, as Kafka's produce
+    checks it first) or NOT_LEADER_OR_FOLLOWER."""
+    not_yet = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return wait_for(lambda: (answer := produce_all(port, topic, values))[0] not in not_yet and answer, T,
+                    what=f"{topic}'s leader to take produce")
 
 
 def partition_state(client, topic: str) -> zk_data.PartitionState:
