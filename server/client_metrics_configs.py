@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..coordinator.client_metrics import DEFAULT_INTERVAL_MS, MATCH_ATTRIBUTES, Subscription
 from ..wire.errors import ErrorCode
 from .config import ConfigEntry, ConfigError, ConfigSource, ConfigSynonym, ConfigType, parse_value
-from .config_resources import ConfigApiError, OpType, invalid_request
+from .config_resources import ConfigApiError, incremental_alter, invalid_request
 
 if TYPE_CHECKING:
     from .context import BrokerServices
@@ -76,27 +76,12 @@ def parse_subscription(name: str, configs: Mapping[str, str]) -> Subscription:
 
 
 def _incremental(current: Mapping[str, str], changes) -> dict[str, str]:
-    """ConfigurationControlManager.incrementalAlterConfigResource's operations."""
-    result = dict(current)
-    for c in changes:
-        if c.config_operation == OpType.SET:
-            result[c.name] = c.value
-        elif c.config_operation == OpType.DELETE:
-            result.pop(c.name, None)
-        elif c.config_operation in (OpType.APPEND, OpType.SUBTRACT):
-            if CONFIG_TYPES.get(c.name) != "list":
-                raise ConfigApiError(ErrorCode.INVALID_CONFIG,
-                                     f"Can't {OpType(c.config_operation).name} to key {c.name} because its type is not LIST.")
-            items = list(parse_value(c.name, "list", result.get(c.name, "")))
-            for value in (c.value or "").split(","):
-                if c.config_operation == OpType.APPEND and value not in items:
-                    items.append(value)
-                elif c.config_operation == OpType.SUBTRACT and value in items:
-                    items.remove(value)
-            result[c.name] = ",".join(items)
-        else:
-            raise invalid_request(f"Unknown config operation {c.config_operation}")
-    return result
+    """ConfigurationControlManager.incrementalAlterConfigResource's operations: APPEND and SUBTRACT
+    on the two lists, starting from the empty list."""
+    return incremental_alter(
+        current, changes, is_list=lambda name: CONFIG_TYPES.get(name) == "list",
+        not_list_message=lambda operation, name: f"Can't {operation.name} to key {name} because its type is not LIST.",
+        unset_value=lambda name: "")
 
 
 def alter_client_metrics(services: BrokerServices, name: str, changes, incremental: bool, validate_only: bool) -> None:

@@ -5,6 +5,7 @@ describe or alter which."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from enum import IntEnum
 
 from ..wire.errors import ErrorCode
@@ -52,6 +53,42 @@ def parse_node_id(name: str, what: str = "Node id") -> int:
     if not _JAVA_INT.fullmatch(name) or not -(2**31) <= int(name) < 2**31:
         raise invalid_request(f"{what} must be an integer, but it is: {name}")
     return int(name)
+
+
+def incremental_alter(current: Mapping[str, str], changes, *, is_list: Callable[[str], bool],
+                      not_list_message: Callable[[OpType, str], str],
+                      unset_value: Callable[[str], str]) -> dict[str, str]:
+    """IncrementalAlterConfigs' SET, DELETE, APPEND and SUBTRACT on a copy of a resource's configs
+    (ConfigurationControlManager.incrementalAlterConfigResource). Only configs `is_list` takes
+    APPEND and SUBTRACT, else INVALID_CONFIG with `not_list_message(operation, name)` (the resource
+    types word it differently); they start from the config's value, or `unset_value(name)` when it
+    has none (a topic's effective value, say). APPEND adds the values the list lacks, SUBTRACT
+    removes one occurrence of each."""
+    result = dict(current)
+    for c in changes:
+        if c.config_operation == OpType.SET:
+            result[c.name] = c.value
+        elif c.config_operation == OpType.DELETE:
+            result.pop(c.name, None)
+        elif c.config_operation in (OpType.APPEND, OpType.SUBTRACT):
+            operation = OpType(c.config_operation)
+            if not is_list(c.name):
+                raise ConfigApiError(ErrorCode.INVALID_CONFIG, not_list_message(operation, c.name))
+            items = _list_items(result[c.name] if c.name in result else unset_value(c.name))
+            for value in _list_items(c.value or ""):
+                if operation == OpType.APPEND and value not in items:
+                    items.append(value)
+                elif operation == OpType.SUBTRACT and value in items:
+                    items.remove(value)
+            result[c.name] = ",".join(items)
+        else:
+            raise invalid_request(f"Unknown config operation {c.config_operation}")
+    return result
+
+
+def _list_items(text: str) -> list[str]:
+    # A list's items, trimmed; an empty one names nothing to add or remove, and is left out.
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def check_authorized(ctx, operation: acl.AclOperation, kind: int, name: str) -> None:

@@ -8,7 +8,7 @@ from ..storage.errors import InvalidConfigurationException
 from ..storage.log_config import LogConfig
 from ..wire.errors import ErrorCode
 from .config import ConfigError
-from .config_resources import ConfigApiError, OpType, invalid_request
+from .config_resources import ConfigApiError, incremental_alter
 
 if TYPE_CHECKING:
     from .context import BrokerServices
@@ -62,26 +62,10 @@ def incremental_topic_configs(services: BrokerServices, name: str, changes) -> d
 
 
 def _incremental(services: BrokerServices, overrides: dict[str, str], changes) -> dict[str, str]:
-    result = dict(overrides)
-    for c in changes:
-        if c.config_operation == OpType.SET:
-            result[c.name] = c.value
-        elif c.config_operation == OpType.DELETE:
-            result.pop(c.name, None)
-        elif c.config_operation in (OpType.APPEND, OpType.SUBTRACT):
-            if c.name not in LIST_TOPIC_CONFIGS:
-                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {c.name}")
-            base = result[c.name] if c.name in result else _effective(services, overrides, c.name) or ""
-            items = [x for x in base.split(",") if x]
-            values = [x.strip() for x in (c.value or "").split(",") if x.strip()]
-            if c.config_operation == OpType.APPEND:
-                items += [v for v in values if v not in items]
-            else:
-                items = [x for x in items if x not in values]
-            result[c.name] = ",".join(items)
-        else:
-            raise invalid_request(f"Unknown config operation {c.config_operation}")
-    return result
+    return incremental_alter(
+        overrides, changes, is_list=lambda name: name in LIST_TOPIC_CONFIGS,
+        not_list_message=lambda operation, name: f"Config value append is not allowed for config key: {name}",
+        unset_value=lambda name: _effective(services, overrides, name) or "")
 
 
 def _effective(services: BrokerServices, overrides: dict[str, str], name: str) -> str | None:
