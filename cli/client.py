@@ -18,7 +18,7 @@ from ..server.inter_broker_client import BrokerConnection, BrokerUnreachable
 from ..server.security.scram import ScramMechanism
 from ..wire.errors import ErrorCode
 from ..wire.messages.metadata_request import MetadataRequestTopic
-from ..wire.protocol import encode_request, message_class
+from ..wire.protocol import message_class
 from . import BAD_USAGE, BROKER_REFUSED, CommandError
 from .client_config import ClientConfig, SaslLogin
 from .sasl_client import ScramClient
@@ -258,12 +258,10 @@ class KafkaClient:
 
 async def send_without_response(client: KafkaClient, request: Any, node_id: int | None = None) -> None:
     """Write a request the broker does not answer (Produce with acks=0) on the connection to
-    `node_id`, without waiting: BrokerConnection.call would wait for a response that never comes."""
+    `node_id`, without waiting for a response."""
     connection, _ = await client._connection(node_id)
     version = await client.api_version(type(request), node_id)
-    connection._correlation_id += 1
-    frame = encode_request(request, version, connection._correlation_id, connection._client_id)
     try:
-        await connection._stream.send_all(frame)
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+        await connection.send_without_response(request, version)
+    except BrokerUnreachable as e:
         raise CommandError(f"lost the broker: {e}", BAD_USAGE) from e

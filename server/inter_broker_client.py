@@ -52,6 +52,15 @@ class BrokerConnection:
             return response
         raise BrokerUnreachable(f"no response to {type(message).__name__} within {self._timeout * 1000:.0f} ms")
 
+    async def send_without_response(self, message: Message, version: int) -> None:
+        """Write a request the broker does not answer (Produce with acks=0), without waiting:
+        `call` would wait for a response that never comes."""
+        self._correlation_id += 1
+        try:
+            await self._stream.send_all(encode_request(message, version, self._correlation_id, self._client_id))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+            raise BrokerUnreachable(str(e)) from e
+
     async def _read_frame(self) -> memoryview:
         buffer = self._buffer
         while True:
