@@ -225,7 +225,7 @@ def _add_samples(family: Metric, kind: Kind, labels: dict[str, str], point: Data
 def _client(ctx) -> ClientAttributes:
     """The client's attributes a subscription's `match` may test (ClientMetricsInstanceMetadata)."""
     connection = ctx.connection
-    software_name, software_version = getattr(connection, "client_software", (None, None))
-    return ClientAttributes(client_id=ctx.client_id, software_name=software_name, software_version=software_version,
+    return ClientAttributes(client_id=ctx.client_id, software_name=connection.client_software_name,
+                            software_version=connection.client_software_version,
                             source_address=connection.client_host, source_port=connection.client_port,
                             connection_id=connection.id)

@@ -72,6 +72,10 @@ class Connection:
         self._frame: bytearray | None = None  # the last frame larger than the read-ahead, for reuse
         self.tls: trio.SSLStream | None = None
         self.authenticator = None  # set by the listener's security (server.security.listeners)
+        # KIP-511: the client software's name and version its ApiVersions (v3+) gave, None until then
+        # (Kafka's ClientInformation of the channel: client-metrics subscriptions may match on them).
+        self.client_software_name: str | None = None
+        self.client_software_version: str | None = None
         self.muted_until = 0.0  # trio time before which no request is read (a quota's throttle)
         # While waiting for a request: the trio time it must come by (idle or authentication
         # timeout), past which the broker cancels `idle_scope`; inf while a request is served.

@@ -73,8 +73,8 @@ async def handle(ctx, request):
                                      and _SOFTWARE.fullmatch(request.client_software_version)):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     if ctx.api_version >= 3:
-        # Kafka's ClientInformation of the channel: client-metrics subscriptions may match on it.
-        ctx.connection.client_software = (request.client_software_name, request.client_software_version)
+        ctx.connection.client_software_name = request.client_software_name
+        ctx.connection.client_software_version = request.client_software_version
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.services.zookeeper is not None), throttle_time_ms=0,
                                supported_features=supported_features(),
                                finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
