@@ -102,27 +102,23 @@ class Problems:
         self.non_consecutive_offsets: dict[str, list[tuple[int, int]]] = {}
 
     def report(self, err: TextIO) -> None:
-        for name, pairs in self.index_mismatches.items():
-            err.write(f"Mismatches in :{name}\n")
-            # Kafka prepends each pair to its list: the last found comes first.
-            for index_offset, log_offset in reversed(pairs):
-                err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
-        for name, pairs in self.time_index_mismatches.items():
-            err.write(f"Found timestamp mismatch in :{name}\n")
-            for index_timestamp, log_timestamp in pairs:
-                err.write(f"  Index timestamp: {index_timestamp}, log timestamp: {log_timestamp}\n")
-        for name, pairs in self.out_of_order_timestamps.items():
-            err.write(f"Found out of order timestamp in :{name}\n")
-            for index_timestamp, previous in pairs:
-                err.write(f"  Index timestamp: {index_timestamp}, Previously indexed timestamp: {previous}\n")
-        for name, pairs in self.shallow_offsets_not_found.items():
-            err.write(f"The following indexed offsets are not found in :{name}\n")
-            for index_offset, log_offset in pairs:
-                err.write(f"Indexed offset: {index_offset}, found log offset: {log_offset}\n")
-        for name, pairs in self.non_consecutive_offsets.items():
-            err.write(f"Non-consecutive offsets in {name}\n")
-            for first, second in reversed(pairs):
-                err.write(f"  {first} is followed by {second}\n")
+        # Each kind of problem as Kafka's tool words it: a heading naming the file, then a line per
+        # pair; where Kafka prepends each pair to its list, the last found comes first.
+        kinds = (
+            (self.index_mismatches, "Mismatches in :", "  Index offset: {}, log offset: {}", True),
+            (self.time_index_mismatches, "Found timestamp mismatch in :", "  Index timestamp: {}, log timestamp: {}",
+             False),
+            (self.out_of_order_timestamps, "Found out of order timestamp in :",
+             "  Index timestamp: {}, Previously indexed timestamp: {}", False),
+            (self.shallow_offsets_not_found, "The following indexed offsets are not found in :",
+             "Indexed offset: {}, found log offset: {}", False),
+            (self.non_consecutive_offsets, "Non-consecutive offsets in ", "  {} is followed by {}", True),
+        )
+        for found, heading, line, last_first in kinds:
+            for name, pairs in found.items():
+                err.write(f"{heading}{name}\n")
+                for pair in reversed(pairs) if last_first else pairs:
+                    err.write(line.format(*pair) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,6 +164,21 @@ def absolute_name(name: str) -> str:
 
 def base_offset_of(path: Path) -> int:
     return int(path.name.split(".")[0])
+
+
+def segment_file(path: Path, suffix: str) -> Path:
+    """The file of the same segment as `path` (named by the same base offset) with this suffix."""
+    return path.with_name(path.name.split(".")[0] + suffix)
+
+
+def index_entries(index: OffsetIndex | TimeIndex, base_offset: int) -> Iterator:
+    """An offset or time index's entries, up to the zeros of an index preallocated before a crash
+    (an entry back at the base offset after the first)."""
+    for slot in range(index.entries):
+        entry = index.entry(slot)
+        if entry.offset == base_offset and slot > 0:
+            return
+        yield entry
 
 
 @contextmanager
@@ -405,17 +416,13 @@ class Dumper:
         if index.entries == 0:
             self.out.write(f"{self.current} is empty.\n")
             return
-        log_path = path.with_name(path.name.split(".")[0] + LOG_FILE_SUFFIX)
+        log_path = segment_file(path, LOG_FILE_SUFFIX)
         if self.index_sanity_only:
-            index.sanity_check(log_path.stat().st_size if log_path.exists() else 0)
-            self.out.write(f"{self.current} passed sanity check.\n")
+            self.sanity_check(index, log_path.stat().st_size if log_path.exists() else 0)
             return
         mismatches = []
         with mapped(log_path) as data:
-            for slot in range(index.entries):
-                entry = index.entry(slot)
-                if entry.offset == base_offset and slot > 0:
-                    break  # the zeros of a preallocated index after a crash
+            for entry in index_entries(index, base_offset):
                 first = next(iter_batches(data, entry.position, min(len(data), entry.position + self.max_message_size)),
                              None)
                 if first is None:
@@ -430,21 +437,15 @@ class Dumper:
 
     def time_index(self, path: Path) -> None:
         base_offset = base_offset_of(path)
-        prefix = path.name.split(".")[0]
         time_index = TimeIndex(path, base_offset, max_index_size=path.stat().st_size)
-        index = OffsetIndex(path.with_name(prefix + INDEX_FILE_SUFFIX), base_offset, max_index_size=0)
-        log_path = path.with_name(prefix + LOG_FILE_SUFFIX)
+        index = OffsetIndex(segment_file(path, INDEX_FILE_SUFFIX), base_offset, max_index_size=0)
         if self.index_sanity_only:
-            time_index.sanity_check(0)
-            self.out.write(f"{self.current} passed sanity check.\n")
+            self.sanity_check(time_index, 0)
             return
         name = absolute_name(self.current)
         previous_timestamp = -1
-        with mapped(log_path) as data:
-            for slot in range(time_index.entries):
-                entry = time_index.entry(slot)
-                if entry.offset == base_offset and slot > 0:
-                    break
+        with mapped(segment_file(path, LOG_FILE_SUFFIX)) as data:
+            for entry in index_entries(time_index, base_offset):
                 position = index.lookup(entry.offset).position
                 found = next(((p, size, last) for p, size in iter_batches(data, position)
                               if (last := last_offset_at(data, p, size)) >= entry.offset), None)
@@ -463,6 +464,11 @@ class Dumper:
                 if not self.verify_only:
                     self.out.write(f"timestamp: {entry.timestamp} offset: {entry.offset}\n")
                 previous_timestamp = entry.timestamp
+
+    def sanity_check(self, index: OffsetIndex | TimeIndex, log_size: int) -> None:
+        """--index-sanity-check: the broker's startup check of an index, CorruptIndexException if it fails."""
+        index.sanity_check(log_size)
+        self.out.write(f"{self.current} passed sanity check.\n")
 
     def record_timestamps(self, data, position: int, size: int) -> list[int]:
         if peek_magic(data, position) < 2:
