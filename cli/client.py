@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import trio
@@ -43,6 +45,18 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, subcommand: boo
     parser.add_argument("--command-config", metavar="FILE", default=unset,
                         help="a Kafka client properties file: security.protocol, ssl.*, sasl.mechanism, "
                              "sasl.jaas.config")
+
+
+@contextmanager
+def action_parsers(parser: argparse.ArgumentParser) -> Iterator[Any]:
+    """A command with actions (`topics create`, `groups describe`, ...): the subparsers to add the
+    actions to, ACTION parsed into args.action; each action added in the `with` block also takes
+    the connection arguments, so that they may come before or after the action's name."""
+    add_connection_arguments(parser)
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    yield actions
+    for action in actions.choices.values():
+        add_connection_arguments(action, subcommand=True)
 
 
 def open_client(args: argparse.Namespace, client_id: str = "samsa-cli") -> KafkaClient:

@@ -24,7 +24,7 @@ from ..wire.errors import ErrorCode
 from ..wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from ..wire.protocol import message_class
 from . import BAD_USAGE, BROKER_REFUSED, CommandError
-from .client import KafkaClient, add_connection_arguments, check_error, open_client
+from .client import KafkaClient, action_parsers, check_error, open_client
 from .fetching import EARLIEST, LATEST, list_offsets
 from .group_offsets import commit_offsets, committed_offsets
 from .topic_metadata import TopicInfo, describe_topic
@@ -42,33 +42,30 @@ INACTIVE_STATES = {"Empty", "Dead"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_connection_arguments(parser)
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    actions.add_parser("list", help="the consumer groups' names")
-    describe = actions.add_parser("describe", help="a group's partitions: committed offset, log end offset, lag, "
-                                                   "member")
-    describe.add_argument("group")
-    reset = actions.add_parser(
-        "reset-offsets", help="plan new committed offsets for a group's partitions; --execute commits them",
-        description="Print the offsets a group's partitions would get; with --execute commit them. "
-                    "The group must have no active members.")
-    reset.add_argument("group")
-    reset.add_argument("--topic", action="append", required=True, metavar="TOPIC[:P,P...]",
-                       help="a topic, or some of its partitions (repeatable)")
-    to = reset.add_mutually_exclusive_group(required=True)
-    to.add_argument("--to-earliest", action="store_true", help="each partition's log start offset")
-    to.add_argument("--to-latest", action="store_true", help="each partition's log end offset")
-    to.add_argument("--to-datetime", metavar="ISO", help="the first offset at or after this time, e.g. "
-                                                         "2026-01-31T12:00:00.000 (local time without a zone)")
-    to.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)")
-    to.add_argument("--to-offset", type=int, metavar="N", help="offset N")
-    mode = reset.add_mutually_exclusive_group()
-    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
-    mode.add_argument("--dry-run", action="store_true", help="only print them (the default)")
-    delete = actions.add_parser("delete", help="delete groups (without active members) and their offsets")
-    delete.add_argument("groups", nargs="+", metavar="GROUP")
-    for action in actions.choices.values():
-        add_connection_arguments(action, subcommand=True)
+    with action_parsers(parser) as actions:
+        actions.add_parser("list", help="the consumer groups' names")
+        describe = actions.add_parser("describe", help="a group's partitions: committed offset, log end offset, lag, "
+                                                       "member")
+        describe.add_argument("group")
+        reset = actions.add_parser(
+            "reset-offsets", help="plan new committed offsets for a group's partitions; --execute commits them",
+            description="Print the offsets a group's partitions would get; with --execute commit them. "
+                        "The group must have no active members.")
+        reset.add_argument("group")
+        reset.add_argument("--topic", action="append", required=True, metavar="TOPIC[:P,P...]",
+                           help="a topic, or some of its partitions (repeatable)")
+        to = reset.add_mutually_exclusive_group(required=True)
+        to.add_argument("--to-earliest", action="store_true", help="each partition's log start offset")
+        to.add_argument("--to-latest", action="store_true", help="each partition's log end offset")
+        to.add_argument("--to-datetime", metavar="ISO", help="the first offset at or after this time, e.g. "
+                                                             "2026-01-31T12:00:00.000 (local time without a zone)")
+        to.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (may be negative)")
+        to.add_argument("--to-offset", type=int, metavar="N", help="offset N")
+        mode = reset.add_mutually_exclusive_group()
+        mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+        mode.add_argument("--dry-run", action="store_true", help="only print them (the default)")
+        delete = actions.add_parser("delete", help="delete groups (without active members) and their offsets")
+        delete.add_argument("groups", nargs="+", metavar="GROUP")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ from ..wire.codec import ZERO_UUID
 from ..wire.errors import ErrorCode
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
-from .client import KafkaClient, add_connection_arguments, check_error, open_client
+from .client import KafkaClient, action_parsers, check_error, open_client
 from .configs import add_config_change_arguments, alter_configs, config_changes, describe_configs, java_string
 from .options import key_value
 
@@ -32,30 +32,27 @@ TIMEOUT_MS = 30_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_connection_arguments(parser)
-    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    create = actions.add_parser("create", help="create a topic")
-    create.add_argument("name")
-    create.add_argument("-p", "--partitions", type=int, help="the number of partitions (default: the broker's "
-                                                             "num.partitions)")
-    create.add_argument("-r", "--replication-factor", type=int, help="replicas per partition (default: the "
-                                                                     "broker's default.replication.factor)")
-    create.add_argument("-c", "--config", dest="configs", type=key_value, action="extend", nargs="+", default=[],
-                        metavar="KEY=VALUE", help="a topic config (repeatable)")
-    actions.add_parser("list", help="the topics' names")
-    describe = actions.add_parser("describe", help="topics with their partitions and non-default configs")
-    describe.add_argument("names", nargs="*", metavar="NAME", help="the topics (default: all)")
-    alter = actions.add_parser("alter", help="set or remove topic configs")
-    alter.add_argument("name")
-    add_config_change_arguments(alter)
-    add_partitions = actions.add_parser("add-partitions", help="raise a topic's partition count")
-    add_partitions.add_argument("name")
-    add_partitions.add_argument("-p", "--partitions", type=int, required=True, metavar="TOTAL",
-                                help="the partition count wanted")
-    delete = actions.add_parser("delete", help="delete topics")
-    delete.add_argument("names", nargs="+", metavar="NAME")
-    for action in actions.choices.values():
-        add_connection_arguments(action, subcommand=True)
+    with action_parsers(parser) as actions:
+        create = actions.add_parser("create", help="create a topic")
+        create.add_argument("name")
+        create.add_argument("-p", "--partitions", type=int, help="the number of partitions (default: the broker's "
+                                                                 "num.partitions)")
+        create.add_argument("-r", "--replication-factor", type=int, help="replicas per partition (default: the "
+                                                                         "broker's default.replication.factor)")
+        create.add_argument("-c", "--config", dest="configs", type=key_value, action="extend", nargs="+", default=[],
+                            metavar="KEY=VALUE", help="a topic config (repeatable)")
+        actions.add_parser("list", help="the topics' names")
+        describe = actions.add_parser("describe", help="topics with their partitions and non-default configs")
+        describe.add_argument("names", nargs="*", metavar="NAME", help="the topics (default: all)")
+        alter = actions.add_parser("alter", help="set or remove topic configs")
+        alter.add_argument("name")
+        add_config_change_arguments(alter)
+        add_partitions = actions.add_parser("add-partitions", help="raise a topic's partition count")
+        add_partitions.add_argument("name")
+        add_partitions.add_argument("-p", "--partitions", type=int, required=True, metavar="TOTAL",
+                                    help="the partition count wanted")
+        delete = actions.add_parser("delete", help="delete topics")
+        delete.add_argument("names", nargs="+", metavar="NAME")
 
 
 def run(args: argparse.Namespace) -> int:
