@@ -74,6 +74,26 @@ class Cluster:
     def state(self, topic: str, partition: int) -> zk_data.PartitionState:
         return zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0])
 
+    def session(self, path: str) -> int | None:
+        """The ZooKeeper session holding the ephemeral znode at `path` (None: there is none)."""
+        stat = self.zk.exists(path)
+        return stat.ephemeralOwner if stat is not None else None
+
+    def failed_over(self, topic: str, killed_session: int) -> bool:
+        """Partition 0 has a leader and the cluster a controller, both registered with a session
+        other than the killed process's. The killed broker started again counts: a controller
+        elected once it has registered again finds it alive and keeps it as the leader (Kafka's
+        onControllerFailover elects only the partitions whose leader is gone), and it may itself win
+        the election. Raises (wait_for polls on and reports the last) with the state while not."""
+        leader = self.state(topic, 0).leader
+        leader_session = self.session(zk_data.broker_path(leader)) if leader >= 0 else None
+        controller_session = self.session(zk_data.CONTROLLER)
+        if leader_session in (None, killed_session) or controller_session in (None, killed_session):
+            raise AssertionError(f"partition 0's leader {leader} (session {leader_session}), controller "
+                                 f"{self.controller_id()} (session {controller_session}); "
+                                 f"killed session {killed_session}")
+        return True
+
     def wait_full_isrs(self, topic: str, timeout: float = T) -> None:
         wait_for(lambda: all(set(self.state(topic, p).isr) == set(SAMSA_IDS) for p in range(PARTITIONS)),
                  timeout, interval=0.1, what="every replica in every ISR")
@@ -116,12 +136,12 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
             victim_id = cluster.controller_id() if controller == "samsa" and kill % 3 == 1 else before.leader
             assert victim_id in cluster.samsa, victim_id
             victim = cluster.samsa[victim_id]
+            killed_session = cluster.session(zk_data.broker_path(victim_id))
             victim.kill()
             killed_at = time.monotonic()
             restart = Restart(victim)
-            wait_for(lambda gone=victim_id: cluster.state(topic_name, 0).leader not in (gone, -1)
-                     and cluster.controller_id() not in (gone, None), T, interval=0.1,
-                     what=f"a new leader and a live controller after broker {victim_id}'s kill")
+            wait_for(lambda s=killed_session: cluster.failed_over(topic_name, s), T, interval=0.1,
+                     what=f"a live leader and a live controller after broker {victim_id}'s kill")
             elected_at = time.monotonic()
             restart.done()
             restarted_at = time.monotonic()

@@ -158,9 +158,9 @@ class Pair:
         """(Samsa's answer, Kafka's answer) to the same request."""
         return self.samsa.call(message, version), self.kafka.call(message, version)
 
-    def create_topic(self, partitions: int = 1, prefix: str = "diff") -> str:
+    def create_topic(self, partitions: int = 1, prefix: str = "diff", configs: dict[str, str] | None = None) -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-        for answer in self.both(create_topics_request(name, partitions), 7):
+        for answer in self.both(create_topics_request(name, partitions, configs), 7):
             assert answer.topics[0].error_code == 0, answer
         # Kafka's broker learns of the topic from the controller's log a moment after the answer.
         wait_for(lambda: self.kafka.call(metadata_request(name), 12).topics[0].error_code == 0,
@@ -168,9 +168,10 @@ class Pair:
         return name
 
 
-def create_topics_request(name: str, partitions: int):
-    return CreateTopics(topics=[CreateTopics.CreatableTopic(name=name, num_partitions=partitions,
-                                                            replication_factor=1)], timeout_ms=10000)
+def create_topics_request(name: str, partitions: int, configs: dict[str, str] | None = None):
+    return CreateTopics(topics=[CreateTopics.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=1,
+        configs=[CreateTopics.CreatableTopicConfig(k, v) for k, v in (configs or {}).items()])], timeout_ms=10000)
 
 
 @pytest.fixture(scope="module")
@@ -281,8 +282,10 @@ def produce_request(name: str, batch: bytes):
 
 @pytest.fixture(scope="module")
 def produced(pair) -> str:
-    """A topic holding the_batch() at offset 0 on both brokers."""
-    name = pair.create_topic(prefix="diff-produced")
+    """A topic holding the_batch() at offset 0 on both brokers. It keeps it: BASE_TIMESTAMP (2023) is
+    past retention.ms's 7 days, and a broker's retention check (every 5 minutes) would otherwise delete
+    it whenever it ran during the module, on one broker and not the other."""
+    name = pair.create_topic(prefix="diff-produced", configs={"retention.ms": "-1"})
     assert_same(*pair.both(produce_request(name, the_batch()), 11))
     return name
 

@@ -194,6 +194,11 @@ def test_wrong_password_gets_the_authentication_error(secure, mechanism):
     assert expected in auth[0].str()
 
 
+@pytest.mark.samsa_only(
+    "on Kafka, kafka-python 3.0.12 logs the refusal only when it reads it before the close: Kafka sends "
+    "the SaslAuthenticate error once connection.failed.authentication.delay.ms has passed and closes at "
+    "once, and kafka-python's transport drops what it read in the same pass as the EOF (under load it "
+    "logged 'socket disconnected' at every attempt); Samsa closes that delay after the refusal")
 def test_wrong_password_with_kafka_python(secure, caplog):
     from kafka import KafkaProducer
     from kafka.errors import KafkaError

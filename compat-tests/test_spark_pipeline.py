@@ -29,6 +29,10 @@ from samsa.wire import records
 pytestmark = pytest.mark.slow
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: the generated clicks' event times begin here
+# Topics written with event times from START_MS keep them: those times are older than retention.ms's
+# 7 days, so the broker's retention check (every log.retention.check.interval.ms, 5 minutes) deletes
+# whatever it finds of them, its active segment rolled first: a read after it finds nothing.
+KEEP_OLD_RECORDS = {"retention.ms": "-1"}
 WINDOW_MS = 10_000
 WATERMARK_MS = 10_000  # pipeline.WATERMARK
 QUERY_TIMEOUT = 120
@@ -68,7 +72,7 @@ def run_until_caught_up(spark, broker, input_topic, output_topic, work_dir, **op
 
 def test_click_counts_are_exact_across_a_restart_from_the_checkpoint(spark, broker, tmp_path, topic_name):
     input_topic, output_topic = f"{topic_name}-clicks", f"{topic_name}-counts"
-    create_topic(broker.bootstrap, input_topic, partitions=2)
+    create_topic(broker.bootstrap, input_topic, partitions=2, config=KEEP_OLD_RECORDS)
     create_topic(broker.bootstrap, output_topic)
     # Clicks 100 ms apart, every 7th up to 3 s late (within the 10 s watermark: all counted however
     # the micro-batches fall).
@@ -122,7 +126,7 @@ def numbered(topic: str, partition: int, offsets) -> list[tuple]:
 
 
 def test_batch_reads_between_offsets_and_between_timestamps(spark, broker, topic_name):
-    create_topic(broker.bootstrap, topic_name, partitions=2)
+    create_topic(broker.bootstrap, topic_name, partitions=2, config=KEEP_OLD_RECORDS)
     produce_numbered(broker.bootstrap, topic_name, partitions=2, per_partition=10)
 
     by_offset = batch_read(spark, broker.bootstrap, subscribe=topic_name,
@@ -163,9 +167,9 @@ def test_connector_options(spark, broker, topic_name):
     """subscribePattern, assign, minPartitions, includeHeaders, failOnDataLoss; the sink's topic
     column and headers; a stream's consumer group id prefix."""
     one, two, other = f"{topic_name}-a", f"{topic_name}-b", f"x{topic_name}"
-    create_topic(broker.bootstrap, one)
-    create_topic(broker.bootstrap, two, partitions=2)
-    create_topic(broker.bootstrap, other)
+    create_topic(broker.bootstrap, one, config=KEEP_OLD_RECORDS)
+    create_topic(broker.bootstrap, two, partitions=2, config=KEEP_OLD_RECORDS)
+    create_topic(broker.bootstrap, other, config=KEEP_OLD_RECORDS)
     produce_numbered(broker.bootstrap, one, partitions=1, per_partition=8, headers=[("h", b"1"), ("h", None)])
     produce_numbered(broker.bootstrap, two, partitions=2, per_partition=3)
     produce_numbered(broker.bootstrap, other, partitions=1, per_partition=2)
@@ -212,7 +216,7 @@ def test_connector_options(spark, broker, topic_name):
 def test_a_stream_joins_the_group_its_prefix_names(spark, broker, topic_name, tmp_path):
     """groupIdPrefix: with the consumer-based offset reader (the admin-based one, Spark's default,
     needs no group), the driver's consumer joins `<prefix>-<uuid>-driver-0` while the query runs."""
-    create_topic(broker.bootstrap, topic_name)
+    create_topic(broker.bootstrap, topic_name, config=KEEP_OLD_RECORDS)
     produce_numbered(broker.bootstrap, topic_name, partitions=1, per_partition=3)
     prefix = f"samsa-spark-{uuid.uuid4().hex[:6]}"
     spark.conf.set("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "true")
@@ -263,7 +267,7 @@ def test_click_counts_stay_exact_through_a_leader_kill(spark, samsa_cluster, tmp
     input_topic, output_topic = f"{topic_name}-clicks", f"{topic_name}-counts"
     replicated = {"min.insync.replicas": "2"}
     # Broker 1 leads the output partition and input partition 0 (the first replica leads).
-    wanted = [NewTopic(input_topic, 2, replica_assignment=[[1, 2, 3], [2, 3, 1]], config=replicated),
+    wanted = [NewTopic(input_topic, 2, replica_assignment=[[1, 2, 3], [2, 3, 1]], config=replicated | KEEP_OLD_RECORDS),
               NewTopic(output_topic, 1, replica_assignment=[[1, 2, 3]], config=replicated)]
     admin = confluent_admin(cluster.bootstrap)  # kept: its futures never complete once it is gone
     for future in admin.create_topics(wanted, operation_timeout=30).values():
