@@ -20,14 +20,18 @@ and the broker's peak resident memory. The issue's target: p99 within 2x of the 
 The hostile load runs in a process of its own (`--load-in-client-process`: in the timed client's,
 where its threads share that client's GIL, as the first version of this bench had it). With
 SAMSA_BENCH_BASE=DIR (another checkout, as bench/run.py's samsa-base), that checkout's broker runs
-too: each case is measured on both in turn, `--reps` times, and the medians are printed side by side.
+too; with --override KEY=VALUE, one more broker of this checkout with those configs. Each case is
+measured on every broker in turn, `--reps` times, and the medians are printed side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import multiprocessing
 import os
+import signal
 import statistics
 import socket
 import struct
@@ -203,16 +207,48 @@ class LoadProcess:
         self.process.join(60)
 
 
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_probed.py")
+
+
+def probed(broker: Samsa) -> Samsa:
+    """The broker run under bench/serve_probed.py, which measures its scheduler batches."""
+    command = broker._command
+    broker._command = lambda: [sys.executable, PROBE] + command()[3:]  # in place of `-m samsa.server.cli`
+    broker.probe_out = f"{broker.data_dir}.probe.json"
+    env = broker._env
+    broker._env = lambda: {**env(), "SAMSA_PROBE_OUT": broker.probe_out}
+    return broker
+
+
+def probe_figures(broker: Samsa, signum: int) -> dict:
+    if not hasattr(broker, "probe_out"):
+        return {}
+    if signum == signal.SIGUSR2:
+        os.kill(broker.pid, signum)
+        return {}
+    if os.path.exists(broker.probe_out):
+        os.remove(broker.probe_out)
+    os.kill(broker.pid, signum)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(broker.probe_out) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # written whole by then: one small json.dump
+    with open(broker.probe_out) as f:
+        return json.load(f)
+
+
 def measure(broker: Samsa, topic: str, case: str, seconds: float, in_client_process: bool) -> tuple:
     load = (CASES[case](broker.port) if in_client_process else LoadProcess(case, broker.port)).start()
     try:
         peak = rss_bytes(broker.pid)
+        probe_figures(broker, signal.SIGUSR2)
         latencies = well_behaved_latencies(broker.port, topic, seconds)
+        probe = probe_figures(broker, signal.SIGUSR1)
         peak = max(peak, rss_bytes(broker.pid))
     finally:
         load.stop()
     return (percentile(latencies, 0.5), percentile(latencies, 0.99), percentile(latencies, 0.999),
-            len(latencies), peak / 2**20)
+            len(latencies), peak / 2**20, probe.get("cpu_per_second", math.nan), probe.get("batch_cpu_p99_us", math.nan))
 
 
 def main() -> int:
@@ -220,12 +256,22 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds the client is timed per case")
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, from: " + ", ".join(CASES))
     parser.add_argument("--reps", type=int, default=1, help="repetitions of every case; medians are printed")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker config for one more broker of this checkout, measured alongside")
+    parser.add_argument("--probe", action="store_true",
+                        help="run the brokers under bench/serve_probed.py: their CPU use and scheduler batches' CPU")
     parser.add_argument("--load-in-client-process", action="store_true",
                         help="run the hostile load in the timed client's process (threads sharing its GIL)")
     args = parser.parse_args()
     cases = ["idle"] + [c for c in args.cases.split(",") if c and c != "idle"]
     brokers = ([SamsaBase()] if os.environ.get("SAMSA_BENCH_BASE") else []) + [Samsa()]
+    if args.override:
+        configured = Samsa()
+        configured.name, configured.overrides = "samsa-configured", tuple(args.override)
+        brokers.append(configured)
     topic = "hostile-bench"
+    if args.probe:
+        brokers = [probed(broker) for broker in brokers]
     runs: dict[tuple[str, str], list[tuple]] = {}
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
     try:
@@ -244,13 +290,18 @@ def main() -> int:
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for broker in brokers:
         idle_p99 = statistics.median(r[1] for r in runs[(broker.name, "idle")])
-        print(f"\n{broker.name} ({broker.checkout}), medians of {args.reps}")
-        print(f"{'case':<15}{'p50 us':>10}{'p99 us':>10}{'p99.9 us':>10}{'p99/idle':>10}{'requests':>10}{'RSS MB':>9}")
+        configs = f", {' '.join(broker.overrides)}" if broker.overrides else ""
+        print(f"\n{broker.name} ({broker.checkout}{configs}), medians of {args.reps}")
+        probe_columns = f"{'CPU s/s':>9}{'batch CPU p99 us':>18}" if args.probe else ""
+        print(f"{'case':<15}{'p50 us':>10}{'p99 us':>10}{'p99.9 us':>10}{'p99/idle':>10}{'requests':>10}{'RSS MB':>9}"
+              + probe_columns)
         for case in cases:
             rows = runs[(broker.name, case)]
-            p50, p99, p999, count = (statistics.median(r[i] for r in rows) for i in range(4))
+            p50, p99, p999, count, _, cpu, batch_p99 = (statistics.median(r[i] for r in rows) for i in range(7))
             rss = max(r[4] for r in rows)
-            print(f"{case:<15}{p50:>10.0f}{p99:>10.0f}{p999:>10.0f}{p99 / idle_p99:>10.2f}{count:>10.0f}{rss:>9.0f}")
+            probe = f"{cpu:>9.2f}{batch_p99:>18.0f}" if args.probe else ""
+            print(f"{case:<15}{p50:>10.0f}{p99:>10.0f}{p999:>10.0f}{p99 / idle_p99:>10.2f}{count:>10.0f}{rss:>9.0f}"
+                  + probe)
     return 0
 
 

@@ -58,13 +58,13 @@ class Endpoint:
 class Connection:
     """One client socket: frames in, responses out."""
 
-    def __init__(self, sock: trio.socket.SocketType, listener: Endpoint, connection_id: str,
-                 peer: tuple | None = None) -> None:
+    def __init__(self, sock: trio.socket.SocketType, listener: Endpoint, connection_id: str) -> None:
         self.sock = sock
         self.listener = listener
         self.id = connection_id
-        if peer is None:  # accept() gives it; asking the socket again is a system call per connection
-            peer = sock.getpeername()
+        # Raises OSError when the peer is already gone (reset before it was accepted): the cheapest
+        # way to drop it, before it costs a task (accept()'s address would not tell).
+        peer = sock.getpeername()
         self.client_host, self.client_port = peer[0], peer[1]
         self._fd = sock.fileno()  # waited on as an int: trio would look a socket's fileno up each time
         # Bytes read ahead of the current frame; allocated while data flows, dropped when idle.
@@ -437,7 +437,7 @@ async def serve_listener(sock: trio.socket.SocketType, endpoint: Endpoint,
     counter = 0
     while True:
         try:
-            client, peer = await sock.accept()
+            client, _ = await sock.accept()
         except OSError as e:
             if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                 log.error("accept failed (%s); pausing for 100 ms", e)
@@ -445,7 +445,11 @@ async def serve_listener(sock: trio.socket.SocketType, endpoint: Endpoint,
                 continue
             raise
         counter += 1
-        conn = Connection(client, endpoint, f"{endpoint.listener}-{counter}", peer)
+        try:
+            conn = Connection(client, endpoint, f"{endpoint.listener}-{counter}")
+        except OSError:
+            client.close()  # peer already gone
+            continue
         if quotas is None:
             nursery.start_soon(handler, conn)
             continue

@@ -143,7 +143,7 @@ def test_an_idle_connection_gives_its_large_frame_to_the_next_connection():
     trio.run(main)
 
 
-def test_accepted_sockets_get_the_listener_options_and_the_address_accept_gave():
+def test_accepted_sockets_get_the_listening_socket_options():
     from samsa.server.network import open_listener, serve_listener
 
     async def main():
