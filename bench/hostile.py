@@ -22,6 +22,8 @@ where its threads share that client's GIL, as the first version of this bench ha
 SAMSA_BENCH_BASE=DIR (another checkout, as bench/run.py's samsa-base), that checkout's broker runs
 too; with --override KEY=VALUE, one more broker of this checkout with those configs. Each case is
 measured on every broker in turn, `--reps` times, and the medians are printed side by side.
+With --probe, each broker runs under bench/serve_probed.py, and its CPU use and the CPU time of its
+scheduler batches (what an arriving request may find ahead of it) are printed too.
 """
 
 from __future__ import annotations
