@@ -16,12 +16,25 @@ times each round trip. The cases, each started, measured and stopped in turn on 
 
 Printed per case: p50, p99 and p99.9 of the round trip, p99 over the idle broker's, requests measured,
 and the broker's peak resident memory. The issue's target: p99 within 2x of the idle broker's.
+
+The hostile load runs in a process of its own (`--load-in-client-process`: in the timed client's,
+where its threads share that client's GIL, as the first version of this bench had it). With
+SAMSA_BENCH_BASE=DIR (another checkout, as bench/run.py's samsa-base), that checkout's broker runs
+too; with --override KEY=VALUE, one more broker of this checkout with those configs. Each case is
+measured on every broker in turn, `--reps` times, and the medians are printed side by side.
+With --probe, each broker runs under bench/serve_probed.py, and its CPU use and the CPU time of its
+scheduler batches (what an arriving request may find ahead of it) are printed too.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import multiprocessing
 import os
+import signal
+import statistics
 import socket
 import struct
 import sys
@@ -34,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from load import open_idle_connections, percentile  # noqa: E402
 from per_request import _frame, one_record_batch, produce_request  # noqa: E402
-from systems import Samsa, rss_bytes  # noqa: E402
+from systems import Samsa, SamsaBase, rss_bytes  # noqa: E402
 
 API_VERSIONS_V0 = _frame(18, 0, 1, b"")
 METADATA_V0_ALL = _frame(3, 0, 1, struct.pack(">i", 0))
@@ -169,33 +182,128 @@ CASES = {"idle": Load, "idle-1000": Idle1000, "slowloris-300": Slowloris, "never
          "flood": Flood, "churn": Churn}
 
 
+def _load_process(case: str, port: int, ready, stop) -> None:
+    load = CASES[case](port).start()
+    ready.set()
+    stop.wait()
+    load.stop()
+
+
+class LoadProcess:
+    """A case's load in a process of its own: its threads take no GIL from the timed client."""
+
+    def __init__(self, case: str, port: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.ready, self.stopping = context.Event(), context.Event()
+        self.process = context.Process(target=_load_process, args=(case, port, self.ready, self.stopping),
+                                       daemon=True)
+
+    def start(self) -> LoadProcess:
+        self.process.start()
+        if not self.ready.wait(120):
+            raise RuntimeError("the load process did not start")
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.process.join(60)
+
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_probed.py")
+
+
+def probed(broker: Samsa) -> Samsa:
+    """The broker run under bench/serve_probed.py, which measures its scheduler batches."""
+    command = broker._command
+    broker._command = lambda: [sys.executable, PROBE] + command()[3:]  # in place of `-m samsa.server.cli`
+    broker.probe_out = f"{broker.data_dir}.probe.json"
+    env = broker._env
+    broker._env = lambda: {**env(), "SAMSA_PROBE_OUT": broker.probe_out}
+    return broker
+
+
+def probe_figures(broker: Samsa, signum: int) -> dict:
+    if not hasattr(broker, "probe_out"):
+        return {}
+    if signum == signal.SIGUSR2:
+        os.kill(broker.pid, signum)
+        return {}
+    if os.path.exists(broker.probe_out):
+        os.remove(broker.probe_out)
+    os.kill(broker.pid, signum)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(broker.probe_out) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # written whole by then: one small json.dump
+    with open(broker.probe_out) as f:
+        return json.load(f)
+
+
+def measure(broker: Samsa, topic: str, case: str, seconds: float, in_client_process: bool) -> tuple:
+    load = (CASES[case](broker.port) if in_client_process else LoadProcess(case, broker.port)).start()
+    try:
+        peak = rss_bytes(broker.pid)
+        probe_figures(broker, signal.SIGUSR2)
+        latencies = well_behaved_latencies(broker.port, topic, seconds)
+        probe = probe_figures(broker, signal.SIGUSR1)
+        peak = max(peak, rss_bytes(broker.pid))
+    finally:
+        load.stop()
+    return (percentile(latencies, 0.5), percentile(latencies, 0.99), percentile(latencies, 0.999),
+            len(latencies), peak / 2**20, probe.get("cpu_per_second", math.nan), probe.get("batch_cpu_p99_us", math.nan))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds the client is timed per case")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, from: " + ", ".join(CASES))
+    parser.add_argument("--reps", type=int, default=1, help="repetitions of every case; medians are printed")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker config for one more broker of this checkout, measured alongside")
+    parser.add_argument("--probe", action="store_true",
+                        help="run the brokers under bench/serve_probed.py: their CPU use and scheduler batches' CPU")
+    parser.add_argument("--load-in-client-process", action="store_true",
+                        help="run the hostile load in the timed client's process (threads sharing its GIL)")
     args = parser.parse_args()
-    broker = Samsa()
-    broker.start()
-    rows = []
+    cases = ["idle"] + [c for c in args.cases.split(",") if c and c != "idle"]
+    brokers = ([SamsaBase()] if os.environ.get("SAMSA_BENCH_BASE") else []) + [Samsa()]
+    if args.override:
+        configured = Samsa()
+        configured.name, configured.overrides = "samsa-configured", tuple(args.override)
+        brokers.append(configured)
+    topic = "hostile-bench"
+    if args.probe:
+        brokers = [probed(broker) for broker in brokers]
+    runs: dict[tuple[str, str], list[tuple]] = {}
+    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
     try:
-        topic = "hostile-bench"
-        broker.admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-        well_behaved_latencies(broker.port, topic, 1.0)  # warm-up
-        for name, case in CASES.items():
-            load = case(broker.port).start()
-            try:
-                peak = rss_bytes(broker.pid)
-                latencies = well_behaved_latencies(broker.port, topic, args.seconds)
-                peak = max(peak, rss_bytes(broker.pid))
-            finally:
-                load.stop()
-            rows.append((name, percentile(latencies, 0.5), percentile(latencies, 0.99),
-                         percentile(latencies, 0.999), len(latencies), peak / 2**20))
+        for broker in brokers:
+            broker.start()
+            broker.admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            well_behaved_latencies(broker.port, topic, 1.0)  # warm-up
+        for _ in range(args.reps):
+            for case in cases:
+                for broker in brokers:
+                    runs.setdefault((broker.name, case), []).append(
+                        measure(broker, topic, case, args.seconds, args.load_in_client_process))
     finally:
-        broker.stop()
-    idle_p99 = rows[0][2]
-    print(f"{'case':<15}{'p50 us':>10}{'p99 us':>10}{'p99.9 us':>10}{'p99/idle':>10}{'requests':>10}{'RSS MB':>9}")
-    for name, p50, p99, p999, count, rss in rows:
-        print(f"{name:<15}{p50:>10.0f}{p99:>10.0f}{p999:>10.0f}{p99 / idle_p99:>10.2f}{count:>10}{rss:>9.0f}")
+        for broker in brokers:
+            broker.close()
+    print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for broker in brokers:
+        idle_p99 = statistics.median(r[1] for r in runs[(broker.name, "idle")])
+        configs = f", {' '.join(broker.overrides)}" if broker.overrides else ""
+        print(f"\n{broker.name} ({broker.checkout}{configs}), medians of {args.reps}")
+        probe_columns = f"{'CPU s/s':>9}{'batch CPU p99 us':>18}" if args.probe else ""
+        print(f"{'case':<15}{'p50 us':>10}{'p99 us':>10}{'p99.9 us':>10}{'p99/idle':>10}{'requests':>10}{'RSS MB':>9}"
+              + probe_columns)
+        for case in cases:
+            rows = runs[(broker.name, case)]
+            p50, p99, p999, count, _, cpu, batch_p99 = (statistics.median(r[i] for r in rows) for i in range(7))
+            rss = max(r[4] for r in rows)
+            probe = f"{cpu:>9.2f}{batch_p99:>18.0f}" if args.probe else ""
+            print(f"{case:<15}{p50:>10.0f}{p99:>10.0f}{p999:>10.0f}{p99 / idle_p99:>10.2f}{count:>10.0f}{rss:>9.0f}"
+                  + probe)
     return 0
 
 

@@ -197,11 +197,13 @@ class Samsa(System):
                        env=self._env(), check=True)
 
     port_announcement = re.compile(r"started \([^)]*\) on PLAINTEXT://[^,\s]*:(\d+)")
+    overrides: tuple[str, ...] = ()  # more broker configs, KEY=VALUE
 
     def _command(self) -> list[str]:
         return [sys.executable, "-m", "samsa.server.cli", "serve", "--log-level", "INFO",
                 "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                "--override", f"log.dirs={self.data_dir}"]
+                "--override", f"log.dirs={self.data_dir}",
+                *(arg for override in self.overrides for arg in ("--override", override))]
 
     def _env(self) -> dict[str, str]:
         # Bytecode cached as an installed broker has it (in a directory of the bench's own, so the

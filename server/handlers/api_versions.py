@@ -57,6 +57,20 @@ def api_keys(cluster_mode: bool = False):
             for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(cluster_mode)]
 
 
+# The lists every ApiVersions response carries, made once: building them was most of the handler's
+# time, which a client flooding the broker with ApiVersions requests multiplies (issue 17). Keyed by
+# the number of handlers too, so that a handler registered later is listed. Encoding only reads them.
+_listed: dict[tuple[bool, int], tuple[list, list, list]] = {}
+
+
+def _listings(cluster_mode: bool) -> tuple[list, list, list]:
+    key = (cluster_mode, len(HANDLERS))
+    listed = _listed.get(key)
+    if listed is None:
+        listed = _listed[key] = (api_keys(cluster_mode), supported_features(), finalized_features())
+    return listed
+
+
 def unsupported_version_response() -> object:
     """KIP-511: a client newer than us gets v0 with UNSUPPORTED_VERSION and our ApiVersions range."""
     ours = HANDLERS[ApiKey.API_VERSIONS]
@@ -75,7 +89,7 @@ async def handle(ctx, request):
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name
         ctx.connection.client_software_version = request.client_software_version
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys(ctx.services.zookeeper is not None), throttle_time_ms=0,
-                               supported_features=supported_features(),
-                               finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
-                               finalized_features=finalized_features())
+    listed_api_keys, supported, finalized = _listings(ctx.services.zookeeper is not None)
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=listed_api_keys, throttle_time_ms=0,
+                               supported_features=supported, finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+                               finalized_features=finalized)

@@ -76,3 +76,13 @@ def test_docs_compatibility_md_is_what_the_generator_writes():
     generator = runpy.run_path(str(REPO / "tools" / "gen_compat_doc.py"))
     committed = (REPO / generator["OUTPUT"]).read_text()
     assert committed == generator["render"](), "docs/compatibility.md is stale: run python tools/gen_compat_doc.py"
+
+
+def test_the_listings_are_built_once_per_mode():
+    from samsa.server.handlers.api_versions import _listings, api_keys
+
+    load_handlers()
+    for cluster_mode in (False, True):
+        listed = _listings(cluster_mode)
+        assert _listings(cluster_mode) is listed  # every response shares them
+        assert listed[0] == api_keys(cluster_mode)

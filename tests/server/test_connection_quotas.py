@@ -118,3 +118,48 @@ def test_bad_limits_name_the_key(props, key, message):
         ConnectionQuotas(KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:9092", **props}))
     assert raised.value.name == key
     assert message in str(raised.value)
+
+
+def creation_rate_quotas(**props) -> ConnectionQuotas:
+    return ConnectionQuotas(KafkaConfig({
+        "listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT", **props}))
+
+
+def test_connection_creation_rate_throttles_as_kafka_measures_it():
+    # 11 windows of 1 s, judged over at least 10 s: 20 connections at once are 2 per second.
+    quotas = creation_rate_quotas(**{"max.connection.creation.rate": "2"})
+    assert [quotas.creation_throttle_ms("EXTERNAL", 0) for _ in range(20)] == [0] * 20
+    # 2.1/s: the wait that brings it back to 2/s over the 10 s measured, then capped at one window.
+    assert quotas.creation_throttle_ms("EXTERNAL", 0) == 500
+    assert quotas.creation_throttle_ms("EXTERNAL", 0) == 1000
+    assert quotas.creation_throttle_ms("EXTERNAL", 0) == 1000
+    # Once those samples have expired (11 windows on), the rate starts from nothing again.
+    assert quotas.creation_throttle_ms("EXTERNAL", 11_000) == 0
+
+
+def test_the_inter_broker_listener_is_exempt_from_the_broker_wide_creation_rate_only():
+    quotas = creation_rate_quotas(**{"max.connection.creation.rate": "1",
+                                     "listener.name.plaintext.max.connection.creation.rate": "2"})
+    assert [quotas.creation_throttle_ms("PLAINTEXT", 0) for _ in range(20)] == [0] * 20
+    assert quotas.creation_throttle_ms("PLAINTEXT", 0) == 500  # its own listener's rate applies
+    assert [quotas.creation_throttle_ms("EXTERNAL", 0) for _ in range(10)] == [0] * 10
+    assert quotas.creation_throttle_ms("EXTERNAL", 0) == 1000
+    unlimited = creation_rate_quotas()
+    assert {unlimited.creation_throttle_ms("EXTERNAL", 0) for _ in range(1000)} == {0}
+    closed_listener = creation_rate_quotas(**{"listener.name.external.max.connection.creation.rate": "0"})
+    assert closed_listener.creation_throttle_ms("EXTERNAL", 0) == 1000
+
+
+def test_the_acceptor_waits_out_the_creation_throttle_before_counting_a_connection():
+    quotas = creation_rate_quotas(**{"max.connection.creation.rate": "2"})
+
+    async def main():
+        for _ in range(20):
+            await quotas.inc("EXTERNAL", "10.0.0.1")
+        assert trio.current_time() == 0
+        await quotas.inc("EXTERNAL", "10.0.0.1")
+        assert trio.current_time() == 0.5
+        assert quotas.total == 21
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -141,3 +141,35 @@ def test_an_idle_connection_gives_its_large_frame_to_the_next_connection():
             for client in (first_client, second_client):
                 await client.aclose()
     trio.run(main)
+
+
+def test_accepted_sockets_get_the_listening_socket_options():
+    from samsa.server.network import open_listener, serve_listener
+
+    async def main():
+        endpoint = Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")
+        listener = await open_listener(endpoint)
+        accepted: list[Connection] = []
+        got_one = trio.Event()
+
+        async def handler(conn: Connection) -> None:
+            accepted.append(conn)
+            got_one.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_listener, listener, endpoint, handler, nursery, (65536, 32768))
+            client = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
+            with trio.fail_after(10):
+                await got_one.wait()
+            nursery.cancel_scope.cancel()
+        conn, = accepted
+        assert (conn.client_host, conn.client_port) == client.socket.getsockname()
+        assert conn.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        # Linux doubles what it is given (bookkeeping overhead).
+        assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == 2 * 65536
+        assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == 2 * 32768
+        conn.close()
+        await client.aclose()
+        listener.close()
+
+    trio.run(main)
