@@ -164,9 +164,9 @@ class SamsaBroker(ServerProcess):
 
     def command(self) -> list[str]:
         if EXTERNAL_CMD:
-            return shlex.split(EXTERNAL_CMD.format(host=HOST, port=self.port, data_dir=self.data_dir))
+            return shlex.split(EXTERNAL_CMD.format(host=self.host, port=self.port, data_dir=self.data_dir))
         settings = {
-            "listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "log.dirs": str(self.data_dir),
         }
         settings.update(self.overrides)
@@ -233,9 +233,9 @@ class BrokerPool:
         cls = BROKER_CLASSES[self.kind]
         return self._start(lambda d: cls(d, overrides, properties), start)
 
-    def zookeeper(self, overrides: dict[str, object] | None = None) -> ZooKeeper:
+    def zookeeper(self, overrides: dict[str, object] | None = None, start: bool = True) -> ZooKeeper:
         """overrides: zoo.cfg settings (tickTime bounds the session timeouts it grants)."""
-        return self._start(lambda d: ZooKeeper(d, overrides), True)
+        return self._start(lambda d: ZooKeeper(d, overrides), start)
 
     def kafka39(self, zookeeper_connect: str, overrides: dict[str, object] | None = None,
                 start: bool = True) -> ZkKafkaBroker:
@@ -322,6 +322,23 @@ def kafka39_factory(tmp_path_factory):
         yield pool
     finally:
         pool.close()
+
+
+@pytest.fixture
+def network():
+    """Test hosts in network namespaces whose links a test cuts (netns.py): `network.host(name)`,
+    `network.place(server, host)` before the server starts, `cut`, `isolate`, `heal`. Skips where
+    namespaces cannot be made. Request it before the factory of the servers it holds: they stop first."""
+    import netns
+
+    why = netns.unavailable()
+    if why:
+        pytest.skip(why)
+    network = netns.Network()
+    try:
+        yield network
+    finally:
+        network.close()
 
 
 @pytest.fixture

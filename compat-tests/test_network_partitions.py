@@ -1,0 +1,273 @@
+"""Issue 17's network faults: three Samsa brokers and ZooKeeper, each a host in a network namespace
+of its own (netns.py), the test process beside them reaching every one (its clients stay connected
+to all brokers, as Jepsen's do) while the links between the hosts are cut and healed:
+
+1. the leader of partition 0 cut off from ZooKeeper and from its followers while idempotent
+   acks=all writers go on (the case in which Jepsen found Kafka losing acknowledged writes with
+   unclean election: here unclean.leader.election.enable=false, min.insync.replicas=2): a new
+   leader is elected, writes go on through it; healed, the old leader rejoins as a follower;
+2. a follower cut off from the other brokers (not from ZooKeeper): it leaves the ISR, writes go on,
+   healed, it catches up and rejoins;
+3. ZooKeeper cut off from every broker: sessions expire, writes are refused or acknowledged;
+   healed, every broker registers again, there is a controller and every ISR is whole;
+4. the controller cut off from ZooKeeper and the other brokers: another broker becomes controller
+   (a higher controller epoch) and moves the partition the old one led; healed, it rejoins.
+
+Throughout, a reader reads every partition, and at the end the history (history.py) shows no
+acknowledged record lost, duplicated or reordered, and nothing read that later vanished; the
+cluster heals without a restart. A fault lasts until its effect is seen (a new leader, a shrunk
+ISR, expired sessions) plus a bounded time, a few seconds beyond zookeeper.session.timeout.ms.
+
+SAMSA_PARTITION_ROUNDS repeats each fault (bench/soak.py's long form), and
+SAMSA_PARTITION_REPORT names a JSON file for the figures: faults survived, records checked, records
+lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+from compat_util import confluent_admin, wait_for
+from history import History
+from history_clients import Reader, Writer, read_whole_log
+
+from samsa.wire import zk_data
+
+kazoo_client = pytest.importorskip("kazoo.client")
+pytest.importorskip("confluent_kafka")
+
+CHROOT = "/kafka/partitions"
+BROKER_IDS = (1, 2, 3)
+PARTITIONS = 2
+ROUNDS = int(os.environ.get("SAMSA_PARTITION_ROUNDS", "1"))
+REPORT = os.environ.get("SAMSA_PARTITION_REPORT")
+# ZooKeeper ticks of 500 ms grant sessions of 1 to 10 s.
+ZOOKEEPER = {"tickTime": 500}
+SESSION_TIMEOUT_MS = 6000
+# How long a fault is held once its effect is seen: the cut side's session has certainly expired
+# (and it has noticed) by then.
+HOLD_S = 2.0
+BROKER = {
+    "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+    "replica.lag.time.max.ms": 3000,
+    "unclean.leader.election.enable": "false",
+    "auto.leader.rebalance.enable": "false",  # the leader stays where the fault put it
+    "controlled.shutdown.max.retries": 1,
+}
+# A leader cut off from its followers answers acks=all writes with REQUEST_TIMED_OUT (after the
+# request's timeout) and its metadata names itself leader until it learns that its session expired:
+# librdkafka refreshes metadata on NOT_LEADER_OR_FOLLOWER, not on a timeout, so the writer asks the
+# cluster every second (from any broker; a stale leader epoch is ignored) to find the new leader.
+WRITER = {"request.timeout.ms": 5000, "topic.metadata.refresh.interval.ms": 1000,
+          **({"debug": os.environ["RDKAFKA_DEBUG"]} if os.environ.get("RDKAFKA_DEBUG") else {})}
+T = 30
+
+FIGURES = {"faults": 0, "records_checked": 0, "records_lost": 0, "scenarios": {}}
+
+
+class Cluster:
+    """ZooKeeper and three Samsa brokers, each on a host of `network`."""
+
+    def __init__(self, network, factory) -> None:
+        self.network = network
+        self.zk_host = network.host("zk")
+        self.hosts = {b: network.host(f"b{b}") for b in BROKER_IDS}
+        zookeeper = network.place(factory.zookeeper(ZOOKEEPER, start=False), self.zk_host).start()
+        self.connect = zookeeper.connect + CHROOT
+        self.brokers = {b: network.place(factory({**BROKER, "zookeeper.connect": self.connect, "broker.id": b},
+                                                 start=False), self.hosts[b]) for b in BROKER_IDS}
+        starting = [threading.Thread(target=broker.start, daemon=True) for broker in self.brokers.values()]
+        for thread in starting:
+            thread.start()
+        for thread in starting:
+            thread.join(T * 2)
+        assert all(b.is_running() for b in self.brokers.values()), "a broker did not start"
+        self.bootstrap = ",".join(b.bootstrap for b in self.brokers.values())
+        self.zk = kazoo_client.KazooClient(hosts=self.connect)
+        self.zk.start(timeout=T)
+        wait_for(lambda: self.registered() == set(BROKER_IDS) and self.controller() in BROKER_IDS, T,
+                 what="every broker registered and a controller")
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+    def registered(self) -> set[int]:
+        return {int(b) for b in self.zk.get_children(zk_data.BROKER_IDS)}
+
+    def controller(self) -> int | None:
+        data = self.zk.exists(zk_data.CONTROLLER) and self.zk.get(zk_data.CONTROLLER)[0]
+        return zk_data.decode_controller(data).broker_id if data else None
+
+    def controller_epoch(self) -> int:
+        return zk_data.decode_controller_epoch(self.zk.get(zk_data.CONTROLLER_EPOCH)[0])
+
+    def state(self, topic: str, partition: int = 0) -> zk_data.PartitionState:
+        return zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0])
+
+    def create_topic(self, topic: str, leader: int) -> None:
+        """Replication factor 3, min.insync.replicas=2, `leader` the preferred leader of partition 0."""
+        from confluent_kafka.admin import NewTopic
+
+        order = [leader, *(b for b in BROKER_IDS if b != leader)]
+        assignment = [order[p:] + order[:p] for p in range(PARTITIONS)]
+        admin = confluent_admin(self.bootstrap)
+        admin.create_topics([NewTopic(topic, PARTITIONS, replica_assignment=assignment,
+                                      config={"min.insync.replicas": "2", "unclean.leader.election.enable": "false"})],
+                            operation_timeout=T)[topic].result(timeout=T)
+        wait_for(lambda: self.zk.exists(zk_data.partition_state_path(topic, PARTITIONS - 1)), T,
+                 what="the partitions' state")
+        self.wait_whole(topic)
+
+    def wait_whole(self, topic: str, timeout: float = T) -> None:
+        """The cluster healed: every broker registered, a controller, every replica in every ISR."""
+        wait_for(lambda: self.registered() == set(BROKER_IDS) and self.controller() in BROKER_IDS
+                 and all(set(self.state(topic, p).isr) == set(BROKER_IDS) for p in range(PARTITIONS)),
+                 timeout, interval=0.1, what="every broker registered, a controller, every ISR whole")
+
+    def non_controller(self, but: int | None = None) -> int:
+        return next(b for b in BROKER_IDS if b not in (self.controller(), but))
+
+
+class Run:
+    """The writer and reader of a test and what they recorded; checked at the end."""
+
+    def __init__(self, cluster: Cluster, topic: str, scenario: str) -> None:
+        self.cluster, self.topic, self.scenario = cluster, topic, scenario
+        self.history = History()
+        self.writer = Writer(cluster.bootstrap, topic, self.history, PARTITIONS, **WRITER)
+        self.reader = Reader(cluster.bootstrap, topic, self.history, PARTITIONS)
+        self.writer.start()
+        self.reader.start()
+        self.wait_acks_since(time.monotonic() - T, what="the first writes")
+
+    def wait_acks_since(self, since: float, what: str) -> None:
+        """Every partition has a write acknowledged (at a new offset) sent after `since`."""
+        wait_for(lambda: all(self.history.last_ack_after(p, since) for p in range(PARTITIONS)), T, interval=0.1,
+                 what=what)
+
+    def check(self, faults: int, refusals_allowed: bool = False) -> None:
+        self.writer.finish()
+        self.reader.finish()
+        anomalies = self.history.check(read_whole_log(self.cluster.bootstrap, self.topic, PARTITIONS))
+        counts = self.history.counts()
+        FIGURES["faults"] += faults
+        FIGURES["records_checked"] += counts["acked"]
+        FIGURES["records_lost"] += len(anomalies.lost)
+        FIGURES["scenarios"][self.scenario] = {"faults": faults, **counts, "lost": len(anomalies.lost),
+                                               "duplicated": len(anomalies.duplicated),
+                                               "phantom_reads": len(anomalies.phantom_reads)}
+        print(f"{self.scenario}: {faults} faults, {counts}")
+        assert not anomalies, f"{anomalies.summary()} ({counts})"
+        assert counts["acked"] > 0, counts
+        if not refusals_allowed:  # the producer's retries outlast every fault
+            assert counts["failed"] == 0, (counts, self.history.failed[:5])
+
+
+@pytest.fixture
+def cluster(network, kafka39_factory):
+    cluster = Cluster(network, kafka39_factory)
+    try:
+        yield cluster
+    finally:
+        network.heal()
+        cluster.close()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report():
+    yield
+    if REPORT:
+        with open(REPORT, "w") as out:
+            json.dump(FIGURES, out)
+
+
+def test_leader_cut_off_from_zookeeper_and_followers(cluster, topic_name):
+    net = cluster.network
+    cluster.create_topic(topic_name, leader=cluster.non_controller())
+    run = Run(cluster, topic_name, "leader-isolated")
+    for _ in range(ROUNDS):
+        before = cluster.state(topic_name)
+        victim = before.leader
+        if victim == cluster.controller():
+            break  # a new controller after an earlier round: scenario 4's case, not this one
+        net.isolate(cluster.hosts[victim])
+        cut_at = time.monotonic()
+        wait_for(lambda: cluster.state(topic_name).leader not in (victim, -1), SESSION_TIMEOUT_MS / 1000 + T,
+                 interval=0.1, what=f"a new leader after broker {victim} was cut off")
+        after = cluster.state(topic_name)
+        assert after.leader_epoch > before.leader_epoch and victim not in after.isr, (before, after)
+        run.wait_acks_since(cut_at, what="writes acknowledged by the new leader")
+        time.sleep(HOLD_S)  # the fault held a while (a bounded time, no event to wait for)
+        net.heal()
+        cluster.wait_whole(topic_name)
+        assert cluster.state(topic_name).leader != victim  # rejoined as a follower
+        run.wait_acks_since(time.monotonic(), what="writes after the heal")
+    run.check(ROUNDS)
+
+
+def test_follower_cut_off_and_healed(cluster, topic_name):
+    net = cluster.network
+    leader = cluster.non_controller()
+    cluster.create_topic(topic_name, leader=leader)
+    run = Run(cluster, topic_name, "follower-isolated")
+    for _ in range(ROUNDS):
+        follower = cluster.non_controller(but=leader)
+        for other in BROKER_IDS:
+            if other != follower:
+                net.cut(cluster.hosts[follower], cluster.hosts[other])
+        wait_for(lambda: follower not in cluster.state(topic_name).isr, T, interval=0.1,
+                 what=f"follower {follower} out of the ISR")
+        assert cluster.state(topic_name).leader == leader
+        run.wait_acks_since(time.monotonic(), what="writes acknowledged without the follower")
+        net.heal()
+        cluster.wait_whole(topic_name)
+        run.wait_acks_since(time.monotonic(), what="writes after the heal")
+    run.check(ROUNDS)
+
+
+def test_zookeeper_cut_off_from_every_broker(cluster, topic_name):
+    net = cluster.network
+    cluster.create_topic(topic_name, leader=cluster.non_controller())
+    run = Run(cluster, topic_name, "zookeeper-isolated")
+    for _ in range(ROUNDS):
+        epoch = cluster.controller_epoch()
+        net.isolate(cluster.zk_host)
+        # The test's own session lives on: it sees the brokers' sessions expire.
+        wait_for(lambda: not cluster.registered() and cluster.controller() is None,
+                 SESSION_TIMEOUT_MS / 1000 + T, interval=0.1, what="every broker's session expired")
+        time.sleep(HOLD_S)
+        net.heal()
+        cluster.wait_whole(topic_name)
+        assert cluster.controller_epoch() > epoch
+        run.wait_acks_since(time.monotonic(), what="writes after the heal")
+    run.check(ROUNDS)
+
+
+def test_controller_isolated(cluster, topic_name):
+    net = cluster.network
+    cluster.create_topic(topic_name, leader=cluster.controller())
+    run = Run(cluster, topic_name, "controller-isolated")
+    for _ in range(ROUNDS):
+        old = cluster.controller()
+        epoch = cluster.controller_epoch()
+        led = cluster.state(topic_name)
+        net.isolate(cluster.hosts[old])
+        cut_at = time.monotonic()
+        wait_for(lambda: cluster.controller() not in (old, None), SESSION_TIMEOUT_MS / 1000 + T, interval=0.1,
+                 what=f"a new controller after controller {old} was cut off")
+        assert cluster.controller_epoch() > epoch
+        if led.leader == old:  # the new controller moves what the old one led
+            wait_for(lambda: cluster.state(topic_name).leader not in (old, -1), T, interval=0.1,
+                     what="partition 0 led by another broker")
+        run.wait_acks_since(cut_at, what="writes acknowledged under the new controller")
+        time.sleep(HOLD_S)
+        net.heal()
+        cluster.wait_whole(topic_name)
+        assert cluster.controller() != old
+        run.wait_acks_since(time.monotonic(), what="writes after the heal")
+    run.check(ROUNDS)
