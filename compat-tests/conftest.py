@@ -13,6 +13,8 @@ The broker runs as a subprocess on a free loopback port with its own temporary l
   a module's tests run on one, then on the other). ``@pytest.mark.samsa_only("why")`` keeps a
   test (or a module, as ``pytestmark``) on Samsa only.
 * ``zookeeper`` and ``kafka39_factory``: ZooKeeper and Kafka 3.9 in ZooKeeper mode.
+* ``network``: test hosts in network namespaces, links the test cuts and heals (netns.py); a
+  server placed on a host runs in its namespace, on its address (``host``, ``command_prefix``).
 
 Each broker handle offers ``bootstrap`` ("127.0.0.1:PORT"), ``port``, ``data_dir``, ``stop()``
 (SIGTERM, then SIGKILL after a timeout), ``kill()`` (SIGKILL, no flushing), ``start()`` and
