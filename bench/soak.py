@@ -77,7 +77,8 @@ def run(scenario: Scenario, timeout_s: float) -> dict:
             done = subprocess.run([sys.executable, "-m", "pytest", scenario.test, "-q", "-p", "no:cacheprovider",
                                    "-s", "-x"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
             status = "passed" if done.returncode == 0 else "FOUND SOMETHING (test failed)"
-            tail = done.stdout.strip().splitlines()[-15:]
+            lines = done.stdout.strip().splitlines()
+            tail = [line for line in lines if line.startswith("E ")][:10] + lines[-15:]  # the assertion, then the end
         except subprocess.TimeoutExpired as e:
             status, tail = f"timed out after {timeout_s:.0f} s", (e.stdout or b"").decode(errors="replace").splitlines()[-15:]
         figures = json.loads(report.read_text()) if report.exists() else {}
