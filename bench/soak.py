@@ -7,9 +7,12 @@ figures (faults survived, records checked, records lost, the broker's peak resid
 
 Scenarios:
 - crash-loop: compat-tests/test_crash_loop.py with 50 kill -9s (`--kills`) and a budget to match;
-- network-partitions, mixed-load: hooks for the network-fault and mixed-load work of issue 17
-  (a scenario is a test path plus the environment of its long form, and the JSON file its test
-  writes its figures to); listed as not available until they exist.
+- network-partitions: compat-tests/test_network_partitions.py (brokers and ZooKeeper in network
+  namespaces: leader, follower, ZooKeeper and controller cut off and healed) with every fault
+  repeated `--partition-rounds` times (needs root or CAP_NET_ADMIN: skipped otherwise);
+- mixed-load: a hook for the mixed-load work of issue 17 (a scenario is a test path plus the
+  environment of its long form, and the JSON file its test writes its figures to); listed as not
+  available until it exists.
 
 Figures, never pass/fail for CI: nothing here runs there. The exit code is 1 when a scenario
 found something (a test failed), so a soak can be scripted.
@@ -49,8 +52,13 @@ def scenarios(args) -> list[Scenario]:
                                "acks=all writes to a flush.messages=1 topic and a default-flush topic; every "
                                "acknowledged record checked after each restart",
                  "compat-tests/test_crash_loop.py", crash_env, "SAMSA_CRASH_LOOP_REPORT"),
-        Scenario("network-partitions", "leader, follower, controller and ZooKeeper cut off in network namespaces "
-                                       "for half an hour", None),
+        Scenario("network-partitions", f"leader, follower, ZooKeeper and controller cut off in network namespaces "
+                                       f"and healed, {args.partition_rounds} times each, under idempotent acks=all "
+                                       "writes and a reader; every acknowledged and every read record checked",
+                 "compat-tests/test_network_partitions.py",
+                 {"SAMSA_PARTITION_ROUNDS": str(args.partition_rounds),
+                  "SAMSA_COMPAT_TEST_TIMEOUT": str(args.partition_rounds * 120 + 240)},
+                 "SAMSA_PARTITION_REPORT"),
         Scenario("mixed-load", "an hour of mixed produce, consume, group and transaction load with faults", None),
     ]
 
@@ -69,7 +77,8 @@ def run(scenario: Scenario, timeout_s: float) -> dict:
             done = subprocess.run([sys.executable, "-m", "pytest", scenario.test, "-q", "-p", "no:cacheprovider",
                                    "-s", "-x"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
             status = "passed" if done.returncode == 0 else "FOUND SOMETHING (test failed)"
-            tail = done.stdout.strip().splitlines()[-15:]
+            lines = done.stdout.strip().splitlines()
+            tail = [line for line in lines if line.startswith("E ")][:10] + lines[-15:]  # the assertion, then the end
         except subprocess.TimeoutExpired as e:
             status, tail = f"timed out after {timeout_s:.0f} s", (e.stdout or b"").decode(errors="replace").splitlines()[-15:]
         figures = json.loads(report.read_text()) if report.exists() else {}
@@ -80,6 +89,7 @@ def run(scenario: Scenario, timeout_s: float) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=50, help="kill -9s of the crash loop")
+    parser.add_argument("--partition-rounds", type=int, default=20, help="rounds of each network fault")
     parser.add_argument("--seed", type=int, help="the crash loop's kill moments, to repeat a run")
     parser.add_argument("--only", help="comma-separated scenario names")
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per scenario")
@@ -100,7 +110,8 @@ def main() -> int:
     for name, result in results.items():
         figures = result.get("figures", {})
         peak = figures.get("peak_broker_memory_kb")
-        print(f"{name:<20} {result['status']:<32} {figures.get('kills', '-'):>15} "
+        faults = figures.get("kills", figures.get("faults", "-"))
+        print(f"{name:<20} {result['status']:<32} {faults:>15} "
               f"{figures.get('records_checked', '-'):>15} {figures.get('records_lost', '-'):>12} "
               f"{f'{peak / 1024:.0f} MB' if peak else '-':>15}")
     for name, result in results.items():

@@ -13,6 +13,8 @@ The broker runs as a subprocess on a free loopback port with its own temporary l
   a module's tests run on one, then on the other). ``@pytest.mark.samsa_only("why")`` keeps a
   test (or a module, as ``pytestmark``) on Samsa only.
 * ``zookeeper`` and ``kafka39_factory``: ZooKeeper and Kafka 3.9 in ZooKeeper mode.
+* ``network``: test hosts in network namespaces, links the test cuts and heals (netns.py); a
+  server placed on a host runs in its namespace, on its address (``host``, ``command_prefix``).
 
 Each broker handle offers ``bootstrap`` ("127.0.0.1:PORT"), ``port``, ``data_dir``, ``stop()``
 (SIGTERM, then SIGKILL after a timeout), ``kill()`` (SIGKILL, no flushing), ``start()`` and
@@ -164,9 +166,9 @@ class SamsaBroker(ServerProcess):
 
     def command(self) -> list[str]:
         if EXTERNAL_CMD:
-            return shlex.split(EXTERNAL_CMD.format(host=HOST, port=self.port, data_dir=self.data_dir))
+            return shlex.split(EXTERNAL_CMD.format(host=self.host, port=self.port, data_dir=self.data_dir))
         settings = {
-            "listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "log.dirs": str(self.data_dir),
         }
         settings.update(self.overrides)
@@ -233,9 +235,9 @@ class BrokerPool:
         cls = BROKER_CLASSES[self.kind]
         return self._start(lambda d: cls(d, overrides, properties), start)
 
-    def zookeeper(self, overrides: dict[str, object] | None = None) -> ZooKeeper:
+    def zookeeper(self, overrides: dict[str, object] | None = None, start: bool = True) -> ZooKeeper:
         """overrides: zoo.cfg settings (tickTime bounds the session timeouts it grants)."""
-        return self._start(lambda d: ZooKeeper(d, overrides), True)
+        return self._start(lambda d: ZooKeeper(d, overrides), start)
 
     def kafka39(self, zookeeper_connect: str, overrides: dict[str, object] | None = None,
                 start: bool = True) -> ZkKafkaBroker:
@@ -322,6 +324,23 @@ def kafka39_factory(tmp_path_factory):
         yield pool
     finally:
         pool.close()
+
+
+@pytest.fixture
+def network():
+    """Test hosts in network namespaces whose links a test cuts (netns.py): `network.host(name)`,
+    `network.place(server, host)` before the server starts, `cut`, `isolate`, `heal`. Skips where
+    namespaces cannot be made. Request it before the factory of the servers it holds: they stop first."""
+    import netns
+
+    why = netns.unavailable()
+    if why:
+        pytest.skip(why)
+    network = netns.Network()
+    try:
+        yield network
+    finally:
+        network.close()
 
 
 @pytest.fixture

@@ -21,11 +21,14 @@ TRANSIENT_START_FAILURES = ("node already exists", "Address already in use")
 
 class Writer(threading.Thread):
     """An idempotent acks=all producer writing value after value, round robin over the partitions.
-    `pause()` stops sending and waits until every record sent is answered; `resume()` goes on."""
+    `pause()` stops sending and waits until every record sent is answered; `resume()` goes on.
+    `prefix` sets its values apart from another writer's to the same partitions."""
 
-    def __init__(self, bootstrap: str, topic: str, history: History, partitions: int, **config) -> None:
+    def __init__(self, bootstrap: str, topic: str, history: History, partitions: int, prefix: bytes = b"",
+                 **config) -> None:
         super().__init__(daemon=True)
         self.topic = topic
+        self.prefix = prefix
         self.history = history
         self.partitions = partitions
         self.stopping = threading.Event()
@@ -47,7 +50,7 @@ class Writer(threading.Thread):
                 self.running.wait(0.1)
                 continue
             partition = sequence % self.partitions
-            value = b"%d-%d" % (partition, sequence)
+            value = b"%s%d-%d" % (self.prefix, partition, sequence)
             self.history.record_sent(partition, value)
             self.producer.produce(self.topic, value, partition=partition, on_delivery=self._delivered)
             sequence += 1

@@ -239,7 +239,7 @@ class KafkaBroker(Log4j2Server):
             "node.id": "0",
             "controller.listener.names": "CONTROLLER",
             "controller.quorum.bootstrap.servers": controller,
-            "listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "listener.security.protocol.map": SECURITY_PROTOCOL_MAP,
             "log.dirs": str(self.data_dir),
             **{k: str(v) for k, v in SINGLE_NODE.items()},
@@ -281,7 +281,7 @@ class ZooKeeper(Log4jServer):
         return {
             "dataDir": str(self.data_dir),
             "clientPort": str(self.port),
-            "clientPortAddress": HOST,
+            "clientPortAddress": self.host,
             "tickTime": "2000",
             "maxClientCnxns": "0",
             "admin.enableServer": "false",
@@ -295,7 +295,7 @@ class ZooKeeper(Log4jServer):
 
     def four_letter_word(self, word: str) -> str:
         try:
-            with socket.create_connection((HOST, self.port), timeout=2) as s:
+            with socket.create_connection((self.host, self.port), timeout=2) as s:
                 s.sendall(word.encode())
                 s.shutdown(socket.SHUT_WR)
                 reply = b""
@@ -328,7 +328,7 @@ class ZkKafkaBroker(Log4jServer):
         return {
             "broker.id": "0",
             "zookeeper.connect": self.zookeeper_connect,
-            "listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "log.dirs": str(self.data_dir),
             **{k: str(v) for k, v in SINGLE_NODE.items()},
             **self.properties,

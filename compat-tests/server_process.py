@@ -29,9 +29,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def port_open(port: int, timeout: float = 0.2) -> bool:
+def port_open(port: int, timeout: float = 0.2, host: str = HOST) -> bool:
     try:
-        with socket.create_connection((HOST, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -62,6 +62,10 @@ class ServerProcess:
         self.log_path = self.base_dir / self.log_name
         self.overrides = {str(k): str(v) for k, v in (overrides or {}).items()}
         self.port = free_port()
+        # Where it listens (and what it advertises), and what its command line starts with: a test
+        # may run it on another host, e.g. `ip netns exec NS` with the namespace's address (netns.py).
+        self.host = HOST
+        self.command_prefix: list[str] = []
         self.proc: subprocess.Popen | None = None
         self._log = None
         self.starts = 0
@@ -77,16 +81,12 @@ class ServerProcess:
 
     def ready(self) -> bool:
         """Called once the started line was seen: is the server serving?"""
-        return port_open(self.port)
+        return port_open(self.port, host=self.host)
 
     # -- addresses ---------------------------------------------------------------------------
     @property
-    def host(self) -> str:
-        return HOST
-
-    @property
     def bootstrap(self) -> str:
-        return f"{HOST}:{self.port}"
+        return f"{self.host}:{self.port}"
 
     # -- lifecycle --------------------------------------------------------------------------
     def start(self, timeout: float | None = None) -> ServerProcess:
@@ -94,7 +94,7 @@ class ServerProcess:
         timeout = self.start_timeout if timeout is None else timeout
         self.starts += 1
         self.prepare()
-        cmd = self.command()
+        cmd = self.command_prefix + self.command()
         self._log = open(self.log_path, "ab")
         self._log.write(f"\n===== start #{self.starts}: {shlex.join(cmd)}\n".encode())
         self._log.flush()
