@@ -413,6 +413,15 @@ def _take_frame(size: int) -> bytearray:
     return frame
 
 
+def frame_memory(previous: bytearray | None, size: int, previous_free: bool) -> bytearray:
+    """A buffer of `size` bytes to read a frame into: `previous` (an earlier frame of the caller's)
+    resized in place when nothing else refers to it (`previous_free`) and it fits, else a spare
+    frame or a new one. For readers of large frames outside a Connection (a follower's fetches)."""
+    if previous is not None and previous_free and _fits(previous, size):
+        return _resized(previous, size)
+    return _take_frame(size)
+
+
 async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:
     family = _stdlib_socket.AF_INET6 if ":" in endpoint.host else _stdlib_socket.AF_INET
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_STREAM)
