@@ -104,17 +104,6 @@ class Connection:
     # which is most of a small request's cost. A frame read without waiting for the kernel ends
     # with a checkpoint, so that a pipelining client yields once per frame to the others.
 
-    async def _recv_into(self, view: memoryview) -> int:
-        while True:
-            try:
-                n = os.readv(self._fd, (view,))
-            except BlockingIOError:
-                await self._wait_readable()
-                continue
-            if n == 0:
-                raise ConnectionClosed()
-            return n
-
     async def _wait_readable(self) -> None:
         self._waits += 1
         await trio.lowlevel.wait_readable(self._fd)
@@ -177,18 +166,35 @@ class Connection:
         frame = _LargeFrameMemory.allocate(size, unread, self._large_frame)
         frame[:unread] = memoryview(self._buffer)[self._start:self._end]
         self._start = self._end = 0
-        got = unread
         try:
-            while got < size:
-                if got == len(frame):  # a frame beyond the budget: grow with what arrived
-                    frame.extend(bytes(min(size, 2 * got) - got))
-                with memoryview(frame) as view, view[got:] as free:
-                    n = await self._recv_into(free)
-                got += n
-                _LargeFrameMemory.received(frame, n)
+            await self._read_rest(frame, unread, size)
         finally:
             _LargeFrameMemory.release(frame)
         return frame
+
+    async def _read_rest(self, frame: bytearray, got: int, size: int) -> None:
+        """Read a large frame's bytes after its first `got`, straight into it, as they arrive
+        (a 1 MB request comes in several reads). The budget of unreceived bytes learns what
+        arrived before each wait: only then do other connections look at it."""
+        counted = got
+        while got < size:
+            if got == len(frame):  # a frame beyond the budget: grow with what arrived
+                frame.extend(bytes(min(size, 2 * got) - got))
+            with memoryview(frame) as view:
+                end = len(view)
+                while got < end:
+                    try:
+                        with view[got:] as free:
+                            n = os.readv(self._fd, (free,))
+                    except BlockingIOError:
+                        _LargeFrameMemory.received(frame, got - counted)
+                        counted = got
+                        await self._wait_readable()
+                        continue
+                    if n == 0:
+                        raise ConnectionClosed()
+                    got += n
+        _LargeFrameMemory.received(frame, got - counted)
 
     def _large_frame(self, size: int) -> bytearray:
         """A buffer of `size` bytes for a frame larger than the read-ahead: the memory of an
