@@ -38,6 +38,7 @@ _MAX_SPARE_BUFFERS = 64
 _spare_frames: list[bytearray] = []
 _MAX_SPARE_FRAMES = 4
 _MAX_SPARE_FRAME_BYTES = 8 << 20  # a rare huge frame's memory is not kept once its connection idles
+_ZEROS = memoryview(bytes(256 << 10))  # what a reused frame grows by (never written: the zero page)
 _TLS_FILE_CHUNK = 1 << 16
 _FAIR_SHARE = 4 << 20  # bytes one sendfile loop may send without letting other tasks run
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one writev takes
@@ -400,11 +401,13 @@ def _fits(frame: bytearray, size: int) -> bool:
 
 
 def _resized(frame: bytearray, size: int) -> bytearray:
-    """`frame` at `size` bytes, in place (it `_fits`): no realloc, no copy of its contents."""
+    """`frame` at `size` bytes, in place (it `_fits`): no realloc, no copy of its contents. Grown
+    from a shared run of zeros: `bytes(n)` would be fresh memory each time (for a producer's
+    requests, whose sizes vary by a few hundred KB, an mmap and its page faults per request)."""
     if size < len(frame):
         del frame[size:]
-    elif size > len(frame):
-        frame += bytes(size - len(frame))
+    while size > len(frame):
+        frame += _ZEROS[:size - len(frame)]
     return frame
 
 
