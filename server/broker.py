@@ -469,7 +469,8 @@ class Broker:
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)
             raise CodecError(f"unsupported api {api_key} version {version} from client {header.client_id!r}")
         request = request_class(api_key).decode(frame, version, pos)
-        if request_log.isEnabledFor(logging.DEBUG):
+        debug = request_log.isEnabledFor(logging.DEBUG)
+        if debug:
             request_log.debug("%s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
                               header.correlation_id, conn.id, request)
         try:
@@ -482,7 +483,7 @@ class Broker:
             if response is None:
                 raise CodecError("no error response for this api; closing the connection") from e
         finish_request(ctx, response)
-        if request_log.isEnabledFor(logging.DEBUG):
+        if debug:
             request_log.debug("completed %s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
                               header.correlation_id, conn.id, response)
         if response is None:

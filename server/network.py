@@ -38,6 +38,7 @@ _MAX_SPARE_BUFFERS = 64
 _spare_frames: list[bytearray] = []
 _MAX_SPARE_FRAMES = 4
 _MAX_SPARE_FRAME_BYTES = 8 << 20  # a rare huge frame's memory is not kept once its connection idles
+_ZEROS = memoryview(bytes(256 << 10))  # what a reused frame grows by (never written: the zero page)
 _TLS_FILE_CHUNK = 1 << 16
 _FAIR_SHARE = 4 << 20  # bytes one sendfile loop may send without letting other tasks run
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one writev takes
@@ -110,17 +111,6 @@ class Connection:
     # which is most of a small request's cost. A frame read without waiting for the kernel ends
     # with a checkpoint, so that a pipelining client yields once per frame to the others.
 
-    async def _recv_into(self, view: memoryview) -> int:
-        while True:
-            try:
-                n = os.readv(self._fd, (view,))
-            except BlockingIOError:
-                await self._wait_readable()
-                continue
-            if n == 0:
-                raise ConnectionClosed()
-            return n
-
     async def _wait_readable(self) -> None:
         self._waits += 1
         await trio.lowlevel.wait_readable(self._fd)
@@ -183,18 +173,35 @@ class Connection:
         frame = _LargeFrameMemory.allocate(size, unread, self._large_frame)
         frame[:unread] = memoryview(self._buffer)[self._start:self._end]
         self._start = self._end = 0
-        got = unread
         try:
-            while got < size:
-                if got == len(frame):  # a frame beyond the budget: grow with what arrived
-                    frame.extend(bytes(min(size, 2 * got) - got))
-                with memoryview(frame) as view, view[got:] as free:
-                    n = await self._recv_into(free)
-                got += n
-                _LargeFrameMemory.received(frame, n)
+            await self._read_rest(frame, unread, size)
         finally:
             _LargeFrameMemory.release(frame)
         return frame
+
+    async def _read_rest(self, frame: bytearray, got: int, size: int) -> None:
+        """Read a large frame's bytes after its first `got`, straight into it, as they arrive
+        (a 1 MB request comes in several reads). The budget of unreceived bytes learns what
+        arrived before each wait: only then do other connections look at it."""
+        counted = got
+        while got < size:
+            if got == len(frame):  # a frame beyond the budget: grow with what arrived
+                frame.extend(bytes(min(size, 2 * got) - got))
+            with memoryview(frame) as view:
+                end = len(view)
+                while got < end:
+                    try:
+                        with view[got:] as free:
+                            n = os.readv(self._fd, (free,))
+                    except BlockingIOError:
+                        _LargeFrameMemory.received(frame, got - counted)
+                        counted = got
+                        await self._wait_readable()
+                        continue
+                    if n == 0:
+                        raise ConnectionClosed()
+                    got += n
+        _LargeFrameMemory.received(frame, got - counted)
 
     def _large_frame(self, size: int) -> bytearray:
         """A buffer of `size` bytes for a frame larger than the read-ahead: the memory of an
@@ -400,11 +407,13 @@ def _fits(frame: bytearray, size: int) -> bool:
 
 
 def _resized(frame: bytearray, size: int) -> bytearray:
-    """`frame` at `size` bytes, in place (it `_fits`): no realloc, no copy of its contents."""
+    """`frame` at `size` bytes, in place (it `_fits`): no realloc, no copy of its contents. Grown
+    from a shared run of zeros: `bytes(n)` would be fresh memory each time (for a producer's
+    requests, whose sizes vary by a few hundred KB, an mmap and its page faults per request)."""
     if size < len(frame):
         del frame[size:]
-    elif size > len(frame):
-        frame += bytes(size - len(frame))
+    while size > len(frame):
+        frame += _ZEROS[:size - len(frame)]
     return frame
 
 
@@ -417,6 +426,15 @@ def _take_frame(size: int) -> bytearray:
     frame = bytearray(size + (size >> 4))
     del frame[size:]
     return frame
+
+
+def frame_memory(previous: bytearray | None, size: int, previous_free: bool) -> bytearray:
+    """A buffer of `size` bytes to read a frame into: `previous` (an earlier frame of the caller's)
+    resized in place when nothing else refers to it (`previous_free`) and it fits, else a spare
+    frame or a new one. For readers of large frames outside a Connection (a follower's fetches)."""
+    if previous is not None and previous_free and _fits(previous, size):
+        return _resized(previous, size)
+    return _take_frame(size)
 
 
 async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:

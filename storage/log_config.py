@@ -11,6 +11,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .errors import InvalidConfigurationException
@@ -155,11 +156,12 @@ class LogConfig:
     segment_ms: int = _config("segment.ms", "LONG", 604800000, _at_least(1))
     unclean_leader_election_enable: bool = _config("unclean.leader.election.enable", "BOOLEAN", False)
 
-    @property
+    # Cached: every append asks (twice); a config never changes, a new one replaces it.
+    @cached_property
     def compact(self) -> bool:
         return CLEANUP_POLICY_COMPACT in (p.lower() for p in self.cleanup_policy)
 
-    @property
+    @cached_property
     def delete(self) -> bool:
         return CLEANUP_POLICY_DELETE in (p.lower() for p in self.cleanup_policy)
 

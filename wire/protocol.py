@@ -60,6 +60,9 @@ RequestHeader = message_class("RequestHeader")
 ResponseHeader = message_class("ResponseHeader")
 
 
+# Cached: asked for every request and response, and decided by the (api key, version) alone;
+# callers pass only versions the api has, so the caches stay as small as the protocol.
+@cache
 def request_header_version(api_key: int, api_version: int) -> int:
     if request_class(api_key).is_flexible(api_version):
         return 2
@@ -68,6 +71,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     return 1
 
 
+@cache
 def response_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.API_VERSIONS:
         return 0

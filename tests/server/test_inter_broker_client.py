@@ -1,0 +1,92 @@
+"""A broker's connection to another (server/inter_broker_client.py) reads each response straight into
+one buffer of its size, the previous response's memory once nothing refers to it, over a real
+loopback socket."""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+from samsa.server.inter_broker_client import BrokerConnection
+from samsa.wire.protocol import encode_response, message_class
+
+FetchRequest = message_class("FetchRequest")
+FetchResponse = message_class("FetchResponse")
+VERSION = 12
+
+
+def fetch_response(records: bytes) -> FetchResponse:
+    partition = FetchResponse.PartitionData(partition_index=0, records=records)
+    return FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[partition])])
+
+
+async def answered_in_turn(records: list[bytes], check) -> None:
+    """A BrokerConnection whose peer answers each request with the next of `records` in a Fetch
+    response (sent in small pieces, as a busy peer's bytes arrive); `check(connection)` runs the
+    requests."""
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    connection = BrokerConnection(await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1]), "test", 60_000)
+    server, _ = await listener.accept()
+    listener.close()
+
+    async def peer():
+        stream = trio.SocketStream(server)
+        for correlation_id, data in enumerate(records, 1):
+            size = int.from_bytes(await receive(stream, 4), "big")
+            await receive(stream, size)
+            frame = bytes(encode_response(fetch_response(data), VERSION, correlation_id))
+            for at in range(0, len(frame), 70_000):
+                await stream.send_all(frame[at:at + 70_000])
+                await trio.sleep(0)
+
+    try:
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(peer)
+                await check(connection)
+    finally:
+        await connection.aclose()
+        server.close()
+
+
+async def receive(stream: trio.SocketStream, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = await stream.receive_some(size - len(data))
+        assert chunk
+        data += chunk
+    return bytes(data)
+
+
+async def fetched(connection: BrokerConnection):
+    response = await connection.call(FetchRequest(max_wait_ms=0, topics=[]), VERSION)
+    return response.responses[0].partitions[0].records
+
+
+def test_responses_are_read_into_the_previous_one_s_memory_once_nothing_refers_to_it():
+    sizes = [500_000, 499_000, 20, 501_000, 500_500]
+    records = [os.urandom(n) for n in sizes]
+
+    async def check(connection: BrokerConnection):
+        first = await fetched(connection)
+        assert bytes(first) == records[0]
+        held_address = id(first.obj)
+        second = await fetched(connection)  # `first` still refers to its frame: new memory
+        assert bytes(second) == records[1] and second.obj is not first.obj
+        assert bytes(first) == records[0], "a response still referenced was overwritten"
+        del first, second
+        small = await fetched(connection)
+        assert bytes(small) == records[2]
+        del small
+        fourth = await fetched(connection)
+        assert bytes(fourth) == records[3]
+        reused = id(fourth.obj)
+        del fourth
+        fifth = await fetched(connection)  # the fourth's memory, resized in place
+        assert bytes(fifth) == records[4] and id(fifth.obj) == reused
+        assert reused != held_address
+
+    trio.run(answered_in_turn, records, check)
