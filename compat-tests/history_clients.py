@@ -23,9 +23,12 @@ class Writer(threading.Thread):
     """An idempotent acks=all producer writing value after value, round robin over the partitions.
     `pause()` stops sending and waits until every record sent is answered; `resume()` goes on."""
 
-    def __init__(self, bootstrap: str, topic: str, history: History, partitions: int, **config) -> None:
+    def __init__(self, bootstrap: str, topic: str, history: History, partitions: int, padding: int = 0,
+                 **config) -> None:
+        """`padding`: bytes added to each value (to fill a disk sooner)."""
         super().__init__(daemon=True)
         self.topic = topic
+        self.padding = b"." * padding
         self.history = history
         self.partitions = partitions
         self.stopping = threading.Event()
@@ -47,7 +50,7 @@ class Writer(threading.Thread):
                 self.running.wait(0.1)
                 continue
             partition = sequence % self.partitions
-            value = b"%d-%d" % (partition, sequence)
+            value = b"%d-%d" % (partition, sequence) + self.padding
             self.history.record_sent(partition, value)
             self.producer.produce(self.topic, value, partition=partition, on_delivery=self._delivered)
             sequence += 1

@@ -47,13 +47,15 @@ CONTROLLERS = ["samsa", "kafka39"]
 class Cluster:
     """ZooKeeper, the controller (Kafka 3.9's broker 0, or none of its own) and three Samsa brokers."""
 
-    def __init__(self, factory, controller: str) -> None:
+    def __init__(self, factory, controller: str, overrides: dict[int, dict[str, object]] | None = None) -> None:
+        """`overrides`: settings of some Samsa brokers, by id (their log.dirs, say)."""
         zk = factory.zookeeper(ZOOKEEPER)
         self.connect = zk.connect + CHROOT
         self.kafka = factory.kafka39(self.connect, overrides={"broker.id": 0}) if controller == "kafka39" else None
         self.samsa = {broker_id: factory({
             "zookeeper.connect": self.connect, "broker.id": broker_id,
-            "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "controlled.shutdown.max.retries": 1})
+            "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "controlled.shutdown.max.retries": 1,
+            **(overrides or {}).get(broker_id, {})})
             for broker_id in SAMSA_IDS}
         self.zk = kazoo_client.KazooClient(hosts=self.connect)
         self.zk.start(timeout=T)
