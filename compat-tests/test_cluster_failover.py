@@ -76,8 +76,8 @@ class Cluster:
     def state(self, topic: str, partition: int) -> zk_data.PartitionState:
         return zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0])
 
-    def wait_full_isrs(self, topic: str, timeout: float = T) -> None:
-        wait_for(lambda: all(set(self.state(topic, p).isr) == set(SAMSA_IDS) for p in range(PARTITIONS)),
+    def wait_full_isrs(self, topic: str, timeout: float = T, partitions: int = PARTITIONS) -> None:
+        wait_for(lambda: all(set(self.state(topic, p).isr) == set(SAMSA_IDS) for p in range(partitions)),
                  timeout, interval=0.1, what="every replica in every ISR")
 
 
