@@ -417,6 +417,23 @@ def test_the_log_manager_runs_the_cleaner_with_retention_and_deletion(tmp_path, 
     manager.shutdown()
 
 
+def test_an_io_error_of_a_pass_takes_the_log_dir_offline(tmp_path, clock, monkeypatch):
+    """Kafka's LogCleaner.cleanLog: an IOException reports the log's dir to the LogDirFailureChannel."""
+    manager = LogManager([tmp_path], small_config(**COMPACT), clock, cleaner_config=CleanerConfig())
+    manager.startup()
+    log = manager.create_log("t", 0)
+    rounds_of_updates(log)
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(manager.cleaner._setup[1], "clean", no_space)
+    assert manager.cleaner.clean_filthiest_log()
+    assert manager.failure_channel.offline_log_dirs == {tmp_path}
+    assert log.is_offline and manager.is_log_offline("t", 0)
+    assert not manager.cleaner.clean_filthiest_log()  # an offline log is not cleaned again
+    assert not (tmp_path / CLEANER_CHECKPOINT_FILE).exists()  # nor its dir's checkpoint written
+
+
 def test_cleaning_stops_when_the_log_is_deleted(tmp_path, clock):
     manager = LogManager([tmp_path], small_config(**COMPACT), clock, cleaner_config=CleanerConfig())
     manager.startup()
