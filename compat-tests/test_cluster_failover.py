@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from compat_util import confluent_admin, wait_for
@@ -55,8 +56,11 @@ class Cluster:
         self.samsa = {broker_id: factory({
             "zookeeper.connect": self.connect, "broker.id": broker_id,
             "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "controlled.shutdown.max.retries": 1,
-            **(overrides or {}).get(broker_id, {})})
+            **(overrides or {}).get(broker_id, {})}, start=False)
             for broker_id in SAMSA_IDS}
+        with ThreadPoolExecutor(len(self.samsa)) as starting:  # their Python startups overlap
+            for started in [starting.submit(broker.start) for broker in self.samsa.values()]:
+                started.result()
         self.zk = kazoo_client.KazooClient(hosts=self.connect)
         self.zk.start(timeout=T)
 

@@ -162,7 +162,7 @@ def test_leaders_killed_at_random_moments_in_a_cluster_lose_and_duplicate_nothin
             for each in topics.values():
                 cluster.wait_full_isrs(each, partitions=PARTITIONS)
 
-        crash_loop(Settings("CLUSTER_CRASH_LOOP", 5, 45), cluster.bootstrap, topics, kill_and_restart,
+        crash_loop(Settings("CLUSTER_CRASH_LOOP", 5, 30), cluster.bootstrap, topics, kill_and_restart,
                    with_readers=True)
     finally:
         cluster.close()
