@@ -260,12 +260,16 @@ class LogCleaner:
                         f"; {stats.invalid_messages} records without key dropped" if stats.invalid_messages else "")
         except LogCleaningAbortedException:
             pass
-        except KafkaStorageException as e:  # the log went offline: nothing more to do with it
-            logger.warning("Cleaning of %s stopped: %s", cleanable.log.name, e)
-        except OSError as e:  # Kafka's cleanLog: an IOException takes the log's directory offline
-            log_dir = cleanable.log.dir.parent
-            self._report_io_failure(log_dir, f"Failed to clean up log for {tp[0]}-{tp[1]} in dir {log_dir} due to "
-                                             f"IOException", e)
+        except (OSError, KafkaStorageException) as e:
+            if caused_by_io_error(e):
+                # Kafka's cleanLog: an IOException (here also a segment's write of the cleaned
+                # segment, raised as KafkaStorageException) takes the log's directory offline; a
+                # log already offline was reported before (the channel reports a dir once).
+                log_dir = cleanable.log.dir.parent
+                self._report_io_failure(log_dir, f"Failed to clean up log for {tp[0]}-{tp[1]} in dir {log_dir} due "
+                                                 f"to IOException", e)
+            else:
+                logger.warning("Cleaning of %s stopped: %s", cleanable.log.name, e)
         except Exception:
             logger.exception("Unexpected exception thrown when cleaning log %s. Marking its partition (%s-%d) as "
                              "uncleanable", cleanable.log.name, *tp)
