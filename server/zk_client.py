@@ -383,8 +383,7 @@ class KafkaZkClient:
         /log_dir_event_notification/log_dir_event_<seq> naming this broker; the controller answers
         with LeaderAndIsr for its replicas. Returns the znode's path."""
         def create(zk: KazooClient) -> str:
-            return zk.create(f"{zk_data.LOG_DIR_EVENT_NOTIFICATION}/{zk_data.LOG_DIR_EVENT_PREFIX}",
-                             zk_data.encode_log_dir_event(broker_id), sequence=True)
+            return zk.create(zk_data.log_dir_event_path(""), zk_data.encode_log_dir_event(broker_id), sequence=True)
         path = await self.call(create)
         log.debug("Added %s for broker %d", path, broker_id)
         return path

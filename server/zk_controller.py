@@ -467,7 +467,7 @@ def _brokers_of_log_dir_events(zk: KazooClient, sequence_numbers: list[str]) -> 
     brokers = []
     for sequence_number in sequence_numbers:
         try:
-            data, _ = zk.get(f"{zk_data.LOG_DIR_EVENT_NOTIFICATION}/{zk_data.LOG_DIR_EVENT_PREFIX}{sequence_number}")
+            data, _ = zk.get(zk_data.log_dir_event_path(sequence_number))
         except NoNodeError:
             continue
         brokers.append(zk_data.decode_log_dir_event(data))
@@ -476,8 +476,7 @@ def _brokers_of_log_dir_events(zk: KazooClient, sequence_numbers: list[str]) -> 
 
 def _delete_log_dir_events(zk: KazooClient, epoch_zk_version: int, sequence_numbers: list[str]) -> None:
     if sequence_numbers:
-        _delete_paths(zk, epoch_zk_version, [f"{zk_data.LOG_DIR_EVENT_NOTIFICATION}/{zk_data.LOG_DIR_EVENT_PREFIX}{n}"
-                                             for n in sequence_numbers])
+        _delete_paths(zk, epoch_zk_version, [zk_data.log_dir_event_path(n) for n in sequence_numbers])
 
 
 def _read_state(zk: KazooClient, topic: str, partition: int) -> zk_data.PartitionState | None:
