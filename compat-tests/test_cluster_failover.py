@@ -59,8 +59,8 @@ class Cluster:
             "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "controlled.shutdown.max.retries": 1,
             **(overrides or {}).get(broker_id, {})}, start=False)
             for broker_id in SAMSA_IDS}
-        with ThreadPoolExecutor(len(self.samsa)) as starting:  # their Python startups overlap
-            for started in [starting.submit(broker.start) for broker in self.samsa.values()]:
+        with ThreadPoolExecutor(len(self.samsa)) as starting:  # their Python startups overlap (and compete)
+            for started in [starting.submit(broker.start, T) for broker in self.samsa.values()]:
                 started.result()
         # Started together, they may all have registered before the controller's first UpdateMetadata:
         # an admin client whose first Metadata names no controller waits out its whole timeout.
