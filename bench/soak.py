@@ -3,10 +3,13 @@ each in a pytest process of its own, then one report of what was tried, what was
 figures (faults survived, records checked, records lost, the broker's peak resident memory).
 
     python bench/soak.py                      # every scenario available, long form
-    python bench/soak.py --kills 20 --only crash-loop --seed 1234
+    python bench/soak.py --kills 20 --only crash-loop,cluster-crash-loop --seed 1234
 
 Scenarios:
-- crash-loop: compat-tests/test_crash_loop.py with 50 kill -9s (`--kills`) and a budget to match;
+- crash-loop: compat-tests/test_crash_loop.py's single broker with 50 kill -9s (`--kills`) and a
+  budget to match;
+- cluster-crash-loop: its three-broker form, the leader of a random partition killed as many
+  times (`--kills`), each kill costing a ZooKeeper session timeout and a restart;
 - network-partitions: compat-tests/test_network_partitions.py (brokers and ZooKeeper in network
   namespaces: leader, follower, ZooKeeper and controller cut off and healed) with every fault
   repeated `--partition-rounds` times (needs root or CAP_NET_ADMIN: skipped otherwise);
@@ -43,15 +46,26 @@ class Scenario:
 
 
 def scenarios(args) -> list[Scenario]:
-    crash_env = {"SAMSA_CRASH_LOOP_KILLS": str(args.kills),
-                 "SAMSA_CRASH_LOOP_BUDGET_S": str(args.kills * 60)}
-    if args.seed is not None:
-        crash_env["SAMSA_CRASH_LOOP_SEED"] = str(args.seed)
+    def crash_env(prefix: str) -> dict[str, str]:
+        env = {f"SAMSA_{prefix}_KILLS": str(args.kills), f"SAMSA_{prefix}_BUDGET_S": str(args.kills * 60)}
+        if args.seed is not None:
+            env[f"SAMSA_{prefix}_SEED"] = str(args.seed)
+        return env
+
     return [
         Scenario("crash-loop", f"kill -9 of the broker at random moments, {args.kills} times, under idempotent "
                                "acks=all writes to a flush.messages=1 topic and a default-flush topic; every "
                                "acknowledged record checked after each restart",
-                 "compat-tests/test_crash_loop.py", crash_env, "SAMSA_CRASH_LOOP_REPORT"),
+                 "compat-tests/test_crash_loop.py::test_kill9_at_random_moments_loses_and_duplicates_nothing",
+                 crash_env("CRASH_LOOP"), "SAMSA_CRASH_LOOP_REPORT"),
+        Scenario("cluster-crash-loop", f"kill -9 of a partition leader of a three-broker cluster (RF=3, "
+                                       f"min.insync.replicas=2) at random moments, {args.kills} times, under "
+                                       "idempotent acks=all writes to a flush.messages=1 topic and a default-flush "
+                                       "topic and a reader; each killed broker restarted and back in every ISR; "
+                                       "every acknowledged record and every read checked after each restart",
+                 "compat-tests/test_crash_loop.py::"
+                 "test_leaders_killed_at_random_moments_in_a_cluster_lose_and_duplicate_nothing",
+                 crash_env("CLUSTER_CRASH_LOOP"), "SAMSA_CLUSTER_CRASH_LOOP_REPORT"),
         Scenario("network-partitions", f"leader, follower, ZooKeeper and controller cut off in network namespaces "
                                        f"and healed, {args.partition_rounds} times each, under idempotent acks=all "
                                        "writes and a reader; every acknowledged and every read record checked",
@@ -88,9 +102,9 @@ def run(scenario: Scenario, timeout_s: float) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kills", type=int, default=50, help="kill -9s of the crash loop")
+    parser.add_argument("--kills", type=int, default=50, help="kill -9s of each crash loop")
     parser.add_argument("--partition-rounds", type=int, default=20, help="rounds of each network fault")
-    parser.add_argument("--seed", type=int, help="the crash loop's kill moments, to repeat a run")
+    parser.add_argument("--seed", type=int, help="the crash loops' kill moments, to repeat a run")
     parser.add_argument("--only", help="comma-separated scenario names")
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per scenario")
     parser.add_argument("--json", type=Path, help="also write the results here")

@@ -25,10 +25,12 @@ class Writer(threading.Thread):
     `prefix` sets its values apart from another writer's to the same partitions."""
 
     def __init__(self, bootstrap: str, topic: str, history: History, partitions: int, prefix: bytes = b"",
-                 **config) -> None:
+                 padding: int = 0, **config) -> None:
+        """`padding`: bytes added to each value (to fill a disk sooner)."""
         super().__init__(daemon=True)
         self.topic = topic
         self.prefix = prefix
+        self.padding = b"." * padding
         self.history = history
         self.partitions = partitions
         self.stopping = threading.Event()
@@ -50,7 +52,7 @@ class Writer(threading.Thread):
                 self.running.wait(0.1)
                 continue
             partition = sequence % self.partitions
-            value = b"%s%d-%d" % (self.prefix, partition, sequence)
+            value = b"%s%d-%d" % (self.prefix, partition, sequence) + self.padding
             self.history.record_sent(partition, value)
             self.producer.produce(self.topic, value, partition=partition, on_delivery=self._delivered)
             sequence += 1

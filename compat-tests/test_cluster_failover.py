@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from compat_util import confluent_admin, wait_for
@@ -30,6 +31,7 @@ kazoo_client = pytest.importorskip("kazoo.client")
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 Produce = request_class(ApiKey.PRODUCE)
+Metadata = request_class(ApiKey.METADATA)
 CHROOT = "/kafka/failover"
 SAMSA_IDS = (1, 2, 3)
 PARTITIONS = 3
@@ -47,14 +49,24 @@ CONTROLLERS = ["samsa", "kafka39"]
 class Cluster:
     """ZooKeeper, the controller (Kafka 3.9's broker 0, or none of its own) and three Samsa brokers."""
 
-    def __init__(self, factory, controller: str) -> None:
+    def __init__(self, factory, controller: str, overrides: dict[int, dict[str, object]] | None = None) -> None:
+        """`overrides`: settings of some Samsa brokers, by id (their log.dirs, say)."""
         zk = factory.zookeeper(ZOOKEEPER)
         self.connect = zk.connect + CHROOT
         self.kafka = factory.kafka39(self.connect, overrides={"broker.id": 0}) if controller == "kafka39" else None
         self.samsa = {broker_id: factory({
             "zookeeper.connect": self.connect, "broker.id": broker_id,
-            "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "controlled.shutdown.max.retries": 1})
+            "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "controlled.shutdown.max.retries": 1,
+            **(overrides or {}).get(broker_id, {})}, start=False)
             for broker_id in SAMSA_IDS}
+        with ThreadPoolExecutor(len(self.samsa)) as starting:  # their Python startups overlap (and compete)
+            for started in [starting.submit(broker.start, T) for broker in self.samsa.values()]:
+                started.result()
+        # Started together, they may all have registered before the controller's first UpdateMetadata:
+        # an admin client whose first Metadata names no controller waits out its whole timeout.
+        for broker in self.samsa.values():
+            wait_for(lambda port=broker.port: metadata_controller_id(port) >= 0, T, interval=0.1,
+                     what="every broker knowing the controller")
         self.zk = kazoo_client.KazooClient(hosts=self.connect)
         self.zk.start(timeout=T)
 
@@ -94,9 +106,15 @@ class Cluster:
                                  f"killed session {killed_session}")
         return True
 
-    def wait_full_isrs(self, topic: str, timeout: float = T) -> None:
-        wait_for(lambda: all(set(self.state(topic, p).isr) == set(SAMSA_IDS) for p in range(PARTITIONS)),
+    def wait_full_isrs(self, topic: str, timeout: float = T, partitions: int = PARTITIONS) -> None:
+        wait_for(lambda: all(set(self.state(topic, p).isr) == set(SAMSA_IDS) for p in range(partitions)),
                  timeout, interval=0.1, what="every replica in every ISR")
+
+
+def metadata_controller_id(port: int) -> int:
+    """The controller the broker at `port` names in its Metadata answer (-1: none yet)."""
+    with WireClient(HOST, port) as client:
+        return client.call(Metadata(topics=[]), 9).controller_id
 
 
 def produce_acks_all(port: int, topic: str, partition: int) -> int:

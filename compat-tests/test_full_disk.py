@@ -11,7 +11,12 @@ LogManager.handleLogDirFailure):
 - with every log dir offline the broker halts (exit code 1), as Kafka's does;
 - after a restart with the space back, the dir is online again: its logs are recovered (no clean
   shutdown was recorded for it, so a half-written batch is cut) and every acknowledged record is
-  read back at its offset; appends continue after them."""
+  read back at its offset; appends continue after them;
+- in a three-broker cluster (ZooKeeper mode, Samsa's controller or Kafka 3.9's), the broker whose
+  log dir fails tells the controller through /log_dir_event_notification (Kafka's
+  propagateLogDirEvent, in Kafka's format: either controller handles it); its replicas in the dir
+  answer the controller's LeaderAndIsr with KAFKA_STORAGE_ERROR, so their leaderships move to the
+  other brokers and they leave the ISRs, while idempotent acks=all writes go on and lose nothing."""
 
 from __future__ import annotations
 
@@ -20,10 +25,14 @@ import subprocess
 import time
 
 import pytest
-from compat_util import create_topic, wait_for
+from compat_util import confluent_admin, create_topic, wait_for
+from history import History
+from history_clients import Reader, Writer, assert_nothing_lost
 from server_process import HOST
+from test_cluster_failover import CONTROLLERS, Cluster
 from wire_client import WireClient, fetch_once, produce_one, values_by_offset
 
+from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
@@ -154,3 +163,56 @@ def test_the_last_log_dir_failing_halts_the_broker_and_a_restart_recovers_it(bro
     assert code == ErrorCode.NONE
     assert {o: stored.get(o) for o in acked} == acked, f"restarted in {time.monotonic() - started:.1f}s"
     assert produce(broker.port, topic_name, 0, b"after")[0] == ErrorCode.NONE
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_a_full_log_dir_in_a_cluster_moves_its_leaderships_and_writes_go_on(kafka39_factory, topic_name, small_dir,
+                                                                           tmp_path, controller):
+    from confluent_kafka.admin import NewTopic
+
+    cluster = Cluster(kafka39_factory, controller, overrides={1: {"log.dirs": f"{small_dir},{tmp_path / 'roomy'}"}})
+    try:
+        partitions = 4
+        assignment = [[1, 2, 3] if p % 2 else [1, 3, 2] for p in range(partitions)]  # broker 1 leads them all
+        admin = confluent_admin(cluster.bootstrap)  # kept: the result's future dies with it
+        admin.create_topics(
+            [NewTopic(topic_name, partitions, replica_assignment=assignment, config={"min.insync.replicas": "2"})],
+            operation_timeout=T)[topic_name].result(timeout=T)
+        wait_for(lambda: all(cluster.zk.exists(zk_data.partition_state_path(topic_name, p))
+                             and len(cluster.state(topic_name, p).isr) == 3 for p in range(partitions)), T,
+                 what="every replica in every ISR")
+        port = cluster.samsa[1].port
+        on_small = sorted(p for t, p in describe_log_dirs(port)[str(small_dir)][1] if t == topic_name)
+        assert 0 < len(on_small) < partitions, on_small  # broker 1 spreads its logs over both dirs
+
+        history = History()
+        writer = Writer(cluster.bootstrap, topic_name, history, partitions, padding=2048)
+        reader = Reader(cluster.bootstrap, topic_name, history, partitions)
+        writer.start()
+        reader.start()
+        wait_for(lambda: all(history.acked_count(p) > 5 for p in range(partitions)), T, what="the first writes")
+        fill(small_dir, leave=300 * 1024)
+        filled_at = time.monotonic()
+
+        # The dir fails at the first append it cannot take; the controller moves the leaderships
+        # of its partitions, bumping their leader epochs, and takes broker 1 out of their ISRs.
+        wait_for(lambda: all(cluster.state(topic_name, p).leader in (2, 3) and 1 not in cluster.state(topic_name, p).isr
+                             for p in on_small), T, interval=0.1, what="the leaderships moved off the full dir")
+        assert all(cluster.state(topic_name, p).leader_epoch > 0 for p in on_small)
+        assert all(cluster.state(topic_name, p).leader == 1 for p in range(partitions) if p not in on_small)
+        assert describe_log_dirs(port)[str(small_dir)] == (ErrorCode.KAFKA_STORAGE_ERROR, set())
+        # The notification was handled, and deleted.
+        wait_for(lambda: cluster.zk.get_children(zk_data.LOG_DIR_EVENT_NOTIFICATION) == [], T, interval=0.1,
+                 what="the log dir event notification deleted")
+        # Writes go on through the new leaders, acks=all with the two replicas left.
+        moved_at = time.monotonic()
+        for p in on_small:
+            wait_for(lambda p=p: history.last_ack_after(p, moved_at), T, interval=0.1,
+                     what=f"a write to partition {p} acknowledged by its new leader")
+        assert cluster.samsa[1].is_running()
+        writer.finish()
+        reader.finish()
+        assert_nothing_lost(history, cluster.bootstrap, topic_name, partitions,
+                            f"leaderships moved {moved_at - filled_at:.1f} s after the filler")
+    finally:
+        cluster.close()

@@ -40,6 +40,7 @@ from .controlled_shutdown import controlled_shutdown
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
+from .log_dir_failure_handler import handle_log_dir_failures
 from .metadata import BrokerInfo, MetadataStore, load_or_import
 from .metrics.collectors import BrokerCollector
 from .metrics.http_server import MetricsEndpoint, serve_metrics
@@ -253,6 +254,8 @@ class Broker:
             if self.authorizer is not None:
                 self.authorizer.set_acls(self.zk_shared.acl_bindings())
         async with trio.open_nursery() as services:
+            await services.start(handle_log_dir_failures, self.log_manager.failure_channel, self.replica_manager,
+                                 None if self.zookeeper is None else self.zookeeper.client, self.node_id)
             await services.start(self.groups.run)  # groups and offsets loaded before any request
             await services.start(self.transactions.run)  # then transactions, whose markers may complete offsets
             await services.start(self.replica_manager.run)  # replica fetchers, ISR expiration

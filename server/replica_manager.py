@@ -314,6 +314,8 @@ class Partition:
     def replication_done(self, required_offset: int, leader_epoch: int) -> int | None:
         """Where an acks=all produce up to `required_offset` stands (Kafka's DelayedProduce
         tryComplete): None while the ISR has not all of it, else its error code."""
+        if self.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR  # getPartitionOrError: HostedPartition.Offline
         if not self.is_leader or self.leader_epoch != leader_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         leader_state = self.leader_state
@@ -518,8 +520,12 @@ class ReplicaManager:
         for state in states:
             key = (state.topic, state.partition)
             partition = self.partitions.get(key)
-            code = (self._check_leader_and_isr(partition, state, same_epoch_accepted) if partition is not None
-                    else ErrorCode.NONE if self.local_id in state.replicas else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if partition is not None:
+                code = self._check_leader_and_isr(partition, state, same_epoch_accepted)
+            elif self._logs.is_log_offline(*key):
+                code = ErrorCode.KAFKA_STORAGE_ERROR
+            else:
+                code = ErrorCode.NONE if self.local_id in state.replicas else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if code == ErrorCode.NONE and partition is None:
                 topic = (new_topics or {}).get(state.topic)
                 if topic is None:
@@ -539,6 +545,12 @@ class ReplicaManager:
         return errors
 
     def _check_leader_and_isr(self, partition: Partition, state: PartitionState, same_epoch_accepted: bool) -> int:
+        if partition.is_offline:
+            # HostedPartition.Offline: the controller learns from this answer that the replica is
+            # in a failed log dir (after this broker's /log_dir_event_notification).
+            log.warning("[Broker %d] Ignoring LeaderAndIsr for %s as the local replica for the partition is in "
+                        "an offline log directory", self.local_id, partition.name)
+            return ErrorCode.KAFKA_STORAGE_ERROR
         known_id = partition.topic.topic_id
         if state.topic_id not in (None, ZERO_UUID) and known_id != ZERO_UUID and state.topic_id != known_id:
             log.error("[Broker %d] Topic ID in memory: %s does not match the topic ID for partition %s received: %s.",
@@ -590,6 +602,11 @@ class ReplicaManager:
         errors: dict[tuple[str, int], int] = {}
         for key, (leader_epoch, delete) in states.items():
             partition = self.partitions.get(key)
+            if partition is not None and partition.is_offline:
+                log.warning("[Broker %d] Ignoring StopReplica (delete=%s) for %s as the local replica for the "
+                            "partition is in an offline log directory", self.local_id, delete, partition.name)
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
             if (partition is not None and leader_epoch not in (EPOCH_DURING_DELETE, NO_EPOCH)
                     and leader_epoch < partition.leader_epoch):
                 log.warning("[Broker %d] Ignoring StopReplica for %s: its leader epoch %d is older than %d",
@@ -614,6 +631,17 @@ class ReplicaManager:
                 self.topic_stats.remove(topic)  # the last of its partitions here went
         self.on_leadership_change([], [(key, states[key][0]) for key, code in errors.items() if code == ErrorCode.NONE])
         return errors
+
+    def handle_log_dir_failure(self, log_dir) -> None:
+        """ReplicaManager.handleLogDirFailure, once the LogManager took the directory's logs offline:
+        its partitions stop fetching, and what waits on them (acks=all produces, long-polling
+        fetches) looks again and answers KAFKA_STORAGE_ERROR."""
+        offline = [key for key, partition in self.partitions.items() if partition.is_offline]
+        for key in offline:
+            self.fetchers.remove_partition(key)
+            self.partitions[key].wake()
+        log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory %s",
+                    self.local_id, ",".join(f"{t}-{p}" for t, p in sorted(offline)), log_dir)
 
     # -- the coordinators' hook (Kafka's onLeadershipChange and handleStopReplicaRequest's resignation)
     def _leadership_changed(self, changed: list[Partition]) -> None:

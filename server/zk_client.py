@@ -378,6 +378,16 @@ class KafkaZkClient:
             create_recursive(zk, store_path, None, throw_if_path_exists=False)
             zk.create(f"{store_path}/{zk_data.ACL_CHANGE_PREFIX}", data, sequence=True)
         await self.call(create)
+    async def propagate_log_dir_event(self, broker_id: int) -> str:
+        """KafkaZkClient.propagateLogDirEvent: a persistent sequential
+        /log_dir_event_notification/log_dir_event_<seq> naming this broker; the controller answers
+        with LeaderAndIsr for its replicas. Returns the znode's path."""
+        def create(zk: KazooClient) -> str:
+            return zk.create(zk_data.log_dir_event_path(""), zk_data.encode_log_dir_event(broker_id), sequence=True)
+        path = await self.call(create)
+        log.debug("Added %s for broker %d", path, broker_id)
+        return path
+
     async def new_producer_id_block(self, broker_id: int, size: int) -> zk_data.ProducerIdBlock:
         """The next block of producer ids, taken in `/latest_producer_id_block` (ZkProducerIdManager)."""
         return await self.call(new_producer_id_block, broker_id, size)

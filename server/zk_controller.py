@@ -8,13 +8,18 @@ controller's requests and carries out what the pure controller (coordinator/cont
   its deletion (the watch) starts another election.
 - Every event is handled in order, one at a time (ControllerEventManager): ZooKeeper watches
   (/controller, /brokers/ids children, /brokers/topics children and each topic's data,
-  /admin/delete_topics children, /admin/preferred_replica_election, /admin/reassign_partitions),
-  AlterPartition, ControlledShutdown, ElectLeaders, AlterPartitionReassignments,
-  ListPartitionReassignments, StopReplica answers, the auto leader rebalance's timer. Kazoo calls run in worker threads, never on the event loop; watch callbacks come from
+  /admin/delete_topics children, /admin/preferred_replica_election, /admin/reassign_partitions,
+  /log_dir_event_notification children), AlterPartition, ControlledShutdown, ElectLeaders, AlterPartitionReassignments,
+  ListPartitionReassignments, StopReplica and LeaderAndIsr answers, the auto leader rebalance's timer. Kazoo calls run in worker threads, never on the event loop; watch callbacks come from
   kazoo's thread and reach trio through the event channel.
 - Every ZooKeeper write is a multi with a check of /controller_epoch's version: refused, this broker
   is no longer controller and resigns (its channels close: it sends nothing more).
 - A new ZooKeeper session (the old one expired, /controller with it): resign, run again.
+- A broker whose log dir failed writes /log_dir_event_notification/log_dir_event_<seq>
+  (KafkaZkClient.propagateLogDirEvent): the controller reads the brokers named, deletes the
+  notifications, and asks those brokers about their replicas (LeaderAndIsr); the replicas
+  answering KAFKA_STORAGE_ERROR go offline. A new controller deletes the notifications it finds
+  unhandled: its LeaderAndIsr to every replica asks the same question.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from ..coordinator.controller.kafka_controller import KafkaController
 from ..wire import zk_data
 from ..wire.errors import ErrorCode
 from .clock import wall_clock_ms
-from .controller_channel import ControllerChannelManager
+from .controller_channel import ControllerChannelManager, topic_uuid
 from .zk_client import create_recursive, new_producer_id_block
 
 log = logging.getLogger("samsa.controller")
@@ -150,10 +155,31 @@ class ZkController:
             await self._execute(self.controller.topic_deletion(set(topics)))
         elif path == zk_data.PREFERRED_REPLICA_ELECTION:
             await self._preferred_replica_election()
+        elif path == zk_data.LOG_DIR_EVENT_NOTIFICATION:
+            await self._log_dir_event_notifications()
         elif path == zk_data.REASSIGN_PARTITIONS:
             reassignments = await self._zk(self._read_zk_reassignments)
             if reassignments:
                 await self._execute(self.controller.zk_reassignment(reassignments))
+
+    async def _log_dir_event_notifications(self) -> None:
+        """processLogDirEventNotification: the brokers the notifications name, handled, then the
+        notifications deleted (handled or not, as Kafka's `finally`)."""
+        sequence_numbers = await self._zk(self._log_dir_event_sequence_numbers)
+        try:
+            brokers = await self._zk(_brokers_of_log_dir_events, sequence_numbers)
+            if brokers:
+                await self._execute(self.controller.log_dir_failure(brokers))
+        finally:
+            await self._zk(_delete_log_dir_events, self.controller.ctx.epoch_zk_version, sequence_numbers)
+
+    def _log_dir_event_sequence_numbers(self, zk: KazooClient) -> list[str]:
+        """getAllLogDirEventNotifications: the children's sequence numbers, the watch set again."""
+        try:
+            children = zk.get_children(zk_data.LOG_DIR_EVENT_NOTIFICATION, watch=self._watch)
+        except NoNodeError:
+            return []
+        return sorted(zk_data.sequence_number(c, zk_data.LOG_DIR_EVENT_PREFIX) for c in children)
 
     def _read_zk_reassignments(self, zk: KazooClient) -> dict:
         """/admin/reassign_partitions (the watch set again), {} when absent."""
@@ -189,8 +215,8 @@ class ZkController:
                 self._events_send.send_nowait(_Request("auto_rebalance", (), trio.Event()))
 
     async def _request(self, request: _Request):
-        if request.kind == "stop_replica_answered":
-            await self._execute(self.controller.stop_replica_answered(*request.args))
+        if request.kind in ("stop_replica_answered", "leader_and_isr_answered"):
+            await self._execute(getattr(self.controller, request.kind)(*request.args))
             return None
         if request.kind == "auto_rebalance":
             imbalanced = self.controller.imbalanced_partitions(self._config.get("leader.imbalance.per.broker.percentage"))
@@ -266,6 +292,8 @@ class ZkController:
         states = await self._zk(self._read_states, topics)
         deleting = await self._zk(lambda zk: zk.get_children(zk_data.DELETE_TOPICS, watch=self._watch))
         reassignments = await self._zk(self._read_zk_reassignments)
+        # onControllerFailover: the notifications found are deleted unhandled (the watch set).
+        await self._zk(_delete_log_dir_events, epoch_zk_version, await self._zk(self._log_dir_event_sequence_numbers))
         self.controller = KafkaController(self.broker_id, bool(self._config.get("unclean.leader.election.enable")))
         self._channels = ControllerChannelManager(
             nursery, self._config.inter_broker_listener_name, self._config.get("controller.socket.timeout.ms"),
@@ -382,11 +410,15 @@ class ZkController:
 
     def _answered(self, action, response) -> None:
         """A broker answered (in a sender task): errors are logged; StopReplica answers of a
-        deletion go back to the controller as an event."""
+        deletion and LeaderAndIsr answers go back to the controller as events."""
         error = getattr(response, "error_code", ErrorCode.NONE)
         if error != ErrorCode.NONE:
             log.error("Received error %d in %s response from broker %d", error, type(response).__name__,
                       action.broker_id)
+        if isinstance(action, SendLeaderAndIsr) and error == ErrorCode.NONE:
+            errors = _leader_and_isr_errors(action, response)
+            self._events_send.send_nowait(_Request("leader_and_isr_answered", (action.broker_id, errors),
+                                                   trio.Event()))
         if isinstance(action, SendStopReplica) and any(p.delete for p in action.partitions):
             errors = {(p.topic, p.partition): error for p in action.partitions}
             if error == ErrorCode.NONE:
@@ -416,6 +448,35 @@ class ZkController:
             self._token.run_sync_soon(self._events_send.send_nowait, event)
         except trio.RunFinishedError:
             pass
+
+
+def _leader_and_isr_errors(action: SendLeaderAndIsr, response) -> dict[tuple[str, int], int]:
+    """LeaderAndIsrResponse.partitionErrors: by topic name before v5, by topic id from v5 (the
+    ids the request carried name them; an unknown id is left out)."""
+    errors = {(p.topic_name, p.partition_index): p.error_code for p in response.partition_errors or ()}
+    names = {topic_uuid(topic_id): name for name, topic_id in action.topic_ids.items()}
+    for topic in response.topics or ():
+        name = names.get(topic.topic_id)
+        if name is not None:
+            errors.update({(name, p.partition_index): p.error_code for p in topic.partition_errors})
+    return errors
+
+
+def _brokers_of_log_dir_events(zk: KazooClient, sequence_numbers: list[str]) -> list[int]:
+    """getBrokerIdsFromLogDirEvents: the broker each notification names (one gone meanwhile: none)."""
+    brokers = []
+    for sequence_number in sequence_numbers:
+        try:
+            data, _ = zk.get(zk_data.log_dir_event_path(sequence_number))
+        except NoNodeError:
+            continue
+        brokers.append(zk_data.decode_log_dir_event(data))
+    return brokers
+
+
+def _delete_log_dir_events(zk: KazooClient, epoch_zk_version: int, sequence_numbers: list[str]) -> None:
+    if sequence_numbers:
+        _delete_paths(zk, epoch_zk_version, [zk_data.log_dir_event_path(n) for n in sequence_numbers])
 
 
 def _read_state(zk: KazooClient, topic: str, partition: int) -> zk_data.PartitionState | None:

@@ -30,8 +30,9 @@ from typing import Any
 
 from .checkpoints import OffsetCheckpointFile
 from .cleaner import OFFSET_MAP_ENTRY_BYTES, Cleaner, LogCleaningAbortedException, Throttler, segments_between
-from .errors import KafkaStorageException
+from .errors import KafkaStorageException, caused_by_io_error
 from .log import Log
+from .log_dir_failure_channel import LogDirFailureChannel
 
 __all__ = ["CleanerConfig", "LogCleaner", "LogToClean", "CLEANER_CHECKPOINT_FILE"]
 
@@ -156,9 +157,13 @@ def _cleaner_for(config: CleanerConfig) -> Cleaner:
 class LogCleaner:
     def __init__(self, config: CleanerConfig, log_dirs: Iterable[Path], logs: Callable[[], list[Log]],
                  clock_ms: Callable[[], int],
-                 log_locations: Callable[[], set[tuple[Path, str, int]]] | None = None) -> None:
+                 log_locations: Callable[[], set[tuple[Path, str, int]]] | None = None,
+                 failure_channel: LogDirFailureChannel | None = None) -> None:
         """`logs`: the logs to clean (those with `compact` at least); `log_locations`: (log
-        directory, topic, partition) of every log, whose checkpoints are kept (default: `logs`')."""
+        directory, topic, partition) of every log, whose checkpoints are kept (default: `logs`').
+        `failure_channel`: where an I/O error of a pass or of a checkpoint write takes its log
+        directory offline (Kafka's LogCleaner and LogCleanerManager report to it)."""
+        self._failure_channel = failure_channel
         self.log_dirs = list(log_dirs)
         self._logs = logs
         self._log_locations = log_locations or (lambda: {(each.dir.parent, each.topic, each.partition)
@@ -217,12 +222,17 @@ class LogCleaner:
                            for directory in self._unwritten}
                 self._unwritten.clear()
             for directory, offsets in changed.items():
+                if self._failure_channel is not None and self._failure_channel.has_offline_log_dir(directory):
+                    continue  # LogCleanerManager.handleLogDirFailure: an offline dir keeps no checkpoint
                 try:
                     OffsetCheckpointFile(directory / CLEANER_CHECKPOINT_FILE).write(offsets)
                 except KafkaStorageException as e:
                     logger.error("Failed to write %s in dir %s: %s", CLEANER_CHECKPOINT_FILE, directory, e)
                     with self._lock:
                         self._unwritten.add(directory)
+                    if caused_by_io_error(e):  # Kafka's CheckpointFileWithFailureHandler
+                        self._report_io_failure(directory, f"Error while writing to checkpoint file "
+                                                           f"{directory / CLEANER_CHECKPOINT_FILE}", e)
 
     def _set_checkpoint(self, each: Log, offset: int) -> None:
         directory = each.dir.parent
@@ -250,8 +260,16 @@ class LogCleaner:
                         f"; {stats.invalid_messages} records without key dropped" if stats.invalid_messages else "")
         except LogCleaningAbortedException:
             pass
-        except KafkaStorageException as e:  # the log went offline: nothing more to do with it
-            logger.warning("Cleaning of %s stopped: %s", cleanable.log.name, e)
+        except (OSError, KafkaStorageException) as e:
+            if caused_by_io_error(e):
+                # Kafka's cleanLog: an IOException (here also a segment's write of the cleaned
+                # segment, raised as KafkaStorageException) takes the log's directory offline; a
+                # log already offline was reported before (the channel reports a dir once).
+                log_dir = cleanable.log.dir.parent
+                self._report_io_failure(log_dir, f"Failed to clean up log for {tp[0]}-{tp[1]} in dir {log_dir} due "
+                                                 f"to IOException", e)
+            else:
+                logger.warning("Cleaning of %s stopped: %s", cleanable.log.name, e)
         except Exception:
             logger.exception("Unexpected exception thrown when cleaning log %s. Marking its partition (%s-%d) as "
                              "uncleanable", cleanable.log.name, *tp)
@@ -262,6 +280,12 @@ class LogCleaner:
             self._done_cleaning(cleanable, end_offset)
             self.write_checkpoints()
         return True
+
+    def _report_io_failure(self, log_dir: Path, message: str, error: BaseException) -> None:
+        if self._failure_channel is not None:
+            self._failure_channel.maybe_add_offline_log_dir(log_dir, message, error)
+        else:
+            logger.error("%s", message, exc_info=error)
 
     def _grab_filthiest_log(self, now_ms: int) -> LogToClean | None:
         logs = self._logs()

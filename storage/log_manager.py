@@ -99,7 +99,8 @@ class LogManager:
         self._opening_lock = threading.RLock()  # taken before `_lock`
         self._checkpoint_lock = threading.Lock()
         self._dir_locks: list[int] = []
-        self.cleaner = (LogCleaner(cleaner_config, self.log_dirs, self._compacted_logs, clock_ms, self._log_locations)
+        self.cleaner = (LogCleaner(cleaner_config, self.log_dirs, self._compacted_logs, clock_ms, self._log_locations,
+                                   self.failure_channel)
                         if cleaner_config is not None and cleaner_config.enable else None)
 
     # -- identity

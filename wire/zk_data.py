@@ -539,6 +539,11 @@ def decode_isr_change(data: bytes | None) -> list[tuple[str, int]]:
 LOG_DIR_FAILURE_EVENT = 1
 
 
+def log_dir_event_path(sequence_number: str) -> str:
+    """LogDirEventNotificationSequenceZNode.path: '' makes the prefix a sequential create takes."""
+    return f"{LOG_DIR_EVENT_NOTIFICATION}/{LOG_DIR_EVENT_PREFIX}{sequence_number}"
+
+
 def encode_log_dir_event(broker_id: int) -> bytes:
     return encode_json({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
 

@@ -34,6 +34,9 @@ class ControllerContext:
     reassigning: set[TopicPartition] = field(default_factory=set)
     # replicas (topic partition, broker) whose StopReplica with delete is not yet answered
     deletion_pending: set[tuple[TopicPartition, int]] = field(default_factory=set)
+    # Kafka's replicasOnOfflineDirs: per live broker, its replicas that answered KAFKA_STORAGE_ERROR
+    # (in a failed log directory); forgotten when the broker registers again or dies
+    replicas_on_offline_dirs: dict[int, set[TopicPartition]] = field(default_factory=dict)
 
     @property
     def live_broker_ids(self) -> set[int]:
@@ -43,8 +46,16 @@ class ControllerContext:
     def live_or_shutting_down(self) -> list[int]:
         return sorted(self.live_brokers)
 
-    def is_replica_online(self, broker_id: int, include_shutting_down: bool = False) -> bool:
-        return broker_id in self.live_brokers and (include_shutting_down or broker_id not in self.shutting_down)
+    def is_replica_online(self, broker_id: int, include_shutting_down: bool = False,
+                          tp: TopicPartition | None = None) -> bool:
+        """The broker is alive (and not shutting down, unless included); with `tp`, its replica of
+        that partition is not in a failed log directory either."""
+        return (broker_id in self.live_brokers and (include_shutting_down or broker_id not in self.shutting_down)
+                and (tp is None or tp not in self.replicas_on_offline_dirs.get(broker_id, ())))
+
+    def online_brokers_for(self, tp: TopicPartition) -> set[int]:
+        """The live brokers (not shutting down) whose replica of `tp` is not in a failed log dir."""
+        return {b for b in self.live_broker_ids if tp not in self.replicas_on_offline_dirs.get(b, ())}
 
     def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
         return self.assignments[tp].replicas

@@ -11,7 +11,9 @@ What follows Kafka (the method each event mirrors is named in it): elected (onCo
 broker_change (processBrokerChange: onBrokerStartup, onBrokerFailure), topics_changed
 (processTopicChange, processPartitionModifications: onNewPartitionCreation), topic_deletion
 (TopicDeletionManager), alter_partition (processAlterPartition), controlled_shutdown
-(doControlledShutdown), elect_leaders (onReplicaElection, preferred or unclean).
+(doControlledShutdown), elect_leaders (onReplicaElection, preferred or unclean), log_dir_failure
+(processLogDirEventNotification: onBrokerLogDirFailure), leader_and_isr_answered
+(processLeaderAndIsrResponseReceived: onReplicasBecomeOffline for replicas in failed log dirs).
 """
 
 from __future__ import annotations
@@ -235,6 +237,54 @@ class KafkaController:
                 actions += self._on_partition_reassignment(tp, ctx.assignments[tp])
         return ErrorCode.NONE, results, actions
 
+    def log_dir_failure(self, broker_ids: Iterable[int]) -> list[Action]:
+        """onBrokerLogDirFailure: /log_dir_event_notification named these brokers. Each gets
+        LeaderAndIsr for every replica it holds (OnlineReplica to OnlineReplica); the replicas in a
+        failed log dir answer KAFKA_STORAGE_ERROR (leader_and_isr_answered)."""
+        ctx = self.ctx
+        brokers = sorted(set(broker_ids))
+        log.info("Handling log directory failure for brokers %s", ",".join(map(str, brokers)))
+        batch = _Batch(self)
+        for b in brokers:
+            if b not in ctx.live_brokers:
+                continue
+            for tp in ctx.partitions_on_broker(b):
+                if tp in ctx.states and tp[0] not in ctx.topics_to_delete:
+                    batch.leader_and_isr([b], tp)
+        return batch.send()
+
+    def leader_and_isr_answered(self, broker_id: int, errors: Mapping[TopicPartition, int]) -> list[Action]:
+        """processLeaderAndIsrResponseReceived: the replicas answering KAFKA_STORAGE_ERROR are in a
+        failed log dir, those answering NONE are not (any more). The newly offline ones
+        (onReplicasBecomeOffline): partitions they led elect a leader among the online replicas of
+        the ISR, then they leave the ISRs (OfflineReplica: StopReplica without delete to them,
+        LeaderAndIsr to the others)."""
+        ctx = self.ctx
+        if broker_id not in ctx.live_brokers:
+            return []
+        previous = ctx.replicas_on_offline_dirs.get(broker_id, set())
+        offline = {tp for tp, e in errors.items() if e == ErrorCode.KAFKA_STORAGE_ERROR}
+        online = {tp for tp, e in errors.items() if e == ErrorCode.NONE}
+        current = (previous - online) | offline
+        ctx.replicas_on_offline_dirs[broker_id] = current
+        newly_offline = sorted(tp for tp in current - previous if tp in ctx.assignments)
+        if not newly_offline:
+            return []
+        log.info("Mark replicas %s on broker %d as offline", ",".join(f"{t}-{p}" for t, p in newly_offline),
+                 broker_id)
+        not_deleting = [tp for tp in newly_offline if tp[0] not in ctx.topics_to_delete]
+        actions = self._trigger_online_partitions()
+        batch = _Batch(self)
+        for tp in not_deleting:
+            batch.stop_replica([broker_id], tp, delete=False)
+        actions += batch.send()
+        offline_actions = self._replicas_offline(not_deleting, [broker_id])
+        actions += offline_actions
+        if not offline_actions and not any(isinstance(a, SendUpdateMetadata) for a in actions):
+            batch.update_metadata(ctx.live_or_shutting_down(), [])  # the others learn of the offline replicas
+            actions += batch.send()
+        return actions
+
     def controlled_shutdown(self, broker_id: int, broker_epoch: int
                             ) -> tuple[int, list[TopicPartition], list[Action]]:
         """doControlledShutdown: (error, the partitions the broker still leads, actions). Its leaders
@@ -285,16 +335,16 @@ class KafkaController:
                 continue
             state = ctx.states[tp]
             if unclean:
-                if state.leader in ctx.live_brokers:
+                if ctx.is_replica_online(state.leader, True, tp):
                     results[tp] = ErrorCode.ELECTION_NOT_NEEDED
                     continue
-                new = election.elect_offline(state, ctx.replicas(tp), ctx.live_broker_ids, True)
+                new = election.elect_offline(state, ctx.replicas(tp), ctx.online_brokers_for(tp), True)
                 failure = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
             else:
                 if state.leader == ctx.replicas(tp)[0]:
                     results[tp] = ErrorCode.ELECTION_NOT_NEEDED
                     continue
-                new = election.elect_preferred(state, ctx.replicas(tp), ctx.live_broker_ids)
+                new = election.elect_preferred(state, ctx.replicas(tp), ctx.online_brokers_for(tp))
                 failure = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
             if new is None:
                 results[tp] = failure
@@ -371,7 +421,7 @@ class KafkaController:
         for broker, tps in preferred.items():
             not_led = [tp for tp in tps if tp in ctx.states and ctx.states[tp].leader != broker]
             if tps and len(not_led) * 100 / len(tps) > imbalance_percentage:
-                chosen += [tp for tp in not_led if broker in ctx.live_broker_ids and broker in ctx.states[tp].isr]
+                chosen += [tp for tp in not_led if ctx.is_replica_online(broker, tp=tp) and broker in ctx.states[tp].isr]
         return chosen
 
     def topic_name(self, topic_id: str) -> str | None:
@@ -386,7 +436,7 @@ class KafkaController:
             self.ctx.assignments[(name, p)] = assignment
 
     def _online_replicas(self, tp: TopicPartition) -> list[int]:
-        return [r for r in self.ctx.replicas(tp) if self.ctx.is_replica_online(r)]
+        return [r for r in self.ctx.replicas(tp) if self.ctx.is_replica_online(r, tp=tp)]
 
     def _unclean(self, topic: str) -> bool:
         return self.ctx.unclean_overrides.get(topic, self.unclean_default)
@@ -397,6 +447,8 @@ class KafkaController:
         waiting for them go on."""
         ctx = self.ctx
         ctx.shutting_down.difference_update(brokers)
+        for b in brokers:
+            ctx.replicas_on_offline_dirs.pop(b, None)  # registered again: its log dirs are online
         batch = _Batch(self)
         existing = [b for b in ctx.live_or_shutting_down() if b not in brokers]
         batch.update_metadata(existing, [])
@@ -419,6 +471,8 @@ class KafkaController:
         replicas leave the ISRs (OfflineReplica)."""
         ctx = self.ctx
         ctx.shutting_down.difference_update(brokers)
+        for b in brokers:
+            ctx.replicas_on_offline_dirs.pop(b, None)
         dead = set(brokers)
         offline_led = [tp for tp, s in sorted(ctx.states.items())
                        if s.leader in dead and tp in ctx.assignments and tp[0] not in ctx.topics_to_delete]
@@ -457,9 +511,10 @@ class KafkaController:
         elected: dict[TopicPartition, PartitionState] = {}
         for tp in candidates:
             state = ctx.states.get(tp)
-            if state is None or tp[0] in ctx.topics_to_delete or state.leader in ctx.live_brokers:
+            if state is None or tp[0] in ctx.topics_to_delete or ctx.is_replica_online(state.leader, True, tp):
                 continue
-            new_state = election.elect_offline(state, ctx.replicas(tp), ctx.live_broker_ids, self._unclean(tp[0]))
+            new_state = election.elect_offline(state, ctx.replicas(tp), ctx.online_brokers_for(tp),
+                                               self._unclean(tp[0]))
             if new_state is None:
                 log.error("Cannot elect a leader for partition %s: no live replica in the ISR %s (assignment %s, live "
                           "brokers %s)", tp, list(state.isr), list(ctx.replicas(tp)), sorted(ctx.live_broker_ids))
@@ -704,4 +759,4 @@ class _Batch:
             state = replace(state, leader=LEADER_DURING_DELETE)
         replicas = ctx.replicas(tp)
         return UpdateMetadataPartition(tp[0], tp[1], state, replicas,
-                                       tuple(r for r in replicas if not ctx.is_replica_online(r)))
+                                       tuple(r for r in replicas if not ctx.is_replica_online(r, tp=tp)))

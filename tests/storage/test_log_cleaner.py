@@ -14,7 +14,7 @@ from samsa.storage.checkpoints import OffsetCheckpointFile
 from samsa.storage.cleaner import (
     OFFSET_MAP_ENTRY_BYTES, Cleaner, CleanerStats, LogCleaningAbortedException, OffsetMap, Throttler,
 )
-from samsa.storage.errors import InvalidRecordException, OutOfOrderSequenceException
+from samsa.storage.errors import InvalidRecordException, KafkaStorageException, OutOfOrderSequenceException
 from samsa.storage.log import Log
 from samsa.storage.log_cleaner import CLEANER_CHECKPOINT_FILE, CleanerConfig
 from samsa.storage.log_manager import LogManager
@@ -415,6 +415,28 @@ def test_the_log_manager_runs_the_cleaner_with_retention_and_deletion(tmp_path, 
     manager.checkpoint()
     assert OffsetCheckpointFile(tmp_path / CLEANER_CHECKPOINT_FILE).read() == {}
     manager.shutdown()
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["OSError", "KafkaStorageException"])
+def test_an_io_error_of_a_pass_takes_the_log_dir_offline(tmp_path, clock, monkeypatch, wrapped):
+    """Kafka's LogCleaner.cleanLog: an IOException reports the log's dir to the LogDirFailureChannel
+    (here also one a segment's append raised as KafkaStorageException)."""
+    manager = LogManager([tmp_path], small_config(**COMPACT), clock, cleaner_config=CleanerConfig())
+    manager.startup()
+    log = manager.create_log("t", 0)
+    rounds_of_updates(log)
+
+    def no_space(*args, **kwargs):
+        error = OSError(28, "No space left on device")
+        if wrapped:
+            raise KafkaStorageException(f"Error while appending to the cleaned segment: {error}") from error
+        raise error
+    monkeypatch.setattr(manager.cleaner._setup[1], "clean", no_space)
+    assert manager.cleaner.clean_filthiest_log()
+    assert manager.failure_channel.offline_log_dirs == {tmp_path}
+    assert log.is_offline and manager.is_log_offline("t", 0)
+    assert not manager.cleaner.clean_filthiest_log()  # an offline log is not cleaned again
+    assert not (tmp_path / CLEANER_CHECKPOINT_FILE).exists()  # nor its dir's checkpoint written
 
 
 def test_cleaning_stops_when_the_log_is_deleted(tmp_path, clock):

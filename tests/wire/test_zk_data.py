@@ -123,6 +123,7 @@ def test_admin_notification_and_producer_id_znodes_round_trip():
     assert z.decode_isr_change(z.encode_isr_change([("t", 1), ("u", 0)])) == [("t", 1), ("u", 0)]
     assert z.encode_log_dir_event(3) == b'{"version":1,"broker":3,"event":1}' and z.decode_log_dir_event(
         z.encode_log_dir_event(3)) == 3
+    assert z.log_dir_event_path("0000000007") == "/log_dir_event_notification/log_dir_event_0000000007"
     block = z.ProducerIdBlock(2, 1000, 1000)
     assert z.encode_producer_id_block(block) == b'{"version":1,"broker":2,"block_start":"1000","block_end":"1999"}'
     assert z.decode_producer_id_block(z.encode_producer_id_block(block)) == block
