@@ -226,10 +226,23 @@ class Broker:
 
     def _ready(self) -> bool:
         """/readyz: recovered and, in a cluster, registered in ZooKeeper (not since the session
-        expired and before registering again, while the broker leads nothing)."""
+        expired and before registering again: the controller counts the broker as gone meanwhile)."""
         if not self.recovered:
             return False
-        return self.zookeeper is None or self.registered and not self.replica_manager.leadership_suspended
+        return self.zookeeper is None or self.registered
+
+    def zookeeper_session_lost(self) -> None:
+        """Not registered until the new session's registration. What it leads stays as the last
+        LeaderAndIsr said (as in Kafka, whose ReplicaManager ignores the session): the controller
+        moves leaders with LeaderAndIsr. Refusing produces meanwhile, or answering the acks=all ones
+        waiting with NOT_LEADER_OR_FOLLOWER although the ISR has their records, makes an idempotent
+        producer take written records for unwritten ones, and the next request, in sequence after a
+        refused one, OUT_OF_ORDER_SEQUENCE_NUMBER: librdkafka then bumps its epoch and sends the
+        written records again under new sequence numbers (duplicates)."""
+        self.registered = False
+
+    def registered_again(self) -> None:
+        self.registered = True
 
     async def _run_member(self, started_at: int, task_status) -> None:
         """The broker, having joined its cluster first when it is in one."""
@@ -281,7 +294,7 @@ class Broker:
             if self.zookeeper is not None:
                 await services.start(stay_registered, self.zookeeper, broker_registration(
                     self.config, self.node_id, self._advertised_endpoints()),
-                    self.replica_manager.zookeeper_session_lost, self.replica_manager.registered_again)
+                    self.zookeeper_session_lost, self.registered_again)
                 self.registered = True
                 await services.start(self.controller.run)  # registered first, as KafkaServer starts its controller
             async with trio.open_nursery() as connections:

@@ -80,6 +80,9 @@ class Partition:
         self.local_id = local_id
         self.leader_id = local_id
         self.leader_epoch = 0
+        # The leader epoch at which this broker's current, unbroken leadership began: an acks=all
+        # produce appended since then stays in the log whatever later epochs re-elect it.
+        self.led_since_epoch = 0
         self.partition_epoch = 0
         self.replicas: tuple[int, ...] = (local_id,)
         self.isr: tuple[int, ...] = (local_id,)
@@ -88,8 +91,6 @@ class Partition:
         self.high_watermark_follows_log_end = True
         self.replica_lag_time_max_ms = 30_000  # the broker's replica.lag.time.max.ms (ReplicaManager sets it)
         self.clock_ms = wall_clock_ms  # when a follower's last catch-up is too old (tests move it)
-        # The broker's ZooKeeper session expired: it does not act as leader until registered again.
-        self.leadership_suspended = False
         self._waiters: list[trio.Event] = []
         # Shared with the other partitions (the ReplicaManager's): what this one counts for metrics.
         self.stats = TopicStats()
@@ -133,7 +134,7 @@ class Partition:
 
     @property
     def is_leader(self) -> bool:
-        return self.leader_id == self.local_id and not self.leadership_suspended
+        return self.leader_id == self.local_id
 
     @property
     def last_stable_offset(self) -> int:
@@ -153,15 +154,13 @@ class Partition:
     def check_replica(self, requested_epoch: int = -1, require_leader: bool = True) -> int:
         """Kafka's localLogWithEpochOrThrow: the epoch first, then the role; without
         `require_leader` (a consumer reading from a follower, KIP-392) any replica hosting the
-        partition serves: not one StopReplica stopped, nor any while the ZooKeeper session is lost
-        (what this broker holds is unknown to the controller until it registers again)."""
+        partition serves (not one StopReplica stopped)."""
         if require_leader:
             return self.check_leader(requested_epoch)
         if self.is_offline:
             return ErrorCode.KAFKA_STORAGE_ERROR
         code = self.check_leader_epoch(requested_epoch)
-        if code == ErrorCode.NONE and (self.leader_id == NO_LEADER or self.local_id not in self.replicas
-                                       or self.leadership_suspended):
+        if code == ErrorCode.NONE and (self.leader_id == NO_LEADER or self.local_id not in self.replicas):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return code
 
@@ -200,6 +199,8 @@ class Partition:
         if state.leader_recovery_state == RECOVERING:
             log.info("The topic partition %s was marked as RECOVERING. Marking the topic partition as RECOVERED.",
                      self.name)
+        if self.leader_state is None:  # it followed, or led nothing, until now
+            self.led_since_epoch = state.leader_epoch
         self._set_state(state)
         self.leader_recovery_state = RECOVERED
         log_.leader_epoch_cache.assign(state.leader_epoch, log_.log_end_offset)
@@ -312,11 +313,16 @@ class Partition:
         return True
 
     def replication_done(self, required_offset: int, leader_epoch: int) -> int | None:
-        """Where an acks=all produce up to `required_offset` stands (Kafka's DelayedProduce
-        tryComplete): None while the ISR has not all of it, else its error code."""
+        """Where an acks=all produce appended at `leader_epoch` up to `required_offset` stands
+        (Kafka's DelayedProduce tryComplete): None while the ISR has not all of it, else its error
+        code. NOT_LEADER_OR_FOLLOWER only if this broker stopped leading since the append (as a
+        follower it may have truncated the records). Re-elected at a later epoch without a break (a
+        LeaderAndIsr that shrank the ISR, a new controller's), it still has the records and they
+        are committed as usual: an idempotent producer told NOT_LEADER_OR_FOLLOWER takes them for
+        not written and, should its epoch be bumped, sends them again under new sequence numbers."""
         if self.is_offline:
             return ErrorCode.KAFKA_STORAGE_ERROR  # getPartitionOrError: HostedPartition.Offline
-        if not self.is_leader or self.leader_epoch != leader_epoch:
+        if not self.is_leader or leader_epoch < self.led_since_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         leader_state = self.leader_state
         if leader_state is None:
@@ -384,7 +390,6 @@ class ReplicaManager:
         # offset. In a cluster it is the one checkpointed (replication-offset-checkpoint) until the
         # partition's leader moves it.
         self.high_watermark_follows_log_end = not config.get("zookeeper.connect")
-        self.leadership_suspended = False  # the ZooKeeper session expired, not yet registered again
         # Called with (partition, change) when this broker, as leader, changed an ISR; in ZooKeeper
         # mode it tells the controller (AlterPartition, server/alter_partition_manager.py).
         self.isr_change_listener: Callable[[Partition, IsrChange], None] = lambda partition, change: None
@@ -419,7 +424,6 @@ class ReplicaManager:
         partition = Partition(topic, index, self._logs, self.local_id)
         partition.high_watermark_follows_log_end = self.high_watermark_follows_log_end
         partition.replica_lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
-        partition.leadership_suspended = self.leadership_suspended
         partition.stats = self.topic_stats.of(topic.name)
         partition.isr_changes = self.isr_changes
         return partition
@@ -674,23 +678,6 @@ class ReplicaManager:
             while True:
                 await trio.sleep(self._config.get("replica.lag.time.max.ms") / 2000)
                 self.maybe_shrink_isrs(wall_clock_ms())
-
-    def zookeeper_session_lost(self) -> None:
-        """The session expired: the controller counts this broker as gone and may have elected other
-        leaders, so it leads nothing until registered again (waiting acks=all produces are answered
-        NOT_LEADER_OR_FOLLOWER: a new leader may not have their records)."""
-        self._suspend_leadership(True)
-
-    def registered_again(self) -> None:
-        """Registered with a new session: lead again what the last LeaderAndIsr said, until the
-        controller's next one (sent for the new registration) says otherwise."""
-        self._suspend_leadership(False)
-
-    def _suspend_leadership(self, suspended: bool) -> None:
-        self.leadership_suspended = suspended
-        for partition in self.partitions.values():
-            partition.leadership_suspended = suspended
-            partition.wake()
 
     def wake_all(self) -> None:
         for partition in self.partitions.values():

@@ -169,7 +169,8 @@ async def stay_registered(membership: ZkMembership, registration: zk_data.Broker
                           *, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Register (BrokerIdInUse when another broker has this id: the broker does not start), then
     register again each time the session expires and kazoo opens a new one. `on_session_lost()`:
-    the session expired (stop leading); `on_registered_again()`: registered with the new one."""
+    the session expired (the broker is unregistered); `on_registered_again()`: registered with the
+    new one."""
     client = membership.client
     current = await client.register_broker(registration)
     membership.broker_epoch = current.broker_epoch
@@ -183,8 +184,8 @@ async def stay_registered(membership: ZkMembership, registration: zk_data.Broker
                         "(zookeeper.session.timeout.ms=%d), but the controller cannot reach it meanwhile",
                         broker_id, client.connect, timeout_ms)
         elif state == KazooState.LOST:
-            log.warning("Broker %d's ZooKeeper session expired: it stops acting as leader of its partitions until it "
-                        "has registered again and the controller says what it leads", broker_id)
+            log.warning("Broker %d's ZooKeeper session expired: it registers again; it leads what it led until the "
+                        "controller says otherwise", broker_id)
             on_session_lost()
         elif state == KazooState.CONNECTED and client.connected and client.session_id == current.session_id:
             log.info("Broker %d reconnected to ZooKeeper, session 0x%x kept", broker_id, current.session_id)

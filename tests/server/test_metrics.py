@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 import trio
@@ -276,9 +275,10 @@ def test_failed_authentications_are_counted_by_listener(tmp_path):
 def test_in_a_cluster_not_ready_while_the_zookeeper_session_is_lost(tmp_path):
     broker = Broker(metrics_config(tmp_path, zookeeper_connect="127.0.0.1:2181"))
     broker.zookeeper = object()  # as join_cluster leaves it
-    broker.replica_manager = SimpleNamespace(leadership_suspended=False)
     assert not broker._ready()
     broker.recovered = broker.registered = True
     assert broker._ready()
-    broker.replica_manager.leadership_suspended = True  # the session expired: not registered until again
+    broker.zookeeper_session_lost()  # not registered until again
     assert not broker._ready()
+    broker.registered_again()
+    assert broker._ready()

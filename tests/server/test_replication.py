@@ -204,12 +204,16 @@ def test_acks_all_waiting_for_a_follower_that_stopped_times_out(tmp_path):
     run_cluster(tmp_path, 2, scenario)
 
 
-def test_a_leader_whose_zookeeper_session_expired_acknowledges_nothing_until_registered_again(tmp_path):
-    """The controller may have elected another leader meanwhile: an acks=all produce waiting for its
-    follower is answered NOT_LEADER_OR_FOLLOWER, never acknowledged, and new ones are refused."""
+def test_a_leader_re_elected_or_whose_zookeeper_session_expired_acknowledges_what_the_isr_has(tmp_path):
+    """As Kafka's: the session's expiry changes nothing the broker leads, and a LeaderAndIsr that
+    re-elects it at a later epoch (the controller dropped a follower) leaves its log as it is: an
+    acks=all produce waiting meanwhile is acknowledged once the ISR has its records, never answered
+    NOT_LEADER_OR_FOLLOWER (an idempotent producer would take them for not written and, its epoch
+    bumped, write them again); produces and fetches go on."""
     async def scenario(cluster: Cluster):
-        await replicate_one_record_then_stop_the_follower(cluster)
-        leader = cluster.brokers[0].replica_manager
+        cluster.elect(leader=0, epoch=1, isr=(0, 1, 2), replicas=(0, 1, 2))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        await cluster.stop(2)
         async with trio.open_nursery() as nursery:
             answers = []
 
@@ -217,15 +221,39 @@ def test_a_leader_whose_zookeeper_session_expired_acknowledges_nothing_until_reg
                 answers.append(await produce(cluster.port(0), [b"b"]))
 
             nursery.start_soon(waiting_produce)
-            await cluster.log_end_offset(0, 2)  # appended, waiting for broker 1
-            leader.zookeeper_session_lost()
-        assert answers[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        assert (await produce(cluster.port(0), [b"c"], acks=1)).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            await cluster.log_end_offset(1, 2)  # appended and replicated to broker 1, waiting for broker 2
+            cluster.brokers[0].zookeeper_session_lost()
+            await cluster.leader_has_seen(0, 1, 2)
+            assert not answers
+            cluster.elect(leader=0, epoch=2, isr=(0, 1), replicas=(0, 1, 2), on=(0, 1))
+        assert (answers[0].error_code, answers[0].base_offset) == (ErrorCode.NONE, 1)
+        assert (await produce(cluster.port(0), [b"c"], acks=1)).error_code == ErrorCode.NONE
         client = await Client.connect(cluster.port(0))
         data = (await client.call(fetch_request(TOPIC, 0), 12)).responses[0].partitions[0]
-        assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        leader.registered_again()
-        assert (await produce(cluster.port(0), [b"d"], acks=1)).error_code == ErrorCode.NONE
+        assert data.error_code == ErrorCode.NONE
+
+    run_cluster(tmp_path, 3, scenario)
+
+
+def test_an_acks_all_produce_appended_before_the_leader_followed_is_not_acknowledged_after_it_leads_again(tmp_path):
+    """Between the append and the answer the broker followed (and may have truncated the records),
+    then led again: NOT_LEADER_OR_FOLLOWER, as Kafka answers the moment it follows."""
+    async def scenario(cluster: Cluster):
+        await replicate_one_record_then_stop_the_follower(cluster)
+        partition = cluster.partition(0)
+        async with trio.open_nursery() as nursery:
+            answers = []
+
+            async def waiting_produce():
+                answers.append(await produce(cluster.port(0), [b"b"]))
+
+            nursery.start_soon(waiting_produce)
+            await cluster.log_end_offset(0, 2)
+            # Both LeaderAndIsr at once: the waiting produce sees only the second.
+            cluster.elect(leader=1, epoch=2, isr=(0, 1), replicas=(0, 1), on=(0,))
+            cluster.elect(leader=0, epoch=3, isr=(0,), replicas=(0, 1), on=(0,))
+            assert partition.is_leader
+        assert answers[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     run_cluster(tmp_path, 2, scenario)
 
