@@ -216,6 +216,10 @@ def test_kafkas_controller_tells_samsa_the_cluster_metadata(kafka39_factory, top
     zk = kafka39_factory.zookeeper()
     connect = zk.connect + CHROOT
     kafka = kafka39_factory.kafka39(connect, overrides={"broker.id": 0, "broker.rack": "rack-a"})
+    # Its listener answers before it has elected itself controller and told itself so (librdkafka's
+    # admin then gives up "waiting for controller"; a loaded CI machine took longer than T once).
+    wait_for(lambda: metadata_answer(kafka.port)["controller_id"] == 0, 4 * T, interval=0.2,
+             what="Kafka to name itself controller")
     # Partitions on both brokers, created before broker 1 is up: the leaders are Kafka's, broker 1
     # a replica out of the ISR until it has caught up; and a topic of Kafka's broker alone.
     admin = confluent_admin(f"{HOST}:{kafka.port}")
