@@ -3,8 +3,9 @@
 Two BROKER resources hold them: this broker's id (its own configs, DYNAMIC_BROKER_CONFIG) and the
 empty name (cluster-wide defaults, DYNAMIC_DEFAULT_BROKER_CONFIG). Only configs whose update mode
 allows it may be set there (Kafka's DynamicBrokerConfig); a change is checked, stored in the
-metadata image and applied at once: the broker's KafkaConfig takes the new values in place, and
-every log whose topic does not override a changed default gets its new LogConfig.
+metadata image and applied at once: the broker's KafkaConfig takes the new values in place (which
+the connection quotas read, their waiting acceptors woken), and every log whose topic does not
+override a changed default gets its new LogConfig.
 
 Kafka answers a value that fails these checks with INVALID_REQUEST, not INVALID_CONFIG: its
 ConfigAdminManager wraps the ConfigException (KAFKA-13609 kept it so), and clients see that code.
@@ -20,6 +21,8 @@ from ..wire.errors import ErrorCode
 from .broker_config_defs import BROKER_CONFIGS
 from .config import ConfigError, KafkaConfig, listener_config_base, parse_config, value_to_string
 from .config_resources import ConfigApiError, OpType, invalid_request, parse_node_id
+from .security.connection_quotas import check_connection_limits
+from .security.listener_config import ListenerConfig
 
 if TYPE_CHECKING:
     from ..storage.log_manager import LogManager
@@ -37,6 +40,9 @@ DYNAMIC_SECURITY_CONFIGS = (
 )
 # Listener configs that a listener prefix does not make per-broker.
 CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+# What KIP-612's ListenerConnectionQuota takes per listener (the broker-wide value unless the
+# listener overrides it), dynamically too.
+LISTENER_CONNECTION_LIMITS = ("max.connections", "max.connection.creation.rate")
 # Thread pools Kafka resizes only within half to double their size per change.
 THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
                        "background.threads", "num.network.threads")
@@ -129,6 +135,14 @@ def _validate_reconfiguration(current: KafkaConfig, new: KafkaConfig) -> None:
         # Kafka would open or close the listeners; Samsa binds its listeners at startup only.
         raise _invalid_dynamic("Listeners cannot be added or removed while Samsa runs: restart the broker "
                                "with the new listeners")
+    check_connection_limits(new)
+    for listener in new_listeners:
+        old_limits, new_limits = ListenerConfig(current, listener), ListenerConfig(new, listener)
+        for name in LISTENER_CONNECTION_LIMITS:
+            # ListenerConnectionQuota.validateReconfiguration, for a listener whose value changes.
+            value = new_limits.get(name)
+            if value != old_limits.get(name) and value <= 0:
+                raise _invalid_dynamic(f"Invalid {name} {value}")
     for name in THREAD_POOL_CONFIGS:
         old, value = current.get(name), new.get(name)
         assert isinstance(old, int) and isinstance(value, int)
@@ -210,6 +224,7 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
              sorted(props))
     _apply(services.config, services.log_manager, services.metadata, services.replica_manager,
            new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))
+    services.connection_quotas.reconfigure()
 
 
 def _validated(current: KafkaConfig, props: Mapping[str, str], per_broker: bool) -> KafkaConfig:
@@ -250,6 +265,7 @@ def apply_cluster_broker_configs(services: BrokerServices) -> None:
     effect (BrokerConfigHandler): the broker's config, then each hosted log's defaults."""
     load_dynamic_broker_configs(services.config, services.metadata_cache, services.log_manager, services.node_id,
                                 clear=True)
+    services.connection_quotas.reconfigure()
     replicas = services.replica_manager
     for partition in list(replicas.partitions.values()):
         partition.update_config(replicas.topic_log_config(partition.topic))
