@@ -17,10 +17,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ..wire.errors import ErrorCode
 from .broker_config_defs import BROKER_CONFIGS
 from .config import ConfigError, KafkaConfig, listener_config_base, parse_config, value_to_string
-from .config_resources import ConfigApiError, OpType, invalid_request, parse_node_id
+from .config_resources import OpType, incremental_alter, invalid_request, parse_node_id
 from .security.connection_quotas import check_connection_limits
 from .security.listener_config import ListenerConfig
 
@@ -166,48 +165,30 @@ def check_broker_resource(name: str, node_id: int) -> None:
         raise invalid_request(f"Unexpected broker id, expected {node_id}, but received {name}")
 
 
-def _java_split(text: str) -> list[str]:
-    # String.split(","): trailing empty strings go, but "" stays one empty string.
-    if not text:
-        return [""]
-    parts = text.split(",")
-    while parts and not parts[-1]:
-        parts.pop()
-    return parts
-
-
 def incremental_broker_configs(current: Mapping[str, str], changes) -> dict[str, str]:
-    """IncrementalAlterConfigs' operations on a BROKER resource's dynamic configs
-    (ConfigAdminManager.prepareIncrementalConfigs): APPEND and SUBTRACT start from the dynamic
-    value, else Kafka's default, and only list-typed configs take them."""
+    """IncrementalAlterConfigs' operations on a BROKER resource's dynamic configs. The new values
+    are computed as for every resource type (config_resources.incremental_alter: Kafka's
+    controller computes them with one function, ConfigurationControlManager's). What differs for
+    brokers are the checks a Kafka broker makes before it forwards the request
+    (ConfigAdminManager.validateBrokerConfigChange and prepareIncrementalConfigs): every operation
+    type is checked before any is applied; APPEND and SUBTRACT take configs Kafka defines as lists
+    only, refused in the broker's words; and they start from the dynamic value, else Kafka's
+    default (Kafka's configKeys), not the effective value as a topic's do."""
     for change in changes:
         if change.config_operation not in set(OpType):
             raise invalid_request(f"Unknown operations type {change.config_operation}")
-    result = dict(current)
-    for change in changes:
-        name, value, operation = change.name, change.value, change.config_operation
-        if operation == OpType.SET:
-            result[name] = value
-        elif operation == OpType.DELETE:
-            result.pop(name, None)
-        else:
-            verb = "append" if operation == OpType.APPEND else "subtract"
-            definition = BROKER_CONFIGS.get(name)
-            if definition is None:
-                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
-            if definition.type != "list":
-                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
-            old = result.get(name, value_to_string(definition.default))
-            if operation == OpType.APPEND:
-                items = _java_split(old) if old else []
-                items += [item for item in _java_split(value) if item not in items]
-            else:
-                items = _java_split(old or "")
-                for item in _java_split(value):
-                    if item in items:
-                        items.remove(item)
-            result[name] = ",".join(items)
-    return result
+    return incremental_alter(current, changes, is_list=_is_list, not_list_message=_not_list_message,
+                             unset_value=lambda name: value_to_string(BROKER_CONFIGS[name].default) or "")
+
+
+def _is_list(name: str) -> bool:
+    return name in BROKER_CONFIGS and BROKER_CONFIGS[name].type == "list"
+
+
+def _not_list_message(operation: OpType, name: str) -> str:
+    if name not in BROKER_CONFIGS:
+        return f"Unknown config name: {name}"
+    return f"Config value {operation.name.lower()} is not allowed for config key: {name}"
 
 
 def alter_broker_configs(services: BrokerServices, resource_name: str, props: Mapping[str, str],

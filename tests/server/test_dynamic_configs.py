@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from samsa.server.config import ConfigSource, ConfigSynonym, ConfigType, KafkaConfig
+from samsa.server.dynamic_broker_config import incremental_broker_configs
 from samsa.server.metadata import METADATA_FILE
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -268,6 +269,20 @@ def test_append_and_subtract_take_list_configs_only(tmp_path):
             ErrorCode.INVALID_CONFIG, "Unknown config name: no.such.config")
 
     run(broker_config(tmp_path, log_cleanup_policy="compact"), scenario)
+
+
+def test_incremental_values_are_computed_as_kafkas_controller_computes_them():
+    """As for every resource type (ConfigurationControlManager): APPEND adds each value the list
+    lacks once, SUBTRACT removes one occurrence of each, empty items are dropped."""
+    def edit(current, *changes):
+        return incremental_broker_configs(current, [
+            Incremental.AlterableConfig(name=n, config_operation=op, value=v) for n, op, v in changes])
+
+    assert edit({}, ("log.cleanup.policy", APPEND, "compact,compact")) == {"log.cleanup.policy": "delete,compact"}
+    assert edit({"log.cleanup.policy": "compact,,delete,compact"}, ("log.cleanup.policy", SUBTRACT, "compact")) == {
+        "log.cleanup.policy": "delete,compact"}
+    assert edit({"message.max.bytes": "10"}, ("log.cleanup.policy", SUBTRACT, "delete"),
+                ("message.max.bytes", DELETE, None)) == {"log.cleanup.policy": ""}
 
 
 def test_custom_and_sensitive_configs_are_kept_but_not_shown(tmp_path):
