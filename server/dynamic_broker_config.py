@@ -42,6 +42,7 @@ CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.c
 # What KIP-612's ListenerConnectionQuota takes per listener (the broker-wide value unless the
 # listener overrides it), dynamically too.
 LISTENER_CONNECTION_LIMITS = ("max.connections", "max.connection.creation.rate")
+PER_ADDRESS_LIMITS = ("max.connections.per.ip", "max.connections.per.ip.overrides")
 # Thread pools Kafka resizes only within half to double their size per change.
 THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
                        "background.threads", "num.network.threads")
@@ -134,7 +135,8 @@ def _validate_reconfiguration(current: KafkaConfig, new: KafkaConfig) -> None:
         # Kafka would open or close the listeners; Samsa binds its listeners at startup only.
         raise _invalid_dynamic("Listeners cannot be added or removed while Samsa runs: restart the broker "
                                "with the new listeners")
-    check_connection_limits(new)
+    if any(new.get(name) != current.get(name) for name in PER_ADDRESS_LIMITS):
+        check_connection_limits(new)  # which resolves the host names of the overrides: only when changed
     for listener in new_listeners:
         old_limits, new_limits = ListenerConfig(current, listener), ListenerConfig(new, listener)
         for name in LISTENER_CONNECTION_LIMITS:

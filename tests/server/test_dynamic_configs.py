@@ -388,6 +388,9 @@ def test_connection_limits_change_at_once(tmp_path):
         assert await incremental(client, BROKER, "", ("max.connection.creation.rate", SET, "0")) == (
             ErrorCode.INVALID_REQUEST, "Invalid value org.apache.kafka.common.config.ConfigException: Invalid "
                                        "max.connection.creation.rate 0 for configuration Invalid dynamic configuration")
+        assert await incremental(client, BROKER, "", ("max.connections.per.ip", SET, "0")) == (
+            ErrorCode.INVALID_REQUEST, "max.connections.per.ip can be set to zero only if "
+                                       "max.connections.per.ip.overrides property is set.")
 
         for _ in range(12):  # unlimited, yet measured: 1.2 connections a second over the 10 s judged
             assert await served(port)
