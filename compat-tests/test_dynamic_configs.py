@@ -1,17 +1,22 @@
 """Dynamic broker configs (KIP-226) through real admin clients: confluent-kafka's AdminClient
 (incremental_alter_configs, describe_configs) on the BROKER resource "0" (sources, synonyms,
-errors, the live effect on produce and on a topic's configs, a restart), and kafka-python's on a
-BROKER_LOGGER (KIP-412)."""
+errors, the live effect on produce, on a topic's configs and on the connection creation rate
+(KIP-612), a restart), and kafka-python's on a BROKER_LOGGER (KIP-412)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 
 import pytest
-from compat_util import confluent_admin, create_topic
+from compat_util import confluent_admin, create_topic, wait_for
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+from wire_client import WireClient
+
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
 
 T = 15  # seconds: bound on every single client call
 
@@ -97,6 +102,38 @@ def test_per_broker_configs_apply_at_once_and_survive_a_restart(broker_factory, 
         "log.retention.ms": "7200000", "message.max.bytes": "20000"}
     assert describe(admin, ResourceType.TOPIC, topic_name)["retention.ms"].value == "7200000"
     assert produce_error(b.bootstrap, topic_name, 25000).code() == KafkaError.MSG_SIZE_TOO_LARGE
+
+
+def own_dynamic_value(admin, key):
+    """Broker 0's own dynamic value of `key` as it describes it (None: not set)."""
+    entry = describe(admin, ResourceType.BROKER, "0").get(key)
+    return entry.value if entry is not None and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value else None
+
+
+def seconds_to_connect(b, connections: int) -> float:
+    """Open `connections` connections one after another, each answered an ApiVersions."""
+    started = time.monotonic()
+    for _ in range(connections):
+        with WireClient(b.host, b.port, client_id="rate") as client:
+            assert client.call(request_class(ApiKey.API_VERSIONS)(), 0).error_code == ErrorCode.NONE
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("key", ["max.connection.creation.rate", "listener.name.plaintext.max.connection.creation.rate"])
+def test_connection_creation_rates_change_at_once(broker_factory, key):
+    """max.connection.creation.rate and its listener form (KIP-612) as dynamic configs: a new limit
+    throttles the next connections, judged on the rate measured before it was set (quota.window.num
+    11 windows of 1 s: 15 connections are 1.5 per second, and each over 1/s waits up to a window)."""
+    b = broker_factory()
+    admin = confluent_admin(b.bootstrap)
+    seconds_to_connect(b, 15)
+    alter(admin, "0", (key, SET, "1"))
+    # Kafka answers once its controller committed the change; the broker applies it a little later.
+    wait_for(lambda: own_dynamic_value(admin, key) == "1", T, what=f"{key}=1 applied")
+    assert seconds_to_connect(b, 3) >= 2, f"{key}=1 throttles new connections"
+    alter(admin, "0", (key, DELETE, None))
+    wait_for(lambda: own_dynamic_value(admin, key) is None, T, what=f"{key} deleted")
+    assert seconds_to_connect(b, 3) < 2, f"{key} deleted: unlimited again"
 
 
 @pytest.mark.samsa_only("Samsa's logger names (samsa.broker); Kafka's are its Java classes")

@@ -178,7 +178,8 @@ class Broker:
             log_manager=self.log_manager, metadata=metadata, replica_manager=self.replica_manager,
             groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
-            advertised=self.advertised, client_telemetry=self.client_telemetry, zookeeper=self.zookeeper,
+            advertised=self.advertised, client_telemetry=self.client_telemetry,
+            connection_quotas=self.connection_quotas, zookeeper=self.zookeeper,
             zk_metadata=zk_metadata, zk_shared=shared, controller=self.controller)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in metadata.topics.items()},

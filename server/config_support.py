@@ -127,7 +127,7 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "log.retention.minutes": "",
     "log.roll.hours": "",
     "log.roll.jitter.hours": "",
-    "max.connection.creation.rate": "read at startup, as max.connections: a dynamic change takes effect at the next start",
+    "max.connection.creation.rate": "",
     "max.connections": "",
     "max.connections.per.ip": "",
     "max.connections.per.ip.overrides": "",

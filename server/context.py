@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .metadata import BrokerInfo, MetadataCache, MetadataStore
     from .network import Connection
     from .replica_manager import ReplicaManager
+    from .security.connection_quotas import ConnectionQuotas
     from .throttle import BrokerQuotas
     from .txn_service import TxnService
     from .zk_broker import ZkMembership
@@ -71,6 +72,7 @@ class BrokerServices:
     disk_limiter: trio.CapacityLimiter  # fsync, retention, checkpoints: one at a time
     advertised: dict[str, BrokerInfo]  # by listener name, filled in once the listeners are bound
     client_telemetry: ClientTelemetry  # KIP-714: subscriptions, client sessions, pushed metrics
+    connection_quotas: ConnectionQuotas  # the listeners' connection limits, reconfigured dynamically
     # In a ZooKeeper cluster (zookeeper.connect): the membership (broker epoch) and what the
     # controller said in UpdateMetadata; both None for a single broker.
     zookeeper: ZkMembership | None = None

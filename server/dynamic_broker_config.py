@@ -3,8 +3,9 @@
 Two BROKER resources hold them: this broker's id (its own configs, DYNAMIC_BROKER_CONFIG) and the
 empty name (cluster-wide defaults, DYNAMIC_DEFAULT_BROKER_CONFIG). Only configs whose update mode
 allows it may be set there (Kafka's DynamicBrokerConfig); a change is checked, stored in the
-metadata image and applied at once: the broker's KafkaConfig takes the new values in place, and
-every log whose topic does not override a changed default gets its new LogConfig.
+metadata image and applied at once: the broker's KafkaConfig takes the new values in place (which
+the connection quotas read, their waiting acceptors woken), and every log whose topic does not
+override a changed default gets its new LogConfig.
 
 Kafka answers a value that fails these checks with INVALID_REQUEST, not INVALID_CONFIG: its
 ConfigAdminManager wraps the ConfigException (KAFKA-13609 kept it so), and clients see that code.
@@ -16,10 +17,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ..wire.errors import ErrorCode
 from .broker_config_defs import BROKER_CONFIGS
 from .config import ConfigError, KafkaConfig, listener_config_base, parse_config, value_to_string
-from .config_resources import ConfigApiError, OpType, invalid_request, parse_node_id
+from .config_resources import OpType, incremental_alter, invalid_request, parse_node_id
+from .security.connection_quotas import check_connection_limits
+from .security.listener_config import ListenerConfig
 
 if TYPE_CHECKING:
     from ..storage.log_manager import LogManager
@@ -37,6 +39,10 @@ DYNAMIC_SECURITY_CONFIGS = (
 )
 # Listener configs that a listener prefix does not make per-broker.
 CLUSTER_LEVEL_LISTENER_CONFIGS = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
+# What KIP-612's ListenerConnectionQuota takes per listener (the broker-wide value unless the
+# listener overrides it), dynamically too.
+LISTENER_CONNECTION_LIMITS = ("max.connections", "max.connection.creation.rate")
+PER_ADDRESS_LIMITS = ("max.connections.per.ip", "max.connections.per.ip.overrides")
 # Thread pools Kafka resizes only within half to double their size per change.
 THREAD_POOL_CONFIGS = ("num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir",
                        "background.threads", "num.network.threads")
@@ -129,6 +135,15 @@ def _validate_reconfiguration(current: KafkaConfig, new: KafkaConfig) -> None:
         # Kafka would open or close the listeners; Samsa binds its listeners at startup only.
         raise _invalid_dynamic("Listeners cannot be added or removed while Samsa runs: restart the broker "
                                "with the new listeners")
+    if any(new.get(name) != current.get(name) for name in PER_ADDRESS_LIMITS):
+        check_connection_limits(new)  # which resolves the host names of the overrides: only when changed
+    for listener in new_listeners:
+        old_limits, new_limits = ListenerConfig(current, listener), ListenerConfig(new, listener)
+        for name in LISTENER_CONNECTION_LIMITS:
+            # ListenerConnectionQuota.validateReconfiguration, for a listener whose value changes.
+            value = new_limits.get(name)
+            if value != old_limits.get(name) and value <= 0:
+                raise _invalid_dynamic(f"Invalid {name} {value}")
     for name in THREAD_POOL_CONFIGS:
         old, value = current.get(name), new.get(name)
         assert isinstance(old, int) and isinstance(value, int)
@@ -152,48 +167,30 @@ def check_broker_resource(name: str, node_id: int) -> None:
         raise invalid_request(f"Unexpected broker id, expected {node_id}, but received {name}")
 
 
-def _java_split(text: str) -> list[str]:
-    # String.split(","): trailing empty strings go, but "" stays one empty string.
-    if not text:
-        return [""]
-    parts = text.split(",")
-    while parts and not parts[-1]:
-        parts.pop()
-    return parts
-
-
 def incremental_broker_configs(current: Mapping[str, str], changes) -> dict[str, str]:
-    """IncrementalAlterConfigs' operations on a BROKER resource's dynamic configs
-    (ConfigAdminManager.prepareIncrementalConfigs): APPEND and SUBTRACT start from the dynamic
-    value, else Kafka's default, and only list-typed configs take them."""
+    """IncrementalAlterConfigs' operations on a BROKER resource's dynamic configs. The new values
+    are computed as for every resource type (config_resources.incremental_alter: Kafka's
+    controller computes them with one function, ConfigurationControlManager's). What differs for
+    brokers are the checks a Kafka broker makes before it forwards the request
+    (ConfigAdminManager.validateBrokerConfigChange and prepareIncrementalConfigs): every operation
+    type is checked before any is applied; APPEND and SUBTRACT take configs Kafka defines as lists
+    only, refused in the broker's words; and they start from the dynamic value, else Kafka's
+    default (Kafka's configKeys), not the effective value as a topic's do."""
     for change in changes:
         if change.config_operation not in set(OpType):
             raise invalid_request(f"Unknown operations type {change.config_operation}")
-    result = dict(current)
-    for change in changes:
-        name, value, operation = change.name, change.value, change.config_operation
-        if operation == OpType.SET:
-            result[name] = value
-        elif operation == OpType.DELETE:
-            result.pop(name, None)
-        else:
-            verb = "append" if operation == OpType.APPEND else "subtract"
-            definition = BROKER_CONFIGS.get(name)
-            if definition is None:
-                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
-            if definition.type != "list":
-                raise ConfigApiError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {name}")
-            old = result.get(name, value_to_string(definition.default))
-            if operation == OpType.APPEND:
-                items = _java_split(old) if old else []
-                items += [item for item in _java_split(value) if item not in items]
-            else:
-                items = _java_split(old or "")
-                for item in _java_split(value):
-                    if item in items:
-                        items.remove(item)
-            result[name] = ",".join(items)
-    return result
+    return incremental_alter(current, changes, is_list=_is_list, not_list_message=_not_list_message,
+                             unset_value=lambda name: value_to_string(BROKER_CONFIGS[name].default) or "")
+
+
+def _is_list(name: str) -> bool:
+    return name in BROKER_CONFIGS and BROKER_CONFIGS[name].type == "list"
+
+
+def _not_list_message(operation: OpType, name: str) -> str:
+    if name not in BROKER_CONFIGS:
+        return f"Unknown config name: {name}"
+    return f"Config value {operation.name.lower()} is not allowed for config key: {name}"
 
 
 def alter_broker_configs(services: BrokerServices, resource_name: str, props: Mapping[str, str],
@@ -210,6 +207,7 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
              sorted(props))
     _apply(services.config, services.log_manager, services.metadata, services.replica_manager,
            new.dynamic_configs(per_broker=True), new.dynamic_configs(per_broker=False))
+    services.connection_quotas.reconfigure()
 
 
 def _validated(current: KafkaConfig, props: Mapping[str, str], per_broker: bool) -> KafkaConfig:
@@ -250,6 +248,7 @@ def apply_cluster_broker_configs(services: BrokerServices) -> None:
     effect (BrokerConfigHandler): the broker's config, then each hosted log's defaults."""
     load_dynamic_broker_configs(services.config, services.metadata_cache, services.log_manager, services.node_id,
                                 clear=True)
+    services.connection_quotas.reconfigure()
     replicas = services.replica_manager
     for partition in list(replicas.partitions.values()):
         partition.update_config(replicas.topic_log_config(partition.topic))

@@ -65,7 +65,7 @@ from .producer_snapshots import ProducerSnapshotFiles
 __all__ = [
     "Log", "LogAppendInfo", "FetchDataInfo", "OffsetAndTimestamp", "AppendOrigin",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP",
-    "parse_topic_partition_name", "delete_dir_name",
+    "parse_topic_partition_name", "delete_dir_name", "segment_file_sizes",
 ]
 
 log = logging.getLogger("samsa.storage")
@@ -97,6 +97,18 @@ def parse_topic_partition_name(name: str) -> tuple[str, int]:
     if not dash or not topic or not partition.isdigit():
         raise ValueError(f"{name!r} is not in the form of topic-partition or topic-partition.uniqueId-delete")
     return topic, int(partition)
+
+
+def segment_file_sizes(directory: Path) -> dict[int, int]:
+    """The size of each segment's .log file in a log's directory, by base offset, read without
+    loading the log (a stat per segment; leftovers of an unfinished clean or deletion not counted)."""
+    sizes = {}
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            match = _SEGMENT_FILE.match(entry.name)
+            if match and match.group(2) == LOG_FILE_SUFFIX:
+                sizes[int(match.group(1))] = entry.stat().st_size
+    return sizes
 
 
 def delete_dir_name(topic: str, partition: int) -> str:

@@ -40,6 +40,7 @@ from .durability import write_atomically
 from .errors import InconsistentTopicIdException, KafkaStorageException, caused_by_io_error
 from .log import (
     DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name,
+    segment_file_sizes,
 )
 from .log_cleaner import CleanerConfig, LogCleaner
 from .load_progress import PROGRESS_INTERVAL_S, LoadProgress
@@ -70,6 +71,37 @@ class _UnopenedLog:
     log_start_offset: int | None
     high_watermark: int | None
     topic_id: uuid.UUID | None  # its topic's, which its partition.metadata must name
+    # Its segments' sizes by base offset, read from the directory when first asked for: the log
+    # does not change until it is opened.
+    segment_sizes: dict[int, int] | None = None
+
+    def summary(self, tp: TopicPartition) -> LogSummary:
+        """What the log would report opened, from its directory and the checkpoints. A clean
+        shutdown flushed it, so its recovery point is its end offset; its start offset is the
+        checkpointed one, or its first segment's base where the checkpoint omits it (as Log.open)."""
+        if self.segment_sizes is None:
+            self.segment_sizes = segment_file_sizes(self.directory)
+        sizes = self.segment_sizes
+        start = max(self.log_start_offset or 0, min(sizes, default=0))
+        return LogSummary(tp[0], tp[1], sum(sizes.values()), len(sizes), start, max(self.recovery_point, start))
+
+
+@dataclass(frozen=True, slots=True)
+class LogSummary:
+    """What Kafka's per-log gauges (kafka.log:type=Log) report of a log: bytes of its segments,
+    their number, its start and end offsets."""
+    topic: str
+    partition: int
+    size: int
+    num_segments: int
+    log_start_offset: int
+    log_end_offset: int
+
+    @classmethod
+    def of(cls, opened: Log) -> LogSummary:
+        segments = opened.segments
+        return cls(opened.topic, opened.partition, sum(segment.size for segment in segments), len(segments),
+                   opened.log_start_offset, opened.log_end_offset)
 
 
 class LogManager:
@@ -284,6 +316,24 @@ class LogManager:
         """The logs opened so far: the others have not changed since the last clean shutdown."""
         with self._lock:
             return list(self._logs.values())
+
+    def log_summaries(self) -> list[LogSummary]:
+        """Every log's figures, sorted by topic and partition, opening none: a log not used since a
+        clean startup is described from its checkpoints and a stat of its segment files (cached).
+        Logs in an offline directory are left out, as Kafka removes their metrics."""
+        with self._lock:
+            opened = list(self._logs.values())
+            unopened = list(self._unopened.items())
+        summaries = [LogSummary.of(each) for each in opened if not each.is_offline]
+        for tp, found in unopened:
+            if self.failure_channel.has_offline_log_dir(found.log_dir):
+                continue
+            try:
+                summaries.append(found.summary(tp))
+            except OSError as e:  # deleted meanwhile, or a failing disk opening the log will report
+                log.debug("No figures for %s-%d: %s", *tp, e)
+        summaries.sort(key=lambda each: (each.topic, each.partition))
+        return summaries
 
     def _compacted_logs(self) -> list[Log]:
         """What the cleaner looks at: the opened logs, after opening those whose topic compacts."""

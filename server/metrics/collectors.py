@@ -151,15 +151,14 @@ def log_families(log_manager) -> Iterator[Metric]:
     segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "The log's segments.", labels=labels)
     end = GaugeMetricFamily("kafka_log_log_logendoffset", "The log end offset.", labels=labels)
     start = GaugeMetricFamily("kafka_log_log_logstartoffset", "The log start offset.", labels=labels)
-    # The logs opened since startup: one untouched since a clean shutdown is opened on first use
-    # (storage/log_manager.py), which a scrape must not force on every partition.
-    for log_ in sorted(log_manager.opened_logs(), key=lambda log_: (log_.topic, log_.partition)):
-        values = [log_.topic, str(log_.partition)]
-        log_segments = log_.segments
-        size.add_metric(values, sum(segment.size for segment in log_segments))
-        segments.add_metric(values, len(log_segments))
-        end.add_metric(values, log_.log_end_offset)
-        start.add_metric(values, log_.log_start_offset)
+    # Every log, opened or not: the log manager describes one untouched since a clean startup
+    # without opening it (startup and a scrape stay cheap with thousands of partitions).
+    for summary in log_manager.log_summaries():
+        values = [summary.topic, str(summary.partition)]
+        size.add_metric(values, summary.size)
+        segments.add_metric(values, summary.num_segments)
+        end.add_metric(values, summary.log_end_offset)
+        start.add_metric(values, summary.log_start_offset)
     yield from (size, segments, end, start)
 
 

@@ -12,6 +12,10 @@ address may hold.
   acceptor then waits the throttle time (at most one window) before taking it on, so that the
   rate comes back under the limit. The inter-broker listener is exempt from the broker-wide rate
   while there are other listeners. Unlimited by default, as in Kafka.
+
+Each of them can be changed dynamically (cluster-wide or per broker, the listener forms too), and
+applies from the next connection on, as Kafka's SocketServer.reconfigure and KIP-612's
+ListenerConnectionQuota do.
 """
 
 from __future__ import annotations
@@ -58,26 +62,66 @@ def _parse_overrides(text: str) -> dict[str, int]:
     return overrides
 
 
+def check_connection_limits(config) -> dict[str, int]:
+    """What Kafka's KafkaConfig checks of the per-address limits, at startup and for a dynamic
+    change (ConfigError naming the key); returns the parsed max.connections.per.ip.overrides."""
+    text = config.get("max.connections.per.ip.overrides") or ""
+    overrides = _parse_overrides(text)
+    if config.get("max.connections.per.ip") == 0 and not overrides:
+        raise ConfigError("max.connections.per.ip", "max.connections.per.ip can be set to zero only if "
+                                                    "max.connections.per.ip.overrides property is set.")
+    return overrides
+
+
 class ConnectionQuotas:
+    """The limits are read from `config` on each use: a dynamic broker config change updates it in
+    place (Kafka's SocketServer and ListenerConnectionQuota reconfigure theirs), and `reconfigure`
+    then wakes the acceptors waiting for a slot, which a raised limit may have freed."""
+
     def __init__(self, config) -> None:
-        self.max_connections: int = config.get("max.connections")
-        self.max_per_ip: int = config.get("max.connections.per.ip")
-        self.per_ip_overrides = _parse_overrides(config.get("max.connections.per.ip.overrides") or "")
-        if self.max_per_ip == 0 and not self.per_ip_overrides:
-            raise ConfigError("max.connections.per.ip", "max.connections.per.ip can be set to zero only if "
-                                                        "max.connections.per.ip.overrides property is set.")
-        self.listener_max = {e.name: ListenerConfig(config, e.name).get("max.connections") for e in config.listeners}
+        self.config = config
+        self._overrides = check_connection_limits(config)
+        self._overrides_text = config.get("max.connections.per.ip.overrides") or ""
+        self._listeners = {e.name: ListenerConfig(config, e.name) for e in config.listeners}
+        # quota.window.* are read-only configs: the windows are fixed at startup.
         self.creation_window = Window(config.get("quota.window.num"), config.get("quota.window.size.seconds") * 1000)
-        self.max_creation_rate: int = config.get("max.connection.creation.rate")
-        self.listener_max_creation_rate = {e.name: ListenerConfig(config, e.name).get("max.connection.creation.rate")
-                                           for e in config.listeners}
+        # Measured whatever the limit, as Kafka's sensors are: a limit set dynamically applies at
+        # once to the rate already observed.
         self._broker_creation_rate = Rate(self.creation_window)
-        self._listener_creation_rates = {name: Rate(self.creation_window) for name in self.listener_max}
+        self._listener_creation_rates = {name: Rate(self.creation_window) for name in self._listeners}
         self.inter_broker_listener: str = config.inter_broker_listener_name
         self.total = 0
-        self.by_listener = {name: 0 for name in self.listener_max}
+        self.by_listener = {name: 0 for name in self._listeners}
         self.by_address: dict[str, int] = {}
         self._freed = trio.Event()
+
+    def reconfigure(self) -> None:
+        """The broker's dynamic configs changed: limits now read differently; a waiting acceptor
+        looks again (Kafka's updateBrokerMaxConnections and ListenerConnectionQuota.reconfigure
+        notify the acceptors). A connection waiting out a creation throttle keeps its wait, as in
+        Kafka's updateBrokerMaxConnectionRate."""
+        self._wake_acceptors()
+
+    @property
+    def max_connections(self) -> int:
+        return self.config.get("max.connections")
+
+    def listener_max(self, listener: str) -> int:
+        return self._listeners[listener].get("max.connections")
+
+    @property
+    def max_creation_rate(self) -> int:
+        return self.config.get("max.connection.creation.rate")
+
+    def listener_max_creation_rate(self, listener: str) -> int:
+        return self._listeners[listener].get("max.connection.creation.rate")
+
+    @property
+    def per_ip_overrides(self) -> dict[str, int]:
+        text = self.config.get("max.connections.per.ip.overrides") or ""
+        if text != self._overrides_text:  # parsed (and host names resolved) once per value
+            self._overrides, self._overrides_text = _parse_overrides(text), text
+        return self._overrides
 
     def _normalize(self, address: str) -> str:
         try:
@@ -86,7 +130,7 @@ class ConnectionQuotas:
             return address
 
     def limit_for(self, address: str) -> int:
-        return self.per_ip_overrides.get(self._normalize(address), self.max_per_ip)
+        return self.per_ip_overrides.get(self._normalize(address), self.config.get("max.connections.per.ip"))
 
     def _protected(self, listener: str) -> bool:
         """Brokers must be able to talk to each other: the inter-broker listener is exempt from
@@ -94,7 +138,7 @@ class ConnectionQuotas:
         return listener == self.inter_broker_listener and len(self.by_listener) > 1
 
     def _slot_available(self, listener: str) -> bool:
-        if self.by_listener[listener] >= self.listener_max[listener]:
+        if self.by_listener[listener] >= self.listener_max(listener):
             return False
         return self._protected(listener) or self.total < self.max_connections
 
@@ -106,13 +150,13 @@ class ConnectionQuotas:
         if not self._protected(listener):
             throttle_ms = self._record_creation(self._broker_creation_rate, self.max_creation_rate, now_ms)
         listener_throttle_ms = self._record_creation(self._listener_creation_rates[listener],
-                                                     self.listener_max_creation_rate[listener], now_ms)
+                                                     self.listener_max_creation_rate(listener), now_ms)
         return max(throttle_ms, listener_throttle_ms)
 
     def _record_creation(self, rate: Rate, limit: int, now_ms: int) -> int:
-        if limit >= UNLIMITED:
-            return 0  # Kafka measures it all the same; nothing can exceed it
         rate.record(1, now_ms)
+        if limit >= UNLIMITED:
+            return 0  # nothing can exceed it
         observed = rate.measure(now_ms)
         if observed <= limit:
             return 0
@@ -150,5 +194,8 @@ class ConnectionQuotas:
             del self.by_address[address]
         self.by_listener[listener] -= 1
         self.total -= 1
+        self._wake_acceptors()
+
+    def _wake_acceptors(self) -> None:
         self._freed.set()
         self._freed = trio.Event()

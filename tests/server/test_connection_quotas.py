@@ -163,3 +163,35 @@ def test_the_acceptor_waits_out_the_creation_throttle_before_counting_a_connecti
         assert quotas.total == 21
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_limits_changed_dynamically_apply_to_the_rate_measured_before():
+    config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://127.0.0.1:9093",
+                          "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT"})
+    quotas = ConnectionQuotas(config)
+    assert [quotas.creation_throttle_ms("EXTERNAL", 0) for _ in range(20)] == [0] * 20  # measured all the same
+    config.update_dynamic({}, {"listener.name.external.max.connection.creation.rate": "2"})
+    assert quotas.creation_throttle_ms("EXTERNAL", 0) == 500
+    config.update_dynamic({"max.connection.creation.rate": "1"}, {})
+    assert quotas.creation_throttle_ms("EXTERNAL", 0) == 1000  # the broker-wide rate saw them too
+    config.update_dynamic({}, {})
+    assert quotas.creation_throttle_ms("EXTERNAL", 0) == 0
+    config.update_dynamic({}, {"max.connections.per.ip.overrides": "10.0.0.1:7"})
+    assert (quotas.limit_for("10.0.0.1"), quotas.limit_for("10.0.0.2")) == (7, 2147483647)
+
+
+def test_a_raised_max_connections_wakes_the_waiting_acceptor():
+    config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:9092", "max.connections": "1"})
+    quotas = ConnectionQuotas(config)
+
+    async def main():
+        await quotas.inc("PLAINTEXT", "127.0.0.1")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(quotas.inc, "PLAINTEXT", "127.0.0.1")
+            await trio.testing.wait_all_tasks_blocked()
+            assert quotas.total == 1
+            config.update_dynamic({}, {"max.connections": "2"})
+            quotas.reconfigure()
+        assert quotas.total == 2 and trio.current_time() == 0
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

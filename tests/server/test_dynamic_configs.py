@@ -9,8 +9,10 @@ import json
 import logging
 
 import pytest
+import trio
 
 from samsa.server.config import ConfigSource, ConfigSynonym, ConfigType, KafkaConfig
+from samsa.server.dynamic_broker_config import incremental_broker_configs
 from samsa.server.metadata import METADATA_FILE
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -269,6 +271,20 @@ def test_append_and_subtract_take_list_configs_only(tmp_path):
     run(broker_config(tmp_path, log_cleanup_policy="compact"), scenario)
 
 
+def test_incremental_values_are_computed_as_kafkas_controller_computes_them():
+    """As for every resource type (ConfigurationControlManager): APPEND adds each value the list
+    lacks once, SUBTRACT removes one occurrence of each, empty items are dropped."""
+    def edit(current, *changes):
+        return incremental_broker_configs(current, [
+            Incremental.AlterableConfig(name=n, config_operation=op, value=v) for n, op, v in changes])
+
+    assert edit({}, ("log.cleanup.policy", APPEND, "compact,compact")) == {"log.cleanup.policy": "delete,compact"}
+    assert edit({"log.cleanup.policy": "compact,,delete,compact"}, ("log.cleanup.policy", SUBTRACT, "compact")) == {
+        "log.cleanup.policy": "delete,compact"}
+    assert edit({"message.max.bytes": "10"}, ("log.cleanup.policy", SUBTRACT, "delete"),
+                ("message.max.bytes", DELETE, None)) == {"log.cleanup.policy": ""}
+
+
 def test_custom_and_sensitive_configs_are_kept_but_not_shown(tmp_path):
     async def scenario(broker, client):
         assert await incremental(client, BROKER, "0", ("my.plugin.setting", SET, "42"),
@@ -336,6 +352,56 @@ def test_lower_message_max_bytes_refuses_a_produce_at_once(tmp_path):
         assert (entry.value, entry.config_source) == ("2000", DDBC)
         assert await incremental(client, BROKER, "", ("message.max.bytes", DELETE, None)) == OK
         assert await produce("t") == ErrorCode.NONE
+
+    run(broker_config(tmp_path), scenario)
+
+
+def test_connection_limits_change_at_once(tmp_path):
+    """max.connections and max.connection.creation.rate, cluster-wide and per listener (Kafka's
+    SocketServer.reconfigure, KIP-612's ListenerConnectionQuota): the next connection obeys."""
+    async def served(port):
+        other = await Client.connect(port)
+        return (await other.call(request_class(ApiKey.API_VERSIONS)(), 0)).error_code == ErrorCode.NONE
+
+    async def scenario(broker, client):
+        port, quotas = broker.endpoints[0].port, broker.connection_quotas
+        assert await incremental(client, BROKER, "", ("max.connections", SET, "1")) == OK
+        async with trio.open_nursery() as nursery:
+            answered = trio.Event()
+
+            async def second_connection():
+                assert await served(port)
+                answered.set()
+
+            nursery.start_soon(second_connection)
+            for _ in range(20):  # the broker keeps serving the first connection meanwhile
+                assert (await client.call(request_class(ApiKey.API_VERSIONS)(), 0)).error_code == ErrorCode.NONE
+            assert quotas.total == 1
+            assert not answered.is_set()
+            assert await alter(client, BROKER, "", {"listener.name.plaintext.max.connections": "2"}) == OK
+            with trio.fail_after(10):
+                await answered.wait()
+        assert await alter(client, BROKER, "", {}) == OK
+        assert await incremental(client, BROKER, "0", ("listener.name.plaintext.max.connections", SET, "0")) == (
+            ErrorCode.INVALID_REQUEST, "Invalid value org.apache.kafka.common.config.ConfigException: Invalid "
+                                       "max.connections 0 for configuration Invalid dynamic configuration")
+        assert await incremental(client, BROKER, "", ("max.connection.creation.rate", SET, "0")) == (
+            ErrorCode.INVALID_REQUEST, "Invalid value org.apache.kafka.common.config.ConfigException: Invalid "
+                                       "max.connection.creation.rate 0 for configuration Invalid dynamic configuration")
+        assert await incremental(client, BROKER, "", ("max.connections.per.ip", SET, "0")) == (
+            ErrorCode.INVALID_REQUEST, "max.connections.per.ip can be set to zero only if "
+                                       "max.connections.per.ip.overrides property is set.")
+
+        for _ in range(12):  # unlimited, yet measured: 1.2 connections a second over the 10 s judged
+            assert await served(port)
+        assert await incremental(client, BROKER, "", ("max.connection.creation.rate", SET, "1")) == OK
+        started = trio.current_time()
+        assert await served(port)
+        assert trio.current_time() - started >= 0.9, "throttled for up to a window (1 s)"
+        assert await incremental(client, BROKER, "", ("max.connection.creation.rate", DELETE, None)) == OK
+        started = trio.current_time()
+        assert await served(port)
+        assert trio.current_time() - started < 0.9
 
     run(broker_config(tmp_path), scenario)
 

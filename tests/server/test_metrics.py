@@ -146,6 +146,42 @@ def test_failed_produce_requests_count_what_kafka_counts(tmp_path):
     run_with_broker(metrics_config(tmp_path), scenario)
 
 
+def log_gauges(samples: dict, topic: str) -> dict[tuple[str, str], float]:
+    """The kafka_log_log_* samples of the topic's logs, by (gauge, partition)."""
+    return {(name.removeprefix("kafka_log_log_"), dict(labels)["partition"]): value
+            for (name, labels), value in samples.items()
+            if name.startswith("kafka_log_log_") and ("topic", topic) in labels}
+
+
+def test_log_gauges_cover_every_log_after_a_clean_restart_without_opening_it(tmp_path):
+    config = metrics_config(tmp_path, log_segment_bytes=300)
+    DeleteRecords = request_class(ApiKey.DELETE_RECORDS)
+    before_restart = {}
+
+    async def write(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        await client.call(create_topic_request("t", partitions=2), 7)
+        for _ in range(6):
+            produced = await client.call(produce_request("t", one_batch([b"v" * 100])), PRODUCE_VERSION)
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        trimmed = await client.call(DeleteRecords(topics=[DeleteRecords.DeleteRecordsTopic(name="t", partitions=[
+            DeleteRecords.DeleteRecordsPartition(partition_index=0, offset=2)])], timeout_ms=5000), 2)
+        assert trimmed.topics[0].partitions[0].error_code == ErrorCode.NONE
+        before_restart.update(log_gauges(await scrape(broker.metrics_port), "t"))
+
+    async def restarted(broker):
+        after_restart = log_gauges(await scrape(broker.metrics_port), "t")
+        assert [log.name for log in broker.log_manager.opened_logs() if log.topic == "t"] == []
+        assert after_restart == before_restart
+
+    run_with_broker(config, write)
+    assert before_restart[("logstartoffset", "0")] == 2 and before_restart[("logendoffset", "0")] == 6
+    assert before_restart[("numlogsegments", "0")] > 1 and before_restart[("size", "0")] > 600
+    assert [before_restart[(gauge, "1")] for gauge in ("size", "numlogsegments", "logstartoffset", "logendoffset")] == [
+        0, 1, 0, 0]
+    run_with_broker(config, restarted)
+
+
 def test_consumer_group_lag_per_partition(tmp_path):
     async def scenario(broker):
         client = await Client.connect(broker.endpoints[0].port)

@@ -13,6 +13,7 @@ from samsa.storage.log_manager import (
     CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
     REPLICATION_OFFSET_CHECKPOINT_FILE, LogManager,
 )
+from samsa.storage.log import segment_file_sizes
 from samsa.storage.log_segment import LogSegment
 from samsa.wire.errors import ErrorCode
 
@@ -226,6 +227,38 @@ def test_a_clean_restart_opens_each_log_on_first_use(tmp_path, clock):
     assert {name: OffsetCheckpointFile(tmp_path / name).read() for name in names} == checkpoints
     assert sorted(log.name for log in manager.logs()) == ["t-0", "t-1", "t-2"]
     assert manager.get_log("t", 0).log_end_offset == 6
+    manager.shutdown()
+
+
+def test_log_summaries_describe_the_logs_not_opened_as_they_would_be_opened(tmp_path, clock, monkeypatch):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = started(dirs, clock, config=small_config(segment_bytes=200))
+    fill(manager, "t", 0, 4)  # four 97-byte batches of two records: segments at 0 and 4
+    fill(manager, "t", 1, 2).delete_records(3)
+    manager.create_log("t", 2)
+    opened_figures = manager.log_summaries()
+    manager.shutdown()
+
+    manager = started(dirs, clock, config=small_config(segment_bytes=200))
+    stats = []
+    monkeypatch.setattr("samsa.storage.log_manager.segment_file_sizes",
+                        lambda directory: stats.append(directory.name) or segment_file_sizes(directory))
+    assert manager.log_summaries() == opened_figures
+    assert [(s.partition, s.num_segments, s.log_start_offset, s.log_end_offset) for s in opened_figures] == [
+        (0, 2, 0, 8), (1, 1, 3, 4), (2, 1, 0, 0)]
+    assert opened_figures[0].size == 4 * 97 and opened_figures[2].size == 0
+    assert manager.opened_logs() == []
+    assert manager.log_summaries() == opened_figures and sorted(stats) == ["t-0", "t-1", "t-2"]  # stat once
+
+    opened = manager.get_log("t", 0)
+    manager.delete_log("t", 2)
+    assert manager.log_summaries() == opened_figures[:2]
+    # Each log went to the directory holding the fewest: t-1 to b. Kafka drops an offline log's metrics.
+    assert opened.dir.parent == dirs[0] and (dirs[1] / "t-1").is_dir()
+    manager.failure_channel.maybe_add_offline_log_dir(dirs[1], "test", OSError("test"))
+    assert manager.log_summaries() == opened_figures[:1]
+    manager.failure_channel.maybe_add_offline_log_dir(dirs[0], "test", OSError("test"))
+    assert manager.log_summaries() == []
     manager.shutdown()
 
 
