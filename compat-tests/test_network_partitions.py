@@ -26,11 +26,13 @@ offset and missing from the log read back. Kafka 3.9 never answers DUPLICATE_SEQ
 librdkafka had inferred them ("implicitly acked by subsequent batch success"): a new producer's
 first requests (2 + 1 + 1 records: its first batches before any answer) refused, not persisted, and
 a later one accepted, which Kafka's leader does for a producer it has no state for, at any sequence
-(ProducerAppendInfo.checkSequence; shown on Kafka 3.9.2: a new producer's first batch at sequence 4
-is written at offset 0). No broker ever took them: history.py counts such writes unconfirmed, not
-lost, and the writer starts only once every broker's metadata names the leaders (the refusals most
-likely came from a leader not yet made leader). The refusal itself did not recur in 25 topics
-created and written at once on Kafka 3.9, nor in six runs of scenario 1 (four of three rounds).
+(ProducerAppendInfo.checkSequence; on Kafka 3.9.2 a new producer's first batch at sequence 4 is
+written at offset 0). test_librdkafka_inference.py shows librdkafka reporting such refused records
+delivered, against a fake leader. No broker ever took them: history.py counts such writes
+unconfirmed, not lost, and the writer starts only once every broker's metadata names the leaders
+(the refusals most likely came from a leader not yet made leader). The refusal itself did not recur
+in 25 topics created and written at once on Kafka 3.9, nor in six runs of scenario 1 (four of three
+rounds).
 
 SAMSA_PARTITION_ROUNDS repeats each fault (bench/soak.py's long form), and
 SAMSA_PARTITION_REPORT names a JSON file for the figures: faults survived, records checked, records
