@@ -31,7 +31,7 @@ written at offset 0). test_librdkafka_inference.py shows librdkafka reporting su
 delivered, against a fake leader. No broker ever took them: history.py counts such writes
 unconfirmed, not lost, and the writer starts only once every broker's metadata names the leaders
 (the refusals most likely came from a leader not yet made leader). The refusal itself did not recur
-in 25 topics created and written at once on Kafka 3.9, nor in six runs of scenario 1 (four of three
+in 25 topics created and written at once on Kafka 3.9, nor in eight runs of scenario 1 (four of three
 rounds).
 
 SAMSA_PARTITION_ROUNDS repeats each fault (bench/soak.py's long form), and
