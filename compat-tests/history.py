@@ -8,6 +8,14 @@ its retries), so the checker knows what must hold:
   the one acknowledged (librdkafka acknowledges some writes without an offset: a later batch's
   success implies an earlier one whose answer the dead leader never sent; such a value must be in
   the partition, anywhere);
+- unconfirmed: the exception to that, not a loss: writes acknowledged without an offset, none of
+  them in the final log, sent before any of the writer's values the partition holds. librdkafka's
+  inference holds only where the leader checks that sequences follow on, and a leader with no state
+  for a producer accepts any sequence (Kafka 3.9's ProducerAppendInfo.checkSequence, so a log
+  trimmed by retention does not wedge its producers): a new producer's first requests refused
+  (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION: not persisted, queued again) and a later one
+  accepted have librdkafka report the refused ones delivered ("implicitly acked by subsequent batch
+  success", confluent-kafka-go issue 921) though no broker ever took them;
 - duplicated: a value the final log holds at more than one offset;
 - reordered: values of one partition whose offsets in the final log are not in the order they were
   sent;
@@ -30,6 +38,7 @@ class Anomalies:
     duplicated: list[tuple[int, bytes, list[int]]] = field(default_factory=list)  # (partition, value, offsets)
     reordered: list[tuple[int, bytes, bytes]] = field(default_factory=list)  # (partition, earlier, later) sent
     phantom_reads: list[tuple[int, int, bytes]] = field(default_factory=list)
+    unconfirmed: list[tuple[int, bytes]] = field(default_factory=list)  # (partition, value): not an anomaly
 
     def __bool__(self) -> bool:
         return bool(self.lost or self.duplicated or self.reordered or self.phantom_reads)
@@ -40,7 +49,8 @@ class Anomalies:
             found = getattr(self, name)
             if found:
                 parts.append(f"{len(found)} {name}: {found[:limit]}")
-        return "; ".join(parts) or "no anomalies"
+        unconfirmed = f" ({len(self.unconfirmed)} unconfirmed: {self.unconfirmed[:limit]})" if self.unconfirmed else ""
+        return ("; ".join(parts) or "no anomalies") + unconfirmed
 
 
 class History:
@@ -71,6 +81,11 @@ class History:
         with self._lock:
             return sum(1 for p, *_ in self.acked if p == partition)
 
+    def answered_count(self) -> int:
+        """Writes answered so far, acknowledged or refused."""
+        with self._lock:
+            return len(self.acked) + len(self.failed)
+
     def last_ack_after(self, partition: int, since: float) -> float | None:
         """When the first write of `partition` sent after `since` was acknowledged, if one was
         (acknowledged at an offset above every one acknowledged before `since`)."""
@@ -92,10 +107,18 @@ class History:
                 by_value[value].append(offset)
             offsets_of[p] = by_value
             found.duplicated.extend((p, v, offsets) for v, offsets in by_value.items() if len(offsets) > 1)
+        first_held = {p: next((i for i, v in enumerate(values) if offsets_of.get(p, {}).get(v)), len(values))
+                      for p, values in sent.items()}
+        sent_index = {(p, v): i for p, values in sent.items() for i, v in enumerate(values)}
         for p, offset, value, _ in acked:
-            if (at.get(p, {}).get(offset) != value if offset is not None
-                    else not offsets_of.get(p, {}).get(value)):
-                found.lost.append((p, offset, value))
+            if offset is not None:
+                if at.get(p, {}).get(offset) != value:
+                    found.lost.append((p, offset, value))
+            elif not offsets_of.get(p, {}).get(value):
+                if sent_index.get((p, value), len(sent.get(p, ()))) < first_held.get(p, 0):
+                    found.unconfirmed.append((p, value))
+                else:
+                    found.lost.append((p, offset, value))
         for p, offset, value in dict.fromkeys(reads):
             if at.get(p, {}).get(offset) != value:
                 found.phantom_reads.append((p, offset, value))

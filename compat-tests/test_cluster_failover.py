@@ -207,3 +207,21 @@ def test_history_finds_every_anomaly():
     assert anomalies.reordered == [(0, b"b", b"c")]  # b sent first, written after c
     assert anomalies.phantom_reads == [(0, 3, b"x")]
     assert not history.check({0: [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"x"), (4, b"d")]})
+
+
+def test_history_tells_unconfirmed_first_writes_from_lost_ones():
+    """Writes acknowledged without an offset and sent before anything of the writer's the partition
+    holds are unconfirmed (a leader with no state for the producer took a later sequence: librdkafka
+    inferred them), not lost; one sent after a value the partition holds is lost."""
+    history = History()
+    for value in (b"a", b"b", b"c", b"d", b"e"):
+        history.record_sent(0, value)
+    for value in (b"a", b"b", b"d"):
+        history.record_ack(0, None, value)
+    history.record_ack(0, 0, b"c")
+    history.record_ack(0, 2, b"e")
+    anomalies = history.check({0: [(0, b"c"), (2, b"e")]})
+    assert anomalies.unconfirmed == [(0, b"a"), (0, b"b")]
+    assert anomalies.lost == [(0, None, b"d")]
+    whole = history.check({0: [(0, b"c"), (1, b"d"), (2, b"e")]})
+    assert not whole and "2 unconfirmed" in whole.summary()

@@ -16,14 +16,27 @@ to all brokers, as Jepsen's do) while the links between the hosts are cut and he
 Throughout, a reader reads every partition, and at the end the history (history.py) shows no
 acknowledged record lost, duplicated or reordered, and nothing read that later vanished; the
 cluster heals without a restart. A fault lasts until its effect is seen (a new leader, a shrunk
-ISR, expired sessions) plus a bounded time, a few seconds beyond zookeeper.session.timeout.ms.
+ISR, expired sessions) and then until a writer has had a few hundred more writes answered
+(acknowledged or refused) meanwhile: the second writer on the majority's side where leaders moved
+(the test's own may be held up by a stale leader), the test's where ZooKeeper alone is cut off.
 
-Scenario 1 runs on Kafka 3.9's brokers too (ZooKeeper mode) where SAMSA_PARTITION_KAFKA39=1 (and
-SAMSA_COMPAT_BROKERS has kafka).
+Scenario 1 runs on Kafka 3.9's brokers too (ZooKeeper mode) where SAMSA_COMPAT_BROKERS has kafka.
+One of its early runs reported four first writes of partition 0 lost: acknowledged without an
+offset and missing from the log read back. Kafka 3.9 never answers DUPLICATE_SEQUENCE_NUMBER, so
+librdkafka had inferred them ("implicitly acked by subsequent batch success"): a new producer's
+first requests (2 + 1 + 1 records: its first batches before any answer) refused, not persisted, and
+a later one accepted, which Kafka's leader does for a producer it has no state for, at any sequence
+(ProducerAppendInfo.checkSequence; on Kafka 3.9.2 a new producer's first batch at sequence 4 is
+written at offset 0). test_librdkafka_inference.py shows librdkafka reporting such refused records
+delivered, against a fake leader. No broker ever took them: history.py counts such writes
+unconfirmed, not lost, and the writer starts only once every broker's metadata names the leaders
+(the refusals most likely came from a leader not yet made leader). The refusal itself did not recur
+in 25 topics created and written at once on Kafka 3.9, nor in eight runs of scenario 1 (four of three
+rounds).
 
 SAMSA_PARTITION_ROUNDS repeats each fault (bench/soak.py's long form), and
 SAMSA_PARTITION_REPORT names a JSON file for the figures: faults survived, records checked, records
-lost.
+lost (Samsa's), and each scenario's (Kafka 3.9's run too).
 """
 
 from __future__ import annotations
@@ -59,9 +72,11 @@ REPORT = os.environ.get("SAMSA_PARTITION_REPORT")
 # ZooKeeper ticks of 500 ms grant sessions of 1 to 10 s.
 ZOOKEEPER = {"tickTime": 500}
 SESSION_TIMEOUT_MS = 6000
-# How long a fault is held once its effect is seen: the cut side's session has certainly expired
-# (and it has noticed) by then.
-HOLD_S = 2.0
+# How long a fault is held once its effect is seen: until a writer has had this many more writes
+# answered (acknowledged or refused) meanwhile, about two seconds of its writing (the majority's
+# writer where leaders moved, the test's where ZooKeeper is cut off and the leaders stay): by then the
+# cut side's session has long expired and it has noticed.
+HOLD_WRITES = 300
 BROKER = {
     "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
     "replica.lag.time.max.ms": 3000,
@@ -149,6 +164,15 @@ class Cluster:
         wait_for(lambda: self.zk.exists(zk_data.partition_state_path(topic, PARTITIONS - 1)), T,
                  what="the partitions' state")
         self.wait_whole(topic)
+        self.wait_leaders_known(topic, list(self.brokers.values()))
+
+    def wait_leaders_known(self, topic: str, brokers: list) -> None:
+        """Every one of `brokers` names the leaders ZooKeeper has in its own metadata: each leader has
+        made itself leader (a broker learns the leaders from the controller's UpdateMetadata, which
+        follows its LeaderAndIsr). A new producer's first requests must not meet a leader that refuses
+        them (history.py's unconfirmed writes: librdkafka would report them delivered)."""
+        wait_for(lambda: all(leaders_seen_by(b, topic) == self.leaders(topic) for b in brokers),
+                 T, interval=0.1, what=f"the leaders in the metadata of brokers {[b.port for b in brokers]}")
 
     def wait_whole(self, topic: str, timeout: float = T) -> None:
         """The cluster healed: every broker registered, a controller, every replica in every ISR."""
@@ -214,6 +238,14 @@ class Run:
             acked = {p: self.history.last_ack_after(p, since) is not None for p in range(PARTITIONS)}
             raise AssertionError(f"{e}; acknowledged since: {acked}; partitions: {states}") from None
 
+    def hold_fault(self, history: History | None = None) -> None:
+        """The fault held until the writer of `history` (the test's by default) has had HOLD_WRITES
+        more writes answered meanwhile."""
+        history = self.history if history is None else history
+        answered = history.answered_count()
+        wait_for(lambda: history.answered_count() >= answered + HOLD_WRITES, T, interval=0.1,
+                 what=f"{HOLD_WRITES} writes answered during the fault")
+
     def heal(self) -> None:
         """Every link whole again; the cluster whole again without a restart, and writing."""
         self.cluster.network.heal()
@@ -222,12 +254,11 @@ class Run:
 
     def write_through_majority(self, cut_off: int) -> None:
         """A second writer, bootstrapped from every broker but `cut_off`, with its own history (and
-        values): each partition acknowledges its writes; flushed, it stops."""
+        values): each partition acknowledges its writes, and the fault is held while it writes on
+        (the test's writer may be held up by the stale leader meanwhile); flushed, it stops."""
         majority = [b for i, b in self.cluster.brokers.items() if i != cut_off]
-        # Its first metadata must name the new leaders: a broker learns them from the controller's
-        # UpdateMetadata a moment after ZooKeeper does, and the old leader would keep the writer.
-        wait_for(lambda: all(leaders_seen_by(b, self.topic) == self.cluster.leaders(self.topic) for b in majority),
-                 T, interval=0.1, what="the new leaders in the metadata of every broker not cut off")
+        # Its first metadata must name the new leaders (the old leader would keep the writer).
+        self.cluster.wait_leaders_known(self.topic, majority)
         history = History()
         self.majority_histories.append(history)
         bootstrap = ",".join(b.bootstrap for b in majority)
@@ -237,6 +268,7 @@ class Run:
         try:
             wait_for(lambda: all(history.acked_count(p) > 0 for p in range(PARTITIONS)), T, interval=0.1,
                      what=f"writes acknowledged by the new leaders, broker {cut_off} cut off")
+            self.hold_fault(history)
         finally:
             writer.finish()
 
@@ -248,17 +280,19 @@ class Run:
         for history in [self.history, *self.majority_histories]:
             anomalies = history.check(final_log)
             counts += history.counts()
-            for kind in ("lost", "reordered", "phantom_reads"):
+            for kind in ("lost", "reordered", "phantom_reads", "unconfirmed"):
                 getattr(found, kind).extend(getattr(anomalies, kind))
             found.duplicated = anomalies.duplicated  # the final log's, whatever the history
             assert history.counts()["failed"] == 0, (history.counts(), history.failed[:5])
-        FIGURES["faults"] += faults
-        FIGURES["records_checked"] += counts["acked"]
-        FIGURES["records_lost"] += len(found.lost)
+        if self.cluster.kind == "samsa":  # the totals are Samsa's; Kafka's run is among the scenarios
+            FIGURES["faults"] += faults
+            FIGURES["records_checked"] += counts["acked"]
+            FIGURES["records_lost"] += len(found.lost)
         FIGURES["scenarios"][self.scenario] = {"faults": faults, **counts, "lost": len(found.lost),
                                                "duplicated": len(found.duplicated),
-                                               "phantom_reads": len(found.phantom_reads)}
-        print(f"{self.scenario}: {faults} faults, {dict(counts)}")
+                                               "phantom_reads": len(found.phantom_reads),
+                                               "unconfirmed": len(found.unconfirmed)}
+        print(f"{self.scenario}: {faults} faults, {dict(counts)}, {found.summary()}")
         assert not found, f"{found.summary()} ({counts})"
         assert self.history.counts()["acked"] > 0, counts
 
@@ -285,14 +319,9 @@ def report():
             json.dump(FIGURES, out)
 
 
-# Kafka 3.9 too, for scenario 1 alone, where SAMSA_PARTITION_KAFKA39=1 (its brokers take 5-15 s to
-# start; and one run of it here reported four first writes of partition 0, acknowledged without an
-# offset, missing from the log read back: not yet understood, so not in CI): Jepsen's case, the
-# oracle's answer beside Samsa's.
-KINDS = ["samsa", "kafka39"] if os.environ.get("SAMSA_PARTITION_KAFKA39") == "1" else ["samsa"]
-
-
-@pytest.mark.parametrize("cluster", KINDS, indirect=True)
+# Scenario 1 on Kafka 3.9 too, wherever the compat suite runs Kafka: Jepsen's case, the oracle's
+# answer beside Samsa's (about 40-50 s, its brokers' start included).
+@pytest.mark.parametrize("cluster", ["samsa", "kafka39"], indirect=True)
 def test_leader_cut_off_from_zookeeper_and_followers(cluster, topic_name):
     net = cluster.network
     cluster.create_topic(topic_name, leader=cluster.non_controller())
@@ -305,8 +334,7 @@ def test_leader_cut_off_from_zookeeper_and_followers(cluster, topic_name):
                  interval=0.1, what=f"a new leader after broker {victim} was cut off")
         after = cluster.state(topic_name)
         assert after.leader_epoch > before.leader_epoch and victim not in after.isr, (before, after)
-        run.write_through_majority(victim)
-        time.sleep(HOLD_S)  # the fault held a while (a bounded time, no event to wait for)
+        run.write_through_majority(victim)  # the fault held meanwhile
         run.heal()
         assert cluster.state(topic_name).leader != victim  # rejoined as a follower
     run.check(ROUNDS)
@@ -343,7 +371,7 @@ def test_zookeeper_cut_off_from_every_broker(cluster, topic_name):
         # The test's own session lives on: it sees the brokers' sessions expire.
         wait_for(lambda: not cluster.registered() and cluster.controller() is None,
                  SESSION_TIMEOUT_MS / 1000 + T, interval=0.1, what="every broker's session expired")
-        time.sleep(HOLD_S)
+        run.hold_fault()
         run.heal()
         assert cluster.controller_epoch() > epoch
     run.check(ROUNDS)
@@ -364,8 +392,7 @@ def test_controller_isolated(cluster, topic_name):
         if led.leader == old:  # the new controller moves what the old one led
             wait_for(lambda old=old: cluster.state(topic_name).leader not in (old, -1), T, interval=0.1,
                      what="partition 0 led by another broker")
-        run.write_through_majority(old)
-        time.sleep(HOLD_S)
+        run.write_through_majority(old)  # the fault held meanwhile
         run.heal()
         assert cluster.controller() != old
     run.check(ROUNDS)

@@ -215,6 +215,26 @@ def test_a_new_controller_takes_dead_replicas_out_of_the_isrs():
     assert of(actions, UpdatePartitionStates)[0].states == {("t", 0): PartitionState(3, 5, (3,), 5, zk_version=7)}
 
 
+def test_a_controller_alone_after_zookeeper_returns_shrinks_the_isr_below_min_insync_then_it_heals():
+    """ZooKeeper back after every broker's session expired, the first broker to register again
+    becomes controller alone: the partition another broker led goes to it with the ISR the live part
+    of the old one, [1], below min.insync.replicas (Kafka 3.9's Election.leaderForOffline filters the
+    ISR by liveness alone; min.insync.replicas only refuses acks=all writes). The others register
+    again, are told the partition (LeaderAndIsr) and follow; the leader's AlterPartition takes them
+    back into the ISR."""
+    states = {("t", 0): PartitionState(2, 2, (2, 1, 3), 4, zk_version=2)}
+    controller, actions = elected_with(states, topics={"t": topic((2, 1, 3))}, live=(1,))
+    alone = PartitionState(1, 3, (1,), 5, zk_version=3)
+    assert of(actions, UpdatePartitionStates)[0].states == {("t", 0): alone}
+    actions = controller.broker_change(brokers(1, 2, 3))
+    assert not of(actions, UpdatePartitionStates)
+    told = {a.broker_id: a.partitions[0].state for a in of(actions, SendLeaderAndIsr)}
+    assert set(told) == {2, 3} and all(s.leader == 1 and s.leader_epoch == 3 for s in told.values())
+    item = AlterPartitionItem("t", 0, 3, (1, 2, 3), 0, 3)
+    error, results, _ = controller.alter_partition(1, 101, [item], 2)
+    assert error == ErrorCode.NONE and results[("t", 0)] == PartitionState(1, 3, (1, 2, 3), 5, zk_version=4)
+
+
 def test_unclean_election_on_request():
     states = {("t", 0): PartitionState(1, 0, (1,), 5, zk_version=0)}
     controller, _ = elected_with(states, topics={"t": topic((1, 2)), "u": topic((2,))}, live=(1, 2))
