@@ -27,8 +27,8 @@ librdkafka had inferred them ("implicitly acked by subsequent batch success"): a
 first requests (2 + 1 + 1 records: its first batches before any answer) refused, not persisted, and
 a later one accepted, which Kafka's leader does for a producer it has no state for, at any sequence
 (ProducerAppendInfo.checkSequence; on Kafka 3.9.2 a new producer's first batch at sequence 4 is
-written at offset 0). test_librdkafka_inference.py shows librdkafka reporting such refused records
-delivered, against a fake leader. No broker ever took them: history.py counts such writes
+written at offset 0). tools/librdkafka_implicit_ack.py, a reproducer run by hand, shows librdkafka
+reporting such refused records delivered, against a stand-in leader. No broker ever took them: history.py counts such writes
 unconfirmed, not lost, and the writer starts only once every broker's metadata names the leaders
 (the refusals most likely came from a leader not yet made leader). The refusal itself did not recur
 in 25 topics created and written at once on Kafka 3.9, nor in eight runs of scenario 1 (four of three
