@@ -59,13 +59,13 @@ class Plan:
 def full_plan() -> Plan:
     cases = [(size, parts, acks, comp) for size in (1024, 100) for parts in (1, 16)
              for acks in ("1", "all") for comp in ("none", "lz4")]
-    return Plan(3, cases, {1024: 300_000_000, 100: 40_000_000}, 1_000_000_000, 10.0, 5000,
+    return Plan(3, cases, {1024: 400_000_000, 100: 160_000_000}, 1_000_000_000, 10.0, 5000,
                 (1, 1000, 10_000), (1, 1000), (1, 100), 50_000_000)
 
 
 def quick_plan() -> Plan:
     cases = [(1024, 1, "1", "none"), (100, 1, "1", "none"), (1024, 16, "all", "lz4")]
-    return Plan(1, cases, {1024: 50_000_000, 100: 10_000_000}, 50_000_000, 2.0, 5000,
+    return Plan(1, cases, {1024: 50_000_000, 100: 20_000_000}, 50_000_000, 2.0, 5000,
                 (1, 1000), (1, 200), (1, 10), 20_000_000, perf_tool_records={100: 200_000, 1024: 50_000})
 
 
@@ -159,6 +159,7 @@ class Bench:
             self.table.notes.append(f"{system}: {row}: {result.errors} records not acknowledged/received")
         self.table.add(f"{row} (MB/s)", system, result.mb_per_s if result else None)
         self.table.add(f"{row} (broker CPU s/GB)", system, result.cpu_per_gb if result else None)
+        self.table.add(f"{row} (of it system s/GB)", system, result.system_cpu_per_gb if result else None)
 
     def consume(self) -> None:
         size = 1024
@@ -499,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, help="repetitions of each case (default 3, --quick 1)")
     parser.add_argument("--json", help="also write every repetition's figures to this file")
     parser.add_argument("--produce-mb", type=float,
-                        help="MB of 1 KB records per produce run (a fifth of it for 100 B records)")
+                        help="MB of 1 KB records per produce run (two fifths of it for 100 B records)")
     parser.add_argument("--consume-mb", type=float, help="MB of 1 KB records each consume run reads")
     parser.add_argument("--shapes", default=",".join(load.SHAPES),
                         help="produce load shapes, comma-separated: batch (produce_batch), record (produce() per record)")
@@ -514,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.consume_mb:
         plan.consume_bytes = int(args.consume_mb * 1e6)
     if args.produce_mb:
-        plan.produce_bytes = {1024: int(args.produce_mb * 1e6), 100: int(args.produce_mb * 1e6 / 5)}
+        plan.produce_bytes = {1024: int(args.produce_mb * 1e6), 100: int(args.produce_mb * 1e6 * 2 / 5)}
     names = [n for n in args.systems.split(",") if n]
     sections = args.sections.split(",")
     bench = Bench(plan, names)
