@@ -190,7 +190,7 @@ class Connection:
         counted = got
         while got < size:
             if got == len(frame):  # a frame beyond the budget: grow with what arrived
-                frame.extend(bytes(min(size, 2 * got) - got))
+                _resized(frame, min(size, 2 * got))
             with memoryview(frame) as view:
                 end = len(view)
                 while got < end:
@@ -423,7 +423,7 @@ def _fits(frame: bytearray, size: int) -> bool:
 
 
 def _resized(frame: bytearray, size: int) -> bytearray:
-    """`frame` at `size` bytes, in place (it `_fits`): no realloc, no copy of its contents. Grown
+    """`frame` at `size` bytes: in place when it `_fits` (no realloc, no copy of its contents). Grown
     from a shared run of zeros: `bytes(n)` would be fresh memory each time (for a producer's
     requests, whose sizes vary by a few hundred KB, an mmap and its page faults per request)."""
     if size < len(frame):
