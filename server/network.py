@@ -188,24 +188,22 @@ class Connection:
         (a 1 MB request comes in several reads). The budget of unreceived bytes learns what
         arrived before each wait: only then do other connections look at it."""
         counted = got
+
+        def before_wait(got: int) -> None:
+            nonlocal counted
+            _LargeFrameMemory.received(frame, got - counted)
+            counted = got
+            self._waits += 1
+            self._set_low_water(min(size - got, _RECEIVE_LOW_WATER))
+
         while got < size:
             if got == len(frame):  # a frame beyond the budget: grow with what arrived
                 _resized(frame, min(size, 2 * got))
             with memoryview(frame) as view:
-                end = len(view)
-                while got < end:
-                    try:
-                        with view[got:] as free:
-                            n = os.readv(self._fd, (free,))
-                    except BlockingIOError:
-                        _LargeFrameMemory.received(frame, got - counted)
-                        counted = got
-                        self._set_low_water(min(size - got, _RECEIVE_LOW_WATER))
-                        await self._wait_readable()
-                        continue
-                    if n == 0:
-                        raise ConnectionClosed()
-                    got += n
+                try:
+                    got = await receive_into(self._fd, view, got, before_wait)
+                except EOFError:
+                    raise ConnectionClosed() from None
         _LargeFrameMemory.received(frame, got - counted)
         self._set_low_water(1)
 
@@ -405,6 +403,26 @@ class _LargeFrameMemory:
         reserved = cls._reserved.pop(id(frame), None)
         if reserved is not None:
             cls.unreceived -= reserved
+
+
+async def receive_into(fd: int, view: memoryview, got: int, before_wait: Callable[[int], None] | None = None) -> int:
+    """Fill `view` from its byte `got` on from the non-blocking socket `fd`, each read taking what
+    the kernel has (`readv`, no copies), waiting on trio only when it has nothing (after
+    `before_wait(got)`). Returns len(view); raises EOFError when the peer closes first."""
+    end = len(view)
+    while got < end:
+        try:
+            with view[got:] as free:
+                n = os.readv(fd, (free,))
+        except BlockingIOError:
+            if before_wait is not None:
+                before_wait(got)
+            await trio.lowlevel.wait_readable(fd)
+            continue
+        if n == 0:
+            raise EOFError()
+        got += n
+    return got
 
 
 def _take_buffer() -> bytearray:
