@@ -211,7 +211,7 @@ class Connection:
         """Wake for this socket once `n` bytes are readable. Bytes of a large frame arrive in
         pieces as small as the client's writes (librdkafka's, or TCP segments when the client is
         slower than the broker); each wake is a pass through trio's scheduler, which costs more
-        than the read itself (issue 16: 1 MB frames sent in 16 KiB pieces cost 5-7 ms of broker
+        than the read itself (issue 16: 1 MB frames sent in 16 KiB pieces cost 6-9 ms of broker
         CPU per MB, 3 with a 64 KiB low-water mark)."""
         if n != self._low_water:
             self._low_water = n
