@@ -18,7 +18,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from systems import cpu_seconds
+from systems import cpu, cpu_seconds
 
 WORDS = ("kafka samsa broker partition segment offset record batch fetch produce index leader epoch "
          "replica watermark consumer group coordinator commit topic stream append sendfile page cache").split()
@@ -63,10 +63,11 @@ class Run:
     seconds: float
     bytes: int
     records: int
-    cpu: float  # broker CPU seconds during the run (summed over the brokers of a cluster)
+    cpu: float  # broker CPU seconds during the run (summed over the brokers of a cluster), to the ns
     errors: int = 0
     cpu_by_pid: dict[int, float] = field(default_factory=dict)  # each broker's share of `cpu`
     requests: int | None = None  # requests the client sent to the brokers (librdkafka's statistics)
+    cpu_system: float | None = None  # the system time's part of `cpu` (systems.Cpu.system)
 
     @property
     def mb_per_s(self) -> float | None:
@@ -75,6 +76,10 @@ class Run:
     @property
     def cpu_per_gb(self) -> float | None:
         return self.cpu / (self.bytes / 1e9) if self.bytes else None
+
+    @property
+    def system_cpu_per_gb(self) -> float | None:
+        return self.cpu_system / (self.bytes / 1e9) if self.bytes and self.cpu_system is not None else None
 
 
 def warm_up(producer: Producer, topic: str, partitions: int) -> None:
@@ -108,7 +113,7 @@ def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: in
     if count_requests:
         producer.poll(0.2)  # the statistics after the warm-up
     before = sent[-1] if sent else 0
-    cpu0, t0 = {p: cpu_seconds(p) for p in pids}, time.perf_counter()
+    cpu0, t0 = {p: cpu(p) for p in pids}, time.perf_counter()
     if shape == "batch":
         for _ in range(count // BATCH):
             queued = producer.produce_batch(topic, chunk)
@@ -125,12 +130,15 @@ def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: in
                 except BufferError:  # the local queue is full: let it drain
                     producer.poll(0.005)
     left = producer.flush(300)
-    t1, cpu1 = time.perf_counter(), {p: cpu_seconds(p) for p in pids}
-    by_pid = {p: cpu1[p] - cpu0[p] for p in pids}
+    t1, cpu1 = time.perf_counter(), {p: cpu(p) for p in pids}
+    used = [cpu1[p] - cpu0[p] for p in pids]
+    by_pid = {p: u.seconds for p, u in zip(pids, used)}
+    systems = [u.system for u in used]
     if count_requests:
         producer.poll(0.2)  # the statistics after the last acknowledgement
     requests = sent[-1] - before if sent else None
-    return Run(t1 - t0, count * record_size, count, sum(by_pid.values()), len(errors) + left, by_pid, requests)
+    return Run(t1 - t0, count * record_size, count, sum(by_pid.values()), len(errors) + left, by_pid, requests,
+               None if None in systems else sum(systems))
 
 
 def consume(bootstrap: str, pid: int, topic: str, expected: int, record_size: int, timeout: float = 300.0) -> Run:

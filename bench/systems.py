@@ -17,13 +17,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
 BENCH_DIR = Path(__file__).resolve().parent
 CHECKOUT = BENCH_DIR.parent
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYCACHE = os.path.join(tempfile.gettempdir(), "bench-samsa-pycache")
 
@@ -49,16 +49,50 @@ def api_versions_probe(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def cpu_times(pid: int) -> tuple[float, float]:
-    """User and system CPU seconds of the process and all its threads so far."""
+@dataclass(frozen=True)
+class Cpu:
+    """A process's CPU time so far, or between two moments (a difference of two).
+
+    `seconds` is to the nanosecond: the scheduler's runtime of all the process's threads, ended
+    ones included, read from its process CPU clock (clock_gettime on clock_getcpuclockid(pid)).
+    /proc/<pid>/stat's user and system times come in clock ticks (10 ms): a run of 0.2 s of CPU
+    would be 5 % per tick, so they serve only to split `seconds` into user and system time."""
+    seconds: float
+    user_ticks: int
+    system_ticks: int
+
+    def __sub__(self, earlier: Cpu) -> Cpu:
+        return Cpu(self.seconds - earlier.seconds, self.user_ticks - earlier.user_ticks,
+                   self.system_ticks - earlier.system_ticks)
+
+    @property
+    def system(self) -> float | None:
+        """System time's share of `seconds`, as the ticks split it (None if no tick fell)."""
+        ticks = self.user_ticks + self.system_ticks
+        return self.seconds * self.system_ticks / ticks if ticks > 0 else None
+
+    @property
+    def user(self) -> float | None:
+        system = self.system
+        return None if system is None else self.seconds - system
+
+
+def _process_cpu_clock(pid: int) -> int:
+    """Linux's clock id for another process's CPU clock (what glibc's clock_getcpuclockid
+    returns: the pid inverted, CPUCLOCK_SCHED, whole process)."""
+    return (~pid << 3) | 2
+
+
+def cpu(pid: int) -> Cpu:
+    """The process's CPU time so far, all threads."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
+    return Cpu(time.clock_gettime_ns(_process_cpu_clock(pid)) / 1e9, int(fields[11]), int(fields[12]))
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU of the process and all its threads so far."""
-    return sum(cpu_times(pid))
+    """User plus system CPU of the process and all its threads so far, to the nanosecond."""
+    return time.clock_gettime_ns(_process_cpu_clock(pid)) / 1e9
 
 
 def rss_bytes(pid: int) -> int:

@@ -9,7 +9,6 @@ copied out, cost the follower more than appending the records (issue 16)."""
 
 from __future__ import annotations
 
-import os
 import struct
 import sys
 
@@ -17,7 +16,7 @@ import trio
 
 from ..wire.codec import Message
 from ..wire.protocol import decode_response, encode_request
-from .network import frame_memory
+from .network import frame_memory, receive_into
 
 _SIZE = struct.Struct(">i")
 
@@ -99,12 +98,7 @@ class BrokerConnection:
                 view[got:got + len(data)] = data
                 got += len(data)
             return
-        while got < len(view):
-            try:
-                n = os.readv(self._fd, (view[got:],))
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(self._fd)
-                continue
-            if n == 0:
-                raise BrokerUnreachable("the broker closed the connection")
-            got += n
+        try:
+            await receive_into(self._fd, view, 0)
+        except EOFError:
+            raise BrokerUnreachable("the broker closed the connection") from None

@@ -43,6 +43,9 @@ class FileRecords:
     # (base offset, its LogOffsetPosition): a consumer's next fetch starts there. Dropped when the
     # file is truncated; appends leave it true.
     _next_batch: tuple[int, LogOffsetPosition] | None = None
+    # The last batch appended (base offset, its LogOffsetPosition): the fetches an append wakes (a
+    # follower's, a caught-up consumer's) start in it, or past it while nothing was appended since.
+    _last_batch: tuple[int, LogOffsetPosition] | None = None
 
     def __init__(self, path: Path | None, fd: int, position: int, size: int, owner: FileRecords | None = None) -> None:
         self.path = path
@@ -109,6 +112,10 @@ class FileRecords:
             at += written
         self.size = at
 
+    def remember_last_batch(self, base_offset: int, found: LogOffsetPosition) -> None:
+        """The batch just appended (it ends the file), for search_for_offset_with_size."""
+        self._last_batch = (base_offset, found)
+
     def flush(self) -> None:
         os.fsync(self.fd)
 
@@ -119,7 +126,7 @@ class FileRecords:
         truncated = self.size - size
         os.ftruncate(self.fd, size)
         self.size = size
-        self._next_batch = None
+        self._next_batch = self._last_batch = None
         return truncated
 
     def trim(self) -> None:
@@ -204,6 +211,13 @@ class FileRecords:
         remembered = self._next_batch
         if remembered is not None and remembered[0] <= target_offset <= remembered[1].offset:
             return remembered[1]
+        last = self._last_batch
+        if last is not None:  # no read of the file's headers for a fetch at its tail
+            base_offset, found = last
+            if base_offset <= target_offset <= found.offset:
+                return found
+            if target_offset > found.offset and found.position + found.size == self.size:
+                return None
         for position, (_, size, last_offset) in self._scan_headers(start_position, self._batch_bounds):
             if last_offset >= target_offset:
                 return LogOffsetPosition(last_offset, position, size)

@@ -200,6 +200,8 @@ class LogSegment:
             position += header.size
             self._bytes_since_last_index_entry += header.size
         self._max_timestamp_and_offset = max_so_far
+        self.log.remember_last_batch(header.base_offset, LogOffsetPosition(header.last_offset, position - header.size,
+                                                                           header.size))
 
     def on_become_inactive(self) -> None:
         """The segment rolled: record its max timestamp in the time index and trim preallocation."""

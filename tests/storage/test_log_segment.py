@@ -74,8 +74,24 @@ def test_a_read_ends_at_the_last_whole_batch(tmp_path):
     # The batch that did not fit is where the next fetch starts: it is found without a scan, the
     # same as by one.
     assert segment.translate_offset(BASE + 2) == (BASE + 2, len(first) + len(second), len(third))
-    segment.log._next_batch = None
+    segment.log._next_batch = segment.log._last_batch = None
     assert segment.translate_offset(BASE + 2) == (BASE + 2, len(first) + len(second), len(third))
+
+
+def test_a_fetch_at_the_tail_reads_no_headers(tmp_path, monkeypatch):
+    # The fetches an append wakes (followers, caught-up consumers) start in the batch it appended,
+    # or past the end: the segment knows where without reading the file.
+    segment = new_segment(tmp_path)
+    first = append(segment, BASE, [1])
+    second = append(segment, BASE + 1, [2, 3])
+    monkeypatch.setattr(segment.log, "pread", lambda *_: (_ for _ in ()).throw(AssertionError("read")))
+    assert segment.translate_offset(BASE + 2) == (BASE + 2, len(first), len(second))
+    assert segment.read(BASE + 1, 10_000, segment.size, True).records.read_bytes() == bytes(second)
+    assert segment.translate_offset(BASE + 3) is None
+    monkeypatch.undo()
+    segment.truncate_to(BASE + 1, 0)  # forgets the batch: the scan answers
+    assert segment.translate_offset(BASE + 1) is None
+    assert segment.translate_offset(BASE) == (BASE, 0, len(first))
 
 
 def test_truncation_forgets_where_the_next_fetch_starts(tmp_path):
