@@ -58,8 +58,8 @@ BROKER = {
     "log.segment.bytes": 1024 * 1024,
 }
 INTERNAL_TOPICS = {"__consumer_offsets": 2, "__transaction_state": 2}
-WRITE_RATE = 100  # values a second, each checked writer
-BULK_RATE = 300  # the acks=1 writer's
+WRITE_RATE = 50  # values a second, each checked writer
+BULK_RATE = 150  # the acks=1 writer's
 FAULT_KINDS = ("kill", "pause", "rolling")
 GROUP_ACTIONS = ("join", "join", "leave", "kill")  # a round of them keeps the number of members
 MAX_MEMBERS = 3
@@ -85,7 +85,7 @@ class MixedLoad:
             "pauses_past_lag_time": 0, "pauses_past_session_timeout": 0, "records_checked": 0, "records_lost": 0,
             "duplicates": 0, "reordered": 0, "phantom_reads": 0, "write_failures": 0, "bulk_records": 0,
             "bulk_records_per_s": 0, "bulk_failures": 0, "transactions_committed": 0, "transactions_aborted": 0,
-            "transactional_producers": 0, "group_members": Counter(), "group_rebalances": 0,
+            "transactional_producers": 0, "transaction_calls_stuck": 0, "group_members": Counter(), "group_rebalances": 0,
             "group_consumed_again": 0, "committed_offset_samples": 0, "committed_offsets_backwards": 0,
             "peak_broker_memory_kb": 0, "peak_memory_kb_by_broker": {}, "load_s": 0,
             "fault_s": []}
@@ -186,7 +186,7 @@ class MixedLoad:
             wait_for(lambda before=acked_before: self.acked() > before or self.errors, T,
                      what="a write acknowledged since the last fault")
             self.raise_errors()
-            time.sleep(rng.uniform(0, 3))  # the fault schedule: a random moment of the traffic
+            time.sleep(rng.uniform(0, 2))  # the fault schedule: a random moment of the traffic
             kind = pending.pop()
             struck = time.monotonic()
             faults[kind](rng)
@@ -327,7 +327,7 @@ class MixedLoad:
         ends = high_watermarks(self.bootstrap, self.checked, PARTITIONS)
         final_log = read_whole_log(self.bootstrap, self.checked, PARTITIONS, timeout=T + sum(ends.values()) / 5000)
         found = Anomalies()
-        for kind, history in self.histories.items():
+        for history in self.histories.values():
             anomalies = history.check(final_log)
             for name in ("lost", "reordered", "phantom_reads"):
                 getattr(found, name).extend(getattr(anomalies, name))
@@ -342,7 +342,7 @@ class MixedLoad:
         wait_for(lambda: self.caught_up(ends), HEAL_S, what=f"the transform at the end of {ends}")
         transform = self.transform
         figures.update(transactions_committed=transform.committed, transactions_aborted=transform.aborted,
-                       transactional_producers=transform.producers)
+                       transactional_producers=transform.producers, transaction_calls_stuck=transform.stuck)
         inputs = {p: [b"out-" + value for _, value in final_log[p]] for p in range(PARTITIONS)}
         outputs = read_committed(self.bootstrap, self.transformed, PARTITIONS, sum(ends.values()),
                                  timeout=T + sum(ends.values()) / 5000)

@@ -11,6 +11,7 @@ old one).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -32,6 +33,8 @@ class Transform:
         self.committed = 0  # transactions
         self.aborted = 0
         self.producers = 0  # started: more than one after a fatal error
+        self.stuck = 0  # calls that never returned (unless_stuck)
+        self.abandoned: list = []  # producers stuck in a call past its timeout, never to be destroyed
         self.processed: dict[int, int] = {}  # source partition -> next offset, as committed with a transaction
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "isolation.level": "read_committed",
@@ -61,18 +64,27 @@ class Transform:
         for m in batch:
             producer.produce(self.sink, key=m.key(), value=b"out-" + m.value(), partition=self.partition_of(m))
         positions = self.consumer.position(self.consumer.assignment())
-        if (self._retried(lambda: producer.send_offsets_to_transaction(
-                positions, self.consumer.consumer_group_metadata(), T))
-                and self._retried(lambda: producer.commit_transaction(T))):
-            self.committed += 1
-            self.processed.update((tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
-            return batch
-        self.aborted += 1
-        if not self._retried(lambda: producer.abort_transaction(T), fatal_ok=True):
-            # librdkafka 2.x counts an AddPartitionsToTxn that failed (the coordinator moving) as
-            # maybe registered and sends EndTxn for a transaction the coordinator never saw start:
-            # INVALID_TXN_STATE, fatal (docs/cluster.md). What an application does with a fatal
-            # error: a new producer, which fences the old one.
+        abort_counted = False
+        try:
+            if (self._retried(lambda: producer.send_offsets_to_transaction(
+                    positions, self.consumer.consumer_group_metadata(), T))
+                    and self._retried(lambda: producer.commit_transaction(T))):
+                self.committed += 1
+                self.processed.update((tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
+                return batch
+            self.aborted += 1
+            abort_counted = True
+            if not self._retried(lambda: producer.abort_transaction(T), fatal_ok=True):
+                # librdkafka 2.x counts an AddPartitionsToTxn that failed (the coordinator moving)
+                # as maybe registered and sends EndTxn for a transaction the coordinator never saw
+                # start: INVALID_TXN_STATE, fatal (docs/cluster.md). What an application does with
+                # a fatal error: a new producer, which fences the old one.
+                self.producer = self._new_producer()
+        except Stuck as e:
+            print(f"transaction call stuck ({e}): a new producer, which fences it")
+            self.stuck += 1
+            self.aborted += not abort_counted
+            self.abandoned.append(producer)
             self.producer = self._new_producer()
         self._rewind()
         return None
@@ -86,7 +98,7 @@ class Transform:
         while True:
             assert time.monotonic() < deadline, "a transaction call kept failing"
             try:
-                call()
+                unless_stuck(call, T + 5)
                 return True
             except KafkaException as e:
                 error = e.args[0]
@@ -99,13 +111,49 @@ class Transform:
 
     def _rewind(self) -> None:
         """After an aborted transaction: back to the offsets last committed with one."""
-        from confluent_kafka import TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
-        for tp in self.consumer.committed(self.consumer.assignment(), timeout=T):
+        deadline = time.monotonic() + self.call_timeout
+        while True:
+            try:
+                committed = self.consumer.committed(self.consumer.assignment(), timeout=T)
+                break
+            except KafkaException as e:  # the group coordinator moving: no reading on before it answers
+                assert time.monotonic() < deadline, f"no committed offsets to rewind to: {e}"
+        for tp in committed:
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
 
     def close(self) -> None:
         self.consumer.close()
+
+
+class Stuck(Exception):
+    pass
+
+
+def unless_stuck(call, timeout: float) -> None:
+    """`call()` in a thread of its own, raising what it raises; Stuck when it has not returned
+    after `timeout` seconds. librdkafka's send_offsets_to_transaction() may block past its own
+    timeout, for ever, when the group coordinator it has cached was killed: the client forgets a
+    broker missing from a Metadata answer (stops its thread) but keeps it as the coordinator, and
+    only another broker's state change makes it look again (librdkafka issues 5456, 5511). The
+    thread is left behind, blocked, with its producer."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - raised again below
+            outcome.append(e)
+
+    thread = threading.Thread(target=run, name="transaction call", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise Stuck(f"no answer after {timeout:.0f} s")
+    if outcome[0] is not None:
+        raise outcome[0]
 
 
 def read_committed(bootstrap: str, topic: str, partitions: int, expected: int,
