@@ -123,8 +123,10 @@ class MixedLoad:
             started = time.monotonic()
             wait_for(lambda: self.transform.committed > 0 and self.acked() > 0, T * 2,
                      what="the first transaction and the first acknowledged writes")
-            self.inflict_faults()
-            self.figures["load_s"] = round(time.monotonic() - started)
+            try:
+                self.inflict_faults()
+            finally:
+                self.figures["load_s"] = round(time.monotonic() - started)
             self.stopping.set()
             self.raise_errors()
             self.finish_and_check(started, threads)

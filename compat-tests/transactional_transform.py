@@ -74,11 +74,13 @@ class Transform:
                 return batch
             self.aborted += 1
             abort_counted = True
-            if not self._retried(lambda: producer.abort_transaction(T), fatal_ok=True):
-                # librdkafka 2.x counts an AddPartitionsToTxn that failed (the coordinator moving)
-                # as maybe registered and sends EndTxn for a transaction the coordinator never saw
-                # start: INVALID_TXN_STATE, fatal (docs/cluster.md). What an application does with
-                # a fatal error: a new producer, which fences the old one.
+            if not self._retried(lambda: producer.abort_transaction(T)):
+                # A fatal error. librdkafka 2.x counts an AddPartitionsToTxn that failed (the
+                # coordinator moving) as maybe registered and sends EndTxn for a transaction the
+                # coordinator never saw start: INVALID_TXN_STATE (docs/cluster.md). A transaction
+                # that outlived transaction.timeout.ms (a fault in its way) was aborted by the
+                # coordinator, which bumped the producer's epoch: the next call is fenced. What
+                # an application does with a fatal error: a new producer, which fences the old one.
                 self.producer = self._new_producer()
         except Stuck as e:
             print(f"transaction call stuck ({e}): a new producer, which fences it")
@@ -89,9 +91,9 @@ class Transform:
         self._rewind()
         return None
 
-    def _retried(self, call, fatal_ok: bool = False) -> bool:
-        """True once `call` succeeded, False when the transaction must be aborted (or, with
-        `fatal_ok`, when the producer failed fatally)."""
+    def _retried(self, call) -> bool:
+        """True once `call` succeeded, False when the transaction must be aborted or the producer
+        failed fatally."""
         from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + self.call_timeout
@@ -105,7 +107,7 @@ class Transform:
                 print("transaction call failed:", error)  # shown when the test fails
                 if error.retriable():
                     continue
-                if error.txn_requires_abort() or fatal_ok and error.fatal():
+                if error.txn_requires_abort() or error.fatal():
                     return False
                 raise
 
