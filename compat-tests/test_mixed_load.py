@@ -251,8 +251,15 @@ class MixedLoad:
             if self.cluster.zk.exists(zk_data.topic_path(internal)):
                 topics[internal] = partitions
         wait_for(lambda: self.cluster.controller_id() is not None, HEAL_S, interval=0.1, what="a controller")
-        for topic, partitions in topics.items():
-            self.cluster.wait_full_isrs(topic, HEAL_S, partitions=partitions)
+        wait_for(lambda: self.full_isrs(topics), HEAL_S, interval=0.1, what="every replica in every ISR")
+
+    def full_isrs(self, topics: dict[str, int]) -> bool:
+        """True when every ISR is whole; raises with those that are not (wait_for shows the last)."""
+        short = {f"{topic}-{p}": state for topic, partitions in topics.items() for p in range(partitions)
+                 if set((state := self.cluster.state(topic, p)).isr) != set(SAMSA_IDS)}
+        if short:
+            raise AssertionError(f"controller {self.cluster.controller_id()}, ISRs short: {short}")
+        return True
 
     # -- the background --------------------------------------------------------------------
     def start_member(self, name: str) -> None:
