@@ -4,6 +4,7 @@ figures (faults survived, records checked, records lost, the broker's peak resid
 
     python bench/soak.py                      # every scenario available, long form
     python bench/soak.py --kills 20 --only crash-loop,cluster-crash-loop --seed 1234
+    python bench/soak.py --only mixed-load --minutes 10
 
 Scenarios:
 - crash-loop: compat-tests/test_crash_loop.py's single broker with 50 kill -9s (`--kills`) and a
@@ -13,9 +14,13 @@ Scenarios:
 - network-partitions: compat-tests/test_network_partitions.py (brokers and ZooKeeper in network
   namespaces: leader, follower, ZooKeeper and controller cut off and healed) with every fault
   repeated `--partition-rounds` times (needs root or CAP_NET_ADMIN: skipped otherwise);
-- mixed-load: a hook for the mixed-load work of issue 17 (a scenario is a test path plus the
-  environment of its long form, and the JSON file its test writes its figures to); listed as not
-  available until it exists.
+- mixed-load: compat-tests/test_mixed_load.py for `--minutes` (default 60): idempotent acks=all
+  writers (history-checked) and an acks=1 writer, a consumer group whose members come and go, a
+  transactional consume-transform-produce, on three brokers (RF=3, min.insync.replicas=2) while
+  brokers are killed (kill -9), paused (SIGSTOP) and shut down in turn (SIGTERM) at random moments.
+
+A scenario is a test path plus the environment of its long form, and the JSON file its test writes
+its figures to.
 
 Figures, never pass/fail for CI: nothing here runs there. The exit code is 1 when a scenario
 found something (a test failed), so a soak can be scripted.
@@ -40,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class Scenario:
     name: str
     tried: str  # what it does, for the report
-    test: str | None  # a compat test path; None while the scenario is only a hook
+    test: str  # a compat test path
     env: dict[str, str] = field(default_factory=dict)
     report_env: str | None = None  # the variable naming the JSON file the test writes its figures to
 
@@ -73,14 +78,22 @@ def scenarios(args) -> list[Scenario]:
                  {"SAMSA_PARTITION_ROUNDS": str(args.partition_rounds),
                   "SAMSA_COMPAT_TEST_TIMEOUT": str(args.partition_rounds * 120 + 240)},
                  "SAMSA_PARTITION_REPORT"),
-        Scenario("mixed-load", "an hour of mixed produce, consume, group and transaction load with faults", None),
+        Scenario("mixed-load", f"{args.minutes} minutes of idempotent acks=all writes (history-checked), acks=1 "
+                               "writes, a consumer group whose members join, leave and are killed, and a "
+                               "transactional consume-transform-produce, on three brokers (RF=3, "
+                               "min.insync.replicas=2) while brokers are killed, paused and shut down in turn "
+                               "at random moments; every acknowledged record, the group's consumption and "
+                               "committed offsets and the transform's exactly-once output checked at the end",
+                 "compat-tests/test_mixed_load.py",
+                 {"SAMSA_MIXED_LOAD_BUDGET_S": str(args.minutes * 60), "SAMSA_MIXED_LOAD_KILLS": "1000000",
+                  "SAMSA_COMPAT_TEST_TIMEOUT": str(args.minutes * 60 + 900),
+                  **({"SAMSA_MIXED_LOAD_SEED": str(args.seed)} if args.seed is not None else {})},
+                 "SAMSA_MIXED_LOAD_REPORT"),
     ]
 
 
 def run(scenario: Scenario, timeout_s: float) -> dict:
     """Run the scenario's test; its figures, with what pytest said."""
-    if scenario.test is None:
-        return {"status": "not available yet"}
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
         report = Path(scratch) / "figures.json"
         env = {**os.environ, **scenario.env}
@@ -104,7 +117,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=50, help="kill -9s of each crash loop")
     parser.add_argument("--partition-rounds", type=int, default=20, help="rounds of each network fault")
-    parser.add_argument("--seed", type=int, help="the crash loops' kill moments, to repeat a run")
+    parser.add_argument("--minutes", type=int, default=60, help="of mixed load with faults")
+    parser.add_argument("--seed", type=int, help="the crash loops' kill moments and the mixed load's faults, to "
+                                                 "repeat a run")
     parser.add_argument("--only", help="comma-separated scenario names")
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per scenario")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -134,7 +149,19 @@ def main() -> int:
             restarts = sorted(figures["restart_s"])
             print(f"{name}: seed {figures.get('seed')}, restart seconds median {restarts[len(restarts) // 2]}, "
                   f"max {restarts[-1]}")
-        if result["status"] not in ("passed", "not available yet"):
+        if figures.get("faults_by_kind"):
+            print(f"{name}: seed {figures.get('seed')}, {figures.get('load_s')} s of load; faults "
+                  f"{figures['faults_by_kind']} (kill -9 of {figures.get('kill_targets')}, pauses past "
+                  f"replica.lag.time.max.ms {figures.get('pauses_past_lag_time')}, past the ZooKeeper session "
+                  f"{figures.get('pauses_past_session_timeout')}); duplicates {figures.get('duplicates')}, "
+                  f"reordered {figures.get('reordered')}, phantom reads {figures.get('phantom_reads')}; acks=1 "
+                  f"{figures.get('bulk_records')} records ({figures.get('bulk_records_per_s')}/s); transactions "
+                  f"committed {figures.get('transactions_committed')}, aborted {figures.get('transactions_aborted')}"
+                  f"; group: members {figures.get('group_members')}, rebalances {figures.get('group_rebalances')}, "
+                  f"consumed again {figures.get('group_consumed_again')}, committed offsets gone backwards "
+                  f"{figures.get('committed_offsets_backwards')} in {figures.get('committed_offset_samples')} "
+                  f"samples; peak RSS by broker (kB) {figures.get('peak_memory_kb_by_broker')}")
+        if result["status"] != "passed":
             print(f"{name}: what pytest said:\n  " + "\n  ".join(result["pytest"]))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

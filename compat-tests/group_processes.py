@@ -260,3 +260,40 @@ def committed_offsets(bootstrap: str, topic: str, group: str, partitions: int) -
                 for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)}
     finally:
         c.close()
+
+
+class CommittedOffsetsWatch:
+    """A group's committed offsets as its coordinator answers OffsetFetch, asked again and again
+    (`sample()`) while brokers fail: an offset lower than one answered before (or none after one)
+    is a commit the group lost. Asks through a consumer that never joins the group."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, partitions: int) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        self.partitions = [TopicPartition(topic, p) for p in range(partitions)]
+        self.latest: dict[int, int] = {}
+        self.samples = 0
+        self.backwards: list[tuple[int, int, int]] = []  # (partition, answered before, answered after)
+
+    def sample(self, timeout: float = 5) -> dict[int, int] | None:
+        """The offsets answered now (None: no answer, e.g. while the coordinator moves)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            answered = self.consumer.committed(self.partitions, timeout=timeout)
+        except KafkaException:
+            return None
+        self.samples += 1
+        for tp in answered:
+            if tp.error is not None:
+                continue
+            before = self.latest.get(tp.partition)
+            if before is not None and tp.offset < before:
+                self.backwards.append((tp.partition, before, tp.offset))
+            else:
+                self.latest[tp.partition] = tp.offset
+        return {tp.partition: tp.offset for tp in answered if tp.error is None}
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -25,9 +25,11 @@ class Writer(threading.Thread):
     `prefix` sets its values apart from another writer's to the same partitions."""
 
     def __init__(self, bootstrap: str, topic: str, history: History, partitions: int, prefix: bytes = b"",
-                 padding: int = 0, **config) -> None:
-        """`padding`: bytes added to each value (to fill a disk sooner)."""
+                 padding: int = 0, rate: float | None = None, **config) -> None:
+        """`padding`: bytes added to each value (to fill a disk sooner); `rate`: at most so many
+        values a second (None: as fast as the producer takes them)."""
         super().__init__(daemon=True)
+        self.rate = rate
         self.topic = topic
         self.prefix = prefix
         self.padding = b"." * padding
@@ -45,11 +47,15 @@ class Writer(threading.Thread):
 
     def run(self) -> None:
         sequence = 0
+        started = time.monotonic()
         while not self.stopping.is_set():
             if not self.running.is_set():
                 self.producer.flush(T * 4)
                 self.idle.set()
                 self.running.wait(0.1)
+                continue
+            if self.rate is not None and sequence >= (time.monotonic() - started) * self.rate:
+                self.producer.poll(0.01)  # ahead of the rate: serve delivery reports meanwhile
                 continue
             partition = sequence % self.partitions
             value = b"%s%d-%d" % (self.prefix, partition, sequence) + self.padding
@@ -117,13 +123,14 @@ def consumer(bootstrap: str, topic: str, partitions: int):
     return reader
 
 
-def read_whole_log(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[int, bytes]]]:
+def read_whole_log(bootstrap: str, topic: str, partitions: int,
+                   timeout: float = T) -> dict[int, list[tuple[int, bytes]]]:
     """Every partition from its start to its high watermark."""
     reader = consumer(bootstrap, topic, partitions)
     try:
         ends = {tp.partition: end for tp, end in reader.end_offsets(list(reader.assignment())).items()}
         log: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
-        deadline = time.monotonic() + T
+        deadline = time.monotonic() + timeout
         while any(log[p][-1][0] + 1 < ends[p] if log[p] else ends[p] > 0 for p in range(partitions)):
             assert time.monotonic() < deadline, f"reading back: have {[len(v) for v in log.values()]} of {ends}"
             for tp, messages in reader.poll(timeout_ms=500, max_records=5000).items():

@@ -17,6 +17,7 @@ import pytest
 from compat_util import confluent_admin, wait_for
 from conftest import BrokerPool
 from server_process import HOST
+from transactional_transform import Transform, read_committed
 from wire_client import WireClient
 
 from samsa.wire import zk_data
@@ -124,7 +125,7 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
     the group and the transactional id is killed with kill -9. Each transaction writes to
     partitions led by the other brokers (Samsa 2 and Kafka), whose markers the coordinator sends
     them (WriteTxnMarkers), and to `__consumer_offsets`, led by the coordinator itself."""
-    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka import Consumer, Producer, TopicPartition
 
     source, sink = "ctp-in", "ctp-out"
     moving = [[1, 2, 0]]  # Samsa 1 leads, Samsa 2 takes over
@@ -142,70 +143,17 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
         feeder.produce(source, key=b"%d" % i, value=b"v%d" % i)
     assert feeder.flush(T) == 0
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                         "session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
-
-    def new_producer() -> Producer:
-        # librdkafka times messages out after at most transaction.timeout.ms, here shorter than
-        # the failover (the 6 s session timeout and more): the abort path is taken too.
-        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ctp-txn",
-                      "transaction.timeout.ms": 10000, "acks": "all"})
-        p.init_transactions(T)
-        return p
-
-    producer = new_producer()
-    consumer.subscribe([source])
+    transform = Transform(bootstrap, source, sink, "ctp", "ctp-txn", partition_of=lambda m: int(m.key()) % 2)
     # The coordinators are where the partitions' leader is: Samsa 1.
     with WireClient(HOST, cluster.samsa[2].port) as client:
         found = client.call(FindCoordinator(key_type=1, coordinator_keys=["ctp-txn"]), 4).coordinators[0]
     assert (found.error_code, found.node_id) == (ErrorCode.NONE, 1)
 
-    def rewind() -> None:
-        """After an aborted transaction: back to the offsets last committed with one."""
-        assignment = consumer.assignment()
-        for tp in consumer.committed(assignment, timeout=T):
-            consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
-
-    def retried(call, fatal_ok: bool = False) -> bool:
-        """True once `call` succeeded, False when the transaction must be aborted (or, with
-        `fatal_ok`, when the producer failed fatally)."""
-        while True:
-            assert time.monotonic() < deadline, "a transaction call kept failing"
-            try:
-                call()
-                return True
-            except KafkaException as e:
-                error = e.args[0]
-                print("transaction call failed:", error)  # shown when the test fails
-                if error.retriable():
-                    continue
-                if error.txn_requires_abort() or fatal_ok and error.fatal():
-                    return False
-                raise
-
     done, killed, deadline = 0, False, time.monotonic() + 60
     while done < RECORDS:
         assert time.monotonic() < deadline, f"only {done} of {RECORDS} records processed"
-        batch = [m for m in consumer.consume(10, timeout=1) if m.error() is None]
-        if not batch:
-            continue
-        producer.begin_transaction()
-        for m in batch:
-            producer.produce(sink, key=m.key(), value=b"out-" + m.value(), partition=int(m.key()) % 2)
-        positions = consumer.position(consumer.assignment())
-        # librdkafka's rules: a retriable error, call again; one requiring an abort, abort and
-        # start again from the last committed offsets.
-        if not (retried(lambda p=positions, t=producer: t.send_offsets_to_transaction(
-                    p, consumer.consumer_group_metadata(), T))
-                and retried(lambda t=producer: t.commit_transaction(T))):
-            if not retried(lambda t=producer: t.abort_transaction(T), fatal_ok=True):
-                # librdkafka 2.x counts an AddPartitionsToTxn that failed (the coordinator moving)
-                # as maybe registered and sends EndTxn for a transaction the coordinator never saw
-                # start: INVALID_TXN_STATE, fatal (docs/cluster.md). What an application does with
-                # a fatal error: a new producer, which fences the old one.
-                producer = new_producer()
-            rewind()
+        batch = transform.step()
+        if batch is None:
             continue
         done = batch[-1].offset() + 1
         if done >= RECORDS // 3 and not killed:
@@ -215,25 +163,10 @@ def test_group_and_transactions_survive_their_coordinators_kill(cluster):
     for name in (source, "__consumer_offsets", "__transaction_state"):
         assert cluster.leader(name) == 2
     assert (cluster.leader(sink, 0), cluster.leader(sink, 1)) == (2, 0)
-    consumer.close()
+    transform.close()
 
     # Exactly once: each input record once in the output, in order within its partition.
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "ctp-check", "auto.offset.reset": "earliest",
-                       "isolation.level": "read_committed", "enable.auto.commit": False})
-    reader.assign([TopicPartition(sink, p, 0) for p in (0, 1)])
-    seen: dict[int, list[bytes]] = {0: [], 1: []}
-
-    def read(timeout: float) -> None:
-        for m in reader.consume(100, timeout=timeout):
-            if m.error() is None:
-                seen[m.partition()].append(m.value())
-
-    stop = time.monotonic() + T
-    while sum(map(len, seen.values())) < RECORDS and time.monotonic() < stop:
-        read(1)
-    time.sleep(1)  # nothing more after the last one
-    read(0.5)
-    reader.close()
+    seen = read_committed(bootstrap, sink, 2, RECORDS)
     assert seen == {p: [b"out-v%d" % i for i in range(RECORDS) if i % 2 == p] for p in (0, 1)}
 
     # The group's committed offset, read from the new coordinator (Samsa 2).
