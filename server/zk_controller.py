@@ -129,8 +129,12 @@ class ZkController:
             return
         kind, path = event
         if kind == "session":
-            self._resign()
-            await self._elect_retrying(nursery)
+            # The session expired. This event may come after a ZooKeeper error already made this
+            # broker run again and win /controller in its new session: resigning then, and finding
+            # its own /controller at the election, it would hold the znode while acting as no
+            # controller, and no other broker could be elected (a mixed-load soak found the cluster
+            # without a controller for 90 s). So give /controller up if this session holds it.
+            await self._move_controller(nursery)
         elif path == zk_data.CONTROLLER:
             if self.is_active and await self._controller_id() != self.broker_id:
                 self._resign()
