@@ -3,7 +3,7 @@ Samsa brokers and no Kafka elect one of them through /controller, it gives an RF
 leaders, and a leader killed with kill -9 (then the controller itself) is replaced within seconds
 while acks=all goes on; in a mixed cluster Kafka 3.9 follows a Samsa controller's LeaderAndIsr and
 its ControlledShutdown moves leadership back to Samsa. One ZooKeeper for the module (one chroot
-per test)."""
+per test). A late session-expiry event, in process, leaves the broker acting as controller."""
 
 from __future__ import annotations
 
@@ -177,3 +177,48 @@ def test_kafka_follows_a_samsa_controller(module_zookeeper, kafka39_factory, top
         assert state.isr == (1,)
         assert produce_all(samsa.port, topic_name, [b"s"]) == (ErrorCode.NONE, 2)
         assert controller_id(client) == 1
+
+
+def test_a_session_expiry_seen_after_winning_again_leaves_an_acting_controller(module_zookeeper, topic_name):
+    """The order a mixed-load soak met (b7b07d2): a ZooKeeper error made the controller resign and
+    win /controller again in its new session, and only then was the old session's expiry handled.
+    That event must not leave /controller held by a broker that acts as no controller (then no
+    broker can be elected): the controller gives the znode up and wins it again, a new epoch.
+    In process, against the real ZooKeeper, the controller's events handled one at a time."""
+    import trio
+
+    from samsa.server.config import KafkaConfig
+    from samsa.server.zk_broker import ZkMembership
+    from samsa.server.zk_client import KafkaZkClient
+    from samsa.server.zk_controller import ZkController, _Request
+
+    connect = f"{module_zookeeper.connect}/{topic_name}"
+
+    async def handled(controller: ZkController) -> None:
+        """Every event queued before this one has been handled (the queue is first in, first out)."""
+        marker = _Request("auto_rebalance", (), trio.Event())
+        controller._events_send.send_nowait(marker)
+        await marker.done.wait()
+
+    async def scenario() -> None:
+        client = KafkaZkClient(connect, 6000, T * 1000)
+        await client.start()  # the chroot created
+        try:
+            await client.create_top_level_paths()
+            controller = ZkController(ZkMembership(client, 1, "cluster"),
+                                      KafkaConfig({"zookeeper.connect": connect, "broker.id": "1"}))
+            with zk_reader(connect) as zk:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(controller.run)
+                    await handled(controller)
+                    assert controller.is_active and controller_id(zk) == 1
+                    epoch = zk_data.decode_controller_epoch(zk.get(zk_data.CONTROLLER_EPOCH)[0])
+                    controller._events_send.send_nowait(("session", None))  # the late expiry
+                    await handled(controller)
+                    assert controller.is_active and controller_id(zk) == 1
+                    assert zk_data.decode_controller_epoch(zk.get(zk_data.CONTROLLER_EPOCH)[0]) == epoch + 1
+                    nursery.cancel_scope.cancel()
+        finally:
+            await client.close()
+
+    trio.run(scenario)
