@@ -5,6 +5,7 @@ figures (faults survived, records checked, records lost, the broker's peak resid
     python bench/soak.py                      # every scenario available, long form
     python bench/soak.py --kills 20 --only crash-loop,cluster-crash-loop --seed 1234
     python bench/soak.py --only mixed-load --minutes 10
+    python bench/soak.py --keep /tmp/soak            # each scenario's pytest output and broker logs kept
 
 Scenarios:
 - crash-loop: compat-tests/test_crash_loop.py's single broker with 50 kill -9s (`--kills`) and a
@@ -92,22 +93,31 @@ def scenarios(args) -> list[Scenario]:
     ]
 
 
-def run(scenario: Scenario, timeout_s: float) -> dict:
-    """Run the scenario's test; its figures, with what pytest said."""
+def run(scenario: Scenario, timeout_s: float, keep: Path | None = None) -> dict:
+    """Run the scenario's test; its figures, with what pytest said. `keep`: a directory where the
+    scenario's whole pytest output (<name>.log) and its brokers' directories and logs (<name>/,
+    pytest's basetemp) stay, to find out afterwards what happened in a run that found something."""
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
         report = Path(scratch) / "figures.json"
         env = {**os.environ, **scenario.env}
         if scenario.report_env:
             env[scenario.report_env] = str(report)
+        kept = [] if keep is None else [f"--basetemp={keep / scenario.name}"]
         started = time.monotonic()
         try:
             done = subprocess.run([sys.executable, "-m", "pytest", scenario.test, "-q", "-p", "no:cacheprovider",
-                                   "-s", "-x"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+                                   "-s", "-x", *kept], cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=timeout_s)
+            if keep is not None:
+                (keep / f"{scenario.name}.log").write_text(done.stdout + done.stderr)
             status = "passed" if done.returncode == 0 else "FOUND SOMETHING (test failed)"
             lines = done.stdout.strip().splitlines()
             tail = [line for line in lines if line.startswith("E ")][:10] + lines[-15:]  # the assertion, then the end
         except subprocess.TimeoutExpired as e:
-            status, tail = f"timed out after {timeout_s:.0f} s", (e.stdout or b"").decode(errors="replace").splitlines()[-15:]
+            output = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            if keep is not None:
+                (keep / f"{scenario.name}.log").write_text(output)
+            status, tail = f"timed out after {timeout_s:.0f} s", output.splitlines()[-15:]
         figures = json.loads(report.read_text()) if report.exists() else {}
     return {"status": status, "seconds": round(time.monotonic() - started), "figures": figures,
             "pytest": [line for line in tail if "rdkafka" not in line]}
@@ -123,7 +133,11 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated scenario names")
     parser.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per scenario")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--keep", type=Path, help="keep each scenario's pytest output and broker logs in this "
+                                                  "directory")
     args = parser.parse_args()
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
     chosen = scenarios(args)
     if args.only:
         wanted = set(args.only.split(","))
@@ -131,7 +145,7 @@ def main() -> int:
     results = {}
     for scenario in chosen:
         print(f"== {scenario.name}: {scenario.tried}", flush=True)
-        results[scenario.name] = result = run(scenario, args.timeout)
+        results[scenario.name] = result = run(scenario, args.timeout, args.keep)
         print(f"   {result['status']}" + (f" in {result['seconds']} s" if "seconds" in result else ""), flush=True)
     print()
     print(f"{'scenario':<20} {'result':<32} {'faults survived':>15} {'records checked':>15} {'records lost':>12} "
