@@ -53,7 +53,9 @@ class Scenario:
 
 def scenarios(args) -> list[Scenario]:
     def crash_env(prefix: str) -> dict[str, str]:
-        env = {f"SAMSA_{prefix}_KILLS": str(args.kills), f"SAMSA_{prefix}_BUDGET_S": str(args.kills * 60)}
+        env = {f"SAMSA_{prefix}_KILLS": str(args.kills), f"SAMSA_{prefix}_BUDGET_S": str(args.kills * 60),
+               # compat-tests' watchdog kills a test's brokers after 240 s: past the budget instead
+               "SAMSA_COMPAT_TEST_TIMEOUT": str(args.kills * 60 + 600)}
         if args.seed is not None:
             env[f"SAMSA_{prefix}_SEED"] = str(args.seed)
         return env

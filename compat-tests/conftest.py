@@ -88,6 +88,8 @@ def pytest_configure(config):
         signal.signal(signal.SIGTERM, _on_sigterm)
     config.addinivalue_line("markers", "slow: takes more than a few seconds")
     config.addinivalue_line("markers", "samsa_only(reason): runs on Samsa only (a Samsa-only config or tool)")
+    config.addinivalue_line("markers", "watchdog_s(seconds): the test's brokers are killed after this long, "
+                                       "not SAMSA_COMPAT_TEST_TIMEOUT's default (whichever is longer)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist starts its workers (its hook runs last)
@@ -105,13 +107,15 @@ def pytest_sessionstart(session):
 
 
 _LAST_RESORT: list[threading.Timer] = []
+# Past this a test's brokers are killed, so that clients blocked on them fail (a test marked
+# watchdog_s(seconds) gets that long if longer: one whose broker restarts alone can take minutes).
 TEST_TIMEOUT = float(os.environ.get("SAMSA_COMPAT_TEST_TIMEOUT", "240"))
 
 
-def _watchdog_fire(nodeid: str):
+def _watchdog_fire(nodeid: str, timeout: float):
     import faulthandler
 
-    sys.stderr.write(f"\n[compat-tests] {nodeid} still running after {TEST_TIMEOUT:.0f}s: "
+    sys.stderr.write(f"\n[compat-tests] {nodeid} still running after {timeout:.0f}s: "
                      "killing its brokers so blocked clients fail\n")
     faulthandler.dump_traceback(file=sys.stderr)
     for pool in list(_POOLS):
@@ -126,7 +130,9 @@ def _watchdog_fire(nodeid: str):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    timer = threading.Timer(TEST_TIMEOUT, _watchdog_fire, args=(item.nodeid,))
+    marker = item.get_closest_marker("watchdog_s")
+    timeout = max(TEST_TIMEOUT, marker.args[0]) if marker else TEST_TIMEOUT
+    timer = threading.Timer(timeout, _watchdog_fire, args=(item.nodeid, timeout))
     timer.daemon = True
     timer.start()
     try:

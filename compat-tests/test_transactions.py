@@ -288,6 +288,9 @@ class Processor:
         self.consumer.close()
 
 
+# The processor's own time (ProcessorClock) is bounded; the broker's restarts are not: Kafka's five
+# took over 4 minutes on a loaded 2-core machine, and CI's 240 s watchdog once killed Kafka midway.
+@pytest.mark.watchdog_s(600)
 @pytest.mark.slow
 def test_consume_transform_produce_is_exactly_once_through_twenty_kill_9(broker_factory, topic_name):
     broker = broker_factory(overrides={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
