@@ -10,6 +10,7 @@ holds the broker), and handlers get them as one BrokerServices (server/context.p
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import math
 import os
@@ -18,7 +19,6 @@ import uuid
 from pathlib import Path
 
 import trio
-from prometheus_client import CollectorRegistry
 
 from ..coordinator.group_coordinator import OFFSETS_TOPIC
 from ..coordinator.producer_id_manager import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
@@ -42,8 +42,6 @@ from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
 from .log_dir_failure_handler import handle_log_dir_failures
 from .metadata import BrokerInfo, MetadataStore, load_or_import
-from .metrics.collectors import BrokerCollector
-from .metrics.http_server import MetricsEndpoint, serve_metrics
 from .metrics.request_metrics import RequestMetrics
 from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .dynamic_broker_config import (
@@ -121,10 +119,6 @@ class Broker:
         self.request_metrics = RequestMetrics()
         # KIP-714; its collect() is a Prometheus collector of what clients push.
         self.client_telemetry = ClientTelemetry(config.get("telemetry.max.bytes"))
-        # What the metrics endpoint (metrics.port) serves: other components register their collectors here.
-        self.metrics = CollectorRegistry()
-        self.metrics.register(BrokerCollector(self))
-        self.metrics.register(self.client_telemetry)
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.recovered = False  # the logs are loaded and recovered: /healthz
         self.registered = False  # in a cluster, registered in ZooKeeper (with recovered: /readyz)
@@ -209,6 +203,19 @@ class Broker:
             if ours[0] or ours[1]:
                 service.on_leadership_change(*ours)
 
+    @functools.cached_property
+    def metrics(self):
+        """What the metrics endpoint (metrics.port) serves: other components register their
+        collectors here. Made on first use: prometheus_client (with http.server, urllib and
+        wsgiref) is imported only by a broker that serves metrics, not at every start."""
+        from prometheus_client import CollectorRegistry
+
+        from .metrics.collectors import BrokerCollector
+        registry = CollectorRegistry()
+        registry.register(BrokerCollector(self))
+        registry.register(self.client_telemetry)
+        return registry
+
     def _topics_changed(self) -> None:
         """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
         self.groups.topics_changed()
@@ -217,6 +224,7 @@ class Broker:
         started_at = elapsed_ns()
         async with trio.open_nursery() as nursery:
             if self.config.get("metrics.port"):  # first: /healthz answers 503 while the logs recover
+                from .metrics.http_server import MetricsEndpoint, serve_metrics
                 endpoint = MetricsEndpoint(self.metrics, lambda: self.recovered, self._ready)
                 self.metrics_port = await nursery.start(serve_metrics, endpoint, self.config.get("metrics.host"),
                                                         self.config.get("metrics.port"))

@@ -25,9 +25,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-
-from prometheus_client.core import Metric
-from prometheus_client.utils import floatToGoString
+from typing import TYPE_CHECKING
 
 from ..coordinator.client_metrics import ClientAttributes, ClientMetricsManager, Subscription, kafka_uuid_string
 from ..wire.compression import CompressionType, DecompressionError, decompress
@@ -36,6 +34,9 @@ from ..wire.protobuf import ProtobufError
 from ..wire.protocol import ApiKey, response_class
 from .clock import loop_ms
 from .otlp_metrics import Attributes, DataPoint, Kind, Temporality, decode_metrics_data
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
 
 log = logging.getLogger("samsa.client_telemetry")
 
@@ -180,6 +181,8 @@ class ClientTelemetry:
     # --- the Prometheus collector ---
 
     def collect(self) -> Iterator[Metric]:
+        # Imported here: only a broker that serves metrics (metrics.port) collects.
+        from prometheus_client.core import Metric
         families: dict[str, Metric] = {}
         kinds: dict[str, Kind] = {}
         for client in list(self.clients.values()):
@@ -205,6 +208,7 @@ class ClientTelemetry:
 
 
 def _add_samples(family: Metric, kind: Kind, labels: dict[str, str], point: DataPoint) -> None:
+    from prometheus_client.utils import floatToGoString
     name = family.name
     if kind == Kind.GAUGE:
         family.add_sample(name, labels, point.value)
