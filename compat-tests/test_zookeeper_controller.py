@@ -3,18 +3,27 @@ Samsa brokers and no Kafka elect one of them through /controller, it gives an RF
 leaders, and a leader killed with kill -9 (then the controller itself) is replaced within seconds
 while acks=all goes on; in a mixed cluster Kafka 3.9 follows a Samsa controller's LeaderAndIsr and
 its ControlledShutdown moves leadership back to Samsa. One ZooKeeper for the module (one chroot
-per test). A late session-expiry event, in process, leaves the broker acting as controller."""
+per test). In process, the controller's shell meets a late session-expiry event and a lost
+connection to ZooKeeper, and still acts as controller."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 
 import pytest
+import trio
 from compat_util import wait_for
 from server_process import HOST
 from test_zookeeper_cluster import partition_state, produce_all, zk_reader
 from wire_client import WireClient
 
+from samsa.server.config import KafkaConfig
+from samsa.server.zk_broker import ZkMembership
+from samsa.server.zk_client import KafkaZkClient
+from samsa.server.zk_controller import ZkController, _Request
 from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -179,46 +188,118 @@ def test_kafka_follows_a_samsa_controller(module_zookeeper, kafka39_factory, top
         assert controller_id(client) == 1
 
 
+# --- the controller's shell in process, against the real ZooKeeper ----------------------------------
+
+async def handled(controller: ZkController) -> None:
+    """Every event queued before this one has been handled (the queue is first in, first out)."""
+    marker = _Request("auto_rebalance", (), trio.Event())
+    controller._events_send.send_nowait(marker)
+    await marker.done.wait()
+
+
+@contextlib.asynccontextmanager
+async def controller_in_process(connect: str):
+    """Broker 1's ZkController on a ZooKeeper client of its own, in this trio run, elected."""
+    client = KafkaZkClient(connect, 6000, T * 1000)
+    await client.start()  # the chroot created
+    try:
+        await client.create_top_level_paths()
+        controller = ZkController(ZkMembership(client, 1, "cluster"),
+                                  KafkaConfig({"zookeeper.connect": connect, "broker.id": "1"}))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(controller.run)
+            await handled(controller)
+            assert controller.is_active
+            yield controller
+            nursery.cancel_scope.cancel()
+    finally:
+        await client.close()
+
+
+class ZooKeeperLink:
+    """A TCP relay to ZooKeeper whose connections can be cut: its client finds the connection lost
+    and connects again through the relay, within its session."""
+
+    def __init__(self, port: int) -> None:
+        self.port_to = port
+        self.listener = socket.create_server((HOST, 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+                server = socket.create_connection((HOST, self.port_to))
+            except OSError:
+                return
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._relay, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _relay(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+
+    def cut(self) -> None:
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self.sockets = []
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut()
+
+
 def test_a_session_expiry_seen_after_winning_again_leaves_an_acting_controller(module_zookeeper, topic_name):
     """The order a mixed-load soak met (b7b07d2): a ZooKeeper error made the controller resign and
     win /controller again in its new session, and only then was the old session's expiry handled.
     That event must not leave /controller held by a broker that acts as no controller (then no
-    broker can be elected): the controller gives the znode up and wins it again, a new epoch.
-    In process, against the real ZooKeeper, the controller's events handled one at a time."""
-    import trio
-
-    from samsa.server.config import KafkaConfig
-    from samsa.server.zk_broker import ZkMembership
-    from samsa.server.zk_client import KafkaZkClient
-    from samsa.server.zk_controller import ZkController, _Request
-
+    broker can be elected): the controller gives the znode up and wins it again, a new epoch."""
     connect = f"{module_zookeeper.connect}/{topic_name}"
 
-    async def handled(controller: ZkController) -> None:
-        """Every event queued before this one has been handled (the queue is first in, first out)."""
-        marker = _Request("auto_rebalance", (), trio.Event())
-        controller._events_send.send_nowait(marker)
-        await marker.done.wait()
-
     async def scenario() -> None:
-        client = KafkaZkClient(connect, 6000, T * 1000)
-        await client.start()  # the chroot created
-        try:
-            await client.create_top_level_paths()
-            controller = ZkController(ZkMembership(client, 1, "cluster"),
-                                      KafkaConfig({"zookeeper.connect": connect, "broker.id": "1"}))
+        async with controller_in_process(connect) as controller:
             with zk_reader(connect) as zk:
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(controller.run)
-                    await handled(controller)
-                    assert controller.is_active and controller_id(zk) == 1
-                    epoch = zk_data.decode_controller_epoch(zk.get(zk_data.CONTROLLER_EPOCH)[0])
-                    controller._events_send.send_nowait(("session", None))  # the late expiry
-                    await handled(controller)
-                    assert controller.is_active and controller_id(zk) == 1
-                    assert zk_data.decode_controller_epoch(zk.get(zk_data.CONTROLLER_EPOCH)[0]) == epoch + 1
-                    nursery.cancel_scope.cancel()
-        finally:
-            await client.close()
+                assert controller_id(zk) == 1
+                epoch = zk_data.decode_controller_epoch(zk.get(zk_data.CONTROLLER_EPOCH)[0])
+                controller._events_send.send_nowait(("session", None))  # the late expiry
+                await handled(controller)
+                assert controller.is_active and controller_id(zk) == 1
+                assert zk_data.decode_controller_epoch(zk.get(zk_data.CONTROLLER_EPOCH)[0]) == epoch + 1
 
     trio.run(scenario)
+
+
+def test_a_controller_whose_zookeeper_connection_dropped_still_sees_brokers_register(module_zookeeper, topic_name):
+    """kazoo drops every watch when its connection is lost, even when the session lives on (no
+    SetWatches, unlike ZooKeeper's Java client): a controller that did not read its paths again
+    once reconnected never saw a restarted broker register (a mixed-load soak, its cluster left
+    without that broker in any ISR). Here the controller's connection is cut with its session kept,
+    then a broker registers: the controller takes it among its live brokers."""
+    link = ZooKeeperLink(module_zookeeper.port)
+    connect = f"{HOST}:{link.port}/{topic_name}"
+    registration = zk_data.BrokerRegistration(2, (zk_data.EndPoint("PLAINTEXT", HOST, 1, "PLAINTEXT"),))
+
+    async def scenario() -> None:
+        async with controller_in_process(connect) as controller:
+            session = controller._membership.client.session_id
+            link.cut()
+            with zk_reader(f"{module_zookeeper.connect}/{topic_name}") as zk:  # not through the link
+                zk.create(zk_data.broker_path(2), zk_data.encode_broker(registration), ephemeral=True)
+                with trio.fail_after(T):
+                    while 2 not in controller.controller.ctx.live_brokers:
+                        await trio.sleep(0.05)
+            assert controller._membership.client.session_id == session, "the session expired: not the case tested"
+
+    try:
+        trio.run(scenario)
+    finally:
+        link.close()

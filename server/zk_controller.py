@@ -15,6 +15,8 @@ controller's requests and carries out what the pure controller (coordinator/cont
 - Every ZooKeeper write is a multi with a check of /controller_epoch's version: refused, this broker
   is no longer controller and resigns (its channels close: it sends nothing more).
 - A new ZooKeeper session (the old one expired, /controller with it): resign, run again.
+- A connection lost and found again within the session: kazoo dropped every watch meanwhile (it
+  does not restore them as the Java client's SetWatches does), so every watched path is read again.
 - A broker whose log dir failed writes /log_dir_event_notification/log_dir_event_<seq>
   (KafkaZkClient.propagateLogDirEvent): the controller reads the brokers named, deletes the
   notifications, and asks those brokers about their replicas (LeaderAndIsr); the replicas
@@ -46,6 +48,10 @@ from .zk_client import create_recursive, new_producer_id_block
 
 log = logging.getLogger("samsa.controller")
 RETRY_BACKOFF_S = 1.0
+# The paths whose watches the controller's events come from (a topic's own znode is watched when
+# TOPICS is read); /controller first, so that a broker elected meanwhile reads the rest as controller.
+_WATCHED_PATHS = (zk_data.CONTROLLER, zk_data.BROKER_IDS, zk_data.TOPICS, zk_data.DELETE_TOPICS,
+                  zk_data.PREFERRED_REPLICA_ELECTION, zk_data.LOG_DIR_EVENT_NOTIFICATION, zk_data.REASSIGN_PARTITIONS)
 
 
 class ControllerMoved(Exception):
@@ -72,6 +78,7 @@ class ZkController:
         self._channels: ControllerChannelManager | None = None
         self._events_send, self._events = trio.open_memory_channel[object](math.inf)
         self._token: trio.lowlevel.TrioToken | None = None
+        self._kazoo_state = KazooState.CONNECTED  # the client is connected when the controller starts
 
     @property
     def is_active(self) -> bool:
@@ -135,6 +142,14 @@ class ZkController:
             # controller, and no other broker could be elected (a mixed-load soak found the cluster
             # without a controller for 90 s). So give /controller up if this session holds it.
             await self._move_controller(nursery)
+        elif kind == "reconnected":
+            # The connection came back with the session kept. kazoo dropped every watch when the
+            # connection was lost (it does not send ZooKeeper's SetWatches as the Java client does;
+            # each watcher got a NONE event): every watched path is read again, which sets its watch
+            # again and handles what changed meanwhile (a soak found a controller that never saw a
+            # broker register after a one-second disconnection).
+            for watched in _WATCHED_PATHS:
+                await self._handle(("watch", watched), nursery)
         elif path == zk_data.CONTROLLER:
             if self.is_active and await self._controller_id() != self.broker_id:
                 self._resign()
@@ -442,8 +457,11 @@ class ZkController:
         self._from_kazoo(("watch", event.path))
 
     def _session_state(self, state: str) -> None:
+        previous, self._kazoo_state = self._kazoo_state, state
         if state == KazooState.LOST:
             self._from_kazoo(("session", None))
+        elif state == KazooState.CONNECTED and previous == KazooState.SUSPENDED:
+            self._from_kazoo(("reconnected", None))
 
     def _from_kazoo(self, event) -> None:
         if self._token is None:
