@@ -128,7 +128,8 @@ def run(scenario: Scenario, timeout_s: float, keep: Path | None = None) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=50, help="kill -9s of each crash loop")
-    parser.add_argument("--partition-rounds", type=int, default=20, help="rounds of each network fault")
+    parser.add_argument("--partition-rounds", type=int, default=30,
+                        help="rounds of each network fault (30: about half an hour on two cores)")
     parser.add_argument("--minutes", type=int, default=60, help="of mixed load with faults")
     parser.add_argument("--seed", type=int, help="the crash loops' kill moments and the mixed load's faults, to "
                                                  "repeat a run")
