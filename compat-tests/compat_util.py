@@ -106,6 +106,16 @@ def create_acls(admin, bindings: list, timeout: float = 15.0) -> None:
                          for b in bindings), timeout, interval=0.1, what=f"ACLs {bindings} in force")
 
 
+def delete_acls(admin, acl_filter, timeout: float = 15.0) -> list:
+    """Delete the ACLs a filter matches and wait until the broker no longer lists them (Kafka's
+    authorizer drops them a moment after the controller's answer, as create_acls says); returns the
+    bindings deleted."""
+    deleted = admin.delete_acls([acl_filter], request_timeout=timeout)[acl_filter].result(timeout)
+    wait_for(lambda: not admin.describe_acls(acl_filter, request_timeout=timeout).result(timeout), timeout,
+             interval=0.1, what=f"ACLs matching {acl_filter} gone")
+    return deleted
+
+
 def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None,
                  timeout: float = 15.0) -> None:
     """Create a topic with confluent-kafka's admin client and wait until metadata shows it."""

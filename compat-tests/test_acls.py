@@ -13,7 +13,7 @@ import socket
 import time
 
 import pytest
-from compat_util import confluent_admin, create_acls, create_topic
+from compat_util import confluent_admin, create_acls, create_topic, delete_acls
 
 
 T = 15.0
@@ -90,7 +90,7 @@ def test_admin_client_creates_describes_and_deletes_acls(authorizing_broker):
     ResourceType, ResourcePatternType, AclOperation, AclPermissionType = acl_types()
     admin = confluent_admin(authorizing_broker.bootstrap)
     # The broker is shared: start from no ACLs at all.
-    admin.delete_acls([everything()], request_timeout=T)[everything()].result(T)
+    delete_acls(admin, everything(), T)
     read_orders = binding(ResourceType.TOPIC, "orders", AclOperation.READ, AclPermissionType.ALLOW,
                           principal="User:alice")
     deny_app_groups = binding(ResourceType.GROUP, "app-", AclOperation.ALL, AclPermissionType.DENY,
@@ -110,7 +110,7 @@ def test_admin_client_creates_describes_and_deletes_acls(authorizing_broker):
 
     topics = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
                               AclPermissionType.ANY)
-    assert admin.delete_acls([topics], request_timeout=T)[topics].result(T) == [read_orders]
+    assert delete_acls(admin, topics, T) == [read_orders]
     assert admin.describe_acls(everything(), request_timeout=T).result(T) == [deny_app_groups]
 
 
@@ -150,7 +150,7 @@ def test_missing_and_deny_acls_refuse_clients_until_an_acl_allows(authorizing_br
 
     deny = AclBindingFilter(ResourceType.GROUP, "readers", ResourcePatternType.LITERAL, ME, "*", AclOperation.READ,
                             AclPermissionType.DENY)
-    admin.delete_acls([deny], request_timeout=T)[deny].result(T)
+    delete_acls(admin, deny, T)
     create(admin, binding(ResourceType.GROUP, "readers", AclOperation.READ, AclPermissionType.ALLOW),
            binding(ResourceType.TOPIC, topic_name, AclOperation.READ, AclPermissionType.ALLOW))
     assert consume_error_or_message(b.bootstrap, topic_name, "readers") == b"v"
