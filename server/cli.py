@@ -26,6 +26,11 @@ from .zk_client import ClusterJoinError
 log = logging.getLogger("samsa")
 
 
+# The broker's own commands; the tool commands (cli/) are imported only when another is asked for
+# (or for --help): a broker's start does not pay for their imports (0.2 s of 1 s with 10,000 partitions).
+BROKER_COMMANDS = ("serve", "format", "pipeline")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="samsa", description="Samsa: a Kafka-compatible broker")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -46,8 +51,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     pipeline = commands.add_parser("pipeline", help="run a data pipeline on Spark (pipelines/)", add_help=False)
     pipeline.add_argument("name", choices=["clicks"])
     pipeline.add_argument("args", nargs=argparse.REMAINDER, help="the pipeline's own options (--help lists them)")
-    for name, module in tool_commands().items():
-        module.add_arguments(commands.add_parser(name, help=module.HELP, description=module.HELP))
+    if not argv or argv[0] not in BROKER_COMMANDS:
+        for name, module in tool_commands().items():
+            module.add_arguments(commands.add_parser(name, help=module.HELP, description=module.HELP))
     return parser.parse_args(argv)
 
 
@@ -91,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..pipelines.clicks import main as clicks
 
         return clicks(args.args)
-    if args.command in tool_commands():
+    if args.command not in BROKER_COMMANDS:
         return run_tool_command(args)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
