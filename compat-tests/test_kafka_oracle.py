@@ -9,16 +9,17 @@ import os
 import subprocess
 from pathlib import Path
 
-from compat_util import confluent_consume_all, create_topic
+from compat_util import confluent_consume_all, create_topic, wait_for
 from confluent_kafka import Producer
 from kafka_oracle import server_alive
+from wire_client import metadata_controller
 
 REPO = Path(__file__).resolve().parent.parent
 T = 15
 
 
-def produce_and_read_back(bootstrap: str, topic: str, create_within: float = T) -> None:
-    create_topic(bootstrap, topic, partitions=2, timeout=create_within)
+def produce_and_read_back(bootstrap: str, topic: str) -> None:
+    create_topic(bootstrap, topic, partitions=2, timeout=T)
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
     for i in range(10):
         p.produce(topic, b"v%d" % i, key=b"k%d" % i, partition=i % 2)
@@ -37,9 +38,12 @@ def test_kafka39_in_zookeeper_mode(kafka39_factory, topic_name):
     zk = kafka39_factory.zookeeper()
     kafka = kafka39_factory.kafka39(zk.connect)
     assert "Kafka version: 3.9" in kafka.output()
-    # A ZooKeeper-mode broker just started creates topics once it has won the controller election
-    # and loaded; beside another test's JVMs in CI that took longer than 15 s once.
-    produce_and_read_back(kafka.bootstrap, topic_name, create_within=60)
+    # Its listener answers before the controller's UpdateMetadata has told it who the controller
+    # is; librdkafka's admin asking then waits for a controller and never sends CreateTopics (CI
+    # timed out after 60 s with Kafka idle).
+    wait_for(lambda: metadata_controller(kafka.host, kafka.port) == 0, 4 * T, interval=0.1,
+             what="Kafka to name itself controller")
+    produce_and_read_back(kafka.bootstrap, topic_name)
     kafka.restart()  # same port and log dir: the records are still there
     got = confluent_consume_all(kafka.bootstrap, topic_name, {0: 5, 1: 5})
     assert [m.offset() for m in got[1]] == list(range(5))

@@ -18,6 +18,7 @@ import trio
 from compat_util import wait_for
 from server_process import HOST
 from test_zookeeper_cluster import partition_state, produce_all, zk_reader
+import wire_client
 from wire_client import WireClient
 
 from samsa.server.config import KafkaConfig
@@ -36,7 +37,6 @@ DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
 ElectLeaders = request_class(ApiKey.ELECT_LEADERS)
 AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
-Metadata = request_class(ApiKey.METADATA)
 T = 30
 FAILOVER_S = 15  # session timeout 6 s, then the controller's election
 
@@ -72,8 +72,7 @@ def create_topic(port: int, topic: str, assignment: list[list[int]]) -> None:
 
 
 def metadata_controller(port: int) -> int:
-    with WireClient(HOST, port) as wire:
-        return wire.call(Metadata(topics=[], allow_auto_topic_creation=False), 12).controller_id
+    return wire_client.metadata_controller(HOST, port)
 
 
 def test_three_samsa_brokers_fail_over(module_zookeeper, kafka39_factory, topic_name):

@@ -68,6 +68,12 @@ class WireClient:
         return bytes(buf)
 
 
+def metadata_controller(host: str, port: int) -> int:
+    """The controller id a broker's Metadata v12 names (-1 before it knows one)."""
+    with WireClient(host, port) as wire:
+        return wire.call(request_class(ApiKey.METADATA)(topics=[], allow_auto_topic_creation=False), 12).controller_id
+
+
 def produce_one(host: str, port: int, topic: str, partition: int, value: bytes, acks: int = -1) -> tuple[int, int]:
     """(error code, base offset) of one record in a batch of its own (Produce v9)."""
     produce = request_class(ApiKey.PRODUCE)
