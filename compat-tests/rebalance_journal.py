@@ -31,7 +31,7 @@ class Ownership:
     start: float
     gen: int | None
     end: float | None = None
-    why: str | None = None  # revoke, lost, close, killed, JoinGroup, LeaveGroup (kafkajs)
+    why: str | None = None  # revoke, lost, close, killed, JoinGroup, LeaveGroup, crash (kafkajs)
     consumed: list[tuple[float, int]] = field(default_factory=list)
     last_confirmed: int | None = None  # offset of the last acknowledged commit
     last_attempted: int | None = None  # offset of the last commit sent

@@ -51,7 +51,19 @@ consumer.on(consumer.events.REQUEST, ({ payload }) => {
   next.clear()
   committed.clear()
 })
-consumer.on(consumer.events.CRASH, ({ payload }) => write('client_error', { error: String(payload.error) }))
+// A crash has already stopped the consumer (kafkajs disconnects before it emits CRASH): whatever it
+// still owned ends here. After a retriable crash kafkajs starts the consumer again, as a new member
+// (as when its only broker restarts and it finds no broker for a fetch, KafkaJSNoBrokerAvailableError):
+// the client recovered. Any other crash ends the member.
+consumer.on(consumer.events.CRASH, ({ payload }) => {
+  if (owned.size !== 0) {
+    write('revoked', { parts: [...owned].sort((a, b) => a - b), why: 'crash' })
+    owned.clear()
+    next.clear()
+    committed.clear()
+  }
+  write(payload.restart ? 'retried' : 'client_error', { error: String(payload.error) })
+})
 
 async function commit() {
   const pending = {}
