@@ -21,7 +21,7 @@ from compat_util import confluent_admin, wait_for
 from history import History
 from history_clients import Reader, Restart, Writer, assert_nothing_lost
 from server_process import HOST
-from wire_client import WireClient
+from wire_client import WireClient, metadata_controller
 
 from samsa.wire import records, zk_data
 from samsa.wire.errors import ErrorCode
@@ -31,7 +31,6 @@ kazoo_client = pytest.importorskip("kazoo.client")
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 Produce = request_class(ApiKey.PRODUCE)
-Metadata = request_class(ApiKey.METADATA)
 CHROOT = "/kafka/failover"
 SAMSA_IDS = (1, 2, 3)
 PARTITIONS = 3
@@ -65,7 +64,7 @@ class Cluster:
         # Started together, they may all have registered before the controller's first UpdateMetadata:
         # an admin client whose first Metadata names no controller waits out its whole timeout.
         for broker in self.samsa.values():
-            wait_for(lambda port=broker.port: metadata_controller_id(port) >= 0, T, interval=0.1,
+            wait_for(lambda port=broker.port: metadata_controller(port) >= 0, T, interval=0.1,
                      what="every broker knowing the controller")
         self.zk = kazoo_client.KazooClient(hosts=self.connect)
         self.zk.start(timeout=T)
@@ -109,12 +108,6 @@ class Cluster:
     def wait_full_isrs(self, topic: str, timeout: float = T, partitions: int = PARTITIONS) -> None:
         wait_for(lambda: all(set(self.state(topic, p).isr) == set(SAMSA_IDS) for p in range(partitions)),
                  timeout, interval=0.1, what="every replica in every ISR")
-
-
-def metadata_controller_id(port: int) -> int:
-    """The controller the broker at `port` names in its Metadata answer (-1: none yet)."""
-    with WireClient(HOST, port) as client:
-        return client.call(Metadata(topics=[]), 9).controller_id
 
 
 def produce_acks_all(port: int, topic: str, partition: int) -> int:

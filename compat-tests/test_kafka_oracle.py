@@ -41,7 +41,7 @@ def test_kafka39_in_zookeeper_mode(kafka39_factory, topic_name):
     # Its listener answers before the controller's UpdateMetadata has told it who the controller
     # is; librdkafka's admin asking then waits for a controller and never sends CreateTopics (CI
     # timed out after 60 s with Kafka idle).
-    wait_for(lambda: metadata_controller(kafka.host, kafka.port) == 0, 4 * T, interval=0.1,
+    wait_for(lambda: metadata_controller(kafka.port, kafka.host) == 0, 4 * T, interval=0.1,
              what="Kafka to name itself controller")
     produce_and_read_back(kafka.bootstrap, topic_name)
     kafka.restart()  # same port and log dir: the records are still there

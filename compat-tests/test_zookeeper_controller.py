@@ -18,8 +18,7 @@ import trio
 from compat_util import wait_for
 from server_process import HOST
 from test_zookeeper_cluster import partition_state, produce_all, zk_reader
-import wire_client
-from wire_client import WireClient
+from wire_client import WireClient, metadata_controller
 
 from samsa.server.config import KafkaConfig
 from samsa.server.zk_broker import ZkMembership
@@ -69,10 +68,6 @@ def create_topic(port: int, topic: str, assignment: list[list[int]]) -> None:
                          for p, r in enumerate(assignment)])
         (answer,) = wire.call(CreateTopics(topics=[new], timeout_ms=T * 1000), 7).topics
     assert answer.error_code == ErrorCode.NONE, answer
-
-
-def metadata_controller(port: int) -> int:
-    return wire_client.metadata_controller(HOST, port)
 
 
 def test_three_samsa_brokers_fail_over(module_zookeeper, kafka39_factory, topic_name):

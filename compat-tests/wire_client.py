@@ -7,6 +7,8 @@ from __future__ import annotations
 import socket
 import struct
 
+from server_process import HOST
+
 from samsa.wire import records
 from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
 
@@ -68,8 +70,9 @@ class WireClient:
         return bytes(buf)
 
 
-def metadata_controller(host: str, port: int) -> int:
-    """The controller id a broker's Metadata v12 names (-1 before it knows one)."""
+def metadata_controller(port: int, host: str = HOST) -> int:
+    """The controller id a broker's Metadata v12 names (-1 before it knows one): a broker learns it
+    from the controller's UpdateMetadata, a moment after it starts serving."""
     with WireClient(host, port) as wire:
         return wire.call(request_class(ApiKey.METADATA)(topics=[], allow_auto_topic_creation=False), 12).controller_id
 
