@@ -26,6 +26,9 @@ BENCH_DIR = Path(__file__).resolve().parent
 CHECKOUT = BENCH_DIR.parent
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 PYCACHE = os.path.join(tempfile.gettempdir(), "bench-samsa-pycache")
+# Brokers on disk delete a deleted topic's files at once (Kafka's log.segment.delete.delay.ms,
+# 60 s by default): `System.clear` waits for them to go before the next run.
+DELETE_DELAY_MS = 0
 
 
 class Unavailable(Exception):
@@ -204,13 +207,24 @@ class System:
             time.sleep(0.05)
         raise Unavailable(f"{self.name}: topic {name} not in metadata with {partitions} partitions")
 
-    def clear(self, name: str) -> None:
-        """Forget a topic's data so runs do not accumulate it."""
+    def clear(self, name: str, timeout: float = 60.0) -> None:
+        """Forget a topic's data so runs do not accumulate it: deleted, and for a broker on disk
+        its files gone. A deleted topic's pages stay in the page cache until its files go, and on
+        this VM a run that must take fresh memory for its writes pays several times the system
+        time of one whose writes reuse freed pages (bench/README.md, issue 16): a run after an
+        earlier one's files lingered would be measured on other terms than one after a broker that
+        deletes at once."""
         assert self.admin is not None
         try:
             self.admin.delete_topics([name], operation_timeout=60)[name].result(60)
         except Exception:
             pass
+        deadline = time.monotonic() + timeout
+        while any(path.name.startswith(f"{name}-") or path.parent.name.startswith(f"{name}-")
+                  for path in self.data_files()):
+            if time.monotonic() > deadline:
+                raise Unavailable(f"{self.name}: topic {name}'s files still there {timeout:.0f} s after its deletion")
+            time.sleep(0.05)
 
     def data_files(self) -> list[Path]:
         return []
@@ -237,6 +251,7 @@ class Samsa(System):
         return [sys.executable, "-m", "samsa.server.cli", "serve", "--log-level", "INFO",
                 "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                 "--override", f"log.dirs={self.data_dir}",
+                "--override", f"log.segment.delete.delay.ms={DELETE_DELAY_MS}",
                 *(arg for override in self.overrides for arg in ("--override", override))]
 
     def _env(self) -> dict[str, str]:
@@ -267,6 +282,9 @@ class SamsaBase(Samsa):
             raise Unavailable("SAMSA_BENCH_BASE names no checkout")
         self.checkout = Path(base).resolve()
         super().__init__()
+
+    # Checkouts before 2026-11-26 remove a deleted topic's files only at the retention check.
+    overrides = ("log.retention.check.interval.ms=500",)
 
 
 class Ceiling(System):
@@ -406,7 +424,8 @@ class Kafka(System):
         kafka_oracle = oracle()
         self.base_dir = Path(tempfile.mkdtemp(prefix="bench-kafka-"))
         try:
-            self.broker = with_server_jvm(kafka_oracle.KafkaBroker)(self.base_dir)
+            self.broker = with_server_jvm(kafka_oracle.KafkaBroker)(
+                self.base_dir, overrides={"log.segment.delete.delay.ms": DELETE_DELAY_MS})
         except kafka_oracle.OracleUnavailable as e:
             raise Unavailable(str(e)) from None
         self.log_path = self.broker.log_path

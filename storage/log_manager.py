@@ -555,12 +555,25 @@ class LogManager:
                 self.cleaner.resume_cleaning(logs)
         for each in self.opened_logs():
             each.delete_pending_segments(now_ms)
+        self.delete_logs(now_ms)
+        return removed
+
+    def log_deletion_due_in(self, now_ms: int) -> int | None:
+        """Milliseconds until the next deleted log's file.delete.delay.ms has passed (0 or less:
+        due now), None when no log awaits deletion. Cheap: no I/O."""
+        with self._lock:
+            if not self._logs_to_delete:
+                return None
+            return min(when for when, _ in self._logs_to_delete) - now_ms
+
+    def delete_logs(self, now_ms: int) -> None:
+        """Remove the directories of deleted logs whose file.delete.delay.ms has passed (Kafka's
+        kafka-delete-logs task)."""
         with self._lock:
             due = [each for when, each in self._logs_to_delete if when <= now_ms]
             self._logs_to_delete = [(when, each) for when, each in self._logs_to_delete if when > now_ms]
         for deleting in due:
             _delete(deleting)
-        return removed
 
 
 class _ReportIoFailure:

@@ -267,3 +267,28 @@ def test_old_message_formats_are_converted_up_on_produce_and_down_on_fetch(tmp_p
         assert refused.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_RECORD
 
     run_broker(broker_config(tmp_path), scenario)
+
+
+def test_a_deleted_topics_directory_goes_after_its_delay_not_at_the_retention_check(tmp_path):
+    """Kafka's kafka-delete-logs task: the directory renamed `-delete` is removed once
+    file.delete.delay.ms has passed, while log.retention.check.interval.ms (5 minutes here) is
+    far off: a deleted topic's pages do not stay in the page cache until then."""
+    data = tmp_path / "data"
+
+    async def scenario(port):
+        client = await Client.connect(port)
+        assert (await client.call(create_topic_request("doomed"), 7)).topics[0].error_code == ErrorCode.NONE
+        produced = await client.call(produce_request("doomed", one_batch([b"a"])), 9)
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        delete = request_class(ApiKey.DELETE_TOPICS)(topic_names=["doomed"], timeout_ms=5000)
+        assert (await client.call(delete, 5)).responses[0].error_code == ErrorCode.NONE
+        marked = [p for p in data.iterdir() if p.name.startswith("doomed-0.") and p.name.endswith("-delete")]
+        assert len(marked) == 1
+        deleted_at = trio.current_time()
+        with trio.fail_after(30):  # the 300 s retention check is not what removes it
+            while marked[0].exists():
+                await trio.sleep(0.05)
+        assert trio.current_time() - deleted_at >= 0.2  # not before its delay
+
+    run_broker(broker_config(tmp_path, log_segment_delete_delay_ms=300, log_retention_check_interval_ms=300_000),
+               scenario)

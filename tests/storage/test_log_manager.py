@@ -118,6 +118,25 @@ def test_delete_log_renames_then_cleanup_removes(tmp_path, clock):
     assert manager.create_log("gone", 0).log_end_offset == 0
 
 
+def test_delete_logs_removes_each_deleted_log_at_its_own_time(tmp_path, clock):
+    manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=1000))
+    assert manager.log_deletion_due_in(clock.now) is None
+    for name in ("first", "second"):
+        fill(manager, name, 0, 1)
+    manager.delete_log("first", 0)
+    clock.now += 400
+    manager.delete_log("second", 0)
+    assert manager.log_deletion_due_in(clock.now) == 600
+    manager.delete_logs(clock.now + 599)
+    assert len([p for p in tmp_path.iterdir() if p.name.endswith("-delete")]) == 2
+    manager.delete_logs(clock.now + 600)
+    assert [p.name.split(".")[0] for p in tmp_path.iterdir() if p.name.endswith("-delete")] == ["second-0"]
+    assert manager.log_deletion_due_in(clock.now + 600) == 400
+    manager.delete_logs(clock.now + 1000)
+    assert manager.log_deletion_due_in(clock.now + 1000) is None
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith("-delete")]
+
+
 def test_startup_finishes_deletions_and_skips_foreign_directories(tmp_path, clock):
     (tmp_path / "old-0.0123456789abcdef0123456789abcdef-delete").mkdir()
     (tmp_path / "moving-0.0123456789abcdef0123456789abcdef-future").mkdir()
