@@ -61,6 +61,8 @@ class Partition:
 
 
 class Ceiling:
+    partition_class = Partition
+
     def __init__(self, host: str, port: int, data_dir: str) -> None:
         self.host, self.port, self.data_dir = host, port, data_dir
         self.topics: dict[str, list[Partition]] = {}
@@ -163,7 +165,7 @@ class Ceiling:
                 _, pos = self._read_string(frame, pos)
             error = TOPIC_ALREADY_EXISTS if name in self.topics else 0
             if not error:
-                self.topics[name] = [Partition(os.path.join(self.data_dir, f"{name}-{i}.log"))
+                self.topics[name] = [self.partition_class(os.path.join(self.data_dir, f"{name}-{i}.log"))
                                      for i in range(max(partitions, 1))]
             results += self._string(name) + I16.pack(error)
         self._send(sock, correlation_id, bytes(results))

@@ -220,11 +220,17 @@ class System:
         except Exception:
             pass
         deadline = time.monotonic() + timeout
-        while any(path.name.startswith(f"{name}-") or path.parent.name.startswith(f"{name}-")
-                  for path in self.data_files()):
+        while self._holds_files_of(name):
             if time.monotonic() > deadline:
                 raise Unavailable(f"{self.name}: topic {name}'s files still there {timeout:.0f} s after its deletion")
             time.sleep(0.05)
+
+    def _holds_files_of(self, topic: str) -> bool:
+        try:
+            return any(path.name.startswith(f"{topic}-") or path.parent.name.startswith(f"{topic}-")
+                       for path in self.data_files())
+        except FileNotFoundError:  # a directory went while it was listed: the deletion is under way
+            return True
 
     def data_files(self) -> list[Path]:
         return []
@@ -305,6 +311,15 @@ class Ceiling(System):
     def close(self) -> None:
         super().close()
         shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class TrioFloor(Ceiling):
+    """bench/trio_floor.py: the ceiling's protocol served as a trio broker serves it (issue 16)."""
+
+    name = "trio-floor"
+
+    def _command(self) -> list[str]:
+        return [sys.executable, str(BENCH_DIR / "trio_floor.py"), str(self.port), str(self.data_dir)]
 
 
 class MemorySystem(System):
@@ -455,4 +470,4 @@ class Kafka(System):
         shutil.rmtree(self.base_dir, ignore_errors=True)
 
 
-ALL = (Samsa, SamsaBase, Kafka, Tansu, MockCluster, Ceiling)
+ALL = (Samsa, SamsaBase, Kafka, Tansu, MockCluster, Ceiling, TrioFloor)
