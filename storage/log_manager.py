@@ -573,7 +573,10 @@ class LogManager:
             due = [each for when, each in self._logs_to_delete if when <= now_ms]
             self._logs_to_delete = [(when, each) for when, each in self._logs_to_delete if when > now_ms]
         for deleting in due:
-            _delete(deleting)
+            try:
+                _delete(deleting)
+            except (OSError, KafkaStorageException) as e:  # as Kafka: logged, the others still go
+                log.error("Exception while deleting %s: %s", deleting, e)
 
 
 class _ReportIoFailure:

@@ -137,6 +137,22 @@ def test_delete_logs_removes_each_deleted_log_at_its_own_time(tmp_path, clock):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith("-delete")]
 
 
+def test_a_deletion_that_fails_leaves_the_others_to_go(tmp_path, clock, monkeypatch, caplog):
+    manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=0))
+    broken = fill(manager, "broken", 0, 1)
+    fill(manager, "fine", 0, 1)
+    manager.delete_log("broken", 0)
+    manager.delete_log("fine", 0)
+
+    def fail() -> None:
+        raise OSError("Input/output error")
+    monkeypatch.setattr(broken, "delete", fail)
+    manager.delete_logs(clock.now)
+    assert [p.name.split(".")[0] for p in tmp_path.iterdir() if p.name.endswith("-delete")] == ["broken-0"]
+    assert "Exception while deleting" in caplog.text
+    assert manager.log_deletion_due_in(clock.now) is None  # not retried, as in Kafka
+
+
 def test_startup_finishes_deletions_and_skips_foreign_directories(tmp_path, clock):
     (tmp_path / "old-0.0123456789abcdef0123456789abcdef-delete").mkdir()
     (tmp_path / "moving-0.0123456789abcdef0123456789abcdef-future").mkdir()
