@@ -226,8 +226,11 @@ class System:
             time.sleep(0.05)
 
     def _holds_files_of(self, topic: str) -> bool:
+        # A partition's directory (Kafka's layout: `topic-0`, `topic-0.<id>-delete`) or file (the
+        # ceiling's `topic-0.log`); `topic-1` is not a partition of `topic-1x`'s.
+        partition = re.compile(rf"{re.escape(topic)}-\d+(\..*)?")
         try:
-            return any(path.name.startswith(f"{topic}-") or path.parent.name.startswith(f"{topic}-")
+            return any(partition.fullmatch(path.name) or partition.fullmatch(path.parent.name)
                        for path in self.data_files())
         except FileNotFoundError:  # a directory went while it was listed: the deletion is under way
             return True
