@@ -1,4 +1,4 @@
-"""bench/run.py must not crash: a few seconds of it, against Samsa and the ceiling only.
+"""bench/run.py must not crash: a few seconds of it, against Samsa, the ceiling and the trio floor only.
 
 Figures are printed, never asserted (the suite is no place for timed assertions)."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 RUN = Path(__file__).resolve().parents[2] / "bench" / "run.py"
 
 
-def test_quick_per_request_section_runs_against_samsa_and_the_ceiling():
-    result = subprocess.run([sys.executable, str(RUN), "--quick", "--systems", "samsa,ceiling", "--sections", "requests"],
+def test_quick_per_request_section_runs_against_samsa_the_ceiling_and_the_trio_floor():
+    result = subprocess.run([sys.executable, str(RUN), "--quick", "--systems", "samsa,ceiling,trio-floor",
+                             "--sections", "requests"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = {line.split("  ")[0]: line for line in result.stdout.splitlines()}
