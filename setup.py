@@ -1,4 +1,5 @@
-"""Builds the C codec samsa.wire._speedups (wire/_speedups.c); everything else is in pyproject.toml.
+"""Builds the C codec samsa.wire._speedups (wire/_speedups.c) and the batch CRC samsa.wire._crc32c
+(wire/_crc32c.c); everything else is in pyproject.toml.
 
 `pip install .` and `pip install -e .` compile it; `python setup.py build_ext --inplace` builds it in
 the source tree (for a checkout on PYTHONPATH). Without it, or with SAMSA_PURE=1, the pure-Python
@@ -17,4 +18,6 @@ class BuildPy(build_py):
         return [m for m in modules if (m[0], m[1]) != ("samsa", "setup")]
 
 
-setup(ext_modules=[Extension("samsa.wire._speedups", ["wire/_speedups.c"])], cmdclass={"build_py": BuildPy})
+setup(ext_modules=[Extension("samsa.wire._speedups", ["wire/_speedups.c"]),
+                   Extension("samsa.wire._crc32c", ["wire/_crc32c.c"])],
+      cmdclass={"build_py": BuildPy})
