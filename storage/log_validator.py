@@ -21,13 +21,11 @@ import struct
 from enum import Enum
 from typing import NamedTuple
 
-import crc32c
-
 from ..wire import legacy
 from ..wire.exceptions import CodecError, CorruptRecordError
 from ..wire.records import (
-    ATTRIBUTES_POS, CRC_POS, CRC_START, LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT,
-    BatchHeader, CompressionType, decode_batch, is_crc_valid, parse_batch_header, recompress_batch, set_base_offset,
+    ATTRIBUTES_POS, CRC_POS, LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT,
+    BatchHeader, CompressionType, batch_crc, decode_batch, is_crc_valid, parse_batch_header, recompress_batch, set_base_offset,
     set_log_append_time, set_partition_leader_epoch,
 )
 from .errors import (
@@ -269,5 +267,4 @@ def _validate_timestamps(header: BatchHeader, config: LogConfig, now_ms: int, lo
 
 def _clear_log_append_time(records, position: int, header: BatchHeader) -> None:
     _ATTRIBUTES.pack_into(records, position + ATTRIBUTES_POS, header.attributes & ~TIMESTAMP_TYPE_BIT)
-    crc = crc32c.crc32c(memoryview(records)[position + CRC_START:position + header.size])
-    _CRC.pack_into(records, position + CRC_POS, crc)
+    _CRC.pack_into(records, position + CRC_POS, batch_crc(records, position, header))

@@ -14,7 +14,7 @@ from samsa.storage.log import (
     delete_dir_name, parse_topic_partition_name,
 )
 from samsa.wire.records import (
-    CompressionType, Record, build_batch, build_control_batch, is_crc_valid, iter_batch_headers, parse_batch_header,
+    CREATE_TIME, LOG_APPEND_TIME, CompressionType, Record, build_batch, build_control_batch, is_crc_valid, iter_batch_headers, parse_batch_header,
 )
 
 
@@ -60,6 +60,17 @@ def test_log_append_time_is_stamped_with_a_valid_crc(tmp_path, clock):
     stored = log.read(0, 1000).records.read_bytes()
     header = parse_batch_header(stored)
     assert header.timestamp_type == 1 and header.max_timestamp == clock.now
+    assert is_crc_valid(stored, 0, header)
+
+
+def test_a_create_time_topic_clears_a_batchs_log_append_time_bit_with_a_valid_crc(tmp_path, clock):
+    log = open_log(tmp_path, clock)
+    batch = bytearray(build_batch([Record(0, 0, b"k", b"v", [])], timestamp_type=LOG_APPEND_TIME,
+                                  base_timestamp=clock.now, max_timestamp=clock.now))
+    log.append_as_leader(batch)
+    stored = log.read(0, 1000).records.read_bytes()
+    header = parse_batch_header(stored)
+    assert header.timestamp_type == CREATE_TIME and header.max_timestamp == clock.now
     assert is_crc_valid(stored, 0, header)
 
 
