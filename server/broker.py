@@ -401,8 +401,7 @@ class Broker:
                     log.exception("deleting logs failed")
                     await trio.sleep(1)
                 continue
-            await trio.sleep(min(due_in if due_in is not None else _LOG_DELETION_POLL_MS,
-                                 _LOG_DELETION_POLL_MS) / 1000)
+            await trio.sleep(min(due_in or _LOG_DELETION_POLL_MS, _LOG_DELETION_POLL_MS) / 1000)
 
     async def _flush(self) -> None:
         await trio.to_thread.run_sync(self.log_manager.flush_dirty, wall_clock_ms(), limiter=self.disk_limiter)
