@@ -7,6 +7,7 @@ producer whose connection is cut mid-request writes no duplicate."""
 from __future__ import annotations
 
 import base64
+import collections
 import random
 import shutil
 import socket
@@ -216,22 +217,43 @@ class Processor:
         self.bootstrap, self.source, self.sink, self.group = bootstrap, source, sink, group
         self.clock = clock
         self.partition = TopicPartition(source, 0)
+        self.events: collections.deque[list] = collections.deque(maxlen=40)  # [at, event, count]: the failure shows them
+        self._events_lock = threading.Lock()
+        self._started = time.monotonic()
+        self._renewed_at = 0.0  # the clock's time without progress when the consumer was last replaced
         self.consumer = self._new_consumer()
+        self.rewind()
         self.producer = self._new_producer()
         self.recoveries = 0
+
+    def note(self, event: str) -> None:
+        """Records an event (from either thread); a run of the same event is one entry, counted."""
+        now = time.monotonic() - self._started
+        with self._events_lock:
+            if self.events and self.events[-1][1] == event:
+                self.events[-1][0] = now
+                self.events[-1][2] += 1
+            else:
+                self.events.append([now, event, 1])
+
+    def history(self) -> str:
+        with self._events_lock:
+            return "\n".join(f"{at:7.1f} s {event}" + (f" (x{count})" if count > 1 else "")
+                             for at, event, count in self.events)
 
     def _new_consumer(self) -> Consumer:
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
                              "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                              "fetch.wait.max.ms": 50, "reconnect.backoff.ms": 50,
                              "reconnect.backoff.max.ms": 500, "enable.partition.eof": False, **NO_REBOOTSTRAP})
-        consumer.assign([self.partition])
         return consumer
 
     def _new_producer(self) -> Producer:
         producer = confluent_producer(self.bootstrap, **{"transactional.id": f"{self.group}-tx",
                                                          "transaction.timeout.ms": 10_000, **NO_REBOOTSTRAP})
+        self.note("init_transactions")
         producer.init_transactions(T)
+        self.note("producer ready")
         return producer
 
     def rewind(self) -> None:
@@ -249,17 +271,30 @@ class Processor:
                 committed = self.consumer.committed([self.partition], 5)[0].offset
                 break
             except KafkaException as e:
+                self.note(f"committed: {e.args[0]}")
                 if e.args[0].code() not in COORDINATOR_NOT_READY or self.clock.out_of_time():
                     raise
             self.consumer.close()
             time.sleep(0.5)
             self.consumer = self._new_consumer()
-        self.consumer.seek(TopicPartition(self.source, 0, committed if committed >= 0 else 0))
+        self.note(f"rewound to {committed}")
+        # The position is always given: the consumer never fetches from the offset librdkafka looks
+        # up itself for a partition assigned without one.
+        self.consumer.assign([TopicPartition(self.source, 0, committed if committed >= 0 else 0)])
 
     def step(self, max_records: int = 4) -> int:
-        messages = [m for m in self.consumer.consume(max_records, 0.2) if not m.error()]
+        """One transaction of up to max_records; the number of records it committed."""
+        messages = []
+        for m in self.consumer.consume(max_records, 0.2):
+            if m.error():
+                self.note(f"consume: {m.error()}")
+            else:
+                messages.append(m)
         if not messages:
+            self.note("consumed nothing")
+            self.renew_consumer_if_stalled()
             return 0
+        self.note(f"consumed {messages[0].offset()}..{messages[-1].offset()}")
         try:
             self.producer.begin_transaction()
             for m in messages:
@@ -267,10 +302,28 @@ class Processor:
             position = [TopicPartition(self.source, 0, messages[-1].offset() + 1)]
             self.producer.send_offsets_to_transaction(position, self.consumer.consumer_group_metadata(), T)
             self.producer.commit_transaction(T)
+            self.note("committed")
+            self.clock.progressed()
+            self._renewed_at = 0.0
             return len(messages)
         except KafkaException as e:
+            self.note(f"transaction failed: {e.args[0]}")
             self.recover(e.args[0])
             return 0
+
+    def renew_consumer_if_stalled(self, after_s: float = 10.0) -> None:
+        """A consumer that has returned nothing for after_s of the processor's time is replaced.
+        In CI the processor once went 120 s of its own time without committing a transaction (the
+        group had no committed offset), the kills most likely over: a consumer that returns
+        nothing fits, as do transactions that fail each time; the events the failure now shows
+        tell them apart."""
+        if self.clock.taken() - self._renewed_at < after_s:
+            return
+        self.note(f"nothing committed for {after_s:.0f} s, no record now: a new consumer")
+        self._renewed_at = self.clock.taken()
+        self.consumer.close()
+        self.consumer = self._new_consumer()
+        self.rewind()
 
     def recover(self, error: KafkaError) -> None:
         self.recoveries += 1
@@ -278,7 +331,8 @@ class Processor:
             if error.fatal():
                 raise KafkaException(error)
             self.producer.abort_transaction(T)
-        except KafkaException:
+        except KafkaException as e:
+            self.note(f"abort failed: {e.args[0]}")
             self.producer = self._new_producer()  # fences whatever the old one left open
         self.rewind()
 
@@ -331,11 +385,13 @@ def test_consume_transform_produce_is_exactly_once_through_twenty_kill_9(broker_
             for _ in range(kills):
                 time.sleep(rnd.uniform(0.3, 1.5))
                 clock.broker_down()
+                processor.note("broker killed")
                 try:
                     broker.kill()
                     broker.start()
                 finally:
                     clock.broker_up()
+                    processor.note("broker restarted")
         except BaseException as e:  # reported by the main thread
             failures.append(e)
         finally:
@@ -349,9 +405,9 @@ def test_consume_transform_produce_is_exactly_once_through_twenty_kill_9(broker_
         while not kills_done.is_set() or processor.committed_offset() < total:
             assert not failures, failures
             assert not clock.out_of_time(), (f"no progress in {clock.limit} s of the processor's time: "
-                                             f"{processor.committed_offset()} of {total} processed")
+                                             f"{processor.committed_offset()} of {total} processed; "
+                                             "its last events:\n" + processor.history())
             if processor.step():
-                clock.progressed()
                 if not kills_done.is_set():
                     time.sleep(0.2)
         killer.join(T)
