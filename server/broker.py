@@ -67,9 +67,9 @@ from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait
 log = logging.getLogger("samsa.broker")
 
 _SIZE = struct.Struct(">i")
-# How often, at least, the broker looks for deleted logs due for removal (their delay may be any
+# How often, at least, the broker looks for deleted logs and segments due for removal (their delay may be any
 # length, and a log deleted meanwhile is due at its own time).
-_LOG_DELETION_POLL_MS = 1000
+_FILE_DELETION_POLL_MS = 1000
 request_log = logging.getLogger("samsa.request")
 
 
@@ -360,7 +360,7 @@ class Broker:
                                self._close_idle_connections)
             nursery.start_soon(self._every, self.config.get("log.retention.check.interval.ms"),
                                self._retention)
-            nursery.start_soon(self._delete_logs)
+            nursery.start_soon(self._delete_due_files)
             nursery.start_soon(self._every, self.config.get("log.flush.scheduler.interval.ms"),
                                self._flush)
             nursery.start_soon(self._every, self.config.get("log.flush.offset.checkpoint.interval.ms"),
@@ -386,22 +386,23 @@ class Broker:
     async def _retention(self) -> None:
         await trio.to_thread.run_sync(self.log_manager.cleanup, wall_clock_ms(), limiter=self.disk_limiter)
 
-    async def _delete_logs(self) -> None:
-        """Kafka's kafka-delete-logs task: a deleted partition's directory goes once its
+    async def _delete_due_files(self) -> None:
+        """Kafka's kafka-delete-logs and delete-file tasks: a deleted partition's directory, and a
+        segment renamed `.deleted` (by retention, truncation or the cleaner), go once their
         file.delete.delay.ms has passed, not at the next retention check (up to
-        log.retention.check.interval.ms later: its pages meanwhile held in the page cache). Looks
-        at least once a second, in the event loop (no I/O); deletes in a worker thread."""
+        log.retention.check.interval.ms later: their disk space and page cache held meanwhile).
+        Looks at least once a second, in the event loop (no I/O); deletes in a worker thread."""
         while True:
-            due_in = self.log_manager.log_deletion_due_in(wall_clock_ms())
+            due_in = self.log_manager.file_deletion_due_in(wall_clock_ms())
             if due_in is not None and due_in <= 0:
                 try:
-                    await trio.to_thread.run_sync(self.log_manager.delete_logs, wall_clock_ms(),
+                    await trio.to_thread.run_sync(self.log_manager.delete_due_files, wall_clock_ms(),
                                                   limiter=self.disk_limiter)
                 except Exception:
-                    log.exception("deleting logs failed")
+                    log.exception("deleting files failed")
                     await trio.sleep(1)
                 continue
-            await trio.sleep(min(due_in or _LOG_DELETION_POLL_MS, _LOG_DELETION_POLL_MS) / 1000)
+            await trio.sleep(min(due_in or _FILE_DELETION_POLL_MS, _FILE_DELETION_POLL_MS) / 1000)
 
     async def _flush(self) -> None:
         await trio.to_thread.run_sync(self.log_manager.flush_dirty, wall_clock_ms(), limiter=self.disk_limiter)

@@ -178,6 +178,9 @@ class Log:
         self._offline = False
         # Where an I/O failure is reported (the log manager's): its whole directory goes offline.
         self.log_dir_failure_channel: LogDirFailureChannel | None = None
+        # Told (log, when) each time segments are renamed `.deleted`: the log manager then calls
+        # delete_pending_segments once file.delete.delay.ms has passed (Kafka's delete-file task).
+        self.on_segments_deletion_scheduled: Callable[[Log, int], None] | None = None
         if names is None:
             names = os.listdir(directory)
         self.leader_epoch_cache = LeaderEpochFileCache(directory,
@@ -750,7 +753,7 @@ class Log:
         beyond retention.bytes when cleanup.policy has delete, and in any case the segments wholly
         below the log start offset. Never goes past the high watermark; the active segment goes
         only after a roll. Returns how many segments were removed; their files are renamed to
-        `.deleted` and unlinked by `delete_pending_segments` after file.delete.delay.ms."""
+        `.deleted` and unlinked by `delete_pending_segments` once file.delete.delay.ms has passed."""
         with self._segment_files_lock, self._lock:
             if self._closed or self._offline:
                 return 0
@@ -825,6 +828,8 @@ class Log:
             # its replacement starts at the same offset.
             if replacement is None or segment.base_offset != replacement.base_offset:
                 self._producer_snapshots.delete(segment.base_offset)
+        if segments and self.on_segments_deletion_scheduled is not None:
+            self.on_segments_deletion_scheduled(self, due)
 
     # -- the log cleaner's swap (Kafka's replaceSegments)
     def replace_segments(self, cleaned: LogSegment, old_segments: Sequence[LogSegment]) -> bool:

@@ -125,6 +125,10 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._unopened: dict[TopicPartition, _UnopenedLog] = {}
         self._logs_to_delete: list[tuple[int, Log | Path]] = []  # (when, log or its unopened directory)
+        # (when, log): logs with `.deleted` segments to unlink then; a leaf lock, as a log reports
+        # while it holds its own.
+        self._segment_deletions: list[tuple[int, Log]] = []
+        self._segment_deletions_lock = threading.Lock()
         self._deleted_since_checkpoint: set[TopicPartition] = set()
         self._log_counts: dict[Path, int] = {}  # logs per log directory
         self._lock = threading.Lock()
@@ -249,6 +253,7 @@ class LogManager:
                           had_clean_shutdown=had_clean_shutdown,
                           producer_id_expiration_ms=self._producer_id_expiration_ms)
         loaded.log_dir_failure_channel = self.failure_channel
+        loaded.on_segments_deletion_scheduled = self._schedule_segment_deletion
         loaded.high_watermark = loaded.log_start_offset if found.high_watermark is None else found.high_watermark
         return loaded
 
@@ -409,6 +414,7 @@ class LogManager:
                 if topic_id is not None:
                     _check_topic_id(created.dir, topic_id)  # writes it in the new directory
             created.log_dir_failure_channel = self.failure_channel
+            created.on_segments_deletion_scheduled = self._schedule_segment_deletion
             self._register(created)
             return created
 
@@ -417,8 +423,8 @@ class LogManager:
         self._log_counts[added.dir.parent] = self._log_counts.get(added.dir.parent, 0) + 1
 
     def delete_log(self, topic: str, partition: int) -> Log | None:
-        """Forget the log and rename its directory to `<topic>-<partition>.<uuid>-delete`; `cleanup`
-        removes it once file.delete.delay.ms has passed, the next checkpoint forgets it. Returns
+        """Forget the log and rename its directory to `<topic>-<partition>.<uuid>-delete`;
+        `delete_due_files` removes it once file.delete.delay.ms has passed, the next checkpoint forgets it. Returns
         the log, None when there was none or it was never opened (then it is deleted unopened)."""
         with self._opening_lock, self._lock:
             removed = self._logs.pop((topic, partition), None)
@@ -553,22 +559,27 @@ class LogManager:
         finally:
             if self.cleaner is not None:
                 self.cleaner.resume_cleaning(logs)
-        for each in self.opened_logs():
-            each.delete_pending_segments(now_ms)
-        self.delete_logs(now_ms)
+        self.delete_due_files(now_ms)
         return removed
 
-    def log_deletion_due_in(self, now_ms: int) -> int | None:
-        """Milliseconds until the next deleted log's file.delete.delay.ms has passed (0 or less:
-        due now), None when no log awaits deletion. Cheap: no I/O."""
-        with self._lock:
-            if not self._logs_to_delete:
-                return None
-            return min(when for when, _ in self._logs_to_delete) - now_ms
+    def _schedule_segment_deletion(self, log: Log, when_ms: int) -> None:
+        with self._segment_deletions_lock:
+            self._segment_deletions.append((when_ms, log))
 
-    def delete_logs(self, now_ms: int) -> None:
-        """Remove the directories of deleted logs whose file.delete.delay.ms has passed (Kafka's
-        kafka-delete-logs task)."""
+    def file_deletion_due_in(self, now_ms: int) -> int | None:
+        """Milliseconds until the next deleted log or `.deleted` segment is due (its
+        file.delete.delay.ms passed; 0 or less: due now), None when nothing awaits deletion.
+        Cheap: no I/O."""
+        with self._lock:
+            dues = [when for when, _ in self._logs_to_delete]
+        with self._segment_deletions_lock:
+            dues.extend(when for when, _ in self._segment_deletions)
+        return min(dues) - now_ms if dues else None
+
+    def delete_due_files(self, now_ms: int) -> None:
+        """Remove what file.delete.delay.ms no longer keeps: the directories of deleted logs
+        (Kafka's kafka-delete-logs task) and the `.deleted` segments of retention, truncation and
+        the cleaner's swaps (its delete-file tasks)."""
         with self._lock:
             due = [each for when, each in self._logs_to_delete if when <= now_ms]
             self._logs_to_delete = [(when, each) for when, each in self._logs_to_delete if when > now_ms]
@@ -577,6 +588,14 @@ class LogManager:
                 _delete(deleting)
             except (OSError, KafkaStorageException) as e:  # as Kafka: logged, the others still go
                 log.error("Exception while deleting %s: %s", deleting, e)
+        with self._segment_deletions_lock:
+            logs = {id(each): each for when, each in self._segment_deletions if when <= now_ms}
+            self._segment_deletions = [(when, each) for when, each in self._segment_deletions if when > now_ms]
+        for each in logs.values():
+            try:
+                each.delete_pending_segments(now_ms)
+            except OSError as e:
+                log.error("Exception while deleting segments of %s: %s", each.name, e)
 
 
 class _ReportIoFailure:

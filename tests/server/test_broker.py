@@ -290,3 +290,35 @@ def test_a_deleted_topics_directory_goes_after_its_delay_not_at_the_retention_ch
 
     run_broker(broker_config(tmp_path, log_segment_delete_delay_ms=2000, log_retention_check_interval_ms=300_000),
                scenario)
+
+
+def test_segments_the_cleaner_replaced_go_after_their_delay_not_at_the_retention_check(tmp_path):
+    """Kafka's delete-file task: segments renamed `.deleted` (here by the cleaner's swap) are
+    removed once file.delete.delay.ms has passed, while log.retention.check.interval.ms (5 minutes
+    here) is far off."""
+    partition_dir = tmp_path / "data" / "compacted-0"
+
+    def deleted_files() -> list[str]:
+        return [p.name for p in partition_dir.iterdir() if p.name.endswith(".deleted")]
+
+    async def scenario(port):
+        client = await Client.connect(port)
+        Create = request_class(ApiKey.CREATE_TOPICS)
+        configs = {"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01"}
+        create = Create(topics=[Create.CreatableTopic(
+            name="compacted", num_partitions=1, replication_factor=1,
+            configs=[Create.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()])], timeout_ms=5000)
+        assert (await client.call(create, 7)).topics[0].error_code == ErrorCode.NONE
+        for i in range(8):  # one key: each batch replaces the last; a segment rolls every few
+            batch = records.build_batch([records.Record(0, 0, b"key", b"%d" % i * 600, [])])
+            produced = await client.call(produce_request("compacted", batch), 9)
+            assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        with trio.fail_after(30):  # the cleaner swaps the cleaned segments in, the old ones renamed
+            while not deleted_files():
+                await trio.sleep(0.02)
+        with trio.fail_after(30):  # and they go after their 1 s delay, not at the 300 s retention check
+            while deleted_files():
+                await trio.sleep(0.05)
+
+    run_broker(broker_config(tmp_path, log_cleaner_backoff_ms=100, log_segment_delete_delay_ms=1000,
+                             log_retention_check_interval_ms=300_000), scenario)

@@ -118,22 +118,22 @@ def test_delete_log_renames_then_cleanup_removes(tmp_path, clock):
     assert manager.create_log("gone", 0).log_end_offset == 0
 
 
-def test_delete_logs_removes_each_deleted_log_at_its_own_time(tmp_path, clock):
+def test_deleted_logs_are_removed_each_at_its_own_time(tmp_path, clock):
     manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=1000))
-    assert manager.log_deletion_due_in(clock.now) is None
+    assert manager.file_deletion_due_in(clock.now) is None
     for name in ("first", "second"):
         fill(manager, name, 0, 1)
     manager.delete_log("first", 0)
     clock.now += 400
     manager.delete_log("second", 0)
-    assert manager.log_deletion_due_in(clock.now) == 600
-    manager.delete_logs(clock.now + 599)
+    assert manager.file_deletion_due_in(clock.now) == 600
+    manager.delete_due_files(clock.now + 599)
     assert len([p for p in tmp_path.iterdir() if p.name.endswith("-delete")]) == 2
-    manager.delete_logs(clock.now + 600)
+    manager.delete_due_files(clock.now + 600)
     assert [p.name.split(".")[0] for p in tmp_path.iterdir() if p.name.endswith("-delete")] == ["second-0"]
-    assert manager.log_deletion_due_in(clock.now + 600) == 400
-    manager.delete_logs(clock.now + 1000)
-    assert manager.log_deletion_due_in(clock.now + 1000) is None
+    assert manager.file_deletion_due_in(clock.now + 600) == 400
+    manager.delete_due_files(clock.now + 1000)
+    assert manager.file_deletion_due_in(clock.now + 1000) is None
     assert not [p for p in tmp_path.iterdir() if p.name.endswith("-delete")]
 
 
@@ -147,10 +147,10 @@ def test_a_deletion_that_fails_leaves_the_others_to_go(tmp_path, clock, monkeypa
     def fail() -> None:
         raise OSError("Input/output error")
     monkeypatch.setattr(broken, "delete", fail)
-    manager.delete_logs(clock.now)
+    manager.delete_due_files(clock.now)
     assert [p.name.split(".")[0] for p in tmp_path.iterdir() if p.name.endswith("-delete")] == ["broken-0"]
     assert "Exception while deleting" in caplog.text
-    assert manager.log_deletion_due_in(clock.now) is None  # not retried, as in Kafka
+    assert manager.file_deletion_due_in(clock.now) is None  # not retried, as in Kafka
 
 
 def test_startup_finishes_deletions_and_skips_foreign_directories(tmp_path, clock):
@@ -172,6 +172,23 @@ def test_cleanup_applies_retention_everywhere(tmp_path, clock):
     for log in manager.logs():
         assert (log.log_start_offset, [s.size for s in log.segments]) == (6, [0])
         assert not [p for p in log.dir.iterdir() if p.name.endswith(".deleted")]
+
+
+def test_segments_renamed_deleted_are_due_at_their_own_time(tmp_path, clock):
+    """Kafka's delete-file task: the `.deleted` files go file.delete.delay.ms after the rename,
+    whenever that falls, not at the retention check after it."""
+    config = small_config(segment_bytes=len(make_batch([1, 2])), retention_ms=1000, file_delete_delay_ms=500)
+    manager = started([tmp_path], clock, config=config)
+    log = fill(manager, "t", 0, 3)
+    assert manager.file_deletion_due_in(clock.now) is None
+    assert manager.cleanup(clock.now) == 3
+    deleted = [p for p in log.dir.iterdir() if p.name.endswith(".deleted")]
+    assert len(deleted) >= 3 and manager.file_deletion_due_in(clock.now) == 500
+    manager.delete_due_files(clock.now + 499)
+    assert all(p.exists() for p in deleted)
+    manager.delete_due_files(clock.now + 500)
+    assert not any(p.exists() for p in deleted)
+    assert manager.file_deletion_due_in(clock.now + 500) is None
 
 
 def test_flush_dirty_flushes_rolled_and_due_logs(tmp_path, clock):
