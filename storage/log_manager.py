@@ -124,7 +124,10 @@ class LogManager:
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._unopened: dict[TopicPartition, _UnopenedLog] = {}
-        self._logs_to_delete: list[tuple[int, Log | Path]] = []  # (when, log or its unopened directory)
+        # (when deleted, the log or its unopened directory): each goes once the broker's
+        # log.segment.delete.delay.ms, as it is then, has passed (Kafka's deleteLogs reads its current
+        # default config's file.delete.delay.ms, not the topic's).
+        self._logs_to_delete: list[tuple[int, Log | Path]] = []
         # (when, log): logs with `.deleted` segments to unlink then; a leaf lock, as a log reports
         # while it holds its own.
         self._segment_deletions: list[tuple[int, Log]] = []
@@ -424,19 +427,20 @@ class LogManager:
 
     def delete_log(self, topic: str, partition: int) -> Log | None:
         """Forget the log and rename its directory to `<topic>-<partition>.<uuid>-delete`;
-        `delete_due_files` removes it once file.delete.delay.ms has passed, the next checkpoint forgets it. Returns
-        the log, None when there was none or it was never opened (then it is deleted unopened)."""
+        `delete_due_files` removes it once log.segment.delete.delay.ms has passed, the next
+        checkpoint forgets it. Returns the log, None when there was none or it was never opened
+        (then it is deleted unopened)."""
         with self._opening_lock, self._lock:
             removed = self._logs.pop((topic, partition), None)
             unopened = self._unopened.pop((topic, partition), None) if removed is None else None
             if removed is not None:
-                parent, config = removed.dir.parent, removed.config
+                parent = removed.dir.parent
                 removed.rename_dir(delete_dir_name(topic, partition))
                 doomed: Log | Path = removed
             elif unopened is None:
                 return None
             else:
-                parent, config = unopened.log_dir, unopened.config
+                parent = unopened.log_dir
                 doomed = parent / delete_dir_name(topic, partition)
                 try:
                     os.rename(unopened.directory, doomed)
@@ -444,7 +448,7 @@ class LogManager:
                     self._unopened[(topic, partition)] = unopened
                     raise KafkaStorageException(f"Error while renaming dir for {topic}-{partition}: {e}") from e
             self._log_counts[parent] -= 1
-            self._logs_to_delete.append((self._clock_ms() + config.file_delete_delay_ms, doomed))
+            self._logs_to_delete.append((self._clock_ms(), doomed))
             self._deleted_since_checkpoint.add((topic, partition))
         if self.cleaner is not None:
             self.cleaner.forget_log(topic, partition, parent)
@@ -570,8 +574,9 @@ class LogManager:
         """Milliseconds until the next deleted log or `.deleted` segment is due (its
         file.delete.delay.ms passed; 0 or less: due now), None when nothing awaits deletion.
         Cheap: no I/O."""
+        delay = self.default_config.file_delete_delay_ms
         with self._lock:
-            dues = [when for when, _ in self._logs_to_delete]
+            dues = [deleted + delay for deleted, _ in self._logs_to_delete]
         with self._segment_deletions_lock:
             dues.extend(when for when, _ in self._segment_deletions)
         return min(dues) - now_ms if dues else None
@@ -580,9 +585,11 @@ class LogManager:
         """Remove what file.delete.delay.ms no longer keeps: the directories of deleted logs
         (Kafka's kafka-delete-logs task) and the `.deleted` segments of retention, truncation and
         the cleaner's swaps (its delete-file tasks)."""
+        last_deleted_due = now_ms - self.default_config.file_delete_delay_ms
         with self._lock:
-            due = [each for when, each in self._logs_to_delete if when <= now_ms]
-            self._logs_to_delete = [(when, each) for when, each in self._logs_to_delete if when > now_ms]
+            due = [each for deleted, each in self._logs_to_delete if deleted <= last_deleted_due]
+            self._logs_to_delete = [(deleted, each) for deleted, each in self._logs_to_delete
+                                    if deleted > last_deleted_due]
         for deleting in due:
             try:
                 _delete(deleting)

@@ -271,7 +271,7 @@ def test_old_message_formats_are_converted_up_on_produce_and_down_on_fetch(tmp_p
 
 def test_a_deleted_topics_directory_goes_after_its_delay_not_at_the_retention_check(tmp_path):
     """Kafka's kafka-delete-logs task: the directory renamed `-delete` is removed once
-    file.delete.delay.ms has passed, while log.retention.check.interval.ms (5 minutes here) is
+    log.segment.delete.delay.ms has passed, while log.retention.check.interval.ms (5 minutes here) is
     far off: a deleted topic's pages do not stay in the page cache until then."""
     data = tmp_path / "data"
 

@@ -137,6 +137,18 @@ def test_deleted_logs_are_removed_each_at_its_own_time(tmp_path, clock):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith("-delete")]
 
 
+def test_a_deleted_log_waits_the_brokers_delay_as_it_is_then_not_its_topics(tmp_path, clock):
+    """Kafka's deleteLogs reads file.delete.delay.ms from the broker's current default config."""
+    manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=1000))
+    manager.create_log("t", 0, small_config(file_delete_delay_ms=60_000))
+    manager.delete_log("t", 0)
+    assert manager.file_deletion_due_in(clock.now) == 1000
+    manager.default_config = small_config(file_delete_delay_ms=200)  # log.segment.delete.delay.ms changed
+    assert manager.file_deletion_due_in(clock.now) == 200
+    manager.delete_due_files(clock.now + 200)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith("-delete")]
+
+
 def test_a_deletion_that_fails_leaves_the_others_to_go(tmp_path, clock, monkeypatch, caplog):
     manager = started([tmp_path], clock, config=small_config(file_delete_delay_ms=0))
     broken = fill(manager, "broken", 0, 1)
