@@ -1,6 +1,6 @@
 """The ceiling: the least work a Kafka broker written in Python can do for a real client.
 
-`python bench/ceiling.py PORT DATA_DIR` serves just enough of the protocol for librdkafka
+`python bench/ceiling.py PORT DATA_DIR [RECEIVE_BUFFER]` serves just enough of the protocol for librdkafka
 (ApiVersions, Metadata v1, CreateTopics v0, DeleteTopics v0, Produce v3-8, Fetch v4), with request
 fields parsed by hand with struct. A produced batch is not validated (no CRC check, no producer
 state): its base offset is patched in place and its bytes appended to the partition's file with one
@@ -275,6 +275,8 @@ class Ceiling:
 
 def main() -> None:
     port, data_dir = int(sys.argv[1]), sys.argv[2]
+    # An optional third argument: the receive buffer, -1 for the OS's (Linux autotunes it).
+    receive_buffer = int(sys.argv[3]) if len(sys.argv) > 3 else 102400
     server = Ceiling("127.0.0.1", port, data_dir)
     listener = socket.create_server(("127.0.0.1", port), backlog=1024)
     server.port = listener.getsockname()[1]
@@ -287,7 +289,8 @@ def main() -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 102400)
         # And Kafka's socket.receive.buffer.bytes: a request then arrives in the same pieces as
         # Samsa's (the OS default's autotuned megabytes took a 1 MB request in 2 reads, not 9).
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 102400)
+        if receive_buffer > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         threading.Thread(target=server.serve_connection, args=(sock,), daemon=True).start()
 
 

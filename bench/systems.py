@@ -296,6 +296,16 @@ class SamsaBase(Samsa):
     overrides = ("log.retention.check.interval.ms=500",)
 
 
+class SamsaOsReceiveBuffer(Samsa):
+    """Samsa with socket.receive.buffer.bytes=-1: the kernel sizes each connection's receive buffer
+    (Linux autotunes it up to tcp_rmem's maximum), as librdkafka's mock cluster and tansu leave
+    theirs. Kafka's default, and Samsa's, is 100 KB: a 1 MB request then arrives in several
+    pieces, each a wake of the broker (bench/README.md, issue 16)."""
+
+    name = "samsa-os-rcvbuf"
+    overrides = ("socket.receive.buffer.bytes=-1",)
+
+
 class Ceiling(System):
     name = "ceiling"
     on_disk = True
@@ -314,6 +324,15 @@ class Ceiling(System):
     def close(self) -> None:
         super().close()
         shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class CeilingOsReceiveBuffer(Ceiling):
+    """The ceiling with the OS's receive buffers, to set beside samsa-os-rcvbuf."""
+
+    name = "ceiling-os-rcvbuf"
+
+    def _command(self) -> list[str]:
+        return [*super()._command(), "-1"]
 
 
 class TrioFloor(Ceiling):
@@ -473,4 +492,4 @@ class Kafka(System):
         shutil.rmtree(self.base_dir, ignore_errors=True)
 
 
-ALL = (Samsa, SamsaBase, Kafka, Tansu, MockCluster, Ceiling, TrioFloor)
+ALL = (Samsa, SamsaBase, SamsaOsReceiveBuffer, Kafka, Tansu, MockCluster, Ceiling, CeilingOsReceiveBuffer, TrioFloor)

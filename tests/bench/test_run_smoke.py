@@ -1,4 +1,5 @@
-"""bench/run.py must not crash: a few seconds of it, against Samsa, the ceiling and the trio floor only.
+"""bench/run.py must not crash: a few seconds of it, against Samsa, the ceiling and the trio floor only
+(Samsa and the ceiling also with the OS's receive buffers).
 
 Figures are printed, never asserted (the suite is no place for timed assertions)."""
 
@@ -12,7 +13,8 @@ RUN = Path(__file__).resolve().parents[2] / "bench" / "run.py"
 
 
 def test_quick_per_request_section_runs_against_samsa_the_ceiling_and_the_trio_floor():
-    result = subprocess.run([sys.executable, str(RUN), "--quick", "--systems", "samsa,ceiling,trio-floor",
+    result = subprocess.run([sys.executable, str(RUN), "--quick", "--systems",
+                             "samsa,samsa-os-rcvbuf,ceiling,ceiling-os-rcvbuf,trio-floor",
                              "--sections", "requests"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
