@@ -443,16 +443,20 @@ def slopes(table: Table, plan: Plan, names: list[str]) -> list[str]:
     return out
 
 
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def verdict(label: str, ok: bool | None, detail: str) -> str:
+    return f"[{'n/a ' if ok is None else ('met ' if ok else 'MISS')}] {label}: {detail}"
+
+
 def targets(table: Table, plan: Plan) -> list[str]:
     m = table.median
     checks = []
 
     def check(label: str, ok: bool | None, detail: str) -> None:
-        verdict = "n/a " if ok is None else ("met " if ok else "MISS")
-        checks.append(f"[{verdict}] {label}: {detail}")
-
-    def ratio(a, b):
-        return None if a is None or not b else a / b
+        checks.append(verdict(label, ok, detail))
 
     produce = "produce 1024 B, 1 part, acks=1, none"
     s, c, t = m(f"{produce} (MB/s)", "samsa"), m(f"{produce} (MB/s)", "ceiling"), m(f"{produce} (MB/s)", "tansu")
@@ -491,11 +495,7 @@ def _issue_16_targets(table: Table, plan: Plan, samsa: str, ceiling: str, how: s
     checks = []
 
     def check(label: str, ok: bool | None, detail: str) -> None:
-        verdict = "n/a " if ok is None else ("met " if ok else "MISS")
-        checks.append(f"[{verdict}] {label}{how} ({samsa}): {detail}")
-
-    def ratio(a, b):
-        return None if a is None or not b else a / b
+        checks.append(verdict(f"{label}{how} ({samsa})", ok, detail))
 
     # CPU per MB against the ceiling's where both read the same bytes the same way: 1 MB Produce
     # requests sent whole, one at a time. Under the client's load a broker's CPU per MB follows
