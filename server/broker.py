@@ -67,8 +67,8 @@ from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait
 log = logging.getLogger("samsa.broker")
 
 _SIZE = struct.Struct(">i")
-# How often, at least, the broker looks for deleted logs and segments due for removal (their delay may be any
-# length, and a log deleted meanwhile is due at its own time).
+# How often, at least, the broker looks for deleted logs and segments due for removal (their delay
+# may be any length, and one deleted meanwhile is due at its own time).
 _FILE_DELETION_POLL_MS = 1000
 request_log = logging.getLogger("samsa.request")
 
