@@ -187,7 +187,7 @@ def set_log_append_time(buf: bytearray | memoryview, pos: int, header: BatchHead
     """Stamp LogAppendTime: set the timestamp-type bit and maxTimestamp, then recompute the CRC."""
     struct.pack_into(">h", buf, pos + ATTRIBUTES_POS, header.attributes | TIMESTAMP_TYPE_BIT)
     _pack_q(buf, pos + MAX_TIMESTAMP_POS, timestamp)
-    _pack_I(buf, pos + CRC_POS, crc32c(memoryview(buf)[pos + CRC_START:pos + header.size]))
+    _pack_I(buf, pos + CRC_POS, batch_crc(buf, pos, header))
 
 
 def iter_batch_headers(buf, pos: int = 0, end: int | None = None):
