@@ -23,11 +23,10 @@ import trio
 
 from ceiling import I32, Ceiling, Partition
 
-try:  # the fastest CRC-32C there is, Samsa's folded one where this CPU can run it (wire/_crc32c.c)
-    from samsa.wire._crc32c import FAST as _FAST, crc32c as _folded
+try:  # Samsa's batch CRC: the folded one (wire/_crc32c.c) where this CPU can run it
+    from samsa.wire.records import crc32c as _crc32c
 except ImportError:
-    _FAST = 0
-_crc32c = _folded if _FAST else crc32c.crc32c
+    _crc32c = crc32c.crc32c
 
 _CRC = struct.Struct(">I")
 _CRC_AT, _CRC_FROM = 17, 21  # a v2 batch's CRC-32C field, and where the bytes it covers start
