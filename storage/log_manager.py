@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .checkpoints import (
@@ -585,24 +586,29 @@ class LogManager:
         """Remove what file.delete.delay.ms no longer keeps: the directories of deleted logs
         (Kafka's kafka-delete-logs task) and the `.deleted` segments of retention, truncation and
         the cleaner's swaps (its delete-file tasks)."""
-        last_deleted_due = now_ms - self.default_config.file_delete_delay_ms
         with self._lock:
-            due = [each for deleted, each in self._logs_to_delete if deleted <= last_deleted_due]
-            self._logs_to_delete = [(deleted, each) for deleted, each in self._logs_to_delete
-                                    if deleted > last_deleted_due]
+            due, self._logs_to_delete = _split_due(self._logs_to_delete,
+                                                   now_ms - self.default_config.file_delete_delay_ms)
         for deleting in due:
             try:
                 _delete(deleting)
             except (OSError, KafkaStorageException) as e:  # as Kafka: logged, the others still go
                 log.error("Exception while deleting %s: %s", deleting, e)
         with self._segment_deletions_lock:
-            logs = {id(each): each for when, each in self._segment_deletions if when <= now_ms}
-            self._segment_deletions = [(when, each) for when, each in self._segment_deletions if when > now_ms]
-        for each in logs.values():
+            due_logs, self._segment_deletions = _split_due(self._segment_deletions, now_ms)
+        for each in {id(each): each for each in due_logs}.values():  # once per log, however many are due
             try:
                 each.delete_pending_segments(now_ms)
             except OSError as e:
                 log.error("Exception while deleting segments of %s: %s", each.name, e)
+
+
+_Item = TypeVar("_Item")
+
+
+def _split_due(entries: list[tuple[int, _Item]], last_due: int) -> tuple[list[_Item], list[tuple[int, _Item]]]:
+    """(the items whose time is at most last_due, the entries left)."""
+    return [item for at, item in entries if at <= last_due], [(at, item) for at, item in entries if at > last_due]
 
 
 class _ReportIoFailure:
