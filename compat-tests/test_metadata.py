@@ -124,7 +124,10 @@ def test_topic_ids_unique_stable_and_renewed(broker_factory, topic_name):
         ka.close()
     assert str(kp_id).replace("-", "") != "0" * 32
 
-    p = Producer({"bootstrap.servers": b.bootstrap})
+    # Still alive when the topic is deleted below: its metadata request for the vanished topic must
+    # not create it again (Kafka's auto.create.topics.enable is true; CI once saw that recreation
+    # land just before the test's own CreateTopics, which then failed with TOPIC_ALREADY_EXISTS).
+    p = Producer({"bootstrap.servers": b.bootstrap, "allow.auto.create.topics": False})
     p.produce(topic_name, b"before restart", partition=1)
     assert p.flush(T) == 0
 
