@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import load  # noqa: E402
+import machine  # noqa: E402
 import per_request  # noqa: E402
 import perf_tools  # noqa: E402
 from systems import ALL, Unavailable, rss_bytes  # noqa: E402
@@ -540,6 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consume-mb", type=float, help="MB of 1 KB records each consume run reads")
     parser.add_argument("--shapes", default=",".join(load.SHAPES),
                         help="produce load shapes, comma-separated: batch (produce_batch), record (produce() per record)")
+    parser.add_argument("--hold-freed-memory", action="store_true",
+                        help="report no freed memory to the VM's host during the run (needs root; bench/machine.py)")
     parser.add_argument("--cases", help="produce cases instead of the plan's, comma-separated, each "
                                         "SIZE/PARTITIONS/ACKS/COMPRESSION (e.g. 100/1/1/lz4,1024/1/1/none)")
     args = parser.parse_args(argv)
@@ -562,22 +565,24 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(plan, names)
     load_start = os.getloadavg()
     started = time.time()
-    try:
-        bench.start_all()
-        for section, run in (("produce", bench.produce_matrix), ("consume", bench.consume),
-                             ("perf-tools", bench.perf_tools),
-                             ("e2e", bench.end_to_end), ("requests", bench.per_request),
-                             ("partitions", bench.growth_partitions),
-                             ("connections", bench.growth_connections), ("groups", bench.growth_groups)):
-            if section in sections:
-                run()
-    finally:
-        bench.stop_all()
+    with machine.freed_memory_held(args.hold_freed_memory) as page_reporting:
+        try:
+            bench.start_all()
+            for section, run in (("produce", bench.produce_matrix), ("consume", bench.consume),
+                                 ("perf-tools", bench.perf_tools),
+                                 ("e2e", bench.end_to_end), ("requests", bench.per_request),
+                                 ("partitions", bench.growth_partitions),
+                                 ("connections", bench.growth_connections), ("groups", bench.growth_groups)):
+                if section in sections:
+                    run()
+        finally:
+            bench.stop_all()
     load_end = os.getloadavg()
     shown = [s.name for s in bench.systems]
     print(f"bench/run.py{' --quick' if args.quick else ''}: {plan.reps} repetition(s), medians; "
           f"{os.cpu_count()} cores; {time.time() - started:.0f} s; load average at start "
           f"{' '.join(f'{x:.2f}' for x in load_start)}, at end {' '.join(f'{x:.2f}' for x in load_end)}")
+    print(page_reporting)
     print("ratio in brackets: system / samsa (for MB/s higher is better; for s, ms, MB, KB, CPU lower is)")
     print(render(bench.table, shown))
     print()
