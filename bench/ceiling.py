@@ -1,7 +1,8 @@
 """The ceiling: the least work a Kafka broker written in Python can do for a real client.
 
 `python bench/ceiling.py PORT DATA_DIR [RECEIVE_BUFFER]` serves just enough of the protocol for librdkafka
-(ApiVersions, Metadata v1, CreateTopics v0, DeleteTopics v0, Produce v3-8, Fetch v4), with request
+(ApiVersions, Metadata v1, CreateTopics v0, DeleteTopics v0, Produce v3-8, Fetch v4, and a FindCoordinator v0
+that finds none), with request
 fields parsed by hand with struct. A produced batch is not validated (no CRC check, no producer
 state): its base offset is patched in place and its bytes appended to the partition's file with one
 write. A Fetch sends file ranges with os.sendfile. One blocking thread per connection, the fastest
@@ -21,8 +22,12 @@ from bisect import bisect_right
 I16, I32, I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 HEADER = struct.Struct(">hhi")  # api key, api version, correlation id
 # (api key, min version, max version): non-flexible versions only, so every field is fixed-width.
-APIS = ((0, 3, 8), (1, 4, 4), (3, 1, 1), (18, 0, 2), (19, 0, 0), (20, 0, 0))
+# FindCoordinator is there for librdkafka: it compresses with lz4 only for a broker that has it
+# (its LZ4 feature dates from the group coordinator's Kafka, 0.8.2) and silently sends lz4 batches
+# uncompressed to one that does not. The ceiling coordinates no group.
+APIS = ((0, 3, 8), (1, 4, 4), (3, 1, 1), (10, 0, 0), (18, 0, 2), (19, 0, 0), (20, 0, 0))
 UNSUPPORTED_VERSION, UNKNOWN_TOPIC_OR_PARTITION, TOPIC_ALREADY_EXISTS = 35, 3, 36
+COORDINATOR_NOT_AVAILABLE = 15
 
 
 class Partition:
@@ -67,8 +72,8 @@ class Ceiling:
         self.host, self.port, self.data_dir = host, port, data_dir
         self.topics: dict[str, list[Partition]] = {}
         self.appended = threading.Condition()
-        self.handlers = {0: self.produce, 1: self.fetch, 3: self.metadata, 18: self.api_versions,
-                         19: self.create_topics, 20: self.delete_topics}
+        self.handlers = {0: self.produce, 1: self.fetch, 3: self.metadata, 10: self.find_coordinator,
+                         18: self.api_versions, 19: self.create_topics, 20: self.delete_topics}
 
     # -- framing
     @staticmethod
@@ -126,6 +131,10 @@ class Ceiling:
         body = I16.pack(error) + I32.pack(len(APIS)) + b"".join(struct.pack(">hhh", *a) for a in APIS)
         if version >= 1 and not error:
             body += I32.pack(0)
+        self._send(sock, correlation_id, body)
+
+    def find_coordinator(self, sock, frame, pos, version, correlation_id) -> None:
+        body = I16.pack(COORDINATOR_NOT_AVAILABLE) + I32.pack(-1) + self._string("") + I32.pack(-1)
         self._send(sock, correlation_id, body)
 
     def metadata(self, sock, frame, pos, version, correlation_id) -> None:

@@ -336,7 +336,7 @@ class Bench:
     def growth_groups(self) -> None:
         for n in self.plan.group_steps:
             for system in self.systems:
-                if FIND_COORDINATOR not in api_keys(system.port):
+                if not system.coordinates_groups or FIND_COORDINATOR not in api_keys(system.port):
                     self.table.add(f"join {n} consumer groups (s)", system.name, None)
                     self.table.add(f"RSS per consumer group, {n} (KB)", system.name, None)
                     continue

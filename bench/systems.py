@@ -119,6 +119,7 @@ class System:
     on_disk = False  # data in files: cold-cache reads apply
     reloads_data = False  # a restart loads what it had: startup time grows with it
     retained_bytes: int | None = None  # a partition keeps only this much (the oldest goes)
+    coordinates_groups = True  # when it has FindCoordinator at all
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
@@ -309,6 +310,7 @@ class SamsaOsReceiveBuffer(Samsa):
 class Ceiling(System):
     name = "ceiling"
     on_disk = True
+    coordinates_groups = False  # its FindCoordinator finds none (bench/ceiling.py)
     port_announcement = re.compile(r"listening on 127.0.0.1:(\d+)")
 
     def __init__(self) -> None:
