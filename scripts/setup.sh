@@ -32,7 +32,9 @@ command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; "$PYTHON" -m venv .venv; }
 fi
-.venv/bin/python -m pip install -q --upgrade pip
+# setuptools 77+ in the venv too (pyproject.toml's SPDX license needs it), not only in pip's
+# isolated build: `python setup.py build_ext --inplace` in a worktree uses the venv's (bench/README.md).
+.venv/bin/python -m pip install -q --upgrade pip "setuptools>=77"
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[test,pipeline]"
   bash scripts/fetch-jars.sh spark >/dev/null  # a JDK and Maven via apt if missing
