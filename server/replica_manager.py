@@ -361,6 +361,8 @@ class Partition:
         return bool(self._waiters)
 
     def wake(self) -> None:
+        if not self._waiters:  # every append wakes: most find nobody parked
+            return
         waiters, self._waiters = self._waiters, []
         for event in waiters:
             event.set()

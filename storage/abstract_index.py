@@ -63,7 +63,9 @@ class AbstractIndex:
         return self._entry_count()
 
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        if not self._loaded:
+            self._ensure_loaded()
+        return self._entry_count() >= self.max_index_size // self.ENTRY_SIZE
 
     @property
     def is_loaded(self) -> bool:

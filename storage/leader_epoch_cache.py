@@ -52,6 +52,9 @@ class LeaderEpochFileCache:
         starts earlier than recorded); entries that would no longer be monotonic go."""
         if epoch < 0 or start_offset < 0:
             return
+        entries = self._entries  # every append asks: the usual answer needs no lock
+        if entries and entries[-1].epoch == epoch and start_offset >= entries[-1].start_offset:
+            return
         with self._lock:
             latest = self._entries[-1] if self._entries else None
             if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:

@@ -335,8 +335,7 @@ class Log:
                     f"Message batch size is {result.valid_bytes} bytes in append to partition {self.name}, which "
                     f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
             position, header = result.batches[0]
-            producer_append = self._analyze_and_validate_producer_state(
-                header, origin, memoryview(records)[position:position + header.size])
+            producer_append = self._analyze_and_validate_producer_state(header, origin, records, position)
             if producer_append is not None and producer_append.duplicate is not None:
                 return self._duplicate_append_info(producer_append.duplicate)
             segment = self._maybe_roll(result, now)
@@ -348,7 +347,8 @@ class Log:
                     self._complete_txn(segment, producer_append.completed_txn)
             self._producer_state.update_map_end_offset(self._next_offset)
             self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
-            flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
+            flush_needed = (self._rolled_since_flush
+                            or self._next_offset - self._recovery_point >= self.config.flush_messages)
             return LogAppendInfo(
                 first_offset=result.first_offset, last_offset=result.last_offset, max_timestamp=result.max_timestamp,
                 offset_of_max_timestamp=result.offset_of_max_timestamp, log_append_time=result.log_append_time,
@@ -392,7 +392,7 @@ class Log:
                     epoch = header.partition_leader_epoch
                     self.leader_epoch_cache.assign(epoch, header.base_offset)
                 producer_append = self._analyze_and_validate_producer_state(
-                    header, AppendOrigin.REPLICATION, memoryview(records)[position:position + header.size])
+                    header, AppendOrigin.REPLICATION, records, position)
                 if producer_append is not None:
                     self._producer_state.update(producer_append)
                     if producer_append.completed_txn is not None:
@@ -405,12 +405,13 @@ class Log:
                 log_start_offset=self._log_start_offset, record_count=record_count, valid_bytes=valid_bytes,
                 flush_needed=flush_needed)
 
-    def _analyze_and_validate_producer_state(self, header: BatchHeader, origin: AppendOrigin,
-                                             batch=None) -> ProducerAppendInfo | None:
-        """`batch`: the batch's bytes, for a control batch's marker record."""
+    def _analyze_and_validate_producer_state(self, header: BatchHeader, origin: AppendOrigin, records=None,
+                                             position: int = 0) -> ProducerAppendInfo | None:
+        """`records` and `position`: where the batch is, for a control batch's marker record."""
         if header.producer_id == NO_PRODUCER_ID:
             return None
-        marker = _end_txn_marker(batch, self.name) if header.is_control else None
+        marker = (_end_txn_marker(memoryview(records)[position:position + header.size], self.name)
+                  if header.is_control else None)
         return self._producer_state.prepare_update(header, origin, marker)
 
     def _complete_txn(self, segment: LogSegment, completed: CompletedTxn) -> None:

@@ -157,14 +157,17 @@ class LogSegment:
 
     def should_roll(self, *, max_segment_ms: int, max_segment_bytes: int, max_timestamp_in_messages: int,
                     max_offset_in_messages: int, messages_size: int, now_ms: int) -> bool:
-        reached_roll_ms = (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
-                           > max_segment_ms - self.roll_jitter_ms)
-        size = self.size
-        return (size > max_segment_bytes - messages_size
-                or (size > 0 and reached_roll_ms)
-                or self.offset_index.is_full()
-                or self.time_index.is_full()
-                or not self.can_convert_to_relative_offset(max_offset_in_messages))
+        """Kafka's LogSegment.shouldRoll; asked before every append, so each test is made only
+        when the ones before it did not decide."""
+        size = self.log.size
+        if size > max_segment_bytes - messages_size:
+            return True
+        if size > 0 and (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+                         > max_segment_ms - self.roll_jitter_ms):
+            return True
+        self._check_indexes()
+        return (self._offset_index.is_full() or self._time_index.is_full()
+                or not 0 <= max_offset_in_messages - self.base_offset <= _INT_MAX)
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """segment.ms counts from the first batch's timestamp when it has one, else from creation."""
@@ -178,30 +181,31 @@ class LogSegment:
         positions within `records`."""
         if not batches:
             return
-        if not self.can_convert_to_relative_offset(largest_offset):
+        if not 0 <= largest_offset - self.base_offset <= _INT_MAX:
             raise KafkaStorageException(
                 f"Offset {largest_offset} cannot be stored in segment {self.base_offset} (relative offset overflow)")
-        position = self.size
+        log = self.log
+        position = log.size
         if position == 0:
             self._rolling_based_timestamp = batches[0][1].max_timestamp
-        offset_index, time_index = self.offset_index, self.time_index
+        self._check_indexes()
         max_so_far = self.max_timestamp_and_offset_so_far
         try:
-            self.log.append(records)
+            log.append(records)
         except OSError as e:
-            raise KafkaStorageException(f"Error while appending to {self.log.path}: {e}") from e
+            raise KafkaStorageException(f"Error while appending to {log.path}: {e}") from e
         for _, header in batches:
+            size = header.size
             if header.max_timestamp > max_so_far.timestamp:
                 max_so_far = TimestampOffset(header.max_timestamp, header.last_offset)
             if self._bytes_since_last_index_entry > self.index_interval_bytes:
-                offset_index.append(header.last_offset, position)
-                time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
+                self._offset_index.append(header.last_offset, position)
+                self._time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
                 self._bytes_since_last_index_entry = 0
-            position += header.size
-            self._bytes_since_last_index_entry += header.size
+            position += size
+            self._bytes_since_last_index_entry += size
         self._max_timestamp_and_offset = max_so_far
-        self.log.remember_last_batch(header.base_offset, LogOffsetPosition(header.last_offset, position - header.size,
-                                                                           header.size))
+        log.remember_last_batch(header.base_offset, LogOffsetPosition(header.last_offset, position - size, size))
 
     def on_become_inactive(self) -> None:
         """The segment rolled: record its max timestamp in the time index and trim preallocation."""

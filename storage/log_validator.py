@@ -25,8 +25,8 @@ from ..wire import legacy
 from ..wire.exceptions import CodecError, CorruptRecordError
 from ..wire.records import (
     ATTRIBUTES_POS, CRC_POS, LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT,
-    BatchHeader, CompressionType, batch_crc, decode_batch, is_crc_valid, parse_batch_header, recompress_batch, set_base_offset,
-    set_log_append_time, set_partition_leader_epoch,
+    BatchHeader, CompressionType, batch_crc, decode_batch, parse_batch_header, recompress_batch,
+    set_base_offset_and_leader_epoch, set_log_append_time,
 )
 from .errors import (
     CorruptRecordException, InvalidRecordException, InvalidTimestampException, RecordTooLargeException,
@@ -128,21 +128,22 @@ def analyze_batches(records, config: LogConfig, origin: AppendOrigin, topic_part
             header = _read_header(records, position, topic_partition)
             if header is None:
                 break
-        elif end - position < header.size:
+        size = header.size
+        if end - position < size:
             break
         if origin is AppendOrigin.CLIENT and header.base_offset != 0:
             raise InvalidRecordException(
                 f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                 f"but it is {header.base_offset}")
-        if header.size > config.max_message_bytes:
+        if size > config.max_message_bytes:
             raise RecordTooLargeException(
-                f"The record batch size in the append to {topic_partition} is {header.size} bytes which exceeds "
+                f"The record batch size in the append to {topic_partition} is {size} bytes which exceeds "
                 f"the maximum configured value of {config.max_message_bytes}.")
-        if not is_crc_valid(records, position, header):
+        if batch_crc(records, position, header) != header.crc:  # the whole batch is there: checked above
             raise CorruptRecordException(
                 f"Record is corrupt (stored crc = {header.crc}) in topic partition {topic_partition}.")
         batches.append((position, header))
-        position += header.size
+        position += size
         header = None
     return batches
 
@@ -184,8 +185,7 @@ def validate_and_assign_offsets(records, batches: list[tuple[int, BatchHeader]],
     log_append_time = config.message_timestamp_type == LOG_APPEND_TIME
     _validate_timestamps(header, config, now_ms, log_append_time)
 
-    set_base_offset(records, position, first_offset)
-    set_partition_leader_epoch(records, position, leader_epoch)
+    set_base_offset_and_leader_epoch(records, position, header, first_offset, leader_epoch)
     if log_append_time:
         set_log_append_time(records, position, header, now_ms)
         header = header._replace(attributes=header.attributes | TIMESTAMP_TYPE_BIT, max_timestamp=now_ms)
@@ -193,7 +193,7 @@ def validate_and_assign_offsets(records, batches: list[tuple[int, BatchHeader]],
         # A CreateTime topic keeps CreateTime: the records keep the timestamp they carried.
         _clear_log_append_time(records, position, header)
         header = header._replace(attributes=header.attributes & ~TIMESTAMP_TYPE_BIT)
-    header = header._replace(base_offset=first_offset, partition_leader_epoch=leader_epoch)
+    header = header.with_base_offset_and_leader_epoch(first_offset, leader_epoch)
 
     last_offset = header.last_offset
     if log_append_time:

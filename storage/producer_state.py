@@ -295,6 +295,8 @@ class ProducerStateManager:
         self._remove_unreplicated_txns(high_watermark)
 
     def _remove_unreplicated_txns(self, offset: int) -> None:
+        if not self._unreplicated_txns:  # asked at every high watermark move
+            return
         for first, (_, last) in list(self._unreplicated_txns.items()):
             if last < offset:
                 del self._unreplicated_txns[first]

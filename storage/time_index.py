@@ -45,7 +45,9 @@ class TimeIndex(AbstractIndex):
 
     def is_full(self) -> bool:
         # One slot stays free for the entry written when the segment rolls or closes.
-        return self.entries >= self.max_entries - 1
+        if not self._loaded:
+            self._ensure_loaded()
+        return len(self._timestamps) >= self.max_index_size // self.ENTRY_SIZE - 1
 
     def last_entry(self) -> TimestampOffset:
         """The last entry, or (-1, base offset); read from the file's tail when not loaded, so

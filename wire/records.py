@@ -84,6 +84,8 @@ LOG_APPEND_TIME = 1
 _pack_q = struct.Struct(">q").pack_into
 _pack_i = struct.Struct(">i").pack_into
 _pack_I = struct.Struct(">I").pack_into
+_pack_qii = struct.Struct(">qii").pack_into
+_new_header = tuple.__new__
 
 
 class BatchHeader(NamedTuple):
@@ -141,6 +143,11 @@ class BatchHeader(NamedTuple):
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
+    def with_base_offset_and_leader_epoch(self, base_offset: int, epoch: int) -> BatchHeader:
+        """The header as set_base_offset_and_leader_epoch leaves its batch (what _replace would
+        give, without its keyword machinery: every append asks)."""
+        return _new_header(BatchHeader, (base_offset, self[1], epoch, *self[3:]))
+
     def record_offset(self, record: Record) -> int:
         return self.base_offset + record.offset_delta
 
@@ -181,6 +188,13 @@ def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """partitionLeaderEpoch lies outside the CRC too."""
     _pack_i(buf, pos + PARTITION_LEADER_EPOCH_POS, epoch)
+
+
+def set_base_offset_and_leader_epoch(buf: bytearray | memoryview, pos: int, header: BatchHeader, base_offset: int,
+                                     epoch: int) -> None:
+    """Both of a leader's stamps in one write: baseOffset, batchLength (rewritten as it is) and
+    partitionLeaderEpoch are the batch's first 16 bytes, all outside the CRC."""
+    _pack_qii(buf, pos + BASE_OFFSET_POS, base_offset, header.batch_length, epoch)
 
 
 def set_log_append_time(buf: bytearray | memoryview, pos: int, header: BatchHeader, timestamp: int) -> None:
