@@ -169,8 +169,9 @@ class Partition:
         before both, a partition whose log directory failed (getPartitionOrException)."""
         if self.is_offline:
             return ErrorCode.KAFKA_STORAGE_ERROR
-        code = self.check_leader_epoch(requested_epoch)
-        if code == ErrorCode.NONE and not self.is_leader:
+        # No epoch asked for (a Produce, most fetches): only the role decides. Every request asks.
+        code = ErrorCode.NONE if requested_epoch < 0 else self.check_leader_epoch(requested_epoch)
+        if code == ErrorCode.NONE and self.leader_id != self.local_id:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return code
 

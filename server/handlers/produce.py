@@ -55,12 +55,16 @@ def produced_records(records, api_version: int) -> ProducedRecords:
 
 def parse_partitions(request, api_version: int) -> list[list[ProducedRecords | StorageError]]:
     """Every partition's records parsed, or why they cannot be, by topic then partition."""
-    def parse(records):
-        try:
-            return produced_records(records, api_version)
-        except StorageError as e:
-            return e
-    return [[parse(p.records) for p in topic.partition_data] for topic in request.topic_data]
+    parsed = []
+    for topic in request.topic_data:
+        row: list[ProducedRecords | StorageError] = []
+        for p in topic.partition_data:
+            try:
+                row.append(produced_records(p.records, api_version))
+            except StorageError as e:
+                row.append(e)
+        parsed.append(row)
+    return parsed
 
 
 def partition_error(index: int, code: int, message: str | None = None):
