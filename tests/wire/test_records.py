@@ -13,7 +13,7 @@ from samsa.wire.records import (
     BATCH_HEADER, BATCH_HEADER_SIZE, CONTROL_BIT, CRC_START, DELETE_HORIZON_BIT, LOG_APPEND_TIME,
     TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, CompressionType, ControlRecord, ControlRecordType, Record,
     build_batch, build_control_batch, decode_batch, iter_records, parse_batch_header, parse_control_record,
-    recompress_batch, set_log_append_time,
+    recompress_batch, set_base_offset_and_leader_epoch, set_log_append_time,
 )
 
 CODECS = list(CompressionType)
@@ -196,6 +196,18 @@ def test_set_log_append_time_then_decode():
     header, records = decode_batch(batch)
     assert header.timestamp_type == LOG_APPEND_TIME
     assert {header.record_timestamp(r) for r in records} == {777}
+
+
+def test_base_offset_and_leader_epoch_stamped_in_one_write_keep_the_batch_valid():
+    batch = bytearray(build_batch(SAMPLE, base_timestamp=100))
+    header = parse_batch_header(batch)
+    set_base_offset_and_leader_epoch(batch, 0, header, 1 << 40, 7)
+    stamped = parse_batch_header(batch)
+    assert stamped == header._replace(base_offset=1 << 40, partition_leader_epoch=7)
+    assert stamped == header.with_base_offset_and_leader_epoch(1 << 40, 7)
+    assert type(header.with_base_offset_and_leader_epoch(1, 2)).__name__ == "BatchHeader"
+    assert crc32c.crc32c(bytes(batch[CRC_START:])) == stamped.crc  # both fields lie outside the CRC
+    assert [r.value for r in decode_batch(batch)[1]] == [r.value for r in SAMPLE]
 
 
 # --- differential: kafka-python builds, we decode ------------------------------------------------
