@@ -445,7 +445,8 @@ class Broker:
                 while True:
                     auth = conn.authenticator
                     conn.idle_deadline = min(loop_time() + idle_timeout, auth.deadline)
-                    await wait_unmuted(conn)  # a muted connection may idle out too
+                    if conn.muted_until:  # a muted connection may idle out too
+                        await wait_unmuted(conn)
                     frame = await conn.read_frame(*auth.receive_limit(max_frame))
                     received_ns = elapsed_ns()
                     conn.idle_deadline = math.inf

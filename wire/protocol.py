@@ -135,8 +135,10 @@ def encode_response(message: Message, version: int, correlation_id: int, out: by
     if header_version >= 1:
         out.append(0)  # no tagged fields
     message.encode(version, out)
-    holes = getattr(out, "holes", ())
-    size = len(out) - start - 4 + sum(piece_size(h) for pos, h in holes if pos >= start)
+    size = len(out) - start - 4
+    holes = getattr(out, "holes", None)
+    if holes:  # most responses have none: no generator for them
+        size += sum(piece_size(h) for pos, h in holes if pos >= start)
     SIZE.pack_into(out, start, size)
     return out
 

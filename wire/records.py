@@ -162,7 +162,7 @@ def parse_batch_header(buf, pos: int = 0) -> BatchHeader:
     """Parse the v2 header at `pos`. Raises CorruptRecordError if the bytes are not a v2 batch."""
     if len(buf) - pos < BATCH_HEADER_SIZE:
         raise CorruptRecordError("record batch header is truncated")
-    header = BatchHeader._make(BATCH_HEADER.unpack_from(buf, pos))
+    header = _new_header(BatchHeader, BATCH_HEADER.unpack_from(buf, pos))  # _make, less its length check
     if header.magic != 2:
         raise CorruptRecordError(f"expected magic 2, found {header.magic}")
     if header.batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
