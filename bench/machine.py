@@ -15,6 +15,7 @@ measures the brokers, not the host's memory.
 from __future__ import annotations
 
 import contextlib
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,7 +52,14 @@ def freed_memory_held(hold: bool) -> Iterator[str]:
         yield describe_page_reporting(order)
         return
     PAGE_REPORTING_ORDER.write_text(str(NOTHING_REPORTED_ORDER))
+    # A run stopped by SIGTERM (kill) unwinds too, so the order is put back.
+    terminated = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         yield describe_page_reporting(order, held=True)
     finally:
+        signal.signal(signal.SIGTERM, terminated)
         PAGE_REPORTING_ORDER.write_text(str(order))
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)

@@ -11,8 +11,11 @@ counted); the broker's CPU seconds are read from /proc around the whole tool run
 from __future__ import annotations
 
 import re
+import selectors
 import subprocess
 import sys
+import tempfile
+import time
 
 from systems import CHECKOUT, Unavailable, cpu_seconds
 
@@ -36,14 +39,41 @@ def tool_command(main_class: str, *args: str) -> list[str]:
         raise Unavailable(str(e)) from None
 
 
-def run_tool(pid: int, cmd: list[str], timeout: float) -> tuple[str, float]:
-    """The tool's stdout and the broker's CPU seconds while it ran; a failure raises."""
+# The producer tool reports progress every 5 s: silent this long, it is stuck (a broker that takes
+# its connection and never answers a produce), and waiting out `timeout` would cost ten minutes.
+PRODUCER_STALL_S = 60.0
+
+
+def run_tool(pid: int, cmd: list[str], timeout: float, stall: float | None = None) -> tuple[str, float]:
+    """The tool's stdout and the broker's CPU seconds while it ran; a failure raises, as does
+    `stall` seconds without a line of output."""
     cpu0 = cpu_seconds(pid)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    # stderr to a file: a pipe nobody reads while the tool runs could fill and stall it.
+    with tempfile.TemporaryFile("w+") as errors, \
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True) as proc, \
+            selectors.DefaultSelector() as selector:
+        assert proc.stdout is not None
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        lines: list[str] = []
+        while True:
+            left = deadline - time.monotonic()
+            wait = left if stall is None else min(left, stall)
+            if left <= 0 or not selector.select(wait):
+                proc.kill()
+                why = f"not done in {timeout:.0f} s" if wait == left else f"no output in {stall:.0f} s"
+                raise RuntimeError(f"{why}: {''.join(lines).strip()[-300:]}")
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+        proc.wait()
+        errors.seek(0)
+        stderr = errors.read()
     cpu = cpu_seconds(pid) - cpu0
     if proc.returncode != 0:
-        raise RuntimeError(f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
-    return proc.stdout, cpu
+        raise RuntimeError(f"exit {proc.returncode}: {stderr.strip()[-300:]}")
+    return "".join(lines), cpu
 
 
 def figures(records: int, record_size: int, records_per_s: float, cpu: float) -> dict:
@@ -58,7 +88,8 @@ def produce(bootstrap: str, pid: int, topic: str, records: int, record_size: int
     stdout, cpu = run_tool(pid, tool_command(
         PRODUCER, "--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records),
         "--record-size", str(record_size), "--throughput", "-1",
-        "--command-property", f"acks={acks}", "--command-property", f"compression.type={compression}"), timeout)
+        "--command-property", f"acks={acks}", "--command-property", f"compression.type={compression}"), timeout,
+        stall=PRODUCER_STALL_S)
     found = PRODUCER_SUMMARY.findall(stdout)
     if not found or int(found[-1][0]) != records:
         raise RuntimeError(f"no summary of {records} records sent: {stdout.strip()[-300:]}")

@@ -47,7 +47,7 @@ class TimeIndex(AbstractIndex):
         # One slot stays free for the entry written when the segment rolls or closes.
         if not self._loaded:
             self._ensure_loaded()
-        return len(self._timestamps) >= self.max_index_size // self.ENTRY_SIZE - 1
+        return self._entry_count() >= self.max_index_size // self.ENTRY_SIZE - 1
 
     def last_entry(self) -> TimestampOffset:
         """The last entry, or (-1, base offset); read from the file's tail when not loaded, so
