@@ -3,6 +3,8 @@ the kernel's parameter."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -40,3 +42,17 @@ def test_a_machine_without_page_reporting_is_left_alone(order_file):
     with machine.freed_memory_held(True) as described:
         assert not order_file.exists()
     assert described == "free page reporting: not on this machine"
+
+
+def test_a_run_terminated_by_sigterm_puts_the_order_back(tmp_path):
+    order_file = tmp_path / "page_reporting_order"
+    order_file.write_text("9\n")
+    script = (f"import sys, time; sys.path.insert(0, {str(Path(machine.__file__).parent)!r}); import machine; "
+              f"from pathlib import Path; machine.PAGE_REPORTING_ORDER = Path({str(order_file)!r})\n"
+              "with machine.freed_memory_held(True):\n    print('held', flush=True)\n    time.sleep(60)\n")
+    run = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stdout.readline() == "held\n"
+    assert order_file.read_text() == str(machine.NOTHING_REPORTED_ORDER)
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=30) == 128 + signal.SIGTERM
+    assert order_file.read_text() == "9"
