@@ -171,7 +171,7 @@ class Partition:
             return ErrorCode.KAFKA_STORAGE_ERROR
         # No epoch asked for (a Produce, most fetches): only the role decides. Every request asks.
         code = ErrorCode.NONE if requested_epoch < 0 else self.check_leader_epoch(requested_epoch)
-        if code == ErrorCode.NONE and self.leader_id != self.local_id:
+        if code == ErrorCode.NONE and not self.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return code
 

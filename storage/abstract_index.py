@@ -30,6 +30,8 @@ def read_index_file(path: Path, kind: str = "index") -> bytes:
 
 class AbstractIndex:
     ENTRY_SIZE: ClassVar[int]
+    # Slots an append may not take (`is_full` counts them as taken).
+    RESERVED_SLOTS: ClassVar[int] = 0
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
         self.path = path
@@ -65,7 +67,7 @@ class AbstractIndex:
     def is_full(self) -> bool:
         if not self._loaded:
             self._ensure_loaded()
-        return self._entry_count() >= self.max_index_size // self.ENTRY_SIZE
+        return self._entry_count() >= self.max_index_size // self.ENTRY_SIZE - self.RESERVED_SLOTS
 
     @property
     def is_loaded(self) -> bool:

@@ -52,16 +52,19 @@ class LeaderEpochFileCache:
         starts earlier than recorded); entries that would no longer be monotonic go."""
         if epoch < 0 or start_offset < 0:
             return
-        entries = self._entries  # every append asks: the usual answer needs no lock
-        if entries and entries[-1].epoch == epoch and start_offset >= entries[-1].start_offset:
+        if self._is_latest(epoch, start_offset):  # every append asks: the usual answer needs no lock
             return
         with self._lock:
-            latest = self._entries[-1] if self._entries else None
-            if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
+            if self._is_latest(epoch, start_offset):
                 return
             self._entries = [e for e in self._entries if e.epoch < epoch and e.start_offset < start_offset]
             self._entries.append(EpochEntry(epoch, start_offset))
             self._write()
+
+    def _is_latest(self, epoch: int, start_offset: int) -> bool:
+        """Whether `epoch` is the latest entry's, which already starts at or before `start_offset`."""
+        entries = self._entries
+        return bool(entries) and entries[-1].epoch == epoch and start_offset >= entries[-1].start_offset
 
     def epoch_for_offset(self, offset: int) -> int:
         """The epoch the record at `offset` was written in, or -1."""

@@ -25,6 +25,7 @@ class TimestampOffset(NamedTuple):
 
 class TimeIndex(AbstractIndex):
     ENTRY_SIZE = 12
+    RESERVED_SLOTS = 1  # for the entry written when the segment rolls or closes
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
         super().__init__(path, base_offset, max_index_size)
@@ -42,12 +43,6 @@ class TimeIndex(AbstractIndex):
 
     def _entry_count(self) -> int:
         return len(self._timestamps)
-
-    def is_full(self) -> bool:
-        # One slot stays free for the entry written when the segment rolls or closes.
-        if not self._loaded:
-            self._ensure_loaded()
-        return self._entry_count() >= self.max_index_size // self.ENTRY_SIZE - 1
 
     def last_entry(self) -> TimestampOffset:
         """The last entry, or (-1, base offset); read from the file's tail when not loaded, so
