@@ -1,12 +1,12 @@
 """The ceiling: the least work a Kafka broker written in Python can do for a real client.
 
-`python bench/ceiling.py PORT DATA_DIR [RECEIVE_BUFFER]` serves just enough of the protocol for librdkafka
-(ApiVersions, Metadata v1, CreateTopics v0, DeleteTopics v0, Produce v3-8, Fetch v4, and a FindCoordinator v0
-that finds none), with request
-fields parsed by hand with struct. A produced batch is not validated (no CRC check, no producer
-state): its base offset is patched in place and its bytes appended to the partition's file with one
-write. A Fetch sends file ranges with os.sendfile. One blocking thread per connection, the fastest
-way to move bytes through sockets in CPython. Why this is the fair ceiling: bench/README.md.
+`python bench/ceiling.py PORT DATA_DIR [RECEIVE_BUFFER]` serves just enough of the protocol for
+librdkafka (ApiVersions, Metadata v1, CreateTopics v0, DeleteTopics v0, Produce v3-8, Fetch v4, and
+a FindCoordinator v0 that finds none), with request fields parsed by hand with struct. A produced
+batch is not validated (no CRC check, no producer state): its base offset is patched in place and
+its bytes appended to the partition's file with one write. A Fetch sends file ranges with
+os.sendfile. One blocking thread per connection, the fastest way to move bytes through sockets in
+CPython. Why this is the fair ceiling: bench/README.md.
 """
 
 from __future__ import annotations
