@@ -17,9 +17,13 @@ from typing import NamedTuple, TypeVar
 from ..wire.exceptions import CorruptRecordError
 from ..wire.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, BatchHeader, decode_batch, parse_batch_header
 from .errors import CorruptRecordException, KafkaStorageException
+from .preallocation import allocate_past_end
 
 _HEADER_CHUNK = 16 * 1024  # an index interval's worth of headers per read
 _DATA_CHUNK = 1024 * 1024  # recovery reads whole batches
+# Appends find their disk blocks allocated ahead of them (storage/preallocation.py): as many bytes
+# as the file holds, at most this, so a small segment holds at most twice its bytes on disk.
+_ALLOCATE_AHEAD_MAX = 1024 * 1024
 # What finding a batch by offset needs of its header: baseOffset, batchLength, magic, lastOffsetDelta.
 _BATCH_BOUNDS = struct.Struct(">qi4xb6xi")
 _Found = TypeVar("_Found")  # what a header scan's parse function finds in each batch header
@@ -52,6 +56,7 @@ class FileRecords:
         self.fd = fd
         self.position = position
         self.size = size
+        self._allocated_end = size  # blocks are allocated up to here (appends allocate ahead)
         # A slice keeps its file object alive; the fd stays open until the segment is deleted.
         self._owner = owner
 
@@ -106,6 +111,10 @@ class FileRecords:
     def append(self, data) -> None:
         view = memoryview(data)
         at = self.size
+        end = at + len(view)
+        if end > self._allocated_end:
+            self._allocated_end = end + min(max(end, 4096), _ALLOCATE_AHEAD_MAX)
+            allocate_past_end(self.fd, at, self._allocated_end - at)
         while view:
             written = os.pwrite(self.fd, view, at)
             view = view[written:]
@@ -124,15 +133,17 @@ class FileRecords:
         if size > self.size:
             raise KafkaStorageException(f"Attempt to truncate {self.path} to {size} bytes, it has {self.size}")
         truncated = self.size - size
-        os.ftruncate(self.fd, size)
-        self.size = size
+        os.ftruncate(self.fd, size)  # also frees the blocks allocated ahead
+        self.size = self._allocated_end = size
         self._next_batch = self._last_batch = None
         return truncated
 
     def trim(self) -> None:
-        """Drop preallocated space past the data (on roll and close)."""
-        if os.fstat(self.fd).st_size != self.size:
+        """Drop preallocated space past the data (on roll and close): a longer file
+        (log.preallocate), or blocks allocated ahead of appends."""
+        if self._allocated_end > self.size or os.fstat(self.fd).st_size != self.size:
             os.ftruncate(self.fd, self.size)
+            self._allocated_end = self.size
 
     def close(self) -> None:
         if self.fd >= 0:
