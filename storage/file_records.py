@@ -22,7 +22,7 @@ from .preallocation import allocate_past_end
 _HEADER_CHUNK = 16 * 1024  # an index interval's worth of headers per read
 _DATA_CHUNK = 1024 * 1024  # recovery reads whole batches
 # Appends find their disk blocks allocated ahead of them (storage/preallocation.py): as many bytes
-# as the file holds, at most this, so a small segment holds at most twice its bytes on disk.
+# as the file holds (4 KiB at least), at most this: a small segment holds at most twice its bytes.
 _ALLOCATE_AHEAD_MAX = 1024 * 1024
 # What finding a batch by offset needs of its header: baseOffset, batchLength, magic, lastOffsetDelta.
 _BATCH_BOUNDS = struct.Struct(">qi4xb6xi")

@@ -15,7 +15,6 @@ appends simply go without: the call is never tried again.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 
 _FALLOC_FL_KEEP_SIZE = 0x01
@@ -24,8 +23,9 @@ _UNSUPPORTED = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 
 def _load_fallocate():
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        fallocate = libc.fallocate
+        # The process's own symbols, libc's among them: ctypes.util.find_library would run
+        # ldconfig in a subprocess at every start.
+        fallocate = ctypes.CDLL(None, use_errno=True).fallocate
     except (OSError, AttributeError):
         return None
     fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
