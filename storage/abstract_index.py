@@ -67,7 +67,7 @@ class AbstractIndex:
     def is_full(self) -> bool:
         if not self._loaded:
             self._ensure_loaded()
-        return self._entry_count() >= self.max_index_size // self.ENTRY_SIZE - self.RESERVED_SLOTS
+        return self._entry_count() >= self.max_entries - self.RESERVED_SLOTS
 
     @property
     def is_loaded(self) -> bool:

@@ -347,8 +347,7 @@ class Log:
                     self._complete_txn(segment, producer_append.completed_txn)
             self._producer_state.update_map_end_offset(self._next_offset)
             self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
-            flush_needed = (self._rolled_since_flush
-                            or self._next_offset - self._recovery_point >= self.config.flush_messages)
+            flush_needed = self._rolled_since_flush or self.unflushed_messages >= self.config.flush_messages
             return LogAppendInfo(
                 first_offset=result.first_offset, last_offset=result.last_offset, max_timestamp=result.max_timestamp,
                 offset_of_max_timestamp=result.offset_of_max_timestamp, log_append_time=result.log_append_time,

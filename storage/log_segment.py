@@ -167,7 +167,7 @@ class LogSegment:
             return True
         self._check_indexes()
         return (self._offset_index.is_full() or self._time_index.is_full()
-                or not 0 <= max_offset_in_messages - self.base_offset <= _INT_MAX)
+                or not self.can_convert_to_relative_offset(max_offset_in_messages))
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """segment.ms counts from the first batch's timestamp when it has one, else from creation."""
@@ -181,7 +181,7 @@ class LogSegment:
         positions within `records`."""
         if not batches:
             return
-        if not 0 <= largest_offset - self.base_offset <= _INT_MAX:
+        if not self.can_convert_to_relative_offset(largest_offset):
             raise KafkaStorageException(
                 f"Offset {largest_offset} cannot be stored in segment {self.base_offset} (relative offset overflow)")
         log = self.log
