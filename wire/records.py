@@ -43,7 +43,7 @@ __all__ = [
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH", "NO_TIMESTAMP",
     "CREATE_TIME", "LOG_APPEND_TIME",
     "BatchHeader", "parse_batch_header", "batch_crc", "is_crc_valid", "set_base_offset",
-    "set_partition_leader_epoch", "set_log_append_time", "iter_batch_headers", "peek_magic",
+    "set_base_offset_and_leader_epoch", "set_log_append_time", "iter_batch_headers", "peek_magic",
     "CompressionType", "DEFAULT_MAX_DECOMPRESSED",
     "Record", "encode_records", "decode_records", "build_batch", "decode_batch", "iter_records", "recompress_batch",
     "ControlRecordType", "ControlRecord", "build_control_batch", "parse_control_record",
@@ -82,7 +82,6 @@ CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
 _pack_q = struct.Struct(">q").pack_into
-_pack_i = struct.Struct(">i").pack_into
 _pack_I = struct.Struct(">I").pack_into
 _pack_qii = struct.Struct(">qii").pack_into
 _new_header = tuple.__new__
@@ -183,11 +182,6 @@ def is_crc_valid(buf, pos: int, header: BatchHeader) -> bool:
 def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
     """Assign offsets to a batch in place; baseOffset lies outside the CRC, so it stays valid."""
     _pack_q(buf, pos + BASE_OFFSET_POS, base_offset)
-
-
-def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
-    """partitionLeaderEpoch lies outside the CRC too."""
-    _pack_i(buf, pos + PARTITION_LEADER_EPOCH_POS, epoch)
 
 
 def set_base_offset_and_leader_epoch(buf: bytearray | memoryview, pos: int, header: BatchHeader, base_offset: int,
