@@ -182,6 +182,11 @@ def test_a_full_log_dir_in_a_cluster_moves_its_leaderships_and_writes_go_on(kafk
                              and len(cluster.state(topic_name, p).isr) == 3 for p in range(partitions)), T,
                  what="every replica in every ISR")
         port = cluster.samsa[1].port
+
+        def logs_of_topic() -> set[tuple[str, int]]:
+            return {tp for _, logs in describe_log_dirs(port).values() for tp in logs if tp[0] == topic_name}
+        # The partition states are in ZooKeeper before broker 1 has its LeaderAndIsr: wait for its logs.
+        wait_for(lambda: len(logs_of_topic()) == partitions, T, what="broker 1's logs of every partition")
         on_small = sorted(p for t, p in describe_log_dirs(port)[str(small_dir)][1] if t == topic_name)
         assert 0 < len(on_small) < partitions, on_small  # broker 1 spreads its logs over both dirs
 
