@@ -21,8 +21,9 @@ LogManager.handleLogDirFailure):
 from __future__ import annotations
 
 import os
-import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from compat_util import confluent_admin, create_topic, wait_for
@@ -31,6 +32,9 @@ from history_clients import Reader, Writer, assert_nothing_lost
 from server_process import HOST
 from test_cluster_failover import CONTROLLERS, Cluster
 from wire_client import WireClient, fetch_once, produce_one, values_by_offset
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "storage"))
+from small_disk import mounted_tmpfs  # noqa: E402
 
 from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
@@ -46,16 +50,8 @@ T = 30
 @pytest.fixture
 def small_dir(tmp_path):
     """A 4 MB tmpfs; skipped where mounting is not permitted."""
-    path = tmp_path / "small"
-    path.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_FS}", "tmpfs", str(path)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs to fill (needs root): {mounted.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "small", SMALL_FS) as path:
         yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def fill(directory, leave: int = ROOM_LEFT):

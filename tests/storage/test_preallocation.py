@@ -9,6 +9,7 @@ import errno
 import os
 
 import pytest
+from small_disk import mounted_tmpfs
 from storage_helpers import make_batch, small_config
 
 from samsa.storage import preallocation
@@ -16,6 +17,7 @@ from samsa.storage.file_records import FileRecords
 from samsa.storage.log_segment import LogSegment
 from samsa.wire.records import parse_batch_header, set_base_offset
 
+KiB = 1 << 10
 MiB = 1 << 20
 
 
@@ -104,4 +106,28 @@ def test_a_full_disk_leaves_the_append_to_meet_it_and_is_asked_again(tmp_path, m
     records.append(b"y" * 100_000)  # past what the first call asked for
     assert calls == [(0, 20_000), (10_000, 210_000)] and preallocation.is_supported()
     assert records.size == 110_000
+    records.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    with mounted_tmpfs(tmp_path / "small", "1m") as path:
+        yield path
+
+
+def test_on_a_nearly_full_disk_appends_that_fit_are_written_without_blocks_ahead(small_disk):
+    records = FileRecords.open(small_disk / "a.log")
+    records.append(b"a" * 64 * KiB)  # blocks for 128 KiB
+    disk = os.statvfs(small_disk)
+    with open(small_disk / "filler", "wb") as filler:  # all but 96 KiB
+        os.posix_fallocate(filler.fileno(), 0, disk.f_bavail * disk.f_frsize - 96 * KiB)
+    records.append(b"b" * 64 * KiB)  # into the blocks allocated ahead
+    records.append(b"c" * 64 * KiB)  # 256 KiB ahead do not fit in 96 KiB; the 64 written do
+    assert records.size == os.path.getsize(records.path) == 192 * KiB
+    assert allocated_bytes(records.path) == 192 * KiB  # nothing ahead: the refused call left none
+    assert preallocation.is_supported()
+    assert records.pread(0, 192 * KiB) == b"a" * 64 * KiB + b"b" * 64 * KiB + b"c" * 64 * KiB
+    with pytest.raises(OSError) as full:  # the disk itself, met by the write
+        records.append(b"d" * 64 * KiB)
+    assert full.value.errno == errno.ENOSPC
     records.close()
