@@ -19,6 +19,7 @@ def test_quick_per_request_section_runs_against_samsa_the_ceiling_and_the_trio_f
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     rows = {line.split("  ")[0]: line for line in result.stdout.splitlines()}
-    for row in ("produce request of one 1 KB record, broker CPU (us)", "fetch request of one 1 KB record, round trip (us)"):
+    for row in ("produce request of one 1 KB record, broker CPU (us)", "fetch request of one 1 KB record, round trip (us)",
+                "produce requests of 1 MB, broker cpu ms/MB"):
         assert row in rows and "n/a" not in rows[row], result.stdout
     assert "notes:" not in result.stdout, result.stdout
