@@ -259,7 +259,7 @@ class Bench:
         """1 MB Produce requests (issue 16): what a large frame costs, user and system apart. Three
         rounds per repetition, the systems alternating within each: a round takes under a second,
         and the ceiling's own rounds range over a third of its median, which three rounds could not
-        tell from a change (bench/README.md, "More rounds for the 1 MB requests")."""
+        tell from a change (bench/README.md, "Nine rounds for the 1 MB requests")."""
         for n in range(3 * self.plan.reps):
             for system in self.systems:
                 self.log(f"1 MB produce requests #{n + 1} {system.name}")
