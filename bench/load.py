@@ -10,6 +10,7 @@ import random
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -107,14 +108,33 @@ def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: in
         config["stats_cb"] = lambda stats: sent.append(sum(b["tx"] for b in json.loads(stats)["brokers"].values()))
     producer = Producer(config)
     warm_up(producer, topic, partitions)
-    values = payloads(record_size) if shape == "batch" else half_random_payloads(record_size)
-    chunk = [{"value": v} for v in values] * (BATCH // 64)
+    values = _values(record_size, shape)
     count = total_bytes // record_size // BATCH * BATCH
     if count_requests:
         producer.poll(0.2)  # the statistics after the warm-up
     before = sent[-1] if sent else 0
     cpu0, t0 = {p: cpu(p) for p in pids}, time.perf_counter()
+    _send(producer, topic, values, count, shape)
+    left = producer.flush(300)
+    t1, cpu1 = time.perf_counter(), {p: cpu(p) for p in pids}
+    used = [cpu1[p] - cpu0[p] for p in pids]
+    by_pid = {p: u.seconds for p, u in zip(pids, used)}
+    systems = [u.system for u in used]
+    if count_requests:
+        producer.poll(0.2)  # the statistics after the last acknowledgement
+    requests = sent[-1] - before if sent else None
+    return Run(t1 - t0, count * record_size, count, sum(by_pid.values()), len(errors) + left, by_pid, requests,
+               None if None in systems else sum(systems))
+
+
+def _values(record_size: int, shape: str) -> list[bytes]:
+    return payloads(record_size) if shape == "batch" else half_random_payloads(record_size)
+
+
+def _send(producer: Producer, topic: str, values: list[bytes], count: int, shape: str) -> None:
+    """Hand `count` of `values` to librdkafka in the load's `shape` (without waiting for them)."""
     if shape == "batch":
+        chunk = [{"value": v} for v in values] * (BATCH // 64)
         for _ in range(count // BATCH):
             queued = producer.produce_batch(topic, chunk)
             while queued < BATCH:  # the local queue is full: let it drain
@@ -129,16 +149,59 @@ def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: in
                     break
                 except BufferError:  # the local queue is full: let it drain
                     producer.poll(0.005)
+
+
+def produce_together(bootstrap: str, pid: int, topic: str, partitions: int, record_size: int, total_bytes: int,
+                     acks: str = "1", compression: str = "none", shape: str = "batch", producers: int = 2) -> Run:
+    """`total_bytes` of records from `producers` client processes at once, each its share. One
+    Python producer holds one core, and at 100 B it sets every broker's pace on a two-core machine
+    (bench/README.md, "Two producers"); two hold both, so the brokers' CPU decides their MB/s. Each
+    process connects and warms up first; the run is timed from their common start to the last
+    acknowledgement."""
+    share = total_bytes // producers // record_size // BATCH * BATCH * record_size
+    command = [sys.executable, __file__, "--producer", bootstrap, topic, str(partitions), str(record_size),
+               str(share), acks, compression, shape]
+    processes = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                 for _ in range(producers)]
+    try:
+        for process in processes:
+            if process.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a producer process did not start (exit {process.wait()})")
+        cpu0, t0 = cpu(pid), time.perf_counter()
+        for process in processes:
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        results = [json.loads(process.stdout.readline() or "null") for process in processes]
+        t1, used = time.perf_counter(), cpu(pid) - cpu0
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+    if None in results:
+        raise RuntimeError("a producer process ended without its result")
+    records = sum(r["records"] for r in results)
+    return Run(t1 - t0, records * record_size, records, used.seconds, sum(r["errors"] for r in results),
+               {pid: used.seconds}, None, used.system)
+
+
+def _one_of_several_producers(bootstrap: str, topic: str, partitions: int, record_size: int, share: int,
+                              acks: str, compression: str, shape: str) -> None:
+    """produce_together's child: warm up, say "ready", wait for "go", produce `share` bytes, and
+    print what was sent and how much was not acknowledged."""
+    errors = []
+    config = producer_config(bootstrap, acks, compression)
+    config["on_delivery"] = lambda err, _msg: errors.append(err) if err else None
+    producer = Producer(config)
+    warm_up(producer, topic, partitions)
+    values = _values(record_size, shape)
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        return
+    count = share // record_size
+    _send(producer, topic, values, count, shape)
     left = producer.flush(300)
-    t1, cpu1 = time.perf_counter(), {p: cpu(p) for p in pids}
-    used = [cpu1[p] - cpu0[p] for p in pids]
-    by_pid = {p: u.seconds for p, u in zip(pids, used)}
-    systems = [u.system for u in used]
-    if count_requests:
-        producer.poll(0.2)  # the statistics after the last acknowledgement
-    requests = sent[-1] - before if sent else None
-    return Run(t1 - t0, count * record_size, count, sum(by_pid.values()), len(errors) + left, by_pid, requests,
-               None if None in systems else sum(systems))
+    print(json.dumps({"records": count, "errors": len(errors) + left}), flush=True)
 
 
 def consume(bootstrap: str, pid: int, topic: str, expected: int, record_size: int, timeout: float = 300.0) -> Run:
@@ -233,3 +296,8 @@ def open_idle_connections(port: int, count: int) -> list[socket.socket]:
         (size,) = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))
         s.recv(size, socket.MSG_WAITALL)
     return sockets
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--producer"]:
+    bootstrap, topic, partitions, record_size, share, acks, compression, shape = sys.argv[2:]
+    _one_of_several_producers(bootstrap, topic, int(partitions), int(record_size), int(share), acks, compression, shape)

@@ -55,6 +55,7 @@ class Plan:
         default_factory=lambda: [(100, "all", "lz4"), (1024, "1", "none")])
     perf_tool_records: dict[int, int] = field(default_factory=lambda: {100: 2_000_000, 1024: 300_000})
     shapes: tuple[str, ...] = load.SHAPES  # how the client hands over records (load.SHAPES)
+    producers: int = 1  # client processes producing at once in the produce section
 
 
 def full_plan() -> Plan:
@@ -70,9 +71,10 @@ def quick_plan() -> Plan:
                 (1, 1000), (1, 200), (1, 10), 20_000_000, perf_tool_records={100: 200_000, 1024: 50_000})
 
 
-def produce_row(size: int, parts: int, acks: str, compression: str, shape: str = "batch") -> str:
+def produce_row(size: int, parts: int, acks: str, compression: str, shape: str = "batch", producers: int = 1) -> str:
     call = "produce" if shape == "batch" else "produce() per record"
-    return f"{call} {size} B, {parts} part, acks={acks}, {compression}"
+    together = f", {producers} producers" if producers > 1 else ""
+    return f"{call} {size} B, {parts} part, acks={acks}, {compression}{together}"
 
 
 @dataclass
@@ -138,7 +140,7 @@ class Bench:
 
     def produce_matrix(self) -> None:
         for (size, parts, acks, comp), shape in itertools.product(self.plan.produce_cases, self.plan.shapes):
-            row = produce_row(size, parts, acks, comp, shape)
+            row = produce_row(size, parts, acks, comp, shape, self.plan.producers)
             for rep in range(self.plan.reps):
                 for system in self.systems:
                     self.log(f"{row} #{rep + 1} {system.name}")
@@ -146,14 +148,19 @@ class Bench:
 
                     def run():
                         system.create_topic(topic, parts)
+                        if self.plan.producers > 1:
+                            return load.produce_together(system.bootstrap, system.pid, topic, parts, size,
+                                                         self.plan.produce_bytes[size], acks, comp, shape,
+                                                         self.plan.producers)
                         return load.produce(system.bootstrap, system.pid, topic, parts, size,
                                             self.plan.produce_bytes[size], acks, comp, count_requests=True,
                                             shape=shape)
                     result = self.attempt(row, system, run)
                     self.attempt("clear", system, lambda: system.clear(topic))
                     self.record_run(row, system.name, result)
-                    per_request_kb = result.bytes / result.requests / 1e3 if result and result.requests else None
-                    self.table.add(f"{row} (KB per request)", system.name, per_request_kb)
+                    if self.plan.producers == 1:  # librdkafka's request counts come from the one client
+                        per_request_kb = result.bytes / result.requests / 1e3 if result and result.requests else None
+                        self.table.add(f"{row} (KB per request)", system.name, per_request_kb)
 
     def record_run(self, row: str, system: str, result: load.Run | None) -> None:
         if result is not None and result.errors:
@@ -558,6 +565,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="produce load shapes, comma-separated: batch (produce_batch), record (produce() per record)")
     parser.add_argument("--hold-freed-memory", action="store_true",
                         help="report no freed memory to the VM's host during the run (needs root; bench/machine.py)")
+    parser.add_argument("--producers", type=int, default=1,
+                        help="client processes producing at once in the produce section (default 1, the issues' load; "
+                             "2 holds both cores of a two-core machine, so the brokers' CPU decides their MB/s)")
     parser.add_argument("--cases", help="produce cases instead of the plan's, comma-separated, each "
                                         "SIZE/PARTITIONS/ACKS/COMPRESSION (e.g. 100/1/1/lz4,1024/1/1/none)")
     args = parser.parse_args(argv)
@@ -568,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps:
         plan.reps = args.reps
     plan.shapes = tuple(x for x in args.shapes.split(",") if x)
+    plan.producers = args.producers
     if args.cases:
         plan.produce_cases = [(int(size), int(parts), acks, compression) for size, parts, acks, compression
                               in (case.split("/") for case in args.cases.split(",") if case)]
