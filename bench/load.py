@@ -83,6 +83,12 @@ class Run:
         return self.cpu_system / (self.bytes / 1e9) if self.bytes and self.cpu_system is not None else None
 
 
+def _counting_failures(config: dict, errors: list) -> dict:
+    """`config` with a delivery callback that adds each record's failure to `errors`."""
+    config["on_delivery"] = lambda err, _msg: errors.append(err) if err else None
+    return config
+
+
 def warm_up(producer: Producer, topic: str, partitions: int) -> None:
     """Connections and metadata settled, every partition's leader known, before timing."""
     for p in range(partitions if partitions <= 64 else 1):
@@ -100,8 +106,7 @@ def produce(bootstrap: str, pid: int | Sequence[int], topic: str, partitions: in
     one of SHAPES."""
     pids = [pid] if isinstance(pid, int) else list(pid)
     errors = []
-    config = producer_config(bootstrap, acks, compression)
-    config["on_delivery"] = lambda err, _msg: errors.append(err) if err else None
+    config = _counting_failures(producer_config(bootstrap, acks, compression), errors)
     sent = []  # requests sent so far, at each statistics callback
     if count_requests:
         config["statistics.interval.ms"] = 100
@@ -190,8 +195,7 @@ def _one_of_several_producers(bootstrap: str, topic: str, partitions: int, recor
     """produce_together's child: warm up, say "ready", wait for "go", produce `share` bytes, and
     print what was sent and how much was not acknowledged."""
     errors = []
-    config = producer_config(bootstrap, acks, compression)
-    config["on_delivery"] = lambda err, _msg: errors.append(err) if err else None
+    config = _counting_failures(producer_config(bootstrap, acks, compression), errors)
     producer = Producer(config)
     warm_up(producer, topic, partitions)
     values = _values(record_size, shape)

@@ -113,6 +113,8 @@ class FileRecords:
         at = self.size
         end = at + len(view)
         if end > self._allocated_end:
+            # Moved on even when the allocation is refused (a full disk): it is asked for again only
+            # once appends pass this range, not on every append.
             self._allocated_end = end + min(max(end, 4096), _ALLOCATE_AHEAD_MAX)
             allocate_past_end(self.fd, at, self._allocated_end - at)
         while view:

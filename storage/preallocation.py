@@ -52,4 +52,3 @@ def allocate_past_end(fd: int, offset: int, length: int) -> bool:
 
 def is_supported() -> bool:
     return _fallocate is not None
-
