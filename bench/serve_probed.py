@@ -2,7 +2,7 @@
 arrives finds ahead of it, in the broker's own CPU time (which the load of a shared machine does not
 inflate as it does wall time).
 
-    python bench/serve_probed.py serve --override ...    # as `python -m samsa.server.cli serve ...`
+    python bench/serve_probed.py serve --override ...    # as `python -m samsa.server.main serve ...`
 
 A scheduler batch is what trio runs between two polls of the sockets; a request that arrives waits
 for the rest of the batch under way and its turn in the next. On SIGUSR2 the probe starts over;
@@ -71,7 +71,7 @@ def main() -> int:
         return run(*args, **kwargs)
 
     trio.run = probed_run
-    from samsa.server.cli import main as samsa_main
+    from samsa.server.main import main as samsa_main
     return samsa_main(sys.argv[1:])
 
 

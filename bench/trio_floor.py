@@ -1,7 +1,7 @@
 """The trio floor: the ceiling's protocol (bench/ceiling.py) served the way Samsa serves a socket, and
 nothing else. One trio task per connection reads each frame with non-blocking reads into one reused
 buffer, waits on trio when the kernel has nothing (with SO_RCVLOWAT at 64 KiB while a large frame
-arrives, as server/network.py does), and checks each produced batch's CRC-32C, as Kafka and Samsa
+arrives, as server/network/socket_server.py does), and checks each produced batch's CRC-32C, as Kafka and Samsa
 do; responses go out with blocking writes. What a broker built on trio pays per request beyond the
 ceiling's system calls is what this pays: Samsa's cost above it is Samsa's own (bench/README.md,
 issue 16).
@@ -70,7 +70,7 @@ class TrioFloor(Ceiling):
 
 
 class _Receiver:
-    """Fills a buffer from the socket as server/network.py does: what the kernel has, then a trio
+    """Fills a buffer from the socket as server/network/socket_server.py does: what the kernel has, then a trio
     wait, woken (SO_RCVLOWAT) once 64 KiB or the rest of the frame is there."""
 
     def __init__(self, sock: socket.socket) -> None:

@@ -3,7 +3,7 @@ command (as Redpanda's rpk serves Redpanda). It talks to any Kafka-compatible br
 Samsa's own wire/ codec.
 
 Each subcommand is a module of this package that defines `HELP` (one line), `add_arguments(parser)`
-and `run(args) -> int`; server/cli.py finds them here, so a new command needs no other edit.
+and `run(args) -> int`; server/main.py finds them here, so a new command needs no other edit.
 
 Exit codes, the same for every command: 0 done, 1 the broker said no (the error code's name and
 message on one line), 2 bad usage (argparse's own, an unreadable properties file, a broker that

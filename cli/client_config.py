@@ -1,7 +1,7 @@
 """`--command-config FILE`: a Kafka client properties file, as Kafka's own tools read it.
 
 security.protocol PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; the ssl.* configs read by the
-broker's own TLS code (server/security/tls.py: key and trust stores in PEM or PKCS12, inline PEM,
+broker's own TLS code (server/network/tls.py: key and trust stores in PEM or PKCS12, inline PEM,
 protocols, cipher suites) plus ssl.endpoint.identification.algorithm; sasl.mechanism PLAIN,
 SCRAM-SHA-256 or SCRAM-SHA-512 with the user in sasl.jaas.config's `username="..."
 password="..."`. A store's type defaults to PKCS12 for a .p12/.pfx file and to PEM otherwise (not
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..server.config import ConfigError, broker_definition, parse_config, parse_properties
+from ..server.config.kafka_config import ConfigError, broker_definition, parse_config, parse_properties
 from ..server.security.jaas import JaasConfigError, parse_jaas_config
-from ..server.security.listener_config import ListenerConfig
-from ..server.security.tls import client_context
+from ..server.network.listener_config import ListenerConfig
+from ..server.network.tls import client_context
 from . import BAD_USAGE, CommandError
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -34,7 +34,7 @@ class SaslLogin:
 
 class ClientConfig:
     """Client properties; `get(name)` answers the ssl.* configs typed and defaulted as the broker
-    reads them (so server/security/tls.py builds the client's context too)."""
+    reads them (so server/network/tls.py builds the client's context too)."""
 
     def __init__(self, props: dict[str, str] | None = None) -> None:
         self.props = dict(props or {})

@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from ..server.config import value_to_string
+from ..server.config.kafka_config import value_to_string
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
 from .client import add_connection_arguments, check_error, open_client

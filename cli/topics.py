@@ -10,8 +10,8 @@ from typing import Any
 
 import trio
 
-from ..server.config import ConfigSource
-from ..server.config_resources import ResourceType
+from ..server.config.kafka_config import ConfigSource
+from ..server.config.config_resources import ResourceType
 from ..storage.checkpoints import kafka_uuid_string
 from ..wire.codec import ZERO_UUID
 from ..wire.errors import ErrorCode

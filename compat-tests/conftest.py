@@ -178,7 +178,7 @@ class SamsaBroker(ServerProcess):
             "log.dirs": str(self.data_dir),
         }
         settings.update(self.overrides)
-        cmd = [sys.executable, "-m", "samsa.server.cli", "serve"]
+        cmd = [sys.executable, "-m", "samsa.server.main", "serve"]
         if os.environ.get("SAMSA_COMPAT_LOG_LEVEL"):  # DEBUG logs every request and response
             cmd += ["--log-level", os.environ["SAMSA_COMPAT_LOG_LEVEL"]]
         if self.properties_file is not None:

@@ -31,7 +31,7 @@ from wire_client import WireClient
 
 from samsa.coordinator.client_metrics import java_hash_order, kafka_uuid_string, subscription_id
 from samsa.server.broker import Broker
-from samsa.server.config import KafkaConfig
+from samsa.server.config.kafka_config import KafkaConfig
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 

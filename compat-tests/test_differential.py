@@ -80,7 +80,7 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.LIST_TRANSACTIONS: ((0, 1), (0, 2)),
     ApiKey.CONSUMER_GROUP_DESCRIBE: ((0, 0), (0, 1)),
     # KIP-714: Kafka lists the telemetry APIs only with a ClientTelemetryReceiver plugin configured;
-    # Samsa's receiver is built in (server/client_telemetry.py).
+    # Samsa's receiver is built in (server/metrics/client_telemetry.py).
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: ((0, 0), None),
     ApiKey.PUSH_TELEMETRY: ((0, 0), None),
     ApiKey.SHARE_GROUP_HEARTBEAT: (None, (1, 1)),

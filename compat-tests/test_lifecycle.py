@@ -50,7 +50,7 @@ def test_sigint_exits_zero(broker_factory):
 
 
 def serve_cmd(*args):
-    return [sys.executable, "-m", "samsa.server.cli", "serve", *args]
+    return [sys.executable, "-m", "samsa.server.main", "serve", *args]
 
 
 @pytest.mark.parametrize("bad", ["num.partitions=lots", "listeners=PLAINTEXT://127.0.0.1:notaport",

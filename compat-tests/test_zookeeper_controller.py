@@ -20,10 +20,10 @@ from server_process import HOST
 from test_zookeeper_cluster import partition_state, produce_all, zk_reader
 from wire_client import WireClient, metadata_controller
 
-from samsa.server.config import KafkaConfig
-from samsa.server.zk_broker import ZkMembership
-from samsa.server.zk_client import KafkaZkClient
-from samsa.server.zk_controller import ZkController, _Request
+from samsa.server.config.kafka_config import KafkaConfig
+from samsa.server.zookeeper.membership import ZkMembership
+from samsa.server.zookeeper.zk_client import KafkaZkClient
+from samsa.server.zookeeper.controller import ZkController, _Request
 from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class

@@ -34,7 +34,7 @@ def local_broker(work_dir: Path, start_timeout: float = 30.0):
     log_path = work_dir / "broker.log"
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "samsa.server.cli", "serve",
+            [sys.executable, "-m", "samsa.server.main", "serve",
              "--override", f"listeners=PLAINTEXT://{HOST}:{port}",
              "--override", f"log.dirs={work_dir / 'broker-data'}"],
             stdout=log, stderr=subprocess.STDOUT)

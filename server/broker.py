@@ -30,37 +30,37 @@ from ..wire.errors import ErrorCode
 from ..wire.exceptions import CodecError, UnsupportedVersionError
 from ..wire import zk_data
 from ..wire.protocol import ApiKey, decode_request_header, encode_response, request_class, response_class
-from .alter_partition_manager import AlterPartitionManager
-from .authorizer import StandardAuthorizer, new_authorizer
-from .client_metrics_configs import stored_subscriptions
-from .client_telemetry import ClientTelemetry
+from .replication.alter_partition_manager import AlterPartitionManager
+from .security.authorizer import StandardAuthorizer, new_authorizer
+from .config.client_metrics_configs import stored_subscriptions
+from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, RequestContext
-from .controlled_shutdown import controlled_shutdown
+from .zookeeper.controlled_shutdown import controlled_shutdown
 from .handlers import load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
-from .log_dir_failure_handler import handle_log_dir_failures
-from .metadata import BrokerInfo, MetadataStore, load_or_import
+from .replication.log_dir_failure_handler import handle_log_dir_failures
+from .metadata.image import BrokerInfo, MetadataStore, load_or_import
 from .metrics.request_metrics import RequestMetrics
-from .network import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
-from .dynamic_broker_config import (
+from .network.socket_server import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
+from .config.dynamic_broker_config import (
     apply_cluster_broker_configs,
     load_dynamic_broker_configs,
     write_formatted_dynamic_defaults,
 )
-from .fetch_session import FetchSessionCache
-from .group_service import GroupService, random_member_uuid
-from .txn_service import TxnService
-from .zk_broker import ZkMembership, broker_registration, join_cluster, stay_registered
-from .zk_controller import ZkController
-from .zk_metadata_cache import ZkMetadataCache
-from .zk_shared_metadata import ZkSharedMetadata
-from .zk_producer_ids import ZkProducerIdBlocks
-from .replica_manager import ReplicaManager
+from .replication.fetch_session import FetchSessionCache
+from .coordinators.group_service import GroupService, random_member_uuid
+from .coordinators.txn_service import TxnService
+from .zookeeper.membership import ZkMembership, broker_registration, join_cluster, stay_registered
+from .zookeeper.controller import ZkController
+from .zookeeper.metadata_cache import ZkMetadataCache
+from .zookeeper.shared_metadata import ZkSharedMetadata
+from .zookeeper.producer_ids import ZkProducerIdBlocks
+from .replication.replica_manager import ReplicaManager
 from .security.authenticator import AuthenticationFailed
-from .security.connection_quotas import ConnectionQuotas
-from .security.listeners import listener_securities
+from .network.connection_quotas import ConnectionQuotas
+from .network.listeners import listener_securities
 from .security.scram import stored_credential
 from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait_unmuted
 
@@ -330,7 +330,7 @@ class Broker:
 
     async def controlled_shutdown(self) -> None:
         """Before a shutdown in a ZooKeeper cluster (controlled.shutdown.enable): the controller moves
-        this broker's leaders away while it still serves (server/controlled_shutdown.py)."""
+        this broker's leaders away while it still serves (server/zookeeper/controlled_shutdown.py)."""
         if self.zookeeper is None or not self.started.is_set() or not self.config.get("controlled.shutdown.enable"):
             return
         await controlled_shutdown(self.zookeeper, self.services.zk_metadata, self.config)

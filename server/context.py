@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..wire.protocol import request_class
-from .auto_topic_creation import AutoTopicCreationManager
-from .authorizer import (
+from .zookeeper.auto_topic_creation import AutoTopicCreationManager
+from .security.authorizer import (
     CLUSTER_NAME, AclOperation, ResourceType, audit_denied, host_address, supported_operations_bit_field,
 )
 
@@ -20,21 +20,21 @@ if TYPE_CHECKING:
 
     from ..coordinator.producer_id_manager import ProducerIdManager
     from ..storage.log_manager import LogManager
-    from .authorizer import StandardAuthorizer
-    from .client_telemetry import ClientTelemetry
-    from .config import KafkaConfig
-    from .fetch_session import FetchSessionCache
-    from .group_service import GroupService
-    from .metadata import BrokerInfo, MetadataCache, MetadataStore
-    from .network import Connection
-    from .replica_manager import ReplicaManager
-    from .security.connection_quotas import ConnectionQuotas
+    from .security.authorizer import StandardAuthorizer
+    from .metrics.client_telemetry import ClientTelemetry
+    from .config.kafka_config import KafkaConfig
+    from .replication.fetch_session import FetchSessionCache
+    from .coordinators.group_service import GroupService
+    from .metadata.image import BrokerInfo, MetadataCache, MetadataStore
+    from .network.socket_server import Connection
+    from .replication.replica_manager import ReplicaManager
+    from .network.connection_quotas import ConnectionQuotas
     from .throttle import BrokerQuotas
-    from .txn_service import TxnService
-    from .zk_broker import ZkMembership
-    from .zk_controller import ZkController
-    from .zk_metadata_cache import ZkMetadataCache
-    from .zk_shared_metadata import ZkSharedMetadata
+    from .coordinators.txn_service import TxnService
+    from .zookeeper.membership import ZkMembership
+    from .zookeeper.controller import ZkController
+    from .zookeeper.metadata_cache import ZkMetadataCache
+    from .zookeeper.shared_metadata import ZkSharedMetadata
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class BrokerServices:
     zk_metadata: ZkMetadataCache | None = None
     # In a cluster: topic configs, quotas, SCRAM credentials and ACLs as ZooKeeper holds them, and their writes.
     zk_shared: ZkSharedMetadata | None = None
-    controller: ZkController | None = None  # runs for controller (server/zk_controller.py)
+    controller: ZkController | None = None  # runs for controller (server/zookeeper/controller.py)
     # In a cluster: topics created on first need, through ZooKeeper (FindCoordinator, Metadata).
     auto_topic_creation: AutoTopicCreationManager = field(default_factory=AutoTopicCreationManager)
 
@@ -116,7 +116,7 @@ class RequestContext:
     def listener(self) -> str:
         return self.connection.listener.listener
 
-    # --- authorization (server/authorizer.py tells how handlers use these) ---
+    # --- authorization (server/security/authorizer.py tells how handlers use these) ---
 
     def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME,
                   log_if_denied: bool = True) -> bool:

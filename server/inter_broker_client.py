@@ -16,7 +16,7 @@ import trio
 
 from ..wire.codec import Message
 from ..wire.protocol import decode_response, encode_request
-from .network import frame_memory, receive_into
+from .network.socket_server import frame_memory, receive_into
 
 _SIZE = struct.Struct(">i")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from samsa.server.config import KafkaConfig
+from samsa.server.config.kafka_config import KafkaConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"

@@ -3,9 +3,9 @@
 Usage: python tools/gen_config_doc.py
 
 Names, types, defaults, valid values and update modes are Kafka's tables as the broker holds them
-(server/broker_config_defs.py, storage/topic_config_defs.py, the authorizer's configs); Samsa's own
-defaults are server/config.py's SAMSA_DEFAULTS; what Samsa does with each config is
-server/config_support.py. It reads only the repository; tests/server/test_config_support.py fails
+(server/config/broker_config_defs.py, storage/topic_config_defs.py, the authorizer's configs); Samsa's own
+defaults are server/config/kafka_config.py's SAMSA_DEFAULTS; what Samsa does with each config is
+server/config/config_support.py. It reads only the repository; tests/server/test_config_support.py fails
 when the committed page differs from what this writes.
 """
 
@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from samsa.server.authorizer import AUTHORIZER_CONFIGS
-from samsa.server.broker_config_defs import BROKER_CONFIGS
+from samsa.server.security.authorizer import AUTHORIZER_CONFIGS
+from samsa.server.config.broker_config_defs import BROKER_CONFIGS
 from samsa.server.metrics.configs import METRICS_CONFIGS
-from samsa.server.config import SAMSA_DEFAULTS, valid_values, value_to_string
-from samsa.server.config_support import HONOURED, IGNORED, REFUSED, broker_support, topic_support
+from samsa.server.config.kafka_config import SAMSA_DEFAULTS, valid_values, value_to_string
+from samsa.server.config.config_support import HONOURED, IGNORED, REFUSED, broker_support, topic_support
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,9 +82,9 @@ def render() -> str:
         "`max.connections`, `connections.max.reauth.ms`, ...).",
         "",
         "Names, types, defaults and valid values come from Kafka 4.4.0's tables (Kafka 3.9.2's for the",
-        "ZooKeeper-era configs Kafka 4 dropped), generated into `server/broker_config_defs.py` and",
+        "ZooKeeper-era configs Kafka 4 dropped), generated into `server/config/broker_config_defs.py` and",
         "`storage/topic_config_defs.py` by tools/gen_configs.py; the classification is",
-        "`server/config_support.py`, checked by tests/server/test_config_support.py against what the code reads.",
+        "`server/config/config_support.py`, checked by tests/server/test_config_support.py against what the code reads.",
         "",
         f"Broker configs: {_counts(broker_support(n).status for n in broker_names)}. "
         f"Topic configs: {_counts(topic_support(n).status for n in TOPIC_CONFIGS)}.",

@@ -1,4 +1,4 @@
-"""Generate server/broker_config_defs.py and storage/topic_config_defs.py from Kafka's config tables.
+"""Generate server/config/broker_config_defs.py and storage/topic_config_defs.py from Kafka's config tables.
 
 Usage: python tools/gen_configs.py                      the tables Kafka 4.4's and 3.9's jars print
        python tools/gen_configs.py --jars DIR [DIR39]   the same, from other class-path directories
@@ -239,7 +239,7 @@ def generate(tables: dict[str, str], source: str, zookeeper_era_tables: dict[str
                             None if zookeeper_era_tables is None else zookeeper_era_tables[BROKER_TABLE], versions[1])
     topic = parse_table(tables[TOPIC_TABLE])
     return {
-        "server/broker_config_defs.py": render(
+        "server/config/broker_config_defs.py": render(
             "BrokerConfigDef",
             "BROKER_CONFIGS",
             "Apache Kafka's broker configs as its docs list them; update_mode is read-only, per-broker "

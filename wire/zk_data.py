@@ -7,7 +7,7 @@ and Properties (a ConcurrentHashMap) iterate by hash bucket. The `_order_*` help
 so that a znode Samsa writes is the znode Kafka would have written, and a Kafka broker reading it
 (or a person diffing two brokers' registrations) sees no difference.
 
-Pure: no I/O. The ZooKeeper client is server/zk_client.py.
+Pure: no I/O. The ZooKeeper client is server/zookeeper/zk_client.py.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from __future__ import annotations
 from ...coordinator.group_coordinator import OFFSETS_TOPIC
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import GROUP, READ, TRANSACTIONAL_ID, WRITE
-from ..txn_service import error_for_version
+from ..security.authorizer import GROUP, READ, TRANSACTIONAL_ID, WRITE
+from ..coordinators.txn_service import error_for_version
 from . import handler
 
 AddOffsetsToTxnResponse = response_class(ApiKey.ADD_OFFSETS_TO_TXN)

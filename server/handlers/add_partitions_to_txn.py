@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE
-from ..txn_service import error_for_version
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE
+from ..coordinators.txn_service import error_for_version
 from . import handler
 
 AddPartitionsToTxnResponse = response_class(ApiKey.ADD_PARTITIONS_TO_TXN)

@@ -4,13 +4,13 @@
 Served in cluster mode only. CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED
 otherwise); a broker that is not the controller answers NOT_CONTROLLER; an unregistered broker
 BROKER_ID_NOT_REGISTERED, an old broker epoch STALE_BROKER_EPOCH; else the next block of
-/latest_producer_id_block (server/zk_controller.py)."""
+/latest_producer_id_block (server/zookeeper/controller.py)."""
 
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION
 from . import handler
 
 AllocateProducerIdsResponse = response_class(ApiKey.ALLOCATE_PRODUCER_IDS)

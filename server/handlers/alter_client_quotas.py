@@ -2,7 +2,7 @@
 connected; each entry succeeds or fails whole, all successful ones are stored in one step. Follows
 ControllerApis.handleAlterClientQuotas and ClientQuotaControlManager: ALTER_CONFIGS on the cluster.
 In a ZooKeeper cluster the quotas are written to /config/{users,clients,ips} with a /config/changes
-notification, as Kafka 3.9's ZkAdminManager.alterClientQuotas (server/zk_shared_metadata.py).
+notification, as Kafka 3.9's ZkAdminManager.alterClientQuotas (server/zookeeper/shared_metadata.py).
 Deviations: none known.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...coordinator.client_quotas import QuotaRequestError, describe_entity, plan_alteration
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import ALTER_CONFIGS, CLUSTER
+from ..security.authorizer import ALTER_CONFIGS, CLUSTER
 from . import handler
 from .describe_client_quotas import CLUSTER_AUTHORIZATION_FAILED_MESSAGE
 

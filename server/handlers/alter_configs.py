@@ -1,5 +1,5 @@
 """AlterConfigs (key 33), v0-2: replace the whole config set of a topic or a BROKER resource.
-Follows ConfigAdminManager.preprocess (server/config_admin.py) and ConfigurationControlManager:
+Follows ConfigAdminManager.preprocess (server/config/config_admin.py) and ConfigurationControlManager:
 ALTER_CONFIGS on the resource, validate_only, applied at once and kept in the metadata image.
 Deviations: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST; alter.config.policy.class.name
 is accepted but never applied;
@@ -9,7 +9,7 @@ adding or removing a listener is refused (Kafka opens or closes it).
 from __future__ import annotations
 
 from ...wire.protocol import ApiKey, response_class
-from ..config_admin import alter_configs
+from ..config.config_admin import alter_configs
 from . import handler
 
 

@@ -12,8 +12,8 @@ from ...wire.errors import ErrorCode
 from ...wire.messages.alter_partition_response import PartitionData, TopicData
 from ...wire.protocol import ApiKey, response_class
 from ...wire.zk_data import PartitionState
-from ..authorizer import CLUSTER, CLUSTER_ACTION
-from ..controller_channel import topic_id_string, topic_uuid
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION
+from ..zookeeper.controller_channel import topic_id_string, topic_uuid
 from . import handler
 
 AlterPartitionResponse = response_class(ApiKey.ALTER_PARTITION)

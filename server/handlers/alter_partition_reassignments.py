@@ -11,7 +11,7 @@ from ...wire.errors import ErrorCode
 from ...wire.messages.alter_partition_reassignments_response import (ReassignablePartitionResponse,
                                                                      ReassignableTopicResponse)
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import ALTER, CLUSTER
+from ..security.authorizer import ALTER, CLUSTER
 from . import handler
 
 AlterPartitionReassignmentsResponse = response_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)

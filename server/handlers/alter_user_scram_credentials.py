@@ -15,7 +15,7 @@ from typing import Any
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import ALTER, CLUSTER
+from ..security.authorizer import ALTER, CLUSTER
 from ..security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
 from . import handler
 

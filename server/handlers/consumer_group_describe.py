@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, GROUP, TOPIC
-from ..consumer_groups import consumer_protocol_enabled
+from ..security.authorizer import DESCRIBE, GROUP, TOPIC
+from ..coordinators.consumer_groups import consumer_protocol_enabled
 from . import handler
 
 ConsumerGroupDescribeResponse = response_class(ApiKey.CONSUMER_GROUP_DESCRIBE)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, GROUP, READ, TOPIC
-from ..consumer_groups import consumer_protocol_enabled
+from ..security.authorizer import DESCRIBE, GROUP, READ, TOPIC
+from ..coordinators.consumer_groups import consumer_protocol_enabled
 from . import handler
 
 ConsumerGroupHeartbeatResponse = response_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)

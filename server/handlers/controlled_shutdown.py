@@ -9,8 +9,8 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode
 from ...wire.messages.controlled_shutdown_response import RemainingPartition
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION
-from ..zk_broker import UNKNOWN_BROKER_EPOCH
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION
+from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
 from . import handler
 
 ControlledShutdownResponse = response_class(ApiKey.CONTROLLED_SHUTDOWN)

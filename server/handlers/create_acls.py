@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..acl_admin import binding_of, change_acls, refusal
-from ..authorizer import create_acls
+from ..security.acl_admin import binding_of, change_acls, refusal
+from ..security.authorizer import create_acls
 from . import handler
 
 CreateAclsResponse = response_class(ApiKey.CREATE_ACLS)

@@ -3,7 +3,7 @@ ControllerApis.createPartitions and ReplicationControlManager.createPartitions (
 ALTER on the topic, validate_only, the controller mutation quota (KIP-599).
 Deviations: one broker, so an assignment naming any other broker is INVALID_REPLICA_ASSIGNMENT.
 In a ZooKeeper cluster the new partitions are written to /brokers/topics/<t> as Kafka 3.9's
-ZkAdminManager.createPartitions does (server/zk_admin.py), and the answer waits up to timeout_ms for
+ZkAdminManager.createPartitions does (server/zookeeper/admin.py), and the answer waits up to timeout_ms for
 the controller to give them leaders (REQUEST_TIMED_OUT otherwise).
 """
 
@@ -14,9 +14,9 @@ from collections import Counter
 from ...storage.errors import KafkaStorageException
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import ALTER, TOPIC
+from ..security.authorizer import ALTER, TOPIC
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
-from ..zk_admin import AdminError, add_partitions, plan_new_partitions
+from ..zookeeper.admin import AdminError, add_partitions, plan_new_partitions
 from . import handler
 
 CreatePartitionsResponse = response_class(ApiKey.CREATE_PARTITIONS)

@@ -5,7 +5,7 @@ mutation quota (KIP-599).
 Deviations: one broker, so a replication factor above 1 or an assignment naming another broker is
 refused; create.topic.policy.class.name is accepted but never applied (no Java policies here).
 In a ZooKeeper cluster the topic is written to ZooKeeper as Kafka 3.9's ZkAdminManager and
-AdminZkClient do (replicas over the live brokers by AdminUtils' assignment, server/replica_assignment.py,
+AdminZkClient do (replicas over the live brokers by AdminUtils' assignment, server/zookeeper/replica_assignment.py,
 or as asked; /config/topics/<t>, then /brokers/topics/<t>), the controller creates it, and the answer
 waits up to timeout_ms for the controller's UpdateMetadata to give every partition a leader
 (REQUEST_TIMED_OUT otherwise).
@@ -20,10 +20,10 @@ from ...storage.errors import InvalidConfigurationException, KafkaStorageExcepti
 from ...storage.log_config import LogConfig
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
-from ..metadata import InvalidTopicError, validate_topic_name
-from .. import zk_admin
-from ..replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
+from ..security.authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
+from ..metadata.image import InvalidTopicError, validate_topic_name
+from ..zookeeper import admin as zk_admin
+from ..zookeeper.replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from . import handler
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..acl_admin import change_acls, filter_of, refusal
-from ..authorizer import delete_acls
+from ..security.acl_admin import change_acls, filter_of, refusal
+from ..security.authorizer import delete_acls
 from . import handler
 
 DeleteAclsResponse = response_class(ApiKey.DELETE_ACLS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DELETE, GROUP
+from ..security.authorizer import DELETE, GROUP
 from . import handler
 
 DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)

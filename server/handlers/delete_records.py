@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...storage.errors import StorageError
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DELETE, TOPIC
+from ..security.authorizer import DELETE, TOPIC
 from . import handler
 
 DeleteRecordsResponse = response_class(ApiKey.DELETE_RECORDS)

@@ -16,7 +16,7 @@ import trio
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DELETE, DESCRIBE, TOPIC
+from ..security.authorizer import DELETE, DESCRIBE, TOPIC
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from . import handler
 

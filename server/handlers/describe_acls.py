@@ -10,7 +10,7 @@ from typing import Any
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..acl_admin import filter_of, refusal
+from ..security.acl_admin import filter_of, refusal
 from . import handler
 
 DescribeAclsResponse = response_class(ApiKey.DESCRIBE_ACLS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...coordinator.client_quotas import QuotaRequestError, describe
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, DESCRIBE_CONFIGS
+from ..security.authorizer import CLUSTER, DESCRIBE_CONFIGS
 from . import handler
 
 DescribeClientQuotasResponse = response_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)

@@ -1,6 +1,6 @@
 """DescribeConfigs (key 32), v0-4: the configs of a topic, of a BROKER resource (this broker's id, or
 the empty name for the cluster-wide dynamic defaults), the levels of a BROKER_LOGGER and the configs
-of a CLIENT_METRICS resource as Kafka 4.4 describes them (server/client_metrics_configs.py), with
+of a CLIENT_METRICS resource as Kafka 4.4 describes them (server/config/client_metrics_configs.py), with
 their sources, synonyms (v1+) and documentation (v3+). Follows KafkaApis.handleDescribeConfigsRequest and
 ConfigHelper.describeConfigs: DESCRIBE_CONFIGS on the resource.
 Deviations: GROUP (KIP-848 group configs) resources answer INVALID_REQUEST; v0 is
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..broker_loggers import describe_loggers
-from ..client_metrics_configs import describe_client_metrics
-from ..config import ConfigSource
-from ..authorizer import DESCRIBE_CONFIGS
-from ..config_resources import ConfigApiError, ResourceType, check_authorized, invalid_request, parse_node_id
+from ..config.broker_loggers import describe_loggers
+from ..config.client_metrics_configs import describe_client_metrics
+from ..config.kafka_config import ConfigSource
+from ..security.authorizer import DESCRIBE_CONFIGS
+from ..config.config_resources import ConfigApiError, ResourceType, check_authorized, invalid_request, parse_node_id
 from . import handler
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...coordinator.classic_group import DEAD
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, GROUP
+from ..security.authorizer import DESCRIBE, GROUP
 from . import handler
 from .metadata import AUTHORIZED_OPERATIONS_OMITTED
 

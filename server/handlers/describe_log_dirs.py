@@ -12,7 +12,7 @@ import os
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, DESCRIBE
+from ..security.authorizer import CLUSTER, DESCRIBE
 from . import handler
 
 DescribeLogDirsResponse = response_class(ApiKey.DESCRIBE_LOG_DIRS)

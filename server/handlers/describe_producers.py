@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import READ, TOPIC
+from ..security.authorizer import READ, TOPIC
 from . import handler
 
 DescribeProducersResponse = response_class(ApiKey.DESCRIBE_PRODUCERS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, TOPIC
+from ..security.authorizer import DESCRIBE, TOPIC
 from . import handler
 
 Response = response_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, TOPIC, TRANSACTIONAL_ID
+from ..security.authorizer import DESCRIBE, TOPIC, TRANSACTIONAL_ID
 from . import handler
 
 DescribeTransactionsResponse = response_class(ApiKey.DESCRIBE_TRANSACTIONS)

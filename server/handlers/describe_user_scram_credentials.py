@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, DESCRIBE
+from ..security.authorizer import CLUSTER, DESCRIBE
 from ..security.scram import ScramMechanism
 from . import handler
 

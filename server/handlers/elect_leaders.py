@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode
 from ...wire.messages.elect_leaders_response import PartitionResult, ReplicaElectionResult
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import ALTER, CLUSTER
+from ..security.authorizer import ALTER, CLUSTER
 from . import handler
 
 ElectLeadersResponse = response_class(ApiKey.ELECT_LEADERS)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import TRANSACTIONAL_ID, WRITE
-from ..txn_service import error_for_version
+from ..security.authorizer import TRANSACTIONAL_ID, WRITE
+from ..coordinators.txn_service import error_for_version
 from . import handler
 
 EndTxnResponse = response_class(ApiKey.END_TXN)

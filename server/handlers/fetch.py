@@ -6,7 +6,7 @@ A follower's fetch (replica id set) reads up to the log end offset, not the high
 asks for tells the leader its log end offset (Partition.follower_fetched: the ISR and the high
 watermark may move); a last_fetched_epoch (v12+) the leader's log does not end the same way gets a
 diverging_epoch instead of records (Kafka's Partition.fetchRecords).
-Fetch from the closest replica (KIP-392, server/replica_selector.py): from v11 a consumer may read
+Fetch from the closest replica (KIP-392, server/replication/replica_selector.py): from v11 a consumer may read
 any replica of the partition, a follower up to its high watermark (the leader's, as its fetches
 brought it); with `replica.selector.class` set the leader answers a consumer's fetch with a
 `preferred_read_replica` and no records, and the consumer goes there. Before v11 only the leader is
@@ -25,11 +25,11 @@ from ...storage.errors import OffsetOutOfRangeException, StorageError
 from ...wire import legacy
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
 from ..clock import loop_time, wall_clock_ms
-from ..fetch_session import INVALID_SESSION_ID, CachedPartition, FetchContext
-from ..replica_manager import READ_COMMITTED
-from ..replica_selector import preferred_read_replica
+from ..replication.fetch_session import INVALID_SESSION_ID, CachedPartition, FetchContext
+from ..replication.replica_manager import READ_COMMITTED
+from ..replication.replica_selector import preferred_read_replica
 from ..throttle import fetch_max_bytes, not_request_time, record_fetch
 from . import handler
 

@@ -6,7 +6,7 @@ once, where Kafka answers COORDINATOR_NOT_AVAILABLE until AutoTopicCreationManag
 key type 2 (share groups, KIP-932) answers INVALID_REQUEST.
 In a ZooKeeper cluster the coordinator is the leader of the key's partition of the coordinator topic
 as the controller last told (COORDINATOR_NOT_AVAILABLE without one), as Kafka 3.9 answers; a missing
-coordinator topic is written to ZooKeeper for the controller to create (server/auto_topic_creation.py)
+coordinator topic is written to ZooKeeper for the controller to create (server/zookeeper/auto_topic_creation.py)
 and the answer is COORDINATOR_NOT_AVAILABLE until it has a leader, as Kafka 3.9's getCoordinator.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...coordinator.group_coordinator import partition_for
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from .. import authorizer as acl
+from ..security import authorizer as acl
 from . import handler
 
 FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)

@@ -1,6 +1,6 @@
 """IncrementalAlterConfigs (key 44), v0-1: set, delete, append to or subtract from the configs of a
 topic or a BROKER resource, or set a BROKER_LOGGER's levels. Follows ConfigAdminManager.preprocess
-(server/config_admin.py) and ConfigurationControlManager.incrementalAlterConfigs: ALTER_CONFIGS on the
+(server/config/config_admin.py) and ConfigurationControlManager.incrementalAlterConfigs: ALTER_CONFIGS on the
 resource, validate_only, applied at once and kept in the metadata image.
 Deviations: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST; alter.config.policy.class.name
 is accepted but never applied;
@@ -10,7 +10,7 @@ adding or removing a listener is refused (Kafka opens or closes it).
 from __future__ import annotations
 
 from ...wire.protocol import ApiKey, response_class
-from ..config_admin import alter_configs
+from ..config.config_admin import alter_configs
 from . import handler
 
 

@@ -1,7 +1,7 @@
 """InitProducerId (key 22), v0-5: a producer id and epoch. Follows KafkaApis.handleInitProducerIdRequest
 and TransactionCoordinator.handleInitProducerId: without a transactional id every request gets a new
 producer id at epoch 0, even one naming its current id and epoch (v3+, KIP-360); with one, the
-transaction coordinator (server/txn_service.py) gives the id a new epoch, fencing older producers.
+transaction coordinator (server/coordinators/txn_service.py) gives the id a new epoch, fencing older producers.
 Deviations: transaction version 1 only (no per-transaction epoch bump of version 2, KIP-890).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ...wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from ..authorizer import CLUSTER, IDEMPOTENT_WRITE, TOPIC, TRANSACTIONAL_ID, WRITE
-from ..txn_service import error_for_version
+from ..security.authorizer import CLUSTER, IDEMPOTENT_WRITE, TOPIC, TRANSACTIONAL_ID, WRITE
+from ..coordinators.txn_service import error_for_version
 from . import handler
 
 InitProducerIdResponse = response_class(ApiKey.INIT_PRODUCER_ID)

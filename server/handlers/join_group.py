@@ -11,7 +11,7 @@ from ...coordinator.classic_group_manager import UNKNOWN_MEMBER_ID, join_error
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey
-from ..authorizer import GROUP, READ
+from ..security.authorizer import GROUP, READ
 from ..throttle import not_request_time
 from . import handler
 

@@ -1,5 +1,5 @@
 """LeaderAndIsr (key 4), v0-7: the controller of a ZooKeeper cluster makes this broker the leader or
-a follower of partitions (server/replica_manager.py does it). Served in cluster mode only. Follows
+a follower of partitions (server/replication/replica_manager.py does it). Served in cluster mode only. Follows
 Kafka 3.9's KafkaApis.handleLeaderAndIsrRequest and ReplicaManager.becomeLeaderOrFollower:
 CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise); a broker epoch older than
 this broker's registration (v2+): STALE_BROKER_EPOCH; a controller epoch older than the latest seen
@@ -27,10 +27,10 @@ from typing import Any
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION
-from ..metadata import TopicInfo
-from ..replica_manager import ZERO_UUID, PartitionState
-from ..zk_broker import UNKNOWN_BROKER_EPOCH
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION
+from ..metadata.image import TopicInfo
+from ..replication.replica_manager import ZERO_UUID, PartitionState
+from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
 from . import handler
 
 log = logging.getLogger("samsa.state.change")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import GROUP, READ
+from ..security.authorizer import GROUP, READ
 from . import handler
 
 

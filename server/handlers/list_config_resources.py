@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, DESCRIBE_CONFIGS
-from ..config_resources import ResourceType
+from ..security.authorizer import CLUSTER, DESCRIBE_CONFIGS
+from ..config.config_resources import ResourceType
 from . import handler
 
 ListConfigResourcesResponse = response_class(ApiKey.LIST_CONFIG_RESOURCES)

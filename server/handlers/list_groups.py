@@ -7,7 +7,7 @@ Deviations: none known.
 from __future__ import annotations
 
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, DESCRIBE, GROUP
+from ..security.authorizer import CLUSTER, DESCRIBE, GROUP
 from . import handler
 
 ListGroupsResponse = response_class(ApiKey.LIST_GROUPS)

@@ -13,7 +13,7 @@ from collections import Counter
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, TOPIC
+from ..security.authorizer import DESCRIBE, TOPIC
 from . import handler
 
 ListOffsetsResponse = response_class(ApiKey.LIST_OFFSETS)

@@ -10,7 +10,7 @@ from ...wire.errors import ErrorCode
 from ...wire.messages.list_partition_reassignments_response import (OngoingPartitionReassignment,
                                                                     OngoingTopicReassignment)
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, DESCRIBE
+from ..security.authorizer import CLUSTER, DESCRIBE
 from . import handler
 
 ListPartitionReassignmentsResponse = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)

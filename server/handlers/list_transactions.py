@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, TRANSACTIONAL_ID
+from ..security.authorizer import DESCRIBE, TRANSACTIONAL_ID
 from ..clock import wall_clock_ms
 from . import handler
 

@@ -6,7 +6,7 @@ an auto-created topic comes back at once with its partitions, where Kafka first 
 LEADER_NOT_AVAILABLE while the controller creates it.
 In a ZooKeeper cluster the brokers, controller and partitions are the controller's last
 UpdateMetadata (Kafka's ZkMetadataCache.getTopicMetadata); an auto-created topic is written to
-ZooKeeper for the controller and answered LEADER_NOT_AVAILABLE (server/auto_topic_creation.py).
+ZooKeeper for the controller and answered LEADER_NOT_AVAILABLE (server/zookeeper/auto_topic_creation.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import uuid
 from ...storage.errors import KafkaStorageException
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
-from ..metadata import InvalidTopicError, validate_topic_name
+from ..security.authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
+from ..metadata.image import InvalidTopicError, validate_topic_name
 from . import handler
 
 log = logging.getLogger("samsa.metadata")

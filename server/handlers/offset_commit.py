@@ -14,7 +14,7 @@ import copy
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import GROUP, READ, TOPIC
+from ..security.authorizer import GROUP, READ, TOPIC
 from . import handler
 
 OffsetCommitResponse = response_class(ApiKey.OFFSET_COMMIT)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DELETE, GROUP, READ, TOPIC
+from ..security.authorizer import DELETE, GROUP, READ, TOPIC
 from . import handler
 from .offset_commit import errors_by_partition, split_known
 

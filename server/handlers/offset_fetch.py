@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import DESCRIBE, GROUP, TOPIC
+from ..security.authorizer import DESCRIBE, GROUP, TOPIC
 from . import handler
 
 OffsetFetchResponse = response_class(ApiKey.OFFSET_FETCH)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...storage.errors import StorageError
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION, DESCRIBE, TOPIC
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION, DESCRIBE, TOPIC
 from . import handler
 
 OffsetForLeaderEpochResponse = response_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)

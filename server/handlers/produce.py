@@ -22,9 +22,9 @@ from ...storage.errors import InvalidRecordException, StorageError
 from ...storage.log_validator import ProducedRecords, parse_produced_records
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
-from ..network import ConnectionClosed
-from ..replica_manager import let_woken_fetches_answer
+from ..security.authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
+from ..network.socket_server import ConnectionClosed
+from ..replication.replica_manager import let_woken_fetches_answer
 from ..throttle import not_request_time, record_produce
 from . import handler
 

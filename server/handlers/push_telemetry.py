@@ -2,11 +2,11 @@
 client chose, checked against its subscription (instance id, subscription id, push interval,
 terminating, compression type, telemetry.max.bytes) and kept for the Prometheus collector. Follows
 KafkaApis.handlePushTelemetryRequest and ClientMetricsManager.processPushTelemetryRequest
-(server/client_telemetry.py, coordinator/client_metrics.py). No authorization, as in Kafka.
+(server/metrics/client_telemetry.py, coordinator/client_metrics.py). No authorization, as in Kafka.
 Served as a KRaft-mode broker serves it: not in a ZooKeeper cluster (Kafka 3.9's ZooKeeper mode
 has no client telemetry).
 Deviations: Kafka hands the payload to a ClientTelemetryReceiver plugin; Samsa's receiver is built
-in (server/client_telemetry.py), so a push is accepted even where Kafka, without a plugin, would
+in (server/metrics/client_telemetry.py), so a push is accepted even where Kafka, without a plugin, would
 not advertise the API at all.
 """
 

@@ -17,9 +17,9 @@ import logging
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION
-from ..replica_manager import NO_EPOCH
-from ..zk_broker import UNKNOWN_BROKER_EPOCH
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION
+from ..replication.replica_manager import NO_EPOCH
+from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
 from . import handler
 
 log = logging.getLogger("samsa.state.change")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...coordinator.group_coordinator import GroupCoordinator, txn_commit_response
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey
-from ..authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
+from ..security.authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from . import handler
 from .offset_commit import errors_by_partition, split_known
 

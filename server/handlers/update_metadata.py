@@ -1,5 +1,5 @@
 """UpdateMetadata (key 6), v0-8: the controller of a ZooKeeper cluster tells this broker the live
-brokers and the partitions' leaders and ISRs (server/zk_metadata_cache.py keeps them). Served in
+brokers and the partitions' leaders and ISRs (server/zookeeper/metadata_cache.py keeps them). Served in
 cluster mode only. Follows Kafka 3.9's KafkaApis.handleUpdateMetadataRequest and
 ReplicaManager.maybeUpdateMetadataCache: CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED
 otherwise); a broker epoch older than this broker's registration (v5+, -1 meaning unknown):
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION
-from ..zk_broker import UNKNOWN_BROKER_EPOCH
-from ..zk_metadata_cache import StaleControllerEpoch
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION
+from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
+from ..zookeeper.metadata_cache import StaleControllerEpoch
 from . import handler
 
 UpdateMetadataResponse = response_class(ApiKey.UPDATE_METADATA)

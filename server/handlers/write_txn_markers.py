@@ -1,6 +1,6 @@
 """WriteTxnMarkers (key 27), v0-1: a transaction coordinator (on another broker, in a cluster) has
 this broker write COMMIT or ABORT markers to its partitions; the coordinator here writes its own
-markers through the same function (server/txn_markers.py). Follows
+markers through the same function (server/coordinators/txn_markers.py). Follows
 KafkaApis.handleWriteTxnMarkersRequest: CLUSTER_ACTION on the cluster; each marker acknowledged
 once the partition's ISR has it (acks=all, within request.timeout.ms); logs flushed before answering.
 Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
@@ -12,8 +12,8 @@ import trio
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..authorizer import CLUSTER, CLUSTER_ACTION
-from ..txn_markers import await_markers_replicated, write_txn_markers
+from ..security.authorizer import CLUSTER, CLUSTER_ACTION
+from ..coordinators.txn_markers import await_markers_replicated, write_txn_markers
 from . import handler
 
 WriteTxnMarkersResponse = response_class(ApiKey.WRITE_TXN_MARKERS)

@@ -2,7 +2,7 @@
 Prometheus JMX exporter turns into what this endpoint serves directly). Declared as Kafka declares
 its configs, so that server.properties, --override and DescribeConfigs treat them like the others."""
 
-from ..broker_config_defs import BrokerConfigDef
+from ..config.broker_config_defs import BrokerConfigDef
 
 METRICS_CONFIGS = {
     "metrics.port": BrokerConfigDef(

@@ -1,7 +1,7 @@
 """What the broker counts as it serves requests, for the metrics endpoint: Kafka's RequestMetrics
 (kafka.network: requests by API and version, and the time each took, split as Kafka splits it),
 the bytes a fetch sent and the partitions a produce or fetch failed (BrokerTopicStats, with the
-appends' counts server/replica_manager.py makes), throttle time by client, and failed
+appends' counts server/replication/replica_manager.py makes), throttle time by client, and failed
 authentications by listener (socket-server-metrics).
 
 The cost per request is one dict lookup and a few adds: the histograms keep a count per bucket

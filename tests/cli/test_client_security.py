@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from samsa.server.config import KafkaConfig
+from samsa.server.config.kafka_config import KafkaConfig
 
 from broker_thread import BrokerThread
 from tls_certs import make_certificates

@@ -1,4 +1,4 @@
-"""Drives a GroupCoordinator the way server/group_service.py does, on an explicit clock.
+"""Drives a GroupCoordinator the way server/coordinators/group_service.py does, on an explicit clock.
 
 Appends are kept in memory (per partition, in order) so a test can restart the coordinator from
 them; `fail_appends` makes the next appends fail with that error code.

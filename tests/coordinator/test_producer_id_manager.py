@@ -1,7 +1,7 @@
 """Producer ids come from durably reserved blocks and are never handed out twice."""
 
 from samsa.coordinator.producer_id_manager import ProducerIdManager
-from samsa.server.metadata import MetadataImage
+from samsa.server.metadata.image import MetadataImage
 
 
 def test_ids_come_from_blocks_reserved_one_at_a_time():

@@ -21,7 +21,7 @@ OFFSETS_TP = ("__consumer_offsets", 7)
 
 
 class Harness(ClockedHarness):
-    """Drives a TransactionCoordinator as server/txn_service.py does: appends kept in memory per
+    """Drives a TransactionCoordinator as server/coordinators/txn_service.py does: appends kept in memory per
     partition, markers recorded per partition; `fail_appends` (an error code, or a function of the
     append giving one or None) and `marker_errors` inject failures."""
 

@@ -9,7 +9,7 @@ import struct
 import trio
 
 from samsa.server.broker import Broker
-from samsa.server.config import KafkaConfig
+from samsa.server.config.kafka_config import KafkaConfig
 from samsa.wire import records
 from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
 

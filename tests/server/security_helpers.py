@@ -14,7 +14,7 @@ from pathlib import Path
 
 import trio
 
-from samsa.server.config import KafkaConfig
+from samsa.server.config.kafka_config import KafkaConfig
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 

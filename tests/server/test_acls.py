@@ -7,8 +7,8 @@ written for that principal, and `grant` puts them in force in-process, as Create
 
 from __future__ import annotations
 
-from samsa.server.acl_admin import store_acls
-from samsa.server.authorizer import (
+from samsa.server.security.acl_admin import store_acls
+from samsa.server.security.authorizer import (
     ALL,
     ALLOW,
     ALTER,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from samsa.server.authorizer import (
+from samsa.server.security.authorizer import (
     ALL,
     ALLOW,
     ALTER,
@@ -36,7 +36,7 @@ from samsa.server.authorizer import (
     host_address,
     operations_bit_field,
 )
-from samsa.server.config import ConfigError, KafkaConfig
+from samsa.server.config.kafka_config import ConfigError, KafkaConfig
 
 LITERAL, PREFIXED, MATCH, ANY = PatternType.LITERAL, PatternType.PREFIXED, PatternType.MATCH, PatternType.ANY
 ALICE, BOB = "User:alice", "User:bob"

@@ -15,7 +15,7 @@ from loopback import (
     run_with_broker,
 )
 
-from samsa.server.network import _LargeFrameMemory
+from samsa.server.network.socket_server import _LargeFrameMemory
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class

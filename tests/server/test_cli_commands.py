@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from samsa.server.cli import parse_args
+from samsa.server.main import parse_args
 
 TOOL_MODULES = "[m for m in sys.modules if m.startswith('samsa.cli.')]"
 
 
 def modules_imported_by(argv: list[str]) -> list[str]:
     """The cli/ modules a fresh interpreter has imported after parsing `argv`."""
-    code = (f"import json, sys; from samsa.server.cli import parse_args; parse_args({argv!r}); "
+    code = (f"import json, sys; from samsa.server.main import parse_args; parse_args({argv!r}); "
             f"print(json.dumps(sorted({TOOL_MODULES})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return json.loads(out)

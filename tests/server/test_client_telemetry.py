@@ -13,7 +13,7 @@ from otlp_payloads import CUMULATIVE, counter, gauge, histogram, metrics_data
 from prometheus_client import CollectorRegistry, generate_latest
 
 from samsa.coordinator.client_metrics import kafka_uuid_string, subscription_id
-from samsa.server.config import ConfigSource, ConfigType
+from samsa.server.config.kafka_config import ConfigSource, ConfigType
 from samsa.server.handlers import load_handlers
 from samsa.server.handlers.api_versions import api_keys
 from samsa.wire.compression import compress

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from samsa.server.broker_config_defs import BROKER_CONFIGS
-from samsa.server.config import (
+from samsa.server.config.broker_config_defs import BROKER_CONFIGS
+from samsa.server.config.kafka_config import (
     ConfigError,
     ConfigSource,
     ConfigSynonym,

@@ -1,4 +1,4 @@
-"""server/config_support.py against the code: what it calls honoured is read, what the code reads
+"""server/config/config_support.py against the code: what it calls honoured is read, what the code reads
 is classified; and docs/configuration.md is what tools/gen_config_doc.py writes from it."""
 
 import dataclasses
@@ -6,18 +6,18 @@ import re
 import runpy
 from pathlib import Path
 
-from samsa.server import config_support as support
-from samsa.server.authorizer import AUTHORIZER_CONFIGS
+from samsa.server.config import config_support as support
+from samsa.server.security.authorizer import AUTHORIZER_CONFIGS
 from samsa.server.metrics.configs import METRICS_CONFIGS
-from samsa.server.broker_config_defs import BROKER_CONFIGS
+from samsa.server.config.broker_config_defs import BROKER_CONFIGS
 from samsa.storage.log_config import LogConfig
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS
 
 REPO = Path(__file__).resolve().parents[2]
 # Modules that define or classify configs rather than read them.
-NOT_READERS = {"server/broker_config_defs.py", "storage/topic_config_defs.py", "server/config_support.py"}
+NOT_READERS = {"server/config/broker_config_defs.py", "storage/topic_config_defs.py", "server/config/config_support.py"}
 # Configs whose names the code builds from a prefix: the prefix and the module that reads them.
-READ_BY_PREFIX = {"group.consumer.": "server/consumer_groups.py"}
+READ_BY_PREFIX = {"group.consumer.": "server/coordinators/consumer_groups.py"}
 
 
 def _sources() -> dict[str, str]:
@@ -69,7 +69,7 @@ def test_every_broker_config_the_code_names_is_classified():
     classified = (support.HONOURED_BROKER_CONFIGS.keys() | support.IGNORED_BROKER_CONFIGS.keys()
                   | support.REFUSED_BROKER_CONFIGS.keys() | support.REFUSED_BROKER_VALUES.keys() | topic_defaults)
     named = {name for name in ALL_BROKER_CONFIGS if _named_in_code(name)}
-    assert sorted(named - classified) == [], "classify these in server/config_support.py"
+    assert sorted(named - classified) == [], "classify these in server/config/config_support.py"
 
 
 def _log_config_reads() -> dict[str, set[str]]:
@@ -91,7 +91,7 @@ def test_honoured_topic_configs_are_read_and_ignored_ones_are_not():
     reads = _log_config_reads()
     unread = sorted(name for name in support.HONOURED_TOPIC_CONFIGS if not reads[name]
                     and not any(_quoted(name, text) for module, text in SOURCES.items()
-                                if module not in ("storage/log_config.py", "server/topic_configs.py")))
+                                if module not in ("storage/log_config.py", "server/config/topic_configs.py")))
     assert unread == []
     ignored = set(TOPIC_CONFIGS) - support.HONOURED_TOPIC_CONFIGS.keys()
     assert {name: reads[name] for name in sorted(ignored) if reads[name]} == {}

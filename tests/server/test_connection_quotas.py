@@ -7,8 +7,8 @@ import pytest
 import trio
 import trio.testing
 
-from samsa.server.config import ConfigError, KafkaConfig
-from samsa.server.security.connection_quotas import ConnectionQuotas, TooManyConnections
+from samsa.server.config.kafka_config import ConfigError, KafkaConfig
+from samsa.server.network.connection_quotas import ConnectionQuotas, TooManyConnections
 from samsa.wire.errors import ErrorCode
 
 from security_helpers import ApiVersions, closed, config, run

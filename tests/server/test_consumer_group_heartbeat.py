@@ -145,8 +145,8 @@ def test_consumer_protocol_disabled(tmp_path):
 def test_group_consumer_configs_are_checked_as_kafka_checks_them():
     import pytest
 
-    from samsa.server.config import ConfigError, KafkaConfig
-    from samsa.server.consumer_groups import consumer_group_config
+    from samsa.server.config.kafka_config import ConfigError, KafkaConfig
+    from samsa.server.coordinators.consumer_groups import consumer_group_config
 
     config = consumer_group_config(KafkaConfig({}).get)
     assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.assignors) == (

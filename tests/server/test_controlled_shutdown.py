@@ -1,4 +1,4 @@
-"""server/controlled_shutdown.py against a fake controller on a real socket: ControlledShutdown v3
+"""server/zookeeper/controlled_shutdown.py against a fake controller on a real socket: ControlledShutdown v3
 with the broker's id and epoch, retried while partitions remain to move, given up after
 controlled.shutdown.max.retries attempts. compat-tests/test_zookeeper_cluster.py has Kafka 3.9's
 controller answer it."""
@@ -10,9 +10,9 @@ import struct
 import trio
 from loopback import broker_config
 
-from samsa.server.controlled_shutdown import controlled_shutdown
-from samsa.server.zk_broker import ZkMembership
-from samsa.server.zk_metadata_cache import AliveBroker, ZkMetadataCache
+from samsa.server.zookeeper.controlled_shutdown import controlled_shutdown
+from samsa.server.zookeeper.membership import ZkMembership
+from samsa.server.zookeeper.metadata_cache import AliveBroker, ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, decode_request, encode_response, response_class
 

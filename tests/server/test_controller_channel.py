@@ -1,11 +1,11 @@
-"""The controller's requests as server/controller_channel.py builds them: every version it may
+"""The controller's requests as server/zookeeper/controller_channel.py builds them: every version it may
 send decodes back to what the pure controller decided."""
 
 import pytest
 
 from samsa.coordinator.controller.actions import (LeaderAndIsrPartition, SendLeaderAndIsr, SendStopReplica,
                                                   SendUpdateMetadata, StopReplicaPartition, UpdateMetadataPartition)
-from samsa.server.controller_channel import VERSIONS, _build, topic_id_string, topic_uuid
+from samsa.server.zookeeper.controller_channel import VERSIONS, _build, topic_id_string, topic_uuid
 from samsa.wire.protocol import ApiKey, decode_request, encode_request
 from samsa.wire.zk_data import BrokerRegistration, EndPoint, PartitionState
 

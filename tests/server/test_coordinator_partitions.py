@@ -1,4 +1,4 @@
-"""CoordinatorPartitions (server/coordinator_runtime.py): which partitions of a coordinator topic a
+"""CoordinatorPartitions (server/coordinators/runtime.py): which partitions of a coordinator topic a
 broker of a cluster coordinates, loaded on election and dropped on resignation, as Kafka 3.9's
 onElection/onResignation with loadingPartitions and epochForPartitionId."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from samsa.server.coordinator_runtime import CoordinatorPartitions
+from samsa.server.coordinators.runtime import CoordinatorPartitions
 from samsa.wire.errors import ErrorCode
 
 

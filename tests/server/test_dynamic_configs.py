@@ -11,9 +11,9 @@ import logging
 import pytest
 import trio
 
-from samsa.server.config import ConfigSource, ConfigSynonym, ConfigType, KafkaConfig
-from samsa.server.dynamic_broker_config import incremental_broker_configs
-from samsa.server.metadata import METADATA_FILE
+from samsa.server.config.kafka_config import ConfigSource, ConfigSynonym, ConfigType, KafkaConfig
+from samsa.server.config.dynamic_broker_config import incremental_broker_configs
+from samsa.server.metadata.image import METADATA_FILE
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 

@@ -1,6 +1,6 @@
 """KIP-227 fetch sessions: the bookkeeping of FetchSessionCache, without I/O."""
 
-from samsa.server.fetch_session import CachedPartition, FetchSessionCache
+from samsa.server.replication.fetch_session import CachedPartition, FetchSessionCache
 from samsa.wire.errors import ErrorCode
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from samsa.server.cli import main
-from samsa.server.format_storage import FormatError, parse_scram
+from samsa.server.main import main
+from samsa.server.metadata.format_storage import FormatError, parse_scram
 from samsa.wire.errors import ErrorCode
 
 from security_helpers import config, run, sasl_scram

@@ -11,10 +11,10 @@ import uuid
 from loopback import Client, broker_config, one_batch, produce_request, run_with_broker
 
 from samsa.coordinator.partition_leader import IsrChange
-from samsa.server.alter_partition_manager import AlterPartitionManager
+from samsa.server.replication.alter_partition_manager import AlterPartitionManager
 from samsa.server.clock import wall_clock_ms
-from samsa.server.zk_broker import ZkMembership
-from samsa.server.zk_metadata_cache import ZkMetadataCache
+from samsa.server.zookeeper.membership import ZkMembership
+from samsa.server.zookeeper.metadata_cache import ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class, response_class
 

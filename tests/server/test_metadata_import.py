@@ -1,4 +1,4 @@
-"""server/metadata.py's load_or_import: on a log dir Kafka wrote, Samsa's metadata image is what
+"""server/metadata/image.py's load_or_import: on a log dir Kafka wrote, Samsa's metadata image is what
 Kafka's `__cluster_metadata` log holds (storage/cluster_metadata.py reads it), saved as Samsa's."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from samsa.server.authorizer import AclBinding
-from samsa.server.metadata import METADATA_FILE, MetadataImage, load_or_import
+from samsa.server.security.authorizer import AclBinding
+from samsa.server.metadata.image import METADATA_FILE, MetadataImage, load_or_import
 from samsa.server.security.scram import ScramCredential
 from samsa.storage.cluster_metadata import CLUSTER_METADATA_DIR, ClusterMetadataError
 from samsa.storage.log_manager import CLEAN_SHUTDOWN_FILE

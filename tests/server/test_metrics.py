@@ -18,8 +18,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from samsa.server.broker import Broker
-from samsa.server.config import KafkaConfig
-from samsa.server.zk_client import ZooKeeperClientTimeoutException
+from samsa.server.config.kafka_config import KafkaConfig
+from samsa.server.zookeeper.zk_client import ZooKeeperClientTimeoutException
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class

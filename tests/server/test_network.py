@@ -9,7 +9,7 @@ import socket
 import trio
 import trio.testing
 
-from samsa.server.network import Connection, Endpoint
+from samsa.server.network.socket_server import Connection, Endpoint
 from samsa.storage.file_records import FileRecords
 from samsa.wire.codec import REFERENCE_MIN, FrameBuffer
 from samsa.wire.protocol import encode_response, message_class
@@ -144,7 +144,7 @@ def test_an_idle_connection_gives_its_large_frame_to_the_next_connection():
 
 
 def test_accepted_sockets_get_the_listening_socket_options():
-    from samsa.server.network import open_listener, serve_listener
+    from samsa.server.network.socket_server import open_listener, serve_listener
 
     async def main():
         endpoint = Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from otlp_payloads import CUMULATIVE, DELTA, counter, double, fixed64, gauge, histogram, message, metrics_data, string
 
-from samsa.server.otlp_metrics import Kind, Temporality, decode_metrics_data
+from samsa.server.metrics.otlp_metrics import Kind, Temporality, decode_metrics_data
 
 
 def test_gauges_sums_and_histograms_with_their_attributes():

@@ -1,4 +1,4 @@
-"""server/replica_assignment.py against Kafka 3.9.2's own AdminUtils.assignReplicasToBrokers: each line
+"""server/zookeeper/replica_assignment.py against Kafka 3.9.2's own AdminUtils.assignReplicasToBrokers: each line
 of replica_assignment_kafka39.txt is what Kafka answered for brokers 0..n-1 (their racks, '-' for
 none), 10 partitions, a replication factor, a fixed start index and a start partition id; written by
 a small Java program calling org.apache.kafka.admin.AdminUtils from kafka-server-common-3.9.2.jar."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.server.replica_assignment import (
+from samsa.server.zookeeper.replica_assignment import (
     AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers, rack_alternated_brokers,
 )
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import trio
 
-from samsa.server.replica_fetcher import ReplicaFetcherManager, truncation_offset
+from samsa.server.replication.replica_fetcher import ReplicaFetcherManager, truncation_offset
 
 
 def test_agreed_epoch_keeps_what_both_have():

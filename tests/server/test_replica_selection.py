@@ -12,10 +12,10 @@ from loopback import Client, broker_config
 from test_replication import TOPIC, produce, run_cluster
 
 from samsa.coordinator.partition_leader import FollowerState
-from samsa.server.config import ConfigError, KafkaConfig
-from samsa.server.replica_selector import (RACK_AWARE_REPLICA_SELECTOR, ReplicaView, preferred_read_replica,
+from samsa.server.config.kafka_config import ConfigError, KafkaConfig
+from samsa.server.replication.replica_selector import (RACK_AWARE_REPLICA_SELECTOR, ReplicaView, preferred_read_replica,
                                            rack_aware_select, replica_selector)
-from samsa.server.zk_metadata_cache import AliveBroker, ZkMetadataCache
+from samsa.server.zookeeper.metadata_cache import AliveBroker, ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 

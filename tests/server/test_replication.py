@@ -10,7 +10,7 @@ from loopback import Client, broker_config, fetch_request, one_batch, produce_re
 from samsa.server.broker import Broker
 from samsa.storage.checkpoints import OffsetCheckpointFile
 from samsa.server.clock import wall_clock_ms
-from samsa.server.replica_manager import PartitionState
+from samsa.server.replication.replica_manager import PartitionState
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 

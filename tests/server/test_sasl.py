@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from trio.testing import MockClock
 
-from samsa.server.security.listeners import AUTHENTICATION_TIMEOUT_S
+from samsa.server.network.listeners import AUTHENTICATION_TIMEOUT_S
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
@@ -332,7 +332,7 @@ def test_reauth_ms_per_listener_and_mechanism(tmp_path):
 ])
 def test_bad_sasl_configs_name_the_key(tmp_path, props, key, message):
     from samsa.server.broker import Broker
-    from samsa.server.config import ConfigError
+    from samsa.server.config.kafka_config import ConfigError
 
     base = {"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS}
     merged = {k: v for k, v in {**base, **props}.items() if v is not None}

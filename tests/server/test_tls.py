@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from samsa.server.broker import Broker
-from samsa.server.config import ConfigError
+from samsa.server.config.kafka_config import ConfigError
 from samsa.wire import legacy, records
 from samsa.wire.errors import ErrorCode
 
@@ -114,7 +114,7 @@ def test_principal_mapping_rules(tmp_path, certs):
 
 
 def test_a_refused_handshake_tells_the_client_why(tmp_path, certs):
-    """The broker sends OpenSSL's alert before it closes (server/network.py's start_tls reads it from
+    """The broker sends OpenSSL's alert before it closes (server/network/socket_server.py's start_tls reads it from
     trio's SSLStream), so the client's error names the reason, not an unexpected EOF."""
     async def scenario(broker, ports, seen):
         with pytest.raises(trio.BrokenResourceError) as refused:
@@ -181,8 +181,8 @@ def test_bad_tls_configs_name_the_key(tmp_path, certs, props, key, message):
 
 
 def test_cipher_suites_in_java_names_narrow_tls12(tmp_path, certs):
-    from samsa.server.security.listener_config import ListenerConfig
-    from samsa.server.security.tls import server_context
+    from samsa.server.network.listener_config import ListenerConfig
+    from samsa.server.network.tls import server_context
 
     cfg = ssl_config(tmp_path, certs, **{"ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"})
     context = server_context(ListenerConfig(cfg, "SSL"), "SSL")

@@ -13,9 +13,9 @@ import trio
 from samsa.coordinator.transaction_log import TRANSACTION_STATE_TOPIC, encode_key, encode_value, read_record
 from samsa.coordinator.transaction_metadata import TransactionState
 from samsa.server.handlers import load_handlers
-from samsa.server.metadata import BrokerInfo
-from samsa.server.txn_marker_channel import TxnMarkerChannel
-from samsa.server.zk_metadata_cache import PartitionState as ZkPartitionState
+from samsa.server.metadata.image import BrokerInfo
+from samsa.server.coordinators.txn_marker_channel import TxnMarkerChannel
+from samsa.server.zookeeper.metadata_cache import PartitionState as ZkPartitionState
 from samsa.storage.log import AppendOrigin, Log
 from samsa.storage.log_config import LogConfig
 from samsa.wire import records
@@ -458,7 +458,7 @@ def test_every_version_of_the_transaction_apis_is_answered(tmp_path):
 
 def test_marker_channel_sends_markers_to_each_partitions_leader(tmp_path):
     """A cluster's coordinator hands the markers of partitions it does not lead to
-    server/txn_marker_channel.py: WriteTxnMarkers to the leader the metadata names (the broker
+    server/coordinators/txn_marker_channel.py: WriteTxnMarkers to the leader the metadata names (the broker
     here plays broker 0); no live leader or no answer is a retriable error, a topic gone from the
     metadata completes its marker."""
     config = broker_config(tmp_path)

@@ -1,4 +1,4 @@
-"""server/zk_broker.py and the ZooKeeper side of `samsa serve`, without a ZooKeeper: the broker id
+"""server/zookeeper/membership.py and the ZooKeeper side of `samsa serve`, without a ZooKeeper: the broker id
 rules of Kafka's KafkaServer, meta.properties, the registration version, and the exit after
 zookeeper.connection.timeout.ms when nothing answers (compat-tests/test_zookeeper_cluster.py runs
 brokers against a real ZooKeeper and Kafka 3.9)."""
@@ -11,13 +11,13 @@ import time
 import pytest
 import trio
 
-from samsa.server.cli import main
-from samsa.server.config import ConfigError, KafkaConfig
-from samsa.server.zk_broker import (
+from samsa.server.main import main
+from samsa.server.config.kafka_config import ConfigError, KafkaConfig
+from samsa.server.zookeeper.membership import (
     InconsistentBrokerIdException, _broker_id, _check_broker_id_config, _write_meta_properties, broker_registration,
     registration_version,
 )
-from samsa.server.zk_client import ZkConnect
+from samsa.server.zookeeper.zk_client import ZkConnect
 from samsa.storage.checkpoints import read_properties
 from samsa.wire import zk_data
 

@@ -1,4 +1,4 @@
-"""server/zk_metadata_cache.py and the UpdateMetadata handler without a ZooKeeper: Kafka's
+"""server/zookeeper/metadata_cache.py and the UpdateMetadata handler without a ZooKeeper: Kafka's
 ZkMetadataCache rules (partial updates merged, deletion by leader -2, topic ids, listeners,
 LEADER_NOT_AVAILABLE), the fencing of stale controllers and broker epochs, and what Metadata,
 DescribeCluster, DescribeTopicPartitions and FindCoordinator answer from the cache (compat-tests/test_zookeeper_cluster.py has a real Kafka 3.9
@@ -12,8 +12,8 @@ import pytest
 from loopback import Client, broker_config, run_with_broker
 
 from samsa.coordinator.group_coordinator import partition_for
-from samsa.server.zk_broker import ZkMembership
-from samsa.server.zk_metadata_cache import StaleControllerEpoch, ZkMetadataCache
+from samsa.server.zookeeper.membership import ZkMembership
+from samsa.server.zookeeper.metadata_cache import StaleControllerEpoch, ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 

@@ -1,4 +1,4 @@
-"""Producer id blocks from /latest_producer_id_block (server/zk_client.py, Kafka's
+"""Producer id blocks from /latest_producer_id_block (server/zookeeper/zk_client.py, Kafka's
 ZkProducerIdManager.getNewProducerIdBlock), which the controller hands Kafka brokers and a Samsa
 broker takes for itself, against a ZooKeeper stand-in: the first block starts at
 0 (the znode empty), each next one after the latest, and a write another broker beat is read again."""
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
-from samsa.server.zk_client import new_producer_id_block
+from samsa.server.zookeeper.zk_client import new_producer_id_block
 from samsa.wire import zk_data
 
 

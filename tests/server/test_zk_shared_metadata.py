@@ -1,4 +1,4 @@
-"""server/zk_shared_metadata.py without a ZooKeeper: Kafka's names and value formats (Sanitizer,
+"""server/zookeeper/shared_metadata.py without a ZooKeeper: Kafka's names and value formats (Sanitizer,
 Double.toString, ScramCredentialUtils, ACL znode spellings), and ZkSharedMetadata loading, writing and
 following change notifications over an in-memory stand-in for KafkaZkClient (compat-tests/
 test_zookeeper_configs.py runs it against a real ZooKeeper with Kafka 3.9 beside it)."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from samsa.server.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from samsa.server.security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from samsa.server.security.scram import ScramCredential, ScramMechanism
-from samsa.server.zk_shared_metadata import (
+from samsa.server.zookeeper.shared_metadata import (
     ZkSharedMetadata,
     acl_binding,
     acl_entry,

@@ -1,0 +1,79 @@
+"""AlterConfigs and IncrementalAlterConfigs on every resource type, as Kafka's ConfigAdminManager
+preprocesses them (repeated resources or keys, null values, unknown types) and hands each on: a
+topic's overrides (in a ZooKeeper cluster: /config/topics/<t> and a /config/changes notification, as
+Kafka 3.9's ZkAdminManager), a BROKER resource's dynamic configs, a BROKER_LOGGER's levels
+(incremental only), a CLIENT_METRICS resource's subscription (KIP-714)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ...wire.errors import ErrorCode
+from ..security.authorizer import ALTER_CONFIGS
+from .broker_loggers import alter_loggers
+from .client_metrics_configs import alter_client_metrics
+from .config_resources import ConfigApiError, OpType, ResourceType, check_authorized, invalid_request
+from .dynamic_broker_config import (
+    alter_broker_configs,
+    alter_cluster_broker_configs,
+    check_broker_resource,
+    incremental_broker_configs,
+)
+from .topic_configs import alter_cluster_topic_configs, alter_topic_configs, incremental_topic_configs
+
+
+async def alter_configs(ctx, request, response_type, incremental: bool):
+    """The response (of `response_type`) to an AlterConfigs or IncrementalAlterConfigs request:
+    each resource's error code and message, in the request's order."""
+    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    responses = []
+    for resource in request.resources:
+        code, message = ErrorCode.NONE, None
+        try:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise invalid_request("Each resource must appear at most once.")
+            await _alter(ctx, resource, request.validate_only, incremental)
+        except ConfigApiError as error:
+            code, message = error.code, error.message
+        responses.append(response_type.AlterConfigsResourceResponse(
+            error_code=code, error_message=message, resource_type=resource.resource_type,
+            resource_name=resource.resource_name))
+    return response_type(throttle_time_ms=0, responses=responses)
+
+
+async def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
+    services = ctx.services
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise invalid_request("Error due to duplicate config keys")
+    nulls = [c.name for c in resource.configs
+             if c.value is None and not (incremental and c.config_operation == OpType.DELETE)]
+    if nulls:
+        raise invalid_request("Null value not supported for : " + ", ".join(nulls))
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == ResourceType.TOPIC:
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
+        if services.zk_shared is not None:
+            await alter_cluster_topic_configs(services, name, resource.configs, incremental, validate_only)
+            return
+        configs = (incremental_topic_configs(services, name, resource.configs) if incremental
+                   else {c.name: c.value for c in resource.configs})
+        alter_topic_configs(services, name, configs, validate_only)
+    elif kind == ResourceType.BROKER:
+        check_broker_resource(name, services.node_id)
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
+        configs = (incremental_broker_configs(services.config.dynamic_configs(per_broker=name != ""), resource.configs)
+                   if incremental else {c.name: c.value for c in resource.configs})
+        if services.zk_shared is not None:
+            await alter_cluster_broker_configs(services, name, configs, validate_only)
+        else:
+            alter_broker_configs(services, name, configs, validate_only)
+    elif kind == ResourceType.BROKER_LOGGER and incremental:
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
+        alter_loggers(name, services.node_id, resource.configs, validate_only)
+    elif kind == ResourceType.CLIENT_METRICS:
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
+        alter_client_metrics(services, name, resource.configs, incremental, validate_only)
+    else:
+        # Legacy AlterConfigs never took BROKER_LOGGER: it lands here too.
+        raise invalid_request(f"Unknown resource type {kind}")

@@ -1,0 +1,73 @@
+"""Changing a topic's config overrides (AlterConfigs replaces them, IncrementalAlterConfigs edits)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...storage.errors import InvalidConfigurationException
+from ...storage.log_config import LogConfig
+from ...wire.errors import ErrorCode
+from .kafka_config import ConfigError
+from .config_resources import ConfigApiError, incremental_alter
+
+if TYPE_CHECKING:
+    from ..context import BrokerServices
+
+LIST_TOPIC_CONFIGS = ("cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def alter_topic_configs(services: BrokerServices, name: str, new_configs: dict[str, str], validate_only: bool) -> None:
+    """Validate and (unless validate_only) store a topic's new overrides; ConfigApiError if refused."""
+    _check_topic(services, services.metadata, name, new_configs)
+    if not validate_only:
+        services.replica_manager.update_topic_configs(name, new_configs)
+
+
+async def alter_cluster_topic_configs(services: BrokerServices, name: str, changes, incremental: bool,
+                                      validate_only: bool) -> None:
+    """In a ZooKeeper cluster (ZkAdminManager): the overrides as /config/topics/<t> holds them now,
+    changed, checked and (unless validate_only) written back with a /config/changes notification;
+    every broker's logs take them from there."""
+    _check_topic(services, services.metadata_cache, name, {})
+    if incremental:
+        overrides = await services.zookeeper.client.get_entity_config("topics", name)
+        new_configs = _incremental(services, overrides, changes)
+    else:
+        new_configs = {c.name: c.value for c in changes}
+    _check_topic(services, services.metadata_cache, name, new_configs)
+    if not validate_only:
+        await services.zk_shared.change_topic_config(name, new_configs)
+
+
+def _check_topic(services: BrokerServices, metadata, name: str, new_configs: dict[str, str]) -> None:
+    if name not in metadata.topics:
+        raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+    try:
+        services.config.validate_topic_configs(new_configs)
+        LogConfig.from_props(new_configs, base=services.config.log_config())
+    except ConfigError as e:
+        raise ConfigApiError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    except InvalidConfigurationException as e:
+        raise ConfigApiError(ErrorCode.INVALID_CONFIG, str(e.args[-1])) from None
+
+
+def incremental_topic_configs(services: BrokerServices, name: str, changes) -> dict[str, str]:
+    """Kafka's IncrementalAlterConfigs operations on a copy of a topic's overrides.
+
+    APPEND and SUBTRACT start from the effective value (the override, else the broker's or
+    Kafka's default), as Kafka does.
+    """
+    topic = services.metadata.topics.get(name)
+    return _incremental(services, topic.configs if topic else {}, changes)
+
+
+def _incremental(services: BrokerServices, overrides: dict[str, str], changes) -> dict[str, str]:
+    return incremental_alter(
+        overrides, changes, is_list=lambda name: name in LIST_TOPIC_CONFIGS,
+        not_list_message=lambda operation, name: f"Config value append is not allowed for config key: {name}",
+        unset_value=lambda name: _effective(services, overrides, name) or "")
+
+
+def _effective(services: BrokerServices, overrides: dict[str, str], name: str) -> str | None:
+    entries = services.config.describe_topic_configs(overrides, [name])
+    return entries[0].value if entries else None

@@ -1,0 +1,349 @@
+"""Runs the group coordinator for the broker: requests in with the clock, actions carried out.
+
+The coordinator (coordinator/group_coordinator.py) is sans-I/O; this is its shell. A handler calls
+`submit(ctx, GroupCoordinator.join_group, request)`: the request gets a ticket and waits on it while
+the coordinator's actions are carried out. Records go to `__consumer_offsets` (created on first
+need, compacted) and their completions run once the append is done (and flushed when the log's
+flush policy says so); responses go to the tickets they name, which may be requests parked earlier.
+A task in the broker's nursery wakes the coordinator at its next deadline (session timeouts,
+rebalance timeouts, the initial rebalance delay, offset retention).
+
+At startup every partition of `__consumer_offsets` is replayed into the coordinator before the
+broker accepts connections, transaction markers included (offsets committed in a transaction are
+pending until its marker; the transaction service reports markers it writes later through
+`complete_transaction`). At shutdown parked requests are answered NOT_COORDINATOR, as Kafka
+does when it resigns, so that clients find the coordinator again once the broker is back.
+
+In a ZooKeeper cluster the broker coordinates the groups of the `__consumer_offsets` partitions it
+leads, each partition with its own coordinator, loaded in the background when the controller makes
+it leader and unloaded when it follows or stops the partition (server/coordinators/runtime.py's
+CoordinatorPartitions; Kafka 3.9's GroupCoordinator.onElection and onResignation). Writes there
+wait for the ISR (acks=all, up to offsets.commit.timeout.ms) at the leader epoch the partition was
+loaded with (Kafka's coordinator epoch).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import uuid
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ...coordinator.actions import Actions, Append
+from ...coordinator.group import RequestInfo
+from ...coordinator.group_coordinator import (
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    GroupCoordinatorConfig,
+    partition_for,
+)
+from ...wire.coordinator_record import RecordFormatError
+from ...wire.records import ControlRecordType, parse_control_record
+from ...wire.errors import ErrorCode
+from .runtime import (
+    CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches, replay_topic,
+)
+from ...wire.exceptions import CodecError
+from .consumer_groups import consumer_group_config, topics_image
+
+if TYPE_CHECKING:
+    from ..config.kafka_config import KafkaConfig
+    from ..context import RequestContext
+    from ..metadata.image import MetadataCache
+    from ..replication.replica_manager import ReplicaManager
+
+log = logging.getLogger("samsa.group_service")
+
+
+class _Reply:
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.response: Any = None
+
+    def set(self, response: Any) -> None:
+        if not self.event.is_set():
+            self.response = response
+            self.event.set()
+
+
+def random_member_uuid() -> str:
+    """The unique part of a member id, as Kafka makes it: a random UUID."""
+    return str(uuid.uuid4())
+
+
+class GroupService:
+    def __init__(self, config: KafkaConfig, metadata: MetadataCache, replicas: ReplicaManager,
+                 disk_limiter: trio.CapacityLimiter, clock: Callable[[], int],
+                 new_member_uuid: Callable[[], str], cluster: MetadataCache | None = None) -> None:
+        """`replicas`: where `__consumer_offsets` is (created through it); `disk_limiter`: fsyncs
+        take turns with the broker's; `clock()`: ms since the epoch (offsets and group states carry
+        wall-clock times); `new_member_uuid()`: the unique part of each new member id; `cluster`: in a
+        ZooKeeper cluster, the controller's metadata."""
+        self._config = config
+        self._metadata = metadata
+        self._replicas = replicas
+        self._disk_limiter = disk_limiter
+        self._clock = clock
+        self._new_member_uuid = new_member_uuid
+        self.coordinator: GroupCoordinator | None = None
+        self._replies: dict[int, _Reply] = {}
+        self._tickets = itertools.count()
+        self._waker = DeadlineWaker("group coordinator", clock)
+        self._topics_changed = False
+        self._cluster = cluster
+        self.partitions: CoordinatorPartitions[GroupCoordinator] | None = None if cluster is None else \
+            CoordinatorPartitions(OFFSETS_TOPIC, self._refusing, self._load_partition, self._apply,
+                                  self._unload_partition)
+
+    # --- configuration ----------------------------------------------------------------------------
+
+    def _coordinator_config(self) -> GroupCoordinatorConfig:
+        get = self._config.get
+        return GroupCoordinatorConfig(
+            offsets_topic_num_partitions=self.num_partitions(),
+            group_min_session_timeout_ms=get("group.min.session.timeout.ms"),
+            group_max_session_timeout_ms=get("group.max.session.timeout.ms"),
+            group_max_size=get("group.max.size"),
+            group_initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms"),
+            offset_metadata_max_bytes=get("offset.metadata.max.bytes"),
+            offsets_retention_ms=get("offsets.retention.minutes") * 60_000,
+            offsets_retention_check_interval_ms=get("offsets.retention.check.interval.ms"),
+            consumer=consumer_group_config(get),
+        )
+
+    def num_partitions(self) -> int:
+        """The topic's real partition count wins: groups must map where their records are."""
+        topic = self._topics().topics.get(OFFSETS_TOPIC)
+        return topic.num_partitions if topic else self._config.get("offsets.topic.num.partitions")
+
+    def _topics(self) -> MetadataCache:
+        return self._metadata if self._cluster is None else self._cluster
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions())
+
+    def coordinator_for(self, group_id: str) -> GroupCoordinator:
+        """The coordinator of the group: in a cluster, its partition's, or one that refuses
+        (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+        if self.partitions is None:
+            return self.coordinator
+        return self.partitions.get(self.partition_for(group_id))
+
+    def coordinators(self) -> list[GroupCoordinator]:
+        return [self.coordinator] if self.partitions is None else list(self.partitions.owned.values())
+
+    def ensure_offsets_topic(self) -> None:
+        """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing (a
+        single broker; a cluster's is created through ZooKeeper, server/zookeeper/auto_topic_creation.py)."""
+        if OFFSETS_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
+            return
+        create_internal_topic(self._replicas, self._config, OFFSETS_TOPIC,
+                              self.coordinator.config.offsets_topic_num_partitions,
+                              "offsets.topic.replication.factor", self.topic_configs())
+
+    def topic_configs(self) -> dict[str, str]:
+        """Kafka's groupMetadataTopicConfigs."""
+        return {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(self._config.get("offsets.topic.segment.bytes")),
+            # Batches are compressed here with offsets.topic.compression.codec; the log keeps them as written.
+            "compression.type": "producer",
+        }
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if self.partitions is not None:
+            await self._run_in_cluster(task_status)
+            return
+        self.coordinator = self._new_coordinator()
+        loaded = await trio.to_thread.run_sync(self._load)
+        task_status.started()
+        try:
+            await self._apply(self.coordinator, loaded)
+            await self._waker.run(self.coordinator.next_deadline, self._fire_timers, before=self._update_topics)
+        finally:
+            self._deliver(self.coordinator.unload(self._clock()).responses)
+
+    async def _run_in_cluster(self, task_status) -> None:
+        """Partitions are loaded as the controller makes this broker their leader (`on_leadership_change`)."""
+        async with trio.open_nursery() as nursery:
+            self.partitions.nursery = nursery
+            task_status.started()
+            try:
+                await self._waker.run(self._next_deadline, self._fire_timers, before=self._update_topics)
+            finally:
+                self.partitions.stop()
+
+    def _new_coordinator(self) -> GroupCoordinator:
+        coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid)
+        coordinator.consumer.topics = topics_image(self._topics())
+        return coordinator
+
+    def _refusing(self, error: int) -> GroupCoordinator:
+        coordinator = self._new_coordinator()
+        coordinator.active, coordinator.inactive_error = False, error
+        return coordinator
+
+    def _load(self) -> Actions:
+        """Replay every record of `__consumer_offsets` (runs in a thread, before requests arrive)."""
+        replay_topic(self._metadata, self._replicas, OFFSETS_TOPIC, partial(self._replay_batch, self.coordinator))
+        return self.coordinator.load_complete(self._clock())
+
+    def _load_partition(self, index: int, epoch: int) -> tuple[GroupCoordinator, Actions]:
+        """One partition's groups and offsets, replayed into a coordinator of their own (in a thread:
+        Kafka's loadGroupsAndOffsets), up to the log end as Kafka reads it."""
+        coordinator = self._new_coordinator()
+        partition = self._replicas.get(OFFSETS_TOPIC, index)
+        count = sum(self._replay_batch(coordinator, partition, header, records)
+                    for header, records in log_batches(partition.log))
+        log.info("Replayed %d records of %s-%d for epoch %d", count, OFFSETS_TOPIC, index, epoch)
+        return coordinator, coordinator.load_complete(self._clock())
+
+    def _unload_partition(self, coordinator: GroupCoordinator) -> None:
+        """Kafka's onResignation: parked requests hear NOT_COORDINATOR, and so do later ones that
+        still hold this coordinator."""
+        coordinator.inactive_error = ErrorCode.NOT_COORDINATOR
+        self._deliver(coordinator.unload(self._clock()).responses)
+
+    def on_leadership_change(self, led: list[tuple[int, int]], resigned: list[tuple[int, int]]) -> None:
+        """(partition, leader epoch) of `__consumer_offsets` partitions this broker now leads, and
+        of those it no longer leads."""
+        self.partitions.on_leadership_change(led, resigned)
+        self._waker.poke()
+
+    def _next_deadline(self) -> int | None:
+        return min((d for c in self.coordinators() if (d := c.next_deadline()) is not None), default=None)
+
+    def _replay_batch(self, coordinator: GroupCoordinator, partition, header, records) -> int:
+        replayed = 0
+        try:
+            if header.is_control:
+                self._replay_marker(coordinator, header, records)
+                return replayed
+            producer_id = header.producer_id if header.is_transactional else -1
+            for record in records:
+                if record.key is not None:
+                    value = None if record.value is None else bytes(record.value)
+                    coordinator.replay(bytes(record.key), value, producer_id)
+                    replayed += 1
+        except (RecordFormatError, CodecError) as e:
+            log.error("Skipping a malformed record in %s: %s", partition.name, e)
+        return replayed
+
+    @staticmethod
+    def _replay_marker(coordinator: GroupCoordinator, header, records) -> None:
+        if records:  # an emptied marker: its transaction was cleaned away
+            marker = parse_control_record(records[0])
+            if marker.type is not ControlRecordType.UNKNOWN:
+                coordinator.replay_end_txn_marker(header.producer_id, marker.type is ControlRecordType.COMMIT)
+
+    def complete_transaction(self, producer_id: int, commit: bool, partitions: set[int]) -> None:
+        """A transaction's marker is written to these partitions of `__consumer_offsets`."""
+        if self.partitions is not None:
+            for index in partitions:
+                if (coordinator := self.partitions.owned.get(index)) is not None:
+                    self._deliver(coordinator.complete_transaction(self._clock(), producer_id, commit,
+                                                                   {index}).responses)
+        elif self.coordinator is not None:
+            self._deliver(self.coordinator.complete_transaction(self._clock(), producer_id, commit,
+                                                                partitions).responses)
+
+    def topics_changed(self) -> None:
+        """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
+        self._topics_changed = True
+        self._waker.poke()
+
+    async def _update_topics(self) -> None:
+        """Hand the coordinator the topics as they are now, if they changed: before the next group
+        request, so that a client that created a topic then heartbeats sees it."""
+        if self._topics_changed:
+            self._topics_changed = False
+            topics = topics_image(self._topics())
+            for coordinator in self.coordinators():
+                await self._apply(coordinator, coordinator.consumer.update_topics(self._clock(), topics))
+
+    async def _fire_timers(self, now_ms: int) -> None:
+        for coordinator in self.coordinators():
+            deadline = coordinator.next_deadline()
+            if deadline is not None and deadline <= now_ms:
+                await self._apply(coordinator, coordinator.on_timer(now_ms))
+
+    # --- requests -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def request_info(ctx: RequestContext) -> RequestInfo:
+        # Kafka shows a member's host as InetAddress.toString does: "/127.0.0.1".
+        return RequestInfo(ctx.api_version, ctx.client_id or "", f"/{ctx.connection.client_host}")
+
+    async def submit(self, ctx: RequestContext, method: Callable[..., Actions], group_id: str, *args: Any) -> Any:
+        """Run `method(coordinator, now_ms, ticket, request_info, *args)` on the coordinator of
+        `group_id` and wait for its response."""
+        info = self.request_info(ctx)
+        self.ensure_offsets_topic()
+        await self._update_topics()
+        coordinator = self.coordinator_for(group_id)
+        ticket = next(self._tickets)
+        reply = self._replies[ticket] = _Reply()
+        try:
+            await self._apply(coordinator, method(coordinator, self._clock(), ticket, info, *args))
+            await reply.event.wait()
+            return reply.response
+        finally:
+            del self._replies[ticket]
+
+    def list_groups(self, states: list[str], types: list[str]):
+        """ListGroups over every coordinator here; COORDINATOR_LOAD_IN_PROGRESS with the groups
+        known while a partition loads (Kafka's handleListGroups)."""
+        code, groups = ErrorCode.NONE, []
+        for coordinator in self.coordinators():
+            error, listed = coordinator.list_groups(states, types)
+            code = code or error
+            groups += listed
+        if self.partitions is not None and self.partitions.loading and code == ErrorCode.NONE:
+            code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return code, groups
+
+    async def topics_deleted(self, names: set[str]) -> None:
+        for coordinator in self.coordinators():
+            if coordinator is not None and coordinator.active and names:
+                await self._apply(coordinator, coordinator.delete_topic_offsets(self._clock(), names))
+
+    async def _apply(self, coordinator: GroupCoordinator, actions: Actions) -> None:
+        responses = list(actions.responses)
+        appends = list(actions.appends)
+        to_flush = []
+        while appends:
+            append = appends.pop(0)
+            error, log_to_flush = await self._append(append)
+            if log_to_flush is not None and log_to_flush not in to_flush:
+                to_flush.append(log_to_flush)
+            more = coordinator.complete_append(append, error, self._clock())
+            responses += more.responses
+            appends += more.appends
+        for log_ in to_flush:
+            # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
+            await trio.to_thread.run_sync(log_.flush, limiter=self._disk_limiter)
+        self._deliver(responses)
+        self._waker.poke()
+
+    async def _append(self, append: Append) -> tuple[int, Any]:
+        """(error code, the log to flush before answering or None). In a cluster, at the leader
+        epoch the partition was loaded with, and acknowledged by the ISR (Kafka's
+        offsets.commit.required.acks, -1)."""
+        epoch = None if self.partitions is None else self.partitions.epoch(append.partition)
+        return await append_records(self._replicas, OFFSETS_TOPIC, append.partition, append.records,
+                                    compression=self._config.get("offsets.topic.compression.codec"),
+                                    producer=append.producer, leader_epoch=epoch,
+                                    timeout_ms=self._config.get("offsets.commit.timeout.ms"))
+
+    def _deliver(self, responses: list[tuple[Any, Any]]) -> None:
+        for ticket, response in responses:
+            reply = self._replies.get(ticket)
+            if reply is not None:  # None: the client went away while parked
+                reply.set(response)
+

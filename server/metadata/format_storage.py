@@ -1,0 +1,83 @@
+"""`samsa format`: Kafka's `kafka-storage format` for one broker.
+
+Writes meta.properties in every log directory and, with `--add-scram`, the first SCRAM users into
+the metadata image (Kafka writes them as bootstrap records of the metadata log), so that a broker
+whose listeners all need SASL/SCRAM can be logged into from its first start:
+
+    samsa format server.properties --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
+
+A directory already formatted stops the command, unless `--ignore-formatted` skips it, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ...storage.checkpoints import META_PROPERTIES
+from ...storage.errors import KafkaStorageException
+from ...storage.log_manager import LogManager
+from .image import MetadataImage
+from ..security.scram import ScramCredential, ScramMechanism
+
+DEFAULT_ITERATIONS = 4096  # ScramParser's default
+_SCRAM_SPEC = re.compile(r"(?P<mechanism>[A-Z0-9-]+)=\[(?P<fields>.*)\]")
+
+
+class FormatError(Exception):
+    pass
+
+
+def _unquote(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+
+
+def parse_scram(spec: str) -> tuple[str, ScramMechanism, ScramCredential]:
+    """`SCRAM-SHA-256=[name=alice,password=alice-secret(,iterations=8192)]`, as kafka-storage's
+    --add-scram takes it; values may be in double quotes."""
+    match = _SCRAM_SPEC.fullmatch(spec.strip())
+    mechanism = ScramMechanism.from_name(match["mechanism"]) if match else None
+    if mechanism is None:
+        raise FormatError(f"Invalid --add-scram {spec!r}: expected SCRAM-SHA-256=[name=...,password=...] "
+                          "or SCRAM-SHA-512=[...]")
+    fields = {}
+    for item in re.findall(r'(?:[^,"]|"[^"]*")+', match["fields"]):
+        key, separator, value = item.partition("=")
+        if not separator:
+            raise FormatError(f"Invalid --add-scram {spec!r}: {item!r} is not key=value")
+        fields[key.strip().lower()] = _unquote(value.strip())
+    if not fields.get("name") or "password" not in fields:
+        raise FormatError(f"Invalid --add-scram {spec!r}: name and password are required")
+    try:
+        iterations = int(fields.get("iterations", DEFAULT_ITERATIONS))
+    except ValueError:
+        raise FormatError(f"Invalid --add-scram {spec!r}: iterations must be a number") from None
+    if not mechanism.min_iterations <= iterations <= 16384:
+        raise FormatError(f"Invalid --add-scram {spec!r}: iterations must be {mechanism.min_iterations}..16384")
+    return fields["name"], mechanism, ScramCredential.from_password(mechanism, fields["password"], iterations)
+
+
+def format_storage(config, cluster_id: str, scram: list[str], ignore_formatted: bool) -> list[str]:
+    """Format the log directories; returns what was done, a line each. FormatError when refused."""
+    users = [parse_scram(spec) for spec in scram]
+    log_dirs = [Path(d).resolve() for d in config.log_dirs]
+    formatted = [d for d in log_dirs if (d / META_PROPERTIES).exists()]
+    if formatted and not ignore_formatted:
+        raise FormatError(f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted to ignore "
+                          "this directory and format the others.")
+    if len(formatted) == len(log_dirs):
+        return ["All of the log directories are already formatted."]
+    manager = LogManager(log_dirs, config.log_config(), lambda: 0)
+    try:
+        cluster_id = manager.ensure_meta_properties(config.node_id, lambda: cluster_id)
+    except KafkaStorageException as error:  # another node's or cluster's directories
+        raise FormatError(str(error)) from None
+    done = [f"Formatting {d} with cluster id {cluster_id}." for d in log_dirs if d not in formatted]
+    if users and log_dirs[0] not in formatted:
+        image = MetadataImage.load(log_dirs[0], cluster_id)
+        credentials = {user: dict(mechanisms) for user, mechanisms in image.scram_credentials.items()}
+        for user, mechanism, credential in users:
+            credentials.setdefault(user, {})[mechanism.mechanism_name] = credential.to_json()
+        image.set_scram_credentials(credentials)
+        done += [f"Added SCRAM credential for {user} ({mechanism.mechanism_name})." for user, mechanism, _ in users]
+    return done

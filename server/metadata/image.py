@@ -1,0 +1,349 @@
+"""The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
+dynamic broker configs, ACLs, the producer ids handed out so far and the client quotas.
+
+Handlers and services use it through two interfaces: `MetadataCache`, what they read (Kafka's name
+for a broker's read side of the metadata), and `MetadataStore`, that and the changes they make.
+Where the metadata comes from is behind them: `MetadataImage` below, or (in a cluster) ZooKeeper.
+
+In single-broker mode the broker is its own controller: the image is kept in one file in the first
+log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
+on every change, so a crash leaves either the old or the new image. Kafka keeps this in the
+`__cluster_metadata` log; a JSON image is enough for one broker and readable by people. On a log dir
+Kafka wrote (a `__cluster_metadata-0` and no image), the image is imported from Kafka's metadata log
+at the first start (`load_or_import`); Kafka's files stay as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ...coordinator.client_quotas import Entity, apply_changes
+from ...storage.cluster_metadata import ClusterMetadata, ClusterMetadataError, find_cluster_metadata, read_cluster_metadata
+from ...storage.durability import write_atomically
+from ...storage.log_manager import CLEAN_SHUTDOWN_FILE
+from ..security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from ..security.scram import ScramCredential, ScramMechanism
+
+log = logging.getLogger("samsa.metadata")
+
+METADATA_FILE = "__samsa_metadata.json"
+# Kafka's Topic.validate: legal characters and length (249 leaves room for partition suffixes).
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class InvalidTopicError(ValueError):
+    pass
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}")
+    if not _LEGAL_TOPIC.match(name):
+        raise InvalidTopicError(
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
+
+
+def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
+    """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""
+    key = name.replace(".", "_")
+    return next((other for other in existing if other != name and other.replace(".", "_") == key), None)
+
+
+@dataclass
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    replication_factor: int = 1
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class MetadataCache(Protocol):
+    """What the broker reads of the cluster's metadata. The mappings are views: callers do not
+    change them (a MetadataStore's methods do)."""
+
+    @property
+    def cluster_id(self) -> str: ...
+
+    @property
+    def topics(self) -> Mapping[str, TopicInfo]: ...
+
+    @property
+    def topics_by_id(self) -> Mapping[uuid.UUID, TopicInfo]: ...
+
+    @property
+    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
+        """Dynamic broker configs by BROKER resource name ("" for the cluster-wide defaults)."""
+
+    @property
+    def acls(self) -> list[dict[str, str]]:
+        """Every ACL, in creation order, as authorizer.AclBinding.to_json."""
+
+    @property
+    def scram_credentials(self) -> Mapping[str, Mapping[str, dict]]:
+        """user -> SCRAM mechanism name -> server.security.scram.ScramCredential.to_json()."""
+
+    @property
+    def client_quotas(self) -> Mapping[Entity, Mapping[str, float]]: ...
+
+    def collides(self, name: str) -> str | None:
+        """An existing topic whose name differs only by '.' versus '_'."""
+
+
+class MetadataStore(MetadataCache, Protocol):
+    """The metadata cache and the changes the broker makes to the cluster's metadata. Each change
+    is durable when the call returns, or raises (OSError) and changes nothing."""
+
+    def add_topic(self, name: str, num_partitions: int, configs: dict[str, str],
+                  replication_factor: int = 1) -> TopicInfo: ...
+
+    def remove_topic(self, name: str) -> TopicInfo: ...
+
+    def set_partitions(self, name: str, count: int) -> None: ...
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
+
+    @property
+    def client_metrics(self) -> Mapping[str, Mapping[str, str]]:
+        """The configs of each client-metrics resource (KIP-714 subscription) by name."""
+
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
+    def set_acls(self, acls: list[dict[str, str]]) -> None: ...
+
+    def set_scram_credentials(self, credentials: dict[str, dict[str, dict]]) -> None: ...
+
+    def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None: ...
+
+    def allocate_producer_id_block(self, size: int) -> int:
+        """Reserve the next `size` producer ids; returns the first."""
+
+
+class MetadataImage:
+    """The MetadataStore of a single broker: topics by name and by id, dynamic broker configs,
+    ACLs, SCRAM credentials, the next free producer id and client quotas, persisted in one JSON
+    file."""
+
+    def __init__(self, path: Path, cluster_id: str) -> None:
+        self.path = path
+        self.cluster_id = cluster_id
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
+        # The first id of the next block of producer ids (Kafka's ProducerIdsRecord.nextProducerId).
+        self.next_producer_id = 0
+        # Dynamic broker configs by BROKER resource name: "" for the cluster-wide defaults, a node
+        # id for one broker's own (Kafka's ConfigRecords of resource type BROKER).
+        self.broker_configs: dict[str, dict[str, str]] = {}
+        # Client-metrics resources (KIP-714 subscriptions; ConfigRecords of type CLIENT_METRICS).
+        self.client_metrics: dict[str, dict[str, str]] = {}
+        # ACLs in creation order (Kafka's AccessControlEntryRecords), as authorizer.AclBinding.to_json.
+        self.acls: list[dict[str, str]] = []
+        # SCRAM credentials (Kafka's UserScramCredentialRecords): user -> mechanism name ->
+        # server.security.scram.ScramCredential.to_json().
+        self.scram_credentials: dict[str, dict[str, dict]] = {}
+        # Client quotas by entity (Kafka's ClientQuotaRecords): {quota key: value}.
+        self.client_quotas: dict[Entity, dict[str, float]] = {}
+
+    @classmethod
+    def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
+        image = cls(log_dir / METADATA_FILE, cluster_id)
+        if image.path.exists():
+            data = json.loads(image.path.read_text())
+            for t in data.get("topics", []):
+                image._index(TopicInfo(t["name"], uuid.UUID(t["topic_id"]), t["num_partitions"],
+                                       dict(t.get("configs", {})), t.get("replication_factor", 1)))
+            image.next_producer_id = data.get("next_producer_id", 0)
+            image.broker_configs = {name: dict(configs) for name, configs in data.get("broker_configs", {}).items()}
+            image.client_metrics = {name: dict(configs) for name, configs in data.get("client_metrics", {}).items()}
+            image.acls = [dict(acl) for acl in data.get("acls", [])]
+            image.scram_credentials = data.get("scram_credentials", {})
+            for q in data.get("client_quotas", []):
+                image.client_quotas[tuple((kind, name) for kind, name in q["entity"])] = dict(q["values"])
+        return image
+
+    @classmethod
+    def from_cluster_metadata(cls, path: Path, cluster_id: str, kraft: ClusterMetadata) -> "MetadataImage":
+        """The image of what Kafka's metadata log holds (unsaved)."""
+        image = cls(path, cluster_id)
+        for t in kraft.topics.values():
+            replication_factor = len(t.replicas.get(0, ())) or 1
+            image._index(TopicInfo(t.name, t.topic_id, len(t.replicas), dict(t.configs), replication_factor))
+        image.next_producer_id = kraft.next_producer_id
+        image.broker_configs = {name: dict(configs) for name, configs in kraft.broker_configs.items()}
+        image.client_metrics = {name: dict(configs) for name, configs in kraft.client_metrics.items()}
+        image.acls = [AclBinding(ResourceType(a.resource_type), a.resource_name, PatternType(a.pattern_type),
+                                 a.principal, a.host, AclOperation(a.operation),
+                                 AclPermissionType(a.permission_type)).to_json()
+                      for a in kraft.acls.values()]
+        for user, by_type in kraft.scram_credentials.items():
+            for type_id, (salt, stored_key, server_key, iterations) in by_type.items():
+                mechanism = ScramMechanism.from_type(type_id)
+                if mechanism is not None:
+                    image.scram_credentials.setdefault(user, {})[mechanism.mechanism_name] = ScramCredential(
+                        salt, stored_key, server_key, iterations).to_json()
+        image.client_quotas = {entity: dict(values) for entity, values in kraft.client_quotas.items()}
+        return image
+
+    def _index(self, topic: TopicInfo) -> None:
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+
+    def save(self) -> None:
+        data = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "topics": [
+                {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions,
+                 "replication_factor": t.replication_factor, "configs": t.configs}
+                for t in sorted(self.topics.values(), key=lambda t: t.name)
+            ],
+            "next_producer_id": self.next_producer_id,
+            "broker_configs": self.broker_configs,
+            "client_metrics": self.client_metrics,
+            "acls": self.acls,
+            "scram_credentials": self.scram_credentials,
+            "client_quotas": [{"entity": [list(part) for part in entity], "values": values}
+                              for entity, values in self.client_quotas.items()],
+        }
+        write_atomically(self.path, json.dumps(data, indent=1))
+
+    def add_topic(self, name: str, num_partitions: int, configs: dict[str, str], replication_factor: int = 1) -> TopicInfo:
+        topic = TopicInfo(name, uuid.uuid4(), num_partitions, dict(configs), replication_factor)
+        self._index(topic)
+        self.save()
+        return topic
+
+    def remove_topic(self, name: str) -> TopicInfo:
+        topic = self.topics.pop(name)
+        del self.topics_by_id[topic.topic_id]
+        self.save()
+        return topic
+
+    def set_partitions(self, name: str, count: int) -> None:
+        self.topics[name].num_partitions = count
+        self.save()
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> None:
+        self.topics[name].configs = dict(configs)
+        self.save()
+
+    def set_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of a BROKER resource, durably (none left: the entry goes)."""
+        self._replace_configs(self.broker_configs, resource_name, configs)
+
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace the configs of a client-metrics resource, durably (none left: the resource goes)."""
+        self._replace_configs(self.client_metrics, name, configs)
+
+    def _replace_configs(self, by_resource: dict[str, dict[str, str]], name: str, configs: dict[str, str]) -> None:
+        previous = by_resource.get(name)
+        if configs:
+            by_resource[name] = dict(configs)
+        else:
+            by_resource.pop(name, None)
+        try:
+            self.save()
+        except OSError:
+            if previous is None:
+                by_resource.pop(name, None)
+            else:
+                by_resource[name] = previous
+            raise
+
+    def set_acls(self, acls: list[dict[str, str]]) -> None:
+        """Replace every ACL at once, durably (all of a CreateAcls or DeleteAcls, or none)."""
+        previous, self.acls = self.acls, list(acls)
+        try:
+            self.save()
+        except OSError:
+            self.acls = previous
+            raise
+
+    def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None:
+        """Apply every entity's changes (None removes a key) in one durable step, or none."""
+        before = {entity: dict(values) for entity, values in self.client_quotas.items()}
+        for entity, entity_changes in changes.items():
+            apply_changes(self.client_quotas, entity, entity_changes)
+        try:
+            self.save()
+        except OSError:
+            self.client_quotas.clear()
+            self.client_quotas.update(before)
+            raise
+
+    def allocate_producer_id_block(self, size: int) -> int:
+        """Reserve the next `size` producer ids, durably; returns the first."""
+        first = self.next_producer_id
+        self.next_producer_id = first + size
+        try:
+            self.save()
+        except OSError:
+            self.next_producer_id = first
+            raise
+        return first
+
+    def set_scram_credentials(self, credentials: dict[str, dict[str, dict]]) -> None:
+        """Replace every SCRAM credential at once, durably (all of an AlterUserScramCredentials or none)."""
+        previous, self.scram_credentials = self.scram_credentials, credentials
+        try:
+            self.save()
+        except OSError:
+            self.scram_credentials = previous
+            raise
+
+    def collides(self, name: str) -> str | None:
+        return colliding_topic(name, self.topics)
+
+
+def load_or_import(log_dirs: list[Path], cluster_id: str) -> MetadataImage:
+    """Samsa's image from the first log dir; on a log dir Kafka wrote (a KRaft metadata log and no
+    image of Samsa's), the image of Kafka's metadata, saved as Samsa's from now on.
+    ClusterMetadataError when Kafka's metadata cannot be read: the message says what to run."""
+    path = log_dirs[0] / METADATA_FILE
+    kraft_dir = None if path.exists() else find_cluster_metadata(log_dirs)
+    if kraft_dir is None:
+        return MetadataImage.load(log_dirs[0], cluster_id)
+    unclean = [d for d in log_dirs if not (d / CLEAN_SHUTDOWN_FILE).exists()]
+    if unclean:
+        raise ClusterMetadataError(
+            f"{kraft_dir} is the metadata log of a Kafka that did not shut down cleanly (no {CLEAN_SHUTDOWN_FILE} "
+            f"in {', '.join(map(str, unclean))}): its last records may not be committed. Start Kafka on these "
+            f"log dirs, stop it cleanly (bin/kafka-server-stop.sh), then start Samsa.")
+    kraft = read_cluster_metadata(kraft_dir)
+    image = MetadataImage.from_cluster_metadata(path, cluster_id, kraft)
+    image.save()
+    log.info("Imported Kafka's metadata from %s (%s, up to offset %d): %d topics (%s), %d broker config "
+             "resources, %d ACLs, SCRAM credentials of %d users, %d client quota entities, next producer id %d, "
+             "features %s; saved as %s", kraft_dir, kraft.snapshot or "no snapshot", kraft.end_offset,
+             len(image.topics), ", ".join(sorted(image.topics)), len(image.broker_configs), len(image.acls),
+             len(image.scram_credentials), len(image.client_quotas), image.next_producer_id,
+             kraft.features, path)
+    return image

@@ -1,0 +1,1 @@
+"""The network shell: listeners, connections and their frames, TLS, connection limits."""

@@ -1,0 +1,687 @@
+"""Partitions this broker leads, their logs, and the fetches parked on them (purgatory).
+
+With one broker every partition's ISR is this broker alone, so the high watermark follows the log
+end offset on every append. A long-polling fetch registers a trio.Event with each partition it
+reads; an append sets them, so the fetch wakes as soon as data arrives.
+
+After a clean shutdown a partition's log is opened on its first use (`Partition.log`): what
+Metadata answers comes from the metadata image, so startup opens no log.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import trio
+
+from ...coordinator.partition_leader import IsrChange, PartitionLeaderState
+from ...storage.errors import KafkaStorageException, StorageError
+from ...storage.log import AppendOrigin
+from ...storage.log_config import LogConfig
+from ...storage.log_validator import ProducedRecords
+from ...wire.errors import ErrorCode
+from ..clock import wall_clock_ms
+from ..heap import making_long_lived_objects
+from ..metrics.topic_stats import BrokerTopicStats, TopicStats
+from ..metadata.image import MetadataStore, TopicInfo
+from .replica_fetcher import ReplicaFetcherManager
+
+if TYPE_CHECKING:
+    from ...storage.log import Log
+    from ...storage.log_manager import LogManager
+    from ..config.kafka_config import KafkaConfig
+
+log = logging.getLogger("samsa.replica")
+READ_COMMITTED = 1  # isolation_level of Fetch and ListOffsets
+NO_LEADER = -1
+ZERO_UUID = uuid.UUID(int=0)
+EPOCH_DURING_DELETE = -2  # Kafka's LeaderAndIsr.EPOCH_DURING_DELETE: StopReplica for a topic being deleted
+NO_EPOCH = -1  # Kafka's LeaderAndIsr.NO_EPOCH: StopReplica before v3 carries no epochs
+RECOVERED, RECOVERING = 0, 1  # Kafka's LeaderRecoveryState (KIP-704)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """A partition's leadership as LeaderAndIsr carries it (LeaderAndIsrPartitionState)."""
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    topic_id: uuid.UUID | None = None  # None: the request carries none (LeaderAndIsr before v5)
+    leader_recovery_state: int = RECOVERED  # RECOVERING after an unclean election (v6+)
+
+
+@dataclass
+class IsrChangeCounts:
+    """ISR changes the controller confirmed for partitions this broker leads (Kafka's
+    IsrShrinksPerSec and IsrExpandsPerSec meters)."""
+    shrinks: int = 0
+    expands: int = 0
+
+
+class Partition:
+    """A partition's log and its role here. Until a LeaderAndIsr says otherwise this broker leads it
+    alone (the single broker): the high watermark follows the log end offset. Once it leads with
+    followers, `leader_state` (pure, coordinator.partition_leader) tracks them, the ISR and the
+    high watermark; as a follower the replica fetcher appends what the leader has."""
+
+    def __init__(self, topic: TopicInfo, index: int, logs: LogManager, local_id: int = 0) -> None:
+        self.topic = topic
+        self.index = index
+        self._logs = logs
+        self._log: Log | None = None
+        self.local_id = local_id
+        self.leader_id = local_id
+        self.leader_epoch = 0
+        # The leader epoch at which this broker's current, unbroken leadership began: an acks=all
+        # produce appended since then stays in the log whatever later epochs re-elect it.
+        self.led_since_epoch = 0
+        self.partition_epoch = 0
+        self.replicas: tuple[int, ...] = (local_id,)
+        self.isr: tuple[int, ...] = (local_id,)
+        self.leader_state: PartitionLeaderState | None = None  # None: unreplicated, or a follower
+        self.leader_recovery_state = RECOVERED
+        self.high_watermark_follows_log_end = True
+        self.replica_lag_time_max_ms = 30_000  # the broker's replica.lag.time.max.ms (ReplicaManager sets it)
+        self.clock_ms = wall_clock_ms  # when a follower's last catch-up is too old (tests move it)
+        self._waiters: list[trio.Event] = []
+        # Shared with the other partitions (the ReplicaManager's): what this one counts for metrics.
+        self.stats = TopicStats()
+        self.isr_changes = IsrChangeCounts()
+
+    @property
+    def log(self) -> Log:
+        """The partition's log, opened on first use."""
+        log_ = self._log
+        return self.open_log() if log_ is None else log_
+
+    @property
+    def opened_log(self) -> Log | None:
+        """The partition's log if it was opened (what reads it without opening it use)."""
+        return self._log
+
+    def open_log(self) -> Log:
+        log_ = self._log
+        if log_ is None:
+            log_ = self._logs.get_log(self.topic.name, self.index)
+            if log_ is None:
+                raise KafkaStorageException(f"The log of partition {self.name} is missing")
+            if self.high_watermark_follows_log_end:
+                log_.high_watermark = log_.log_end_offset
+            self._log = log_
+        return log_
+
+    def update_config(self, config: LogConfig) -> None:
+        self._logs.update_config(self.topic.name, self.index, config)
+
+    @property
+    def is_offline(self) -> bool:
+        """Its log is in a failed log directory (Kafka's HostedPartition.Offline): every request
+        for it gets KAFKA_STORAGE_ERROR until a restart."""
+        log_ = self._log
+        return log_.is_offline if log_ is not None else self._logs.is_log_offline(self.topic.name, self.index)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic.name}-{self.index}"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_id
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Up to the first record of the earliest open transaction, at most the high watermark."""
+        return self.log.last_stable_offset
+
+    def read_bound(self, isolation_level: int) -> int:
+        """The first offset a reader may not see: the last stable offset for read_committed."""
+        return self.last_stable_offset if isolation_level == READ_COMMITTED else self.log.high_watermark
+
+    def check_leader_epoch(self, requested: int) -> int:
+        """KIP-320: a client's view of the leader epoch; -1 means it has none to check."""
+        if requested < 0 or requested == self.leader_epoch:
+            return ErrorCode.NONE
+        return ErrorCode.FENCED_LEADER_EPOCH if requested < self.leader_epoch else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+    def check_replica(self, requested_epoch: int = -1, require_leader: bool = True) -> int:
+        """Kafka's localLogWithEpochOrThrow: the epoch first, then the role; without
+        `require_leader` (a consumer reading from a follower, KIP-392) any replica hosting the
+        partition serves (not one StopReplica stopped)."""
+        if require_leader:
+            return self.check_leader(requested_epoch)
+        if self.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        code = self.check_leader_epoch(requested_epoch)
+        if code == ErrorCode.NONE and (self.leader_id == NO_LEADER or self.local_id not in self.replicas):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return code
+
+    def check_leader(self, requested_epoch: int = -1) -> int:
+        """Kafka's localLogWithEpochOrThrow(requireLeader=true): the epoch first, then the role;
+        before both, a partition whose log directory failed (getPartitionOrException)."""
+        if self.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        # No epoch asked for (a Produce, most fetches): only the role decides. Every request asks.
+        code = ErrorCode.NONE if requested_epoch < 0 else self.check_leader_epoch(requested_epoch)
+        if code == ErrorCode.NONE and not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return code
+
+    def append(self, records, origin: AppendOrigin = AppendOrigin.CLIENT) -> object:
+        """Append a batch, or a Produce partition's parsed records (the log converts, validates and
+        assigns offsets in place); wakes parked fetches."""
+        log_ = self.log
+        size = len(records.buffer if isinstance(records, ProducedRecords) else records)
+        info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin)
+        stats = self.stats  # as Kafka's appendToLocalLog: the bytes as received, the records appended
+        stats.bytes_in += size
+        stats.messages_in += info.record_count
+        if self.leader_state is None:
+            log_.high_watermark = log_.log_end_offset
+        else:
+            self._maybe_advance_high_watermark()
+        self.wake()
+        return info
+
+    # -- leader of a replicated partition
+    def make_leader(self, state: PartitionState, now_ms: int) -> None:
+        """Kafka's Partition.makeLeader: the new epoch starts at the log end offset; the followers of
+        the ISR count as caught up now. A leader elected uncleanly (RECOVERING) has nothing to
+        recover in Kafka 3.9's broker: it is RECOVERED from now on, which its next AlterPartition says."""
+        log_ = self.log
+        if state.leader_recovery_state == RECOVERING:
+            log.info("The topic partition %s was marked as RECOVERING. Marking the topic partition as RECOVERED.",
+                     self.name)
+        if self.leader_state is None:  # it followed, or led nothing, until now
+            self.led_since_epoch = state.leader_epoch
+        self._set_state(state)
+        self.leader_recovery_state = RECOVERED
+        log_.leader_epoch_cache.assign(state.leader_epoch, log_.log_end_offset)
+        self.leader_state = PartitionLeaderState(self.local_id, list(state.replicas), list(state.isr),
+                                                 log_.log_end_offset, log_.high_watermark, now_ms,
+                                                 previous=self.leader_state)  # set while it led here
+        self.isr = self.leader_state.isr
+        self._maybe_advance_high_watermark()
+        self.wake()
+
+    def make_follower(self, state: PartitionState) -> None:
+        self._set_state(state)
+        self.leader_recovery_state = state.leader_recovery_state
+        self.leader_state = None
+        self.wake()  # parked fetches and acks=all produces learn they are no longer at the leader
+
+    def stop_leading(self) -> None:
+        """No leader here any more, nor a fetcher (StopReplica)."""
+        self.leader_id = NO_LEADER
+        self.leader_state = None
+        self.wake()
+
+    def _set_state(self, state: PartitionState) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.replicas = tuple(state.replicas)
+        self.isr = tuple(state.isr)
+
+    def follower_fetched(self, replica_id: int, fetch_offset: int, now_ms: int) -> IsrChange | None:
+        """A follower's fetch: its log end offset is `fetch_offset`; an ISR expansion may be
+        proposed (pending until the controller confirms it) and the high watermark advance (which
+        wakes the consumers and acks=all produces waiting on it)."""
+        leader_state = self.leader_state
+        if leader_state is None:
+            return None
+        change = leader_state.follower_fetched(replica_id, fetch_offset, self.log.log_end_offset, now_ms)
+        if change is not None:
+            log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", self.name, self.local_id,
+                     list(change.committed), list(change.isr))
+        if self._maybe_advance_high_watermark():
+            self.wake()
+        return change
+
+    def maybe_shrink_isr(self, now_ms: int, lag_time_max_ms: int) -> IsrChange | None:
+        """Propose the ISR without the followers lagging more than `lag_time_max_ms`; the high
+        watermark still waits for them until the controller confirms."""
+        leader_state = self.leader_state
+        if leader_state is None:
+            return None
+        change = leader_state.maybe_shrink_isr(self.log.log_end_offset, now_ms, lag_time_max_ms)
+        if change is not None:
+            log.info("[Partition %s broker=%d] Shrinking ISR from %s to %s. Leader: (highWatermark: %d, endOffset: %d). "
+                     "Out of sync replicas: %s.", self.name, self.local_id, list(change.committed), list(change.isr),
+                     self.log.high_watermark, self.log.log_end_offset, list(change.removed))
+        return change
+
+    def isr_change_committed(self, change: IsrChange, leader_epoch: int, isr: tuple[int, ...],
+                             partition_epoch: int) -> bool:
+        """The controller's AlterPartition answer took `change` (Kafka's handleAlterPartitionUpdate):
+        ignored if it is for another leader epoch or an older partition epoch, or if a LeaderAndIsr
+        replaced the pending change meanwhile; otherwise the ISR is committed and the high
+        watermark may move. True if the change is settled."""
+        leader_state = self.leader_state
+        if (leader_state is None or leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch
+                or not leader_state.committed(change, isr)):
+            return False
+        self.isr = leader_state.isr
+        self.partition_epoch = partition_epoch
+        if change.removed:
+            self.isr_changes.shrinks += 1
+        elif change.added:
+            self.isr_changes.expands += 1
+        log.info("[Partition %s broker=%d] ISR updated to %s%s and version updated to %d", self.name, self.local_id,
+                 ",".join(map(str, self.isr)),
+                 " (under-min-isr)" if len(self.isr) < self.log.config.min_insync_replicas else "", partition_epoch)
+        if self._maybe_advance_high_watermark():
+            self.wake()
+        return True
+
+    def isr_change_refused(self, change: IsrChange, error_code: int) -> bool:
+        """The controller refused `change` (Kafka's handleAlterPartitionError): rolled back when the
+        controller says it was not applied, else pending until the next LeaderAndIsr, or retried
+        (True) for other errors."""
+        leader_state = self.leader_state
+        if leader_state is None or leader_state.pending is not change:
+            return False  # a LeaderAndIsr replaced it: the answer is out of date
+        retry = leader_state.refused(change, error_code)
+        if leader_state.pending is None:
+            log.info("[Partition %s broker=%d] Failed to alter partition to ISR %s since the controller rejected the "
+                     "request with %s. Partition state has been reset to the latest committed state, ISR %s.",
+                     self.name, self.local_id, list(change.isr), ErrorCode(error_code).name, list(self.isr))
+        elif retry:
+            log.warning("[Partition %s broker=%d] Failed to update ISR to %s due to unexpected %s. Retrying.",
+                        self.name, self.local_id, list(change.isr), ErrorCode(error_code).name)
+        else:
+            log.info("[Partition %s broker=%d] Failed to alter partition to ISR %s: %s. Partition state may be out of "
+                     "sync, awaiting the latest metadata.", self.name, self.local_id, list(change.isr),
+                     ErrorCode(error_code).name)
+        return retry
+
+    def _maybe_advance_high_watermark(self) -> bool:
+        leader_state = self.leader_state
+        log_ = self.log
+        if leader_state is None or not leader_state.maybe_advance_high_watermark(
+                log_.log_end_offset, self.clock_ms(), self.replica_lag_time_max_ms,
+                log_.config.min_insync_replicas):
+            return False
+        log_.high_watermark = leader_state.high_watermark
+        return True
+
+    def replication_done(self, required_offset: int, leader_epoch: int) -> int | None:
+        """Where an acks=all produce appended at `leader_epoch` up to `required_offset` stands
+        (Kafka's DelayedProduce tryComplete): None while the ISR has not all of it, else its error
+        code. NOT_LEADER_OR_FOLLOWER only if this broker stopped leading since the append (as a
+        follower it may have truncated the records). Re-elected at a later epoch without a break (a
+        LeaderAndIsr that shrank the ISR, a new controller's), it still has the records and they
+        are committed as usual: an idempotent producer told NOT_LEADER_OR_FOLLOWER takes them for
+        not written and, should its epoch be bumped, sends them again under new sequence numbers."""
+        if self.is_offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR  # getPartitionOrError: HostedPartition.Offline
+        if not self.is_leader or leader_epoch < self.led_since_epoch:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        leader_state = self.leader_state
+        if leader_state is None:
+            return ErrorCode.NONE
+        done, enough = leader_state.required_offset_reached(required_offset, self.log.config.min_insync_replicas)
+        if not done:
+            return None
+        return ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    # -- follower
+    def append_as_follower(self, records, leader_high_watermark: int, leader_log_start_offset: int) -> object:
+        """What the leader sent (possibly nothing), and its high watermark and log start offset,
+        which this replica's follow within what it holds."""
+        log_ = self.log
+        info = log_.append_as_follower(records) if records is not None and len(records) > 0 else None
+        if info is not None:
+            self.stats.replication_bytes_in += len(records)
+        high_watermark = log_.high_watermark
+        log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
+        log_.follow_leader_log_start_offset(leader_log_start_offset)
+        if info is not None or log_.high_watermark != high_watermark:
+            self.wake()  # what waits on this replica's log: consumers reading from it (KIP-392), tests
+        return info
+
+    def park(self, event: trio.Event) -> None:
+        self._waiters.append(event)
+
+    def unpark(self, event: trio.Event) -> None:
+        try:
+            self._waiters.remove(event)
+        except ValueError:
+            pass
+
+    @property
+    def has_parked_fetches(self) -> bool:
+        return bool(self._waiters)
+
+    def wake(self) -> None:
+        if not self._waiters:  # every append wakes: most find nobody parked
+            return
+        waiters, self._waiters = self._waiters, []
+        for event in waiters:
+            event.set()
+
+
+async def let_woken_fetches_answer() -> None:
+    """Let the fetches an append woke send their responses before the appending request goes on:
+    a consumer's latency is the append's, while a producer pipelines past its acknowledgement.
+    trio runs each batch of runnable tasks in either order, so a task yielding twice runs again
+    only after every task that was already runnable (the woken fetches) has had its turn."""
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    await trio.lowlevel.cancel_shielded_checkpoint()
+
+
+class ReplicaManager:
+    def __init__(self, logs: LogManager, metadata: MetadataStore, config: KafkaConfig,
+                 on_topics_changed: Callable[[], None]) -> None:
+        """`config`: the broker's, dynamic configs applied (topic logs take its defaults);
+        `on_topics_changed()`: called when a topic was created, deleted or grew."""
+        self._logs = logs
+        self._metadata = metadata
+        self._config = config
+        self._on_topics_changed = on_topics_changed
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.local_id: int = config.node_id
+        # The single broker is its partitions' whole ISR: their high watermark is the log end
+        # offset. In a cluster it is the one checkpointed (replication-offset-checkpoint) until the
+        # partition's leader moves it.
+        self.high_watermark_follows_log_end = not config.get("zookeeper.connect")
+        # Called with (partition, change) when this broker, as leader, changed an ISR; in ZooKeeper
+        # mode it tells the controller (AlterPartition, server/replication/alter_partition_manager.py).
+        self.isr_change_listener: Callable[[Partition, IsrChange], None] = lambda partition, change: None
+        self.fetchers = ReplicaFetcherManager(self, config)
+        # Kafka's replicaStateChangeLock: one controller request (LeaderAndIsr, StopReplica) at a time,
+        # its controller epoch checked and its changes made without another one in between.
+        self.state_change_lock = trio.Lock()
+        self.topic_stats = BrokerTopicStats()  # bytes and messages in and out, by topic (server/metrics/)
+        self.isr_changes = IsrChangeCounts()
+
+    def topic_log_config(self, topic: TopicInfo) -> LogConfig:
+        return LogConfig.from_props(topic.configs, base=self._config.log_config())
+
+    def load(self) -> None:
+        """A partition for every one in the metadata image, its log created where missing; the
+        logs startup loaded (recovered) take the high watermark now, the others when opened."""
+        logs = self._logs
+        for topic in self._metadata.topics.values():
+            config = None
+            for index in range(topic.num_partitions):
+                if not logs.has_log(topic.name, index):
+                    config = config or self.topic_log_config(topic)
+                    self._open(topic, index, config)
+                else:
+                    self.partitions[(topic.name, index)] = self._partition(topic, index)
+        for log_ in logs.opened_logs():
+            partition = self.partitions.get((log_.topic, log_.partition))
+            if partition is not None:
+                partition.open_log()  # its high watermark follows the log end offset from now
+
+    def _partition(self, topic: TopicInfo, index: int) -> Partition:
+        partition = Partition(topic, index, self._logs, self.local_id)
+        partition.high_watermark_follows_log_end = self.high_watermark_follows_log_end
+        partition.replica_lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
+        partition.stats = self.topic_stats.of(topic.name)
+        partition.isr_changes = self.isr_changes
+        return partition
+
+    def _open(self, topic: TopicInfo, index: int, config: LogConfig) -> Partition:
+        topic_id = None if topic.topic_id == ZERO_UUID else topic.topic_id
+        self._logs.create_log(topic.name, index, config, topic_id)  # or the log that is there
+        self._logs.update_config(topic.name, index, config)
+        partition = self._partition(topic, index)
+        partition.open_log()
+        self.partitions[(topic.name, index)] = partition
+        return partition
+
+    def _open_all(self, topic: TopicInfo, indexes: range, config: LogConfig) -> None:
+        """Open (creating) these partitions' logs, or none of them: a directory that cannot be made
+        (a full disk, no descriptors left) must not leave a topic whose partitions have no log,
+        which every later Metadata request would trip over."""
+        opened = []
+        try:
+            with making_long_lived_objects():
+                for index in indexes:
+                    self._open(topic, index, config)
+                    opened.append(index)
+        except (OSError, KafkaStorageException) as e:
+            for index in opened:
+                del self.partitions[(topic.name, index)]
+                self._logs.delete_log(topic.name, index)
+            log.error("Could not create the logs of %s partitions %s: %s", topic.name, indexes, e)
+            raise KafkaStorageException(f"Could not create the log of {topic.name}: {getattr(e, 'strerror', None) or e}") from e
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
+                     replication_factor: int = 1) -> TopicInfo:
+        topic = self._metadata.add_topic(name, num_partitions, configs, replication_factor)
+        config = self.topic_log_config(topic)
+        try:
+            self._open_all(topic, range(num_partitions), config)
+        except KafkaStorageException:
+            self._metadata.remove_topic(name)
+            raise
+        log.info("Created topic %s with %d partitions, topic id %s", name, num_partitions, topic.topic_id)
+        self._on_topics_changed()
+        return topic
+
+    def add_partitions(self, name: str, new_total: int) -> None:
+        topic = self._metadata.topics[name]
+        config = self.topic_log_config(topic)
+        self._open_all(topic, range(topic.num_partitions, new_total), config)
+        self._metadata.set_partitions(name, new_total)
+        self._on_topics_changed()
+
+    def update_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        topic = self._metadata.topics[name]
+        self._metadata.set_configs(name, configs)
+        config = self.topic_log_config(topic)
+        for index in range(topic.num_partitions):
+            self.partitions[(name, index)].update_config(config)
+
+    def apply_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """In a cluster: a topic's overrides changed in ZooKeeper (a /config/changes notification,
+        Kafka's TopicConfigHandler); the logs of its partitions here take them."""
+        hosted = [p for (topic, _), p in self.partitions.items() if topic == name]
+        if hosted:
+            config = LogConfig.from_props(configs, base=self._config.log_config())
+            for partition in hosted:
+                partition.topic.configs = dict(configs)
+                partition.update_config(config)
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        topic = self._metadata.remove_topic(name)
+        for index in range(topic.num_partitions):
+            partition = self.partitions.pop((name, index), None)
+            if partition is not None:
+                partition.wake()
+                self._logs.delete_log(name, index)
+        self.topic_stats.remove(name)
+        log.info("Deleted topic %s", name)
+        self._on_topics_changed()
+        return topic
+
+    # -- replication (driven by LeaderAndIsr)
+    def become_leader_or_follower(self, states: list[PartitionState], brokers: dict[int, tuple[str, int]],
+                                  new_topics: Mapping[str, TopicInfo] | None = None,
+                                  same_epoch_accepted: bool = False) -> dict[tuple[str, int], int]:
+        """Take each partition's leadership as the controller decided it (Kafka's
+        ReplicaManager.becomeLeaderOrFollower): lead it, or follow its leader at `brokers[leader]`
+        (host, port), truncating first (KIP-279). A partition new to this broker is created (its log
+        too, or the one on disk taken) from `new_topics[topic]` (its id and config overrides).
+        Kafka's checks, in its order: a topic id other than the partition's: INCONSISTENT_TOPIC_ID; a
+        leader epoch older than, or the same as, the one known: STALE_CONTROLLER_EPOCH (ignored);
+        this broker not among the replicas: UNKNOWN_TOPIC_OR_PARTITION. `same_epoch_accepted`: the
+        known leader epoch is taken again (a KRaft controller's request). Returns each partition's
+        error code."""
+        errors: dict[tuple[str, int], int] = {}
+        now_ms = wall_clock_ms()
+        for state in states:
+            key = (state.topic, state.partition)
+            partition = self.partitions.get(key)
+            if partition is not None:
+                code = self._check_leader_and_isr(partition, state, same_epoch_accepted)
+            elif self._logs.is_log_offline(*key):
+                code = ErrorCode.KAFKA_STORAGE_ERROR
+            else:
+                code = ErrorCode.NONE if self.local_id in state.replicas else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if code == ErrorCode.NONE and partition is None:
+                topic = (new_topics or {}).get(state.topic)
+                if topic is None:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    try:
+                        partition = self._open(topic, state.partition, self.topic_log_config(topic))
+                    except StorageError as e:
+                        log.error("[Broker %d] cannot create the log of %s-%d: %s", self.local_id, state.topic,
+                                  state.partition, e)
+                        code = e.error_code
+            if code != ErrorCode.NONE:
+                errors[key] = code
+                continue
+            errors[key] = self._take_leadership(partition, state, brokers, now_ms)
+        self._leadership_changed([self.partitions[k] for k, code in errors.items() if code == ErrorCode.NONE])
+        return errors
+
+    def _check_leader_and_isr(self, partition: Partition, state: PartitionState, same_epoch_accepted: bool) -> int:
+        if partition.is_offline:
+            # HostedPartition.Offline: the controller learns from this answer that the replica is
+            # in a failed log dir (after this broker's /log_dir_event_notification).
+            log.warning("[Broker %d] Ignoring LeaderAndIsr for %s as the local replica for the partition is in "
+                        "an offline log directory", self.local_id, partition.name)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        known_id = partition.topic.topic_id
+        if state.topic_id not in (None, ZERO_UUID) and known_id != ZERO_UUID and state.topic_id != known_id:
+            log.error("[Broker %d] Topic ID in memory: %s does not match the topic ID for partition %s received: %s.",
+                      self.local_id, known_id, partition.name, state.topic_id)
+            return ErrorCode.INCONSISTENT_TOPIC_ID
+        if state.leader_epoch < partition.leader_epoch or (
+                state.leader_epoch == partition.leader_epoch and not same_epoch_accepted):
+            log.info("[Broker %d] Ignoring LeaderAndIsr for %s: its leader epoch %d is not newer than %d",
+                     self.local_id, partition.name, state.leader_epoch, partition.leader_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.local_id not in state.replicas:
+            log.warning("[Broker %d] Ignoring LeaderAndIsr for %s as itself is not in assigned replica list %s",
+                        self.local_id, partition.name, list(state.replicas))
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NONE
+
+    def _take_leadership(self, partition: Partition, state: PartitionState, brokers: dict[int, tuple[str, int]],
+                         now_ms: int) -> int:
+        key = (state.topic, state.partition)
+        partition.high_watermark_follows_log_end = False
+        self.fetchers.remove_partition(key)
+        try:
+            if state.leader == self.local_id:
+                partition.make_leader(state, now_ms)
+                log.info("[Broker %d] %s: leader at epoch %d, ISR %s", self.local_id, partition.name,
+                         state.leader_epoch, list(state.isr))
+            else:
+                partition.make_follower(state)
+                address = brokers.get(state.leader)
+                if address is not None:
+                    self.fetchers.add_partition(key, state.leader, address)
+                else:
+                    log.warning("[Broker %d] %s: follower of %d, whose address is unknown: not fetching",
+                                self.local_id, partition.name, state.leader)
+                log.info("[Broker %d] %s: follower of %d at epoch %d", self.local_id, partition.name,
+                         state.leader, state.leader_epoch)
+        except StorageError as e:
+            log.error("[Broker %d] %s: cannot take its leadership: %s", self.local_id, partition.name, e)
+            return e.error_code
+        return ErrorCode.NONE
+
+    def stop_replicas(self, states: Mapping[tuple[str, int], tuple[int, bool]]) -> dict[tuple[str, int], int]:
+        """StopReplica (Kafka's ReplicaManager.stopReplicas), `states`: (leader epoch, delete) by
+        partition. Stop fetching the partitions and stop leading them (produces and fetches get
+        NOT_LEADER_OR_FOLLOWER); with delete, their logs go too (the partition moved away, or its
+        topic is being deleted), also the log of a partition not hosted (its topic deleted while
+        this broker was down). A leader epoch older than the partition's: FENCED_LEADER_EPOCH, unless
+        it is -2 (a deletion) or -1 (a request without epochs)."""
+        errors: dict[tuple[str, int], int] = {}
+        for key, (leader_epoch, delete) in states.items():
+            partition = self.partitions.get(key)
+            if partition is not None and partition.is_offline:
+                log.warning("[Broker %d] Ignoring StopReplica (delete=%s) for %s as the local replica for the "
+                            "partition is in an offline log directory", self.local_id, delete, partition.name)
+                errors[key] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
+            if (partition is not None and leader_epoch not in (EPOCH_DURING_DELETE, NO_EPOCH)
+                    and leader_epoch < partition.leader_epoch):
+                log.warning("[Broker %d] Ignoring StopReplica for %s: its leader epoch %d is older than %d",
+                            self.local_id, partition.name, leader_epoch, partition.leader_epoch)
+                errors[key] = ErrorCode.FENCED_LEADER_EPOCH
+                continue
+            self.fetchers.remove_partition(key)
+            try:
+                if partition is not None:
+                    partition.stop_leading()
+                    if delete:
+                        del self.partitions[key]
+                if delete and self._logs.has_log(*key):
+                    self._logs.delete_log(*key)
+            except StorageError as e:
+                errors[key] = e.error_code
+                continue
+            errors[key] = ErrorCode.NONE
+        deleted_topics = {topic for (topic, _), (_, delete) in states.items() if delete}
+        if deleted_topics:
+            for topic in deleted_topics - {topic for topic, _ in self.partitions}:
+                self.topic_stats.remove(topic)  # the last of its partitions here went
+        self.on_leadership_change([], [(key, states[key][0]) for key, code in errors.items() if code == ErrorCode.NONE])
+        return errors
+
+    def handle_log_dir_failure(self, log_dir) -> None:
+        """ReplicaManager.handleLogDirFailure, once the LogManager took the directory's logs offline:
+        its partitions stop fetching, and what waits on them (acks=all produces, long-polling
+        fetches) looks again and answers KAFKA_STORAGE_ERROR."""
+        offline = [key for key, partition in self.partitions.items() if partition.is_offline]
+        for key in offline:
+            self.fetchers.remove_partition(key)
+            self.partitions[key].wake()
+        log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory %s",
+                    self.local_id, ",".join(f"{t}-{p}" for t, p in sorted(offline)), log_dir)
+
+    # -- the coordinators' hook (Kafka's onLeadershipChange and handleStopReplicaRequest's resignation)
+    def _leadership_changed(self, changed: list[Partition]) -> None:
+        self.on_leadership_change([((p.topic.name, p.index), p.leader_epoch) for p in changed if p.is_leader],
+                                  [((p.topic.name, p.index), p.leader_epoch) for p in changed if not p.is_leader])
+
+    def on_leadership_change(self, led: list[tuple[tuple[str, int], int]],
+                             resigned: list[tuple[tuple[str, int], int]]) -> None:
+        """Replaced by the broker: the partitions this broker now leads and those it now follows or
+        stopped, each ((topic, partition), leader epoch)."""
+
+    def maybe_shrink_isrs(self, now_ms: int) -> None:
+        """Kafka's isr-expiration task: drop followers lagging more than replica.lag.time.max.ms."""
+        lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
+        for partition in list(self.partitions.values()):
+            change = partition.maybe_shrink_isr(now_ms, lag_time_max_ms)
+            if change is not None:
+                self.isr_change_listener(partition, change)
+
+    def follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        change = partition.follower_fetched(replica_id, fetch_offset, now_ms)
+        if change is not None:
+            self.isr_change_listener(partition, change)
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The replica fetchers and the ISR expiration, every half replica.lag.time.max.ms."""
+        async with trio.open_nursery() as nursery:
+            self.fetchers.nursery = nursery
+            task_status.started()
+            while True:
+                await trio.sleep(self._config.get("replica.lag.time.max.ms") / 2000)
+                self.maybe_shrink_isrs(wall_clock_ms())
+
+    def wake_all(self) -> None:
+        for partition in self.partitions.values():
+            partition.wake()
