@@ -6,7 +6,8 @@ a FindCoordinator v0 that finds none), with request fields parsed by hand with s
 batch is not validated (no CRC check, no producer state): its base offset is patched in place and
 its bytes appended to the partition's file with one write. A Fetch sends file ranges with
 os.sendfile. One blocking thread per connection, the fastest way to move bytes through sockets in
-CPython. Why this is the fair ceiling: bench/README.md.
+CPython. Why this is the fair ceiling: bench/README.md, "`bench/run.py`: Samsa, its peers and the
+ceiling".
 """
 
 from __future__ import annotations

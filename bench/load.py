@@ -160,9 +160,9 @@ def produce_together(bootstrap: str, pid: int, topic: str, partitions: int, reco
                      acks: str = "1", compression: str = "none", shape: str = "batch", producers: int = 2) -> Run:
     """`total_bytes` of records from `producers` client processes at once, each its share. One
     Python producer holds one core, and at 100 B it sets every broker's pace on a two-core machine
-    (bench/README.md, "Two producers"); two hold both, so the brokers' CPU decides their MB/s. Each
-    process connects and warms up first; the run is timed from their common start to the last
-    acknowledgement."""
+    (bench/README.md, "Two producers, and the 100 B cases"); two hold both, so the brokers' CPU
+    decides their MB/s. Each process connects and warms up first; the run is timed from their
+    common start to the last acknowledgement."""
     share = total_bytes // producers // record_size // BATCH * BATCH * record_size
     command = [sys.executable, __file__, "--producer", bootstrap, topic, str(partitions), str(record_size),
                str(share), acks, compression, shape]

@@ -266,7 +266,7 @@ class Bench:
         """1 MB Produce requests (issue 16): what a large frame costs, user and system apart. Three
         rounds per repetition, the systems alternating within each: a round takes under a second,
         and the ceiling's own rounds range over a third of its median, which three rounds could not
-        tell from a change (bench/README.md, "Nine rounds for the 1 MB requests")."""
+        tell from a change (bench/README.md, "Why the judged CPU figure is the 1 MB requests")."""
         for n in range(3 * self.plan.reps):
             for system in self.systems:
                 self.log(f"1 MB produce requests #{n + 1} {system.name}")
@@ -504,7 +504,7 @@ def targets(table: Table, plan: Plan) -> list[str]:
     # Issue 16, for Samsa as configured by default (Kafka's 100 KB socket.receive.buffer.bytes,
     # against the ceiling with the same) and with the OS's receive buffers (-1, against the ceiling
     # with the OS's): the peers leave theirs to the OS, and the buffer decides how many pieces,
-    # each a wake of the broker, a large request arrives in (bench/README.md).
+    # each a wake of the broker, a large request arrives in (bench/README.md, "The receive buffer").
     for samsa, ceiling, how in (("samsa", "ceiling", ""),
                                 ("samsa-os-rcvbuf", "ceiling-os-rcvbuf", ", the OS's receive buffers")):
         if samsa != "samsa" and not any(table.rows[row].get(samsa) for row in table.rows):
@@ -522,9 +522,9 @@ def _issue_16_targets(table: Table, plan: Plan, samsa: str, ceiling: str, how: s
 
     # CPU per MB against the ceiling's where both read the same bytes the same way: 1 MB Produce
     # requests sent whole, one at a time. Under the client's load a broker's CPU per MB follows
-    # how the data arrives (bench/README.md, "Third pass"): the faster broker reads smaller
-    # pieces, more wakes per MB, so the same-case ratio favours the slower one; it is shown, not
-    # judged.
+    # how the data arrives (bench/README.md, "Why the judged CPU figure is the 1 MB requests"): the
+    # faster broker reads smaller pieces, more wakes per MB, so the same-case ratio favours the
+    # slower one; it is shown, not judged.
     raw = "produce requests of 1 MB, broker cpu ms/MB"
     r = ratio(m(raw, samsa), m(raw, ceiling))
     same_case = ", ".join(

@@ -212,9 +212,9 @@ class System:
         """Forget a topic's data so runs do not accumulate it: deleted, and for a broker on disk
         its files gone. A deleted topic's pages stay in the page cache until its files go, and on
         this VM a run that must take fresh memory for its writes pays several times the system
-        time of one whose writes reuse freed pages (bench/README.md, issue 16): a run after an
-        earlier one's files lingered would be measured on other terms than one after a broker that
-        deletes at once."""
+        time of one whose writes reuse freed pages (bench/README.md, "Free page reporting"): a run
+        after an earlier one's files lingered would be measured on other terms than one after a
+        broker that deletes at once."""
         assert self.admin is not None
         try:
             self.admin.delete_topics([name], operation_timeout=60)[name].result(60)
@@ -301,7 +301,7 @@ class SamsaOsReceiveBuffer(Samsa):
     """Samsa with socket.receive.buffer.bytes=-1: the kernel sizes each connection's receive buffer
     (Linux autotunes it up to tcp_rmem's maximum), as librdkafka's mock cluster and tansu leave
     theirs. Kafka's default, and Samsa's, is 100 KB: a 1 MB request then arrives in several
-    pieces, each a wake of the broker (bench/README.md, issue 16)."""
+    pieces, each a wake of the broker (bench/README.md, "The receive buffer")."""
 
     name = "samsa-os-rcvbuf"
     overrides = ("socket.receive.buffer.bytes=-1",)

@@ -4,7 +4,7 @@ buffer, waits on trio when the kernel has nothing (with SO_RCVLOWAT at 64 KiB wh
 arrives, as server/network/socket_server.py does), and checks each produced batch's CRC-32C, as Kafka and Samsa
 do; responses go out with blocking writes. What a broker built on trio pays per request beyond the
 ceiling's system calls is what this pays: Samsa's cost above it is Samsa's own (bench/README.md,
-issue 16).
+"Where a Produce request's CPU goes").
 
     python bench/trio_floor.py PORT DATA_DIR
 
