@@ -33,7 +33,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; "$PYTHON" -m venv .venv; }
 fi
 # setuptools 77+ in the venv too (pyproject.toml's SPDX license needs it), not only in pip's
-# isolated build: `python setup.py build_ext --inplace` in a worktree uses the venv's (bench/README.md).
+# isolated build: `python setup.py build_ext --inplace` in a worktree uses the venv's
+# (bench/README.md, "A change against the code before it").
 .venv/bin/python -m pip install -q --upgrade pip "setuptools>=77"
 if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[test,pipeline]"

@@ -2,8 +2,8 @@
 
 A write that extends a file on ext4 reserves a delayed-allocation block for every new page, and that
 bookkeeping is charged to the writer: about 0.1 ms of the broker's CPU per MB produced, a quarter of
-what a 1 MB Produce request costs in all (bench/README.md, issue 16). Blocks allocated beforehand
-with fallocate(FALLOC_FL_KEEP_SIZE) skip it. KEEP_SIZE leaves the file's length alone, so readers
+what a 1 MB Produce request costs in all (bench/README.md, "Blocks allocated ahead"). Blocks
+allocated beforehand with fallocate(FALLOC_FL_KEEP_SIZE) skip it. KEEP_SIZE leaves the file's length alone, so readers
 (Kafka's own tools, recovery, a fetch) see only the bytes written; the blocks past the end are
 freed when the segment is trimmed or truncated (ext4 drops them on any ftruncate that does not
 grow the file).

@@ -3,7 +3,8 @@
  *
  * Every produced batch's CRC is checked before it is appended (Kafka's LogValidator does the same),
  * so it is paid on every byte a producer sends: the `crc32c` package's three-way `crc32` loop takes
- * 32 us per MiB on the machine of bench/README.md's issue-16 sections, this 16 us.
+ * 32 us per MiB on the bench machine (bench/README.md, "Where a Produce request's CPU goes"), this
+ * 16 us.
  *
  * The method is the carry-less-multiply folding of Intel's "Fast CRC Computation for Generic
  * Polynomials Using PCLMULQDQ": four 512-bit accumulators each folded forward by 2048 bits, reduced
