@@ -44,7 +44,7 @@ def click_events(count: int, start_ms: int, interval_ms: int = 250, seed: int = 
     return clicks
 
 
-def librdkafka_logging(verbose: bool) -> dict[str, object]:
+def librdkafka_logging(verbose: bool) -> dict[str, int]:
     """The confluent-kafka clients' logging config: librdkafka's own lines (`%6|...|GETSUBSCRIPTIONS|...`,
     a broker connection's loss) only with -v. Without, failures still reach the pipeline as
     exceptions and delivery errors, which it reports itself."""

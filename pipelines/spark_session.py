@@ -96,7 +96,10 @@ def local_session(app_name: str, master: str = "local[2]", extra: dict[str, str]
                 **(extra or {})}
     if not verbose:
         start_quiet_context(settings)
-    session = SparkSession.builder.config(map=settings).getOrCreate()
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     if verbose:
         session.sparkContext.setLogLevel("WARN")
     return session
