@@ -1,7 +1,8 @@
 """`samsa bench produce|consume TOPIC`: a load against a cluster and what it measured, as Kafka's
 producer-perf-test and consumer-perf-test do: a progress bar on stderr while it runs (a plain line
 every few seconds when stderr is not a terminal), then a summary table (MB/s, records/s, latency
-p50/p95/p99/max per record) and, with --plot, throughput and latency over time as a PNG.
+p50/p95/p99/max per record) and, with --plot, throughput and latency over time as a PNG
+(matplotlib, the `plot` extra).
 
 produce sends one batch per partition in each Produce request (one request per leader at a time,
 the leaders in parallel); a request's latency is its round trip, counted for each of its records.
@@ -28,7 +29,7 @@ from . import BAD_USAGE, CommandError
 from .bench_stats import Stats, progress_line, summary_table
 from .client import KafkaClient, add_connection_arguments, check_error, open_client
 from .fetching import EARLIEST, LATEST, Fetcher, count_batches, list_offsets
-from .png_plot import BLUE, ORANGE, RED, Panel, Series, plot
+from .bench_plot import BLUE, ORANGE, RED, Panel, Series, plot, require_matplotlib
 from .producing import ACKS, COMPRESSIONS, Producer, build_partition_batch
 from .record_io import InputRecord
 from .topic_metadata import TopicInfo, describe_topic
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         load.add_argument("--records", type=int, default=100_000, help="how many (default 100000)")
         load.add_argument("--partitions", type=int, help="use this many partitions (default: all the topic's; "
                                                          "produce creates a missing topic with this many, default 1)")
-        load.add_argument("--plot", metavar="FILE.png", help="write throughput and latency over time as a PNG")
+        load.add_argument("--plot", metavar="FILE.png", help="write throughput and latency over time as a PNG (needs matplotlib: the plot extra)")
         add_connection_arguments(load, subcommand=True)
     produce.add_argument("--record-size", type=int, default=100, metavar="BYTES", help="value size (default 100)")
     produce.add_argument("--batch-size", type=int, default=16384, metavar="BYTES",
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name, None)
         if value is not None and value < (0 if name == "records" else 1):
             raise CommandError(f"--{name.replace('_', '-')} must be positive", BAD_USAGE)
+    if args.plot:
+        require_matplotlib()  # before the load, not after it
     return trio.run(bench, args)
 
 

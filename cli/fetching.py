@@ -92,7 +92,7 @@ def decode_partition(topic: str, partition: int, data, position: int, aborted: I
             offset = header.record_offset(record)
             if offset >= position:
                 records.append(OutputRecord(topic, partition, offset, header.record_timestamp(record),
-                                            record.key, record.value, record.headers))
+                                            record.key, record.value, record.headers, header.timestamp_type))
     return records, next_position
 
 

@@ -1,5 +1,5 @@
-"""What `samsa produce` reads and `samsa consume` writes: one record a line, as text (the value,
-or key, separator, value with -K) or as JSON.
+"""The records `samsa produce` reads and `samsa consume` writes, and their JSON lines (text lines
+are Kafka's: line_reader.py reads them, message_formatter.py writes them).
 
 A JSON line is an object: "key" and "value" (a string, taken as its UTF-8 bytes; any other JSON
 value as its compact JSON text; null for a null key or value), "headers" (an object, or a list of
@@ -37,6 +37,7 @@ class OutputRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: Headers
+    timestamp_type: int = 0  # wire/records' CREATE_TIME or LOG_APPEND_TIME, the batch's
 
 
 def to_bytes(text: str | None) -> bytes | None:
@@ -45,16 +46,6 @@ def to_bytes(text: str | None) -> bytes | None:
 
 def to_text(data: bytes | None) -> str | None:
     return None if data is None else bytes(data).decode("utf-8", "surrogateescape")
-
-
-def parse_text_line(line: bytes, key_separator: bytes | None, headers: Headers) -> InputRecord:
-    """A line without its newline: the value, or with a separator key SEP value (a line without
-    the separator is a value with a null key)."""
-    if key_separator:
-        key, sep, value = line.partition(key_separator)
-        if sep:
-            return InputRecord(key, value, headers)
-    return InputRecord(None, line, headers)
 
 
 def _json_bytes(value: Any) -> bytes | None:
@@ -91,14 +82,6 @@ def parse_json_line(line: bytes, line_number: int, headers: Headers) -> InputRec
             raise CommandError(f"line {line_number}: {name} must be an integer", BAD_USAGE)
     return InputRecord(_json_bytes(document.get("key")), _json_bytes(document.get("value")),
                        headers + _json_headers(document.get("headers"), line_number), partition, timestamp)
-
-
-def format_text(record: OutputRecord, key_separator: bytes | None) -> bytes:
-    """The value (empty for null), preceded by the key and the separator with -K; a newline ends it."""
-    value = record.value or b""
-    if key_separator is None:
-        return bytes(value) + b"\n"
-    return bytes(record.key or b"") + key_separator + bytes(value) + b"\n"
 
 
 def format_json(record: OutputRecord) -> bytes:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -43,6 +45,19 @@ def spark():
     session = local_session("samsa-compat-tests")
     yield session
     session.stop()
+
+
+def test_the_pipeline_command_prints_no_client_chatter(tmp_path):
+    """`samsa pipeline clicks` (its own broker, its own Spark session) prints its table on stdout
+    and on stderr its own two lines only: no librdkafka line (`%6|...|GETSUBSCRIPTIONS|...`), no
+    Spark WARN line nor the JVM's start-up notice, which come back with -v (not run here: a second
+    Spark session would cost another 30 s; tests/pipelines checks -v for librdkafka)."""
+    proc = subprocess.run([sys.executable, "-m", "samsa.server.main", "pipeline", "clicks", "--events", "60",
+                           "--rate", "200", "--work-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=QUERY_TIMEOUT + 60)
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split(" ", 1)[0] for line in proc.stderr.splitlines()] == ["producing", "watermark"], proc.stderr
+    assert proc.stdout.startswith("window (UTC)"), proc.stdout  # the 50th click, a minute late, closed a window
 
 
 def iso(ms: int) -> str:

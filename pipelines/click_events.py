@@ -44,12 +44,20 @@ def click_events(count: int, start_ms: int, interval_ms: int = 250, seed: int = 
     return clicks
 
 
-def produce(bootstrap: str, topic: str, clicks: Iterable[Click], rate: float = 0.0) -> int:
+def librdkafka_logging(verbose: bool) -> dict[str, int]:
+    """The confluent-kafka clients' logging config: librdkafka's own lines (`%6|...|GETSUBSCRIPTIONS|...`,
+    a broker connection's loss) only with -v. Without, failures still reach the pipeline as
+    exceptions and delivery errors, which it reports itself."""
+    return {} if verbose else {"log_level": 0}
+
+
+def produce(bootstrap: str, topic: str, clicks: Iterable[Click], rate: float = 0.0, verbose: bool = False) -> int:
     """Produce the clicks in order, `rate` per second (0: as fast as the broker takes them); keyed
     by user, so one user's clicks stay in one partition. Returns how many were acknowledged."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                         **librdkafka_logging(verbose)})
     failures: list[str] = []
 
     def delivered(err, msg):

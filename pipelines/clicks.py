@@ -11,6 +11,7 @@ Both queries checkpoint to the work directory: a query restarted there goes on w
     samsa pipeline clicks --bootstrap H:P,...   the same against a running Samsa (or Kafka) cluster
     samsa pipeline clicks --bootstrap H:P --report          only print the counts topic as a table
     samsa pipeline clicks --bootstrap H:P --generate-only   only produce the clicks
+    samsa pipeline clicks -v ...                the same, with the clients' logs (librdkafka, Spark)
     spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:VERSION pipelines/clicks.py \
         --cluster --bootstrap H:P --work-dir DIR            only the job, on spark-submit's cluster,
                                                             until it is stopped
@@ -148,14 +149,16 @@ def format_table(counts: list[WindowCount]) -> str:
     return "\n".join([lines[0], "-" * len(lines[0])] + lines[1:])
 
 
-def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+def create_topics(bootstrap: str, topics: dict[str, int], verbose: bool = False) -> None:
     """Create the topics {name: partitions} that do not exist yet, with the cluster's
     `default.replication.factor` and `min.insync.replicas` (a three-broker cluster set up for it,
     as docker-compose.yml's: three replicas and two in sync, so the job goes on through a broker's
     loss; a single broker: one replica)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from .click_events import librdkafka_logging
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, **librdkafka_logging(verbose)})
     existing = admin.list_topics(timeout=15).topics
     wanted = [NewTopic(name, partitions) for name, partitions in topics.items() if name not in existing]
     for future in admin.create_topics(wanted, operation_timeout=15).values() if wanted else ():
@@ -166,11 +169,11 @@ def generate(args: argparse.Namespace, bootstrap: str) -> None:
     """The clicks, from now on at args.rate per second; every 50th a minute late."""
     from .click_events import click_events, produce
 
-    create_topics(bootstrap, {args.input_topic: 2, args.output_topic: 1})
+    create_topics(bootstrap, {args.input_topic: 2, args.output_topic: 1}, args.verbose)
     interval_ms = max(1, round(1000 / args.rate))
     clicks = click_events(args.events, int(time.time() * 1000), interval_ms, seed=args.seed, too_late_every=50)
     print(f"producing {len(clicks)} clicks to {args.input_topic} at {args.rate}/s on {bootstrap}", file=sys.stderr)
-    produce(bootstrap, args.input_topic, clicks, args.rate)
+    produce(bootstrap, args.input_topic, clicks, args.rate, args.verbose)
 
 
 def run(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> None:
@@ -178,8 +181,8 @@ def run(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> None:
     the table."""
     from .spark_session import local_session
 
-    create_topics(bootstrap, {args.input_topic: 2, args.output_topic: 1})
-    spark = local_session("samsa-clicks")
+    create_topics(bootstrap, {args.input_topic: 2, args.output_topic: 1}, args.verbose)
+    spark = local_session("samsa-clicks", verbose=args.verbose)
     queries = start(spark, bootstrap, args.input_topic, args.output_topic, work_dir)
     generate(args, bootstrap)  # the queries run meanwhile, in Spark's JVM
     for query in queries:
@@ -199,6 +202,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=600, help="clicks to produce (default 600)")
     parser.add_argument("--rate", type=float, default=20.0, help="clicks per second (default 20)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="let the clients log: librdkafka's lines and Spark's warnings (default: errors only)")
     parser.add_argument("--input-topic", default="clicks")
     parser.add_argument("--output-topic", default="click-counts")
     parser.add_argument("--work-dir",
@@ -239,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         from .spark_session import local_session
 
-        spark = local_session("samsa-clicks-report")
+        spark = local_session("samsa-clicks-report", verbose=args.verbose)
         print(format_table(read_counts(spark, args.bootstrap, args.output_topic)))
         spark.stop()
         return 0

@@ -2,7 +2,7 @@
 # Set up Samsa on a fresh Debian/Ubuntu machine: Python 3.11+ in a virtualenv at .venv.
 #   scripts/setup.sh          the broker
 #   scripts/setup.sh --test   the broker and everything the tests use (clients, kcat, kafkajs, the
-#                             pipelines' PySpark and its Kafka connector's jars)
+#                             pipelines' PySpark and its Kafka connector's jars, bench's matplotlib)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -37,7 +37,7 @@ fi
 # (bench/README.md, "A change against the code before it").
 .venv/bin/python -m pip install -q --upgrade pip "setuptools>=77"
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q -e ".[test,pipeline]"
+  .venv/bin/python -m pip install -q -e ".[test,pipeline,plot]"
   bash scripts/fetch-jars.sh spark >/dev/null  # a JDK and Maven via apt if missing
   if [ -f compat-tests/install.sh ]; then PYTHON="$PWD/.venv/bin/python" bash compat-tests/install.sh; fi
 else

@@ -1,35 +1,25 @@
-"""samsa bench against a real broker: a small produce and consume load, the summary table, a valid
-PNG plot; and the statistics and the PNG writer on their own."""
+"""samsa bench against a real broker: a small produce and consume load, the summary table, a PNG
+plot that decodes; the statistics and the plot (matplotlib) on their own."""
 
 from __future__ import annotations
 
 import io
-import struct
 import sys
-import zlib
 
+from PIL import Image
+
+from samsa.cli.bench_plot import BLUE, INSTALL_HINT, ORANGE, Panel, Series, figure, plot
 from samsa.cli.bench_stats import Sample, Stats, percentile, progress_line, summary_table
-from samsa.cli.png_plot import BLUE, Canvas, Panel, Series, plot
 
 COLUMNS = ["RECORDS", "MB", "SECONDS", "RECORDS/S", "MB/S", "P50-MS", "P95-MS", "P99-MS", "MAX-MS"]
 
 
-def read_png(data: bytes) -> tuple[int, int, bytes]:
-    """Width, height and the raw scanlines of an RGB PNG, every chunk's CRC checked."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    while pos < len(data):
-        (length,) = struct.unpack_from(">I", data, pos)
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        assert struct.unpack_from(">I", data, pos + 8 + length)[0] == zlib.crc32(kind + body)
-        chunks[kind] = chunks.get(kind, b"") + body
-        pos += 12 + length
-    assert list(chunks)[-1] == b"IEND"
-    width, height, depth, color_type = struct.unpack_from(">IIBB", chunks[b"IHDR"])
-    assert (depth, color_type) == (8, 2)
-    raw = zlib.decompress(chunks[b"IDAT"])
-    assert len(raw) == height * (1 + 3 * width)
-    return width, height, raw
+def read_png(data: bytes) -> tuple[int, int]:
+    """Width and height of a PNG that decodes (Pillow, matplotlib's own dependency, reads every pixel)."""
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    assert image.format == "PNG"
+    return image.size
 
 
 def summary_values(out: str) -> dict[str, float]:
@@ -48,8 +38,7 @@ def test_bench_produce_then_consume_with_plots(broker, samsa, tmp_path):
     assert produced["RECORDS"] == 3000 and produced["MB"] == round(3000 * 50 / 2**20, 2)
     assert 0 < produced["P50-MS"] <= produced["P95-MS"] <= produced["P99-MS"] <= produced["MAX-MS"]
     assert err == f"plot written to {produce_png}\n"  # not a terminal, and too short for a progress line
-    width, height, _ = read_png(produce_png.read_bytes())
-    assert (width, height) == (800, 550)
+    assert read_png(produce_png.read_bytes()) == (800, 550)
 
     code, out, _ = samsa("topics", "describe", "bench-topic", "-b", broker)
     assert "PartitionCount: 3" in out
@@ -96,15 +85,27 @@ def test_summary_and_buckets():
     assert progress_line(50, 200, 1.0, 1 << 20, bar_width=4) == "[#...]  25%  50/200 records  1.0 MB/s"
 
 
-def test_png_pixels():
-    canvas = Canvas(4, 3)
-    canvas.line(0, 0, 3, 2, BLUE)
-    _, _, raw = read_png(canvas.png())
-    rows = [raw[1 + r * 13:(r + 1) * 13] for r in range(3)]
-    assert rows[0][:3] == bytes(BLUE) and rows[2][9:12] == bytes(BLUE)
-    assert rows[0][9:12] == b"\xff\xff\xff"
-    width, height, _ = read_png(plot([Panel("empty", [Series("none", BLUE, [])])], "seconds"))
-    assert (width, height) == (800, 290)
+def test_plot_sizes_and_a_time_axis_without_repeated_labels():
+    # 50 buckets of a 0.3 s run: the old pixel-font axis printed 0.1 and 0.2 twice each
+    throughput = [(i * 0.006, i % 5) for i in range(1, 51)]
+    fig = figure([Panel("throughput", [Series("MB/s", BLUE, throughput)]),
+                  Panel("latency", [Series("p50", ORANGE, [(0.3, 2.0)])])], "seconds")
+    fig.canvas.draw()
+    labels = [label.get_text() for label in fig.axes[-1].get_xticklabels()]
+    assert len(labels) >= 4 and all(labels) and len(set(labels)) == len(labels)
+    assert fig.axes[-1].get_xlabel() == "seconds"
+    assert read_png(plot([Panel("one", [Series("MB/s", BLUE, throughput)])], "seconds")) == (800, 290)
+    assert read_png(plot([Panel("empty", [Series("none", BLUE, [])])], "seconds", width=640)) == (640, 290)
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(broker, samsa, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    code, out, err = samsa("bench", "produce", "bench-no-plot", "--records", "10", "--plot", str(tmp_path / "x.png"),
+                           "-b", broker)
+    assert (code, out, err) == (2, "", f"samsa bench: {INSTALL_HINT}\n")
+    assert not (tmp_path / "x.png").exists()
+    code, out, _ = samsa("topics", "list", "-b", broker)
+    assert "bench-no-plot" not in out  # refused before the load
 
 
 def test_a_terminal_gets_the_progress_bar(broker, samsa, monkeypatch):
