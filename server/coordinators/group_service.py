@@ -138,7 +138,7 @@ class GroupService:
 
     def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing (a
-        single broker; a cluster's is created through ZooKeeper, server/zookeeper/auto_topic_creation.py)."""
+        single broker; a cluster's is created through ZooKeeper, server/zookeeper/admin_manager.py)."""
         if OFFSETS_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
             return
         create_internal_topic(self._replicas, self._config, OFFSETS_TOPIC,

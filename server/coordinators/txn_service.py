@@ -117,7 +117,7 @@ class TxnService:
 
     def ensure_transaction_topic(self) -> None:
         """Create `__transaction_state` the way Kafka's coordinator asks for it, if it is missing (a
-        single broker; a cluster's is created through ZooKeeper, server/zookeeper/auto_topic_creation.py)."""
+        single broker; a cluster's is created through ZooKeeper, server/zookeeper/admin_manager.py)."""
         if TRANSACTION_STATE_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
             return
         create_internal_topic(self._replicas, self._config, TRANSACTION_STATE_TOPIC,
