@@ -37,12 +37,17 @@ from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, RequestContext
 from .zookeeper.controlled_shutdown import controlled_shutdown
-from .handlers import load_handlers
+from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
 from .replication.log_dir_failure_handler import handle_log_dir_failures
-from .metadata.image import BrokerInfo, MetadataStore, load_or_import
+from .metadata.admin_manager import AdminManager
+from .metadata.cache import BrokerInfo, MetadataCache
+from .metadata.local_admin import LocalAdminManager
+from .metadata.local_cache import LocalMetadataCache
+from .metadata.image import MetadataStore, load_or_import
 from .metrics.request_metrics import RequestMetrics
+from .metrics.sources import LoadedBroker
 from .network.socket_server import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .config.dynamic_broker_config import (
     apply_cluster_broker_configs,
@@ -53,6 +58,8 @@ from .replication.fetch_session import FetchSessionCache
 from .coordinators.group_service import GroupService, random_member_uuid
 from .coordinators.txn_service import TxnService
 from .zookeeper.membership import ZkMembership, broker_registration, join_cluster, stay_registered
+from .zookeeper.admin_manager import ZkAdminManager
+from .zookeeper.control_plane import ZkControlPlane
 from .zookeeper.controller import ZkController
 from .zookeeper.metadata_cache import ZkMetadataCache
 from .zookeeper.shared_metadata import ZkSharedMetadata
@@ -109,6 +116,7 @@ class Broker:
         self.alter_partitions: AlterPartitionManager | None = None  # in a cluster: ISR changes to the controller
         self.zk_shared: ZkSharedMetadata | None = None  # in a cluster: configs, quotas, SCRAM, ACLs in ZooKeeper
         self.controller: ZkController | None = None  # in a cluster: runs for controller
+        self.zk_metadata: ZkMetadataCache | None = None  # in a cluster: what the controller said
         self.zk_producer_id_blocks: ZkProducerIdBlocks | None = None  # in a cluster: producer ids from ZooKeeper
         self._in_flight = 0
         self._connections: set[Connection] = set()
@@ -123,6 +131,7 @@ class Broker:
         # KIP-714; its collect() is a Prometheus collector of what clients push.
         self.client_telemetry = ClientTelemetry(config.get("telemetry.max.bytes"))
         self.metrics_port: int | None = None  # the endpoint's port once it listens
+        self.loaded_broker: LoadedBroker | None = None  # what the metrics report on, once the logs are loaded
         self.recovered = False  # the logs are loaded and recovered: /healthz
         self.registered = False  # in a cluster, registered in ZooKeeper (with recovered: /readyz)
 
@@ -165,19 +174,33 @@ class Broker:
         self.transactions = TxnService(self.config, metadata, self.replica_manager, self.disk_limiter,
                                        self.producer_ids.generate_producer_id, self.groups.complete_transaction,
                                        wall_clock_ms, cluster=zk_metadata)
+        metadata_cache: MetadataCache
+        admin: AdminManager
+        control_plane = None
         if zk_metadata is not None:
+            assert self.zookeeper is not None and shared is not None
+            self.zk_metadata = metadata_cache = zk_metadata
+            admin = ZkAdminManager(self.zookeeper.client, zk_metadata, shared)
+            control_plane = ZkControlPlane(self.zookeeper, zk_metadata)
             self.alter_partitions = AlterPartitionManager(self.zookeeper, zk_metadata, self.config)
             self.replica_manager.isr_change_listener = self.alter_partitions.submit
             self.replica_manager.on_leadership_change = self._coordinator_leadership_changed
             self.controller = ZkController(self.zookeeper, self.config)
+        else:
+            replicas = self.replica_manager
+            metadata_cache = LocalMetadataCache(metadata, self.node_id, self.advertised,
+                                                lambda topic, index: replicas.get(topic, index).leader_epoch)
+            admin = LocalAdminManager()
         self.services = BrokerServices(
             config=self.config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
-            log_manager=self.log_manager, metadata=metadata, replica_manager=self.replica_manager,
+            log_manager=self.log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
+            listener_type=ListenerType.BROKER if self.zookeeper is None else ListenerType.ZK_BROKER,
+            replica_manager=self.replica_manager,
             groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
             authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
             advertised=self.advertised, client_telemetry=self.client_telemetry,
-            connection_quotas=self.connection_quotas, zookeeper=self.zookeeper,
-            zk_metadata=zk_metadata, zk_shared=shared, controller=self.controller)
+            connection_quotas=self.connection_quotas, control_plane=control_plane, controller=self.controller)
+        self.loaded_broker = LoadedBroker(self.replica_manager, self.log_manager, self.groups, self._controller_counts)
         self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
                                   for name, topic in metadata.topics.items()},
                                  {name: topic.topic_id for name, topic in metadata.topics.items()})
@@ -189,7 +212,8 @@ class Broker:
 
     def _topic_configs_changed(self, topic: str, configs: dict[str, str]) -> None:
         """A topic's overrides changed in ZooKeeper: the metadata cache and the logs here take them."""
-        self.services.zk_metadata.set_topic_configs(topic, configs)
+        assert self.zk_metadata is not None
+        self.zk_metadata.set_topic_configs(topic, configs)
         self.replica_manager.apply_topic_configs(topic, configs)
 
     def _acls_changed(self, acls) -> None:
@@ -215,9 +239,18 @@ class Broker:
 
         from .metrics.collectors import BrokerCollector
         registry = CollectorRegistry()
-        registry.register(BrokerCollector(self))
+        registry.register(BrokerCollector(self.request_metrics, self.connection_quotas, lambda: self.loaded_broker))
         registry.register(self.client_telemetry)
         return registry
+
+    def _controller_counts(self) -> tuple[int, int]:
+        """The controller gauges: (1 if active here, partitions without a leader as it sees them)."""
+        if self.controller is None or self.zk_metadata is None:
+            return 1, 0  # a single broker is its own controller and leads every partition it has
+        if not self.controller.is_active:
+            return 0, 0
+        return 1, sum(1 for states in self.zk_metadata.partition_states.values()
+                      for state in states.values() if state.leader < 0)
 
     def _topics_changed(self) -> None:
         """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
@@ -333,7 +366,8 @@ class Broker:
         this broker's leaders away while it still serves (server/zookeeper/controlled_shutdown.py)."""
         if self.zookeeper is None or not self.started.is_set() or not self.config.get("controlled.shutdown.enable"):
             return
-        await controlled_shutdown(self.zookeeper, self.services.zk_metadata, self.config)
+        assert self.zk_metadata is not None
+        await controlled_shutdown(self.zookeeper, self.zk_metadata, self.config)
 
     def _advertised_endpoints(self) -> list[zk_data.EndPoint]:
         return [zk_data.EndPoint(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
@@ -511,7 +545,7 @@ class Broker:
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if (handler is None or not handler.min_version <= version <= handler.max_version
-                or not handler.served(self.zookeeper is not None)):
+                or not handler.served(self.services.listener_type)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)

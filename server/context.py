@@ -5,12 +5,11 @@ through `ctx.services` only, so what they depend on is listed, and typed, here."
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..wire.protocol import request_class
-from .zookeeper.auto_topic_creation import AutoTopicCreationManager
 from .security.authorizer import (
     CLUSTER_NAME, AclOperation, ResourceType, audit_denied, host_address, supported_operations_bit_field,
 )
@@ -23,18 +22,18 @@ if TYPE_CHECKING:
     from .security.authorizer import StandardAuthorizer
     from .metrics.client_telemetry import ClientTelemetry
     from .config.kafka_config import KafkaConfig
+    from .control_plane import Controller, ControlPlane
+    from .handlers import ListenerType
+    from .metadata.admin_manager import AdminManager
     from .replication.fetch_session import FetchSessionCache
     from .coordinators.group_service import GroupService
-    from .metadata.image import BrokerInfo, MetadataCache, MetadataStore
+    from .metadata.cache import BrokerInfo, MetadataCache
+    from .metadata.image import MetadataStore
     from .network.socket_server import Connection
     from .replication.replica_manager import ReplicaManager
     from .network.connection_quotas import ConnectionQuotas
     from .throttle import BrokerQuotas
     from .coordinators.txn_service import TxnService
-    from .zookeeper.membership import ZkMembership
-    from .zookeeper.controller import ZkController
-    from .zookeeper.metadata_cache import ZkMetadataCache
-    from .zookeeper.shared_metadata import ZkSharedMetadata
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,12 @@ class BrokerServices:
     cluster_id: str
     log_dirs: list[Path]
     log_manager: LogManager
-    metadata: MetadataStore
+    metadata: MetadataStore  # the broker's own image (server/metadata/image.py)
+    # What handlers read of the cluster and how they change it, whichever the cluster mode: the
+    # single broker's image and its own replicas, or a ZooKeeper cluster's controller and znodes.
+    metadata_cache: MetadataCache
+    admin: AdminManager
+    listener_type: ListenerType  # which APIs are served (Kafka's ApiMessageType.ListenerType)
     replica_manager: ReplicaManager
     groups: GroupService  # the group coordinator's shell (Kafka's GroupCoordinator)
     transactions: TxnService  # the transaction coordinator's shell (Kafka's TransactionCoordinator)
@@ -73,20 +77,10 @@ class BrokerServices:
     advertised: dict[str, BrokerInfo]  # by listener name, filled in once the listeners are bound
     client_telemetry: ClientTelemetry  # KIP-714: subscriptions, client sessions, pushed metrics
     connection_quotas: ConnectionQuotas  # the listeners' connection limits, reconfigured dynamically
-    # In a ZooKeeper cluster (zookeeper.connect): the membership (broker epoch) and what the
-    # controller said in UpdateMetadata; both None for a single broker.
-    zookeeper: ZkMembership | None = None
-    zk_metadata: ZkMetadataCache | None = None
-    # In a cluster: topic configs, quotas, SCRAM credentials and ACLs as ZooKeeper holds them, and their writes.
-    zk_shared: ZkSharedMetadata | None = None
-    controller: ZkController | None = None  # runs for controller (server/zookeeper/controller.py)
-    # In a cluster: topics created on first need, through ZooKeeper (FindCoordinator, Metadata).
-    auto_topic_creation: AutoTopicCreationManager = field(default_factory=AutoTopicCreationManager)
-
-    @property
-    def metadata_cache(self) -> MetadataCache:
-        """What handlers read of topics: in a cluster what the controller said, else the broker's own image."""
-        return self.metadata if self.zk_metadata is None else self.zk_metadata
+    # Where a controller sends this broker LeaderAndIsr, UpdateMetadata and StopReplica, and where
+    # this broker may be the controller (a ZooKeeper cluster): both None for a single broker.
+    control_plane: ControlPlane | None = None
+    controller: Controller | None = None
 
     def broker_info(self, listener: str) -> BrokerInfo:
         """This broker as advertised on `listener` (the first advertised listener otherwise)."""

@@ -12,7 +12,9 @@ Pure: no I/O. The ZooKeeper client is server/zookeeper/zk_client.py.
 
 from __future__ import annotations
 
+import base64
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -673,3 +675,14 @@ def decode_extended_acl_change(data: bytes | None) -> tuple[str, str, str]:
     if int(js.get("version", 0)) > 1:
         raise ZkDataError(f"unsupported ACL change event: {data!r}")
     return str(js["resourceType"]), str(js["name"]), str(js["patternType"])
+
+
+# A topic id as ZooKeeper's znodes and Kafka's Uuid.toString write it: URL-safe base64, unpadded.
+def topic_uuid(topic_id: str | None) -> uuid.UUID:
+    if not topic_id:
+        return uuid.UUID(int=0)
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
+
+
+def topic_id_string(topic_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")

@@ -85,9 +85,8 @@ def _incremental(current: Mapping[str, str], changes) -> dict[str, str]:
 
 
 def alter_client_metrics(services: BrokerServices, name: str, changes, incremental: bool, validate_only: bool) -> None:
-    """AlterConfigs (replace) or IncrementalAlterConfigs (edit) on a client-metrics resource."""
-    if services.zk_shared is not None:
-        raise invalid_request("AlterConfigs is only supported for topics and brokers, but resource type is CLIENT_METRICS")
+    """AlterConfigs (replace) or IncrementalAlterConfigs (edit) on a client-metrics resource of the
+    broker's own image."""
     current = services.metadata.client_metrics.get(name, {})
     configs = _incremental(current, changes) if incremental else {c.name: c.value for c in changes}
     subscription = parse_subscription(name, configs)
@@ -104,9 +103,7 @@ def describe_client_metrics(services: BrokerServices, name: str, keys) -> list[C
     listed only the configs set, with no synonyms, types or documentation.)"""
     if not name:
         raise invalid_request("Client metrics subscription name must not be empty")
-    if services.zk_shared is not None:
-        raise invalid_request("Config type client-metrics is only supported on KRaft clusters")
-    configs = services.metadata.client_metrics.get(name, {})
+    configs = services.admin.client_metrics_configs(services, name)
     entries = []
     for key, (config_type, default, documentation) in sorted(CONFIGS.items()):
         if keys and key not in keys:

@@ -1,8 +1,8 @@
 """AlterConfigs and IncrementalAlterConfigs on every resource type, as Kafka's ConfigAdminManager
 preprocesses them (repeated resources or keys, null values, unknown types) and hands each on: a
-topic's overrides (in a ZooKeeper cluster: /config/topics/<t> and a /config/changes notification, as
-Kafka 3.9's ZkAdminManager), a BROKER resource's dynamic configs, a BROKER_LOGGER's levels
-(incremental only), a CLIENT_METRICS resource's subscription (KIP-714)."""
+topic's overrides and a BROKER resource's dynamic configs to the AdminManager
+(server/metadata/admin_manager.py), a BROKER_LOGGER's levels (incremental only), a CLIENT_METRICS
+resource's subscription (KIP-714) to the AdminManager too."""
 
 from __future__ import annotations
 
@@ -11,15 +11,8 @@ from collections import Counter
 from ...wire.errors import ErrorCode
 from ..security.authorizer import ALTER_CONFIGS
 from .broker_loggers import alter_loggers
-from .client_metrics_configs import alter_client_metrics
 from .config_resources import ConfigApiError, OpType, ResourceType, check_authorized, invalid_request
-from .dynamic_broker_config import (
-    alter_broker_configs,
-    alter_cluster_broker_configs,
-    check_broker_resource,
-    incremental_broker_configs,
-)
-from .topic_configs import alter_cluster_topic_configs, alter_topic_configs, incremental_topic_configs
+from .dynamic_broker_config import check_broker_resource, incremental_broker_configs
 
 
 async def alter_configs(ctx, request, response_type, incremental: bool):
@@ -53,27 +46,19 @@ async def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
     kind, name = resource.resource_type, resource.resource_name
     if kind == ResourceType.TOPIC:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
-        if services.zk_shared is not None:
-            await alter_cluster_topic_configs(services, name, resource.configs, incremental, validate_only)
-            return
-        configs = (incremental_topic_configs(services, name, resource.configs) if incremental
-                   else {c.name: c.value for c in resource.configs})
-        alter_topic_configs(services, name, configs, validate_only)
+        await services.admin.alter_topic_configs(services, name, resource.configs, incremental, validate_only)
     elif kind == ResourceType.BROKER:
         check_broker_resource(name, services.node_id)
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
         configs = (incremental_broker_configs(services.config.dynamic_configs(per_broker=name != ""), resource.configs)
                    if incremental else {c.name: c.value for c in resource.configs})
-        if services.zk_shared is not None:
-            await alter_cluster_broker_configs(services, name, configs, validate_only)
-        else:
-            alter_broker_configs(services, name, configs, validate_only)
+        await services.admin.alter_broker_configs(services, name, configs, validate_only)
     elif kind == ResourceType.BROKER_LOGGER and incremental:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
         alter_loggers(name, services.node_id, resource.configs, validate_only)
     elif kind == ResourceType.CLIENT_METRICS:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
-        alter_client_metrics(services, name, resource.configs, incremental, validate_only)
+        await services.admin.alter_client_metrics(services, name, resource.configs, incremental, validate_only)
     else:
         # Legacy AlterConfigs never took BROKER_LOGGER: it lands here too.
         raise invalid_request(f"Unknown resource type {kind}")

@@ -26,7 +26,7 @@ from ..network.listener_config import ListenerConfig
 if TYPE_CHECKING:
     from ...storage.log_manager import LogManager
     from ..context import BrokerServices
-    from ..metadata.image import MetadataCache
+    from ..metadata.cache import MetadataView
     from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.dynamic_config")
@@ -61,7 +61,7 @@ def _per_broker_only(name: str) -> bool:
     return name in BROKER_CONFIGS and BROKER_CONFIGS[name].update_mode == "per-broker"
 
 
-def _is_password(name: str) -> bool:
+def is_password(name: str) -> bool:
     definition = BROKER_CONFIGS.get(listener_config_base(name) or name)
     return definition is not None and definition.type == "password"
 
@@ -198,7 +198,7 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
     """Make `props` the whole dynamic config set of a BROKER resource (checked by
     check_broker_resource): validate, then unless validate_only store and apply it."""
     per_broker = resource_name != ""
-    new = _validated(services.config, props, per_broker)
+    new = validated_broker_configs(services.config, props, per_broker)
     if validate_only:
         return
     # Kept under the id as this broker prints it, so "00" and "0" name the same resource.
@@ -210,7 +210,7 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
     services.connection_quotas.reconfigure()
 
 
-def _validated(current: KafkaConfig, props: Mapping[str, str], per_broker: bool) -> KafkaConfig:
+def validated_broker_configs(current: KafkaConfig, props: Mapping[str, str], per_broker: bool) -> KafkaConfig:
     """The broker's config with `props` as a BROKER resource's dynamic configs, or INVALID_REQUEST."""
     try:
         validate_dynamic_configs(props, per_broker)
@@ -220,27 +220,6 @@ def _validated(current: KafkaConfig, props: Mapping[str, str], per_broker: bool)
     except ConfigError as error:
         raise invalid_request(error.message) from None
     return new
-
-
-async def alter_cluster_broker_configs(services: BrokerServices, resource_name: str, props: Mapping[str, str],
-                                       validate_only: bool) -> None:
-    """In a ZooKeeper cluster (ZkAdminManager.alterBrokerConfigs): checked, then written to
-    /config/brokers/<id> or /config/brokers/<default> with a /config/changes notification; every
-    broker concerned applies it from there (apply_cluster_broker_configs). A password config is
-    stored encrypted by Kafka (password.encoder.secret), which Samsa does not do yet: refused."""
-    per_broker = resource_name != ""
-    _validated(services.config, props, per_broker)
-    passwords = sorted(name for name in props if _is_password(name))
-    if passwords:
-        if not per_broker:
-            raise invalid_request("Password config can be defined only at broker level")
-        raise invalid_request("Password encoder secret not configured" if not services.config.get(
-            "password.encoder.secret") else f"Encoded password configs are not supported in a cluster yet: {passwords}")
-    if validate_only:
-        return
-    log.info("Updating %s with new configuration : %s", f"broker {services.node_id}" if per_broker else "brokers",
-             ",".join(f"{k} -> {v}" for k, v in props.items()))
-    await services.zk_shared.change_broker_config(str(services.node_id) if per_broker else "", dict(props))
 
 
 def apply_cluster_broker_configs(services: BrokerServices) -> None:
@@ -260,13 +239,13 @@ def apply_cluster_broker_configs(services: BrokerServices) -> None:
 FORMATTED_DYNAMIC_DEFAULTS = ("min.insync.replicas",)
 
 
-def write_formatted_dynamic_defaults(config: KafkaConfig, metadata: MetadataCache) -> None:
+def write_formatted_dynamic_defaults(config: KafkaConfig, metadata: MetadataView) -> None:
     """On freshly formatted log directories, before load_dynamic_broker_configs."""
     defaults = {name: value_to_string(config.get(name)) for name in FORMATTED_DYNAMIC_DEFAULTS}
     metadata.set_broker_configs("", {name: value for name, value in defaults.items() if value is not None})
 
 
-def load_dynamic_broker_configs(config: KafkaConfig, metadata: MetadataCache, logs: LogManager, node_id: int,
+def load_dynamic_broker_configs(config: KafkaConfig, metadata: MetadataView, logs: LogManager, node_id: int,
                                 clear: bool = False) -> None:
     """At startup, before any log opens: the dynamic configs the metadata holds take effect (also
     when none is left, with `clear`)."""
@@ -277,7 +256,7 @@ def load_dynamic_broker_configs(config: KafkaConfig, metadata: MetadataCache, lo
         _apply(config, logs, metadata, None, per_broker, defaults)
 
 
-def _apply(config: KafkaConfig, logs: LogManager, metadata: MetadataCache, replicas: ReplicaManager | None,
+def _apply(config: KafkaConfig, logs: LogManager, metadata: MetadataView, replicas: ReplicaManager | None,
            per_broker: Mapping[str, str], defaults: Mapping[str, str]) -> None:
     """`replicas`: None before the partitions are loaded."""
     try:

@@ -18,28 +18,13 @@ LIST_TOPIC_CONFIGS = ("cleanup.policy", "leader.replication.throttled.replicas",
 
 def alter_topic_configs(services: BrokerServices, name: str, new_configs: dict[str, str], validate_only: bool) -> None:
     """Validate and (unless validate_only) store a topic's new overrides; ConfigApiError if refused."""
-    _check_topic(services, services.metadata, name, new_configs)
+    check_topic_configs(services, services.metadata, name, new_configs)
     if not validate_only:
         services.replica_manager.update_topic_configs(name, new_configs)
 
 
-async def alter_cluster_topic_configs(services: BrokerServices, name: str, changes, incremental: bool,
-                                      validate_only: bool) -> None:
-    """In a ZooKeeper cluster (ZkAdminManager): the overrides as /config/topics/<t> holds them now,
-    changed, checked and (unless validate_only) written back with a /config/changes notification;
-    every broker's logs take them from there."""
-    _check_topic(services, services.metadata_cache, name, {})
-    if incremental:
-        overrides = await services.zookeeper.client.get_entity_config("topics", name)
-        new_configs = _incremental(services, overrides, changes)
-    else:
-        new_configs = {c.name: c.value for c in changes}
-    _check_topic(services, services.metadata_cache, name, new_configs)
-    if not validate_only:
-        await services.zk_shared.change_topic_config(name, new_configs)
-
-
-def _check_topic(services: BrokerServices, metadata, name: str, new_configs: dict[str, str]) -> None:
+def check_topic_configs(services: BrokerServices, metadata, name: str, new_configs: dict[str, str]) -> None:
+    """ConfigApiError unless `name` is a topic of `metadata` and `new_configs` valid overrides for it."""
     if name not in metadata.topics:
         raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
     try:
@@ -58,10 +43,11 @@ def incremental_topic_configs(services: BrokerServices, name: str, changes) -> d
     Kafka's default), as Kafka does.
     """
     topic = services.metadata.topics.get(name)
-    return _incremental(services, topic.configs if topic else {}, changes)
+    return incremental_overrides(services, topic.configs if topic else {}, changes)
 
 
-def _incremental(services: BrokerServices, overrides: dict[str, str], changes) -> dict[str, str]:
+def incremental_overrides(services: BrokerServices, overrides: dict[str, str], changes) -> dict[str, str]:
+    """IncrementalAlterConfigs' `changes` applied to a copy of `overrides`."""
     return incremental_alter(
         overrides, changes, is_list=lambda name: name in LIST_TOPIC_CONFIGS,
         not_list_message=lambda operation, name: f"Config value append is not allowed for config key: {name}",

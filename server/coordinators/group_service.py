@@ -53,7 +53,7 @@ from .consumer_groups import consumer_group_config, topics_image
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
     from ..context import RequestContext
-    from ..metadata.image import MetadataCache
+    from ..metadata.cache import MetadataView
     from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.group_service")
@@ -76,9 +76,9 @@ def random_member_uuid() -> str:
 
 
 class GroupService:
-    def __init__(self, config: KafkaConfig, metadata: MetadataCache, replicas: ReplicaManager,
+    def __init__(self, config: KafkaConfig, metadata: MetadataView, replicas: ReplicaManager,
                  disk_limiter: trio.CapacityLimiter, clock: Callable[[], int],
-                 new_member_uuid: Callable[[], str], cluster: MetadataCache | None = None) -> None:
+                 new_member_uuid: Callable[[], str], cluster: MetadataView | None = None) -> None:
         """`replicas`: where `__consumer_offsets` is (created through it); `disk_limiter`: fsyncs
         take turns with the broker's; `clock()`: ms since the epoch (offsets and group states carry
         wall-clock times); `new_member_uuid()`: the unique part of each new member id; `cluster`: in a
@@ -120,7 +120,7 @@ class GroupService:
         topic = self._topics().topics.get(OFFSETS_TOPIC)
         return topic.num_partitions if topic else self._config.get("offsets.topic.num.partitions")
 
-    def _topics(self) -> MetadataCache:
+    def _topics(self) -> MetadataView:
         return self._metadata if self._cluster is None else self._cluster
 
     def partition_for(self, group_id: str) -> int:
@@ -138,7 +138,7 @@ class GroupService:
 
     def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing (a
-        single broker; a cluster's is created through ZooKeeper, server/zookeeper/auto_topic_creation.py)."""
+        single broker; a cluster's is created through ZooKeeper, server/zookeeper/admin_manager.py)."""
         if OFFSETS_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
             return
         create_internal_topic(self._replicas, self._config, OFFSETS_TOPIC,

@@ -20,7 +20,7 @@ from ..clock import elapsed_ns, wall_clock_ms
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
-    from ..metadata.image import MetadataCache
+    from ..metadata.cache import MetadataView
     from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.coordinator_runtime")
@@ -91,7 +91,7 @@ def log_batches(log_) -> Iterator[tuple[batches.BatchHeader, list[batches.Record
             yield header, records
 
 
-def replay_topic(metadata: MetadataCache, replicas: ReplicaManager, topic_name: str,
+def replay_topic(metadata: MetadataView, replicas: ReplicaManager, topic_name: str,
                  replay_batch: Callable[[Any, batches.BatchHeader, list[batches.Record]], int]) -> None:
     """Hand every batch of an internal topic, partition by partition and oldest first, to
     `replay_batch(partition, header, records)`, which returns how many records it replayed; log

@@ -13,8 +13,8 @@ metadata is UNKNOWN_TOPIC_OR_PARTITION, which completes it (Kafka drops such mar
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -25,7 +25,7 @@ from ..inter_broker_client import BrokerConnection, BrokerUnreachable
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
-    from ..zookeeper.metadata_cache import ZkMetadataCache
+    from ..metadata.cache import BrokerInfo
 
 log = logging.getLogger("samsa.txn_marker_channel")
 
@@ -37,8 +37,21 @@ NO_LEADER = -1
 TopicPartition = tuple[str, int]
 
 
+class PartitionLeader(Protocol):
+    leader: int
+
+
+class ClusterState(Protocol):
+    """What the channel reads of what the controller last said (a ZooKeeper cluster's metadata cache)."""
+
+    broker_id: int
+    partition_states: Mapping[str, Mapping[int, PartitionLeader]]
+
+    def alive_node(self, node_id: int, listener: str) -> BrokerInfo | None: ...
+
+
 class TxnMarkerChannel:
-    def __init__(self, cluster: ZkMetadataCache, config: KafkaConfig) -> None:
+    def __init__(self, cluster: ClusterState, config: KafkaConfig) -> None:
         self._cluster = cluster
         self._config = config
         self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}

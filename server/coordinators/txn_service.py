@@ -46,7 +46,7 @@ from .txn_markers import CompleteOffsets, await_markers_replicated, write_txn_ma
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
-    from ..metadata.image import MetadataCache
+    from ..metadata.cache import MetadataView
     from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.txn_service")
@@ -60,10 +60,10 @@ LAST_PRODUCE_VERSION_WITHOUT_TRANSACTION_ABORTABLE = 10
 
 
 class TxnService:
-    def __init__(self, config: KafkaConfig, metadata: MetadataCache, replicas: ReplicaManager,
+    def __init__(self, config: KafkaConfig, metadata: MetadataView, replicas: ReplicaManager,
                  disk_limiter: trio.CapacityLimiter, generate_producer_id: Callable[[], int],
                  complete_offsets: CompleteOffsets, clock: Callable[[], int],
-                 cluster: MetadataCache | None = None) -> None:
+                 cluster: MetadataView | None = None) -> None:
         """`replicas`: where `__transaction_state` and the transactions' partitions are;
         `disk_limiter`: fsyncs take turns with the broker's; `generate_producer_id()`: the producer
         id manager's; `complete_offsets`: the group service's complete_transaction, told of markers
@@ -117,7 +117,7 @@ class TxnService:
 
     def ensure_transaction_topic(self) -> None:
         """Create `__transaction_state` the way Kafka's coordinator asks for it, if it is missing (a
-        single broker; a cluster's is created through ZooKeeper, server/zookeeper/auto_topic_creation.py)."""
+        single broker; a cluster's is created through ZooKeeper, server/zookeeper/admin_manager.py)."""
         if TRANSACTION_STATE_TOPIC in self._metadata.topics or self.coordinator is None or self._cluster is not None:
             return
         create_internal_topic(self._replicas, self._config, TRANSACTION_STATE_TOPIC,

@@ -11,10 +11,19 @@ holds the ranges, and tools/gen_compat_doc.py writes them into docs/compatibilit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from importlib import import_module
 from typing import Awaitable, Callable
 
 from ...wire.protocol import ApiKey
+
+
+class ListenerType(Enum):
+    """Which listeners an API is served on, as Kafka's schemas list them (ApiMessageType.ListenerType):
+    a ZooKeeper-mode broker's or a KRaft-mode (or single) broker's."""
+
+    ZK_BROKER = "zkBroker"
+    BROKER = "broker"
 
 
 @dataclass(frozen=True)
@@ -30,9 +39,10 @@ class Handler:
     # the KRaft "broker" listener, which a ZooKeeper-mode Kafka 3.9 broker neither lists nor serves.
     kraft_only: bool = False
 
-    def served(self, in_zookeeper_cluster: bool) -> bool:
-        """Whether a broker in (or not in) a ZooKeeper cluster serves and advertises this API."""
-        return not (self.cluster_only and not in_zookeeper_cluster or self.kraft_only and in_zookeeper_cluster)
+    def served(self, listener_type: ListenerType) -> bool:
+        """Whether a broker of this listener type serves and advertises this API."""
+        zk_broker = listener_type == ListenerType.ZK_BROKER
+        return not (self.cluster_only and not zk_broker or self.kraft_only and zk_broker)
 
 
 HANDLERS: dict[int, Handler] = {}

@@ -42,9 +42,6 @@ async def handle(ctx, request):
         results.append(Entry(error_code=code, error_message=message,
                              entity=[EntityData(entity_type=kind, entity_name=name) for kind, name in parts]))
     if changes and not request.validate_only:
-        if services.zk_shared is not None:  # a cluster: each entity's znode, as ZkAdminManager writes it
-            await services.zk_shared.alter_client_quotas(changes)
-        else:
-            services.metadata.alter_client_quotas(changes)
+        await services.admin.alter_client_quotas(services, changes)
         services.quotas.refresh()
     return AlterClientQuotasResponse(throttle_time_ms=0, entries=results)

@@ -13,7 +13,7 @@ from ...wire.messages.alter_partition_response import PartitionData, TopicData
 from ...wire.protocol import ApiKey, response_class
 from ...wire.zk_data import PartitionState
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
-from ..zookeeper.controller_channel import topic_id_string, topic_uuid
+from ...wire.zk_data import topic_id_string, topic_uuid
 from . import handler
 
 AlterPartitionResponse = response_class(ApiKey.ALTER_PARTITION)

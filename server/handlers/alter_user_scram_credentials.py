@@ -10,7 +10,6 @@ Deviations: none known.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ...wire.errors import ErrorCode
@@ -64,8 +63,8 @@ async def handle(ctx, request):
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
         return Response(throttle_time_ms=0, results=[Result(user=user, error_code=code, error_message=code.message)
                                                      for user in users])
-    metadata, shared = ctx.services.metadata, ctx.services.zk_shared
-    stored = metadata.scram_credentials if shared is None else shared.scram_credentials
+    services = ctx.services
+    stored = services.metadata_cache.scram_credentials
     # The accepted alterations by user name: a deletion's mechanism, an upsertion and its mechanism.
     deletions: dict[str, ScramMechanism] = {}
     upsertions: dict[str, tuple[Any, ScramMechanism]] = {}
@@ -89,23 +88,11 @@ async def handle(ctx, request):
         else:
             errors[upsertion.name] = checked
 
-    if shared is not None and (deletions or upsertions):  # a cluster: each user's /config/users znode
-        await shared.alter_scram_credentials(deletions, {
+    if deletions or upsertions:
+        await services.admin.alter_scram_credentials(services, deletions, {
             name: (mechanism, ScramCredential.from_salted_password(mechanism, upsertion.salt,
                                                                    upsertion.salted_password, upsertion.iterations))
             for name, (upsertion, mechanism) in upsertions.items()})
-    elif deletions or upsertions:
-        updated = copy.deepcopy(stored)
-        for name, mechanism in deletions.items():
-            mechanisms = updated[name]
-            del mechanisms[mechanism.mechanism_name]
-            if not mechanisms:
-                del updated[name]
-        for name, (upsertion, mechanism) in upsertions.items():
-            credential = ScramCredential.from_salted_password(mechanism, upsertion.salt, upsertion.salted_password,
-                                                              upsertion.iterations)
-            updated.setdefault(name, {})[mechanism.mechanism_name] = credential.to_json()
-        metadata.set_scram_credentials(updated)
 
     results = [Result(user=name, error_code=ErrorCode.NONE, error_message=None) for name in (*deletions, *upsertions)]
     results += [Result(user=name, error_code=code, error_message=message) for name, (code, message) in errors.items()]

@@ -16,7 +16,7 @@ import re
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from . import HANDLERS, handler
+from . import HANDLERS, ListenerType, handler
 
 ApiVersionsResponse = response_class(ApiKey.API_VERSIONS)
 # Kafka's ApiVersionsRequest.isValid: software name and version are [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
@@ -49,25 +49,25 @@ def finalized_features():
             for name, (_, level) in FEATURES.items() if level > 0]
 
 
-def api_keys(cluster_mode: bool = False):
+def api_keys(listener_type: ListenerType = ListenerType.BROKER):
     """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster, the KRaft-mode
     ones (client telemetry) only outside one."""
     Key = ApiVersionsResponse.ApiVersion
     return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(cluster_mode)]
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type)]
 
 
 # The lists every ApiVersions response carries, made once: building them was most of the handler's
 # time, which a client flooding the broker with ApiVersions requests multiplies (issue 17). Keyed by
 # the number of handlers too, so that a handler registered later is listed. Encoding only reads them.
-_listed: dict[tuple[bool, int], tuple[list, list, list]] = {}
+_listed: dict[tuple[ListenerType, int], tuple[list, list, list]] = {}
 
 
-def _listings(cluster_mode: bool) -> tuple[list, list, list]:
-    key = (cluster_mode, len(HANDLERS))
+def _listings(listener_type: ListenerType) -> tuple[list, list, list]:
+    key = (listener_type, len(HANDLERS))
     listed = _listed.get(key)
     if listed is None:
-        listed = _listed[key] = (api_keys(cluster_mode), supported_features(), finalized_features())
+        listed = _listed[key] = (api_keys(listener_type), supported_features(), finalized_features())
     return listed
 
 
@@ -89,7 +89,7 @@ async def handle(ctx, request):
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name
         ctx.connection.client_software_version = request.client_software_version
-    listed_api_keys, supported, finalized = _listings(ctx.services.zookeeper is not None)
+    listed_api_keys, supported, finalized = _listings(ctx.services.listener_type)
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=listed_api_keys, throttle_time_ms=0,
                                supported_features=supported, finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
                                finalized_features=finalized)

@@ -10,7 +10,7 @@ from ...wire.errors import ErrorCode
 from ...wire.messages.controlled_shutdown_response import RemainingPartition
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
-from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
+from ..control_plane import UNKNOWN_BROKER_EPOCH
 from . import handler
 
 ControlledShutdownResponse = response_class(ApiKey.CONTROLLED_SHUTDOWN)

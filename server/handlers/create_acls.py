@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..security.acl_admin import binding_of, change_acls, refusal
+from ..security.acl_admin import binding_of, refusal
 from ..security.authorizer import create_acls
 from . import handler
 
@@ -26,7 +26,7 @@ async def handle(ctx, request):
     current = ctx.services.authorizer.acls()
     errors, after = create_acls(current, [binding_of(c) for c in request.creations])
     if len(after) != len(current):
-        await change_acls(ctx.services, after)
+        await ctx.services.admin.change_acls(ctx.services, after)
     return CreateAclsResponse(throttle_time_ms=0, results=[
         Result(error_code=ErrorCode.NONE, error_message=None) if error is None
         else Result(error_code=ErrorCode.INVALID_REQUEST, error_message=error)

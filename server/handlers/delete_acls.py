@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
-from ..security.acl_admin import change_acls, filter_of, refusal
+from ..security.acl_admin import filter_of, refusal
 from ..security.authorizer import delete_acls
 from . import handler
 
@@ -36,7 +36,7 @@ async def handle(ctx, request):
     current = ctx.services.authorizer.acls()
     results, after = delete_acls(current, [filter_of(f) for f in request.filters])
     if len(after) != len(current):
-        await change_acls(ctx.services, after)
+        await ctx.services.admin.change_acls(ctx.services, after)
     return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
         FilterResult(error_code=ErrorCode.INVALID_REQUEST, error_message=result, matching_acls=[])
         if isinstance(result, str) else

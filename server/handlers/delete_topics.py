@@ -1,18 +1,16 @@
 """DeleteTopics (key 20), v0-6: by name (v0-5) or by name or topic id (v6+). Follows
 ControllerApis.deleteTopics and ReplicationControlManager.deleteTopics: DELETE on the topic (and
 DESCRIBE to learn the name of one asked by id), delete.topic.enable, the controller mutation quota.
-Deviations: the topic is gone when the answer comes (no controller round trip); v0 is served as in
-Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
-In a ZooKeeper cluster the topic is marked for deletion in /admin/delete_topics/<t> (Kafka 3.9's
-AdminZkClient.deleteTopic), the controller deletes it, and the answer waits up to timeout_ms for
-its UpdateMetadata to drop the topic (REQUEST_TIMED_OUT otherwise), as Kafka's DelayedDeleteTopics.
+The AdminManager deletes the topic (server/metadata/admin_manager.py: the single broker at once, so
+the topic is gone when the answer comes; in a ZooKeeper cluster it is marked for the controller to
+delete), and the answer waits up to timeout_ms for it to be gone (REQUEST_TIMED_OUT otherwise), as
+Kafka's DelayedDeleteTopics.
+Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 """
 
 from __future__ import annotations
 
 import uuid
-
-import trio
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
@@ -25,9 +23,9 @@ Result = DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def delete_one(ctx, name: str | None, topic_id: uuid.UUID, mutations):
+async def delete_one(ctx, name: str | None, topic_id: uuid.UUID, mutations):
     services = ctx.services
-    image = services.metadata if services.zk_metadata is None else services.zk_metadata
+    image = services.metadata_cache
     if name is None:
         topic = image.topics_by_id.get(topic_id)
         if topic is None:
@@ -48,26 +46,8 @@ def delete_one(ctx, name: str | None, topic_id: uuid.UUID, mutations):
     if not record_mutations(mutations, topic.num_partitions):
         return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
                       error_message=THROTTLING_QUOTA_EXCEEDED_MESSAGE)
-    if services.zk_metadata is not None:
-        return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.NONE)  # see delete_in_zookeeper
-    services.replica_manager.delete_topic(topic.name)
-    services.fetch_sessions.remove_topic(topic.name)
+    await services.admin.delete_topic(services, topic.name)
     return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.NONE)
-
-
-async def delete_in_zookeeper(ctx, results: list, timeout_ms: int) -> None:
-    """Mark the topics for the controller, then wait (timeout_ms) until its UpdateMetadata drops them."""
-    cache, client = ctx.services.zk_metadata, ctx.services.zookeeper.client
-    deleting = [r for r in results if r.error_code == ErrorCode.NONE]
-    for result in deleting:
-        await client.mark_topic_for_deletion(result.name)
-    if timeout_ms <= 0:
-        return
-    with trio.move_on_after(timeout_ms / 1000):
-        await cache.wait_until(lambda: not any(r.name in cache.topics for r in deleting))
-    for result in deleting:
-        if result.name in cache.topics:
-            result.error_code = ErrorCode.REQUEST_TIMED_OUT
 
 
 @handler(ApiKey.DELETE_TOPICS, 0, 6)
@@ -77,10 +57,13 @@ async def handle(ctx, request):
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     mutations = mutation_quota(ctx, strict_since_version=5)
-    results = [delete_one(ctx, n, i, mutations) for n, i in wanted]
-    if ctx.services.zk_metadata is not None:
-        await delete_in_zookeeper(ctx, results, request.timeout_ms)
-    else:
-        await ctx.services.groups.topics_deleted({r.name for r in results if r.error_code == ErrorCode.NONE})
+    results = [await delete_one(ctx, n, i, mutations) for n, i in wanted]
+    deleted = [r for r in results if r.error_code == ErrorCode.NONE]
+    if deleted:
+        remaining = await ctx.services.admin.finish_deletions(ctx.services, {r.name for r in deleted},
+                                                              request.timeout_ms)
+        for result in deleted:
+            if result.name in remaining:
+                result.error_code = ErrorCode.REQUEST_TIMED_OUT
     finish_mutations(ctx, mutations)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

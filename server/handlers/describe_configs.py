@@ -5,9 +5,9 @@ their sources, synonyms (v1+) and documentation (v3+). Follows KafkaApis.handleD
 ConfigHelper.describeConfigs: DESCRIBE_CONFIGS on the resource.
 Deviations: GROUP (KIP-848 group configs) resources answer INVALID_REQUEST; v0 is
 served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
-In a ZooKeeper cluster a topic is one of the controller's UpdateMetadata and its overrides are read
-from /config/topics/<t> for each request, as Kafka 3.9's ZkConfigRepository does; a CLIENT_METRICS
-resource is INVALID_REQUEST there, as in Kafka 3.9's ZooKeeper mode.
+A topic is the MetadataCache's, its overrides read where the AdminManager keeps them (in a
+ZooKeeper cluster from /config/topics/<t> for each request, as Kafka 3.9's ZkConfigRepository does;
+a CLIENT_METRICS resource is INVALID_REQUEST there, as in Kafka 3.9's ZooKeeper mode).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 def described(services: BrokerServices, resource):
     kind, name, keys = resource.resource_type, resource.resource_name, resource.configuration_keys
     if kind == ResourceType.TOPIC:
-        topic = (services.metadata if services.zk_metadata is None else services.zk_metadata).topics.get(name)
+        topic = services.metadata_cache.topics.get(name)
         if topic is None:
             raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
         return services.config.describe_topic_configs(topic.configs, keys)
@@ -67,14 +67,6 @@ def entries(ctx, request, resource):
     ]
 
 
-async def read_topic_configs(services: BrokerServices, name: str) -> None:
-    """A topic of the cluster: its overrides as ZooKeeper holds them now."""
-    cluster, zookeeper = services.zk_metadata, services.zookeeper
-    assert cluster is not None and zookeeper is not None
-    if name in cluster.topics:
-        cluster.set_topic_configs(name, await zookeeper.client.get_entity_config("topics", name))
-
-
 @handler(ApiKey.DESCRIBE_CONFIGS, 0, 4)
 async def handle(ctx, request):
     results = []
@@ -83,8 +75,8 @@ async def handle(ctx, request):
         message: str | None = ""  # Kafka's on success
         try:
             check_authorized(ctx, DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name)
-            if ctx.services.zk_metadata is not None and resource.resource_type == ResourceType.TOPIC:
-                await read_topic_configs(ctx.services, resource.resource_name)
+            if resource.resource_type == ResourceType.TOPIC:
+                await ctx.services.admin.read_topic_configs(ctx.services, resource.resource_name)
             configs = entries(ctx, request, resource)
         except ConfigApiError as error:
             code, message = error.code, error.message

@@ -22,8 +22,7 @@ Cursor = Response.Cursor
 @handler(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
 async def handle(ctx, request):
     services = ctx.services
-    cluster = services.zk_metadata
-    image = services.metadata if cluster is None else cluster
+    image = services.metadata_cache
     names = sorted({t.name for t in request.topics}) if request.topics else sorted(image.topics)
     start_topic, start_partition = "", 0
     if request.cursor is not None:
@@ -45,26 +44,18 @@ async def handle(ctx, request):
             continue
         first = start_partition if name == start_topic else 0
         partitions = []
-        in_cluster = None if cluster is None else {
-            p.partition_index: p for p in cluster.partition_metadata(name, ctx.listener,
-                                                                     error_unavailable_listeners=True)}
+        states = {p.partition_index: p for p in image.partition_metadata(name, ctx.listener,
+                                                                        error_unavailable_listeners=True) or ()}
         for index in range(first, topic.num_partitions):
             if budget == 0:
                 next_cursor = Cursor(topic_name=name, partition_index=index)
                 break
             budget -= 1
-            if in_cluster is not None:
-                p = in_cluster[index]
-                partitions.append(PartitionEntry(
-                    error_code=p.error_code, partition_index=index, leader_id=p.leader_id,
-                    leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
-                    eligible_leader_replicas=[], last_known_elr=[], offline_replicas=p.offline_replicas))
-                continue
+            p = states[index]
             partitions.append(PartitionEntry(
-                error_code=ErrorCode.NONE, partition_index=index, leader_id=services.node_id,
-                leader_epoch=services.replica_manager.get(name, index).leader_epoch,
-                replica_nodes=[services.node_id], isr_nodes=[services.node_id], eligible_leader_replicas=[],
-                last_known_elr=[], offline_replicas=[]))
+                error_code=p.error_code, partition_index=index, leader_id=p.leader_id,
+                leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
+                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=p.offline_replicas))
         topics.append(TopicEntry(error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
                                  is_internal=topic.is_internal, partitions=partitions,
                                  topic_authorized_operations=ctx.authorized_operations(TOPIC, name)))

@@ -117,9 +117,9 @@ def preferred_replica(ctx, partition, rack: str, fetch_offset: int) -> int | Non
     """The replica a consumer in `rack` should read from, if this broker leads the partition and
     a replica selector says another one (Kafka's ReplicaManager.findPreferredReadReplica)."""
     selector = ctx.services.config.replica_selector
-    cache = ctx.services.zk_metadata  # the brokers' racks: only in a cluster
+    cache = ctx.services.metadata_cache  # the brokers' racks
     leader_state = partition.leader_state
-    if (selector is None or cache is None or not partition.is_leader or leader_state is None
+    if (selector is None or not partition.is_leader or leader_state is None
             or not leader_state.replicated):
         return None
     listener = ctx.listener

@@ -1,18 +1,18 @@
-"""FindCoordinator (key 10), v0-6: this broker coordinates every group and every transactional id
-(it leads every partition of `__consumer_offsets` and `__transaction_state`); v4+ asks for many keys
-at once (KIP-699). Follows KafkaApis.handleFindCoordinatorRequest: DESCRIBE on the group or
-transactional id. Deviations: the coordinator topic is created on first need and the answer given at
-once, where Kafka answers COORDINATOR_NOT_AVAILABLE until AutoTopicCreationManager has created it;
-key type 2 (share groups, KIP-932) answers INVALID_REQUEST.
-In a ZooKeeper cluster the coordinator is the leader of the key's partition of the coordinator topic
-as the controller last told (COORDINATOR_NOT_AVAILABLE without one), as Kafka 3.9 answers; a missing
-coordinator topic is written to ZooKeeper for the controller to create (server/zookeeper/auto_topic_creation.py)
-and the answer is COORDINATOR_NOT_AVAILABLE until it has a leader, as Kafka 3.9's getCoordinator.
+"""FindCoordinator (key 10), v0-6: the coordinator of a group or transactional id is the leader of
+the key's partition of `__consumer_offsets` or `__transaction_state`, as the AdminManager finds it
+(server/metadata/admin_manager.py: the single broker leads every partition; a ZooKeeper cluster's
+is the leader the controller last told, COORDINATOR_NOT_AVAILABLE without one, as Kafka 3.9's
+getCoordinator); a missing coordinator topic is created on first need. v4+ asks for many keys at
+once (KIP-699). Follows KafkaApis.handleFindCoordinatorRequest: DESCRIBE on the group or
+transactional id. Deviations: the single broker creates the coordinator topic and answers at once,
+where Kafka answers COORDINATOR_NOT_AVAILABLE until AutoTopicCreationManager has created it; key
+type 2 (share groups, KIP-932) answers INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
-from ...coordinator.group_coordinator import partition_for
+from ...coordinator.group_coordinator import OFFSETS_TOPIC, partition_for
+from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security import authorizer as acl
@@ -23,32 +23,15 @@ Coordinator = FindCoordinatorResponse.Coordinator
 GROUP, TRANSACTION = 0, 1
 
 
-async def cluster_coordinator(ctx, topic: str, index: int):
-    """The live leader of the key's partition `index` of `topic` on this listener (Kafka's
-    ZooKeeper-mode getCoordinator), else COORDINATOR_NOT_AVAILABLE; a missing topic is created."""
-    cluster = ctx.services.zk_metadata
-    if topic not in cluster.topics:
-        await ctx.services.auto_topic_creation.create_topic(ctx.services, topic)
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-    partitions = cluster.partition_metadata(topic, ctx.listener) or []
-    leader = next((p.leader_id for p in partitions if p.partition_index == index), -1)
-    node = cluster.alive_node(leader, ctx.listener)
-    return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
-
-
 async def group_coordinator(ctx, key: str):
-    if ctx.services.zk_metadata is not None:
-        return await cluster_coordinator(ctx, "__consumer_offsets", ctx.services.groups.partition_for(key))
-    ctx.services.groups.ensure_offsets_topic()
-    return ErrorCode.NONE, ctx.services.broker_info(ctx.listener)
+    services = ctx.services
+    return await services.admin.coordinator(services, OFFSETS_TOPIC, services.groups.partition_for(key), ctx.listener)
 
 
 async def transaction_coordinator(ctx, key: str):
-    if ctx.services.zk_metadata is not None:
-        return await cluster_coordinator(ctx, "__transaction_state",
-                                         partition_for(key, ctx.services.transactions.num_partitions()))
-    ctx.services.transactions.ensure_transaction_topic()
-    return ErrorCode.NONE, ctx.services.broker_info(ctx.listener)
+    services = ctx.services
+    return await services.admin.coordinator(services, TRANSACTION_STATE_TOPIC,
+                                            partition_for(key, services.transactions.num_partitions()), ctx.listener)
 
 
 async def find(ctx, key_type: int, key: str):

@@ -28,9 +28,9 @@ from typing import Any
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
-from ..metadata.image import TopicInfo
+from ..metadata.cache import TopicInfo
 from ..replication.replica_manager import ZERO_UUID, PartitionState
-from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
+from ..control_plane import UNKNOWN_BROKER_EPOCH
 from . import handler
 
 log = logging.getLogger("samsa.state.change")
@@ -91,16 +91,14 @@ async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return refused(states, version, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if version >= 2 else UNKNOWN_BROKER_EPOCH
-    if services.zookeeper.is_broker_epoch_stale(broker_epoch, "LeaderAndIsr", request):
+    if services.control_plane.is_broker_epoch_stale(broker_epoch, "LeaderAndIsr", request):
         return refused(states, version, ErrorCode.STALE_BROKER_EPOCH)
-    replica_manager, cache = services.replica_manager, services.zk_metadata
+    replica_manager, control_plane = services.replica_manager, services.control_plane
     async with replica_manager.state_change_lock:
-        if not cache.take_controller_epoch(request, "LeaderAndIsr", ctx.correlation_id):
+        if not control_plane.take_controller_epoch(request, "LeaderAndIsr", ctx.correlation_id):
             return refused(states, version, ErrorCode.STALE_CONTROLLER_EPOCH)
         new_topics = await _new_topics(services, states)
-        listener = services.config.inter_broker_listener_name
-        brokers = {broker_id: endpoint for broker_id, broker in cache.alive_brokers.items()
-                   if (endpoint := broker.endpoints.get(listener)) is not None}
+        brokers = control_plane.replica_endpoints(services.config.inter_broker_listener_name)
         kraft_controller = version >= 7 and request.is_k_raft_controller
         if kraft_controller and request.type_ == FULL:
             log.warning("Ignoring the stray-replica check of a full LeaderAndIsr from KRaft controller %d: "
@@ -111,15 +109,15 @@ async def handle(ctx, request):
 
 
 async def _new_topics(services, states: list[PartitionState]) -> dict[str, TopicInfo]:
-    """The topics of the partitions this broker does not host yet, with their overrides from
-    /config/topics/<t> (Kafka's LogManager reads them from ZooKeeper when it creates a log)."""
+    """The topics of the partitions this broker does not host yet, with their overrides where the
+    cluster keeps them (Kafka's LogManager reads them from ZooKeeper when it creates a log)."""
     replica_manager = services.replica_manager
     topics: dict[str, TopicInfo] = {}
     for s in states:
         if s.topic in topics or replica_manager.get(s.topic, s.partition) is not None:
             continue
-        known = services.zk_metadata.topics.get(s.topic)
-        configs = await services.zookeeper.client.get_entity_config("topics", s.topic)
+        known = services.control_plane.known_topic(s.topic)
+        configs = await services.control_plane.topic_configs(s.topic)
         partitions = max(p.partition for p in states if p.topic == s.topic) + 1
         topics[s.topic] = TopicInfo(s.topic, s.topic_id or ZERO_UUID,
                                     max(partitions, known.num_partitions if known else 0), configs, len(s.replicas))

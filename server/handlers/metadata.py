@@ -1,12 +1,12 @@
 """Metadata (key 3), v0-12: brokers, controller, topics and partitions, creating topics on demand.
 Follows KafkaApis.handleTopicMetadataRequest and AutoTopicCreationManager, with Kafka's authorization
 (DESCRIBE to see a topic, CREATE on the cluster or topic to auto-create it).
-Deviations: a single broker: it is every partition's leader, replica and ISR, and the controller;
-an auto-created topic comes back at once with its partitions, where Kafka first answers
-LEADER_NOT_AVAILABLE while the controller creates it.
-In a ZooKeeper cluster the brokers, controller and partitions are the controller's last
-UpdateMetadata (Kafka's ZkMetadataCache.getTopicMetadata); an auto-created topic is written to
-ZooKeeper for the controller and answered LEADER_NOT_AVAILABLE (server/zookeeper/auto_topic_creation.py).
+The brokers, the controller and the partitions are the MetadataCache's (server/metadata/cache.py: a
+single broker is every partition's leader, replica and ISR, and the controller; a ZooKeeper cluster's
+are the controller's last UpdateMetadata, Kafka's ZkMetadataCache.getTopicMetadata); a topic created
+on first need is the AdminManager's (server/metadata/admin_manager.py).
+Deviations: the single broker answers an auto-created topic at once with its partitions, where Kafka
+first answers LEADER_NOT_AVAILABLE while the controller creates it.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from __future__ import annotations
 import logging
 import uuid
 
-from ...storage.errors import KafkaStorageException
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
-from ..metadata.image import InvalidTopicError, validate_topic_name
+from ..metadata.cache import InvalidTopicError, validate_topic_name
 from . import handler
 
 log = logging.getLogger("samsa.metadata")
@@ -31,36 +30,24 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def topic_metadata(ctx, topic, include_operations: bool) -> object:
-    node = ctx.services.node_id
-    cluster = ctx.services.zk_metadata
-    partitions = cluster_partitions(ctx, cluster, topic.name) if cluster is not None else [
-        PartitionMeta(error_code=ErrorCode.NONE, partition_index=i, leader_id=node,
-                      leader_epoch=ctx.services.replica_manager.get(topic.name, i).leader_epoch,
-                      replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-        for i in range(topic.num_partitions)
-    ]
+    partitions = ctx.services.metadata_cache.partition_metadata(
+        topic.name, ctx.listener, error_unavailable_endpoints=ctx.api_version == 0,
+        error_unavailable_listeners=ctx.api_version >= 6) or []
     return Topic(error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id,
-                 is_internal=topic.is_internal, partitions=partitions,
+                 is_internal=topic.is_internal,
+                 partitions=[PartitionMeta(error_code=p.error_code, partition_index=p.partition_index,
+                                           leader_id=p.leader_id, leader_epoch=p.leader_epoch,
+                                           replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
+                                           offline_replicas=p.offline_replicas) for p in partitions],
                  topic_authorized_operations=(ctx.authorized_operations(TOPIC, topic.name) if include_operations
                                               else AUTHORIZED_OPERATIONS_OMITTED))
 
 
-def cluster_partitions(ctx, cluster, topic: str) -> list:
-    """A topic's partitions as the controller last stated them, seen from the request's listener."""
-    return [PartitionMeta(error_code=p.error_code, partition_index=p.partition_index, leader_id=p.leader_id,
-                          leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
-                          offline_replicas=p.offline_replicas)
-            for p in cluster.partition_metadata(topic, ctx.listener,
-                                                error_unavailable_endpoints=ctx.api_version == 0,
-                                                error_unavailable_listeners=ctx.api_version >= 6)]
-
-
 def brokers_and_controller(ctx) -> tuple[list, int]:
     """The brokers a client on this listener can reach, and the controller's id (-1: none known)."""
-    cluster = ctx.services.zk_metadata
-    if cluster is None:
-        return [ctx.services.broker_info(ctx.listener)], ctx.services.node_id
-    return cluster.alive_nodes(ctx.listener), -1 if cluster.controller_id is None else cluster.controller_id
+    cache = ctx.services.metadata_cache
+    controller_id = cache.controller_id
+    return cache.alive_nodes(ctx.listener), -1 if controller_id is None else controller_id
 
 
 def cluster_authorized_operations(ctx) -> int:
@@ -74,23 +61,10 @@ def unauthorized(name: str | None, topic_id=ZERO_UUID):
     return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id, is_internal=False)
 
 
-def auto_create(ctx, name: str):
-    """Create a topic on first mention, as `auto.create.topics.enable` asks; None if not allowed."""
-    config = ctx.services.config
-    if name == "__consumer_offsets":  # Kafka creates it as the group coordinator needs it
-        ctx.services.groups.ensure_offsets_topic()
-        return ctx.services.metadata.topics[name]
-    if name == "__transaction_state":  # and this one as the transaction coordinator needs it
-        ctx.services.transactions.ensure_transaction_topic()
-        return ctx.services.metadata.topics[name]
-    return ctx.services.replica_manager.create_topic(
-        name, config.get("num.partitions"), {}, config.get("default.replication.factor"))
-
-
 @handler(ApiKey.METADATA, 0, 12)
 async def handle(ctx, request):
     services = ctx.services
-    image = services.metadata if services.zk_metadata is None else services.zk_metadata
+    image = services.metadata_cache
     include_ops = ctx.api_version >= 8 and request.include_topic_authorized_operations
     allow_auto = ((ctx.api_version < 4 or request.allow_auto_topic_creation)
                   and services.config.get("auto.create.topics.enable"))
@@ -132,16 +106,10 @@ async def handle(ctx, request):
                 except InvalidTopicError:
                     topics.append(failed(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
                     continue
-                if allow_auto and image.collides(name) is None and services.zk_metadata is not None:
-                    # Written to ZooKeeper for the controller (Kafka 3.9's AutoTopicCreationManager):
-                    # LEADER_NOT_AVAILABLE until it has leaders.
-                    topics.append(failed(name, await services.auto_topic_creation.create_topic(services, name)))
-                    continue
                 if allow_auto and image.collides(name) is None:
-                    try:
-                        topic = auto_create(ctx, name)
-                    except KafkaStorageException as e:
-                        topics.append(failed(name, e.error_code))
+                    code, topic = await services.admin.auto_create_topic(services, name)
+                    if topic is None:
+                        topics.append(failed(name, code))
                         continue
                 else:
                     topics.append(failed(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

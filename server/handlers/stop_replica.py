@@ -19,7 +19,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
 from ..replication.replica_manager import NO_EPOCH
-from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
+from ..control_plane import UNKNOWN_BROKER_EPOCH
 from . import handler
 
 log = logging.getLogger("samsa.state.change")
@@ -46,12 +46,12 @@ async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return StopReplicaResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if version >= 1 else UNKNOWN_BROKER_EPOCH
-    if services.zookeeper.is_broker_epoch_stale(broker_epoch, "StopReplica", request):
+    if services.control_plane.is_broker_epoch_stale(broker_epoch, "StopReplica", request):
         return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
     states = stop_replica_states(request, version)
-    replica_manager, cache = services.replica_manager, services.zk_metadata
+    replica_manager, control_plane = services.replica_manager, services.control_plane
     async with replica_manager.state_change_lock:
-        if not cache.take_controller_epoch(request, "StopReplica", ctx.correlation_id):
+        if not control_plane.take_controller_epoch(request, "StopReplica", ctx.correlation_id):
             return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         log.info("[Broker id=%d] Handling StopReplica request correlationId %d from controller %d for %d partitions",
                  services.node_id, ctx.correlation_id, request.controller_id, len(states))

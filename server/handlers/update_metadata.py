@@ -15,8 +15,7 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
-from ..zookeeper.membership import UNKNOWN_BROKER_EPOCH
-from ..zookeeper.metadata_cache import StaleControllerEpoch
+from ..control_plane import UNKNOWN_BROKER_EPOCH
 from . import handler
 
 UpdateMetadataResponse = response_class(ApiKey.UPDATE_METADATA)
@@ -28,10 +27,7 @@ async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker_epoch = request.broker_epoch if ctx.api_version >= 5 else UNKNOWN_BROKER_EPOCH
-    if services.zookeeper.is_broker_epoch_stale(broker_epoch, "UpdateMetadata", request):
+    if services.control_plane.is_broker_epoch_stale(broker_epoch, "UpdateMetadata", request):
         return UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-    try:
-        services.zk_metadata.update_metadata(request, ctx.api_version, ctx.correlation_id)
-    except StaleControllerEpoch as e:
-        return UpdateMetadataResponse(error_code=e.error_code)
-    return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+    return UpdateMetadataResponse(
+        error_code=services.control_plane.update_metadata(request, ctx.api_version, ctx.correlation_id))

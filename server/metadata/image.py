@@ -1,9 +1,8 @@
 """The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
 dynamic broker configs, ACLs, the producer ids handed out so far and the client quotas.
 
-Handlers and services use it through two interfaces: `MetadataCache`, what they read (Kafka's name
-for a broker's read side of the metadata), and `MetadataStore`, that and the changes they make.
-Where the metadata comes from is behind them: `MetadataImage` below, or (in a cluster) ZooKeeper.
+`MetadataStore` is what the broker reads of it (server/metadata/cache.py's `MetadataView`: topics,
+configs, ACLs, SCRAM credentials and quotas) and the changes it makes; `MetadataImage` below keeps it.
 
 In single-broker mode the broker is its own controller: the image is kept in one file in the first
 log dir (`__samsa_metadata.json`), replaced atomically (write, fsync, rename, fsync the directory)
@@ -17,10 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import uuid
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -30,93 +27,13 @@ from ...storage.durability import write_atomically
 from ...storage.log_manager import CLEAN_SHUTDOWN_FILE
 from ..security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from ..security.scram import ScramCredential, ScramMechanism
+from .cache import MetadataView, TopicInfo, colliding_topic
 
 log = logging.getLogger("samsa.metadata")
 
 METADATA_FILE = "__samsa_metadata.json"
-# Kafka's Topic.validate: legal characters and length (249 leaves room for partition suffixes).
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
-
-class InvalidTopicError(ValueError):
-    pass
-
-
-def validate_topic_name(name: str) -> None:
-    if not name:
-        raise InvalidTopicError("Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {name}")
-    if not _LEGAL_TOPIC.match(name):
-        raise InvalidTopicError(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
-
-
-def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
-    """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""
-    key = name.replace(".", "_")
-    return next((other for other in existing if other != name and other.replace(".", "_") == key), None)
-
-
-@dataclass
-class BrokerInfo:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-@dataclass
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    num_partitions: int
-    configs: dict[str, str] = field(default_factory=dict)
-    replication_factor: int = 1
-
-    @property
-    def is_internal(self) -> bool:
-        return self.name in INTERNAL_TOPICS
-
-
-class MetadataCache(Protocol):
-    """What the broker reads of the cluster's metadata. The mappings are views: callers do not
-    change them (a MetadataStore's methods do)."""
-
-    @property
-    def cluster_id(self) -> str: ...
-
-    @property
-    def topics(self) -> Mapping[str, TopicInfo]: ...
-
-    @property
-    def topics_by_id(self) -> Mapping[uuid.UUID, TopicInfo]: ...
-
-    @property
-    def broker_configs(self) -> Mapping[str, Mapping[str, str]]:
-        """Dynamic broker configs by BROKER resource name ("" for the cluster-wide defaults)."""
-
-    @property
-    def acls(self) -> list[dict[str, str]]:
-        """Every ACL, in creation order, as authorizer.AclBinding.to_json."""
-
-    @property
-    def scram_credentials(self) -> Mapping[str, Mapping[str, dict]]:
-        """user -> SCRAM mechanism name -> server.security.scram.ScramCredential.to_json()."""
-
-    @property
-    def client_quotas(self) -> Mapping[Entity, Mapping[str, float]]: ...
-
-    def collides(self, name: str) -> str | None:
-        """An existing topic whose name differs only by '.' versus '_'."""
-
-
-class MetadataStore(MetadataCache, Protocol):
+class MetadataStore(MetadataView, Protocol):
     """The metadata cache and the changes the broker makes to the cluster's metadata. Each change
     is durable when the call returns, or raises (OSError) and changes nothing."""
 

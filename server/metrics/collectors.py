@@ -12,13 +12,14 @@ Where Kafka's broker has no MBean (consumer lag) the names are kafka_exporter's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.samples import Sample
 
 from ...storage.errors import StorageError
 from .request_metrics import REQUEST_TIMES
+from .sources import LoadedBroker
 
 log = logging.getLogger("samsa.metrics")
 
@@ -35,22 +36,26 @@ TOPIC_METERS = (
 
 
 class BrokerCollector:
-    """Everything the broker reports; before its logs are loaded, only what it has counted."""
+    """Everything the broker reports; before its logs are loaded (`loaded` says None), only what it
+    has counted."""
 
-    def __init__(self, broker) -> None:
-        self.broker = broker
+    def __init__(self, request_metrics, connection_quotas, loaded: Callable[[], LoadedBroker | None]) -> None:
+        self._request_metrics = request_metrics
+        self._connection_quotas = connection_quotas
+        self._loaded = loaded
 
     def collect(self) -> Iterator[Metric]:
-        broker = self.broker
-        yield from request_families(broker.request_metrics)
-        yield from socket_server_families(broker)
-        if broker.replica_manager is None:
+        yield from request_families(self._request_metrics)
+        yield from socket_server_families(self._connection_quotas, self._request_metrics)
+        loaded = self._loaded()
+        if loaded is None:
             return
-        yield from topic_families(broker.replica_manager.topic_stats)
-        yield from replica_manager_families(broker.replica_manager)
-        yield from controller_families(broker)
-        yield from log_families(broker.log_manager)
-        yield from consumer_lag_families(broker.groups, broker.replica_manager)
+        replica_manager = loaded.replica_manager
+        yield from topic_families(replica_manager.topic_stats)
+        yield from replica_manager_families(replica_manager)
+        yield from controller_families(*loaded.controller_counts())
+        yield from log_families(loaded.log_manager)
+        yield from consumer_lag_families(loaded.groups, replica_manager)
 
 
 def request_families(metrics) -> Iterator[Metric]:
@@ -75,16 +80,16 @@ def request_families(metrics) -> Iterator[Metric]:
     yield throttle
 
 
-def socket_server_families(broker) -> Iterator[Metric]:
+def socket_server_families(connection_quotas, request_metrics) -> Iterator[Metric]:
     connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
                                     "Connections open, by listener.", labels=["listener"])
-    for listener, count in sorted(broker.connection_quotas.by_listener.items()):
+    for listener, count in sorted(connection_quotas.by_listener.items()):
         connections.add_metric([listener], count)
     yield connections
     failed = CounterMetricFamily("kafka_server_socket_server_metrics_failed_authentication",
                                  "Connections that failed authentication, by listener.", labels=["listener"])
-    for listener in sorted(broker.connection_quotas.by_listener):
-        failed.add_metric([listener], broker.request_metrics.failed_authentication.get(listener, 0))
+    for listener in sorted(connection_quotas.by_listener):
+        failed.add_metric([listener], request_metrics.failed_authentication.get(listener, 0))
     yield failed
 
 
@@ -126,19 +131,8 @@ def replica_manager_families(replica_manager) -> Iterator[Metric]:
                               "ISR expansions of partitions led here (confirmed by the controller).", changes.expands)
 
 
-def controller_families(broker) -> Iterator[Metric]:
-    """Kafka reports these on the active controller only (0 elsewhere); a single broker is its own
-    controller, and every partition it has is led by it."""
-    controller = broker.controller
-    zk_metadata = broker.services.zk_metadata if broker.services is not None else None
-    if controller is None or zk_metadata is None:
-        active, offline = 1, 0
-    elif controller.is_active:
-        active = 1
-        offline = sum(1 for states in zk_metadata.partition_states.values()
-                      for state in states.values() if state.leader < 0)
-    else:
-        active, offline = 0, 0
+def controller_families(active: int, offline: int) -> Iterator[Metric]:
+    """Kafka reports these on the active controller only (0 elsewhere)."""
     yield _gauge("kafka_controller_kafkacontroller_activecontrollercount",
                  "1 on the active controller, else 0.", active)
     yield _gauge("kafka_controller_kafkacontroller_offlinepartitionscount",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -29,8 +29,18 @@ from ..inter_broker_client import BrokerConnection, BrokerUnreachable
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
     from .replica_manager import Partition
-    from ..zookeeper.membership import ZkMembership
-    from ..zookeeper.metadata_cache import ZkMetadataCache
+
+
+class Registration(Protocol):
+    """This broker's registration in the cluster: a request to the controller names both."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+class ControllerLocator(Protocol):
+    def controller_endpoint(self, listener: str) -> tuple[str, int] | None:
+        """Where the controller listens on `listener`, None while none is known or reachable there."""
 
 log = logging.getLogger("samsa.alter_partition")
 AlterPartitionRequest = request_class(ApiKey.ALTER_PARTITION)
@@ -41,7 +51,7 @@ RETRY_BACKOFF_S = 0.1
 
 
 class AlterPartitionManager:
-    def __init__(self, membership: ZkMembership, cache: ZkMetadataCache, config: KafkaConfig) -> None:
+    def __init__(self, membership: Registration, cache: ControllerLocator, config: KafkaConfig) -> None:
         self._membership = membership
         self._cache = cache
         self._config = config

@@ -27,7 +27,8 @@ from ...wire.errors import ErrorCode
 from ..clock import wall_clock_ms
 from ..heap import making_long_lived_objects
 from ..metrics.topic_stats import BrokerTopicStats, TopicStats
-from ..metadata.image import MetadataStore, TopicInfo
+from ..metadata.cache import TopicInfo
+from ..metadata.image import MetadataStore
 from .replica_fetcher import ReplicaFetcherManager
 
 if TYPE_CHECKING:

@@ -23,7 +23,6 @@ from .authorizer import (
 )
 
 if TYPE_CHECKING:
-    from ..context import BrokerServices
     from ..metadata.image import MetadataStore
 
 NO_AUTHORIZER = "No Authorizer is configured."
@@ -60,12 +59,3 @@ def store_acls(metadata: MetadataStore, authorizer: StandardAuthorizer, acls: Se
     (OSError leaves both as they were)."""
     metadata.set_acls([acl.to_json() for acl in acls])
     authorizer.set_acls(acls)
-
-
-async def change_acls(services: BrokerServices, acls: Sequence[AclBinding]) -> None:
-    """CreateAcls' or DeleteAcls' new ACLs: in a cluster each changed resource's znode in ZooKeeper
-    as Kafka's AclAuthorizer writes it, then the authorizer; else store_acls."""
-    if services.zk_shared is None:
-        store_acls(services.metadata, services.authorizer, acls)
-    else:  # the authorizer takes what ZooKeeper has then (another broker's ACLs written meanwhile too)
-        await services.zk_shared.store_acls(acls)

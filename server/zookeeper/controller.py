@@ -43,7 +43,8 @@ from ...coordinator.controller.kafka_controller import KafkaController
 from ...wire import zk_data
 from ...wire.errors import ErrorCode
 from ..clock import wall_clock_ms
-from .controller_channel import ControllerChannelManager, topic_uuid
+from ...wire.zk_data import topic_uuid
+from .controller_channel import ControllerChannelManager
 from .zk_client import create_recursive, new_producer_id_block
 
 log = logging.getLogger("samsa.controller")

@@ -8,10 +8,8 @@ stopped being controller)."""
 
 from __future__ import annotations
 
-import base64
 import logging
 import math
-import uuid
 from collections.abc import Callable
 
 import trio
@@ -23,7 +21,7 @@ from ...wire.messages.stop_replica_request import StopReplicaPartitionState, Sto
 from ...wire.messages.update_metadata_request import (UpdateMetadataBroker, UpdateMetadataEndpoint,
                                                      UpdateMetadataPartitionState, UpdateMetadataTopicState)
 from ...wire.protocol import ApiKey, request_class
-from ...wire.zk_data import BrokerRegistration
+from ...wire.zk_data import BrokerRegistration, topic_uuid
 from ..inter_broker_client import BrokerConnection, BrokerUnreachable
 
 log = logging.getLogger("samsa.controller.channel")
@@ -38,16 +36,6 @@ ApiVersionsRequest = request_class(ApiKey.API_VERSIONS)
 VERSIONS = {ApiKey.LEADER_AND_ISR: (2, 7), ApiKey.UPDATE_METADATA: (5, 8), ApiKey.STOP_REPLICA: (3, 4)}
 
 ControlAction = SendLeaderAndIsr | SendUpdateMetadata | SendStopReplica
-
-
-def topic_uuid(topic_id: str | None) -> uuid.UUID:
-    if not topic_id:
-        return uuid.UUID(int=0)
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
-
-
-def topic_id_string(topic_id: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
 
 
 class ControllerChannelManager:

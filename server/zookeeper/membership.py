@@ -33,11 +33,11 @@ from ...storage.checkpoints import META_PROPERTIES, read_properties, write_prope
 from ...wire import zk_data
 from ..clock import wall_clock_ms
 from ..config.kafka_config import ConfigError
+from ..control_plane import UNKNOWN_BROKER_EPOCH
 from .zk_client import BrokerIdInUse, ClusterJoinError, KafkaZkClient, Registration
 
 log = logging.getLogger("samsa.zk")
 REGISTRATION_RETRY_BACKOFF_S = 1.0
-UNKNOWN_BROKER_EPOCH = -1  # Kafka's AbstractControlRequest.UNKNOWN_BROKER_EPOCH
 
 
 class InconsistentClusterIdException(ClusterJoinError):

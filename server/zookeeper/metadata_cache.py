@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 import trio
 
 from ...wire.errors import ErrorCode
-from ..metadata.image import BrokerInfo, MetadataStore, TopicInfo, colliding_topic
+from ..metadata.cache import BrokerInfo, PartitionMetadata, TopicInfo, colliding_topic
+from ..metadata.image import MetadataStore
 
 if TYPE_CHECKING:
     from .shared_metadata import ZkSharedMetadata
@@ -66,20 +67,6 @@ class AliveBroker:
         """The broker as reachable on `listener`, None if it has no such listener."""
         endpoint = self.endpoints.get(listener)
         return None if endpoint is None else BrokerInfo(self.node_id, endpoint[0], endpoint[1], self.rack)
-
-
-@dataclass(frozen=True)
-class PartitionMetadata:
-    """A partition as Metadata and DescribeTopicPartitions answer for it on one listener (Kafka's
-    ZkMetadataCache.getPartitionMetadata)."""
-
-    error_code: int
-    partition_index: int
-    leader_id: int
-    leader_epoch: int
-    replica_nodes: list[int]
-    isr_nodes: list[int]
-    offline_replicas: list[int]
 
 
 class ZkMetadataCache:

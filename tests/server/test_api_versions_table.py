@@ -79,10 +79,11 @@ def test_docs_compatibility_md_is_what_the_generator_writes():
 
 
 def test_the_listings_are_built_once_per_mode():
+    from samsa.server.handlers import ListenerType
     from samsa.server.handlers.api_versions import _listings, api_keys
 
     load_handlers()
-    for cluster_mode in (False, True):
-        listed = _listings(cluster_mode)
-        assert _listings(cluster_mode) is listed  # every response shares them
-        assert listed[0] == api_keys(cluster_mode)
+    for listener_type in ListenerType:
+        listed = _listings(listener_type)
+        assert _listings(listener_type) is listed  # every response shares them
+        assert listed[0] == api_keys(listener_type)

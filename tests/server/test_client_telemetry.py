@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from samsa.coordinator.client_metrics import kafka_uuid_string, subscription_id
 from samsa.server.config.kafka_config import ConfigSource, ConfigType
-from samsa.server.handlers import load_handlers
+from samsa.server.handlers import ListenerType, load_handlers
 from samsa.server.handlers.api_versions import api_keys
 from samsa.wire.compression import compress
 from samsa.wire.errors import ErrorCode
@@ -70,8 +70,8 @@ OK = (ErrorCode.NONE, None)
 
 def test_the_telemetry_apis_are_advertised_by_a_single_broker_only():
     load_handlers()
-    single = {k.api_key: (k.min_version, k.max_version) for k in api_keys(cluster_mode=False)}
-    cluster = {k.api_key for k in api_keys(cluster_mode=True)}
+    single = {k.api_key: (k.min_version, k.max_version) for k in api_keys(ListenerType.BROKER)}
+    cluster = {k.api_key for k in api_keys(ListenerType.ZK_BROKER)}
     assert single[71] == (0, 0) and single[72] == (0, 0) and single[74] == (0, 1)
     assert not {71, 72, 74} & cluster  # Kafka 3.9 in ZooKeeper mode lists none of them
 

@@ -5,7 +5,8 @@ import pytest
 
 from samsa.coordinator.controller.actions import (LeaderAndIsrPartition, SendLeaderAndIsr, SendStopReplica,
                                                   SendUpdateMetadata, StopReplicaPartition, UpdateMetadataPartition)
-from samsa.server.zookeeper.controller_channel import VERSIONS, _build, topic_id_string, topic_uuid
+from samsa.server.zookeeper.controller_channel import VERSIONS, _build
+from samsa.wire.zk_data import topic_id_string, topic_uuid
 from samsa.wire.protocol import ApiKey, decode_request, encode_request
 from samsa.wire.zk_data import BrokerRegistration, EndPoint, PartitionState
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import uuid
 
+from cluster_member import as_cluster_member as cluster_member
 from loopback import Client, broker_config, one_batch, produce_request, run_with_broker
 
 from samsa.coordinator.partition_leader import IsrChange
 from samsa.server.replication.alter_partition_manager import AlterPartitionManager
 from samsa.server.clock import wall_clock_ms
-from samsa.server.zookeeper.membership import ZkMembership
-from samsa.server.zookeeper.metadata_cache import ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class, response_class
 
@@ -41,10 +40,7 @@ class FakeZooKeeper:
 
 
 def as_cluster_member(broker, broker_epoch: int, topic_configs=None) -> None:
-    broker.zookeeper = ZkMembership(client=FakeZooKeeper(topic_configs or {}), broker_id=broker.node_id,
-                                    cluster_id=broker.cluster_id, broker_epoch=broker_epoch)
-    broker.services.zookeeper = broker.zookeeper
-    broker.services.zk_metadata = ZkMetadataCache(broker.node_id, broker.metadata)
+    cluster_member(broker, FakeZooKeeper(topic_configs or {}), broker_epoch)
 
 
 def state(index, leader, isr, replicas, leader_epoch=0, partition_epoch=0, topic="t"):
@@ -185,7 +181,7 @@ def test_isr_changes_become_alter_partition_requests(tmp_path):
         become = leader_and_isr([state(0, 0, [0, 1], [0, 1], leader_epoch=4, partition_epoch=9)])
         assert errors_v5(await client.call(become, 7)) == {(TOPIC_ID, 0): ErrorCode.NONE}
         partition = samsa.replica_manager.get("t", 0)
-        manager = AlterPartitionManager(samsa.zookeeper, samsa.services.zk_metadata, samsa.config)
+        manager = AlterPartitionManager(samsa.zookeeper, samsa.zk_metadata, samsa.config)
 
         # Follower 1 never fetched: out of sync. The shrink is pending until the controller answers.
         change = partition.maybe_shrink_isr(now_ms=wall_clock_ms() + 1, lag_time_max_ms=0)

@@ -79,7 +79,7 @@ def with_racks(broker, racks: dict[int, str]) -> None:
     """The brokers' racks as the controller's UpdateMetadata would bring them."""
     cache = ZkMetadataCache(broker.node_id, broker.metadata)
     cache.alive_brokers = {i: AliveBroker(i, {"PLAINTEXT": ("127.0.0.1", 1)}, rack) for i, rack in racks.items()}
-    broker.services.zk_metadata = cache
+    broker.services.metadata_cache = cache
 
 
 def consumer_fetch(offset: int, rack: str = "", max_wait_ms: int = 0):

@@ -13,7 +13,7 @@ import trio
 from samsa.coordinator.transaction_log import TRANSACTION_STATE_TOPIC, encode_key, encode_value, read_record
 from samsa.coordinator.transaction_metadata import TransactionState
 from samsa.server.handlers import load_handlers
-from samsa.server.metadata.image import BrokerInfo
+from samsa.server.metadata.cache import BrokerInfo
 from samsa.server.coordinators.txn_marker_channel import TxnMarkerChannel
 from samsa.server.zookeeper.metadata_cache import PartitionState as ZkPartitionState
 from samsa.storage.log import AppendOrigin, Log

@@ -9,10 +9,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from cluster_member import as_cluster_member as cluster_member
 from loopback import Client, broker_config, run_with_broker
 
 from samsa.coordinator.group_coordinator import partition_for
-from samsa.server.zookeeper.membership import ZkMembership
 from samsa.server.zookeeper.metadata_cache import StaleControllerEpoch, ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -139,10 +139,7 @@ class NoZooKeeper:
 
 
 def as_cluster_member(broker, broker_epoch: int) -> None:
-    broker.zookeeper = ZkMembership(client=NoZooKeeper(), broker_id=broker.node_id, cluster_id=broker.cluster_id,
-                                    broker_epoch=broker_epoch)
-    broker.services.zookeeper = broker.zookeeper
-    broker.services.zk_metadata = ZkMetadataCache(broker.node_id, broker.metadata)
+    cluster_member(broker, NoZooKeeper(), broker_epoch)
 
 
 def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_it(tmp_path):
@@ -161,7 +158,7 @@ def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_
         update = request([partition("t", 0, 1, [1, 0], [1, 0], leader_epoch=3), partition("t", 1, 0, [0], [0, 1]),
                           partition("t", 2, 7, [7], [7])], live, controller_epoch=2, broker_epoch=99)
         assert (await client.call(update, 8)).error_code == ErrorCode.STALE_BROKER_EPOCH
-        assert not samsa.services.zk_metadata.topics
+        assert not samsa.zk_metadata.topics
         update.broker_epoch = 101  # newer than ours: accepted, as Kafka does
         assert (await client.call(update, 8)).error_code == ErrorCode.NONE
         update.controller_epoch = 1

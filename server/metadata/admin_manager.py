@@ -1,0 +1,109 @@
+"""The admin operations whose effect depends on where the cluster's metadata lives (Kafka 3.9's
+ZkAdminManager and, in KRaft, the controller's managers): creating, growing and deleting topics,
+topic and broker configs, client-metrics resources, client quotas, SCRAM credentials, ACLs, topics
+created on first need and the coordinators' brokers. Handlers call `AdminManager` and never know
+which implementation answers: the single broker, its own controller, changes its image and logs at
+once (server/metadata/local_admin.py); a broker of a ZooKeeper cluster writes ZooKeeper for the
+controller and the other brokers (server/zookeeper/admin_manager.py).
+
+Each method takes the broker's services (server/context.py's BrokerServices), as handlers do.
+Refusals raise AdminError with Kafka's error code and message, or (the config operations)
+ConfigApiError.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ...coordinator.client_quotas import Entity
+    from ..context import BrokerServices
+    from ..security.authorizer import AclBinding
+    from ..security.scram import ScramCredential, ScramMechanism
+    from .cache import BrokerInfo, TopicInfo
+
+
+class AdminError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class NewPartitions:
+    """How a topic grows: the replicas of each partition added."""
+
+    added: dict[int, list[int]]  # partition id -> replicas
+
+
+class AdminManager(Protocol):
+    # --- topics ---------------------------------------------------------------------------------
+
+    def assign_replicas(self, services: BrokerServices, partitions: int, replication_factor: int,
+                        assignment: dict[int, list[int]] | None) -> dict[int, list[int]]:
+        """The replicas of each partition of a new topic: `assignment` as asked (checked), or placed
+        over the live brokers."""
+
+    async def create_topic(self, services: BrokerServices, name: str, assignment: dict[int, list[int]],
+                           configs: dict[str, str]) -> uuid.UUID:
+        """Create the topic (or, in a cluster, have it created); its id."""
+
+    async def wait_for_leaders(self, topics: dict[str, int], timeout_ms: int) -> set[str]:
+        """Wait up to timeout_ms for every partition of the topics (name -> partition count) to have
+        a leader; the topics still without."""
+
+    async def delete_topic(self, services: BrokerServices, name: str) -> None:
+        """Delete the topic (or mark it for the controller to delete)."""
+
+    async def finish_deletions(self, services: BrokerServices, names: set[str], timeout_ms: int) -> set[str]:
+        """After delete_topic of each: what follows them; the topics still there after timeout_ms."""
+
+    async def plan_new_partitions(self, services: BrokerServices, topic: str, count: int,
+                                  assignments: list[list[int]] | None) -> NewPartitions:
+        """How `topic` grows to `count` partitions, as asked or placed over the live brokers."""
+
+    async def add_partitions(self, services: BrokerServices, topic: str, plan: NewPartitions) -> None: ...
+
+    async def auto_create_topic(self, services: BrokerServices, name: str) -> tuple[int, TopicInfo | None]:
+        """A topic Metadata names, created on first need (auto.create.topics.enable, or a
+        coordinator's topic): (NONE, the topic) when it can be answered now, else (the error
+        code to answer, None)."""
+
+    async def coordinator(self, services: BrokerServices, topic: str, partition: int,
+                          listener: str) -> tuple[int, BrokerInfo | None]:
+        """The broker that coordinates the keys of `partition` of a coordinator topic (its leader),
+        as reachable on `listener`: (NONE, it), or (COORDINATOR_NOT_AVAILABLE, None)."""
+
+    # --- configs --------------------------------------------------------------------------------
+
+    async def read_topic_configs(self, services: BrokerServices, name: str) -> None:
+        """Before a topic's configs are described: make the metadata cache hold its overrides as
+        they are now where they are kept."""
+
+    async def alter_topic_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                  validate_only: bool) -> None:
+        """AlterConfigs (replace) or IncrementalAlterConfigs (edit) of a topic's overrides."""
+
+    async def alter_broker_configs(self, services: BrokerServices, resource_name: str, configs: Mapping[str, str],
+                                   validate_only: bool) -> None:
+        """A BROKER resource's new dynamic configs ("" for the cluster-wide defaults)."""
+
+    def client_metrics_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
+        """A client-metrics resource's configs (KIP-714)."""
+
+    async def alter_client_metrics(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                   validate_only: bool) -> None: ...
+
+    # --- quotas, credentials, ACLs --------------------------------------------------------------
+
+    async def alter_client_quotas(self, services: BrokerServices,
+                                  changes: dict[Entity, dict[str, float | None]]) -> None: ...
+
+    async def alter_scram_credentials(self, services: BrokerServices, deletions: Mapping[str, ScramMechanism],
+                                      upsertions: Mapping[str, tuple[ScramMechanism, ScramCredential]]) -> None: ...
+
+    async def change_acls(self, services: BrokerServices, acls: Sequence[AclBinding]) -> None:
+        """CreateAcls' or DeleteAcls' new ACLs in force."""
