@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,3 +44,22 @@ def samsa(capsys) -> Callable[..., tuple[int, str, str]]:
         return code, out, err
 
     return run
+
+
+@pytest.fixture
+def stdin(monkeypatch):
+    """stdin(b"lines") makes the next command read those bytes."""
+
+    def feed(data: bytes) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+    return feed
+
+
+@pytest.fixture
+def topic(broker, samsa, request):
+    """A new topic of 3 partitions named after the test."""
+    name = request.node.name.replace("[", "-").replace("]", "")[:60]
+    code, _, err = samsa("topics", "create", name, "-p", "3", "-b", broker)
+    assert code == 0, err
+    return name

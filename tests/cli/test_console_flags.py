@@ -4,10 +4,8 @@ tools, compat-tests/test_console_tools.py compares the two live), then the optio
 
 from __future__ import annotations
 
-import io
 import json
 import struct
-import sys
 
 import group_broker
 import pytest
@@ -122,21 +120,6 @@ def test_lines_split_as_javas_readline_splits_them():
     assert split_lines(b"a\r", final=True) == ([b"a"], b"")
     assert split_lines(b"a\n\n", final=True) == ([b"a", b""], b"")
     assert split_lines(b"", final=True) == ([], b"")
-
-
-@pytest.fixture
-def stdin(monkeypatch):
-    def feed(data: bytes) -> None:
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-    return feed
-
-
-@pytest.fixture
-def topic(broker, samsa, request):
-    name = request.node.name.replace("[", "-").replace("]", "")[:60]
-    code, _, err = samsa("topics", "create", name, "-p", "3", "-b", broker)
-    assert code == 0, err
-    return name
 
 
 def test_kafka_command_lines_round_trip(broker, samsa, stdin, topic):

@@ -3,12 +3,9 @@ and headers, starting points, a group's committed offsets, exit codes."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 
 import group_broker
-import pytest
 
 from samsa.cli.fetching import READ_COMMITTED, READ_UNCOMMITTED, decode_partition
 from samsa.cli.partitioner import murmur2, partition_for_key
@@ -18,23 +15,6 @@ from samsa.wire import records
 broker = group_broker.broker  # this module's broker, instead of conftest's
 
 
-@pytest.fixture
-def stdin(monkeypatch):
-    """stdin(b"lines") makes the next command read those bytes."""
-
-    def feed(data: bytes) -> None:
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
-
-    return feed
-
-
-@pytest.fixture
-def topic(broker, samsa, request):
-    """A new topic of 3 partitions named after the test."""
-    name = request.node.name.replace("[", "-").replace("]", "")[:60]
-    code, _, err = samsa("topics", "create", name, "-p", "3", "-b", broker)
-    assert code == 0, err
-    return name
 
 
 def test_murmur2_is_kafkas():
