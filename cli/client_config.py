@@ -10,8 +10,7 @@ Java's JKS, which Python cannot read).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..client.sasl import MECHANISMS, SaslLogin
 from ..server.config.kafka_config import ConfigError, broker_definition, parse_config, parse_properties
 from ..server.security.jaas import JaasConfigError, parse_jaas_config
 from ..server.network.listener_config import ListenerConfig
@@ -19,17 +18,7 @@ from ..server.network.tls import client_context
 from . import BAD_USAGE, CommandError
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _STORE_TYPES = {"ssl.keystore.type": "ssl.keystore.location", "ssl.truststore.type": "ssl.truststore.location"}
-
-
-@dataclass(frozen=True)
-class SaslLogin:
-    """Who the client logs in as, and how."""
-
-    mechanism: str
-    username: str
-    password: str
 
 
 class ClientConfig:
@@ -77,9 +66,9 @@ class ClientConfig:
 
     def _sasl_login(self) -> SaslLogin:
         mechanism = self.props.get("sasl.mechanism", "GSSAPI").strip().upper()
-        if mechanism not in SASL_MECHANISMS:
+        if mechanism not in MECHANISMS:
             raise ConfigError("sasl.mechanism", f"sasl.mechanism {mechanism} is not supported here "
-                                                f"({', '.join(SASL_MECHANISMS)})")
+                                                f"({', '.join(MECHANISMS)})")
         if "sasl.jaas.config" not in self.props:
             raise ConfigError("sasl.jaas.config", f"{self.security_protocol} needs sasl.jaas.config with the "
                                                   "username and password")
