@@ -11,13 +11,13 @@ from collections.abc import Callable
 import trio
 
 from ...client.scram import ScramMechanism
+from ...client.jaas import JaasConfigError, parse_jaas_config, plain_users
 from ...wire.protocol import ApiKey
 from ..clock import loop_time
 from ..config.kafka_config import ConfigError
 from ..handlers import HANDLERS
 from .socket_server import Connection, ConnectionClosed
 from ..security.authenticator import Authenticator, SaslServerAuthenticator
-from ..security.jaas import JaasConfigError, parse_jaas_config, plain_users
 from .listener_config import ListenerConfig
 from ..security.plain import PlainServer
 from ..context import ANONYMOUS, KafkaPrincipal
