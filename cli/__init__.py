@@ -3,7 +3,8 @@ command (as Redpanda's rpk serves Redpanda). It talks to any Kafka-compatible br
 Samsa's own wire/ codec.
 
 Each subcommand is a module of this package that defines `HELP` (one line), `add_arguments(parser)`
-and `run(args) -> int`; server/main.py finds them here, so a new command needs no other edit.
+and `run(args) -> int`; the `samsa` command (the package's __main__.py) finds them here, so a new
+command needs no other edit.
 
 Exit codes, the same for every command: 0 done, 1 the broker said no (the error code's name and
 message on one line), 2 bad usage (argparse's own, an unreadable properties file, a broker that
@@ -12,7 +13,9 @@ cannot be reached).
 
 from __future__ import annotations
 
+import argparse
 import pkgutil
+import sys
 from functools import cache
 from importlib import import_module
 from types import ModuleType
@@ -37,3 +40,20 @@ def commands() -> dict[str, ModuleType]:
         if hasattr(module, "add_arguments") and hasattr(module, "run"):
             found[info.name.replace("_", "-")] = module
     return found
+
+
+def add_parsers(subparsers) -> None:
+    """A parser for each command, added to the `samsa` command's subparsers."""
+    for name, module in commands().items():
+        module.add_arguments(subparsers.add_parser(name, help=module.HELP, description=module.HELP))
+
+
+def run(args: argparse.Namespace) -> int:
+    """The parsed command's exit code; a CommandError's message on one line of stderr."""
+    try:
+        return commands()[args.command].run(args)
+    except CommandError as e:
+        print(f"samsa {args.command}: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130

@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from ..server.security.authorizer import CLUSTER_NAME, AclOperation, AclPermissionType, PatternType, ResourceType, enum_value
+from ..wire.acl import CLUSTER_NAME, AclOperation, AclPermissionType, PatternType, ResourceType, enum_value
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
 from .client import add_connection_arguments, check_error, open_client

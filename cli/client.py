@@ -9,27 +9,24 @@ A command adds `add_connection_arguments(parser)` and opens `async with open_cli
 from __future__ import annotations
 
 import argparse
-import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import trio
 
-from ..server.inter_broker_client import BrokerConnection, BrokerUnreachable
-from ..server.security.scram import ScramMechanism
+from ..client.connection import BrokerConnection
+from ..client.errors import AuthenticationFailed, BrokerUnreachable, error_line
+from ..client.sasl import authenticate
 from ..wire.errors import ErrorCode
 from ..wire.messages.metadata_request import MetadataRequestTopic
 from ..wire.protocol import message_class
 from . import BAD_USAGE, BROKER_REFUSED, CommandError
-from .client_config import ClientConfig, SaslLogin
-from .sasl_client import ScramClient
+from .client_config import ClientConfig
 
 ApiVersionsRequest = message_class("ApiVersionsRequest")
 MetadataRequest = message_class("MetadataRequest")
 FindCoordinatorRequest = message_class("FindCoordinatorRequest")
-SaslHandshakeRequest = message_class("SaslHandshakeRequest")
-SaslAuthenticateRequest = message_class("SaslAuthenticateRequest")
 
 GROUP, TRANSACTION = 0, 1  # FindCoordinator's key types
 
@@ -74,15 +71,8 @@ def open_client(args: argparse.Namespace, client_id: str = "samsa-cli") -> Kafka
 def check_error(error_code: int, error_message: str | None = None, subject: str | None = None) -> None:
     """Nothing for NONE; otherwise CommandError (exit 1) reading `subject: NAME: message`, the message
     being the broker's own when it sent one, else Kafka's text for the code."""
-    if error_code == ErrorCode.NONE:
-        return
-    try:
-        code = ErrorCode(error_code)
-        name, default = code.name, code.message
-    except ValueError:
-        name, default = f"error code {error_code}", "unknown to this client"
-    text = f"{name}: {error_message or default}"
-    raise CommandError(f"{subject}: {text}" if subject else text, BROKER_REFUSED)
+    if error_code != ErrorCode.NONE:
+        raise CommandError(error_line(error_code, error_message, subject), BROKER_REFUSED)
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
@@ -210,7 +200,8 @@ class KafkaClient:
         errors = []
         for host, port in candidates:
             try:
-                connection = await self._connect(host, port)
+                connection = await BrokerConnection.connect(host, port, self.client_id, self.timeout_ms,
+                                                            self.config.ssl_context)
             except BrokerUnreachable as e:
                 errors.append(str(e))
                 continue
@@ -218,11 +209,15 @@ class KafkaClient:
                 answer = await connection.call(ApiVersionsRequest(), 0)
                 versions = {api.api_key: api.max_version for api in answer.api_keys}
                 if self.config.sasl is not None:
-                    await self._authenticate(connection, versions, self.config.sasl)
+                    await authenticate(connection, self.config.sasl, versions)
             except BrokerUnreachable as e:
                 errors.append(str(e))
                 await connection.aclose()
                 continue
+            except AuthenticationFailed as e:
+                with trio.CancelScope(shield=True):
+                    await connection.aclose()
+                raise CommandError(str(e), BROKER_REFUSED) from None
             except BaseException:
                 with trio.CancelScope(shield=True):
                     await connection.aclose()
@@ -230,44 +225,6 @@ class KafkaClient:
             self._connections[node_id] = (connection, versions)
             return connection, versions
         raise CommandError(f"cannot reach a broker: {'; '.join(errors)}", BAD_USAGE)
-
-    async def _connect(self, host: str, port: int) -> BrokerConnection:
-        context = self.config.ssl_context
-        if context is None:
-            return await BrokerConnection.connect(host, port, self.client_id, self.timeout_ms)
-        with trio.move_on_after(self.timeout_ms / 1000):
-            try:
-                stream = trio.SSLStream(await trio.open_tcp_stream(host, port), context, server_hostname=host)
-                await stream.do_handshake()
-            except OSError as e:
-                raise BrokerUnreachable(f"cannot connect to {host}:{port}: {e}") from e
-            except (trio.BrokenResourceError, ssl.SSLError) as e:
-                cause = e.__cause__ or e
-                raise BrokerUnreachable(f"TLS handshake with {host}:{port} failed: {cause}") from e
-            return BrokerConnection(stream, self.client_id, self.timeout_ms)
-        raise BrokerUnreachable(f"no TLS connection to {host}:{port} within {self.timeout_ms} ms")
-
-    @staticmethod
-    async def _authenticate(connection: BrokerConnection, versions: dict[int, int], login: SaslLogin) -> None:
-        """SaslHandshake v1 names the mechanism, SaslAuthenticate carries each token (Kafka's
-        SaslClientAuthenticator); CommandError (exit 1) with the broker's error when it refuses."""
-        handshake = await connection.call(SaslHandshakeRequest(mechanism=login.mechanism), 1)
-        if handshake.error_code != ErrorCode.NONE:
-            check_error(handshake.error_code, f"the broker offers {', '.join(handshake.mechanisms) or 'none'}",
-                        login.mechanism)
-        version = min(versions.get(SaslAuthenticateRequest.API_KEY, 0), SaslAuthenticateRequest.VALID_VERSIONS[1])
-
-        async def exchange(token: bytes) -> bytes:
-            response = await connection.call(SaslAuthenticateRequest(auth_bytes=token), version)
-            check_error(response.error_code, response.error_message, f"{login.mechanism} login as {login.username}")
-            return bytes(response.auth_bytes)
-
-        if login.mechanism == "PLAIN":
-            await exchange(f"\0{login.username}\0{login.password}".encode())
-            return
-        scram = ScramClient(ScramMechanism.from_name(login.mechanism), login.username, login.password)
-        server_first = await exchange(scram.first())
-        scram.verify(await exchange(scram.final(server_first)))
 
 
 async def send_without_response(client: KafkaClient, request: Any, node_id: int | None = None) -> None:

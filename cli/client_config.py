@@ -1,8 +1,8 @@
 """`--command-config FILE`: a Kafka client properties file, as Kafka's own tools read it.
 
-security.protocol PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; the ssl.* configs read by the
-broker's own TLS code (server/network/tls.py: key and trust stores in PEM or PKCS12, inline PEM,
-protocols, cipher suites) plus ssl.endpoint.identification.algorithm; sasl.mechanism PLAIN,
+security.protocol PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; the ssl.* configs as the broker's
+listeners read them (client/tls.py: key and trust stores in PEM or PKCS12, inline PEM, protocols,
+cipher suites) plus ssl.endpoint.identification.algorithm; sasl.mechanism PLAIN,
 SCRAM-SHA-256 or SCRAM-SHA-512 with the user in sasl.jaas.config's `username="..."
 password="..."`. A store's type defaults to PKCS12 for a .p12/.pfx file and to PEM otherwise (not
 Java's JKS, which Python cannot read).
@@ -10,31 +10,19 @@ Java's JKS, which Python cannot read).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..client.jaas import JaasConfigError, parse_jaas_config
+from ..client.sasl import MECHANISMS, SaslLogin
+from ..client.tls import SslConfigError, client_context
 from ..server.config.kafka_config import ConfigError, broker_definition, parse_config, parse_properties
-from ..server.security.jaas import JaasConfigError, parse_jaas_config
-from ..server.network.listener_config import ListenerConfig
-from ..server.network.tls import client_context
 from . import BAD_USAGE, CommandError
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _STORE_TYPES = {"ssl.keystore.type": "ssl.keystore.location", "ssl.truststore.type": "ssl.truststore.location"}
 
 
-@dataclass(frozen=True)
-class SaslLogin:
-    """Who the client logs in as, and how."""
-
-    mechanism: str
-    username: str
-    password: str
-
-
 class ClientConfig:
-    """Client properties; `get(name)` answers the ssl.* configs typed and defaulted as the broker
-    reads them (so server/network/tls.py builds the client's context too)."""
+    """Client properties; `get(name)` answers the ssl.* configs typed and defaulted by the broker's
+    config definitions (Kafka's SslConfigs are one set for both sides), for client/tls.py."""
 
     def __init__(self, props: dict[str, str] | None = None) -> None:
         self.props = dict(props or {})
@@ -43,8 +31,7 @@ class ClientConfig:
             raise ConfigError("security.protocol", f"security.protocol {self.props['security.protocol']!r} "
                                                    f"is not one of {', '.join(SECURITY_PROTOCOLS)}")
         self.sasl = self._sasl_login() if self.security_protocol.startswith("SASL_") else None
-        self.ssl_context = (client_context(ListenerConfig(self, "client"))
-                            if self.security_protocol.endswith("SSL") else None)
+        self.ssl_context = client_context(self) if self.security_protocol.endswith("SSL") else None
 
     @classmethod
     def load(cls, path: str | None) -> ClientConfig:
@@ -59,8 +46,12 @@ class ClientConfig:
             raise CommandError(f"cannot read {path}: {e.strerror}", BAD_USAGE) from None
         try:
             return cls(parse_properties(text))
-        except ConfigError as e:
+        except (ConfigError, SslConfigError) as e:
             raise CommandError(f"invalid client config in {path}: {e}", BAD_USAGE) from None
+
+    def key(self, name: str) -> str:
+        """The key that supplies `name`: itself (a client has no listener prefixes)."""
+        return name
 
     def get(self, name: str):
         """A config's typed value, its default when unset; KeyError for a name neither set nor known."""
@@ -77,9 +68,9 @@ class ClientConfig:
 
     def _sasl_login(self) -> SaslLogin:
         mechanism = self.props.get("sasl.mechanism", "GSSAPI").strip().upper()
-        if mechanism not in SASL_MECHANISMS:
+        if mechanism not in MECHANISMS:
             raise ConfigError("sasl.mechanism", f"sasl.mechanism {mechanism} is not supported here "
-                                                f"({', '.join(SASL_MECHANISMS)})")
+                                                f"({', '.join(MECHANISMS)})")
         if "sasl.jaas.config" not in self.props:
             raise ConfigError("sasl.jaas.config", f"{self.security_protocol} needs sasl.jaas.config with the "
                                                   "username and password")

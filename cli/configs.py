@@ -10,8 +10,7 @@ from typing import Any
 
 import trio
 
-from ..server.config.kafka_config import ConfigSource
-from ..server.config.config_resources import OpType, ResourceType
+from ..wire.config_resources import ConfigSource, OpType, ResourceType
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError
 from .client import KafkaClient, add_connection_arguments, check_error, open_client

@@ -10,8 +10,7 @@ from typing import Any
 
 import trio
 
-from ..server.config.kafka_config import ConfigSource
-from ..server.config.config_resources import ResourceType
+from ..wire.config_resources import ConfigSource, ResourceType
 from ..storage.checkpoints import kafka_uuid_string
 from ..wire.codec import ZERO_UUID
 from ..wire.errors import ErrorCode

@@ -12,7 +12,7 @@ import sys
 
 import trio
 
-from ..server.security.scram import MAX_ITERATIONS, ScramMechanism
+from ..client.scram import MAX_ITERATIONS, ScramMechanism
 from ..wire.errors import ErrorCode
 from ..wire.protocol import message_class
 from . import BAD_USAGE, CommandError

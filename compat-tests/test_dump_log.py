@@ -128,7 +128,7 @@ def files(tmp_path_factory) -> dict[tuple[str, ...], list[Path]]:
 
 
 def samsa_dump_log(files: list[Path], options: tuple[str, ...]) -> str:
-    proc = subprocess.run([sys.executable, "-m", "samsa.server.main", "dump-log", *options, *map(str, files)],
+    proc = subprocess.run([sys.executable, "-m", "samsa", "dump-log", *options, *map(str, files)],
                           capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, f"samsa dump-log exited {proc.returncode}\n{proc.stderr.decode()}"
     # Decoded as java_tool decodes Kafka's: the random values hold bytes such as '\r' that text

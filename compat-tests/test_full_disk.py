@@ -36,6 +36,7 @@ from wire_client import WireClient, fetch_once, produce_one, values_by_offset
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "storage"))
 from small_disk import mounted_tmpfs  # noqa: E402
 
+from samsa.client.errors import BrokerUnreachable
 from samsa.wire import zk_data
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -145,7 +146,7 @@ def test_the_last_log_dir_failing_halts_the_broker_and_a_restart_recovers_it(bro
         code, more = fill_until_refused(broker.port, topic_name, 0)
         acked.update(more)
         assert code == ErrorCode.KAFKA_STORAGE_ERROR
-    except (AssertionError, OSError) as e:  # Kafka halts from another thread: the answer may not come
+    except (AssertionError, OSError, BrokerUnreachable) as e:  # Kafka halts from another thread: the answer may not come
         if "fitted" in str(e):
             raise
     wait_for(lambda: not broker.is_running(), T, what="the broker to halt")

@@ -39,7 +39,7 @@ def admin_broker(module_broker_factory):
 
 
 def samsa(bootstrap: str, *argv: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "samsa.server.main", *argv, "-b", bootstrap],
+    proc = subprocess.run([sys.executable, "-m", "samsa", *argv, "-b", bootstrap],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, f"samsa {' '.join(argv)}: {proc.stderr}"
     return proc.stdout

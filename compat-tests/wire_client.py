@@ -1,73 +1,43 @@
-"""A raw Kafka protocol client for the compatibility tests: Samsa's own codec (samsa.wire.protocol)
-over a plain blocking socket, so a test can send exactly the same bytes to Samsa and to Kafka and
-read back every field of the answer, or send what no real client would (an unsupported version)."""
+"""A raw Kafka protocol client for the compatibility tests: Samsa's own client on a blocking socket
+(samsa.client.blocking), so a test can send exactly the same bytes to Samsa and to Kafka and read
+back every field of the answer, or send what no real client would (an unsupported version)."""
 
 from __future__ import annotations
 
-import socket
 import struct
 
 from server_process import HOST
 
+from samsa.client.blocking import BlockingConnection
+from samsa.client.errors import BrokerUnreachable
+from samsa.client.framing import SIZE
 from samsa.wire import records
-from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
+from samsa.wire.protocol import ApiKey, request_class
 
-SIZE = struct.Struct(">i")
 REQUEST_HEADER_V1 = struct.Struct(">hhi")  # api key, api version, correlation id (then client id)
 
 
-class WireClient:
+class WireClient(BlockingConnection):
     def __init__(self, host: str, port: int, client_id: str = "differential", timeout: float = 15.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.client_id = client_id
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> "WireClient":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def call(self, message, version: int):
-        """Send `message` at `version`, return the decoded response."""
-        self.correlation_id += 1
-        frame = self.exchange(encode_request(message, version, self.correlation_id, self.client_id))
-        assert frame is not None, "the broker closed the connection"
-        correlation_id, response = decode_response(frame, message.API_KEY, version)
-        assert correlation_id == self.correlation_id
-        return response
+        connection = BlockingConnection.connect(host, port, client_id, timeout)
+        super().__init__(connection.sock, client_id)
 
     def call_bytes(self, api_key: int, version: int, body: bytes = b"", flexible: bool = False) -> bytes | None:
         """A request with a v1 header (v2 with `flexible`: no tagged fields) and `body` as given: the
         response frame body, or None if the broker closed the connection instead of answering."""
-        self.correlation_id += 1
         client_id = self.client_id.encode()
-        payload = (REQUEST_HEADER_V1.pack(api_key, version, self.correlation_id)
-                   + struct.pack(">h", len(client_id)) + client_id + (b"\0" if flexible else b"") + body)
-        return self.exchange(SIZE.pack(len(payload)) + payload)
+        # Correlation id 0: the answer is read here, not matched with a request in flight.
+        payload = (REQUEST_HEADER_V1.pack(api_key, version, 0) + struct.pack(">h", len(client_id)) + client_id
+                   + (b"\0" if flexible else b"") + body)
+        self.sock.sendall(SIZE.pack(len(payload)) + payload)
+        return self.frame_or_none()
 
-    def exchange(self, frame: bytes) -> bytes | None:
-        self.sock.sendall(frame)
-        head = self._read(4)
-        if head is None:
+    def frame_or_none(self) -> bytes | None:
+        """The next frame body, or None when the broker closed (or reset) the connection."""
+        try:
+            return bytes(self.read_frame())
+        except BrokerUnreachable:
             return None
-        (size,) = SIZE.unpack(head)
-        return self._read(size)
-
-    def _read(self, n: int) -> bytes | None:
-        buf = bytearray()
-        while len(buf) < n:
-            try:
-                chunk = self.sock.recv(n - len(buf))
-            except ConnectionResetError:
-                return None
-            if not chunk:
-                return None
-            buf += chunk
-        return bytes(buf)
 
 
 def metadata_controller(port: int, host: str = HOST) -> int:

@@ -1,7 +1,7 @@
 """`samsa serve [server.properties] [--override key=value ...]`: the shape of kafka-server-start.sh;
-`samsa format ... [--add-scram SPEC]`: the shape of kafka-storage format (server/metadata/format_storage.py);
-`samsa pipeline clicks [...]`: a data pipeline on Spark (pipelines/, the `pipeline` extra);
-`samsa topics|produce|consume|groups|...`: the tool commands of cli/ (their exit codes are cli/'s).
+`samsa format ... [--add-scram SPEC]`: the shape of kafka-storage format (server/metadata/format_storage.py).
+The `samsa` command (the package's __main__.py) hands these two here; `python -m samsa.server.main`
+runs them alone.
 
 Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT: stop accepting, finish requests in
 flight, flush, exit), 2 for a configuration error (the message names the key), 1 for a failure
@@ -15,25 +15,25 @@ import logging
 import resource
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import trio
 
-from ..cli import CommandError
-from ..cli import commands as tool_commands
-from .config.kafka_config import ConfigError, KafkaConfig
-from .zookeeper.zk_client import ClusterJoinError
+if TYPE_CHECKING:
+    from .config.kafka_config import KafkaConfig
 
 log = logging.getLogger("samsa")
 
 
-# The broker's own commands; the tool commands (cli/) are imported only when another is asked for
-# (or for --help): a broker's start does not pay for their imports (0.2 s of 1 s with 10,000 partitions).
-BROKER_COMMANDS = ("serve", "format", "pipeline")
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="samsa", description="Samsa: a Kafka-compatible broker")
-    commands = parser.add_subparsers(dest="command", required=True)
+    add_arguments(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(argv)
+
+
+def add_arguments(commands) -> None:
+    """The `serve` and `format` commands' parsers. Defining them imports nothing of the broker's:
+    the `samsa` command builds every command's parser, a tool's too."""
     serve = commands.add_parser("serve", help="run a broker")
     serve.add_argument("properties", nargs="?", help="a Kafka server.properties file")
     serve.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -48,13 +48,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     fmt.add_argument("-g", "--ignore-formatted", action="store_true",
                      help="skip directories already formatted instead of failing")
     fmt.set_defaults(log_level="WARNING")
-    pipeline = commands.add_parser("pipeline", help="run a data pipeline on Spark (pipelines/)", add_help=False)
-    pipeline.add_argument("name", choices=["clicks"])
-    pipeline.add_argument("args", nargs=argparse.REMAINDER, help="the pipeline's own options (--help lists them)")
-    if not argv or argv[0] not in BROKER_COMMANDS:
-        for name, module in tool_commands().items():
-            module.add_arguments(commands.add_parser(name, help=module.HELP, description=module.HELP))
-    return parser.parse_args(argv)
 
 
 async def serve(config: KafkaConfig) -> None:
@@ -92,13 +85,14 @@ def raise_open_files_limit() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.command == "pipeline":
-        from ..pipelines.clicks import main as clicks
+    return run(parse_args(sys.argv[1:] if argv is None else argv))
 
-        return clicks(args.args)
-    if args.command not in BROKER_COMMANDS:
-        return run_tool_command(args)
+
+def run(args: argparse.Namespace) -> int:
+    """`serve` or `format`, parsed: the exit code."""
+    from .config.kafka_config import ConfigError, KafkaConfig
+    from .zookeeper.zk_client import ClusterJoinError
+
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     try:
@@ -130,17 +124,6 @@ def main(argv: list[str] | None = None) -> int:
         log.exception("fatal error; the broker stops")
         return 1
     return 0
-
-
-def run_tool_command(args: argparse.Namespace) -> int:
-    """One of cli/'s commands: its exit code, or a CommandError's message on one line."""
-    try:
-        return tool_commands()[args.command].run(args)
-    except CommandError as e:
-        print(f"samsa {args.command}: {e}", file=sys.stderr)
-        return e.exit_code
-    except KeyboardInterrupt:
-        return 130
 
 
 def format_command(config: KafkaConfig, args: argparse.Namespace) -> int:

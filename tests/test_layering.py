@@ -1,10 +1,25 @@
-"""The layers' arrows point one way: wire <- storage, coordinator <- server.
+"""The layers' arrows point one way, over the whole tree (docs/architecture.md draws the same graph):
 
-    wire/         the protocol: imports nothing of ours
-    storage/      the log on disk: no trio, no server, no coordinator
-    coordinator/  pure state machines (events and an explicit clock in, actions out): no trio, os,
-                  socket or time (no I/O, no clock of its own), no server, no storage
-    server/       the trio shell: may import all of the above
+    wire/          the protocol: imports nothing of ours
+    storage/       the log on disk: no trio, no server, no coordinator
+    coordinator/   pure state machines (events and an explicit clock in, actions out): no trio, os,
+                   socket or time (no I/O, no clock of its own), no server, no storage
+    client/        the raw wire client (connections, framing, TLS, SASL, SCRAM): only wire of ours,
+                   and of other projects only trio (and cryptography, for PKCS12 stores)
+    server/        the trio shell: anything above, never a tool command, a pipeline or the
+                   dispatcher of the `samsa` command
+    cli/           the tool commands: client and wire; storage (dump-log reads its file formats) and
+                   coordinator (its record states); of the broker only its config parsing
+                   (server/config/kafka_config.py), never its internals
+    pipelines/     Spark jobs: nothing of ours (they reach a broker through Spark's Kafka connector)
+    bench/         runs brokers (server/main.py) and times wire's codec: nothing else of ours
+    tools/         generators of wire/messages/ and the docs, from the protocol's and the broker's
+                   definitions: wire, storage, server; never cli, client or pipelines
+    __main__.py    the `samsa` command: server/main.py, pipelines/clicks.py and cli/, nothing else
+
+A Rule can also say what one part of a package may not import of another (`forbidden`, with
+`except_for` naming the allowed surface inside it), e.g. server.handlers may not import
+server.zookeeper or server.network, except server.network.socket_server.
 
 Every import counts, wherever it is written: at module level, inside a function (a deferred import
 is still a dependency, only a later one), and under `if TYPE_CHECKING:` (a type-only import still
@@ -16,6 +31,7 @@ an import built from a computed string (wire/protocol.py's `messages.<name>`) ca
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,19 +42,40 @@ PACKAGE = "samsa"
 ROOT = Path(__file__).resolve().parent.parent  # the repository root is the package `samsa`
 
 
+# Of the broker, cli/ may import its config parsing alone: Java properties files and Kafka's config
+# definitions (the ssl.* configs' types and defaults, which a client's properties share), and how a
+# config value prints.
+BROKER_SURFACE = ("samsa.server.config.kafka_config",)
+
+
 @dataclass(frozen=True)
 class Rule:
-    layer: str  # a package, "samsa.storage"
+    layer: str  # a package or module, "samsa.storage", "samsa.server.handlers", "samsa.__main__"
     forbidden: tuple[str, ...] = ()  # modules (and their submodules) it must not import
     only_ours: tuple[str, ...] | None = None  # if set, the only modules of ours it may import
+    except_for: tuple[str, ...] = ()  # modules it may import all the same (inside a forbidden package)
+    third_party: tuple[str, ...] | None = None  # if set, the only other projects' modules it may import
     why: str = ""
 
     def breaks(self, target: str) -> bool:
+        if any(_within(target, ok) for ok in self.except_for):
+            return False
         if any(_within(target, f) for f in self.forbidden):
             return True
-        if self.only_ours is not None and _within(target, PACKAGE):
-            return not any(_within(target, ok) for ok in self.only_ours)
+        if _within(target, PACKAGE):
+            return self.only_ours is not None and not any(_within(target, ok) for ok in self.only_ours)
+        if self.third_party is not None:
+            top = target.split(".")[0]
+            return top not in sys.stdlib_module_names and top != "__future__" and top not in self.third_party
         return False
+
+    def files(self, root: Path) -> list[Path]:
+        """The layer's modules: a package's, however deep, or the one module's."""
+        path = root.joinpath(*self.layer.split(".")[1:])
+        if path.is_dir():
+            return sorted(p for p in path.rglob("*.py") if "node_modules" not in p.parts)
+        module = path.with_suffix(".py")
+        return [module] if module.is_file() else []
 
 
 RULES = (
@@ -52,6 +89,34 @@ RULES = (
         "samsa.coordinator",
         forbidden=("trio", "os", "socket", "time", "samsa.server", "samsa.storage"),
         why="coordinator imports no trio, os, socket, time, server or storage",
+    ),
+    Rule(
+        "samsa.client",
+        only_ours=("samsa.client", "samsa.wire"),
+        third_party=("trio", "cryptography"),
+        why="client imports only wire of ours, and of other projects only trio and cryptography",
+    ),
+    Rule(
+        "samsa.server",
+        forbidden=("samsa.cli", "samsa.pipelines", "samsa.__main__"),
+        why="server imports no tool command, pipeline or the samsa command's dispatcher",
+    ),
+    Rule(
+        "samsa.cli",
+        only_ours=("samsa.cli", "samsa.client", "samsa.wire", "samsa.storage", "samsa.coordinator", *BROKER_SURFACE),
+        why="cli imports client, wire, storage, coordinator and of the broker only " + ", ".join(BROKER_SURFACE),
+    ),
+    Rule("samsa.pipelines", only_ours=("samsa.pipelines",), why="pipelines import nothing of ours"),
+    Rule("samsa.bench", only_ours=("samsa.wire", "samsa.server.main"), why="bench imports only wire and server.main"),
+    Rule(
+        "samsa.tools",
+        only_ours=("samsa.wire", "samsa.storage", "samsa.server"),
+        why="tools import only wire, storage and server (the definitions they generate from)",
+    ),
+    Rule(
+        "samsa.__main__",
+        only_ours=("samsa.server.main", "samsa.pipelines.clicks", "samsa.cli"),
+        why="the samsa command imports only server.main, pipelines.clicks and cli",
     ),
 )
 
@@ -141,8 +206,7 @@ def _called_name(func: ast.expr) -> str:
 def violations(root: Path, rules: tuple[Rule, ...] = RULES) -> list[Violation]:
     found = []
     for rule in rules:
-        layer_dir = root.joinpath(*rule.layer.split(".")[1:])
-        for path in sorted(layer_dir.rglob("*.py")):
+        for path in rule.files(root):
             module = module_name(path, root)
             for line, imported in imports_of(path, root):
                 if rule.breaks(imported):
@@ -158,8 +222,7 @@ def test_every_arrow_points_the_right_way():
 def test_every_layer_has_modules():
     """A renamed directory would make its rule check nothing."""
     for rule in RULES:
-        layer_dir = ROOT.joinpath(*rule.layer.split(".")[1:])
-        assert any(layer_dir.glob("*.py")), rule.layer
+        assert rule.files(ROOT), rule.layer
 
 
 # The checker itself, on a small synthetic tree.
@@ -183,9 +246,43 @@ GOOD = {
     "storage/log.py": "import os\nfrom ..wire.records import x\nfrom samsa.wire import codec\n",
     "coordinator/__init__.py": "",
     "coordinator/group.py": "import logging, uuid\nfrom ..wire.errors import ErrorCode\n",
+    "client/__init__.py": "",
+    "client/connection.py": "import ssl, struct\nimport trio\nfrom ..wire.protocol import encode_request\nfrom . import errors\n",
+    "client/errors.py": "from ..wire.errors import ErrorCode\n",
     "server/__init__.py": "",
     "server/broker.py": "import trio\nfrom ..storage.log import Log\nfrom ..coordinator import group\n",
+    "server/main.py": "import argparse\n",
+    "server/config/__init__.py": "",
+    "server/config/kafka_config.py": "from ...wire import codec\n",
+    "server/zookeeper/__init__.py": "",
+    "server/zookeeper/controller.py": "import kazoo\n",
+    "server/network/__init__.py": "",
+    "server/network/socket_server.py": "from ...client.connection import x\n",
+    "server/network/listeners.py": "from .socket_server import Connection\n",
+    "server/replication/__init__.py": "",
+    "server/replication/replica_manager.py": "from ...client.connection import BrokerConnection\n",
+    "server/handlers/__init__.py": "",
+    "server/handlers/produce.py": "from ..network.socket_server import ConnectionClosed\nfrom ..replication import replica_manager\n",
+    "cli/__init__.py": "",
+    "cli/topics.py": "import trio\nfrom ..client.connection import x\nfrom ..wire.protocol import y\n",
+    "cli/client_config.py": "from ..server.config.kafka_config import parse_properties\nfrom ..client import tls\n",
+    "cli/dump_log.py": "from ..storage.log import Log\nfrom ..coordinator.group import G\n",
+    "pipelines/__init__.py": "",
+    "pipelines/clicks.py": "import pyspark\nfrom .spark import session\n",
+    "pipelines/spark.py": "",
+    "bench/run.py": "import load\nfrom samsa.wire import codec\nfrom samsa.server.main import main\n",
+    "tools/gen_docs.py": "from samsa.server.config.kafka_config import x\nfrom samsa.storage import log\n",
+    "__main__.py": "from .server import main\nfrom . import cli\nfrom .pipelines.clicks import main as clicks\n",
 }
+
+# A rule about server's own packages, as the lead states them: handlers answer requests and never
+# reach into ZooKeeper mode or the network layer, but for the connection's ConnectionClosed.
+HANDLERS_RULE = Rule(
+    "samsa.server.handlers",
+    forbidden=("samsa.server.zookeeper", "samsa.server.network"),
+    except_for=("samsa.server.network.socket_server",),
+    why="handlers import no server.zookeeper and no server.network but socket_server",
+)
 
 
 def test_checker_passes_a_clean_tree(tmp_path):
@@ -213,6 +310,23 @@ def test_checker_passes_a_clean_tree(tmp_path):
         ("coordinator/group.py", "from trio import sleep\n", "trio"),
         ("coordinator/group.py", "from ..storage import log\n", "samsa.storage.log"),
         ("coordinator/group.py", "import importlib\nimportlib.import_module('samsa.server.a')\n", "samsa.server.a"),
+        ("client/connection.py", "from ..server.network import socket_server\n", "samsa.server.network.socket_server"),
+        ("client/errors.py", "from ..cli import CommandError\n", "samsa.cli"),
+        ("client/errors.py", "import kazoo.client\n", "kazoo.client"),
+        ("server/broker.py", "from ..cli import commands\n", "samsa.cli"),
+        ("server/main.py", "def f():\n    from ..cli.topics import run\n", "samsa.cli.topics"),
+        ("server/main.py", "from ..pipelines import clicks\n", "samsa.pipelines.clicks"),
+        ("cli/topics.py", "from ..server.replication.replica_manager import Partition\n",
+         "samsa.server.replication.replica_manager"),
+        ("cli/topics.py", "from ..server.network import listeners\n", "samsa.server.network.listeners"),
+        ("cli/client_config.py", "from samsa.server import broker\n", "samsa.server.broker"),
+        ("pipelines/clicks.py", "from ..wire import records\n", "samsa.wire.records"),
+        ("bench/run.py", "from samsa.server.broker import Broker\n", "samsa.server.broker"),
+        ("bench/run.py", "from samsa.cli import topics\n", "samsa.cli.topics"),
+        ("tools/gen_docs.py", "from samsa.cli.client import KafkaClient\n", "samsa.cli.client"),
+        ("tools/gen_docs.py", "from samsa.client import connection\n", "samsa.client.connection"),
+        ("__main__.py", "from .server.broker import Broker\n", "samsa.server.broker"),
+        ("__main__.py", "from .wire import codec\n", "samsa.wire.codec"),
     ],
 )
 def test_checker_catches_a_wrong_arrow(tmp_path, path, source, imported):
@@ -221,3 +335,18 @@ def test_checker_catches_a_wrong_arrow(tmp_path, path, source, imported):
     found = violations(_tree(tmp_path, files))
     assert [(v.path, v.imported) for v in found] == [(path, imported)]
     assert path in str(found[0]) and imported in str(found[0])
+
+
+def test_a_rule_on_server_s_own_packages(tmp_path):
+    """A rule inside server/ (here: handlers and what they may not reach) is written the same way,
+    with the allowed surface of a forbidden package named."""
+    rules = (*RULES, HANDLERS_RULE)
+    assert violations(_tree(tmp_path / "good", GOOD), rules) == []
+    for source, imported in [("from ..zookeeper.controller import ZkController\n", "samsa.server.zookeeper.controller"),
+                             ("from ..zookeeper import controller\n", "samsa.server.zookeeper.controller"),
+                             ("from ..network.listeners import Listener\n", "samsa.server.network.listeners"),
+                             ("from samsa.server import network\n", "samsa.server.network")]:
+        files = dict(GOOD)
+        files["server/handlers/produce.py"] += source
+        found = violations(_tree(tmp_path / str(len(source)) / imported, files), rules)
+        assert [(v.path, v.imported) for v in found] == [("server/handlers/produce.py", imported)]

@@ -6,30 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from enum import IntEnum
 
+from ...wire.config_resources import OpType, ResourceType
 from ...wire.errors import ErrorCode
 from ..security import authorizer as acl
-
-
-class ResourceType(IntEnum):
-    """ConfigResource.Type."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
-
-
-class OpType(IntEnum):
-    """AlterConfigOp.OpType of IncrementalAlterConfigs."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 class ConfigApiError(Exception):

@@ -208,7 +208,7 @@ REFUSED_BROKER_CONFIGS: dict[str, str] = {
 # Broker configs whose names the code holds without acting on their value: why each is ignored.
 IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "ssl.endpoint.identification.algorithm": "the broker makes no TLS connections of its own; the samsa tool "
-                                             "reads it from --command-config (server/network/tls.py's client_context)",
+                                             "reads it from --command-config (client/tls.py's client_context)",
     "background.threads": "trio tasks, no thread pool: only validated as a dynamic thread-pool config",
     "compression.gzip.level": "recompression uses the codec's default level",
     "compression.lz4.level": "recompression uses the codec's default level",

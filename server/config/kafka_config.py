@@ -28,6 +28,7 @@ from samsa.server.metrics.configs import METRICS_CONFIGS
 from samsa.storage.errors import InvalidConfigurationException
 from samsa.storage.log_config import LogConfig
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS, TopicConfigDef
+from samsa.wire.config_resources import ConfigSource
 
 ConfigValue: TypeAlias = bool | int | float | str | tuple[str, ...] | None
 ConfigDef: TypeAlias = BrokerConfigDef | TopicConfigDef
@@ -40,20 +41,6 @@ class ConfigError(Exception):
         super().__init__(message)
         self.name = name
         self.message = message
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigs' ConfigSource."""
-
-    UNKNOWN = 0
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
 
 
 class ConfigType(IntEnum):

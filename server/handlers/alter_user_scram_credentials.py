@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...client.scram import MAX_ITERATIONS, ScramMechanism
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import ALTER, CLUSTER
-from ..security.scram import MAX_ITERATIONS, ScramCredential, ScramMechanism
+from ..security.scram import ScramCredential
 from . import handler
 
 Response = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)

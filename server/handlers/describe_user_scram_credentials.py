@@ -7,10 +7,10 @@ Deviations: none known.
 
 from __future__ import annotations
 
+from ...client.scram import ScramMechanism
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, DESCRIBE
-from ..security.scram import ScramMechanism
 from . import handler
 
 Response = response_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)

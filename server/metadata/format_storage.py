@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ...client.scram import ScramMechanism
 from ...storage.checkpoints import META_PROPERTIES
 from ...storage.errors import KafkaStorageException
 from ...storage.log_manager import LogManager
 from .image import MetadataImage
-from ..security.scram import ScramCredential, ScramMechanism
+from ..security.scram import ScramCredential
 
 DEFAULT_ITERATIONS = 4096  # ScramParser's default
 _SCRAM_SPEC = re.compile(r"(?P<mechanism>[A-Z0-9-]+)=\[(?P<fields>.*)\]")

@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from ...client.scram import ScramMechanism
 from ...coordinator.client_quotas import Entity, apply_changes
 from ...storage.cluster_metadata import ClusterMetadata, ClusterMetadataError, find_cluster_metadata, read_cluster_metadata
 from ...storage.durability import write_atomically
 from ...storage.log_manager import CLEAN_SHUTDOWN_FILE
 from ..security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
-from ..security.scram import ScramCredential, ScramMechanism
+from ..security.scram import ScramCredential
 from .cache import MetadataView, TopicInfo, colliding_topic
 
 log = logging.getLogger("samsa.metadata")

@@ -10,19 +10,20 @@ from collections.abc import Callable
 
 import trio
 
+from ...client.scram import ScramMechanism
+from ...client.jaas import JaasConfigError, parse_jaas_config, plain_users
 from ...wire.protocol import ApiKey
 from ..clock import loop_time
 from ..config.kafka_config import ConfigError
 from ..handlers import HANDLERS
 from .socket_server import Connection, ConnectionClosed
 from ..security.authenticator import Authenticator, SaslServerAuthenticator
-from ..security.jaas import JaasConfigError, parse_jaas_config, plain_users
 from .listener_config import ListenerConfig
 from ..security.plain import PlainServer
 from ..context import ANONYMOUS, KafkaPrincipal
 from ..security.principal import USER_TYPE, NoMatchingRule, SslPrincipalMapper, distinguished_name
 from ..security.sasl import PLAIN, SUPPORTED_MECHANISMS, SaslServer
-from ..security.scram import ScramCredential, ScramMechanism, ScramServer
+from ..security.scram import ScramCredential, ScramServer
 from .tls import server_context
 
 # Kafka has no server-side limit on how long a client may take to authenticate (only

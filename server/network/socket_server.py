@@ -23,6 +23,8 @@ from typing import Awaitable, Callable
 
 import trio
 
+from ...client.connection import receive_into
+from ...client.framing import frame_memory, give_back_frame, resized
 from ...wire.codec import piece_size
 from .connection_quotas import TooManyConnections
 
@@ -33,12 +35,6 @@ _READ_AHEAD = 16 * 1024  # one read takes a small request whole, size prefix and
 # zeroed, 16 KiB of memset per request on a connection that idles between requests.
 _spare_buffers: list[bytearray] = []
 _MAX_SPARE_BUFFERS = 64
-# Frames larger than the read-ahead (a producer's 1 MB batches), given back by connections gone
-# idle: the next large frame is read into one of them instead of fresh memory.
-_spare_frames: list[bytearray] = []
-_MAX_SPARE_FRAMES = 4
-_MAX_SPARE_FRAME_BYTES = 8 << 20  # a rare huge frame's memory is not kept once its connection idles
-_ZEROS = memoryview(bytes(256 << 10))  # what a reused frame grows by (never written: the zero page)
 _TLS_FILE_CHUNK = 1 << 16
 _FAIR_SHARE = 4 << 20  # bytes one sendfile loop may send without letting other tasks run
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one writev takes
@@ -198,7 +194,7 @@ class Connection:
 
         while got < size:
             if got == len(frame):  # a frame beyond the budget: grow with what arrived
-                _resized(frame, min(size, 2 * got))
+                resized(frame, min(size, 2 * got))
             with memoryview(frame) as view:
                 try:
                     got = await receive_into(self._fd, view, got, before_wait)
@@ -225,19 +221,16 @@ class Connection:
         producer's 1 MB requests paid that on every request (issue 16)."""
         # Referenced only by this attribute (and getrefcount's argument): no request, memoryview
         # or slice of the previous frame is alive, so its bytes can be overwritten.
-        if self._frame is not None and sys.getrefcount(self._frame) == 2 and _fits(self._frame, size):
-            frame = _resized(self._frame, size)
-        else:
-            frame = self._frame = _take_frame(size)
+        previous_free = self._frame is not None and sys.getrefcount(self._frame) == 2
+        frame = self._frame = frame_memory(self._frame, size, previous_free)
         return frame
 
     def _give_back_frame(self) -> None:
         """While the connection idles, its last large frame serves others (if nothing holds it:
         the local and getrefcount's argument)."""
         frame, self._frame = self._frame, None
-        if (sys.getrefcount(frame) == 2 and len(_spare_frames) < _MAX_SPARE_FRAMES
-                and frame.__alloc__() <= _MAX_SPARE_FRAME_BYTES):
-            _spare_frames.append(frame)
+        if sys.getrefcount(frame) == 2:
+            give_back_frame(frame)
 
     # --- TLS: through trio's SSLStream, whose buffering stands in for the read-ahead above ---
 
@@ -405,26 +398,6 @@ class _LargeFrameMemory:
             cls.unreceived -= reserved
 
 
-async def receive_into(fd: int, view: memoryview, got: int, before_wait: Callable[[int], None] | None = None) -> int:
-    """Fill `view` from its byte `got` on from the non-blocking socket `fd`, each read taking what
-    the kernel has (`readv`, no copies), waiting on trio only when it has nothing (after
-    `before_wait(got)`). Returns len(view); raises EOFError when the peer closes first."""
-    end = len(view)
-    while got < end:
-        try:
-            with view[got:] as free:
-                n = os.readv(fd, (free,))
-        except BlockingIOError:
-            if before_wait is not None:
-                before_wait(got)
-            await trio.lowlevel.wait_readable(fd)
-            continue
-        if n == 0:
-            raise EOFError()
-        got += n
-    return got
-
-
 def _take_buffer() -> bytearray:
     return _spare_buffers.pop() if _spare_buffers else bytearray(_READ_AHEAD)
 
@@ -432,43 +405,6 @@ def _take_buffer() -> bytearray:
 def _give_back_buffer(buffer: bytearray) -> None:
     if len(_spare_buffers) < _MAX_SPARE_BUFFERS:
         _spare_buffers.append(buffer)
-
-
-def _fits(frame: bytearray, size: int) -> bool:
-    """Whether `frame` resizes to `size` in place: its allocation holds `size` and a trailing NUL,
-    and is under twice `size` (beyond which a bytearray shrinking to `size` reallocates)."""
-    return size < frame.__alloc__() <= 2 * size
-
-
-def _resized(frame: bytearray, size: int) -> bytearray:
-    """`frame` at `size` bytes: in place when it `_fits` (no realloc, no copy of its contents). Grown
-    from a shared run of zeros: `bytes(n)` would be fresh memory each time (for a producer's
-    requests, whose sizes vary by a few hundred KB, an mmap and its page faults per request)."""
-    if size < len(frame):
-        del frame[size:]
-    while size > len(frame):
-        frame += _ZEROS[:size - len(frame)]
-    return frame
-
-
-def _take_frame(size: int) -> bytearray:
-    for i, frame in enumerate(_spare_frames):
-        if _fits(frame, size):
-            del _spare_frames[i]
-            return _resized(frame, size)
-    # Headroom for the next frames of about this size (del trims the length, keeps the memory).
-    frame = bytearray(size + (size >> 4))
-    del frame[size:]
-    return frame
-
-
-def frame_memory(previous: bytearray | None, size: int, previous_free: bool) -> bytearray:
-    """A buffer of `size` bytes to read a frame into: `previous` (an earlier frame of the caller's)
-    resized in place when nothing else refers to it (`previous_free`) and it fits, else a spare
-    frame or a new one. For readers of large frames outside a Connection (a follower's fetches)."""
-    if previous is not None and previous_free and _fits(previous, size):
-        return _resized(previous, size)
-    return _take_frame(size)
 
 
 async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:

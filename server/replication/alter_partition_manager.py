@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
+from ...client.connection import BrokerConnection
+from ...client.errors import BrokerUnreachable
 from ...coordinator.partition_leader import IsrChange
 from .replica_manager import RECOVERED
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, request_class
-from ..inter_broker_client import BrokerConnection, BrokerUnreachable
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ...client.connection import BrokerConnection
+from ...client.errors import BrokerUnreachable
 from ...storage.errors import StorageError
 from ...storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 from ...wire.errors import ErrorCode
 from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, request_class
-from ..inter_broker_client import BrokerConnection, BrokerUnreachable
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig

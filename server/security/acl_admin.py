@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...wire.acl import enum_value
 from ...wire.errors import ErrorCode
 from .authorizer import (
     ALTER,
@@ -19,7 +20,6 @@ from .authorizer import (
     PatternType,
     ResourceType,
     StandardAuthorizer,
-    enum_value,
 )
 
 if TYPE_CHECKING:

@@ -36,8 +36,8 @@ import ipaddress
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 
+from ...wire.acl import CLUSTER_NAME, AclOperation, AclPermissionType, PatternType, ResourceType
 from ..config.broker_config_defs import BrokerConfigDef
 
 log = logging.getLogger("samsa.authorizer")
@@ -59,55 +59,8 @@ AUTHORIZER_CONFIGS = {
         update_mode="read-only", kafka_version=None,
         doc="Whether a resource with no ACL at all may be used by everyone (true) or only by super users (false)."),
 }
-CLUSTER_NAME = "kafka-cluster"  # the one name of the CLUSTER resource
 WILDCARD = "*"  # a resource name or host matching all
 WILDCARD_PRINCIPAL = "User:*"  # a principal matching all
-
-
-class ResourceType(IntEnum):
-    """org.apache.kafka.common.resource.ResourceType (not ConfigResource.Type)."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1  # in a filter: any pattern type, names compared exactly
-    MATCH = 2  # in a filter: the patterns that would apply to the named resource
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclOperation(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 # Short names for handlers, as KafkaApis imports AclOperation._ and ResourceType._.
@@ -137,14 +90,6 @@ SUPPORTED_OPERATIONS = {
 def operations_bit_field(operations: Iterable[AclOperation]) -> int:
     """Kafka's Utils.to32BitField: bit n set for the operation of code n."""
     return sum(1 << op for op in set(operations))
-
-
-def enum_value(enum: type[IntEnum], code: int) -> IntEnum:
-    """The member of `enum` for a wire code; UNKNOWN for codes it does not define (fromCode)."""
-    try:
-        return enum(code)
-    except ValueError:
-        return enum(0)
 
 
 @dataclass(frozen=True)

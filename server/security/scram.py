@@ -1,4 +1,5 @@
-"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka's ScramSaslServer runs it.
+"""SASL/SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka's ScramSaslServer runs it, with
+the mechanisms and formulas both sides share (client/scram.py's ScramMechanism).
 
 The broker keeps, per user and mechanism, the salt, the iteration count, StoredKey = H(HMAC(
 SaltedPassword, "Client Key")) and ServerKey = HMAC(SaltedPassword, "Server Key") - never the
@@ -9,47 +10,14 @@ password, from which the two keys are derived here.
 from __future__ import annotations
 
 import base64
-import enum
-import hashlib
 import hmac
 import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .sasl import SCRAM_SHA_256, SCRAM_SHA_512, SaslAuthenticationException, SaslException
-
-MAX_ITERATIONS = 16384  # ScramControlManager.MAX_ITERATIONS
-
-
-class ScramMechanism(enum.Enum):
-    """Kafka's ScramMechanism: the type byte of the admin APIs, the hash, the least iterations."""
-
-    SCRAM_SHA_256 = (1, SCRAM_SHA_256, "sha256")
-    SCRAM_SHA_512 = (2, SCRAM_SHA_512, "sha512")
-
-    def __init__(self, type_id: int, mechanism_name: str, hash_name: str) -> None:
-        self.type_id = type_id
-        self.mechanism_name = mechanism_name
-        self.hash_name = hash_name
-        self.min_iterations = 4096
-
-    @classmethod
-    def from_type(cls, type_id: int) -> ScramMechanism | None:
-        return next((m for m in cls if m.type_id == type_id), None)
-
-    @classmethod
-    def from_name(cls, name: str) -> ScramMechanism | None:
-        return next((m for m in cls if m.mechanism_name == name), None)
-
-    def hmac(self, key: bytes, message: bytes) -> bytes:
-        return hmac.new(key, message, self.hash_name).digest()
-
-    def hash(self, data: bytes) -> bytes:
-        return hashlib.new(self.hash_name, data).digest()
-
-    def salted_password(self, password: str, salt: bytes, iterations: int) -> bytes:
-        return hashlib.pbkdf2_hmac(self.hash_name, password.encode(), salt, iterations)
+from ...client.scram import ScramMechanism
+from .sasl import SaslAuthenticationException, SaslException
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ...client.connection import BrokerConnection
+from ...client.errors import BrokerUnreachable
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, request_class
-from ..inter_broker_client import BrokerConnection, BrokerUnreachable
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig

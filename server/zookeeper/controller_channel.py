@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import trio
 
+from ...client.connection import BrokerConnection
+from ...client.errors import BrokerUnreachable
 from ...coordinator.controller.actions import SendLeaderAndIsr, SendStopReplica, SendUpdateMetadata
 from ...wire.messages.leader_and_isr_request import (LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState,
                                                     LeaderAndIsrTopicState)
@@ -22,7 +24,6 @@ from ...wire.messages.update_metadata_request import (UpdateMetadataBroker, Upda
                                                      UpdateMetadataPartitionState, UpdateMetadataTopicState)
 from ...wire.protocol import ApiKey, request_class
 from ...wire.zk_data import BrokerRegistration, topic_uuid
-from ..inter_broker_client import BrokerConnection, BrokerUnreachable
 
 log = logging.getLogger("samsa.controller.channel")
 RETRY_BACKOFF_S = 0.1  # Kafka's controller retries every 100 ms

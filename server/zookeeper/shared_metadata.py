@@ -29,11 +29,12 @@ from urllib.parse import quote, unquote
 
 import trio
 
+from ...client.scram import ScramMechanism
 from ...coordinator.client_quotas import CLIENT_ID, CLIENT_QUOTA_KEYS, IP, IP_QUOTA_KEYS, USER, Entity
 from ...wire import zk_data
 from ..clock import wall_clock_ms
 from ..security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
-from ..security.scram import ScramCredential, ScramMechanism
+from ..security.scram import ScramCredential
 
 log = logging.getLogger("samsa.zk.config")
 

@@ -1,5 +1,5 @@
 """A real Broker (as tests/server/loopback.py starts one) in its own thread with its own trio loop,
-so that a test calls `samsa.server.main.main([...])` (which runs trio itself) against it."""
+so that a test calls `samsa.__main__.main([...])` (which runs trio itself) against it."""
 
 from __future__ import annotations
 

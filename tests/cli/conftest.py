@@ -1,5 +1,5 @@
 """The CLI tests' broker (broker_thread.BrokerThread) and `samsa(...)`, which runs a command as
-`samsa.server.main.main([...])` and returns its exit code and what it printed."""
+`samsa.__main__.main([...])` and returns its exit code and what it printed."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from samsa.server.main import main
+from samsa.__main__ import main
 
 # The test modules import helpers as top-level modules (pytest runs in importlib mode): this
 # directory's broker_thread and the server tests' loopback and tls_certs.

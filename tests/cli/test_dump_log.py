@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from samsa.cli import BAD_USAGE
-from samsa.server.main import main
+from samsa.__main__ import main
 from samsa.storage.log import AppendOrigin, Log
 from samsa.storage.log_config import LogConfig
 from samsa.wire.coordinator_record import CoordinatorRecord, encode_record

@@ -1,20 +1,18 @@
 """What the server tests share: a broker in-process on a loopback port, a raw client speaking
-Samsa's own codec (so a test can send what real clients never would), and the requests most tests
-make."""
+Samsa's own codec (samsa.client, so a test can also send what real clients never would), and the
+requests most tests make."""
 
 from __future__ import annotations
 
-import struct
-
 import trio
 
+from samsa.client.connection import BrokerConnection
+from samsa.client.errors import BrokerUnreachable
+from samsa.client.framing import SIZE  # noqa: F401 - for the tests that frame bytes by hand
 from samsa.server.broker import Broker
 from samsa.server.config.kafka_config import KafkaConfig
 from samsa.wire import records
-from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
-
-SIZE = struct.Struct(">i")
-
+from samsa.wire.protocol import ApiKey, request_class
 
 def broker_config(tmp_path, **overrides) -> KafkaConfig:
     props = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path / "data")}
@@ -43,41 +41,30 @@ def run_with_broker(config: KafkaConfig, scenario, clock: trio.abc.Clock | None 
     trio.run(main, clock=clock)
 
 
-class Client:
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self.buffer = bytearray()
-        self.correlation_id = 0
+class Client(BrokerConnection):
+    """Samsa's own client (client/connection.py) without a deadline (tests bound their scenarios
+    themselves, some on a MockClock), plus what only a test does: send any bytes, and read a frame
+    as it comes."""
+
+    def __init__(self, stream: trio.abc.Stream, client_id: str = "test") -> None:
+        super().__init__(stream, client_id, timeout_ms=None)
 
     @classmethod
-    async def connect(cls, port: int) -> "Client":
-        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+    async def connect(cls, port: int, client_id: str = "test") -> "Client":
+        return cls(await trio.open_tcp_stream("127.0.0.1", port), client_id)
 
     async def send_raw(self, data: bytes) -> None:
         await self.stream.send_all(data)
 
     async def read_frame(self) -> bytes | None:
-        """The next response frame body, or None when the broker closed the connection."""
-        while True:
-            if len(self.buffer) >= 4:
-                (size,) = SIZE.unpack_from(self.buffer)
-                if len(self.buffer) >= 4 + size:
-                    frame = bytes(self.buffer[4:4 + size])
-                    del self.buffer[:4 + size]
-                    return frame
-            chunk = await self.stream.receive_some(1 << 16)
-            if not chunk:
-                return None
-            self.buffer += chunk
-
-    async def call(self, message, version: int):
-        self.correlation_id += 1
-        await self.send_raw(encode_request(message, version, self.correlation_id, "test"))
-        frame = await self.read_frame()
-        assert frame is not None, "broker closed the connection"
-        correlation_id, response = decode_response(frame, message.API_KEY, version)
-        assert correlation_id == self.correlation_id
-        return response
+        """The next frame body, or None when the broker closed the connection; a reset (or a TLS
+        alert) is trio.BrokenResourceError, as trio's streams raise it."""
+        try:
+            return bytes(await self._read_frame())
+        except BrokerUnreachable:
+            return None
+        except OSError as e:  # read from the socket's descriptor: trio's stream would have wrapped it
+            raise trio.BrokenResourceError(str(e)) from e
 
 
 def produce_request(topic: str, batch: bytes, acks: int = 1):

@@ -1,19 +1,16 @@
 """Shared by the security tests: an in-process broker with several listeners (optionally on a
-MockClock), TLS and SASL clients speaking Samsa's own codec, and a SCRAM client (RFC 5802)."""
+MockClock), TLS and SASL clients (samsa.client's, as tests/server/loopback.py's Client), and the login steps."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import hmac
-import secrets
 import ssl
 import struct
 from pathlib import Path
 
 import trio
 
+from samsa.client.scram import ScramClient, ScramMechanism
 from samsa.server.config.kafka_config import KafkaConfig
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -75,34 +72,6 @@ def plain_token(user: str, password: str, authzid: str = "") -> bytes:
     return f"{authzid}\0{user}\0{password}".encode()
 
 
-class ScramClient:
-    def __init__(self, mechanism: str, user: str, password: str) -> None:
-        self.hash = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
-        self.user, self.password = user, password
-        self.nonce = secrets.token_hex(12)
-        self.first_bare = f"n={user.replace('=', '=3D').replace(',', '=2C')},r={self.nonce}"
-        self.server_signature = b""
-
-    def first(self) -> bytes:
-        return ("n,," + self.first_bare).encode()
-
-    def final(self, server_first: bytes) -> bytes:
-        fields = dict(item.split("=", 1) for item in server_first.decode().split(","))
-        assert fields["r"].startswith(self.nonce)
-        salted = hashlib.pbkdf2_hmac(self.hash, self.password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
-        without_proof = f"c=biws,r={fields['r']}"
-        auth_message = f"{self.first_bare},{server_first.decode()},{without_proof}".encode()
-        client_key = hmac.new(salted, b"Client Key", self.hash).digest()
-        signature = hmac.new(hashlib.new(self.hash, client_key).digest(), auth_message, self.hash).digest()
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
-        server_key = hmac.new(salted, b"Server Key", self.hash).digest()
-        self.server_signature = hmac.new(server_key, auth_message, self.hash).digest()
-        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
-
-    def verify(self, server_final: bytes) -> None:
-        assert server_final == b"v=" + base64.b64encode(self.server_signature)
-
-
 async def handshake(client: Client, mechanism: str, version: int = 1):
     return await client.call(SaslHandshake(mechanism=mechanism), version)
 
@@ -120,7 +89,7 @@ async def sasl_plain(client: Client, user: str, password: str, version: int = 2)
 async def sasl_scram(client: Client, mechanism: str, user: str, password: str, version: int = 2):
     """Handshake v1 and a SCRAM exchange in SaslAuthenticate requests; returns the last response."""
     assert (await handshake(client, mechanism)).error_code == ErrorCode.NONE
-    scram = ScramClient(mechanism, user, password)
+    scram = ScramClient(ScramMechanism.from_name(mechanism), user, password)
     first = await authenticate(client, scram.first(), version)
     if first.error_code != ErrorCode.NONE:
         return first

@@ -32,11 +32,11 @@ from samsa.server.security.authorizer import (
     StandardAuthorizer,
     create_acls,
     delete_acls,
-    enum_value,
     host_address,
     operations_bit_field,
 )
 from samsa.server.config.kafka_config import ConfigError, KafkaConfig
+from samsa.wire.acl import enum_value
 
 LITERAL, PREFIXED, MATCH, ANY = PatternType.LITERAL, PatternType.PREFIXED, PatternType.MATCH, PatternType.ANY
 ALICE, BOB = "User:alice", "User:bob"

@@ -1,4 +1,5 @@
-"""`samsa`'s command line: the broker's own commands do not import the tool commands (cli/)."""
+"""`samsa`'s command line (the package's __main__.py): the broker's own commands do not import the
+tool commands (cli/), nor a tool the broker."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import sys
 
 import pytest
 
-from samsa.server.main import parse_args
+from samsa.__main__ import parse_args
 
 TOOL_MODULES = "[m for m in sys.modules if m.startswith('samsa.cli.')]"
 
 
 def modules_imported_by(argv: list[str]) -> list[str]:
     """The cli/ modules a fresh interpreter has imported after parsing `argv`."""
-    code = (f"import json, sys; from samsa.server.main import parse_args; parse_args({argv!r}); "
+    code = (f"import json, sys; from samsa.__main__ import parse_args; parse_args({argv!r}); "
             f"print(json.dumps(sorted({TOOL_MODULES})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     return json.loads(out)
@@ -35,3 +36,9 @@ def test_help_lists_the_tool_commands_too(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--help"])
     assert "dump-log" in capsys.readouterr().out
+
+
+def test_python_dash_m_samsa_is_the_samsa_command():
+    """`python -m samsa` runs the package's __main__.py, which pyproject installs as `samsa`."""
+    out = subprocess.run([sys.executable, "-m", "samsa", "--help"], capture_output=True, text=True, check=True).stdout
+    assert all(name in out for name in ("serve", "format", "pipeline", "topics", "dump-log")), out

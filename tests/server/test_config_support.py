@@ -23,7 +23,7 @@ READ_BY_PREFIX = {"group.consumer.": "server/coordinators/consumer_groups.py"}
 def _sources() -> dict[str, str]:
     return {
         path.relative_to(REPO).as_posix(): path.read_text()
-        for package in ("server", "storage", "coordinator")
+        for package in ("server", "storage", "coordinator", "client")  # client/tls.py: the listeners' ssl.*
         for path in (REPO / package).rglob("*.py")
         if path.relative_to(REPO).as_posix() not in NOT_READERS
     }

@@ -15,7 +15,6 @@ from loopback import (
 )
 from security_helpers import ApiVersions, closed
 
-from samsa.wire.protocol import encode_request
 
 
 def test_a_woken_long_poll_answers_before_the_produce_that_woke_it(tmp_path):
@@ -26,9 +25,7 @@ def test_a_woken_long_poll_answers_before_the_produce_that_woke_it(tmp_path):
         await producer.call(create_topic_request("t"), 7)
         partition = broker.replica_manager.get("t", 0)
         for offset in range(3):
-            consumer.correlation_id += 1
-            await consumer.send_raw(encode_request(fetch_request("t", offset, max_wait_ms=30_000), 12,
-                                                   consumer.correlation_id, "test"))
+            await consumer.send(fetch_request("t", offset, max_wait_ms=30_000), 12)
             while not partition.has_parked_fetches:
                 await trio.sleep(0.01)
             produced = await producer.call(produce_request("t", one_batch([b"x"])), 9)
@@ -36,7 +33,7 @@ def test_a_woken_long_poll_answers_before_the_produce_that_woke_it(tmp_path):
             # The broker wrote the fetch response first: it is already in the consumer's socket.
             readable, _, _ = select.select([consumer.stream.socket.fileno()], [], [], 0)
             assert readable, "the produce was answered before the fetch it woke"
-            assert await consumer.read_frame() is not None
+            await consumer.receive()
 
     run_with_broker(broker_config(tmp_path), scenario)
 

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from samsa.wire.errors import ErrorCode
-from samsa.wire.protocol import ApiKey, decode_response, encode_request, request_class
+from samsa.wire.protocol import ApiKey, request_class
 
 from loopback import Client, broker_config, create_topic_request, fetch_request, one_batch, run_broker
 
@@ -30,36 +30,6 @@ SHORT_WINDOWS = {"quota_window_num": 2, "controller_quota_window_num": 2}
 
 def run_broker_mock_clock(config, scenario) -> None:
     run_broker(config, scenario, clock=trio.testing.MockClock(autojump_threshold=0))
-
-
-class QuotaClient(Client):
-    """A client with its own client id that can pipeline requests."""
-
-    def __init__(self, stream, client_id: str) -> None:
-        super().__init__(stream)
-        self.client_id = client_id
-        self.pending: list[tuple[int, int, int]] = []
-
-    @classmethod
-    async def connect(cls, port: int, client_id: str = "test") -> "QuotaClient":
-        return cls(await trio.open_tcp_stream("127.0.0.1", port), client_id)
-
-    async def send(self, message, version: int) -> None:
-        self.correlation_id += 1
-        self.pending.append((self.correlation_id, message.API_KEY, version))
-        await self.send_raw(encode_request(message, version, self.correlation_id, self.client_id))
-
-    async def receive(self):
-        frame = await self.read_frame()
-        assert frame is not None, "broker closed the connection"
-        expected, api_key, version = self.pending.pop(0)
-        correlation_id, response = decode_response(frame, api_key, version)
-        assert correlation_id == expected
-        return response
-
-    async def call(self, message, version: int):
-        await self.send(message, version)
-        return await self.receive()
 
 
 def entity(**parts):
@@ -87,7 +57,7 @@ def test_alter_and_describe_client_quotas_and_they_survive_a_restart(tmp_path):
     config = broker_config(tmp_path)
 
     async def alter(port):
-        client = await QuotaClient.connect(port)
+        client = await Client.connect(port)
         for version in (0, 1):
             response = await client.call(Alter(validate_only=False, entries=[
                 Alter.EntryData(entity=entity(user="alice", client_id=None),
@@ -125,7 +95,7 @@ def test_alter_and_describe_client_quotas_and_they_survive_a_restart(tmp_path):
             ErrorCode.UNSUPPORTED_VERSION, "Unsupported entity type topic", None)
 
     async def after_restart(port):
-        client = await QuotaClient.connect(port)
+        client = await Client.connect(port)
         assert len(described(await client.call(Describe(components=[], strict=False), 1))) == 2
 
     run_broker_mock_clock(config, alter)
@@ -140,10 +110,10 @@ def big_produce(topic: str, size: int, acks: int = 1):
 
 async def limited_client(port, client_id: str, ops: dict):
     """An unlimited admin connection, a topic "t", and a connection of a client-id under `ops`."""
-    admin = await QuotaClient.connect(port, "admin")
+    admin = await Client.connect(port, "admin")
     await admin.call(create_topic_request("t"), 7)
     await set_quota(admin, ops, client_id=client_id)
-    return admin, await QuotaClient.connect(port, client_id)
+    return admin, await Client.connect(port, client_id)
 
 
 def test_a_produce_over_quota_is_appended_answered_at_once_and_its_connection_muted(tmp_path):
@@ -173,9 +143,9 @@ def test_a_produce_over_quota_is_appended_answered_at_once_and_its_connection_mu
 
 def test_a_version_without_throttle_time_is_muted_all_the_same(tmp_path):
     async def scenario(port):
-        admin = await QuotaClient.connect(port, "admin")
+        admin = await Client.connect(port, "admin")
         await set_quota(admin, {"request_percentage": 1e-6}, client_id="old")
-        old = await QuotaClient.connect(port, "old")
+        old = await Client.connect(port, "old")
         start = trio.current_time()
         await old.send(ApiVersions(), 0)  # ApiVersions v0: no throttle_time_ms
         await old.send(ApiVersions(), 0)
@@ -191,7 +161,7 @@ def test_acks_0_produce_over_quota_mutes_without_a_response(tmp_path):
     async def scenario(port):
         _, client = await limited_client(port, "fire-and-forget", {"producer_byte_rate": 10_000.0})
         start = trio.current_time()
-        await client.send_raw(encode_request(big_produce("t", 20_000, acks=0), 9, 1, client.client_id))
+        await client.send_without_response(big_produce("t", 20_000, acks=0), 9)
         versions = await client.call(ApiVersions(), 0)
         assert versions.error_code == ErrorCode.NONE
         assert round(trio.current_time() - start, 6) >= 1.0
@@ -223,7 +193,7 @@ def test_a_fetch_over_quota_gets_an_empty_response_and_is_not_counted(tmp_path):
 
 def test_request_time_quota_throttles_for_at_most_one_window(tmp_path):
     async def scenario(port):
-        admin = await QuotaClient.connect(port, "admin")
+        admin = await Client.connect(port, "admin")
         await set_quota(admin, {"request_percentage": 1e-6}, user=None)
         first = await admin.call(ApiVersions(client_software_name="t", client_software_version="1"), 3)
         assert first.throttle_time_ms == 1000  # Kafka caps request-time throttling at one window
@@ -242,7 +212,7 @@ def create_topics(version: int, *name_partitions):
 
 def test_controller_mutation_quota_refuses_from_the_strict_versions_and_throttles_before(tmp_path):
     async def scenario(port):
-        admin = await QuotaClient.connect(port, "admin")
+        admin = await Client.connect(port, "admin")
         await set_quota(admin, {"controller_mutation_rate": 1.0}, user=None)
         # A full bucket (2 windows of 1 s at 1/s) takes a topic of 5 partitions, leaving it at -3;
         # then it is exhausted: strict versions refuse.
@@ -268,11 +238,11 @@ def test_controller_mutation_quota_refuses_from_the_strict_versions_and_throttle
 
 def test_connections_over_the_ip_creation_rate_are_closed_unanswered(tmp_path):
     async def scenario(port):
-        admin = await QuotaClient.connect(port, "admin")
+        admin = await Client.connect(port, "admin")
         await set_quota(admin, {"connection_creation_rate": 1.0}, ip="127.0.0.1")
-        first = await QuotaClient.connect(port)
+        first = await Client.connect(port)
         assert (await first.call(ApiVersions(), 0)).error_code == ErrorCode.NONE
-        refused = await QuotaClient.connect(port)
+        refused = await Client.connect(port)
         await refused.send(ApiVersions(), 0)
         try:
             answer = await refused.read_frame()
@@ -281,7 +251,7 @@ def test_connections_over_the_ip_creation_rate_are_closed_unanswered(tmp_path):
         assert answer is None
         assert (await admin.call(ApiVersions(), 0)).error_code == ErrorCode.NONE
         await trio.sleep(2)
-        accepted = await QuotaClient.connect(port)
+        accepted = await Client.connect(port)
         assert (await accepted.call(ApiVersions(), 0)).error_code == ErrorCode.NONE
 
     run_broker_mock_clock(broker_config(tmp_path, **SHORT_WINDOWS), scenario)
@@ -291,7 +261,7 @@ def test_quota_apis_need_cluster_configs_permissions(tmp_path):
     config = broker_config(tmp_path, authorizer_class_name="org.apache.kafka.metadata.authorizer.StandardAuthorizer")
 
     async def scenario(port):
-        client = await QuotaClient.connect(port)  # User:ANONYMOUS, no ACL: denied
+        client = await Client.connect(port)  # User:ANONYMOUS, no ACL: denied
         described = await client.call(Describe(components=[], strict=False), 1)
         assert (described.error_code, described.error_message, described.entries) == (
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.", None)

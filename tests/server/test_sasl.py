@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 from trio.testing import MockClock
 
+from samsa.client.scram import ScramClient, ScramMechanism
 from samsa.server.network.listeners import AUTHENTICATION_TIMEOUT_S
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 from security_helpers import (
-    PLAIN_JAAS, SIZE, ApiVersions, Metadata, SaslAuthenticate, SaslHandshake, ScramClient, authenticate, closed, config, handshake,
+    PLAIN_JAAS, SIZE, ApiVersions, Metadata, SaslAuthenticate, SaslHandshake, authenticate, closed, config, handshake,
     plain_token, raw_token, record_principals, run, sasl_plain, sasl_scram,
 )
 from loopback import Client, create_topic_request, one_batch, produce_request
@@ -29,8 +30,6 @@ def sasl_config(tmp_path, mechanisms="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", **prop
 
 async def add_scram_user(port: int, user: str, password: str, mechanisms=SCRAM, iterations: int = 4096):
     """AlterUserScramCredentials over the PLAINTEXT listener, salting as clients do."""
-    from samsa.server.security.scram import ScramMechanism
-
     admin = await Client.connect(port)
     for name in mechanisms:  # one request each: Kafka refuses a user named twice in one request
         mechanism = ScramMechanism.from_name(name)
@@ -134,7 +133,7 @@ def test_handshake_v0_exchanges_raw_tokens(tmp_path):
 
         scram = await Client.connect(ports["SASL_PLAINTEXT"])
         await handshake(scram, "SCRAM-SHA-256", version=0)
-        exchange = ScramClient("SCRAM-SHA-256", "bob", "bob-secret")
+        exchange = ScramClient(ScramMechanism.SCRAM_SHA_256, "bob", "bob-secret")
         exchange.verify(await raw_token(scram, exchange.final(await raw_token(scram, exchange.first()))))
         assert (await scram.call(Metadata(topics=[]), 12)).brokers
 
@@ -279,7 +278,7 @@ def test_reauthentication_rules(tmp_path):
         await sasl_plain(client, "alice", "alice-secret")
         clock.jump(2)
         assert (await handshake(client, "SCRAM-SHA-256")).error_code == ErrorCode.NONE
-        await client.send_raw(_encode(SaslAuthenticate(auth_bytes=ScramClient("SCRAM-SHA-256", "alice", "x").first()), 2))
+        await client.send_raw(_encode(SaslAuthenticate(auth_bytes=ScramClient(ScramMechanism.SCRAM_SHA_256, "alice", "x").first()), 2))
         assert await closed(client)
         # Twice within a second: the second handshake is an ordinary, illegal one.
         client = await Client.connect(port)

@@ -6,10 +6,9 @@ import base64
 
 import pytest
 
+from samsa.client.scram import ScramClient, ScramMechanism
 from samsa.server.security.sasl import SaslAuthenticationException, SaslException
-from samsa.server.security.scram import ScramCredential, ScramMechanism, ScramServer, username
-
-from security_helpers import ScramClient
+from samsa.server.security.scram import ScramCredential, ScramServer, username
 
 SHA256 = ScramMechanism.SCRAM_SHA_256
 
@@ -36,7 +35,7 @@ def server(users: dict[str, str], mechanism=SHA256, iterations=4096) -> ScramSer
 def test_exchange_with_escaped_user_names(mechanism):
     name = "a,b=c"
     scram = server({name: "secret"}, mechanism)
-    client = ScramClient(mechanism.mechanism_name, name, "secret")
+    client = ScramClient(mechanism, name, "secret")
     client.verify(scram.evaluate(client.final(scram.evaluate(client.first()))))
     assert (scram.complete, scram.authorization_id) == (True, name)
 
@@ -49,7 +48,7 @@ def test_exchange_with_escaped_user_names(mechanism):
 ])
 def test_bad_client_final_messages(tamper, error):
     scram = server({"u": "p"})
-    client = ScramClient("SCRAM-SHA-256", "u", "p")
+    client = ScramClient(SHA256, "u", "p")
     final = client.final(scram.evaluate(client.first()))
     with pytest.raises(SaslException, match=error):
         scram.evaluate(tamper(final))

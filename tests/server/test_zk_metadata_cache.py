@@ -12,6 +12,7 @@ import pytest
 from cluster_member import as_cluster_member as cluster_member
 from loopback import Client, broker_config, run_with_broker
 
+from samsa.client.errors import BrokerUnreachable
 from samsa.coordinator.group_coordinator import partition_for
 from samsa.server.zookeeper.metadata_cache import StaleControllerEpoch, ZkMetadataCache
 from samsa.wire.errors import ErrorCode
@@ -220,7 +221,7 @@ def test_a_single_broker_neither_serves_nor_lists_update_metadata(tmp_path):
         client = await Client.connect(samsa.endpoints[0].port)
         api_versions = await client.call(request_class(ApiKey.API_VERSIONS)(), 0)
         assert ApiKey.UPDATE_METADATA not in {k.api_key for k in api_versions.api_keys}
-        with pytest.raises(AssertionError, match="closed the connection"):
+        with pytest.raises(BrokerUnreachable, match="closed the connection"):
             await client.call(request([], [broker(0, 1)]), 8)
 
     run_with_broker(broker_config(tmp_path), scenario)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from samsa.server.security.jaas import JaasConfigError, parse_jaas_config, plain_users
+from samsa.client.jaas import JaasConfigError, parse_jaas_config, plain_users
 
 
 def test_options_quoted_and_bare_comments_and_several_modules():

@@ -1,6 +1,6 @@
-"""A broker's connection to another (server/inter_broker_client.py) reads each response straight into
-one buffer of its size, the previous response's memory once nothing refers to it, over a real
-loopback socket."""
+"""A BrokerConnection (client/connection.py: a broker's connection to another, the tools' and the
+tests') reads each response straight into one buffer of its size, the previous response's memory
+once nothing refers to it, over a real loopback socket."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 
 import trio
 
-from samsa.server.inter_broker_client import BrokerConnection
+from samsa.client.connection import BrokerConnection
 from samsa.wire.protocol import encode_response, message_class
 
 FetchRequest = message_class("FetchRequest")

@@ -1,5 +1,6 @@
 """`sasl.jaas.config` values, read as Kafka's JaasConfig reads them:
-`<login module class> <flag> [<option>=<value> ...];`, once per login module."""
+`<login module class> <flag> [<option>=<value> ...];`, once per login module. A client's names its
+user and password; a broker listener's PLAIN users are its `user_<name>` options."""
 
 from __future__ import annotations
 
