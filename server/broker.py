@@ -35,7 +35,7 @@ from .security.authorizer import StandardAuthorizer, new_authorizer
 from .config.client_metrics_configs import stored_subscriptions
 from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
-from .context import BrokerServices, RequestContext
+from .context import BrokerServices, CloseConnection, RequestContext
 from .zookeeper.controlled_shutdown import controlled_shutdown
 from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -508,7 +508,7 @@ class Broker:
                         if self._in_flight == 0 and self._drained is not None:
                             self._drained.set()
             log.debug("closing %s connection %s", "idle" if conn.authenticator.complete else "unauthenticated", conn.id)
-        except ConnectionClosed:
+        except (ConnectionClosed, CloseConnection):
             pass
         except AuthenticationFailed as e:
             self.request_metrics.authentication_failed(conn.listener.listener)
@@ -557,7 +557,7 @@ class Broker:
                               header.correlation_id, conn.id, request)
         try:
             response = await handler.handle(ctx, request)
-        except (UnsupportedVersionError, ConnectionClosed):
+        except (UnsupportedVersionError, ConnectionClosed, CloseConnection):
             raise
         except Exception as e:
             log.exception("error handling %s v%d from %s", type(request).__name__, version, header.client_id)

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from .coordinators.txn_service import TxnService
 
 
+class CloseConnection(Exception):
+    """Raised by a handler to close the connection instead of answering (Kafka's
+    RequestChannel.closeConnection), as for a failed acks=0 produce."""
+
+
 @dataclass(frozen=True)
 class KafkaPrincipal:
     """Who sent a request (Kafka's KafkaPrincipal): quotas and ACLs key on it."""

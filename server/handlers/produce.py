@@ -23,8 +23,8 @@ from ...storage.log_validator import ProducedRecords, parse_produced_records
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
-from ..network.socket_server import ConnectionClosed
 from ..replication.replica_manager import let_woken_fetches_answer
+from ..context import CloseConnection
 from ..throttle import not_request_time, record_produce
 from . import handler
 
@@ -197,6 +197,6 @@ async def handle(ctx, request):
         # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so
         # that the client notices and refreshes its metadata.
         if any(p.error_code != ErrorCode.NONE for t in responses for p in t.partition_responses):
-            raise ConnectionClosed("acks=0 produce failed")
+            raise CloseConnection("acks=0 produce failed")
         return None
     return ProduceResponse(responses=responses, throttle_time_ms=0)

@@ -149,6 +149,22 @@ def test_corrupt_batch_gets_corrupt_message_and_nothing_is_appended(tmp_path):
     run_broker(broker_config(tmp_path), scenario)
 
 
+def test_a_failed_acks_0_produce_closes_the_connection_and_a_good_one_gets_no_answer(tmp_path):
+    """Kafka closes the connection of a failed acks=0 produce, so that the client, which waits for
+    no answer, notices and refreshes its metadata."""
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("t"), 7)
+        await client.send_without_response(produce_request("t", one_batch([b"kept"]), acks=0), 9)
+        fetched = await client.call(fetch_request("t", 0), 12)  # answered: the produce was not
+        assert fetched.responses[0].partitions[0].high_watermark == 1
+        await client.send_without_response(produce_request("missing", one_batch([b"lost"]), acks=0), 9)
+        with trio.fail_after(10):  # closed, not left open without an answer
+            assert await client.read_frame() is None
+
+    run_broker(broker_config(tmp_path, auto_create_topics_enable="false"), scenario)
+
+
 def test_long_poll_wakes_when_data_arrives(tmp_path):
     async def scenario(port):
         consumer = await Client.connect(port)
