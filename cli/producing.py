@@ -33,12 +33,6 @@ RETRIES = 5
 RETRY_BACKOFF_S = 0.1
 
 
-def parse_acks(text: str) -> int:
-    if text not in ACKS:
-        raise CommandError(f"bad --acks {text!r}: all, 1 or 0", BAD_USAGE)
-    return ACKS[text]
-
-
 def build_partition_batch(records: Sequence[InputRecord], compression: int) -> bytes:
     """One batch of `records` (timestamps default to now), offsets 0..n-1 for the broker to assign."""
     now = int(time.time() * 1000)

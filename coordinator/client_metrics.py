@@ -295,9 +295,6 @@ class ClientMetricsManager:
             self._forget(client_instance_id)
         return gone
 
-    def next_expiry_ms(self) -> int | None:
-        return min((i.expires_at_ms for i in self.instances.values()), default=None)
-
     def _forget(self, client_instance_id: uuid.UUID) -> None:
         instance = self.instances.pop(client_instance_id)
         if self._by_connection.get(instance.attributes.connection_id) == client_instance_id:

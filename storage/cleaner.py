@@ -80,10 +80,6 @@ class OffsetMap:
         """The mapped offset, or -1 for a key not in the dirty section."""
         return self._offsets.get(self._digest(key), -1)
 
-    @property
-    def utilization(self) -> float:
-        return len(self._offsets) / self.capacity
-
 
 class Throttler:
     """Keeps the cleaner's read and write rate under log.cleaner.io.max.bytes.per.second, measured
@@ -117,7 +113,6 @@ class Throttler:
 
 @dataclass
 class CleanerStats:
-    map_bytes_read: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
     messages_read: int = 0
@@ -214,7 +209,6 @@ class Cleaner:
         for _, header, data in segment.log.batches_from(position, self.io_buffer_size):
             check_done()
             self.throttler.maybe_throttle(header.size)
-            stats.map_bytes_read += header.size
             if header.is_control:
                 transactions.on_control_batch_read(header, _marker(data))
             elif transactions.on_batch_read(header):

@@ -66,15 +66,6 @@ class LeaderEpochFileCache:
         entries = self._entries
         return bool(entries) and entries[-1].epoch == epoch and start_offset >= entries[-1].start_offset
 
-    def epoch_for_offset(self, offset: int) -> int:
-        """The epoch the record at `offset` was written in, or -1."""
-        found = UNDEFINED_EPOCH
-        for entry in self._entries:
-            if entry.start_offset > offset:
-                break
-            found = entry.epoch
-        return found
-
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetsForLeaderEpoch: the largest epoch <= requested and the
         start offset of the epoch after it (the log end offset for the latest epoch)."""

@@ -284,10 +284,6 @@ class Log:
         return self._next_offset - self._recovery_point
 
     @property
-    def last_flush_time_ms(self) -> int:
-        return self._last_flush_ms
-
-    @property
     def segments(self) -> tuple[LogSegment, ...]:
         return self._segments.segments
 
@@ -698,24 +694,6 @@ class Log:
                 target = next((s for s in segments if s.largest_timestamp() >= timestamp), None)
                 found = target.find_offset_by_timestamp(timestamp, self._log_start_offset) if target else None
         return OffsetAndTimestamp(found.offset, found.timestamp) if found else None
-
-    def legacy_fetch_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
-        """ListOffsets v0: segment base offsets whose file was last modified at or before
-        `timestamp`, newest first (Kafka's legacyFetchOffsetsBefore)."""
-        segments = self._segments.segments
-        offset_times = [(max(s.base_offset, self._log_start_offset), s.last_modified_ms()) for s in segments]
-        if segments[-1].size > 0:
-            offset_times.append((self._next_offset, self._clock_ms()))
-        if timestamp == LATEST_TIMESTAMP:
-            start = len(offset_times) - 1
-        elif timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            start = 0
-        else:
-            start = len(offset_times) - 1
-            while start >= 0 and offset_times[start][1] > timestamp:
-                start -= 1
-        chosen = [offset_times[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)]
-        return sorted(chosen, reverse=True)
 
     # -- log start offset, retention
     def delete_records(self, before_offset: int) -> int:

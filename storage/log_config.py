@@ -1,7 +1,7 @@
 """Topic-level configs (Kafka 4.4's LogConfig): Kafka's names, types, defaults and validators.
 
-Each dataclass field carries its Kafka name, type and validator in its metadata, so the defaults,
-`from_props` and `to_props` come from one table.
+Each dataclass field carries its Kafka name, type and validator in its metadata, so the defaults
+and `from_props` come from one table.
 """
 
 from __future__ import annotations
@@ -198,9 +198,6 @@ class LogConfig:
                 f"max.compaction.lag.ms ({config.max_compaction_lag_ms})")
         return config
 
-    def to_props(self) -> dict[str, str]:
-        return {f.metadata["name"]: _format(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
 
 def _parse(spec: dataclasses.Field, name: str, text: str) -> Any:
     kind = spec.metadata["type"]
@@ -217,13 +214,4 @@ def _parse(spec: dataclasses.Field, name: str, text: str) -> Any:
     return value
 
 
-def _format(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ",".join(value)
-    return str(value)
-
-
 _BY_NAME: dict[str, dataclasses.Field] = {f.metadata["name"]: f for f in dataclasses.fields(LogConfig)}
-TOPIC_CONFIG_NAMES: tuple[str, ...] = tuple(sorted(_BY_NAME))

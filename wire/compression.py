@@ -61,20 +61,8 @@ class CompressionType(IntEnum):
         except KeyError:
             raise ValueError(f"unknown compression type {name!r}") from None
 
-    @classmethod
-    def for_topic_config(cls, value: str) -> CompressionType | None:
-        """The codec a topic `compression.type` asks for; None for "producer" (keep the producer's)."""
-        if value == PRODUCER_COMPRESSION:
-            return None
-        try:
-            return _BY_TOPIC_NAME[value]
-        except KeyError:
-            raise ValueError(f"unknown topic compression type {value!r}") from None
 
-
-PRODUCER_COMPRESSION = "producer"
 _BY_CLIENT_NAME = {codec.client_name: codec for codec in CompressionType}
-_BY_TOPIC_NAME = {codec.topic_config_name: codec for codec in CompressionType}
 
 # Kafka's defaults for compression.gzip.level, compression.lz4.level, compression.zstd.level.
 DEFAULT_LEVELS = {CompressionType.GZIP: zlib.Z_DEFAULT_COMPRESSION, CompressionType.LZ4: 9, CompressionType.ZSTD: 3}

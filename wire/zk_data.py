@@ -20,12 +20,9 @@ from dataclasses import dataclass, field
 
 # -- paths -----------------------------------------------------------------------------------------
 
-ADMIN = "/admin"
-BROKERS = "/brokers"
 BROKER_IDS = "/brokers/ids"
 BROKER_SEQUENCE_ID = "/brokers/seqid"
 TOPICS = "/brokers/topics"
-CLUSTER = "/cluster"
 CLUSTER_ID = "/cluster/id"
 CONFIG = "/config"
 CONFIG_CHANGES = "/config/changes"
@@ -41,11 +38,7 @@ ISR_CHANGE_PREFIX = "isr_change_"
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 LOG_DIR_EVENT_PREFIX = "log_dir_event_"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
-DELEGATION_TOKEN = "/delegation_token"
-DELEGATION_TOKEN_CHANGES = "/delegation_token/token_changes"
-DELEGATION_TOKENS = "/delegation_token/tokens"
 FEATURE = "/feature"
-MIGRATION = "/migration"
 LITERAL_ACLS = "/kafka-acl"
 EXTENDED_ACLS = "/kafka-acl-extended"
 LITERAL_ACL_CHANGES = "/kafka-acl-changes"
@@ -62,16 +55,6 @@ PERSISTENT_ZK_PATHS = (
     *(f"{CONFIG}/{t}" for t in CONFIG_TYPES),
 )
 
-# ZkData.SecureRootPaths: the top-level paths (zookeeper.set.acl applies to them).
-SECURE_ROOT_PATHS = (
-    ADMIN, BROKERS, CLUSTER, CONFIG, CONTROLLER, CONTROLLER_EPOCH, ISR_CHANGE_NOTIFICATION,
-    LATEST_PRODUCER_ID_BLOCK, LOG_DIR_EVENT_NOTIFICATION, DELEGATION_TOKEN, EXTENDED_ACLS, MIGRATION, FEATURE,
-    LITERAL_ACLS, LITERAL_ACL_CHANGES, f"{EXTENDED_ACLS}/prefixed", EXTENDED_ACL_CHANGES,
-)
-
-# ZkData.SensitiveRootPaths: readable by the creator only when ACLs are on.
-SENSITIVE_ROOT_PATHS = (f"{CONFIG}/users", f"{CONFIG}/brokers", DELEGATION_TOKENS)
-
 
 def broker_path(broker_id: int) -> str:
     return f"{BROKER_IDS}/{broker_id}"
@@ -79,10 +62,6 @@ def broker_path(broker_id: int) -> str:
 
 def topic_path(topic: str) -> str:
     return f"{TOPICS}/{topic}"
-
-
-def topic_partitions_path(topic: str) -> str:
-    return f"{TOPICS}/{topic}/partitions"
 
 
 def partition_path(topic: str, partition: int) -> str:
@@ -126,10 +105,6 @@ def acl_change_store_path(pattern_type: str) -> str:
 def sequence_number(path: str, prefix: str) -> str:
     """The sequence of a sequential znode's name: 'isr_change_0000000003' -> '0000000003'."""
     return path[path.rfind(prefix) + len(prefix):]
-
-
-def is_sensitive_path(path: str) -> bool:
-    return any(path.startswith(p) for p in SENSITIVE_ROOT_PATHS)
 
 
 # -- Kafka's map orders ----------------------------------------------------------------------------

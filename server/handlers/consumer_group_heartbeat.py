@@ -1,8 +1,8 @@
 """ConsumerGroupHeartbeat (key 68), v0-1: a member of a KIP-848 consumer group joins, heartbeats,
 acknowledges its assignment or leaves (coordinator/consumer_group_manager.py); answered once the
 group's records are in `__consumer_offsets`. Follows GroupMetadataManager.consumerGroupHeartbeat:
-READ on the group, DESCRIBE on the subscribed topics. v1 (regex subscriptions, client-generated member
-ids) is stable since Kafka 4.0, so it is served although these schemas still mark it unstable.
+READ on the group, DESCRIBE on the subscribed topics. v1: regex subscriptions (KIP-848) and
+client-generated member ids (KIP-1082).
 Deviations: server assignors `uniform` and `range` only; no online upgrade of a classic group with
 members (GROUP_ID_NOT_FOUND); UNSUPPORTED_VERSION when the consumer protocol is disabled.
 """

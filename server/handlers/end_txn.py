@@ -1,8 +1,8 @@
 """EndTxn (key 26), v0-4: commit or abort a producer's transaction; answered once the decision is
 durable in `__transaction_state`, the markers written after it. Follows KafkaApis.handleEndTxnRequest
 and TransactionCoordinator.handleEndTransaction: WRITE on the transactional id.
-Deviations: v5 (the epoch bump of transaction version 2, KIP-890) is not served: it is unstable in
-these schemas and Samsa implements transaction version 1.
+Deviations: v5 (the epoch bump of transaction version 2, KIP-890 part 2; a stable version in Kafka 4.4)
+is not served: Samsa implements transaction version 1 (ApiVersions finalizes transaction.version 1).
 """
 
 from __future__ import annotations

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 from ...coordinator.client_metrics import ClientAttributes, ClientMetricsManager, Subscription, kafka_uuid_string
 from ...wire.compression import CompressionType, DecompressionError, decompress
 from ...wire.errors import ErrorCode
-from ...wire.protobuf import ProtobufError
 from ...wire.protocol import ApiKey, response_class
 from ..clock import loop_ms
 from .otlp_metrics import Attributes, DataPoint, Kind, Temporality, decode_metrics_data
@@ -94,7 +93,7 @@ def _accumulate(old: DataPoint | None, new: DataPoint, kind: Kind) -> DataPoint:
 
 def merge_push(previous: ClientMetrics | None, client_instance_id: uuid.UUID, client_id: str,
                payload: bytes) -> ClientMetrics:
-    """A client's metrics after a push of the OTLP `payload` (ProtobufError if it is malformed)."""
+    """A client's metrics after a push of the OTLP `payload` (ValueError if it is malformed)."""
     data = decode_metrics_data(payload)
     metrics = dict(previous.metrics) if previous is not None else {}
     for metric in data.metrics:
@@ -151,7 +150,7 @@ class ClientTelemetry:
         if payload:
             try:
                 self._receive(request.client_instance_id, ctx.client_id or "", request.compression_type, payload)
-            except (DecompressionError, ProtobufError, ValueError) as error:
+            except (DecompressionError, ValueError) as error:
                 log.error("Error exporting client metrics for client instance id: %s: %s",
                           kafka_uuid_string(request.client_instance_id), error)
                 return PushTelemetryResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_RECORD)

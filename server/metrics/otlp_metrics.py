@@ -1,24 +1,14 @@
 """OTLP metrics as KIP-714 clients push them: an opentelemetry.proto.metrics.v1.MetricsData
-message (what ClientTelemetryUtils serializes, librdkafka too), read with wire/protobuf.py into
-the few shapes Prometheus can show: gauges, sums (monotonic or not, delta or cumulative),
-histograms with explicit bounds and summaries. Exponential histograms give their count and sum.
-Field numbers are metrics.proto's and common.proto's.
+message (what ClientTelemetryUtils serializes, librdkafka too), parsed by opentelemetry-proto's
+generated classes (protobuf's upb runtime) and read into the few shapes Prometheus can show: gauges,
+sums (monotonic or not, delta or cumulative), histograms with explicit bounds and summaries.
+Exponential histograms give their count and sum.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-
-from ...wire.protobuf import (
-    I64,
-    as_double,
-    as_int64,
-    as_string,
-    fields,
-    packed_double,
-    packed_fixed64,
-)
 
 
 class Kind(IntEnum):
@@ -42,7 +32,6 @@ Attributes = tuple[tuple[str, str], ...]  # sorted (key, value as text)
 @dataclass
 class DataPoint:
     attributes: Attributes
-    time_unix_nano: int = 0
     value: float = 0.0  # a gauge's or sum's
     count: int = 0  # a histogram's or summary's
     sum: float = 0.0
@@ -68,56 +57,49 @@ class MetricsData:
 
 
 def decode_metrics_data(payload: bytes) -> MetricsData:
-    """A MetricsData message; ProtobufError (a ValueError) if it is malformed. The resource
-    attributes of every ResourceMetrics are merged (a client sends one)."""
+    """A MetricsData message; ValueError if it is malformed. The resource attributes of every
+    ResourceMetrics are merged (a client sends one)."""
+    # Imported at the first push, not at startup: protobuf's import takes 15-40 ms, which a broker
+    # no client pushes to never needs.
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData as MetricsDataMessage
+
+    try:
+        message = MetricsDataMessage.FromString(payload)
+    except DecodeError as e:
+        raise ValueError(f"malformed OTLP MetricsData: {e}") from None
     result = MetricsData()
     resource: dict[str, str] = {}
-    for number, _, resource_metrics in fields(payload):
-        if number != 1:  # resource_metrics
-            continue
-        for n, _, v in fields(resource_metrics):
-            if n == 1:  # resource
-                resource.update(_attributes(v, 1))
-            elif n == 2:  # scope_metrics
-                for sn, _, sv in fields(v):
-                    if sn == 2:  # metrics
-                        result.metrics.append(_metric(sv))
+    for resource_metrics in message.resource_metrics:
+        resource.update(_attributes(resource_metrics.resource.attributes))
+        for scope_metrics in resource_metrics.scope_metrics:
+            result.metrics.extend(_metric(m) for m in scope_metrics.metrics)
     result.resource_attributes = tuple(sorted(resource.items()))
     return result
 
 
 def _metric(data) -> Metric:
-    metric = Metric(name="")
-    for number, _, value in fields(data):
-        if number == 1:
-            metric.name = as_string(value)
-        elif number == 2:
-            metric.description = as_string(value)
-        elif number == 3:
-            metric.unit = as_string(value)
-        elif number == 5:  # gauge
-            metric.kind = Kind.GAUGE
-            metric.points = [_number_point(v) for n, _, v in fields(value) if n == 1]
-        elif number == 7:  # sum
-            metric.kind = Kind.SUM
-            for n, _, v in fields(value):
-                if n == 1:
-                    metric.points.append(_number_point(v))
-                elif n == 2:
-                    metric.temporality = _temporality(v)
-                elif n == 3:
-                    metric.monotonic = bool(v)
-        elif number in (9, 10):  # histogram, exponential_histogram
-            metric.kind = Kind.HISTOGRAM
-            for n, _, v in fields(value):
-                if n == 1:
-                    metric.points.append(_distribution_point(v, 1 if number == 10 else 9, buckets=number == 9))
-                elif n == 2:
-                    metric.temporality = _temporality(v)
-        elif number == 11:  # summary
-            metric.kind = Kind.SUMMARY
-            metric.temporality = Temporality.CUMULATIVE
-            metric.points = [_distribution_point(v, 7, buckets=False) for n, _, v in fields(value) if n == 1]
+    metric = Metric(data.name, data.description, data.unit)
+    kind = data.WhichOneof("data")
+    if kind == "gauge":
+        metric.points = [_number_point(p) for p in data.gauge.data_points]
+    elif kind == "sum":
+        metric.kind = Kind.SUM
+        metric.temporality = _temporality(data.sum.aggregation_temporality)
+        metric.monotonic = data.sum.is_monotonic
+        metric.points = [_number_point(p) for p in data.sum.data_points]
+    elif kind == "histogram":
+        metric.kind = Kind.HISTOGRAM
+        metric.temporality = _temporality(data.histogram.aggregation_temporality)
+        metric.points = [_histogram_point(p) for p in data.histogram.data_points]
+    elif kind == "exponential_histogram":  # its buckets are not read
+        metric.kind = Kind.HISTOGRAM
+        metric.temporality = _temporality(data.exponential_histogram.aggregation_temporality)
+        metric.points = [_distribution_point(p) for p in data.exponential_histogram.data_points]
+    elif kind == "summary":  # its quantiles are not read
+        metric.kind = Kind.SUMMARY
+        metric.temporality = Temporality.CUMULATIVE
+        metric.points = [_distribution_point(p) for p in data.summary.data_points]
     return metric
 
 
@@ -126,65 +108,36 @@ def _temporality(value: int) -> Temporality:
 
 
 def _number_point(data) -> DataPoint:
-    point = DataPoint(attributes=_attributes(data, 7))
-    for number, _, value in fields(data):
-        if number == 3:
-            point.time_unix_nano = value
-        elif number == 4:  # as_double
-            point.value = as_double(value)
-        elif number == 6:  # as_int (sfixed64)
-            point.value = float(as_int64(value))
-    return point
+    value = data.as_int if data.WhichOneof("value") == "as_int" else data.as_double
+    return DataPoint(_attributes(data.attributes), value=float(value))
 
 
-def _distribution_point(data, attributes_field: int, *, buckets: bool) -> DataPoint:
-    """A HistogramDataPoint (attributes 9, bucket_counts 6, explicit_bounds 7),
-    ExponentialHistogramDataPoint (attributes 1; its buckets are not read) or SummaryDataPoint
-    (attributes 7; its quantiles are not read): time 3, count 4 and sum 5 in each."""
-    point = DataPoint(attributes=_attributes(data, attributes_field))
-    counts: list[int] = []
-    bounds: list[float] = []
-    for number, _, value in fields(data):
-        if number == 3:
-            point.time_unix_nano = value
-        elif number == 4:
-            point.count = value
-        elif number == 5:
-            point.sum = as_double(value)
-        elif number == 6 and buckets:
-            counts.extend(packed_fixed64(value))
-        elif number == 7 and buckets:
-            bounds.extend(packed_double(value))
+def _distribution_point(data) -> DataPoint:
+    return DataPoint(_attributes(data.attributes), count=data.count, sum=data.sum)
+
+
+def _histogram_point(data) -> DataPoint:
+    point = _distribution_point(data)
+    bounds, counts = data.explicit_bounds, data.bucket_counts
     if len(counts) == len(bounds) + 1:
         point.bounds, point.bucket_counts = tuple(bounds), tuple(counts)
     return point
 
 
-def _attributes(data, number: int) -> Attributes:
-    """The KeyValue fields numbered `number` of a message, their values as text, sorted by key."""
-    result = {}
-    for n, _, kv in fields(data):
-        if n != number:
-            continue
-        key, text = "", ""
-        for kn, _, kvalue in fields(kv):
-            if kn == 1:
-                key = as_string(kvalue)
-            elif kn == 2:
-                text = _any_value_text(kvalue)
-        result[key] = text
-    return tuple(sorted(result.items()))
+def _attributes(key_values) -> Attributes:
+    """KeyValues, their values as text, sorted by key."""
+    return tuple(sorted({kv.key: _any_value_text(kv.value) for kv in key_values}.items()))
 
 
-def _any_value_text(data) -> str:
-    """AnyValue: string 1, bool 2, int 3, double 4 (arrays, lists and bytes are shown as empty)."""
-    for number, wire_type, value in fields(data):
-        if number == 1:
-            return as_string(value)
-        if number == 2:
-            return "true" if value else "false"
-        if number == 3:
-            return str(as_int64(value))
-        if number == 4 and wire_type == I64:
-            return repr(as_double(value))
+def _any_value_text(value) -> str:
+    """AnyValue: a string, bool, int or double as text (arrays, lists and bytes are shown as empty)."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return "true" if value.bool_value else "false"
+    if kind == "int_value":
+        return str(value.int_value)
+    if kind == "double_value":
+        return repr(value.double_value)
     return ""

@@ -74,7 +74,7 @@ class Connection:
         self._low_water = 1  # the socket's SO_RCVLOWAT
         self._frame: bytearray | None = None  # the last frame larger than the read-ahead, for reuse
         self.tls: trio.SSLStream | None = None
-        self.authenticator = None  # set by the listener's security (server.security.listeners)
+        self.authenticator = None  # set by the listener's security (server.network.listeners)
         # KIP-511: the client software's name and version its ApiVersions (v3+) gave, None until then
         # (Kafka's ClientInformation of the channel: client-metrics subscriptions may match on them).
         self.client_software_name: str | None = None
@@ -421,7 +421,7 @@ async def serve_listener(sock: trio.socket.SocketType, endpoint: Endpoint,
                          buffer_sizes: tuple[int, int] = (-1, -1), quotas=None) -> None:
     """Accept connections until cancelled; each runs `handler` in its own task in `nursery`.
 
-    `quotas` (server.security.connection_quotas.ConnectionQuotas) counts connections: the accept
+    `quotas` (server.network.connection_quotas.ConnectionQuotas) counts connections: the accept
     loop waits while the broker or listener is full or over its connection creation rate, and
     closes one its address has no room for.
     """

@@ -1,7 +1,7 @@
-"""Who is on the other end of a connection, and how many may be there.
+"""Who is on the other end of a connection, and what it may do.
 
-Listeners PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (`listeners.py` builds what each needs), TLS
-contexts from Kafka's ssl.* configs (`tls.py`), the principal a connection acts as (`principal.py`),
-the SASL exchange of Kafka's SaslServerAuthenticator with PLAIN and SCRAM (`authenticator.py`,
-`plain.py`, `scram.py`, `jaas.py`), and Kafka's connection limits (`connection_quotas.py`).
+The principal a connection acts as (`principal.py`), the SASL exchange of Kafka's
+SaslServerAuthenticator with PLAIN and SCRAM (`authenticator.py`, `sasl.py`, `plain.py`, `scram.py`,
+`jaas.py`), and Kafka's ACL authorizer with what the ACL APIs share (`authorizer.py`, `acl_admin.py`).
+Listeners, TLS and connection limits are the network shell's (server/network/).
 """

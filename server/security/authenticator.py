@@ -100,7 +100,6 @@ class SaslServerAuthenticator(Authenticator):
         self._last_reauth_start: float | None = None
         self._reauth_from: tuple[str, KafkaPrincipal] | None = None  # (mechanism, principal) being renewed
         self._bad_mechanism_message = ""
-        self.client_supports_reauthentication = False
 
     @property
     def complete(self) -> bool:
@@ -177,8 +176,6 @@ class SaslServerAuthenticator(Authenticator):
     def authenticate(self, api_version: int, token: bytes, now: float) -> tuple[int, str | None, bytes, int]:
         if self.state != AUTHENTICATE:
             return super().authenticate(api_version, token, now)
-        if api_version > 0:
-            self.client_supports_reauthentication = True
         try:
             response = self._evaluate(token, now)
         except (SaslAuthenticationException, SaslException) as error:

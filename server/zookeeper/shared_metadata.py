@@ -40,8 +40,6 @@ log = logging.getLogger("samsa.zk.config")
 
 DEFAULT_ENTITY = "<default>"  # Kafka's ConfigEntityName.DEFAULT, never sanitized
 QUOTA_ENTITY_TYPES = ("users", "clients", "ips")
-ACL_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID,
-                      ResourceType.DELEGATION_TOKEN, ResourceType.USER)
 ACL_PATTERN_TYPES = (PatternType.LITERAL, PatternType.PREFIXED)
 # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs: older processed notifications are deleted.
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000

@@ -183,10 +183,6 @@ class KafkaZkClient:
                 return zk_data.decode_cluster_id(data)
         return await self.call(create_or_get)
 
-    async def get_cluster_id(self) -> str | None:
-        data = await self._get(zk_data.CLUSTER_ID)
-        return None if data is None else zk_data.decode_cluster_id(data[0])
-
     async def generate_broker_sequence_id(self) -> int:
         """The next version of /brokers/seqid (1, 2, ...): Kafka adds reserved.broker.max.id to it."""
         def generate(zk: KazooClient) -> int:
@@ -229,26 +225,6 @@ class KafkaZkClient:
         log.info("Registered broker %d at path %s with addresses: %s, czxid (broker epoch): %d", broker.broker_id,
                  path, ",".join(e.connection_string for e in broker.endpoints), registration.broker_epoch)
         return registration
-
-    async def get_broker(self, broker_id: int) -> zk_data.BrokerRegistration | None:
-        data = await self._get(zk_data.broker_path(broker_id))
-        return None if data is None else zk_data.decode_broker(broker_id, data[0])
-
-    async def get_all_brokers(self) -> dict[int, zk_data.BrokerRegistration]:
-        def all_brokers(zk: KazooClient) -> dict[int, zk_data.BrokerRegistration]:
-            found = {}
-            for child in zk.get_children(zk_data.BROKER_IDS):
-                try:
-                    data, _ = zk.get(zk_data.broker_path(int(child)))
-                except NoNodeError:
-                    continue
-                found[int(child)] = zk_data.decode_broker(int(child), data)
-            return dict(sorted(found.items()))
-        return await self.call(all_brokers)
-
-    async def get_controller_id(self) -> int | None:
-        data = await self._get(zk_data.CONTROLLER)
-        return None if data is None else zk_data.decode_controller(data[0]).broker_id
 
     async def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
         """/config/<type>/<name>'s overrides, none when the znode is missing (AdminZkClient.fetchEntityConfig)."""

@@ -1,5 +1,6 @@
-"""OTLP MetricsData payloads for tests, written field by field in protobuf's wire format (the
-opposite of wire/protobuf.py, kept here so the reader is checked against an independent writer)."""
+"""OTLP MetricsData payloads for tests, written field by field in protobuf's wire format: a writer
+independent of opentelemetry-proto's classes, so that what the broker reads with them is checked
+against the bytes metrics.proto defines."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from otlp_payloads import CUMULATIVE, DELTA, counter, double, fixed64, gauge, histogram, message, metrics_data, string
 
 from samsa.server.metrics.otlp_metrics import Kind, Temporality, decode_metrics_data
@@ -45,3 +46,17 @@ def test_histogram_buckets_that_do_not_fit_their_bounds_are_dropped():
 
 def test_an_empty_payload_is_no_metrics():
     assert decode_metrics_data(b"").metrics == []
+
+
+@pytest.mark.parametrize("payload", [
+    b"\x0a\x05ab",  # a length past the end
+    b"\x08",  # a varint cut short
+    b"\x09\x00\x00",  # a 64-bit field cut short
+    b"\x0b",  # a group never ended
+    b"\x00\x01",  # field number 0
+    metrics_data(string(1, "h") + message(9, message(1, message(6, b"\x00" * 9)))),  # 9 bytes of fixed64s
+    metrics_data(message(1, b"\xff\xfe")),  # a name that is not UTF-8
+])
+def test_malformed_payloads_are_value_errors(payload):
+    with pytest.raises(ValueError):  # what the push handler answers INVALID_RECORD for
+        decode_metrics_data(payload)

@@ -15,7 +15,6 @@ def test_epochs_are_recorded_as_appends_carry_them(tmp_path, clock):
     assert log.end_offset_for_epoch(3) == (2, 8)  # an epoch this log never saw ends where the next began
     assert log.end_offset_for_epoch(-1) == (-1, -1)
     assert log.end_offset_for_epoch(9) == (-1, -1)
-    assert log.leader_epoch_cache.epoch_for_offset(5) == 2
 
 
 def test_truncation_and_start_offset_move_the_epochs(tmp_path, clock):

@@ -291,15 +291,6 @@ def test_offsets_for_times_with_log_append_time(tmp_path, clock):
     assert log.fetch_offset_by_timestamp(MAX_TIMESTAMP) == OffsetAndTimestamp(2, clock.now)
 
 
-def test_legacy_offsets_before(tmp_path, clock):
-    log = open_log(tmp_path, clock, segment_bytes=len(make_batch()))
-    for _ in range(3):
-        append(log)
-    assert log.legacy_fetch_offsets_before(LATEST_TIMESTAMP, 1) == [3]
-    assert log.legacy_fetch_offsets_before(EARLIEST_TIMESTAMP, 10) == [0]
-    assert log.legacy_fetch_offsets_before(clock.now * 10**6, 10) == [3, 2, 1, 0]
-
-
 # -- DeleteRecords and retention
 
 def test_delete_records_moves_the_log_start_offset(tmp_path, clock):

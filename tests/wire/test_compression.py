@@ -48,13 +48,8 @@ def test_levels_round_trip(codec):
 def test_compression_type_names():
     assert [c.topic_config_name for c in CompressionType] == ["uncompressed", "gzip", "snappy", "lz4", "zstd"]
     assert [c.client_name for c in CompressionType] == ["none", "gzip", "snappy", "lz4", "zstd"]
-    assert CompressionType.for_topic_config("uncompressed") is CompressionType.NONE
-    assert CompressionType.for_topic_config("zstd") is CompressionType.ZSTD
-    assert CompressionType.for_topic_config("producer") is None
     assert CompressionType.for_name("none") is CompressionType.NONE
     assert CompressionType.for_name("lz4") is CompressionType.LZ4
-    with pytest.raises(ValueError):
-        CompressionType.for_topic_config("none")
     with pytest.raises(ValueError):
         CompressionType.for_name("uncompressed")
 
