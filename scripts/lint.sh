@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Static checks: ruff over the repository (settings in pyproject.toml), mypy over storage/,
-# coordinator/ and server/handlers/. Exits non-zero on any finding.
+# Static checks: ruff over the repository (settings in pyproject.toml), mypy over the packages
+# listed below (wire/ with its generated codecs, storage/, coordinator/, ...). Exits non-zero on any
+# finding.
 #   scripts/lint.sh          both
 #   scripts/lint.sh ruff     one of them (or mypy)
 set -euo pipefail
@@ -24,6 +25,6 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
   ln -sfn "$PWD" "$root/samsa"
   # Paths are shown relative to the repository, not through the symlink.
   MYPYPATH="$root" "$PY" -m mypy --cache-dir "$root/mypy-cache" \
-    -p samsa.storage -p samsa.coordinator -p samsa.server.handlers | sed "s#^$root/samsa/##" || status=1
+    -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.server.handlers | sed "s#^$root/samsa/##" || status=1
 fi
 exit $status

@@ -46,6 +46,7 @@ def fields(data: bytes | memoryview) -> Iterator[tuple[int, int, int | memoryvie
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise ProtobufError("field number 0")
+        value: int | memoryview
         if wire_type == VARINT:
             value, pos = read_varint(buf, pos)
         elif wire_type == I64:
