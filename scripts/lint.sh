@@ -25,6 +25,6 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
   ln -sfn "$PWD" "$root/samsa"
   # Paths are shown relative to the repository, not through the symlink.
   MYPYPATH="$root" "$PY" -m mypy --cache-dir "$root/mypy-cache" \
-    -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.server.handlers | sed "s#^$root/samsa/##" || status=1
+    -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.pipelines -p samsa.server.handlers | sed "s#^$root/samsa/##" || status=1
 fi
 exit $status
