@@ -28,6 +28,7 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
   # txn_marker_channel wait on the types of replication/ and inter_broker_client.py).
   MYPYPATH="$root" "$PY" -m mypy --cache-dir "$root/mypy-cache" \
     -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.pipelines -p samsa.server.handlers \
+    -p samsa.server.config \
     -m samsa.server.coordinators.consumer_groups -m samsa.server.coordinators.group_service \
     -m samsa.server.coordinators.txn_service \
     | sed "s#^$root/samsa/##" || status=1

@@ -867,7 +867,7 @@ class KafkaConfig:
             name=name,
             value=None if sensitive else value,
             source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
-            read_only=name not in BROKER_CONFIGS or definition.update_mode == "read-only",
+            read_only=definition is None or name not in BROKER_CONFIGS or definition.update_mode == "read-only",
             is_sensitive=sensitive,
             synonyms=tuple(synonyms),
             config_type=ConfigType.UNKNOWN if definition is None else _CONFIG_TYPES[definition.type],
