@@ -625,7 +625,7 @@ class KafkaConfig:
         each other); False where the value is a default, Kafka's or Samsa's."""
         return name in self._static
 
-    # Typed reads, as Kafka's AbstractConfig.getInt/getLong, getBoolean, getString and getList: a
+    # Typed reads, as Kafka's AbstractConfig.getInt/getLong, getBoolean and getString: a
     # config's definition fixes its type, which a type checker cannot see through `get`. Asking for
     # another type than the definition's (or for an int a config leaves null) is a TypeError.
     def get_int(self, name: str) -> int:
@@ -647,13 +647,6 @@ class KafkaConfig:
         if value is not None and type(value) is not str:
             raise TypeError(f"{name} is {value!r}, not a string")
         return value
-
-    def get_list(self, name: str) -> tuple[str, ...]:
-        """A list config's items (none where it is null)."""
-        value = self._values[name]
-        if value is not None and type(value) is not tuple:
-            raise TypeError(f"{name} is {value!r}, not a list")
-        return value or ()
 
     def _list_text(self, name: str) -> str | None:
         """A list config as its comma-separated text (Kafka 4 made listeners and log.dirs lists;
@@ -726,7 +719,8 @@ class KafkaConfig:
                     "listener.security.protocol.map.",
                 )
         else:
-            name = _security_protocol(self.get_string("security.inter.broker.protocol") or "", "security.inter.broker.protocol")
+            name = _security_protocol(self.get_string("security.inter.broker.protocol") or "",
+                                      "security.inter.broker.protocol")
         advertised = [endpoint.name for endpoint in self.advertised_listeners]
         if name not in advertised:
             raise ConfigError(
@@ -746,7 +740,8 @@ class KafkaConfig:
 
     def _super_users(self) -> frozenset[str]:
         # StandardAuthorizer.getConfiguredSuperUsers: principals separated by ';', each Type:name.
-        users = frozenset(user for user in (item.strip() for item in (self.get_string("super.users") or "").split(";")) if user)
+        items = (item.strip() for item in (self.get_string("super.users") or "").split(";"))
+        users = frozenset(user for user in items if user)
         for user in users:
             if ":" not in user:
                 raise ConfigError("super.users", "Invalid value for configuration super.users: expected a string in "

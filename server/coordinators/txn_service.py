@@ -160,8 +160,8 @@ class TxnService:
     # --- lifecycle ------------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        if self.partitions is not None and self.marker_channel is not None:
-            await self._run_in_cluster(self.partitions, self.marker_channel, task_status)
+        if self.partitions is not None:
+            await self._run_in_cluster(self.partitions, task_status)
             return
         coordinator = self.coordinator = self._new_coordinator()
         loaded = await trio.to_thread.run_sync(self._load, coordinator)
@@ -172,8 +172,7 @@ class TxnService:
         finally:
             coordinator.unload()
 
-    async def _run_in_cluster(self, partitions: CoordinatorPartitions[TransactionCoordinator],
-                              marker_channel: TxnMarkerChannel, task_status) -> None:
+    async def _run_in_cluster(self, partitions: CoordinatorPartitions[TransactionCoordinator], task_status) -> None:
         """Partitions are loaded as the controller makes this broker their leader (`on_leadership_change`)."""
         async with trio.open_nursery() as nursery:
             partitions.nursery = nursery
@@ -182,7 +181,8 @@ class TxnService:
                 await self._waker.run(self._next_deadline, self._fire_timers)
             finally:
                 partitions.stop()
-                await marker_channel.aclose()
+                if self.marker_channel is not None:  # made with the partitions
+                    await self.marker_channel.aclose()
 
     def _new_coordinator(self, coordinator_epoch: int = 0) -> TransactionCoordinator:
         return TransactionCoordinator(self._coordinator_config(), self._generate_producer_id, self._clock(),

@@ -241,7 +241,8 @@ class ZkController:
             await self._execute(getattr(controller, request.kind)(*request.args))
             return None
         if request.kind == "auto_rebalance":
-            imbalanced = controller.imbalanced_partitions(self._config.get_int("leader.imbalance.per.broker.percentage"))
+            imbalanced = controller.imbalanced_partitions(
+                self._config.get_int("leader.imbalance.per.broker.percentage"))
             if imbalanced:
                 log.info("Starting preferred replica leader election for partitions %s", imbalanced)
                 await self._execute(controller.elect_leaders(imbalanced)[1])
