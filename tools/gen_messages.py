@@ -919,9 +919,6 @@ class ModuleWriter:
         out.append(f"install({spec.root.name}, _PROGRAMS, ({''.join(repr(r) + ', ' for r in roots)}))")
         for s in spec.structs:
             out.append(self.render_schema(s))
-        for s in spec.structs:
-            if s is not spec.root:
-                out.append(f"{spec.root.name}.{s.name} = {s.name}")
         return "\n".join(out) + "\n"
 
     def reachable(self, roots: list[str]) -> list[str]:
@@ -961,6 +958,9 @@ class ModuleWriter:
             lines.append(f"    REMOVED_VERSIONS = {spec.removed.as_tuple()}")
             lines.append(f"    LISTENERS = {tuple(spec.listeners)!r}")
             lines.append(f"    LATEST_VERSION_UNSTABLE = {spec.latest_unstable!r}")
+            # The nested structs (defined above, nested first) as class attributes, in the class body
+            # where a type checker sees them: `Request.Topic(...)`.
+            lines.extend(f"    {n.name} = {n.name}" for n in spec.structs if n is not s)
         params = []
         assigns = []
         for f in s.fields:

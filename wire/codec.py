@@ -14,15 +14,20 @@ fallback (`_pure_decode_from`, `_pure_encode`), and the environment variable SAM
 
 from __future__ import annotations
 
+import builtins
 import os
 import struct
 import uuid
+from collections.abc import Callable, Sequence
 from functools import cache
 from operator import attrgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from . import program
 from .exceptions import CodecError, CorruptRecordError, UnsupportedVersionError
+
+if TYPE_CHECKING:
+    from ._speedups import MessageCodec
 
 ZERO_UUID = uuid.UUID(int=0)
 _UUID = uuid.UUID
@@ -228,6 +233,25 @@ def uuid_from(raw) -> uuid.UUID:
 REFERENCE_MIN = 16 * 1024
 
 
+class FileSlice(Protocol):
+    """A records value that stays in its file until sent (storage's FileRecords, sent by sendfile)."""
+
+    @property
+    def fd(self) -> int: ...
+
+    @property
+    def position(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def read_bytes(self) -> bytes: ...
+
+
+# What a frame is sent as: buffers, and file slices between them.
+Piece = bytes | bytearray | memoryview | FileSlice
+
+
 class FrameBuffer(bytearray):
     """An encode target that leaves the bytes of records fields out of itself, as holes.
 
@@ -241,15 +265,15 @@ class FrameBuffer(bytearray):
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        self.holes: list[tuple[int, object]] = []
+        self.holes: list[tuple[int, Piece]] = []
 
-    def pieces(self) -> list:
+    def pieces(self) -> list[Piece]:
         """The frame as the socket sends it: buffers (this one's bytes around the holes, and the
         records referenced) and file slices, in order. Without holes, this buffer alone."""
         if not self.holes:
             return [self]
         view = memoryview(self)
-        pieces = []
+        pieces: list[Piece] = []
         start = 0
         for pos, value in self.holes:
             if pos > start:
@@ -264,7 +288,7 @@ class FrameBuffer(bytearray):
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
-def piece_size(piece) -> int:
+def piece_size(piece: Piece) -> int:
     """The bytes a piece of a frame carries: a buffer's length, or a file slice's size."""
     if type(piece) is memoryview:
         return piece.nbytes
@@ -304,11 +328,10 @@ def read_unknown_tag(buf, pos: int, tag: int, size: int, unknown: list | None) -
     return unknown, end
 
 
-def write_tags(out: bytearray, known: list[tuple[int, bytes]], unknown: list | None) -> None:
+def write_tags(out: bytearray, known: Sequence[tuple[int, bytes | bytearray]],
+               unknown: list[tuple[int, bytes]] | None) -> None:
     """Tagged fields in ascending tag order: count, then tag, size, data for each."""
-    fields = known + unknown if unknown else known
-    if unknown:
-        fields.sort(key=lambda tf: tf[0])
+    fields = sorted([*known, *unknown], key=lambda tf: tf[0]) if unknown else known
     out += uvarint(len(fields))
     for tag, data in fields:
         out += uvarint(tag)
@@ -327,7 +350,8 @@ class FieldInfo(NamedTuple):
     nullable: tuple[int, int] | None
     tag: int | None
     tagged: tuple[int, int] | None  # versions in which the field is tagged
-    struct: type | None  # the generated class of a struct or struct-array field
+    # the generated class of a struct or struct-array field (`builtins.`: the field `type` hides the builtin here)
+    struct: builtins.type[Struct] | None
 
     def in_version(self, version: int) -> bool:
         return self.versions[0] <= version <= self.versions[1]
@@ -349,7 +373,9 @@ class Struct:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
     _schema: tuple[FieldInfo, ...] = ()
-    _values = staticmethod(lambda struct: ())
+    # The field values to compare, read off the class and called with the struct: not a method (no
+    # self bound), an attrgetter once the fields are known.
+    _values: Callable[[Struct], object] = staticmethod(lambda struct: ())
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -362,7 +388,7 @@ class Struct:
             return NotImplemented
         return self._values(self) == self._values(other)
 
-    __hash__ = None  # mutable
+    # No __hash__: a class that defines __eq__ alone gets __hash__ = None (mutable, so unhashable).
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
@@ -392,7 +418,7 @@ class Message(Struct):
     REMOVED_VERSIONS: tuple[int, int] | None = None
     _decoders: tuple = ()
     _encoders: tuple = ()
-    _accel = None  # the compiled field programs (a _speedups.MessageCodec) when the C codec is in use
+    _accel: MessageCodec | None = None  # the compiled field programs when the C codec is in use
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:
@@ -406,10 +432,12 @@ class Message(Struct):
             raise UnsupportedVersionError(f"{cls.__name__} has no version {version} (valid: {lo}-{hi})")
 
     @classmethod
-    def decode(cls, buf, version: int, pos: int = 0):
+    def _pure_decode(cls, buf, version: int, pos: int = 0):
         """Decode one message; records fields come back as memoryviews into `buf`."""
         message, _ = cls._pure_decode_from(buf, version, pos)
         return message
+
+    decode = _pure_decode
 
     @classmethod
     def _pure_decode_from(cls, buf, version: int, pos: int = 0):
@@ -461,23 +489,25 @@ def cannot_carry(struct_name: str, field: str) -> UnsupportedVersionError:
 _INTERFACE = 2
 
 
-def _load_speedups():
-    """The C extension, or None and why not."""
+def _speedups_refused() -> str | None:
+    """Why the C extension is not used; None when it is."""
     if os.environ.get("SAMSA_PURE", "") not in ("", "0"):
-        return None, "SAMSA_PURE is set"
+        return "SAMSA_PURE is set"
     try:
         from . import _speedups
     except ImportError as e:
-        return None, f"samsa.wire._speedups is not built ({e}): pip install -e . or python setup.py build_ext --inplace"
+        return f"samsa.wire._speedups is not built ({e}): pip install -e . or python setup.py build_ext --inplace"
     if getattr(_speedups, "OPCODES", None) != program.OPCODES or getattr(_speedups, "INTERFACE", 1) != _INTERFACE:
-        return None, "samsa.wire._speedups was built from other sources: rebuild it"
-    return _speedups, None
+        return "samsa.wire._speedups was built from other sources: rebuild it"
+    return None
 
 
-_speedups, SPEEDUPS_MISSING = _load_speedups()
-ACCELERATED = _speedups is not None
+SPEEDUPS_MISSING = _speedups_refused()
+ACCELERATED = SPEEDUPS_MISSING is None
 
-if _speedups is not None:
+if ACCELERATED:
+    from . import _speedups  # bound only here: everything that uses it asks ACCELERATED first
+
     _speedups.configure(CodecError, UnsupportedVersionError, _UUID, _UNKNOWN_SAFETY, FrameBuffer, Struct,
                         REFERENCE_MIN)
     Message.encode = _speedups.encode_method(Message)
@@ -485,9 +515,10 @@ if _speedups is not None:
 
 def install(cls: type[Message], programs: dict, roots: tuple[str, ...]) -> None:
     """Give a generated message its C codec (when built): `roots` names its layout per version."""
-    if _speedups is not None:
+    if ACCELERATED:
         layouts = _speedups.compile(programs)
-        cls._accel = _speedups.MessageCodec(cls.__name__, cls.VALID_VERSIONS[0], tuple(layouts[r] for r in roots))
+        accel = cls._accel = _speedups.MessageCodec(cls.__name__, cls.VALID_VERSIONS[0],
+                                                    tuple(layouts[r] for r in roots))
         # Plain attributes, not classmethods: no bound method is made per call.
-        cls.decode = cls._accel.decode
-        cls.decode_from = cls._accel.decode_from
+        cls.decode = accel.decode
+        cls.decode_from = accel.decode_from

@@ -90,7 +90,7 @@ def compress(codec: int, data: bytes, *, level: int | None = None, legacy_lz4_ch
     """
     codec = CompressionType(codec)
     if level is None:
-        level = DEFAULT_LEVELS.get(codec)
+        level = DEFAULT_LEVELS.get(codec, 0)  # 0 for snappy and none, which take no level
     if codec is CompressionType.GZIP:
         compressor = zlib.compressobj(level, zlib.DEFLATED, _GZIP_WBITS)
         return compressor.compress(data) + compressor.flush()
@@ -111,7 +111,7 @@ def compress(codec: int, data: bytes, *, level: int | None = None, legacy_lz4_ch
     return bytes(data)
 
 
-def decompress(codec: int, data: bytes, max_size: int = DEFAULT_MAX_DECOMPRESSED, *,
+def decompress(codec: int, data: bytes | memoryview, max_size: int = DEFAULT_MAX_DECOMPRESSED, *,
                legacy_lz4_checksum: bool = False) -> bytes:
     """Inflate `data`; DecompressionError if it is corrupt or would inflate past `max_size` bytes.
 
@@ -161,7 +161,7 @@ class _BoundedOutput:
         return b"".join(self.pieces)
 
 
-def _gunzip(data: bytes, max_size: int) -> bytes:
+def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
     out = _BoundedOutput(max_size)
     rest = bytes(data)
     if not rest:
@@ -191,8 +191,8 @@ def _xerial_compress(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_decompress(data: bytes, max_size: int) -> bytes:
-    data = bytes(data)
+def _snappy_decompress(view: bytes | memoryview, max_size: int) -> bytes:
+    data = bytes(view)
     out = _BoundedOutput(max_size)
     if not data.startswith(XERIAL_MAGIC):
         _add_raw_snappy_block(data, out)
@@ -234,9 +234,9 @@ def _snappy_declared_length(block: bytes) -> int:
         raise DecompressionError("snappy length preamble is truncated or too long") from None
 
 
-def _lz4_decompress(data: bytes, max_size: int, legacy_checksum: bool) -> bytes:
+def _lz4_decompress(data: bytes | memoryview, max_size: int, legacy_checksum: bool) -> bytes:
     if legacy_checksum:
-        data = _with_correct_lz4_checksum(data)
+        data = _with_correct_lz4_checksum(bytes(data))
     out = _BoundedOutput(max_size)
     inflater = _lz4.LZ4FrameDecompressor()
     try:
@@ -309,7 +309,7 @@ def xxh32(data: bytes, seed: int = 0) -> int:
     return acc
 
 
-def _zstd_decompress(data: bytes, max_size: int) -> bytes:
+def _zstd_decompress(data: bytes | memoryview, max_size: int) -> bytes:
     view = memoryview(bytes(data))
     if not view:
         raise DecompressionError("zstd data is empty")

@@ -35,6 +35,8 @@ def metadata_record_class(api_key: int) -> type[Message]:
 
 
 def encode_metadata_record(record: Message, version: int) -> bytes:
+    if record.API_KEY is None:  # a struct or header, not one of the records
+        raise MetadataRecordError(f"{type(record).__name__} is not a metadata record")
     out = bytearray(uvarint(FRAME_VERSION) + uvarint(record.API_KEY) + uvarint(version))
     record.encode(version, out)
     return bytes(out)

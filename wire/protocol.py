@@ -6,7 +6,8 @@ others v1 (ControlledShutdown v0 alone uses v0); flexible responses use response
 ApiVersions, whose response header is always v0 so that a client can parse it before it knows the
 broker's versions (KIP-511).
 
-Message modules are imported on first use, so that starting the broker does not load 186 codecs.
+Message modules are imported on first use, so that starting the broker does not load 186 codecs (the
+two headers, which every frame has, at once).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 from .codec import Message, piece_size
 from .exceptions import CodecError, UnsupportedVersionError
 from .messages import APIS, MODULES, ApiKey
+from .messages.request_header import RequestHeader
+from .messages.response_header import ResponseHeader
 
 __all__ = [
     "ApiKey", "RequestHeader", "ResponseHeader", "request_class", "response_class", "message_class",
@@ -56,9 +59,6 @@ def response_class(api_key: int) -> type[Any]:
         raise UnsupportedVersionError(f"unknown api key {api_key}") from None
 
 
-RequestHeader = message_class("RequestHeader")
-ResponseHeader = message_class("ResponseHeader")
-
 
 # Cached: asked for every request and response, and decided by the (api key, version) alone;
 # callers pass only versions the api has, so the caches stay as small as the protocol.
@@ -85,7 +85,7 @@ def peek_request_api(frame) -> tuple[int, int]:
     return _API.unpack_from(frame, 0)
 
 
-def decode_request_header(frame) -> tuple[Message, int]:
+def decode_request_header(frame) -> tuple[RequestHeader, int]:
     """Decode the header of a request frame body; returns (header, position of the body).
 
     Raises UnsupportedVersionError for an unknown api key or version (the caller still has the
@@ -102,7 +102,7 @@ def decode_request_header(frame) -> tuple[Message, int]:
     return RequestHeader.decode_from(frame, request_header_version(api_key, api_version))
 
 
-def decode_request(frame) -> tuple[Message, Message]:
+def decode_request(frame) -> tuple[RequestHeader, Message]:
     """Decode a whole request frame body into (header, request)."""
     header, pos = decode_request_header(frame)
     cls = request_class(header.request_api_key)

@@ -268,7 +268,7 @@ def encode_records(records: Sequence[Record]) -> bytes:
 
 def decode_records(data: bytes, count: int) -> list[Record]:
     """Exactly `count` records filling all of `data` (the uncompressed records section)."""
-    records = []
+    records: list[Record] = []
     append = records.append
     end = len(data)
     pos = 0

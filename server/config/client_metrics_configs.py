@@ -68,11 +68,14 @@ def parse_subscription(name: str, configs: Mapping[str, str]) -> Subscription:
         parsed = {key: parse_value(key, CONFIG_TYPES[key], raw) for key, raw in configs.items()}
     except ConfigError as error:  # the controller answers a ConfigException so
         raise ConfigApiError(ErrorCode.INVALID_CONFIG, error.message) from None
-    interval_ms = parsed.get(INTERVAL_MS, DEFAULT_INTERVAL_MS)
+    interval_ms, metrics, match = (parsed.get(INTERVAL_MS, DEFAULT_INTERVAL_MS), parsed.get(METRICS, ()),
+                                   parsed.get(MATCH, ()))
+    # parse_value gave each the type CONFIG_TYPES names for it
+    assert isinstance(interval_ms, int) and isinstance(metrics, tuple) and isinstance(match, tuple)
     if not MIN_INTERVAL_MS <= interval_ms <= MAX_INTERVAL_MS:
         raise invalid_request(f"Invalid value {interval_ms} for {INTERVAL_MS}, interval must be between "
                               f"{MIN_INTERVAL_MS} and {MAX_INTERVAL_MS} (1 hour)")
-    return Subscription(name, tuple(parsed.get(METRICS, ())), interval_ms, parse_match(parsed.get(MATCH, ())))
+    return Subscription(name, metrics, interval_ms, parse_match(match))
 
 
 def _incremental(current: Mapping[str, str], changes) -> dict[str, str]:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ...storage.log_manager import LogManager
     from ..context import BrokerServices
     from ..metadata.cache import MetadataView
+    from ..metadata.image import MetadataStore
     from ..replication.replica_manager import ReplicaManager
 
 log = logging.getLogger("samsa.dynamic_config")
@@ -239,7 +240,7 @@ def apply_cluster_broker_configs(services: BrokerServices) -> None:
 FORMATTED_DYNAMIC_DEFAULTS = ("min.insync.replicas",)
 
 
-def write_formatted_dynamic_defaults(config: KafkaConfig, metadata: MetadataView) -> None:
+def write_formatted_dynamic_defaults(config: KafkaConfig, metadata: MetadataStore) -> None:
     """On freshly formatted log directories, before load_dynamic_broker_configs."""
     defaults = {name: value_to_string(config.get(name)) for name in FORMATTED_DYNAMIC_DEFAULTS}
     metadata.set_broker_configs("", {name: value for name, value in defaults.items() if value is not None})
@@ -271,8 +272,8 @@ def _apply(config: KafkaConfig, logs: LogManager, metadata: MetadataView, replic
     if replicas is None:
         return
     for topic in metadata.topics.values():
-        config = replicas.topic_log_config(topic)
+        log_config = replicas.topic_log_config(topic)
         for index in range(topic.num_partitions):
             partition = replicas.get(topic.name, index)
             if partition is not None:
-                partition.update_config(config)
+                partition.update_config(log_config)

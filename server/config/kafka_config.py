@@ -563,8 +563,8 @@ class KafkaConfig:
                 continue
             self._values[name] = parse_config(name, definition, raw)
 
-        self.broker_id: int = self._int("broker.id")
-        self.node_id: int = self._int("node.id")
+        self.broker_id: int = self.get_int("broker.id")
+        self.node_id: int = self.get_int("node.id")
         if self.node_id != self.broker_id:
             raise ConfigError("node.id", "You must set `node.id` to the same value as `broker.id`.")
 
@@ -577,7 +577,7 @@ class KafkaConfig:
         self.log_roll_ms: int = self._millis("log.roll.ms", "log.roll.hours")
         self.log_roll_jitter_ms: int = self._millis("log.roll.jitter.ms", "log.roll.jitter.hours")
         flush_ms = self.get("log.flush.interval.ms")
-        self.log_flush_interval_ms: int = self._int(
+        self.log_flush_interval_ms: int = self.get_int(
             "log.flush.interval.ms" if flush_ms is not None else "log.flush.scheduler.interval.ms"
         )
 
@@ -591,7 +591,7 @@ class KafkaConfig:
         self.authorizer_enabled: bool = self._authorizer_enabled()
         self.super_users: frozenset[str] = self._super_users()
         try:  # Kafka's ReplicaManager loads the class at startup
-            self.replica_selector = replica_selector(self._str("replica.selector.class"))
+            self.replica_selector = replica_selector(self.get_string("replica.selector.class"))
         except ValueError as e:
             raise ConfigError("replica.selector.class", str(e)) from None
         self._log_config = self._topic_defaults()
@@ -625,14 +625,27 @@ class KafkaConfig:
         each other); False where the value is a default, Kafka's or Samsa's."""
         return name in self._static
 
-    def _int(self, name: str) -> int:
+    # Typed reads, as Kafka's AbstractConfig.getInt/getLong, getBoolean and getString: a
+    # config's definition fixes its type, which a type checker cannot see through `get`. Asking for
+    # another type than the definition's (or for an int a config leaves null) is a TypeError.
+    def get_int(self, name: str) -> int:
+        """An int, short or long config's value."""
         value = self._values[name]
-        assert isinstance(value, int)
+        if type(value) is not int:
+            raise TypeError(f"{name} is {value!r}, not an integer")
         return value
 
-    def _str(self, name: str) -> str | None:
+    def get_boolean(self, name: str) -> bool:
         value = self._values[name]
-        assert value is None or isinstance(value, str)
+        if type(value) is not bool:
+            raise TypeError(f"{name} is {value!r}, not a boolean")
+        return value
+
+    def get_string(self, name: str) -> str | None:
+        """A string, class or password config's value (None where it is null)."""
+        value = self._values[name]
+        if value is not None and type(value) is not str:
+            raise TypeError(f"{name} is {value!r}, not a string")
         return value
 
     def _list_text(self, name: str) -> str | None:
@@ -644,20 +657,20 @@ class KafkaConfig:
 
     def _millis(self, millis_name: str, hours_name: str) -> int:
         millis = self._values[millis_name]
-        return self._int(millis_name) if millis is not None else self._int(hours_name) * _MILLIS_PER_HOUR
+        return self.get_int(millis_name) if millis is not None else self.get_int(hours_name) * _MILLIS_PER_HOUR
 
     def _retention_ms(self) -> int:
         # log.retention.ms wins over .minutes over .hours; any negative value means unlimited.
         if self._values["log.retention.ms"] is not None:
-            millis = self._int("log.retention.ms")
+            millis = self.get_int("log.retention.ms")
         elif self._values["log.retention.minutes"] is not None:
-            millis = self._int("log.retention.minutes") * _MILLIS_PER_MINUTE
+            millis = self.get_int("log.retention.minutes") * _MILLIS_PER_MINUTE
         else:
-            millis = self._int("log.retention.hours") * _MILLIS_PER_HOUR
+            millis = self.get_int("log.retention.hours") * _MILLIS_PER_HOUR
         return -1 if millis < 0 else millis
 
     def _protocol_map(self) -> dict[str, str]:
-        protocols = _parse_protocol_map(self._str("listener.security.protocol.map") or "")
+        protocols = _parse_protocol_map(self.get_string("listener.security.protocol.map") or "")
         # KafkaConfig.effectiveListenerSecurityProtocolMap: under KRaft with the default map,
         # controller listeners are PLAINTEXT unless some listener uses SSL or SASL.
         if self.get("process.roles") and "listener.security.protocol.map" not in self._props:
@@ -691,7 +704,7 @@ class KafkaConfig:
         )
 
     def _inter_broker_listener_name(self) -> str:
-        configured = self._str("inter.broker.listener.name")
+        configured = self.get_string("inter.broker.listener.name")
         if configured is not None:
             if "security.inter.broker.protocol" in self._props:
                 raise ConfigError(
@@ -706,7 +719,8 @@ class KafkaConfig:
                     "listener.security.protocol.map.",
                 )
         else:
-            name = _security_protocol(self._str("security.inter.broker.protocol") or "", "security.inter.broker.protocol")
+            name = _security_protocol(self.get_string("security.inter.broker.protocol") or "",
+                                      "security.inter.broker.protocol")
         advertised = [endpoint.name for endpoint in self.advertised_listeners]
         if name not in advertised:
             raise ConfigError(
@@ -717,7 +731,7 @@ class KafkaConfig:
         return name
 
     def _authorizer_enabled(self) -> bool:
-        name = self._str("authorizer.class.name")
+        name = self.get_string("authorizer.class.name")
         if name and name not in AUTHORIZER_CLASS_NAMES:
             raise ConfigError("authorizer.class.name",
                               f"Invalid value {name} for configuration authorizer.class.name: Samsa's authorizer is "
@@ -726,7 +740,8 @@ class KafkaConfig:
 
     def _super_users(self) -> frozenset[str]:
         # StandardAuthorizer.getConfiguredSuperUsers: principals separated by ';', each Type:name.
-        users = frozenset(user for user in (item.strip() for item in (self._str("super.users") or "").split(";")) if user)
+        items = (item.strip() for item in (self.get_string("super.users") or "").split(";"))
+        users = frozenset(user for user in items if user)
         for user in users:
             if ":" not in user:
                 raise ConfigError("super.users", "Invalid value for configuration super.users: expected a string in "
@@ -847,7 +862,7 @@ class KafkaConfig:
             name=name,
             value=None if sensitive else value,
             source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
-            read_only=name not in BROKER_CONFIGS or definition.update_mode == "read-only",
+            read_only=definition is None or name not in BROKER_CONFIGS or definition.update_mode == "read-only",
             is_sensitive=sensitive,
             synonyms=tuple(synonyms),
             config_type=ConfigType.UNKNOWN if definition is None else _CONFIG_TYPES[definition.type],

@@ -102,23 +102,23 @@ class GroupService:
     # --- configuration ----------------------------------------------------------------------------
 
     def _coordinator_config(self) -> GroupCoordinatorConfig:
-        get = self._config.get
+        get_int = self._config.get_int
         return GroupCoordinatorConfig(
             offsets_topic_num_partitions=self.num_partitions(),
-            group_min_session_timeout_ms=get("group.min.session.timeout.ms"),
-            group_max_session_timeout_ms=get("group.max.session.timeout.ms"),
-            group_max_size=get("group.max.size"),
-            group_initial_rebalance_delay_ms=get("group.initial.rebalance.delay.ms"),
-            offset_metadata_max_bytes=get("offset.metadata.max.bytes"),
-            offsets_retention_ms=get("offsets.retention.minutes") * 60_000,
-            offsets_retention_check_interval_ms=get("offsets.retention.check.interval.ms"),
-            consumer=consumer_group_config(get),
+            group_min_session_timeout_ms=get_int("group.min.session.timeout.ms"),
+            group_max_session_timeout_ms=get_int("group.max.session.timeout.ms"),
+            group_max_size=get_int("group.max.size"),
+            group_initial_rebalance_delay_ms=get_int("group.initial.rebalance.delay.ms"),
+            offset_metadata_max_bytes=get_int("offset.metadata.max.bytes"),
+            offsets_retention_ms=get_int("offsets.retention.minutes") * 60_000,
+            offsets_retention_check_interval_ms=get_int("offsets.retention.check.interval.ms"),
+            consumer=consumer_group_config(self._config.get),
         )
 
     def num_partitions(self) -> int:
         """The topic's real partition count wins: groups must map where their records are."""
         topic = self._topics().topics.get(OFFSETS_TOPIC)
-        return topic.num_partitions if topic else self._config.get("offsets.topic.num.partitions")
+        return topic.num_partitions if topic else self._config.get_int("offsets.topic.num.partitions")
 
     def _topics(self) -> MetadataView:
         return self._metadata if self._cluster is None else self._cluster
@@ -130,11 +130,25 @@ class GroupService:
         """The coordinator of the group: in a cluster, its partition's, or one that refuses
         (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
         if self.partitions is None:
-            return self.coordinator
+            return self._local_coordinator()
         return self.partitions.get(self.partition_for(group_id))
 
+    def _local_coordinator(self) -> GroupCoordinator:
+        """A single broker's coordinator, made by `run` before the broker takes requests."""
+        if self.coordinator is None:
+            raise RuntimeError("the group coordinator is not running")
+        return self.coordinator
+
+    def _cluster_partitions(self) -> CoordinatorPartitions[GroupCoordinator]:
+        """A cluster's coordinators by partition (leadership changes come from its controller)."""
+        if self.partitions is None:
+            raise RuntimeError("a single broker's group coordinator has no partitions")
+        return self.partitions
+
     def coordinators(self) -> list[GroupCoordinator]:
-        return [self.coordinator] if self.partitions is None else list(self.partitions.owned.values())
+        if self.partitions is not None:
+            return list(self.partitions.owned.values())
+        return [] if self.coordinator is None else [self.coordinator]
 
     def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` the way Kafka's coordinator asks for it, if it is missing (a
@@ -158,50 +172,54 @@ class GroupService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if self.partitions is not None:
-            await self._run_in_cluster(task_status)
+            await self._run_in_cluster(self.partitions, task_status)
             return
-        self.coordinator = self._new_coordinator()
-        loaded = await trio.to_thread.run_sync(self._load)
+        coordinator = self.coordinator = self._new_coordinator()
+        loaded = await trio.to_thread.run_sync(self._load, coordinator)
         task_status.started()
         try:
-            await self._apply(self.coordinator, loaded)
-            await self._waker.run(self.coordinator.next_deadline, self._fire_timers, before=self._update_topics)
+            await self._apply(coordinator, loaded)
+            await self._waker.run(coordinator.next_deadline, self._fire_timers, before=self._update_topics)
         finally:
-            self._deliver(self.coordinator.unload(self._clock()).responses)
+            self._deliver(coordinator.unload(self._clock()).responses)
 
-    async def _run_in_cluster(self, task_status) -> None:
+    async def _run_in_cluster(self, partitions: CoordinatorPartitions[GroupCoordinator], task_status) -> None:
         """Partitions are loaded as the controller makes this broker their leader (`on_leadership_change`)."""
         async with trio.open_nursery() as nursery:
-            self.partitions.nursery = nursery
+            partitions.nursery = nursery
             task_status.started()
             try:
                 await self._waker.run(self._next_deadline, self._fire_timers, before=self._update_topics)
             finally:
-                self.partitions.stop()
+                partitions.stop()
 
     def _new_coordinator(self) -> GroupCoordinator:
         coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid)
         coordinator.consumer.topics = topics_image(self._topics())
         return coordinator
 
-    def _refusing(self, error: int) -> GroupCoordinator:
+    def _refusing(self, error: ErrorCode) -> GroupCoordinator:
         coordinator = self._new_coordinator()
         coordinator.active, coordinator.inactive_error = False, error
         return coordinator
 
-    def _load(self) -> Actions:
+    def _load(self, coordinator: GroupCoordinator) -> Actions:
         """Replay every record of `__consumer_offsets` (runs in a thread, before requests arrive)."""
-        replay_topic(self._metadata, self._replicas, OFFSETS_TOPIC, partial(self._replay_batch, self.coordinator))
-        return self.coordinator.load_complete(self._clock())
+        replay_topic(self._metadata, self._replicas, OFFSETS_TOPIC, partial(self._replay_batch, coordinator))
+        return coordinator.load_complete(self._clock())
 
     def _load_partition(self, index: int, epoch: int) -> tuple[GroupCoordinator, Actions]:
         """One partition's groups and offsets, replayed into a coordinator of their own (in a thread:
         Kafka's loadGroupsAndOffsets), up to the log end as Kafka reads it."""
         coordinator = self._new_coordinator()
         partition = self._replicas.get(OFFSETS_TOPIC, index)
-        count = sum(self._replay_batch(coordinator, partition, header, records)
-                    for header, records in log_batches(partition.log))
-        log.info("Replayed %d records of %s-%d for epoch %d", count, OFFSETS_TOPIC, index, epoch)
+        if partition is None:  # as Kafka's doLoadGroupsAndOffsets: nothing to load, the partition is owned
+            log.warning("Attempted to load offsets and group metadata from %s-%d, but found no log", OFFSETS_TOPIC,
+                        index)
+        else:
+            count = sum(self._replay_batch(coordinator, partition, header, records)
+                        for header, records in log_batches(partition.log))
+            log.info("Replayed %d records of %s-%d for epoch %d", count, OFFSETS_TOPIC, index, epoch)
         return coordinator, coordinator.load_complete(self._clock())
 
     def _unload_partition(self, coordinator: GroupCoordinator) -> None:
@@ -213,7 +231,7 @@ class GroupService:
     def on_leadership_change(self, led: list[tuple[int, int]], resigned: list[tuple[int, int]]) -> None:
         """(partition, leader epoch) of `__consumer_offsets` partitions this broker now leads, and
         of those it no longer leads."""
-        self.partitions.on_leadership_change(led, resigned)
+        self._cluster_partitions().on_leadership_change(led, resigned)
         self._waker.poke()
 
     def _next_deadline(self) -> int | None:
@@ -310,7 +328,7 @@ class GroupService:
 
     async def topics_deleted(self, names: set[str]) -> None:
         for coordinator in self.coordinators():
-            if coordinator is not None and coordinator.active and names:
+            if coordinator.active and names:
                 await self._apply(coordinator, coordinator.delete_topic_offsets(self._clock(), names))
 
     async def _apply(self, coordinator: GroupCoordinator, actions: Actions) -> None:
@@ -337,9 +355,9 @@ class GroupService:
         offsets.commit.required.acks, -1)."""
         epoch = None if self.partitions is None else self.partitions.epoch(append.partition)
         return await append_records(self._replicas, OFFSETS_TOPIC, append.partition, append.records,
-                                    compression=self._config.get("offsets.topic.compression.codec"),
+                                    compression=self._config.get_int("offsets.topic.compression.codec"),
                                     producer=append.producer, leader_epoch=epoch,
-                                    timeout_ms=self._config.get("offsets.commit.timeout.ms"))
+                                    timeout_ms=self._config.get_int("offsets.commit.timeout.ms"))
 
     def _deliver(self, responses: list[tuple[Any, Any]]) -> None:
         for ticket, response in responses:

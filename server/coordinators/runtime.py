@@ -103,6 +103,9 @@ def replay_topic(metadata: MetadataView, replicas: ReplicaManager, topic_name: s
         return
     for index in range(topic.num_partitions):
         partition = replicas.get(topic_name, index)
+        if partition is None:  # as Kafka's coordinators load a partition without a log: nothing to replay
+            log.warning("Attempted to load %s-%d, but found no log", topic_name, index)
+            continue
         for header, records in log_batches(partition.log):
             count += replay_batch(partition, header, records)
     log.info("Replayed %d records of %s in %.0f ms", count, topic_name, (elapsed_ns() - started) / 1e6)
@@ -170,8 +173,8 @@ class CoordinatorPartitions(Generic[C]):
     returns it with what loading it asks for; `loaded(coordinator, actions)` carries that
     out once it is installed; `unload(coordinator)` answers what it parked."""
 
-    def __init__(self, name: str, refusing: Callable[[int], C], load: Callable[[int, int], tuple[C, Any]],
-                 loaded: Callable[[C, Any], Awaitable[None]], unload: Callable[[C], None]) -> None:
+    def __init__(self, name: str, refusing: Callable[[ErrorCode], C], load: Callable[[int, int], tuple[C, Any]],
+                 loaded: Callable[[C, Any], Awaitable[object]], unload: Callable[[C], None]) -> None:
         self.name = name
         self.owned: dict[int, C] = {}
         self.epochs: dict[int, int] = {}  # the coordinator epoch (leader epoch) of each owned or loading partition
@@ -207,6 +210,8 @@ class CoordinatorPartitions(Generic[C]):
         self.epochs[partition] = epoch
         if partition in self.owned or partition in self.loading:
             return  # still led here: what is loaded stays, under the new epoch
+        if self.nursery is None:
+            raise RuntimeError(f"{self.name}'s coordinator is not running: it cannot load partitions")
         self.loading.add(partition)
         log.info("Scheduling loading of %s-%d for epoch %d", self.name, partition, epoch)
         self.nursery.start_soon(self._load_partition, partition, epoch)

@@ -38,15 +38,21 @@ NO_LEADER = -1
 TopicPartition = tuple[str, int]
 
 
+# Read-only members (properties), so that a class holding them as plain attributes of narrower
+# types (ZkMetadataCache's dicts of PartitionState) is one.
 class PartitionLeader(Protocol):
-    leader: int
+    @property
+    def leader(self) -> int: ...
 
 
 class ClusterState(Protocol):
     """What the channel reads of what the controller last said (a ZooKeeper cluster's metadata cache)."""
 
-    broker_id: int
-    partition_states: Mapping[str, Mapping[int, PartitionLeader]]
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def partition_states(self) -> Mapping[str, Mapping[int, PartitionLeader]]: ...
 
     def alive_node(self, node_id: int, listener: str) -> BrokerInfo | None: ...
 
@@ -114,7 +120,8 @@ class TxnMarkerChannel:
                 log.info("Sending transaction markers to broker %d failed (%s); they will be retried", leader, e)
                 await self._drop(leader)
                 return dict.fromkeys(partitions, ErrorCode.NETWORK_EXCEPTION)
-        errors = dict.fromkeys(partitions, ErrorCode.UNKNOWN_SERVER_ERROR)  # a partition left unanswered
+        # a partition left unanswered
+        errors: dict[TopicPartition, int] = dict.fromkeys(partitions, ErrorCode.UNKNOWN_SERVER_ERROR)
         for marker in response.markers:
             for topic in marker.topics:
                 for result in topic.partitions:
@@ -132,7 +139,7 @@ class TxnMarkerChannel:
             return known[1]
         await self._drop(broker_id)
         connection = await BrokerConnection.connect(*address, f"broker-{self._cluster.broker_id}-txn-marker-sender",
-                                                    self._config.get("request.timeout.ms"))
+                                                    self._config.get_int("request.timeout.ms"))
         self._connections[broker_id] = (address, connection)
         return connection
 

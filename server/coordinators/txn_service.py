@@ -26,7 +26,7 @@ import itertools
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -48,6 +48,11 @@ if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
     from ..metadata.cache import MetadataView
     from ..replication.replica_manager import ReplicaManager
+    from .txn_marker_channel import ClusterState
+
+    class TxnCluster(MetadataView, ClusterState, Protocol):
+        """What the service reads of a ZooKeeper cluster's metadata: the topics (the partition
+        count of __transaction_state), and the partitions' leaders for its marker channel."""
 
 log = logging.getLogger("samsa.txn_service")
 
@@ -63,7 +68,7 @@ class TxnService:
     def __init__(self, config: KafkaConfig, metadata: MetadataView, replicas: ReplicaManager,
                  disk_limiter: trio.CapacityLimiter, generate_producer_id: Callable[[], int],
                  complete_offsets: CompleteOffsets, clock: Callable[[], int],
-                 cluster: MetadataView | None = None) -> None:
+                 cluster: TxnCluster | None = None) -> None:
         """`replicas`: where `__transaction_state` and the transactions' partitions are;
         `disk_limiter`: fsyncs take turns with the broker's; `generate_producer_id()`: the producer
         id manager's; `complete_offsets`: the group service's complete_transaction, told of markers
@@ -88,14 +93,14 @@ class TxnService:
     # --- configuration ------------------------------------------------------------------------------
 
     def _coordinator_config(self) -> TransactionConfig:
-        get = self._config.get
+        get_int = self._config.get_int
         return TransactionConfig(
-            transactional_id_expiration_ms=get("transactional.id.expiration.ms"),
-            transaction_max_timeout_ms=get("transaction.max.timeout.ms"),
+            transactional_id_expiration_ms=get_int("transactional.id.expiration.ms"),
+            transaction_max_timeout_ms=get_int("transaction.max.timeout.ms"),
             transaction_state_log_num_partitions=self.num_partitions(),
-            abort_timed_out_transaction_cleanup_interval_ms=get(
+            abort_timed_out_transaction_cleanup_interval_ms=get_int(
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-            remove_expired_transaction_cleanup_interval_ms=get(
+            remove_expired_transaction_cleanup_interval_ms=get_int(
                 "transaction.remove.expired.transaction.cleanup.interval.ms"),
         )
 
@@ -103,17 +108,31 @@ class TxnService:
         """The topic's real partition count wins: transactional ids must map where their records are."""
         topics = (self._metadata if self._cluster is None else self._cluster).topics
         topic = topics.get(TRANSACTION_STATE_TOPIC)
-        return topic.num_partitions if topic else self._config.get("transaction.state.log.num.partitions")
+        return topic.num_partitions if topic else self._config.get_int("transaction.state.log.num.partitions")
 
     def coordinator_for(self, transactional_id: str) -> TransactionCoordinator:
         """The coordinator of the transactional id: in a cluster, its partition's, or one that
         refuses (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
         if self.partitions is None:
-            return self.coordinator
+            return self._local_coordinator()
         return self.partitions.get(partition_for(transactional_id, self.num_partitions()))
 
+    def _local_coordinator(self) -> TransactionCoordinator:
+        """A single broker's coordinator, made by `run` before the broker takes requests."""
+        if self.coordinator is None:
+            raise RuntimeError("the transaction coordinator is not running")
+        return self.coordinator
+
+    def _cluster_partitions(self) -> CoordinatorPartitions[TransactionCoordinator]:
+        """A cluster's coordinators by partition (leadership changes come from its controller)."""
+        if self.partitions is None:
+            raise RuntimeError("a single broker's transaction coordinator has no partitions")
+        return self.partitions
+
     def coordinators(self) -> list[TransactionCoordinator]:
-        return [self.coordinator] if self.partitions is None else list(self.partitions.owned.values())
+        if self.partitions is not None:
+            return list(self.partitions.owned.values())
+        return [] if self.coordinator is None else [self.coordinator]
 
     def ensure_transaction_topic(self) -> None:
         """Create `__transaction_state` the way Kafka's coordinator asks for it, if it is missing (a
@@ -142,50 +161,56 @@ class TxnService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if self.partitions is not None:
-            await self._run_in_cluster(task_status)
+            await self._run_in_cluster(self.partitions, task_status)
             return
-        self.coordinator = self._new_coordinator()
-        loaded = await trio.to_thread.run_sync(self._load)
+        coordinator = self.coordinator = self._new_coordinator()
+        loaded = await trio.to_thread.run_sync(self._load, coordinator)
         task_status.started()
         try:
-            await self._apply(self.coordinator, loaded)
-            await self._waker.run(self.coordinator.next_deadline, self._fire_timers)
+            await self._apply(coordinator, loaded)
+            await self._waker.run(coordinator.next_deadline, self._fire_timers)
         finally:
-            self.coordinator.unload()
+            coordinator.unload()
 
-    async def _run_in_cluster(self, task_status) -> None:
+    async def _run_in_cluster(self, partitions: CoordinatorPartitions[TransactionCoordinator], task_status) -> None:
         """Partitions are loaded as the controller makes this broker their leader (`on_leadership_change`)."""
         async with trio.open_nursery() as nursery:
-            self.partitions.nursery = nursery
+            partitions.nursery = nursery
             task_status.started()
             try:
                 await self._waker.run(self._next_deadline, self._fire_timers)
             finally:
-                self.partitions.stop()
-                await self.marker_channel.aclose()
+                partitions.stop()
+                if self.marker_channel is not None:  # made with the partitions
+                    await self.marker_channel.aclose()
 
     def _new_coordinator(self, coordinator_epoch: int = 0) -> TransactionCoordinator:
         return TransactionCoordinator(self._coordinator_config(), self._generate_producer_id, self._clock(),
                                       coordinator_epoch)
 
-    def _refusing(self, error: int) -> TransactionCoordinator:
+    def _refusing(self, error: ErrorCode) -> TransactionCoordinator:
         coordinator = self._new_coordinator()
         coordinator.inactive_error = error
         return coordinator
 
-    def _load(self) -> TxnActions:
+    def _load(self, coordinator: TransactionCoordinator) -> TxnActions:
         """Replay every record of `__transaction_state` (in a thread, before requests arrive)."""
-        replay_topic(self._metadata, self._replicas, TRANSACTION_STATE_TOPIC, partial(self._replay_batch, self.coordinator))
-        return self.coordinator.load_complete(self._clock())
+        replay_topic(self._metadata, self._replicas, TRANSACTION_STATE_TOPIC, partial(self._replay_batch, coordinator))
+        return coordinator.load_complete(self._clock())
 
     def _load_partition(self, index: int, epoch: int) -> tuple[TransactionCoordinator, TxnActions]:
         """One partition's transactional ids, replayed into a coordinator of their own whose
         coordinator epoch is the partition's leader epoch (in a thread)."""
         coordinator = self._new_coordinator(epoch)
         partition = self._replicas.get(TRANSACTION_STATE_TOPIC, index)
-        count = sum(self._replay_batch(coordinator, partition, header, records)
-                    for header, records in log_batches(partition.log))
-        log.info("Replayed %d records of %s-%d for coordinator epoch %d", count, TRANSACTION_STATE_TOPIC, index, epoch)
+        if partition is None:  # as Kafka's loadTransactionMetadata: nothing to load, the partition is owned
+            log.warning("Attempted to load transaction metadata from %s-%d, but found no log", TRANSACTION_STATE_TOPIC,
+                        index)
+        else:
+            count = sum(self._replay_batch(coordinator, partition, header, records)
+                        for header, records in log_batches(partition.log))
+            log.info("Replayed %d records of %s-%d for coordinator epoch %d", count, TRANSACTION_STATE_TOPIC, index,
+                     epoch)
         return coordinator, coordinator.load_complete(self._clock())
 
     @staticmethod
@@ -196,10 +221,13 @@ class TxnService:
         """(partition, leader epoch) of `__transaction_state` partitions this broker now leads, and
         of those it no longer leads. A partition still loaded here takes the new epoch as its
         coordinator epoch."""
-        self.partitions.on_leadership_change(led, resigned)
+        partitions = self._cluster_partitions()
+        partitions.on_leadership_change(led, resigned)
         for index, _ in led:
-            if (coordinator := self.partitions.owned.get(index)) is not None:
-                coordinator.coordinator_epoch = self.partitions.epoch(index)
+            # The partition's epoch now: a stale election (an epoch not above the known one) left it as it was.
+            coordinator, epoch = partitions.owned.get(index), partitions.epoch(index)
+            if coordinator is not None and epoch is not None:
+                coordinator.coordinator_epoch = epoch
         self._waker.poke()
 
     def _next_deadline(self) -> int | None:
@@ -254,7 +282,7 @@ class TxnService:
         queue = [actions]
         to_flush = []
         epoch = None if self.partitions is None else coordinator.coordinator_epoch
-        timeout_ms = self._config.get("request.timeout.ms")
+        timeout_ms = self._config.get_int("request.timeout.ms")
         while queue:
             actions = queue.pop(0)
             responses.update(actions.responses)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import trio
 from prometheus_client import CollectorRegistry, generate_latest
@@ -119,4 +120,4 @@ async def serve_metrics(endpoint: MetricsEndpoint, host: str, port: int, *,
     bound = listeners[0].socket.getsockname()
     log.info("Metrics endpoint listening on http://%s:%d/metrics", host, bound[1])
     task_status.started(bound[1])
-    await trio.serve_listeners(lambda stream: serve_connection(endpoint, stream), listeners)
+    await trio.serve_listeners(partial(serve_connection, endpoint), listeners)

@@ -73,8 +73,12 @@ class RequestTimes:
     __slots__ = ("queue", "local", "remote", "throttle", "send", "total")
 
     def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, Histogram())
+        self.queue = Histogram()
+        self.local = Histogram()
+        self.remote = Histogram()
+        self.throttle = Histogram()
+        self.send = Histogram()
+        self.total = Histogram()
 
     def by_name(self) -> dict[str, Histogram]:
         """Kafka's names of the histograms (REQUEST_TIMES' order)."""

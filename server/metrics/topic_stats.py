@@ -13,6 +13,14 @@ class TopicStats:
     """One topic's counters (Kafka's BrokerTopicMetrics of the topic)."""
 
     __slots__ = _FIELDS
+    # _FIELDS' types, for a type checker (the loops below set them by name)
+    bytes_in: int
+    messages_in: int
+    bytes_out: int
+    replication_bytes_in: int
+    replication_bytes_out: int
+    failed_produce_requests: int
+    failed_fetch_requests: int
 
     def __init__(self) -> None:
         for name in _FIELDS:

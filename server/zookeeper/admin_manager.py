@@ -268,13 +268,14 @@ class ZkAdminManager:
 
 def _creatable_topic(services: BrokerServices, name: str) -> tuple[int, int, dict[str, str]]:
     """(partitions, replication factor, configs) of a topic created on first need."""
-    get = services.config.get
+    get_int = services.config.get_int
     if name == OFFSETS_TOPIC:
-        return get("offsets.topic.num.partitions"), get("offsets.topic.replication.factor"), services.groups.topic_configs()
+        return (get_int("offsets.topic.num.partitions"), get_int("offsets.topic.replication.factor"),
+                services.groups.topic_configs())
     if name == TRANSACTION_STATE_TOPIC:
-        return (get("transaction.state.log.num.partitions"), get("transaction.state.log.replication.factor"),
+        return (get_int("transaction.state.log.num.partitions"), get_int("transaction.state.log.replication.factor"),
                 services.transactions.cluster_topic_configs())
-    return get("num.partitions"), get("default.replication.factor"), {}
+    return get_int("num.partitions"), get_int("default.replication.factor"), {}
 
 
 def _validate_replica_assignment(assignment: dict[int, list[int]], replication_factor: int,

@@ -31,8 +31,8 @@ CONTROLLED_SHUTDOWN_VERSION = 3  # what Kafka sends from inter.broker.protocol.v
 
 async def controlled_shutdown(membership: ZkMembership, cache: ZkMetadataCache, config: KafkaConfig) -> bool:
     """Whether the controller moved every leader away."""
-    retries = config.get("controlled.shutdown.max.retries")
-    timeout_ms = config.get("controller.socket.timeout.ms")
+    retries = config.get_int("controlled.shutdown.max.retries")
+    timeout_ms = config.get_int("controller.socket.timeout.ms")
     log.info("[KafkaServer id=%d] Starting controlled shutdown", membership.broker_id)
     for remaining in range(retries - 1, -1, -1):
         controller = cache.controller_endpoint(config.inter_broker_listener_name)
@@ -41,7 +41,7 @@ async def controlled_shutdown(membership: ZkMembership, cache: ZkMetadataCache, 
         elif await _ask(controller, membership, timeout_ms):
             return True
         if remaining > 0:
-            await trio.sleep(config.get("controlled.shutdown.retry.backoff.ms") / 1000)
+            await trio.sleep(config.get_int("controlled.shutdown.retry.backoff.ms") / 1000)
             log.info("Retrying controlled shutdown (%d retries remaining)", remaining)
     log.warning("Proceeding to do an unclean shutdown as all the controlled shutdown attempts failed")
     return False

@@ -131,7 +131,7 @@ class ZkController:
                 if self.controller is None:
                     event.result = None
                 else:
-                    event.result = await self._request(event)
+                    event.result = await self._request(event, self.controller)
             finally:
                 event.done.set()
             return
@@ -160,12 +160,14 @@ class ZkController:
             return
         elif path == zk_data.BROKER_IDS:
             brokers = await self._zk(self._read_brokers)
-            for b in set(self._channels.brokers()) - set(brokers):
-                self._channels.remove_broker(b)
+            channels = self._channels
+            assert channels is not None  # made with the controller (_elect)
+            for b in set(channels.brokers()) - set(brokers):
+                channels.remove_broker(b)
             for b, live in brokers.items():
                 if live.epoch != self.controller.ctx.live_brokers.get(b, live).epoch:
-                    self._channels.remove_broker(b)  # bounced: a new connection to its new registration
-                self._channels.add_broker(live.registration)
+                    channels.remove_broker(b)  # bounced: a new connection to its new registration
+                channels.add_broker(live.registration)
             await self._execute(self.controller.broker_change(brokers))
         elif path == zk_data.TOPICS or path.startswith(zk_data.TOPICS + "/"):
             topics, unclean = await self._zk(self._read_topics)
@@ -174,24 +176,24 @@ class ZkController:
             topics = await self._zk(lambda zk: zk.get_children(zk_data.DELETE_TOPICS, watch=self._watch))
             await self._execute(self.controller.topic_deletion(set(topics)))
         elif path == zk_data.PREFERRED_REPLICA_ELECTION:
-            await self._preferred_replica_election()
+            await self._preferred_replica_election(self.controller)
         elif path == zk_data.LOG_DIR_EVENT_NOTIFICATION:
-            await self._log_dir_event_notifications()
+            await self._log_dir_event_notifications(self.controller)
         elif path == zk_data.REASSIGN_PARTITIONS:
             reassignments = await self._zk(self._read_zk_reassignments)
             if reassignments:
                 await self._execute(self.controller.zk_reassignment(reassignments))
 
-    async def _log_dir_event_notifications(self) -> None:
+    async def _log_dir_event_notifications(self, controller: KafkaController) -> None:
         """processLogDirEventNotification: the brokers the notifications name, handled, then the
         notifications deleted (handled or not, as Kafka's `finally`)."""
         sequence_numbers = await self._zk(self._log_dir_event_sequence_numbers)
         try:
             brokers = await self._zk(_brokers_of_log_dir_events, sequence_numbers)
             if brokers:
-                await self._execute(self.controller.log_dir_failure(brokers))
+                await self._execute(controller.log_dir_failure(brokers))
         finally:
-            await self._zk(_delete_log_dir_events, self.controller.ctx.epoch_zk_version, sequence_numbers)
+            await self._zk(_delete_log_dir_events, controller.ctx.epoch_zk_version, sequence_numbers)
 
     def _log_dir_event_sequence_numbers(self, zk: KazooClient) -> list[str]:
         """getAllLogDirEventNotifications: the children's sequence numbers, the watch set again."""
@@ -210,7 +212,7 @@ class ZkController:
         except NoNodeError:
             return {}
 
-    async def _preferred_replica_election(self) -> None:
+    async def _preferred_replica_election(self, controller: KafkaController) -> None:
         """/admin/preferred_replica_election (kafka-preferred-replica-election.sh, older admin
         tools): the partitions it names elect their preferred replica, then the znode goes."""
         def read(zk: KazooClient):
@@ -223,38 +225,39 @@ class ZkController:
         partitions = await self._zk(read)
         if partitions is None:
             return
-        await self._execute(self.controller.elect_leaders(partitions)[1])
-        await self._zk(_delete_paths, self.controller.ctx.epoch_zk_version, [zk_data.PREFERRED_REPLICA_ELECTION])
+        await self._execute(controller.elect_leaders(partitions)[1])
+        await self._zk(_delete_paths, controller.ctx.epoch_zk_version, [zk_data.PREFERRED_REPLICA_ELECTION])
 
     async def _auto_rebalance(self) -> None:
         """auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds the controller
         looks for brokers leading too few of the partitions they are preferred for."""
         while True:
-            await trio.sleep(self._config.get("leader.imbalance.check.interval.seconds"))
-            if self.is_active and self._config.get("auto.leader.rebalance.enable"):
+            await trio.sleep(self._config.get_int("leader.imbalance.check.interval.seconds"))
+            if self.is_active and self._config.get_boolean("auto.leader.rebalance.enable"):
                 self._events_send.send_nowait(_Request("auto_rebalance", (), trio.Event()))
 
-    async def _request(self, request: _Request):
+    async def _request(self, request: _Request, controller: KafkaController):
         if request.kind in ("stop_replica_answered", "leader_and_isr_answered"):
-            await self._execute(getattr(self.controller, request.kind)(*request.args))
+            await self._execute(getattr(controller, request.kind)(*request.args))
             return None
         if request.kind == "auto_rebalance":
-            imbalanced = self.controller.imbalanced_partitions(self._config.get("leader.imbalance.per.broker.percentage"))
+            imbalanced = controller.imbalanced_partitions(
+                self._config.get_int("leader.imbalance.per.broker.percentage"))
             if imbalanced:
                 log.info("Starting preferred replica leader election for partitions %s", imbalanced)
-                await self._execute(self.controller.elect_leaders(imbalanced)[1])
+                await self._execute(controller.elect_leaders(imbalanced)[1])
             return None
         if request.kind == "allocate_producer_ids":
-            return await self._allocate_producer_ids(*request.args)
-        result = getattr(self.controller, request.kind)(*request.args)
+            return await self._allocate_producer_ids(controller, *request.args)
+        result = getattr(controller, request.kind)(*request.args)
         *answer, actions = result
         await self._execute(actions)
         return tuple(answer)
 
-    async def _allocate_producer_ids(self, broker_id: int, broker_epoch: int):
+    async def _allocate_producer_ids(self, controller: KafkaController, broker_id: int, broker_epoch: int):
         """KafkaController.processAllocateProducerIds: (error, block or None) for a live broker
         whose epoch is current, the block taken from /latest_producer_id_block."""
-        live = self.controller.ctx.live_brokers.get(broker_id)
+        live = controller.ctx.live_brokers.get(broker_id)
         if live is None:
             log.warning("Ignoring AllocateProducerIds due to unknown broker %d", broker_id)
             return ErrorCode.BROKER_ID_NOT_REGISTERED, None
@@ -314,15 +317,16 @@ class ZkController:
         reassignments = await self._zk(self._read_zk_reassignments)
         # onControllerFailover: the notifications found are deleted unhandled (the watch set).
         await self._zk(_delete_log_dir_events, epoch_zk_version, await self._zk(self._log_dir_event_sequence_numbers))
-        self.controller = KafkaController(self.broker_id, bool(self._config.get("unclean.leader.election.enable")))
-        self._channels = ControllerChannelManager(
-            nursery, self._config.inter_broker_listener_name, self._config.get("controller.socket.timeout.ms"),
+        controller = self.controller = KafkaController(
+            self.broker_id, self._config.get_boolean("unclean.leader.election.enable"))
+        channels = self._channels = ControllerChannelManager(
+            nursery, self._config.inter_broker_listener_name, self._config.get_int("controller.socket.timeout.ms"),
             f"controller-{self.broker_id}", self._answered)
         for live in brokers.values():
-            self._channels.add_broker(live.registration)
-        await self._execute(self.controller.elected(epoch, epoch_zk_version, brokers, topics, states, unclean,
-                                                    deleting, reassignments))
-        await self._preferred_replica_election()
+            channels.add_broker(live.registration)
+        await self._execute(controller.elected(epoch, epoch_zk_version, brokers, topics, states, unclean,
+                                               deleting, reassignments))
+        await self._preferred_replica_election(controller)
 
     def _try_elect(self, zk: KazooClient) -> tuple[int, int] | None:
         while True:
@@ -416,7 +420,8 @@ class ZkController:
                 conflicts = await self._zk(_update_states, action)
                 for tp, state in conflicts.items():
                     log.warning("Partition %s-%d's state changed under the controller: now %s", tp[0], tp[1], state)
-                    await self._execute(self.controller.partition_state_conflict(tp, state))
+                    if self.controller is not None:  # still the controller, which wrote them
+                        await self._execute(self.controller.partition_state_conflict(tp, state))
             elif isinstance(action, WriteTopicAssignment):
                 await self._zk(_commit_checked, action.controller_epoch_zk_version, "set_data",
                                zk_data.topic_path(action.topic), zk_data.encode_topic(action.assignment))

@@ -132,7 +132,7 @@ class _Sender:
             await connection.aclose()
             raise
         theirs = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-        versions = {}
+        versions: dict[int, int] = {}
         for api_key, (lowest, highest) in VERSIONS.items():
             if api_key in theirs and theirs[api_key][1] >= lowest:
                 versions[api_key] = min(highest, theirs[api_key][1])

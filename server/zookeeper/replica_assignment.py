@@ -55,9 +55,9 @@ def rack_alternated_brokers(racks: dict[int, str]) -> list[int]:
     result: list[int] = []
     index = 0
     while len(result) < len(racks):
-        broker_id = next(queues[index], None)
-        if broker_id is not None:
-            result.append(broker_id)
+        taken = next(queues[index], None)
+        if taken is not None:
+            result.append(taken)
         index = (index + 1) % len(queues)
     return result
 

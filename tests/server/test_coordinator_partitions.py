@@ -1,13 +1,21 @@
 """CoordinatorPartitions (server/coordinators/runtime.py): which partitions of a coordinator topic a
 broker of a cluster coordinates, loaded on election and dropped on resignation, as Kafka 3.9's
-onElection/onResignation with loadingPartitions and epochForPartitionId."""
+onElection/onResignation with loadingPartitions and epochForPartitionId; and how the group and
+transaction services load one partition."""
 
 from __future__ import annotations
+
+import logging
 
 import trio
 import trio.testing
 
+from samsa.server.config.kafka_config import KafkaConfig
+from samsa.server.coordinators.group_service import GroupService
 from samsa.server.coordinators.runtime import CoordinatorPartitions
+from samsa.server.coordinators.txn_service import TxnService
+from samsa.server.metadata.image import MetadataImage
+from samsa.server.zookeeper.metadata_cache import ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 
 
@@ -60,3 +68,30 @@ def test_election_loads_in_the_background_and_resignation_unloads():
             nursery.cancel_scope.cancel()
 
     trio.run(main)
+
+
+class NoLogs:
+    """A ReplicaManager that holds no partition: the controller made this broker leader of a
+    partition whose log is not here (a race with its deletion, say)."""
+
+    def get(self, topic: str, index: int):
+        return None
+
+
+def test_a_partition_led_without_a_log_loads_empty_as_kafka_loads_it(tmp_path, caplog):
+    # Kafka's doLoadGroupsAndOffsets and loadTransactionMetadata warn "found no log" and own the
+    # partition with nothing in it; it must not fail (and answer NOT_COORDINATOR until the next election).
+    metadata = MetadataImage(tmp_path / "metadata.json", "cluster")
+    cluster = ZkMetadataCache(1, metadata)
+    config = KafkaConfig({})
+    groups = GroupService(config, metadata, NoLogs(), trio.CapacityLimiter(1), lambda: 0, lambda: "member",
+                          cluster=cluster)
+    transactions = TxnService(config, metadata, NoLogs(), trio.CapacityLimiter(1), lambda: 1, lambda *_: None,
+                              lambda: 0, cluster=cluster)
+    with caplog.at_level(logging.WARNING):
+        group_coordinator, _ = groups._load_partition(3, 5)
+        txn_coordinator, _ = transactions._load_partition(4, 6)
+    assert group_coordinator.active and not group_coordinator.groups
+    assert txn_coordinator.coordinator_epoch == 6
+    assert "load offsets and group metadata from __consumer_offsets-3, but found no log" in caplog.text
+    assert "load transaction metadata from __transaction_state-4, but found no log" in caplog.text

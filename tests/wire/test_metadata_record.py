@@ -11,6 +11,7 @@ import pytest
 from samsa.wire.metadata_record import (
     MetadataRecordError, decode_metadata_record, encode_metadata_record, metadata_record_class,
 )
+from samsa.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from samsa.wire.metadata_records import METADATA_RECORDS
 from samsa.wire.metadata_records.config_record import ConfigRecord
 from samsa.wire.metadata_records.topic_record import TopicRecord
@@ -41,3 +42,9 @@ def test_a_value_is_frame_version_api_key_version_then_the_record():
 def test_what_samsa_cannot_read_is_refused(bad):
     with pytest.raises(MetadataRecordError):
         decode_metadata_record(bad)
+
+
+def test_only_a_record_is_framed_as_one():
+    # A data message has no api key to frame it with.
+    with pytest.raises(MetadataRecordError, match="ConsumerProtocolAssignment is not a metadata record"):
+        encode_metadata_record(ConsumerProtocolAssignment(), 0)

@@ -37,6 +37,7 @@ class ConsumerGroupCurrentMemberAssignmentValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitions = TopicPartitions
 
     def __init__(self, member_epoch=0, previous_member_epoch=0, state=0, assigned_partitions=DEFAULT, partitions_pending_revocation=DEFAULT, _unknown_tagged=None):
         self.member_epoch = member_epoch
@@ -281,4 +282,3 @@ ConsumerGroupCurrentMemberAssignmentValue._schema = (
     FieldInfo('assigned_partitions', '[]TopicPartitions', (0, 32767), None, None, None, TopicPartitions),
     FieldInfo('partitions_pending_revocation', '[]TopicPartitions', (0, 32767), None, None, None, TopicPartitions),
 )
-ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions = TopicPartitions

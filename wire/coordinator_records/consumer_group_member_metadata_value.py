@@ -44,6 +44,8 @@ class ConsumerGroupMemberMetadataValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ClassicProtocol = ClassicProtocol
+    ClassicMemberMetadata = ClassicMemberMetadata
 
     def __init__(self, instance_id='', rack_id='', client_id='', client_host='', subscribed_topic_names=DEFAULT, subscribed_topic_regex='', rebalance_timeout_ms=-1, server_assignor='', classic_member_metadata=None, _unknown_tagged=None):
         self.instance_id = instance_id
@@ -422,5 +424,3 @@ ConsumerGroupMemberMetadataValue._schema = (
     FieldInfo('server_assignor', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('classic_member_metadata', 'ClassicMemberMetadata', (0, 32767), (0, 32767), 0, (0, 32767), ClassicMemberMetadata),
 )
-ConsumerGroupMemberMetadataValue.ClassicProtocol = ClassicProtocol
-ConsumerGroupMemberMetadataValue.ClassicMemberMetadata = ClassicMemberMetadata

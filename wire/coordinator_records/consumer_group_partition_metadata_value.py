@@ -47,6 +47,8 @@ class ConsumerGroupPartitionMetadataValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionMetadata = PartitionMetadata
+    TopicMetadata = TopicMetadata
 
     def __init__(self, topics=DEFAULT, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -268,5 +270,3 @@ TopicMetadata._schema = (
 ConsumerGroupPartitionMetadataValue._schema = (
     FieldInfo('topics', '[]TopicMetadata', (0, 32767), None, None, None, TopicMetadata),
 )
-ConsumerGroupPartitionMetadataValue.PartitionMetadata = PartitionMetadata
-ConsumerGroupPartitionMetadataValue.TopicMetadata = TopicMetadata

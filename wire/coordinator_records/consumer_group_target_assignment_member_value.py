@@ -35,6 +35,7 @@ class ConsumerGroupTargetAssignmentMemberValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartition = TopicPartition
 
     def __init__(self, topic_partitions=DEFAULT, _unknown_tagged=None):
         self.topic_partitions = [] if topic_partitions is DEFAULT else topic_partitions
@@ -153,4 +154,3 @@ TopicPartition._schema = (
 ConsumerGroupTargetAssignmentMemberValue._schema = (
     FieldInfo('topic_partitions', '[]TopicPartition', (0, 32767), None, None, None, TopicPartition),
 )
-ConsumerGroupTargetAssignmentMemberValue.TopicPartition = TopicPartition

@@ -46,6 +46,7 @@ class GroupMetadataValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    MemberMetadata = MemberMetadata
 
     def __init__(self, protocol_type='', generation=0, protocol='', leader='', current_state_timestamp=-1, members=DEFAULT, _unknown_tagged=None):
         self.protocol_type = protocol_type
@@ -929,4 +930,3 @@ GroupMetadataValue._schema = (
     FieldInfo('current_state_timestamp', 'int64', (2, 32767), None, None, None, None),
     FieldInfo('members', '[]MemberMetadata', (0, 32767), None, None, None, MemberMetadata),
 )
-GroupMetadataValue.MemberMetadata = MemberMetadata

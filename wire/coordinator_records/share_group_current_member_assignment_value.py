@@ -36,6 +36,7 @@ class ShareGroupCurrentMemberAssignmentValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitions = TopicPartitions
 
     def __init__(self, member_epoch=0, previous_member_epoch=0, state=0, assigned_partitions=DEFAULT, _unknown_tagged=None):
         self.member_epoch = member_epoch
@@ -166,4 +167,3 @@ ShareGroupCurrentMemberAssignmentValue._schema = (
     FieldInfo('state', 'int8', (0, 32767), None, None, None, None),
     FieldInfo('assigned_partitions', '[]TopicPartitions', (0, 32767), None, None, None, TopicPartitions),
 )
-ShareGroupCurrentMemberAssignmentValue.TopicPartitions = TopicPartitions

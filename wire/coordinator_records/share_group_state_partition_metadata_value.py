@@ -46,6 +46,8 @@ class ShareGroupStatePartitionMetadataValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitionsInfo = TopicPartitionsInfo
+    TopicInfo = TopicInfo
 
     def __init__(self, initializing_topics=DEFAULT, initialized_topics=DEFAULT, deleting_topics=DEFAULT, _unknown_tagged=None):
         self.initializing_topics = [] if initializing_topics is DEFAULT else initializing_topics
@@ -334,5 +336,3 @@ ShareGroupStatePartitionMetadataValue._schema = (
     FieldInfo('initialized_topics', '[]TopicPartitionsInfo', (0, 32767), None, None, None, TopicPartitionsInfo),
     FieldInfo('deleting_topics', '[]TopicInfo', (0, 32767), None, None, None, TopicInfo),
 )
-ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo = TopicPartitionsInfo
-ShareGroupStatePartitionMetadataValue.TopicInfo = TopicInfo

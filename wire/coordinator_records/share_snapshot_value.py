@@ -38,6 +38,7 @@ class ShareSnapshotValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    StateBatch = StateBatch
 
     def __init__(self, snapshot_epoch=0, state_epoch=0, leader_epoch=0, start_offset=0, delivery_complete_count=-1, create_timestamp=0, write_timestamp=0, state_batches=DEFAULT, _unknown_tagged=None):
         self.snapshot_epoch = snapshot_epoch
@@ -177,4 +178,3 @@ ShareSnapshotValue._schema = (
     FieldInfo('write_timestamp', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('state_batches', '[]StateBatch', (0, 32767), None, None, None, StateBatch),
 )
-ShareSnapshotValue.StateBatch = StateBatch

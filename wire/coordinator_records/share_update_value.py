@@ -38,6 +38,7 @@ class ShareUpdateValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    StateBatch = StateBatch
 
     def __init__(self, snapshot_epoch=0, leader_epoch=0, start_offset=0, delivery_complete_count=-1, state_batches=DEFAULT, _unknown_tagged=None):
         self.snapshot_epoch = snapshot_epoch
@@ -168,4 +169,3 @@ ShareUpdateValue._schema = (
     FieldInfo('delivery_complete_count', 'int32', (0, 32767), None, 0, (0, 32767), None),
     FieldInfo('state_batches', '[]StateBatch', (0, 32767), None, None, None, StateBatch),
 )
-ShareUpdateValue.StateBatch = StateBatch

@@ -36,6 +36,7 @@ class StreamsGroupCurrentMemberAssignmentValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TaskIds = TaskIds
 
     def __init__(self, member_epoch=0, previous_member_epoch=0, state=0, active_tasks=DEFAULT, standby_tasks=DEFAULT, warmup_tasks=DEFAULT, active_tasks_pending_revocation=DEFAULT, standby_tasks_pending_revocation=DEFAULT, warmup_tasks_pending_revocation=DEFAULT, _unknown_tagged=None):
         self.member_epoch = member_epoch
@@ -653,4 +654,3 @@ StreamsGroupCurrentMemberAssignmentValue._schema = (
     FieldInfo('standby_tasks_pending_revocation', '[]TaskIds', (0, 32767), None, None, None, TaskIds),
     FieldInfo('warmup_tasks_pending_revocation', '[]TaskIds', (0, 32767), None, None, None, TaskIds),
 )
-StreamsGroupCurrentMemberAssignmentValue.TaskIds = TaskIds

@@ -46,6 +46,8 @@ class StreamsGroupMemberMetadataValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    Endpoint = Endpoint
+    KeyValue = KeyValue
 
     def __init__(self, instance_id='', rack_id='', client_id='', client_host='', rebalance_timeout_ms=-1, topology_epoch=0, process_id='', user_endpoint=None, client_tags=DEFAULT, _unknown_tagged=None):
         self.instance_id = instance_id
@@ -373,5 +375,3 @@ StreamsGroupMemberMetadataValue._schema = (
     FieldInfo('user_endpoint', 'Endpoint', (0, 32767), (0, 32767), None, None, Endpoint),
     FieldInfo('client_tags', '[]KeyValue', (0, 32767), None, None, None, KeyValue),
 )
-StreamsGroupMemberMetadataValue.Endpoint = Endpoint
-StreamsGroupMemberMetadataValue.KeyValue = KeyValue

@@ -35,6 +35,7 @@ class StreamsGroupMetadataValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    LastAssignmentConfig = LastAssignmentConfig
 
     def __init__(self, epoch=0, metadata_hash=0, validated_topology_epoch=-1, last_assignment_configs=None, stored_description_topology_epoch=-1, failed_description_topology_epoch=-1, _unknown_tagged=None):
         self.epoch = epoch
@@ -239,4 +240,3 @@ StreamsGroupMetadataValue._schema = (
     FieldInfo('stored_description_topology_epoch', 'int32', (0, 32767), None, 2, (0, 32767), None),
     FieldInfo('failed_description_topology_epoch', 'int32', (0, 32767), None, 3, (0, 32767), None),
 )
-StreamsGroupMetadataValue.LastAssignmentConfig = LastAssignmentConfig

@@ -34,6 +34,7 @@ class StreamsGroupTargetAssignmentMemberValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TaskIds = TaskIds
 
     def __init__(self, active_tasks=DEFAULT, standby_tasks=DEFAULT, warmup_tasks=DEFAULT, _unknown_tagged=None):
         self.active_tasks = [] if active_tasks is DEFAULT else active_tasks
@@ -300,4 +301,3 @@ StreamsGroupTargetAssignmentMemberValue._schema = (
     FieldInfo('standby_tasks', '[]TaskIds', (0, 32767), None, None, None, TaskIds),
     FieldInfo('warmup_tasks', '[]TaskIds', (0, 32767), None, None, None, TaskIds),
 )
-StreamsGroupTargetAssignmentMemberValue.TaskIds = TaskIds

@@ -74,6 +74,10 @@ class StreamsGroupTopologyValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicConfig = TopicConfig
+    TopicInfo = TopicInfo
+    CopartitionGroup = CopartitionGroup
+    Subtopology = Subtopology
 
     def __init__(self, epoch=0, subtopologies=DEFAULT, _unknown_tagged=None):
         self.epoch = epoch
@@ -639,7 +643,3 @@ StreamsGroupTopologyValue._schema = (
     FieldInfo('epoch', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('subtopologies', '[]Subtopology', (0, 32767), None, None, None, Subtopology),
 )
-StreamsGroupTopologyValue.TopicConfig = TopicConfig
-StreamsGroupTopologyValue.TopicInfo = TopicInfo
-StreamsGroupTopologyValue.CopartitionGroup = CopartitionGroup
-StreamsGroupTopologyValue.Subtopology = Subtopology

@@ -40,6 +40,7 @@ class TransactionLogValue(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionsSchema = PartitionsSchema
 
     def __init__(self, producer_id=0, previous_producer_id=-1, next_producer_id=-1, producer_epoch=0, next_producer_epoch=-1, transaction_timeout_ms=0, transaction_status=0, transaction_partitions=DEFAULT, transaction_last_update_timestamp_ms=0, transaction_start_timestamp_ms=0, client_transaction_version=0, _unknown_tagged=None):
         self.producer_id = producer_id
@@ -351,4 +352,3 @@ TransactionLogValue._schema = (
     FieldInfo('transaction_start_timestamp_ms', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('client_transaction_version', 'int16', (1, 32767), None, 2, (1, 32767), None),
 )
-TransactionLogValue.PartitionsSchema = PartitionsSchema

@@ -52,6 +52,8 @@ class AddPartitionsToTxnRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    AddPartitionsToTxnTopic = AddPartitionsToTxnTopic
+    AddPartitionsToTxnTransaction = AddPartitionsToTxnTransaction
 
     def __init__(self, transactions=DEFAULT, v3_and_below_transactional_id='', v3_and_below_producer_id=0, v3_and_below_producer_epoch=0, v3_and_below_topics=DEFAULT, _unknown_tagged=None):
         self.transactions = [] if transactions is DEFAULT else transactions
@@ -497,5 +499,3 @@ AddPartitionsToTxnRequest._schema = (
     FieldInfo('v3_and_below_producer_epoch', 'int16', (0, 3), None, None, None, None),
     FieldInfo('v3_and_below_topics', '[]AddPartitionsToTxnTopic', (0, 3), None, None, None, AddPartitionsToTxnTopic),
 )
-AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = AddPartitionsToTxnTopic
-AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction = AddPartitionsToTxnTransaction

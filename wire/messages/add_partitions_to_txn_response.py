@@ -57,6 +57,9 @@ class AddPartitionsToTxnResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    AddPartitionsToTxnPartitionResult = AddPartitionsToTxnPartitionResult
+    AddPartitionsToTxnTopicResult = AddPartitionsToTxnTopicResult
+    AddPartitionsToTxnResult = AddPartitionsToTxnResult
 
     def __init__(self, throttle_time_ms=0, error_code=0, results_by_transaction=DEFAULT, results_by_topic_v3_and_below=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -472,6 +475,3 @@ AddPartitionsToTxnResponse._schema = (
     FieldInfo('results_by_transaction', '[]AddPartitionsToTxnResult', (4, 32767), None, None, None, AddPartitionsToTxnResult),
     FieldInfo('results_by_topic_v3_and_below', '[]AddPartitionsToTxnTopicResult', (0, 3), None, None, None, AddPartitionsToTxnTopicResult),
 )
-AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult = AddPartitionsToTxnPartitionResult
-AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult = AddPartitionsToTxnTopicResult
-AddPartitionsToTxnResponse.AddPartitionsToTxnResult = AddPartitionsToTxnResult

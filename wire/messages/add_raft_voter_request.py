@@ -37,6 +37,7 @@ class AddRaftVoterRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller', 'broker')
     LATEST_VERSION_UNSTABLE = False
+    Listener = Listener
 
     def __init__(self, cluster_id='', timeout_ms=0, voter_id=0, voter_directory_id=ZERO_UUID, listeners=DEFAULT, ack_when_committed=True, _unknown_tagged=None):
         self.cluster_id = cluster_id
@@ -340,4 +341,3 @@ AddRaftVoterRequest._schema = (
     FieldInfo('listeners', '[]Listener', (0, 32767), None, None, None, Listener),
     FieldInfo('ack_when_committed', 'bool', (1, 32767), None, None, None, None),
 )
-AddRaftVoterRequest.Listener = Listener

@@ -58,6 +58,9 @@ class AlterClientQuotasRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    EntityData = EntityData
+    OpData = OpData
+    EntryData = EntryData
 
     def __init__(self, entries=DEFAULT, validate_only=False, _unknown_tagged=None):
         self.entries = [] if entries is DEFAULT else entries
@@ -468,6 +471,3 @@ AlterClientQuotasRequest._schema = (
     FieldInfo('entries', '[]EntryData', (0, 32767), None, None, None, EntryData),
     FieldInfo('validate_only', 'bool', (0, 32767), None, None, None, None),
 )
-AlterClientQuotasRequest.EntityData = EntityData
-AlterClientQuotasRequest.OpData = OpData
-AlterClientQuotasRequest.EntryData = EntryData

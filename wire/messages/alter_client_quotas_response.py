@@ -48,6 +48,8 @@ class AlterClientQuotasResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    EntityData = EntityData
+    EntryData = EntryData
 
     def __init__(self, throttle_time_ms=0, entries=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -376,5 +378,3 @@ AlterClientQuotasResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('entries', '[]EntryData', (0, 32767), None, None, None, EntryData),
 )
-AlterClientQuotasResponse.EntityData = EntityData
-AlterClientQuotasResponse.EntryData = EntryData

@@ -49,6 +49,8 @@ class AlterConfigsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    AlterableConfig = AlterableConfig
+    AlterConfigsResource = AlterConfigsResource
 
     def __init__(self, resources=DEFAULT, validate_only=False, _unknown_tagged=None):
         self.resources = [] if resources is DEFAULT else resources
@@ -378,5 +380,3 @@ AlterConfigsRequest._schema = (
     FieldInfo('resources', '[]AlterConfigsResource', (0, 32767), None, None, None, AlterConfigsResource),
     FieldInfo('validate_only', 'bool', (0, 32767), None, None, None, None),
 )
-AlterConfigsRequest.AlterableConfig = AlterableConfig
-AlterConfigsRequest.AlterConfigsResource = AlterConfigsResource

@@ -41,6 +41,7 @@ class AlterConfigsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    AlterConfigsResourceResponse = AlterConfigsResourceResponse
 
     def __init__(self, throttle_time_ms=0, responses=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -255,4 +256,3 @@ AlterConfigsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('responses', '[]AlterConfigsResourceResponse', (0, 32767), None, None, None, AlterConfigsResourceResponse),
 )
-AlterConfigsResponse.AlterConfigsResourceResponse = AlterConfigsResourceResponse

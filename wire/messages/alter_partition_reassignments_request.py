@@ -46,6 +46,8 @@ class AlterPartitionReassignmentsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    ReassignablePartition = ReassignablePartition
+    ReassignableTopic = ReassignableTopic
 
     def __init__(self, timeout_ms=60000, allow_replication_factor_change=True, topics=DEFAULT, _unknown_tagged=None):
         self.timeout_ms = timeout_ms
@@ -309,5 +311,3 @@ AlterPartitionReassignmentsRequest._schema = (
     FieldInfo('allow_replication_factor_change', 'bool', (1, 32767), None, None, None, None),
     FieldInfo('topics', '[]ReassignableTopic', (0, 32767), None, None, None, ReassignableTopic),
 )
-AlterPartitionReassignmentsRequest.ReassignablePartition = ReassignablePartition
-AlterPartitionReassignmentsRequest.ReassignableTopic = ReassignableTopic

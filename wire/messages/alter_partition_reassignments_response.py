@@ -46,6 +46,8 @@ class AlterPartitionReassignmentsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ReassignablePartitionResponse = ReassignablePartitionResponse
+    ReassignableTopicResponse = ReassignableTopicResponse
 
     def __init__(self, throttle_time_ms=0, allow_replication_factor_change=True, error_code=0, error_message='', responses=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -358,5 +360,3 @@ AlterPartitionReassignmentsResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('responses', '[]ReassignableTopicResponse', (0, 32767), None, None, None, ReassignableTopicResponse),
 )
-AlterPartitionReassignmentsResponse.ReassignablePartitionResponse = ReassignablePartitionResponse
-AlterPartitionReassignmentsResponse.ReassignableTopicResponse = ReassignableTopicResponse

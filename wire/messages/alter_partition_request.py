@@ -64,6 +64,9 @@ class AlterPartitionRequest(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    BrokerState = BrokerState
+    PartitionData = PartitionData
+    TopicData = TopicData
 
     def __init__(self, broker_id=0, broker_epoch=-1, topics=DEFAULT, _unknown_tagged=None):
         self.broker_id = broker_id
@@ -831,6 +834,3 @@ AlterPartitionRequest._schema = (
     FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
 )
-AlterPartitionRequest.BrokerState = BrokerState
-AlterPartitionRequest.PartitionData = PartitionData
-AlterPartitionRequest.TopicData = TopicData

@@ -55,6 +55,8 @@ class AlterPartitionResponse(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    TopicData = TopicData
 
     def __init__(self, throttle_time_ms=0, error_code=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -605,5 +607,3 @@ AlterPartitionResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
 )
-AlterPartitionResponse.PartitionData = PartitionData
-AlterPartitionResponse.TopicData = TopicData

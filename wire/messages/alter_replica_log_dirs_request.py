@@ -46,6 +46,8 @@ class AlterReplicaLogDirsRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    AlterReplicaLogDirTopic = AlterReplicaLogDirTopic
+    AlterReplicaLogDir = AlterReplicaLogDir
 
     def __init__(self, dirs=DEFAULT, _unknown_tagged=None):
         self.dirs = [] if dirs is DEFAULT else dirs
@@ -360,5 +362,3 @@ AlterReplicaLogDir._schema = (
 AlterReplicaLogDirsRequest._schema = (
     FieldInfo('dirs', '[]AlterReplicaLogDir', (0, 32767), None, None, None, AlterReplicaLogDir),
 )
-AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic = AlterReplicaLogDirTopic
-AlterReplicaLogDirsRequest.AlterReplicaLogDir = AlterReplicaLogDir

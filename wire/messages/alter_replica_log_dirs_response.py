@@ -47,6 +47,8 @@ class AlterReplicaLogDirsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    AlterReplicaLogDirPartitionResult = AlterReplicaLogDirPartitionResult
+    AlterReplicaLogDirTopicResult = AlterReplicaLogDirTopicResult
 
     def __init__(self, throttle_time_ms=0, results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -307,5 +309,3 @@ AlterReplicaLogDirsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('results', '[]AlterReplicaLogDirTopicResult', (0, 32767), None, None, None, AlterReplicaLogDirTopicResult),
 )
-AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult = AlterReplicaLogDirPartitionResult
-AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult = AlterReplicaLogDirTopicResult

@@ -44,6 +44,8 @@ class AlterShareGroupOffsetsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    AlterShareGroupOffsetsRequestPartition = AlterShareGroupOffsetsRequestPartition
+    AlterShareGroupOffsetsRequestTopic = AlterShareGroupOffsetsRequestTopic
 
     def __init__(self, group_id='', topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -239,5 +241,3 @@ AlterShareGroupOffsetsRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]AlterShareGroupOffsetsRequestTopic', (0, 32767), None, None, None, AlterShareGroupOffsetsRequestTopic),
 )
-AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition = AlterShareGroupOffsetsRequestPartition
-AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic = AlterShareGroupOffsetsRequestTopic

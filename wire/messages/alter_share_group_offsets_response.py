@@ -47,6 +47,8 @@ class AlterShareGroupOffsetsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    AlterShareGroupOffsetsResponsePartition = AlterShareGroupOffsetsResponsePartition
+    AlterShareGroupOffsetsResponseTopic = AlterShareGroupOffsetsResponseTopic
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, responses=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -281,5 +283,3 @@ AlterShareGroupOffsetsResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('responses', '[]AlterShareGroupOffsetsResponseTopic', (0, 32767), None, None, None, AlterShareGroupOffsetsResponseTopic),
 )
-AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition = AlterShareGroupOffsetsResponsePartition
-AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic = AlterShareGroupOffsetsResponseTopic

@@ -48,6 +48,8 @@ class AlterUserScramCredentialsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    ScramCredentialDeletion = ScramCredentialDeletion
+    ScramCredentialUpsertion = ScramCredentialUpsertion
 
     def __init__(self, deletions=DEFAULT, upsertions=DEFAULT, _unknown_tagged=None):
         self.deletions = [] if deletions is DEFAULT else deletions
@@ -288,5 +290,3 @@ AlterUserScramCredentialsRequest._schema = (
     FieldInfo('deletions', '[]ScramCredentialDeletion', (0, 32767), None, None, None, ScramCredentialDeletion),
     FieldInfo('upsertions', '[]ScramCredentialUpsertion', (0, 32767), None, None, None, ScramCredentialUpsertion),
 )
-AlterUserScramCredentialsRequest.ScramCredentialDeletion = ScramCredentialDeletion
-AlterUserScramCredentialsRequest.ScramCredentialUpsertion = ScramCredentialUpsertion

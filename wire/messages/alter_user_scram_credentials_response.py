@@ -36,6 +36,7 @@ class AlterUserScramCredentialsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    AlterUserScramCredentialsResult = AlterUserScramCredentialsResult
 
     def __init__(self, throttle_time_ms=0, results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -181,4 +182,3 @@ AlterUserScramCredentialsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('results', '[]AlterUserScramCredentialsResult', (0, 32767), None, None, None, AlterUserScramCredentialsResult),
 )
-AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult = AlterUserScramCredentialsResult

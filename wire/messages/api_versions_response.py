@@ -63,6 +63,9 @@ class ApiVersionsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ApiVersion = ApiVersion
+    SupportedFeatureKey = SupportedFeatureKey
+    FinalizedFeatureKey = FinalizedFeatureKey
 
     def __init__(self, error_code=0, api_keys=DEFAULT, throttle_time_ms=0, supported_features=DEFAULT, finalized_features_epoch=-1, finalized_features=DEFAULT, zk_migration_ready=False, _unknown_tagged=None):
         self.error_code = error_code
@@ -490,6 +493,3 @@ ApiVersionsResponse._schema = (
     FieldInfo('finalized_features', '[]FinalizedFeatureKey', (3, 32767), None, 2, (3, 32767), FinalizedFeatureKey),
     FieldInfo('zk_migration_ready', 'bool', (3, 32767), None, 3, (3, 32767), None),
 )
-ApiVersionsResponse.ApiVersion = ApiVersion
-ApiVersionsResponse.SupportedFeatureKey = SupportedFeatureKey
-ApiVersionsResponse.FinalizedFeatureKey = FinalizedFeatureKey

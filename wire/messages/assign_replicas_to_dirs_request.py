@@ -55,6 +55,9 @@ class AssignReplicasToDirsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    TopicData = TopicData
+    DirectoryData = DirectoryData
 
     def __init__(self, broker_id=0, broker_epoch=-1, directories=DEFAULT, _unknown_tagged=None):
         self.broker_id = broker_id
@@ -278,6 +281,3 @@ AssignReplicasToDirsRequest._schema = (
     FieldInfo('broker_epoch', 'int64', (0, 32767), None, None, None, None),
     FieldInfo('directories', '[]DirectoryData', (0, 32767), None, None, None, DirectoryData),
 )
-AssignReplicasToDirsRequest.PartitionData = PartitionData
-AssignReplicasToDirsRequest.TopicData = TopicData
-AssignReplicasToDirsRequest.DirectoryData = DirectoryData

@@ -55,6 +55,9 @@ class AssignReplicasToDirsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    TopicData = TopicData
+    DirectoryData = DirectoryData
 
     def __init__(self, throttle_time_ms=0, error_code=0, directories=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -280,6 +283,3 @@ AssignReplicasToDirsResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('directories', '[]DirectoryData', (0, 32767), None, None, None, DirectoryData),
 )
-AssignReplicasToDirsResponse.PartitionData = PartitionData
-AssignReplicasToDirsResponse.TopicData = TopicData
-AssignReplicasToDirsResponse.DirectoryData = DirectoryData

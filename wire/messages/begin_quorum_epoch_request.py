@@ -61,6 +61,9 @@ class BeginQuorumEpochRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    TopicData = TopicData
+    LeaderEndpoint = LeaderEndpoint
 
     def __init__(self, cluster_id=None, voter_id=-1, topics=DEFAULT, leader_endpoints=DEFAULT, _unknown_tagged=None):
         self.cluster_id = cluster_id
@@ -472,6 +475,3 @@ BeginQuorumEpochRequest._schema = (
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
     FieldInfo('leader_endpoints', '[]LeaderEndpoint', (1, 32767), None, None, None, LeaderEndpoint),
 )
-BeginQuorumEpochRequest.PartitionData = PartitionData
-BeginQuorumEpochRequest.TopicData = TopicData
-BeginQuorumEpochRequest.LeaderEndpoint = LeaderEndpoint

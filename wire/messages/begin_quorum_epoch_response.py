@@ -61,6 +61,9 @@ class BeginQuorumEpochResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    TopicData = TopicData
+    NodeEndpoint = NodeEndpoint
 
     def __init__(self, error_code=0, topics=DEFAULT, node_endpoints=DEFAULT, _unknown_tagged=None):
         self.error_code = error_code
@@ -431,6 +434,3 @@ BeginQuorumEpochResponse._schema = (
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
     FieldInfo('node_endpoints', '[]NodeEndpoint', (1, 32767), None, 0, (1, 32767), NodeEndpoint),
 )
-BeginQuorumEpochResponse.PartitionData = PartitionData
-BeginQuorumEpochResponse.TopicData = TopicData
-BeginQuorumEpochResponse.NodeEndpoint = NodeEndpoint

@@ -52,6 +52,8 @@ class BrokerRegistrationRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    Listener = Listener
+    Feature = Feature
 
     def __init__(self, broker_id=0, cluster_id='', incarnation_id=ZERO_UUID, listeners=DEFAULT, features=DEFAULT, rack='', is_migrating_zk_broker=False, log_dirs=DEFAULT, previous_broker_epoch=-1, _unknown_tagged=None):
         self.broker_id = broker_id
@@ -985,5 +987,3 @@ BrokerRegistrationRequest._schema = (
     FieldInfo('log_dirs', '[]uuid', (2, 32767), None, None, None, None),
     FieldInfo('previous_broker_epoch', 'int64', (3, 32767), None, None, None, None),
 )
-BrokerRegistrationRequest.Listener = Listener
-BrokerRegistrationRequest.Feature = Feature

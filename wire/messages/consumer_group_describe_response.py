@@ -85,6 +85,10 @@ class ConsumerGroupDescribeResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitions = TopicPartitions
+    Assignment = Assignment
+    Member = Member
+    DescribedGroup = DescribedGroup
 
     def __init__(self, throttle_time_ms=0, groups=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -1079,7 +1083,3 @@ ConsumerGroupDescribeResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('groups', '[]DescribedGroup', (0, 32767), None, None, None, DescribedGroup),
 )
-ConsumerGroupDescribeResponse.TopicPartitions = TopicPartitions
-ConsumerGroupDescribeResponse.Assignment = Assignment
-ConsumerGroupDescribeResponse.Member = Member
-ConsumerGroupDescribeResponse.DescribedGroup = DescribedGroup

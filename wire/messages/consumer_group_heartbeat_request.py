@@ -36,6 +36,7 @@ class ConsumerGroupHeartbeatRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitions = TopicPartitions
 
     def __init__(self, group_id='', member_id='', member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None, server_assignor=None, topic_partitions=None, _unknown_tagged=None):
         self.group_id = group_id
@@ -592,4 +593,3 @@ ConsumerGroupHeartbeatRequest._schema = (
     FieldInfo('server_assignor', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('topic_partitions', '[]TopicPartitions', (0, 32767), (0, 32767), None, None, TopicPartitions),
 )
-ConsumerGroupHeartbeatRequest.TopicPartitions = TopicPartitions

@@ -36,6 +36,7 @@ class ConsumerProtocolAssignment(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartition = TopicPartition
 
     def __init__(self, assigned_partitions=DEFAULT, user_data=None, _unknown_tagged=None):
         self.assigned_partitions = [] if assigned_partitions is DEFAULT else assigned_partitions
@@ -134,4 +135,3 @@ ConsumerProtocolAssignment._schema = (
     FieldInfo('assigned_partitions', '[]TopicPartition', (0, 32767), None, None, None, TopicPartition),
     FieldInfo('user_data', 'bytes', (0, 32767), (0, 32767), None, None, None),
 )
-ConsumerProtocolAssignment.TopicPartition = TopicPartition

@@ -37,6 +37,7 @@ class ConsumerProtocolSubscription(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartition = TopicPartition
 
     def __init__(self, topics=DEFAULT, user_data=None, owned_partitions=DEFAULT, generation_id=-1, rack_id=None, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -418,4 +419,3 @@ ConsumerProtocolSubscription._schema = (
     FieldInfo('generation_id', 'int32', (2, 32767), None, None, None, None),
     FieldInfo('rack_id', 'string', (3, 32767), (3, 32767), None, None, None),
 )
-ConsumerProtocolSubscription.TopicPartition = TopicPartition

@@ -36,6 +36,7 @@ class ControlledShutdownResponse(Message):
     REMOVED_VERSIONS = (0, 3)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    RemainingPartition = RemainingPartition
 
     def __init__(self, error_code=0, remaining_partitions=DEFAULT, _unknown_tagged=None):
         self.error_code = error_code
@@ -210,4 +211,3 @@ ControlledShutdownResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('remaining_partitions', '[]RemainingPartition', (0, 32767), None, None, None, RemainingPartition),
 )
-ControlledShutdownResponse.RemainingPartition = RemainingPartition

@@ -49,6 +49,8 @@ class ControllerRegistrationRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    Listener = Listener
+    Feature = Feature
 
     def __init__(self, controller_id=0, incarnation_id=ZERO_UUID, zk_migration_ready=False, listeners=DEFAULT, features=DEFAULT, _unknown_tagged=None):
         self.controller_id = controller_id
@@ -282,5 +284,3 @@ ControllerRegistrationRequest._schema = (
     FieldInfo('listeners', '[]Listener', (0, 32767), None, None, None, Listener),
     FieldInfo('features', '[]Feature', (0, 32767), None, None, None, Feature),
 )
-ControllerRegistrationRequest.Listener = Listener
-ControllerRegistrationRequest.Feature = Feature

@@ -43,6 +43,7 @@ class CreateAclsRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    AclCreation = AclCreation
 
     def __init__(self, creations=DEFAULT, _unknown_tagged=None):
         self.creations = [] if creations is DEFAULT else creations
@@ -379,4 +380,3 @@ AclCreation._schema = (
 CreateAclsRequest._schema = (
     FieldInfo('creations', '[]AclCreation', (0, 32767), None, None, None, AclCreation),
 )
-CreateAclsRequest.AclCreation = AclCreation

@@ -37,6 +37,7 @@ class CreateAclsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    AclCreationResult = AclCreationResult
 
     def __init__(self, throttle_time_ms=0, results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -210,4 +211,3 @@ CreateAclsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('results', '[]AclCreationResult', (0, 32767), None, None, None, AclCreationResult),
 )
-CreateAclsResponse.AclCreationResult = AclCreationResult

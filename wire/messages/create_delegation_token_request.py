@@ -36,6 +36,7 @@ class CreateDelegationTokenRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    CreatableRenewers = CreatableRenewers
 
     def __init__(self, owner_principal_type='', owner_principal_name='', renewers=DEFAULT, max_lifetime_ms=0, _unknown_tagged=None):
         self.owner_principal_type = owner_principal_type
@@ -395,4 +396,3 @@ CreateDelegationTokenRequest._schema = (
     FieldInfo('renewers', '[]CreatableRenewers', (0, 32767), None, None, None, CreatableRenewers),
     FieldInfo('max_lifetime_ms', 'int64', (0, 32767), None, None, None, None),
 )
-CreateDelegationTokenRequest.CreatableRenewers = CreatableRenewers

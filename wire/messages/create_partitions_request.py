@@ -48,6 +48,8 @@ class CreatePartitionsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    CreatePartitionsAssignment = CreatePartitionsAssignment
+    CreatePartitionsTopic = CreatePartitionsTopic
 
     def __init__(self, topics=DEFAULT, timeout_ms=0, validate_only=False, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -349,5 +351,3 @@ CreatePartitionsRequest._schema = (
     FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('validate_only', 'bool', (0, 32767), None, None, None, None),
 )
-CreatePartitionsRequest.CreatePartitionsAssignment = CreatePartitionsAssignment
-CreatePartitionsRequest.CreatePartitionsTopic = CreatePartitionsTopic

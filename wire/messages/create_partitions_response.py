@@ -38,6 +38,7 @@ class CreatePartitionsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    CreatePartitionsTopicResult = CreatePartitionsTopicResult
 
     def __init__(self, throttle_time_ms=0, results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -246,4 +247,3 @@ CreatePartitionsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('results', '[]CreatePartitionsTopicResult', (0, 32767), None, None, None, CreatePartitionsTopicResult),
 )
-CreatePartitionsResponse.CreatePartitionsTopicResult = CreatePartitionsTopicResult

@@ -63,6 +63,9 @@ class CreateTopicsRequest(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    CreatableReplicaAssignment = CreatableReplicaAssignment
+    CreatableTopicConfig = CreatableTopicConfig
+    CreatableTopic = CreatableTopic
 
     def __init__(self, topics=DEFAULT, timeout_ms=60000, validate_only=False, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -556,6 +559,3 @@ CreateTopicsRequest._schema = (
     FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('validate_only', 'bool', (1, 32767), None, None, None, None),
 )
-CreateTopicsRequest.CreatableReplicaAssignment = CreatableReplicaAssignment
-CreateTopicsRequest.CreatableTopicConfig = CreatableTopicConfig
-CreateTopicsRequest.CreatableTopic = CreatableTopic

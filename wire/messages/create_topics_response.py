@@ -59,6 +59,8 @@ class CreateTopicsResponse(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    CreatableTopicConfigs = CreatableTopicConfigs
+    CreatableTopicResult = CreatableTopicResult
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -750,5 +752,3 @@ CreateTopicsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (2, 32767), None, None, None, None),
     FieldInfo('topics', '[]CreatableTopicResult', (0, 32767), None, None, None, CreatableTopicResult),
 )
-CreateTopicsResponse.CreatableTopicConfigs = CreatableTopicConfigs
-CreateTopicsResponse.CreatableTopicResult = CreatableTopicResult

@@ -43,6 +43,7 @@ class DeleteAclsRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    DeleteAclsFilter = DeleteAclsFilter
 
     def __init__(self, filters=DEFAULT, _unknown_tagged=None):
         self.filters = [] if filters is DEFAULT else filters
@@ -388,4 +389,3 @@ DeleteAclsFilter._schema = (
 DeleteAclsRequest._schema = (
     FieldInfo('filters', '[]DeleteAclsFilter', (0, 32767), None, None, None, DeleteAclsFilter),
 )
-DeleteAclsRequest.DeleteAclsFilter = DeleteAclsFilter

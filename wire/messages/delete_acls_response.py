@@ -58,6 +58,8 @@ class DeleteAclsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DeleteAclsMatchingAcl = DeleteAclsMatchingAcl
+    DeleteAclsFilterResult = DeleteAclsFilterResult
 
     def __init__(self, throttle_time_ms=0, filter_results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -630,5 +632,3 @@ DeleteAclsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('filter_results', '[]DeleteAclsFilterResult', (0, 32767), None, None, None, DeleteAclsFilterResult),
 )
-DeleteAclsResponse.DeleteAclsMatchingAcl = DeleteAclsMatchingAcl
-DeleteAclsResponse.DeleteAclsFilterResult = DeleteAclsFilterResult

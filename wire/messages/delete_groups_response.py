@@ -37,6 +37,7 @@ class DeleteGroupsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DeletableGroupResult = DeletableGroupResult
 
     def __init__(self, throttle_time_ms=0, results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -340,4 +341,3 @@ DeleteGroupsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('results', '[]DeletableGroupResult', (0, 32767), None, None, None, DeletableGroupResult),
 )
-DeleteGroupsResponse.DeletableGroupResult = DeletableGroupResult

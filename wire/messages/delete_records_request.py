@@ -46,6 +46,8 @@ class DeleteRecordsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    DeleteRecordsPartition = DeleteRecordsPartition
+    DeleteRecordsTopic = DeleteRecordsTopic
 
     def __init__(self, topics=DEFAULT, timeout_ms=0, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -309,5 +311,3 @@ DeleteRecordsRequest._schema = (
     FieldInfo('topics', '[]DeleteRecordsTopic', (0, 32767), None, None, None, DeleteRecordsTopic),
     FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
 )
-DeleteRecordsRequest.DeleteRecordsPartition = DeleteRecordsPartition
-DeleteRecordsRequest.DeleteRecordsTopic = DeleteRecordsTopic

@@ -48,6 +48,8 @@ class DeleteRecordsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DeleteRecordsPartitionResult = DeleteRecordsPartitionResult
+    DeleteRecordsTopicResult = DeleteRecordsTopicResult
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -311,5 +313,3 @@ DeleteRecordsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]DeleteRecordsTopicResult', (0, 32767), None, None, None, DeleteRecordsTopicResult),
 )
-DeleteRecordsResponse.DeleteRecordsPartitionResult = DeleteRecordsPartitionResult
-DeleteRecordsResponse.DeleteRecordsTopicResult = DeleteRecordsTopicResult

@@ -32,6 +32,7 @@ class DeleteShareGroupOffsetsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    DeleteShareGroupOffsetsRequestTopic = DeleteShareGroupOffsetsRequestTopic
 
     def __init__(self, group_id='', topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -166,4 +167,3 @@ DeleteShareGroupOffsetsRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]DeleteShareGroupOffsetsRequestTopic', (0, 32767), None, None, None, DeleteShareGroupOffsetsRequestTopic),
 )
-DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic = DeleteShareGroupOffsetsRequestTopic

@@ -37,6 +37,7 @@ class DeleteShareGroupOffsetsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DeleteShareGroupOffsetsResponseTopic = DeleteShareGroupOffsetsResponseTopic
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, responses=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -212,4 +213,3 @@ DeleteShareGroupOffsetsResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('responses', '[]DeleteShareGroupOffsetsResponseTopic', (0, 32767), None, None, None, DeleteShareGroupOffsetsResponseTopic),
 )
-DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic = DeleteShareGroupOffsetsResponseTopic

@@ -44,6 +44,8 @@ class DeleteShareGroupStateRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    DeleteStateData = DeleteStateData
 
     def __init__(self, group_id='', topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -221,5 +223,3 @@ DeleteShareGroupStateRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]DeleteStateData', (0, 32767), None, None, None, DeleteStateData),
 )
-DeleteShareGroupStateRequest.PartitionData = PartitionData
-DeleteShareGroupStateRequest.DeleteStateData = DeleteStateData

@@ -46,6 +46,8 @@ class DeleteShareGroupStateResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionResult = PartitionResult
+    DeleteStateResult = DeleteStateResult
 
     def __init__(self, results=DEFAULT, _unknown_tagged=None):
         self.results = [] if results is DEFAULT else results
@@ -225,5 +227,3 @@ DeleteStateResult._schema = (
 DeleteShareGroupStateResponse._schema = (
     FieldInfo('results', '[]DeleteStateResult', (0, 32767), None, None, None, DeleteStateResult),
 )
-DeleteShareGroupStateResponse.PartitionResult = PartitionResult
-DeleteShareGroupStateResponse.DeleteStateResult = DeleteStateResult

@@ -36,6 +36,7 @@ class DeleteTopicsRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    DeleteTopicState = DeleteTopicState
 
     def __init__(self, topics=DEFAULT, topic_names=DEFAULT, timeout_ms=0, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -279,4 +280,3 @@ DeleteTopicsRequest._schema = (
     FieldInfo('topic_names', '[]string', (0, 5), None, None, None, None),
     FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
 )
-DeleteTopicsRequest.DeleteTopicState = DeleteTopicState

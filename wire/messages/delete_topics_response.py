@@ -39,6 +39,7 @@ class DeleteTopicsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DeletableTopicResult = DeletableTopicResult
 
     def __init__(self, throttle_time_ms=0, responses=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -520,4 +521,3 @@ DeleteTopicsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
     FieldInfo('responses', '[]DeletableTopicResult', (0, 32767), None, None, None, DeletableTopicResult),
 )
-DeleteTopicsResponse.DeletableTopicResult = DeletableTopicResult

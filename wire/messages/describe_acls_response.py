@@ -55,6 +55,8 @@ class DescribeAclsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    AclDescription = AclDescription
+    DescribeAclsResource = DescribeAclsResource
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message='', resources=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -551,5 +553,3 @@ DescribeAclsResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('resources', '[]DescribeAclsResource', (0, 32767), None, None, None, DescribeAclsResource),
 )
-DescribeAclsResponse.AclDescription = AclDescription
-DescribeAclsResponse.DescribeAclsResource = DescribeAclsResource

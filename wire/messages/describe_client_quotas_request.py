@@ -39,6 +39,7 @@ class DescribeClientQuotasRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    ComponentData = ComponentData
 
     def __init__(self, components=DEFAULT, strict=False, _unknown_tagged=None):
         self.components = [] if components is DEFAULT else components
@@ -250,4 +251,3 @@ DescribeClientQuotasRequest._schema = (
     FieldInfo('components', '[]ComponentData', (0, 32767), None, None, None, ComponentData),
     FieldInfo('strict', 'bool', (0, 32767), None, None, None, None),
 )
-DescribeClientQuotasRequest.ComponentData = ComponentData

@@ -58,6 +58,9 @@ class DescribeClientQuotasResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    EntityData = EntityData
+    ValueData = ValueData
+    EntryData = EntryData
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message='', entries=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -506,6 +509,3 @@ DescribeClientQuotasResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('entries', '[]EntryData', (0, 32767), (0, 32767), None, None, EntryData),
 )
-DescribeClientQuotasResponse.EntityData = EntityData
-DescribeClientQuotasResponse.ValueData = ValueData
-DescribeClientQuotasResponse.EntryData = EntryData

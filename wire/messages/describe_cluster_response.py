@@ -40,6 +40,7 @@ class DescribeClusterResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DescribeClusterBroker = DescribeClusterBroker
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1, cluster_id='', controller_id=-1, brokers=DEFAULT, cluster_authorized_operations=-2147483648, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -602,4 +603,3 @@ DescribeClusterResponse._schema = (
     FieldInfo('brokers', '[]DescribeClusterBroker', (0, 32767), None, None, None, DescribeClusterBroker),
     FieldInfo('cluster_authorized_operations', 'int32', (0, 32767), None, None, None, None),
 )
-DescribeClusterResponse.DescribeClusterBroker = DescribeClusterBroker

@@ -40,6 +40,7 @@ class DescribeConfigsRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    DescribeConfigsResource = DescribeConfigsResource
 
     def __init__(self, resources=DEFAULT, include_synonyms=False, include_documentation=False, _unknown_tagged=None):
         self.resources = [] if resources is DEFAULT else resources
@@ -410,4 +411,3 @@ DescribeConfigsRequest._schema = (
     FieldInfo('include_synonyms', 'bool', (1, 32767), None, None, None, None),
     FieldInfo('include_documentation', 'bool', (3, 32767), None, None, None, None),
 )
-DescribeConfigsRequest.DescribeConfigsResource = DescribeConfigsResource

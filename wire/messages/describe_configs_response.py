@@ -73,6 +73,9 @@ class DescribeConfigsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DescribeConfigsSynonym = DescribeConfigsSynonym
+    DescribeConfigsResourceResult = DescribeConfigsResourceResult
+    DescribeConfigsResult = DescribeConfigsResult
 
     def __init__(self, throttle_time_ms=0, results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -982,6 +985,3 @@ DescribeConfigsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('results', '[]DescribeConfigsResult', (0, 32767), None, None, None, DescribeConfigsResult),
 )
-DescribeConfigsResponse.DescribeConfigsSynonym = DescribeConfigsSynonym
-DescribeConfigsResponse.DescribeConfigsResourceResult = DescribeConfigsResourceResult
-DescribeConfigsResponse.DescribeConfigsResult = DescribeConfigsResult

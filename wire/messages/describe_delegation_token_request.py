@@ -35,6 +35,7 @@ class DescribeDelegationTokenRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    DescribeDelegationTokenOwner = DescribeDelegationTokenOwner
 
     def __init__(self, owners=DEFAULT, _unknown_tagged=None):
         self.owners = [] if owners is DEFAULT else owners
@@ -230,4 +231,3 @@ DescribeDelegationTokenOwner._schema = (
 DescribeDelegationTokenRequest._schema = (
     FieldInfo('owners', '[]DescribeDelegationTokenOwner', (0, 32767), (0, 32767), None, None, DescribeDelegationTokenOwner),
 )
-DescribeDelegationTokenRequest.DescribeDelegationTokenOwner = DescribeDelegationTokenOwner

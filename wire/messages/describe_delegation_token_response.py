@@ -56,6 +56,8 @@ class DescribeDelegationTokenResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DescribedDelegationTokenRenewer = DescribedDelegationTokenRenewer
+    DescribedDelegationToken = DescribedDelegationToken
 
     def __init__(self, error_code=0, tokens=DEFAULT, throttle_time_ms=0, _unknown_tagged=None):
         self.error_code = error_code
@@ -798,5 +800,3 @@ DescribeDelegationTokenResponse._schema = (
     FieldInfo('tokens', '[]DescribedDelegationToken', (0, 32767), None, None, None, DescribedDelegationToken),
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
 )
-DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer = DescribedDelegationTokenRenewer
-DescribeDelegationTokenResponse.DescribedDelegationToken = DescribedDelegationToken

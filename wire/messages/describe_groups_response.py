@@ -57,6 +57,8 @@ class DescribeGroupsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DescribedGroupMember = DescribedGroupMember
+    DescribedGroup = DescribedGroup
 
     def __init__(self, throttle_time_ms=0, groups=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -1340,5 +1342,3 @@ DescribeGroupsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
     FieldInfo('groups', '[]DescribedGroup', (0, 32767), None, None, None, DescribedGroup),
 )
-DescribeGroupsResponse.DescribedGroupMember = DescribedGroupMember
-DescribeGroupsResponse.DescribedGroup = DescribedGroup

@@ -36,6 +36,7 @@ class DescribeLogDirsRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    DescribableLogDirTopic = DescribableLogDirTopic
 
     def __init__(self, topics=DEFAULT, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -234,4 +235,3 @@ DescribableLogDirTopic._schema = (
 DescribeLogDirsRequest._schema = (
     FieldInfo('topics', '[]DescribableLogDirTopic', (0, 32767), (0, 32767), None, None, DescribableLogDirTopic),
 )
-DescribeLogDirsRequest.DescribableLogDirTopic = DescribableLogDirTopic

@@ -67,6 +67,9 @@ class DescribeLogDirsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DescribeLogDirsPartition = DescribeLogDirsPartition
+    DescribeLogDirsTopic = DescribeLogDirsTopic
+    DescribeLogDirsResult = DescribeLogDirsResult
 
     def __init__(self, throttle_time_ms=0, error_code=0, results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -816,6 +819,3 @@ DescribeLogDirsResponse._schema = (
     FieldInfo('error_code', 'int16', (3, 32767), None, None, None, None),
     FieldInfo('results', '[]DescribeLogDirsResult', (0, 32767), None, None, None, DescribeLogDirsResult),
 )
-DescribeLogDirsResponse.DescribeLogDirsPartition = DescribeLogDirsPartition
-DescribeLogDirsResponse.DescribeLogDirsTopic = DescribeLogDirsTopic
-DescribeLogDirsResponse.DescribeLogDirsResult = DescribeLogDirsResult

@@ -34,6 +34,7 @@ class DescribeProducersRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    TopicRequest = TopicRequest
 
     def __init__(self, topics=DEFAULT, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -168,4 +169,3 @@ TopicRequest._schema = (
 DescribeProducersRequest._schema = (
     FieldInfo('topics', '[]TopicRequest', (0, 32767), None, None, None, TopicRequest),
 )
-DescribeProducersRequest.TopicRequest = TopicRequest

@@ -62,6 +62,9 @@ class DescribeProducersResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ProducerState = ProducerState
+    PartitionResponse = PartitionResponse
+    TopicResponse = TopicResponse
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -332,6 +335,3 @@ DescribeProducersResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]TopicResponse', (0, 32767), None, None, None, TopicResponse),
 )
-DescribeProducersResponse.ProducerState = ProducerState
-DescribeProducersResponse.PartitionResponse = PartitionResponse
-DescribeProducersResponse.TopicResponse = TopicResponse

@@ -43,6 +43,8 @@ class DescribeQuorumRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    TopicData = TopicData
 
     def __init__(self, topics=DEFAULT, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -213,5 +215,3 @@ TopicData._schema = (
 DescribeQuorumRequest._schema = (
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
 )
-DescribeQuorumRequest.PartitionData = PartitionData
-DescribeQuorumRequest.TopicData = TopicData

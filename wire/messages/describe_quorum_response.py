@@ -92,6 +92,11 @@ class DescribeQuorumResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ReplicaState = ReplicaState
+    PartitionData = PartitionData
+    TopicData = TopicData
+    Listener = Listener
+    Node = Node
 
     def __init__(self, error_code=0, error_message='', topics=DEFAULT, nodes=DEFAULT, _unknown_tagged=None):
         self.error_code = error_code
@@ -1137,8 +1142,3 @@ DescribeQuorumResponse._schema = (
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
     FieldInfo('nodes', '[]Node', (2, 32767), None, None, None, Node),
 )
-DescribeQuorumResponse.ReplicaState = ReplicaState
-DescribeQuorumResponse.PartitionData = PartitionData
-DescribeQuorumResponse.TopicData = TopicData
-DescribeQuorumResponse.Listener = Listener
-DescribeQuorumResponse.Node = Node

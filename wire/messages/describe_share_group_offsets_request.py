@@ -44,6 +44,8 @@ class DescribeShareGroupOffsetsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    DescribeShareGroupOffsetsRequestTopic = DescribeShareGroupOffsetsRequestTopic
+    DescribeShareGroupOffsetsRequestGroup = DescribeShareGroupOffsetsRequestGroup
 
     def __init__(self, groups=DEFAULT, _unknown_tagged=None):
         self.groups = [] if groups is DEFAULT else groups
@@ -255,5 +257,3 @@ DescribeShareGroupOffsetsRequestGroup._schema = (
 DescribeShareGroupOffsetsRequest._schema = (
     FieldInfo('groups', '[]DescribeShareGroupOffsetsRequestGroup', (0, 32767), None, None, None, DescribeShareGroupOffsetsRequestGroup),
 )
-DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic = DescribeShareGroupOffsetsRequestTopic
-DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup = DescribeShareGroupOffsetsRequestGroup

@@ -65,6 +65,9 @@ class DescribeShareGroupOffsetsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DescribeShareGroupOffsetsResponsePartition = DescribeShareGroupOffsetsResponsePartition
+    DescribeShareGroupOffsetsResponseTopic = DescribeShareGroupOffsetsResponseTopic
+    DescribeShareGroupOffsetsResponseGroup = DescribeShareGroupOffsetsResponseGroup
 
     def __init__(self, throttle_time_ms=0, groups=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -664,6 +667,3 @@ DescribeShareGroupOffsetsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('groups', '[]DescribeShareGroupOffsetsResponseGroup', (0, 32767), None, None, None, DescribeShareGroupOffsetsResponseGroup),
 )
-DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition = DescribeShareGroupOffsetsResponsePartition
-DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic = DescribeShareGroupOffsetsResponseTopic
-DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup = DescribeShareGroupOffsetsResponseGroup

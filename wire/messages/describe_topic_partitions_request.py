@@ -44,6 +44,8 @@ class DescribeTopicPartitionsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    TopicRequest = TopicRequest
+    Cursor = Cursor
 
     def __init__(self, topics=DEFAULT, response_partition_limit=2000, cursor=None, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -227,5 +229,3 @@ DescribeTopicPartitionsRequest._schema = (
     FieldInfo('response_partition_limit', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('cursor', 'Cursor', (0, 32767), (0, 32767), None, None, Cursor),
 )
-DescribeTopicPartitionsRequest.TopicRequest = TopicRequest
-DescribeTopicPartitionsRequest.Cursor = Cursor

@@ -70,6 +70,9 @@ class DescribeTopicPartitionsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartition
+    DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopic
+    Cursor = Cursor
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, next_cursor=None, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -456,6 +459,3 @@ DescribeTopicPartitionsResponse._schema = (
     FieldInfo('topics', '[]DescribeTopicPartitionsResponseTopic', (0, 32767), None, None, None, DescribeTopicPartitionsResponseTopic),
     FieldInfo('next_cursor', 'Cursor', (0, 32767), (0, 32767), None, None, Cursor),
 )
-DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartition
-DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopic
-DescribeTopicPartitionsResponse.Cursor = Cursor

@@ -53,6 +53,8 @@ class DescribeTransactionsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicData = TopicData
+    TransactionState = TransactionState
 
     def __init__(self, throttle_time_ms=0, transaction_states=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -307,5 +309,3 @@ DescribeTransactionsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('transaction_states', '[]TransactionState', (0, 32767), None, None, None, TransactionState),
 )
-DescribeTransactionsResponse.TopicData = TopicData
-DescribeTransactionsResponse.TransactionState = TransactionState

@@ -32,6 +32,7 @@ class DescribeUserScramCredentialsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    UserName = UserName
 
     def __init__(self, users=DEFAULT, _unknown_tagged=None):
         self.users = [] if users is DEFAULT else users
@@ -144,4 +145,3 @@ UserName._schema = (
 DescribeUserScramCredentialsRequest._schema = (
     FieldInfo('users', '[]UserName', (0, 32767), (0, 32767), None, None, UserName),
 )
-DescribeUserScramCredentialsRequest.UserName = UserName

@@ -48,6 +48,8 @@ class DescribeUserScramCredentialsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    CredentialInfo = CredentialInfo
+    DescribeUserScramCredentialsResult = DescribeUserScramCredentialsResult
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message='', results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -281,5 +283,3 @@ DescribeUserScramCredentialsResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('results', '[]DescribeUserScramCredentialsResult', (0, 32767), None, None, None, DescribeUserScramCredentialsResult),
 )
-DescribeUserScramCredentialsResponse.CredentialInfo = CredentialInfo
-DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult = DescribeUserScramCredentialsResult

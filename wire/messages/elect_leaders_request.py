@@ -38,6 +38,7 @@ class ElectLeadersRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitions = TopicPartitions
 
     def __init__(self, election_type=0, topic_partitions=DEFAULT, timeout_ms=60000, _unknown_tagged=None):
         self.election_type = election_type
@@ -311,4 +312,3 @@ ElectLeadersRequest._schema = (
     FieldInfo('topic_partitions', '[]TopicPartitions', (0, 32767), (0, 32767), None, None, TopicPartitions),
     FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
 )
-ElectLeadersRequest.TopicPartitions = TopicPartitions

@@ -50,6 +50,8 @@ class ElectLeadersResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionResult = PartitionResult
+    ReplicaElectionResult = ReplicaElectionResult
 
     def __init__(self, throttle_time_ms=0, error_code=0, replica_election_results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -383,5 +385,3 @@ ElectLeadersResponse._schema = (
     FieldInfo('error_code', 'int16', (1, 32767), None, None, None, None),
     FieldInfo('replica_election_results', '[]ReplicaElectionResult', (0, 32767), None, None, None, ReplicaElectionResult),
 )
-ElectLeadersResponse.PartitionResult = PartitionResult
-ElectLeadersResponse.ReplicaElectionResult = ReplicaElectionResult

@@ -74,6 +74,10 @@ class EndQuorumEpochRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    ReplicaInfo = ReplicaInfo
+    PartitionData = PartitionData
+    TopicData = TopicData
+    LeaderEndpoint = LeaderEndpoint
 
     def __init__(self, cluster_id=None, topics=DEFAULT, leader_endpoints=DEFAULT, _unknown_tagged=None):
         self.cluster_id = cluster_id
@@ -552,7 +556,3 @@ EndQuorumEpochRequest._schema = (
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
     FieldInfo('leader_endpoints', '[]LeaderEndpoint', (1, 32767), None, None, None, LeaderEndpoint),
 )
-EndQuorumEpochRequest.ReplicaInfo = ReplicaInfo
-EndQuorumEpochRequest.PartitionData = PartitionData
-EndQuorumEpochRequest.TopicData = TopicData
-EndQuorumEpochRequest.LeaderEndpoint = LeaderEndpoint

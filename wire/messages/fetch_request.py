@@ -87,6 +87,10 @@ class FetchRequest(Message):
     REMOVED_VERSIONS = (0, 3)
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    ReplicaState = ReplicaState
+    FetchPartition = FetchPartition
+    FetchTopic = FetchTopic
+    ForgottenTopic = ForgottenTopic
 
     def __init__(self, cluster_id=None, replica_id=-1, replica_state=DEFAULT, max_wait_ms=0, min_bytes=0, max_bytes=2147483647, isolation_level=0, session_id=0, session_epoch=-1, topics=DEFAULT, forgotten_topics_data=DEFAULT, rack_id='', _unknown_tagged=None):
         self.cluster_id = cluster_id
@@ -2259,7 +2263,3 @@ FetchRequest._schema = (
     FieldInfo('forgotten_topics_data', '[]ForgottenTopic', (7, 32767), None, None, None, ForgottenTopic),
     FieldInfo('rack_id', 'string', (11, 32767), None, None, None, None),
 )
-FetchRequest.ReplicaState = ReplicaState
-FetchRequest.FetchPartition = FetchPartition
-FetchRequest.FetchTopic = FetchTopic
-FetchRequest.ForgottenTopic = ForgottenTopic

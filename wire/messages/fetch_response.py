@@ -119,6 +119,13 @@ class FetchResponse(Message):
     REMOVED_VERSIONS = (0, 3)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    EpochEndOffset = EpochEndOffset
+    LeaderIdAndEpoch = LeaderIdAndEpoch
+    SnapshotId = SnapshotId
+    AbortedTransaction = AbortedTransaction
+    PartitionData = PartitionData
+    FetchableTopicResponse = FetchableTopicResponse
+    NodeEndpoint = NodeEndpoint
 
     def __init__(self, throttle_time_ms=0, error_code=0, session_id=0, responses=DEFAULT, node_endpoints=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -1510,10 +1517,3 @@ FetchResponse._schema = (
     FieldInfo('responses', '[]FetchableTopicResponse', (0, 32767), None, None, None, FetchableTopicResponse),
     FieldInfo('node_endpoints', '[]NodeEndpoint', (16, 32767), None, 0, (16, 32767), NodeEndpoint),
 )
-FetchResponse.EpochEndOffset = EpochEndOffset
-FetchResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
-FetchResponse.SnapshotId = SnapshotId
-FetchResponse.AbortedTransaction = AbortedTransaction
-FetchResponse.PartitionData = PartitionData
-FetchResponse.FetchableTopicResponse = FetchableTopicResponse
-FetchResponse.NodeEndpoint = NodeEndpoint

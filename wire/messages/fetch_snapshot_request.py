@@ -60,6 +60,9 @@ class FetchSnapshotRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    SnapshotId = SnapshotId
+    PartitionSnapshot = PartitionSnapshot
+    TopicSnapshot = TopicSnapshot
 
     def __init__(self, cluster_id=None, replica_id=-1, max_bytes=2147483647, topics=DEFAULT, _unknown_tagged=None):
         self.cluster_id = cluster_id
@@ -545,6 +548,3 @@ FetchSnapshotRequest._schema = (
     FieldInfo('max_bytes', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]TopicSnapshot', (0, 32767), None, None, None, TopicSnapshot),
 )
-FetchSnapshotRequest.SnapshotId = SnapshotId
-FetchSnapshotRequest.PartitionSnapshot = PartitionSnapshot
-FetchSnapshotRequest.TopicSnapshot = TopicSnapshot

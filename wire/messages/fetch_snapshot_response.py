@@ -85,6 +85,11 @@ class FetchSnapshotResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    SnapshotId = SnapshotId
+    LeaderIdAndEpoch = LeaderIdAndEpoch
+    PartitionSnapshot = PartitionSnapshot
+    TopicSnapshot = TopicSnapshot
+    NodeEndpoint = NodeEndpoint
 
     def __init__(self, throttle_time_ms=0, error_code=0, topics=DEFAULT, node_endpoints=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -543,8 +548,3 @@ FetchSnapshotResponse._schema = (
     FieldInfo('topics', '[]TopicSnapshot', (0, 32767), None, None, None, TopicSnapshot),
     FieldInfo('node_endpoints', '[]NodeEndpoint', (1, 32767), None, 0, (1, 32767), NodeEndpoint),
 )
-FetchSnapshotResponse.SnapshotId = SnapshotId
-FetchSnapshotResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
-FetchSnapshotResponse.PartitionSnapshot = PartitionSnapshot
-FetchSnapshotResponse.TopicSnapshot = TopicSnapshot
-FetchSnapshotResponse.NodeEndpoint = NodeEndpoint

@@ -41,6 +41,7 @@ class FindCoordinatorResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    Coordinator = Coordinator
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message='', node_id=0, host='', port=0, coordinators=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -414,4 +415,3 @@ FindCoordinatorResponse._schema = (
     FieldInfo('port', 'int32', (0, 3), None, None, None, None),
     FieldInfo('coordinators', '[]Coordinator', (4, 32767), None, None, None, Coordinator),
 )
-FindCoordinatorResponse.Coordinator = Coordinator

@@ -50,6 +50,8 @@ class IncrementalAlterConfigsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    AlterableConfig = AlterableConfig
+    AlterConfigsResource = AlterConfigsResource
 
     def __init__(self, resources=DEFAULT, validate_only=False, _unknown_tagged=None):
         self.resources = [] if resources is DEFAULT else resources
@@ -385,5 +387,3 @@ IncrementalAlterConfigsRequest._schema = (
     FieldInfo('resources', '[]AlterConfigsResource', (0, 32767), None, None, None, AlterConfigsResource),
     FieldInfo('validate_only', 'bool', (0, 32767), None, None, None, None),
 )
-IncrementalAlterConfigsRequest.AlterableConfig = AlterableConfig
-IncrementalAlterConfigsRequest.AlterConfigsResource = AlterConfigsResource

@@ -46,6 +46,8 @@ class InitializeShareGroupStateRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    InitializeStateData = InitializeStateData
 
     def __init__(self, group_id='', topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -227,5 +229,3 @@ InitializeShareGroupStateRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]InitializeStateData', (0, 32767), None, None, None, InitializeStateData),
 )
-InitializeShareGroupStateRequest.PartitionData = PartitionData
-InitializeShareGroupStateRequest.InitializeStateData = InitializeStateData

@@ -46,6 +46,8 @@ class InitializeShareGroupStateResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionResult = PartitionResult
+    InitializeStateResult = InitializeStateResult
 
     def __init__(self, results=DEFAULT, _unknown_tagged=None):
         self.results = [] if results is DEFAULT else results
@@ -225,5 +227,3 @@ InitializeStateResult._schema = (
 InitializeShareGroupStateResponse._schema = (
     FieldInfo('results', '[]InitializeStateResult', (0, 32767), None, None, None, InitializeStateResult),
 )
-InitializeShareGroupStateResponse.PartitionResult = PartitionResult
-InitializeShareGroupStateResponse.InitializeStateResult = InitializeStateResult

@@ -38,6 +38,7 @@ class JoinGroupRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    JoinGroupRequestProtocol = JoinGroupRequestProtocol
 
     def __init__(self, group_id='', session_timeout_ms=0, rebalance_timeout_ms=-1, member_id='', group_instance_id=None, protocol_type='', protocols=DEFAULT, reason=None, _unknown_tagged=None):
         self.group_id = group_id
@@ -783,4 +784,3 @@ JoinGroupRequest._schema = (
     FieldInfo('protocols', '[]JoinGroupRequestProtocol', (0, 32767), None, None, None, JoinGroupRequestProtocol),
     FieldInfo('reason', 'string', (8, 32767), (8, 32767), None, None, None),
 )
-JoinGroupRequest.JoinGroupRequestProtocol = JoinGroupRequestProtocol

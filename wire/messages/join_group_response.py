@@ -40,6 +40,7 @@ class JoinGroupResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    JoinGroupResponseMember = JoinGroupResponseMember
 
     def __init__(self, throttle_time_ms=0, error_code=0, generation_id=-1, protocol_type=None, protocol_name='', leader='', skip_assignment=False, member_id='', members=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -1009,4 +1010,3 @@ JoinGroupResponse._schema = (
     FieldInfo('member_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('members', '[]JoinGroupResponseMember', (0, 32767), None, None, None, JoinGroupResponseMember),
 )
-JoinGroupResponse.JoinGroupResponseMember = JoinGroupResponseMember

@@ -80,6 +80,9 @@ class LeaderAndIsrRequest(Message):
     REMOVED_VERSIONS = (0, 7)
     LISTENERS = ('zkBroker',)
     LATEST_VERSION_UNSTABLE = False
+    LeaderAndIsrPartitionState = LeaderAndIsrPartitionState
+    LeaderAndIsrTopicState = LeaderAndIsrTopicState
+    LeaderAndIsrLiveLeader = LeaderAndIsrLiveLeader
 
     def __init__(self, controller_id=0, is_k_raft_controller=False, controller_epoch=0, broker_epoch=-1, type_=0, ungrouped_partition_states=DEFAULT, topic_states=DEFAULT, live_leaders=DEFAULT, _unknown_tagged=None):
         self.controller_id = controller_id
@@ -1875,6 +1878,3 @@ LeaderAndIsrRequest._schema = (
     FieldInfo('topic_states', '[]LeaderAndIsrTopicState', (2, 32767), None, None, None, LeaderAndIsrTopicState),
     FieldInfo('live_leaders', '[]LeaderAndIsrLiveLeader', (0, 32767), None, None, None, LeaderAndIsrLiveLeader),
 )
-LeaderAndIsrRequest.LeaderAndIsrPartitionState = LeaderAndIsrPartitionState
-LeaderAndIsrRequest.LeaderAndIsrTopicState = LeaderAndIsrTopicState
-LeaderAndIsrRequest.LeaderAndIsrLiveLeader = LeaderAndIsrLiveLeader

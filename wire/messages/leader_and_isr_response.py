@@ -48,6 +48,8 @@ class LeaderAndIsrResponse(Message):
     REMOVED_VERSIONS = (0, 7)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    LeaderAndIsrPartitionError = LeaderAndIsrPartitionError
+    LeaderAndIsrTopicError = LeaderAndIsrTopicError
 
     def __init__(self, error_code=0, partition_errors=DEFAULT, topics=DEFAULT, _unknown_tagged=None):
         self.error_code = error_code
@@ -385,5 +387,3 @@ LeaderAndIsrResponse._schema = (
     FieldInfo('partition_errors', '[]LeaderAndIsrPartitionError', (0, 4), None, None, None, LeaderAndIsrPartitionError),
     FieldInfo('topics', '[]LeaderAndIsrTopicError', (5, 32767), None, None, None, LeaderAndIsrTopicError),
 )
-LeaderAndIsrResponse.LeaderAndIsrPartitionError = LeaderAndIsrPartitionError
-LeaderAndIsrResponse.LeaderAndIsrTopicError = LeaderAndIsrTopicError

@@ -36,6 +36,7 @@ class LeaderChangeMessage(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    Voter = Voter
 
     def __init__(self, version=0, leader_id=0, voters=DEFAULT, granting_voters=DEFAULT, _unknown_tagged=None):
         self.version = version
@@ -311,4 +312,3 @@ LeaderChangeMessage._schema = (
     FieldInfo('voters', '[]Voter', (0, 32767), None, None, None, Voter),
     FieldInfo('granting_voters', '[]Voter', (0, 32767), None, None, None, Voter),
 )
-LeaderChangeMessage.Voter = Voter

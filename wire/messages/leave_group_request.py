@@ -36,6 +36,7 @@ class LeaveGroupRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    MemberIdentity = MemberIdentity
 
     def __init__(self, group_id='', member_id='', members=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -488,4 +489,3 @@ LeaveGroupRequest._schema = (
     FieldInfo('member_id', 'string', (0, 2), None, None, None, None),
     FieldInfo('members', '[]MemberIdentity', (3, 32767), None, None, None, MemberIdentity),
 )
-LeaveGroupRequest.MemberIdentity = MemberIdentity

@@ -37,6 +37,7 @@ class LeaveGroupResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    MemberResponse = MemberResponse
 
     def __init__(self, throttle_time_ms=0, error_code=0, members=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -291,4 +292,3 @@ LeaveGroupResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('members', '[]MemberResponse', (3, 32767), None, None, None, MemberResponse),
 )
-LeaveGroupResponse.MemberResponse = MemberResponse

@@ -35,6 +35,7 @@ class ListConfigResourcesResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ConfigResource = ConfigResource
 
     def __init__(self, throttle_time_ms=0, error_code=0, config_resources=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -260,4 +261,3 @@ ListConfigResourcesResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('config_resources', '[]ConfigResource', (0, 32767), None, None, None, ConfigResource),
 )
-ListConfigResourcesResponse.ConfigResource = ConfigResource

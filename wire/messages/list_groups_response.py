@@ -39,6 +39,7 @@ class ListGroupsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ListedGroup = ListedGroup
 
     def __init__(self, throttle_time_ms=0, error_code=0, groups=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -609,4 +610,3 @@ ListGroupsResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('groups', '[]ListedGroup', (0, 32767), None, None, None, ListedGroup),
 )
-ListGroupsResponse.ListedGroup = ListedGroup

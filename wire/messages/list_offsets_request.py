@@ -53,6 +53,8 @@ class ListOffsetsRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    ListOffsetsPartition = ListOffsetsPartition
+    ListOffsetsTopic = ListOffsetsTopic
 
     def __init__(self, replica_id=0, isolation_level=0, topics=DEFAULT, timeout_ms=0, _unknown_tagged=None):
         self.replica_id = replica_id
@@ -622,5 +624,3 @@ ListOffsetsRequest._schema = (
     FieldInfo('topics', '[]ListOffsetsTopic', (0, 32767), None, None, None, ListOffsetsTopic),
     FieldInfo('timeout_ms', 'int32', (10, 32767), None, None, None, None),
 )
-ListOffsetsRequest.ListOffsetsPartition = ListOffsetsPartition
-ListOffsetsRequest.ListOffsetsTopic = ListOffsetsTopic

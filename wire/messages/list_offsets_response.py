@@ -54,6 +54,8 @@ class ListOffsetsResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ListOffsetsPartitionResponse = ListOffsetsPartitionResponse
+    ListOffsetsTopicResponse = ListOffsetsTopicResponse
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -568,5 +570,3 @@ ListOffsetsResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (2, 32767), None, None, None, None),
     FieldInfo('topics', '[]ListOffsetsTopicResponse', (0, 32767), None, None, None, ListOffsetsTopicResponse),
 )
-ListOffsetsResponse.ListOffsetsPartitionResponse = ListOffsetsPartitionResponse
-ListOffsetsResponse.ListOffsetsTopicResponse = ListOffsetsTopicResponse

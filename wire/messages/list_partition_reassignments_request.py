@@ -35,6 +35,7 @@ class ListPartitionReassignmentsRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    ListPartitionReassignmentsTopics = ListPartitionReassignmentsTopics
 
     def __init__(self, timeout_ms=60000, topics=None, _unknown_tagged=None):
         self.timeout_ms = timeout_ms
@@ -176,4 +177,3 @@ ListPartitionReassignmentsRequest._schema = (
     FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]ListPartitionReassignmentsTopics', (0, 32767), (0, 32767), None, None, ListPartitionReassignmentsTopics),
 )
-ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics = ListPartitionReassignmentsTopics

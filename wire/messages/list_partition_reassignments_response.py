@@ -48,6 +48,8 @@ class ListPartitionReassignmentsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    OngoingPartitionReassignment = OngoingPartitionReassignment
+    OngoingTopicReassignment = OngoingTopicReassignment
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message='', topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -320,5 +322,3 @@ ListPartitionReassignmentsResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('topics', '[]OngoingTopicReassignment', (0, 32767), None, None, None, OngoingTopicReassignment),
 )
-ListPartitionReassignmentsResponse.OngoingPartitionReassignment = OngoingPartitionReassignment
-ListPartitionReassignmentsResponse.OngoingTopicReassignment = OngoingTopicReassignment

@@ -36,6 +36,7 @@ class ListTransactionsResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TransactionState = TransactionState
 
     def __init__(self, throttle_time_ms=0, error_code=0, unknown_state_filters=DEFAULT, transaction_states=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -224,4 +225,3 @@ ListTransactionsResponse._schema = (
     FieldInfo('unknown_state_filters', '[]string', (0, 32767), None, None, None, None),
     FieldInfo('transaction_states', '[]TransactionState', (0, 32767), None, None, None, TransactionState),
 )
-ListTransactionsResponse.TransactionState = TransactionState

@@ -39,6 +39,7 @@ class MetadataRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    MetadataRequestTopic = MetadataRequestTopic
 
     def __init__(self, topics=DEFAULT, allow_auto_topic_creation=True, include_cluster_authorized_operations=False, include_topic_authorized_operations=False, _unknown_tagged=None):
         self.topics = [] if topics is DEFAULT else topics
@@ -575,4 +576,3 @@ MetadataRequest._schema = (
     FieldInfo('include_cluster_authorized_operations', 'bool', (8, 10), None, None, None, None),
     FieldInfo('include_topic_authorized_operations', 'bool', (8, 32767), None, None, None, None),
 )
-MetadataRequest.MetadataRequestTopic = MetadataRequestTopic

@@ -75,6 +75,9 @@ class MetadataResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    MetadataResponseBroker = MetadataResponseBroker
+    MetadataResponsePartition = MetadataResponsePartition
+    MetadataResponseTopic = MetadataResponseTopic
 
     def __init__(self, throttle_time_ms=0, brokers=DEFAULT, cluster_id=None, controller_id=-1, topics=DEFAULT, cluster_authorized_operations=-2147483648, error_code=0, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -2485,6 +2488,3 @@ MetadataResponse._schema = (
     FieldInfo('cluster_authorized_operations', 'int32', (8, 10), None, None, None, None),
     FieldInfo('error_code', 'int16', (13, 32767), None, None, None, None),
 )
-MetadataResponse.MetadataResponseBroker = MetadataResponseBroker
-MetadataResponse.MetadataResponsePartition = MetadataResponsePartition
-MetadataResponse.MetadataResponseTopic = MetadataResponseTopic

@@ -56,6 +56,8 @@ class OffsetCommitRequest(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    OffsetCommitRequestPartition = OffsetCommitRequestPartition
+    OffsetCommitRequestTopic = OffsetCommitRequestTopic
 
     def __init__(self, group_id='', generation_id_or_member_epoch=-1, member_id='', group_instance_id=None, retention_time_ms=-1, topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -1143,5 +1145,3 @@ OffsetCommitRequest._schema = (
     FieldInfo('retention_time_ms', 'int64', (2, 4), None, None, None, None),
     FieldInfo('topics', '[]OffsetCommitRequestTopic', (0, 32767), None, None, None, OffsetCommitRequestTopic),
 )
-OffsetCommitRequest.OffsetCommitRequestPartition = OffsetCommitRequestPartition
-OffsetCommitRequest.OffsetCommitRequestTopic = OffsetCommitRequestTopic

@@ -49,6 +49,8 @@ class OffsetCommitResponse(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    OffsetCommitResponsePartition = OffsetCommitResponsePartition
+    OffsetCommitResponseTopic = OffsetCommitResponseTopic
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -475,5 +477,3 @@ OffsetCommitResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (3, 32767), None, None, None, None),
     FieldInfo('topics', '[]OffsetCommitResponseTopic', (0, 32767), None, None, None, OffsetCommitResponseTopic),
 )
-OffsetCommitResponse.OffsetCommitResponsePartition = OffsetCommitResponsePartition
-OffsetCommitResponse.OffsetCommitResponseTopic = OffsetCommitResponseTopic

@@ -44,6 +44,8 @@ class OffsetDeleteRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    OffsetDeleteRequestPartition = OffsetDeleteRequestPartition
+    OffsetDeleteRequestTopic = OffsetDeleteRequestTopic
 
     def __init__(self, group_id='', topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -162,5 +164,3 @@ OffsetDeleteRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]OffsetDeleteRequestTopic', (0, 32767), None, None, None, OffsetDeleteRequestTopic),
 )
-OffsetDeleteRequest.OffsetDeleteRequestPartition = OffsetDeleteRequestPartition
-OffsetDeleteRequest.OffsetDeleteRequestTopic = OffsetDeleteRequestTopic

@@ -47,6 +47,8 @@ class OffsetDeleteResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    OffsetDeleteResponsePartition = OffsetDeleteResponsePartition
+    OffsetDeleteResponseTopic = OffsetDeleteResponseTopic
 
     def __init__(self, error_code=0, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.error_code = error_code
@@ -158,5 +160,3 @@ OffsetDeleteResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]OffsetDeleteResponseTopic', (0, 32767), None, None, None, OffsetDeleteResponseTopic),
 )
-OffsetDeleteResponse.OffsetDeleteResponsePartition = OffsetDeleteResponsePartition
-OffsetDeleteResponse.OffsetDeleteResponseTopic = OffsetDeleteResponseTopic

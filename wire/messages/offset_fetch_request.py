@@ -61,6 +61,9 @@ class OffsetFetchRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    OffsetFetchRequestTopic = OffsetFetchRequestTopic
+    OffsetFetchRequestTopics = OffsetFetchRequestTopics
+    OffsetFetchRequestGroup = OffsetFetchRequestGroup
 
     def __init__(self, group_id='', topics=DEFAULT, groups=DEFAULT, require_stable=False, _unknown_tagged=None):
         self.group_id = group_id
@@ -1117,6 +1120,3 @@ OffsetFetchRequest._schema = (
     FieldInfo('groups', '[]OffsetFetchRequestGroup', (8, 32767), None, None, None, OffsetFetchRequestGroup),
     FieldInfo('require_stable', 'bool', (7, 32767), None, None, None, None),
 )
-OffsetFetchRequest.OffsetFetchRequestTopic = OffsetFetchRequestTopic
-OffsetFetchRequest.OffsetFetchRequestTopics = OffsetFetchRequestTopics
-OffsetFetchRequest.OffsetFetchRequestGroup = OffsetFetchRequestGroup

@@ -88,6 +88,11 @@ class OffsetFetchResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    OffsetFetchResponsePartition = OffsetFetchResponsePartition
+    OffsetFetchResponseTopic = OffsetFetchResponseTopic
+    OffsetFetchResponsePartitions = OffsetFetchResponsePartitions
+    OffsetFetchResponseTopics = OffsetFetchResponseTopics
+    OffsetFetchResponseGroup = OffsetFetchResponseGroup
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, error_code=0, groups=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -1068,8 +1073,3 @@ OffsetFetchResponse._schema = (
     FieldInfo('error_code', 'int16', (2, 7), None, None, None, None),
     FieldInfo('groups', '[]OffsetFetchResponseGroup', (8, 32767), None, None, None, OffsetFetchResponseGroup),
 )
-OffsetFetchResponse.OffsetFetchResponsePartition = OffsetFetchResponsePartition
-OffsetFetchResponse.OffsetFetchResponseTopic = OffsetFetchResponseTopic
-OffsetFetchResponse.OffsetFetchResponsePartitions = OffsetFetchResponsePartitions
-OffsetFetchResponse.OffsetFetchResponseTopics = OffsetFetchResponseTopics
-OffsetFetchResponse.OffsetFetchResponseGroup = OffsetFetchResponseGroup

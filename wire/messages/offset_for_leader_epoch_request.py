@@ -48,6 +48,8 @@ class OffsetForLeaderEpochRequest(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    OffsetForLeaderPartition = OffsetForLeaderPartition
+    OffsetForLeaderTopic = OffsetForLeaderTopic
 
     def __init__(self, replica_id=-2, topics=DEFAULT, _unknown_tagged=None):
         self.replica_id = replica_id
@@ -430,5 +432,3 @@ OffsetForLeaderEpochRequest._schema = (
     FieldInfo('replica_id', 'int32', (3, 32767), None, None, None, None),
     FieldInfo('topics', '[]OffsetForLeaderTopic', (0, 32767), None, None, None, OffsetForLeaderTopic),
 )
-OffsetForLeaderEpochRequest.OffsetForLeaderPartition = OffsetForLeaderPartition
-OffsetForLeaderEpochRequest.OffsetForLeaderTopic = OffsetForLeaderTopic

@@ -50,6 +50,8 @@ class OffsetForLeaderEpochResponse(Message):
     REMOVED_VERSIONS = (0, 1)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    EpochEndOffset = EpochEndOffset
+    OffsetForLeaderTopicResult = OffsetForLeaderTopicResult
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -436,5 +438,3 @@ OffsetForLeaderEpochResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (2, 32767), None, None, None, None),
     FieldInfo('topics', '[]OffsetForLeaderTopicResult', (0, 32767), None, None, None, OffsetForLeaderTopicResult),
 )
-OffsetForLeaderEpochResponse.EpochEndOffset = EpochEndOffset
-OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult = OffsetForLeaderTopicResult

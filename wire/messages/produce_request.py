@@ -50,6 +50,8 @@ class ProduceRequest(Message):
     REMOVED_VERSIONS = (0, 2)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    PartitionProduceData = PartitionProduceData
+    TopicProduceData = TopicProduceData
 
     def __init__(self, transactional_id=None, acks=0, timeout_ms=0, topic_data=DEFAULT, _unknown_tagged=None):
         self.transactional_id = transactional_id
@@ -577,5 +579,3 @@ ProduceRequest._schema = (
     FieldInfo('timeout_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topic_data', '[]TopicProduceData', (0, 32767), None, None, None, TopicProduceData),
 )
-ProduceRequest.PartitionProduceData = PartitionProduceData
-ProduceRequest.TopicProduceData = TopicProduceData

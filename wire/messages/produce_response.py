@@ -91,6 +91,11 @@ class ProduceResponse(Message):
     REMOVED_VERSIONS = (0, 2)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    BatchIndexAndErrorMessage = BatchIndexAndErrorMessage
+    LeaderIdAndEpoch = LeaderIdAndEpoch
+    PartitionProduceResponse = PartitionProduceResponse
+    TopicProduceResponse = TopicProduceResponse
+    NodeEndpoint = NodeEndpoint
 
     def __init__(self, responses=DEFAULT, throttle_time_ms=0, node_endpoints=DEFAULT, _unknown_tagged=None):
         self.responses = [] if responses is DEFAULT else responses
@@ -1467,8 +1472,3 @@ ProduceResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (1, 32767), None, None, None, None),
     FieldInfo('node_endpoints', '[]NodeEndpoint', (10, 32767), None, 0, (10, 32767), NodeEndpoint),
 )
-ProduceResponse.BatchIndexAndErrorMessage = BatchIndexAndErrorMessage
-ProduceResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
-ProduceResponse.PartitionProduceResponse = PartitionProduceResponse
-ProduceResponse.TopicProduceResponse = TopicProduceResponse
-ProduceResponse.NodeEndpoint = NodeEndpoint

@@ -63,6 +63,9 @@ class ReadShareGroupStateResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    StateBatch = StateBatch
+    PartitionResult = PartitionResult
+    ReadStateResult = ReadStateResult
 
     def __init__(self, results=DEFAULT, _unknown_tagged=None):
         self.results = [] if results is DEFAULT else results
@@ -314,6 +317,3 @@ ReadStateResult._schema = (
 ReadShareGroupStateResponse._schema = (
     FieldInfo('results', '[]ReadStateResult', (0, 32767), None, None, None, ReadStateResult),
 )
-ReadShareGroupStateResponse.StateBatch = StateBatch
-ReadShareGroupStateResponse.PartitionResult = PartitionResult
-ReadShareGroupStateResponse.ReadStateResult = ReadStateResult

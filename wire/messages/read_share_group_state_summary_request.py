@@ -45,6 +45,8 @@ class ReadShareGroupStateSummaryRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    ReadStateSummaryData = ReadStateSummaryData
 
     def __init__(self, group_id='', topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -224,5 +226,3 @@ ReadShareGroupStateSummaryRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]ReadStateSummaryData', (0, 32767), None, None, None, ReadStateSummaryData),
 )
-ReadShareGroupStateSummaryRequest.PartitionData = PartitionData
-ReadShareGroupStateSummaryRequest.ReadStateSummaryData = ReadStateSummaryData

@@ -52,6 +52,8 @@ class ReadShareGroupStateSummaryResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionResult = PartitionResult
+    ReadStateSummaryResult = ReadStateSummaryResult
 
     def __init__(self, results=DEFAULT, _unknown_tagged=None):
         self.results = [] if results is DEFAULT else results
@@ -405,5 +407,3 @@ ReadStateSummaryResult._schema = (
 ReadShareGroupStateSummaryResponse._schema = (
     FieldInfo('results', '[]ReadStateSummaryResult', (0, 32767), None, None, None, ReadStateSummaryResult),
 )
-ReadShareGroupStateSummaryResponse.PartitionResult = PartitionResult
-ReadShareGroupStateSummaryResponse.ReadStateSummaryResult = ReadStateSummaryResult

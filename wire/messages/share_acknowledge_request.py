@@ -59,6 +59,9 @@ class ShareAcknowledgeRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    AcknowledgementBatch = AcknowledgementBatch
+    AcknowledgePartition = AcknowledgePartition
+    AcknowledgeTopic = AcknowledgeTopic
 
     def __init__(self, group_id=None, member_id='', share_session_epoch=0, is_renew_ack=False, topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -458,6 +461,3 @@ ShareAcknowledgeRequest._schema = (
     FieldInfo('is_renew_ack', 'bool', (2, 32767), None, None, None, None),
     FieldInfo('topics', '[]AcknowledgeTopic', (0, 32767), None, None, None, AcknowledgeTopic),
 )
-ShareAcknowledgeRequest.AcknowledgementBatch = AcknowledgementBatch
-ShareAcknowledgeRequest.AcknowledgePartition = AcknowledgePartition
-ShareAcknowledgeRequest.AcknowledgeTopic = AcknowledgeTopic

@@ -71,6 +71,10 @@ class ShareAcknowledgeResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    LeaderIdAndEpoch = LeaderIdAndEpoch
+    PartitionData = PartitionData
+    ShareAcknowledgeTopicResponse = ShareAcknowledgeTopicResponse
+    NodeEndpoint = NodeEndpoint
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=0, responses=DEFAULT, node_endpoints=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -586,7 +590,3 @@ ShareAcknowledgeResponse._schema = (
     FieldInfo('responses', '[]ShareAcknowledgeTopicResponse', (0, 32767), None, None, None, ShareAcknowledgeTopicResponse),
     FieldInfo('node_endpoints', '[]NodeEndpoint', (0, 32767), None, None, None, NodeEndpoint),
 )
-ShareAcknowledgeResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
-ShareAcknowledgeResponse.PartitionData = PartitionData
-ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse = ShareAcknowledgeTopicResponse
-ShareAcknowledgeResponse.NodeEndpoint = NodeEndpoint

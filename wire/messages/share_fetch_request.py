@@ -72,6 +72,10 @@ class ShareFetchRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    AcknowledgementBatch = AcknowledgementBatch
+    FetchPartition = FetchPartition
+    FetchTopic = FetchTopic
+    ForgottenTopic = ForgottenTopic
 
     def __init__(self, group_id=None, member_id='', share_session_epoch=0, max_wait_ms=0, min_bytes=0, max_bytes=2147483647, max_records=0, batch_size=0, share_acquire_mode=0, is_renew_ack=False, topics=DEFAULT, forgotten_topics_data=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -637,7 +641,3 @@ ShareFetchRequest._schema = (
     FieldInfo('topics', '[]FetchTopic', (0, 32767), None, None, None, FetchTopic),
     FieldInfo('forgotten_topics_data', '[]ForgottenTopic', (0, 32767), None, None, None, ForgottenTopic),
 )
-ShareFetchRequest.AcknowledgementBatch = AcknowledgementBatch
-ShareFetchRequest.FetchPartition = FetchPartition
-ShareFetchRequest.FetchTopic = FetchTopic
-ShareFetchRequest.ForgottenTopic = ForgottenTopic

@@ -88,6 +88,11 @@ class ShareFetchResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    LeaderIdAndEpoch = LeaderIdAndEpoch
+    AcquiredRecords = AcquiredRecords
+    PartitionData = PartitionData
+    ShareFetchableTopicResponse = ShareFetchableTopicResponse
+    NodeEndpoint = NodeEndpoint
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=0, responses=DEFAULT, node_endpoints=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -898,8 +903,3 @@ ShareFetchResponse._schema = (
     FieldInfo('responses', '[]ShareFetchableTopicResponse', (0, 32767), None, None, None, ShareFetchableTopicResponse),
     FieldInfo('node_endpoints', '[]NodeEndpoint', (0, 32767), None, None, None, NodeEndpoint),
 )
-ShareFetchResponse.LeaderIdAndEpoch = LeaderIdAndEpoch
-ShareFetchResponse.AcquiredRecords = AcquiredRecords
-ShareFetchResponse.PartitionData = PartitionData
-ShareFetchResponse.ShareFetchableTopicResponse = ShareFetchableTopicResponse
-ShareFetchResponse.NodeEndpoint = NodeEndpoint

@@ -80,6 +80,10 @@ class ShareGroupDescribeResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitions = TopicPartitions
+    Assignment = Assignment
+    Member = Member
+    DescribedGroup = DescribedGroup
 
     def __init__(self, throttle_time_ms=0, groups=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -607,7 +611,3 @@ ShareGroupDescribeResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('groups', '[]DescribedGroup', (0, 32767), None, None, None, DescribedGroup),
 )
-ShareGroupDescribeResponse.TopicPartitions = TopicPartitions
-ShareGroupDescribeResponse.Assignment = Assignment
-ShareGroupDescribeResponse.Member = Member
-ShareGroupDescribeResponse.DescribedGroup = DescribedGroup

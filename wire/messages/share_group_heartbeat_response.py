@@ -47,6 +47,8 @@ class ShareGroupHeartbeatResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TopicPartitions = TopicPartitions
+    Assignment = Assignment
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -269,5 +271,3 @@ ShareGroupHeartbeatResponse._schema = (
     FieldInfo('heartbeat_interval_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('assignment', 'Assignment', (0, 32767), (0, 32767), None, None, Assignment),
 )
-ShareGroupHeartbeatResponse.TopicPartitions = TopicPartitions
-ShareGroupHeartbeatResponse.Assignment = Assignment

@@ -73,6 +73,10 @@ class StopReplicaRequest(Message):
     REMOVED_VERSIONS = (0, 4)
     LISTENERS = ('zkBroker',)
     LATEST_VERSION_UNSTABLE = False
+    StopReplicaPartitionV0 = StopReplicaPartitionV0
+    StopReplicaTopicV1 = StopReplicaTopicV1
+    StopReplicaPartitionState = StopReplicaPartitionState
+    StopReplicaTopicState = StopReplicaTopicState
 
     def __init__(self, controller_id=0, is_k_raft_controller=False, controller_epoch=0, broker_epoch=-1, delete_partitions=False, ungrouped_partitions=DEFAULT, topics=DEFAULT, topic_states=DEFAULT, _unknown_tagged=None):
         self.controller_id = controller_id
@@ -645,7 +649,3 @@ StopReplicaRequest._schema = (
     FieldInfo('topics', '[]StopReplicaTopicV1', (1, 2), None, None, None, StopReplicaTopicV1),
     FieldInfo('topic_states', '[]StopReplicaTopicState', (3, 32767), None, None, None, StopReplicaTopicState),
 )
-StopReplicaRequest.StopReplicaPartitionV0 = StopReplicaPartitionV0
-StopReplicaRequest.StopReplicaTopicV1 = StopReplicaTopicV1
-StopReplicaRequest.StopReplicaPartitionState = StopReplicaPartitionState
-StopReplicaRequest.StopReplicaTopicState = StopReplicaTopicState

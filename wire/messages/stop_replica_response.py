@@ -37,6 +37,7 @@ class StopReplicaResponse(Message):
     REMOVED_VERSIONS = (0, 4)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    StopReplicaPartitionError = StopReplicaPartitionError
 
     def __init__(self, error_code=0, partition_errors=DEFAULT, _unknown_tagged=None):
         self.error_code = error_code
@@ -214,4 +215,3 @@ StopReplicaResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('partition_errors', '[]StopReplicaPartitionError', (0, 32767), None, None, None, StopReplicaPartitionError),
 )
-StopReplicaResponse.StopReplicaPartitionError = StopReplicaPartitionError

@@ -208,6 +208,20 @@ class StreamsGroupDescribeResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    KeyValue = KeyValue
+    TopicInfo = TopicInfo
+    Subtopology = Subtopology
+    Topology = Topology
+    Endpoint = Endpoint
+    TaskOffset = TaskOffset
+    TaskIds = TaskIds
+    Assignment = Assignment
+    Member = Member
+    TopologyDescriptionNode = TopologyDescriptionNode
+    TopologyDescriptionSubtopology = TopologyDescriptionSubtopology
+    TopologyDescriptionGlobalStore = TopologyDescriptionGlobalStore
+    TopologyDescription = TopologyDescription
+    DescribedGroup = DescribedGroup
 
     def __init__(self, throttle_time_ms=0, groups=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -2269,17 +2283,3 @@ StreamsGroupDescribeResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('groups', '[]DescribedGroup', (0, 32767), None, None, None, DescribedGroup),
 )
-StreamsGroupDescribeResponse.KeyValue = KeyValue
-StreamsGroupDescribeResponse.TopicInfo = TopicInfo
-StreamsGroupDescribeResponse.Subtopology = Subtopology
-StreamsGroupDescribeResponse.Topology = Topology
-StreamsGroupDescribeResponse.Endpoint = Endpoint
-StreamsGroupDescribeResponse.TaskOffset = TaskOffset
-StreamsGroupDescribeResponse.TaskIds = TaskIds
-StreamsGroupDescribeResponse.Assignment = Assignment
-StreamsGroupDescribeResponse.Member = Member
-StreamsGroupDescribeResponse.TopologyDescriptionNode = TopologyDescriptionNode
-StreamsGroupDescribeResponse.TopologyDescriptionSubtopology = TopologyDescriptionSubtopology
-StreamsGroupDescribeResponse.TopologyDescriptionGlobalStore = TopologyDescriptionGlobalStore
-StreamsGroupDescribeResponse.TopologyDescription = TopologyDescription
-StreamsGroupDescribeResponse.DescribedGroup = DescribedGroup

@@ -122,6 +122,14 @@ class StreamsGroupHeartbeatRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    KeyValue = KeyValue
+    TopicInfo = TopicInfo
+    CopartitionGroup = CopartitionGroup
+    Subtopology = Subtopology
+    Topology = Topology
+    TaskIds = TaskIds
+    Endpoint = Endpoint
+    TaskOffset = TaskOffset
 
     def __init__(self, group_id='', member_id='', member_epoch=0, endpoint_information_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, topology=None, active_tasks=None, standby_tasks=None, warmup_tasks=None, process_id=None, user_endpoint=None, client_tags=None, task_offsets=None, task_end_offsets=None, shutdown_application=False, _unknown_tagged=None):
         self.group_id = group_id
@@ -1363,11 +1371,3 @@ StreamsGroupHeartbeatRequest._schema = (
     FieldInfo('task_end_offsets', '[]TaskOffset', (0, 32767), (0, 32767), None, None, TaskOffset),
     FieldInfo('shutdown_application', 'bool', (0, 32767), None, None, None, None),
 )
-StreamsGroupHeartbeatRequest.KeyValue = KeyValue
-StreamsGroupHeartbeatRequest.TopicInfo = TopicInfo
-StreamsGroupHeartbeatRequest.CopartitionGroup = CopartitionGroup
-StreamsGroupHeartbeatRequest.Subtopology = Subtopology
-StreamsGroupHeartbeatRequest.Topology = Topology
-StreamsGroupHeartbeatRequest.TaskIds = TaskIds
-StreamsGroupHeartbeatRequest.Endpoint = Endpoint
-StreamsGroupHeartbeatRequest.TaskOffset = TaskOffset

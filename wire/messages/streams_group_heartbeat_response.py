@@ -82,6 +82,11 @@ class StreamsGroupHeartbeatResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    Status = Status
+    TaskIds = TaskIds
+    Endpoint = Endpoint
+    TopicPartition = TopicPartition
+    EndpointToPartitions = EndpointToPartitions
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message=None, member_id='', member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0, task_offset_interval_ms=0, acceptable_recovery_lag=-1, status=DEFAULT, active_tasks=None, standby_tasks=None, warmup_tasks=None, topology_description_required=False, endpoint_information_epoch=0, partitions_by_user_endpoint=None, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -1159,8 +1164,3 @@ StreamsGroupHeartbeatResponse._schema = (
     FieldInfo('endpoint_information_epoch', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('partitions_by_user_endpoint', '[]EndpointToPartitions', (0, 32767), (0, 32767), None, None, EndpointToPartitions),
 )
-StreamsGroupHeartbeatResponse.Status = Status
-StreamsGroupHeartbeatResponse.TaskIds = TaskIds
-StreamsGroupHeartbeatResponse.Endpoint = Endpoint
-StreamsGroupHeartbeatResponse.TopicPartition = TopicPartition
-StreamsGroupHeartbeatResponse.EndpointToPartitions = EndpointToPartitions

@@ -69,6 +69,10 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    TopologyDescriptionNode = TopologyDescriptionNode
+    TopologyDescriptionSubtopology = TopologyDescriptionSubtopology
+    TopologyDescriptionGlobalStore = TopologyDescriptionGlobalStore
+    TopologyDescription = TopologyDescription
 
     def __init__(self, group_id='', member_id='', topology_epoch=0, topology_description=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -667,7 +671,3 @@ StreamsGroupTopologyDescriptionUpdateRequest._schema = (
     FieldInfo('topology_epoch', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topology_description', 'TopologyDescription', (0, 32767), None, None, None, TopologyDescription),
 )
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionNode = TopologyDescriptionNode
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionSubtopology = TopologyDescriptionSubtopology
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescriptionGlobalStore = TopologyDescriptionGlobalStore
-StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription = TopologyDescription

@@ -36,6 +36,7 @@ class SyncGroupRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    SyncGroupRequestAssignment = SyncGroupRequestAssignment
 
     def __init__(self, group_id='', generation_id=0, member_id='', group_instance_id=None, protocol_type=None, protocol_name=None, assignments=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -640,4 +641,3 @@ SyncGroupRequest._schema = (
     FieldInfo('protocol_name', 'string', (5, 32767), (5, 32767), None, None, None),
     FieldInfo('assignments', '[]SyncGroupRequestAssignment', (0, 32767), None, None, None, SyncGroupRequestAssignment),
 )
-SyncGroupRequest.SyncGroupRequestAssignment = SyncGroupRequestAssignment

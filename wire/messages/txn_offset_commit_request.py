@@ -53,6 +53,8 @@ class TxnOffsetCommitRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    TxnOffsetCommitRequestPartition = TxnOffsetCommitRequestPartition
+    TxnOffsetCommitRequestTopic = TxnOffsetCommitRequestTopic
 
     def __init__(self, transactional_id='', group_id='', producer_id=0, producer_epoch=0, generation_id_or_member_epoch=-1, member_id='', group_instance_id=None, topics=DEFAULT, _unknown_tagged=None):
         self.transactional_id = transactional_id
@@ -861,5 +863,3 @@ TxnOffsetCommitRequest._schema = (
     FieldInfo('group_instance_id', 'string', (3, 32767), (3, 32767), None, None, None),
     FieldInfo('topics', '[]TxnOffsetCommitRequestTopic', (0, 32767), None, None, None, TxnOffsetCommitRequestTopic),
 )
-TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = TxnOffsetCommitRequestPartition
-TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = TxnOffsetCommitRequestTopic

@@ -49,6 +49,8 @@ class TxnOffsetCommitResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    TxnOffsetCommitResponsePartition = TxnOffsetCommitResponsePartition
+    TxnOffsetCommitResponseTopic = TxnOffsetCommitResponseTopic
 
     def __init__(self, throttle_time_ms=0, topics=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -443,5 +445,3 @@ TxnOffsetCommitResponse._schema = (
     FieldInfo('throttle_time_ms', 'int32', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]TxnOffsetCommitResponseTopic', (0, 32767), None, None, None, TxnOffsetCommitResponseTopic),
 )
-TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition = TxnOffsetCommitResponsePartition
-TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic = TxnOffsetCommitResponseTopic

@@ -39,6 +39,7 @@ class UpdateFeaturesRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker', 'controller')
     LATEST_VERSION_UNSTABLE = False
+    FeatureUpdateKey = FeatureUpdateKey
 
     def __init__(self, timeout_ms=60000, feature_updates=DEFAULT, validate_only=False, _unknown_tagged=None):
         self.timeout_ms = timeout_ms
@@ -286,4 +287,3 @@ UpdateFeaturesRequest._schema = (
     FieldInfo('feature_updates', '[]FeatureUpdateKey', (0, 32767), None, None, None, FeatureUpdateKey),
     FieldInfo('validate_only', 'bool', (1, 32767), None, None, None, None),
 )
-UpdateFeaturesRequest.FeatureUpdateKey = FeatureUpdateKey

@@ -36,6 +36,7 @@ class UpdateFeaturesResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    UpdatableFeatureResult = UpdatableFeatureResult
 
     def __init__(self, throttle_time_ms=0, error_code=0, error_message='', results=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -262,4 +263,3 @@ UpdateFeaturesResponse._schema = (
     FieldInfo('error_message', 'string', (0, 32767), (0, 32767), None, None, None),
     FieldInfo('results', '[]UpdatableFeatureResult', (0, 1), None, None, None, UpdatableFeatureResult),
 )
-UpdateFeaturesResponse.UpdatableFeatureResult = UpdatableFeatureResult

@@ -89,6 +89,10 @@ class UpdateMetadataRequest(Message):
     REMOVED_VERSIONS = (0, 8)
     LISTENERS = ('zkBroker',)
     LATEST_VERSION_UNSTABLE = False
+    UpdateMetadataPartitionState = UpdateMetadataPartitionState
+    UpdateMetadataTopicState = UpdateMetadataTopicState
+    UpdateMetadataEndpoint = UpdateMetadataEndpoint
+    UpdateMetadataBroker = UpdateMetadataBroker
 
     def __init__(self, controller_id=0, is_k_raft_controller=False, type_=0, controller_epoch=0, broker_epoch=-1, ungrouped_partition_states=DEFAULT, topic_states=DEFAULT, live_brokers=DEFAULT, _unknown_tagged=None):
         self.controller_id = controller_id
@@ -1859,7 +1863,3 @@ UpdateMetadataRequest._schema = (
     FieldInfo('topic_states', '[]UpdateMetadataTopicState', (5, 32767), None, None, None, UpdateMetadataTopicState),
     FieldInfo('live_brokers', '[]UpdateMetadataBroker', (0, 32767), None, None, None, UpdateMetadataBroker),
 )
-UpdateMetadataRequest.UpdateMetadataPartitionState = UpdateMetadataPartitionState
-UpdateMetadataRequest.UpdateMetadataTopicState = UpdateMetadataTopicState
-UpdateMetadataRequest.UpdateMetadataEndpoint = UpdateMetadataEndpoint
-UpdateMetadataRequest.UpdateMetadataBroker = UpdateMetadataBroker

@@ -47,6 +47,8 @@ class UpdateRaftVoterRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    Listener = Listener
+    KRaftVersionFeature = KRaftVersionFeature
 
     def __init__(self, cluster_id='', current_leader_epoch=0, voter_id=0, voter_directory_id=ZERO_UUID, listeners=DEFAULT, k_raft_version_feature=DEFAULT, _unknown_tagged=None):
         self.cluster_id = cluster_id
@@ -263,5 +265,3 @@ UpdateRaftVoterRequest._schema = (
     FieldInfo('listeners', '[]Listener', (0, 32767), None, None, None, Listener),
     FieldInfo('k_raft_version_feature', 'KRaftVersionFeature', (0, 32767), None, None, None, KRaftVersionFeature),
 )
-UpdateRaftVoterRequest.Listener = Listener
-UpdateRaftVoterRequest.KRaftVersionFeature = KRaftVersionFeature

@@ -38,6 +38,7 @@ class UpdateRaftVoterResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    CurrentLeader = CurrentLeader
 
     def __init__(self, throttle_time_ms=0, error_code=0, current_leader=DEFAULT, _unknown_tagged=None):
         self.throttle_time_ms = throttle_time_ms
@@ -165,4 +166,3 @@ UpdateRaftVoterResponse._schema = (
     FieldInfo('error_code', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('current_leader', 'CurrentLeader', (0, 32767), None, 0, (0, 32767), CurrentLeader),
 )
-UpdateRaftVoterResponse.CurrentLeader = CurrentLeader

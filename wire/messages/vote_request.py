@@ -53,6 +53,8 @@ class VoteRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('controller',)
     LATEST_VERSION_UNSTABLE = False
+    PartitionData = PartitionData
+    TopicData = TopicData
 
     def __init__(self, cluster_id=None, voter_id=-1, topics=DEFAULT, _unknown_tagged=None):
         self.cluster_id = cluster_id
@@ -640,5 +642,3 @@ VoteRequest._schema = (
     FieldInfo('voter_id', 'int32', (1, 32767), None, None, None, None),
     FieldInfo('topics', '[]TopicData', (0, 32767), None, None, None, TopicData),
 )
-VoteRequest.PartitionData = PartitionData
-VoteRequest.TopicData = TopicData

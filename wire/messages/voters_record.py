@@ -60,6 +60,9 @@ class VotersRecord(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    Endpoint = Endpoint
+    KRaftVersionFeature = KRaftVersionFeature
+    Voter = Voter
 
     def __init__(self, version=0, voters=DEFAULT, _unknown_tagged=None):
         self.version = version
@@ -306,6 +309,3 @@ VotersRecord._schema = (
     FieldInfo('version', 'int16', (0, 32767), None, None, None, None),
     FieldInfo('voters', '[]Voter', (0, 32767), None, None, None, Voter),
 )
-VotersRecord.Endpoint = Endpoint
-VotersRecord.KRaftVersionFeature = KRaftVersionFeature
-VotersRecord.Voter = Voter

@@ -63,6 +63,9 @@ class WriteShareGroupStateRequest(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    StateBatch = StateBatch
+    PartitionData = PartitionData
+    WriteStateData = WriteStateData
 
     def __init__(self, group_id='', topics=DEFAULT, _unknown_tagged=None):
         self.group_id = group_id
@@ -515,6 +518,3 @@ WriteShareGroupStateRequest._schema = (
     FieldInfo('group_id', 'string', (0, 32767), None, None, None, None),
     FieldInfo('topics', '[]WriteStateData', (0, 32767), None, None, None, WriteStateData),
 )
-WriteShareGroupStateRequest.StateBatch = StateBatch
-WriteShareGroupStateRequest.PartitionData = PartitionData
-WriteShareGroupStateRequest.WriteStateData = WriteStateData

@@ -46,6 +46,8 @@ class WriteShareGroupStateResponse(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    PartitionResult = PartitionResult
+    WriteStateResult = WriteStateResult
 
     def __init__(self, results=DEFAULT, _unknown_tagged=None):
         self.results = [] if results is DEFAULT else results
@@ -225,5 +227,3 @@ WriteStateResult._schema = (
 WriteShareGroupStateResponse._schema = (
     FieldInfo('results', '[]WriteStateResult', (0, 32767), None, None, None, WriteStateResult),
 )
-WriteShareGroupStateResponse.PartitionResult = PartitionResult
-WriteShareGroupStateResponse.WriteStateResult = WriteStateResult

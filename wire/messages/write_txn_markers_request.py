@@ -53,6 +53,8 @@ class WriteTxnMarkersRequest(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ('broker',)
     LATEST_VERSION_UNSTABLE = False
+    WritableTxnMarkerTopic = WritableTxnMarkerTopic
+    WritableTxnMarker = WritableTxnMarker
 
     def __init__(self, markers=DEFAULT, _unknown_tagged=None):
         self.markers = [] if markers is DEFAULT else markers
@@ -510,5 +512,3 @@ WritableTxnMarker._schema = (
 WriteTxnMarkersRequest._schema = (
     FieldInfo('markers', '[]WritableTxnMarker', (0, 32767), None, None, None, WritableTxnMarker),
 )
-WriteTxnMarkersRequest.WritableTxnMarkerTopic = WritableTxnMarkerTopic
-WriteTxnMarkersRequest.WritableTxnMarker = WritableTxnMarker

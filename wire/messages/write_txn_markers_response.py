@@ -58,6 +58,9 @@ class WriteTxnMarkersResponse(Message):
     REMOVED_VERSIONS = (0, 0)
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    WritableTxnMarkerPartitionResult = WritableTxnMarkerPartitionResult
+    WritableTxnMarkerTopicResult = WritableTxnMarkerTopicResult
+    WritableTxnMarkerResult = WritableTxnMarkerResult
 
     def __init__(self, markers=DEFAULT, _unknown_tagged=None):
         self.markers = [] if markers is DEFAULT else markers
@@ -400,6 +403,3 @@ WritableTxnMarkerResult._schema = (
 WriteTxnMarkersResponse._schema = (
     FieldInfo('markers', '[]WritableTxnMarkerResult', (0, 32767), None, None, None, WritableTxnMarkerResult),
 )
-WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult = WritableTxnMarkerPartitionResult
-WriteTxnMarkersResponse.WritableTxnMarkerTopicResult = WritableTxnMarkerTopicResult
-WriteTxnMarkersResponse.WritableTxnMarkerResult = WritableTxnMarkerResult

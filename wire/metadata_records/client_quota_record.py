@@ -34,6 +34,7 @@ class ClientQuotaRecord(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    EntityData = EntityData
 
     def __init__(self, entity=DEFAULT, key='', value=0.0, remove=False, _unknown_tagged=None):
         self.entity = [] if entity is DEFAULT else entity
@@ -200,4 +201,3 @@ ClientQuotaRecord._schema = (
     FieldInfo('value', 'float64', (0, 32767), None, None, None, None),
     FieldInfo('remove', 'bool', (0, 32767), None, None, None, None),
 )
-ClientQuotaRecord.EntityData = EntityData

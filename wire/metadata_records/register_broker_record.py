@@ -52,6 +52,8 @@ class RegisterBrokerRecord(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    BrokerEndpoint = BrokerEndpoint
+    BrokerFeature = BrokerFeature
 
     def __init__(self, broker_id=0, is_migrating_zk_broker=False, incarnation_id=ZERO_UUID, broker_epoch=0, end_points=DEFAULT, features=DEFAULT, rack='', fenced=True, in_controlled_shutdown=False, log_dirs=DEFAULT, cordoned_log_dirs=None, _unknown_tagged=None):
         self.broker_id = broker_id
@@ -1157,5 +1159,3 @@ RegisterBrokerRecord._schema = (
     FieldInfo('log_dirs', '[]uuid', (3, 32767), None, 0, (3, 32767), None),
     FieldInfo('cordoned_log_dirs', '[]uuid', (4, 32767), (4, 32767), 1, (4, 32767), None),
 )
-RegisterBrokerRecord.BrokerEndpoint = BrokerEndpoint
-RegisterBrokerRecord.BrokerFeature = BrokerFeature

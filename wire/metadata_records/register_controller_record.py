@@ -49,6 +49,8 @@ class RegisterControllerRecord(Message):
     REMOVED_VERSIONS = None
     LISTENERS = ()
     LATEST_VERSION_UNSTABLE = False
+    ControllerEndpoint = ControllerEndpoint
+    ControllerFeature = ControllerFeature
 
     def __init__(self, controller_id=0, incarnation_id=ZERO_UUID, zk_migration_ready=False, end_points=DEFAULT, features=DEFAULT, _unknown_tagged=None):
         self.controller_id = controller_id
@@ -282,5 +284,3 @@ RegisterControllerRecord._schema = (
     FieldInfo('end_points', '[]ControllerEndpoint', (0, 32767), None, None, None, ControllerEndpoint),
     FieldInfo('features', '[]ControllerFeature', (0, 32767), None, None, None, ControllerFeature),
 )
-RegisterControllerRecord.ControllerEndpoint = ControllerEndpoint
-RegisterControllerRecord.ControllerFeature = ControllerFeature
