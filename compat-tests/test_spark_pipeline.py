@@ -52,7 +52,7 @@ def test_the_pipeline_command_prints_no_client_chatter(tmp_path):
     and on stderr its own two lines only: no librdkafka line (`%6|...|GETSUBSCRIPTIONS|...`), no
     Spark WARN line nor the JVM's start-up notice, which come back with -v (not run here: a second
     Spark session would cost another 30 s; tests/pipelines checks -v for librdkafka)."""
-    proc = subprocess.run([sys.executable, "-m", "samsa.server.main", "pipeline", "clicks", "--events", "60",
+    proc = subprocess.run([sys.executable, "-m", "samsa", "pipeline", "clicks", "--events", "60",
                            "--rate", "200", "--work-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=QUERY_TIMEOUT + 60)
     assert proc.returncode == 0, proc.stderr
