@@ -18,6 +18,7 @@ import trio
 from ..client.connection import BrokerConnection
 from ..client.errors import AuthenticationFailed, BrokerUnreachable, error_line
 from ..client.sasl import authenticate
+from ..wire.codec import Message
 from ..wire.errors import ErrorCode
 from ..wire.messages.metadata_request import MetadataRequestTopic
 from ..wire.protocol import message_class
@@ -118,15 +119,16 @@ class KafkaClient:
             self._connections.pop(node_id, None)
             raise CommandError(f"lost the broker: {e}", BAD_USAGE) from e
 
-    async def api_version(self, request_type: type, node_id: int | None = None) -> int:
+    async def api_version(self, request_type: type[Message], node_id: int | None = None) -> int:
         """The version `send` uses for this request type with that broker (for requests whose
         fields differ by version)."""
         _, versions = await self._connection(node_id)
-        if request_type.API_KEY not in versions:
+        api_key = request_type.API_KEY
+        if api_key is None or api_key not in versions:
             raise CommandError(f"the broker does not support {request_type.__name__}")
-        return min(versions[request_type.API_KEY], request_type.VALID_VERSIONS[1])
+        return min(versions[api_key], request_type.VALID_VERSIONS[1])
 
-    async def supports(self, request_type: type, node_id: int | None = None) -> bool:
+    async def supports(self, request_type: type[Message], node_id: int | None = None) -> bool:
         """Whether that broker's ApiVersions lists this request's API."""
         _, versions = await self._connection(node_id)
         return request_type.API_KEY in versions

@@ -33,26 +33,23 @@ HELP = "consume records to stdout, one a line (text or JSON)"
 
 
 class StartAt:
-    """--from: EARLIEST or LATEST, an offset (`relative`: that many before the end), or a timestamp."""
+    """--from: an offset (negative: that many before the end), else ListOffsets' timestamp (EARLIEST,
+    LATEST or a time)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.offset: int | None = None
-        self.timestamp: int | None = None
-        self.relative = False
-        if text == "beginning":
-            self.timestamp = EARLIEST
-        elif text == "end":
+        self.timestamp = EARLIEST
+        if text == "end":
             self.timestamp = LATEST
         elif text.startswith("@"):
             self.timestamp = parse_timestamp(text[1:])
-        else:
+        elif text != "beginning":
             try:
                 self.offset = int(text)
             except ValueError:
                 raise argparse.ArgumentTypeError(
                     f"expected beginning, end, an offset, -N (N before the end) or @TIMESTAMP, got {text!r}") from None
-            self.relative = self.offset < 0
 
 
 def parse_timestamp(text: str) -> int:
@@ -209,13 +206,13 @@ def record_writer(args: argparse.Namespace) -> Callable[[OutputRecord], bytes]:
 
 async def start_positions(client: KafkaClient, info: TopicInfo, partitions: list[int], start: StartAt,
                           isolation: int) -> dict[int, int]:
-    if start.offset is not None and not start.relative:
+    if start.offset is None:
+        return await list_offsets(client, info, dict.fromkeys(partitions, start.timestamp), isolation)
+    if start.offset >= 0:
         return dict.fromkeys(partitions, start.offset)
-    if start.relative:
-        ends = await list_offsets(client, info, dict.fromkeys(partitions, LATEST), isolation)
-        starts = await list_offsets(client, info, dict.fromkeys(partitions, EARLIEST), isolation)
-        return {p: max(starts[p], ends[p] + start.offset) for p in partitions}
-    return await list_offsets(client, info, dict.fromkeys(partitions, start.timestamp), isolation)
+    ends = await list_offsets(client, info, dict.fromkeys(partitions, LATEST), isolation)
+    starts = await list_offsets(client, info, dict.fromkeys(partitions, EARLIEST), isolation)
+    return {p: max(starts[p], ends[p] + start.offset) for p in partitions}
 
 
 async def consume(settings: ConsumeSettings, out: BinaryIO) -> int:

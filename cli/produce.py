@@ -6,10 +6,11 @@ batches and a terminal line by line."""
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections import defaultdict
-from collections.abc import Callable
-from typing import BinaryIO, NamedTuple
+from collections.abc import AsyncIterator, Callable
+from typing import NamedTuple
 
 import trio
 
@@ -133,10 +134,13 @@ def line_parser(args: argparse.Namespace) -> Callable[[bytes, int], InputRecord 
 
 
 def run(args: argparse.Namespace) -> int:
-    return trio.run(produce, ProduceSettings.of(args), sys.stdin.buffer)
+    stdin = sys.stdin.buffer
+    # Typed BinaryIO, which has no read1: it is a BufferedReader (a BytesIO under test), which has.
+    assert isinstance(stdin, io.BufferedIOBase)
+    return trio.run(produce, ProduceSettings.of(args), stdin)
 
 
-async def produce(settings: ProduceSettings, stdin: BinaryIO) -> int:
+async def produce(settings: ProduceSettings, stdin: io.BufferedIOBase) -> int:
     s = settings
     line_number = 0
     async with open_console_client(s.bootstrap, s.client_props, "samsa-cli") as client:
@@ -172,7 +176,7 @@ async def send(producer: Producer, records: list[InputRecord], sync: bool) -> No
         await producer.send(by_partition)
 
 
-async def read_lines(stdin: BinaryIO):
+async def read_lines(stdin: io.BufferedIOBase) -> AsyncIterator[list[bytes]]:
     """Lists of complete lines (without their terminators: \n, \r\n or \r) as stdin delivers them;
     a last line without a terminator comes at the end."""
     pending = b""
