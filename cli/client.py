@@ -9,7 +9,7 @@ A command adds `add_connection_arguments(parser)` and opens `async with open_cli
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -57,16 +57,14 @@ def action_parsers(parser: argparse.ArgumentParser) -> Iterator[Any]:
         add_connection_arguments(action, subcommand=True)
 
 
-def open_client(args: argparse.Namespace, client_id: str = "samsa-cli") -> KafkaClient:
-    """A KafkaClient for the parsed -b and --command-config (CommandError, exit 2, for a bad file);
-    the file's client.id and request.timeout.ms, when set, override `client_id` and 30 s."""
-    config = ClientConfig.load(args.command_config)
-    try:
-        timeout_ms = int(config.props.get("request.timeout.ms", 30_000))
-    except ValueError:
-        raise CommandError(f"invalid client config in {args.command_config}: request.timeout.ms "
-                           f"{config.props['request.timeout.ms']!r} is not a number", BAD_USAGE) from None
-    return KafkaClient(args.bootstrap_server, config, config.props.get("client.id", client_id), timeout_ms)
+def open_client(args: argparse.Namespace, client_id: str = "samsa-cli",
+                properties: Mapping[str, str] | None = None) -> KafkaClient:
+    """A KafkaClient for the parsed -b and --command-config, `properties` over the file's (the
+    console tools' --consumer-property, --producer-property); CommandError, exit 2, for a bad
+    config. client.id and request.timeout.ms, when set, override `client_id` and 30 s."""
+    config = ClientConfig.load(args.command_config, properties)
+    return KafkaClient(args.bootstrap_server, config, config.props.get("client.id", client_id),
+                       config.request_timeout_ms)
 
 
 def check_error(error_code: int, error_message: str | None = None, subject: str | None = None) -> None:
