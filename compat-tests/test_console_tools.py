@@ -67,7 +67,7 @@ def log4j2(tmp_path_factory) -> Path:
 
 
 def samsa(bootstrap: str, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "samsa.server.main", *argv, "--bootstrap-server", bootstrap],
+    return subprocess.run([sys.executable, "-m", "samsa", *argv, "--bootstrap-server", bootstrap],
                           input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S)
 
 
