@@ -76,8 +76,8 @@ class Stats:
     def summary(self, seconds: float) -> Summary:
         seconds = max(seconds, 1e-9)
         records, size = self.records, self.bytes
-        return Summary(records, size, seconds, records / seconds, size / MB / seconds,
-                       *(percentile(self.samples, q) * 1000 for q in (0.50, 0.95, 0.99)),
+        p50, p95, p99 = (percentile(self.samples, q) * 1000 for q in (0.50, 0.95, 0.99))
+        return Summary(records, size, seconds, records / seconds, size / MB / seconds, p50, p95, p99,
                        max((s.latency for s in self.samples), default=0.0) * 1000)
 
     def buckets(self, seconds: float, count: int = 50) -> list[Bucket]:

@@ -9,7 +9,7 @@ A command adds `add_connection_arguments(parser)` and opens `async with open_cli
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,6 +18,7 @@ import trio
 from ..client.connection import BrokerConnection
 from ..client.errors import AuthenticationFailed, BrokerUnreachable, error_line
 from ..client.sasl import authenticate
+from ..wire.codec import Message
 from ..wire.errors import ErrorCode
 from ..wire.messages.metadata_request import MetadataRequestTopic
 from ..wire.protocol import message_class
@@ -56,16 +57,14 @@ def action_parsers(parser: argparse.ArgumentParser) -> Iterator[Any]:
         add_connection_arguments(action, subcommand=True)
 
 
-def open_client(args: argparse.Namespace, client_id: str = "samsa-cli") -> KafkaClient:
-    """A KafkaClient for the parsed -b and --command-config (CommandError, exit 2, for a bad file);
-    the file's client.id and request.timeout.ms, when set, override `client_id` and 30 s."""
-    config = ClientConfig.load(args.command_config)
-    try:
-        timeout_ms = int(config.props.get("request.timeout.ms", 30_000))
-    except ValueError:
-        raise CommandError(f"invalid client config in {args.command_config}: request.timeout.ms "
-                           f"{config.props['request.timeout.ms']!r} is not a number", BAD_USAGE) from None
-    return KafkaClient(args.bootstrap_server, config, config.props.get("client.id", client_id), timeout_ms)
+def open_client(args: argparse.Namespace, client_id: str = "samsa-cli",
+                properties: Mapping[str, str] | None = None) -> KafkaClient:
+    """A KafkaClient for the parsed -b and --command-config, `properties` over the file's (the
+    console tools' --consumer-property, --producer-property); CommandError, exit 2, for a bad
+    config. client.id and request.timeout.ms, when set, override `client_id` and 30 s."""
+    config = ClientConfig.load(args.command_config, properties)
+    return KafkaClient(args.bootstrap_server, config, config.props.get("client.id", client_id),
+                       config.request_timeout_ms)
 
 
 def check_error(error_code: int, error_message: str | None = None, subject: str | None = None) -> None:
@@ -118,15 +117,16 @@ class KafkaClient:
             self._connections.pop(node_id, None)
             raise CommandError(f"lost the broker: {e}", BAD_USAGE) from e
 
-    async def api_version(self, request_type: type, node_id: int | None = None) -> int:
+    async def api_version(self, request_type: type[Message], node_id: int | None = None) -> int:
         """The version `send` uses for this request type with that broker (for requests whose
         fields differ by version)."""
         _, versions = await self._connection(node_id)
-        if request_type.API_KEY not in versions:
+        api_key = request_type.API_KEY
+        if api_key is None or api_key not in versions:
             raise CommandError(f"the broker does not support {request_type.__name__}")
-        return min(versions[request_type.API_KEY], request_type.VALID_VERSIONS[1])
+        return min(versions[api_key], request_type.VALID_VERSIONS[1])
 
-    async def supports(self, request_type: type, node_id: int | None = None) -> bool:
+    async def supports(self, request_type: type[Message], node_id: int | None = None) -> bool:
         """Whether that broker's ApiVersions lists this request's API."""
         _, versions = await self._connection(node_id)
         return request_type.API_KEY in versions

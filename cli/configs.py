@@ -80,9 +80,10 @@ def java_string(value: str | None) -> str:
 def source_name(source: int) -> str:
     """A config source as Kafka's ConfigEntry.ConfigSource names it."""
     try:
-        return SOURCE_NAMES.get(source) or ConfigSource(source).name
+        known = ConfigSource(source)
     except ValueError:
         return "UNKNOWN"
+    return SOURCE_NAMES.get(known, known.name)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,9 +20,9 @@ from typing import BinaryIO, NamedTuple
 import trio
 
 from . import BAD_USAGE, BROKER_REFUSED, CommandError
-from .client import KafkaClient, add_connection_arguments
-from .console_options import (add_topic_arguments, client_properties, kafka_property, load_properties,
-                              open_console_client, topic_of)
+from .client import KafkaClient, add_connection_arguments, open_client
+from .client_config import ClientConfig, load_properties
+from .console_options import add_topic_arguments, kafka_property, topic_of
 from .fetching import EARLIEST, ISOLATION_LEVELS, LATEST, Fetcher, list_offsets
 from .group_offsets import commit_offsets, committed_offsets
 from .message_formatter import FormatError, MessageFormatter
@@ -33,26 +33,23 @@ HELP = "consume records to stdout, one a line (text or JSON)"
 
 
 class StartAt:
-    """--from: EARLIEST or LATEST, an offset (`relative`: that many before the end), or a timestamp."""
+    """--from: an offset (negative: that many before the end), else ListOffsets' timestamp (EARLIEST,
+    LATEST or a time)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.offset: int | None = None
-        self.timestamp: int | None = None
-        self.relative = False
-        if text == "beginning":
-            self.timestamp = EARLIEST
-        elif text == "end":
+        self.timestamp = EARLIEST
+        if text == "end":
             self.timestamp = LATEST
         elif text.startswith("@"):
             self.timestamp = parse_timestamp(text[1:])
-        else:
+        elif text != "beginning":
             try:
                 self.offset = int(text)
             except ValueError:
                 raise argparse.ArgumentTypeError(
                     f"expected beginning, end, an offset, -N (N before the end) or @TIMESTAMP, got {text!r}") from None
-            self.relative = self.offset < 0
 
 
 def parse_timestamp(text: str) -> int:
@@ -128,9 +125,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.count is not None and args.count < 0:
         raise CommandError("-c: the count cannot be negative", BAD_USAGE)
-    settings = ConsumeSettings.of(args)
+    client = open_client(args, properties=dict(args.consumer_properties))
+    settings = ConsumeSettings.of(args, client.config)
     try:
-        return trio.run(consume, settings, sys.stdout.buffer)
+        return trio.run(consume, client, settings, sys.stdout.buffer)
     except BrokenPipeError:  # the reader went away (`samsa consume ... | head`): done, quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit fails too
         return 0
@@ -140,8 +138,6 @@ class ConsumeSettings(NamedTuple):
     """What the command line says once Samsa's and Kafka's spellings are merged."""
 
     topic: str
-    bootstrap: str
-    client_props: dict[str, str]
     group: str | None
     commit: bool
     start: StartAt | None  # None: auto.offset.reset=none (a partition without a committed offset is an error)
@@ -154,8 +150,9 @@ class ConsumeSettings(NamedTuple):
     skip_on_error: bool
 
     @classmethod
-    def of(cls, args: argparse.Namespace) -> ConsumeSettings:
-        props = client_properties(args.command_config, args.consumer_properties)
+    def of(cls, args: argparse.Namespace, config: ClientConfig) -> ConsumeSettings:
+        """`config`: the client's, from --consumer.config and --consumer-property."""
+        props = config.props
         groups = list(dict.fromkeys(g for g in (args.group, props.get("group.id")) if g is not None))
         if len(groups) > 1:
             raise CommandError("The group ids provided in different places (directly using '--group', via "
@@ -182,7 +179,7 @@ class ConsumeSettings(NamedTuple):
         isolation = args.isolation or props.get("isolation.level", "read_uncommitted")
         if isolation not in ISOLATION_LEVELS:
             raise CommandError(f"Invalid value {isolation} for configuration isolation.level", BAD_USAGE)
-        return cls(topic_of(args), args.bootstrap_server, props, groups[0] if groups else None,
+        return cls(topic_of(args), groups[0] if groups else None,
                    props.get("enable.auto.commit", "true").strip().lower() == "true", start, args.partition,
                    args.count, timeout, args.exit_at_end, record_writer(args), ISOLATION_LEVELS[isolation],
                    args.skip_message_on_error)
@@ -209,18 +206,18 @@ def record_writer(args: argparse.Namespace) -> Callable[[OutputRecord], bytes]:
 
 async def start_positions(client: KafkaClient, info: TopicInfo, partitions: list[int], start: StartAt,
                           isolation: int) -> dict[int, int]:
-    if start.offset is not None and not start.relative:
+    if start.offset is None:
+        return await list_offsets(client, info, dict.fromkeys(partitions, start.timestamp), isolation)
+    if start.offset >= 0:
         return dict.fromkeys(partitions, start.offset)
-    if start.relative:
-        ends = await list_offsets(client, info, dict.fromkeys(partitions, LATEST), isolation)
-        starts = await list_offsets(client, info, dict.fromkeys(partitions, EARLIEST), isolation)
-        return {p: max(starts[p], ends[p] + start.offset) for p in partitions}
-    return await list_offsets(client, info, dict.fromkeys(partitions, start.timestamp), isolation)
+    ends = await list_offsets(client, info, dict.fromkeys(partitions, LATEST), isolation)
+    starts = await list_offsets(client, info, dict.fromkeys(partitions, EARLIEST), isolation)
+    return {p: max(starts[p], ends[p] + start.offset) for p in partitions}
 
 
-async def consume(settings: ConsumeSettings, out: BinaryIO) -> int:
+async def consume(client: KafkaClient, settings: ConsumeSettings, out: BinaryIO) -> int:
     s = settings
-    async with open_console_client(s.bootstrap, s.client_props, "samsa-cli") as client:
+    async with client:
         info = await describe_topic(client, s.topic)
         partitions = info.partitions
         if s.partition is not None:

@@ -11,11 +11,10 @@ of its own here.
 from __future__ import annotations
 
 import base64
-import math
 import re
-from decimal import Decimal
 from typing import Any
 
+from ..server.config.kafka_config import java_double
 from ..storage.checkpoints import kafka_uuid_string
 
 _CAMEL_BOUNDARY = re.compile(r"_([a-z0-9])")
@@ -88,27 +87,3 @@ def to_json(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ",".join(f"{json_string(k)}:{to_json(v)}" for k, v in value.items()) + "}"
     return "[" + ",".join(to_json(v) for v in value) + "]"
-
-
-def java_double(value: float) -> str:
-    """Double.toString: the shortest digits that read back, plain between 1e-3 and 1e7 (always with
-    a fraction, '1.0'), scientific with 'E' outside ('1.0E20', '1.5E-5')."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1, value) < 0 else "0.0"
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    point = len(text) + exponent  # digits before the decimal point
-    if 1e-3 <= abs(value) < 1e7:
-        if point <= 0:
-            plain = "0." + "0" * -point + text
-        elif point >= len(text):
-            plain = text + "0" * (point - len(text)) + ".0"
-        else:
-            plain = text[:point] + "." + text[point:]
-    else:
-        plain = text[0] + "." + (text[1:] or "0") + f"E{point - 1}"
-    return ("-" if sign else "") + plain

@@ -6,18 +6,19 @@ batches and a terminal line by line."""
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections import defaultdict
-from collections.abc import Callable
-from typing import BinaryIO, NamedTuple
+from collections.abc import AsyncIterator, Callable
+from typing import NamedTuple
 
 import trio
 
 from ..wire.compression import CompressionType
 from . import BAD_USAGE, CommandError
-from .client import add_connection_arguments
-from .console_options import (add_topic_arguments, client_properties, kafka_property, load_properties,
-                              open_console_client, topic_of)
+from .client import KafkaClient, add_connection_arguments, open_client
+from .client_config import ClientConfig, load_properties
+from .console_options import add_topic_arguments, kafka_property, topic_of
 from .line_reader import LineMessageReader, LineParseError, split_lines
 from .options import key_value
 from .producing import ACKS, COMPRESSIONS, Producer
@@ -76,8 +77,6 @@ class ProduceSettings(NamedTuple):
     """What the command line says once Samsa's and Kafka's spellings are merged."""
 
     topic: str
-    bootstrap: str
-    client_props: dict[str, str]
     acks: int
     compression: int
     timeout_ms: int
@@ -86,8 +85,9 @@ class ProduceSettings(NamedTuple):
     parse: Callable[[bytes, int], InputRecord | None]
 
     @classmethod
-    def of(cls, args: argparse.Namespace) -> ProduceSettings:
-        props = client_properties(args.command_config, args.producer_properties)
+    def of(cls, args: argparse.Namespace, config: ClientConfig) -> ProduceSettings:
+        """`config`: the client's, from --producer.config and --producer-property."""
+        props = config.props
         acks = args.acks or props.get("acks", "all").strip()
         if acks not in ACKS:
             raise CommandError(f"Invalid value {acks} for configuration acks: String must be one of: all, -1, 0, 1",
@@ -96,16 +96,11 @@ class ProduceSettings(NamedTuple):
         if compression not in COMPRESSIONS:
             raise CommandError(f"Invalid value {compression} for configuration compression.type: String must be one "
                                f"of: {', '.join(COMPRESSIONS)}", BAD_USAGE)
-        timeout = args.request_timeout_ms if args.request_timeout_ms is not None else props.get(
-            "request.timeout.ms", "30000")
-        try:
-            timeout_ms = int(timeout)
-        except ValueError:
-            raise CommandError(f"request.timeout.ms {timeout!r} is not a number", BAD_USAGE) from None
+        timeout_ms = args.request_timeout_ms if args.request_timeout_ms is not None else config.request_timeout_ms
         if timeout_ms <= 0:
             raise CommandError("--request-timeout-ms must be positive", BAD_USAGE)
-        return cls(topic_of(args), args.bootstrap_server, props, ACKS[acks], CompressionType.for_name(compression),
-                   timeout_ms, args.sync, args.partition, line_parser(args))
+        return cls(topic_of(args), ACKS[acks], CompressionType.for_name(compression), timeout_ms, args.sync,
+                   args.partition, line_parser(args))
 
 
 def line_parser(args: argparse.Namespace) -> Callable[[bytes, int], InputRecord | None]:
@@ -133,13 +128,18 @@ def line_parser(args: argparse.Namespace) -> Callable[[bytes, int], InputRecord 
 
 
 def run(args: argparse.Namespace) -> int:
-    return trio.run(produce, ProduceSettings.of(args), sys.stdin.buffer)
+    client = open_client(args, properties=dict(args.producer_properties))
+    settings = ProduceSettings.of(args, client.config)
+    stdin = sys.stdin.buffer
+    # Typed BinaryIO, which has no read1: it is a BufferedReader (a BytesIO under test), which has.
+    assert isinstance(stdin, io.BufferedIOBase)
+    return trio.run(produce, client, settings, stdin)
 
 
-async def produce(settings: ProduceSettings, stdin: BinaryIO) -> int:
+async def produce(client: KafkaClient, settings: ProduceSettings, stdin: io.BufferedIOBase) -> int:
     s = settings
     line_number = 0
-    async with open_console_client(s.bootstrap, s.client_props, "samsa-cli") as client:
+    async with client:
         producer = Producer(client, await describe_topic(client, s.topic), s.acks, s.compression, s.timeout_ms)
         async for lines in read_lines(stdin):
             records: list[InputRecord] = []
@@ -172,7 +172,7 @@ async def send(producer: Producer, records: list[InputRecord], sync: bool) -> No
         await producer.send(by_partition)
 
 
-async def read_lines(stdin: BinaryIO):
+async def read_lines(stdin: io.BufferedIOBase) -> AsyncIterator[list[bytes]]:
     """Lists of complete lines (without their terminators: \n, \r\n or \r) as stdin delivers them;
     a last line without a terminator comes at the end."""
     pending = b""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import trio
 
@@ -67,7 +67,7 @@ class Producer:
             return partition_for_key(record.key, len(self.info.leaders))
         return next(self._round_robin)
 
-    async def send(self, records: dict[int, Sequence[InputRecord]]) -> dict[int, int]:
+    async def send(self, records: Mapping[int, Sequence[InputRecord]]) -> dict[int, int]:
         """Each partition's records as one batch; the base offset each got (-1 with acks=0)."""
         batches = {p: build_partition_batch(rs, self.compression) for p, rs in records.items() if rs}
         return await self.send_batches(batches)

@@ -7,9 +7,10 @@ gives (key, payload), either None when there is nothing to print.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Protocol
 
 from ..coordinator.transaction_metadata import TransactionState
+from ..wire.codec import Message
 from ..wire.coordinator_record import (
     GROUP_COORDINATOR, TRANSACTION_COORDINATOR, RecordFormatError, decode_record, record_classes, record_type,
 )
@@ -33,8 +34,9 @@ _CONTROL_KEY = struct.Struct(">hh")  # version, type (also a KRaftVersionRecord:
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
                       5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 # The control records Kafka prints as JSON: the name it prints and the record's class.
-_CONTROL_JSON = {2: ("LeaderChange:", LeaderChangeMessage), 3: ("SnapshotHeader", SnapshotHeaderRecord),
-                 4: ("SnapshotFooter", SnapshotFooterRecord), 6: ("KRaftVoters", VotersRecord)}
+_CONTROL_JSON: dict[int, tuple[str, type[Message]]] = {
+    2: ("LeaderChange:", LeaderChangeMessage), 3: ("SnapshotHeader", SnapshotHeaderRecord),
+    4: ("SnapshotFooter", SnapshotFooterRecord), 6: ("KRaftVoters", VotersRecord)}
 KRAFT_VERSION = 5  # its record (version, kRaftVersion: two int16s) has no generated class here
 
 
@@ -58,10 +60,20 @@ def describe_control_record(record: Record) -> str:
     return f" controlType: {CONTROL_TYPE_NAMES.get(type_id, 'UNKNOWN')}({type_id})"
 
 
+class KeyValue(Protocol):
+    """What a parser reads of a record: a v2 batch's Record or a legacy (v0, v1) message."""
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+
 class RecordDecoder:
     """Kafka's StringDecoder for both: the bytes as UTF-8 (malformed bytes become U+FFFD)."""
 
-    def parse(self, offset: int, record: Record) -> tuple[str | None, str | None]:
+    def parse(self, offset: int, record: KeyValue) -> tuple[str | None, str | None]:
         key = None if record.key is None else bytes(record.key).decode("utf-8", "replace")
         value = None if record.value is None else bytes(record.value).decode("utf-8", "replace")
         return key, value
@@ -74,7 +86,7 @@ class CoordinatorRecordDecoder(RecordDecoder):
     coordinator = GROUP_COORDINATOR
     topic = "__consumer_offsets"
 
-    def parse(self, offset: int, record: Record) -> tuple[str | None, str | None]:
+    def parse(self, offset: int, record: KeyValue) -> tuple[str | None, str | None]:
         if record.key is None:
             raise CodecError(f"Failed to decode message at offset {offset} using {self.topic} "
                              "topic decoder (message had a missing key)")
@@ -112,7 +124,7 @@ class OffsetsDecoder(CoordinatorRecordDecoder):
         return node
 
 
-def embedded(node: dict[str, Any], field: str, data: bytes | None, cls: type) -> None:
+def embedded(node: dict[str, Any], field: str, data: bytes | None, cls: type[Message]) -> None:
     """Replace the bytes of a consumer protocol message by the message (a version, then the message
     at it); left as bytes when they are not one."""
     if data is None or field not in node:
@@ -143,7 +155,7 @@ class TransactionLogDecoder(CoordinatorRecordDecoder):
 class ClusterMetadataDecoder(RecordDecoder):
     """__cluster_metadata: no key; the value as {"type": RECORD_TYPE, "version": n, "data": record}."""
 
-    def parse(self, offset: int, record: Record) -> tuple[str | None, str | None]:
+    def parse(self, offset: int, record: KeyValue) -> tuple[str | None, str | None]:
         try:
             if record.value is None:
                 raise CodecError("the record has no value")

@@ -23,14 +23,14 @@ HELP = "list, create and delete SCRAM users"
 DescribeUserScramCredentialsRequest = message_class("DescribeUserScramCredentialsRequest")
 AlterUserScramCredentialsRequest = message_class("AlterUserScramCredentialsRequest")
 
-MECHANISMS = [m.mechanism_name for m in ScramMechanism]
+MECHANISMS = {m.mechanism_name: m for m in ScramMechanism}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
     parser.add_argument("action", choices=["list", "create", "delete"])
     parser.add_argument("name", nargs="?", help="the user (list: all users if unset)")
-    parser.add_argument("--mechanism", choices=MECHANISMS,
+    parser.add_argument("--mechanism", choices=list(MECHANISMS),
                         help="create: default SCRAM-SHA-256; delete: default every mechanism the user has")
     parser.add_argument("--password", help="create: the password (asked for on a terminal if unset)")
     parser.add_argument("--iterations", type=int, default=4096, help="create: PBKDF2 iterations (default 4096)")
@@ -47,8 +47,9 @@ def mechanism_name(type_id: int) -> str:
     return mechanism.mechanism_name if mechanism else f"UNKNOWN({type_id})"
 
 
-async def credentials(client: KafkaClient, names: list[str] | None) -> dict[str, list[tuple[str, int]]]:
-    """Each user's (mechanism, iterations), by DescribeUserScramCredentials (None: every user)."""
+async def credentials(client: KafkaClient, names: list[str] | None) -> dict[str, list[tuple[int, int]]]:
+    """Each user's (mechanism's type id, iterations), by DescribeUserScramCredentials (None: every
+    user)."""
     UserName = DescribeUserScramCredentialsRequest.UserName
     request = DescribeUserScramCredentialsRequest(users=None if names is None else [UserName(name=n) for n in names])
     response = await client.send_to_controller(request)
@@ -56,7 +57,7 @@ async def credentials(client: KafkaClient, names: list[str] | None) -> dict[str,
     found = {}
     for result in response.results:
         check_error(result.error_code, result.error_message, result.user)
-        found[result.user] = [(mechanism_name(c.mechanism), c.iterations) for c in result.credential_infos]
+        found[result.user] = [(c.mechanism, c.iterations) for c in result.credential_infos]
     return found
 
 
@@ -64,7 +65,8 @@ async def list_users(args: argparse.Namespace) -> int:
     async with open_client(args) as client:
         found = await credentials(client, [args.name] if args.name else None)
     for user in sorted(found):
-        described = ", ".join(f"{mechanism}=iterations={iterations}" for mechanism, iterations in found[user])
+        described = ", ".join(f"{mechanism_name(type_id)}=iterations={iterations}"
+                              for type_id, iterations in found[user])
         print(f"SCRAM credential configs for user-principal '{user}' are {described}")
     return 0
 
@@ -76,7 +78,7 @@ async def alter(client: KafkaClient, request) -> None:
 
 
 async def create(args: argparse.Namespace) -> int:
-    mechanism = ScramMechanism.from_name(args.mechanism or "SCRAM-SHA-256")
+    mechanism = MECHANISMS[args.mechanism or "SCRAM-SHA-256"]
     if not mechanism.min_iterations <= args.iterations <= MAX_ITERATIONS:
         raise CommandError(f"--iterations must be between {mechanism.min_iterations} and {MAX_ITERATIONS}", BAD_USAGE)
     password = args.password
@@ -98,13 +100,13 @@ async def delete(args: argparse.Namespace) -> int:
     Deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
     async with open_client(args) as client:
         if args.mechanism:
-            mechanisms = [args.mechanism]
+            type_ids = [MECHANISMS[args.mechanism].type_id]
         else:
-            mechanisms = [mechanism for mechanism, _ in (await credentials(client, [args.name])).get(args.name, [])]
-            if not mechanisms:
+            type_ids = [type_id for type_id, _ in (await credentials(client, [args.name])).get(args.name, [])]
+            if not type_ids:
                 check_error(ErrorCode.RESOURCE_NOT_FOUND, f"no SCRAM credential for {args.name}", args.name)
-        for name in mechanisms:  # one request each: Kafka refuses a user named twice in one request
-            deletion = Deletion(name=args.name, mechanism=ScramMechanism.from_name(name).type_id)
+        for type_id in type_ids:  # one request each: Kafka refuses a user named twice in one request
+            deletion = Deletion(name=args.name, mechanism=type_id)
             await alter(client, AlterUserScramCredentialsRequest(deletions=[deletion], upsertions=[]))
     print(f"Completed updating config for user {args.name}.")
     return 0

@@ -243,21 +243,31 @@ def value_to_string(value: ConfigValue) -> str | None:
     if isinstance(value, tuple):
         return ",".join(value)
     if isinstance(value, float):
-        return _java_double(value)
+        return java_double(value)
     return str(value)
 
 
-def _java_double(value: float) -> str:
-    # Java's Double.toString: plain between 10^-3 and 10^7, else "d.dddE<exponent>".
+def java_double(value: float) -> str:
+    """Java's Double.toString, as Kafka prints a DOUBLE anywhere (configs, quotas in ZooKeeper, the
+    tools' JSON): the shortest digits that read back (as Python's repr), plain with at least one
+    fractional digit between 10^-3 and 10^7 ('100.0', '0.001'), else 'd.dddE<exponent>' ('1.0E7',
+    '1.0E-4'); NaN, Infinity, -Infinity and -0.0 by name. An int is printed as its double."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
+    shortest = repr(float(value))
     if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return repr(value)
-    sign, digits, exponent = Decimal(repr(value)).as_tuple()
+        return shortest  # Python writes this range without an exponent, as Java does
+    sign, digits, exponent = Decimal(shortest).as_tuple()
     significant = "".join(map(str, digits)).rstrip("0")
     power = int(exponent) + len(digits) - 1
+    if len(significant) == 1:
+        # Where one digit reads back, Java takes the closest two-digit decimal that does: the same
+        # digit but for the least precise subnormals (Double.MIN_VALUE is 4.9E-324, not 5.0E-324).
+        mantissa, _, power_text = f"{abs(value):.1e}".partition("e")
+        if float(f"{mantissa}e{power_text}") == abs(value):
+            significant, power = mantissa.replace(".", "").rstrip("0"), int(power_text)
     return f"{'-' if sign else ''}{significant[0]}.{significant[1:] or '0'}E{power}"
 
 

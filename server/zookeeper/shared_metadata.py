@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import logging
-from decimal import Decimal
 from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import quote, unquote
 
@@ -33,6 +32,7 @@ from ...client.scram import ScramMechanism
 from ...coordinator.client_quotas import CLIENT_ID, CLIENT_QUOTA_KEYS, IP, IP_QUOTA_KEYS, USER, Entity
 from ...wire import zk_data
 from ..clock import wall_clock_ms
+from ..config.kafka_config import java_double
 from ..security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from ..security.scram import ScramCredential
 
@@ -90,17 +90,6 @@ def entity_of_path(entity_path: str) -> Entity | None:
         return None
     kind = {"users": USER, "clients": CLIENT_ID, "ips": IP}.get(parts[0])
     return None if kind is None else ((kind, _named(parts[1])),)
-
-
-def java_double(value: float) -> str:
-    """Java's Double.toString, as Kafka writes a DOUBLE quota: '50.0', '1.0E7', '1.0E-4' (the
-    shortest digits that read back as the value, as Python's repr)."""
-    if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return repr(float(value))  # Python writes this range without an exponent, as Java
-    sign, digits, exponent = Decimal(repr(float(value))).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    mantissa = f"{text[0]}.{text[1:] or '0'}"
-    return f"{'-' if sign else ''}{mantissa}E{len(digits) - 1 + exponent}"
 
 
 def quota_value(key: str, value: float) -> str:

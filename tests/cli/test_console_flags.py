@@ -177,6 +177,30 @@ def test_group_options(broker, samsa, stdin, topic, tmp_path):
     assert code == 2 and "Detected group ids: 'another', 'from-the-file'" in err
 
 
+def test_client_properties_go_over_the_config_file(broker, samsa, stdin, topic, tmp_path):
+    """--producer.config's and --consumer.config's file, --producer-property and --consumer-property
+    over it, as Kafka's tools merge them; a config that cannot be used, or a properties file that is
+    malformed, is one line and exit 2."""
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=BOGUS\n")
+    stdin(b"v\n")
+    code, _, err = samsa("produce", topic, "-b", broker, "--producer.config", str(config))
+    assert (code, err.count("\n")) == (2, 1) and f"invalid client config in {config}: security.protocol 'BOGUS'" in err
+    stdin(b"v\n")
+    assert samsa("produce", topic, "-b", broker, "-p", "0", "--producer.config", str(config),
+                 "--producer-property", "security.protocol=PLAINTEXT") == (0, "", "")
+    assert samsa("consume", topic, "-b", broker, "-e", "--consumer.config", str(config),
+                 "--consumer-property", "security.protocol=plaintext") == (0, "v\n", "")
+    code, _, err = samsa("consume", topic, "-b", broker, "--consumer-property", "request.timeout.ms=soon")
+    assert (code, err) == (2, "samsa consume: invalid client config: request.timeout.ms 'soon' is not a number\n")
+    config.write_text("client.id=\\uZZZZ\n")
+    for command, option in [("consume", "--consumer.config"), ("consume", "--formatter-config"),
+                            ("produce", "--producer.config"), ("produce", "--reader-config")]:
+        stdin(b"v\n")
+        code, _, err = samsa(command, topic, "-b", broker, option, str(config))
+        assert (code, err.count("\n")) == (2, 1) and f"in {config}: Malformed \\uxxxx encoding" in err, err
+
+
 def test_skipping_a_record_the_deserializer_refuses(broker, samsa, stdin, topic):
     stdin(b"12345678\nodd\nabcdefgh\n")
     assert samsa("produce", topic, "-p", "0", "-b", broker)[0] == 0

@@ -4,6 +4,7 @@ validation, retention precedence, listeners, and DescribeConfigs entries."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 import shutil
 import sys
@@ -20,6 +21,7 @@ from samsa.server.config.kafka_config import (
     Endpoint,
     KafkaConfig,
     broker_synonyms,
+    java_double,
     parse_properties,
     parse_value,
     value_to_string,
@@ -457,6 +459,21 @@ def test_invalid_listeners(props, key, message):
 )
 def test_value_to_string(value, text):
     assert value_to_string(value) == text
+
+
+# What Double.toString prints for each (JDK 25). JDK 17 prints a few values whose shortest form reads
+# back with more digits (2e23 as 1.9999999999999998E23): Java's specification since JDK 19 is the one
+# followed here, as the shortest digits are.
+@pytest.mark.parametrize(("value", "text"), [
+    (100.0, "100.0"), (50.0, "50.0"), (12.5, "12.5"), (3, "3.0"), (0.1, "0.1"), (1.0 / 3, "0.3333333333333333"),
+    (0.001, "0.001"), (1e-4, "1.0E-4"), (-2.5e-7, "-2.5E-7"), (9999999.0, "9999999.0"), (1e7, "1.0E7"),
+    (2.0e7, "2.0E7"), (12345678.9, "1.23456789E7"), (2e23, "2.0E23"), (8.41e21, "8.41E21"),
+    (1.7976931348623157e308, "1.7976931348623157E308"),
+    (5e-324, "4.9E-324"), (1e-323, "9.9E-324"), (2.5e-323, "2.5E-323"),  # subnormals: two digits where one would do
+    (0.0, "0.0"), (-0.0, "-0.0"), (math.nan, "NaN"), (math.inf, "Infinity"), (-math.inf, "-Infinity"),
+])
+def test_doubles_printed_as_javas_double_to_string(value, text):
+    assert java_double(value) == text
 
 
 # --- DescribeConfigs: broker --------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """server/zookeeper/shared_metadata.py without a ZooKeeper: Kafka's names and value formats (Sanitizer,
-Double.toString, ScramCredentialUtils, ACL znode spellings), and ZkSharedMetadata loading, writing and
+ScramCredentialUtils, ACL znode spellings), and ZkSharedMetadata loading, writing and
 following change notifications over an in-memory stand-in for KafkaZkClient (compat-tests/
 test_zookeeper_configs.py runs it against a real ZooKeeper with Kafka 3.9 beside it)."""
 
@@ -17,7 +17,6 @@ from samsa.server.zookeeper.shared_metadata import (
     credential_from_string,
     credential_to_string,
     entity_of_path,
-    java_double,
     quota_entity_path,
     quota_value,
     sanitize,
@@ -31,14 +30,6 @@ from samsa.wire import zk_data
 ])
 def test_sanitize_as_kafkas_sanitizer(name, sanitized):
     assert sanitize(name) == sanitized
-
-
-@pytest.mark.parametrize(("value", "text"), [
-    (50.0, "50.0"), (12.5, "12.5"), (0.001, "0.001"), (1e-4, "1.0E-4"), (1e7, "1.0E7"), (2.0e7, "2.0E7"),
-    (12345678.9, "1.23456789E7"), (9999999.0, "9999999.0"),
-])
-def test_doubles_written_as_java_does(value, text):
-    assert java_double(value) == text
 
 
 def test_quota_values_and_entity_paths():
