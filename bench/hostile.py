@@ -215,7 +215,7 @@ PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_probed.p
 def probed(broker: Samsa) -> Samsa:
     """The broker run under bench/serve_probed.py, which measures its scheduler batches."""
     command = broker._command
-    broker._command = lambda: [sys.executable, PROBE] + command()[3:]  # in place of `-m samsa.server.main`
+    broker._command = lambda: [sys.executable, PROBE] + command()[3:]  # in place of `-m samsa`
     broker.probe_out = f"{broker.data_dir}.probe.json"
     env = broker._env
     broker._env = lambda: {**env(), "SAMSA_PROBE_OUT": broker.probe_out}
