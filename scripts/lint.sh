@@ -27,7 +27,7 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
   # second phase: those wait on server/replication/'s types, or are being restructured).
   targets=(
     -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.client -p samsa.pipelines -p samsa.server.handlers
-    -p samsa.server.config
+    -p samsa.server.config -p samsa.server.replication
     -m samsa.server.coordinators -m samsa.server.coordinators.consumer_groups
     -m samsa.server.coordinators.group_service -m samsa.server.coordinators.txn_marker_channel
     -m samsa.server.coordinators.txn_service
