@@ -28,9 +28,7 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
   targets=(
     -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.client -p samsa.pipelines -p samsa.server.handlers
     -p samsa.server.config -p samsa.server.replication
-    -m samsa.server.coordinators -m samsa.server.coordinators.consumer_groups
-    -m samsa.server.coordinators.group_service -m samsa.server.coordinators.txn_marker_channel
-    -m samsa.server.coordinators.txn_service
+    -p samsa.server.coordinators
     -m samsa.server.metrics -m samsa.server.metrics.client_telemetry -m samsa.server.metrics.collectors
     -m samsa.server.metrics.configs -m samsa.server.metrics.http_server -m samsa.server.metrics.request_metrics
     -m samsa.server.metrics.sources -m samsa.server.metrics.topic_stats
