@@ -27,7 +27,7 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
   # second phase: those wait on server/replication/'s types, or are being restructured).
   targets=(
     -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.client -p samsa.pipelines -p samsa.server.handlers
-    -p samsa.server.config -p samsa.server.replication
+    -p samsa.server.config -p samsa.server.replication -p samsa.server.security
     -p samsa.server.coordinators
     -m samsa.server.metrics -m samsa.server.metrics.client_telemetry -m samsa.server.metrics.collectors
     -m samsa.server.metrics.configs -m samsa.server.metrics.http_server -m samsa.server.metrics.request_metrics
