@@ -474,7 +474,7 @@ class Broker:
             await self.listener_security[conn.listener.listener].start(conn)
             # Cancelled by _close_idle_connections while it waits too long for a request: cheaper
             # than a deadline per request, and a request being served is never cancelled by it.
-            with trio.CancelScope() as conn.idle_scope:
+            with conn.idle_scope:
                 self._connections.add(conn)
                 while True:
                     auth = conn.authenticator
