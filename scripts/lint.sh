@@ -33,11 +33,7 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
     -m samsa.server.metrics -m samsa.server.metrics.client_telemetry -m samsa.server.metrics.collectors
     -m samsa.server.metrics.configs -m samsa.server.metrics.http_server -m samsa.server.metrics.request_metrics
     -m samsa.server.metrics.sources -m samsa.server.metrics.topic_stats
-    -m samsa.server.zookeeper -m samsa.server.zookeeper.admin_manager -m samsa.server.zookeeper.control_plane
-    -m samsa.server.zookeeper.controlled_shutdown -m samsa.server.zookeeper.controller
-    -m samsa.server.zookeeper.controller_channel -m samsa.server.zookeeper.membership
-    -m samsa.server.zookeeper.metadata_cache -m samsa.server.zookeeper.producer_ids
-    -m samsa.server.zookeeper.replica_assignment -m samsa.server.zookeeper.zk_client
+    -p samsa.server.zookeeper
   )
   # Paths are shown relative to the repository, not through the symlink.
   MYPYPATH="$root" "$PY" -m mypy --cache-dir "$root/mypy-cache" "${targets[@]}" | sed "s#^$root/samsa/##" || status=1

@@ -243,12 +243,14 @@ def value_to_string(value: ConfigValue) -> str | None:
     if isinstance(value, tuple):
         return ",".join(value)
     if isinstance(value, float):
-        return _java_double(value)
+        return java_double(value)
     return str(value)
 
 
-def _java_double(value: float) -> str:
-    # Java's Double.toString: plain between 10^-3 and 10^7, else "d.dddE<exponent>".
+def java_double(value: float) -> str:
+    """Java's Double.toString, as Kafka writes a DOUBLE config or quota: plain between 10^-3 and
+    10^7 ('50.0'), else 'd.dddE<exponent>' ('1.0E7', '1.0E-4'), the shortest digits that read back
+    as the value (as Python's repr)."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import logging
-from decimal import Decimal
 from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import quote, unquote
 
@@ -33,6 +32,7 @@ from ...client.scram import ScramMechanism
 from ...coordinator.client_quotas import CLIENT_ID, CLIENT_QUOTA_KEYS, IP, IP_QUOTA_KEYS, USER, Entity
 from ...wire import zk_data
 from ..clock import wall_clock_ms
+from ..config.kafka_config import java_double
 from ..security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from ..security.scram import ScramCredential
 
@@ -92,21 +92,10 @@ def entity_of_path(entity_path: str) -> Entity | None:
     return None if kind is None else ((kind, _named(parts[1])),)
 
 
-def java_double(value: float) -> str:
-    """Java's Double.toString, as Kafka writes a DOUBLE quota: '50.0', '1.0E7', '1.0E-4' (the
-    shortest digits that read back as the value, as Python's repr)."""
-    if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return repr(float(value))  # Python writes this range without an exponent, as Java
-    sign, digits, exponent = Decimal(repr(float(value))).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    mantissa = f"{text[0]}.{text[1:] or '0'}"
-    return f"{'-' if sign else ''}{mantissa}E{len(digits) - 1 + exponent}"
-
-
 def quota_value(key: str, value: float) -> str:
     """How ZkAdminManager.alterClientQuotas writes a value: integral types as integers, DOUBLE as Java does."""
     config_type = {**CLIENT_QUOTA_KEYS, **IP_QUOTA_KEYS}[key]
-    return str(int(value + 1e-6)) if config_type in ("LONG", "INT") else java_double(value)
+    return str(int(value + 1e-6)) if config_type in ("LONG", "INT") else java_double(float(value))
 
 
 def credential_to_string(credential: ScramCredential) -> str:
@@ -128,7 +117,10 @@ def _camel(enum_name: str) -> str:
     return "".join(word.capitalize() for word in enum_name.split("_"))
 
 
-_BY_CAMEL = {_camel(e.name): e for enum in (ResourceType, AclOperation, AclPermissionType) for e in enum}
+# SecurityUtils.resourceType, operation and permissionType: each enum's constants by their znode names.
+_RESOURCE_TYPES = {_camel(e.name): e for e in ResourceType}
+_OPERATIONS = {_camel(e.name): e for e in AclOperation}
+_PERMISSION_TYPES = {_camel(e.name): e for e in AclPermissionType}
 
 
 def acl_entry(acl: AclBinding) -> zk_data.AclEntry:
@@ -137,8 +129,8 @@ def acl_entry(acl: AclBinding) -> zk_data.AclEntry:
 
 def acl_binding(resource: tuple[ResourceType, PatternType, str], entry: zk_data.AclEntry) -> AclBinding:
     resource_type, pattern_type, name = resource
-    return AclBinding(resource_type, name, pattern_type, entry.principal, entry.host, _BY_CAMEL[entry.operation],
-                      _BY_CAMEL[entry.permission_type])
+    return AclBinding(resource_type, name, pattern_type, entry.principal, entry.host, _OPERATIONS[entry.operation],
+                      _PERMISSION_TYPES[entry.permission_type])
 
 
 def acl_path(resource: tuple[ResourceType, PatternType, str]) -> str:
@@ -203,9 +195,9 @@ class ZkSharedMetadata:
         for pattern_type in ACL_PATTERN_TYPES:
             store = zk_data.acl_store_path(pattern_type.name)
             for type_name in await self.client.get_children(store):
-                resource_type = _BY_CAMEL.get(type_name)
-                if not isinstance(resource_type, ResourceType):
-                    continue
+                resource_type = _RESOURCE_TYPES.get(type_name)
+                if resource_type is None:
+                    continue  # AclAuthorizer.loadCache: "Ignoring unknown ResourceType"
                 for name in await self.client.get_children(f"{store}/{type_name}"):
                     await self._read_acls((resource_type, pattern_type, name))
         log.info("Loaded from ZooKeeper: client quotas of %d entities, SCRAM credentials of %d users, "

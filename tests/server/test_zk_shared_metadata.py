@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import trio
 
+from samsa.server.config.kafka_config import java_double
 from samsa.server.security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from samsa.server.security.scram import ScramCredential, ScramMechanism
 from samsa.server.zookeeper.shared_metadata import (
@@ -17,7 +18,6 @@ from samsa.server.zookeeper.shared_metadata import (
     credential_from_string,
     credential_to_string,
     entity_of_path,
-    java_double,
     quota_entity_path,
     quota_value,
     sanitize,
