@@ -28,7 +28,7 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
   targets=(
     -p samsa.wire -p samsa.storage -p samsa.coordinator -p samsa.client -p samsa.pipelines -p samsa.server.handlers
     -p samsa.server.config -p samsa.server.replication -p samsa.server.security
-    -p samsa.server.network
+    -p samsa.server.network -p samsa.server.metadata
     -p samsa.server.coordinators
     -m samsa.server.metrics -m samsa.server.metrics.client_telemetry -m samsa.server.metrics.collectors
     -m samsa.server.metrics.configs -m samsa.server.metrics.http_server -m samsa.server.metrics.request_metrics
