@@ -30,9 +30,7 @@ if [ "$what" = all ] || [ "$what" = mypy ]; then
     -p samsa.server.config -p samsa.server.replication -p samsa.server.security
     -p samsa.server.network -p samsa.server.metadata
     -p samsa.server.coordinators
-    -m samsa.server.metrics -m samsa.server.metrics.client_telemetry -m samsa.server.metrics.collectors
-    -m samsa.server.metrics.configs -m samsa.server.metrics.http_server -m samsa.server.metrics.request_metrics
-    -m samsa.server.metrics.sources -m samsa.server.metrics.topic_stats
+    -p samsa.server.metrics
     -p samsa.server.zookeeper
   )
   # Paths are shown relative to the repository, not through the symlink.
