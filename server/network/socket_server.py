@@ -53,7 +53,7 @@ class ConnectionClosed(Exception):
 @dataclass
 class Endpoint:
     listener: str
-    host: str
+    host: str | None  # None: every interface (a listener such as PLAINTEXT://:9092)
     port: int
     security_protocol: str
 
@@ -419,10 +419,11 @@ def _give_back_buffer(buffer: bytearray) -> None:
 
 
 async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:
-    family = _stdlib_socket.AF_INET6 if ":" in endpoint.host else _stdlib_socket.AF_INET
+    host = endpoint.host or "0.0.0.0"
+    family = _stdlib_socket.AF_INET6 if ":" in host else _stdlib_socket.AF_INET
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_STREAM)
     sock.setsockopt(_stdlib_socket.SOL_SOCKET, _stdlib_socket.SO_REUSEADDR, 1)
-    await sock.bind((endpoint.host or "0.0.0.0", endpoint.port))
+    await sock.bind((host, endpoint.port))
     sock.listen(1024)
     return sock
 
