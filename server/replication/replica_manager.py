@@ -384,14 +384,13 @@ async def let_woken_fetches_answer() -> None:
 
 
 class ReplicaManager:
-    def __init__(self, logs: LogManager, metadata: MetadataStore, config: KafkaConfig,
-                 on_topics_changed: Callable[[], None]) -> None:
-        """`config`: the broker's, dynamic configs applied (topic logs take its defaults);
-        `on_topics_changed()`: called when a topic was created, deleted or grew."""
+    def __init__(self, logs: LogManager, metadata: MetadataStore, config: KafkaConfig) -> None:
+        """`config`: the broker's, dynamic configs applied (topic logs take its defaults)."""
         self._logs = logs
         self._metadata = metadata
         self._config = config
-        self._on_topics_changed = on_topics_changed
+        # Called when a topic was created, deleted or grew: the consumer groups subscribed to it rebalance.
+        self.on_topics_changed: Callable[[], None] = lambda: None
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.local_id: int = config.node_id
         # The single broker is its partitions' whole ISR: their high watermark is the log end
@@ -480,7 +479,7 @@ class ReplicaManager:
             self._metadata.remove_topic(name)
             raise
         log.info("Created topic %s with %d partitions, topic id %s", name, num_partitions, topic.topic_id)
-        self._on_topics_changed()
+        self.on_topics_changed()
         return topic
 
     def add_partitions(self, name: str, new_total: int) -> None:
@@ -488,7 +487,7 @@ class ReplicaManager:
         config = self.topic_log_config(topic)
         self._open_all(topic, range(topic.num_partitions, new_total), config)
         self._metadata.set_partitions(name, new_total)
-        self._on_topics_changed()
+        self.on_topics_changed()
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self._metadata.topics[name]
@@ -516,7 +515,7 @@ class ReplicaManager:
                 self._logs.delete_log(name, index)
         self.topic_stats.remove(name)
         log.info("Deleted topic %s", name)
-        self._on_topics_changed()
+        self.on_topics_changed()
         return topic
 
     # -- replication (driven by LeaderAndIsr)

@@ -231,7 +231,7 @@ def test_after_a_clean_restart_a_partition_log_opens_on_first_use(tmp_path):
         await client.call(produce_request("lazy", one_batch([b"1", b"2"])), 9)
 
     async def use(broker):
-        opened = broker.log_manager.opened_logs
+        opened = broker.services.log_manager.opened_logs
         client = await Client.connect(broker.endpoints[0].port)
         meta = await client.call(request_class(ApiKey.METADATA)(topics=None), 12)
         assert [len(t.partitions) for t in meta.topics] == [3]
