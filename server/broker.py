@@ -16,7 +16,10 @@ import math
 import os
 import struct
 import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -71,6 +74,16 @@ from .network.listeners import listener_securities
 from .security.scram import stored_credential
 from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait_unmuted
 
+if TYPE_CHECKING:
+    from ..client.scram import ScramMechanism
+    from ..storage.log_cleaner import LogCleaner
+    from ..wire.codec import Message
+    from .config.kafka_config import KafkaConfig
+    from .control_plane import ControlPlane, Controller
+    from .replication.replica_manager import PartitionEpoch
+    from .security.authorizer import AclBinding
+    from .security.scram import ScramCredential
+
 log = logging.getLogger("samsa.broker")
 
 _SIZE = struct.Struct(">i")
@@ -93,43 +106,56 @@ def halt() -> None:
     os._exit(1)
 
 
+@dataclass
+class ZkServices:
+    """What a broker of a ZooKeeper cluster runs besides a single broker's services (built with them
+    by Broker._load)."""
+
+    membership: ZkMembership  # the ZooKeeper session and this broker's registration
+    shared: ZkSharedMetadata  # configs, quotas, SCRAM credentials and ACLs in ZooKeeper
+    metadata_cache: ZkMetadataCache  # what the controller said
+    alter_partitions: AlterPartitionManager  # ISR changes to the controller
+    controller: ZkController  # runs for controller
+    producer_id_blocks: ZkProducerIdBlocks  # producer ids from /latest_producer_id_block, unique across the cluster
+
+    def controller_counts(self) -> tuple[int, int]:
+        """The controller gauges: (1 if active here, partitions without a leader as it sees them)."""
+        if not self.controller.is_active:
+            return 0, 0
+        return 1, sum(1 for states in self.metadata_cache.partition_states.values()
+                      for state in states.values() if state.leader < 0)
+
+
+def _single_broker_controller_counts() -> tuple[int, int]:
+    """A single broker is its own controller and leads every partition it has."""
+    return 1, 0
+
+
 class Broker:
-    def __init__(self, config) -> None:
+    def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         self.node_id: int = config.node_id
         self.handlers = load_handlers()
         self.log_dirs = [Path(d).resolve() for d in config.log_dirs]
-        # Built by _load, once the logs and the metadata are read:
-        self.log_manager: LogManager | None = None
-        self.metadata: MetadataStore | None = None
-        self.authorizer: StandardAuthorizer | None = None  # None: authorizer.class.name is empty
-        self.replica_manager: ReplicaManager | None = None
-        self.producer_ids: ProducerIdManager | None = None
-        self.groups: GroupService | None = None
-        self.quotas: BrokerQuotas | None = None
-        self.transactions: TxnService | None = None
-        self.services: BrokerServices | None = None  # what handlers use of all this
+        # Built by _load once the logs and the metadata are read (None until then): what handlers
+        # use, and in a ZooKeeper cluster what it adds.
+        self.services: BrokerServices | None = None
+        self.zk_services: ZkServices | None = None
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
         self.zookeeper: ZkMembership | None = None  # in a ZooKeeper cluster (zookeeper.connect)
-        self.alter_partitions: AlterPartitionManager | None = None  # in a cluster: ISR changes to the controller
-        self.zk_shared: ZkSharedMetadata | None = None  # in a cluster: configs, quotas, SCRAM, ACLs in ZooKeeper
-        self.controller: ZkController | None = None  # in a cluster: runs for controller
-        self.zk_metadata: ZkMetadataCache | None = None  # in a cluster: what the controller said
-        self.zk_producer_id_blocks: ZkProducerIdBlocks | None = None  # in a cluster: producer ids from ZooKeeper
         self._in_flight = 0
         self._connections: set[Connection] = set()
         self._drained: trio.Event | None = None  # set when the last request in flight ends, at shutdown
         self.started = trio.Event()
-        self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
+        self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
         self.disk_limiter = trio.CapacityLimiter(1)  # fsync, retention, checkpoints: one at a time
-        self.listener_security = listener_securities(
-            config, lambda user, mechanism: stored_credential(self._shared_metadata().scram_credentials, user, mechanism))
+        self.listener_security = listener_securities(config, self._scram_credential)
         self.connection_quotas = ConnectionQuotas(config)
         self.request_metrics = RequestMetrics()
         # KIP-714; its collect() is a Prometheus collector of what clients push.
-        self.client_telemetry = ClientTelemetry(config.get("telemetry.max.bytes"))
+        self.client_telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.loaded_broker: LoadedBroker | None = None  # what the metrics report on, once the logs are loaded
         self.recovered = False  # the logs are loaded and recovered: /healthz
@@ -137,98 +163,116 @@ class Broker:
 
     # --- lifecycle ----------------------------------------------------------------------------
 
-    def _load(self) -> None:
+    def _load(self) -> tuple[BrokerServices, ZkServices | None]:
+        """Recover the logs, read the metadata and build the services on them (in a worker thread,
+        before any request is served)."""
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
-        self.log_manager = LogManager(self.log_dirs, self.config.log_config(), wall_clock_ms,
-                                      producer_id_expiration_ms=self.config.get("producer.id.expiration.ms"),
-                                      cleaner_config=CleanerConfig.from_broker_config(self.config.get),
-                                      on_all_log_dirs_failed=halt)
-        formatting = not self.log_manager.is_formatted()
-        self.cluster_id = self.log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
-        self.metadata = metadata = load_or_import(self.log_dirs, self.cluster_id)
-        if formatting and not self.config.is_set("zookeeper.connect"):
+        config = self.config
+        log_manager = LogManager(self.log_dirs, config.log_config(), wall_clock_ms,
+                                 producer_id_expiration_ms=config.get_int("producer.id.expiration.ms"),
+                                 cleaner_config=CleanerConfig.from_broker_config(config.get),
+                                 on_all_log_dirs_failed=halt)
+        formatting = not log_manager.is_formatted()
+        self.cluster_id = log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
+        metadata = load_or_import(self.log_dirs, self.cluster_id)
+        if formatting and not config.is_set("zookeeper.connect"):
             # Kafka 4's `kafka-storage format` writes it; a ZooKeeper-mode Kafka 3.9 broker has no such step.
-            write_formatted_dynamic_defaults(self.config, metadata)
+            write_formatted_dynamic_defaults(config, metadata)
+        zk_services: ZkServices | None
         if self.zookeeper is None:  # in a cluster they are ZooKeeper's, applied once read (_run)
-            load_dynamic_broker_configs(self.config, metadata, self.log_manager, self.node_id)
+            load_dynamic_broker_configs(config, metadata, log_manager, self.node_id)
             # Client-metrics subscriptions: a ZooKeeper-mode Kafka 3.9 broker has none.
             for name, subscription in stored_subscriptions(metadata).items():
                 self.client_telemetry.update_subscription(name, subscription)
-        # In a cluster the ACLs, quotas and SCRAM credentials are ZooKeeper's, read once it is running (_run).
-        shared = self.zk_shared = None if self.zookeeper is None else ZkSharedMetadata(
-            self.zookeeper.client, self.node_id, self._topic_configs_changed, lambda: self.quotas.refresh(),
-            self._acls_changed, lambda: apply_cluster_broker_configs(self.services))
-        self.authorizer = new_authorizer(self.config, metadata.acls if shared is None else [])
-        if self.zookeeper is not None:  # blocks from /latest_producer_id_block, unique across the cluster
-            self.zk_producer_id_blocks = ZkProducerIdBlocks(self.zookeeper.client, self.node_id, PRODUCER_ID_BLOCK_SIZE)
-            self.producer_ids = ProducerIdManager(self.zk_producer_id_blocks.allocate_block)
+            services, zk_services = self._single_broker_services(log_manager, metadata), None
         else:
-            self.producer_ids = ProducerIdManager(metadata.allocate_producer_id_block)
-        self.quotas = BrokerQuotas(self.config, metadata.client_quotas if shared is None else shared.client_quotas)
-        self.replica_manager = ReplicaManager(self.log_manager, metadata, self.config,
-                                              on_topics_changed=self._topics_changed)
-        zk_metadata = None if self.zookeeper is None else ZkMetadataCache(self.node_id, metadata, shared)
-        self.groups = GroupService(self.config, metadata, self.replica_manager, self.disk_limiter, wall_clock_ms,
-                                   random_member_uuid, cluster=zk_metadata)
-        self.transactions = TxnService(self.config, metadata, self.replica_manager, self.disk_limiter,
-                                       self.producer_ids.generate_producer_id, self.groups.complete_transaction,
-                                       wall_clock_ms, cluster=zk_metadata)
-        metadata_cache: MetadataCache
-        admin: AdminManager
-        control_plane = None
-        if zk_metadata is not None:
-            assert self.zookeeper is not None and shared is not None
-            self.zk_metadata = metadata_cache = zk_metadata
-            admin = ZkAdminManager(self.zookeeper.client, zk_metadata, shared)
-            control_plane = ZkControlPlane(self.zookeeper, zk_metadata)
-            self.alter_partitions = AlterPartitionManager(self.zookeeper, zk_metadata, self.config)
-            self.replica_manager.isr_change_listener = self.alter_partitions.submit
-            self.replica_manager.on_leadership_change = self._coordinator_leadership_changed
-            self.controller = ZkController(self.zookeeper, self.config)
-        else:
-            replicas = self.replica_manager
-            metadata_cache = LocalMetadataCache(metadata, self.node_id, self.advertised,
-                                                lambda topic, index: replicas.get(topic, index).leader_epoch)
-            admin = LocalAdminManager()
-        self.services = BrokerServices(
-            config=self.config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
-            log_manager=self.log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
-            listener_type=ListenerType.BROKER if self.zookeeper is None else ListenerType.ZK_BROKER,
-            replica_manager=self.replica_manager,
-            groups=self.groups, transactions=self.transactions, producer_ids=self.producer_ids, quotas=self.quotas,
-            authorizer=self.authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
-            advertised=self.advertised, client_telemetry=self.client_telemetry,
-            connection_quotas=self.connection_quotas, control_plane=control_plane, controller=self.controller)
-        self.loaded_broker = LoadedBroker(self.replica_manager, self.log_manager, self.groups, self._controller_counts)
-        self.log_manager.startup({name: self.replica_manager.topic_log_config(topic)
-                                  for name, topic in metadata.topics.items()},
-                                 {name: topic.topic_id for name, topic in metadata.topics.items()})
-        self.replica_manager.load()
+            services, zk_services = self._zk_broker_services(self.zookeeper, log_manager, metadata)
+        self.loaded_broker = LoadedBroker(
+            services.replica_manager, log_manager, services.groups,
+            _single_broker_controller_counts if zk_services is None else zk_services.controller_counts)
+        log_manager.startup({name: services.replica_manager.topic_log_config(topic)
+                             for name, topic in metadata.topics.items()},
+                            {name: topic.topic_id for name, topic in metadata.topics.items()})
+        services.replica_manager.load()
+        return services, zk_services
 
-    def _shared_metadata(self):
-        """Where ACLs, quotas and SCRAM credentials are kept: ZooKeeper's in a cluster, else the image."""
-        return self.metadata if self.zk_shared is None else self.zk_shared
+    def _single_broker_services(self, log_manager: LogManager, metadata: MetadataStore) -> BrokerServices:
+        """A single broker's: its metadata image holds the dynamic configs, ACLs, quotas, SCRAM
+        credentials and producer id blocks, and it leads every partition of the image."""
+        replicas = ReplicaManager(log_manager, metadata, self.config)
+        return self._services(
+            log_manager, metadata, replicas, new_authorizer(self.config, metadata.acls),
+            ProducerIdManager(metadata.allocate_producer_id_block), BrokerQuotas(self.config, metadata.client_quotas),
+            metadata_cache=LocalMetadataCache(metadata, self.node_id, self.advertised,
+                                              lambda topic, index: replicas.partitions[(topic, index)].leader_epoch),
+            admin=LocalAdminManager(), listener_type=ListenerType.BROKER)
 
-    def _topic_configs_changed(self, topic: str, configs: dict[str, str]) -> None:
-        """A topic's overrides changed in ZooKeeper: the metadata cache and the logs here take them."""
-        assert self.zk_metadata is not None
-        self.zk_metadata.set_topic_configs(topic, configs)
-        self.replica_manager.apply_topic_configs(topic, configs)
+    def _zk_broker_services(self, zookeeper: ZkMembership, log_manager: LogManager,
+                            metadata: MetadataStore) -> tuple[BrokerServices, ZkServices]:
+        """A ZooKeeper cluster member's: ZooKeeper holds the dynamic configs, ACLs, quotas and SCRAM
+        credentials (read once it runs: _run) and hands out producer id blocks; the controller says
+        which partitions this broker leads or follows."""
+        config = self.config
+        authorizer = new_authorizer(config, [])
 
-    def _acls_changed(self, acls) -> None:
-        """The cluster's ACLs changed in ZooKeeper: the authorizer, when one is set, takes them."""
-        if self.authorizer is not None:
-            self.authorizer.set_acls(acls)
+        # ZooKeeper's change notifications reach the services made below; they come once the broker runs.
+        def topic_configs_changed(topic: str, configs: dict[str, str]) -> None:
+            """A topic's overrides changed in ZooKeeper: the metadata cache and the logs here take them."""
+            metadata_cache.set_topic_configs(topic, configs)
+            replicas.apply_topic_configs(topic, configs)
 
-    def _coordinator_leadership_changed(self, led: list[tuple[tuple[str, int], int]],
-                                        resigned: list[tuple[tuple[str, int], int]]) -> None:
-        """Kafka's onLeadershipChange: the coordinators load the partitions of their topics this
-        broker now leads and unload those it no longer leads."""
-        for service, topic in ((self.groups, OFFSETS_TOPIC), (self.transactions, TRANSACTION_STATE_TOPIC)):
-            ours = [[(index, epoch) for (name, index), epoch in changes if name == topic] for changes in (led, resigned)]
-            if ours[0] or ours[1]:
-                service.on_leadership_change(*ours)
+        def acls_changed(acls: list[AclBinding]) -> None:
+            """The cluster's ACLs changed in ZooKeeper: the authorizer, when one is set, takes them."""
+            if authorizer is not None:
+                authorizer.set_acls(acls)
+
+        shared = ZkSharedMetadata(zookeeper.client, self.node_id, topic_configs_changed, lambda: quotas.refresh(),
+                                  acls_changed, lambda: apply_cluster_broker_configs(services))
+        metadata_cache = ZkMetadataCache(self.node_id, metadata, shared)
+        producer_id_blocks = ZkProducerIdBlocks(zookeeper.client, self.node_id, PRODUCER_ID_BLOCK_SIZE)
+        quotas = BrokerQuotas(config, shared.client_quotas)
+        replicas = ReplicaManager(log_manager, metadata, config)
+        alter_partitions = AlterPartitionManager(zookeeper, metadata_cache, config)
+        replicas.isr_change_listener = alter_partitions.submit
+        controller = ZkController(zookeeper, config)
+        services = self._services(
+            log_manager, metadata, replicas, authorizer, ProducerIdManager(producer_id_blocks.allocate_block), quotas,
+            metadata_cache=metadata_cache, admin=ZkAdminManager(zookeeper.client, metadata_cache, shared),
+            listener_type=ListenerType.ZK_BROKER, cluster=metadata_cache,
+            control_plane=ZkControlPlane(zookeeper, metadata_cache), controller=controller)
+        replicas.on_leadership_change = _coordinator_leadership_changed(services.groups, services.transactions)
+        return services, ZkServices(zookeeper, shared, metadata_cache, alter_partitions, controller, producer_id_blocks)
+
+    def _services(self, log_manager: LogManager, metadata: MetadataStore, replicas: ReplicaManager,
+                  authorizer: StandardAuthorizer | None, producer_ids: ProducerIdManager, quotas: BrokerQuotas, *,
+                  metadata_cache: MetadataCache, admin: AdminManager, listener_type: ListenerType,
+                  cluster: ZkMetadataCache | None = None, control_plane: ControlPlane | None = None,
+                  controller: Controller | None = None) -> BrokerServices:
+        """The coordinators on the replicas, and what handlers use of it all. `cluster`: the
+        metadata of the ZooKeeper cluster the broker is in."""
+        config = self.config
+        groups = GroupService(config, metadata, replicas, self.disk_limiter, wall_clock_ms, random_member_uuid,
+                              cluster=cluster)
+        transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
+                                  groups.complete_transaction, wall_clock_ms, cluster=cluster)
+        replicas.on_topics_changed = groups.topics_changed  # the groups subscribed to a topic rebalance
+        return BrokerServices(
+            config=config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
+            log_manager=log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
+            listener_type=listener_type, replica_manager=replicas, groups=groups, transactions=transactions,
+            producer_ids=producer_ids, quotas=quotas, authorizer=authorizer, fetch_sessions=self.fetch_sessions,
+            disk_limiter=self.disk_limiter, advertised=self.advertised, client_telemetry=self.client_telemetry,
+            connection_quotas=self.connection_quotas, control_plane=control_plane, controller=controller)
+
+    def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        """A user's SCRAM credential: ZooKeeper's in a cluster, else the metadata image's (none
+        before the logs are loaded, when no connection is served yet)."""
+        if self.zk_services is not None:
+            return stored_credential(self.zk_services.shared.scram_credentials, user, mechanism)
+        if self.services is not None:
+            return stored_credential(self.services.metadata.scram_credentials, user, mechanism)
+        return None
 
     @functools.cached_property
     def metrics(self):
@@ -243,27 +287,14 @@ class Broker:
         registry.register(self.client_telemetry)
         return registry
 
-    def _controller_counts(self) -> tuple[int, int]:
-        """The controller gauges: (1 if active here, partitions without a leader as it sees them)."""
-        if self.controller is None or self.zk_metadata is None:
-            return 1, 0  # a single broker is its own controller and leads every partition it has
-        if not self.controller.is_active:
-            return 0, 0
-        return 1, sum(1 for states in self.zk_metadata.partition_states.values()
-                      for state in states.values() if state.leader < 0)
-
-    def _topics_changed(self) -> None:
-        """A topic was created, deleted or grew: consumer groups subscribed to it rebalance."""
-        self.groups.topics_changed()
-
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         started_at = elapsed_ns()
         async with trio.open_nursery() as nursery:
-            if self.config.get("metrics.port"):  # first: /healthz answers 503 while the logs recover
+            if self.config.get_int("metrics.port"):  # first: /healthz answers 503 while the logs recover
                 from .metrics.http_server import MetricsEndpoint, serve_metrics
                 endpoint = MetricsEndpoint(self.metrics, lambda: self.recovered, self._ready)
-                self.metrics_port = await nursery.start(serve_metrics, endpoint, self.config.get("metrics.host"),
-                                                        self.config.get("metrics.port"))
+                self.metrics_port = await nursery.start(serve_metrics, endpoint, self.config.get_string("metrics.host"),
+                                                        self.config.get_int("metrics.port"))
             try:
                 await self._run_member(started_at, task_status)
             finally:
@@ -291,7 +322,7 @@ class Broker:
 
     async def _run_member(self, started_at: int, task_status) -> None:
         """The broker, having joined its cluster first when it is in one."""
-        if self.config.get("zookeeper.connect"):
+        if self.config.get_string("zookeeper.connect"):
             # The cluster's id and this broker's (maybe generated) id, into meta.properties.
             self.zookeeper = await join_cluster(self.config, self.log_dirs, new_cluster_id)
             self.node_id = self.zookeeper.broker_id
@@ -303,26 +334,25 @@ class Broker:
                     await self.zookeeper.client.close()  # the ephemeral registration goes with the session
 
     async def _run(self, started_at: int, task_status) -> None:
-        await trio.to_thread.run_sync(self._load)
+        services, zk_services = await trio.to_thread.run_sync(self._load)
+        self.services, self.zk_services = services, zk_services
         self.recovered = True
-        if self.zk_shared is not None:
-            await self.zk_shared.load()
-            apply_cluster_broker_configs(self.services)
-            self.quotas.refresh()
-            if self.authorizer is not None:
-                self.authorizer.set_acls(self.zk_shared.acl_bindings())
-        async with trio.open_nursery() as services:
-            await services.start(handle_log_dir_failures, self.log_manager.failure_channel, self.replica_manager,
-                                 None if self.zookeeper is None else self.zookeeper.client, self.node_id)
-            await services.start(self.groups.run)  # groups and offsets loaded before any request
-            await services.start(self.transactions.run)  # then transactions, whose markers may complete offsets
-            await services.start(self.replica_manager.run)  # replica fetchers, ISR expiration
-            if self.alter_partitions is not None:
-                await services.start(self.alter_partitions.run)  # ISR changes to the controller
-            if self.zk_shared is not None:
-                await services.start(self.zk_shared.run)  # /config/changes and ACL change notifications
-            if self.zk_producer_id_blocks is not None:
-                await services.start(self.zk_producer_id_blocks.run)  # a spare block of producer ids
+        if zk_services is not None:
+            await zk_services.shared.load()
+            apply_cluster_broker_configs(services)
+            services.quotas.refresh()
+            if services.authorizer is not None:
+                services.authorizer.set_acls(zk_services.shared.acl_bindings())
+        async with trio.open_nursery() as tasks:
+            await tasks.start(handle_log_dir_failures, services.log_manager.failure_channel, services.replica_manager,
+                              None if zk_services is None else zk_services.membership.client, self.node_id)
+            await tasks.start(services.groups.run)  # groups and offsets loaded before any request
+            await tasks.start(services.transactions.run)  # then transactions, whose markers may complete offsets
+            await tasks.start(services.replica_manager.run)  # replica fetchers, ISR expiration
+            if zk_services is not None:
+                await tasks.start(zk_services.alter_partitions.run)  # ISR changes to the controller
+                await tasks.start(zk_services.shared.run)  # /config/changes and ACL change notifications
+                await tasks.start(zk_services.producer_id_blocks.run)  # a spare block of producer ids
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)
@@ -335,23 +365,23 @@ class Broker:
                 if port == 0:
                     port = next(e.port for e in self.endpoints if e.listener == adv.name)
                 self.advertised[adv.name] = BrokerInfo(self.node_id, adv.host or "localhost", port,
-                                                       self.config.get("broker.rack"))
-            if self.zookeeper is not None:
-                await services.start(stay_registered, self.zookeeper, broker_registration(
+                                                       self.config.get_string("broker.rack"))
+            if zk_services is not None:
+                await tasks.start(stay_registered, zk_services.membership, broker_registration(
                     self.config, self.node_id, self._advertised_endpoints()),
                     self.zookeeper_session_lost, self.registered_again)
                 self.registered = True
-                await services.start(self.controller.run)  # registered first, as KafkaServer starts its controller
+                await tasks.start(zk_services.controller.run)  # registered first, as KafkaServer starts its controller
             async with trio.open_nursery() as connections:
                 for sock, ep in listeners:
-                    services.start_soon(serve_listener, sock, ep, self._serve_connection, connections,
-                                        (self.config.get("socket.send.buffer.bytes"),
-                                         self.config.get("socket.receive.buffer.bytes")),
-                                        self.connection_quotas)
-                services.start_soon(self._periodic_jobs)
+                    tasks.start_soon(serve_listener, sock, ep, functools.partial(self._serve_connection, services),
+                                     connections, (self.config.get_int("socket.send.buffer.bytes"),
+                                                   self.config.get_int("socket.receive.buffer.bytes")),
+                                     self.connection_quotas)
+                tasks.start_soon(self._periodic_jobs, services.log_manager)
                 log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
                          (elapsed_ns() - started_at) / 1e9,
-                         ", ".join(f"{e.listener}://{e.host}:{e.port}" for e in self.endpoints))
+                         ", ".join(f"{e.listener}://{e.host or ''}:{e.port}" for e in self.endpoints))
                 freeze_long_lived_objects()  # what startup loaded
                 self.started.set()
                 task_status.started(self)
@@ -359,122 +389,67 @@ class Broker:
                     await trio.sleep_forever()
                 finally:
                     with trio.CancelScope(shield=True):
-                        await self._shutdown(services, connections)
+                        await self._shutdown(services, tasks, connections)
 
     async def controlled_shutdown(self) -> None:
         """Before a shutdown in a ZooKeeper cluster (controlled.shutdown.enable): the controller moves
         this broker's leaders away while it still serves (server/zookeeper/controlled_shutdown.py)."""
-        if self.zookeeper is None or not self.started.is_set() or not self.config.get("controlled.shutdown.enable"):
+        zk_services = self.zk_services
+        if zk_services is None or not self.started.is_set() or not self.config.get_boolean("controlled.shutdown.enable"):
             return
-        assert self.zk_metadata is not None
-        await controlled_shutdown(self.zookeeper, self.zk_metadata, self.config)
+        await controlled_shutdown(zk_services.membership, zk_services.metadata_cache, self.config)
 
     def _advertised_endpoints(self) -> list[zk_data.EndPoint]:
         return [zk_data.EndPoint(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
                                  adv.security_protocol) for adv in self.config.advertised_listeners]
 
-    async def _shutdown(self, services: trio.Nursery, connections: trio.Nursery) -> None:
+    async def _shutdown(self, services: BrokerServices, tasks: trio.Nursery, connections: trio.Nursery) -> None:
         log.info("[KafkaServer id=%d] shutting down", self.node_id)
-        services.cancel_scope.cancel()  # stop accepting and periodic jobs
-        with trio.move_on_after(self.config.get("controlled.shutdown.retry.backoff.ms") / 1000 + 5):
+        tasks.cancel_scope.cancel()  # stop accepting and periodic jobs
+        with trio.move_on_after(self.config.get_int("controlled.shutdown.retry.backoff.ms") / 1000 + 5):
             if self._in_flight:
                 self._drained = trio.Event()
                 await self._drained.wait()  # requests in flight finish
         connections.cancel_scope.cancel()
-        if self.replica_manager is not None:
-            self.replica_manager.wake_all()
-        if self.log_manager is not None:
-            await trio.to_thread.run_sync(self.log_manager.shutdown)
+        services.replica_manager.wake_all()
+        await trio.to_thread.run_sync(services.log_manager.shutdown)
         log.info("[KafkaServer id=%d] shut down completed", self.node_id)
 
-    async def _periodic_jobs(self) -> None:
+    async def _periodic_jobs(self, log_manager: LogManager) -> None:
+        config = self.config
+        jobs = _LogJobs(log_manager, config, self.disk_limiter)
         async with trio.open_nursery() as nursery:
             # Idle and authentication timeouts: checked each second (a tenth of a shorter idle time).
-            nursery.start_soon(self._every, min(1000, self.config.get("connections.max.idle.ms") // 10),
+            nursery.start_soon(_every, min(1000, config.get_int("connections.max.idle.ms") // 10),
                                self._close_idle_connections)
-            nursery.start_soon(self._every, self.config.get("log.retention.check.interval.ms"),
-                               self._retention)
-            nursery.start_soon(self._delete_due_files)
-            nursery.start_soon(self._every, self.config.get("log.flush.scheduler.interval.ms"),
-                               self._flush)
-            nursery.start_soon(self._every, self.config.get("log.flush.offset.checkpoint.interval.ms"),
-                               self._checkpoint)
-            nursery.start_soon(self._every, PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, self._expire_producers)
-            if self.log_manager.cleaner is not None:
+            nursery.start_soon(_every, config.get_int("log.retention.check.interval.ms"), jobs.retention)
+            nursery.start_soon(jobs.delete_due_files)
+            nursery.start_soon(_every, config.get_int("log.flush.scheduler.interval.ms"), jobs.flush)
+            nursery.start_soon(_every, config.get_int("log.flush.offset.checkpoint.interval.ms"), jobs.checkpoint)
+            nursery.start_soon(_every, PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, jobs.expire_producers)
+            cleaner = log_manager.cleaner
+            if cleaner is not None:
                 # log.cleaner.threads as it is now, dynamic configs applied; a later change of it
                 # takes effect at the next start.
-                threads = self.config.get("log.cleaner.threads")
+                threads = config.get_int("log.cleaner.threads")
                 limiter = trio.CapacityLimiter(max(threads, 1))
                 for _ in range(threads):
-                    nursery.start_soon(self._clean_logs, limiter)
-
-    async def _every(self, interval_ms: int, job) -> None:
-        interval = max(interval_ms, 10) / 1000
-        while True:
-            await trio.sleep(interval)
-            try:
-                await job()
-            except Exception:
-                log.exception("periodic job %s failed", job.__name__)
-
-    async def _retention(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.cleanup, wall_clock_ms(), limiter=self.disk_limiter)
-
-    async def _delete_due_files(self) -> None:
-        """Kafka's kafka-delete-logs and delete-file tasks: a deleted partition's directory, and a
-        segment renamed `.deleted` (by retention, truncation or the cleaner), go once their
-        file.delete.delay.ms has passed, not at the next retention check (up to
-        log.retention.check.interval.ms later: their disk space and page cache held meanwhile).
-        Looks at least once a second, in the event loop (no I/O); deletes in a worker thread."""
-        while True:
-            due_in = self.log_manager.file_deletion_due_in(wall_clock_ms())
-            if due_in is not None and due_in <= 0:
-                try:
-                    await trio.to_thread.run_sync(self.log_manager.delete_due_files, wall_clock_ms(),
-                                                  limiter=self.disk_limiter)
-                except Exception:
-                    log.exception("deleting files failed")
-                    await trio.sleep(1)
-                continue
-            await trio.sleep(min(due_in or _FILE_DELETION_POLL_MS, _FILE_DELETION_POLL_MS) / 1000)
-
-    async def _flush(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.flush_dirty, wall_clock_ms(), limiter=self.disk_limiter)
-
-    async def _checkpoint(self) -> None:
-        await trio.to_thread.run_sync(self.log_manager.checkpoint, limiter=self.disk_limiter)
-
-    async def _expire_producers(self) -> None:
-        self.log_manager.remove_expired_producers(wall_clock_ms(), self.config.get("producer.id.expiration.ms"))
-
-    async def _clean_logs(self, limiter: trio.CapacityLimiter) -> None:
-        """One log cleaner thread: clean the dirtiest log, or wait log.cleaner.backoff.ms. The
-        log.cleaner.* configs are read before every turn: they may be changed dynamically."""
-        cleaner = self.log_manager.cleaner
-        while True:
-            cleaner.reconfigure(CleanerConfig.from_broker_config(self.config.get))
-            try:
-                cleaned = await trio.to_thread.run_sync(cleaner.clean_filthiest_log, limiter=limiter)
-            except Exception:
-                log.exception("log cleaner failed")
-                cleaned = False
-            if not cleaned:
-                await trio.sleep(cleaner.config.backoff_ms / 1000)
+                    nursery.start_soon(jobs.clean_logs, cleaner, limiter)
 
     # --- requests -----------------------------------------------------------------------------
 
-    async def _serve_connection(self, conn: Connection) -> None:
-        max_frame = self.config.get("socket.request.max.bytes")
-        idle_timeout = self.config.get("connections.max.idle.ms") / 1000
+    async def _serve_connection(self, services: BrokerServices, conn: Connection) -> None:
+        max_frame = self.config.get_int("socket.request.max.bytes")
+        idle_timeout = self.config.get_int("connections.max.idle.ms") / 1000
         try:
-            refused_ms = connection_throttle_ms(self.quotas, conn.client_host)
+            refused_ms = connection_throttle_ms(services.quotas, conn.client_host)
             if refused_ms:
                 await trio.sleep(refused_ms / 1000)  # closed unread once throttled, as Kafka does
                 return
             await self.listener_security[conn.listener.listener].start(conn)
             # Cancelled by _close_idle_connections while it waits too long for a request: cheaper
             # than a deadline per request, and a request being served is never cancelled by it.
-            with trio.CancelScope() as conn.idle_scope:
+            with conn.idle_scope:
                 self._connections.add(conn)
                 while True:
                     auth = conn.authenticator
@@ -488,7 +463,7 @@ class Broker:
                         break
                     self._in_flight += 1
                     try:
-                        ctx, request, response, encoded = await self._process(conn, frame)
+                        ctx, request, response, encoded = await self._process(services, conn, frame)
                         send_ns = elapsed_ns()
                         if encoded is not None:
                             await conn.send_response(encoded)
@@ -496,12 +471,12 @@ class Broker:
                             self.request_metrics.record(ctx, request, response, received_ns, send_ns, elapsed_ns())
                         # A large frame's memory is read into again once unreferenced: the request's
                         # records are views of it.
-                        frame = request = response = encoded = None
+                        del frame, request, response, encoded
                         if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
                             self.request_metrics.authentication_failed(conn.listener.listener)
                             log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,
                                      conn.authenticator.failure)
-                            await trio.sleep(self.config.get("connection.failed.authentication.delay.ms") / 1000)
+                            await trio.sleep(self.config.get_int("connection.failed.authentication.delay.ms") / 1000)
                             return
                     finally:
                         self._in_flight -= 1
@@ -528,12 +503,13 @@ class Broker:
             if conn.idle_deadline <= now:
                 conn.idle_scope.cancel()
 
-    async def _process(self, conn: Connection, frame: bytearray):
+    async def _process(self, services: BrokerServices, conn: Connection, frame: bytearray) -> tuple[
+            RequestContext | None, Message | None, Message | None, bytes | bytearray | None]:
         """(context, request, response, the response encoded): the first three None for a bare
         SASL token, the last two None when no response is sent (an acks=0 produce)."""
         auth = conn.authenticator
         if auth.expects_raw_token:  # after a v0 SaslHandshake: a bare SASL token, answered bare
-            token = auth.evaluate_raw_token(frame, loop_time())
+            token = auth.evaluate_raw_token(bytes(frame), loop_time())
             return None, None, None, bytes(_SIZE.pack(len(token))) + token
         try:
             header, pos = decode_request_header(frame)
@@ -541,11 +517,11 @@ class Broker:
             raise CodecError(f"malformed request header: {e}") from e
         api_key, version = header.request_api_key, header.request_api_version
         auth.admit(api_key, version, loop_time())
-        ctx = RequestContext(self.services, conn, api_key, version, header.correlation_id, header.client_id,
+        ctx = RequestContext(services, conn, api_key, version, header.correlation_id, header.client_id,
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if (handler is None or not handler.min_version <= version <= handler.max_version
-                or not handler.served(self.services.listener_type)):
+                or not handler.served(services.listener_type)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)
@@ -573,8 +549,84 @@ class Broker:
         return ctx, request, response, encode_response(response, version, header.correlation_id, FrameBuffer())
 
 
+def _coordinator_leadership_changed(groups: GroupService, transactions: TxnService) -> Callable[
+        [list[PartitionEpoch], list[PartitionEpoch]], None]:
+    """ReplicaManager.on_leadership_change in a ZooKeeper cluster (Kafka's onLeadershipChange): the
+    coordinators load the partitions of their topics this broker now leads and unload those it no
+    longer leads."""
+    def changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
+        for service, topic in ((groups, OFFSETS_TOPIC), (transactions, TRANSACTION_STATE_TOPIC)):
+            ours = [[(index, epoch) for (name, index), epoch in changes if name == topic] for changes in (led, resigned)]
+            if ours[0] or ours[1]:
+                service.on_leadership_change(*ours)
+    return changed
 
-def error_response(api_key: int, code: int):
+
+class _LogJobs:
+    """The periodic jobs on the logs, which Kafka's LogManager schedules: retention, deleting
+    files, flushes, checkpoints, producer expiration and the log cleaner's threads."""
+
+    def __init__(self, log_manager: LogManager, config: KafkaConfig, disk_limiter: trio.CapacityLimiter) -> None:
+        self._logs = log_manager
+        self._config = config
+        self._disk_limiter = disk_limiter  # fsync, retention, checkpoints: one at a time
+
+    async def retention(self) -> None:
+        await trio.to_thread.run_sync(self._logs.cleanup, wall_clock_ms(), limiter=self._disk_limiter)
+
+    async def delete_due_files(self) -> None:
+        """Kafka's kafka-delete-logs and delete-file tasks: a deleted partition's directory, and a
+        segment renamed `.deleted` (by retention, truncation or the cleaner), go once their
+        file.delete.delay.ms has passed, not at the next retention check (up to
+        log.retention.check.interval.ms later: their disk space and page cache held meanwhile).
+        Looks at least once a second, in the event loop (no I/O); deletes in a worker thread."""
+        while True:
+            due_in = self._logs.file_deletion_due_in(wall_clock_ms())
+            if due_in is not None and due_in <= 0:
+                try:
+                    await trio.to_thread.run_sync(self._logs.delete_due_files, wall_clock_ms(),
+                                                  limiter=self._disk_limiter)
+                except Exception:
+                    log.exception("deleting files failed")
+                    await trio.sleep(1)
+                continue
+            await trio.sleep(min(due_in or _FILE_DELETION_POLL_MS, _FILE_DELETION_POLL_MS) / 1000)
+
+    async def flush(self) -> None:
+        await trio.to_thread.run_sync(self._logs.flush_dirty, wall_clock_ms(), limiter=self._disk_limiter)
+
+    async def checkpoint(self) -> None:
+        await trio.to_thread.run_sync(self._logs.checkpoint, limiter=self._disk_limiter)
+
+    async def expire_producers(self) -> None:
+        self._logs.remove_expired_producers(wall_clock_ms(), self._config.get_int("producer.id.expiration.ms"))
+
+    async def clean_logs(self, cleaner: LogCleaner, limiter: trio.CapacityLimiter) -> None:
+        """One log cleaner thread: clean the dirtiest log, or wait log.cleaner.backoff.ms. The
+        log.cleaner.* configs are read before every turn: they may be changed dynamically."""
+        while True:
+            cleaner.reconfigure(CleanerConfig.from_broker_config(self._config.get))
+            try:
+                cleaned = await trio.to_thread.run_sync(cleaner.clean_filthiest_log, limiter=limiter)
+            except Exception:
+                log.exception("log cleaner failed")
+                cleaned = False
+            if not cleaned:
+                await trio.sleep(cleaner.config.backoff_ms / 1000)
+
+
+async def _every(interval_ms: int, job: Callable[[], Awaitable[None]]) -> None:
+    """Run `job` every `interval_ms` (10 ms at least), logging its failures."""
+    interval = max(interval_ms, 10) / 1000
+    while True:
+        await trio.sleep(interval)
+        try:
+            await job()
+        except Exception:
+            log.exception("periodic job %s failed", job.__name__)
+
+
+def error_response(api_key: int, code: int) -> Message | None:
     """A response carrying `code` at the top level, for apis that have a top-level error code."""
     response = response_class(api_key)()
     if "error_code" in response._fields:

@@ -19,13 +19,22 @@ because its next request is not read. Per Kafka's KafkaApis:
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING, Protocol, cast
 
 import trio
 
 from ..coordinator.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 from ..coordinator.quota_manager import (ClientQuotaManager, ConnectionRateQuota, ControllerMutationQuota,
                                          ControllerMutationQuotaManager, Window)
+from ..wire.protocol import response_class
 from .clock import elapsed_ns, loop_ms, loop_time
+
+if TYPE_CHECKING:
+    from ..coordinator.quota_manager import QuotaConfigs
+    from ..wire.codec import Message
+    from .config.kafka_config import KafkaConfig
+    from .context import RequestContext
+    from .network.socket_server import Connection
 
 # Errors.THROTTLING_QUOTA_EXCEEDED's message, as a topic refused by the mutation quota carries it.
 THROTTLING_QUOTA_EXCEEDED_MESSAGE = "The throttling quota has been exceeded."
@@ -36,14 +45,15 @@ NANOS_TO_PERCENTAGE_PER_SECOND = 100.0 / 1e9
 class BrokerQuotas:
     """The broker's quota managers over the client quotas of its metadata image."""
 
-    def __init__(self, config, quotas) -> None:
-        window = Window(config.get("quota.window.num"), config.get("quota.window.size.seconds") * 1000)
+    def __init__(self, config: KafkaConfig, quotas: QuotaConfigs) -> None:
+        window = Window(config.get_int("quota.window.num"), config.get_int("quota.window.size.seconds") * 1000)
         self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, quotas, window)
         self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, quotas, window)
         # Kafka's ClientRequestQuotaManager caps its throttle time at one window.
         self.request = ClientQuotaManager(REQUEST_PERCENTAGE, quotas, window, max_throttle_ms=window.size_ms)
         self.controller_mutation = ControllerMutationQuotaManager(quotas, Window(
-            config.get("controller.quota.window.num"), config.get("controller.quota.window.size.seconds") * 1000))
+            config.get_int("controller.quota.window.num"),
+            config.get_int("controller.quota.window.size.seconds") * 1000))
         self.connections = ConnectionRateQuota(quotas, window)
 
     def refresh(self) -> None:
@@ -52,7 +62,7 @@ class BrokerQuotas:
             manager.refresh()
 
 
-def _request_throttle_ms(ctx, now_ms: int | None = None) -> int:
+def _request_throttle_ms(ctx: RequestContext, now_ms: int | None = None) -> int:
     """Record the time this request has taken so far (long-poll waits excepted)."""
     request = ctx.services.quotas.request
     if not request.enabled:
@@ -68,7 +78,7 @@ class not_request_time:
 
     __slots__ = ("ctx", "start")
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: RequestContext) -> None:
         self.ctx = ctx
 
     def __enter__(self) -> None:
@@ -78,7 +88,7 @@ class not_request_time:
         self.ctx.waited_ns += elapsed_ns() - self.start
 
 
-def record_produce(ctx, acks: int) -> None:
+def record_produce(ctx: RequestContext, acks: int) -> None:
     quotas = ctx.services.quotas
     if not (quotas.produce.enabled or quotas.request.enabled):
         ctx.throttle_time_ms = 0
@@ -88,13 +98,13 @@ def record_produce(ctx, acks: int) -> None:
     ctx.throttle_time_ms = max(bandwidth, 0 if acks == 0 else _request_throttle_ms(ctx, now_ms))
 
 
-def fetch_max_bytes(ctx) -> int | None:
+def fetch_max_bytes(ctx: RequestContext) -> int | None:
     """What one fetch may return without certainly exceeding the client's byte rate."""
     limit = ctx.services.quotas.fetch.max_value_in_window(ctx.principal.name, ctx.client_id)
     return None if limit is None else int(limit)
 
 
-def record_fetch(ctx, response_bytes: int) -> int:
+def record_fetch(ctx: RequestContext, response_bytes: int) -> int:
     """Record a fetch response about to be sent; its throttle time, non-zero when the client must
     get an empty response instead (whose bytes are then not counted)."""
     quotas = ctx.services.quotas
@@ -110,7 +120,7 @@ def record_fetch(ctx, response_bytes: int) -> int:
     return ctx.throttle_time_ms
 
 
-def mutation_quota(ctx, strict_since_version: int) -> ControllerMutationQuota:
+def mutation_quota(ctx: RequestContext, strict_since_version: int) -> ControllerMutationQuota:
     """The controller mutation quota of one request: strict (refusing topics with
     THROTTLING_QUOTA_EXCEEDED) from the version that can carry that error, permissive before."""
     return ctx.services.quotas.controller_mutation.new_quota(
@@ -122,20 +132,25 @@ def record_mutations(quota: ControllerMutationQuota, partitions: int) -> bool:
     return quota.record(partitions, loop_ms())
 
 
-def finish_mutations(ctx, quota: ControllerMutationQuota) -> None:
+def finish_mutations(ctx: RequestContext, quota: ControllerMutationQuota) -> None:
     now_ms = loop_ms()
     ctx.throttle_time_ms = max(quota.throttle_time_ms(now_ms), _request_throttle_ms(ctx, now_ms))
 
 
+class _Throttled(Protocol):
+    throttle_time_ms: int
+
+
 @cache
-def _throttle_versions(response_type) -> tuple[int, int] | None:
-    for field in response_type._schema:
+def _throttle_versions(api_key: int) -> tuple[int, int] | None:
+    """The versions of the API's response that carry throttle_time_ms (most APIs, all versions)."""
+    for field in response_class(api_key)._schema:
         if field.name == "throttle_time_ms":
             return field.versions
     return None
 
 
-def finish_request(ctx, response) -> None:
+def finish_request(ctx: RequestContext, response: Message | None) -> None:
     """For every request once its handler has answered: record its time unless the handler
     recorded its quotas itself, put the throttle time in the response, mute the connection."""
     if ctx.throttle_time_ms is None:
@@ -145,12 +160,14 @@ def finish_request(ctx, response) -> None:
         conn = ctx.connection
         conn.muted_until = max(conn.muted_until, loop_time() + throttle_ms / 1000)
     if response is not None:
-        versions = _throttle_versions(type(response))
+        versions = _throttle_versions(ctx.api_key)
         if versions is not None and versions[0] <= ctx.api_version <= versions[1]:
-            response.throttle_time_ms = throttle_ms
+            # The API's schema has the field, so its response class does: a type checker sees a
+            # generated class's fields, not a Message's.
+            cast(_Throttled, response).throttle_time_ms = throttle_ms
 
 
-async def wait_unmuted(conn) -> None:
+async def wait_unmuted(conn: Connection) -> None:
     """Hold back reading a throttled connection's next request until its throttle time is over."""
     if conn.muted_until and conn.muted_until > loop_time():
         await trio.sleep_until(conn.muted_until)

@@ -6,6 +6,7 @@ AclPermissionType. The broker's authorizer (server/security/authorizer.py) decid
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TypeVar
 
 CLUSTER_NAME = "kafka-cluster"  # the one name of the CLUSTER resource
 
@@ -56,7 +57,10 @@ class AclPermissionType(IntEnum):
     ALLOW = 3
 
 
-def enum_value(enum: type[IntEnum], code: int) -> IntEnum:
+E = TypeVar("E", bound=IntEnum)
+
+
+def enum_value(enum: type[E], code: int) -> E:
     """The member of `enum` for a wire code; UNKNOWN for codes it does not define (fromCode)."""
     try:
         return enum(code)

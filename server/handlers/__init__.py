@@ -13,9 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from importlib import import_module
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ...wire.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from ...wire.codec import Message
 
 
 class ListenerType(Enum):
@@ -31,7 +34,7 @@ class Handler:
     api_key: int
     min_version: int
     max_version: int
-    handle: Callable[..., Awaitable[object]]
+    handle: Callable[..., Awaitable[Message | None]]  # None: no response (an acks=0 produce)
     # Served (and advertised) only by a broker in a ZooKeeper cluster: the inter-broker APIs a
     # controller sends, as a ZooKeeper-mode Kafka broker lists them.
     cluster_only: bool = False

@@ -13,10 +13,14 @@ Kafka 4.4 (KIP-890 part 2: EndTxn v5, an epoch bump per transaction).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from . import HANDLERS, ListenerType, handler
+
+if TYPE_CHECKING:
+    from ...wire.codec import Message
 
 ApiVersionsResponse = response_class(ApiKey.API_VERSIONS)
 # Kafka's ApiVersionsRequest.isValid: software name and version are [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
@@ -71,7 +75,7 @@ def _listings(listener_type: ListenerType) -> tuple[list, list, list]:
     return listed
 
 
-def unsupported_version_response() -> object:
+def unsupported_version_response() -> Message:
     """KIP-511: a client newer than us gets v0 with UNSUPPORTED_VERSION and our ApiVersions range."""
     ours = HANDLERS[ApiKey.API_VERSIONS]
     Key = ApiVersionsResponse.ApiVersion

@@ -38,7 +38,7 @@ def parse_scram(spec: str) -> tuple[str, ScramMechanism, ScramCredential]:
     --add-scram takes it; values may be in double quotes."""
     match = _SCRAM_SPEC.fullmatch(spec.strip())
     mechanism = ScramMechanism.from_name(match["mechanism"]) if match else None
-    if mechanism is None:
+    if match is None or mechanism is None:
         raise FormatError(f"Invalid --add-scram {spec!r}: expected SCRAM-SHA-256=[name=...,password=...] "
                           "or SCRAM-SHA-512=[...]")
     fields = {}

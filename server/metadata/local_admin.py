@@ -5,7 +5,6 @@ another broker is refused."""
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -101,7 +100,7 @@ class LocalAdminManager:
             else:
                 config = services.config
                 return ErrorCode.NONE, services.replica_manager.create_topic(
-                    name, config.get("num.partitions"), {}, config.get("default.replication.factor"))
+                    name, config.get_int("num.partitions"), {}, config.get_int("default.replication.factor"))
         except KafkaStorageException as e:
             return e.error_code, None
         return ErrorCode.NONE, services.metadata.topics[name]
@@ -146,7 +145,8 @@ class LocalAdminManager:
     async def alter_scram_credentials(self, services: BrokerServices, deletions: Mapping[str, ScramMechanism],
                                       upsertions: Mapping[str, tuple[ScramMechanism, ScramCredential]]) -> None:
         """Every alteration in one durable step of the image, or none."""
-        updated = copy.deepcopy(dict(services.metadata.scram_credentials))
+        # Copied two levels deep: a user's mechanisms change, their credentials are replaced whole.
+        updated = {user: dict(by_mechanism) for user, by_mechanism in services.metadata.scram_credentials.items()}
         for name, mechanism in deletions.items():
             mechanisms = updated[name]
             del mechanisms[mechanism.mechanism_name]

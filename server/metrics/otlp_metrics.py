@@ -7,8 +7,14 @@ Exponential histograms give their count and sum.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported at the first push (decode_metrics_data)
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.metrics.v1 import metrics_pb2
 
 
 class Kind(IntEnum):
@@ -78,7 +84,7 @@ def decode_metrics_data(payload: bytes) -> MetricsData:
     return result
 
 
-def _metric(data) -> Metric:
+def _metric(data: metrics_pb2.Metric) -> Metric:
     metric = Metric(data.name, data.description, data.unit)
     kind = data.WhichOneof("data")
     if kind == "gauge":
@@ -107,16 +113,17 @@ def _temporality(value: int) -> Temporality:
     return Temporality(value) if value in Temporality._value2member_map_ else Temporality.UNSPECIFIED
 
 
-def _number_point(data) -> DataPoint:
+def _number_point(data: metrics_pb2.NumberDataPoint) -> DataPoint:
     value = data.as_int if data.WhichOneof("value") == "as_int" else data.as_double
     return DataPoint(_attributes(data.attributes), value=float(value))
 
 
-def _distribution_point(data) -> DataPoint:
+def _distribution_point(data: metrics_pb2.HistogramDataPoint | metrics_pb2.ExponentialHistogramDataPoint
+                        | metrics_pb2.SummaryDataPoint) -> DataPoint:
     return DataPoint(_attributes(data.attributes), count=data.count, sum=data.sum)
 
 
-def _histogram_point(data) -> DataPoint:
+def _histogram_point(data: metrics_pb2.HistogramDataPoint) -> DataPoint:
     point = _distribution_point(data)
     bounds, counts = data.explicit_bounds, data.bucket_counts
     if len(counts) == len(bounds) + 1:
@@ -124,12 +131,12 @@ def _histogram_point(data) -> DataPoint:
     return point
 
 
-def _attributes(key_values) -> Attributes:
+def _attributes(key_values: Iterable[KeyValue]) -> Attributes:
     """KeyValues, their values as text, sorted by key."""
     return tuple(sorted({kv.key: _any_value_text(kv.value) for kv in key_values}.items()))
 
 
-def _any_value_text(value) -> str:
+def _any_value_text(value: AnyValue) -> str:
     """AnyValue: a string, bool, int or double as text (arrays, lists and bytes are shown as empty)."""
     kind = value.WhichOneof("value")
     if kind == "string_value":

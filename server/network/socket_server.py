@@ -19,7 +19,7 @@ import ssl
 import struct
 import sys
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
 
@@ -27,6 +27,9 @@ from ...client.connection import receive_into
 from ...client.framing import frame_memory, give_back_frame, resized
 from ...wire.codec import piece_size
 from .connection_quotas import TooManyConnections
+
+if TYPE_CHECKING:
+    from ..security.authenticator import Authenticator
 
 log = logging.getLogger("samsa.network")
 _SIZE = struct.Struct(">i")
@@ -50,7 +53,7 @@ class ConnectionClosed(Exception):
 @dataclass
 class Endpoint:
     listener: str
-    host: str
+    host: str | None  # None: every interface (a listener such as PLAINTEXT://:9092)
     port: int
     security_protocol: str
 
@@ -74,16 +77,18 @@ class Connection:
         self._low_water = 1  # the socket's SO_RCVLOWAT
         self._frame: bytearray | None = None  # the last frame larger than the read-ahead, for reuse
         self.tls: trio.SSLStream | None = None
-        self.authenticator = None  # set by the listener's security (server.network.listeners)
+        # Set by the listener's security (server/network/listeners.py) once TLS is up, before the
+        # first frame is read.
+        self.authenticator: Authenticator
         # KIP-511: the client software's name and version its ApiVersions (v3+) gave, None until then
         # (Kafka's ClientInformation of the channel: client-metrics subscriptions may match on them).
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
         self.muted_until = 0.0  # trio time before which no request is read (a quota's throttle)
         # While waiting for a request: the trio time it must come by (idle or authentication
-        # timeout), past which the broker cancels `idle_scope`; inf while a request is served.
+        # timeout), past which the broker cancels `idle_scope` (entered while the connection is served).
         self.idle_deadline = math.inf
-        self.idle_scope: trio.CancelScope | None = None
+        self.idle_scope = trio.CancelScope()
 
     async def start_tls(self, context: ssl.SSLContext) -> None:
         """Complete a server-side TLS handshake; from then on every byte goes through TLS."""
@@ -115,40 +120,41 @@ class Connection:
         self._waits += 1
         await trio.lowlevel.wait_readable(self._fd)
 
-    async def _fill(self, wanted: int) -> None:
-        """Read ahead until `wanted` (at most _READ_AHEAD) unread bytes are buffered."""
+    async def _fill(self, wanted: int) -> bytearray:
+        """Read ahead until `wanted` (at most _READ_AHEAD) unread bytes are buffered; the buffer."""
         unread = self._end - self._start
-        if self._buffer is None:
-            self._buffer = _take_buffer()
+        buffer = self._buffer
+        if buffer is None:
+            buffer = self._buffer = _take_buffer()
         elif self._start:
-            self._buffer[:unread] = self._buffer[self._start:self._end]
+            buffer[:unread] = buffer[self._start:self._end]
             self._start, self._end = 0, unread
-        view = memoryview(self._buffer)
+        view = memoryview(buffer)
         while self._end < wanted:
             try:
                 n = os.readv(self._fd, (view[self._end:],))
             except BlockingIOError:
                 if self._end == 0:  # an idle connection holds no buffer
-                    view = None
-                    _give_back_buffer(self._buffer)
+                    view.release()
+                    _give_back_buffer(buffer)
                     self._buffer = None
-                    if self._frame is not None:
-                        self._give_back_frame()
+                    self._give_back_frame()
                     await self._wait_readable()
-                    self._buffer = _take_buffer()
-                    view = memoryview(self._buffer)
+                    buffer = self._buffer = _take_buffer()
+                    view = memoryview(buffer)
                 else:
                     await self._wait_readable()
                 continue
             if n == 0:
                 raise ConnectionClosed()
             self._end += n
+        return buffer
 
     async def read_frame(self, max_size: int, limit_name: str = "socket.request.max.bytes") -> bytearray:
         """The next request frame body. Raises ConnectionClosed at EOF; ValueError on a bad size
         (before allocating anything for it)."""
         if self.tls is not None:
-            return await self._read_tls_frame(max_size, limit_name)
+            return await _read_tls_frame(self.tls, max_size, limit_name)
         waits = self._waits
         frame = await self._read_frame(max_size, limit_name)
         if self._waits == waits:  # it was all there: yield once per frame all the same
@@ -156,22 +162,23 @@ class Connection:
         return frame
 
     async def _read_frame(self, max_size: int, limit_name: str) -> bytearray:
-        if self._buffer is None or self._end - self._start < 4:
-            await self._fill(4)
-        (size,) = _SIZE.unpack_from(self._buffer, self._start)
+        buffer = self._buffer
+        if buffer is None or self._end - self._start < 4:
+            buffer = await self._fill(4)
+        (size,) = _SIZE.unpack_from(buffer, self._start)
         if size < 0 or size > max_size:
             raise ValueError(f"frame size {size} is outside 0..{max_size} ({limit_name})")
         self._start += 4
         if size <= _READ_AHEAD and self._end - self._start < size:
-            await self._fill(size)
+            buffer = await self._fill(size)
         unread = self._end - self._start
         if unread >= size:
-            frame = self._buffer[self._start:self._start + size]
+            frame = buffer[self._start:self._start + size]
             self._start += size
             return frame
         # A large frame: what was read ahead, then the rest straight into the frame.
         frame = _LargeFrameMemory.allocate(size, unread, self._large_frame)
-        frame[:unread] = memoryview(self._buffer)[self._start:self._end]
+        frame[:unread] = memoryview(buffer)[self._start:self._end]
         self._start = self._end = 0
         try:
             await self._read_rest(frame, unread, size)
@@ -229,49 +236,12 @@ class Connection:
         """While the connection idles, its last large frame serves others (if nothing holds it:
         the local and getrefcount's argument)."""
         frame, self._frame = self._frame, None
-        if sys.getrefcount(frame) == 2:
+        if frame is not None and sys.getrefcount(frame) == 2:
             give_back_frame(frame)
-
-    # --- TLS: through trio's SSLStream, whose buffering stands in for the read-ahead above ---
-
-    async def _read_tls_frame(self, max_size: int, limit_name: str) -> bytearray:
-        header = await self._tls_receive_exactly(4)
-        (size,) = _SIZE.unpack(header)
-        if size < 0 or size > max_size:
-            raise ValueError(f"frame size {size} is outside 0..{max_size} ({limit_name})")
-        return await self._tls_receive_exactly(size)
-
-    async def _tls_receive_exactly(self, size: int) -> bytearray:
-        frame = bytearray()
-        try:
-            while len(frame) < size:
-                data = await self.tls.receive_some(size - len(frame))
-                if not data:
-                    raise ConnectionClosed()
-                frame += data
-        except trio.BrokenResourceError as e:
-            raise ConnectionClosed(str(e.__cause__ or e)) from e
-        return frame
-
-    async def _tls_send(self, data) -> None:
-        try:
-            await self.tls.send_all(data)
-        except trio.BrokenResourceError as e:
-            raise ConnectionClosed(str(e.__cause__ or e)) from e
-
-    async def _send_file_by_reading(self, fd: int, offset: int, count: int) -> None:
-        # os.sendfile cannot write to a TLS stream: read the range and encrypt it, a chunk at a time.
-        while count > 0:
-            chunk = os.pread(fd, min(count, _TLS_FILE_CHUNK), offset)
-            if not chunk:
-                raise ConnectionClosed("segment file shrank while sending it")
-            await self._tls_send(chunk)
-            offset += len(chunk)
-            count -= len(chunk)
 
     async def send(self, data) -> None:
         if self.tls is not None:
-            await self._tls_send(data)
+            await _tls_send(self.tls, data)
             return
         view = memoryview(data)
         while view:
@@ -302,7 +272,7 @@ class Connection:
         """Send buffers in order, gathered into as few writev calls as the socket takes."""
         if self.tls is not None:
             for data in buffers:
-                await self._tls_send(data)
+                await _tls_send(self.tls, data)
             return
         first = unyielded = 0
         while first < len(buffers):
@@ -328,7 +298,7 @@ class Connection:
 
     async def sendfile(self, fd: int, offset: int, count: int) -> None:
         if self.tls is not None:
-            await self._send_file_by_reading(fd, offset, count)
+            await _send_file_by_reading(self.tls, fd, offset, count)
             return
         # A partial sendfile means the send buffer filled, but on a fast peer the kernel has often
         # freed it again (ACKs) by the time the call returns: retry at once, and wait on trio only
@@ -355,6 +325,47 @@ class Connection:
 
     def close(self) -> None:
         self.sock.close()
+
+
+# --- TLS: through trio's SSLStream, whose buffering stands in for a connection's read-ahead ---
+
+async def _read_tls_frame(tls: trio.SSLStream, max_size: int, limit_name: str) -> bytearray:
+    header = await _tls_receive_exactly(tls, 4)
+    (size,) = _SIZE.unpack(header)
+    if size < 0 or size > max_size:
+        raise ValueError(f"frame size {size} is outside 0..{max_size} ({limit_name})")
+    return await _tls_receive_exactly(tls, size)
+
+
+async def _tls_receive_exactly(tls: trio.SSLStream, size: int) -> bytearray:
+    frame = bytearray()
+    try:
+        while len(frame) < size:
+            data = await tls.receive_some(size - len(frame))
+            if not data:
+                raise ConnectionClosed()
+            frame += data
+    except trio.BrokenResourceError as e:
+        raise ConnectionClosed(str(e.__cause__ or e)) from e
+    return frame
+
+
+async def _tls_send(tls: trio.SSLStream, data) -> None:
+    try:
+        await tls.send_all(data)
+    except trio.BrokenResourceError as e:
+        raise ConnectionClosed(str(e.__cause__ or e)) from e
+
+
+async def _send_file_by_reading(tls: trio.SSLStream, fd: int, offset: int, count: int) -> None:
+    # os.sendfile cannot write to a TLS stream: read the range and encrypt it, a chunk at a time.
+    while count > 0:
+        chunk = os.pread(fd, min(count, _TLS_FILE_CHUNK), offset)
+        if not chunk:
+            raise ConnectionClosed("segment file shrank while sending it")
+        await _tls_send(tls, chunk)
+        offset += len(chunk)
+        count -= len(chunk)
 
 
 class _LargeFrameMemory:
@@ -408,10 +419,11 @@ def _give_back_buffer(buffer: bytearray) -> None:
 
 
 async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:
-    family = _stdlib_socket.AF_INET6 if ":" in endpoint.host else _stdlib_socket.AF_INET
+    host = endpoint.host or "0.0.0.0"
+    family = _stdlib_socket.AF_INET6 if ":" in host else _stdlib_socket.AF_INET
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_STREAM)
     sock.setsockopt(_stdlib_socket.SOL_SOCKET, _stdlib_socket.SO_REUSEADDR, 1)
-    await sock.bind((endpoint.host or "0.0.0.0", endpoint.port))
+    await sock.bind((host, endpoint.port))
     sock.listen(1024)
     return sock
 

@@ -25,7 +25,8 @@ from ...client.errors import BrokerUnreachable
 from ...coordinator.partition_leader import IsrChange
 from .replica_manager import RECOVERED
 from ...wire.errors import ErrorCode
-from ...wire.protocol import ApiKey, request_class
+from ...wire.messages.alter_partition_request import AlterPartitionRequest, PartitionData, TopicData
+from ...wire.messages.alter_partition_response import AlterPartitionResponse
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
@@ -44,7 +45,6 @@ class ControllerLocator(Protocol):
         """Where the controller listens on `listener`, None while none is known or reachable there."""
 
 log = logging.getLogger("samsa.alter_partition")
-AlterPartitionRequest = request_class(ApiKey.ALTER_PARTITION)
 # v2: topic ids and a plain ISR (v3 adds each member's broker epoch, which a ZooKeeper controller
 # ignores; Kafka 4 no longer reads v0-1).
 ALTER_PARTITION_VERSION = 2
@@ -91,7 +91,7 @@ class AlterPartitionManager:
                         connection = None
                         connection = await BrokerConnection.connect(
                             *controller, f"broker-{self._membership.broker_id}-alter-partition-channel-manager",
-                            self._config.get("request.timeout.ms"))
+                            self._config.get_int("request.timeout.ms"))
                         connected_to = controller
                     response = await connection.call(request, ALTER_PARTITION_VERSION)
                 except BrokerUnreachable as e:
@@ -108,10 +108,11 @@ class AlterPartitionManager:
                 with trio.CancelScope(shield=True):
                     await connection.aclose()
 
-    def _request(self):
+    def _request(self) -> tuple[AlterPartitionRequest | None,
+                                dict[tuple[uuid.UUID, int], tuple[Partition, IsrChange]]]:
         """The AlterPartition for the changes still pending at partitions this broker leads, and
         what it sent for each: (partition, change) by (topic id, partition index)."""
-        topics: dict[uuid.UUID, AlterPartitionRequest.TopicData] = {}
+        topics: dict[uuid.UUID, TopicData] = {}
         sent: dict[tuple[uuid.UUID, int], tuple[Partition, IsrChange]] = {}
         for key, (partition, change) in list(self._pending.items()):
             leader_state = partition.leader_state
@@ -121,8 +122,8 @@ class AlterPartitionManager:
             topic_id = partition.topic.topic_id
             topic = topics.get(topic_id)
             if topic is None:
-                topic = topics[topic_id] = AlterPartitionRequest.TopicData(topic_id=topic_id, partitions=[])
-            topic.partitions.append(AlterPartitionRequest.PartitionData(
+                topic = topics[topic_id] = TopicData(topic_id=topic_id, partitions=[])
+            topic.partitions.append(PartitionData(
                 partition_index=partition.index, leader_epoch=partition.leader_epoch, new_isr=list(change.isr),
                 leader_recovery_state=RECOVERED, partition_epoch=partition.partition_epoch))
             sent[(topic_id, partition.index)] = (partition, change)
@@ -132,7 +133,8 @@ class AlterPartitionManager:
                                         broker_epoch=self._membership.broker_epoch, topics=list(topics.values()))
         return request, sent
 
-    def handle_response(self, response, sent) -> bool:
+    def handle_response(self, response: AlterPartitionResponse,
+                        sent: dict[tuple[uuid.UUID, int], tuple[Partition, IsrChange]]) -> bool:
         """Take the controller's answer; False when it refused the whole request or a partition's
         change is to be sent again (after a backoff)."""
         if response.error_code != ErrorCode.NONE:

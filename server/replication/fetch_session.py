@@ -97,11 +97,11 @@ class FetchSessionCache:
                 self.sessions.pop(session_id, None)
             if epoch == FINAL_EPOCH or self.max_slots <= 0 or not self._evict(now_ms):
                 return FetchContext(requested)
-            session = FetchSession(self._new_id(), 1, last_used_ms=now_ms)
+            created = FetchSession(self._new_id(), 1, last_used_ms=now_ms)
             for p in requested:
-                session.partitions[(p.topic, p.partition)] = p
-            self.sessions[session.id] = session
-            return FetchContext(list(session.partitions.values()), session.id)
+                created.partitions[(p.topic, p.partition)] = p
+            self.sessions[created.id] = created
+            return FetchContext(list(created.partitions.values()), created.id)
         session = self.sessions.get(session_id)
         if session is None:
             return FetchContext([], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)

@@ -75,7 +75,7 @@ class ReplicaFetcherManager:
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
 
     def _fetcher_id(self, key: TopicPartition) -> int:
-        return (31 * zlib.crc32(key[0].encode()) + key[1]) % max(1, self._config.get("num.replica.fetchers"))
+        return (31 * zlib.crc32(key[0].encode()) + key[1]) % max(1, self._config.get_int("num.replica.fetchers"))
 
     def add_partition(self, key: TopicPartition, leader_id: int, address: tuple[str, int]) -> None:
         partition = self._replicas.get(*key)
@@ -130,12 +130,12 @@ class ReplicaFetcher:
             self.finished = True
 
     async def _run(self) -> None:
-        backoff = self._config.get("replica.fetch.backoff.ms") / 1000
+        backoff = self._config.get_int("replica.fetch.backoff.ms") / 1000
         with self._cancel_scope:
             while self.partitions:
                 try:
                     connection = await BrokerConnection.connect(
-                        *self.address, self._client_id, self._config.get("replica.socket.timeout.ms"))
+                        *self.address, self._client_id, self._config.get_int("replica.socket.timeout.ms"))
                     try:
                         while self.partitions:
                             truncated = await self._truncate(connection)
@@ -227,10 +227,10 @@ class ReplicaFetcher:
             by_topic.setdefault(topic, []).append(Fetch.FetchPartition(
                 partition=index, current_leader_epoch=state.leader_epoch, fetch_offset=log_.log_end_offset,
                 last_fetched_epoch=log_.leader_epoch_cache.latest_epoch, log_start_offset=log_.log_start_offset,
-                partition_max_bytes=config.get("replica.fetch.max.bytes")))
-        request = Fetch(replica_id=self._replicas.local_id, max_wait_ms=config.get("replica.fetch.wait.max.ms"),
-                        min_bytes=config.get("replica.fetch.min.bytes"),
-                        max_bytes=config.get("replica.fetch.response.max.bytes"), isolation_level=0, session_id=0,
+                partition_max_bytes=config.get_int("replica.fetch.max.bytes")))
+        request = Fetch(replica_id=self._replicas.local_id, max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
+                        min_bytes=config.get_int("replica.fetch.min.bytes"),
+                        max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0, session_id=0,
                         session_epoch=-1,
                         topics=[Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()])
         response = await connection.call(request, FETCH_VERSION)
@@ -241,7 +241,7 @@ class ReplicaFetcher:
         answers = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
         progressed = False
         to_flush = []
-        out_of_range = []
+        out_of_range: list[tuple[TopicPartition, PartitionFetchState, Partition]] = []
         for key, state, partition in fetching:
             data = answers.get(key)
             if data is None or self.partitions.get(key) is not state:
@@ -269,7 +269,8 @@ class ReplicaFetcher:
             await self._handle_out_of_range(connection, out_of_range)
         return progressed
 
-    async def _handle_out_of_range(self, connection: BrokerConnection, partitions: list) -> None:
+    async def _handle_out_of_range(self, connection: BrokerConnection,
+                                   partitions: list[tuple[TopicPartition, PartitionFetchState, Partition]]) -> None:
         """Kafka's handleOutOfRangeError: below the leader's log start offset (retention went past
         this replica), start over empty there; otherwise the leader's log is shorter, which the
         epochs settle (truncation)."""

@@ -32,7 +32,7 @@ from ..metadata.image import MetadataStore
 from .replica_fetcher import ReplicaFetcherManager
 
 if TYPE_CHECKING:
-    from ...storage.log import Log
+    from ...storage.log import Log, LogAppendInfo
     from ...storage.log_manager import LogManager
     from ..config.kafka_config import KafkaConfig
 
@@ -43,6 +43,7 @@ ZERO_UUID = uuid.UUID(int=0)
 EPOCH_DURING_DELETE = -2  # Kafka's LeaderAndIsr.EPOCH_DURING_DELETE: StopReplica for a topic being deleted
 NO_EPOCH = -1  # Kafka's LeaderAndIsr.NO_EPOCH: StopReplica before v3 carries no epochs
 RECOVERED, RECOVERING = 0, 1  # Kafka's LeaderRecoveryState (KIP-704)
+PartitionEpoch = tuple[tuple[str, int], int]  # ((topic, partition), leader epoch)
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,8 @@ class Partition:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return code
 
-    def append(self, records, origin: AppendOrigin = AppendOrigin.CLIENT) -> object:
+    def append(self, records: bytearray | memoryview | ProducedRecords,
+               origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Append a batch, or a Produce partition's parsed records (the log converts, validates and
         assigns offsets in place); wakes parked fetches."""
         log_ = self.log
@@ -335,12 +337,14 @@ class Partition:
         return ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
     # -- follower
-    def append_as_follower(self, records, leader_high_watermark: int, leader_log_start_offset: int) -> object:
+    def append_as_follower(self, records: bytearray | memoryview | None, leader_high_watermark: int,
+                           leader_log_start_offset: int) -> LogAppendInfo | None:
         """What the leader sent (possibly nothing), and its high watermark and log start offset,
         which this replica's follow within what it holds."""
         log_ = self.log
-        info = log_.append_as_follower(records) if records is not None and len(records) > 0 else None
-        if info is not None:
+        info = None
+        if records is not None and len(records) > 0:
+            info = log_.append_as_follower(records)
             self.stats.replication_bytes_in += len(records)
         high_watermark = log_.high_watermark
         log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
@@ -380,14 +384,13 @@ async def let_woken_fetches_answer() -> None:
 
 
 class ReplicaManager:
-    def __init__(self, logs: LogManager, metadata: MetadataStore, config: KafkaConfig,
-                 on_topics_changed: Callable[[], None]) -> None:
-        """`config`: the broker's, dynamic configs applied (topic logs take its defaults);
-        `on_topics_changed()`: called when a topic was created, deleted or grew."""
+    def __init__(self, logs: LogManager, metadata: MetadataStore, config: KafkaConfig) -> None:
+        """`config`: the broker's, dynamic configs applied (topic logs take its defaults)."""
         self._logs = logs
         self._metadata = metadata
         self._config = config
-        self._on_topics_changed = on_topics_changed
+        # Called when a topic was created, deleted or grew: the consumer groups subscribed to it rebalance.
+        self.on_topics_changed: Callable[[], None] = lambda: None
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.local_id: int = config.node_id
         # The single broker is its partitions' whole ISR: their high watermark is the log end
@@ -397,6 +400,11 @@ class ReplicaManager:
         # Called with (partition, change) when this broker, as leader, changed an ISR; in ZooKeeper
         # mode it tells the controller (AlterPartition, server/replication/alter_partition_manager.py).
         self.isr_change_listener: Callable[[Partition, IsrChange], None] = lambda partition, change: None
+        # Called with (led, resigned) when leaderships changed here (Kafka's onLeadershipChange): the
+        # partitions this broker now leads and those it now follows or stopped, each ((topic,
+        # partition), leader epoch). In ZooKeeper mode the coordinators load and unload theirs.
+        self.on_leadership_change: Callable[[list[PartitionEpoch], list[PartitionEpoch]], None] = (
+            lambda led, resigned: None)
         self.fetchers = ReplicaFetcherManager(self, config)
         # Kafka's replicaStateChangeLock: one controller request (LeaderAndIsr, StopReplica) at a time,
         # its controller epoch checked and its changes made without another one in between.
@@ -427,7 +435,7 @@ class ReplicaManager:
     def _partition(self, topic: TopicInfo, index: int) -> Partition:
         partition = Partition(topic, index, self._logs, self.local_id)
         partition.high_watermark_follows_log_end = self.high_watermark_follows_log_end
-        partition.replica_lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
+        partition.replica_lag_time_max_ms = self._config.get_int("replica.lag.time.max.ms")
         partition.stats = self.topic_stats.of(topic.name)
         partition.isr_changes = self.isr_changes
         return partition
@@ -471,7 +479,7 @@ class ReplicaManager:
             self._metadata.remove_topic(name)
             raise
         log.info("Created topic %s with %d partitions, topic id %s", name, num_partitions, topic.topic_id)
-        self._on_topics_changed()
+        self.on_topics_changed()
         return topic
 
     def add_partitions(self, name: str, new_total: int) -> None:
@@ -479,7 +487,7 @@ class ReplicaManager:
         config = self.topic_log_config(topic)
         self._open_all(topic, range(topic.num_partitions, new_total), config)
         self._metadata.set_partitions(name, new_total)
-        self._on_topics_changed()
+        self.on_topics_changed()
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> None:
         topic = self._metadata.topics[name]
@@ -507,7 +515,7 @@ class ReplicaManager:
                 self._logs.delete_log(name, index)
         self.topic_stats.remove(name)
         log.info("Deleted topic %s", name)
-        self._on_topics_changed()
+        self.on_topics_changed()
         return topic
 
     # -- replication (driven by LeaderAndIsr)
@@ -528,29 +536,34 @@ class ReplicaManager:
         for state in states:
             key = (state.topic, state.partition)
             partition = self.partitions.get(key)
-            if partition is not None:
-                code = self._check_leader_and_isr(partition, state, same_epoch_accepted)
-            elif self._logs.is_log_offline(*key):
-                code = ErrorCode.KAFKA_STORAGE_ERROR
+            if partition is None:
+                created = self._create_partition(state, new_topics)
+                if not isinstance(created, Partition):
+                    errors[key] = created
+                    continue
+                partition = created
             else:
-                code = ErrorCode.NONE if self.local_id in state.replicas else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if code == ErrorCode.NONE and partition is None:
-                topic = (new_topics or {}).get(state.topic)
-                if topic is None:
-                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    try:
-                        partition = self._open(topic, state.partition, self.topic_log_config(topic))
-                    except StorageError as e:
-                        log.error("[Broker %d] cannot create the log of %s-%d: %s", self.local_id, state.topic,
-                                  state.partition, e)
-                        code = e.error_code
-            if code != ErrorCode.NONE:
-                errors[key] = code
-                continue
+                code = self._check_leader_and_isr(partition, state, same_epoch_accepted)
+                if code != ErrorCode.NONE:
+                    errors[key] = code
+                    continue
             errors[key] = self._take_leadership(partition, state, brokers, now_ms)
         self._leadership_changed([self.partitions[k] for k, code in errors.items() if code == ErrorCode.NONE])
         return errors
+
+    def _create_partition(self, state: PartitionState, new_topics: Mapping[str, TopicInfo] | None) -> Partition | int:
+        """A partition LeaderAndIsr names that this broker does not host yet, its log created (or
+        the one on disk taken); or the error code that refuses it."""
+        if self._logs.is_log_offline(state.topic, state.partition):
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        topic = (new_topics or {}).get(state.topic)
+        if self.local_id not in state.replicas or topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        try:
+            return self._open(topic, state.partition, self.topic_log_config(topic))
+        except StorageError as e:
+            log.error("[Broker %d] cannot create the log of %s-%d: %s", self.local_id, state.topic, state.partition, e)
+            return e.error_code
 
     def _check_leader_and_isr(self, partition: Partition, state: PartitionState, same_epoch_accepted: bool) -> int:
         if partition.is_offline:
@@ -656,14 +669,9 @@ class ReplicaManager:
         self.on_leadership_change([((p.topic.name, p.index), p.leader_epoch) for p in changed if p.is_leader],
                                   [((p.topic.name, p.index), p.leader_epoch) for p in changed if not p.is_leader])
 
-    def on_leadership_change(self, led: list[tuple[tuple[str, int], int]],
-                             resigned: list[tuple[tuple[str, int], int]]) -> None:
-        """Replaced by the broker: the partitions this broker now leads and those it now follows or
-        stopped, each ((topic, partition), leader epoch)."""
-
     def maybe_shrink_isrs(self, now_ms: int) -> None:
         """Kafka's isr-expiration task: drop followers lagging more than replica.lag.time.max.ms."""
-        lag_time_max_ms = self._config.get("replica.lag.time.max.ms")
+        lag_time_max_ms = self._config.get_int("replica.lag.time.max.ms")
         for partition in list(self.partitions.values()):
             change = partition.maybe_shrink_isr(now_ms, lag_time_max_ms)
             if change is not None:
@@ -680,7 +688,7 @@ class ReplicaManager:
             self.fetchers.nursery = nursery
             task_status.started()
             while True:
-                await trio.sleep(self._config.get("replica.lag.time.max.ms") / 2000)
+                await trio.sleep(self._config.get_int("replica.lag.time.max.ms") / 2000)
                 self.maybe_shrink_isrs(wall_clock_ms())
 
     def wake_all(self) -> None:

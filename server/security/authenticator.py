@@ -38,17 +38,23 @@ class AuthenticationFailed(Exception):
 class Authenticator:
     """A connection authenticated from the start (PLAINTEXT, or SSL by its client certificate)."""
 
-    complete = True
     # Set when authentication failed: the response in flight is the last one, and the connection
     # closes after it (following connection.failed.authentication.delay.ms, as in Kafka).
     failure: str | None = None
-    # True while the next frame is a raw SASL token (after a v0 SaslHandshake), not a request.
-    expects_raw_token = False
     # Until when (trio clock) the client has to finish authenticating.
     deadline = math.inf
 
     def __init__(self, principal: KafkaPrincipal = ANONYMOUS) -> None:
         self.principal = principal
+
+    @property
+    def complete(self) -> bool:
+        return True
+
+    @property
+    def expects_raw_token(self) -> bool:
+        """True while the next frame is a raw SASL token (after a v0 SaslHandshake), not a request."""
+        return False
 
     def receive_limit(self, request_max_bytes: int) -> tuple[int, str]:
         """The largest frame the client may send now, and the config that says so."""

@@ -13,7 +13,7 @@ import base64
 import hmac
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ...client.scram import ScramMechanism
@@ -51,7 +51,7 @@ class ScramCredential:
                    base64.b64decode(data["server_key"]), int(data["iterations"]))
 
 
-def stored_credential(credentials: dict[str, dict[str, dict]], user: str,
+def stored_credential(credentials: Mapping[str, Mapping[str, dict]], user: str,
                       mechanism: ScramMechanism) -> ScramCredential | None:
     """A user's credential for a mechanism in the metadata image's layout (user -> mechanism name ->
     ScramCredential.to_json()), or None."""

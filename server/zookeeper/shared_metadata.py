@@ -95,7 +95,7 @@ def entity_of_path(entity_path: str) -> Entity | None:
 def quota_value(key: str, value: float) -> str:
     """How ZkAdminManager.alterClientQuotas writes a value: integral types as integers, DOUBLE as Java does."""
     config_type = {**CLIENT_QUOTA_KEYS, **IP_QUOTA_KEYS}[key]
-    return str(int(value + 1e-6)) if config_type in ("LONG", "INT") else java_double(value)
+    return str(int(value + 1e-6)) if config_type in ("LONG", "INT") else java_double(float(value))
 
 
 def credential_to_string(credential: ScramCredential) -> str:
@@ -117,7 +117,10 @@ def _camel(enum_name: str) -> str:
     return "".join(word.capitalize() for word in enum_name.split("_"))
 
 
-_BY_CAMEL = {_camel(e.name): e for enum in (ResourceType, AclOperation, AclPermissionType) for e in enum}
+# SecurityUtils.resourceType, operation and permissionType: each enum's constants by their znode names.
+_RESOURCE_TYPES = {_camel(e.name): e for e in ResourceType}
+_OPERATIONS = {_camel(e.name): e for e in AclOperation}
+_PERMISSION_TYPES = {_camel(e.name): e for e in AclPermissionType}
 
 
 def acl_entry(acl: AclBinding) -> zk_data.AclEntry:
@@ -126,8 +129,8 @@ def acl_entry(acl: AclBinding) -> zk_data.AclEntry:
 
 def acl_binding(resource: tuple[ResourceType, PatternType, str], entry: zk_data.AclEntry) -> AclBinding:
     resource_type, pattern_type, name = resource
-    return AclBinding(resource_type, name, pattern_type, entry.principal, entry.host, _BY_CAMEL[entry.operation],
-                      _BY_CAMEL[entry.permission_type])
+    return AclBinding(resource_type, name, pattern_type, entry.principal, entry.host, _OPERATIONS[entry.operation],
+                      _PERMISSION_TYPES[entry.permission_type])
 
 
 def acl_path(resource: tuple[ResourceType, PatternType, str]) -> str:
@@ -192,9 +195,9 @@ class ZkSharedMetadata:
         for pattern_type in ACL_PATTERN_TYPES:
             store = zk_data.acl_store_path(pattern_type.name)
             for type_name in await self.client.get_children(store):
-                resource_type = _BY_CAMEL.get(type_name)
-                if not isinstance(resource_type, ResourceType):
-                    continue
+                resource_type = _RESOURCE_TYPES.get(type_name)
+                if resource_type is None:
+                    continue  # AclAuthorizer.loadCache: "Ignoring unknown ResourceType"
                 for name in await self.client.get_children(f"{store}/{type_name}"):
                     await self._read_acls((resource_type, pattern_type, name))
         log.info("Loaded from ZooKeeper: client quotas of %d entities, SCRAM credentials of %d users, "

@@ -15,7 +15,7 @@ from samsa.server.zookeeper.metadata_cache import ZkMetadataCache
 def as_cluster_member(broker, client, broker_epoch: int) -> ZkMetadataCache:
     broker.zookeeper = ZkMembership(client=client, broker_id=broker.node_id, cluster_id=broker.cluster_id,
                                     broker_epoch=broker_epoch)
-    cache = broker.zk_metadata = ZkMetadataCache(broker.node_id, broker.metadata)
+    cache = ZkMetadataCache(broker.node_id, broker.services.metadata)
     services = broker.services
     services.metadata_cache = cache
     services.admin = ZkAdminManager(client, cache, shared=None)

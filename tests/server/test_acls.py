@@ -67,7 +67,7 @@ def acl(resource_type, name, operation, permission=ALLOW, pattern=LITERAL, princ
 
 
 def grant(broker, *acls: AclBinding) -> None:
-    store_acls(broker.metadata, broker.authorizer, broker.authorizer.acls() + list(acls))
+    store_acls(broker.services.metadata, broker.services.authorizer, broker.services.authorizer.acls() + list(acls))
 
 
 def run(config, scenario, acls=(), topics=()) -> None:
@@ -75,7 +75,7 @@ def run(config, scenario, acls=(), topics=()) -> None:
 
     async def with_client(broker):
         for name in topics:
-            broker.replica_manager.create_topic(name, 1, {}, 1)
+            broker.services.replica_manager.create_topic(name, 1, {}, 1)
         if acls:
             grant(broker, *acls)
         await scenario(broker, await Client.connect(broker.endpoints[0].port))
@@ -136,7 +136,7 @@ def test_acl_apis_need_alter_or_describe_on_the_cluster(tmp_path):
             (CLUSTER, "kafka-cluster", LITERAL, ME, "*", DESCRIBE, ALLOW)}
         created = await client.call(CreateAcls(creations=[creation(TOPIC, "t", READ)]), 3)
         assert created.results[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-        assert broker.authorizer.acls() == [acl(CLUSTER, "kafka-cluster", DESCRIBE)]
+        assert broker.services.authorizer.acls() == [acl(CLUSTER, "kafka-cluster", DESCRIBE)]
 
     run(secured(tmp_path), scenario)
 
@@ -168,7 +168,7 @@ def test_create_describe_delete_at_every_version(tmp_path):
             assert [[(m.resource_type, m.resource_name, m.principal, m.operation) for m in r.matching_acls]
                     for r in deleted.filter_results] == [[(3, name, "User:bob", WRITE)], [(TOPIC, name, ME, READ)]]
             assert described(await client.call(describe_filter(name=name, pattern=LITERAL), version)) == set()
-        assert [(a.name, a.pattern_type) for a in broker.authorizer.acls()] == [
+        assert [(a.name, a.pattern_type) for a in broker.services.authorizer.acls()] == [
             ("v1-", PREFIXED), ("v2-", PREFIXED), ("v3-", PREFIXED)]
 
     run(secured(tmp_path, super_users=ME), scenario)
@@ -197,7 +197,7 @@ def test_create_acls_refuses_invalid_bindings_one_by_one(tmp_path):
                                         "the principal type from the principal name)"),
             (ErrorCode.NONE, None),
         ]
-        assert broker.authorizer.acls() == [acl(TOPIC, "t", READ)]
+        assert broker.services.authorizer.acls() == [acl(TOPIC, "t", READ)]
 
     run(secured(tmp_path, super_users=ME), scenario)
 
@@ -209,7 +209,7 @@ def test_filters_with_unknown_elements_are_invalid_requests(tmp_path):
         deleted = await client.call(DeleteAcls(filters=[delete_filter(resource_type=99), delete_filter()]), 3)
         assert [(r.error_code, r.error_message, len(r.matching_acls)) for r in deleted.filter_results] == [
             (ErrorCode.INVALID_REQUEST, "Unknown patternFilter.", 0), (ErrorCode.NONE, None, 1)]
-        assert broker.authorizer.acls() == []
+        assert broker.services.authorizer.acls() == []
 
     run(secured(tmp_path, super_users=ME), scenario, acls=[acl(TOPIC, "t", READ)])
 
@@ -256,7 +256,7 @@ def test_metadata_hides_unauthorized_topics_and_refuses_named_ones(tmp_path):
         assert by_name["seen"].error_code == ErrorCode.NONE
         for name in ("hidden", "nowhere"):  # whether it exists is not disclosed
             assert (by_name[name].error_code, by_name[name].topic_id.int) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, 0)
-        hidden_id = broker.metadata.topics["hidden"].topic_id
+        hidden_id = broker.services.metadata.topics["hidden"].topic_id
         by_id = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(topic_id=hidden_id, name=None)]), 12)
         assert [(t.error_code, t.name, t.topic_id) for t in by_id.topics] == [
             (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, hidden_id)]
@@ -274,13 +274,13 @@ def test_metadata_auto_creates_only_with_create_on_the_cluster_or_topic(tmp_path
     async def scenario(broker, client):
         asked = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name="new-1")]), 12)
         assert asked.topics[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        assert "new-1" not in broker.metadata.topics
+        assert "new-1" not in broker.services.metadata.topics
         grant(broker, acl(TOPIC, "new-1", CREATE))
         asked = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name="new-1")]), 12)
-        assert asked.topics[0].error_code == ErrorCode.NONE and "new-1" in broker.metadata.topics
+        assert asked.topics[0].error_code == ErrorCode.NONE and "new-1" in broker.services.metadata.topics
         grant(broker, acl(CLUSTER, "kafka-cluster", CREATE))
         asked = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name="new-2")]), 12)
-        assert asked.topics[0].error_code == ErrorCode.NONE and "new-2" in broker.metadata.topics
+        assert asked.topics[0].error_code == ErrorCode.NONE and "new-2" in broker.services.metadata.topics
 
     run(secured(tmp_path), scenario, acls=[acl(TOPIC, "new-", DESCRIBE, pattern=PREFIXED)])
 
@@ -291,7 +291,7 @@ def test_produce_needs_write_and_deny_wins(tmp_path):
         assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
         produced = await client.call(produce_request("locked", one_batch([b"x"])), 9)
         assert produced.responses[0].partition_responses[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        assert broker.replica_manager.get("locked", 0).log.high_watermark == 0
+        assert broker.services.replica_manager.get("locked", 0).log.high_watermark == 0
         # A transactional batch needs WRITE on its transactional id first, whatever the topic.
         batch = records.build_batch([records.Record(0, 0, None, b"x", [])], producer_id=1, producer_epoch=0,
                                     base_sequence=0, is_transactional=True)
@@ -368,7 +368,7 @@ def test_topic_admin_apis(tmp_path):
         assert [t.partitions[0].error_code for t in trimmed.topics] == [
             ErrorCode.NONE, ErrorCode.TOPIC_AUTHORIZATION_FAILED]
 
-        theirs_id = broker.metadata.topics["theirs"].topic_id
+        theirs_id = broker.services.metadata.topics["theirs"].topic_id
         deleted = await client.call(Delete(topics=[Delete.DeleteTopicState(name="mine-1"),
                                                    Delete.DeleteTopicState(name="theirs"),
                                                    Delete.DeleteTopicState(name=None, topic_id=theirs_id)],
@@ -376,7 +376,7 @@ def test_topic_admin_apis(tmp_path):
         assert [(r.name, r.error_code) for r in deleted.responses] == [
             ("mine-1", ErrorCode.NONE), ("theirs", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
             (None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]  # asked by id without DESCRIBE: no name
-        assert "theirs" in broker.metadata.topics
+        assert "theirs" in broker.services.metadata.topics
 
     run(secured(tmp_path), scenario, topics=["theirs"],
         acls=[acl(TOPIC, "mine-", CREATE, pattern=PREFIXED), acl(TOPIC, "mine-", ALTER, pattern=PREFIXED),
@@ -407,8 +407,8 @@ def test_config_apis_check_the_topic_or_the_cluster(tmp_path):
         assert [r.error_code for r in changed.responses] == [
             ErrorCode.NONE, ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
-        assert broker.metadata.topics["tuned"].configs == {"retention.ms": "1000"}
-        assert broker.metadata.broker_configs == {"": {"min.insync.replicas": "1"}}  # only what formatting wrote
+        assert broker.services.metadata.topics["tuned"].configs == {"retention.ms": "1000"}
+        assert broker.services.metadata.broker_configs == {"": {"min.insync.replicas": "1"}}  # only what formatting wrote
         replaced = await client.call(Alter(resources=[
             Alter.AlterConfigsResource(resource_type=broker_type, resource_name="0", configs=[])]), 2)
         assert replaced.responses[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -496,7 +496,7 @@ def test_group_apis(tmp_path):
     denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
     async def scenario(broker, client):
-        broker.replica_manager.create_topic("topic", 2, {}, 1)
+        broker.services.replica_manager.create_topic("topic", 2, {}, 1)
         found = await client.call(FindCoordinator(key_type=0, coordinator_keys=["g", "other"]), 4)
         assert [c.error_code for c in found.coordinators] == [ErrorCode.NONE, denied]
         assert (await client.call(FindCoordinator(key="other"), 3)).error_code == denied
@@ -512,7 +512,7 @@ def test_group_apis(tmp_path):
         # A group nobody but a super user could see: joined while an ACL allowed it.
         grant(broker, acl(GROUP, "hidden", READ))
         await join_and_sync(client, 9, "hidden")
-        store_acls(broker.metadata, broker.authorizer, [a for a in broker.authorizer.acls() if a.name != "hidden"])
+        store_acls(broker.services.metadata, broker.services.authorizer, [a for a in broker.services.authorizer.acls() if a.name != "hidden"])
 
         committed = await client.call(commit_request("g", member_id, generation, {0: 5}), 8)
         secret = await client.call(commit_request("g", member_id, generation, {0: 5}, topic="secret"), 8)

@@ -34,6 +34,17 @@ def test_malformed_frame_closes_only_that_connection(tmp_path):
     run_broker(broker_config(tmp_path), scenario)
 
 
+def test_a_listener_without_a_host_listens_on_every_interface(tmp_path):
+    """PLAINTEXT://:port, Kafka's way to bind every interface (the broker failed to start on it)."""
+    async def scenario(port):
+        client = await Client.connect(port)
+        response = await client.call(request_class(ApiKey.API_VERSIONS)(), 0)
+        assert response.error_code == ErrorCode.NONE
+
+    run_broker(broker_config(tmp_path, listeners="PLAINTEXT://:0", advertised_listeners="PLAINTEXT://localhost:0"),
+               scenario)
+
+
 def test_frames_pipelined_in_one_write_dribbled_bytewise_or_larger_than_a_read_are_each_answered(tmp_path):
     async def scenario(port):
         client = await Client.connect(port)
@@ -220,7 +231,7 @@ def test_after_a_clean_restart_a_partition_log_opens_on_first_use(tmp_path):
         await client.call(produce_request("lazy", one_batch([b"1", b"2"])), 9)
 
     async def use(broker):
-        opened = broker.log_manager.opened_logs
+        opened = broker.services.log_manager.opened_logs
         client = await Client.connect(broker.endpoints[0].port)
         meta = await client.call(request_class(ApiKey.METADATA)(topics=None), 12)
         assert [len(t.partitions) for t in meta.topics] == [3]

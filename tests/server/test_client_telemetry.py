@@ -110,7 +110,7 @@ def test_client_metrics_resources_are_set_described_listed_and_deleted(tmp_path)
                                                          ("0", BROKER)])
         assert (await listed(client, types=[3]))[0] == ErrorCode.UNSUPPORTED_VERSION
 
-        assert broker.metadata.client_metrics["producers"]["interval.ms"] == "1000"
+        assert broker.services.metadata.client_metrics["producers"]["interval.ms"] == "1000"
         assert list(broker.client_telemetry.manager.subscriptions) == ["producers"]
         assert await incremental(client, "producers", ("metrics", DELETE, None), ("interval.ms", DELETE, None),
                                  ("match", DELETE, None)) == OK
@@ -136,14 +136,14 @@ def test_kafkas_validation_of_client_metrics_configs(tmp_path):
         assert await incremental(client, "", ("metrics", SET, "*")) == (
             ErrorCode.INVALID_REQUEST, "Subscription name can't be empty")
         assert await incremental(client, "s", ("metrics", SET, "*"), validate_only=True) == OK
-        assert "s" not in broker.metadata.client_metrics
+        assert "s" not in broker.services.metadata.client_metrics
         # Legacy AlterConfigs replaces the whole set.
         assert await incremental(client, "s", ("metrics", SET, "*"), ("interval.ms", SET, "200")) == OK
         request = Alter(resources=[Alter.AlterConfigsResource(resource_type=CLIENT_METRICS, resource_name="s",
                                                               configs=[Alter.AlterableConfig(name="metrics", value="a")])])
         (response,) = (await client.call(request, 2)).responses
         assert response.error_code == ErrorCode.NONE
-        assert broker.metadata.client_metrics["s"] == {"metrics": "a"}
+        assert broker.services.metadata.client_metrics["s"] == {"metrics": "a"}
         assert broker.client_telemetry.manager.subscriptions["s"].interval_ms == 300000
 
     run(tmp_path, scenario)

@@ -23,7 +23,7 @@ def test_a_woken_long_poll_answers_before_the_produce_that_woke_it(tmp_path):
         consumer = await Client.connect(port)
         producer = await Client.connect(port)
         await producer.call(create_topic_request("t"), 7)
-        partition = broker.replica_manager.get("t", 0)
+        partition = broker.services.replica_manager.get("t", 0)
         for offset in range(3):
             await consumer.send(fetch_request("t", offset, max_wait_ms=30_000), 12)
             while not partition.has_parked_fetches:

@@ -92,7 +92,7 @@ async def create_topic(client, name, partitions=1, configs=None):
 
 
 def log_config(broker, topic, index=0):
-    return broker.replica_manager.get(topic, index).log.config
+    return broker.services.replica_manager.get(topic, index).log.config
 
 
 # --- precedence, sources and synonyms -----------------------------------------------------------

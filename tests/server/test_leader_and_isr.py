@@ -77,7 +77,7 @@ def test_leader_and_isr_fencing_errors_and_new_logs(tmp_path):
         refused = await client.call(become, 7)
         assert refused.error_code == ErrorCode.STALE_BROKER_EPOCH
         assert errors_v5(refused) == {(TOPIC_ID, i): ErrorCode.STALE_BROKER_EPOCH for i in range(3)}
-        assert samsa.replica_manager.get("t", 0) is None
+        assert samsa.services.replica_manager.get("t", 0) is None
 
         become.broker_epoch = 100
         answer = await client.call(become, 7)
@@ -85,20 +85,20 @@ def test_leader_and_isr_fencing_errors_and_new_logs(tmp_path):
         # Partition 2 is not this broker's: Kafka's UNKNOWN_TOPIC_OR_PARTITION, and no log.
         assert errors_v5(answer) == {(TOPIC_ID, 0): ErrorCode.NONE, (TOPIC_ID, 1): ErrorCode.NONE,
                                      (TOPIC_ID, 2): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-        assert samsa.replica_manager.get("t", 2) is None
-        partition = samsa.replica_manager.get("t", 0)
+        assert samsa.services.replica_manager.get("t", 2) is None
+        partition = samsa.services.replica_manager.get("t", 0)
         assert partition.is_leader and partition.log.config.retention_ms == 60000
         assert (partition.log.dir / "partition.metadata").exists()
         produced = await client.call(produce_request("t", one_batch([b"a"]), acks=-1), 9)
         assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
-        assert samsa.replica_manager.get("t", 1).isr == (0, 1)  # led here, follower 1 in its ISR
+        assert samsa.services.replica_manager.get("t", 1).isr == (0, 1)  # led here, follower 1 in its ISR
 
         # The same leader epoch again: ignored, STALE_CONTROLLER_EPOCH; a newer one is taken.
         again = leader_and_isr([state(0, 0, [0], [0]), state(1, 0, [0, 1], [0, 1], leader_epoch=1)],
                                controller_epoch=2)
         assert errors_v5(await client.call(again, 7)) == {(TOPIC_ID, 0): ErrorCode.STALE_CONTROLLER_EPOCH,
                                                           (TOPIC_ID, 1): ErrorCode.NONE}
-        assert samsa.replica_manager.get("t", 1).leader_epoch == 1
+        assert samsa.services.replica_manager.get("t", 1).leader_epoch == 1
         # Another topic id for the same name: INCONSISTENT_TOPIC_ID.
         other = leader_and_isr([state(0, 0, [0], [0], leader_epoch=5)], controller_epoch=2, topic_id=OTHER_ID)
         assert errors_v5(await client.call(other, 7)) == {(OTHER_ID, 0): ErrorCode.INCONSISTENT_TOPIC_ID}
@@ -121,11 +121,11 @@ def test_leader_and_isr_fencing_errors_and_new_logs(tmp_path):
 def test_a_log_of_another_topic_id_on_disk_is_inconsistent(tmp_path):
     async def scenario(samsa):
         as_cluster_member(samsa, broker_epoch=1)
-        samsa.log_manager.create_log("t", 0, None, OTHER_ID)  # left by a deleted topic of the same name
+        samsa.services.log_manager.create_log("t", 0, None, OTHER_ID)  # left by a deleted topic of the same name
         client = await Client.connect(samsa.endpoints[0].port)
         answer = await client.call(leader_and_isr([state(0, 0, [0], [0])]), 7)
         assert errors_v5(answer) == {(TOPIC_ID, 0): ErrorCode.INCONSISTENT_TOPIC_ID}
-        assert samsa.replica_manager.get("t", 0) is None
+        assert samsa.services.replica_manager.get("t", 0) is None
 
     run_with_broker(broker_config(tmp_path), scenario)
 
@@ -147,7 +147,7 @@ def test_stop_replica_fencing_epochs_and_deletion(tmp_path):
         become = leader_and_isr([state(0, 0, [0], [0], leader_epoch=3), state(1, 0, [0], [0], leader_epoch=3)],
                                 controller_epoch=2)
         assert set(errors_v5(await client.call(become, 7)).values()) == {ErrorCode.NONE}
-        log_dir = samsa.replica_manager.get("t", 1).log.dir
+        log_dir = samsa.services.replica_manager.get("t", 1).log.dir
 
         refused = await client.call(stop([(0, 3, False)], broker_epoch=9), 4)
         assert (refused.error_code, refused.partition_errors) == (ErrorCode.STALE_BROKER_EPOCH, [])
@@ -158,15 +158,15 @@ def test_stop_replica_fencing_epochs_and_deletion(tmp_path):
         assert answer.error_code == ErrorCode.NONE
         # An older leader epoch: fenced; a deletion (-2) and a partition not hosted: done.
         assert errors(answer) == {0: ErrorCode.FENCED_LEADER_EPOCH, 1: ErrorCode.NONE, 5: ErrorCode.NONE}
-        assert samsa.replica_manager.get("t", 1) is None
+        assert samsa.services.replica_manager.get("t", 1) is None
         assert not log_dir.exists()
-        assert samsa.replica_manager.get("t", 0).is_leader
+        assert samsa.services.replica_manager.get("t", 0).is_leader
 
         # v0-2 carry no epochs: not fenced; without delete the partition stays, led by no one.
         v1 = StopReplica(controller_id=7, controller_epoch=2, broker_epoch=10, delete_partitions=False,
                          topics=[StopReplica.StopReplicaTopicV1(name="t", partition_indexes=[0])])
         assert errors(await client.call(v1, 1)) == {0: ErrorCode.NONE}
-        partition = samsa.replica_manager.get("t", 0)
+        partition = samsa.services.replica_manager.get("t", 0)
         assert partition is not None and not partition.is_leader
         produced = await client.call(produce_request("t", one_batch([b"a"])), 9)
         assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -180,8 +180,8 @@ def test_isr_changes_become_alter_partition_requests(tmp_path):
         client = await Client.connect(samsa.endpoints[0].port)
         become = leader_and_isr([state(0, 0, [0, 1], [0, 1], leader_epoch=4, partition_epoch=9)])
         assert errors_v5(await client.call(become, 7)) == {(TOPIC_ID, 0): ErrorCode.NONE}
-        partition = samsa.replica_manager.get("t", 0)
-        manager = AlterPartitionManager(samsa.zookeeper, samsa.zk_metadata, samsa.config)
+        partition = samsa.services.replica_manager.get("t", 0)
+        manager = AlterPartitionManager(samsa.zookeeper, samsa.services.metadata_cache, samsa.config)
 
         # Follower 1 never fetched: out of sync. The shrink is pending until the controller answers.
         change = partition.maybe_shrink_isr(now_ms=wall_clock_ms() + 1, lag_time_max_ms=0)
@@ -247,12 +247,12 @@ def test_leader_recovery_state_and_a_kraft_controllers_same_epoch(tmp_path):
         followed.leader_recovery_state = 1
         assert errors_v5(await client.call(leader_and_isr([unclean, followed]), 7)) == {
             (TOPIC_ID, 0): ErrorCode.NONE, (TOPIC_ID, 1): ErrorCode.NONE}
-        assert samsa.replica_manager.get("t", 0).leader_recovery_state == 0
-        assert samsa.replica_manager.get("t", 1).leader_recovery_state == 1
+        assert samsa.services.replica_manager.get("t", 0).leader_recovery_state == 0
+        assert samsa.services.replica_manager.get("t", 1).leader_recovery_state == 1
         again = leader_and_isr([state(0, 0, [0, 1], [0, 1], leader_epoch=3)])
         assert errors_v5(await client.call(again, 7)) == {(TOPIC_ID, 0): ErrorCode.STALE_CONTROLLER_EPOCH}
         again.is_k_raft_controller = True
         assert errors_v5(await client.call(again, 7)) == {(TOPIC_ID, 0): ErrorCode.NONE}
-        assert samsa.replica_manager.get("t", 0).isr == (0, 1)
+        assert samsa.services.replica_manager.get("t", 0).isr == (0, 1)
 
     run_with_broker(broker_config(tmp_path), scenario)

@@ -171,7 +171,7 @@ def test_log_gauges_cover_every_log_after_a_clean_restart_without_opening_it(tmp
 
     async def restarted(broker):
         after_restart = log_gauges(await scrape(broker.metrics_port), "t")
-        assert [log.name for log in broker.log_manager.opened_logs() if log.topic == "t"] == []
+        assert [log.name for log in broker.services.log_manager.opened_logs() if log.topic == "t"] == []
         assert after_restart == before_restart
 
     run_with_broker(config, write)
@@ -203,7 +203,7 @@ def test_health_and_readiness_wait_for_log_recovery(tmp_path, monkeypatch):
 
     def slow_load(self):
         recovering.wait(10)
-        loaded(self)
+        return loaded(self)
 
     monkeypatch.setattr(Broker, "_load", slow_load)
     config = metrics_config(tmp_path)

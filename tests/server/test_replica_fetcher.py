@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import trio
 
+from samsa.server.config.kafka_config import KafkaConfig
 from samsa.server.replication.replica_fetcher import ReplicaFetcherManager, truncation_offset
 
 
@@ -33,7 +34,7 @@ def test_a_fetcher_left_without_partitions_is_replaced_when_one_comes():
     """A fenced leader epoch drops a partition from its fetcher, which ends once it has none; a
     partition later followed from the same leader gets a running fetcher, not that one."""
     started = []
-    config = SimpleNamespace(get={"num.replica.fetchers": 1, "replica.fetch.backoff.ms": 1000}.get)
+    config = KafkaConfig({"num.replica.fetchers": "1", "replica.fetch.backoff.ms": "1000"})
     manager = ReplicaFetcherManager(SimpleNamespace(get=lambda topic, index: SimpleNamespace(leader_epoch=3),
                                                     local_id=2), config)
     manager.nursery = SimpleNamespace(start_soon=lambda run: started.append(run.__self__))

@@ -77,7 +77,7 @@ def test_replica_selector_class_names_kafkas_selector_and_unknown_names_stop_the
 
 def with_racks(broker, racks: dict[int, str]) -> None:
     """The brokers' racks as the controller's UpdateMetadata would bring them."""
-    cache = ZkMetadataCache(broker.node_id, broker.metadata)
+    cache = ZkMetadataCache(broker.node_id, broker.services.metadata)
     cache.alive_brokers = {i: AliveBroker(i, {"PLAINTEXT": ("127.0.0.1", 1)}, rack) for i, rack in racks.items()}
     broker.services.metadata_cache = cache
 
@@ -173,7 +173,7 @@ def test_a_follower_serves_consumers_up_to_its_high_watermark(tmp_path):
         assert (await list_latest_offset(cluster.port(1), replica_id=-2))[0] == ErrorCode.NONE
         # The follower fetches no more and its high watermark stays behind its log end (3):
         # beyond the high watermark nothing is read; beyond the log end is out of range.
-        cluster.brokers[1].replica_manager.fetchers.remove_partition((TOPIC, 0))
+        cluster.brokers[1].services.replica_manager.fetchers.remove_partition((TOPIC, 0))
         cluster.log(1).high_watermark = 1
         below = await fetch(cluster.port(1), 0)
         assert (below.error_code, below.high_watermark) == (ErrorCode.NONE, 1)
@@ -184,7 +184,7 @@ def test_a_follower_serves_consumers_up_to_its_high_watermark(tmp_path):
         assert (await fetch(cluster.port(1), 4)).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
         # Before Fetch v11 consumers read the leader only; a replica stopped serves nobody.
         assert (await fetch(cluster.port(1), 0, version=10)).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        cluster.brokers[1].replica_manager.stop_replicas({(TOPIC, 0): (1, False)})
+        cluster.brokers[1].services.replica_manager.stop_replicas({(TOPIC, 0): (1, False)})
         assert (await fetch(cluster.port(1), 0)).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     run_cluster(tmp_path, 2, scenario)

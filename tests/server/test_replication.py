@@ -33,8 +33,8 @@ class Cluster:
     async def start(self) -> None:
         for broker, scope, stopped in zip(self.brokers, self.scopes, self.stopped):
             await self._nursery.start(self._serve, broker, scope, stopped)
-            broker.replica_manager.create_topic(TOPIC, 1, {"min.insync.replicas": "2"})
-            broker.replica_manager.isr_change_listener = (
+            broker.services.replica_manager.create_topic(TOPIC, 1, {"min.insync.replicas": "2"})
+            broker.services.replica_manager.isr_change_listener = (
                 lambda partition, change, broker_id=broker.node_id: self._record_isr_change(broker_id, partition, change))
 
     def _record_isr_change(self, leader: int, partition, change) -> None:
@@ -72,7 +72,7 @@ class Cluster:
         state = PartitionState(TOPIC, 0, leader, epoch, isr, epoch, replicas)
         addresses = {b.node_id: ("127.0.0.1", b.endpoints[0].port) for b in self.brokers}
         for broker_id in (replicas if on is None else on):
-            errors = self.brokers[broker_id].replica_manager.become_leader_or_follower([state], addresses)
+            errors = self.brokers[broker_id].services.replica_manager.become_leader_or_follower([state], addresses)
             assert errors == {(TOPIC, 0): ErrorCode.NONE}
 
     async def log_end_offset(self, broker_id: int, offset: int, timeout: float = 10) -> None:
@@ -93,13 +93,13 @@ class Cluster:
                 await trio.sleep(0.005)
 
     def log(self, broker_id: int):
-        return self.brokers[broker_id].replica_manager.get(TOPIC, 0).log
+        return self.brokers[broker_id].services.replica_manager.get(TOPIC, 0).log
 
     def log_bytes(self, broker_id: int) -> bytes:
         return b"".join(segment.log.read_bytes() for segment in self.log(broker_id).segments)
 
     def partition(self, broker_id: int):
-        return self.brokers[broker_id].replica_manager.get(TOPIC, 0)
+        return self.brokers[broker_id].services.replica_manager.get(TOPIC, 0)
 
 
 async def produce(port: int, values: list[bytes], acks: int = -1):
@@ -168,7 +168,7 @@ def test_a_stopped_follower_leaves_the_isr_and_acks_all_needs_min_insync_replica
         assert (await produce(cluster.port(0), [b"b"], acks=1)).error_code == ErrorCode.NONE
         await cluster.log_end_offset(1, 2)  # broker 1 has it, broker 2 not
         await cluster.leader_has_seen(0, follower=1, offset=2)
-        leader = cluster.brokers[0].replica_manager
+        leader = cluster.brokers[0].services.replica_manager
         leader.maybe_shrink_isrs(wall_clock_ms() + LAG_MS // 2)
         assert cluster.partition(0).isr == (0, 1, 2)  # not yet lagging for the lag time
         later = wall_clock_ms() + LAG_MS + 1000
@@ -295,7 +295,7 @@ def test_a_follower_refused_by_its_leader_backs_off(tmp_path):
     (UNKNOWN_LEADER_EPOCH): the follower asks again replica.fetch.backoff.ms (20 ms here) later,
     not in a busy loop."""
     async def scenario(cluster: Cluster):
-        leader = cluster.brokers[1].replica_manager
+        leader = cluster.brokers[1].services.replica_manager
         asked = []
         get = leader.get
         leader.get = lambda topic, index: asked.append(trio.current_time()) or get(topic, index)
@@ -385,7 +385,7 @@ def test_the_replication_checkpoint_holds_the_high_watermark_not_the_log_end(tmp
         await replicate_one_record_then_stop_the_follower(cluster)
         assert (await produce(cluster.port(0), [b"b", b"c"], acks=1)).error_code == ErrorCode.NONE
         broker = cluster.brokers[0]
-        await trio.to_thread.run_sync(broker.log_manager.checkpoint)
+        await trio.to_thread.run_sync(broker.services.log_manager.checkpoint)
         data_dir = broker.log_dirs[0]
         assert OffsetCheckpointFile(data_dir / "replication-offset-checkpoint").read()[(TOPIC, 0)] == 1
         assert (data_dir / "replication-offset-checkpoint").read_text().splitlines()[:2] == ["0", "1"]
@@ -398,7 +398,7 @@ def test_the_replication_checkpoint_holds_the_high_watermark_not_the_log_end(tmp
 def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path):
     async def scenario(cluster: Cluster):
         # The leader alone in the ISR: with min.insync.replicas=2 its high watermark would not move (Kafka 3.9).
-        cluster.brokers[0].replica_manager.update_topic_configs(TOPIC, {"min.insync.replicas": "1"})
+        cluster.brokers[0].services.replica_manager.update_topic_configs(TOPIC, {"min.insync.replicas": "1"})
         cluster.elect(leader=0, epoch=1, isr=(0,), replicas=(0, 1), on=(0,))
         assert (await produce(cluster.port(0), [b"a", b"b", b"c"], acks=1)).error_code == ErrorCode.NONE
         assert (await produce(cluster.port(0), [b"d"], acks=1)).error_code == ErrorCode.NONE
@@ -422,12 +422,12 @@ def test_stop_replica_stops_fetching_and_leading_and_may_delete_the_log(tmp_path
     async def scenario(cluster: Cluster):
         cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
         assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
-        follower = cluster.brokers[1].replica_manager
+        follower = cluster.brokers[1].services.replica_manager
         assert follower.fetchers.fetch_state((TOPIC, 0)) is not None
         assert follower.stop_replicas({(TOPIC, 0): (-1, False)}) == {(TOPIC, 0): ErrorCode.NONE}
         assert follower.fetchers.fetch_state((TOPIC, 0)) is None
         assert cluster.log(1).log_end_offset == 1  # kept
-        leader = cluster.brokers[0].replica_manager
+        leader = cluster.brokers[0].services.replica_manager
         assert leader.stop_replicas({(TOPIC, 0): (-1, True)}) == {(TOPIC, 0): ErrorCode.NONE}
         assert leader.get(TOPIC, 0) is None
         assert (await produce(cluster.port(0), [b"b"], acks=1)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -23,8 +23,8 @@ def test_create_topics_undoes_a_topic_whose_log_cannot_be_made(tmp_path):
         client = await Client.connect(broker.endpoints[0].port)
         created = await client.call(create_topic_request("t", partitions=4), 7)
         assert created.topics[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
-        assert "t" not in broker.metadata.topics
-        assert not [key for key in broker.replica_manager.partitions if key[0] == "t"]
+        assert "t" not in broker.services.metadata.topics
+        assert not [key for key in broker.services.replica_manager.partitions if key[0] == "t"]
         metadata = await client.call(Metadata(topics=None), 9)
         assert metadata.topics == []
         (tmp_path / "data" / "t-2").unlink()
@@ -41,7 +41,7 @@ def test_auto_creation_that_fails_answers_a_storage_error(tmp_path):
         metadata = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name="auto")],
                                               allow_auto_topic_creation=True), 9)
         assert metadata.topics[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
-        assert "auto" not in broker.metadata.topics
+        assert "auto" not in broker.services.metadata.topics
 
     run_with_broker(broker_config(tmp_path), scenario)
 
@@ -55,7 +55,7 @@ def test_create_partitions_keeps_the_old_count_when_a_new_log_cannot_be_made(tmp
             topics=[CreatePartitions.CreatePartitionsTopic(name="t", count=3, assignments=None)],
             timeout_ms=5000, validate_only=False), 3)
         assert grown.results[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
-        assert broker.metadata.topics["t"].num_partitions == 1
-        assert sorted(key for key in broker.replica_manager.partitions if key[0] == "t") == [("t", 0)]
+        assert broker.services.metadata.topics["t"].num_partitions == 1
+        assert sorted(key for key in broker.services.replica_manager.partitions if key[0] == "t") == [("t", 0)]
 
     run_with_broker(broker_config(tmp_path), scenario)

@@ -159,7 +159,7 @@ def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_
         update = request([partition("t", 0, 1, [1, 0], [1, 0], leader_epoch=3), partition("t", 1, 0, [0], [0, 1]),
                           partition("t", 2, 7, [7], [7])], live, controller_epoch=2, broker_epoch=99)
         assert (await client.call(update, 8)).error_code == ErrorCode.STALE_BROKER_EPOCH
-        assert not samsa.zk_metadata.topics
+        assert not samsa.services.metadata_cache.topics
         update.broker_epoch = 101  # newer than ours: accepted, as Kafka does
         assert (await client.call(update, 8)).error_code == ErrorCode.NONE
         update.controller_epoch = 1
