@@ -5,7 +5,9 @@
 // It writes the journal group_member.py writes (one JSON object a line, each line one write).
 // kafkajs has no rebalance callbacks: a member owns what a GROUP_JOIN event hands it, from the
 // moment the event fires, until it sends its next JoinGroup or LeaveGroup (kafkajs stops consuming
-// before either: the request's send time, from the network REQUEST event, ends the ownership).
+// before either). The network REQUEST event's createdAt ends the ownership: its sentAt is read
+// after the socket write, so a busy machine can date it after the broker completed the rebalance
+// and handed the partitions on (CI saw the next owner's GROUP_JOIN 1 ms before a sentAt).
 // It commits synchronously after every batch.
 
 const fs = require('fs')
@@ -46,7 +48,7 @@ consumer.on(consumer.events.REQUEST, ({ payload }) => {
   if (payload.apiName !== 'JoinGroup' && payload.apiName !== 'LeaveGroup') return
   if (owned.size === 0) return
   const parts = [...owned].sort((a, b) => a - b)
-  write('revoked', { parts, why: payload.apiName }, payload.sentAt)
+  write('revoked', { parts, why: payload.apiName }, payload.createdAt)
   owned.clear()
   next.clear()
   committed.clear()
