@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..wire.protocol import request_class
+from .metadata.cache import advertised_on
 from .security.authorizer import (
     CLUSTER_NAME, AclOperation, ResourceType, audit_denied, host_address, supported_operations_bit_field,
 )
@@ -89,10 +90,7 @@ class BrokerServices:
 
     def broker_info(self, listener: str) -> BrokerInfo:
         """This broker as advertised on `listener` (the first advertised listener otherwise)."""
-        info = self.advertised.get(listener)
-        if info is None:
-            info = next(iter(self.advertised.values()))
-        return info
+        return advertised_on(self.advertised, listener)
 
 
 @dataclass

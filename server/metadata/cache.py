@@ -53,6 +53,12 @@ class BrokerInfo:
     rack: str | None = None
 
 
+def advertised_on(advertised: Mapping[str, BrokerInfo], listener: str) -> BrokerInfo:
+    """This broker as advertised on `listener` (the first advertised listener otherwise)."""
+    info = advertised.get(listener)
+    return info if info is not None else next(iter(advertised.values()))
+
+
 @dataclass
 class TopicInfo:
     name: str

@@ -93,11 +93,7 @@ class LocalAdminManager:
         """Created at once and answered with its partitions, where Kafka first answers
         LEADER_NOT_AVAILABLE while its controller creates it."""
         try:
-            if name == OFFSETS_TOPIC:  # Kafka creates it as the group coordinator needs it
-                services.groups.ensure_offsets_topic()
-            elif name == TRANSACTION_STATE_TOPIC:  # and this one as the transaction coordinator needs it
-                services.transactions.ensure_transaction_topic()
-            else:
+            if not _ensure_coordinator_topic(services, name):
                 config = services.config
                 return ErrorCode.NONE, services.replica_manager.create_topic(
                     name, config.get_int("num.partitions"), {}, config.get_int("default.replication.factor"))
@@ -108,10 +104,7 @@ class LocalAdminManager:
     async def coordinator(self, services: BrokerServices, topic: str, partition: int,
                           listener: str) -> tuple[int, BrokerInfo | None]:
         """This broker, which leads every partition; the coordinator topic is created on first need."""
-        if topic == OFFSETS_TOPIC:
-            services.groups.ensure_offsets_topic()
-        elif topic == TRANSACTION_STATE_TOPIC:
-            services.transactions.ensure_transaction_topic()
+        _ensure_coordinator_topic(services, topic)
         return ErrorCode.NONE, services.broker_info(listener)
 
     # --- configs --------------------------------------------------------------------------------
@@ -159,3 +152,15 @@ class LocalAdminManager:
     async def change_acls(self, services: BrokerServices, acls: Sequence[AclBinding]) -> None:
         assert services.authorizer is not None  # the ACL APIs refuse without one (acl_admin.refusal)
         store_acls(services.metadata, services.authorizer, acls)
+
+
+def _ensure_coordinator_topic(services: BrokerServices, name: str) -> bool:
+    """Create a coordinator's topic, if `name` is one and it is missing, as its coordinator asks for it
+    (its partition count and configs); whether `name` is a coordinator's topic."""
+    if name == OFFSETS_TOPIC:
+        services.groups.ensure_offsets_topic()
+    elif name == TRANSACTION_STATE_TOPIC:
+        services.transactions.ensure_transaction_topic()
+    else:
+        return False
+    return True

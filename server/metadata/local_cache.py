@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 
 from ...coordinator.client_quotas import Entity
 from ...wire.errors import ErrorCode
-from .cache import BrokerInfo, PartitionMetadata, TopicInfo
+from .cache import BrokerInfo, PartitionMetadata, TopicInfo, advertised_on
 from .image import MetadataStore
 
 
@@ -61,10 +61,10 @@ class LocalMetadataCache:
         return self._node_id
 
     def alive_nodes(self, listener: str) -> list[BrokerInfo]:
-        return [self._node(listener)]
+        return [advertised_on(self._advertised, listener)]
 
     def alive_node(self, node_id: int, listener: str) -> BrokerInfo | None:
-        return self._node(listener) if node_id == self._node_id else None
+        return advertised_on(self._advertised, listener) if node_id == self._node_id else None
 
     def partition_metadata(self, topic: str, listener: str, *, error_unavailable_endpoints: bool = False,
                            error_unavailable_listeners: bool = False) -> list[PartitionMetadata] | None:
@@ -74,8 +74,3 @@ class LocalMetadataCache:
         node = self._node_id
         return [PartitionMetadata(ErrorCode.NONE, i, node, self._leader_epoch(topic, i), [node], [node], [])
                 for i in range(info.num_partitions)]
-
-    def _node(self, listener: str) -> BrokerInfo:
-        """This broker as advertised on `listener` (the first advertised listener otherwise)."""
-        info = self._advertised.get(listener)
-        return info if info is not None else next(iter(self._advertised.values()))
