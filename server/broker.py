@@ -39,6 +39,7 @@ from .config.client_metrics_configs import stored_subscriptions
 from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, CloseConnection, RequestContext
+from .features import BrokerFeatures
 from .zookeeper.controlled_shutdown import controlled_shutdown
 from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -156,6 +157,7 @@ class Broker:
         self.request_metrics = RequestMetrics()
         # KIP-714; its collect() is a Prometheus collector of what clients push.
         self.client_telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
+        self.features = BrokerFeatures.create(config.get_boolean("unstable.feature.versions.enable"))
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.loaded_broker: LoadedBroker | None = None  # what the metrics report on, once the logs are loaded
         self.recovered = False  # the logs are loaded and recovered: /healthz
@@ -260,7 +262,7 @@ class Broker:
         return BrokerServices(
             config=config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
-            listener_type=listener_type, replica_manager=replicas, groups=groups, transactions=transactions,
+            listener_type=listener_type, features=self.features, replica_manager=replicas, groups=groups, transactions=transactions,
             producer_ids=producer_ids, quotas=quotas, authorizer=authorizer, fetch_sessions=self.fetch_sessions,
             disk_limiter=self.disk_limiter, advertised=self.advertised, client_telemetry=self.client_telemetry,
             connection_quotas=self.connection_quotas, control_plane=control_plane, controller=controller)
@@ -521,7 +523,7 @@ class Broker:
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if (handler is None or not handler.min_version <= version <= handler.max_version
-                or not handler.served(services.listener_type)):
+                or not handler.served(services.listener_type, services.features)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .metrics.client_telemetry import ClientTelemetry
     from .config.kafka_config import KafkaConfig
     from .control_plane import Controller, ControlPlane
+    from .features import BrokerFeatures
     from .handlers import ListenerType
     from .metadata.admin_manager import AdminManager
     from .replication.fetch_session import FetchSessionCache
@@ -72,6 +73,7 @@ class BrokerServices:
     metadata_cache: MetadataCache
     admin: AdminManager
     listener_type: ListenerType  # which APIs are served (Kafka's ApiMessageType.ListenerType)
+    features: BrokerFeatures  # the feature levels supported and finalized (server/features.py)
     replica_manager: ReplicaManager
     groups: GroupService  # the group coordinator's shell (Kafka's GroupCoordinator)
     transactions: TxnService  # the transaction coordinator's shell (Kafka's TransactionCoordinator)

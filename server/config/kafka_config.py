@@ -25,6 +25,7 @@ from samsa.server.replication.replica_selector import replica_selector
 from samsa.server.config.broker_config_defs import BROKER_CONFIGS, BrokerConfigDef
 from samsa.server.coordinators.consumer_groups import ConsumerGroupConfigError, consumer_group_config
 from samsa.server.metrics.configs import METRICS_CONFIGS
+from samsa.server.features import FEATURE_CONFIGS
 from samsa.storage.errors import InvalidConfigurationException
 from samsa.storage.log_config import LogConfig
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS, TopicConfigDef
@@ -416,8 +417,8 @@ def listener_config_base(name: str) -> str | None:
     return match[1] if match else None
 
 
-# Broker configs KafkaConfig does not define: the authorizer's own, and Samsa's.
-_SAMSA_CONFIGS = AUTHORIZER_CONFIGS | METRICS_CONFIGS
+# Broker configs KafkaConfig does not list: the authorizer's own, Samsa's, and Kafka's internal ones.
+_SAMSA_CONFIGS = AUTHORIZER_CONFIGS | METRICS_CONFIGS | FEATURE_CONFIGS
 
 
 def broker_definition(name: str) -> BrokerConfigDef | None:

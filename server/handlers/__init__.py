@@ -19,6 +19,7 @@ from ...wire.protocol import ApiKey
 
 if TYPE_CHECKING:
     from ...wire.codec import Message
+    from ..features import BrokerFeatures
 
 
 class ListenerType(Enum):
@@ -41,11 +42,16 @@ class Handler:
     # Served (and advertised) only outside a ZooKeeper cluster: the APIs whose schemas list only
     # the KRaft "broker" listener, which a ZooKeeper-mode Kafka 3.9 broker neither lists nor serves.
     kraft_only: bool = False
+    # Served (and advertised) only while this (feature, level) is finalized (server/features.py).
+    feature: tuple[str, int] | None = None
 
-    def served(self, listener_type: ListenerType) -> bool:
-        """Whether a broker of this listener type serves and advertises this API."""
+    def served(self, listener_type: ListenerType, features: BrokerFeatures | None = None) -> bool:
+        """Whether a broker of this listener type, with these finalized features, serves and
+        advertises this API (`features` None: as if every feature an API needs were finalized)."""
         zk_broker = listener_type == ListenerType.ZK_BROKER
-        return not (self.cluster_only and not zk_broker or self.kraft_only and zk_broker)
+        if self.cluster_only and not zk_broker or self.kraft_only and zk_broker:
+            return False
+        return features is None or features.enabled(self.feature)
 
 
 HANDLERS: dict[int, Handler] = {}
@@ -70,9 +76,10 @@ MODULES = (
 
 
 def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only: bool = False,
-            kraft_only: bool = False):
+            kraft_only: bool = False, feature: tuple[str, int] | None = None):
     """Register a handler for versions min_version..max_version (inclusive) of api_key;
-    `cluster_only`: served only in a ZooKeeper cluster; `kraft_only`: never there."""
+    `cluster_only`: served only in a ZooKeeper cluster; `kraft_only`: never there; `feature`: served
+    only while that (feature, level) is finalized."""
     if not 0 <= min_version <= max_version:
         raise ValueError(f"{api_key!r}: bad version range {min_version}..{max_version}")
 
@@ -80,7 +87,7 @@ def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only
         if api_key in HANDLERS:
             raise RuntimeError(f"{api_key!r} has two handlers: {HANDLERS[api_key].handle.__module__} "
                                f"and {fn.__module__}")
-        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only, kraft_only)
+        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only, kraft_only, feature)
         return fn
 
     return register

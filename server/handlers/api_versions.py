@@ -2,12 +2,13 @@
 (server/handlers/__init__.py), nothing taken from the schemas. Follows KafkaApis.handleApiVersionsRequest
 and ApiVersionsRequest.isValid; a version above ours gets v0 with UNSUPPORTED_VERSION (KIP-511).
 v3+ lists the supported and finalized features (KIP-584) as Kafka 4.4 does, but only at levels Samsa
-implements.
+implements (server/features.py).
 Deviations: kraft.version, share.version, streams.version and eligible.leader.replicas.version are
 supported at level 0 only and not finalized (Kafka 4.4: finalized at 1, 2, 1, 1): Samsa has no KRaft
-quorum (KIP-853), no share groups (KIP-932), no streams groups (KIP-1071) and no eligible leader
-replicas (KIP-966); transaction.version goes up to 1 (flexible transaction log records), not 2 as in
-Kafka 4.4 (KIP-890 part 2: EndTxn v5, an epoch bump per transaction).
+quorum (KIP-853), share groups (KIP-932) only with unstable.feature.versions.enable=true (level 1), no
+streams groups (KIP-1071) and no eligible leader replicas (KIP-966); transaction.version goes up to 1
+(flexible transaction log records), not 2 as in Kafka 4.4 (KIP-890 part 2: EndTxn v5, an epoch bump
+per transaction).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ...wire.errors import ErrorCode
+from ..features import FINALIZED_FEATURES_EPOCH, BrokerFeatures
 from ...wire.protocol import ApiKey, response_class
 from . import HANDLERS, ListenerType, handler
 
@@ -27,51 +29,38 @@ ApiVersionsResponse = response_class(ApiKey.API_VERSIONS)
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-# Feature: (the levels supported, the level finalized; 0 is not finalized, as in Kafka).
-FEATURES: dict[str, tuple[tuple[int, int], int]] = {
-    "group.version": ((0, 1), 1),  # 1: KIP-848 consumer groups
-    "kraft.version": ((0, 0), 0),
-    # Kafka 4.4's range (3.3-IV3 to 4.4's level): the APIs are 4.4's; Samsa keeps no metadata log.
-    "metadata.version": ((7, 33), 33),
-    "share.version": ((0, 0), 0),
-    "streams.version": ((0, 0), 0),
-    "transaction.version": ((0, 1), 1),  # 1: flexible transaction log records; 2 (KIP-890 part 2) is not
-    "eligible.leader.replicas.version": ((0, 0), 0),
-}
-# Kafka's epoch is the metadata log offset of the last feature change; Samsa's features never change.
-FINALIZED_FEATURES_EPOCH = 0
-
-
-def supported_features():
+def supported_features(features: BrokerFeatures):
     Key = ApiVersionsResponse.SupportedFeatureKey
-    return [Key(name=name, min_version=low, max_version=high) for name, ((low, high), _) in FEATURES.items()]
+    return [Key(name=name, min_version=low, max_version=high) for name, (low, high) in features.supported.items()]
 
 
-def finalized_features():
+def finalized_features(features: BrokerFeatures):
     Key = ApiVersionsResponse.FinalizedFeatureKey
     return [Key(name=name, max_version_level=level, min_version_level=level)
-            for name, (_, level) in FEATURES.items() if level > 0]
+            for name, level in features.finalized.items() if level > 0]
 
 
-def api_keys(listener_type: ListenerType = ListenerType.BROKER):
+def api_keys(listener_type: ListenerType = ListenerType.BROKER, features: BrokerFeatures | None = None):
     """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster, the KRaft-mode
-    ones (client telemetry) only outside one."""
+    ones (client telemetry) only outside one, those of a feature only while it is finalized."""
     Key = ApiVersionsResponse.ApiVersion
+    features = features or BrokerFeatures.create()
     return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type)]
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type, features)]
 
 
 # The lists every ApiVersions response carries, made once: building them was most of the handler's
 # time, which a client flooding the broker with ApiVersions requests multiplies (issue 17). Keyed by
 # the number of handlers too, so that a handler registered later is listed. Encoding only reads them.
-_listed: dict[tuple[ListenerType, int], tuple[list, list, list]] = {}
+_listed: dict[tuple[ListenerType, BrokerFeatures, int], tuple[list, list, list]] = {}
 
 
-def _listings(listener_type: ListenerType) -> tuple[list, list, list]:
-    key = (listener_type, len(HANDLERS))
+def _listings(listener_type: ListenerType, features: BrokerFeatures) -> tuple[list, list, list]:
+    key = (listener_type, features, len(HANDLERS))
     listed = _listed.get(key)
     if listed is None:
-        listed = _listed[key] = (api_keys(listener_type), supported_features(), finalized_features())
+        listed = _listed[key] = (api_keys(listener_type, features), supported_features(features),
+                                 finalized_features(features))
     return listed
 
 
@@ -93,7 +82,7 @@ async def handle(ctx, request):
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name
         ctx.connection.client_software_version = request.client_software_version
-    listed_api_keys, supported, finalized = _listings(ctx.services.listener_type)
+    listed_api_keys, supported, finalized = _listings(ctx.services.listener_type, ctx.services.features)
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=listed_api_keys, throttle_time_ms=0,
                                supported_features=supported, finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
                                finalized_features=finalized)

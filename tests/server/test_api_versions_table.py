@@ -79,11 +79,13 @@ def test_docs_compatibility_md_is_what_the_generator_writes():
 
 
 def test_the_listings_are_built_once_per_mode():
+    from samsa.server.features import BrokerFeatures
     from samsa.server.handlers import ListenerType
     from samsa.server.handlers.api_versions import _listings, api_keys
 
     load_handlers()
+    features = BrokerFeatures.create()
     for listener_type in ListenerType:
-        listed = _listings(listener_type)
-        assert _listings(listener_type) is listed  # every response shares them
-        assert listed[0] == api_keys(listener_type)
+        listed = _listings(listener_type, features)
+        assert _listings(listener_type, features) is listed  # every response shares them
+        assert listed[0] == api_keys(listener_type, features)
