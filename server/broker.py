@@ -244,7 +244,13 @@ class Broker:
             metadata_cache=metadata_cache, admin=ZkAdminManager(zookeeper.client, metadata_cache, shared),
             listener_type=ListenerType.ZK_BROKER, cluster=metadata_cache,
             control_plane=ZkControlPlane(zookeeper, metadata_cache), controller=controller)
-        replicas.on_leadership_change = _coordinator_leadership_changed(services.groups, services.transactions)
+        coordinators_changed = _coordinator_leadership_changed(services.groups, services.transactions)
+
+        def leadership_changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
+            coordinators_changed(led, resigned)
+            services.share_partitions.drop_stale()  # share partitions of partitions no longer led here
+
+        replicas.on_leadership_change = leadership_changed
         return services, ZkServices(zookeeper, shared, metadata_cache, alter_partitions, controller, producer_id_blocks)
 
     def _services(self, log_manager: LogManager, metadata: MetadataStore, replicas: ReplicaManager,
@@ -259,9 +265,14 @@ class Broker:
                               cluster=cluster)
         transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
                                   groups.complete_transaction, wall_clock_ms, cluster=cluster)
-        replicas.on_topics_changed = groups.topics_changed  # the groups subscribed to a topic rebalance
         # The persister (the share coordinator's) and share groups' configs are wired in once they exist.
         share_partitions = SharePartitionManager(replicas, config, None, BrokerDefaultShareGroupConfigs(config))
+
+        def topics_changed() -> None:
+            groups.topics_changed()  # the groups subscribed to a topic rebalance
+            share_partitions.drop_stale()  # the share partitions of a deleted topic go
+
+        replicas.on_topics_changed = topics_changed
         return BrokerServices(
             config=config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,

@@ -251,15 +251,23 @@ class SharePartitionManager:
     # -- the background: initializations, best-effort writes, lock expiry ------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            task_status.started()
-            await self._waker.run(self._next_deadline, self._expire_locks)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await self._waker.run(self._next_deadline, self._expire_locks)
+        finally:
+            self._nursery = None
 
     def _background(self, fn, *args) -> None:
-        if self._nursery is None:
-            raise RuntimeError("the share partition manager is not running")
-        self._nursery.start_soon(fn, *args)
+        """Run a load or a write in the background; dropped once the broker is shutting down (the
+        state is read from the persister again at the next start, as after a crash)."""
+        try:
+            if self._nursery is None:
+                raise RuntimeError("not running")
+            self._nursery.start_soon(fn, *args)
+        except RuntimeError:  # not running, or its nursery closed to new tasks as the broker stops
+            log.debug("The broker is shutting down: %s of %s not done", fn.__name__, args[0].key)
 
     def locks_changed(self) -> None:
         """Acquisitions or acknowledgements moved the lock deadlines."""
@@ -316,6 +324,13 @@ class SharePartitionManager:
         return (replica is hosted.replica and replica.is_leader and not replica.is_offline
                 and replica.leader_epoch == hosted.leader_epoch
                 and hosted.state.status != SharePartitionStatus.FENCED)
+
+    def drop_stale(self) -> None:
+        """Drop the share partitions whose replica partition went or is no longer led here at their
+        epoch (Kafka's SharePartitionListener: onDeleted, onBecomingFollower, onFailed); the
+        broker calls it when topics or leaderships change."""
+        for hosted in [h for h in self.partitions.values() if not self.is_current(h)]:
+            self.remove(hosted)
 
     def get(self, group_id: str, tip: TopicIdPartition) -> HostedSharePartition | None:
         """The share partition if it is hosted and still current (a stale one is dropped)."""
