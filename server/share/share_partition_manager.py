@@ -143,6 +143,12 @@ def persister_error(code: int) -> int:
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
+def error_message(code: int) -> str | None:
+    """The message of the exception Kafka completes an acknowledgement's future with: its error's
+    default message, which the response carries (KafkaApis answers validation errors without one)."""
+    return ErrorCode(code).message if code in ErrorCode._value2member_map_ else None
+
+
 # Errors of a share partition's operation after which it is dropped from memory (Kafka's
 # fencedSharePartitionHandler): its state is read again when next fetched.
 FENCING_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_STATE_EPOCH,
@@ -221,7 +227,7 @@ class PendingAcknowledgements:
         async def write(tip: TopicIdPartition, hosted: HostedSharePartition, pending) -> None:
             code = await manager.write_state(hosted, pending)
             if code != ErrorCode.NONE:
-                self.results[tip] = (code, None)
+                self.results[tip] = (code, error_message(code))
                 manager.maybe_fence(hosted, code)
 
         writes, self._writes = self._writes, []
@@ -343,6 +349,7 @@ class SharePartitionManager:
     def get_or_create(self, group_id: str, tip: TopicIdPartition) -> tuple[int, HostedSharePartition | None]:
         """The share partition, created (and its state being read) if new here; or the error that
         answers the partition (Kafka's getOrCreateSharePartition and maybeInitialize)."""
+        config = self.partition_config(self.share_config(group_id))
         hosted = self.get(group_id, tip)
         if hosted is None:
             assert tip.topic is not None
@@ -350,9 +357,10 @@ class SharePartitionManager:
             if replica is None:
                 return code, None
             key = SharePartitionKey(group_id, tip.topic_id, tip.partition)
-            config = self.partition_config(self.share_config(group_id))
             state = SharePartition(group_id, tip.topic_id, tip.partition, replica.leader_epoch, config)
             hosted = self.partitions[key] = HostedSharePartition(key, tip.topic, replica, state)
+        elif hosted.state.config != config:  # the group's configs changed: from now on
+            hosted.state.config = config
         return self._maybe_initialize(hosted), hosted
 
     def _maybe_initialize(self, hosted: HostedSharePartition) -> int:
@@ -476,15 +484,19 @@ class SharePartitionManager:
         pending = PendingAcknowledgements()
         self.metrics.acknowledgement_requests += 1
         now = loop_ms()
+        config = self.partition_config(self.share_config(group_id))
         for tip, partition_batches in batches.items():
             hosted = self.get(group_id, tip)
+            if hosted is not None and hosted.state.config != config:
+                hosted.state.config = config  # RENEW's lock duration, renew_acknowledge_enabled
             if hosted is None:
-                pending.results[tip] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+                pending.results[tip] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                        error_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             try:
                 write = hosted.state.acknowledge(member_id, partition_batches, now)
             except SharePartitionError as e:
-                pending.results[tip] = (e.error_code, e.message or None)
+                pending.results[tip] = (e.error_code, e.message or error_message(e.error_code))
                 self.maybe_fence(hosted, e.error_code)
             else:
                 pending.results[tip] = (ErrorCode.NONE, None)

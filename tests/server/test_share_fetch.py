@@ -7,6 +7,7 @@ Lock expiry runs on the broker's event loop clock: those tests run on trio's Moc
 
 from __future__ import annotations
 
+import contextlib
 import time
 from types import SimpleNamespace
 
@@ -15,6 +16,9 @@ import trio.testing
 
 from samsa.coordinator.share_state import RecordState
 from samsa.server.security.acl_admin import store_acls
+from samsa.server.share.delayed_share_fetch import ShareFetchParams, delayed_share_fetch
+from samsa.server.share.share_session_cache import TopicIdPartition
+from samsa.storage.file_records import FileRecords
 from samsa.server.security.authorizer import ALLOW, GROUP, READ, TOPIC, AclBinding, PatternType
 from samsa.wire import records
 from samsa.wire.errors import ErrorCode as E
@@ -452,5 +456,69 @@ def test_the_record_states_the_persister_was_given(tmp_path):
         # Offset 0 is still acquired (ACQUIRED is never persisted); 1 is acknowledged.
         assert [(b.first_offset, b.last_offset, b.delivery_state) for b in state.state_batches
                 if b.delivery_state != RecordState.AVAILABLE] == [(1, 1, RecordState.ACKNOWLEDGED)]
+
+    run(tmp_path, scenario)
+
+
+def test_records_deleted_under_the_share_partition_move_its_start_offset(tmp_path):
+    DeleteRecords = request_class(ApiKey.DELETE_RECORDS)
+
+    async def scenario(env):
+        assert (await fetch(env, "m1", 0, max_wait_ms=0)).responses == []
+        await wait_loaded(env)  # its start offset: 0, the log's start
+        await produce(env, [b"a", b"b", b"c"])
+        response = await env.client.call(DeleteRecords(timeout_ms=5000, topics=[DeleteRecords.DeleteRecordsTopic(
+            name="t", partitions=[DeleteRecords.DeleteRecordsPartition(partition_index=0, offset=2)])]), 2)
+        assert response.topics[0].partitions[0].error_code == E.NONE
+        # Reading from 0 is out of range: the share partition moves to the log's start, answering
+        # nothing (the error is not the client's: an incremental response leaves the partition out)...
+        assert (await fetch(env, "m1", 1)).responses == []
+        assert spso(env) == 2
+        # ... and the next fetch reads from there.
+        partition = partition_of(await fetch(env, "m1", 2))
+        assert acquired(partition) == [(2, 2, 1)] and fetched_values(partition) == [(2, b"c")]
+
+    run(tmp_path, scenario)
+
+
+def test_records_go_out_as_a_range_of_the_log_file_cut_to_the_acquired_batches(tmp_path):
+    async def scenario(env):
+        for values in ([b"a", b"b"], [b"c", b"d"], [b"e"]):
+            await produce(env, values)
+        tip = TopicIdPartition(env.topic_id, 0, "t")
+        params = ShareFetchParams(max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20, max_records=3, batch_size=500,
+                                  acquire_mode=1)
+        result = await delayed_share_fetch(env.manager, GROUP_ID, "m1", params, [tip], 0, contextlib.nullcontext)
+        data = result[tip]
+        [(first, last, _)] = [tuple(a) for a in data.acquired_records]
+        assert (first, last) == (0, 2)
+        # A slice of the segment file (sent with sendfile), of the two batches holding offsets 0-2.
+        assert isinstance(data.records, FileRecords)
+        log_file = env.broker.services.replica_manager.get("t", 0).log.active_segment.log
+        assert data.records.fd == log_file.fd and data.records.position == 0
+        batches = [h for _, h in log_file.batch_headers_from(0)]
+        assert data.records.size == batches[0].size + batches[1].size
+        result = await delayed_share_fetch(env.manager, GROUP_ID, "m1", params, [tip], 1, contextlib.nullcontext)
+        data = result[tip]
+        assert {o for a in data.acquired_records for o in range(a.first_offset, a.last_offset + 1)} == {3, 4}
+        assert data.records.position == batches[0].size and data.records.size == batches[1].size + batches[2].size
+
+    run(tmp_path, scenario)
+
+
+def test_a_member_leaving_its_group_releases_its_records_and_an_empty_group_leaves_memory(tmp_path):
+    async def scenario(env):
+        await produce(env, [b"a"])
+        assert acquired(partition_of(await fetch(env, "m1", 0))) == [(0, 0, 1)]
+        env.manager.on_member_leave(GROUP_ID, "m1")  # the group coordinator's ShareGroupListener call
+        assert env.manager.sessions.get(GROUP_ID, "m1") is None
+        other = await Client.connect(env.port)
+        assert acquired(partition_of(await fetch(env, "m2", 0, client=other))) == [(0, 0, 2)]
+        env.manager.on_group_empty(GROUP_ID)
+        assert env.manager.partitions == {}
+        # Fetched again, the share partition reads the persisted state: the record, never
+        # acknowledged, is delivered again (the persister saw the release's delivery count).
+        partition = partition_of(await fetch(env, "m2", 1))
+        assert [offsets[:2] for offsets in acquired(partition)] == [(0, 0)]
 
     run(tmp_path, scenario)
