@@ -583,11 +583,10 @@ class ShareGroup(Group):
             else:
                 self.target_assignment[key.member_id] = assignment_of(value.topic_partitions)
         elif isinstance(key, ShareGroupCurrentMemberAssignmentKey):
-            member = self.members.get(key.member_id)
-            if member is None:
-                if value is None:
-                    return
-                member = ShareGroupMember(key.member_id)
+            current = self.members.get(key.member_id)
+            if current is None and value is None:
+                return
+            member = current or ShareGroupMember(key.member_id)
             if value is None:
                 self.members[key.member_id] = replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                                       previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,

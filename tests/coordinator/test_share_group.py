@@ -246,7 +246,7 @@ def test_records_reload(h):
 
 
 def test_delete_share_group_moves_state_to_deleting_then_tombstones(h):
-    response = join_initialized(h, M1)
+    join_initialized(h, M1)
     ticket = h.send(lambda c, *args: c.share.prepare_delete(*args), ["g", "other"], 0)
     assert h.answer(ticket) == {"g": (ErrorCode.NON_EMPTY_GROUP, {})}
     assert heartbeat(h, M1, -1)[0].error_code == ErrorCode.NONE
@@ -278,7 +278,7 @@ def test_failed_initialization_is_asked_again(h):
 def test_partitions_added_to_a_known_topic_start_at_offset_zero(h):
     join_initialized(h, M1)
     h.coordinator.share.update_topics(h.now, TopicsImage([TopicInfo("t", T.topic_id, 4), U]))
-    response, init = heartbeat(h, M1, 3)
+    _, init = heartbeat(h, M1, 3)
     assert init == ShareInitRequest("g", 4, {T.topic_id: {3: 0}})
 
 
