@@ -46,8 +46,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.UNREGISTER_BROKER: KRAFT,
     ApiKey.CONTROLLER_REGISTRATION: KRAFT,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: KRAFT,
-    ApiKey.SHARE_GROUP_HEARTBEAT: SHARE_GROUPS,
-    ApiKey.SHARE_GROUP_DESCRIBE: SHARE_GROUPS,
     ApiKey.SHARE_FETCH: SHARE_GROUPS,
     ApiKey.SHARE_ACKNOWLEDGE: SHARE_GROUPS,
     ApiKey.ADD_RAFT_VOTER: KRAFT,
@@ -85,6 +83,10 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.PUSH_TELEMETRY: CLIENT_TELEMETRY + "; pushed metrics are exported to Prometheus",
     ApiKey.LIST_CONFIG_RESOURCES: "v0 is Kafka 3.x's ListClientMetricsResources, v1 KIP-1142's; "
                                   "not in cluster mode (Kafka 3.9's ZooKeeper mode has no client metrics)",
+    ApiKey.SHARE_GROUP_HEARTBEAT: "only while share.version is finalized (unstable.feature.versions.enable: share "
+                                  "groups are served in part)",
+    ApiKey.SHARE_GROUP_DESCRIBE: "only while share.version is finalized (unstable.feature.versions.enable: share "
+                                 "groups are served in part)",
 }
 
 
