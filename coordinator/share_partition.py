@@ -495,7 +495,10 @@ class SharePartition:
             return self._end_offset
         gap_active = self._gap_window_active()
         gap_start = self._gap_window.gap_start_offset if gap_active and self._gap_window else -1
-        for key in self._keys:
+        start = self._start_offset
+        # Records below the SPSO are never fetched again (Kafka's would answer one that went back
+        # to AVAILABLE after the log's start passed it: a read below the log's start).
+        for key in self._keys[max(0, bisect.bisect_right(self._keys, start) - 1):]:
             batch = self._cached_state[key]
             if gap_active:
                 if key > gap_start:
@@ -505,10 +508,11 @@ class SharePartition:
                 state = batch.batch_state
                 assert state is not None
                 if state.state is RecordState.AVAILABLE and not state.has_ongoing_state_transition():
-                    return key
+                    return max(key, start)
             else:
                 for offset, offset_state in batch.offset_state.items():
-                    if offset_state.state is RecordState.AVAILABLE and not offset_state.has_ongoing_state_transition():
+                    if (offset >= start and offset_state.state is RecordState.AVAILABLE
+                            and not offset_state.has_ongoing_state_transition()):
                         return offset
         self._find_next_fetch_offset = False
         return self._end_offset + 1
@@ -629,10 +633,7 @@ class SharePartition:
         gap = self._gap_window
         if gap is not None and gap.gap_start_offset < log_start_offset:
             # The gap below the log's start is gone with the log (Kafka would move the SPSO back to it).
-            if gap.end_offset < log_start_offset:
-                self._gap_window = None
-            else:
-                gap.gap_start_offset = log_start_offset
+            self._set_gap_start_offset(gap, log_start_offset)
         if self._keys:
             if self._archive_records(self._start_offset, log_start_offset, self._batches(), RecordState.AVAILABLE):
                 self._find_next_fetch_offset = True
@@ -744,9 +745,9 @@ class SharePartition:
                 if state.state is RecordState.AVAILABLE:
                     self._find_next_fetch_offset = True
                     fetchable = True
-            if not ok:
-                return CompletedWrite(error, fetchable)
-        # A lock expiry was applied already; the SPSO moves whether its write made it or not.
+        # A lock expiry was applied already: the SPSO moves whether its write made it or not. So it
+        # does after a rollback (not in Kafka), which archives records whose lock ran out at the
+        # delivery limit meanwhile: else a full window of them would stop the partition.
         if self._maybe_update_cached_state_and_offsets():
             fetchable = True
         return CompletedWrite(error, fetchable)
@@ -834,7 +835,7 @@ class SharePartition:
 
     def _remove_first(self, count: int) -> None:
         for key in self._keys[:count]:
-            del self._cached_state[key]
+            _cancel_locks(self._cached_state.pop(key))
         del self._keys[:count]
 
     def _split(self, batch: InFlightBatch) -> None:
@@ -1252,9 +1253,26 @@ class SharePartition:
         if gap is None:
             return
         if gap.end_offset == self._end_offset and offset <= gap.end_offset:
-            gap.gap_start_offset = offset
+            self._set_gap_start_offset(gap, offset)
         else:
             self._gap_window = None
+
+    def _set_gap_start_offset(self, gap: _GapWindow, offset: int) -> None:
+        """The gap start moves to the first offset from `offset` that no in-flight batch holds, and
+        the window closes when there is none up to its end. Kafka sets `offset` itself, which kept
+        the SPSO from moving over the batches past a filled gap until new records came."""
+        index = bisect.bisect_right(self._keys, offset) - 1
+        keys = self._keys
+        while 0 <= index < len(keys):
+            batch = self._cached_state[keys[index]]
+            if batch.first_offset > offset:
+                break
+            offset = max(offset, batch.last_offset + 1)
+            index += 1
+        if offset > gap.end_offset:
+            self._gap_window = None
+        else:
+            gap.gap_start_offset = offset
 
     def _can_move_start_offset(self) -> bool:
         if not self._keys:
@@ -1272,8 +1290,11 @@ class SharePartition:
         return not state.has_ongoing_state_transition() and state.state in _TERMINAL
 
     def _find_last_offset_acknowledged(self) -> int:
-        """The end of the run of terminal records from the first in-flight batch, -1 for none."""
+        """The end of the run of terminal records from the first in-flight batch, -1 for none.
+        Records below the SPSO count as done (not in Kafka, whose scan stops at one there that a
+        late RELEASE made AVAILABLE after the log's start passed it, and then never moves again)."""
         last_acknowledged = -1
+        start = self._start_offset
         gap = self._gap_window if self._gap_window_active() else None
         for batch in self._batches():
             if gap is not None and batch.last_offset >= gap.gap_start_offset:
@@ -1281,12 +1302,12 @@ class SharePartition:
             if batch.offset_state is None:
                 state = batch.batch_state
                 assert state is not None
-                if state.has_ongoing_state_transition() or state.state not in _TERMINAL:
+                if batch.last_offset >= start and (state.has_ongoing_state_transition() or state.state not in _TERMINAL):
                     return last_acknowledged
                 last_acknowledged = batch.last_offset
                 continue
             for offset, offset_state in batch.offset_state.items():
-                if offset_state.has_ongoing_state_transition() or offset_state.state not in _TERMINAL:
+                if offset >= start and (offset_state.has_ongoing_state_transition() or offset_state.state not in _TERMINAL):
                     return last_acknowledged
                 last_acknowledged = offset
         return last_acknowledged
@@ -1304,8 +1325,7 @@ class SharePartition:
             # Never backwards, which Kafka's would when the log's start moved past the cache.
             self._start_offset = max(self._start_offset, last_cached + 1)
             self._end_offset = max(self._end_offset, self._start_offset)
-            self._cached_state.clear()
-            self._keys.clear()
+            self._remove_first(len(self._keys))
             return True
         index = bisect.bisect_right(self._keys, last_acknowledged) - 1
         batch = self._cached_state[self._keys[index]]
@@ -1321,6 +1341,14 @@ class SharePartition:
                 self._start_offset = last_acknowledged + 1
             self._remove_first(index)
         return True
+
+
+def _cancel_locks(batch: InFlightBatch) -> None:
+    if batch.batch_state is not None:
+        batch.batch_state.cancel_and_clear_lock()
+    if batch.offset_state is not None:
+        for state in batch.offset_state.values():
+            state.cancel_and_clear_lock()
 
 
 def _loaded_state(delivery_state: int) -> RecordState:
