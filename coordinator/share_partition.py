@@ -26,24 +26,33 @@ handlers) drives it:
 Writes and the restart rule. Kafka writes state on acknowledgement, release and lock expiry, never
 on acquisition (DeliveryCountOps.INCREASE is in memory only), and neither does this class. An
 acknowledgement or a release is a transition: the records take their new state at once, marked as
-in transition (a record in transition is neither acquired nor acknowledged again), and
-`complete_write` commits it when the persister has the state, or rolls it back (to ACQUIRED, or to
-AVAILABLE/ARCHIVED when the lock ran out meanwhile) when the write failed, the client being
-answered the persister's error. A lock expiry applies at once and its write is best effort, as in
-Kafka: a lost write only leaves the persisted state one step behind (ACQUIRED is never persisted).
-The SPSO moves only when a write completes, over records whose terminal state is committed, and
-each write carries the SPSO as it was when the write was made, so the persisted start offset never
-passes a record whose terminal state is not persisted. Hence, across a restart (a new leader reads
-the persisted state):
-- no record is lost: a record is past the persisted SPSO unless its ACKNOWLEDGED/ARCHIVED state was
-  written first, and a record the new leader finds with no state, or AVAILABLE, is delivered again;
-- a delivery count is never lower than the persisted one, and a record found ARCHIVED (its count at
-  `group.share.delivery.count.limit`) is never delivered again. The one delivery the persister does
-  not see is the acquisition in flight when the leader died (Kafka persists no acquisition): the
-  new leader delivers that record again with the count it had before, so each leader failure can
-  add one delivery per record in flight at the time. Read-committed archival of aborted records
-  and archival below a moved log start offset are not written either (as in Kafka): the new leader
-  finds them the same way again.
+in transition (a record in transition is neither acquired nor acknowledged again, and the SPSO does
+not pass it), and `complete_write` commits it when the persister has the state, or rolls it back
+(to ACQUIRED, or to AVAILABLE/ARCHIVED when the lock ran out meanwhile) when the write failed, the
+client being answered the persister's error. A lock expiry applies at once and its write is best
+effort, as in Kafka. The SPSO moves over a run of terminal records when a write completes, and each
+write carries the SPSO as it was when the write was made: the persisted start offset passes a
+record only once its ACKNOWLEDGED or ARCHIVED state was written, or once it needs no state
+(archived in memory only, as in Kafka: an aborted transaction's record under read_committed or a
+record below the log's start, which a new leader finds the same way again; or a record archived at
+the delivery limit by a rollback or an expiry whose write failed, delivered `limit` times already).
+Hence, across a restart (a new leader reads the persisted state):
+- no record is lost: a record the new leader finds past the persisted SPSO with no state, AVAILABLE,
+  or in a state whose change was not written, is delivered again;
+- nothing acknowledged or archived in the persister is delivered again, and the delivery count
+  resumes from the persisted one. What the persister never saw is not counted: the acquisitions
+  since the record's last written state, as in Kafka (which persists no acquisition) — one when
+  the leader dies while the record is acquired, more only if writes of it failed meanwhile. So a
+  record may be delivered past `group.share.delivery.count.limit` by as many deliveries as leader
+  failures forgot; never otherwise (tests/coordinator/test_share_partition.py checks this bound in
+  random runs with failed writes, restarts, retention and read_committed).
+
+Where it differs from Kafka 4.4, each to end a stall Kafka has (marked "not in Kafka" below): the
+SPSO also moves after a rolled-back write, after read_committed archival in `acquire` and after a
+moved log start; records below the SPSO never block it and are never the next fetch offset; the
+persister's gap window starts at the next real gap. Not served: the dead letter queue (KIP-1191's
+ARCHIVING state loads as ARCHIVED). Adjacent changes with one state and count are written as one
+state batch.
 
 Errors of a request raise `SharePartitionError` with Kafka's error code (INVALID_RECORD_STATE,
 INVALID_REQUEST...) and change nothing.
@@ -733,8 +742,8 @@ class SharePartition:
     # -- persistence -----------------------------------------------------------------------------
 
     def complete_write(self, write_id: int, error_code: int = ErrorCode.NONE) -> CompletedWrite:
-        """The persister answered the write `write_id`: commit its transitions and move the SPSO
-        (error NONE), or roll them back."""
+        """The persister answered the write `write_id` (once per write; KeyError otherwise): commit
+        its transitions (error NONE) or roll them back, and move the SPSO."""
         write = self._writes.pop(write_id)
         error = persister_error(error_code)
         fetchable = False

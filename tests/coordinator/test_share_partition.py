@@ -609,6 +609,43 @@ def test_gaps_in_the_persisted_state_are_acquired_in_order():
     assert sp.end_offset == 24
 
 
+def test_a_filled_persisted_gap_does_not_hold_the_spso_back():
+    state = SharePartitionState(2, 0, state_batches=[
+        PersisterStateBatch(0, 1, AVAILABLE, 1), PersisterStateBatch(4, 5, AVAILABLE, 1)])
+    sp = new_partition(state)
+    log = batches((0, 1), (2, 3), (4, 5))
+    assert fetch(sp, "m1", log) == [AcquiredRecords(0, 1, 2), AcquiredRecords(2, 3, 1), AcquiredRecords(4, 5, 2)]
+    commit(sp, sp.acknowledge("m1", [ack(0, 5, ACCEPT)], 0))
+    # No new record needed to move it (Kafka's gap window would hold it at 4 until one came).
+    assert (sp.start_offset, sp.in_flight_records) == (6, 0)
+
+
+def test_a_rollback_archiving_at_the_limit_moves_the_spso():
+    sp = new_partition(delivery_count_limit=2, max_in_flight_records=2)
+    log = batches((0, 1), (2, 3))
+    fetch(sp, "m1", log)
+    commit(sp, sp.acknowledge("m1", [ack(0, 1, RELEASE)], 0))
+    assert fetch(sp, "m1", log, now=0) == [AcquiredRecords(0, 1, 2)]
+    write = sp.acknowledge("m1", [ack(0, 1, ACCEPT)], 0)
+    assert sp.expire_locks(LOCK_MS) is None
+    # The write fails after the lock ran out: archived at the limit, and the window frees up.
+    sp.complete_write(write.write_id, ErrorCode.UNKNOWN_SERVER_ERROR)
+    assert (sp.start_offset, sp.in_flight_records) == (2, 0) and sp.can_acquire_records()
+    assert fetch(sp, "m1", log) == [AcquiredRecords(2, 3, 1)]
+
+
+def test_locks_of_split_batches_expire_offset_by_offset():
+    sp = new_partition()
+    fetch(sp, "m1", LOG, now=0)
+    commit(sp, sp.acknowledge("m1", [ack(3, 4, ACCEPT)], 1000))
+    assert sp.acknowledge("m1", [ack(10, 14, RENEW)], 5000) is None
+    write = sp.expire_locks(LOCK_MS)
+    assert written(write) == [(0, 2, AVAILABLE, 1), (5, 9, AVAILABLE, 1)]
+    commit(sp, write)
+    assert states(sp) == [(0, 2, AVAILABLE, 1), (3, 4, ACKNOWLEDGED, 1), (5, 9, AVAILABLE, 1), (10, 14, ACQUIRED, 1)]
+    assert sp.next_deadline() == 5000 + LOCK_MS
+
+
 def test_describe_figures():
     sp = new_partition()
     assert (sp.start_offset, sp.end_offset, sp.in_flight_records, sp.delivery_complete_count) == (0, 0, 0, 0)
