@@ -1,4 +1,5 @@
-"""The server-side partition assignors of consumer groups (KIP-848): `uniform` and `range`.
+"""The server-side partition assignors of consumer groups (KIP-848): `uniform` and `range`; and
+of share groups (KIP-932): `simple`.
 
 Kafka's ConsumerGroupPartitionAssignor contract: given every member's subscription (topic ids) and
 its current target assignment, and the number of partitions of each subscribed topic, return the
@@ -15,12 +16,18 @@ handing a partition over only after its previous owner revoked it is the group's
   (same partition count), as a join of those topics needs. Sticky as Kafka's is: a member keeps
   the lowest of its partitions up to its quota.
 
+- `simple` (Kafka's SimpleAssignor, share groups): a partition may go to several members at once.
+  Each partition is shared by ceil(members / partitions) members and each member gets its share of
+  the partitions (counts differing by at most one); members keep what they had where the balance
+  allows. Only the partitions whose share state is initialized are assignable.
+
 Assignments are `{topic_id: frozenset(partitions)}`; member ids are visited in sorted order so that
 a result depends only on the input.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +40,7 @@ __all__ = [
     "PartitionAssignor",
     "PartitionAssignorError",
     "RangeAssignor",
+    "SimpleAssignor",
     "UniformAssignor",
     "is_homogeneous",
 ]
@@ -227,3 +235,80 @@ class RangeAssignor(PartitionAssignor):
 
 
 ASSIGNORS: dict[str, PartitionAssignor] = {a.name: a for a in (UniformAssignor(), RangeAssignor())}
+
+
+TopicPartitionId = tuple[UUID, int]
+
+
+class SimpleAssignor:
+    """Kafka's SimpleAssignor: homogeneous subscriptions share all their partitions among all
+    members; otherwise each topic is shared among its own subscribers."""
+
+    name = "simple"
+
+    def assign(self, members: Mapping[str, MemberSpec], partition_counts: Mapping[UUID, int],
+               assignable: Mapping[UUID, frozenset[int]]) -> dict[str, dict[UUID, frozenset[int]]]:
+        """`assignable`: the partitions of each topic that may be assigned (their share state is
+        initialized); the others go to nobody."""
+        _check_topics_exist(members, partition_counts)
+        order = sorted(members)
+        result: dict[str, set[TopicPartitionId]] = {m: set() for m in order}
+
+        def targets(topic_ids) -> list[TopicPartitionId]:
+            return [(t, p) for t in sorted(topic_ids) for p in range(partition_counts[t])
+                    if p in assignable.get(t, frozenset())]
+
+        if is_homogeneous(members):
+            topics = next(iter(members.values())).subscribed_topic_ids if members else frozenset()
+            shares = [(order, targets(topics))]
+        else:
+            shares = []
+            for topic_id in sorted({t for spec in members.values() for t in spec.subscribed_topic_ids}):
+                subscribers = [m for m in order if topic_id in members[m].subscribed_topic_ids]
+                shares.append((subscribers, targets([topic_id])))
+        for subscribers, partitions in shares:
+            previous = {m: {tp for t, ps in members[m].assignment.items() for tp in ((t, p) for p in ps)}
+                        for m in subscribers}
+            for member_id, assigned in _share(subscribers, partitions, previous).items():
+                result[member_id] |= assigned
+        return {m: _to_assignment(parts) for m, parts in result.items()}
+
+
+def _share(member_ids: list[str], partitions: list[TopicPartitionId],
+           previous: Mapping[str, set[TopicPartitionId]]) -> dict[str, set[TopicPartitionId]]:
+    """One sharing (Kafka's Simple*AssignmentBuilder): the desired sharing of each partition and the
+    desired count of each member, what members had kept up to both, the rest handed round."""
+    if not partitions or not member_ids:
+        return {m: set() for m in member_ids}
+    sharing = -(-len(member_ids) // len(partitions))
+    precise = sharing * len(partitions) / len(member_ids)
+    desired = {m: math.ceil(precise * (i + 1)) - math.ceil(precise * i) for i, m in enumerate(member_ids)}
+    by_partition: dict[TopicPartitionId, list[str]] = {tp: [] for tp in partitions}
+    by_member: dict[str, list[TopicPartitionId]] = {m: [] for m in member_ids}
+    for member_id in member_ids:
+        for tp in sorted(previous.get(member_id, ())):
+            holders = by_partition.get(tp)
+            # Kept while the member is under its count and the partition under its sharing.
+            if holders is not None and len(by_member[member_id]) < desired[member_id] and len(holders) < sharing:
+                holders.append(member_id)
+                by_member[member_id].append(tp)
+    unfilled = [m for m in member_ids if len(by_member[m]) < desired[m]]
+    cursor = 0
+    for tp in partitions:
+        holders = by_partition[tp]
+        misses = 0
+        while len(holders) < sharing and unfilled and misses < len(unfilled):
+            cursor %= len(unfilled)
+            member_id = unfilled[cursor]
+            if member_id in holders:
+                cursor += 1
+                misses += 1
+                continue
+            misses = 0
+            holders.append(member_id)
+            by_member[member_id].append(tp)
+            if len(by_member[member_id]) >= desired[member_id]:
+                unfilled.pop(cursor)
+            else:
+                cursor += 1
+    return {m: set(tps) for m, tps in by_member.items()}

@@ -103,6 +103,10 @@ class ClassicGroupManager(GroupTypeManager):
         rebalance_timeout = join.rebalance_timeout_ms if request.api_version >= 1 else session_timeout
         existing = self.coordinator.groups.get(group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
+            if existing.type == GroupType.SHARE:
+                # Kafka's getOrMaybeCreateClassicGroup: a share group never gives way to a classic one.
+                out.respond(ticket, join_error(request, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+                return
             if not existing.is_empty():
                 # A KIP-848 consumer group: classic members cannot join it (no online upgrade path yet).
                 out.respond(ticket, join_error(request, member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))

@@ -108,7 +108,7 @@ class ConsumerGroupManager(GroupTypeManager):
             if not joining:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             return ConsumerGroup(group_id, self.config), None
-        if joining and existing.is_empty():
+        if joining and existing.is_empty() and existing.type == GroupType.CLASSIC:
             return ConsumerGroup(group_id, self.config), existing
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 

@@ -1,8 +1,8 @@
 """What every type of group offers the shared parts of the coordinator (Kafka's `Group` interface).
 
 The coordinator keeps groups of several types in one map by id: classic groups (JoinGroup and
-SyncGroup, coordinator/classic_group.py) and, with KIP-848, consumer groups (ConsumerGroupHeartbeat).
-Offsets, ListGroups, DeleteGroups, OffsetDelete and offset retention work on any group through this
+SyncGroup, coordinator/classic_group.py) and, with KIP-848, consumer groups (ConsumerGroupHeartbeat) and,
+with KIP-932, share groups (ShareGroupHeartbeat). Offsets, ListGroups, DeleteGroups, OffsetDelete and offset retention work on any group through this
 interface only; everything that depends on how a type rebalances lives with that type.
 """
 
@@ -28,6 +28,7 @@ NewMemberUuid = Callable[[], str]
 class GroupType:
     CLASSIC = "classic"
     CONSUMER = "consumer"
+    SHARE = "share"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,11 @@ class Group(ABC):
     @abstractmethod
     def offset_expiration_condition(self) -> OffsetExpirationCondition | None:
         """How this group's offsets expire now, or None when they do not."""
+
+    def should_expire(self) -> bool:
+        """Whether offset retention may delete the group once it is empty and has no offsets left
+        (Kafka's Group.shouldExpire); share groups go only by DeleteGroups."""
+        return True
 
     @abstractmethod
     def tombstones(self) -> list[Record]:

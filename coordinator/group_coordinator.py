@@ -37,6 +37,7 @@ from .classic_group_manager import ClassicGroupManager
 from .consumer_group import ConsumerGroupConfig
 from .consumer_group_manager import ConsumerGroupManager
 from .group import Group, GroupError, GroupTypeManager, NewMemberUuid, RequestInfo
+from .group_config import GroupConfigManager
 from .offsets import (
     OFFSET_COMMIT_RECORD_TYPES,
     OffsetAndMetadata,
@@ -44,6 +45,7 @@ from .offsets import (
     offset_commit_record,
     offset_tombstone,
 )
+from .share_group_manager import ShareGroupCoordinatorConfig, ShareGroupManager
 from .timer import CoordinatorTimer
 
 log = logging.getLogger("samsa.coordinator")
@@ -90,6 +92,7 @@ class GroupCoordinatorConfig:
     offsets_retention_ms: int = 10080 * 60_000
     offsets_retention_check_interval_ms: int = 600000
     consumer: ConsumerGroupConfig = ConsumerGroupConfig()  # group.consumer.* (KIP-848)
+    share: ShareGroupCoordinatorConfig = ShareGroupCoordinatorConfig()  # group.share.* (KIP-932)
 
 
 def offset_append_error(error: int) -> int:
@@ -98,8 +101,10 @@ def offset_append_error(error: int) -> int:
 
 
 class GroupCoordinator:
-    def __init__(self, config: GroupCoordinatorConfig, now_ms: int, new_member_uuid: NewMemberUuid) -> None:
-        """`new_member_uuid()`: the unique part of each member id the coordinator hands out."""
+    def __init__(self, config: GroupCoordinatorConfig, now_ms: int, new_member_uuid: NewMemberUuid,
+                 group_configs: GroupConfigManager | None = None) -> None:
+        """`new_member_uuid()`: the unique part of each member id the coordinator hands out;
+        `group_configs`: the groups' own configs (None: the broker's settings for every group)."""
         self.config = config
         self.new_member_uuid = new_member_uuid
         self.groups: dict[str, Group] = {}
@@ -114,6 +119,7 @@ class GroupCoordinator:
         self._replayers: dict[int, GroupTypeManager] = {}
         self.classic = self.register(ClassicGroupManager(self))
         self.consumer = self.register(ConsumerGroupManager(self, config.consumer))
+        self.share = self.register(ShareGroupManager(self, config.share, group_configs))
         self._schedule_retention(now_ms)
 
     def register(self, manager: GroupTypeManager):
@@ -232,6 +238,11 @@ class GroupCoordinator:
 
     def consumer_group_heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
         return self.consumer.heartbeat(now_ms, ticket, request, heartbeat)
+
+    # --- share group APIs (KIP-932, coordinator/share_group_manager.py) ---------------------------
+
+    def share_group_heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
+        return self.share.heartbeat(now_ms, ticket, request, heartbeat)
 
     def describe_groups(self, request: RequestInfo, group_ids: list[str]) -> list:
         DescribedGroup = DescribeGroupsResponse.DescribedGroup
@@ -537,7 +548,7 @@ class GroupCoordinator:
         by_partition: dict[int, list[tuple[Group, list[tuple[str, int]], bool]]] = defaultdict(list)
         for group in list(self.groups.values()):
             expired, all_expired = self.offsets.expired(group, now_ms, self.config.offsets_retention_ms)
-            delete_group = all_expired and group.is_empty()
+            delete_group = all_expired and group.is_empty() and group.should_expire()
             if expired or delete_group:
                 by_partition[self.partition_for(group.group_id)].append((group, expired, delete_group))
         for partition, expiries in by_partition.items():

@@ -26,24 +26,33 @@ handlers) drives it:
 Writes and the restart rule. Kafka writes state on acknowledgement, release and lock expiry, never
 on acquisition (DeliveryCountOps.INCREASE is in memory only), and neither does this class. An
 acknowledgement or a release is a transition: the records take their new state at once, marked as
-in transition (a record in transition is neither acquired nor acknowledged again), and
-`complete_write` commits it when the persister has the state, or rolls it back (to ACQUIRED, or to
-AVAILABLE/ARCHIVED when the lock ran out meanwhile) when the write failed, the client being
-answered the persister's error. A lock expiry applies at once and its write is best effort, as in
-Kafka: a lost write only leaves the persisted state one step behind (ACQUIRED is never persisted).
-The SPSO moves only when a write completes, over records whose terminal state is committed, and
-each write carries the SPSO as it was when the write was made, so the persisted start offset never
-passes a record whose terminal state is not persisted. Hence, across a restart (a new leader reads
-the persisted state):
-- no record is lost: a record is past the persisted SPSO unless its ACKNOWLEDGED/ARCHIVED state was
-  written first, and a record the new leader finds with no state, or AVAILABLE, is delivered again;
-- a delivery count is never lower than the persisted one, and a record found ARCHIVED (its count at
-  `group.share.delivery.count.limit`) is never delivered again. The one delivery the persister does
-  not see is the acquisition in flight when the leader died (Kafka persists no acquisition): the
-  new leader delivers that record again with the count it had before, so each leader failure can
-  add one delivery per record in flight at the time. Read-committed archival of aborted records
-  and archival below a moved log start offset are not written either (as in Kafka): the new leader
-  finds them the same way again.
+in transition (a record in transition is neither acquired nor acknowledged again, and the SPSO does
+not pass it), and `complete_write` commits it when the persister has the state, or rolls it back
+(to ACQUIRED, or to AVAILABLE/ARCHIVED when the lock ran out meanwhile) when the write failed, the
+client being answered the persister's error. A lock expiry applies at once and its write is best
+effort, as in Kafka. The SPSO moves over a run of terminal records when a write completes, and each
+write carries the SPSO as it was when the write was made: the persisted start offset passes a
+record only once its ACKNOWLEDGED or ARCHIVED state was written, or once it needs no state
+(archived in memory only, as in Kafka: an aborted transaction's record under read_committed or a
+record below the log's start, which a new leader finds the same way again; or a record archived at
+the delivery limit by a rollback or an expiry whose write failed, delivered `limit` times already).
+Hence, across a restart (a new leader reads the persisted state):
+- no record is lost: a record the new leader finds past the persisted SPSO with no state, AVAILABLE,
+  or in a state whose change was not written, is delivered again;
+- nothing acknowledged or archived in the persister is delivered again, and the delivery count
+  resumes from the persisted one. What the persister never saw is not counted: the acquisitions
+  since the record's last written state, as in Kafka (which persists no acquisition) — one when
+  the leader dies while the record is acquired, more only if writes of it failed meanwhile. So a
+  record may be delivered past `group.share.delivery.count.limit` by as many deliveries as leader
+  failures forgot; never otherwise (tests/coordinator/test_share_partition.py checks this bound in
+  random runs with failed writes, restarts, retention and read_committed).
+
+Where it differs from Kafka 4.4, each to end a stall Kafka has (marked "not in Kafka" below): the
+SPSO also moves after a rolled-back write, after read_committed archival in `acquire` and after a
+moved log start; records below the SPSO never block it and are never the next fetch offset; the
+persister's gap window starts at the next real gap. Not served: the dead letter queue (KIP-1191's
+ARCHIVING state loads as ARCHIVED). Adjacent changes with one state and count are written as one
+state batch.
 
 Errors of a request raise `SharePartitionError` with Kafka's error code (INVALID_RECORD_STATE,
 INVALID_REQUEST...) and change nothing.
@@ -495,7 +504,10 @@ class SharePartition:
             return self._end_offset
         gap_active = self._gap_window_active()
         gap_start = self._gap_window.gap_start_offset if gap_active and self._gap_window else -1
-        for key in self._keys:
+        start = self._start_offset
+        # Records below the SPSO are never fetched again (Kafka's would answer one that went back
+        # to AVAILABLE after the log's start passed it: a read below the log's start).
+        for key in self._keys[max(0, bisect.bisect_right(self._keys, start) - 1):]:
             batch = self._cached_state[key]
             if gap_active:
                 if key > gap_start:
@@ -505,10 +517,11 @@ class SharePartition:
                 state = batch.batch_state
                 assert state is not None
                 if state.state is RecordState.AVAILABLE and not state.has_ongoing_state_transition():
-                    return key
+                    return max(key, start)
             else:
                 for offset, offset_state in batch.offset_state.items():
-                    if offset_state.state is RecordState.AVAILABLE and not offset_state.has_ongoing_state_transition():
+                    if (offset >= start and offset_state.state is RecordState.AVAILABLE
+                            and not offset_state.has_ongoing_state_transition()):
                         return offset
         self._find_next_fetch_offset = False
         return self._end_offset + 1
@@ -629,10 +642,7 @@ class SharePartition:
         gap = self._gap_window
         if gap is not None and gap.gap_start_offset < log_start_offset:
             # The gap below the log's start is gone with the log (Kafka would move the SPSO back to it).
-            if gap.end_offset < log_start_offset:
-                self._gap_window = None
-            else:
-                gap.gap_start_offset = log_start_offset
+            self._set_gap_start_offset(gap, log_start_offset)
         if self._keys:
             if self._archive_records(self._start_offset, log_start_offset, self._batches(), RecordState.AVAILABLE):
                 self._find_next_fetch_offset = True
@@ -732,8 +742,8 @@ class SharePartition:
     # -- persistence -----------------------------------------------------------------------------
 
     def complete_write(self, write_id: int, error_code: int = ErrorCode.NONE) -> CompletedWrite:
-        """The persister answered the write `write_id`: commit its transitions and move the SPSO
-        (error NONE), or roll them back."""
+        """The persister answered the write `write_id` (once per write; KeyError otherwise): commit
+        its transitions (error NONE) or roll them back, and move the SPSO."""
         write = self._writes.pop(write_id)
         error = persister_error(error_code)
         fetchable = False
@@ -744,9 +754,9 @@ class SharePartition:
                 if state.state is RecordState.AVAILABLE:
                     self._find_next_fetch_offset = True
                     fetchable = True
-            if not ok:
-                return CompletedWrite(error, fetchable)
-        # A lock expiry was applied already; the SPSO moves whether its write made it or not.
+        # A lock expiry was applied already: the SPSO moves whether its write made it or not. So it
+        # does after a rollback (not in Kafka), which archives records whose lock ran out at the
+        # delivery limit meanwhile: else a full window of them would stop the partition.
         if self._maybe_update_cached_state_and_offsets():
             fetchable = True
         return CompletedWrite(error, fetchable)
@@ -834,7 +844,7 @@ class SharePartition:
 
     def _remove_first(self, count: int) -> None:
         for key in self._keys[:count]:
-            del self._cached_state[key]
+            _cancel_locks(self._cached_state.pop(key))
         del self._keys[:count]
 
     def _split(self, batch: InFlightBatch) -> None:
@@ -1252,9 +1262,26 @@ class SharePartition:
         if gap is None:
             return
         if gap.end_offset == self._end_offset and offset <= gap.end_offset:
-            gap.gap_start_offset = offset
+            self._set_gap_start_offset(gap, offset)
         else:
             self._gap_window = None
+
+    def _set_gap_start_offset(self, gap: _GapWindow, offset: int) -> None:
+        """The gap start moves to the first offset from `offset` that no in-flight batch holds, and
+        the window closes when there is none up to its end. Kafka sets `offset` itself, which kept
+        the SPSO from moving over the batches past a filled gap until new records came."""
+        index = bisect.bisect_right(self._keys, offset) - 1
+        keys = self._keys
+        while 0 <= index < len(keys):
+            batch = self._cached_state[keys[index]]
+            if batch.first_offset > offset:
+                break
+            offset = max(offset, batch.last_offset + 1)
+            index += 1
+        if offset > gap.end_offset:
+            self._gap_window = None
+        else:
+            gap.gap_start_offset = offset
 
     def _can_move_start_offset(self) -> bool:
         if not self._keys:
@@ -1272,8 +1299,11 @@ class SharePartition:
         return not state.has_ongoing_state_transition() and state.state in _TERMINAL
 
     def _find_last_offset_acknowledged(self) -> int:
-        """The end of the run of terminal records from the first in-flight batch, -1 for none."""
+        """The end of the run of terminal records from the first in-flight batch, -1 for none.
+        Records below the SPSO count as done (not in Kafka, whose scan stops at one there that a
+        late RELEASE made AVAILABLE after the log's start passed it, and then never moves again)."""
         last_acknowledged = -1
+        start = self._start_offset
         gap = self._gap_window if self._gap_window_active() else None
         for batch in self._batches():
             if gap is not None and batch.last_offset >= gap.gap_start_offset:
@@ -1281,12 +1311,12 @@ class SharePartition:
             if batch.offset_state is None:
                 state = batch.batch_state
                 assert state is not None
-                if state.has_ongoing_state_transition() or state.state not in _TERMINAL:
+                if batch.last_offset >= start and (state.has_ongoing_state_transition() or state.state not in _TERMINAL):
                     return last_acknowledged
                 last_acknowledged = batch.last_offset
                 continue
             for offset, offset_state in batch.offset_state.items():
-                if offset_state.has_ongoing_state_transition() or offset_state.state not in _TERMINAL:
+                if offset >= start and (offset_state.has_ongoing_state_transition() or offset_state.state not in _TERMINAL):
                     return last_acknowledged
                 last_acknowledged = offset
         return last_acknowledged
@@ -1304,8 +1334,7 @@ class SharePartition:
             # Never backwards, which Kafka's would when the log's start moved past the cache.
             self._start_offset = max(self._start_offset, last_cached + 1)
             self._end_offset = max(self._end_offset, self._start_offset)
-            self._cached_state.clear()
-            self._keys.clear()
+            self._remove_first(len(self._keys))
             return True
         index = bisect.bisect_right(self._keys, last_acknowledged) - 1
         batch = self._cached_state[self._keys[index]]
@@ -1321,6 +1350,14 @@ class SharePartition:
                 self._start_offset = last_acknowledged + 1
             self._remove_first(index)
         return True
+
+
+def _cancel_locks(batch: InFlightBatch) -> None:
+    if batch.batch_state is not None:
+        batch.batch_state.cancel_and_clear_lock()
+    if batch.offset_state is not None:
+        for state in batch.offset_state.values():
+            state.cancel_and_clear_lock()
 
 
 def _loaded_state(delivery_state: int) -> RecordState:

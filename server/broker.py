@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from ..coordinator.group_config import GroupConfigManager
 from ..coordinator.group_coordinator import OFFSETS_TOPIC
 from ..coordinator.producer_id_manager import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from ..coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
@@ -69,7 +70,7 @@ from .zookeeper.metadata_cache import ZkMetadataCache
 from .zookeeper.shared_metadata import ZkSharedMetadata
 from .zookeeper.producer_ids import ZkProducerIdBlocks
 from .replication.replica_manager import ReplicaManager
-from .share.share_partition_manager import BrokerDefaultShareGroupConfigs, SharePartitionManager
+from .share.share_partition_manager import SharePartitionManager
 from .security.authenticator import AuthenticationFailed
 from .network.connection_quotas import ConnectionQuotas
 from .network.listeners import listener_securities
@@ -261,12 +262,16 @@ class Broker:
         """The coordinators on the replicas, and what handlers use of it all. `cluster`: the
         metadata of the ZooKeeper cluster the broker is in."""
         config = self.config
+        group_configs = GroupConfigManager(config.get)
+        for group_id, configs in metadata.group_configs.items():  # a cluster's are not read at start yet
+            group_configs.update_group_config(group_id, configs)
         groups = GroupService(config, metadata, replicas, self.disk_limiter, wall_clock_ms, random_member_uuid,
-                              cluster=cluster)
+                              cluster=cluster, group_configs=group_configs)
         transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
                                   groups.complete_transaction, wall_clock_ms, cluster=cluster)
-        # The persister (the share coordinator's) and share groups' configs are wired in once they exist.
-        share_partitions = SharePartitionManager(replicas, config, None, BrokerDefaultShareGroupConfigs(config))
+        # The persister is the share coordinator's, wired in once it exists (as groups.persister).
+        share_partitions = SharePartitionManager(replicas, config, None, group_configs)
+        groups.share_group_listener = share_partitions  # members leaving release their records
 
         def topics_changed() -> None:
             groups.topics_changed()  # the groups subscribed to a topic rebalance
@@ -276,7 +281,7 @@ class Broker:
         return BrokerServices(
             config=config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
-            listener_type=listener_type, features=self.features, replica_manager=replicas, groups=groups, transactions=transactions,
+            listener_type=listener_type, features=self.features, replica_manager=replicas, groups=groups, group_configs=group_configs, transactions=transactions,
             producer_ids=producer_ids, quotas=quotas, authorizer=authorizer, fetch_sessions=self.fetch_sessions,
             disk_limiter=self.disk_limiter, advertised=self.advertised, client_telemetry=self.client_telemetry,
             connection_quotas=self.connection_quotas, share_partitions=share_partitions, control_plane=control_plane,

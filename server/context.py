@@ -18,6 +18,7 @@ from .security.authorizer import (
 if TYPE_CHECKING:
     import trio
 
+    from ..coordinator.group_config import GroupConfigManager
     from ..coordinator.producer_id_manager import ProducerIdManager
     from ..storage.log_manager import LogManager
     from .security.authorizer import StandardAuthorizer
@@ -77,6 +78,7 @@ class BrokerServices:
     features: BrokerFeatures  # the feature levels supported and finalized (server/features.py)
     replica_manager: ReplicaManager
     groups: GroupService  # the group coordinator's shell (Kafka's GroupCoordinator)
+    group_configs: GroupConfigManager  # the groups' configs (GROUP resources) over the broker's defaults
     transactions: TxnService  # the transaction coordinator's shell (Kafka's TransactionCoordinator)
     producer_ids: ProducerIdManager
     quotas: BrokerQuotas

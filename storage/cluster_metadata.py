@@ -47,7 +47,7 @@ CLUSTER_METADATA_DIR = "__cluster_metadata-0"
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 # ConfigResource.Type's ids in ConfigRecord.resourceType.
-TOPIC_RESOURCE, BROKER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 16
+TOPIC_RESOURCE, BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE = 2, 4, 16, 32
 
 
 class ClusterMetadataError(Exception):
@@ -81,6 +81,8 @@ class ClusterMetadata:
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     # CLIENT_METRICS ConfigRecords (KIP-714 subscriptions) by resource name.
     client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
+    # GROUP ConfigRecords (group configs: share.*, consumer.*, ...) by group id.
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     # entity (its (type, name) parts sorted by type; name None for <default>) -> {quota key: value}
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     # user -> ScramMechanism type id (1 SHA-256, 2 SHA-512) -> (salt, stored key, server key, iterations)
@@ -234,8 +236,10 @@ class _Replay:
             by_resource = self.image.broker_configs
         elif record.resource_type == CLIENT_METRICS_RESOURCE:
             by_resource = self.image.client_metrics
+        elif record.resource_type == GROUP_RESOURCE:
+            by_resource = self.image.group_configs
         else:
-            return  # BROKER_LOGGER, GROUP: not kept by Samsa
+            return  # BROKER_LOGGER: not kept by Samsa
         configs = by_resource.setdefault(record.resource_name, {})
         if record.value is None:
             configs.pop(record.name, None)

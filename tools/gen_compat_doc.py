@@ -21,8 +21,6 @@ OUTPUT = Path("docs") / "compatibility.md"
 
 KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUPS = "share groups (KIP-932) are not implemented"
-SHARE_GROUPS_UNSTABLE = ("share groups (KIP-932) are being implemented (issue 28): served and advertised only with "
-                         "unstable.feature.versions.enable=true (share.version 1)")
 SHARE_GROUP_STATE = "the share group state persister's inter-broker calls: share groups are not implemented"
 DELEGATION_TOKENS = "delegation tokens (KIP-48) are not implemented"
 STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
@@ -48,8 +46,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.UNREGISTER_BROKER: KRAFT,
     ApiKey.CONTROLLER_REGISTRATION: KRAFT,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: KRAFT,
-    ApiKey.SHARE_GROUP_HEARTBEAT: SHARE_GROUPS,
-    ApiKey.SHARE_GROUP_DESCRIBE: SHARE_GROUPS,
     ApiKey.ADD_RAFT_VOTER: KRAFT,
     ApiKey.REMOVE_RAFT_VOTER: KRAFT,
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
@@ -83,10 +79,16 @@ SERVED_NOTES: dict[ApiKey, str] = {
                                          "elsewhere",
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: CLIENT_TELEMETRY,
     ApiKey.PUSH_TELEMETRY: CLIENT_TELEMETRY + "; pushed metrics are exported to Prometheus",
-    ApiKey.SHARE_FETCH: SHARE_GROUPS_UNSTABLE,
-    ApiKey.SHARE_ACKNOWLEDGE: SHARE_GROUPS_UNSTABLE,
     ApiKey.LIST_CONFIG_RESOURCES: "v0 is Kafka 3.x's ListClientMetricsResources, v1 KIP-1142's; "
                                   "not in cluster mode (Kafka 3.9's ZooKeeper mode has no client metrics)",
+    ApiKey.SHARE_GROUP_HEARTBEAT: "only while share.version is finalized (unstable.feature.versions.enable: share "
+                                  "groups are served in part)",
+    ApiKey.SHARE_GROUP_DESCRIBE: "only while share.version is finalized (unstable.feature.versions.enable: share "
+                                 "groups are served in part)",
+    ApiKey.SHARE_FETCH: "only while share.version is finalized (unstable.feature.versions.enable: share groups are "
+                        "served in part)",
+    ApiKey.SHARE_ACKNOWLEDGE: "only while share.version is finalized (unstable.feature.versions.enable: share groups "
+                              "are served in part)",
 }
 
 

@@ -2,7 +2,8 @@
 preprocesses them (repeated resources or keys, null values, unknown types) and hands each on: a
 topic's overrides and a BROKER resource's dynamic configs to the AdminManager
 (server/metadata/admin_manager.py), a BROKER_LOGGER's levels (incremental only), a CLIENT_METRICS
-resource's subscription (KIP-714) to the AdminManager too."""
+resource's subscription (KIP-714) and a GROUP's configs (server/config/group_configs.py) to the
+AdminManager too."""
 
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ async def _alter(ctx, resource, validate_only: bool, incremental: bool) -> None:
     elif kind == ResourceType.CLIENT_METRICS:
         check_authorized(ctx, ALTER_CONFIGS, kind, name)
         await services.admin.alter_client_metrics(services, name, resource.configs, incremental, validate_only)
+    elif kind == ResourceType.GROUP:
+        check_authorized(ctx, ALTER_CONFIGS, kind, name)
+        await services.admin.alter_group_configs(services, name, resource.configs, incremental, validate_only)
     else:
         # Legacy AlterConfigs never took BROKER_LOGGER: it lands here too.
         raise invalid_request(f"Unknown resource type {kind}")

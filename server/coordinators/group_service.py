@@ -35,15 +35,19 @@ import trio
 
 from ...coordinator.actions import Actions, Append
 from ...coordinator.group import RequestInfo
+from ...coordinator.group_config import GroupConfigManager
 from ...coordinator.group_coordinator import (
     OFFSETS_TOPIC,
     GroupCoordinator,
     GroupCoordinatorConfig,
     partition_for,
 )
+from ...coordinator.share_group import ShareInitRequest
+from ...coordinator.share_group_manager import MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty
 from ...wire.coordinator_record import RecordFormatError
 from ...wire.records import ControlRecordType, parse_control_record
 from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, response_class
 from .runtime import (
     CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches, replay_topic,
 )
@@ -51,6 +55,8 @@ from ...wire.exceptions import CodecError
 from .consumer_groups import consumer_group_config, topics_image
 
 if TYPE_CHECKING:
+    from ..share.persister import Persister
+    from ..share.share_group_listener import ShareGroupListener
     from ..config.kafka_config import KafkaConfig
     from ..context import RequestContext
     from ..metadata.cache import MetadataView
@@ -78,11 +84,12 @@ def random_member_uuid() -> str:
 class GroupService:
     def __init__(self, config: KafkaConfig, metadata: MetadataView, replicas: ReplicaManager,
                  disk_limiter: trio.CapacityLimiter, clock: Callable[[], int],
-                 new_member_uuid: Callable[[], str], cluster: MetadataView | None = None) -> None:
+                 new_member_uuid: Callable[[], str], cluster: MetadataView | None = None,
+                 group_configs: GroupConfigManager | None = None) -> None:
         """`replicas`: where `__consumer_offsets` is (created through it); `disk_limiter`: fsyncs
         take turns with the broker's; `clock()`: ms since the epoch (offsets and group states carry
         wall-clock times); `new_member_uuid()`: the unique part of each new member id; `cluster`: in a
-        ZooKeeper cluster, the controller's metadata."""
+        ZooKeeper cluster, the controller's metadata; `group_configs`: the groups' own configs."""
         self._config = config
         self._metadata = metadata
         self._replicas = replicas
@@ -95,6 +102,13 @@ class GroupService:
         self._waker = DeadlineWaker("group coordinator", clock)
         self._topics_changed = False
         self._cluster = cluster
+        self._group_configs = group_configs or GroupConfigManager(config.get)
+        # Share groups (KIP-932): where share partitions' state is initialized and deleted (the share
+        # coordinator's persister, set by the broker), and who hears of members leaving (the share
+        # fetch path's ShareGroupListener). Without a persister no share partition is initialized.
+        self.persister: Persister | None = None
+        self.share_group_listener: ShareGroupListener | None = None
+        self._nursery: trio.Nursery | None = None
         self.partitions: CoordinatorPartitions[GroupCoordinator] | None = None if cluster is None else \
             CoordinatorPartitions(OFFSETS_TOPIC, self._refusing, self._load_partition, self._apply,
                                   self._unload_partition)
@@ -113,6 +127,14 @@ class GroupService:
             offsets_retention_ms=get_int("offsets.retention.minutes") * 60_000,
             offsets_retention_check_interval_ms=get_int("offsets.retention.check.interval.ms"),
             consumer=consumer_group_config(self._config.get),
+            share=ShareGroupCoordinatorConfig(
+                max_size=get_int("group.share.max.size"),
+                session_timeout_ms=get_int("group.share.session.timeout.ms"),
+                heartbeat_interval_ms=get_int("group.share.heartbeat.interval.ms"),
+                assignment_interval_ms=get_int("group.share.assignment.interval.ms"),
+                # Kafka's: group.share.initialize.retry.interval.ms (internal), at least offsets.commit.timeout.ms.
+                initialize_retry_interval_ms=max(self._group_configs.broker_value(
+                    "group.share.initialize.retry.interval.ms"), get_int("offsets.commit.timeout.ms"))),
         )
 
     def num_partitions(self) -> int:
@@ -176,17 +198,21 @@ class GroupService:
             return
         coordinator = self.coordinator = self._new_coordinator()
         loaded = await trio.to_thread.run_sync(self._load, coordinator)
-        task_status.started()
-        try:
-            await self._apply(coordinator, loaded)
-            await self._waker.run(coordinator.next_deadline, self._fire_timers, before=self._update_topics)
-        finally:
-            self._deliver(coordinator.unload(self._clock()).responses)
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            try:
+                await self._apply(coordinator, loaded)
+                await self._waker.run(coordinator.next_deadline, self._fire_timers, before=self._update_topics)
+            finally:
+                self._deliver(coordinator.unload(self._clock()).responses)
+                nursery.cancel_scope.cancel()
 
     async def _run_in_cluster(self, partitions: CoordinatorPartitions[GroupCoordinator], task_status) -> None:
         """Partitions are loaded as the controller makes this broker their leader (`on_leadership_change`)."""
         async with trio.open_nursery() as nursery:
             partitions.nursery = nursery
+            self._nursery = nursery
             task_status.started()
             try:
                 await self._waker.run(self._next_deadline, self._fire_timers, before=self._update_topics)
@@ -194,8 +220,9 @@ class GroupService:
                 partitions.stop()
 
     def _new_coordinator(self) -> GroupCoordinator:
-        coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid)
-        coordinator.consumer.topics = topics_image(self._topics())
+        coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid,
+                                       self._group_configs)
+        coordinator.consumer.topics = coordinator.share.topics = topics_image(self._topics())
         return coordinator
 
     def _refusing(self, error: ErrorCode) -> GroupCoordinator:
@@ -284,6 +311,7 @@ class GroupService:
             topics = topics_image(self._topics())
             for coordinator in self.coordinators():
                 await self._apply(coordinator, coordinator.consumer.update_topics(self._clock(), topics))
+                await self._apply(coordinator, coordinator.share.update_topics(self._clock(), topics))
 
     async def _fire_timers(self, now_ms: int) -> None:
         for coordinator in self.coordinators():
@@ -347,6 +375,7 @@ class GroupService:
             # flush.messages reached or a segment rolled: fsync before anyone hears of the write.
             await trio.to_thread.run_sync(log_.flush, limiter=self._disk_limiter)
         self._deliver(responses)
+        self._share_group_events(coordinator)
         self._waker.poke()
 
     async def _append(self, append: Append) -> tuple[int, Any]:
@@ -365,3 +394,82 @@ class GroupService:
             if reply is not None:  # None: the client went away while parked
                 reply.set(response)
 
+
+    # --- share groups (KIP-932) ---------------------------------------------------------------------
+
+    @property
+    def group_configs(self) -> GroupConfigManager:
+        return self._group_configs
+
+    def _share_group_events(self, coordinator: GroupCoordinator) -> None:
+        """Members that left share groups, and groups left empty, told to the share fetch path."""
+        events = coordinator.share.take_events()
+        listener = self.share_group_listener
+        if listener is None:
+            return
+        for event in events:
+            if isinstance(event, MemberLeft):
+                listener.on_member_leave(event.group_id, event.member_id)
+            elif isinstance(event, ShareGroupEmpty):
+                listener.on_group_empty(event.group_id)
+
+    async def share_group_heartbeat(self, ctx: RequestContext, request) -> Any:
+        """ShareGroupHeartbeat: answered once its records are written; the share partitions it
+        subscribed to are initialized through the persister afterwards, as Kafka's
+        GroupCoordinatorService does (assigned from the next heartbeat on)."""
+        response, init = await self.submit(ctx, GroupCoordinator.share_group_heartbeat, request.group_id, request)
+        if init is not None:
+            if self._nursery is not None:
+                self._nursery.start_soon(self._initialize_share_partitions, ctx, init)
+            else:
+                await self._initialize_share_partitions(ctx, init)
+        return response
+
+    async def _initialize_share_partitions(self, ctx: RequestContext, init: ShareInitRequest) -> None:
+        """InitializeShareGroupState for each share partition, then recorded as initialized (or, on
+        an error, as no longer initializing: the next heartbeat asks again)."""
+        persister = self.persister
+        error: int = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if persister is not None:
+            error = ErrorCode.NONE
+            for topic_id, partitions in init.partitions.items():
+                for partition, start_offset in partitions.items():
+                    code = await persister.initialize_state(init.group_id, topic_id, partition, init.group_epoch,
+                                                            start_offset)
+                    if code != ErrorCode.NONE and error == ErrorCode.NONE:
+                        error = code
+        if error == ErrorCode.NONE:
+            await self.submit(ctx, lambda c, *args: c.share.initialize_state(*args), init.group_id, init)
+        else:
+            log.error("Unable to initialize share group state %s: %s", init.group_id, ErrorCode(error).name)
+            await self.submit(ctx, lambda c, *args: c.share.uninitialize_state(*args), init.group_id, init)
+
+    async def delete_groups(self, ctx: RequestContext, group_ids: list[str]) -> dict[str, Any]:
+        """DeleteGroups for the groups of one coordinator: share groups first have their share
+        partitions' state deleted through the persister (DeleteShareGroupState; a group whose state
+        cannot be deleted stays, with the error), then every group goes as Kafka deletes groups."""
+        DeletableGroupResult = response_class(ApiKey.DELETE_GROUPS).DeletableGroupResult
+        results: dict[str, Any] = {}
+        prepared = await self.submit(ctx, lambda c, *args: c.share.prepare_delete(*args), group_ids[0], group_ids)
+        for group_id, (error, partitions) in prepared.items():
+            if error == ErrorCode.NONE and partitions:
+                error = await self._delete_share_state(group_id, partitions)
+            if error != ErrorCode.NONE:
+                results[group_id] = DeletableGroupResult(group_id=group_id, error_code=error)
+        remaining = [g for g in group_ids if g not in results]
+        if remaining:
+            deleted = await self.submit(ctx, GroupCoordinator.delete_groups, remaining[0], remaining)
+            results.update((r.group_id, r) for r in deleted.results)
+        return results
+
+    async def _delete_share_state(self, group_id: str, partitions: dict[uuid.UUID, list[int]]) -> int:
+        persister = self.persister
+        if persister is None:
+            return ErrorCode.NONE  # nothing was ever initialized without one
+        for topic_id, indexes in partitions.items():
+            errors = await persister.delete_state(group_id, topic_id, indexes)
+            for code in errors.values():
+                if code != ErrorCode.NONE:
+                    log.error("Received error while deleting share group %s: %s", group_id, ErrorCode(code).name)
+                    return code
+        return ErrorCode.NONE

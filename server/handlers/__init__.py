@@ -62,7 +62,7 @@ MODULES = (
     "delete_records", "describe_cluster", "describe_log_dirs", "describe_topic_partitions", "init_producer_id",
     "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
     "describe_groups", "list_groups", "delete_groups", "offset_delete",
-    "consumer_group_heartbeat", "consumer_group_describe",
+    "consumer_group_heartbeat", "consumer_group_describe", "share_group_heartbeat", "share_group_describe",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials", "alter_user_scram_credentials",
     "describe_client_quotas", "alter_client_quotas",

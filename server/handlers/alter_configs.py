@@ -1,7 +1,8 @@
 """AlterConfigs (key 33), v0-2: replace the whole config set of a topic or a BROKER resource.
 Follows ConfigAdminManager.preprocess (server/config/config_admin.py) and ConfigurationControlManager:
 ALTER_CONFIGS on the resource, validate_only, applied at once and kept in the metadata image.
-Deviations: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST; alter.config.policy.class.name
+CLIENT_METRICS and GROUP resources (server/config/client_metrics_configs.py, group_configs.py) as Kafka 4.4.
+Deviations: alter.config.policy.class.name
 is accepted but never applied;
 adding or removing a listener is refused (Kafka opens or closes it).
 """

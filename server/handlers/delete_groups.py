@@ -1,12 +1,12 @@
 """DeleteGroups (key 42), v0-2: delete empty groups with their offsets (NON_EMPTY_GROUP while members
-remain); answered once the tombstones are in `__consumer_offsets`. Follows
-KafkaApis.handleDeleteGroupsRequest and GroupMetadataManager: DELETE on each group.
+remain); answered once the tombstones are in `__consumer_offsets`. A share group's share partitions
+lose their state first (DeleteShareGroupState through the persister, GroupService.delete_groups).
+Follows KafkaApis.handleDeleteGroupsRequest and GroupCoordinatorService.deleteGroups: DELETE on each group.
 Deviations: none known.
 """
 
 from __future__ import annotations
 
-from ...coordinator.group_coordinator import GroupCoordinator
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import DELETE, GROUP
@@ -28,6 +28,5 @@ async def handle(ctx, request):
         if group_id in allowed:
             by_coordinator.setdefault(id(groups.coordinator_for(group_id)), []).append(group_id)
     for ids in by_coordinator.values():
-        deleted = await groups.submit(ctx, GroupCoordinator.delete_groups, ids[0], ids)
-        results.update((r.group_id, r) for r in deleted.results)
+        results.update(await groups.delete_groups(ctx, ids))
     return DeleteGroupsResponse(throttle_time_ms=0, results=list(results.values()))

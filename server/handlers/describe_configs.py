@@ -3,8 +3,8 @@ the empty name for the cluster-wide dynamic defaults), the levels of a BROKER_LO
 of a CLIENT_METRICS resource as Kafka 4.4 describes them (server/config/client_metrics_configs.py), with
 their sources, synonyms (v1+) and documentation (v3+). Follows KafkaApis.handleDescribeConfigsRequest and
 ConfigHelper.describeConfigs: DESCRIBE_CONFIGS on the resource.
-Deviations: GROUP (KIP-848 group configs) resources answer INVALID_REQUEST; v0 is
-served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+GROUP resources (group configs) as Kafka 4.4 describes them (server/config/group_configs.py).
+Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 A topic is the MetadataCache's, its overrides read where the AdminManager keeps them (in a
 ZooKeeper cluster from /config/topics/<t> for each request, as Kafka 3.9's ZkConfigRepository does;
 a CLIENT_METRICS resource is INVALID_REQUEST there, as in Kafka 3.9's ZooKeeper mode).
@@ -18,6 +18,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..config.broker_loggers import describe_loggers
 from ..config.client_metrics_configs import describe_client_metrics
+from ..config.group_configs import describe_group_configs
 from ..config.kafka_config import ConfigSource
 from ..security.authorizer import DESCRIBE_CONFIGS
 from ..config.config_resources import ConfigApiError, ResourceType, check_authorized, invalid_request, parse_node_id
@@ -50,6 +51,8 @@ def described(services: BrokerServices, resource):
         return describe_loggers(name, services.node_id, keys)
     if kind == ResourceType.CLIENT_METRICS:
         return describe_client_metrics(services, name, keys)
+    if kind == ResourceType.GROUP:
+        return describe_group_configs(services, name, keys)
     raise invalid_request(f"Unsupported resource type {kind}")
 
 

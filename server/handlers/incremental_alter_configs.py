@@ -2,7 +2,8 @@
 topic or a BROKER resource, or set a BROKER_LOGGER's levels. Follows ConfigAdminManager.preprocess
 (server/config/config_admin.py) and ConfigurationControlManager.incrementalAlterConfigs: ALTER_CONFIGS on the
 resource, validate_only, applied at once and kept in the metadata image.
-Deviations: GROUP and CLIENT_METRICS resources answer INVALID_REQUEST; alter.config.policy.class.name
+CLIENT_METRICS and GROUP resources (server/config/client_metrics_configs.py, group_configs.py) as Kafka 4.4.
+Deviations: alter.config.policy.class.name
 is accepted but never applied;
 adding or removing a listener is refused (Kafka opens or closes it).
 """

@@ -5,7 +5,7 @@ BROKER), topics, in Kafka's order. A type v1 does not know is UNSUPPORTED_VERSIO
 Follows KafkaApis.handleListConfigResources: DESCRIBE_CONFIGS on the cluster.
 Served as a KRaft-mode broker serves it: not in a ZooKeeper cluster (Kafka 3.9's ZooKeeper mode
 has no client-metrics resources).
-Deviations: no GROUP resource is ever listed (Samsa has no group configs).
+GROUP resources are the groups with configs (server/config/group_configs.py).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ async def handle(ctx, request):
         return ListConfigResourcesResponse(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION)
     services = ctx.services
     found: list[tuple[str, int]] = []
+    if ResourceType.GROUP in wanted:
+        found += [(name, ResourceType.GROUP) for name in services.group_configs.group_ids()]
     if ResourceType.CLIENT_METRICS in wanted:
         found += [(name, ResourceType.CLIENT_METRICS) for name in services.client_telemetry.subscription_names()]
     brokers = [str(services.node_id)]

@@ -1,6 +1,6 @@
 """The admin operations whose effect depends on where the cluster's metadata lives (Kafka 3.9's
 ZkAdminManager and, in KRaft, the controller's managers): creating, growing and deleting topics,
-topic and broker configs, client-metrics resources, client quotas, SCRAM credentials, ACLs, topics
+topic, broker and group configs, client-metrics resources, client quotas, SCRAM credentials, ACLs, topics
 created on first need and the coordinators' brokers. Handlers call `AdminManager` and never know
 which implementation answers: the single broker, its own controller, changes its image and logs at
 once (server/metadata/local_admin.py); a broker of a ZooKeeper cluster writes ZooKeeper for the
@@ -96,6 +96,14 @@ class AdminManager(Protocol):
 
     async def alter_client_metrics(self, services: BrokerServices, name: str, changes, incremental: bool,
                                    validate_only: bool) -> None: ...
+
+    def group_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
+        """A group's configs (the GROUP config resource), as stored."""
+
+    async def alter_group_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                  validate_only: bool) -> None:
+        """AlterConfigs (replace) or IncrementalAlterConfigs (edit) of a group's configs; stored,
+        and in force in `services.group_configs` at once."""
 
     # --- quotas, credentials, ACLs --------------------------------------------------------------
 

@@ -55,6 +55,12 @@ class MetadataStore(MetadataView, Protocol):
 
     def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None: ...
 
+    @property
+    def group_configs(self) -> Mapping[str, Mapping[str, str]]:
+        """The configs of each GROUP resource (share.*, consumer.*, ...) by group id."""
+
+    def set_group_configs(self, name: str, configs: dict[str, str]) -> None: ...
+
     def set_acls(self, acls: list[dict[str, str]]) -> None: ...
 
     def set_scram_credentials(self, credentials: dict[str, dict[str, dict]]) -> None: ...
@@ -82,6 +88,8 @@ class MetadataImage:
         self.broker_configs: dict[str, dict[str, str]] = {}
         # Client-metrics resources (KIP-714 subscriptions; ConfigRecords of type CLIENT_METRICS).
         self.client_metrics: dict[str, dict[str, str]] = {}
+        # Group configs by group id (ConfigRecords of type GROUP).
+        self.group_configs: dict[str, dict[str, str]] = {}
         # ACLs in creation order (Kafka's AccessControlEntryRecords), as authorizer.AclBinding.to_json.
         self.acls: list[dict[str, str]] = []
         # SCRAM credentials (Kafka's UserScramCredentialRecords): user -> mechanism name ->
@@ -101,6 +109,7 @@ class MetadataImage:
             image.next_producer_id = data.get("next_producer_id", 0)
             image.broker_configs = {name: dict(configs) for name, configs in data.get("broker_configs", {}).items()}
             image.client_metrics = {name: dict(configs) for name, configs in data.get("client_metrics", {}).items()}
+            image.group_configs = {name: dict(configs) for name, configs in data.get("group_configs", {}).items()}
             image.acls = [dict(acl) for acl in data.get("acls", [])]
             image.scram_credentials = data.get("scram_credentials", {})
             for q in data.get("client_quotas", []):
@@ -117,6 +126,7 @@ class MetadataImage:
         image.next_producer_id = kraft.next_producer_id
         image.broker_configs = {name: dict(configs) for name, configs in kraft.broker_configs.items()}
         image.client_metrics = {name: dict(configs) for name, configs in kraft.client_metrics.items()}
+        image.group_configs = {name: dict(configs) for name, configs in kraft.group_configs.items()}
         image.acls = [AclBinding(ResourceType(a.resource_type), a.resource_name, PatternType(a.pattern_type),
                                  a.principal, a.host, AclOperation(a.operation),
                                  AclPermissionType(a.permission_type)).to_json()
@@ -146,6 +156,7 @@ class MetadataImage:
             "next_producer_id": self.next_producer_id,
             "broker_configs": self.broker_configs,
             "client_metrics": self.client_metrics,
+            "group_configs": self.group_configs,
             "acls": self.acls,
             "scram_credentials": self.scram_credentials,
             "client_quotas": [{"entity": [list(part) for part in entity], "values": values}
@@ -180,6 +191,10 @@ class MetadataImage:
     def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
         """Replace the configs of a client-metrics resource, durably (none left: the resource goes)."""
         self._replace_configs(self.client_metrics, name, configs)
+
+    def set_group_configs(self, name: str, configs: dict[str, str]) -> None:
+        """A group's configs are now `configs` (none: the resource is gone)."""
+        self._replace_configs(self.group_configs, name, configs)
 
     def _replace_configs(self, by_resource: dict[str, dict[str, str]], name: str, configs: dict[str, str]) -> None:
         previous = by_resource.get(name)

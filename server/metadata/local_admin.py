@@ -14,6 +14,7 @@ from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ...storage.errors import KafkaStorageException
 from ...wire.errors import ErrorCode
 from ..config.client_metrics_configs import alter_client_metrics
+from ..config.group_configs import new_configs as new_group_configs
 from ..config.dynamic_broker_config import alter_broker_configs
 from ..config.topic_configs import alter_topic_configs, incremental_topic_configs
 from ..security.acl_admin import store_acls
@@ -130,6 +131,17 @@ class LocalAdminManager:
         alter_client_metrics(services, name, changes, incremental, validate_only)
 
     # --- quotas, credentials, ACLs --------------------------------------------------------------
+
+    def group_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
+        return services.metadata.group_configs.get(name, {})
+
+    async def alter_group_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                  validate_only: bool) -> None:
+        configs = new_group_configs(services, self.group_configs(services, name), name, changes, incremental)
+        if validate_only:
+            return
+        services.metadata.set_group_configs(name, configs)
+        services.group_configs.update_group_config(name, configs)
 
     async def alter_client_quotas(self, services: BrokerServices,
                                   changes: dict[Entity, dict[str, float | None]]) -> None:

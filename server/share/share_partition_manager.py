@@ -17,9 +17,9 @@ onDeleted and onFailed. Nothing here waits on the replica partitions' events but
 (delayed_share_fetch.py), which park on both the replica partition (new records, leadership
 changes) and the share partition (records released, acknowledged, initialized).
 
-Group configs come from `group_configs.share_config(group_id)` (SHARE-PLAN.md contract 3); until
-the group configs of share groups are served, BrokerDefaultShareGroupConfigs answers the broker's
-`group.share.*` defaults and Kafka's GroupConfig defaults for the rest.
+A group's configs (`group_configs.share_config(group_id)`: its GROUP resource's share.* configs
+over the broker's group.share.* defaults) apply to its share partitions from the next fetch or
+acknowledgement on.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
 
@@ -48,6 +48,7 @@ from ..coordinators.runtime import DeadlineWaker
 from .share_session_cache import ShareSessionCache, TopicIdPartition
 
 if TYPE_CHECKING:
+    from ...coordinator.group_config import GroupConfigManager, ShareGroupConfig
     from ..config.kafka_config import KafkaConfig
     from ..replication.replica_manager import Partition, ReplicaManager
     from .persister import Persister
@@ -63,54 +64,8 @@ class SharePartitionKey(NamedTuple):
     partition: int
 
 
-class ShareGroupConfig(NamedTuple):
-    """A share group's configs as the fetch path reads them (SHARE-PLAN.md contract 3)."""
-
-    record_lock_duration_ms: int
-    delivery_count_limit: int
-    isolation_level: str  # "read_uncommitted" or "read_committed"
-    auto_offset_reset: str  # "earliest", "latest" or "by_duration:<ISO-8601 duration>"
-    partition_max_record_locks: int
-    heartbeat_interval_ms: int
-    session_timeout_ms: int
-
-
-class ShareGroupConfigs(Protocol):
-    def share_config(self, group_id: str) -> Any: ...
-
-
-class BrokerDefaultShareGroupConfigs:
-    """Every share group's configs are the broker's defaults (group.share.*), and Kafka's
-    GroupConfig defaults for those without a broker config (share.auto.offset.reset latest,
-    share.isolation.level read_uncommitted): the stand-in for the group configs of share groups
-    (services.group_configs) until those are served. `overrides[group_id]` holds a group's own
-    values under the group config names (share.auto.offset.reset, ...), as tests set them."""
-
-    def __init__(self, config: KafkaConfig) -> None:
-        self._config = config
-        self.overrides: dict[str, dict[str, str]] = {}
-
-    def share_config(self, group_id: str) -> ShareGroupConfig:
-        get = self._config.get_int
-        own = self.overrides.get(group_id, {})
-
-        def value(name: str, default: int) -> int:
-            return int(own[name]) if name in own else default
-
-        return ShareGroupConfig(
-            record_lock_duration_ms=value("share.record.lock.duration.ms", get("group.share.record.lock.duration.ms")),
-            delivery_count_limit=value("share.delivery.count.limit", get("group.share.delivery.count.limit")),
-            isolation_level=own.get("share.isolation.level", "read_uncommitted"),
-            auto_offset_reset=own.get("share.auto.offset.reset", "latest"),
-            partition_max_record_locks=value("share.partition.max.record.locks",
-                                             get("group.share.partition.max.record.locks")),
-            heartbeat_interval_ms=value("share.heartbeat.interval.ms", get("group.share.heartbeat.interval.ms")),
-            session_timeout_ms=value("share.session.timeout.ms", get("group.share.session.timeout.ms")))
-
-
-def is_read_committed(config: Any) -> bool:
-    level = config.isolation_level
-    return level == 1 if isinstance(level, int) else str(level).lower() == READ_COMMITTED
+def is_read_committed(config: ShareGroupConfig) -> bool:
+    return config.isolation_level == READ_COMMITTED
 
 
 _DURATION = re.compile(r"^([-+]?)P(?:([-+]?[0-9]+)D)?(?:T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
@@ -241,7 +196,7 @@ class PendingAcknowledgements:
 
 class SharePartitionManager:
     def __init__(self, replica_manager: ReplicaManager, config: KafkaConfig, persister: Persister | None,
-                 group_configs: ShareGroupConfigs) -> None:
+                 group_configs: GroupConfigManager) -> None:
         self._replicas = replica_manager
         self._config = config
         # None until the share coordinator's persister is wired: reads answer COORDINATOR_NOT_AVAILABLE.
@@ -305,15 +260,15 @@ class SharePartitionManager:
 
     # -- the share partitions -----------------------------------------------------------------------
 
-    def share_config(self, group_id: str) -> Any:
+    def share_config(self, group_id: str) -> ShareGroupConfig:
         return self.group_configs.share_config(group_id)
 
-    def partition_config(self, group_config: Any) -> SharePartitionConfig:
+    def partition_config(self, group_config: ShareGroupConfig) -> SharePartitionConfig:
         return SharePartitionConfig(
             record_lock_duration_ms=group_config.record_lock_duration_ms,
             delivery_count_limit=group_config.delivery_count_limit,
             max_in_flight_records=group_config.partition_max_record_locks,
-            renew_acknowledge_enabled=getattr(group_config, "renew_acknowledge_enabled", True))
+            renew_acknowledge_enabled=group_config.renew_acknowledge_enable)
 
     def replica(self, topic: str, partition: int) -> tuple[int, Partition | None]:
         """The replica partition a share partition reads, led here, or why not (Kafka's
@@ -538,8 +493,9 @@ class SharePartitionManager:
     # -- ShareGroupListener (SHARE-PLAN.md contract 2) ------------------------------------------------
 
     def on_member_leave(self, group_id: str, member_id: str) -> None:
-        """The member left its group (or its connection closed): its records go back."""
-        self.release_session(group_id, member_id)
+        """The member left its group (or its connection closed): its records go back, if it fetched here."""
+        if self.sessions.get(group_id, member_id) is not None:
+            self.release_session(group_id, member_id)
 
     def on_group_empty(self, group_id: str) -> None:
         """No member left: the group's share partitions leave memory (read again when fetched)."""

@@ -23,9 +23,10 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 from ...wire.errors import ErrorCode
+from .share_group_listener import ShareGroupListener
 
 log = logging.getLogger("samsa.share")
 
@@ -63,14 +64,6 @@ class ShareSessionError(Exception):
     def __init__(self, error_code: int, message: str = "") -> None:
         super().__init__(message or str(error_code))
         self.error_code = error_code
-
-
-class ShareGroupListener(Protocol):
-    """What the share partitions do when members go (Kafka's ShareGroupListener)."""
-
-    def on_member_leave(self, group_id: str, member_id: str) -> None: ...
-
-    def on_group_empty(self, group_id: str) -> None: ...
 
 
 @dataclass

@@ -36,6 +36,7 @@ from ...wire import zk_data
 from ...wire.errors import ErrorCode
 from ..config.config_resources import invalid_request
 from ..config.dynamic_broker_config import is_password, validated_broker_configs
+from ..config.group_configs import new_configs as new_group_configs
 from ..config.topic_configs import check_topic_configs, incremental_overrides
 from ..metadata.admin_manager import AdminError, NewPartitions
 from .replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
@@ -250,6 +251,22 @@ class ZkAdminManager:
     async def alter_client_metrics(self, services: BrokerServices, name: str, changes, incremental: bool,
                                    validate_only: bool) -> None:
         raise invalid_request("AlterConfigs is only supported for topics and brokers, but resource type is CLIENT_METRICS")
+
+    def group_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
+        return services.group_configs.overrides(name)
+
+    async def alter_group_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                  validate_only: bool) -> None:
+        """Kafka 3.9's ZooKeeper layout has no group configs (KRaft keeps them as GROUP ConfigRecords):
+        they are kept as Kafka keeps a config entity, in /config/groups/<id>, without a
+        /config/changes notification (Kafka 3.9 brokers know no such entity type). This broker
+        applies them at once; the other brokers do not read them yet."""
+        current = await self._client.get_entity_config("groups", name) if name else {}
+        configs = new_group_configs(services, current, name, changes, incremental)
+        if validate_only:
+            return
+        await self._client.change_entity_config("groups", name, configs, notify=False)
+        services.group_configs.update_group_config(name, configs)
 
     # --- quotas, credentials, ACLs --------------------------------------------------------------
 

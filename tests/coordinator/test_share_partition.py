@@ -480,15 +480,14 @@ def test_a_log_start_offset_past_the_spso_archives_what_is_below():
     sp.update_cache_and_offsets(7)
     assert (sp.start_offset, sp.in_flight_records) == (7, 8)
     assert states(sp) == [(7, 14, ACQUIRED, 1)]
-    # Acknowledgements below the new start are done already (Kafka skips them): the records acquired
-    # there are archived when their lock runs out.
+    # Acknowledgements below the new start are done already (Kafka skips them), and the records
+    # acquired there do not hold the SPSO back (Kafka's would until their lock ran out).
     assert sp.acknowledge("m1", [ack(0, 4, ACCEPT)], 0) is None
-    commit(sp, sp.acknowledge("m1", [ack(5, 14, ACCEPT)], 0))
-    assert (sp.start_offset, sp.in_flight_records) == (7, 8)
-    write = sp.expire_locks(LOCK_MS)
-    assert written(write) == [(5, 6, ARCHIVED, 1)]
+    write = sp.acknowledge("m1", [ack(5, 14, ACCEPT)], 0)
+    assert written(write) == [(7, 14, ACKNOWLEDGED, 1)]
     commit(sp, write)
     assert (sp.start_offset, sp.in_flight_records) == (15, 0)
+    assert sp.next_deadline() is None and sp.expire_locks(LOCK_MS) is None
     # Past everything in flight.
     sp.update_cache_and_offsets(100)
     assert (sp.start_offset, sp.end_offset, sp.next_fetch_offset()) == (100, 100, 100)
@@ -496,16 +495,14 @@ def test_a_log_start_offset_past_the_spso_archives_what_is_below():
     assert sp.start_offset == 100
 
 
-def test_acquired_records_below_a_moved_log_start_are_archived_when_their_lock_runs_out():
+def test_records_acquired_below_a_moved_log_start_are_dropped():
     sp = new_partition()
     fetch(sp, "m1", LOG)
     sp.update_cache_and_offsets(20)
-    assert (sp.start_offset, sp.end_offset) == (20, 20)
-    write = sp.expire_locks(LOCK_MS)
-    assert written(write) == [(0, 14, ARCHIVED, 1)]
-    assert write.state.start_offset == 20
-    sp.complete_write(write.write_id)
-    assert (sp.start_offset, sp.in_flight_records, sp.next_fetch_offset()) == (20, 0, 20)
+    assert (sp.start_offset, sp.end_offset, sp.in_flight_records, sp.next_fetch_offset()) == (20, 20, 0, 20)
+    # Kafka keeps them until their lock runs out, then writes them ARCHIVED: the SPSO is past them.
+    assert sp.next_deadline() is None
+    assert sp.acknowledge("m1", [ack(0, 14, ACCEPT)], 0) is None
 
 
 def test_in_flight_records_the_log_no_longer_has_are_archived_by_the_next_fetch():
@@ -612,6 +609,43 @@ def test_gaps_in_the_persisted_state_are_acquired_in_order():
     assert sp.end_offset == 24
 
 
+def test_a_filled_persisted_gap_does_not_hold_the_spso_back():
+    state = SharePartitionState(2, 0, state_batches=[
+        PersisterStateBatch(0, 1, AVAILABLE, 1), PersisterStateBatch(4, 5, AVAILABLE, 1)])
+    sp = new_partition(state)
+    log = batches((0, 1), (2, 3), (4, 5))
+    assert fetch(sp, "m1", log) == [AcquiredRecords(0, 1, 2), AcquiredRecords(2, 3, 1), AcquiredRecords(4, 5, 2)]
+    commit(sp, sp.acknowledge("m1", [ack(0, 5, ACCEPT)], 0))
+    # No new record needed to move it (Kafka's gap window would hold it at 4 until one came).
+    assert (sp.start_offset, sp.in_flight_records) == (6, 0)
+
+
+def test_a_rollback_archiving_at_the_limit_moves_the_spso():
+    sp = new_partition(delivery_count_limit=2, max_in_flight_records=2)
+    log = batches((0, 1), (2, 3))
+    fetch(sp, "m1", log)
+    commit(sp, sp.acknowledge("m1", [ack(0, 1, RELEASE)], 0))
+    assert fetch(sp, "m1", log, now=0) == [AcquiredRecords(0, 1, 2)]
+    write = sp.acknowledge("m1", [ack(0, 1, ACCEPT)], 0)
+    assert sp.expire_locks(LOCK_MS) is None
+    # The write fails after the lock ran out: archived at the limit, and the window frees up.
+    sp.complete_write(write.write_id, ErrorCode.UNKNOWN_SERVER_ERROR)
+    assert (sp.start_offset, sp.in_flight_records) == (2, 0) and sp.can_acquire_records()
+    assert fetch(sp, "m1", log) == [AcquiredRecords(2, 3, 1)]
+
+
+def test_locks_of_split_batches_expire_offset_by_offset():
+    sp = new_partition()
+    fetch(sp, "m1", LOG, now=0)
+    commit(sp, sp.acknowledge("m1", [ack(3, 4, ACCEPT)], 1000))
+    assert sp.acknowledge("m1", [ack(10, 14, RENEW)], 5000) is None
+    write = sp.expire_locks(LOCK_MS)
+    assert written(write) == [(0, 2, AVAILABLE, 1), (5, 9, AVAILABLE, 1)]
+    commit(sp, write)
+    assert states(sp) == [(0, 2, AVAILABLE, 1), (3, 4, ACKNOWLEDGED, 1), (5, 9, AVAILABLE, 1), (10, 14, ACQUIRED, 1)]
+    assert sp.next_deadline() == 5000 + LOCK_MS
+
+
 def test_describe_figures():
     sp = new_partition()
     assert (sp.start_offset, sp.end_offset, sp.in_flight_records, sp.delivery_complete_count) == (0, 0, 0, 0)
@@ -622,3 +656,165 @@ def test_describe_figures():
     assert sp.delivery_complete_count == 0
     snapshot = sp.snapshot()
     assert snapshot.start_offset == 0 and snapshot.leader_epoch == 3
+
+
+# -- the rule, by random runs: nothing lost, nothing delivered past the limit ---------------------
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_runs_lose_nothing_and_respect_the_delivery_limit(seed):
+    import random
+
+    rng = random.Random(seed)
+    limit = rng.choice([2, 3, 5])
+    config = dict(delivery_count_limit=limit, max_in_flight_records=rng.choice([6, 20, 2000]),
+                  record_lock_duration_ms=1000)
+    read_committed = rng.random() < 0.5
+    log: list[FetchedBatch] = []
+    aborted: list[tuple[AbortedTransaction, int]] = []  # with the offset of its ABORT marker
+    aborted_offsets: set[int] = set()
+    while not log or log[-1].last_offset < 80:
+        first = log[-1].last_offset + 1 if log else 0
+        last = first + rng.randint(0, 4)
+        kind = rng.random()
+        if kind < 0.8:
+            log.append(FetchedBatch(first, last))
+            continue
+        # A transaction: its data batch, then its marker.
+        producer_id = 1 if kind < 0.9 else 2
+        log.append(FetchedBatch(first, last, producer_id, is_transactional=True))
+        log.append(FetchedBatch(last + 1, last + 1, producer_id, is_transactional=True, is_control=True))
+        if producer_id == 1:
+            aborted.append((AbortedTransaction(producer_id, first), last + 1))
+            aborted_offsets.update(range(first, last + 1))
+    log_end = log[-1].last_offset + 1
+    log_start = 0
+    persister = FakePersister(SharePartitionState(1, 0))
+    sp = new_partition(persister.read(), **config)
+    now = 0
+    held: dict[str, list[AcquiredRecords]] = {m: [] for m in ("m1", "m2", "m3")}
+    pending: list[PendingWrite] = []
+    deliveries = dict.fromkeys(range(log_end), 0)
+    highest_count = dict.fromkeys(range(log_end), 0)
+    finished: set[int] = set()  # persisted ACKNOWLEDGED or ARCHIVED
+    # Deliveries a new leader cannot know of: counted by the old one, never persisted (Kafka writes
+    # no acquisition, and a failed write leaves the persisted count behind).
+    forgotten = dict.fromkeys(range(log_end), 0)
+    leader_count: dict[int, int] = {}
+
+    def persist(write: PendingWrite) -> None:
+        persister.write(write.state)
+        for b in write.state.state_batches:
+            if b.delivery_state in (ACKNOWLEDGED, ARCHIVED):
+                finished.update(range(b.first_offset, b.last_offset + 1))
+
+    def complete(write: PendingWrite, ok: bool) -> None:
+        if ok:
+            persist(write)
+        sp.complete_write(write.write_id, ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    def do_fetch(member: str, accept_all: bool = False) -> None:
+        if not sp.can_acquire_records():
+            return
+        offset = sp.next_fetch_offset()
+        if offset < log_start:
+            sp.update_cache_and_offsets(log_start)  # the shell, on OFFSET_OUT_OF_RANGE
+            return
+        read = [b for b in log if b.last_offset >= offset and b.base_offset >= log_start][:rng.randint(1, 4)]
+        if not read:
+            return
+        # The log's aborted transactions of the range read (those not ended before it).
+        in_range = [txn for txn, marker in aborted if marker >= read[0].base_offset]
+        result = sp.acquire(member, offset, read, now, max_fetch_records=rng.choice([1, 3, 10, 500]),
+                            batch_size=rng.choice([1, 4, 500]),
+                            share_acquire_mode=rng.choice(list(ShareAcquireMode)),
+                            read_committed=read_committed, aborted_transactions=in_range)
+        for acquired in result.acquired_records:
+            for o in range(acquired.first_offset, acquired.last_offset + 1):
+                assert o not in finished, f"offset {o} delivered after it was done"
+                assert o >= log_start
+                assert not (read_committed and o in aborted_offsets), f"aborted offset {o} delivered"
+                assert acquired.delivery_count <= limit
+                deliveries[o] += 1
+                highest_count[o] = max(highest_count[o], acquired.delivery_count)
+                leader_count[o] = acquired.delivery_count
+                assert deliveries[o] <= limit + forgotten[o], f"offset {o} delivered {deliveries[o]} times"
+        held[member].extend(result.acquired_records)
+
+    def do_ack(member: str, ack_type: int | None = None) -> None:
+        if not held[member]:
+            return
+        records = held[member].pop(rng.randrange(len(held[member])) if ack_type is None else 0)
+        types = [ack_type if ack_type is not None else rng.choice([ACCEPT, RELEASE, REJECT, RENEW])]
+        if ack_type is None and rng.random() < 0.3:
+            types = [rng.choice([ACCEPT, RELEASE, REJECT, GAP]) for _ in
+                     range(records.first_offset, records.last_offset + 1)]
+        try:
+            write = sp.acknowledge(member, [ack(records.first_offset, records.last_offset, *types)], now)
+        except SharePartitionError:
+            return  # the lock ran out and the records went elsewhere
+        if write is not None:
+            if ack_type is None and rng.random() < 0.5:
+                pending.append(write)
+            else:
+                complete(write, ack_type is not None or rng.random() < 0.8)
+
+    for _ in range(400):
+        op = rng.random()
+        member = rng.choice(list(held))
+        if op < 0.35:
+            do_fetch(member)
+        elif op < 0.65:
+            do_ack(member)
+        elif op < 0.8:
+            now += rng.randint(100, 800)
+            write = sp.expire_locks(now)
+            if write is not None:
+                complete(write, True)
+        elif op < 0.9 and pending:
+            complete(pending.pop(rng.randrange(len(pending))), rng.random() < 0.8)
+        elif op < 0.93:
+            write = sp.release_acquired_records(member, now)
+            held[member].clear()
+            if write is not None:
+                complete(write, True)
+        elif op < 0.945:
+            # Retention deletes the log's first batches.
+            later = [b.base_offset for b in log if b.base_offset > log_start]
+            if later:
+                log_start = later[min(len(later) - 1, rng.randint(0, 2))]
+        elif op < 0.96:
+            # The leader dies: pending writes reached the persister or not, and a new leader loads.
+            for write in pending:
+                if rng.random() < 0.5:
+                    persist(write)
+            pending.clear()
+            for records in held.values():
+                records.clear()
+            for o, count in leader_count.items():
+                if o >= persister.start_offset and o not in finished:
+                    forgotten[o] += max(0, count - persister.offsets.get(o, (AVAILABLE, 0))[1])
+            leader_count.clear()
+            sp = new_partition(persister.read(), **config)
+
+    # Drain: everything pending completes, one member accepts whatever it gets.
+    held["drain"] = []
+    for write in pending:
+        complete(write, True)
+    for _ in range(2000):
+        if sp.start_offset >= log_end and sp.in_flight_records == 0:
+            break
+        now += 1000
+        write = sp.expire_locks(now)
+        if write is not None:
+            complete(write, True)
+        for records in held.values():
+            records.clear()
+        do_fetch("drain")
+        while held["drain"]:
+            do_ack("drain", ACCEPT)
+    assert sp.start_offset == log_end and sp.in_flight_records == 0
+    # Retention may delete records, read_committed skips aborted ones; no other is left behind.
+    lost = [o for o in range(log_start, log_end) if o not in finished and highest_count[o] < limit
+            and not (read_committed and o in aborted_offsets)]
+    assert not lost, f"offsets neither acknowledged nor archived: {lost}"

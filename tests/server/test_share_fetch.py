@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from types import SimpleNamespace
 
 import trio
@@ -47,7 +48,8 @@ def run(tmp_path, scenario, *, clock=None, group_configs=None, **overrides) -> N
         manager = broker.services.share_partitions
         persister = MemoryPersister()
         manager.persister = persister
-        manager.group_configs.overrides[GROUP_ID] = {"share.auto.offset.reset": "earliest", **(group_configs or {})}
+        broker.services.group_configs.update_group_config(
+            GROUP_ID, {"share.auto.offset.reset": "earliest", **(group_configs or {})})
         broker.services.replica_manager.create_topic("t", 1, {}, 1)
         port = broker.endpoints[0].port
         env = SimpleNamespace(broker=broker, manager=manager, persister=persister, port=port,
@@ -373,7 +375,6 @@ def test_a_failed_write_leaves_the_records_acquired(tmp_path):
 def test_a_new_share_partition_starts_at_the_latest_offset_by_default(tmp_path):
     async def scenario(env):
         await produce(env, [b"old"])
-        env.manager.group_configs.overrides["latest"] = {}
         request = share_fetch("latest", "m1", 0, env.topic_id, max_wait_ms=0)
         assert (await env.client.call(request, V)).responses == []
         await wait_loaded(env, group="latest")
@@ -522,3 +523,43 @@ def test_a_member_leaving_its_group_releases_its_records_and_an_empty_group_leav
         assert [offsets[:2] for offsets in acquired(partition)] == [(0, 0)]
 
     run(tmp_path, scenario)
+
+
+def test_members_of_a_share_group_fetch_what_they_are_assigned_and_a_leaving_member_releases(tmp_path):
+    """Through the group coordinator: ShareGroupHeartbeat makes the members and initializes the
+    share partition through the persister; a group config sets where it starts; a member leaving
+    the group (ShareGroupListener.on_member_leave) gives its records back."""
+    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+    IncrementalAlterConfigs = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+    m1, m2 = str(uuid.uuid4()), str(uuid.uuid4())
+
+    async def scenario(env):
+        env.broker.services.groups.persister = env.persister
+        env.broker.services.group_configs.update_group_config(GROUP_ID, {})
+        client = env.client
+        alter = IncrementalAlterConfigs(resources=[IncrementalAlterConfigs.AlterConfigsResource(
+            resource_type=32, resource_name=GROUP_ID, configs=[IncrementalAlterConfigs.AlterableConfig(
+                name="share.auto.offset.reset", config_operation=0, value="earliest")])], validate_only=False)
+        assert (await client.call(alter, 1)).responses[0].error_code == E.NONE
+        await produce(env, [b"a", b"b"])
+        first = await client.call(Heartbeat(group_id=GROUP_ID, member_id=m1, member_epoch=0,
+                                            subscribed_topic_names=["t"]), 1)
+        epoch = first.member_epoch
+        with trio.fail_after(10):
+            while True:
+                beat = await client.call(Heartbeat(group_id=GROUP_ID, member_id=m1, member_epoch=epoch), 1)
+                epoch = beat.member_epoch
+                if beat.assignment is not None and beat.assignment.topic_partitions:
+                    break
+                await trio.sleep(0.01)
+        assert (GROUP_ID, env.topic_id, 0) in env.persister.states  # initialized by the group coordinator
+        partition = partition_of(await fetch(env, m1, 0))
+        assert acquired(partition) == [(0, 1, 1)] and fetched_values(partition) == [(0, b"a"), (1, b"b")]
+        other = await Client.connect(env.port)
+        await other.call(Heartbeat(group_id=GROUP_ID, member_id=m2, member_epoch=0, subscribed_topic_names=["t"]), 1)
+        left = await client.call(Heartbeat(group_id=GROUP_ID, member_id=m1, member_epoch=-1), 1)
+        assert left.error_code == E.NONE
+        assert env.manager.sessions.get(GROUP_ID, m1) is None
+        assert acquired(partition_of(await fetch(env, m2, 0, client=other))) == [(0, 1, 2)]
+
+    run(tmp_path, scenario, group_share_assignment_interval_ms=0)
