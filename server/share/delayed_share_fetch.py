@@ -61,8 +61,7 @@ class ShareFetchParams:
 class SharePartitionData:
     """One partition's answer: an error, or the records that hold the acquired ones."""
 
-    error_code: int = ErrorCode.NONE
-    error_message: str | None = None
+    error_code: int = ErrorCode.NONE  # (Kafka's ShareFetch responses carry no partition error message)
     records: FileRecords | bytes = b""
     acquired_records: list[AcquiredRecords] = field(default_factory=list)
 

@@ -125,10 +125,6 @@ class HostedSharePartition:
         self.load_start_ms = loop_ms()
         self._waiters: list[trio.Event] = []
 
-    @property
-    def topic_id_partition(self) -> TopicIdPartition:
-        return TopicIdPartition(self.key.topic_id, self.key.partition, self.topic)
-
     def park(self, event: trio.Event) -> None:
         self._waiters.append(event)
 
