@@ -70,6 +70,7 @@ from .zookeeper.metadata_cache import ZkMetadataCache
 from .zookeeper.shared_metadata import ZkSharedMetadata
 from .zookeeper.producer_ids import ZkProducerIdBlocks
 from .replication.replica_manager import ReplicaManager
+from .share.share_partition_manager import SharePartitionManager
 from .security.authenticator import AuthenticationFailed
 from .network.connection_quotas import ConnectionQuotas
 from .network.listeners import listener_securities
@@ -244,7 +245,13 @@ class Broker:
             metadata_cache=metadata_cache, admin=ZkAdminManager(zookeeper.client, metadata_cache, shared),
             listener_type=ListenerType.ZK_BROKER, cluster=metadata_cache,
             control_plane=ZkControlPlane(zookeeper, metadata_cache), controller=controller)
-        replicas.on_leadership_change = _coordinator_leadership_changed(services.groups, services.transactions)
+        coordinators_changed = _coordinator_leadership_changed(services.groups, services.transactions)
+
+        def leadership_changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
+            coordinators_changed(led, resigned)
+            services.share_partitions.drop_stale()  # share partitions of partitions no longer led here
+
+        replicas.on_leadership_change = leadership_changed
         return services, ZkServices(zookeeper, shared, metadata_cache, alter_partitions, controller, producer_id_blocks)
 
     def _services(self, log_manager: LogManager, metadata: MetadataStore, replicas: ReplicaManager,
@@ -262,14 +269,23 @@ class Broker:
                               cluster=cluster, group_configs=group_configs)
         transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
                                   groups.complete_transaction, wall_clock_ms, cluster=cluster)
-        replicas.on_topics_changed = groups.topics_changed  # the groups subscribed to a topic rebalance
+        # The persister is the share coordinator's, wired in once it exists (as groups.persister).
+        share_partitions = SharePartitionManager(replicas, config, None, group_configs)
+        groups.share_group_listener = share_partitions  # members leaving release their records
+
+        def topics_changed() -> None:
+            groups.topics_changed()  # the groups subscribed to a topic rebalance
+            share_partitions.drop_stale()  # the share partitions of a deleted topic go
+
+        replicas.on_topics_changed = topics_changed
         return BrokerServices(
             config=config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
             listener_type=listener_type, features=self.features, replica_manager=replicas, groups=groups, group_configs=group_configs, transactions=transactions,
             producer_ids=producer_ids, quotas=quotas, authorizer=authorizer, fetch_sessions=self.fetch_sessions,
             disk_limiter=self.disk_limiter, advertised=self.advertised, client_telemetry=self.client_telemetry,
-            connection_quotas=self.connection_quotas, control_plane=control_plane, controller=controller)
+            connection_quotas=self.connection_quotas, share_partitions=share_partitions, control_plane=control_plane,
+            controller=controller)
 
     def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
         """A user's SCRAM credential: ZooKeeper's in a cluster, else the metadata image's (none
@@ -355,6 +371,7 @@ class Broker:
             await tasks.start(services.groups.run)  # groups and offsets loaded before any request
             await tasks.start(services.transactions.run)  # then transactions, whose markers may complete offsets
             await tasks.start(services.replica_manager.run)  # replica fetchers, ISR expiration
+            await tasks.start(services.share_partitions.run)  # share partitions' loads, writes and lock expiry
             if zk_services is not None:
                 await tasks.start(zk_services.alter_partitions.run)  # ISR changes to the controller
                 await tasks.start(zk_services.shared.run)  # /config/changes and ACL change notifications
@@ -501,6 +518,8 @@ class Broker:
         finally:
             self._connections.discard(conn)
             self.client_telemetry.disconnected(conn.id)
+            if self.services is not None:
+                self.services.share_partitions.connection_closed(conn.id)  # its share session ends
             conn.close()
 
     async def _close_idle_connections(self) -> None:

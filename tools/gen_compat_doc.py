@@ -46,8 +46,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.UNREGISTER_BROKER: KRAFT,
     ApiKey.CONTROLLER_REGISTRATION: KRAFT,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: KRAFT,
-    ApiKey.SHARE_FETCH: SHARE_GROUPS,
-    ApiKey.SHARE_ACKNOWLEDGE: SHARE_GROUPS,
     ApiKey.ADD_RAFT_VOTER: KRAFT,
     ApiKey.REMOVE_RAFT_VOTER: KRAFT,
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
@@ -87,6 +85,10 @@ SERVED_NOTES: dict[ApiKey, str] = {
                                   "groups are served in part)",
     ApiKey.SHARE_GROUP_DESCRIBE: "only while share.version is finalized (unstable.feature.versions.enable: share "
                                  "groups are served in part)",
+    ApiKey.SHARE_FETCH: "only while share.version is finalized (unstable.feature.versions.enable: share groups are "
+                        "served in part)",
+    ApiKey.SHARE_ACKNOWLEDGE: "only while share.version is finalized (unstable.feature.versions.enable: share groups "
+                              "are served in part)",
 }
 
 
