@@ -59,6 +59,9 @@ NEGATIVE_LEADER_EPOCH = "The leader epoch cannot be a negative number."
 NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
 WRITE_UNINITIALIZED_SHARE_PARTITION = "Write operation on uninitialized share partition not allowed."
 READ_UNINITIALIZED_SHARE_PARTITION = "Read operation on uninitialized share partition not allowed."
+# Kafka 4.4's Errors.FENCED_STATE_EPOCH text; wire/errors.py is generated from an older error table,
+# whose text for it Kafka has since changed.
+FENCED_STATE_EPOCH_MESSAGE = "The coordinator rejected the request because the state epoch did not match."
 
 _NO_REDUNDANT_OFFSET = 1 << 63  # Long.MAX_VALUE: nothing known redundant yet
 
@@ -332,7 +335,7 @@ class ShareCoordinatorShard:
         if self.state_epochs.get(key, data.state_epoch) > data.state_epoch:
             log.info("Write request state epoch is smaller than last recorded current: %d, requested: %d.",
                      self.state_epochs[key], data.state_epoch)
-            return ErrorCode.FENCED_STATE_EPOCH, None
+            return ErrorCode.FENCED_STATE_EPOCH, FENCED_STATE_EPOCH_MESSAGE
         if self._unknown_partition(key.topic_id, key.partition, "writing"):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         return None
@@ -442,7 +445,7 @@ class ShareCoordinatorShard:
         elif self.state_epochs.get(key, data.state_epoch) > data.state_epoch:
             log.info("Initialize request state epoch is smaller than last recorded current: %d, requested: %d.",
                      self.state_epochs[key], data.state_epoch)
-            error = ErrorCode.FENCED_STATE_EPOCH, None
+            error = ErrorCode.FENCED_STATE_EPOCH, FENCED_STATE_EPOCH_MESSAGE
         elif self._unknown_partition(topic_id, partition, "initializing"):
             error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         if error is not None:

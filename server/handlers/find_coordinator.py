@@ -89,6 +89,8 @@ async def handle(ctx, request):
     coordinators = []
     for key in request.coordinator_keys:
         code, message, node = await find(ctx, request.key_type, key)
+        if request.key_type == SHARE:
+            message = ""  # Kafka 4.4 sets none: the default, empty (v6 and its key type are 4.x's only)
         coordinators.append(Coordinator(key=key, node_id=node.node_id if node else -1, host=node.host if node else "",
                                         port=node.port if node else -1, error_code=code, error_message=message))
     return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)

@@ -224,12 +224,11 @@ def test_an_older_state_epoch_is_fenced_and_initialize_starts_a_new_one():
     h = Harness()
     h.initialize(state_epoch=2, start_offset=0)
     h.write([B(0, 3, ACKNOWLEDGED, 1)], state_epoch=2)
+    fenced = (ErrorCode.FENCED_STATE_EPOCH, "The coordinator rejected the request because the state epoch did not match.")
     result = h.write(state_epoch=1)
-    assert (result.error_code, result.error_message) == (ErrorCode.FENCED_STATE_EPOCH,
-                                                         ErrorCode.FENCED_STATE_EPOCH.message)
+    assert (result.error_code, result.error_message) == fenced
     result = h.initialize(state_epoch=1)
-    assert (result.error_code, result.error_message) == (ErrorCode.FENCED_STATE_EPOCH,
-                                                         ErrorCode.FENCED_STATE_EPOCH.message)
+    assert (result.error_code, result.error_message) == fenced
     # The same or a newer state epoch re-initializes: a new snapshot, the batches gone.
     assert ok(h.initialize(state_epoch=3, start_offset=50))
     state = h.shard.state_of(KEY)

@@ -14,7 +14,9 @@ from samsa.coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC, SharePa
 from samsa.coordinator.share_coordinator_records import read_record
 from samsa.coordinator.share_state import PersisterStateBatch as B
 from samsa.coordinator.share_state import SharePartitionState
+from samsa.server.clock import wall_clock_ms
 from samsa.server.coordinators.runtime import log_batches
+from samsa.server.coordinators.share_service import ShareService
 from samsa.server.share.persister import DefaultStatePersister
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -276,3 +278,46 @@ def test_pruning_keeps_only_what_the_state_needs(tmp_path):
 
     run_with_broker(config, scenario)
     run_with_broker(config, after_restart)
+
+
+def test_in_a_cluster_partitions_are_coordinated_while_led_here(tmp_path):
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        topic_id = await create_topic(client, broker)
+        services = broker.services
+        # Without a FindCoordinator first there is no __share_group_state: no coordinator (Kafka's answer).
+        result = only(await client.call(initialize(topic_id, 0, start_offset=3), 0))
+        assert result.error_code == ErrorCode.NOT_COORDINATOR
+        assert await services.persister.initialize_state("g", topic_id, 0, 0, 3) == ErrorCode.NONE  # creates it
+        index = services.share_coordinator.partition_for(SharePartitionKey("g", topic_id, 0))
+        # The same log, coordinated as a broker of a ZooKeeper cluster coordinates it (the topics as
+        # the image has them, standing in for the controller's metadata).
+        service = ShareService(broker.config, services.metadata, services.replica_manager, trio.CapacityLimiter(1),
+                               wall_clock_ms, True, cluster=services.metadata)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(service.run)
+            assert only(await service.read_state(read(topic_id, 0))).error_code == ErrorCode.NOT_COORDINATOR
+            service.on_leadership_change([(index, 0)], [])
+            assert service.partitions.loading == {index}
+            while index not in service.partitions.owned:
+                await trio.sleep(0.01)
+            result = only(await service.read_state(read(topic_id, 0)))
+            assert (result.error_code, result.start_offset) == (ErrorCode.NONE, 3)
+            result = only(await service.write_state(write(topic_id, 0, [B(3, 4, ACKNOWLEDGED, 1)], start_offset=3)))
+            assert result.error_code == ErrorCode.NONE
+            # Led here again at a newer epoch than the log's leader: its writes are refused as Kafka's are.
+            service.on_leadership_change([(index, 1)], [])
+            result = only(await service.write_state(write(topic_id, 0, [], start_offset=3)))
+            assert (result.error_code, result.error_message) == (
+                ErrorCode.NOT_COORDINATOR,
+                "Unable to write share group state: " + ErrorCode.NOT_LEADER_OR_FOLLOWER.message)
+            service.on_leadership_change([], [(index, 1)])
+            result = only(await service.read_state(read(topic_id, 0)))
+            assert (result.error_code, result.error_message) == (
+                ErrorCode.NOT_COORDINATOR, "Unable to read share group state: " + ErrorCode.NOT_COORDINATOR.message)
+            nursery.cancel_scope.cancel()
+        # What the cluster's coordinator wrote is in the log the broker's own shard replays.
+        shard, _ = services.share_coordinator._load_partition(index, 0)
+        assert shard.state_of(SharePartitionKey("g", topic_id, 0)).state_batches == (B(3, 4, ACKNOWLEDGED, 1),)
+
+    run_with_broker(share_config(tmp_path), scenario)
