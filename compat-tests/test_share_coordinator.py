@@ -62,22 +62,27 @@ def brokers(tmp_path_factory):
             pytest.skip(str(e))
         pair = Broker(samsa), Broker(kafka)
         for broker in pair:
-            assert broker.client.call(create_topics_request("t", 2), 7).topics[0].error_code == 0
-            metadata = wait_for(lambda: _topic(broker.client.call(metadata_request("t"), 12)), what="topic t")
-            broker.topic_ids["t"] = metadata.topic_id
-            # Kafka creates __share_group_state on the first FindCoordinator and answers
-            # COORDINATOR_NOT_AVAILABLE meanwhile; Samsa creates it and answers at once.
-            find = FindCoordinator(key_type=SHARE, coordinator_keys=[
-                coordinator_key(SharePartitionKey("g", metadata.topic_id, 0))])
-            wait_for(lambda: broker.client.call(find, 6).coordinators[0].error_code == ErrorCode.NONE, timeout=30,
-                     what="the share coordinator")
-            # Its partitions load in the background: the first initialize retried as the persister would.
-            wait_for(lambda: _result(broker.call(lambda t: initialize(t, 1, group="warm-up"), 0)).error_code
-                     not in RETRIABLE, timeout=30, what="the share coordinator's partitions loaded")
+            _prepare(broker)
         yield pair
     finally:
         for pool in pools:
             pool.close()
+
+
+def _prepare(broker: Broker) -> None:
+    """Topic "t" with two partitions, and the share coordinator ready for its share partitions."""
+    assert broker.client.call(create_topics_request("t", 2), 7).topics[0].error_code == 0
+    metadata = wait_for(lambda: _topic(broker.client.call(metadata_request("t"), 12)), what="topic t")
+    broker.topic_ids["t"] = metadata.topic_id
+    # Kafka creates __share_group_state on the first FindCoordinator and answers
+    # COORDINATOR_NOT_AVAILABLE meanwhile; Samsa creates it and answers at once.
+    find = FindCoordinator(key_type=SHARE, coordinator_keys=[coordinator_key(SharePartitionKey("g", metadata.topic_id,
+                                                                                               0))])
+    wait_for(lambda: broker.client.call(find, 6).coordinators[0].error_code == ErrorCode.NONE, timeout=30,
+             what="the share coordinator")
+    # Its partitions load in the background: the first initialize retried as the persister would.
+    wait_for(lambda: _result(broker.call(lambda t: initialize(t, 1, group="warm-up"), 0)).error_code
+             not in RETRIABLE, timeout=30, what="the share coordinator's partitions loaded")
 
 
 def _topic(response):
