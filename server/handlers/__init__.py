@@ -73,6 +73,8 @@ MODULES = (
     "allocate_producer_ids",
     "get_telemetry_subscriptions", "push_telemetry", "list_config_resources",
     "share_fetch", "share_acknowledge",
+    "initialize_share_group_state", "read_share_group_state", "write_share_group_state", "delete_share_group_state",
+    "read_share_group_state_summary",
 )
 
 
