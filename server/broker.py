@@ -26,6 +26,7 @@ import trio
 from ..coordinator.group_config import GroupConfigManager
 from ..coordinator.group_coordinator import OFFSETS_TOPIC
 from ..coordinator.producer_id_manager import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
+from ..coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
 from ..coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ..storage.log_cleaner import CleanerConfig
 from ..storage.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
@@ -40,7 +41,7 @@ from .config.client_metrics_configs import stored_subscriptions
 from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, CloseConnection, RequestContext
-from .features import BrokerFeatures
+from .features import SHARE_GROUPS, BrokerFeatures
 from .zookeeper.controlled_shutdown import controlled_shutdown
 from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -61,7 +62,9 @@ from .config.dynamic_broker_config import (
 )
 from .replication.fetch_session import FetchSessionCache
 from .coordinators.group_service import GroupService, random_member_uuid
+from .coordinators.share_service import ShareService
 from .coordinators.txn_service import TxnService
+from .share.persister import DefaultStatePersister
 from .zookeeper.membership import ZkMembership, broker_registration, join_cluster, stay_registered
 from .zookeeper.admin_manager import ZkAdminManager
 from .zookeeper.control_plane import ZkControlPlane
@@ -244,7 +247,8 @@ class Broker:
             metadata_cache=metadata_cache, admin=ZkAdminManager(zookeeper.client, metadata_cache, shared),
             listener_type=ListenerType.ZK_BROKER, cluster=metadata_cache,
             control_plane=ZkControlPlane(zookeeper, metadata_cache), controller=controller)
-        replicas.on_leadership_change = _coordinator_leadership_changed(services.groups, services.transactions)
+        replicas.on_leadership_change = _coordinator_leadership_changed(services.groups, services.transactions,
+                                                                        services.share_coordinator)
         return services, ZkServices(zookeeper, shared, metadata_cache, alter_partitions, controller, producer_id_blocks)
 
     def _services(self, log_manager: LogManager, metadata: MetadataStore, replicas: ReplicaManager,
@@ -263,13 +267,20 @@ class Broker:
         transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
                                   groups.complete_transaction, wall_clock_ms, cluster=cluster)
         replicas.on_topics_changed = groups.topics_changed  # the groups subscribed to a topic rebalance
-        return BrokerServices(
+        share_coordinator = ShareService(config, metadata, replicas, self.disk_limiter, wall_clock_ms,
+                                         self.features.enabled(SHARE_GROUPS), cluster=cluster)
+        persister = DefaultStatePersister(self.node_id, share_coordinator, lambda partition: admin.coordinator(
+            services, SHARE_GROUP_STATE_TOPIC, partition, config.inter_broker_listener_name))
+        services = BrokerServices(
             config=config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
             listener_type=listener_type, features=self.features, replica_manager=replicas, groups=groups, group_configs=group_configs, transactions=transactions,
+            share_coordinator=share_coordinator, persister=persister,
             producer_ids=producer_ids, quotas=quotas, authorizer=authorizer, fetch_sessions=self.fetch_sessions,
             disk_limiter=self.disk_limiter, advertised=self.advertised, client_telemetry=self.client_telemetry,
             connection_quotas=self.connection_quotas, control_plane=control_plane, controller=controller)
+        groups.persister = persister  # share partitions are initialized and deleted through it
+        return services
 
     def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
         """A user's SCRAM credential: ZooKeeper's in a cluster, else the metadata image's (none
@@ -354,6 +365,9 @@ class Broker:
                               None if zk_services is None else zk_services.membership.client, self.node_id)
             await tasks.start(services.groups.run)  # groups and offsets loaded before any request
             await tasks.start(services.transactions.run)  # then transactions, whose markers may complete offsets
+            await tasks.start(services.share_coordinator.run)  # share partitions' state
+            if isinstance(services.persister, DefaultStatePersister):  # its connections to other brokers
+                await tasks.start(services.persister.run)
             await tasks.start(services.replica_manager.run)  # replica fetchers, ISR expiration
             if zk_services is not None:
                 await tasks.start(zk_services.alter_partitions.run)  # ISR changes to the controller
@@ -555,13 +569,14 @@ class Broker:
         return ctx, request, response, encode_response(response, version, header.correlation_id, FrameBuffer())
 
 
-def _coordinator_leadership_changed(groups: GroupService, transactions: TxnService) -> Callable[
+def _coordinator_leadership_changed(groups: GroupService, transactions: TxnService, shares: ShareService) -> Callable[
         [list[PartitionEpoch], list[PartitionEpoch]], None]:
     """ReplicaManager.on_leadership_change in a ZooKeeper cluster (Kafka's onLeadershipChange): the
     coordinators load the partitions of their topics this broker now leads and unload those it no
     longer leads."""
     def changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
-        for service, topic in ((groups, OFFSETS_TOPIC), (transactions, TRANSACTION_STATE_TOPIC)):
+        services = ((groups, OFFSETS_TOPIC), (transactions, TRANSACTION_STATE_TOPIC), (shares, SHARE_GROUP_STATE_TOPIC))
+        for service, topic in services:
             ours = [[(index, epoch) for (name, index), epoch in changes if name == topic] for changes in (led, resigned)]
             if ours[0] or ours[1]:
                 service.on_leadership_change(*ours)

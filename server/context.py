@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .network.connection_quotas import ConnectionQuotas
     from .throttle import BrokerQuotas
     from .coordinators.txn_service import TxnService
+    from .coordinators.share_service import ShareService
+    from .share.persister import Persister
 
 
 class CloseConnection(Exception):
@@ -79,6 +81,8 @@ class BrokerServices:
     groups: GroupService  # the group coordinator's shell (Kafka's GroupCoordinator)
     group_configs: GroupConfigManager  # the groups' configs (GROUP resources) over the broker's defaults
     transactions: TxnService  # the transaction coordinator's shell (Kafka's TransactionCoordinator)
+    share_coordinator: ShareService  # the share coordinator's shell (Kafka's ShareCoordinator)
+    persister: Persister  # share partitions' state, kept by their share coordinators (Kafka's Persister)
     producer_ids: ProducerIdManager
     quotas: BrokerQuotas
     authorizer: StandardAuthorizer | None  # None: authorizer.class.name is empty

@@ -21,7 +21,8 @@ OUTPUT = Path("docs") / "compatibility.md"
 
 KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUPS = "share groups (KIP-932) are not implemented"
-SHARE_GROUP_STATE = "the share group state persister's inter-broker calls: share groups are not implemented"
+SHARE_GROUP_STATE = ("the share coordinator's, between brokers (the persister's calls); only while share.version is "
+                     "finalized: with unstable.feature.versions.enable=true until share groups are complete")
 DELEGATION_TOKENS = "delegation tokens (KIP-48) are not implemented"
 STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
@@ -51,11 +52,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.ADD_RAFT_VOTER: KRAFT,
     ApiKey.REMOVE_RAFT_VOTER: KRAFT,
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
-    ApiKey.INITIALIZE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
-    ApiKey.READ_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
-    ApiKey.WRITE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
-    ApiKey.DELETE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
-    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: SHARE_GROUP_STATE,
     ApiKey.STREAMS_GROUP_HEARTBEAT: STREAMS_GROUPS,
     ApiKey.STREAMS_GROUP_DESCRIBE: STREAMS_GROUPS,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUPS,
@@ -87,6 +83,11 @@ SERVED_NOTES: dict[ApiKey, str] = {
                                   "groups are served in part)",
     ApiKey.SHARE_GROUP_DESCRIBE: "only while share.version is finalized (unstable.feature.versions.enable: share "
                                  "groups are served in part)",
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
+    ApiKey.READ_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
+    ApiKey.WRITE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: SHARE_GROUP_STATE,
 }
 
 

@@ -25,6 +25,7 @@ from samsa.server.replication.replica_selector import replica_selector
 from samsa.server.config.broker_config_defs import BROKER_CONFIGS, BrokerConfigDef
 from samsa.server.coordinators.consumer_groups import ConsumerGroupConfigError, consumer_group_config
 from samsa.server.metrics.configs import METRICS_CONFIGS
+from samsa.server.coordinators.share_configs import SHARE_COORDINATOR_INTERNAL_CONFIGS
 from samsa.server.features import FEATURE_CONFIGS
 from samsa.storage.errors import InvalidConfigurationException
 from samsa.storage.log_config import LogConfig
@@ -418,7 +419,7 @@ def listener_config_base(name: str) -> str | None:
 
 
 # Broker configs KafkaConfig does not list: the authorizer's own, Samsa's, and Kafka's internal ones.
-_SAMSA_CONFIGS = AUTHORIZER_CONFIGS | METRICS_CONFIGS | FEATURE_CONFIGS
+_SAMSA_CONFIGS = AUTHORIZER_CONFIGS | METRICS_CONFIGS | FEATURE_CONFIGS | SHARE_COORDINATOR_INTERNAL_CONFIGS
 
 
 def broker_definition(name: str) -> BrokerConfigDef | None:

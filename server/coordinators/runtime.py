@@ -31,13 +31,16 @@ C = TypeVar("C")  # a coordinator: GroupCoordinator or TransactionCoordinator
 async def append_records(replicas: ReplicaManager, topic: str, partition_index: int,
                          records: list[tuple[bytes, bytes | None]], *,
                          compression: int = batches.CompressionType.NONE, producer: tuple[int, int] | None = None,
-                         leader_epoch: int | None = None, timeout_ms: int = 0) -> tuple[int, Any]:
+                         leader_epoch: int | None = None, timeout_ms: int = 0,
+                         on_appended: Callable[[int], None] | None = None) -> tuple[int, Any]:
     """Append (key, value) records as one batch to an internal topic's partition, as the
     coordinator (Kafka's AppendOrigin.COORDINATOR: no sequence checks). `producer`: the (id, epoch)
     of a transactional batch (offsets committed in a transaction). `leader_epoch`: in a cluster, the
     coordinator epoch the partition was loaded with: the append is refused (NOT_LEADER_OR_FOLLOWER)
     once its leadership moved on, and acknowledged once the ISR has it (acks=all, within
-    `timeout_ms`). Returns (error code, the log to flush before anyone hears of the write, or None)."""
+    `timeout_ms`). `on_appended(offset)`: told the first record's offset once the leader's log has
+    them (the share coordinator tracks where each share partition's snapshot is). Returns (error
+    code, the log to flush before anyone hears of the write, or None)."""
     if not records:
         return ErrorCode.NONE, None
     partition = replicas.get(topic, partition_index)
@@ -59,6 +62,8 @@ async def append_records(replicas: ReplicaManager, topic: str, partition_index: 
     except CodecError as e:
         log.warning("Cannot write to %s: %s", partition.name, e)
         return ErrorCode.UNKNOWN_SERVER_ERROR, None
+    if on_appended is not None:
+        on_appended(info.first_offset)
     to_flush = partition.log if info.flush_needed else None
     if leader_epoch is not None:
         return await await_replication(partition, info.last_offset + 1, leader_epoch, timeout_ms), to_flush

@@ -19,7 +19,7 @@ from ...coordinator.client_quotas import Entity
 # Kafka's Topic.validate: legal characters and length (249 leaves room for partition suffixes).
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class InvalidTopicError(ValueError):

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ...coordinator.group_coordinator import OFFSETS_TOPIC
+from ...coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
 from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ...storage.errors import KafkaStorageException
 from ...wire.errors import ErrorCode
@@ -56,8 +57,9 @@ class LocalAdminManager:
         return set()  # this broker leads every partition from the moment it is created
 
     async def delete_topic(self, services: BrokerServices, name: str) -> None:
-        services.replica_manager.delete_topic(name)
+        topic = services.replica_manager.delete_topic(name)
         services.fetch_sessions.remove_topic(name)
+        await services.share_coordinator.topics_deleted({topic.topic_id})  # its share partitions' state goes too
 
     async def finish_deletions(self, services: BrokerServices, names: set[str], timeout_ms: int) -> set[str]:
         await services.groups.topics_deleted(names)  # their committed offsets go too
@@ -173,6 +175,8 @@ def _ensure_coordinator_topic(services: BrokerServices, name: str) -> bool:
         services.groups.ensure_offsets_topic()
     elif name == TRANSACTION_STATE_TOPIC:
         services.transactions.ensure_transaction_topic()
+    elif name == SHARE_GROUP_STATE_TOPIC:
+        services.share_coordinator.ensure_share_group_state_topic()
     else:
         return False
     return True

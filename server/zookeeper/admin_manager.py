@@ -31,6 +31,7 @@ import trio
 from kazoo.exceptions import NodeExistsError
 
 from ...coordinator.group_coordinator import OFFSETS_TOPIC
+from ...coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
 from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ...wire import zk_data
 from ...wire.errors import ErrorCode
@@ -292,6 +293,9 @@ def _creatable_topic(services: BrokerServices, name: str) -> tuple[int, int, dic
     if name == TRANSACTION_STATE_TOPIC:
         return (get_int("transaction.state.log.num.partitions"), get_int("transaction.state.log.replication.factor"),
                 services.transactions.cluster_topic_configs())
+    if name == SHARE_GROUP_STATE_TOPIC:
+        return (get_int("share.coordinator.state.topic.num.partitions"),
+                get_int("share.coordinator.state.topic.replication.factor"), services.share_coordinator.topic_configs())
     return get_int("num.partitions"), get_int("default.replication.factor"), {}
 
 
