@@ -23,6 +23,8 @@ KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUPS = "share groups (KIP-932) are not implemented"
 SHARE_GROUP_STATE = ("the share coordinator's, between brokers (the persister's calls); only while share.version is "
                      "finalized: with unstable.feature.versions.enable=true until share groups are complete")
+SHARE_GROUP_ADMIN = ("share group offsets through the group coordinator and the share coordinator's state (kafka-"
+                     "share-groups.sh); only while share.version is finalized (unstable.feature.versions.enable)")
 DELEGATION_TOKENS = "delegation tokens (KIP-48) are not implemented"
 STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
@@ -54,9 +56,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
     ApiKey.STREAMS_GROUP_HEARTBEAT: STREAMS_GROUPS,
     ApiKey.STREAMS_GROUP_DESCRIBE: STREAMS_GROUPS,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUPS,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: SHARE_GROUPS,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: SHARE_GROUPS,
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: STREAMS_GROUPS,
     ApiKey.UNREGISTER_CONTROLLER: KRAFT,
 }
@@ -83,6 +82,9 @@ SERVED_NOTES: dict[ApiKey, str] = {
                                   "groups are served in part)",
     ApiKey.SHARE_GROUP_DESCRIBE: "only while share.version is finalized (unstable.feature.versions.enable: share "
                                  "groups are served in part)",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN + "; v1's lag as KIP-1226 measures it",
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
     ApiKey.READ_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
     ApiKey.WRITE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
