@@ -13,7 +13,8 @@ The group type manager (coordinator/group.py) of ShareGroup (coordinator/share_g
 - Each member has a session (`share.session.timeout.ms`, the group's config or the broker's); the
   group's timer fences the members whose session ran out.
 - Members that leave (or are fenced) and groups left empty are reported in `events` for the
-  server's ShareGroupListener (the share fetch path), once their records are written.
+  server's ShareGroupListener (the share fetch path), once their records are written; so are the
+  heartbeats that bumped a group's epoch (the share-group-rebalance metric).
 - DeleteGroups of a share group is two steps: `prepare_delete` records its share partitions as
   deleting and returns them for the persister to delete (DeleteShareGroupState); then the
   coordinator's delete_groups writes the tombstones (Kafka's sharePartitionDeleteRequests).
@@ -53,7 +54,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.coordinator.share")
 
-__all__ = ["MemberLeft", "ShareGroupCoordinatorConfig", "ShareGroupEmpty", "ShareGroupManager"]
+__all__ = ["MemberLeft", "ShareGroupCoordinatorConfig", "ShareGroupEmpty", "ShareGroupManager",
+           "ShareGroupRebalanced"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,13 @@ class ShareGroupEmpty:
     group_id: str
 
 
+@dataclass(frozen=True)
+class ShareGroupRebalanced:
+    """A heartbeat bumped the group epoch (Kafka records its ShareGroupRebalances sensor then)."""
+
+    group_id: str
+
+
 class ShareGroupManager(GroupTypeManager):
     group_type = GroupType.SHARE
     record_types = SHARE_GROUP_RECORD_TYPES
@@ -90,7 +99,7 @@ class ShareGroupManager(GroupTypeManager):
         self.group_configs = group_configs
         self.timer = coordinator.timer
         self.topics = TopicsImage()
-        self.events: list[MemberLeft | ShareGroupEmpty] = []
+        self.events: list[MemberLeft | ShareGroupEmpty | ShareGroupRebalanced] = []
 
     def group(self, group_id: str) -> ShareGroup | None:
         group = self.coordinator.groups.get(group_id)
@@ -104,7 +113,7 @@ class ShareGroupManager(GroupTypeManager):
                                 session_timeout_ms=self.config.session_timeout_ms,
                                 assignment_interval_ms=self.config.assignment_interval_ms)
 
-    def take_events(self) -> list[MemberLeft | ShareGroupEmpty]:
+    def take_events(self) -> list[MemberLeft | ShareGroupEmpty | ShareGroupRebalanced]:
         events, self.events = self.events, []
         return events
 
@@ -122,12 +131,15 @@ class ShareGroupManager(GroupTypeManager):
                 response, records = group.leave(heartbeat.member_id, now_ms, self.topics)
                 init = None
             else:
+                epoch = group.group_epoch
                 response, records, init = group.heartbeat(
                     heartbeat, client_id=request.client_id, client_host=request.client_host, now_ms=now_ms,
                     topics=self.topics, max_size=self.config.max_size,
                     heartbeat_interval_ms=settings.heartbeat_interval_ms,
                     assignment_interval_ms=settings.assignment_interval_ms,
                     initialize_retry_interval_ms=self.config.initialize_retry_interval_ms)
+                if group.group_epoch > epoch:
+                    self.events.append(ShareGroupRebalanced(group.group_id))
         except GroupError as e:
             out.respond(ticket, (ShareGroupHeartbeatResponse(error_code=e.code, error_message=e.message), None))
             return out

@@ -43,7 +43,9 @@ from ...coordinator.group_coordinator import (
     partition_for,
 )
 from ...coordinator.share_group import ShareInitRequest
-from ...coordinator.share_group_manager import MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty
+from ...coordinator.share_group_manager import (
+    MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty, ShareGroupRebalanced,
+)
 from ...wire.coordinator_record import RecordFormatError
 from ...wire.records import ControlRecordType, parse_control_record
 from ...wire.errors import ErrorCode
@@ -110,6 +112,9 @@ class GroupService:
         # fetch path's ShareGroupListener). Without a persister no share partition is initialized.
         self.persister: Persister | None = None
         self.share_group_listener: ShareGroupListener | None = None
+        # Heartbeats that bumped a share group's epoch, on every coordinator this broker ran (Kafka's
+        # share-group-rebalance-count, a broker-wide sensor).
+        self.share_group_rebalances = 0
         self._nursery: trio.Nursery | None = None
         self.partitions: CoordinatorPartitions[GroupCoordinator] | None = None if cluster is None else \
             CoordinatorPartitions(OFFSETS_TOPIC, self._refusing, self._load_partition, self._apply,
@@ -404,8 +409,10 @@ class GroupService:
         return self._group_configs
 
     def _share_group_events(self, coordinator: GroupCoordinator) -> None:
-        """Members that left share groups, and groups left empty, told to the share fetch path."""
+        """Members that left share groups, and groups left empty, told to the share fetch path;
+        rebalances counted."""
         events = coordinator.share.take_events()
+        self.share_group_rebalances += sum(isinstance(e, ShareGroupRebalanced) for e in events)
         listener = self.share_group_listener
         if listener is None:
             return

@@ -56,6 +56,9 @@ class BrokerCollector:
         yield from controller_families(*loaded.controller_counts())
         yield from log_families(loaded.log_manager)
         yield from consumer_lag_families(loaded.groups, replica_manager)
+        yield from group_coordinator_families(loaded.groups)
+        if loaded.share_coordinator is not None:
+            yield from share_coordinator_families(loaded.share_coordinator)
 
 
 def request_families(metrics) -> Iterator[Metric]:
@@ -180,6 +183,53 @@ def consumer_lag_families(groups, replica_manager) -> Iterator[Metric]:
                     current.add_metric(values, offset.offset)
                     lag.add_metric(values, max(high_watermark - offset.offset, 0))
     yield from (current, lag)
+
+
+# Kafka's Group.GroupType names, the protocol tag of group-count.
+GROUP_TYPES = ("classic", "consumer", "share")
+# ShareGroup.ShareGroupState: a deleted group is gone here, so Dead is always 0 (as it is in Kafka,
+# which removes a group as it dies).
+SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
+
+
+def group_coordinator_families(groups) -> Iterator[Metric]:
+    """kafka.server:type=group-coordinator-metrics (Kafka's GroupCoordinatorMetrics) for the groups
+    this broker coordinates: group-count by protocol, share-group-count by state, and the share
+    groups' rebalances (share-group-rebalance-count: heartbeats that bumped a group's epoch)."""
+    by_type = dict.fromkeys(GROUP_TYPES, 0)
+    share_states = dict.fromkeys(SHARE_GROUP_STATES, 0)
+    for coordinator in groups.coordinators():
+        for group in coordinator.groups.values():
+            by_type[group.type] = by_type.get(group.type, 0) + 1
+            if group.type == "share":
+                share_states[group.state_name] = share_states.get(group.state_name, 0) + 1
+    count = GaugeMetricFamily("kafka_server_group_coordinator_metrics_group_count",
+                              "The number of groups this broker coordinates, by protocol (group type).",
+                              labels=["protocol"])
+    for kind, n in by_type.items():
+        count.add_metric([kind], n)
+    yield count
+    states = GaugeMetricFamily("kafka_server_group_coordinator_metrics_share_group_count",
+                               "The number of share groups in each state.", labels=["state"])
+    for state, n in share_states.items():
+        states.add_metric([state], n)
+    yield states
+    yield CounterMetricFamily("kafka_server_group_coordinator_metrics_share_group_rebalance",
+                              "Share group rebalances (heartbeats that bumped a group's epoch).",
+                              groups.share_group_rebalances)
+
+
+def share_coordinator_families(share_coordinator) -> Iterator[Metric]:
+    """kafka.server:type=share-coordinator-metrics (Kafka's ShareCoordinatorRuntimeMetrics):
+    num-partitions of __share_group_state by state, active (loaded here) or loading (in a cluster,
+    led here and being replayed); none fails to load here."""
+    partitions = share_coordinator.partitions
+    loading = 0 if partitions is None else len(partitions.loading)
+    family = GaugeMetricFamily("kafka_server_share_coordinator_metrics_num_partitions",
+                               "Partitions of __share_group_state this broker coordinates, by state.", labels=["state"])
+    for state, n in (("loading", loading), ("active", len(share_coordinator.owned_shards())), ("failed", 0)):
+        family.add_metric([state], n)
+    yield family
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
