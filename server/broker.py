@@ -73,6 +73,7 @@ from .zookeeper.metadata_cache import ZkMetadataCache
 from .zookeeper.shared_metadata import ZkSharedMetadata
 from .zookeeper.producer_ids import ZkProducerIdBlocks
 from .replication.replica_manager import ReplicaManager
+from .share.share_partition_manager import SharePartitionManager
 from .security.authenticator import AuthenticationFailed
 from .network.connection_quotas import ConnectionQuotas
 from .network.listeners import listener_securities
@@ -248,8 +249,14 @@ class Broker:
             metadata_cache=metadata_cache, admin=ZkAdminManager(zookeeper.client, metadata_cache, shared),
             listener_type=ListenerType.ZK_BROKER, cluster=metadata_cache,
             control_plane=ZkControlPlane(zookeeper, metadata_cache), controller=controller)
-        replicas.on_leadership_change = _coordinator_leadership_changed(services.groups, services.transactions,
-                                                                        services.share_coordinator)
+        coordinators_changed = _coordinator_leadership_changed(services.groups, services.transactions,
+                                                               services.share_coordinator)
+
+        def leadership_changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
+            coordinators_changed(led, resigned)
+            services.share_partitions.drop_stale()  # share partitions of partitions no longer led here
+
+        replicas.on_leadership_change = leadership_changed
         return services, ZkServices(zookeeper, shared, metadata_cache, alter_partitions, controller, producer_id_blocks)
 
     def _services(self, log_manager: LogManager, metadata: MetadataStore, replicas: ReplicaManager,
@@ -267,20 +274,28 @@ class Broker:
                               cluster=cluster, group_configs=group_configs)
         transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
                                   groups.complete_transaction, wall_clock_ms, cluster=cluster)
-        replicas.on_topics_changed = groups.topics_changed  # the groups subscribed to a topic rebalance
         share_coordinator = ShareService(config, metadata, replicas, self.disk_limiter, wall_clock_ms,
                                          self.features.enabled(SHARE_GROUPS), cluster=cluster)
         persister = DefaultStatePersister(self.node_id, share_coordinator, lambda partition: admin.coordinator(
             services, SHARE_GROUP_STATE_TOPIC, partition, config.inter_broker_listener_name))
+        groups.persister = persister  # share partitions are initialized and deleted through it
+        share_partitions = SharePartitionManager(replicas, config, persister, group_configs)
+        groups.share_group_listener = share_partitions  # members leaving release their records
+
+        def topics_changed() -> None:
+            groups.topics_changed()  # the groups subscribed to a topic rebalance
+            share_partitions.drop_stale()  # the share partitions of a deleted topic go
+
+        replicas.on_topics_changed = topics_changed
         services = BrokerServices(
             config=config, node_id=self.node_id, cluster_id=self.cluster_id, log_dirs=self.log_dirs,
             log_manager=log_manager, metadata=metadata, metadata_cache=metadata_cache, admin=admin,
-            listener_type=listener_type, features=self.features, replica_manager=replicas, groups=groups, group_configs=group_configs, transactions=transactions,
-            share_coordinator=share_coordinator, persister=persister,
-            producer_ids=producer_ids, quotas=quotas, authorizer=authorizer, fetch_sessions=self.fetch_sessions,
-            disk_limiter=self.disk_limiter, advertised=self.advertised, client_telemetry=self.client_telemetry,
+            listener_type=listener_type, features=self.features, replica_manager=replicas, groups=groups,
+            group_configs=group_configs, transactions=transactions, share_coordinator=share_coordinator,
+            persister=persister, share_partitions=share_partitions, producer_ids=producer_ids, quotas=quotas,
+            authorizer=authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
+            advertised=self.advertised, client_telemetry=self.client_telemetry,
             connection_quotas=self.connection_quotas, control_plane=control_plane, controller=controller)
-        groups.persister = persister  # share partitions are initialized and deleted through it
         return services
 
     def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
@@ -370,6 +385,7 @@ class Broker:
             if isinstance(services.persister, DefaultStatePersister):  # its connections to other brokers
                 await tasks.start(services.persister.run)
             await tasks.start(services.replica_manager.run)  # replica fetchers, ISR expiration
+            await tasks.start(services.share_partitions.run)  # share partitions' loads, writes and lock expiry
             if zk_services is not None:
                 await tasks.start(zk_services.alter_partitions.run)  # ISR changes to the controller
                 await tasks.start(zk_services.shared.run)  # /config/changes and ACL change notifications
@@ -516,6 +532,8 @@ class Broker:
         finally:
             self._connections.discard(conn)
             self.client_telemetry.disconnected(conn.id)
+            if self.services is not None:
+                self.services.share_partitions.connection_closed(conn.id)  # its share session ends
             conn.close()
 
     async def _close_idle_connections(self) -> None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .metadata.image import MetadataStore
     from .network.socket_server import Connection
     from .replication.replica_manager import ReplicaManager
+    from .share.share_partition_manager import SharePartitionManager
     from .network.connection_quotas import ConnectionQuotas
     from .throttle import BrokerQuotas
     from .coordinators.txn_service import TxnService
@@ -91,6 +92,8 @@ class BrokerServices:
     advertised: dict[str, BrokerInfo]  # by listener name, filled in once the listeners are bound
     client_telemetry: ClientTelemetry  # KIP-714: subscriptions, client sessions, pushed metrics
     connection_quotas: ConnectionQuotas  # the listeners' connection limits, reconfigured dynamically
+    # The share partitions led here and the share sessions (Kafka's SharePartitionManager): ShareFetch, ShareAcknowledge.
+    share_partitions: SharePartitionManager
     # Where a controller sends this broker LeaderAndIsr, UpdateMetadata and StopReplica, and where
     # this broker may be the controller (a ZooKeeper cluster): both None for a single broker.
     control_plane: ControlPlane | None = None

@@ -49,8 +49,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.UNREGISTER_BROKER: KRAFT,
     ApiKey.CONTROLLER_REGISTRATION: KRAFT,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: KRAFT,
-    ApiKey.SHARE_FETCH: SHARE_GROUPS,
-    ApiKey.SHARE_ACKNOWLEDGE: SHARE_GROUPS,
     ApiKey.ADD_RAFT_VOTER: KRAFT,
     ApiKey.REMOVE_RAFT_VOTER: KRAFT,
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
@@ -85,6 +83,10 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN + "; v1's lag as KIP-1226 measures it",
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
+    ApiKey.SHARE_FETCH: "only while share.version is finalized (unstable.feature.versions.enable: share groups are "
+                        "served in part)",
+    ApiKey.SHARE_ACKNOWLEDGE: "only while share.version is finalized (unstable.feature.versions.enable: share groups "
+                              "are served in part)",
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
     ApiKey.READ_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
     ApiKey.WRITE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,

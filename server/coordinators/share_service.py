@@ -174,6 +174,11 @@ class ShareService:
         if self.partitions is not None:
             return self.partitions.get(index)
         shard = self.shards.get(index)
+        if shard is None and self.active and SHARE_GROUP_STATE_TOPIC in self._metadata.topics:
+            # The topic was created since startup, by another path than ensure_share_group_state_topic
+            # (CreateTopics): its partitions start empty.
+            shard = self.shards[index] = self._new_shard(index)
+            shard.load_complete()
         return shard if shard is not None else self._refusing(ErrorCode.NOT_COORDINATOR)
 
     def owned_shards(self) -> dict[int, ShareCoordinatorShard]:

@@ -73,6 +73,7 @@ MODULES = (
     "elect_leaders", "alter_partition_reassignments", "list_partition_reassignments",
     "allocate_producer_ids",
     "get_telemetry_subscriptions", "push_telemetry", "list_config_resources",
+    "share_fetch", "share_acknowledge",
     "initialize_share_group_state", "read_share_group_state", "write_share_group_state", "delete_share_group_state",
     "read_share_group_state_summary",
 )
