@@ -4,8 +4,8 @@ Kafka 4.4: the same commands on both, their transcripts equal once ids, hosts an
 
 The share group's offsets are set by the tool's own --reset-offsets (AlterShareGroupOffsets on an
 empty group, which creates it), described (ShareGroupDescribe, DescribeShareGroupOffsets with the
-lag of KIP-1226), reset again, deleted by topic (DeleteShareGroupOffsets) and with the group
-(DeleteGroups). A member that joins with ShareGroupHeartbeat (sent here as a share consumer sends
+lag of KIP-1226) before and after kafka-console-share-consumer took every record, reset again,
+deleted by topic (DeleteShareGroupOffsets) and with the group (DeleteGroups). A member that joins with ShareGroupHeartbeat (sent here as a share consumer sends
 it; no records are fetched) makes the group non-empty for --describe --members and for the
 refusals of the commands that need an empty group.
 
@@ -104,6 +104,10 @@ def share_groups_scenario(t: Tools) -> None:
     t.run(s, "--describe", *g, "--offsets", "--verbose")
     t.run(s, "--describe", *g, "--state", "--verbose", errors=True)
     t.run(s, "--describe", *g, "--members", errors=True)
+    # A share consumer takes every record and accepts it (implicit acknowledgement): the lag is gone.
+    t.run_sorted("kafka-console-share-consumer", "--topic", TOPIC, "--group", GROUP, "--max-messages", "9",
+                 "--timeout-ms", "30000")
+    t.run(s, "--describe", *g, "--offsets", "--verbose")
     t.run(s, "--reset-offsets", *g, "--topic", f"{TOPIC}:1", "--to-offset", "2", "--execute")
     t.run(s, "--describe", *g)
     t.run(s, "--reset-offsets", *g, "--all-topics", "--to-latest", "--execute")

@@ -198,7 +198,7 @@ class Broker:
         self.loaded_broker = LoadedBroker(
             services.replica_manager, log_manager, services.groups,
             _single_broker_controller_counts if zk_services is None else zk_services.controller_counts,
-            services.share_coordinator)
+            services.share_coordinator, services.share_partitions)
         log_manager.startup({name: services.replica_manager.topic_log_config(topic)
                              for name, topic in metadata.topics.items()},
                             {name: topic.topic_id for name, topic in metadata.topics.items()})

@@ -59,6 +59,8 @@ class BrokerCollector:
         yield from group_coordinator_families(loaded.groups)
         if loaded.share_coordinator is not None:
             yield from share_coordinator_families(loaded.share_coordinator)
+        if loaded.share_partitions is not None:
+            yield from share_fetch_families(loaded.share_partitions)
 
 
 def request_families(metrics) -> Iterator[Metric]:
@@ -230,6 +232,46 @@ def share_coordinator_families(share_coordinator) -> Iterator[Metric]:
     for state, n in (("loading", loading), ("active", len(share_coordinator.owned_shards())), ("failed", 0)):
         family.add_metric([state], n)
     yield family
+
+
+# Kafka's AcknowledgeType ids and the ackType tag of RecordAcknowledgementsPerSec (capitalized names).
+ACKNOWLEDGE_TYPES = ((1, "Accept"), (2, "Release"), (3, "Reject"), (4, "Renew"))
+# BrokerTopicMetrics' share meters: (JMX exporter name, ShareFetchMetrics field, description).
+SHARE_REQUEST_METERS = (
+    ("totalsharefetchrequests", "fetch_requests", "ShareFetch requests."),
+    ("failedsharefetchrequests", "failed_fetch_requests", "ShareFetch requests answered with an error."),
+    ("totalshareacknowledgementrequests", "acknowledgement_requests", "ShareAcknowledge requests."),
+    ("failedshareacknowledgementrequests", "failed_acknowledgement_requests",
+     "ShareAcknowledge requests answered with an error."),
+)
+
+
+def share_fetch_families(share_partitions) -> Iterator[Metric]:
+    """The share fetch path (Kafka's ShareGroupMetrics, SharePartitionMetrics, BrokerTopicMetrics'
+    share meters and DelayedShareFetchMetrics): records acknowledged by type, share fetch and
+    acknowledge requests (broker-wide: Kafka also counts them per topic), long polls that expired,
+    and each share partition's in-flight records and batches."""
+    metrics = share_partitions.metrics
+    acknowledged = CounterMetricFamily("kafka_server_sharegroupmetrics_recordacknowledgements",
+                                       "Records acknowledged, by acknowledgement type.", labels=["ackType"])
+    for type_id, name in ACKNOWLEDGE_TYPES:
+        acknowledged.add_metric([name], metrics.acknowledgements.get(type_id, 0))
+    yield acknowledged
+    for name, field, doc in SHARE_REQUEST_METERS:
+        yield CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", doc, getattr(metrics, field))
+    yield CounterMetricFamily("kafka_server_delayedsharefetchmetrics_expires",
+                              "Share fetches whose long poll ended at max_wait_ms.", metrics.expired_delayed_fetches)
+    labels = ["group", "topic", "partition"]
+    messages = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                                 "Records in flight in the share partition (SPEO - SPSO + 1 while any is).",
+                                 labels=labels)
+    batches = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightbatchcount",
+                                "Batches of in-flight records the share partition tracks.", labels=labels)
+    for key, hosted in sorted(share_partitions.partitions.items()):
+        values = [key.group_id, hosted.topic, str(key.partition)]
+        messages.add_metric(values, hosted.state.in_flight_records)
+        batches.add_metric(values, hosted.state.in_flight_batch_count)
+    yield from (messages, batches)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -234,6 +234,40 @@ def test_group_and_share_coordinator_metrics(tmp_path):
     run_with_broker(metrics_config(tmp_path, unstable_feature_versions_enable="true"), scenario)
 
 
+def test_share_fetch_metrics(tmp_path):
+    """ShareGroupMetrics' records acknowledged by type, the share requests counted as
+    BrokerTopicMetrics counts them, and SharePartitionMetrics' in-flight gauges."""
+    from share_helpers import ACCEPT, RELEASE, MemoryPersister, share_acknowledge, share_fetch
+
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        await client.call(create_topic_request("topic"), 7)
+        topic_id = broker.services.metadata_cache.topics["topic"].topic_id
+        broker.services.share_partitions.persister = MemoryPersister()  # no group initializes its state here
+        broker.services.group_configs.update_group_config("sg", {"share.auto.offset.reset": "earliest"})
+        await client.call(produce_request("topic", one_batch([b"a", b"b", b"c", b"d"])), PRODUCE_VERSION)
+        before = await scrape(broker.metrics_port)
+        with trio.fail_after(10):
+            fetched = await client.call(share_fetch("sg", "m1", 0, topic_id, max_wait_ms=5000), 2)
+        assert fetched.error_code == ErrorCode.NONE and fetched.responses
+        during = await scrape(broker.metrics_port)
+        labels = (("group", "sg"), ("partition", "0"), ("topic", "topic"))
+        assert during[("kafka_server_sharepartitionmetrics_inflightmessagecount", labels)] == 4
+        assert during[("kafka_server_sharepartitionmetrics_inflightbatchcount", labels)] == 1
+        acked = await client.call(share_acknowledge("sg", "m1", 1, topic_id, {0: [(0, 2, [ACCEPT]), (3, 3, [RELEASE])]}), 2)
+        assert acked.error_code == ErrorCode.NONE
+        after = await scrape(broker.metrics_port)
+        name = "kafka_server_sharegroupmetrics_recordacknowledgements_total"
+        assert [grew(before, after, name, ackType=t) for t in ("Accept", "Release", "Reject", "Renew")] == [3, 1, 0, 0]
+        assert grew(before, after, "kafka_server_brokertopicmetrics_totalsharefetchrequests_total") == 1
+        assert grew(before, after, "kafka_server_brokertopicmetrics_totalshareacknowledgementrequests_total") == 1
+        assert grew(before, after, "kafka_server_brokertopicmetrics_failedsharefetchrequests_total") == 0
+        # Accepted records leave the window; the released one is still tracked, available again.
+        assert after[("kafka_server_sharepartitionmetrics_inflightmessagecount", labels)] == 1
+
+    run_with_broker(metrics_config(tmp_path, unstable_feature_versions_enable="true"), scenario)
+
+
 def test_health_and_readiness_wait_for_log_recovery(tmp_path, monkeypatch):
     recovering = threading.Event()
     loaded = Broker._load
