@@ -10,8 +10,10 @@ committed page differs from what this writes.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
+from samsa.server.features import SHARE_GROUPS as SHARE_VERSION
 from samsa.server.handlers import load_handlers
 from samsa.wire.messages import APIS
 from samsa.wire.protocol import ApiKey, request_class
@@ -99,6 +101,15 @@ def versions(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
+def feature_apis(served, feature) -> list[int]:
+    """The API keys served only while `feature` is finalized."""
+    return sorted(key for key, handler in served.items() if handler.feature == feature)
+
+
+def names_of(api_keys: list[int]) -> list[str]:
+    return [APIS[key][1].removesuffix("Request") for key in api_keys]
+
+
 def render() -> str:
     served = load_handlers()
     both = sorted(set(served) & set(NOT_SERVED))
@@ -114,6 +125,13 @@ def render() -> str:
         "`server/handlers/` declares it serves: what ApiVersions advertises. \"Kafka defines\" is the",
         "newest schema's range; a version marked unstable there is not part of Kafka's protocol yet; versions",
         "\"until Kafka 3.9\" were removed since (KIP-896) and are still served as Kafka 3.9 served them.",
+        "",
+        *textwrap.wrap(
+            "Share groups (KIP-932) are served while `share.version` is finalized, which Samsa does only with "
+            "Kafka's internal `unstable.feature.versions.enable=true` until they are complete (Kafka 4.4 finalizes "
+            "it by default); a broker without it neither serves nor advertises "
+            + ", ".join(names_of(feature_apis(served, SHARE_VERSION))) + ". Their configs, and the group configs "
+            "of the GROUP config resource, are in docs/configuration.md.", 100),
         "",
         "| key | API | Samsa serves | Kafka defines | why not served, notes |",
         "| ---: | --- | --- | --- | --- |",
