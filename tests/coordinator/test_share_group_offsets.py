@@ -102,8 +102,7 @@ def test_alter_refuses_a_group_with_members_or_of_another_type(h):
     assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
                                                              "Group classic is not a share group.")
     response, _ = alter(h, {"t": {0: 1}}, group="")
-    assert (response.error_code, response.error_message) == (ErrorCode.INVALID_GROUP_ID,
-                                                             "The configured groupId is invalid.")
+    assert (response.error_code, response.error_message) == (ErrorCode.INVALID_GROUP_ID, "The group id is invalid.")
 
 
 def test_alter_takes_a_deleting_topic_back(h):
