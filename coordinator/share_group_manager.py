@@ -58,10 +58,6 @@ __all__ = ["MemberLeft", "ShareGroupCoordinatorConfig", "ShareGroupEmpty", "Shar
            "ShareGroupRebalanced"]
 
 
-# Kafka 4.4's text of INVALID_GROUP_ID, which the admin APIs send (wire/errors.py's table is older).
-INVALID_GROUP_ID_MESSAGE = "The group id is invalid."
-
-
 @dataclass(frozen=True)
 class ShareGroupCoordinatorConfig:
     """The broker's share group settings the coordinator needs, with Kafka's defaults."""
@@ -270,7 +266,7 @@ class ShareGroupManager(GroupTypeManager):
             if not self.coordinator.active:
                 raise GroupError(self.coordinator.inactive_error)
             if not alter.group_id:
-                raise GroupError(ErrorCode.INVALID_GROUP_ID, INVALID_GROUP_ID_MESSAGE)
+                raise GroupError(ErrorCode.INVALID_GROUP_ID)
             group = self.coordinator.groups.get(alter.group_id)
             if group is None:
                 group = ShareGroup(alter.group_id)
@@ -299,7 +295,7 @@ class ShareGroupManager(GroupTypeManager):
             if not self.coordinator.active:
                 raise GroupError(self.coordinator.inactive_error)
             if not delete.group_id:
-                raise GroupError(ErrorCode.INVALID_GROUP_ID, INVALID_GROUP_ID_MESSAGE)
+                raise GroupError(ErrorCode.INVALID_GROUP_ID)
             group = self._existing(delete.group_id)
             errors, records, to_delete = group.delete_offsets((t.topic_name for t in delete.topics), now_ms,
                                                               self.topics)
