@@ -1,10 +1,16 @@
-"""`samsa groups list|describe|reset-offsets|delete`: kafka-consumer-groups' jobs, with its output.
+"""`samsa groups list|describe|reset-offsets|delete`: kafka-consumer-groups' jobs, with its output,
+and kafka-share-groups' list and describe for share groups (KIP-932).
+
+list prints the consumer groups' names (kafka-consumer-groups --list); `--type` picks the types
+listed (classic, consumer, share: `--type share` is kafka-share-groups --list), `--state` prints
+each group's type and state.
 
 describe prints kafka-consumer-groups --describe's table: a row per partition a member is assigned
 (members with the most partitions first), then a row per partition with a committed offset that no
 member holds; LAG is the log end offset less the committed offset. A classic group is described by
 DescribeGroups (assignments decoded from the consumer protocol), a KIP-848 consumer group by
-ConsumerGroupDescribe.
+ConsumerGroupDescribe. A share group is described as kafka-share-groups --describe describes it
+(cli/share_groups.py): a row per share partition with its start offset and lag, then its members.
 
 reset-offsets, as Kafka's tool: only for a group without active members (Empty, or not there yet);
 prints the plan and commits it only with --execute.
@@ -27,9 +33,10 @@ from . import BAD_USAGE, BROKER_REFUSED, CommandError
 from .client import KafkaClient, action_parsers, check_error, open_client
 from .fetching import EARLIEST, LATEST, list_offsets
 from .group_offsets import commit_offsets, committed_offsets
+from .share_groups import describe_share_group, print_share_group
 from .topic_metadata import TopicInfo, describe_topic
 
-HELP = "list, describe, reset the offsets of and delete consumer groups"
+HELP = "list, describe, reset the offsets of and delete consumer groups; list and describe share groups"
 
 ListGroupsRequest = message_class("ListGroupsRequest")
 DescribeGroupsRequest = message_class("DescribeGroupsRequest")
@@ -39,13 +46,18 @@ DeleteGroupsRequest = message_class("DeleteGroupsRequest")
 MISSING = "-"
 CONSUMER_PROTOCOL_TYPES = {"", "consumer"}  # what ListGroupsOptions.forConsumerGroups() keeps
 INACTIVE_STATES = {"Empty", "Dead"}
+GROUP_TYPES = ("classic", "consumer", "share")  # ListGroups' GroupType (Kafka's GroupType names)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     with action_parsers(parser) as actions:
-        actions.add_parser("list", help="the consumer groups' names")
+        list_ = actions.add_parser("list", help="the consumer groups' names (--type: of other types)")
+        list_.add_argument("--type", action="append", choices=GROUP_TYPES, dest="types", metavar="TYPE",
+                           help="list the groups of this type: classic, consumer or share (repeatable; "
+                                "default: the groups of the consumer protocol, classic or consumer)")
+        list_.add_argument("--state", action="store_true", help="print each group's type and state too")
         describe = actions.add_parser("describe", help="a group's partitions: committed offset, log end offset, lag, "
-                                                       "member")
+                                                       "member (a share group's: start offset, lag; members)")
         describe.add_argument("group")
         reset = actions.add_parser(
             "reset-offsets", help="plan new committed offsets for a group's partitions; --execute commits them",
@@ -75,17 +87,28 @@ def run(args: argparse.Namespace) -> int:
 # --- list --------------------------------------------------------------------------------------
 
 async def list_groups(args: argparse.Namespace) -> int:
-    """Every broker's groups (each coordinates some), as kafka-consumer-groups --list."""
+    """Every broker's groups (each coordinates some), as kafka-consumer-groups --list (or, with
+    --type share, kafka-share-groups --list)."""
     async with open_client(args) as client:
         metadata = await client.metadata([])
-        names: set[str] = set()
+        groups: dict[str, tuple[str, str]] = {}
         for broker in metadata.brokers:
             response = await client.send(ListGroupsRequest(), broker.node_id)
             check_error(response.error_code)
-            names.update(g.group_id for g in response.groups
-                         if g.protocol_type in CONSUMER_PROTOCOL_TYPES or g.group_type == "consumer")
-    for name in sorted(names):
-        print(name)
+            for g in response.groups:
+                kind = g.group_type or "classic"  # ListGroups before v5 knows classic groups only
+                if (kind in args.types if args.types else
+                        g.protocol_type in CONSUMER_PROTOCOL_TYPES or kind == "consumer"):
+                    groups[g.group_id] = (kind, g.group_state)
+    if not args.state:
+        for name in sorted(groups):
+            print(name)
+        return 0
+    width = max(15, *(len(name) for name in groups)) if groups else 15
+    line = f"%-{width}s %-10s %s"
+    print(line % ("GROUP", "TYPE", "STATE"))
+    for name, (kind, state) in sorted(groups.items()):
+        print(line % (name, kind, state or MISSING))
     return 0
 
 
@@ -168,7 +191,11 @@ async def describe(args: argparse.Namespace) -> int:
     async with open_client(args) as client:
         group = await describe_group(client, args.group)
         if group.state == "Dead":
-            raise CommandError(f"Consumer group '{args.group}' does not exist.", BROKER_REFUSED)
+            share_group = await describe_share_group(client, args.group)
+            if share_group is None:
+                raise CommandError(f"Consumer group '{args.group}' does not exist.", BROKER_REFUSED)
+            print_share_group(share_group)
+            return 0
         committed = await committed_offsets(client, args.group)
         rows: list[tuple[str, ...]] = []
         members = sorted((m for m in group.members if m.assignment), key=lambda m: -len(m.assignment))

@@ -49,6 +49,11 @@ from ..wire.coordinator_records.share_group_target_assignment_metadata_value imp
 )
 from ..wire.errors import ErrorCode
 from ..wire.messages import share_group_describe_response as described
+from ..wire.messages.alter_share_group_offsets_response import (
+    AlterShareGroupOffsetsResponsePartition as AlterPartition,
+)
+from ..wire.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponseTopic as AlterTopic
+from ..wire.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponseTopic as DeleteTopic
 from ..wire.messages.share_group_heartbeat_response import Assignment as HeartbeatAssignment
 from ..wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from ..wire.messages.share_group_heartbeat_response import TopicPartitions as HeartbeatTopicPartitions
@@ -508,6 +513,93 @@ class ShareGroup(Group):
         records: list[CoordinatorRecord] = []
         self._emit(records, ShareGroupStatePartitionMetadataKey(self.group_id),
                    self._state_metadata_value(initializing, self.initialized, self.deleting), now_ms)
+        return records
+
+    # --- admin: AlterShareGroupOffsets, DeleteShareGroupOffsets ------------------------------------
+
+    def alter_offsets(self, topics: Iterable[tuple[str, Iterable[tuple[int, int]]]], now_ms: int,
+                      image: TopicsImage) -> tuple[list[AlterTopic], list[CoordinatorRecord], ShareInitRequest | None]:
+        """AlterShareGroupOffsets of an empty group (Kafka's GroupMetadataManager.alterShareGroupOffsets):
+        for each (topic, [(partition, start offset)]), the partitions' results, the partitions of
+        existing topics recorded as initializing (no longer deleting), and what the server must
+        initialize through the persister at those start offsets, at the group epoch as state epoch."""
+        if self.members:
+            raise GroupError(ErrorCode.NON_EMPTY_GROUP, ErrorCode.NON_EMPTY_GROUP.message)
+        unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        results: list[AlterTopic] = []
+        initializing: dict[UUID, InitValue] = {}
+        offsets: dict[UUID, dict[int, int]] = {}
+        for name, partitions in topics:
+            partitions = list(partitions)
+            info = image.by_name.get(name)
+            if info is None:
+                results.append(AlterTopic(topic_name=name, partitions=[
+                    AlterPartition(partition_index=p, error_code=unknown, error_message=unknown.message)
+                    for p, _ in partitions]))
+                continue
+            responses = []
+            for partition, start_offset in partitions:
+                if partition < info.num_partitions:
+                    responses.append(AlterPartition(partition_index=partition, error_code=ErrorCode.NONE))
+                    offsets.setdefault(info.topic_id, {})[partition] = start_offset
+                else:
+                    responses.append(AlterPartition(partition_index=partition, error_code=unknown,
+                                                    error_message=unknown.message))
+            initializing[info.topic_id] = InitValue(name, frozenset(p for p, _ in partitions
+                                                                    if p < info.num_partitions), now_ms)
+            results.append(AlterTopic(topic_name=name, topic_id=info.topic_id, partitions=responses))
+        records: list[CoordinatorRecord] = []
+        if initializing:  # Kafka's addInitializingTopicsRecords
+            if not self.has_state_metadata:
+                value = self._state_metadata_value(initializing, {}, {})
+            else:
+                combined = _combine(self.initializing, initializing)
+                value = self._state_metadata_value(
+                    combined, self.initialized, {t: n for t, n in self.deleting.items() if t not in combined})
+            self._emit(records, ShareGroupStatePartitionMetadataKey(self.group_id), value, now_ms)
+        init = ShareInitRequest(self.group_id, self.group_epoch, offsets) if offsets else None
+        return results, records, init
+
+    def delete_offsets(self, names: Iterable[str], now_ms: int, image: TopicsImage,
+                       ) -> tuple[list[DeleteTopic], list[CoordinatorRecord], dict[UUID, list[int]]]:
+        """The first step of DeleteShareGroupOffsets of an empty group (Kafka's
+        sharePartitionsEligibleForOffsetDeletion): the topics refused, the record that moves the
+        initialized ones to deleting, and the share partitions whose state the persister must
+        delete (those initialized, or every partition of a topic already deleting)."""
+        self.validate_delete_group()
+        errors: list[DeleteTopic] = []
+        to_delete: dict[UUID, list[int]] = {}
+        if not self.has_state_metadata:
+            return errors, [], to_delete
+        initialized = dict(self.initialized)
+        deleting = dict(self.deleting)
+        for name in names:
+            info = image.by_name.get(name)
+            if info is None:
+                unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                errors.append(DeleteTopic(topic_name=name, error_code=unknown, error_message=unknown.message))
+            elif info.topic_id in initialized:
+                to_delete[info.topic_id] = sorted(initialized.pop(info.topic_id).partitions)
+                deleting[info.topic_id] = name
+            elif info.topic_id in deleting:
+                to_delete[info.topic_id] = list(range(info.num_partitions))
+            else:
+                errors.append(DeleteTopic(topic_name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                          error_message="There is no offset information to delete."))
+        records: list[CoordinatorRecord] = []
+        self._emit(records, ShareGroupStatePartitionMetadataKey(self.group_id),
+                   self._state_metadata_value(self.initializing, initialized, deleting), now_ms)
+        return errors, records, to_delete
+
+    def offsets_deleted(self, topic_ids: Iterable[UUID], now_ms: int) -> list[CoordinatorRecord]:
+        """The persister deleted these topics' share partitions: they are no longer deleting
+        (Kafka's completeDeleteShareGroupOffsets)."""
+        if not self.has_state_metadata:
+            return []
+        gone = set(topic_ids)
+        records: list[CoordinatorRecord] = []
+        self._emit(records, ShareGroupStatePartitionMetadataKey(self.group_id), self._state_metadata_value(
+            self.initializing, self.initialized, {t: n for t, n in self.deleting.items() if t not in gone}), now_ms)
         return records
 
     def prepare_delete(self, now_ms: int, topics: TopicsImage) -> tuple[list[CoordinatorRecord], dict[UUID, list[int]]]:

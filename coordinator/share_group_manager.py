@@ -13,10 +13,16 @@ The group type manager (coordinator/group.py) of ShareGroup (coordinator/share_g
 - Each member has a session (`share.session.timeout.ms`, the group's config or the broker's); the
   group's timer fences the members whose session ran out.
 - Members that leave (or are fenced) and groups left empty are reported in `events` for the
-  server's ShareGroupListener (the share fetch path), once their records are written.
+  server's ShareGroupListener (the share fetch path), once their records are written; so are the
+  heartbeats that bumped a group's epoch (the share-group-rebalance metric).
 - DeleteGroups of a share group is two steps: `prepare_delete` records its share partitions as
   deleting and returns them for the persister to delete (DeleteShareGroupState); then the
   coordinator's delete_groups writes the tombstones (Kafka's sharePartitionDeleteRequests).
+- The admin's AlterShareGroupOffsets and DeleteShareGroupOffsets, on empty groups only:
+  `alter_offsets` records the share partitions as initializing (a group that does not exist is
+  created by that record, as in Kafka) and returns what the server initializes through the persister
+  at the start offsets asked for; `delete_offsets` moves initialized topics to deleting and returns
+  the share partitions whose state the persister deletes, and `offsets_deleted` ends it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from uuid import UUID
 from ..wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, decode_record, encode_record
 from ..wire.coordinator_records.share_group_metadata_key import ShareGroupMetadataKey
 from ..wire.errors import ErrorCode
+from ..wire.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
+from ..wire.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
+from ..wire.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponseTopic as DeleteTopic
 from ..wire.messages.share_group_describe_response import DescribedGroup
 from ..wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from .actions import Actions, Ticket, append_error
@@ -45,7 +54,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.coordinator.share")
 
-__all__ = ["MemberLeft", "ShareGroupCoordinatorConfig", "ShareGroupEmpty", "ShareGroupManager"]
+__all__ = ["MemberLeft", "ShareGroupCoordinatorConfig", "ShareGroupEmpty", "ShareGroupManager",
+           "ShareGroupRebalanced"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,13 @@ class ShareGroupEmpty:
     group_id: str
 
 
+@dataclass(frozen=True)
+class ShareGroupRebalanced:
+    """A heartbeat bumped the group epoch (Kafka records its ShareGroupRebalances sensor then)."""
+
+    group_id: str
+
+
 class ShareGroupManager(GroupTypeManager):
     group_type = GroupType.SHARE
     record_types = SHARE_GROUP_RECORD_TYPES
@@ -82,7 +99,7 @@ class ShareGroupManager(GroupTypeManager):
         self.group_configs = group_configs
         self.timer = coordinator.timer
         self.topics = TopicsImage()
-        self.events: list[MemberLeft | ShareGroupEmpty] = []
+        self.events: list[MemberLeft | ShareGroupEmpty | ShareGroupRebalanced] = []
 
     def group(self, group_id: str) -> ShareGroup | None:
         group = self.coordinator.groups.get(group_id)
@@ -96,7 +113,7 @@ class ShareGroupManager(GroupTypeManager):
                                 session_timeout_ms=self.config.session_timeout_ms,
                                 assignment_interval_ms=self.config.assignment_interval_ms)
 
-    def take_events(self) -> list[MemberLeft | ShareGroupEmpty]:
+    def take_events(self) -> list[MemberLeft | ShareGroupEmpty | ShareGroupRebalanced]:
         events, self.events = self.events, []
         return events
 
@@ -114,12 +131,15 @@ class ShareGroupManager(GroupTypeManager):
                 response, records = group.leave(heartbeat.member_id, now_ms, self.topics)
                 init = None
             else:
+                epoch = group.group_epoch
                 response, records, init = group.heartbeat(
                     heartbeat, client_id=request.client_id, client_host=request.client_host, now_ms=now_ms,
                     topics=self.topics, max_size=self.config.max_size,
                     heartbeat_interval_ms=settings.heartbeat_interval_ms,
                     assignment_interval_ms=settings.assignment_interval_ms,
                     initialize_retry_interval_ms=self.config.initialize_retry_interval_ms)
+                if group.group_epoch > epoch:
+                    self.events.append(ShareGroupRebalanced(group.group_id))
         except GroupError as e:
             out.respond(ticket, (ShareGroupHeartbeatResponse(error_code=e.code, error_message=e.message), None))
             return out
@@ -233,6 +253,97 @@ class ShareGroupManager(GroupTypeManager):
         for partition, partition_records in by_partition.items():
             out.append(partition, [encode_record(r) for r in partition_records], stored)
         return out
+
+    # --- admin: AlterShareGroupOffsets, DeleteShareGroupOffsets ----------------------------------
+
+    def alter_offsets(self, now_ms: int, ticket: Ticket, request: RequestInfo, alter) -> Actions:
+        """AlterShareGroupOffsets for the topics the server let through: the ticket gets
+        `(response, init)`, `init` (a ShareInitRequest or None) being what the server must
+        initialize through the persister (Kafka's GroupCoordinatorService.alterShareGroupOffsets).
+        A group that does not exist is created, as Kafka creates it, by its state record."""
+        out = Actions()
+        try:
+            if not self.coordinator.active:
+                raise GroupError(self.coordinator.inactive_error)
+            if not alter.group_id:
+                raise GroupError(ErrorCode.INVALID_GROUP_ID)
+            group = self.coordinator.groups.get(alter.group_id)
+            if group is None:
+                group = ShareGroup(alter.group_id)
+            elif not isinstance(group, ShareGroup):
+                raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {alter.group_id} is not a share group.")
+            topics, records, init = group.alter_offsets(
+                ((t.topic_name, [(p.partition_index, p.start_offset) for p in t.partitions]) for t in alter.topics),
+                now_ms, self.topics)
+        except GroupError as e:
+            out.respond(ticket, (AlterShareGroupOffsetsResponse(error_code=e.code,
+                                                                error_message=e.message or e.code.message), None))
+            return out
+        if records and self.coordinator.groups.get(group.group_id) is not group:
+            self.coordinator.add_group(group)
+        self._write_then(out, ticket, group.group_id, records, (AlterShareGroupOffsetsResponse(responses=topics), init),
+                         lambda **error: (AlterShareGroupOffsetsResponse(**error), None))
+        return out
+
+    def delete_offsets(self, now_ms: int, ticket: Ticket, request: RequestInfo, delete) -> Actions:
+        """The first step of DeleteShareGroupOffsets (Kafka's initiateDeleteShareGroupOffsets): the
+        ticket gets a DeleteShareGroupOffsetsResponse refusing the request, or `(topics refused,
+        {topic id: partitions whose state the persister must delete})` once the record that marks
+        them deleting is written; `offsets_deleted` is the second step."""
+        out = Actions()
+        try:
+            if not self.coordinator.active:
+                raise GroupError(self.coordinator.inactive_error)
+            if not delete.group_id:
+                raise GroupError(ErrorCode.INVALID_GROUP_ID)
+            group = self._existing(delete.group_id)
+            errors, records, to_delete = group.delete_offsets((t.topic_name for t in delete.topics), now_ms,
+                                                              self.topics)
+        except GroupError as e:
+            out.respond(ticket, DeleteShareGroupOffsetsResponse(error_code=e.code,
+                                                                error_message=e.message or e.code.message))
+            return out
+        self._write_then(out, ticket, group.group_id, records, (errors, to_delete), DeleteShareGroupOffsetsResponse)
+        return out
+
+    def offsets_deleted(self, now_ms: int, ticket: Ticket, request: RequestInfo,
+                        done: tuple[str, Mapping[UUID, str], list]) -> Actions:
+        """The persister deleted the share partitions of `done` = (group id, {topic id: name},
+        topics refused so far): they leave the deleting topics, and the ticket gets the response."""
+        group_id, topics, errors = done
+        out = Actions()
+        group = self.group(group_id) if self.coordinator.active else None
+        records = [] if group is None else group.offsets_deleted(topics, now_ms)
+        response = DeleteShareGroupOffsetsResponse(responses=[
+            DeleteTopic(topic_name=name, topic_id=topic_id) for topic_id, name in topics.items()] + list(errors))
+        self._write_then(out, ticket, group_id, records, response, DeleteShareGroupOffsetsResponse)
+        return out
+
+    def _existing(self, group_id: str) -> ShareGroup:
+        """Kafka's GroupMetadataManager.shareGroup(groupId)."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None:
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if not isinstance(group, ShareGroup):
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        return group
+
+    def _write_then(self, out: Actions, ticket: Ticket, group_id: str, records: list[CoordinatorRecord],
+                    answer, error_response) -> None:
+        """Write `records`, then answer `answer`; a failed write answers `error_response` with the
+        error as the coordinator runtime reports it."""
+        if not records:
+            out.respond(ticket, answer)
+            return
+
+        def stored(error: int, now_ms: int, out: Actions) -> None:
+            if error == ErrorCode.NONE:
+                out.respond(ticket, answer)
+            else:
+                code = ErrorCode(append_error(error, too_large=ErrorCode.UNKNOWN_SERVER_ERROR))
+                out.respond(ticket, error_response(error_code=code, error_message=code.message))
+
+        out.append(self.coordinator.partition_for(group_id), [encode_record(r) for r in records], stored)
 
     # --- ShareGroupDescribe ----------------------------------------------------------------------
 

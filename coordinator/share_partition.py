@@ -849,6 +849,11 @@ class SharePartition:
         return self._end_offset - self._start_offset + 1 if self._keys else 0
 
     @property
+    def in_flight_batch_count(self) -> int:
+        """Batches in the cached state (Kafka's cachedState.size(), its InFlightBatchCount metric)."""
+        return len(self._keys)
+
+    @property
     def delivery_complete_count(self) -> int:
         """In-flight records past the SPSO in a terminal state (KIP-1226, for lag)."""
         start = self._start_offset

@@ -197,7 +197,8 @@ class Broker:
             services, zk_services = self._zk_broker_services(self.zookeeper, log_manager, metadata)
         self.loaded_broker = LoadedBroker(
             services.replica_manager, log_manager, services.groups,
-            _single_broker_controller_counts if zk_services is None else zk_services.controller_counts)
+            _single_broker_controller_counts if zk_services is None else zk_services.controller_counts,
+            services.share_coordinator, services.share_partitions)
         log_manager.startup({name: services.replica_manager.topic_log_config(topic)
                              for name, topic in metadata.topics.items()},
                             {name: topic.topic_id for name, topic in metadata.topics.items()})

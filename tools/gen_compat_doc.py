@@ -10,8 +10,10 @@ committed page differs from what this writes.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
+from samsa.server.features import SHARE_GROUPS as SHARE_VERSION
 from samsa.server.handlers import load_handlers
 from samsa.wire.messages import APIS
 from samsa.wire.protocol import ApiKey, request_class
@@ -23,6 +25,8 @@ KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUPS = "share groups (KIP-932) are not implemented"
 SHARE_GROUP_STATE = ("the share coordinator's, between brokers (the persister's calls); only while share.version is "
                      "finalized: with unstable.feature.versions.enable=true until share groups are complete")
+SHARE_GROUP_ADMIN = ("share group offsets through the group coordinator and the share coordinator's state (kafka-"
+                     "share-groups.sh); only while share.version is finalized (unstable.feature.versions.enable)")
 DELEGATION_TOKENS = "delegation tokens (KIP-48) are not implemented"
 STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
@@ -52,9 +56,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
     ApiKey.STREAMS_GROUP_HEARTBEAT: STREAMS_GROUPS,
     ApiKey.STREAMS_GROUP_DESCRIBE: STREAMS_GROUPS,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUPS,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: SHARE_GROUPS,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: SHARE_GROUPS,
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: STREAMS_GROUPS,
     ApiKey.UNREGISTER_CONTROLLER: KRAFT,
 }
@@ -81,6 +82,9 @@ SERVED_NOTES: dict[ApiKey, str] = {
                                   "groups are served in part)",
     ApiKey.SHARE_GROUP_DESCRIBE: "only while share.version is finalized (unstable.feature.versions.enable: share "
                                  "groups are served in part)",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN + "; v1's lag as KIP-1226 measures it",
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
     ApiKey.SHARE_FETCH: "only while share.version is finalized (unstable.feature.versions.enable: share groups are "
                         "served in part)",
     ApiKey.SHARE_ACKNOWLEDGE: "only while share.version is finalized (unstable.feature.versions.enable: share groups "
@@ -95,6 +99,15 @@ SERVED_NOTES: dict[ApiKey, str] = {
 
 def versions(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def feature_apis(served, feature) -> list[int]:
+    """The API keys served only while `feature` is finalized."""
+    return sorted(key for key, handler in served.items() if handler.feature == feature)
+
+
+def names_of(api_keys: list[int]) -> list[str]:
+    return [APIS[key][1].removesuffix("Request") for key in api_keys]
 
 
 def render() -> str:
@@ -112,6 +125,13 @@ def render() -> str:
         "`server/handlers/` declares it serves: what ApiVersions advertises. \"Kafka defines\" is the",
         "newest schema's range; a version marked unstable there is not part of Kafka's protocol yet; versions",
         "\"until Kafka 3.9\" were removed since (KIP-896) and are still served as Kafka 3.9 served them.",
+        "",
+        *textwrap.wrap(
+            "Share groups (KIP-932) are served while `share.version` is finalized, which Samsa does only with "
+            "Kafka's internal `unstable.feature.versions.enable=true` until they are complete (Kafka 4.4 finalizes "
+            "it by default); a broker without it neither serves nor advertises "
+            + ", ".join(names_of(feature_apis(served, SHARE_VERSION))) + ". Their configs, and the group configs "
+            "of the GROUP config resource, are in docs/configuration.md.", 100),
         "",
         "| key | API | Samsa serves | Kafka defines | why not served, notes |",
         "| ---: | --- | --- | --- | --- |",

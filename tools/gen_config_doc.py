@@ -18,7 +18,10 @@ from samsa.server.security.authorizer import AUTHORIZER_CONFIGS
 from samsa.server.config.broker_config_defs import BROKER_CONFIGS
 from samsa.server.metrics.configs import METRICS_CONFIGS
 from samsa.server.config.kafka_config import SAMSA_DEFAULTS, valid_values, value_to_string
-from samsa.server.config.config_support import HONOURED, IGNORED, REFUSED, broker_support, topic_support
+from samsa.server.config.group_configs import BROKER_BOUNDS, GROUP_CONFIGS
+from samsa.server.config.config_support import (
+    HONOURED, IGNORED, REFUSED, broker_support, group_support, topic_support,
+)
 from samsa.storage.topic_config_defs import TOPIC_CONFIGS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +53,21 @@ def _broker_rows(names) -> list[str]:
         rows.append(f"| `{name}` | {definition.type} | {default} | {_cell(valid_values(definition))} | "
                     f"{definition.update_mode} | {_samsa(broker_support(name))} |")
     return rows
+
+
+def _group_values(group) -> str:
+    """A group config's valid values: a fixed list, or the broker's bounds (and its own minimum)."""
+    if group.one_of:
+        return "[" + ", ".join(group.one_of) + "]"
+    low, high = BROKER_BOUNDS.get(group.name, (None, None))
+    parts = [f"at least {group.at_least}" if group.at_least is not None else "",
+             f"`{low}` to" if low else "", f"`{high}`" if high else ""]
+    bounds = " ".join(p for p in parts[1:] if p)
+    if low and not high:
+        bounds = f"at least `{low}`"
+    elif high and not low:
+        bounds = f"at most `{high}`"
+    return "; ".join(p for p in (parts[0], bounds) if p)
 
 
 def _counts(statuses) -> str:
@@ -87,7 +105,8 @@ def render() -> str:
         "`server/config/config_support.py`, checked by tests/server/test_config_support.py against what the code reads.",
         "",
         f"Broker configs: {_counts(broker_support(n).status for n in broker_names)}. "
-        f"Topic configs: {_counts(topic_support(n).status for n in TOPIC_CONFIGS)}.",
+        f"Topic configs: {_counts(topic_support(n).status for n in TOPIC_CONFIGS)}. "
+        f"Group configs: {_counts(group_support(n).status for n in GROUP_CONFIGS)}.",
         "",
         "## Samsa's own defaults",
         "",
@@ -136,6 +155,30 @@ def render() -> str:
         broker = f"`{definition.server_default_property}`" if definition.server_default_property else ""
         lines.append(f"| `{name}` | {definition.type} | {_code(definition.default)} | {_cell(valid_values(definition))} | "
                      f"{broker} | {_samsa(topic_support(name))} |")
+    lines += [
+        "",
+        "## Group configs",
+        "",
+        "Set per group on the GROUP config resource (IncrementalAlterConfigs, AlterConfigs and DescribeConfigs",
+        "with resource type 32: `kafka-configs.sh --entity-type groups --entity-name G --alter --add-config",
+        "share.auto.offset.reset=earliest`), as in Kafka 4.4; a group without its own value takes the broker",
+        "config in the \"broker default\" column (its \"valid values\" are the broker's current min and max",
+        "configs, to which a stored value is also held). Internal configs (Kafka's defineInternal) are",
+        "accepted and described only when set.",
+        "",
+        "Share groups (KIP-932) are served while `share.version` is finalized, which Samsa does only with",
+        "Kafka's internal `unstable.feature.versions.enable=true` until they are complete (docs/compatibility.md",
+        "lists their APIs); their broker-wide settings are the `group.share.*` and `share.coordinator.*`",
+        "configs above.",
+        "",
+        "| name | type | default | valid values | broker default | Samsa |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in sorted(GROUP_CONFIGS):
+        group = GROUP_CONFIGS[name]
+        lines.append(f"| `{name}` | {group.type} | {_code(group.default)} | {_cell(_group_values(group))} | "
+                     f"{f'`{group.synonym}`' if group.synonym else ''} | {_samsa(group_support(name))}"
+                     f"{' (internal)' if group.internal else ''} |")
     return "\n".join(lines) + "\n"
 
 

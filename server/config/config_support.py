@@ -1,7 +1,7 @@
 """What Samsa does with each config Kafka defines: honoured, accepted and ignored, or refused.
 
-Every broker and topic config of Kafka's tables (broker_config_defs.py, storage/topic_config_defs.py)
-is accepted, parsed and validated as Kafka does it; this says which of them the broker then acts on.
+Every broker, topic and group config of Kafka's tables (broker_config_defs.py,
+storage/topic_config_defs.py, coordinator/group_config.py) is accepted, parsed and validated as Kafka does it; this says which of them the broker then acts on.
 The classification was made config by config from where the code reads each name, and
 tests/server/test_config_support.py keeps it that way: a config called honoured must be read
 somewhere outside the definitions, and a config name the code reads must be classified here.
@@ -269,6 +269,38 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "process.roles": "no KRaft roles; only changes the default protocol map of controller listeners, as in Kafka",
     "remote.log.storage.system.enable": "no tiered storage; only lets topics set remote.storage.enable",
 }
+
+
+# Group configs (the GROUP config resource) the broker acts on: a share group's settings (read
+# through GroupConfigManager.share_config by the group coordinator and the share partitions); every
+# other group config is accepted and ignored.
+HONOURED_GROUP_CONFIGS: dict[str, str] = {
+    "share.assignment.interval.ms": "",
+    "share.auto.offset.reset": "",
+    "share.delivery.count.limit": "",
+    "share.heartbeat.interval.ms": "",
+    "share.isolation.level": "",
+    "share.partition.max.record.locks": "",
+    "share.record.lock.duration.ms": "",
+    "share.renew.acknowledge.enable": "",
+    "share.session.timeout.ms": "",
+}
+
+IGNORED_GROUP_CONFIGS: dict[str, str] = {
+    "consumer.assignment.interval.ms": "consumer groups take the broker's group.consumer.* settings",
+    "consumer.heartbeat.interval.ms": "consumer groups take the broker's group.consumer.* settings",
+    "consumer.session.timeout.ms": "consumer groups take the broker's group.consumer.* settings",
+    "errors.deadletterqueue.copy.record.enable": "share groups' dead-letter queues (share.version 2) are not implemented",
+    "errors.deadletterqueue.topic.name": "share groups' dead-letter queues (share.version 2) are not implemented",
+}
+
+
+def group_support(name: str) -> Support:
+    if name in HONOURED_GROUP_CONFIGS:
+        return Support(HONOURED, HONOURED_GROUP_CONFIGS[name])
+    if name.startswith("streams."):
+        return Support(IGNORED, "streams groups are not implemented")
+    return Support(IGNORED, IGNORED_GROUP_CONFIGS.get(name, ""))
 
 
 def topic_support(name: str) -> Support:

@@ -43,7 +43,9 @@ from ...coordinator.group_coordinator import (
     partition_for,
 )
 from ...coordinator.share_group import ShareInitRequest
-from ...coordinator.share_group_manager import MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty
+from ...coordinator.share_group_manager import (
+    MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty, ShareGroupRebalanced,
+)
 from ...wire.coordinator_record import RecordFormatError
 from ...wire.records import ControlRecordType, parse_control_record
 from ...wire.errors import ErrorCode
@@ -55,6 +57,8 @@ from ...wire.exceptions import CodecError
 from .consumer_groups import consumer_group_config, topics_image
 
 if TYPE_CHECKING:
+    from ...coordinator.share_state import SharePartitionState
+    from ..share.partition_metadata_client import PartitionMetadataClient
     from ..share.persister import Persister
     from ..share.share_group_listener import ShareGroupListener
     from ..config.kafka_config import KafkaConfig
@@ -108,6 +112,9 @@ class GroupService:
         # fetch path's ShareGroupListener). Without a persister no share partition is initialized.
         self.persister: Persister | None = None
         self.share_group_listener: ShareGroupListener | None = None
+        # Heartbeats that bumped a share group's epoch, on every coordinator this broker ran (Kafka's
+        # share-group-rebalance-count, a broker-wide sensor).
+        self.share_group_rebalances = 0
         self._nursery: trio.Nursery | None = None
         self.partitions: CoordinatorPartitions[GroupCoordinator] | None = None if cluster is None else \
             CoordinatorPartitions(OFFSETS_TOPIC, self._refusing, self._load_partition, self._apply,
@@ -402,8 +409,10 @@ class GroupService:
         return self._group_configs
 
     def _share_group_events(self, coordinator: GroupCoordinator) -> None:
-        """Members that left share groups, and groups left empty, told to the share fetch path."""
+        """Members that left share groups, and groups left empty, told to the share fetch path;
+        rebalances counted."""
         events = coordinator.share.take_events()
+        self.share_group_rebalances += sum(isinstance(e, ShareGroupRebalanced) for e in events)
         listener = self.share_group_listener
         if listener is None:
             return
@@ -473,3 +482,147 @@ class GroupService:
                     log.error("Received error while deleting share group %s: %s", group_id, ErrorCode(code).name)
                     return code
         return ErrorCode.NONE
+
+    # --- share group offsets (the admin APIs: AlterShareGroupOffsets, DeleteShareGroupOffsets,
+    # DescribeShareGroupOffsets), as Kafka's GroupCoordinatorService runs them ------------------------
+
+    async def alter_share_group_offsets(self, ctx: RequestContext, request) -> Any:
+        """The share partitions of an empty group start at the offsets asked for: recorded as
+        initializing, initialized through the persister, then recorded as initialized. A partition
+        the persister refuses carries its error (and stays initializing, as in Kafka)."""
+        response, init = await self.submit(ctx, lambda c, *args: c.share.alter_offsets(*args), request.group_id,
+                                           request)
+        if init is None:
+            return response
+        errors = await self._initialize_each(init)
+        if not errors:
+            await self.submit(ctx, lambda c, *args: c.share.initialize_state(*args), init.group_id, init)
+            return response
+        for topic in response.responses:
+            for p in topic.partitions:
+                code = errors.get((topic.topic_id, p.partition_index))
+                if p.error_code == ErrorCode.NONE and code is not None:
+                    p.error_code, p.error_message = code, ErrorCode(code).message
+        return response
+
+    async def _initialize_each(self, init: ShareInitRequest) -> dict[tuple[uuid.UUID, int], int]:
+        """InitializeShareGroupState for each share partition of `init`, at once: the errors."""
+        errors: dict[tuple[uuid.UUID, int], int] = {}
+        persister = self.persister
+
+        async def one(topic_id: uuid.UUID, partition: int, start_offset: int) -> None:
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE if persister is None else await persister.initialize_state(
+                init.group_id, topic_id, partition, init.group_epoch, start_offset)
+            if code != ErrorCode.NONE:
+                errors[(topic_id, partition)] = code
+
+        async with trio.open_nursery() as nursery:
+            for topic_id, partitions in init.partitions.items():
+                for partition, start_offset in partitions.items():
+                    nursery.start_soon(one, topic_id, partition, start_offset)
+        if errors:
+            log.error("Unable to initialize share group state for %s while altering share group offsets: %s",
+                      init.group_id, {f"{t}-{p}": ErrorCode(c).name for (t, p), c in errors.items()})
+        return errors
+
+    async def delete_share_group_offsets(self, ctx: RequestContext, request) -> Any:
+        """The share partitions of the topics named forget their state: marked deleting, deleted
+        through the persister (DeleteShareGroupState), then no longer deleting. A topic whose
+        state cannot be deleted carries the error and stays deleting (a later delete retries it)."""
+        DeleteResponse = response_class(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
+        Topic = DeleteResponse.DeleteShareGroupOffsetsResponseTopic
+        first = await self.submit(ctx, lambda c, *args: c.share.delete_offsets(*args), request.group_id, request)
+        if isinstance(first, DeleteResponse):  # refused
+            return first
+        errors, to_delete = first
+        names = self._topics().topics_by_id
+        deleted: dict[uuid.UUID, str] = {}
+        for topic_id, partitions in to_delete.items():
+            name = names[topic_id].name if topic_id in names else None
+            code = await self._delete_share_state(request.group_id, {topic_id: partitions})
+            if code == ErrorCode.NONE:
+                deleted[topic_id] = name or ""
+            else:
+                errors.append(Topic(topic_name=name, topic_id=topic_id, error_code=code,
+                                    error_message=ErrorCode(code).message))
+        if not deleted:
+            return DeleteResponse(responses=errors)
+        return await self.submit(ctx, lambda c, *args: c.share.offsets_deleted(*args), request.group_id,
+                                 (request.group_id, deleted, errors))
+
+    async def describe_share_group_offsets(self, ctx: RequestContext, group_id: str,
+                                           topics: list[tuple[str, list[int]]] | None,
+                                           end_offsets: PartitionMetadataClient) -> Any:
+        """One group of DescribeShareGroupOffsets: each share partition's start offset, leader epoch
+        and lag (KIP-1226: the partition's end offset less the start offset and the records past it
+        already delivered for good) from its state summary (ReadShareGroupStateSummary through the
+        persister). `topics` None: every share partition the group has initialized; a topic that
+        does not exist is answered with start offset -1 (Kafka's describeShareGroupOffsets)."""
+        DescribeResponse = response_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+        Group = DescribeResponse.DescribeShareGroupOffsetsResponseGroup
+        Topic = DescribeResponse.DescribeShareGroupOffsetsResponseTopic
+        Partition = DescribeResponse.DescribeShareGroupOffsetsResponsePartition
+        image = self._topics()
+        wanted: dict[uuid.UUID, tuple[str, list[int]]] = {}
+        unknown: list[Any] = []
+        if topics is None:
+            coordinator = self.coordinator_for(group_id)
+            if not coordinator.active:
+                inactive = ErrorCode(coordinator.inactive_error)
+                return Group(group_id=group_id, error_code=inactive, error_message=inactive.message)
+            for topic_id, partitions in coordinator.share.initialized_partitions(group_id).items():
+                if topic_id in image.topics_by_id:
+                    wanted[topic_id] = (image.topics_by_id[topic_id].name, sorted(partitions))
+        else:
+            for name, partitions in topics:
+                info = image.topics.get(name)
+                if info is None:
+                    unknown.append(Topic(topic_name=name, topic_id=uuid.UUID(int=0), partitions=[
+                        Partition(partition_index=p, start_offset=-1) for p in partitions]))
+                else:
+                    wanted[info.topic_id] = (name, list(partitions))
+        if not wanted:
+            return Group(group_id=group_id, topics=unknown)
+        summaries: dict[tuple[uuid.UUID, int], tuple[int, SharePartitionState | None]] = {}
+        persister = self.persister
+
+        async def read(topic_id: uuid.UUID, partition: int) -> None:
+            summaries[(topic_id, partition)] = ((ErrorCode.COORDINATOR_NOT_AVAILABLE, None) if persister is None else
+                                                await persister.read_summary(group_id, topic_id, partition, 0))
+
+        async with trio.open_nursery() as nursery:
+            for topic_id, (_, partitions) in wanted.items():
+                for partition in partitions:
+                    nursery.start_soon(read, topic_id, partition)
+
+        def has_lag(summary: tuple[int, SharePartitionState | None]) -> bool:  # Kafka's shouldComputeSharePartitionLag
+            error, state = summary
+            return (error == ErrorCode.NONE and state is not None and state.start_offset != -1
+                    and state.delivery_complete_count != -1)
+
+        ends = await end_offsets.list_latest_offsets(
+            (wanted[t][0], p) for (t, p), summary in summaries.items() if has_lag(summary))
+        described = []
+        for topic_id, (name, partitions) in wanted.items():
+            answers = []
+            for partition in partitions:
+                summary = summaries[(topic_id, partition)]
+                read_error, state = summary
+                if state is None or not has_lag(summary):
+                    if read_error != ErrorCode.NONE or state is None:  # Kafka leaves the error out
+                        answers.append(Partition(partition_index=partition, start_offset=-1, leader_epoch=0, lag=-1))
+                    else:
+                        answers.append(Partition(partition_index=partition, start_offset=state.start_offset,
+                                                 leader_epoch=state.leader_epoch, lag=-1))
+                    continue
+                end, end_error = ends[(name, partition)]
+                if end_error != ErrorCode.NONE:
+                    log.error("Partition end offset fetch failed for topicPartition %s-%d", name, partition)
+                    answers.append(Partition(partition_index=partition, error_code=end_error,
+                                             error_message=ErrorCode(end_error).message))
+                else:
+                    answers.append(Partition(partition_index=partition, start_offset=state.start_offset,
+                                             leader_epoch=state.leader_epoch,
+                                             lag=end - state.start_offset - state.delivery_complete_count))
+            described.append(Topic(topic_name=name, topic_id=topic_id, partitions=answers))
+        return Group(group_id=group_id, topics=described + unknown)

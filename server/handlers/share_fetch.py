@@ -33,7 +33,6 @@ from ..share.delayed_share_fetch import SharePartitionData, ShareFetchParams, de
 from ..share.share_partition_manager import is_read_committed
 from ..share.share_session_cache import (
     FINAL_EPOCH,
-    SHARE_SESSION_LIMIT_REACHED,
     ShareFetchContext,
     ShareSessionError,
     TopicIdPartition,
@@ -99,7 +98,7 @@ async def handle(ctx, request):
         context = manager.sessions.new_context(group_id, member_id, epoch, wanted, forgotten, acknowledging,
                                                ctx.connection.id)
     except ShareSessionError as e:
-        if e.error_code == SHARE_SESSION_LIMIT_REACHED:
+        if e.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED:
             # Kafka answers once max_wait_ms has passed (its IdleShareFetchTimerTask): a client
             # retrying at once would find the cache as full.
             with not_request_time(ctx):

@@ -56,6 +56,11 @@ class BrokerCollector:
         yield from controller_families(*loaded.controller_counts())
         yield from log_families(loaded.log_manager)
         yield from consumer_lag_families(loaded.groups, replica_manager)
+        yield from group_coordinator_families(loaded.groups)
+        if loaded.share_coordinator is not None:
+            yield from share_coordinator_families(loaded.share_coordinator)
+        if loaded.share_partitions is not None:
+            yield from share_fetch_families(loaded.share_partitions)
 
 
 def request_families(metrics) -> Iterator[Metric]:
@@ -180,6 +185,93 @@ def consumer_lag_families(groups, replica_manager) -> Iterator[Metric]:
                     current.add_metric(values, offset.offset)
                     lag.add_metric(values, max(high_watermark - offset.offset, 0))
     yield from (current, lag)
+
+
+# Kafka's Group.GroupType names, the protocol tag of group-count.
+GROUP_TYPES = ("classic", "consumer", "share")
+# ShareGroup.ShareGroupState: a deleted group is gone here, so Dead is always 0 (as it is in Kafka,
+# which removes a group as it dies).
+SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
+
+
+def group_coordinator_families(groups) -> Iterator[Metric]:
+    """kafka.server:type=group-coordinator-metrics (Kafka's GroupCoordinatorMetrics) for the groups
+    this broker coordinates: group-count by protocol, share-group-count by state, and the share
+    groups' rebalances (share-group-rebalance-count: heartbeats that bumped a group's epoch)."""
+    by_type = dict.fromkeys(GROUP_TYPES, 0)
+    share_states = dict.fromkeys(SHARE_GROUP_STATES, 0)
+    for coordinator in groups.coordinators():
+        for group in coordinator.groups.values():
+            by_type[group.type] = by_type.get(group.type, 0) + 1
+            if group.type == "share":
+                share_states[group.state_name] = share_states.get(group.state_name, 0) + 1
+    count = GaugeMetricFamily("kafka_server_group_coordinator_metrics_group_count",
+                              "The number of groups this broker coordinates, by protocol (group type).",
+                              labels=["protocol"])
+    for kind, n in by_type.items():
+        count.add_metric([kind], n)
+    yield count
+    states = GaugeMetricFamily("kafka_server_group_coordinator_metrics_share_group_count",
+                               "The number of share groups in each state.", labels=["state"])
+    for state, n in share_states.items():
+        states.add_metric([state], n)
+    yield states
+    yield CounterMetricFamily("kafka_server_group_coordinator_metrics_share_group_rebalance",
+                              "Share group rebalances (heartbeats that bumped a group's epoch).",
+                              groups.share_group_rebalances)
+
+
+def share_coordinator_families(share_coordinator) -> Iterator[Metric]:
+    """kafka.server:type=share-coordinator-metrics (Kafka's ShareCoordinatorRuntimeMetrics):
+    num-partitions of __share_group_state by state, active (loaded here) or loading (in a cluster,
+    led here and being replayed); none fails to load here."""
+    partitions = share_coordinator.partitions
+    loading = 0 if partitions is None else len(partitions.loading)
+    family = GaugeMetricFamily("kafka_server_share_coordinator_metrics_num_partitions",
+                               "Partitions of __share_group_state this broker coordinates, by state.", labels=["state"])
+    for state, n in (("loading", loading), ("active", len(share_coordinator.owned_shards())), ("failed", 0)):
+        family.add_metric([state], n)
+    yield family
+
+
+# Kafka's AcknowledgeType ids and the ackType tag of RecordAcknowledgementsPerSec (capitalized names).
+ACKNOWLEDGE_TYPES = ((1, "Accept"), (2, "Release"), (3, "Reject"), (4, "Renew"))
+# BrokerTopicMetrics' share meters: (JMX exporter name, ShareFetchMetrics field, description).
+SHARE_REQUEST_METERS = (
+    ("totalsharefetchrequests", "fetch_requests", "ShareFetch requests."),
+    ("failedsharefetchrequests", "failed_fetch_requests", "ShareFetch requests answered with an error."),
+    ("totalshareacknowledgementrequests", "acknowledgement_requests", "ShareAcknowledge requests."),
+    ("failedshareacknowledgementrequests", "failed_acknowledgement_requests",
+     "ShareAcknowledge requests answered with an error."),
+)
+
+
+def share_fetch_families(share_partitions) -> Iterator[Metric]:
+    """The share fetch path (Kafka's ShareGroupMetrics, SharePartitionMetrics, BrokerTopicMetrics'
+    share meters and DelayedShareFetchMetrics): records acknowledged by type, share fetch and
+    acknowledge requests (broker-wide: Kafka also counts them per topic), long polls that expired,
+    and each share partition's in-flight records and batches."""
+    metrics = share_partitions.metrics
+    acknowledged = CounterMetricFamily("kafka_server_sharegroupmetrics_recordacknowledgements",
+                                       "Records acknowledged, by acknowledgement type.", labels=["ackType"])
+    for type_id, name in ACKNOWLEDGE_TYPES:
+        acknowledged.add_metric([name], metrics.acknowledgements.get(type_id, 0))
+    yield acknowledged
+    for name, field, doc in SHARE_REQUEST_METERS:
+        yield CounterMetricFamily(f"kafka_server_brokertopicmetrics_{name}", doc, getattr(metrics, field))
+    yield CounterMetricFamily("kafka_server_delayedsharefetchmetrics_expires",
+                              "Share fetches whose long poll ended at max_wait_ms.", metrics.expired_delayed_fetches)
+    labels = ["group", "topic", "partition"]
+    messages = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                                 "Records in flight in the share partition (SPEO - SPSO + 1 while any is).",
+                                 labels=labels)
+    batches = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightbatchcount",
+                                "Batches of in-flight records the share partition tracks.", labels=labels)
+    for key, hosted in sorted(share_partitions.partitions.items()):
+        values = [key.group_id, hosted.topic, str(key.partition)]
+        messages.add_metric(values, hosted.state.in_flight_records)
+        batches.add_metric(values, hosted.state.in_flight_batch_count)
+    yield from (messages, batches)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -32,9 +32,6 @@ log = logging.getLogger("samsa.share")
 
 INITIAL_EPOCH = 0  # ShareRequestMetadata.INITIAL_EPOCH: opens a session
 FINAL_EPOCH = -1  # ShareRequestMetadata.FINAL_EPOCH: closes it
-# Kafka 4.1's Errors.SHARE_SESSION_LIMIT_REACHED. wire/errors.py is generated from Kafka 4.3's
-# protocol table, which stops at 128 (tools/gen_errors.py); the code is what goes on the wire.
-SHARE_SESSION_LIMIT_REACHED = 133
 
 
 def next_epoch(epoch: int) -> int:
@@ -269,7 +266,7 @@ class ShareSessionCache:
             self.remove(group_id, member_id)
             if self._create(group_id, member_id, partitions, connection_id) is None:
                 log.error("Could not create a share session for group %s member %s", group_id, member_id)
-                raise ShareSessionError(SHARE_SESSION_LIMIT_REACHED)
+                raise ShareSessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
             return ShareSessionContext(epoch, partitions=partitions)
         session = self._session_at(group_id, member_id, epoch)
         session.update(partitions, forgotten)

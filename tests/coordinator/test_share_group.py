@@ -16,7 +16,9 @@ from samsa.coordinator.group import RequestInfo
 from samsa.coordinator.group_config import GroupConfigManager
 from samsa.coordinator.group_coordinator import GroupCoordinator
 from samsa.coordinator.share_group import ShareGroup, ShareInitRequest
-from samsa.coordinator.share_group_manager import MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty
+from samsa.coordinator.share_group_manager import (
+    MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty, ShareGroupRebalanced,
+)
 from samsa.wire.coordinator_record import GROUP_COORDINATOR, decode_record
 from samsa.wire.coordinator_records.share_group_state_partition_metadata_key import (
     ShareGroupStatePartitionMetadataKey,
@@ -184,6 +186,17 @@ def test_a_group_of_another_type_keeps_its_id(h):
     assert [(d.error_code, d.error_message) for d in described] == [
         (ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a share group."),
         (ErrorCode.GROUP_ID_NOT_FOUND, "Group nosuch not found."), (ErrorCode.INVALID_GROUP_ID, None)]
+
+
+def test_heartbeats_that_bump_the_group_epoch_are_rebalances(h):
+    response, _ = heartbeat(h, M1)
+    assert h.coordinator.share.take_events() == [ShareGroupRebalanced("g")]
+    heartbeat(h, M1, response.member_epoch)
+    assert h.coordinator.share.take_events() == []  # nothing changed
+    heartbeat(h, M2)
+    h.call(GroupCoordinator.share_group_heartbeat, Heartbeat(group_id="g", member_id=M1, member_epoch=response.member_epoch,
+                                                             subscribed_topic_names=["t", "u"]), 1)
+    assert h.coordinator.share.take_events() == [ShareGroupRebalanced("g")] * 2
 
 
 def test_leave_and_session_timeout_report_to_the_listener(h):

@@ -58,6 +58,35 @@ def test_every_classified_name_is_a_config():
             assert group.keys() & other.keys() == set()
 
 
+def test_every_classified_group_config_is_one_and_every_honoured_one_reaches_a_share_group():
+    from samsa.coordinator.group_config import GROUP_CONFIGS, GroupConfigManager
+
+    classified = support.HONOURED_GROUP_CONFIGS.keys() | support.IGNORED_GROUP_CONFIGS.keys()
+    assert classified - GROUP_CONFIGS.keys() == set()
+    assert support.HONOURED_GROUP_CONFIGS.keys() & support.IGNORED_GROUP_CONFIGS.keys() == set()
+    # An honoured group config changes what GroupConfigManager.share_config answers.
+    broker = {"group.share.min.record.lock.duration.ms": 15000, "group.share.max.record.lock.duration.ms": 60000,
+              "group.share.min.delivery.count.limit": 2, "group.share.max.delivery.count.limit": 10,
+              "group.share.min.partition.max.record.locks": 100, "group.share.max.partition.max.record.locks": 4000,
+              "group.share.min.heartbeat.interval.ms": 5000, "group.share.max.heartbeat.interval.ms": 15000,
+              "group.share.min.session.timeout.ms": 45000, "group.share.max.session.timeout.ms": 60000,
+              "group.share.min.assignment.interval.ms": 0, "group.share.max.assignment.interval.ms": 15000,
+              "group.share.record.lock.duration.ms": 30000, "group.share.delivery.count.limit": 5,
+              "group.share.partition.max.record.locks": 2000, "group.share.heartbeat.interval.ms": 5000,
+              "group.share.session.timeout.ms": 45000, "group.share.assignment.interval.ms": 1000}
+    changed = {"share.assignment.interval.ms": "2000", "share.auto.offset.reset": "earliest",
+               "share.delivery.count.limit": "7", "share.heartbeat.interval.ms": "6000",
+               "share.isolation.level": "read_committed", "share.partition.max.record.locks": "3000",
+               "share.record.lock.duration.ms": "40000", "share.renew.acknowledge.enable": "false",
+               "share.session.timeout.ms": "50000"}
+    assert changed.keys() == support.HONOURED_GROUP_CONFIGS.keys()
+    manager = GroupConfigManager(broker.__getitem__)
+    before = manager.share_config("g")
+    for name, value in changed.items():
+        manager.update_group_config("g", {name: value})
+        assert manager.share_config("g") != before, name
+
+
 def test_every_honoured_or_refused_broker_config_is_read_by_the_code():
     claimed = (support.HONOURED_BROKER_CONFIGS.keys() | support.REFUSED_BROKER_CONFIGS.keys()
                | support.REFUSED_BROKER_VALUES.keys())

@@ -197,6 +197,77 @@ def test_consumer_group_lag_per_partition(tmp_path):
     run_with_broker(metrics_config(tmp_path), scenario)
 
 
+def test_group_and_share_coordinator_metrics(tmp_path):
+    """group-count by protocol, share-group-count by state, share group rebalances, and the
+    share coordinator's partitions, as Kafka 4.4 names them."""
+    Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+    Alter = request_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
+    member = "9a7c1a50-1d35-4a1e-8d4c-6a1c2ae3f9b1"
+
+    def gauge(samples, name, **labels):
+        return samples[(f"kafka_server_{name}", tuple(sorted(labels.items())))]
+
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        await client.call(create_topic_request("topic"), 7)
+        before = await scrape(broker.metrics_port)
+        assert [gauge(before, "group_coordinator_metrics_group_count", protocol=p)
+                for p in ("classic", "consumer", "share")] == [0, 0, 0]
+        # __share_group_state does not exist until a share partition's state is first kept.
+        assert gauge(before, "share_coordinator_metrics_num_partitions", state="active") == 0
+        await client.call(commit_request("g", "", -1, {0: 1}), 8)
+        joined = await client.call(Heartbeat(group_id="busy", member_id=member, member_epoch=0,
+                                             subscribed_topic_names=["topic"]), 1)
+        assert joined.error_code == ErrorCode.NONE
+        altered = await client.call(Alter(group_id="idle", topics=[Alter.AlterShareGroupOffsetsRequestTopic(
+            topic_name="topic", partitions=[Alter.AlterShareGroupOffsetsRequestPartition(partition_index=0)])]), 0)
+        assert altered.error_code == ErrorCode.NONE
+        after = await scrape(broker.metrics_port)
+        assert [gauge(after, "group_coordinator_metrics_group_count", protocol=p)
+                for p in ("classic", "consumer", "share")] == [1, 0, 2]
+        assert [gauge(after, "group_coordinator_metrics_share_group_count", state=s)
+                for s in ("Empty", "Stable", "Dead")] == [1, 1, 0]
+        assert grew(before, after, "kafka_server_group_coordinator_metrics_share_group_rebalance_total") == 1
+        assert [gauge(after, "share_coordinator_metrics_num_partitions", state=s)
+                for s in ("active", "loading", "failed")] == [50, 0, 0]
+
+    run_with_broker(metrics_config(tmp_path, unstable_feature_versions_enable="true"), scenario)
+
+
+def test_share_fetch_metrics(tmp_path):
+    """ShareGroupMetrics' records acknowledged by type, the share requests counted as
+    BrokerTopicMetrics counts them, and SharePartitionMetrics' in-flight gauges."""
+    from share_helpers import ACCEPT, RELEASE, MemoryPersister, share_acknowledge, share_fetch
+
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        await client.call(create_topic_request("topic"), 7)
+        topic_id = broker.services.metadata_cache.topics["topic"].topic_id
+        broker.services.share_partitions.persister = MemoryPersister()  # no group initializes its state here
+        broker.services.group_configs.update_group_config("sg", {"share.auto.offset.reset": "earliest"})
+        await client.call(produce_request("topic", one_batch([b"a", b"b", b"c", b"d"])), PRODUCE_VERSION)
+        before = await scrape(broker.metrics_port)
+        with trio.fail_after(10):
+            fetched = await client.call(share_fetch("sg", "m1", 0, topic_id, max_wait_ms=5000), 2)
+        assert fetched.error_code == ErrorCode.NONE and fetched.responses
+        during = await scrape(broker.metrics_port)
+        labels = (("group", "sg"), ("partition", "0"), ("topic", "topic"))
+        assert during[("kafka_server_sharepartitionmetrics_inflightmessagecount", labels)] == 4
+        assert during[("kafka_server_sharepartitionmetrics_inflightbatchcount", labels)] == 1
+        acked = await client.call(share_acknowledge("sg", "m1", 1, topic_id, {0: [(0, 2, [ACCEPT]), (3, 3, [RELEASE])]}), 2)
+        assert acked.error_code == ErrorCode.NONE
+        after = await scrape(broker.metrics_port)
+        name = "kafka_server_sharegroupmetrics_recordacknowledgements_total"
+        assert [grew(before, after, name, ackType=t) for t in ("Accept", "Release", "Reject", "Renew")] == [3, 1, 0, 0]
+        assert grew(before, after, "kafka_server_brokertopicmetrics_totalsharefetchrequests_total") == 1
+        assert grew(before, after, "kafka_server_brokertopicmetrics_totalshareacknowledgementrequests_total") == 1
+        assert grew(before, after, "kafka_server_brokertopicmetrics_failedsharefetchrequests_total") == 0
+        # Accepted records leave the window; the released one is still tracked, available again.
+        assert after[("kafka_server_sharepartitionmetrics_inflightmessagecount", labels)] == 1
+
+    run_with_broker(metrics_config(tmp_path, unstable_feature_versions_enable="true"), scenario)
+
+
 def test_health_and_readiness_wait_for_log_recovery(tmp_path, monkeypatch):
     recovering = threading.Event()
     loaded = Broker._load

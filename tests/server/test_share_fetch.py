@@ -262,7 +262,7 @@ def test_sessions_epochs_and_their_errors(tmp_path):
         assert (await fetch(env, "m1", 5)).error_code == E.INVALID_SHARE_SESSION_EPOCH
         # group.share.max.share.sessions is 1 here.
         other = await Client.connect(env.port)
-        assert (await fetch(env, "m2", 0, client=other, max_wait_ms=0)).error_code == 133  # SHARE_SESSION_LIMIT_REACHED
+        assert (await fetch(env, "m2", 0, client=other, max_wait_ms=0)).error_code == E.SHARE_SESSION_LIMIT_REACHED
         # Epoch -1 reads nothing and closes the session: m1's record goes back.
         response = await fetch(env, "m1", -1)
         assert response.error_code == E.NONE and response.responses == []

@@ -9,7 +9,6 @@ import uuid
 import pytest
 
 from samsa.server.share.share_session_cache import (
-    SHARE_SESSION_LIMIT_REACHED,
     FinalContext,
     ShareSessionCache,
     ShareSessionContext,
@@ -106,7 +105,7 @@ def test_sessions_past_the_limit_are_refused_and_a_member_reopening_replaces_its
     cache = ShareSessionCache(2)
     cache.new_context("g", "m1", 0, [A], [], False, "c1")
     cache.new_context("g", "m2", 0, [A], [], False, "c2")
-    assert error_of(cache.new_context, "g", "m3", 0, [A], [], False, "c3") == SHARE_SESSION_LIMIT_REACHED
+    assert error_of(cache.new_context, "g", "m3", 0, [A], [], False, "c3") == ErrorCode.SHARE_SESSION_LIMIT_REACHED
     cache.new_context("g", "m1", 0, [A, B], [], False, "c1")  # replaces m1's session: no new slot
     assert len(cache) == 2 and cache.members("g") == 2 and cache.total_partitions == 3
 

@@ -11,7 +11,7 @@ import pytest
 from samsa.wire.errors import MESSAGES, RETRIABLE, ErrorCode
 
 REPO = Path(__file__).resolve().parents[2]
-TABLE = REPO.parent / "shared" / "kafka-protocol" / "error-codes.tsv"
+TABLE = REPO.parent / "shared" / "kafka-protocol" / "4.3.0" / "error-codes.tsv"
 
 
 def load_generator():
