@@ -456,13 +456,16 @@ class SharePartitionManager:
         hosted.write_queue.append(queued)
         if not hosted.writing:
             hosted.writing = True
-            if not self._background(self._send_writes, hosted):
+            if not self._background(self._send_writes, hosted):  # the broker is shutting down
                 hosted.writing = False
-                self._settle(hosted, list(hosted.write_queue), ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                writes = list(hosted.write_queue)
                 hosted.write_queue.clear()
+                self._settle(hosted, writes, ErrorCode.COORDINATOR_NOT_AVAILABLE, stopping=True)
         return queued
 
     async def _send_writes(self, hosted: HostedSharePartition) -> None:
+        """The share partition's writes, one WriteShareGroupState at a time, those made meanwhile
+        together in the next, until none is left."""
         try:
             while hosted.write_queue:
                 writes = list(hosted.write_queue)
@@ -483,7 +486,8 @@ class SharePartitionManager:
             log.exception("Failed to write the share group state of %s", key)
             return ErrorCode.UNKNOWN_SERVER_ERROR
 
-    def _settle(self, hosted: HostedSharePartition, writes: list[QueuedWrite], code: int) -> None:
+    def _settle(self, hosted: HostedSharePartition, writes: list[QueuedWrite], code: int,
+                stopping: bool = False) -> None:
         fetchable = False
         for queued in writes:
             completed = hosted.state.complete_write(queued.pending.write_id, code)
@@ -492,7 +496,7 @@ class SharePartitionManager:
         if fetchable:
             hosted.wake()
         self.locks_changed()
-        if code != ErrorCode.NONE:
+        if code != ErrorCode.NONE and not stopping:
             if any(w.best_effort for w in writes):
                 log.warning("Failed to write the share group state of %s: %s", hosted.key,
                             ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
