@@ -12,8 +12,8 @@ DelayedFetch purgatory) and on every share partition (records released, acknowle
 or the state loaded), and looks again. A pass makes no await between reading a log and acquiring
 from it, so no other fetch can acquire in between (what Kafka's per-partition fetch lock is for).
 
-What a pass acquired is answered once the persister has the raised delivery counts (the writes of
-the partitions go together: the wait is one write's); records whose write failed are not answered
+What a pass acquired is answered once the persister has the raised delivery counts (the partitions'
+writes go out together, those to another broker in one request: the wait is about one write's); records whose write failed are not answered
 (AVAILABLE again with their previous count; the partition answers no error unless the share
 partition was fenced, NOT_LEADER_OR_FOLLOWER, or its topic partition is unknown to the
 coordinator: clients take any other error of a fetched partition as fatal). So a record is never
