@@ -17,42 +17,52 @@ handlers) drives it:
   batches read to `acquire(...)` as header facts only (`FetchedBatch`: offsets, producer id,
   transactional, control; the records are never decoded here) with the log's aborted transactions
   of that range under read_committed; it answers the `AcquiredRecords` ranges for the ShareFetch
-  response. An OFFSET_OUT_OF_RANGE from the log: `update_cache_and_offsets(log_start_offset)`.
+  response and their write (the response goes once it is committed). An OFFSET_OUT_OF_RANGE from
+  the log: `update_cache_and_offsets(log_start_offset)`.
 - `acknowledge(member_id, batches, now_ms)` and `release_acquired_records(member_id, now_ms)`.
 - Locks: `next_deadline()` says when to call `expire_locks(now_ms)`.
 - State changes to persist come back as a `PendingWrite`: the shell sends `pending.state` with
   `Persister.write_state`, then calls `complete_write(pending.write_id, error_code)`.
 
-Writes and the restart rule. Kafka writes state on acknowledgement, release and lock expiry, never
-on acquisition (DeliveryCountOps.INCREASE is in memory only), and neither does this class. An
-acknowledgement or a release is a transition: the records take their new state at once, marked as
-in transition (a record in transition is neither acquired nor acknowledged again, and the SPSO does
-not pass it), and `complete_write` commits it when the persister has the state, or rolls it back
-(to ACQUIRED, or to AVAILABLE/ARCHIVED when the lock ran out meanwhile) when the write failed, the
-client being answered the persister's error. A lock expiry applies at once and its write is best
-effort, as in Kafka. The SPSO moves over a run of terminal records when a write completes, and each
-write carries the SPSO as it was when the write was made: the persisted start offset passes a
-record only once its ACKNOWLEDGED or ARCHIVED state was written, or once it needs no state
-(archived in memory only, as in Kafka: an aborted transaction's record under read_committed or a
-record below the log's start, which a new leader finds the same way again; or a record archived at
-the delivery limit by a rollback or an expiry whose write failed, delivered `limit` times already).
-Hence, across a restart (a new leader reads the persisted state):
+Writes and the restart rule. Every change of a record's delivery state or count is written before
+anyone acts on it. An acquisition is written too, which Kafka 4.4 does not do (its
+DeliveryCountOps.INCREASE is in memory only, so a leader that dies forgets the deliveries in flight
+and a record may be delivered past the limit): `acquire` answers the acquired ranges with a
+`PendingWrite` (`ShareAcquiredRecords.write`) of them as AVAILABLE with their raised delivery
+count, and the shell hands the records to the member only once `complete_write` committed it. A
+new leader reading that state delivers them again with the count going on from there, and archives
+at load a record AVAILABLE at the limit (its last delivery was made). A failed write rolls the
+acquisition back: the records are AVAILABLE again with their previous count, never delivered. An
+acknowledgement or a release is a transition too: the records take their new state at once,
+marked as in transition (a record in transition is neither acquired nor acknowledged again, and
+the SPSO does not pass it), and `complete_write` commits it when the persister has the state, or
+rolls it back (to ACQUIRED, or to AVAILABLE/ARCHIVED when the lock ran out meanwhile) when the
+write failed, the client being answered the persister's error. An acquisition whose lock ran out or
+whose member's records were released while it was being written is released when it commits (its
+write holds the count already). A lock expiry applies at once and its write is best effort, as in
+Kafka (the count it carries was written by the acquisition). The SPSO moves over a run of terminal
+records when a write completes, and each write carries the SPSO as it was when the write was made:
+the persisted start offset passes a record only once its ACKNOWLEDGED or ARCHIVED state was
+written, or once it needs no state (archived in memory only, as in Kafka: an aborted transaction's
+record under read_committed or a record below the log's start, which a new leader finds the same
+way again; or a record archived at the delivery limit, whose count at the limit was written by its
+last acquisition). The shell must have the writes of one share partition applied in the order they
+were made. Hence, across a restart (a new leader reads the persisted state):
 - no record is lost: a record the new leader finds past the persisted SPSO with no state, AVAILABLE,
   or in a state whose change was not written, is delivered again;
 - nothing acknowledged or archived in the persister is delivered again, and the delivery count
-  resumes from the persisted one. What the persister never saw is not counted: the acquisitions
-  since the record's last written state, as in Kafka (which persists no acquisition) — one when
-  the leader dies while the record is acquired, more only if writes of it failed meanwhile. So a
-  record may be delivered past `group.share.delivery.count.limit` by as many deliveries as leader
-  failures forgot; never otherwise (tests/coordinator/test_share_partition.py checks this bound in
-  random runs with failed writes, restarts, retention and read_committed).
+  resumes from the persisted one, which counts every delivery made: a record is never delivered
+  more than `group.share.delivery.count.limit` times, whatever fails and restarts
+  (tests/coordinator/test_share_partition.py checks this in random runs with failed writes,
+  restarts, retention and read_committed). A write that failed but reached the persister counts a
+  delivery never made: a record may be archived with fewer deliveries than the limit, never more.
 
-Where it differs from Kafka 4.4, each to end a stall Kafka has (marked "not in Kafka" below): the
-SPSO also moves after a rolled-back write, after read_committed archival in `acquire` and after a
-moved log start; records below the SPSO never block it and are never the next fetch offset; the
-persister's gap window starts at the next real gap. Not served: the dead letter queue (KIP-1191's
-ARCHIVING state loads as ARCHIVED). Adjacent changes with one state and count are written as one
-state batch.
+Where it differs from Kafka 4.4: acquisitions are written (above); and, each to end a stall Kafka
+has (marked "not in Kafka" below), the SPSO also moves after a rolled-back write, after
+read_committed archival in `acquire` and after a moved log start; records below the SPSO never
+block it and are never the next fetch offset; the persister's gap window starts at the next real
+gap. Not served: the dead letter queue (KIP-1191's ARCHIVING state loads as ARCHIVED). Adjacent
+changes with one state and count are written as one state batch.
 
 Errors of a request raise `SharePartitionError` with Kafka's error code (INVALID_RECORD_STATE,
 INVALID_REQUEST...) and change nothing.
@@ -162,11 +172,13 @@ class AcquiredRecords(NamedTuple):
 
 @dataclass(frozen=True)
 class ShareAcquiredRecords:
-    """What `acquire` answers: the ranges in offset order and how many offsets they cover (what
-    counts against the request's max_records)."""
+    """What `acquire` answers: the ranges in offset order, how many offsets they cover (what
+    counts against the request's max_records), and the write of their delivery counts (None when
+    nothing was acquired): the records go to the member only once it is committed."""
 
     acquired_records: list[AcquiredRecords]
     count: int
+    write: PendingWrite | None = None
 
 
 class ShareAcknowledgementBatch(NamedTuple):
@@ -281,9 +293,16 @@ class InFlightState:
             self._rollback = previous
         return updated
 
+    def start_acquisition_transition(self, max_delivery_count: int) -> None:
+        """Acquired (ACQUIRED, the delivery count raised by one) until its write completes."""
+        self._rollback = (RecordState.AVAILABLE, EMPTY_MEMBER_ID, self.delivery_count - 1, max_delivery_count)
+
     def complete_state_transition(self, commit: bool) -> None:
         rollback = self._rollback
         self._rollback = None
+        if rollback is not None and not self._terminal and self.state is RecordState.ACQUIRED:
+            self._complete_acquisition(commit, rollback)
+            return
         if commit or self._terminal or rollback is None:
             self.cancel_and_clear_lock()
             return
@@ -297,6 +316,21 @@ class InFlightState:
         else:
             self.state = previous_state
             self.member_id = previous_member
+
+    def _complete_acquisition(self, commit: bool, rollback: tuple[RecordState, str, int, int]) -> None:
+        previous_state, _, previous_count, max_delivery_count = rollback
+        if not commit:  # never delivered: as it was
+            self.state = previous_state
+            self.delivery_count = previous_count
+            self.member_id = EMPTY_MEMBER_ID
+            self.cancel_and_clear_lock()
+        elif self.lock is None or self.lock.expired:
+            # Released, or its lock ran out, while being written: released now (the count written
+            # is the one it keeps, so nothing more to write; one at the limit is archived, as a
+            # new leader archives it at load).
+            self.state = RecordState.ARCHIVED if self.delivery_count >= max_delivery_count else RecordState.AVAILABLE
+            self.member_id = EMPTY_MEMBER_ID
+            self.cancel_and_clear_lock()
 
     def archive(self) -> None:
         self._terminal = True
@@ -431,7 +465,8 @@ class SharePartition:
     def initialize(self, state: SharePartitionState, start_offset: int | None = None) -> None:
         """Load the persister's state (ReadShareGroupState) and become ACTIVE. `start_offset`: the
         offset the caller resolved by `share.auto.offset.reset` when `state.start_offset` is
-        UNINITIALIZED_START_OFFSET (ignored otherwise). State batches below the start offset or
+        UNINITIALIZED_START_OFFSET (ignored otherwise). Records AVAILABLE at the delivery count
+        limit are archived. State batches below the start offset or
         with last < first fail the partition (FAILED, SharePartitionError UNKNOWN_SERVER_ERROR)."""
         if self._status in (SharePartitionStatus.ACTIVE, SharePartitionStatus.FENCED):
             raise SharePartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Share partition is {self._status.value}")
@@ -454,9 +489,12 @@ class SharePartition:
             if gap_start == -1 and state_batch.first_offset > previous_last + 1:
                 gap_start = previous_last + 1
             previous_last = state_batch.last_offset
+            loaded = _loaded_state(state_batch.delivery_state)
+            if loaded is RecordState.AVAILABLE and state_batch.delivery_count >= self.config.delivery_count_limit:
+                # Its last delivery was made (an acquisition's write, not in Kafka): never again.
+                loaded = RecordState.ARCHIVED
             cached.append(InFlightBatch(state_batch.first_offset, state_batch.last_offset,
-                                        InFlightState(_loaded_state(state_batch.delivery_state),
-                                                      state_batch.delivery_count, EMPTY_MEMBER_ID)))
+                                        InFlightState(loaded, state_batch.delivery_count, EMPTY_MEMBER_ID)))
         self._state_epoch = state.state_epoch
         self._start_offset = spso
         self._cached_state = {batch.first_offset: batch for batch in cached}
@@ -546,11 +584,32 @@ class SharePartition:
         the last batch staying AVAILABLE), and answered in ranges of about `batch_size` records along
         batch boundaries (batch_optimized). In-flight batches are acquired where AVAILABLE; records near the delivery limit
         are throttled as Kafka does (a record on its last attempt goes alone). Under read_committed,
-        data batches of `aborted_transactions` are archived and left out of the answer. Nothing is
-        written (Kafka persists no acquisition)."""
+        data batches of `aborted_transactions` are archived and left out of the answer. The
+        answer's `write` persists the acquired records' raised delivery counts (as AVAILABLE): they
+        stay ACQUIRED in transition until `complete_write` commits it, or go back to AVAILABLE with
+        their previous count if it failed (not in Kafka, which persists no acquisition)."""
+        acquired = self._acquire(member_id, fetch_offset, batches, now_ms, max_fetch_records, batch_size,
+                                 share_acquire_mode == ShareAcquireMode.RECORD_LIMIT, read_committed,
+                                 aborted_transactions)
+        if not acquired.acquired_records:
+            return acquired
+        transitions: list[InFlightState] = []
+        state_batches: list[PersisterStateBatch] = []
+        max_delivery_count = self.config.delivery_count_limit
+        for records in acquired.acquired_records:
+            for state in self._states_in(records.first_offset, records.last_offset):
+                state.start_acquisition_transition(max_delivery_count)
+                transitions.append(state)
+            state_batches.append(_batch(records.first_offset, records.last_offset, RecordState.AVAILABLE,
+                                        records.delivery_count))
+        return ShareAcquiredRecords(acquired.acquired_records, acquired.count,
+                                    self._new_write(state_batches, transitions))
+
+    def _acquire(self, member_id: str, fetch_offset: int, batches: Sequence[FetchedBatch], now_ms: int,
+                 max_fetch_records: int, batch_size: int, record_limit: bool, read_committed: bool,
+                 aborted_transactions: Iterable[AbortedTransaction] | None) -> ShareAcquiredRecords:
         if self._status is not SharePartitionStatus.ACTIVE or max_fetch_records <= 0 or not batches:
             return _EMPTY_ACQUIRED
-        record_limit = share_acquire_mode == ShareAcquireMode.RECORD_LIMIT
         last_batch = batches[-1]
         if last_batch.last_offset < self._start_offset:
             return _EMPTY_ACQUIRED
@@ -682,7 +741,8 @@ class SharePartition:
 
     def release_acquired_records(self, member_id: str, now_ms: int) -> PendingWrite | None:
         """Release every record `member_id` holds (it left the group, its share session closed):
-        AVAILABLE again (the delivery count stays), ARCHIVED below the SPSO or at the limit."""
+        AVAILABLE again (the delivery count stays), ARCHIVED below the SPSO or at the limit. Records
+        whose acquisition is being written are released when it commits."""
         transitions: list[InFlightState] = []
         state_batches: list[PersisterStateBatch] = []
         max_delivery_count = self.config.delivery_count_limit
@@ -699,12 +759,18 @@ class SharePartition:
                             continue
                         if offset_state.state is not RecordState.ACQUIRED:
                             continue
+                        if offset_state.has_ongoing_state_transition():
+                            offset_state.cancel_and_clear_lock()  # being acquired: released once written
+                            continue
                         target = RecordState.ARCHIVED if offset < self._start_offset else RecordState.AVAILABLE
                         self._transition(offset_state, offset, offset, target, max_delivery_count, transitions,
                                          state_batches, "Unable to release acquired records for the offset")
                 else:
                     assert state is not None
                     if state.member_id not in (member_id, EMPTY_MEMBER_ID) or state.state is not RecordState.ACQUIRED:
+                        continue
+                    if state.has_ongoing_state_transition():
+                        state.cancel_and_clear_lock()
                         continue
                     target = RecordState.ARCHIVED if batch.last_offset < self._start_offset else RecordState.AVAILABLE
                     self._transition(state, batch.first_offset, batch.last_offset, target, max_delivery_count,
@@ -864,10 +930,34 @@ class SharePartition:
             offset_lock = None
             if lock is not None:
                 offset_lock = self._add_lock(_AcquisitionLock(lock.deadline_ms, state.member_id, offset, offset))
-            offset_state[offset] = InFlightState(state.state, state.delivery_count, state.member_id, offset_lock)
+                offset_lock.expired = lock.expired
+            offset_state[offset] = split = InFlightState(state.state, state.delivery_count, state.member_id, offset_lock)
+            split._rollback, split._terminal = state._rollback, state._terminal
         state.cancel_and_clear_lock()
         batch.offset_state = offset_state
         batch.batch_state = None
+        if state.has_ongoing_state_transition():
+            # Its pending write commits or rolls back the offsets' states now.
+            for write in self._writes.values():
+                if write.transitions is not None and any(s is state for s in write.transitions):
+                    write.transitions = [s for s in write.transitions if s is not state] + list(offset_state.values())
+
+    def _states_in(self, first_offset: int, last_offset: int) -> list[InFlightState]:
+        """The states of offsets first..last, a batch kept whole only if it lies within them."""
+        floor = self._floor_batch(first_offset)
+        found: list[InFlightState] = []
+        for batch in self._sub_map(floor.first_offset if floor is not None else first_offset, last_offset):
+            if batch.last_offset < first_offset:
+                continue
+            if batch.offset_state is None and (batch.first_offset < first_offset or batch.last_offset > last_offset):
+                self._split(batch)
+            if batch.offset_state is None:
+                assert batch.batch_state is not None
+                found.append(batch.batch_state)
+            else:
+                found.extend(state for offset, state in batch.offset_state.items()
+                             if first_offset <= offset <= last_offset)
+        return found
 
     # -- locks -----------------------------------------------------------------------------------
 

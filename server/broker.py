@@ -393,7 +393,8 @@ class Broker:
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)
-                sock = await open_listener(ep)
+                sock = await open_listener(ep, (self.config.get_int("socket.send.buffer.bytes"),
+                                                self.config.get_int("socket.receive.buffer.bytes")))
                 ep.port = sock.getsockname()[1]  # resolves port 0
                 self.endpoints.append(ep)
                 listeners.append((sock, ep))
@@ -412,9 +413,7 @@ class Broker:
             async with trio.open_nursery() as connections:
                 for sock, ep in listeners:
                     tasks.start_soon(serve_listener, sock, ep, functools.partial(self._serve_connection, services),
-                                     connections, (self.config.get_int("socket.send.buffer.bytes"),
-                                                   self.config.get_int("socket.receive.buffer.bytes")),
-                                     self.connection_quotas)
+                                     connections, self.connection_quotas)
                 tasks.start_soon(self._periodic_jobs, services.log_manager)
                 log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
                          (elapsed_ns() - started_at) / 1e9,

@@ -418,11 +418,16 @@ def _give_back_buffer(buffer: bytearray) -> None:
         _spare_buffers.append(buffer)
 
 
-async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:
+async def open_listener(endpoint: Endpoint, buffer_sizes: tuple[int, int] = (-1, -1)) -> trio.socket.SocketType:
+    """The listening socket, with the options its accepted sockets inherit set before it listens:
+    the kernel accepts connections from then on, before the accept loop runs (a client connecting
+    while the broker starts kept Nagle's algorithm for the connection's life: 40 ms per response
+    sent in several writes, a header, a file range and the rest, waiting for its delayed ACK)."""
     host = endpoint.host or "0.0.0.0"
     family = _stdlib_socket.AF_INET6 if ":" in host else _stdlib_socket.AF_INET
     sock = trio.socket.socket(family, _stdlib_socket.SOCK_STREAM)
     sock.setsockopt(_stdlib_socket.SOL_SOCKET, _stdlib_socket.SO_REUSEADDR, 1)
+    _set_accepted_socket_options(sock, buffer_sizes)
     await sock.bind((host, endpoint.port))
     sock.listen(1024)
     return sock
@@ -430,14 +435,13 @@ async def open_listener(endpoint: Endpoint) -> trio.socket.SocketType:
 
 async def serve_listener(sock: trio.socket.SocketType, endpoint: Endpoint,
                          handler: Callable[[Connection], Awaitable[None]], nursery: trio.Nursery,
-                         buffer_sizes: tuple[int, int] = (-1, -1), quotas=None) -> None:
+                         quotas=None) -> None:
     """Accept connections until cancelled; each runs `handler` in its own task in `nursery`.
 
     `quotas` (server.network.connection_quotas.ConnectionQuotas) counts connections: the accept
     loop waits while the broker or listener is full or over its connection creation rate, and
     closes one its address has no room for.
     """
-    _set_accepted_socket_options(sock, buffer_sizes)
     counter = 0
     while True:
         try:

@@ -12,6 +12,14 @@ DelayedFetch purgatory) and on every share partition (records released, acknowle
 or the state loaded), and looks again. A pass makes no await between reading a log and acquiring
 from it, so no other fetch can acquire in between (what Kafka's per-partition fetch lock is for).
 
+What a pass acquired is answered once the persister has the raised delivery counts (the partitions'
+writes go out together, those to another broker in one request: the wait is about one write's); records whose write failed are not answered
+(AVAILABLE again with their previous count; the partition answers no error unless the share
+partition was fenced, NOT_LEADER_OR_FOLLOWER, or its topic partition is unknown to the
+coordinator: clients take any other error of a fetched partition as fatal). So a record is never
+delivered without its delivery counted where a new leader reads it (not in Kafka 4.4, which
+persists no acquisition).
+
 Records go out as Fetch sends them: whole batches, a file range of the log (sent with sendfile),
 cut to the batches that hold acquired records; batch headers are read for their offsets,
 producer ids and control and transactional flags, never the records. The acquired ranges go with
@@ -43,7 +51,10 @@ from .share_session_cache import TopicIdPartition
 if TYPE_CHECKING:
     from ...storage.file_records import FileRecords
     from ...storage.log_segment import FetchDataInfo
-    from .share_partition_manager import HostedSharePartition, SharePartitionManager
+    from .share_partition_manager import HostedSharePartition, QueuedWrite, SharePartitionManager
+
+# The errors of a failed acquisition write that a fetched partition answers (else none, and no records).
+_ACQUISITION_WRITE_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 
 
 @dataclass(frozen=True)
@@ -126,7 +137,13 @@ async def delayed_share_fetch(manager: SharePartitionManager, group_id: str, mem
         if acquirable:
             reads, total = _read_logs(acquirable, params)
             if total >= params.min_bytes or expired or any(r.error_code != ErrorCode.NONE for r in reads.values()):
-                results.update(_acquire(manager, member_id, params, acquirable, reads))
+                acquired, writes = _acquire(manager, member_id, params, acquirable, reads)
+                results.update(acquired)
+                for tip, queued in writes:  # under way together already
+                    code = await queued.wait()
+                    if code != ErrorCode.NONE:
+                        results[tip] = SharePartitionData(
+                            error_code=code if code in _ACQUISITION_WRITE_ERRORS else ErrorCode.NONE)
                 break
         if expired or not hosted_by_tip:
             manager.metrics.expired_delayed_fetches += 1
@@ -179,11 +196,12 @@ def _read_logs(acquirable: list[tuple[TopicIdPartition, HostedSharePartition]],
 
 
 def _acquire(manager: SharePartitionManager, member_id: str, params: ShareFetchParams,
-             acquirable: list[tuple[TopicIdPartition, HostedSharePartition]],
-             reads: dict[TopicIdPartition, _Read]) -> dict[TopicIdPartition, SharePartitionData]:
+             acquirable: list[tuple[TopicIdPartition, HostedSharePartition]], reads: dict[TopicIdPartition, _Read],
+             ) -> tuple[dict[TopicIdPartition, SharePartitionData], list[tuple[TopicIdPartition, QueuedWrite]]]:
     """Acquire from what was read, within max_records over all partitions (Kafka's
-    ShareFetchUtils.processFetchResponse)."""
+    ShareFetchUtils.processFetchResponse); the acquisitions' writes, sent."""
     results: dict[TopicIdPartition, SharePartitionData] = {}
+    writes: list[tuple[TopicIdPartition, QueuedWrite]] = []
     acquired_count = 0
     now_ms = loop_ms()
     for tip, hosted in acquirable:
@@ -225,8 +243,10 @@ def _acquire(manager: SharePartitionManager, member_id: str, params: ShareFetchP
         acquired_count += acquired.count
         results[tip] = SharePartitionData(records=_batches_holding(records, headers, acquired.acquired_records),
                                           acquired_records=list(acquired.acquired_records))
+        if acquired.write is not None:
+            writes.append((tip, manager.write(hosted, acquired.write)))
     manager.locks_changed()
-    return results
+    return results, writes
 
 
 def _batches_holding(records: FileRecords, headers: list, acquired: list[AcquiredRecords]) -> FileRecords:

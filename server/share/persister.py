@@ -10,7 +10,10 @@ share partition it finds the coordinator of the key (the leader of the key's par
 `__share_group_state`, created on first need, as FindCoordinator with key type SHARE finds it) and
 asks it. When this broker is the coordinator the share service is called directly (Kafka sends the
 RPC to itself over the network); otherwise the RPC goes to the coordinator over the inter-broker
-listener, one connection per broker, one request at a time. Retriable answers (the coordinator
+listener, one connection per broker, one request at a time: the share partitions asked of a broker
+while a request to it is under way go together in the next request, one per RPC and group (as
+Kafka's PersisterStateManager coalesces a node's requests), so that several share partitions' writes
+wait for about one round trip, not one each. Retriable answers (the coordinator
 moved, is loading or not available, the topic partition is unknown yet, the network failed or
 timed out) are retried after an exponential backoff (1 s doubling up to 30 s, 20 % jitter), five
 attempts in all, the coordinator found again each time; then the error is answered.
@@ -141,6 +144,21 @@ _DELETE = _Rpc(ApiKey.DELETE_SHARE_GROUP_STATE, lambda s, r: s.delete_state(r))
 _SUMMARY = _Rpc(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, lambda s, r: s.read_state_summary(r))
 
 
+class _Coalesced:
+    """A request to a broker gathering share partitions of one RPC and group until it is sent."""
+
+    def __init__(self) -> None:
+        self.by_topic: dict[uuid.UUID, list[Any]] = {}  # the partitions' data, by topic id
+        self.keys: set[tuple[uuid.UUID, int]] = set()
+        self.response: Any = None
+        self.failed: Exception | None = None
+        self.done = trio.Event()
+
+    def add(self, topic_id: uuid.UUID, data: Any) -> None:
+        self.by_topic.setdefault(topic_id, []).append(data)
+        self.keys.add((topic_id, data.partition))
+
+
 @dataclass
 class _Failed:
     """The result of a share partition that got no coordinator's answer."""
@@ -166,6 +184,7 @@ class DefaultStatePersister:
         self._rng = rng or random.Random()
         self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
         self._locks: dict[int, trio.Lock] = {}
+        self._gathering: dict[tuple[int, ApiKey, str], _Coalesced] = {}  # requests waiting for their broker
 
     # --- the Persister -------------------------------------------------------------------------------
 
@@ -261,10 +280,9 @@ class DefaultStatePersister:
             response = await rpc.call(self._share_coordinator, request)
         else:
             try:
-                response = await self._request(node, request, VERSIONS[rpc.api_key])
+                response = await self._request(rpc, node, request)
             except (BrokerUnreachable, CodecError) as e:
                 log.info("%s to broker %d failed: %s", rpc.api_key.name, node.node_id, e)
-                await self._drop(node.node_id)
                 return _Failed(ErrorCode.NETWORK_EXCEPTION)
         for topic in response.results:
             if topic.topic_id == key.topic_id:
@@ -274,11 +292,43 @@ class DefaultStatePersister:
         log.error("No result for share partition %s in the %s response", key, rpc.api_key.name)
         return _Failed(ErrorCode.UNKNOWN_SERVER_ERROR)
 
-    async def _request(self, node: BrokerInfo, request, version: int) -> Any:
-        lock = self._locks.setdefault(node.node_id, trio.Lock())
-        async with lock:  # a connection carries one request at a time
-            connection = await self._connection(node)
-            return await connection.call(request, version)
+    async def _request(self, rpc: _Rpc, node: BrokerInfo, request) -> Any:
+        """The response of the request to `node` that carries `request`'s share partition."""
+        [topic] = request.topics
+        [data] = topic.partitions
+        gathering = (node.node_id, rpc.api_key, request.group_id)
+        coalesced = self._gathering.get(gathering)
+        if coalesced is not None and (topic.topic_id, data.partition) not in coalesced.keys:
+            coalesced.add(topic.topic_id, data)
+            await coalesced.done.wait()
+            if coalesced.failed is not None:
+                raise coalesced.failed
+            return coalesced.response
+        coalesced = _Coalesced()
+        coalesced.add(topic.topic_id, data)
+        if gathering not in self._gathering:
+            self._gathering[gathering] = coalesced
+        try:
+            async with self._locks.setdefault(node.node_id, trio.Lock()):  # a connection carries one at a time
+                if self._gathering.get(gathering) is coalesced:
+                    del self._gathering[gathering]
+                combined = type(request)(group_id=request.group_id, topics=[
+                    type(topic)(topic_id=topic_id, partitions=partitions)
+                    for topic_id, partitions in coalesced.by_topic.items()])
+                try:
+                    connection = await self._connection(node)
+                    coalesced.response = await connection.call(combined, VERSIONS[rpc.api_key])
+                except (BrokerUnreachable, CodecError) as e:
+                    coalesced.failed = e
+                    await self._drop(node.node_id)
+                    raise
+        finally:
+            if self._gathering.get(gathering) is coalesced:  # cancelled before it was sent
+                del self._gathering[gathering]
+            if coalesced.response is None and coalesced.failed is None:
+                coalesced.failed = BrokerUnreachable(f"{rpc.api_key.name} to broker {node.node_id} not sent")
+            coalesced.done.set()
+        return coalesced.response
 
     async def _connection(self, node: BrokerInfo) -> BrokerConnection:
         address = (node.host, node.port)

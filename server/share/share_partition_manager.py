@@ -4,10 +4,17 @@ pure state machine coordinator/share_partition.py, one per (share group, topic p
 A share partition is created by the first ShareFetch that names it here and initialized from the
 persister (`Persister.read_state`); a state never given a start offset starts where the group's
 `share.auto.offset.reset` says (earliest, latest, by_duration:<ISO-8601 duration>), found in the
-partition's log. What the state machine changes on acknowledgement, release and lock expiry is
-written back with `Persister.write_state`; the request that caused it is answered once the write is
-done (a lock expiry's write is best effort, as in Kafka). Acquisition locks run out on the event
-loop's clock: one task sleeps until the earliest deadline of all the share partitions.
+partition's log. What the state machine changes on acquisition, acknowledgement, release and lock
+expiry is written back with `Persister.write_state`; the request that caused it is answered once the
+write is done (a ShareFetch hands out acquired records only then; a lock expiry's write is best
+effort, as in Kafka). A share partition's writes reach the persister in the order it made them, one
+WriteShareGroupState at a time: those made while one is under way go together in the next (their
+state batches overlaid in order), so that the coordinator never applies an older state over a newer
+one (an older start offset would bring records back with no delivery count), and a ShareFetch that
+acknowledges and acquires waits for one write. Writes of different share partitions go
+concurrently. They run in the manager's background, not in the request's task: a request that goes
+away leaves no state change half done. Acquisition locks run out on the event loop's clock: one
+task sleeps until the earliest deadline of all the share partitions.
 
 A share partition belongs to the partition's leadership it was created under: once the replica
 partition is gone (its topic deleted), no longer led here, or led at another epoch, the share
@@ -27,20 +34,22 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import trio
 
 from ...coordinator.share_partition import (
+    PendingWrite,
     ShareAcknowledgementBatch,
     SharePartition,
     SharePartitionConfig,
     SharePartitionError,
     SharePartitionStatus,
 )
-from ...coordinator.share_state import UNINITIALIZED_START_OFFSET, SharePartitionState
+from ...coordinator.share_state import UNINITIALIZED_START_OFFSET, PersisterStateBatch, SharePartitionState
 from ...storage.errors import StorageError
 from ...wire.errors import ErrorCode
 from ..clock import loop_ms, wall_clock_ms
@@ -124,6 +133,8 @@ class HostedSharePartition:
         self.init_error: int | None = None  # why the persister's state could not be loaded
         self.load_start_ms = loop_ms()
         self._waiters: list[trio.Event] = []
+        self.write_queue: deque[QueuedWrite] = deque()  # made, not sent yet
+        self.writing = False  # a task is sending its writes
 
     def park(self, event: trio.Event) -> None:
         self._waiters.append(event)
@@ -140,6 +151,51 @@ class HostedSharePartition:
         waiters, self._waiters = self._waiters, []
         for event in waiters:
             event.set()
+
+
+class QueuedWrite:
+    """A share partition's PendingWrite on its way to the persister: `await wait()` for the error
+    the request that made it answers (the state machine's mapping of the persister's)."""
+
+    __slots__ = ("pending", "best_effort", "error_code", "_done")
+
+    def __init__(self, pending: PendingWrite, best_effort: bool) -> None:
+        self.pending = pending
+        self.best_effort = best_effort  # nobody waits for it: a failure is logged
+        self.error_code: int = ErrorCode.NONE
+        self._done = trio.Event()
+
+    def settle(self, error_code: int) -> None:
+        self.error_code = error_code
+        self._done.set()
+
+    async def wait(self) -> int:
+        await self._done.wait()
+        return self.error_code
+
+
+def overlay(states: Sequence[SharePartitionState]) -> SharePartitionState:
+    """Writes of one share partition made in this order as one: the last one's start offset and
+    figures, and the state batches of all, a later one's over an earlier one's where they overlap."""
+    batches: list[PersisterStateBatch] = []
+    for state in states:
+        for new in state.state_batches:
+            kept: list[PersisterStateBatch] = []
+            for old in batches:
+                if old.last_offset < new.first_offset or old.first_offset > new.last_offset:
+                    kept.append(old)
+                    continue
+                if old.first_offset < new.first_offset:
+                    kept.append(PersisterStateBatch(old.first_offset, new.first_offset - 1, old.delivery_state,
+                                                    old.delivery_count))
+                if old.last_offset > new.last_offset:
+                    kept.append(PersisterStateBatch(new.last_offset + 1, old.last_offset, old.delivery_state,
+                                                    old.delivery_count))
+            kept.append(new)
+            batches = sorted(kept, key=lambda b: b.first_offset)
+    last = states[-1]
+    return SharePartitionState(last.state_epoch, last.start_offset, last.leader_epoch, batches,
+                               last.delivery_complete_count)
 
 
 @dataclass
@@ -172,19 +228,14 @@ class PendingAcknowledgements:
 
     def __init__(self) -> None:
         self.results: dict[TopicIdPartition, tuple[int, str | None]] = {}
-        self._writes: list[tuple[TopicIdPartition, HostedSharePartition, Any]] = []
+        self._writes: list[tuple[TopicIdPartition, QueuedWrite]] = []
 
     async def complete(self, manager: SharePartitionManager) -> dict[TopicIdPartition, tuple[int, str | None]]:
-        async def write(tip: TopicIdPartition, hosted: HostedSharePartition, pending) -> None:
-            code = await manager.write_state(hosted, pending)
+        writes, self._writes = self._writes, []
+        for tip, queued in writes:  # under way together already
+            code = await queued.wait()
             if code != ErrorCode.NONE:
                 self.results[tip] = (code, error_message(code))
-                manager.maybe_fence(hosted, code)
-
-        writes, self._writes = self._writes, []
-        async with trio.open_nursery() as nursery:
-            for tip, hosted, pending in writes:
-                nursery.start_soon(write, tip, hosted, pending)
         if any(code != ErrorCode.NONE for code, _ in self.results.values()):
             manager.metrics.failed_acknowledgement_requests += 1
         return self.results
@@ -216,15 +267,17 @@ class SharePartitionManager:
         finally:
             self._nursery = None
 
-    def _background(self, fn, *args) -> None:
-        """Run a load or a write in the background; dropped once the broker is shutting down (the
-        state is read from the persister again at the next start, as after a crash)."""
+    def _background(self, fn, *args) -> bool:
+        """Run a load or writes in the background; dropped (False) once the broker is shutting down
+        (the state is read from the persister again at the next start, as after a crash)."""
         try:
             if self._nursery is None:
                 raise RuntimeError("not running")
             self._nursery.start_soon(fn, *args)
         except RuntimeError:  # not running, or its nursery closed to new tasks as the broker stops
             log.debug("The broker is shutting down: %s of %s not done", fn.__name__, args[0].key)
+            return False
+        return True
 
     def locks_changed(self) -> None:
         """Acquisitions or acknowledgements moved the lock deadlines."""
@@ -245,14 +298,7 @@ class SharePartitionManager:
             pending = hosted.state.expire_locks(now_ms)
             hosted.wake()
             if pending is not None:
-                self._background(self._write_best_effort, hosted, pending)
-
-    async def _write_best_effort(self, hosted: HostedSharePartition, pending) -> None:
-        code = await self.write_state(hosted, pending)
-        if code != ErrorCode.NONE:
-            log.warning("Failed to write the share group state of %s after its acquisition locks expired: %s",
-                        hosted.key, ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
-            self.maybe_fence(hosted, code)
+                self.write(hosted, pending, best_effort=True)
 
     # -- the share partitions -----------------------------------------------------------------------
 
@@ -403,28 +449,58 @@ class SharePartitionManager:
             log.info("The share partition with key %s is fenced: %s", hosted.key, code)
             self.remove(hosted)
 
-    async def write_state(self, hosted: HostedSharePartition, pending) -> int:
-        """Write a state change to the persister and settle it in the state machine: the error the
-        request that made it answers."""
+    def write(self, hosted: HostedSharePartition, pending: PendingWrite, best_effort: bool = False) -> QueuedWrite:
+        """Send a state change of the share partition to the persister after those it made before,
+        and settle it in the state machine (see the module's docstring)."""
+        queued = QueuedWrite(pending, best_effort)
+        hosted.write_queue.append(queued)
+        if not hosted.writing:
+            hosted.writing = True
+            if not self._background(self._send_writes, hosted):  # the broker is shutting down
+                hosted.writing = False
+                writes = list(hosted.write_queue)
+                hosted.write_queue.clear()
+                self._settle(hosted, writes, ErrorCode.COORDINATOR_NOT_AVAILABLE, stopping=True)
+        return queued
+
+    async def _send_writes(self, hosted: HostedSharePartition) -> None:
+        """The share partition's writes, one WriteShareGroupState at a time, those made meanwhile
+        together in the next, until none is left."""
+        try:
+            while hosted.write_queue:
+                writes = list(hosted.write_queue)
+                hosted.write_queue.clear()
+                code = await self._write_state(hosted, overlay([w.pending.state for w in writes]))
+                self._settle(hosted, writes, code)
+        finally:
+            hosted.writing = False
+
+    async def _write_state(self, hosted: HostedSharePartition, state: SharePartitionState) -> int:
         key = hosted.key
         persister = self.persister
-        code: int
         try:
             if persister is None:
-                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            else:
-                code = await persister.write_state(key.group_id, key.topic_id, key.partition, pending.state)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return await persister.write_state(key.group_id, key.topic_id, key.partition, state)
         except Exception:
             log.exception("Failed to write the share group state of %s", key)
-            code = ErrorCode.UNKNOWN_SERVER_ERROR
-        try:
-            completed = hosted.state.complete_write(pending.write_id, code)
-        except SharePartitionError as e:  # fenced meanwhile
-            return e.error_code
-        if completed.fetchable:
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def _settle(self, hosted: HostedSharePartition, writes: list[QueuedWrite], code: int,
+                stopping: bool = False) -> None:
+        fetchable = False
+        for queued in writes:
+            completed = hosted.state.complete_write(queued.pending.write_id, code)
+            fetchable = fetchable or completed.fetchable
+            queued.settle(completed.error_code)
+        if fetchable:
             hosted.wake()
         self.locks_changed()
-        return completed.error_code
+        if code != ErrorCode.NONE and not stopping:
+            if any(w.best_effort for w in writes):
+                log.warning("Failed to write the share group state of %s: %s", hosted.key,
+                            ErrorCode(code).name if code in ErrorCode._value2member_map_ else code)
+            self.maybe_fence(hosted, persister_error(code))
 
     # -- acknowledgements and releases --------------------------------------------------------------
 
@@ -453,7 +529,7 @@ class SharePartitionManager:
                 pending.results[tip] = (ErrorCode.NONE, None)
                 self.metrics.acknowledged(partition_batches)
                 if write is not None:
-                    pending._writes.append((tip, hosted, write))
+                    pending._writes.append((tip, self.write(hosted, write)))
             hosted.wake()
         self.locks_changed()
         return pending
@@ -483,7 +559,7 @@ class SharePartitionManager:
                 continue
             hosted.wake()
             if write is not None:
-                self._background(self._write_best_effort, hosted, write)
+                self.write(hosted, write, best_effort=True)
         self.locks_changed()
 
     # -- ShareGroupListener (SHARE-PLAN.md contract 2) ------------------------------------------------

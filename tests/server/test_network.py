@@ -144,11 +144,13 @@ def test_an_idle_connection_gives_its_large_frame_to_the_next_connection():
 
 
 def test_accepted_sockets_get_the_listening_socket_options():
+    """Even a connection the kernel accepted before the accept loop ran (a client connecting while
+    the broker starts)."""
     from samsa.server.network.socket_server import open_listener, serve_listener
 
     async def main():
         endpoint = Endpoint("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT")
-        listener = await open_listener(endpoint)
+        listener = await open_listener(endpoint, (65536, 32768))
         accepted: list[Connection] = []
         got_one = trio.Event()
 
@@ -156,9 +158,9 @@ def test_accepted_sockets_get_the_listening_socket_options():
             accepted.append(conn)
             got_one.set()
 
+        client = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve_listener, listener, endpoint, handler, nursery, (65536, 32768))
-            client = await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1])
+            nursery.start_soon(serve_listener, listener, endpoint, handler, nursery)
             with trio.fail_after(10):
                 await got_one.wait()
             nursery.cancel_scope.cancel()

@@ -218,6 +218,50 @@ def test_the_persister_asks_its_own_broker_directly_and_another_over_the_network
     run_with_broker(share_config(tmp_path), scenario)
 
 
+def test_a_brokers_share_partitions_asked_meanwhile_go_in_one_request(tmp_path):
+    """Writes of several share partitions to another broker at once: one WriteShareGroupState."""
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        topic_id = await create_topic(client, broker, partitions=4)
+        for partition in range(4):
+            assert await broker.services.persister.initialize_state("g", topic_id, partition, 1, 0) == ErrorCode.NONE
+        node = broker.services.broker_info(broker.config.inter_broker_listener_name)
+
+        async def coordinator_of(partition):
+            return ErrorCode.NONE, node
+
+        def writes() -> int:
+            return sum(c.count for c in broker.request_metrics.requests.values() if c.name == "WriteShareGroupState")
+
+        remote = DefaultStatePersister(99, broker.services.share_coordinator, coordinator_of)
+        errors: dict[int, int] = {}
+
+        async def write_one(partition: int, leader_epoch: int) -> None:
+            errors[partition] = await remote.write_state("g", topic_id, partition, SharePartitionState(
+                1, 0, leader_epoch, [B(0, partition, ACKNOWLEDGED, 1)], partition + 1))
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(remote.run)
+            before = writes()
+            async with trio.open_nursery() as together:
+                for partition in range(4):
+                    together.start_soon(write_one, partition, 0)
+            assert errors == dict.fromkeys(range(4), ErrorCode.NONE) and writes() == before + 1
+            # Each partition its own answer (the fenced one alone), from one request again.
+            await broker.services.persister.read_state("g", topic_id, 3, 5)
+            async with trio.open_nursery() as together:
+                for partition in range(4):
+                    together.start_soon(write_one, partition, 1)
+            assert errors == {0: ErrorCode.NONE, 1: ErrorCode.NONE, 2: ErrorCode.NONE,
+                              3: ErrorCode.FENCED_LEADER_EPOCH} and writes() == before + 2
+            for partition in range(3):
+                error, state = await broker.services.persister.read_state("g", topic_id, partition, 1)
+                assert error == ErrorCode.NONE and state.state_batches == [B(0, partition, ACKNOWLEDGED, 1)]
+            nursery.cancel_scope.cancel()
+
+    run_with_broker(share_config(tmp_path), scenario)
+
+
 def test_the_persister_retries_until_the_coordinator_is_found(tmp_path):
     async def scenario(broker):
         client = await Client.connect(broker.endpoints[0].port)

@@ -452,11 +452,15 @@ def test_the_record_states_the_persister_was_given(tmp_path):
     async def scenario(env):
         await produce(env, [b"a", b"b"])
         assert acquired(partition_of(await fetch(env, "m1", 0))) == [(0, 1, 1)]
+        [state] = env.persister.states.values()
+        # The acquisition is written before the records go out: AVAILABLE, with the delivery made.
+        assert [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in state.state_batches] == [
+            (0, 1, RecordState.AVAILABLE, 1)]
         await env.client.call(share_acknowledge(GROUP_ID, "m1", 1, env.topic_id, {0: [(1, 1, [ACCEPT])]}), V)
         [state] = env.persister.states.values()
         # Offset 0 is still acquired (ACQUIRED is never persisted); 1 is acknowledged.
-        assert [(b.first_offset, b.last_offset, b.delivery_state) for b in state.state_batches
-                if b.delivery_state != RecordState.AVAILABLE] == [(1, 1, RecordState.ACKNOWLEDGED)]
+        assert [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in state.state_batches] == [
+            (0, 0, RecordState.AVAILABLE, 1), (1, 1, RecordState.ACKNOWLEDGED, 1)]
 
     run(tmp_path, scenario)
 
@@ -563,3 +567,138 @@ def test_members_of_a_share_group_fetch_what_they_are_assigned_and_a_leaving_mem
         assert acquired(partition_of(await fetch(env, m2, 0, client=other))) == [(0, 1, 2)]
 
     run(tmp_path, scenario, group_share_assignment_interval_ms=0)
+
+
+# -- acquisitions are written: the delivery limit across a restart ---------------------------------
+
+
+def states_of(state) -> list[tuple[int, int, int, int]]:
+    return [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in state.state_batches]
+
+
+def test_acquired_records_go_out_once_their_delivery_count_is_written(tmp_path):
+    async def scenario(env):
+        await produce(env, [b"a", b"b"])
+        env.persister.fail_writes_with = E.COORDINATOR_LOAD_IN_PROGRESS
+        # The write failed: nothing delivered, and no error a client would take as fatal.
+        partition = partition_of(await fetch(env, "m1", 0))
+        assert (partition.error_code, acquired(partition), partition.records) == (E.NONE, [], b"")
+        env.persister.fail_writes_with = None
+        # Acquired again with the same delivery count: the failed one was not a delivery.
+        partition = partition_of(await fetch(env, "m1", 1))
+        assert acquired(partition) == [(0, 1, 1)] and fetched_values(partition) == [(0, b"a"), (1, b"b")]
+        [(_, state)] = env.persister.writes
+        assert states_of(state) == [(0, 1, RecordState.AVAILABLE, 1)]
+
+    run(tmp_path, scenario)
+
+
+def test_an_acknowledgement_and_an_acquisition_of_one_fetch_are_one_write(tmp_path):
+    async def scenario(env):
+        for value in (b"a", b"b", b"c"):
+            await produce(env, [value])
+        assert acquired(partition_of(await fetch(env, "m1", 0, max_records=1))) == [(0, 0, 1)]
+        before = len(env.persister.writes)
+        response = await fetch(env, "m1", 1, max_records=1, acks={0: [(0, 0, [ACCEPT])]})
+        assert acquired(partition_of(response)) == [(1, 1, 1)]
+        [(_, state)] = env.persister.writes[before:]
+        assert states_of(state) == [(0, 0, RecordState.ACKNOWLEDGED, 1), (1, 1, RecordState.AVAILABLE, 1)]
+
+    run(tmp_path, scenario)
+
+
+class GatedPersister(MemoryPersister):
+    """Writes wait for `gate` while it is set (a share coordinator slow to answer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate: trio.Event | None = None
+
+    async def write_state(self, group_id, topic_id, partition, state) -> int:
+        if self.gate is not None:
+            await self.gate.wait()
+        return await super().write_state(group_id, topic_id, partition, state)
+
+
+def test_a_share_partitions_writes_reach_the_persister_in_the_order_made(tmp_path):
+    async def scenario(env):
+        persister = env.manager.persister = GatedPersister()
+        await produce(env, [b"a"])
+        await produce(env, [b"b"])
+        await produce(env, [b"c"])
+        clients = {m: await Client.connect(env.port) for m in ("m1", "m2", "m3")}
+        assert acquired(partition_of(await fetch(env, "m1", 0, client=clients["m1"], max_records=1))) == [(0, 0, 1)]
+        assert acquired(partition_of(await fetch(env, "m2", 0, client=clients["m2"], max_records=1))) == [(1, 1, 1)]
+        persister.gate = gate = trio.Event()
+        before = len(persister.writes)
+        answers: dict[str, object] = {}
+
+        async def call(member: str, request) -> None:
+            answers[member] = await clients[member].call(request, V)
+
+        async with trio.open_nursery() as nursery:
+            # m1's acceptance is being written when m2 rejects and m3 acquires: those two go
+            # together after it, and m3 gets its record only then.
+            nursery.start_soon(call, "m1", share_acknowledge(GROUP_ID, "m1", 1, env.topic_id, {0: [(0, 0, [ACCEPT])]}))
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(call, "m2", share_acknowledge(GROUP_ID, "m2", 1, env.topic_id, {0: [(1, 1, [REJECT])]}))
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(call, "m3", share_fetch(GROUP_ID, "m3", 0, env.topic_id))
+            await trio.testing.wait_all_tasks_blocked()
+            assert answers == {}
+            persister.gate = None
+            gate.set()
+        assert acquired(partition_of(answers["m3"])) == [(2, 2, 1)]
+        assert [states_of(state) for _, state in persister.writes[before:]] == [
+            [(0, 0, RecordState.ACKNOWLEDGED, 1)],
+            [(1, 1, RecordState.ARCHIVED, 1), (2, 2, RecordState.AVAILABLE, 1)]]
+        # Each with the start offset of when it was made: the second moves it at the next write.
+        assert [state.start_offset for _, state in persister.writes[before:]] == [0, 0]
+
+    run(tmp_path, scenario)
+
+
+def test_a_restarted_broker_goes_on_counting_the_deliveries_it_made_before(tmp_path):
+    """The share coordinator's own persister (__share_group_state): records acquired, the broker
+    restarted before they are acknowledged, fetched again with their delivery count raised, and
+    after one more restart archived at the limit (group.share.delivery.count.limit=2)."""
+    config = broker_config(tmp_path, unstable_feature_versions_enable="true", group_share_delivery_count_limit=2)
+    answers = []
+
+    async def share_fetch_once(broker, member: str, setup: bool = False):
+        client = await Client.connect(broker.endpoints[0].port)
+        if setup:
+            broker.services.replica_manager.create_topic("t", 1, {}, 1)
+        topic_id = broker.services.metadata_cache.topics["t"].topic_id
+        if setup:
+            assert await broker.services.persister.initialize_state(GROUP_ID, topic_id, 0, 0, 0) == E.NONE
+            response = await client.call(produce_request("t", one_batch([b"a", b"b"])), 9)
+            assert response.responses[0].partition_responses[0].error_code == E.NONE
+        response = await client.call(share_fetch(GROUP_ID, member, 0, topic_id, max_wait_ms=500), V)
+        answers.append(acquired(partition_of(response)))
+
+    async def first(broker):
+        await share_fetch_once(broker, "m1", setup=True)
+
+    async def again(broker):
+        await share_fetch_once(broker, "m2")
+
+    run_with_broker(config, first)
+    run_with_broker(config, again)
+    run_with_broker(config, again)
+    assert answers == [[(0, 1, 1)], [(0, 1, 2)], []]
+
+
+def test_writes_sent_together_overlay_in_the_order_made():
+    from samsa.coordinator.share_state import PersisterStateBatch as B
+    from samsa.coordinator.share_state import SharePartitionState
+    from samsa.server.share.share_partition_manager import overlay
+
+    available, acknowledged, archived = RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
+    first = SharePartitionState(1, 0, 3, [B(0, 9, available, 1)], 0)
+    second = SharePartitionState(1, 0, 3, [B(2, 3, acknowledged, 1), B(9, 12, available, 2)], 2)
+    third = SharePartitionState(1, 4, 3, [B(3, 3, archived, 1)], 3)
+    state = overlay([first, second, third])
+    assert (state.start_offset, state.delivery_complete_count) == (4, 3)
+    assert states_of(state) == [(0, 1, available, 1), (2, 2, acknowledged, 1), (3, 3, archived, 1),
+                                (4, 8, available, 1), (9, 12, available, 2)]
