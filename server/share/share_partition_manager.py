@@ -486,10 +486,10 @@ class SharePartitionManager:
                 self._background(self._write_best_effort, hosted, write)
         self.locks_changed()
 
-    # -- ShareGroupListener (SHARE-PLAN.md contract 2) ------------------------------------------------
+    # -- ShareGroupListener (the share session cache's, on a closed connection) -----------------------
 
     def on_member_leave(self, group_id: str, member_id: str) -> None:
-        """The member left its group (or its connection closed): its records go back, if it fetched here."""
+        """The connection of the member's share session closed: its records go back."""
         if self.sessions.get(group_id, member_id) is not None:
             self.release_session(group_id, member_id)
 
