@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -123,23 +123,23 @@ class HostedSharePartition:
         self.initialized = trio.Event()
         self.init_error: int | None = None  # why the persister's state could not be loaded
         self.load_start_ms = loop_ms()
-        self._waiters: list[trio.Event] = []
+        self._waiters: list[Callable[[], None]] = []
 
-    def park(self, event: trio.Event) -> None:
-        self._waiters.append(event)
+    def park(self, waiter: Callable[[], None]) -> None:
+        self._waiters.append(waiter)
 
-    def unpark(self, event: trio.Event) -> None:
+    def unpark(self, waiter: Callable[[], None]) -> None:
         try:
-            self._waiters.remove(event)
+            self._waiters.remove(waiter)
         except ValueError:
             pass
 
     def wake(self) -> None:
-        """Records may have become acquirable, or the partition changed: parked share fetches look
-        again (Kafka's delayedRequestNotifier with the DelayedShareFetchGroupKey)."""
-        waiters, self._waiters = self._waiters, []
-        for event in waiters:
-            event.set()
+        """Records may have become acquirable, or the partition changed: the share fetches parked
+        on it try to complete, at once (Kafka's delayedRequestNotifier with the
+        DelayedShareFetchGroupKey). They stay parked until they unpark."""
+        for waiter in list(self._waiters):
+            waiter()
 
 
 @dataclass
@@ -203,6 +203,9 @@ class SharePartitionManager:
         self.partitions: dict[SharePartitionKey, HostedSharePartition] = {}
         self.metrics = ShareFetchMetrics()
         self._waker = DeadlineWaker("share partitions' acquisition locks", loop_ms)
+        # A share fetch's pass (read, then acquire) is running: a fetch woken meanwhile makes its
+        # own pass later, in its own task, rather than one nested in another's acquisitions.
+        self.fetch_pass_running = False
         self._nursery: trio.Nursery | None = None
 
     # -- the background: initializations, best-effort writes, lock expiry ------------------------

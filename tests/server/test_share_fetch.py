@@ -302,6 +302,35 @@ def test_incremental_sessions_add_forget_and_name_unknown_topics(tmp_path):
     run(tmp_path, scenario)
 
 
+def test_a_fetch_on_share_partitions_being_loaded_answers_the_first_one_loaded(tmp_path):
+    """Kafka completes a delayed share fetch as soon as one of its share partitions is loaded (the
+    loader's notification completes it at once): the first fetch of a session on two new share
+    partitions, both holding records, answers the records of one partition, the next fetch the
+    other's. librdkafka's 0179 counts on it (one partition's records per poll)."""
+    Produce = request_class(ApiKey.PRODUCE)
+
+    async def scenario(env):
+        env.broker.services.replica_manager.create_topic("two", 2, {}, 1)
+        two = env.broker.services.metadata_cache.topics["two"].topic_id
+        for index in (0, 1):
+            response = await env.client.call(Produce(acks=1, timeout_ms=5000, topic_data=[Produce.TopicProduceData(
+                name="two", partition_data=[Produce.PartitionProduceData(
+                    index=index, records=one_batch([b"v"] * 50))])]), 9)
+            assert response.responses[0].partition_responses[0].error_code == E.NONE
+
+        def answered(response) -> dict[int, list]:
+            assert response.error_code == E.NONE
+            return {p.partition_index: acquired(p) for t in response.responses for p in t.partitions if acquired(p)}
+
+        first = answered(await env.client.call(share_fetch(GROUP_ID, "m1", 0, two, partitions=(1, 0)), V))
+        [(loaded_first, ranges)] = first.items()
+        assert ranges == [(0, 49, 1)]
+        second = answered(await env.client.call(share_fetch(GROUP_ID, "m1", 1, two, max_wait_ms=0), V))
+        assert second == {1 - loaded_first: [(0, 49, 1)]}
+
+    run(tmp_path, scenario)
+
+
 def test_a_closed_connection_releases_its_members_records(tmp_path):
     async def scenario(env):
         await produce(env, [b"a", b"b"])
