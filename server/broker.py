@@ -280,7 +280,9 @@ class Broker:
             services, SHARE_GROUP_STATE_TOPIC, partition, config.inter_broker_listener_name))
         groups.persister = persister  # share partitions are initialized and deleted through it
         share_partitions = SharePartitionManager(replicas, config, persister, group_configs)
-        groups.share_group_listener = share_partitions  # members leaving release their records
+        # Not the group coordinator's share_group_listener: as in Kafka, a member leaving its group
+        # keeps its share session (its client acknowledges and closes it after the leave heartbeat);
+        # only a closed connection or session releases what it holds (share_session_cache.py).
 
         def topics_changed() -> None:
             groups.topics_changed()  # the groups subscribed to a topic rebalance

@@ -108,8 +108,9 @@ class GroupService:
         self._cluster = cluster
         self._group_configs = group_configs or GroupConfigManager(config.get)
         # Share groups (KIP-932): where share partitions' state is initialized and deleted (the share
-        # coordinator's persister, set by the broker), and who hears of members leaving (the share
-        # fetch path's ShareGroupListener). Without a persister no share partition is initialized.
+        # coordinator's persister, set by the broker), and who hears of members leaving (none in a
+        # broker: see server/share/share_group_listener.py). Without a persister no share partition
+        # is initialized.
         self.persister: Persister | None = None
         self.share_group_listener: ShareGroupListener | None = None
         # Heartbeats that bumped a share group's epoch, on every coordinator this broker ran (Kafka's

@@ -8,9 +8,11 @@ high watermark (the last stable offset for read_committed groups), splitting `ma
 between them; when enough is there (or a read failed, or the time is up) the records read are
 acquired for the member and answered, else the fetch parks a trio.Event on every replica
 partition (an append, a high watermark or leadership change wakes it, as it wakes a Fetch: Samsa's
-DelayedFetch purgatory) and on every share partition (records released, acknowledged, unlocked,
-or the state loaded), and looks again. A pass makes no await between reading a log and acquiring
-from it, so no other fetch can acquire in between (what Kafka's per-partition fetch lock is for).
+DelayedFetch purgatory), and looks again; a share partition that changes (records released,
+acknowledged, unlocked, or its state loaded) makes the pass of the fetches parked on it at once,
+as Kafka completes a delayed share fetch in the thread that notifies it (see DelayedShareFetch). A
+pass makes no await between reading a log and acquiring from it, and passes never nest, so no
+other fetch can acquire in between (what Kafka's per-partition fetch lock is for).
 
 What a pass acquired is answered once the persister has the raised delivery counts (the partitions'
 writes go out together, those to another broker in one request: the wait is about one write's); records whose write failed are not answered
@@ -28,7 +30,7 @@ them as AcquiredRecords: a client takes from the batches only the offsets acquir
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
@@ -121,8 +123,96 @@ async def delayed_share_fetch(manager: SharePartitionManager, group_id: str, mem
         else:
             hosted_by_tip[tip] = hosted
     manager.metrics.fetch_requests += 1
-    deadline = loop_time() + max(params.max_wait_ms, 0) / 1000
-    while hosted_by_tip:
+    if hosted_by_tip:
+        deadline = loop_time() + max(params.max_wait_ms, 0) / 1000
+        results.update(await DelayedShareFetch(manager, member_id, params, hosted_by_tip, deadline).run(parked))
+    if any(data.error_code != ErrorCode.NONE for data in results.values()):
+        manager.metrics.failed_fetch_requests += 1
+    return results
+
+
+class DelayedShareFetch:
+    """One share fetch waiting for records (Kafka's DelayedShareFetch): `try_complete` is one pass
+    over its share partitions. The fetch's own task makes a pass when it starts, when a replica
+    partition wakes it and at its deadline; a share partition that changes (its state loaded,
+    records released, acknowledged or unlocked) makes one at once, in the task that changed it, as
+    Kafka's delayedRequestNotifier completes a delayed share fetch in the thread that notifies. So
+    what a fetch answers is what could be acquired at that moment: a fetch parked on two share
+    partitions being loaded answers the records of the first one loaded, without waiting for the
+    other (as Kafka's first ShareFetch of a new session does)."""
+
+    def __init__(self, manager: SharePartitionManager, member_id: str, params: ShareFetchParams,
+                 hosted_by_tip: dict[TopicIdPartition, HostedSharePartition], deadline: float) -> None:
+        self.manager = manager
+        self.member_id = member_id
+        self.params = params
+        self.hosted_by_tip = hosted_by_tip
+        self.deadline = deadline
+        self.results: dict[TopicIdPartition, SharePartitionData] = {}
+        # The acquisitions' writes to the persister: the records are answered once they succeed.
+        self.writes: list[tuple[TopicIdPartition, QueuedWrite]] = []
+        self.completed = False
+        self._woken = trio.Event()
+        self._error: Exception | None = None  # what a pass made from another task raised
+
+    async def run(self, parked: Callable[[], AbstractContextManager]) -> dict[TopicIdPartition, SharePartitionData]:
+        watched = list(self.hosted_by_tip.values())
+        for hosted in watched:
+            hosted.park(self.on_share_partition_change)
+        try:
+            while not self.try_complete():
+                self._woken = trio.Event()
+                replicas = [hosted.replica for hosted in self.hosted_by_tip.values()]
+                for replica in replicas:
+                    replica.park(self._woken)
+                try:
+                    with parked(), trio.move_on_at(self.deadline):
+                        await self._woken.wait()
+                finally:
+                    for replica in replicas:
+                        replica.unpark(self._woken)
+                if self._error is not None:
+                    raise self._error
+        finally:
+            for hosted in watched:
+                hosted.unpark(self.on_share_partition_change)
+        for tip, queued in self.writes:
+            code = await queued.wait()
+            if code != ErrorCode.NONE:
+                self.results[tip] = SharePartitionData(
+                    error_code=code if code in _ACQUISITION_WRITE_ERRORS else ErrorCode.NONE)
+        return self.results
+
+    def on_share_partition_change(self) -> None:
+        """A share partition of the fetch changed: complete the fetch now if it can be. During
+        another pass (nested in its acquisitions) the fetch's own task looks instead."""
+        if self.completed:
+            return
+        if self.manager.fetch_pass_running:
+            self._woken.set()
+            return
+        try:
+            if self.try_complete():
+                self._woken.set()
+        except Exception as e:  # raised in the fetch's own task, not in the one notifying
+            self._error = e
+            self._woken.set()
+
+    def try_complete(self) -> bool:
+        """One pass: acquire and complete if min_bytes can be answered, a read failed or the time
+        is up (Kafka's tryComplete, then onComplete)."""
+        if self.completed:
+            return True
+        manager = self.manager
+        manager.fetch_pass_running = True
+        try:
+            self.completed = self._pass()
+        finally:
+            manager.fetch_pass_running = False
+        return self.completed
+
+    def _pass(self) -> bool:
+        manager, hosted_by_tip, results = self.manager, self.hosted_by_tip, self.results
         acquirable = []
         for tip, hosted in list(hosted_by_tip.items()):
             if hosted.init_error is not None:  # Kafka's handleInitializationException
@@ -133,41 +223,18 @@ async def delayed_share_fetch(manager: SharePartitionManager, group_id: str, mem
                 del hosted_by_tip[tip]
             elif hosted.state.status == SharePartitionStatus.ACTIVE and hosted.state.can_acquire_records():
                 acquirable.append((tip, hosted))
-        expired = loop_time() >= deadline
+        expired = loop_time() >= self.deadline
         if acquirable:
-            reads, total = _read_logs(acquirable, params)
-            if total >= params.min_bytes or expired or any(r.error_code != ErrorCode.NONE for r in reads.values()):
-                acquired, writes = _acquire(manager, member_id, params, acquirable, reads)
+            reads, total = _read_logs(acquirable, self.params)
+            if total >= self.params.min_bytes or expired or any(r.error_code != ErrorCode.NONE for r in reads.values()):
+                acquired, writes = _acquire(manager, self.member_id, self.params, acquirable, reads)
                 results.update(acquired)
-                for tip, queued in writes:  # under way together already
-                    code = await queued.wait()
-                    if code != ErrorCode.NONE:
-                        results[tip] = SharePartitionData(
-                            error_code=code if code in _ACQUISITION_WRITE_ERRORS else ErrorCode.NONE)
-                break
+                self.writes.extend(writes)  # under way together already; run() awaits them
+                return True
         if expired or not hosted_by_tip:
             manager.metrics.expired_delayed_fetches += 1
-            break
-        await _park(hosted_by_tip.values(), deadline, parked)
-    if any(data.error_code != ErrorCode.NONE for data in results.values()):
-        manager.metrics.failed_fetch_requests += 1
-    return results
-
-
-async def _park(hosted: Iterable[HostedSharePartition], deadline: float,
-                parked: Callable[[], AbstractContextManager]) -> None:
-    wake = trio.Event()
-    watched = list(hosted)
-    for h in watched:
-        h.park(wake)
-        h.replica.park(wake)
-    try:
-        with parked(), trio.move_on_at(deadline):
-            await wake.wait()
-    finally:
-        for h in watched:
-            h.unpark(wake)
-            h.replica.unpark(wake)
+            return True
+        return False
 
 
 def _read_logs(acquirable: list[tuple[TopicIdPartition, HostedSharePartition]],

@@ -35,7 +35,7 @@ import logging
 import re
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -132,25 +132,25 @@ class HostedSharePartition:
         self.initialized = trio.Event()
         self.init_error: int | None = None  # why the persister's state could not be loaded
         self.load_start_ms = loop_ms()
-        self._waiters: list[trio.Event] = []
+        self._waiters: list[Callable[[], None]] = []
         self.write_queue: deque[QueuedWrite] = deque()  # made, not sent yet
         self.writing = False  # a task is sending its writes
 
-    def park(self, event: trio.Event) -> None:
-        self._waiters.append(event)
+    def park(self, waiter: Callable[[], None]) -> None:
+        self._waiters.append(waiter)
 
-    def unpark(self, event: trio.Event) -> None:
+    def unpark(self, waiter: Callable[[], None]) -> None:
         try:
-            self._waiters.remove(event)
+            self._waiters.remove(waiter)
         except ValueError:
             pass
 
     def wake(self) -> None:
-        """Records may have become acquirable, or the partition changed: parked share fetches look
-        again (Kafka's delayedRequestNotifier with the DelayedShareFetchGroupKey)."""
-        waiters, self._waiters = self._waiters, []
-        for event in waiters:
-            event.set()
+        """Records may have become acquirable, or the partition changed: the share fetches parked
+        on it try to complete, at once (Kafka's delayedRequestNotifier with the
+        DelayedShareFetchGroupKey). They stay parked until they unpark."""
+        for waiter in list(self._waiters):
+            waiter()
 
 
 class QueuedWrite:
@@ -254,6 +254,9 @@ class SharePartitionManager:
         self.partitions: dict[SharePartitionKey, HostedSharePartition] = {}
         self.metrics = ShareFetchMetrics()
         self._waker = DeadlineWaker("share partitions' acquisition locks", loop_ms)
+        # A share fetch's pass (read, then acquire) is running: a fetch woken meanwhile makes its
+        # own pass later, in its own task, rather than one nested in another's acquisitions.
+        self.fetch_pass_running = False
         self._nursery: trio.Nursery | None = None
 
     # -- the background: initializations, best-effort writes, lock expiry ------------------------
@@ -562,10 +565,10 @@ class SharePartitionManager:
                 self.write(hosted, write, best_effort=True)
         self.locks_changed()
 
-    # -- ShareGroupListener (SHARE-PLAN.md contract 2) ------------------------------------------------
+    # -- ShareGroupListener (the share session cache's, on a closed connection) -----------------------
 
     def on_member_leave(self, group_id: str, member_id: str) -> None:
-        """The member left its group (or its connection closed): its records go back, if it fetched here."""
+        """The connection of the member's share session closed: its records go back."""
         if self.sessions.get(group_id, member_id) is not None:
             self.release_session(group_id, member_id)
 

@@ -302,6 +302,35 @@ def test_incremental_sessions_add_forget_and_name_unknown_topics(tmp_path):
     run(tmp_path, scenario)
 
 
+def test_a_fetch_on_share_partitions_being_loaded_answers_the_first_one_loaded(tmp_path):
+    """Kafka completes a delayed share fetch as soon as one of its share partitions is loaded (the
+    loader's notification completes it at once): the first fetch of a session on two new share
+    partitions, both holding records, answers the records of one partition, the next fetch the
+    other's. librdkafka's 0179 counts on it (one partition's records per poll)."""
+    Produce = request_class(ApiKey.PRODUCE)
+
+    async def scenario(env):
+        env.broker.services.replica_manager.create_topic("two", 2, {}, 1)
+        two = env.broker.services.metadata_cache.topics["two"].topic_id
+        for index in (0, 1):
+            response = await env.client.call(Produce(acks=1, timeout_ms=5000, topic_data=[Produce.TopicProduceData(
+                name="two", partition_data=[Produce.PartitionProduceData(
+                    index=index, records=one_batch([b"v"] * 50))])]), 9)
+            assert response.responses[0].partition_responses[0].error_code == E.NONE
+
+        def answered(response) -> dict[int, list]:
+            assert response.error_code == E.NONE
+            return {p.partition_index: acquired(p) for t in response.responses for p in t.partitions if acquired(p)}
+
+        first = answered(await env.client.call(share_fetch(GROUP_ID, "m1", 0, two, partitions=(1, 0)), V))
+        [(loaded_first, ranges)] = first.items()
+        assert ranges == [(0, 49, 1)]
+        second = answered(await env.client.call(share_fetch(GROUP_ID, "m1", 1, two, max_wait_ms=0), V))
+        assert second == {1 - loaded_first: [(0, 49, 1)]}
+
+    run(tmp_path, scenario)
+
+
 def test_a_closed_connection_releases_its_members_records(tmp_path):
     async def scenario(env):
         await produce(env, [b"a", b"b"])
@@ -515,7 +544,7 @@ def test_a_member_leaving_its_group_releases_its_records_and_an_empty_group_leav
     async def scenario(env):
         await produce(env, [b"a"])
         assert acquired(partition_of(await fetch(env, "m1", 0))) == [(0, 0, 1)]
-        env.manager.on_member_leave(GROUP_ID, "m1")  # the group coordinator's ShareGroupListener call
+        env.manager.on_member_leave(GROUP_ID, "m1")  # the share session cache's ShareGroupListener call
         assert env.manager.sessions.get(GROUP_ID, "m1") is None
         other = await Client.connect(env.port)
         assert acquired(partition_of(await fetch(env, "m2", 0, client=other))) == [(0, 0, 2)]
@@ -529,10 +558,13 @@ def test_a_member_leaving_its_group_releases_its_records_and_an_empty_group_leav
     run(tmp_path, scenario)
 
 
-def test_members_of_a_share_group_fetch_what_they_are_assigned_and_a_leaving_member_releases(tmp_path):
+def test_members_of_a_share_group_fetch_what_they_are_assigned_and_a_leaving_member_acknowledges(tmp_path):
     """Through the group coordinator: ShareGroupHeartbeat makes the members and initializes the
-    share partition through the persister; a group config sets where it starts; a member leaving
-    the group (ShareGroupListener.on_member_leave) gives its records back."""
+    share partition through the persister; a group config sets where it starts. A member leaving
+    the group keeps its share session, as in Kafka (the group coordinator does not touch it): a
+    closing client (librdkafka's 0178) sends its leave heartbeat and its last acknowledgements, in
+    a ShareAcknowledge closing the session, at once, and they must be taken in either order; what it
+    did not acknowledge goes back as the session closes."""
     Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
     IncrementalAlterConfigs = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     m1, m2 = str(uuid.uuid4()), str(uuid.uuid4())
@@ -563,8 +595,12 @@ def test_members_of_a_share_group_fetch_what_they_are_assigned_and_a_leaving_mem
         await other.call(Heartbeat(group_id=GROUP_ID, member_id=m2, member_epoch=0, subscribed_topic_names=["t"]), 1)
         left = await client.call(Heartbeat(group_id=GROUP_ID, member_id=m1, member_epoch=-1), 1)
         assert left.error_code == E.NONE
+        assert env.manager.sessions.get(GROUP_ID, m1) is not None
+        closed = await client.call(share_acknowledge(GROUP_ID, m1, -1, env.topic_id, {0: [(0, 0, [ACCEPT])]}), V)
+        assert closed.error_code == E.NONE
+        assert [(p.partition_index, p.error_code) for t in closed.responses for p in t.partitions] == [(0, E.NONE)]
         assert env.manager.sessions.get(GROUP_ID, m1) is None
-        assert acquired(partition_of(await fetch(env, m2, 0, client=other))) == [(0, 1, 2)]
+        assert acquired(partition_of(await fetch(env, m2, 0, client=other))) == [(1, 1, 2)]
 
     run(tmp_path, scenario, group_share_assignment_interval_ms=0)
 
