@@ -236,7 +236,8 @@ class Broker:
                 authorizer.set_acls(acls)
 
         shared = ZkSharedMetadata(zookeeper.client, self.node_id, topic_configs_changed, lambda: quotas.refresh(),
-                                  acls_changed, lambda: apply_cluster_broker_configs(services))
+                                  acls_changed, lambda: apply_cluster_broker_configs(services),
+                                  lambda group_id, configs: services.group_configs.update_group_config(group_id, configs))
         metadata_cache = ZkMetadataCache(self.node_id, metadata, shared)
         producer_id_blocks = ZkProducerIdBlocks(zookeeper.client, self.node_id, PRODUCER_ID_BLOCK_SIZE)
         quotas = BrokerQuotas(config, shared.client_quotas)
@@ -268,7 +269,7 @@ class Broker:
         metadata of the ZooKeeper cluster the broker is in."""
         config = self.config
         group_configs = GroupConfigManager(config.get)
-        for group_id, configs in metadata.group_configs.items():  # a cluster's are not read at start yet
+        for group_id, configs in metadata.group_configs.items():  # a ZooKeeper cluster's come from ZooKeeper
             group_configs.update_group_config(group_id, configs)
         groups = GroupService(config, metadata, replicas, self.disk_limiter, wall_clock_ms, random_member_uuid,
                               cluster=cluster, group_configs=group_configs)

@@ -7,6 +7,7 @@ does not serve those APIs (their handlers are `cluster_only`)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -23,8 +24,9 @@ class ControlPlane(Protocol):
     def take_controller_epoch(self, request, request_name: str, correlation_id: int) -> bool:
         """False for a request of a controller older than the latest one seen (STALE_CONTROLLER_EPOCH)."""
 
-    def update_metadata(self, request, version: int, correlation_id: int) -> int:
-        """Take an UpdateMetadata into the metadata cache; its error code."""
+    def update_metadata(self, request, version: int, correlation_id: int) -> tuple[int, dict[str, uuid.UUID]]:
+        """Take an UpdateMetadata into the metadata cache; its error code, and the topics it deleted
+        (their last partitions gone), by name with their ids."""
 
     def replica_endpoints(self, listener: str) -> dict[int, tuple[str, int]]:
         """Where each live broker listens on `listener` (followers fetch from their leaders there)."""

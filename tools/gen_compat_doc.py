@@ -131,7 +131,11 @@ def render() -> str:
             "Kafka's internal `unstable.feature.versions.enable=true` until they are complete (Kafka 4.4 finalizes "
             "it by default); a broker without it neither serves nor advertises "
             + ", ".join(names_of(feature_apis(served, SHARE_VERSION))) + ". Their configs, and the group configs "
-            "of the GROUP config resource, are in docs/configuration.md.", 100),
+            "of the GROUP config resource, are in docs/configuration.md. In a ZooKeeper cluster (Samsa brokers only: "
+            "Kafka 3.9 has no share groups) share partitions live with their partition's leader and resume from "
+            "`__share_group_state` after its failover; group configs are kept in /config/groups/<id> and announced "
+            "under /samsa/group_config_changes, which Kafka 3.9 brokers never read "
+            "(compat-tests/test_share_cluster_failover.py).", 100),
         "",
         "| key | API | Samsa serves | Kafka defines | why not served, notes |",
         "| ---: | --- | --- | --- | --- |",

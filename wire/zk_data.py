@@ -44,6 +44,13 @@ EXTENDED_ACLS = "/kafka-acl-extended"
 LITERAL_ACL_CHANGES = "/kafka-acl-changes"
 EXTENDED_ACL_CHANGES = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
+# Samsa's own (Kafka 3.9's ZooKeeper layout has no group configs): the change notifications of
+# /config/groups/<id>, config_change_<seq> as in /config/changes. Not in /config/changes because a
+# Kafka 3.9 broker of a mixed cluster fails every notification of an entity type it has no handler
+# for (ZkConfigManager's IllegalArgumentException, logged as an ERROR with its stack trace by
+# ZkNodeChangeNotificationListener, then skipped); nothing of Kafka's reads this path.
+GROUP_CONFIG_CHANGES = "/samsa/group_config_changes"
+GROUP_CONFIGS = "groups"
 
 # Kafka 3.9's ConfigType.ALL, the entity types under /config (client-metrics and groups are KRaft's only).
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")

@@ -5,6 +5,10 @@ ReplicaManager.maybeUpdateMetadataCache: CLUSTER_ACTION on the cluster (CLUSTER_
 otherwise); a broker epoch older than this broker's registration (v5+, -1 meaning unknown):
 STALE_BROKER_EPOCH; a controller epoch older than the latest seen: STALE_CONTROLLER_EPOCH; neither
 changes the cache.
+Topics whose last partitions it deletes (leader -2) lose their share partitions' state in
+`__share_group_state` on the brokers coordinating it, before the answer goes (the share
+coordinator's onTopicsDeleted, as KRaft brokers call it on a topic's deletion: Kafka 3.9 has no
+share groups).
 Deviations: a KRaft controller's request (migration, isKRaftController) is treated as a ZooKeeper
 controller's; the answer is not exempt from request quotas; deleted partitions are not yet handed to
 the group coordinator (its offsets stay until the topic's local log goes).
@@ -29,5 +33,7 @@ async def handle(ctx, request):
     broker_epoch = request.broker_epoch if ctx.api_version >= 5 else UNKNOWN_BROKER_EPOCH
     if services.control_plane.is_broker_epoch_stale(broker_epoch, "UpdateMetadata", request):
         return UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-    return UpdateMetadataResponse(
-        error_code=services.control_plane.update_metadata(request, ctx.api_version, ctx.correlation_id))
+    code, deleted = services.control_plane.update_metadata(request, ctx.api_version, ctx.correlation_id)
+    if deleted:
+        await services.share_coordinator.topics_deleted(set(deleted.values()))
+    return UpdateMetadataResponse(error_code=code)

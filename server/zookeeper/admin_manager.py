@@ -259,15 +259,13 @@ class ZkAdminManager:
     async def alter_group_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
                                   validate_only: bool) -> None:
         """Kafka 3.9's ZooKeeper layout has no group configs (KRaft keeps them as GROUP ConfigRecords):
-        they are kept as Kafka keeps a config entity, in /config/groups/<id>, without a
-        /config/changes notification (Kafka 3.9 brokers know no such entity type). This broker
-        applies them at once; the other brokers do not read them yet."""
-        current = await self._client.get_entity_config("groups", name) if name else {}
+        they are kept as Kafka keeps a config entity, in /config/groups/<id>, with a change
+        notification of Samsa's own that every Samsa broker applies (shared_metadata.py)."""
+        current = await self._shared.group_configs(name) if name else {}
         configs = new_group_configs(services, current, name, changes, incremental)
         if validate_only:
             return
-        await self._client.change_entity_config("groups", name, configs, notify=False)
-        services.group_configs.update_group_config(name, configs)
+        await self._shared.change_group_config(name, configs)
 
     # --- quotas, credentials, ACLs --------------------------------------------------------------
 

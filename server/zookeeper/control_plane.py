@@ -3,6 +3,8 @@ the metadata cache the controller's UpdateMetadata fills, topic overrides in /co
 
 from __future__ import annotations
 
+import uuid
+
 from ...wire.errors import ErrorCode
 from ..metadata.cache import TopicInfo
 from .membership import ZkMembership
@@ -20,12 +22,14 @@ class ZkControlPlane:
     def take_controller_epoch(self, request, request_name: str, correlation_id: int) -> bool:
         return self._cache.take_controller_epoch(request, request_name, correlation_id)
 
-    def update_metadata(self, request, version: int, correlation_id: int) -> int:
+    def update_metadata(self, request, version: int, correlation_id: int) -> tuple[int, dict[str, uuid.UUID]]:
+        ids = dict(self._cache.topic_ids)
         try:
-            self._cache.update_metadata(request, version, correlation_id)
+            deleted = self._cache.update_metadata(request, version, correlation_id)
         except StaleControllerEpoch as e:
-            return e.error_code
-        return ErrorCode.NONE
+            return e.error_code, {}
+        gone = {topic for topic, _ in deleted} - set(self._cache.topic_ids)
+        return ErrorCode.NONE, {topic: ids[topic] for topic in gone if topic in ids}
 
     def replica_endpoints(self, listener: str) -> dict[int, tuple[str, int]]:
         return {broker_id: endpoint for broker_id, broker in self._cache.alive_brokers.items()

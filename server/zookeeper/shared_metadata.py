@@ -11,6 +11,11 @@ AclAuthorizer's change listeners), reads the named entity or resource again and 
 configs to the logs, quotas to the quota manager, credentials to SCRAM authentication, ACLs to the
 authorizer. At startup everything is read once (ZkConfigManager.startup, AclAuthorizer.loadCache).
 
+Group configs (KIP-932's share.* and KIP-848's consumer.* on the GROUP config resource), which
+Kafka keeps only in KRaft's metadata, are kept the same way in /config/groups/<sanitized id>, but
+their notifications go to a path of Samsa's own (zk_data.GROUP_CONFIG_CHANGES, see there why): every
+Samsa broker reads them all at startup and applies each change, a Kafka 3.9 broker never sees them.
+
 What is kept here, in the single broker's shapes (server/metadata/image.py's MetadataCache): the client
 quotas by entity, the SCRAM credentials by user and mechanism, the ACLs as bindings.
 
@@ -145,13 +150,15 @@ class ZkSharedMetadata:
 
     def __init__(self, client, broker_id: int, on_topic_configs: Callable[[str, dict[str, str]], None],
                  on_quotas_changed: Callable[[], None], on_acls_changed: Callable[[list[AclBinding]], None],
-                 on_broker_configs: Callable[[], None]) -> None:
+                 on_broker_configs: Callable[[], None],
+                 on_group_configs: Callable[[str, dict[str, str]], None] | None = None) -> None:
         self.client = client
         self.broker_id = broker_id
         self._on_broker_configs = on_broker_configs
         self._on_topic_configs = on_topic_configs
         self._on_quotas_changed = on_quotas_changed
         self._on_acls_changed = on_acls_changed
+        self._on_group_configs = on_group_configs
         # Read by the quota manager and SCRAM authentication, replaced in place / by attribute.
         self.client_quotas: dict[Entity, dict[str, float]] = {}
         self.scram_credentials: dict[str, dict[str, dict]] = {}
@@ -162,6 +169,7 @@ class ZkSharedMetadata:
         # Each ACL resource's entries and znode version.
         self._acls: dict[tuple[ResourceType, PatternType, str], tuple[list[AclBinding], int]] = {}
         self._last_config_change = -1
+        self._last_group_config_change = -1
         self._last_acl_change = {PatternType.LITERAL: -1, PatternType.PREFIXED: -1}
         self._acl_lock = trio.Lock()
 
@@ -178,6 +186,8 @@ class ZkSharedMetadata:
         """Everything ZooKeeper holds now, and the notifications so far taken as seen."""
         self._last_config_change = _last_sequence(await self.client.get_children(zk_data.CONFIG_CHANGES),
                                                   zk_data.CONFIG_CHANGE_PREFIX)
+        self._last_group_config_change = _last_sequence(
+            await self.client.get_children(zk_data.GROUP_CONFIG_CHANGES), zk_data.CONFIG_CHANGE_PREFIX)
         for pattern_type in ACL_PATTERN_TYPES:
             self._last_acl_change[pattern_type] = _last_sequence(
                 await self.client.get_children(zk_data.acl_change_store_path(pattern_type.name)),
@@ -192,6 +202,9 @@ class ZkSharedMetadata:
         self._derive_quotas_and_credentials()
         for name in (DEFAULT_ENTITY, str(self.broker_id)):
             await self._read_broker_configs(name)
+        groups = await self.client.get_children(zk_data.config_entity_type_path(zk_data.GROUP_CONFIGS))
+        for name in groups:
+            await self._read_group_configs(name)
         for pattern_type in ACL_PATTERN_TYPES:
             store = zk_data.acl_store_path(pattern_type.name)
             for type_name in await self.client.get_children(store):
@@ -201,7 +214,8 @@ class ZkSharedMetadata:
                 for name in await self.client.get_children(f"{store}/{type_name}"):
                     await self._read_acls((resource_type, pattern_type, name))
         log.info("Loaded from ZooKeeper: client quotas of %d entities, SCRAM credentials of %d users, "
-                 "%d ACLs", len(self.client_quotas), len(self.scram_credentials), len(self.acl_bindings()))
+                 "%d ACLs, configs of %d groups", len(self.client_quotas), len(self.scram_credentials),
+                 len(self.acl_bindings()), len(groups))
 
     # --- watching the notifications -----------------------------------------------------------------
 
@@ -209,6 +223,8 @@ class ZkSharedMetadata:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch, zk_data.CONFIG_CHANGES, zk_data.CONFIG_CHANGE_PREFIX,
                                self._config_changes, lambda: self._last_config_change)
+            nursery.start_soon(self._watch, zk_data.GROUP_CONFIG_CHANGES, zk_data.CONFIG_CHANGE_PREFIX,
+                               self._group_config_changes, lambda: self._last_group_config_change)
             for pattern_type in ACL_PATTERN_TYPES:
                 nursery.start_soon(self._watch, zk_data.acl_change_store_path(pattern_type.name),
                                    zk_data.ACL_CHANGE_PREFIX,
@@ -243,16 +259,33 @@ class ZkSharedMetadata:
 
     async def _config_changes(self, children: list[str]) -> None:
         for sequence, child in _new_notifications(children, zk_data.CONFIG_CHANGE_PREFIX, self._last_config_change):
-            found = await self.client.get_data(f"{zk_data.CONFIG_CHANGES}/{child}")
+            entity_path = await self._read_config_change(zk_data.CONFIG_CHANGES, child)
             self._last_config_change = sequence  # a notification that cannot be read is skipped, as Kafka's
-            if found is not None:
-                try:
-                    entity_path = zk_data.decode_config_change(found[0])
-                except (zk_data.ZkDataError, KeyError, ValueError) as e:
-                    log.error("Skipping the unreadable config change %s: %s", child, e)
-                    continue
-                log.info("Processing override for entityPath: %s", entity_path)
+            if entity_path is not None:
                 await self.entity_changed(entity_path)
+
+    async def _group_config_changes(self, children: list[str]) -> None:
+        for sequence, child in _new_notifications(children, zk_data.CONFIG_CHANGE_PREFIX,
+                                                  self._last_group_config_change):
+            entity_path = await self._read_config_change(zk_data.GROUP_CONFIG_CHANGES, child)
+            self._last_group_config_change = sequence
+            if entity_path is not None:
+                entity_type, _, name = entity_path.partition("/")
+                if entity_type == zk_data.GROUP_CONFIGS:
+                    await self._read_group_configs(name)
+
+    async def _read_config_change(self, path: str, child: str) -> str | None:
+        """A notification's entity path, None when it is gone or unreadable."""
+        found = await self.client.get_data(f"{path}/{child}")
+        if found is None:
+            return None
+        try:
+            entity_path = zk_data.decode_config_change(found[0])
+        except (zk_data.ZkDataError, KeyError, ValueError) as e:
+            log.error("Skipping the unreadable config change %s: %s", child, e)
+            return None
+        log.info("Processing override for entityPath: %s", entity_path)
+        return entity_path
 
     async def _acl_changes(self, pattern_type: PatternType, children: list[str]) -> None:
         store = zk_data.acl_change_store_path(pattern_type.name)
@@ -289,6 +322,12 @@ class ZkSharedMetadata:
         elif entity_type == "brokers" and name in (DEFAULT_ENTITY, str(self.broker_id)):
             await self._read_broker_configs(name)
             self._on_broker_configs()
+
+    async def _read_group_configs(self, name: str) -> None:
+        """/config/groups/<sanitized id>: the group's configs, applied here (none: the defaults again)."""
+        configs = await self.client.get_entity_config(zk_data.GROUP_CONFIGS, name)
+        if self._on_group_configs is not None:
+            self._on_group_configs(desanitize(name), configs)
 
     async def _read_broker_configs(self, name: str) -> None:
         """/config/brokers/<id> or <default> (DynamicBrokerConfig: the broker's own and the cluster's)."""
@@ -351,6 +390,18 @@ class ZkSharedMetadata:
         name = resource_name or DEFAULT_ENTITY
         await self.client.change_entity_config("brokers", name, configs)
         await self.entity_changed(f"brokers/{name}")
+
+    async def group_configs(self, group_id: str) -> dict[str, str]:
+        """The group's configs as ZooKeeper holds them now."""
+        return await self.client.get_entity_config(zk_data.GROUP_CONFIGS, sanitize(group_id))
+
+    async def change_group_config(self, group_id: str, configs: dict[str, str]) -> None:
+        """The group's configs written with their notification; every broker applies them (this one
+        at once, not only when its watch fires)."""
+        name = sanitize(group_id)
+        await self.client.change_entity_config(zk_data.GROUP_CONFIGS, name, configs,
+                                               changes_path=zk_data.GROUP_CONFIG_CHANGES)
+        await self._read_group_configs(name)
 
     async def alter_client_quotas(self, changes: Mapping[Entity, Mapping[str, float | None]]) -> None:
         """ZkAdminManager.alterClientQuotas, the checks already made: each entity's znode as read,

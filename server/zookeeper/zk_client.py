@@ -287,11 +287,12 @@ class KafkaZkClient:
         return None if found is None else (found[0], found[1].version)
 
     async def change_entity_config(self, entity_type: str, sanitized_name: str, configs: dict[str, str],
-                                   is_user_client_id: bool = False, notify: bool = True) -> None:
+                                   is_user_client_id: bool = False,
+                                   changes_path: str = zk_data.CONFIG_CHANGES) -> None:
         """AdminZkClient.changeEntityConfig: the entity's znode set or created (a quota entity left
-        empty and without children is deleted instead, as tryCleanQuotaNodes), then (unless not
-        `notify`) the /config/changes/config_change_<seq> notification every broker's config manager
-        watches."""
+        empty and without children is deleted instead, as tryCleanQuotaNodes), then the
+        config_change_<seq> notification under `changes_path` (/config/changes, which every
+        broker's config manager watches; a group's go elsewhere: zk_data.GROUP_CONFIG_CHANGES)."""
         path = zk_data.config_entity_path(entity_type, sanitized_name)
         data = zk_data.encode_config_entity(configs)
         entity_path = f"{entity_type}/{sanitized_name}"
@@ -306,10 +307,9 @@ class KafkaZkClient:
                         create_recursive(zk, path, data)
                     except NodeExistsError:
                         zk.set(path, data)
-            if notify:
-                create_recursive(zk, zk_data.CONFIG_CHANGES, None, throw_if_path_exists=False)
-                zk.create(f"{zk_data.CONFIG_CHANGES}/{zk_data.CONFIG_CHANGE_PREFIX}",
-                          zk_data.encode_config_change(entity_path), sequence=True)
+            create_recursive(zk, changes_path, None, throw_if_path_exists=False)
+            zk.create(f"{changes_path}/{zk_data.CONFIG_CHANGE_PREFIX}", zk_data.encode_config_change(entity_path),
+                      sequence=True)
         await self.call(change)
 
     async def write_resource_acls(self, path: str, data: bytes | None, version: int | None) -> int | None:

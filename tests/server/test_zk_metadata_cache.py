@@ -14,6 +14,7 @@ from loopback import Client, broker_config, run_with_broker
 
 from samsa.client.errors import BrokerUnreachable
 from samsa.coordinator.group_coordinator import partition_for
+from samsa.server.zookeeper.control_plane import ZkControlPlane
 from samsa.server.zookeeper.metadata_cache import StaleControllerEpoch, ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
@@ -74,6 +75,19 @@ def test_partial_updates_merge_and_leader_minus_two_deletes():
     deleted = cache.update_metadata(request([partition("t", 0, -2, [], []), partition("t", 1, -2, [], [])], two), 8)
     assert deleted == [("t", 0), ("t", 1)]
     assert "t" not in cache.topics and TOPIC_ID not in cache.topics_by_id and "t" not in cache.topic_ids
+
+
+def test_the_control_plane_names_the_topics_an_update_deleted_with_their_ids():
+    """What the UpdateMetadata handler hands the share coordinator: a topic once its last partition goes."""
+    cache = ZkMetadataCache(1, Local())
+    plane = ZkControlPlane(None, cache)  # type: ignore[arg-type]  # the membership answers broker epochs only
+    two = [broker(0, 9092), broker(1, 9093)]
+    assert plane.update_metadata(request([partition("t", 0, 0, [0], [0]), partition("t", 1, 0, [0], [0])], two),
+                                 8, 1) == (ErrorCode.NONE, {})
+    assert plane.update_metadata(request([partition("t", 0, -2, [], [])], two), 8, 2) == (ErrorCode.NONE, {})
+    assert plane.update_metadata(request([partition("t", 1, -2, [], [])], two), 8, 3) == (ErrorCode.NONE,
+                                                                                           {"t": TOPIC_ID})
+    assert plane.update_metadata(request([], two, controller_epoch=0), 8, 4) == (ErrorCode.STALE_CONTROLLER_EPOCH, {})
 
 
 def test_a_zero_topic_id_forgets_the_known_one():

@@ -97,10 +97,10 @@ class FakeZk:
         self.put(f"{store}/{prefix}{self.sequence:010d}", data)
         self.sequence += 1
 
-    async def change_entity_config(self, entity_type, name, configs, is_user_client_id=False) -> None:
+    async def change_entity_config(self, entity_type, name, configs, is_user_client_id=False,
+                                   changes_path=zk_data.CONFIG_CHANGES) -> None:
         self.put(zk_data.config_entity_path(entity_type, name), zk_data.encode_config_entity(configs))
-        self.notify(zk_data.CONFIG_CHANGES, zk_data.CONFIG_CHANGE_PREFIX,
-                    zk_data.encode_config_change(f"{entity_type}/{name}"))
+        self.notify(changes_path, zk_data.CONFIG_CHANGE_PREFIX, zk_data.encode_config_change(f"{entity_type}/{name}"))
 
     async def write_resource_acls(self, path, data, version):
         current = self.nodes.get(path)
@@ -127,10 +127,11 @@ class Applied:
         self.quota_changes = 0
         self.acls: list[AclBinding] = []
         self.broker_config_changes = 0
+        self.groups: dict[str, dict[str, str]] = {}
         self._changed = trio.Event()
 
     def shared(self, zk: FakeZk) -> ZkSharedMetadata:
-        return ZkSharedMetadata(zk, 1, self._topic, self._quotas, self._acls, self._brokers)
+        return ZkSharedMetadata(zk, 1, self._topic, self._quotas, self._acls, self._brokers, self._group)
 
     async def until(self, condition) -> None:
         while not condition():
@@ -151,6 +152,13 @@ class Applied:
 
     def _brokers(self) -> None:
         self.broker_config_changes += 1
+        self._changed.set()
+
+    def _group(self, group_id, configs) -> None:
+        if configs:
+            self.groups[group_id] = configs
+        else:
+            self.groups.pop(group_id, None)
         self._changed.set()
 
 
@@ -258,5 +266,33 @@ def test_an_unreadable_notification_is_skipped_and_the_next_one_applied():
             zk.notify(zk_data.CONFIG_CHANGES, zk_data.CONFIG_CHANGE_PREFIX, zk_data.encode_config_change("topics/t"))
             await applied.until(lambda: applied.acls == [READ_T] and applied.topics == {"t": {"retention.ms": "5"}})
             nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_group_configs_are_read_at_startup_and_every_broker_applies_a_change():
+    """/config/groups/<sanitized id>, announced under Samsa's own path, never in /config/changes
+    (a Kafka 3.9 broker would log an error for every such notification)."""
+    zk = FakeZk()
+    zk.put("/config/groups/g%2F1", zk_data.encode_config_entity({"share.delivery.count.limit": "3"}))
+    writer, reader = Applied(), Applied()
+    writing, reading = writer.shared(zk), reader.shared(zk)
+
+    async def main():
+        await writing.load()
+        await reading.load()
+        assert reader.groups == writer.groups == {"g/1": {"share.delivery.count.limit": "3"}}
+        async with trio.open_nursery() as nursery:
+            await nursery.start(reading.run)
+            await writing.change_group_config("g/2", {"share.auto.offset.reset": "earliest"})
+            assert writer.groups["g/2"] == {"share.auto.offset.reset": "earliest"}  # the writer at once
+            await reader.until(lambda: "g/2" in reader.groups)
+            await writing.change_group_config("g/1", {})
+            await reader.until(lambda: "g/1" not in reader.groups)
+            assert reader.groups == {"g/2": {"share.auto.offset.reset": "earliest"}}
+            assert await reading.group_configs("g/2") == {"share.auto.offset.reset": "earliest"}
+            nursery.cancel_scope.cancel()
+        assert not [p for p in zk.nodes if p.startswith(zk_data.CONFIG_CHANGES + "/")]
+        assert len([p for p in zk.nodes if p.startswith(zk_data.GROUP_CONFIG_CHANGES + "/")]) == 2
 
     trio.run(main)
