@@ -45,7 +45,8 @@ def test_a_run_counts_what_arrived_after_the_first_poll_and_the_cpu_meanwhile():
         client.close()
     assert (measure.records, measure.bytes, measure.seconds, measure.redelivered) == (900, 900_000, 0.5, 2)
     assert measure.records_per_s == pytest.approx(1800)
-    assert measure.broker_cpu >= 0 and measure.client_cpu > 0
+    # CPU clocks tick in 10 ms steps: a stand-in that does nothing between its lines may read 0.
+    assert measure.broker_cpu >= 0 and measure.client_cpu >= 0
     assert measure.broker_cpu_ms_per_mb == pytest.approx(measure.broker_cpu * 1e3 / 0.9)
 
 
