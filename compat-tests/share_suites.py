@@ -17,7 +17,8 @@ into $SAMSA_CACHE/suites (nothing downloads or compiles here).
   so the listener is left out. A test that skips itself (the broker does not advertise ShareFetch
   and ShareAcknowledge v2) has not passed.
 
-Plain Python: test_share_suites.py runs each test as a pytest test; by hand, against a broker
+Plain Python: test_share_librdkafka.py, test_share_librdkafka_mock.py and test_share_franz_go.py
+run each test as a pytest test; by hand, against a broker
 already running (e.g. `samsa serve --override unstable.feature.versions.enable=true ...` with
 LIBRDKAFKA_BROKER's settings):
 
@@ -95,7 +96,7 @@ FRANZ_GO_ENV = {"KGO_TEST_RF": "1", "KGO_TEST_STABLE_FETCH": "true"}
 SAMSA_SHARE_SETTINGS = {"unstable.feature.versions.enable": "true"}
 
 LIBRDKAFKA_TIMEOUT = 1500.0  # s: 0170 takes about 280 s on Kafka here; CI=true allows 600 s
-FRANZ_GO_TIMEOUT = "5m"  # franz-go's CI: go test -timeout 5m ./...
+FRANZ_GO_TIMEOUT_S = 300  # franz-go's CI: go test -timeout 5m ./...
 
 
 # Until Samsa serves share groups the share tests (these suites and test_share_groups.py) run on
@@ -199,7 +200,7 @@ def run_franz_go(test: str, bootstrap: str, work_dir: Path) -> Outcome:
     start = time.monotonic()
     with open(log, "wb") as out:
         rc = subprocess.run([str(binary), "-test.run", f"^{test}$", "-test.v", "-test.count", "1",
-                             "-test.timeout", FRANZ_GO_TIMEOUT],
+                             "-test.timeout", f"{FRANZ_GO_TIMEOUT_S}s"],
                             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=work_dir,
                             env=env).returncode
     seconds = time.monotonic() - start

@@ -25,6 +25,7 @@ def share_broker(broker_kind, module_broker_factory):
     return module_broker_factory(overrides=share_suites.broker_settings(broker_kind, share_suites.FRANZ_GO_BROKER))
 
 
+@pytest.mark.watchdog_s(share_suites.FRANZ_GO_TIMEOUT_S + 60)
 @pytest.mark.parametrize("test", FRANZ_GO_TESTS)
 def test_franz_go_share_test(share_broker, test, tmp_path):
     outcome = share_suites.run_franz_go(test, share_broker.bootstrap, tmp_path)
