@@ -185,7 +185,11 @@ def run_librdkafka(test: str, bootstrap: str | None, work_dir: Path, timeout: fl
     text = ANSI.sub("", log.read_text(errors="replace"))
     rows = [(name, state) for name, state, reason in SUMMARY_ROW.findall(text)
             if name != "<MAIN>" and not (state == "SKIPPED" and reason.strip() == FILTERED)]
-    summary = "\n".join(f"{name}: {state}" for name, state in rows) or "\n".join(text.splitlines()[-15:])
+    # test.c's failures: "### Test "NAME (SUBTEST)" failed at FILE:LINE..." and the reason below it.
+    lines = text.splitlines()
+    failures = [f"{line}\n{lines[i + 1] if i + 1 < len(lines) else ''}"
+                for i, line in enumerate(lines) if line.startswith("### Test ")]
+    summary = "\n".join([*(f"{name}: {state}" for name, state in rows), *failures]) or "\n".join(lines[-15:])
     if rc is None:
         summary += f"\n(killed after {timeout:.0f} s)"
     passed = rc == 0 and bool(rows) and all(state == "PASSED" for _, state in rows)
