@@ -2,7 +2,8 @@
 # Set up Samsa on a fresh Debian/Ubuntu machine: Python 3.11+ in a virtualenv at .venv.
 #   scripts/setup.sh          the broker
 #   scripts/setup.sh --test   the broker and everything the tests use (clients, kcat, kafkajs, the
-#                             pipelines' PySpark and its Kafka connector's jars, bench's matplotlib)
+#                             pipelines' PySpark and its Kafka connector's jars, bench's matplotlib,
+#                             librdkafka's and franz-go's share-group suites)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -40,6 +41,9 @@ if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[test,pipeline,plot]"
   bash scripts/fetch-jars.sh spark >/dev/null  # a JDK and Maven via apt if missing
   if [ -f compat-tests/install.sh ]; then PYTHON="$PWD/.venv/bin/python" bash compat-tests/install.sh; fi
+  # The clients' own share-group suites, built into the cache once per version (librdkafka's
+  # test-runner: about 3 min of two cores; franz-go's kgo test binary: about 1 min), a no-op after.
+  bash scripts/fetch-suites.sh >/dev/null
 else
   .venv/bin/python -m pip install -q -e .
 fi

@@ -1,0 +1,103 @@
+"""Kafka's kafka-share-groups.sh (ShareGroupCommand, as bin/kafka-share-groups.sh runs it) against
+Samsa and Kafka 4.4 at once, as test_kafka_tools.py runs Kafka's other tools: the normalized
+transcripts of one scenario (a share group with a member, then empty: list, describe offsets, state
+and members, reset-offsets as a dry run and executed, delete-offsets, delete; kafka-configs on the
+group) must be equal. While Samsa's share groups are gated (share_suites.samsa_gate) the scenario
+runs on Kafka alone and its transcript is checked for the lines it is about. A module of its own:
+its two brokers are not test_share_groups.py's.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import share_suites
+from conftest import BrokerPool, broker_kinds
+from test_kafka_tools import Tools, assert_same, log4j2, normalize  # noqa: F401 (log4j2: a fixture)
+from test_share_groups import BROKER, poll_until, share_consumer
+
+# A share member's id (a Uuid the client made: Java in url-safe base64, librdkafka in base64) in
+# --describe --members, before the client's host.
+MEMBER_ID = re.compile(r"(?<= )[A-Za-z0-9_+/-]{22}(?= /<host>)")
+
+
+def share_groups_scenario(t: Tools) -> None:
+    topic, group = "tools-share", "tools-share-group"
+    g = ["--group", group]
+    t.run("kafka-topics", "--create", "--topic", topic, "--partitions", "2", record=False)
+    t.run("kafka-console-producer", "--topic", topic, stdin="".join(f"v-{i}\n" for i in range(10)), record=False)
+    t.run("kafka-configs", "--alter", "--entity-type", "groups", "--entity-name", group,
+          "--add-config", "share.auto.offset.reset=earliest")
+    t.run("kafka-configs", "--describe", "--entity-type", "groups", "--entity-name", group)
+    c = share_consumer(t.bootstrap, group, topic)
+    try:
+        poll_until(c, lambda seen: len(seen) >= 10)
+        c.commit_sync()
+        t.run("kafka-share-groups", "--list")
+        t.run("kafka-share-groups", "--list", "--state", "Stable")
+        t.run("kafka-share-groups", "--describe", *g)
+        t.run("kafka-share-groups", "--describe", *g, "--state")
+        t.run("kafka-share-groups", "--describe", *g, "--state", "--verbose")
+        t.run("kafka-share-groups", "--describe", *g, "--members")
+        t.run("kafka-share-groups", "--describe", *g, "--members", "--verbose")
+        # An active group refuses an offset reset.
+        t.run("kafka-share-groups", "--reset-offsets", *g, "--topic", topic, "--to-earliest", "--execute", errors=True)
+    finally:
+        c.close()
+    t.run("kafka-console-producer", "--topic", topic, stdin="".join(f"w-{i}\n" for i in range(6)), record=False)
+    t.run("kafka-share-groups", "--describe", *g, "--state")
+    t.run("kafka-share-groups", "--describe", *g, "--offsets", "--verbose")
+    t.run("kafka-share-groups", "--reset-offsets", *g, "--topic", topic, "--to-earliest", "--dry-run")
+    t.run("kafka-share-groups", "--reset-offsets", *g, "--topic", topic, "--to-earliest", "--execute")
+    t.run("kafka-share-groups", "--describe", *g, "--offsets")
+    t.run("kafka-share-groups", "--reset-offsets", *g, "--all-topics", "--to-latest", "--execute")
+    t.run("kafka-share-groups", "--describe", *g, "--offsets")
+    t.run("kafka-share-groups", "--delete-offsets", *g, "--topic", topic)
+    t.run("kafka-share-groups", "--describe", *g, "--offsets")
+    t.run("kafka-share-groups", "--delete", *g)
+    t.run("kafka-share-groups", "--list")
+    t.run("kafka-share-groups", "--describe", "--group", "no-such-group", errors=True)
+
+
+@pytest.fixture
+def share_pair(tmp_path_factory):
+    """Samsa and Kafka, each with the module's settings, side by side; Kafka alone while Samsa's
+    share groups are gated (share_suites.samsa_gate)."""
+    kinds = [k for k in broker_kinds() if k == "kafka" or share_suites.samsa_enabled()]
+    if "kafka" not in kinds:
+        pytest.skip("compares Samsa's output with Kafka's: needs kafka in SAMSA_COMPAT_BROKERS")
+    pools = [BrokerPool(tmp_path_factory, kind, kind) for kind in kinds]
+    try:
+        yield {kind: pool(share_suites.broker_settings(kind, BROKER)) for kind, pool in zip(kinds, pools)}
+    finally:
+        for pool in pools:
+            pool.close()
+
+
+def test_kafka_share_groups_tool(share_pair, tmp_path, log4j2):  # noqa: F811
+    def one(kind: str) -> str:
+        b = share_pair[kind]
+        work = tmp_path / kind
+        work.mkdir()
+        tools = Tools(b.bootstrap, work, log4j2)
+        share_groups_scenario(tools)
+        (work / "stderr.txt").write_text("\n".join(tools.stderr))
+        return "\n".join(MEMBER_ID.sub("<member-id>", normalize(t, b.bootstrap, b.data_dir))
+                         for t in tools.transcript)
+
+    with ThreadPoolExecutor(len(share_pair)) as ex:
+        out = dict(zip(share_pair, ex.map(one, share_pair)))
+    for kind, transcript in out.items():
+        (tmp_path / kind / "transcript.txt").write_text(transcript)
+    if "samsa" in out:
+        assert_same(out, tmp_path)
+    # Kafka's transcript is what the scenario is about (with Samsa, it is also what Samsa's equals).
+    kafka = out["kafka"]
+    for expected in ["$ kafka-share-groups --list\ntools-share-group\n[exit 0]",
+                     "tools-share-group <member-id> /<host> rdkafka 2 tools-share:0,1",
+                     "stderr: Share group 'tools-share-group' is not empty.\n[exit 1]",
+                     "Deletion of requested share groups ('tools-share-group') was successful."]:
+        assert expected in kafka, kafka

@@ -1,0 +1,40 @@
+"""librdkafka v2.15.0's own share-consumer tests (issue 28), each a pytest test, against Samsa and
+against Kafka 4.4 configured alike (share_suites.LIBRDKAFKA_BROKER, as librdkafka's trivup
+configures Kafka): every test Kafka passes, Samsa must pass. Full mode (no -Q), one test number a
+run (`TESTS=0171 test-runner -L -p1`); share_suites.py says how they run. Its mock tests are
+test_share_librdkafka_mock.py's (a module of their own, so that pytest-xdist runs them beside these).
+
+The suite comes from `bash scripts/fetch-suites.sh librdkafka` (skipped without it). On Samsa only
+with SAMSA_COMPAT_SHARE_GROUPS=1 until Samsa serves share groups (share_suites.samsa_gate).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import share_suites
+from share_suites import LIBRDKAFKA_TESTS, SuiteUnavailable
+
+
+@pytest.fixture(scope="module")
+def suite() -> None:
+    try:
+        share_suites.librdkafka_dir()
+    except SuiteUnavailable as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def share_broker(suite, broker_kind, module_broker_factory):
+    """One broker for every test, as trivup runs the suite against one cluster."""
+    share_suites.samsa_gate(broker_kind)
+    return module_broker_factory(overrides=share_suites.broker_settings(broker_kind, share_suites.LIBRDKAFKA_BROKER))
+
+
+@pytest.mark.slow
+@pytest.mark.watchdog_s(share_suites.LIBRDKAFKA_TIMEOUT + 60)
+@pytest.mark.parametrize("test", LIBRDKAFKA_TESTS)
+def test_librdkafka_share_test(share_broker, test, tmp_path):
+    outcome = share_suites.run_librdkafka(test, share_broker.bootstrap, tmp_path)
+    assert outcome.passed, outcome.describe()
+
