@@ -29,7 +29,7 @@ from .consumer_group import (
     CONSUMER_GROUP_RECORD_TYPES, ConsumerGroup, ConsumerGroupConfig, TopicsImage, validate_heartbeat_request,
 )
 from .consumer_group_member import JOIN_GROUP_MEMBER_EPOCH
-from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups
 
 if TYPE_CHECKING:
     from .group_coordinator import GroupCoordinator
@@ -115,20 +115,7 @@ class ConsumerGroupManager(GroupTypeManager):
     # --- ConsumerGroupDescribe ----------------------------------------------------------------
 
     def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
-        described = []
-        for group_id in group_ids:
-            if not self.coordinator.active:
-                described.append(DescribedGroup(group_id=group_id, error_code=self.coordinator.inactive_error))
-            elif not group_id:
-                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID))
-            elif (group := self.group(group_id)) is not None:
-                described.append(group.describe(self.topics))
-            else:
-                message = (f"Group {group_id} not found." if group_id not in self.coordinator.groups
-                           else f"Group {group_id} is not a consumer group.")
-                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                                                error_message=message))
-        return described
+        return describe_groups(self, group_ids, DescribedGroup)
 
     # --- topics and time ------------------------------------------------------------------------
 

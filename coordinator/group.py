@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..wire.errors import ErrorCode
 from .actions import Actions, Record
@@ -151,3 +151,25 @@ class GroupTypeManager(ABC):
         """The coordinator stops: answer every parked request (Kafka answers NOT_COORDINATOR).
         By default nothing: the group type parks no requests."""
         return
+
+
+def describe_groups(manager: Any, group_ids: list[str], described_group: Callable[..., Any]) -> list[Any]:
+    """ConsumerGroupDescribe's and ShareGroupDescribe's answer, group by group (Kafka's
+    GroupMetadataManager.consumerGroupDescribe / shareGroupDescribe): `manager` is the type's
+    GroupTypeManager (its `coordinator`, `group(id)`, `topics` and `group_type`), `described_group`
+    the response's DescribedGroup class."""
+    coordinator = manager.coordinator
+    described = []
+    for group_id in group_ids:
+        if not coordinator.active:
+            described.append(described_group(group_id=group_id, error_code=coordinator.inactive_error))
+        elif not group_id:
+            described.append(described_group(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID))
+        elif (group := manager.group(group_id)) is not None:
+            described.append(group.describe(manager.topics))
+        else:
+            message = (f"Group {group_id} not found." if group_id not in coordinator.groups
+                       else f"Group {group_id} is not a {manager.group_type} group.")
+            described.append(described_group(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                             error_message=message))
+    return described

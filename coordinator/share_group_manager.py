@@ -43,7 +43,7 @@ from ..wire.messages.share_group_describe_response import DescribedGroup
 from ..wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from .actions import Actions, Ticket, append_error
 from .consumer_group import TopicsImage
-from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups
 from .group_config import GroupConfigManager, ShareGroupConfig
 from .share_group import (
     LEAVE_GROUP_MEMBER_EPOCH, SHARE_GROUP_RECORD_TYPES, ShareGroup, ShareInitRequest, validate_heartbeat_request,
@@ -348,20 +348,7 @@ class ShareGroupManager(GroupTypeManager):
     # --- ShareGroupDescribe ----------------------------------------------------------------------
 
     def describe(self, group_ids: list[str]) -> list[DescribedGroup]:
-        described = []
-        for group_id in group_ids:
-            if not self.coordinator.active:
-                described.append(DescribedGroup(group_id=group_id, error_code=self.coordinator.inactive_error))
-            elif not group_id:
-                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID))
-            elif (group := self.group(group_id)) is not None:
-                described.append(group.describe(self.topics))
-            else:
-                message = (f"Group {group_id} not found." if group_id not in self.coordinator.groups
-                           else f"Group {group_id} is not a share group.")
-                described.append(DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                                                error_message=message))
-        return described
+        return describe_groups(self, group_ids, DescribedGroup)
 
     # --- topics and time --------------------------------------------------------------------------
 

@@ -34,6 +34,18 @@ def member_id_valid(member_id: str | None) -> bool:
     return bool(member_id) and len(member_id) <= MAX_MEMBER_ID_LENGTH  # type: ignore[arg-type]
 
 
+def request_error(ctx, request) -> int | None:
+    """What a ShareFetch or ShareAcknowledge is refused before its partitions are read, as KafkaApis
+    checks them in this order: no group id, no READ on the group, a member id Kafka never makes."""
+    if request.group_id is None:
+        return ErrorCode.INVALID_REQUEST
+    if not ctx.authorize(READ, GROUP, request.group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if not member_id_valid(request.member_id):
+        return ErrorCode.INVALID_REQUEST
+    return None
+
+
 def acknowledgement_batches(ctx, topics) -> tuple[dict[TopicIdPartition, list[ShareAcknowledgementBatch]], Results]:
     """Each partition's acknowledgement batches; partitions of unknown topic ids answered
     UNKNOWN_TOPIC_ID (KafkaApis.getAcknowledgeBatchesFrom*Request)."""
@@ -121,14 +133,9 @@ def current_leader(ctx, topic: str | None, partition: int):
 
 @handler(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, feature=SHARE_GROUPS)
 async def handle(ctx, request):
-    group_id = request.group_id
-    if group_id is None:
-        return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
-    if not ctx.authorize(READ, GROUP, group_id):
-        return ShareAcknowledgeResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    member_id = request.member_id
-    if not member_id_valid(member_id):
-        return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_REQUEST)
+    if (error := request_error(ctx, request)) is not None:
+        return ShareAcknowledgeResponse(error_code=error)
+    group_id, member_id = request.group_id, request.member_id
     manager = ctx.services.share_partitions
     epoch = request.share_session_epoch
     try:

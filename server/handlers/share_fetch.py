@@ -28,7 +28,6 @@ import trio
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..features import SHARE_GROUPS
-from ..security.authorizer import GROUP, READ
 from ..share.delayed_share_fetch import SharePartitionData, ShareFetchParams, delayed_share_fetch
 from ..share.share_partition_manager import is_read_committed
 from ..share.share_session_cache import (
@@ -46,7 +45,7 @@ from .share_acknowledge import (
     acknowledgement_batches,
     authorized_topics,
     current_leader,
-    member_id_valid,
+    request_error,
     node_endpoints,
     start_acknowledgements,
 )
@@ -79,14 +78,9 @@ def renew_only_errors(request) -> str:
 
 @handler(ApiKey.SHARE_FETCH, 1, 2, feature=SHARE_GROUPS)
 async def handle(ctx, request):
-    group_id = request.group_id
-    if group_id is None:
-        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
-    if not ctx.authorize(READ, GROUP, group_id):
-        return ShareFetchResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    member_id = request.member_id
-    if not member_id_valid(member_id):
-        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+    if (error := request_error(ctx, request)) is not None:
+        return ShareFetchResponse(error_code=error)
+    group_id, member_id = request.group_id, request.member_id
     manager = ctx.services.share_partitions
     epoch = request.share_session_epoch
     acknowledging = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
