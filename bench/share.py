@@ -53,16 +53,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import load  # noqa: E402
 import machine  # noqa: E402
 from perf_tools import TOOL_JVM_OPTS  # noqa: E402
-from systems import ALL, BENCH_DIR, Samsa, Unavailable, cpu_seconds, oracle  # noqa: E402
+from systems import ALL, BENCH_DIR, Unavailable, cpu_seconds, oracle  # noqa: E402
 
 MODES = ("classic", "share", "share-explicit")
 MODE_LABELS = {"classic": "classic group",
                "share": "share group, implicit acknowledgement",
                "share-explicit": "share group, explicit ACCEPT, commitSync per poll"}
-# Samsa serves share groups only while share.version is finalized, which it does with Kafka's
-# internal config until share groups are complete (server/features.py); Kafka 4.4 finalizes it by
-# default.
-SAMSA_SHARE_OVERRIDES = ("unstable.feature.versions.enable=true",)
 # A consumer's close() that takes longer is noted: it left something unanswered.
 SLOW_CLOSE_S = 5.0
 JAVA_SOURCE = BENCH_DIR / "java" / "ConsumeBench.java"
@@ -287,8 +283,6 @@ class Bench:
             except Unavailable as e:
                 self.notes.append(f"{cls.name} skipped: {e}")
                 continue
-            if isinstance(system, Samsa):
-                system.overrides = (*system.overrides, *SAMSA_SHARE_OVERRIDES)
             self.systems.append(system)
         self.topic = f"share-bench-{uuid.uuid4().hex[:8]}"
         self.filled: dict[str, int] = {}  # system -> records in its topic

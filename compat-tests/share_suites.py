@@ -19,8 +19,7 @@ into $SAMSA_CACHE/suites (nothing downloads or compiles here).
 
 Plain Python: test_share_librdkafka.py, test_share_librdkafka_mock.py and test_share_franz_go.py
 run each test as a pytest test; by hand, against a broker
-already running (e.g. `samsa serve --override unstable.feature.versions.enable=true ...` with
-LIBRDKAFKA_BROKER's settings):
+already running (e.g. `samsa serve` with LIBRDKAFKA_BROKER's settings as --override):
 
     python compat-tests/share_suites.py librdkafka 0171 --bootstrap 127.0.0.1:9092
     python compat-tests/share_suites.py franz-go TestShareGroup --bootstrap 127.0.0.1:9092
@@ -91,10 +90,6 @@ FRANZ_GO_BROKER = {
 }
 FRANZ_GO_ENV = {"KGO_TEST_RF": "1", "KGO_TEST_STABLE_FETCH": "true"}
 
-# What Samsa needs beyond Kafka's settings while share groups are not finished: share.version is
-# finalized only with this (server/features.py). Kafka 4.4 finalizes share.version 2 when formatted.
-SAMSA_SHARE_SETTINGS = {"unstable.feature.versions.enable": "true"}
-
 LIBRDKAFKA_TIMEOUT = 1500.0  # s: 0170 takes about 280 s on Kafka here; CI=true allows 600 s
 FRANZ_GO_TIMEOUT_S = 300  # franz-go's CI: go test -timeout 5m ./...
 
@@ -104,33 +99,11 @@ FRANZ_GO_TIMEOUT_S = 300  # franz-go's CI: go test -timeout 5m ./...
 LIBRDKAFKA_SWITCH = "SAMSA_COMPAT_LIBRDKAFKA_SUITE"
 
 
-# Until Samsa serves share groups the share tests (these suites and test_share_groups.py) run on
-# Kafka only: on Samsa each is skipped, saying so, unless this is 1. Not an expected failure: set
-# it to see where Samsa stands; drop the gate when ApiVersions advertises the share APIs.
-SAMSA_SWITCH = "SAMSA_COMPAT_SHARE_GROUPS"
-
-
-def samsa_enabled() -> bool:
-    return os.environ.get(SAMSA_SWITCH) == "1"
-
-
-def samsa_gate(kind: str) -> None:
-    if kind == "samsa" and not samsa_enabled():
-        import pytest
-
-        pytest.skip(f"share groups on Samsa: set {SAMSA_SWITCH}=1 (issue 28 is not finished)")
-
-
 def librdkafka_gate() -> None:
     if os.environ.get(LIBRDKAFKA_SWITCH) != "1":
         import pytest
 
         pytest.skip(f"librdkafka's share suite takes about 40 min a broker: set {LIBRDKAFKA_SWITCH}=1")
-
-
-def broker_settings(kind: str, settings: dict[str, str]) -> dict[str, str]:
-    """A suite's broker settings for this kind of broker."""
-    return {**settings, **(SAMSA_SHARE_SETTINGS if kind == "samsa" else {})}
 
 
 class SuiteUnavailable(RuntimeError):

@@ -43,7 +43,7 @@ INSTANCE_SPECIFIC = {
 
 # ApiVersions: what one serves and the other does not, {api key: (Samsa's range, Kafka's range)}
 # (None: not served). Samsa keeps versions Kafka 4.x dropped (KIP-896: Produce v0-2, Fetch v0-3, ...)
-# and does not serve Kafka's KRaft-controller, delegation-token, reassignment, share-group and
+# and does not serve Kafka's KRaft-controller, delegation-token, reassignment and
 # streams-group APIs; Kafka 4.4 has newer versions of some APIs than Samsa serves.
 API_VERSIONS_DIFFERENCES = {
     ApiKey.PRODUCE: ((0, 11), (0, 13)),
@@ -83,22 +83,10 @@ API_VERSIONS_DIFFERENCES = {
     # Samsa's receiver is built in (server/metrics/client_telemetry.py).
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: ((0, 0), None),
     ApiKey.PUSH_TELEMETRY: ((0, 0), None),
-    ApiKey.SHARE_GROUP_HEARTBEAT: (None, (1, 1)),
-    ApiKey.SHARE_GROUP_DESCRIBE: (None, (1, 1)),
-    ApiKey.SHARE_FETCH: (None, (1, 2)),
-    ApiKey.SHARE_ACKNOWLEDGE: (None, (1, 2)),
     ApiKey.ADD_RAFT_VOTER: (None, (0, 1)),
     ApiKey.REMOVE_RAFT_VOTER: (None, (0, 0)),
-    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (None, (0, 0)),
-    ApiKey.READ_SHARE_GROUP_STATE: (None, (0, 0)),
-    ApiKey.WRITE_SHARE_GROUP_STATE: (None, (0, 1)),
-    ApiKey.DELETE_SHARE_GROUP_STATE: (None, (0, 0)),
-    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (None, (0, 1)),
     ApiKey.STREAMS_GROUP_HEARTBEAT: (None, (0, 1)),
     ApiKey.STREAMS_GROUP_DESCRIBE: (None, (0, 1)),
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (None, (0, 1)),
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (None, (0, 0)),
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (None, (0, 0)),
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: (None, (0, 0)),
     ApiKey.UNREGISTER_CONTROLLER: (None, (0, 0)),
 }
@@ -211,7 +199,7 @@ def test_api_versions_ranges(pair, version):
 # its highest level: {feature: (Samsa's highest level, finalized too), why}; 0 is not finalized.
 FEATURES_SAMSA_LOWER = {
     "kraft.version": (0, "no KRaft quorum (KIP-853)"),
-    "share.version": (0, "no share groups (KIP-932)"),
+    "share.version": (1, "2 is share groups' dead-letter queues (KIP-1191)"),
     "streams.version": (0, "no streams groups (KIP-1071)"),
     "transaction.version": (1, "2 is KIP-890 part 2 (EndTxn v5, an epoch bump per transaction)"),
     "eligible.leader.replicas.version": (0, "no eligible leader replicas (KIP-966)"),

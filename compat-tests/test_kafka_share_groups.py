@@ -11,8 +11,7 @@ group non-empty for --describe --members and for the refusals of the commands th
 group. Then the three admin APIs are sent to both brokers request by request, their answers
 compared field by field.
 
-Both brokers keep `__share_group_state` at one replica (a single node); Samsa serves share groups
-with `unstable.feature.versions.enable=true`, Kafka 4.4 by default.
+Both brokers keep `__share_group_state` at one replica (a single node).
 """
 
 from __future__ import annotations
@@ -42,11 +41,9 @@ GROUP = "tools-share-group"
 @pytest.fixture(scope="module")
 def brokers(tmp_path_factory, kinds):
     """A Samsa broker and a Kafka broker serving share groups, shared by the module's scenarios."""
-    overrides = {"samsa": {**SINGLE_NODE_STATE_TOPIC, "unstable.feature.versions.enable": "true"},
-                 "kafka": SINGLE_NODE_STATE_TOPIC}
     pools = [BrokerPool(tmp_path_factory, kind, kind) for kind in kinds]
     try:
-        yield {kind: pool(overrides[kind]) for kind, pool in zip(kinds, pools)}
+        yield {kind: pool(SINGLE_NODE_STATE_TOPIC) for kind, pool in zip(kinds, pools)}
     finally:
         for pool in pools:
             pool.close()

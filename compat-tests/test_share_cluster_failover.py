@@ -14,8 +14,7 @@ then the first partition's leader again, each restarted. Then:
   counting the deliveries the consumers got, and the delivery counts they were told never pass it
   and rise with every delivery, whichever broker led the partition.
 
-One ZooKeeper and three brokers for the module (one of them the controller); share groups enabled
-(unstable.feature.versions.enable). Kafka 3.9 cannot be in this cluster: it has no share groups.
+One ZooKeeper and three brokers for the module (one of them the controller). Kafka 3.9 cannot be in this cluster: it has no share groups.
 """
 
 from __future__ import annotations
@@ -63,7 +62,6 @@ GROUP_COORDINATOR, SHARE_COORDINATOR = 0, 2
 TERMINAL = (2, 4)  # ACKNOWLEDGED, ARCHIVED
 BROKER = {
     "zookeeper.session.timeout.ms": 3000, "controlled.shutdown.max.retries": 1,
-    "unstable.feature.versions.enable": "true",
     "offsets.topic.num.partitions": 3, "offsets.topic.replication.factor": 3,
     "share.coordinator.state.topic.num.partitions": 3, "share.coordinator.state.topic.replication.factor": 3,
     "share.coordinator.state.topic.min.isr": 2,

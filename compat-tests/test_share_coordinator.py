@@ -3,8 +3,7 @@ WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary) and Fin
 SHARE keys, the same requests sent to Samsa and to Apache Kafka 4.4: the answers compared field by
 field (test_differential.py's normalization), errors and their messages included.
 
-Both brokers run with `__share_group_state` at one replica (a single node) and Samsa with
-`unstable.feature.versions.enable=true` (share.version 1, which Kafka 4.4 finalizes by default).
+Both brokers run with `__share_group_state` at one replica (a single node).
 The topic ids differ between the two brokers: each request names the topic's id on its broker.
 """
 
@@ -56,7 +55,7 @@ def brokers(tmp_path_factory):
     pools = [BrokerPool(tmp_path_factory, kind, kind) for kind in ("samsa", "kafka")]
     try:
         try:
-            samsa = pools[0](overrides={**SINGLE_NODE_STATE_TOPIC, "unstable.feature.versions.enable": "true"})
+            samsa = pools[0](overrides=SINGLE_NODE_STATE_TOPIC)
             kafka = pools[1](overrides=SINGLE_NODE_STATE_TOPIC)
         except OracleUnavailable as e:
             pytest.skip(str(e))

@@ -3,8 +3,7 @@ its `__share_group_state` partition, created through ZooKeeper with the replicat
 for, and the share partitions' state, written with acks=all, is read back from the new leader once
 the old one is killed with kill -9; back as a follower, the old one no longer coordinates it.
 
-One ZooKeeper and two Samsa brokers (1 and 2, one of them the controller), share groups enabled
-(unstable.feature.versions.enable), `__share_group_state` with one partition and two replicas.
+One ZooKeeper and two Samsa brokers (1 and 2, one of them the controller), `__share_group_state` with one partition and two replicas.
 Kafka 3.9 cannot be in this cluster: it has no share coordinator.
 """
 
@@ -41,7 +40,7 @@ def cluster(tmp_path_factory):
     try:
         connect = pool.zookeeper().connect + CHROOT
         settings = {"zookeeper.connect": connect, "zookeeper.session.timeout.ms": 6000,
-                    "unstable.feature.versions.enable": "true", "share.coordinator.state.topic.num.partitions": 1,
+                    "share.coordinator.state.topic.num.partitions": 1,
                     "share.coordinator.state.topic.replication.factor": 2, "share.coordinator.state.topic.min.isr": 1}
         brokers = {i: pool({**settings, "broker.id": i}) for i in (1, 2)}
         wait_for(lambda: len(metadata(brokers[1].port, []).brokers) == 2, T, what="both brokers in the cluster")

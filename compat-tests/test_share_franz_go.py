@@ -3,9 +3,7 @@ against Kafka 4.4 configured as franz-go's CI configures Kafka (share_suites.FRA
 test Kafka passes, Samsa must pass. A test that skips itself (the broker does not advertise the
 share APIs) fails here. share_suites.py says how they run.
 
-The test binary comes from `bash scripts/fetch-suites.sh franz-go` (skipped without it). All five
-pass on Samsa (with unstable.feature.versions.enable=true, which share_suites.broker_settings adds),
-so they run there without SAMSA_COMPAT_SHARE_GROUPS.
+The test binary comes from `bash scripts/fetch-suites.sh franz-go` (skipped without it).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ def share_broker(broker_kind, module_broker_factory):
         share_suites.franz_go_binary()
     except SuiteUnavailable as e:
         pytest.skip(str(e))
-    return module_broker_factory(overrides=share_suites.broker_settings(broker_kind, share_suites.FRANZ_GO_BROKER))
+    return module_broker_factory(overrides=share_suites.FRANZ_GO_BROKER)
 
 
 @pytest.mark.watchdog_s(share_suites.FRANZ_GO_TIMEOUT_S + 60)

@@ -17,9 +17,6 @@
 Where a check must show that nothing else comes, the consumer reads until a record produced after
 everything else (a sentinel, "end"): a share partition hands out its available records lowest
 offset first, so whatever was still to come would have come before it.
-
-On Samsa only with SAMSA_COMPAT_SHARE_GROUPS=1 until Samsa serves share groups
-(share_suites.samsa_gate); the broker there also gets unstable.feature.versions.enable=true.
 """
 
 from __future__ import annotations
@@ -34,7 +31,6 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
-import share_suites
 from test_java_client import java_client  # noqa: F401 (a fixture: compiles compat-tests/java/)
 
 # Kafka's broker defaults but for the least lock duration a group may set (Kafka's default 15 s;
@@ -46,8 +42,7 @@ SENTINEL = "end"
 
 @pytest.fixture(scope="module")
 def share_broker(broker_kind, module_broker_factory):
-    share_suites.samsa_gate(broker_kind)
-    return module_broker_factory(overrides=share_suites.broker_settings(broker_kind, BROKER))
+    return module_broker_factory(overrides=BROKER)
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,8 @@
 Samsa and Kafka 4.4 at once, as test_kafka_tools.py runs Kafka's other tools: the normalized
 transcripts of one scenario (a share group with a member, then empty: list, describe offsets, state
 and members, reset-offsets as a dry run and executed, delete-offsets, delete; kafka-configs on the
-group) must be equal. While Samsa's share groups are gated (share_suites.samsa_gate) the scenario
-runs on Kafka alone and its transcript is checked for the lines it is about. A module of its own:
-its two brokers are not test_share_groups.py's.
+group) must be equal; Kafka's transcript is also checked for the lines the scenario is about. A
+module of its own: its two brokers are not test_share_groups.py's.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import share_suites
 from conftest import BrokerPool, broker_kinds
 from test_kafka_tools import Tools, assert_same, log4j2, normalize  # noqa: F401 (log4j2: a fixture)
 from test_share_groups import BROKER, poll_until, share_consumer
@@ -24,11 +22,17 @@ from test_share_groups import BROKER, poll_until, share_consumer
 MEMBER_ID = re.compile(r"(?<= )[A-Za-z0-9_+/-]{22}(?= /<host>)")
 
 
+def keyed_producer(topic: str) -> list[str]:
+    """kafka-console-producer with one key for every record, so that they land in the same partition
+    on both brokers (without a key, the sticky partitioner picks one at random)."""
+    return ["kafka-console-producer", "--topic", topic, "--reader-property", "parse.key=true"]
+
+
 def share_groups_scenario(t: Tools) -> None:
     topic, group = "tools-share", "tools-share-group"
     g = ["--group", group]
     t.run("kafka-topics", "--create", "--topic", topic, "--partitions", "2", record=False)
-    t.run("kafka-console-producer", "--topic", topic, stdin="".join(f"v-{i}\n" for i in range(10)), record=False)
+    t.run(*keyed_producer(topic), stdin="".join(f"k\tv-{i}\n" for i in range(10)), record=False)
     t.run("kafka-configs", "--alter", "--entity-type", "groups", "--entity-name", group,
           "--add-config", "share.auto.offset.reset=earliest")
     t.run("kafka-configs", "--describe", "--entity-type", "groups", "--entity-name", group)
@@ -47,7 +51,7 @@ def share_groups_scenario(t: Tools) -> None:
         t.run("kafka-share-groups", "--reset-offsets", *g, "--topic", topic, "--to-earliest", "--execute", errors=True)
     finally:
         c.close()
-    t.run("kafka-console-producer", "--topic", topic, stdin="".join(f"w-{i}\n" for i in range(6)), record=False)
+    t.run(*keyed_producer(topic), stdin="".join(f"k\tw-{i}\n" for i in range(6)), record=False)
     t.run("kafka-share-groups", "--describe", *g, "--state")
     t.run("kafka-share-groups", "--describe", *g, "--offsets", "--verbose")
     t.run("kafka-share-groups", "--reset-offsets", *g, "--topic", topic, "--to-earliest", "--dry-run")
@@ -64,14 +68,13 @@ def share_groups_scenario(t: Tools) -> None:
 
 @pytest.fixture
 def share_pair(tmp_path_factory):
-    """Samsa and Kafka, each with the module's settings, side by side; Kafka alone while Samsa's
-    share groups are gated (share_suites.samsa_gate)."""
-    kinds = [k for k in broker_kinds() if k == "kafka" or share_suites.samsa_enabled()]
+    """Samsa and Kafka (those of SAMSA_COMPAT_BROKERS), each with the module's settings, side by side."""
+    kinds = broker_kinds()
     if "kafka" not in kinds:
         pytest.skip("compares Samsa's output with Kafka's: needs kafka in SAMSA_COMPAT_BROKERS")
     pools = [BrokerPool(tmp_path_factory, kind, kind) for kind in kinds]
     try:
-        yield {kind: pool(share_suites.broker_settings(kind, BROKER)) for kind, pool in zip(kinds, pools)}
+        yield {kind: pool(BROKER) for kind, pool in zip(kinds, pools)}
     finally:
         for pool in pools:
             pool.close()

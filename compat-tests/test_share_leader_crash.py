@@ -6,7 +6,7 @@ when the broker died goes on from there: Samsa writes acquisitions to the share 
 answering them (Kafka 4.4 does not, and may deliver such a record past the limit). Kafka's
 DumpLogSegments (`--share-group-state-decoder`) reads the `__share_group_state` those writes left.
 
-One `samsa serve` for the module, share groups enabled (unstable.feature.versions.enable), a topic
+One `samsa serve` for the module, a topic
 of two partitions written in batches of four records, and a share consumer by hand over the wire
 (ShareFetch with its acknowledgements piggybacked, ACCEPT or RELEASE), whose member ids are its own
 (Kafka's ShareFetch asks nothing of the group coordinator); the share partitions are initialized at
@@ -50,7 +50,7 @@ LIMIT = 2
 CRASHES = 3
 ACCEPT, RELEASE = 1, 2
 SHARE = 2
-SETTINGS = {"unstable.feature.versions.enable": "true", "group.share.delivery.count.limit": LIMIT,
+SETTINGS = {"group.share.delivery.count.limit": LIMIT,
             "share.coordinator.state.topic.num.partitions": 1, "share.coordinator.state.topic.replication.factor": 1,
             "share.coordinator.state.topic.min.isr": 1}
 

@@ -28,8 +28,7 @@ def suite() -> None:
 @pytest.fixture(scope="module")
 def share_broker(suite, broker_kind, module_broker_factory):
     """One broker for every test, as trivup runs the suite against one cluster."""
-    share_suites.samsa_gate(broker_kind)
-    return module_broker_factory(overrides=share_suites.broker_settings(broker_kind, share_suites.LIBRDKAFKA_BROKER))
+    return module_broker_factory(overrides=share_suites.LIBRDKAFKA_BROKER)
 
 
 @pytest.mark.slow

@@ -36,7 +36,6 @@ ACKNOWLEDGED, ARCHIVED = 2, 4
 SETTINGS = {"share.coordinator.state.topic.replication.factor": 1, "share.coordinator.state.topic.min.isr": 1,
             "share.coordinator.state.topic.num.partitions": 3,
             "share.coordinator.snapshot.update.records.per.snapshot": 2}
-SAMSA_SETTINGS = {**SETTINGS, "unstable.feature.versions.enable": "true"}
 # Three writes after the initialize and a read: with two updates per snapshot the read and the
 # first write are updates, the second write a snapshot of all so far, the third an update again.
 WRITES = [[(0, 4, ACKNOWLEDGED, 1)], [(5, 9, ARCHIVED, 5)], [(10, 12, ACKNOWLEDGED, 2)]]
@@ -90,7 +89,7 @@ def written(tmp_path_factory, broker_kind):
     """(log dir, topic id) of the share state a broker of this module's kind wrote, then stopped (SIGTERM)."""
     pool = BrokerPool(tmp_path_factory, f"share-disk-{broker_kind}", broker_kind)
     try:
-        b = pool(overrides=SAMSA_SETTINGS if broker_kind == "samsa" else SETTINGS)
+        b = pool(overrides=SETTINGS)
         topic_id = write_state(b.port)
         rc = b.stop(30)
         assert rc in (0, 143) and not b.sigterm_timed_out, f"{b.kind} exit code {rc} after SIGTERM"
@@ -127,7 +126,7 @@ def test_samsa_reads_the_state_back_from_the_log_dir(written, tmp_path_factory):
     shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns(".lock"))
     pool = BrokerPool(tmp_path_factory, "share-disk-serve", "samsa")
     try:
-        s = pool(overrides={**SAMSA_SETTINGS, "log.dirs": str(copy)})
+        s = pool(overrides={**SETTINGS, "log.dirs": str(copy)})
         answer = served(s.port, read(topic_id), 0)
         assert (answer.error_code, answer.state_epoch, answer.start_offset) == (ErrorCode.NONE, 1, 0)
         assert [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)

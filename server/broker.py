@@ -162,7 +162,7 @@ class Broker:
         self.request_metrics = RequestMetrics()
         # KIP-714; its collect() is a Prometheus collector of what clients push.
         self.client_telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
-        self.features = BrokerFeatures.create(config.get_boolean("unstable.feature.versions.enable"))
+        self.features = BrokerFeatures.create()
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.loaded_broker: LoadedBroker | None = None  # what the metrics report on, once the logs are loaded
         self.recovered = False  # the logs are loaded and recovered: /healthz

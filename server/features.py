@@ -4,10 +4,9 @@ ApiVersions v3+ lists both; APIs that need a feature (share groups need `share.v
 served and advertised only while it is finalized at that level, as Kafka 4.4 hides the share APIs
 unless `share.version` is finalized (ApiVersionManager, ShareCoordinatorService.isShareGroupsEnabled).
 
-Samsa keeps no metadata log, so its levels are fixed at startup. A level Samsa implements only in
-part is unstable: it is supported and finalized only with Kafka's internal config
-`unstable.feature.versions.enable=true`, as Kafka offers levels whose metadata version is not yet
-production-ready.
+Samsa keeps no metadata log, so its levels are fixed at startup: each feature is finalized at the
+highest level Samsa implements where Kafka 4.4 finalizes it by default (a level Kafka 4.4 also
+offers but Samsa does not implement is left out of "supported").
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from .config.broker_config_defs import BrokerConfigDef
 class FeatureLevels:
     supported: tuple[int, int]  # (min, max) level this broker implements
     finalized: int  # 0: not finalized (ApiVersions leaves it out), as in Kafka
-    unstable: int | None = None  # the level supported and finalized with unstable.feature.versions.enable
 
 
 FEATURES: dict[str, FeatureLevels] = {
@@ -30,7 +28,7 @@ FEATURES: dict[str, FeatureLevels] = {
     # Kafka 4.4's range (3.3-IV3 to 4.4's level): the APIs are 4.4's; Samsa keeps no metadata log.
     "metadata.version": FeatureLevels((7, 33), 33),
     # 1: share groups (KIP-932); 2 (their dead-letter queues) is not implemented.
-    "share.version": FeatureLevels((0, 0), 0, unstable=1),
+    "share.version": FeatureLevels((0, 1), 1),
     "streams.version": FeatureLevels((0, 0), 0),
     # 1: flexible transaction log records; 2 (KIP-890 part 2) is not implemented.
     "transaction.version": FeatureLevels((0, 1), 1),
@@ -42,8 +40,8 @@ FEATURE_CONFIGS = {
     "unstable.feature.versions.enable": BrokerConfigDef(
         name="unstable.feature.versions.enable", type="boolean", default=False, valid_values="",
         importance="high", update_mode="read-only", kafka_version="4.4.0",
-        doc="Kafka's internal config: offer feature levels that are not production-ready. In Samsa, "
-            "share.version 1 (share groups), which is served in part."),
+        doc="Kafka's internal config: offer feature levels that are not production-ready. Accepted; "
+            "Samsa offers only the levels it implements, so it changes nothing."),
 }
 
 
@@ -55,16 +53,9 @@ class BrokerFeatures:
     finalized: dict[str, int]
 
     @classmethod
-    def create(cls, unstable_enabled: bool = False) -> BrokerFeatures:
-        supported, finalized = {}, {}
-        for name, levels in FEATURES.items():
-            if unstable_enabled and levels.unstable is not None:
-                supported[name] = (levels.supported[0], levels.unstable)
-                finalized[name] = levels.unstable
-            else:
-                supported[name] = levels.supported
-                finalized[name] = levels.finalized
-        return cls(supported, finalized)
+    def create(cls) -> BrokerFeatures:
+        return cls({name: levels.supported for name, levels in FEATURES.items()},
+                   {name: levels.finalized for name, levels in FEATURES.items()})
 
     def level(self, name: str) -> int:
         return self.finalized.get(name, 0)

@@ -22,11 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = Path("docs") / "compatibility.md"
 
 KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
-SHARE_GROUPS = "share groups (KIP-932) are not implemented"
-SHARE_GROUP_STATE = ("the share coordinator's, between brokers (the persister's calls); only while share.version is "
-                     "finalized: with unstable.feature.versions.enable=true until share groups are complete")
+SHARE_GROUP_STATE = "the share coordinator's, between brokers (the persister's calls)"
 SHARE_GROUP_ADMIN = ("share group offsets through the group coordinator and the share coordinator's state (kafka-"
-                     "share-groups.sh); only while share.version is finalized (unstable.feature.versions.enable)")
+                     "share-groups.sh)")
 DELEGATION_TOKENS = "delegation tokens (KIP-48) are not implemented"
 STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
@@ -78,17 +76,11 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.PUSH_TELEMETRY: CLIENT_TELEMETRY + "; pushed metrics are exported to Prometheus",
     ApiKey.LIST_CONFIG_RESOURCES: "v0 is Kafka 3.x's ListClientMetricsResources, v1 KIP-1142's; "
                                   "not in cluster mode (Kafka 3.9's ZooKeeper mode has no client metrics)",
-    ApiKey.SHARE_GROUP_HEARTBEAT: "only while share.version is finalized (unstable.feature.versions.enable: share "
-                                  "groups are served in part)",
-    ApiKey.SHARE_GROUP_DESCRIBE: "only while share.version is finalized (unstable.feature.versions.enable: share "
-                                 "groups are served in part)",
+    ApiKey.SHARE_GROUP_HEARTBEAT: "share groups (KIP-932), the `simple` assignor",
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN + "; v1's lag as KIP-1226 measures it",
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
-    ApiKey.SHARE_FETCH: "only while share.version is finalized (unstable.feature.versions.enable: share groups are "
-                        "served in part)",
-    ApiKey.SHARE_ACKNOWLEDGE: "only while share.version is finalized (unstable.feature.versions.enable: share groups "
-                              "are served in part)",
+    ApiKey.SHARE_FETCH: "records by sendfile with their AcquiredRecords; share sessions as Kafka's",
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
     ApiKey.READ_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
     ApiKey.WRITE_SHARE_GROUP_STATE: SHARE_GROUP_STATE,
@@ -127,9 +119,8 @@ def render() -> str:
         "\"until Kafka 3.9\" were removed since (KIP-896) and are still served as Kafka 3.9 served them.",
         "",
         *textwrap.wrap(
-            "Share groups (KIP-932) are served while `share.version` is finalized, which Samsa does only with "
-            "Kafka's internal `unstable.feature.versions.enable=true` until they are complete (Kafka 4.4 finalizes "
-            "it by default); a broker without it neither serves nor advertises "
+            "Share groups (KIP-932) are served, `share.version` finalized at level 1 (Kafka 4.4 finalizes level 2, "
+            "which adds their dead-letter queues: not implemented): "
             + ", ".join(names_of(feature_apis(served, SHARE_VERSION))) + ". Their configs, and the group configs "
             "of the GROUP config resource, are in docs/configuration.md. In a ZooKeeper cluster (Samsa brokers only: "
             "Kafka 3.9 has no share groups) share partitions live with their partition's leader and resume from "

@@ -3,10 +3,10 @@
 and ApiVersionsRequest.isValid; a version above ours gets v0 with UNSUPPORTED_VERSION (KIP-511).
 v3+ lists the supported and finalized features (KIP-584) as Kafka 4.4 does, but only at levels Samsa
 implements (server/features.py).
-Deviations: kraft.version, share.version, streams.version and eligible.leader.replicas.version are
-supported at level 0 only and not finalized (Kafka 4.4: finalized at 1, 2, 1, 1): Samsa has no KRaft
-quorum (KIP-853), share groups (KIP-932) only with unstable.feature.versions.enable=true (level 1), no
-streams groups (KIP-1071) and no eligible leader replicas (KIP-966); transaction.version goes up to 1
+Deviations: kraft.version, streams.version and eligible.leader.replicas.version are supported at
+level 0 only and not finalized (Kafka 4.4: finalized at 1, 1, 1): Samsa has no KRaft quorum
+(KIP-853), no streams groups (KIP-1071) and no eligible leader replicas (KIP-966); share.version goes
+up to 1 (share groups, KIP-932), not 2 (their dead-letter queues); transaction.version goes up to 1
 (flexible transaction log records), not 2 as in Kafka 4.4 (KIP-890 part 2: EndTxn v5, an epoch bump
 per transaction).
 """

@@ -25,8 +25,7 @@ TOPIC = "shared"
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     """A broker serving share groups, with topic `shared` (2 partitions: 4 records, then 1)."""
-    config = groups_config(tmp_path_factory.mktemp("broker"), unstable_feature_versions_enable="true",
-                           group_share_assignment_interval_ms=0)
+    config = groups_config(tmp_path_factory.mktemp("broker"), group_share_assignment_interval_ms=0)
     thread = BrokerThread().start(config)
     yield f"127.0.0.1:{thread.ports['PLAINTEXT']}"
     thread.stop()

@@ -231,7 +231,7 @@ def test_group_and_share_coordinator_metrics(tmp_path):
         assert [gauge(after, "share_coordinator_metrics_num_partitions", state=s)
                 for s in ("active", "loading", "failed")] == [50, 0, 0]
 
-    run_with_broker(metrics_config(tmp_path, unstable_feature_versions_enable="true"), scenario)
+    run_with_broker(metrics_config(tmp_path), scenario)
 
 
 def test_share_fetch_metrics(tmp_path):
@@ -265,7 +265,7 @@ def test_share_fetch_metrics(tmp_path):
         # Accepted records leave the window; the released one is still tracked, available again.
         assert after[("kafka_server_sharepartitionmetrics_inflightmessagecount", labels)] == 1
 
-    run_with_broker(metrics_config(tmp_path, unstable_feature_versions_enable="true"), scenario)
+    run_with_broker(metrics_config(tmp_path), scenario)
 
 
 def test_health_and_readiness_wait_for_log_recovery(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 """The share coordinator in a real broker: FindCoordinator's SHARE keys and `__share_group_state`
 created on first need with Kafka's configs, the five share state RPCs over a socket (with Kafka's
-answers, the feature gate and CLUSTER_ACTION), the state read back after a restart, the persister
+answers and CLUSTER_ACTION), the state read back after a restart, the persister
 asking its own broker directly or another over the network, and pruning."""
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ STATE_APIS = {ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE
               ApiKey.DELETE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY}
 ACKNOWLEDGED, ARCHIVED = 2, 4
 
-
-def share_config(tmp_path, **overrides):
-    return broker_config(tmp_path, unstable_feature_versions_enable="true", **overrides)
 
 
 async def create_topic(client: Client, broker, name: str = "t", partitions: int = 2) -> uuid.UUID:
@@ -86,7 +83,7 @@ def batches(result) -> list[B]:
 
 
 def test_the_five_rpcs_over_a_socket_and_the_state_after_a_restart(tmp_path):
-    config = share_config(tmp_path)
+    config = broker_config(tmp_path)
     topic_ids = []
 
     async def first(broker):
@@ -147,24 +144,10 @@ def test_the_five_rpcs_over_a_socket_and_the_state_after_a_restart(tmp_path):
     run_with_broker(config, after_restart)
 
 
-def test_served_only_while_share_version_is_finalized(tmp_path):
-    async def scenario(broker):
-        client = await Client.connect(broker.endpoints[0].port)
-        served = {k.api_key for k in (await client.call(ApiVersions(), 0)).api_keys}
-        assert served & STATE_APIS == set()
-
-    run_with_broker(broker_config(tmp_path), scenario)
-
-    async def enabled(broker):
-        client = await Client.connect(broker.endpoints[0].port)
-        served = {k.api_key for k in (await client.call(ApiVersions(), 0)).api_keys}
-        assert STATE_APIS <= served
-
-    run_with_broker(share_config(tmp_path), enabled)
 
 
 def test_cluster_action_is_required(tmp_path):
-    config = share_config(tmp_path, authorizer_class_name="org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    config = broker_config(tmp_path, authorizer_class_name="org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                           super_users="User:nobody")
 
     async def scenario(broker):
@@ -215,7 +198,7 @@ def test_the_persister_asks_its_own_broker_directly_and_another_over_the_network
             assert await remote.write_state("", topic_id, 0, state) == ErrorCode.INVALID_REQUEST  # refused unsent
             nursery.cancel_scope.cancel()
 
-    run_with_broker(share_config(tmp_path), scenario)
+    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_a_brokers_share_partitions_asked_meanwhile_go_in_one_request(tmp_path):
@@ -259,7 +242,7 @@ def test_a_brokers_share_partitions_asked_meanwhile_go_in_one_request(tmp_path):
                 assert error == ErrorCode.NONE and state.state_batches == [B(0, partition, ACKNOWLEDGED, 1)]
             nursery.cancel_scope.cancel()
 
-    run_with_broker(share_config(tmp_path), scenario)
+    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_the_persister_retries_until_the_coordinator_is_found(tmp_path):
@@ -291,11 +274,11 @@ def test_the_persister_retries_until_the_coordinator_is_found(tmp_path):
         assert await persister.write_state("g", topic_id, 0, SharePartitionState(0, 0)) == ErrorCode.INVALID_REQUEST
         assert len(lookups) == 1
 
-    run_with_broker(share_config(tmp_path), scenario)
+    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_pruning_keeps_only_what_the_state_needs(tmp_path):
-    config = share_config(tmp_path, share_coordinator_snapshot_update_records_per_snapshot="2")
+    config = broker_config(tmp_path, share_coordinator_snapshot_update_records_per_snapshot="2")
     located = []
 
     async def scenario(broker):
@@ -364,4 +347,4 @@ def test_in_a_cluster_partitions_are_coordinated_while_led_here(tmp_path):
         shard, _ = services.share_coordinator._load_partition(index, 0)
         assert shard.state_of(SharePartitionKey("g", topic_id, 0)).state_batches == (B(3, 4, ACKNOWLEDGED, 1),)
 
-    run_with_broker(share_config(tmp_path), scenario)
+    run_with_broker(broker_config(tmp_path), scenario)

@@ -1,5 +1,5 @@
-"""ShareFetch and ShareAcknowledge end to end over loopback (KIP-932): a broker with share.version
-finalized (unstable.feature.versions.enable), a persister kept in memory (share_helpers), and a
+"""ShareFetch and ShareAcknowledge end to end over loopback (KIP-932): a broker (share.version
+finalized by default), a persister kept in memory (share_helpers), and a
 raw client that is a share consumer by hand. Kafka's ShareFetch asks nothing of the group
 coordinator (a member id is the session's key), so the member ids here are made up.
 
@@ -42,7 +42,7 @@ V = 2  # ShareFetch and ShareAcknowledge version, unless a test says
 def run(tmp_path, scenario, *, clock=None, group_configs=None, **overrides) -> None:
     """A broker with topic `t` (one partition) whose share partitions persist in memory, and the
     share group GROUP_ID reading from the earliest offset; `scenario(env)`."""
-    config = broker_config(tmp_path, unstable_feature_versions_enable="true", **overrides)
+    config = broker_config(tmp_path, **overrides)
 
     async def with_env(broker):
         manager = broker.services.share_partitions
@@ -466,15 +466,6 @@ def test_share_fetch_needs_read_on_the_group_and_the_topic(tmp_path):
     run(tmp_path, scenario, authorizer_class_name="org.apache.kafka.metadata.authorizer.StandardAuthorizer")
 
 
-def test_share_apis_are_not_served_without_share_version(tmp_path):
-    async def scenario(port):
-        client = await Client.connect(port)
-        ApiVersions = request_class(ApiKey.API_VERSIONS)
-        response = await client.call(ApiVersions(client_software_name="t", client_software_version="1"), 3)
-        assert not {ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE} & {k.api_key for k in response.api_keys}
-
-    from loopback import run_broker
-    run_broker(broker_config(tmp_path), scenario)
 
 
 def test_the_record_states_the_persister_was_given(tmp_path):
@@ -698,7 +689,7 @@ def test_a_restarted_broker_goes_on_counting_the_deliveries_it_made_before(tmp_p
     """The share coordinator's own persister (__share_group_state): records acquired, the broker
     restarted before they are acknowledged, fetched again with their delivery count raised, and
     after one more restart archived at the limit (group.share.delivery.count.limit=2)."""
-    config = broker_config(tmp_path, unstable_feature_versions_enable="true", group_share_delivery_count_limit=2)
+    config = broker_config(tmp_path, group_share_delivery_count_limit=2)
     answers = []
 
     async def share_fetch_once(broker, member: str, setup: bool = False):

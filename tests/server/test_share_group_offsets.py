@@ -1,8 +1,7 @@
 """DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets through a real broker
-on loopback, with its own share coordinator and persister (unstable.feature.versions.enable): start
-offsets set on an empty group, read back with their lag (KIP-1226: the high watermark less the start
-offset and the delivered records), deleted, a group with a member refused, the feature gate, and
-the ACLs Kafka checks (GROUP and TOPIC)."""
+on loopback, with its own share coordinator and persister: start offsets set on an empty group, read
+back with their lag (KIP-1226: the high watermark less the start offset and the delivered records),
+deleted, a group with a member refused, and the ACLs Kafka checks (GROUP and TOPIC)."""
 
 from __future__ import annotations
 
@@ -29,9 +28,6 @@ ZERO = uuid.UUID(int=0)
 ME = "User:ANONYMOUS"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
-
-def config(tmp_path, **overrides):
-    return broker_config(tmp_path, unstable_feature_versions_enable="true", **overrides)
 
 
 def alter(group: str, topics: dict[str, dict[int, int]]):
@@ -73,13 +69,6 @@ async def prepared(broker, partitions: int = 2) -> Client:
     return client
 
 
-def test_not_served_without_the_share_version(tmp_path):
-    async def scenario(broker):
-        client = await Client.connect(broker.endpoints[0].port)
-        versions = await client.call(ApiVersions(client_software_name="t", client_software_version="1"), 3)
-        assert not ADMIN_APIS & {k.api_key for k in versions.api_keys}
-
-    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_alter_describe_and_delete_offsets(tmp_path):
@@ -129,7 +118,7 @@ def test_alter_describe_and_delete_offsets(tmp_path):
         assert [(t.error_code, t.error_message) for t in again.responses] == [
             (E.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.")]
 
-    run_with_broker(config(tmp_path), scenario)
+    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_a_group_with_members_is_refused(tmp_path):
@@ -152,7 +141,7 @@ def test_a_group_with_members_is_refused(tmp_path):
                 await trio.sleep(0.01)
         assert offsets(all_offsets) == {("t", 0): (-1, 0, -1, E.NONE), ("t", 1): (-1, 0, -1, E.NONE)}
 
-    run_with_broker(config(tmp_path), scenario)
+    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_acls_on_group_and_topics(tmp_path):
@@ -188,4 +177,4 @@ def test_acls_on_group_and_topics(tmp_path):
         assert offsets((await client.call(describe("sg", {"secret": [0]}), 1)).groups[0]) == {
             ("secret", 0): (-1, 0, -1, E.NONE)}
 
-    run_with_broker(config(tmp_path, authorizer_class_name=AUTHORIZER), scenario)
+    run_with_broker(broker_config(tmp_path, authorizer_class_name=AUTHORIZER), scenario)

@@ -1,4 +1,4 @@
-"""Share groups (KIP-932) through a real broker on loopback, with unstable.feature.versions.enable:
+"""Share groups (KIP-932) through a real broker on loopback:
 ShareGroupHeartbeat and ShareGroupDescribe, share partitions initialized through a persister before
 they are assigned, ListGroups and DescribeGroups of a share group, DeleteGroups deleting its share
 state, the ShareGroupListener, group configs (GROUP config resources) and a restart.
@@ -75,8 +75,7 @@ class Listener:
 
 
 def config(tmp_path, **overrides):
-    return broker_config(tmp_path, **{"unstable.feature.versions.enable": "true",
-                                      "group.share.assignment.interval.ms": 0, **overrides})
+    return broker_config(tmp_path, **{"group.share.assignment.interval.ms": 0, **overrides})
 
 
 def beat(member_id: str, epoch: int, topics=None, group="sg"):
@@ -87,14 +86,6 @@ def assigned(response) -> dict[uuid.UUID, list[int]]:
     return {tp.topic_id: sorted(tp.partitions) for tp in response.assignment.topic_partitions}
 
 
-def test_not_served_without_the_share_version(tmp_path):
-    async def scenario(broker):
-        client = await Client.connect(broker.endpoints[0].port)
-        versions = await client.call(ApiVersions(client_software_name="t", client_software_version="1"), 3)
-        served = {k.api_key for k in versions.api_keys}
-        assert ApiKey.SHARE_GROUP_HEARTBEAT not in served and ApiKey.SHARE_GROUP_DESCRIBE not in served
-
-    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_share_group_lifecycle(tmp_path):
