@@ -495,9 +495,9 @@ class ConsumerGroup(Group):
             self._regex_image, self._resolved_regex = topics, {}
         resolved = self._resolved_regex.get(regex)
         if resolved is None:
+            # Every topic the pattern matches, internal ones too (Kafka's TopicRegexResolver).
             pattern = re.compile(regex)
-            resolved = frozenset(name for name, info in topics.by_name.items()
-                                 if not info.internal and pattern.fullmatch(name))
+            resolved = frozenset(name for name in topics.by_name if pattern.fullmatch(name))
             self._resolved_regex[regex] = resolved
         return resolved
 
