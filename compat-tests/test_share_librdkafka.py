@@ -1,7 +1,7 @@
 """librdkafka v2.15.0's own share-consumer tests (issue 28), each a pytest test, against Samsa and
-against Kafka 4.4 configured alike (share_suites.LIBRDKAFKA_BROKER, as librdkafka's trivup
+against Kafka 4.4 configured alike (client_suites.LIBRDKAFKA_BROKER, as librdkafka's trivup
 configures Kafka): every test Kafka passes, Samsa must pass. Full mode (no -Q), one test number a
-run (`TESTS=0171 test-runner -L -p1`); share_suites.py says how they run. Its mock tests are
+run (`TESTS=0171 test-runner -L -p1`); client_suites.py says how they run. Its mock tests are
 test_share_librdkafka_mock.py's (a module of their own, so that pytest-xdist runs them beside these).
 
 The suite comes from `bash scripts/fetch-suites.sh librdkafka` (skipped without it), and runs only
@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import pytest
 
-import share_suites
-from share_suites import LIBRDKAFKA_TESTS, SuiteUnavailable
+import client_suites
+from client_suites import LIBRDKAFKA_TESTS, SuiteUnavailable
 
 
 @pytest.fixture(scope="module")
 def suite() -> None:
-    share_suites.librdkafka_gate()
+    client_suites.librdkafka_gate()
     try:
-        share_suites.librdkafka_dir()
+        client_suites.librdkafka_dir()
     except SuiteUnavailable as e:
         pytest.skip(str(e))
 
@@ -28,13 +28,13 @@ def suite() -> None:
 @pytest.fixture(scope="module")
 def share_broker(suite, broker_kind, module_broker_factory):
     """One broker for every test, as trivup runs the suite against one cluster."""
-    return module_broker_factory(overrides=share_suites.LIBRDKAFKA_BROKER)
+    return module_broker_factory(overrides=client_suites.LIBRDKAFKA_BROKER)
 
 
 @pytest.mark.slow
-@pytest.mark.watchdog_s(share_suites.LIBRDKAFKA_TIMEOUT + 60)
+@pytest.mark.watchdog_s(client_suites.LIBRDKAFKA_TIMEOUT + 60)
 @pytest.mark.parametrize("test", LIBRDKAFKA_TESTS)
 def test_librdkafka_share_test(share_broker, test, tmp_path):
-    outcome = share_suites.run_librdkafka(test, share_broker.bootstrap, tmp_path)
+    outcome = client_suites.run_librdkafka(test, share_broker.bootstrap, tmp_path)
     assert outcome.passed, outcome.describe()
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch and build the clients' own share-group test suites (issue 28) into a cache outside git,
-# $SAMSA_CACHE/suites (SAMSA_CACHE defaults to ~/.cache/samsa); compat-tests/share_suites.py runs
+# $SAMSA_CACHE/suites (SAMSA_CACHE defaults to ~/.cache/samsa); compat-tests/client_suites.py runs
 # them against a broker. Idempotent: a suite whose stamp matches its version and build settings is
 # left alone, so nothing downloads or compiles once the cache is warm.
 #   scripts/fetch-suites.sh                      both

@@ -3,7 +3,7 @@
 #   scripts/setup.sh          the broker
 #   scripts/setup.sh --test   the broker and everything the tests use (clients, kcat, kafkajs, the
 #                             pipelines' PySpark and its Kafka connector's jars, bench's matplotlib,
-#                             librdkafka's and franz-go's share-group suites)
+#                             franz-go's kgo tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -41,7 +41,7 @@ if [ "${1:-}" = "--test" ]; then
   .venv/bin/python -m pip install -q -e ".[test,pipeline,plot]"
   bash scripts/fetch-jars.sh spark >/dev/null  # a JDK and Maven via apt if missing
   if [ -f compat-tests/install.sh ]; then PYTHON="$PWD/.venv/bin/python" bash compat-tests/install.sh; fi
-  # franz-go's share-group tests, built into the cache once per version (about 1 min), a no-op
+  # franz-go's kgo tests, built into the cache once per version (about 1 min), a no-op
   # after. librdkafka's suite (SAMSA_COMPAT_LIBRDKAFKA_SUITE=1) is built on demand with
   # `scripts/fetch-suites.sh librdkafka`: its GitHub tarball is not reachable everywhere.
   bash scripts/fetch-suites.sh franz-go >/dev/null

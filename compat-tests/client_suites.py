@@ -1,6 +1,6 @@
-"""The clients' own share-group test suites (issue 28), run against a broker: librdkafka v2.15.0's
-share-consumer tests and franz-go v1.22.3's kgo share tests, as built by `scripts/fetch-suites.sh`
-into $SAMSA_CACHE/suites (nothing downloads or compiles here).
+"""The clients' own test suites, run against a broker: librdkafka v2.15.0's share-consumer tests
+and franz-go v1.22.3's kgo package tests, as built by `scripts/fetch-suites.sh` into
+$SAMSA_CACHE/suites (nothing downloads or compiles here).
 
 * librdkafka: `TESTS=0171 test-runner -L -p1` (full mode: no -Q) with a test.conf naming
   bootstrap.servers and test.topic.random=true, TEST_KAFKA_VERSION=4.4.0, and CI=true as
@@ -9,20 +9,20 @@ into $SAMSA_CACHE/suites (nothing downloads or compiles here).
   budget without it). The mock tests (0155-0158, 0182, 0183) run with -l against librdkafka's mock
   cluster, no broker. The broker is configured as librdkafka's trivup configures Kafka
   (LIBRDKAFKA_BROKER).
-* franz-go: its kgo package's test binary, `-test.run '^TestX$'`, with the environment of
-  franz-go's CI job for Apache Kafka (KGO_SEEDS, KGO_TEST_RF=1, KGO_TEST_STABLE_FETCH=true) against
-  a broker configured as that job's (FRANZ_GO_BROKER). That job also gives SCRAM and OAUTHBEARER
-  seeds on a SASL listener (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM, KGO_TEST_OAUTH_SEEDS): only
-  TestSCRAMAuth, TestSCRAMAuthBadCredentials and TestOAuthAuth read them, none of the share tests,
-  so the listener is left out. A test that skips itself (the broker does not advertise ShareFetch
-  and ShareAcknowledge v2) has not passed.
+* franz-go: its kgo package's test binary (one test, `-test.run '^TestX$'`, or the whole package),
+  run in the package's source directory as `go test` runs it, with the environment of franz-go's
+  CI job for Apache Kafka (KGO_SEEDS, KGO_TEST_RF=1, KGO_TEST_STABLE_FETCH=true) against a broker
+  configured as that job's (FRANZ_GO_BROKER). That job also gives SCRAM seeds on a SASL_PLAINTEXT
+  listener (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM): test_franz_go.py adds that listener. A test that
+  skips itself (for the share tests: the broker does not advertise ShareFetch and ShareAcknowledge
+  v2) has not passed.
 
-Plain Python: test_share_librdkafka.py, test_share_librdkafka_mock.py and test_share_franz_go.py
-run each test as a pytest test; by hand, against a broker
+Plain Python: test_share_librdkafka.py and test_share_librdkafka_mock.py run each test as a pytest
+test, test_franz_go.py the kgo package; by hand, against a broker
 already running (e.g. `samsa serve` with LIBRDKAFKA_BROKER's settings as --override):
 
-    python compat-tests/share_suites.py librdkafka 0171 --bootstrap 127.0.0.1:9092
-    python compat-tests/share_suites.py franz-go TestShareGroup --bootstrap 127.0.0.1:9092
+    python compat-tests/client_suites.py librdkafka 0171 --bootstrap 127.0.0.1:9092
+    python compat-tests/client_suites.py franz-go TestShareGroup --bootstrap 127.0.0.1:9092
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ FRANZ_GO_ENV = {"KGO_TEST_RF": "1", "KGO_TEST_STABLE_FETCH": "true"}
 
 LIBRDKAFKA_TIMEOUT = 1500.0  # s: 0170 takes about 280 s on Kafka here; CI=true allows 600 s
 FRANZ_GO_TIMEOUT_S = 300  # franz-go's CI: go test -timeout 5m ./...
+# The whole kgo package: about 2.5 min on either broker here, beside other modules on two cores.
+FRANZ_GO_PACKAGE_TIMEOUT_S = 600
 
 
 # librdkafka's broker suite takes about 40 min a broker on two cores (and its mock tests 8 min),
@@ -122,6 +124,15 @@ def franz_go_binary() -> Path:
     if not b.is_file():
         raise SuiteUnavailable(f"no franz-go kgo test binary {b}: run `bash scripts/fetch-suites.sh franz-go`")
     return b
+
+
+def franz_go_package_dir() -> Path:
+    """The kgo package's source, where `go test` would run its binary (TestOptValuesCoversEveryOption
+    reads config.go from there)."""
+    d = CACHE / "gomod" / "github.com" / "twmb" / f"franz-go@{FRANZ_GO_VERSION}" / "pkg" / "kgo"
+    if not (d / "config.go").is_file():
+        raise SuiteUnavailable(f"no franz-go source in {d}: run `bash scripts/fetch-suites.sh franz-go`")
+    return d
 
 
 @dataclass
@@ -185,25 +196,50 @@ def run_librdkafka(test: str, bootstrap: str | None, work_dir: Path, timeout: fl
 GO_VERDICT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)", re.MULTILINE)
 
 
-def run_franz_go(test: str, bootstrap: str, work_dir: Path) -> Outcome:
-    """One kgo test, `-test.run '^TEST$'`; passed only on its own --- PASS line (a SKIP is not)."""
-    binary = franz_go_binary()
-    work_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **FRANZ_GO_ENV, "KGO_SEEDS": bootstrap}
-    log = work_dir / f"franz-go-{test}.log"
+def _kgo_test(run: str, bootstrap: str, log: Path, env: dict[str, str] | None,
+              timeout_s: int = FRANZ_GO_TIMEOUT_S) -> tuple[int, float, str]:
+    """The kgo test binary with `-test.run RUN`: its exit code, seconds and output (also in `log`)."""
+    env = {**os.environ, **FRANZ_GO_ENV, "KGO_SEEDS": bootstrap, **(env or {})}
+    log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(log, "wb") as out:
-        rc = subprocess.run([str(binary), "-test.run", f"^{test}$", "-test.v", "-test.count", "1",
-                             "-test.timeout", f"{FRANZ_GO_TIMEOUT_S}s"],
-                            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=work_dir,
-                            env=env).returncode
-    seconds = time.monotonic() - start
-    text = log.read_text(errors="replace")
-    verdicts = GO_VERDICT.findall(text)
-    mine = [v for v, name, _ in verdicts if name == test]
+        rc = subprocess.run([str(franz_go_binary()), "-test.run", run, "-test.v", "-test.count", "1",
+                             "-test.timeout", f"{timeout_s}s"],
+                            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                            cwd=franz_go_package_dir(), env=env).returncode
+    return rc, time.monotonic() - start, log.read_text(errors="replace")
+
+
+def run_franz_go(test: str, bootstrap: str, work_dir: Path, env: dict[str, str] | None = None) -> Outcome:
+    """One kgo test, `-test.run '^TEST$'`; passed only on its own --- PASS line (a SKIP is not)."""
+    log = work_dir / f"franz-go-{test}.log"
+    rc, seconds, text = _kgo_test(f"^{test}$", bootstrap, log, env)
+    mine = [v for v, name, _ in GO_VERDICT.findall(text) if name == test]
     summary = "\n".join(line for line in text.splitlines()
                         if GO_VERDICT.match(line) or "skip" in line.lower() or "_test.go:" in line)[-4000:]
     return Outcome(test, rc == 0 and mine == ["PASS"], seconds, summary, log)
+
+
+@dataclass
+class PackageRun:
+    verdicts: dict[str, str]  # top-level test -> PASS, FAIL or SKIP
+    reasons: dict[str, str]  # a failed or skipped test -> what it logged
+    seconds: float
+    log: Path
+
+
+def run_franz_go_package(bootstrap: str, work_dir: Path, env: dict[str, str] | None = None) -> PackageRun:
+    """Every test of the kgo package, as `go test ./pkg/kgo/` runs them (in parallel where they
+    say so)."""
+    log = work_dir / "franz-go-kgo.log"
+    _, seconds, text = _kgo_test(".", bootstrap, log, env, FRANZ_GO_PACKAGE_TIMEOUT_S)
+    verdicts = {name: verdict for verdict, name, _ in GO_VERDICT.findall(text) if "/" not in name}
+    reasons = {}
+    for name, verdict in verdicts.items():
+        if verdict != "PASS":
+            said = re.findall(rf"^=== (?:CONT|RUN)\s+{re.escape(name)}\n((?:    .*\n)*)", text, re.MULTILINE)
+            reasons[name] = "".join(said)[-2000:]
+    return PackageRun(verdicts, reasons, seconds, log)
 
 
 def main(argv: list[str] | None = None) -> int:
