@@ -65,7 +65,15 @@ from .consumer_group_member import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, Assignment,
     ConsumerGroupMember, MemberState, assignment_of, is_subset, owned_from_request, reconcile, topic_partitions,
 )
-from .group import Group, GroupError, GroupType, NewMemberUuid, OffsetExpirationCondition, RequestInfo
+from .group import (
+    DescribableTopics,
+    Group,
+    GroupError,
+    GroupType,
+    NewMemberUuid,
+    OffsetExpirationCondition,
+    RequestInfo,
+)
 
 __all__ = [
     "CONSUMER_GROUP_RECORD_TYPES", "CONSUMER_PROTOCOL_TYPE", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupState", "TopicInfo",
@@ -183,6 +191,8 @@ class ConsumerGroup(Group):
         self._rebalance_deadline: dict[str, tuple[int, int]] = {}  # member id -> (deadline, epoch)
         self._regex_image: TopicsImage | None = None
         self._resolved_regex: dict[str, frozenset[str]] = {}
+        # Whose DESCRIBE rights a regex resolves with: the last heartbeat's sender (None: any topic).
+        self._describable: DescribableTopics | None = None
 
     # --- what the group looks like -----------------------------------------------------------------
 
@@ -293,13 +303,18 @@ class ConsumerGroup(Group):
     # --- heartbeats ----------------------------------------------------------------------------------
 
     def heartbeat(self, request, *, client_id: str, client_host: str, now_ms: int, topics: TopicsImage,
-                  new_member_uuid: NewMemberUuid) -> tuple[ConsumerGroupHeartbeatResponse, list[CoordinatorRecord]]:
+                  new_member_uuid: NewMemberUuid, describable: DescribableTopics | None = None,
+                  ) -> tuple[ConsumerGroupHeartbeatResponse, list[CoordinatorRecord]]:
         """Handle a ConsumerGroupHeartbeat already checked by `validate_heartbeat_request`;
-        `new_member_uuid()` makes the id of a member that comes without one (v0).
+        `new_member_uuid()` makes the id of a member that comes without one (v0); `describable`
+        filters the topics its sender may DESCRIBE, which regex subscriptions resolve to from now on.
 
         Returns the response and the records to append; the group has already applied them. A
         refused request changes nothing: every check comes before the first record.
         """
+        if describable is not None and self._describable is None:
+            self._regex_image = None  # resolved for anyone so far (a group loaded, no authorizer before)
+        self._describable = describable
         try:
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request, topics)
@@ -495,9 +510,12 @@ class ConsumerGroup(Group):
             self._regex_image, self._resolved_regex = topics, {}
         resolved = self._resolved_regex.get(regex)
         if resolved is None:
-            # Every topic the pattern matches, internal ones too (Kafka's TopicRegexResolver).
+            # Every topic the pattern matches, internal ones too, that the sender of the heartbeat
+            # that resolved it may DESCRIBE (Kafka's TopicRegexResolver). Resolved again when the
+            # topics change.
             pattern = re.compile(regex)
-            resolved = frozenset(name for name in topics.by_name if pattern.fullmatch(name))
+            matched = [name for name in topics.by_name if pattern.fullmatch(name)]
+            resolved = frozenset(matched if self._describable is None else self._describable(matched))
             self._resolved_regex[regex] = resolved
         return resolved
 

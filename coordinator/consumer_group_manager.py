@@ -65,7 +65,8 @@ class ConsumerGroupManager(GroupTypeManager):
             return out
         response, group_records = group.heartbeat(heartbeat, client_id=request.client_id,
                                                   client_host=request.client_host, now_ms=now_ms, topics=self.topics,
-                                                  new_member_uuid=self.coordinator.new_member_uuid)
+                                                  new_member_uuid=self.coordinator.new_member_uuid,
+                                                  describable=request.describable)
         if replaced is not None:
             if not group_records:  # refused: the classic group stays, no consumer group appears
                 return self._respond(out, ticket, response)

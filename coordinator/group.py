@@ -9,8 +9,8 @@ interface only; everything that depends on how a type rebalances lives with that
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..wire.errors import ErrorCode
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 # Makes the unique part of a new member id: a random UUID on the broker (as Kafka makes them), a
 # counter in tests. Injected, so that the coordinator stays deterministic.
 NewMemberUuid = Callable[[], str]
+# The topics among these that a request's sender may DESCRIBE.
+DescribableTopics = Callable[[Iterable[str]], set[str]]
 
 
 class GroupType:
@@ -38,6 +40,9 @@ class RequestInfo:
     api_version: int
     client_id: str = ""
     client_host: str = ""
+    # None: every topic (no authorizer). What a regex subscription may match (Kafka's
+    # TopicRegexResolver resolves with the context of the heartbeat that asks).
+    describable: DescribableTopics | None = field(default=None, compare=False)
 
 
 class GroupError(Exception):

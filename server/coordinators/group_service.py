@@ -54,6 +54,7 @@ from .runtime import (
     CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches, replay_topic,
 )
 from ...wire.exceptions import CodecError
+from ..security.authorizer import DESCRIBE, TOPIC
 from .consumer_groups import consumer_group_config, topics_image
 
 if TYPE_CHECKING:
@@ -331,8 +332,12 @@ class GroupService:
 
     @staticmethod
     def request_info(ctx: RequestContext) -> RequestInfo:
-        # Kafka shows a member's host as InetAddress.toString does: "/127.0.0.1".
-        return RequestInfo(ctx.api_version, ctx.client_id or "", f"/{ctx.connection.client_host}")
+        # Kafka shows a member's host as InetAddress.toString does: "/127.0.0.1". A topic a regex
+        # matches but the sender may not DESCRIBE is left out, without an audit line (Kafka's
+        # TopicRegexResolver authorizes with logIfDenied false).
+        describable = (None if ctx.services.authorizer is None
+                       else partial(ctx.authorized, DESCRIBE, TOPIC, log_if_denied=False))
+        return RequestInfo(ctx.api_version, ctx.client_id or "", f"/{ctx.connection.client_host}", describable)
 
     async def submit(self, ctx: RequestContext, method: Callable[..., Actions], group_id: str, *args: Any) -> Any:
         """Run `method(coordinator, now_ms, ticket, request_info, *args)` on the coordinator of

@@ -1,7 +1,8 @@
 """ConsumerGroupHeartbeat (key 68), v0-1: a member of a KIP-848 consumer group joins, heartbeats,
 acknowledges its assignment or leaves (coordinator/consumer_group_manager.py); answered once the
 group's records are in `__consumer_offsets`. Follows GroupMetadataManager.consumerGroupHeartbeat:
-READ on the group, DESCRIBE on the subscribed topics. v1: regex subscriptions (KIP-848) and
+READ on the group, DESCRIBE on the subscribed topics. v1: regex subscriptions (KIP-848; a regex
+resolves to the topics it matches, internal ones too, that the sender may DESCRIBE) and
 client-generated member ids (KIP-1082).
 Deviations: server assignors `uniform` and `range` only; no online upgrade of a classic group with
 members (GROUP_ID_NOT_FOUND); UNSUPPORTED_VERSION when the consumer protocol is disabled.

@@ -53,6 +53,7 @@ class Consumer:
         self.assignor = assignor
         self.owned: dict[uuid.UUID, set[int]] = {}
         self.last = None
+        self.describable = None  # the topics its sender may DESCRIBE (None: no authorizer)
 
     def request(self, **overrides):
         fields = dict(group_id="g", member_id=self.member_id, member_epoch=self.epoch,
@@ -68,7 +69,8 @@ class Consumer:
         request = self.request(**overrides)
         validate_heartbeat_request(request, 1, self.group.config.assignors)
         response, records = self.group.heartbeat(request, client_id="c", client_host="/127.0.0.1", now_ms=now,
-                                                 topics=topics, new_member_uuid=counting_uuids())
+                                                 topics=topics, new_member_uuid=counting_uuids(),
+                                                 describable=self.describable)
         self.last = response
         if response.error_code == ErrorCode.NONE and request.member_epoch >= 0:
             self.member_id, self.epoch = response.member_id, response.member_epoch
@@ -420,6 +422,26 @@ def test_regex_subscription_follows_the_topics(group):
     # __consumer_offsets by a regex).
     assert a.owned == {BAR.topic_id: {0, 1, 2}, baz.topic_id: {0, 1}, internal.topic_id: {0}}
     assert group.describe(second).members[0].subscribed_topic_regex == "ba.*"
+
+
+def test_a_regex_matches_only_topics_its_member_may_describe(group):
+    a = Consumer(group, "a", topics=(), regex="ba.*")
+    baz = TopicInfo("baz", uuid.UUID(int=3), 2)
+    topics = image(FOO, BAR, baz)
+    settle([a], 0, topics)  # no authorizer: every match
+    assert a.owned == {BAR.topic_id: {0, 1, 2}, baz.topic_id: {0, 1}}
+    # An authorizer now (or a group loaded before its first heartbeat): resolved again at once.
+    a.describable = lambda names: {n for n in names if n != "baz"}
+    settle([a], 100, topics)
+    assert a.owned == {BAR.topic_id: {0, 1, 2}}
+    # Allowed later: the regex resolves with the sender's rights again when the topics change.
+    a.describable = set
+    settle([a], 200, topics)
+    assert a.owned == {BAR.topic_id: {0, 1, 2}}
+    changed = image(FOO, BAR, baz, TopicInfo("other", uuid.UUID(int=5), 1))
+    assert group.on_topics_changed(changed)
+    settle([a], 300, changed)
+    assert a.owned == {BAR.topic_id: {0, 1, 2}, baz.topic_id: {0, 1}}
 
 
 def test_replaying_the_records_rebuilds_the_group(group):

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import uuid
 
+import trio
+
+from samsa.server.security.acl_admin import store_acls
+from samsa.server.security.authorizer import ALLOW, DESCRIBE, GROUP, READ, TOPIC, AclBinding, PatternType
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
-from loopback import Client, broker_config, create_topic_request, run_broker
+from loopback import Client, broker_config, create_topic_request, run_broker, run_with_broker
 
 E = ErrorCode
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 Heartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 Describe = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
 CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
@@ -165,3 +170,39 @@ def test_group_consumer_configs_are_checked_as_kafka_checks_them():
         with pytest.raises(ConfigError) as e:
             KafkaConfig(props)
         assert (e.value.name, e.value.message) == (name, message)
+
+
+def test_a_regex_resolves_to_the_topics_the_member_may_describe(tmp_path):
+    """Kafka's TopicRegexResolver: every topic the regex matches, internal ones included, less those
+    the heartbeat's sender may not DESCRIBE."""
+    def grant(broker, *bindings: tuple[int, str, int]) -> None:
+        acls = [AclBinding(kind, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, ALLOW)
+                for kind, name, operation in bindings]
+        store_acls(broker.services.metadata, broker.services.authorizer, acls)
+
+    async def scenario(broker):
+        for name in ("orders", "orders-secret", "orders-v2"):
+            broker.services.replica_manager.create_topic(name, 1, {}, 1)
+        grant(broker, (GROUP, "g", READ), (TOPIC, "orders", DESCRIBE), (TOPIC, "orders-v2", DESCRIBE),
+              (TOPIC, "__consumer_offsets", DESCRIBE))
+        client = await Client.connect(broker.endpoints[0].port)
+        ids = {name: await topic_id(client, name) for name in ("orders", "orders-v2")}
+        member = await client.call(join("m", topics=(), subscribed_topic_regex="orders.*|__consumer_offsets"), 1)
+        assert member.error_code == E.NONE
+        with trio.fail_after(10):  # __consumer_offsets is created by the group's first write
+            while "__consumer_offsets" not in broker.services.metadata.topics:
+                await trio.sleep(0.01)
+        offsets_id = broker.services.metadata.topics["__consumer_offsets"].topic_id
+        # A change of topics: the regex resolves again (orders-new: no DESCRIBE either).
+        broker.services.replica_manager.create_topic("orders-new", 1, {}, 1)
+        assigned = set(owned(member))
+        with trio.fail_after(10):
+            while assigned != {*ids.values(), offsets_id}:  # a heartbeat answers an assignment that changed
+                await trio.sleep(0.01)
+                member = await client.call(beat("m", member.member_epoch), 1)
+                assert member.error_code == E.NONE
+                if member.assignment is not None:
+                    assigned = set(owned(member))
+
+    run_with_broker(broker_config(tmp_path, authorizer_class_name=AUTHORIZER, super_users="User:admin",
+                                  offsets_topic_num_partitions=1), scenario)
