@@ -1,9 +1,10 @@
 """franz-go v1.22.3's kgo integration tests, the whole package, against Samsa and against Kafka 4.4,
 each configured as franz-go's CI job for Apache Kafka configures Kafka (client_suites.FRANZ_GO_BROKER,
-with its SASL_PLAINTEXT listener for SCRAM-SHA-256 and the user testuser:testpass): every test
-passes on both, but those that skip themselves on both for a reason in SKIPPED. The share-group
-tests and the broker-side regex test must pass, not skip (a broker that does not advertise the
-APIs they need makes them skip). client_suites.py says how the package runs.
+with its SASL_PLAINTEXT listener for SCRAM-SHA-256 and the user testuser:testpass), that listener
+also offering OAUTHBEARER with Kafka's default unsecured validator (KGO_TEST_OAUTH_SEEDS, for
+TestOAuthAuth): every test passes on both, but one that skips itself on both (SKIPPED). The
+share-group, broker-side regex, SCRAM and OAUTHBEARER tests must pass, not skip (a broker without
+what they need makes them skip). client_suites.py says how the package runs.
 
 The test binary comes from `bash scripts/fetch-suites.sh franz-go` (skipped without it).
 """
@@ -22,14 +23,13 @@ SCRAM_USER, SCRAM_PASSWORD = "testuser", "testpass"
 
 # Tests that skip themselves on both brokers here, and why.
 SKIPPED = {
-    # franz-go's CI job gives no OAUTHBEARER listener; neither does this module (Samsa has no
-    # OAUTHBEARER yet: issue 29).
-    "TestOAuthAuth": "KGO_TEST_OAUTH_SEEDS not set",
     # Kafka 4.4 still takes Produce v0-2 (KIP-896 kept them), and so does Samsa.
     "TestIssueProduceBrokerTooOldFailsRecords": "broker still takes produce v2",
 }
-# Must pass, not skip: share groups (issue 28) and the broker-side regex of KIP-848 (issue 29).
-MUST_PASS = [*FRANZ_GO_TESTS, "Test848RegexBrokerResolves", "TestSCRAMAuth", "TestSCRAMAuthBadCredentials"]
+# Must pass, not skip: share groups, the broker-side regex of KIP-848, SCRAM and OAUTHBEARER.
+MUST_PASS = [*FRANZ_GO_TESTS, "Test848RegexBrokerResolves", "TestSCRAMAuth", "TestSCRAMAuthBadCredentials",
+             "TestOAuthAuth"]
+OAUTHBEARER_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,8 @@ def kgo(broker_kind, tmp_path_factory):
         broker.overrides.update({
             **client_suites.FRANZ_GO_BROKER,
             "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256,OAUTHBEARER",
+            "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTHBEARER_LOGIN,
         })
         broker.start()
         admin = confluent_admin(broker.bootstrap)
@@ -61,7 +62,8 @@ def kgo(broker_kind, tmp_path_factory):
             assert future.result(T) is None
         yield client_suites.run_franz_go_package(
             broker.bootstrap, tmp_path_factory.mktemp("kgo"),
-            {"KGO_TEST_SCRAM_SEEDS": f"127.0.0.1:{sasl_port}", "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}"})
+            {"KGO_TEST_SCRAM_SEEDS": f"127.0.0.1:{sasl_port}", "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
+             "KGO_TEST_OAUTH_SEEDS": f"127.0.0.1:{sasl_port}"})
     finally:
         pool.close()
 

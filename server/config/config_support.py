@@ -176,7 +176,8 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "replica.socket.timeout.ms": "",
     "request.timeout.ms": "",
     "reserved.broker.max.id": "in a ZooKeeper cluster",
-    "sasl.jaas.config": "read for PLAIN's users (PlainLoginModule's user_<name> options); other login modules are ignored",
+    "sasl.jaas.config": "read for PLAIN's users (PlainLoginModule's user_<name> options) and OAUTHBEARER's unsecured "
+                        "validator options; other login modules are ignored",
     "sasl.server.max.receive.size": "",
     "security.inter.broker.protocol": "",
     "share.coordinator.snapshot.update.records.per.snapshot": "",
@@ -224,7 +225,10 @@ REFUSED_BROKER_VALUES: dict[str, str] = {
     "group.coordinator.rebalance.protocols": "classic is required; streams is accepted but not served; share groups "
                                              "follow share.version, not this list, as in Kafka 4.4",
     "replica.selector.class": "only Kafka's RackAwareReplicaSelector (or none)",
-    "sasl.enabled.mechanisms": "only PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; GSSAPI and OAUTHBEARER are refused",
+    "sasl.enabled.mechanisms": "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (Kafka's unsecured validator only); "
+                               "GSSAPI is refused",
+    "sasl.server.callback.handler.class": "for OAUTHBEARER only Kafka's OAuthBearerUnsecuredValidatorCallbackHandler "
+                                          "(no JWT validation against a JWKS); not read for PLAIN and SCRAM",
     "ssl.keystore.type": "only PEM and PKCS12 (no JKS)",
     "ssl.truststore.type": "only PEM and PKCS12 (no JKS)",
 }

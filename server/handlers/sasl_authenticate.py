@@ -2,7 +2,8 @@
 work, as Kafka's SaslServerAuthenticator). v1+ carries the session lifetime (KIP-368). A failure
 answers SASL_AUTHENTICATION_FAILED with Kafka's message and closes the connection; after
 authentication it is ILLEGAL_SASL_STATE (KafkaApis.handleSaslAuthenticateRequest).
-Deviations: PLAIN and SCRAM only (no GSSAPI, no OAUTHBEARER).
+Deviations: PLAIN, SCRAM and OAUTHBEARER with Kafka's unsecured validator only (no GSSAPI, no JWT
+validation against a JWKS).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 work, as Kafka's SaslServerAuthenticator). v0: the tokens that follow are raw size-prefixed bytes; v1:
 they come in SaslAuthenticate requests. On an authenticated connection it starts KIP-368
 re-authentication when sessions expire, else ILLEGAL_SASL_STATE (KafkaApis.handleSaslHandshakeRequest).
-Deviations: PLAIN and SCRAM-SHA-256/512 only: GSSAPI and OAUTHBEARER are refused at startup.
+Deviations: PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER only: GSSAPI is refused at startup.
 """
 
 from __future__ import annotations

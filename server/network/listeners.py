@@ -13,16 +13,17 @@ import trio
 from ...client.scram import ScramMechanism
 from ...client.jaas import JaasConfigError, parse_jaas_config, plain_users
 from ...wire.protocol import ApiKey
-from ..clock import loop_time
+from ..clock import loop_time, wall_clock_ms
 from ..config.kafka_config import ConfigError
 from ..handlers import HANDLERS
 from .socket_server import Connection, ConnectionClosed
 from ..security.authenticator import Authenticator, SaslServerAuthenticator
 from .listener_config import ListenerConfig
+from ..security.oauthbearer import OAuthBearerServer, UnsecuredValidatorOptions, validate_unsecured
 from ..security.plain import PlainServer
 from ..context import ANONYMOUS, KafkaPrincipal
 from ..security.principal import USER_TYPE, NoMatchingRule, SslPrincipalMapper, distinguished_name
-from ..security.sasl import PLAIN, SUPPORTED_MECHANISMS, SaslServer
+from ..security.sasl import OAUTHBEARER, PLAIN, SUPPORTED_MECHANISMS, SaslServer
 from ..security.scram import ScramCredential, ScramServer
 from .tls import server_context
 
@@ -31,6 +32,9 @@ from .tls import server_context
 # an unauthenticated client cannot hold a connection slot for long.
 AUTHENTICATION_TIMEOUT_S = 30.0
 DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
+# Kafka's default server callback for OAUTHBEARER, the one Samsa has.
+UNSECURED_VALIDATOR = ("org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+                       "OAuthBearerUnsecuredValidatorCallbackHandler")
 
 ScramCredentials = Callable[[str, ScramMechanism], "ScramCredential | None"]
 
@@ -54,6 +58,7 @@ class ListenerSecurity:
         self.sasl = security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
         self.mechanisms: list[str] = self._enabled_mechanisms() if self.sasl else []
         self.plain_users: dict[str, str] = self._plain_users() if PLAIN in self.mechanisms else {}
+        self.oauthbearer = self._oauthbearer_options() if OAUTHBEARER in self.mechanisms else None
         self.max_receive_size = self.config.get("sasl.server.max.receive.size")
 
     def _enabled_mechanisms(self) -> list[str]:
@@ -82,9 +87,30 @@ class ListenerSecurity:
         except JaasConfigError as error:
             raise ConfigError(key, f"{key}: {error}") from None
 
+    def _oauthbearer_options(self) -> UnsecuredValidatorOptions:
+        # The unsecured validator's options are those of the listener's OAuthBearerLoginModule
+        # (listener.name.<l>.oauthbearer.sasl.jaas.config, or sasl.jaas.config); none: its defaults.
+        handler_key = self.config.key("sasl.server.callback.handler.class", OAUTHBEARER)
+        handler = self.config.config.get(handler_key)
+        if handler not in (None, UNSECURED_VALIDATOR):
+            raise ConfigError(handler_key, f"{handler_key}: only {UNSECURED_VALIDATOR} is supported for OAUTHBEARER "
+                                           "(JWT validation against a JWKS is not implemented)")
+        key = self.config.key("sasl.jaas.config", OAUTHBEARER)
+        text = self.config.config.get(key)
+        try:
+            options = {name: value for module in parse_jaas_config(str(text)) for name, value in module.options.items()
+                       } if text is not None else {}
+            return UnsecuredValidatorOptions.from_jaas(options)
+        except (JaasConfigError, ValueError) as error:
+            raise ConfigError(key, f"{key}: {error}") from None
+
     def _new_sasl_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainServer(self.plain_users)
+        if mechanism == OAUTHBEARER:
+            options = self.oauthbearer
+            assert options is not None
+            return OAuthBearerServer(lambda token: validate_unsecured(token, options, wall_clock_ms()), wall_clock_ms)
         scram = ScramMechanism.from_name(mechanism)
         assert scram is not None
         return ScramServer(scram, self._scram_credential)

@@ -217,8 +217,12 @@ class SaslServerAuthenticator(Authenticator):
                     f"Cannot change principals during re-authentication from {previous.principal_type}.{previous.name}: "
                     f"{principal.principal_type}.{principal.name}")
             self.principal = principal
+            # Kafka's SaslServerAuthenticator: the session ends at connections.max.reauth.ms or when
+            # the credential expires, whichever comes first.
             reauth_ms = self._reauth_ms(self.mechanism)
-            self.session_expiration = now + reauth_ms / 1000 if reauth_ms > 0 else None
+            lifetimes = [ms for ms in (reauth_ms if reauth_ms > 0 else None, self._server.credential_lifetime_ms)
+                         if ms is not None]
+            self.session_expiration = now + max(0, min(lifetimes)) / 1000 if lifetimes else None
             self.state = COMPLETE
             self.deadline = math.inf
             self._reauth_from = None

@@ -11,6 +11,7 @@ from .sasl import PLAIN, SaslAuthenticationException
 
 class PlainServer:
     mechanism = PLAIN
+    credential_lifetime_ms: int | None = None
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self.users = users

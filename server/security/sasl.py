@@ -13,7 +13,8 @@ from typing import Protocol
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+OAUTHBEARER = "OAUTHBEARER"
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
 class SaslException(Exception):
@@ -28,5 +29,8 @@ class SaslServer(Protocol):
     mechanism: str
     complete: bool
     authorization_id: str | None
+    # How long the credential stays valid once complete (an OAUTHBEARER token's expiry), or None:
+    # the session lasts no longer (Kafka's CREDENTIAL.LIFETIME.MS negotiated property).
+    credential_lifetime_ms: int | None
 
     def evaluate(self, token: bytes) -> bytes: ...

@@ -89,6 +89,8 @@ def _extensions(text: str) -> dict[str, str]:
 class ScramServer:
     """One SCRAM exchange: client-first -> server-first, client-final -> server-final."""
 
+    credential_lifetime_ms: int | None = None
+
     def __init__(self, mechanism: ScramMechanism, credential: Callable[[str, ScramMechanism], ScramCredential | None]):
         self.mechanism = mechanism.mechanism_name
         self._scram = mechanism
