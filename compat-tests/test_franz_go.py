@@ -4,7 +4,8 @@ with its SASL_PLAINTEXT listener for SCRAM-SHA-256 and the user testuser:testpas
 also offering OAUTHBEARER with Kafka's default unsecured validator (KGO_TEST_OAUTH_SEEDS, for
 TestOAuthAuth): every test passes on both, but one that skips itself on both (SKIPPED). The
 share-group, broker-side regex, SCRAM and OAUTHBEARER tests must pass, not skip (a broker without
-what they need makes them skip). client_suites.py says how the package runs.
+what they need makes them skip). client_suites.py says how the package runs (TestShareGroupETL
+alone, after the others).
 
 The test binary comes from `bash scripts/fetch-suites.sh franz-go` (skipped without it).
 """
@@ -68,7 +69,8 @@ def kgo(broker_kind, tmp_path_factory):
         pool.close()
 
 
-@pytest.mark.watchdog_s(client_suites.FRANZ_GO_PACKAGE_TIMEOUT_S + 120)
+@pytest.mark.watchdog_s(client_suites.FRANZ_GO_PACKAGE_TIMEOUT_S
+                        + client_suites.FRANZ_GO_TIMEOUT_S * len(client_suites.FRANZ_GO_ALONE) + 120)
 def test_no_kgo_test_fails(kgo):
     # v1.22.3's package has 156 top-level tests: fewer means it stopped early (a panic, the timeout).
     assert len(kgo.verdicts) >= 156, f"the package ran {len(kgo.verdicts)} tests (log: {kgo.log})"
