@@ -226,7 +226,7 @@ class PackageRun:
     verdicts: dict[str, str]  # top-level test -> PASS, FAIL or SKIP
     reasons: dict[str, str]  # a failed or skipped test -> what it logged
     seconds: float
-    log: Path  # the directory of the logs
+    log_dir: Path
 
 
 # Run alone after the rest of the package, not beside its other tests: 500,000 records through two

@@ -73,11 +73,11 @@ def kgo(broker_kind, tmp_path_factory):
                         + client_suites.FRANZ_GO_TIMEOUT_S * len(client_suites.FRANZ_GO_ALONE) + 120)
 def test_no_kgo_test_fails(kgo):
     # v1.22.3's package has 156 top-level tests: fewer means it stopped early (a panic, the timeout).
-    assert len(kgo.verdicts) >= 156, f"the package ran {len(kgo.verdicts)} tests (log: {kgo.log})"
+    assert len(kgo.verdicts) >= 156, f"the package ran {len(kgo.verdicts)} tests (logs: {kgo.log_dir})"
     failed = {name: kgo.reasons[name] for name, verdict in kgo.verdicts.items() if verdict != "PASS"
               and not (verdict == "SKIP" and SKIPPED.get(name, "\0") in kgo.reasons[name])}
-    assert not failed, f"{failed}\n(log: {kgo.log})"
+    assert not failed, f"{failed}\n(logs: {kgo.log_dir})"
 
 
 def test_the_share_regex_and_scram_tests_pass(kgo):
-    assert {name: kgo.verdicts.get(name) for name in MUST_PASS} == dict.fromkeys(MUST_PASS, "PASS"), kgo.log
+    assert {name: kgo.verdicts.get(name) for name in MUST_PASS} == dict.fromkeys(MUST_PASS, "PASS"), kgo.log_dir
