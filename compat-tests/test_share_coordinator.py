@@ -20,15 +20,19 @@ from test_differential import assert_same, create_topics_request, metadata_reque
 from wire_client import WireClient
 
 from samsa.coordinator.share_coordinator import SharePartitionKey, coordinator_key
+from samsa.coordinator.share_state import PersisterStateBatch, SharePartitionState
+from samsa.server.share.persister import (
+    delete_request,
+    initialize_request,
+    read_request,
+    summary_request,
+    write_request,
+)
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
-Initialize = request_class(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
-Read = request_class(ApiKey.READ_SHARE_GROUP_STATE)
 Write = request_class(ApiKey.WRITE_SHARE_GROUP_STATE)
-Delete = request_class(ApiKey.DELETE_SHARE_GROUP_STATE)
-Summary = request_class(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY)
 
 SHARE = 2
 SINGLE_NODE_STATE_TOPIC = {"share.coordinator.state.topic.replication.factor": 1,
@@ -94,32 +98,27 @@ def _result(response):
 
 
 def initialize(topic_id, partition, state_epoch=0, start_offset=0, group="g"):
-    return Initialize(group_id=group, topics=[Initialize.InitializeStateData(topic_id=topic_id, partitions=[
-        Initialize.PartitionData(partition=partition, state_epoch=state_epoch, start_offset=start_offset)])])
+    return initialize_request(group, topic_id, partition, state_epoch, start_offset)
 
 
 def read(topic_id, partition, leader_epoch=0, group="g"):
-    return Read(group_id=group, topics=[Read.ReadStateData(topic_id=topic_id, partitions=[
-        Read.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
+    return read_request(group, topic_id, partition, leader_epoch)
 
 
 def write(topic_id, partition, batches=(), start_offset=0, leader_epoch=0, state_epoch=0, delivery_complete_count=-1,
           group="g"):
-    return Write(group_id=group, topics=[Write.WriteStateData(topic_id=topic_id, partitions=[Write.PartitionData(
-        partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
-        delivery_complete_count=delivery_complete_count,
-        state_batches=[Write.StateBatch(first_offset=f, last_offset=last, delivery_state=s, delivery_count=c)
-                       for f, last, s, c in batches])])])
+    """`batches`: (first offset, last offset, delivery state, delivery count)."""
+    return write_request(group, topic_id, partition, SharePartitionState(
+        state_epoch=state_epoch, start_offset=start_offset, leader_epoch=leader_epoch,
+        delivery_complete_count=delivery_complete_count, state_batches=[PersisterStateBatch(*b) for b in batches]))
 
 
 def summary(topic_id, partition, group="g"):
-    return Summary(group_id=group, topics=[Summary.ReadStateSummaryData(topic_id=topic_id, partitions=[
-        Summary.PartitionData(partition=partition, leader_epoch=0)])])
+    return summary_request(group, topic_id, partition, 0)
 
 
 def delete(topic_id, partitions, group="g"):
-    return Delete(group_id=group, topics=[Delete.DeleteStateData(topic_id=topic_id, partitions=[
-        Delete.PartitionData(partition=p) for p in partitions])])
+    return delete_request(group, topic_id, partitions)
 
 
 # The sequence both brokers get, in order: (what, request builder, version). Each answer is compared.

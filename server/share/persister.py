@@ -78,6 +78,39 @@ WriteRequest = request_class(ApiKey.WRITE_SHARE_GROUP_STATE)
 DeleteRequest = request_class(ApiKey.DELETE_SHARE_GROUP_STATE)
 SummaryRequest = request_class(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY)
 
+
+# The share state RPCs' requests for one topic of a group, as the persister sends them.
+
+def initialize_request(group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int, start_offset: int):
+    return InitializeRequest(group_id=group_id, topics=[InitializeRequest.InitializeStateData(
+        topic_id=topic_id, partitions=[InitializeRequest.PartitionData(
+            partition=partition, state_epoch=state_epoch, start_offset=start_offset)])])
+
+
+def read_request(group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int):
+    return ReadRequest(group_id=group_id, topics=[ReadRequest.ReadStateData(
+        topic_id=topic_id, partitions=[ReadRequest.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
+
+
+def write_request(group_id: str, topic_id: uuid.UUID, partition: int, state: SharePartitionState):
+    return WriteRequest(group_id=group_id, topics=[WriteRequest.WriteStateData(
+        topic_id=topic_id, partitions=[WriteRequest.PartitionData(
+            partition=partition, state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
+            start_offset=state.start_offset, delivery_complete_count=state.delivery_complete_count,
+            state_batches=[WriteRequest.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
+                                                   delivery_state=b.delivery_state, delivery_count=b.delivery_count)
+                           for b in state.state_batches])])])
+
+
+def delete_request(group_id: str, topic_id: uuid.UUID, partitions: list[int]):
+    return DeleteRequest(group_id=group_id, topics=[DeleteRequest.DeleteStateData(
+        topic_id=topic_id, partitions=[DeleteRequest.PartitionData(partition=p) for p in partitions])])
+
+
+def summary_request(group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int):
+    return SummaryRequest(group_id=group_id, topics=[SummaryRequest.ReadStateSummaryData(
+        topic_id=topic_id, partitions=[SummaryRequest.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
+
 # Kafka's PersisterStateManager: REQUEST_BACKOFF_MS, REQUEST_BACKOFF_MAX_MS, its retry attempts and
 # the InterBrokerSendThread's request timeout (DEFAULT_SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS).
 REQUEST_BACKOFF_MS = 1000
@@ -190,15 +223,12 @@ class DefaultStatePersister:
 
     async def initialize_state(self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int,
                                start_offset: int) -> int:
-        request = InitializeRequest(group_id=group_id, topics=[InitializeRequest.InitializeStateData(
-            topic_id=topic_id, partitions=[InitializeRequest.PartitionData(
-                partition=partition, state_epoch=state_epoch, start_offset=start_offset)])])
+        request = initialize_request(group_id, topic_id, partition, state_epoch, start_offset)
         return (await self._send(_INITIALIZE, SharePartitionKey(group_id, topic_id, partition), request)).error_code
 
     async def read_state(self, group_id: str, topic_id: uuid.UUID, partition: int,
                          leader_epoch: int) -> tuple[int, SharePartitionState | None]:
-        request = ReadRequest(group_id=group_id, topics=[ReadRequest.ReadStateData(
-            topic_id=topic_id, partitions=[ReadRequest.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
+        request = read_request(group_id, topic_id, partition, leader_epoch)
         result = await self._send(_READ, SharePartitionKey(group_id, topic_id, partition), request)
         if result.error_code != ErrorCode.NONE:
             return result.error_code, None
@@ -209,21 +239,14 @@ class DefaultStatePersister:
 
     async def write_state(self, group_id: str, topic_id: uuid.UUID, partition: int,
                           state: SharePartitionState) -> int:
-        request = WriteRequest(group_id=group_id, topics=[WriteRequest.WriteStateData(
-            topic_id=topic_id, partitions=[WriteRequest.PartitionData(
-                partition=partition, state_epoch=state.state_epoch, leader_epoch=state.leader_epoch,
-                start_offset=state.start_offset, delivery_complete_count=state.delivery_complete_count,
-                state_batches=[WriteRequest.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
-                                                       delivery_state=b.delivery_state, delivery_count=b.delivery_count)
-                               for b in state.state_batches])])])
+        request = write_request(group_id, topic_id, partition, state)
         return (await self._send(_WRITE, SharePartitionKey(group_id, topic_id, partition), request)).error_code
 
     async def delete_state(self, group_id: str, topic_id: uuid.UUID, partitions: list[int]) -> dict[int, int]:
         errors: dict[int, int] = {}
 
         async def one(partition: int) -> None:
-            request = DeleteRequest(group_id=group_id, topics=[DeleteRequest.DeleteStateData(
-                topic_id=topic_id, partitions=[DeleteRequest.PartitionData(partition=partition)])])
+            request = delete_request(group_id, topic_id, [partition])
             result = await self._send(_DELETE, SharePartitionKey(group_id, topic_id, partition), request)
             errors[partition] = result.error_code
 
@@ -234,9 +257,7 @@ class DefaultStatePersister:
 
     async def read_summary(self, group_id: str, topic_id: uuid.UUID, partition: int,
                            leader_epoch: int) -> tuple[int, SharePartitionState | None]:
-        request = SummaryRequest(group_id=group_id, topics=[SummaryRequest.ReadStateSummaryData(
-            topic_id=topic_id, partitions=[SummaryRequest.PartitionData(partition=partition,
-                                                                        leader_epoch=leader_epoch)])])
+        request = summary_request(group_id, topic_id, partition, leader_epoch)
         result = await self._send(_SUMMARY, SharePartitionKey(group_id, topic_id, partition), request)
         if result.error_code != ErrorCode.NONE:
             return result.error_code, None

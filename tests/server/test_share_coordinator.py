@@ -17,17 +17,19 @@ from samsa.coordinator.share_state import SharePartitionState
 from samsa.server.clock import wall_clock_ms
 from samsa.server.coordinators.runtime import log_batches
 from samsa.server.coordinators.share_service import ShareService
-from samsa.server.share.persister import DefaultStatePersister
+from samsa.server.share.persister import (
+    DefaultStatePersister,
+    delete_request,
+    initialize_request,
+    read_request,
+    summary_request,
+    write_request,
+)
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 ApiVersions = request_class(ApiKey.API_VERSIONS)
-Initialize = request_class(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
-Read = request_class(ApiKey.READ_SHARE_GROUP_STATE)
-Write = request_class(ApiKey.WRITE_SHARE_GROUP_STATE)
-Delete = request_class(ApiKey.DELETE_SHARE_GROUP_STATE)
-Summary = request_class(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY)
 
 SHARE_KEY_TYPE = 2
 STATE_APIS = {ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
@@ -43,33 +45,26 @@ async def create_topic(client: Client, broker, name: str = "t", partitions: int 
 
 
 def initialize(topic_id, partition, state_epoch=0, start_offset=0, group="g"):
-    return Initialize(group_id=group, topics=[Initialize.InitializeStateData(topic_id=topic_id, partitions=[
-        Initialize.PartitionData(partition=partition, state_epoch=state_epoch, start_offset=start_offset)])])
+    return initialize_request(group, topic_id, partition, state_epoch, start_offset)
 
 
 def read(topic_id, partition, leader_epoch=0, group="g"):
-    return Read(group_id=group, topics=[Read.ReadStateData(topic_id=topic_id, partitions=[
-        Read.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
+    return read_request(group, topic_id, partition, leader_epoch)
 
 
 def write(topic_id, partition, batches, start_offset=0, leader_epoch=0, state_epoch=0, delivery_complete_count=-1,
           group="g"):
-    return Write(group_id=group, topics=[Write.WriteStateData(topic_id=topic_id, partitions=[Write.PartitionData(
-        partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
-        delivery_complete_count=delivery_complete_count,
-        state_batches=[Write.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
-                                        delivery_state=b.delivery_state, delivery_count=b.delivery_count)
-                       for b in batches])])])
+    return write_request(group, topic_id, partition, SharePartitionState(
+        state_epoch=state_epoch, start_offset=start_offset, leader_epoch=leader_epoch,
+        delivery_complete_count=delivery_complete_count, state_batches=list(batches)))
 
 
 def summary(topic_id, partition, group="g"):
-    return Summary(group_id=group, topics=[Summary.ReadStateSummaryData(topic_id=topic_id, partitions=[
-        Summary.PartitionData(partition=partition, leader_epoch=0)])])
+    return summary_request(group, topic_id, partition, 0)
 
 
 def delete(topic_id, partitions, group="g"):
-    return Delete(group_id=group, topics=[Delete.DeleteStateData(topic_id=topic_id, partitions=[
-        Delete.PartitionData(partition=p) for p in partitions])])
+    return delete_request(group, topic_id, partitions)
 
 
 def only(response):
