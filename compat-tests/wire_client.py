@@ -47,6 +47,14 @@ def metadata_controller(port: int, host: str = HOST) -> int:
         return wire.call(request_class(ApiKey.METADATA)(topics=[], allow_auto_topic_creation=False), 12).controller_id
 
 
+def leader_epochs(port: int, topic: str, host: str = HOST) -> dict[int, int]:
+    """Each partition's current leader epoch, as the broker's Metadata v12 gives it."""
+    metadata = request_class(ApiKey.METADATA)
+    request = metadata(topics=[metadata.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)
+    with WireClient(host, port) as wire:
+        return {p.partition_index: p.leader_epoch for p in wire.call(request, 12).topics[0].partitions}
+
+
 def produce_one(host: str, port: int, topic: str, partition: int, value: bytes, acks: int = -1) -> tuple[int, int]:
     """(error code, base offset) of one record in a batch of its own (Produce v9)."""
     produce = request_class(ApiKey.PRODUCE)
