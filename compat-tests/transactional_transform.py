@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 
 T = 30
@@ -97,13 +98,15 @@ class Transform:
         from confluent_kafka import KafkaException
 
         deadline = time.monotonic() + self.call_timeout
+        errors: Counter[str] = Counter()
         while True:
-            assert time.monotonic() < deadline, "a transaction call kept failing"
+            assert time.monotonic() < deadline, f"a transaction call kept failing for {self.call_timeout} s: {errors}"
             try:
                 unless_stuck(call, T + 5)
                 return True
             except KafkaException as e:
                 error = e.args[0]
+                errors[str(error)] += 1
                 print("transaction call failed:", error)  # shown when the test fails
                 if error.retriable():
                     continue
