@@ -111,7 +111,8 @@ class JwksSource:
 class JwksFile(JwksSource):
     def __init__(self, key: str, url: urllib.parse.SplitResult) -> None:
         super().__init__(url.geturl())
-        path = os.path.abspath(urllib.parse.unquote(url.path))
+        # The URL's raw path, not percent-decoded, as Kafka takes it (URI.getRawPath).
+        path = os.path.abspath(url.path)
         self.path = path
         if not os.path.exists(path):
             raise ConfigError(key, f"The OAuth configuration option {JWKS_ENDPOINT_URL} contains a file ({path}) that "
@@ -177,7 +178,8 @@ def fetch_url(url: str) -> str:
 
 
 async def fetch_url_in_thread(url: str) -> str:
-    return await trio.to_thread.run_sync(fetch_url, url)
+    # Abandoned if cancelled: a broker shutting down does not wait for the endpoint's timeout.
+    return await trio.to_thread.run_sync(fetch_url, url, abandon_on_cancel=True)
 
 
 class JwksEndpoint(JwksSource):
