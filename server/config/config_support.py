@@ -188,8 +188,9 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "",
     "sasl.oauthbearer.jwks.endpoint.url": "http, https and file URLs, each listed in Kafka's system property "
                                           "org.apache.kafka.sasl.oauthbearer.allowed.urls, which Samsa reads from "
-                                          "KAFKA_OPTS (-D...); an https endpoint is verified with the system's CAs "
-                                          "(no ssl.* JAAS options)",
+                                          "KAFKA_OPTS (-D...); an https endpoint is verified with the ssl.* options of "
+                                          "the listener's OAuthBearerLoginModule, as in Kafka (PEM or PKCS12 stores), "
+                                          "else the system's CAs",
     "sasl.oauthbearer.scope.claim.name": "",
     "sasl.oauthbearer.sub.claim.name": "",
     "sasl.server.max.receive.size": "",

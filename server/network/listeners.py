@@ -21,7 +21,7 @@ from .socket_server import Connection, ConnectionClosed
 from ..security.authenticator import Authenticator, SaslServerAuthenticator
 from .listener_config import ListenerConfig
 from ..config.system_properties import ALLOWED_SASL_OAUTHBEARER_URLS, system_property
-from ..security.jwks import JwksEndpoint, JwksFile, JwksSource, validate_url
+from ..security.jwks import JwksEndpoint, JwksFile, JwksSource, fetcher, https_context, validate_url
 from ..security.jwt_validator import BrokerJwtOptions
 from ..security.oauthbearer import OAuthBearerServer, UnsecuredValidatorOptions, ValidatedToken, validate_unsecured
 from ..security.plain import PlainServer
@@ -119,16 +119,23 @@ class ListenerSecurity:
         raise ConfigError(handler_key, f"{handler_key}: only {UNSECURED_VALIDATOR} and {JWT_VALIDATOR_CALLBACK} are "
                                        "supported for OAUTHBEARER")
 
-    def _unsecured_options(self) -> UnsecuredValidatorOptions:
-        # The unsecured validator's options are those of the listener's OAuthBearerLoginModule
-        # (listener.name.<l>.oauthbearer.sasl.jaas.config, or sasl.jaas.config); none: its defaults.
+    def _login_module_options(self) -> tuple[str, dict[str, str]]:
+        """The options of the listener's OAuthBearerLoginModule
+        (listener.name.<l>.oauthbearer.sasl.jaas.config, or sasl.jaas.config; none: no options),
+        and the key they come from."""
         key = self.config.key("sasl.jaas.config", OAUTHBEARER)
         text = self.config.config.get(key)
         try:
-            options = {name: value for module in parse_jaas_config(str(text)) for name, value in module.options.items()
-                       } if text is not None else {}
+            return key, {name: value for module in parse_jaas_config(str(text)) for name, value in module.options.items()
+                         } if text is not None else {}
+        except JaasConfigError as error:
+            raise ConfigError(key, f"{key}: {error}") from None
+
+    def _unsecured_options(self) -> UnsecuredValidatorOptions:
+        key, options = self._login_module_options()
+        try:
             return UnsecuredValidatorOptions.from_jaas(options)
-        except (JaasConfigError, ValueError) as error:
+        except ValueError as error:
             raise ConfigError(key, f"{key}: {error}") from None
 
     def _jwt_validator(self) -> tuple[JwksSource, BrokerJwtOptions]:
@@ -186,17 +193,19 @@ class ListenerSecurity:
         except ValueError as error:
             raise ConfigError(None, f"KAFKA_OPTS: {error}") from None
         parsed = validate_url(url_key, url, allowed)
-        if parsed.scheme.lower() == "file":
-            source_key: tuple = (url,)
-        else:
-            source_key = (url, get("sasl.oauthbearer.jwks.endpoint.refresh.ms"),
-                          get("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms"),
-                          get("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"))
+        refresh = (get("sasl.oauthbearer.jwks.endpoint.refresh.ms"), get("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms"),
+                   get("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"))
+        jaas_key, jaas_options = self._login_module_options()
+        file = parsed.scheme.lower() == "file"
+        # Kafka shares a resolver between listeners whose configs and login module options are alike.
+        source_key = (url,) if file else (url, *refresh, tuple(sorted(jaas_options.items())))
         source = self._jwks_sources.get(source_key)
-        if source is None:
-            source = (JwksFile(url_key, parsed) if parsed.scheme.lower() == "file"
-                      else JwksEndpoint(url_key, parsed, *source_key[1:]))
-            self._jwks_sources[source_key] = source
+        if source is None and file:
+            source = JwksFile(url_key, parsed)
+        elif source is None:
+            context = https_context(jaas_key, jaas_options) if parsed.scheme.lower() == "https" else None
+            source = JwksEndpoint(url_key, parsed, *refresh, fetch=fetcher(context))
+        self._jwks_sources[source_key] = source
         return source, options
 
     def _new_sasl_server(self, mechanism: str) -> SaslServer:

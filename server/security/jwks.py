@@ -12,7 +12,9 @@ sasl.oauthbearer.jwks.endpoint.url, as Kafka's VerificationKeyResolverFactory bu
   token whose kid the set lacks brings the refresh forward, once a minute at most per kid.
 
 The URL must be listed in Kafka's system property org.apache.kafka.sasl.oauthbearer.allowed.urls
-(server/config/system_properties.py), empty by default. The reading and fetching run in the trio
+(server/config/system_properties.py), empty by default. An https endpoint is verified with the
+ssl.* options of the listener's OAuthBearerLoginModule JAAS config (JaasOptionsUtils: e.g.
+ssl.truststore.location="ca.pem"), the system's CAs without them. The reading and fetching run in the trio
 shell (a task per key set, started by the broker beside its listeners; HTTP through urllib in a
 worker thread); validation itself is server/security/jwt_validator.py's, pure.
 """
@@ -21,16 +23,19 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import trio
 
 from ..clock import loop_ms
-from ..config.kafka_config import ConfigError
+from ...client.tls import SslConfigError, client_context
+from ..config.kafka_config import ConfigError, broker_definition, parse_config
 from .jwt_validator import BrokerJwtOptions, JsonWebKeySet, UnresolvableKey, validate_jwt
 from .oauthbearer import IllegalToken, ValidatedToken
 
@@ -164,11 +169,46 @@ class JwksFile(JwksSource):
                 log.info("Reloaded the JWKS of %s: %r", self.location, keys)
 
 
-def fetch_url(url: str) -> str:
+class JaasSslConfigs:
+    """The ssl.* options of the listener's OAuthBearerLoginModule, typed and defaulted as Kafka's
+    client SSL configs (JaasOptionsUtils.getSslClientConfig), for client/tls.py. A store's type
+    defaults to PKCS12 for a .p12/.pfx file and to PEM otherwise (not Java's JKS)."""
+
+    _STORE_TYPES = {"ssl.keystore.type": "ssl.keystore.location", "ssl.truststore.type": "ssl.truststore.location"}
+
+    def __init__(self, jaas_key: str, options: Mapping[str, str]) -> None:
+        self.jaas_key = jaas_key
+        self.options = options
+
+    def key(self, name: str) -> str:
+        return f"{self.jaas_key} ({name})"
+
+    def get(self, name: str) -> Any:
+        if name in self._STORE_TYPES and name not in self.options:
+            location = str(self.options.get(self._STORE_TYPES[name], "")).lower()
+            return "PKCS12" if location.endswith((".p12", ".pfx")) else "PEM"
+        definition = broker_definition(name)
+        if definition is None:
+            return self.options.get(name)
+        if name in self.options:
+            return parse_config(self.key(name), definition, self.options[name])
+        return definition.default
+
+
+def https_context(jaas_key: str, options: Mapping[str, str]) -> ssl.SSLContext:
+    """The TLS context an https JWKS endpoint is fetched with; ConfigError if the options cannot
+    be used."""
+    try:
+        return client_context(JaasSslConfigs(jaas_key, options))
+    except SslConfigError as error:
+        raise ConfigError(jaas_key, f"{error.key}: {error}") from None
+
+
+def fetch_url(url: str, context: ssl.SSLContext | None = None) -> str:
     """The JWKS at an http(s) URL (blocking: run in a worker thread)."""
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as response:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S, context=context) as response:
             body = response.read(HTTP_MAX_BYTES + 1)
     except (urllib.error.URLError, OSError, ValueError) as error:
         raise JwksUnavailable(f"Could not refresh JWKS from {url}: {error}") from None
@@ -177,14 +217,18 @@ def fetch_url(url: str) -> str:
     return body.decode("utf-8", "replace")
 
 
-async def fetch_url_in_thread(url: str) -> str:
-    # Abandoned if cancelled: a broker shutting down does not wait for the endpoint's timeout.
-    return await trio.to_thread.run_sync(fetch_url, url, abandon_on_cancel=True)
+def fetcher(context: ssl.SSLContext | None) -> Callable[[str], Awaitable[str]]:
+    """fetch_url in a worker thread, with the TLS context of an https endpoint."""
+    async def fetch(url: str) -> str:
+        # Abandoned if cancelled: a broker shutting down does not wait for the endpoint's timeout.
+        return await trio.to_thread.run_sync(fetch_url, url, context, abandon_on_cancel=True)
+
+    return fetch
 
 
 class JwksEndpoint(JwksSource):
     def __init__(self, key: str, url: urllib.parse.SplitResult, refresh_ms: int, retry_backoff_ms: int,
-                 retry_backoff_max_ms: int, fetch: Callable[[str], Awaitable[str]] = fetch_url_in_thread,
+                 retry_backoff_max_ms: int, fetch: Callable[[str], Awaitable[str]] | None = None,
                  clock: Callable[[], int] = loop_ms) -> None:
         super().__init__(url.geturl())
         if refresh_ms <= 0:
@@ -198,7 +242,7 @@ class JwksEndpoint(JwksSource):
         self.refresh_ms = refresh_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
-        self._fetch = fetch
+        self._fetch = fetch or fetcher(None)
         self._clock = clock
         self._missing: OrderedDict[str, int] = OrderedDict()  # kid: when it may bring a refresh forward again
 

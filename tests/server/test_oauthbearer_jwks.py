@@ -137,6 +137,53 @@ def test_tokens_are_validated_against_a_jwks_endpoint(tmp_path, jwks_server):
     run(jwks_config(tmp_path, jwks_server), scenario)
 
 
+@pytest.fixture
+def https_jwks_server(tmp_path, monkeypatch):
+    import ssl
+
+    from tls_certs import make_certificates
+
+    certs = make_certificates(tmp_path / "certs")
+    handler = type("Handler", (JwksHandler,), {"body": jwks(KEY).encode()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(certs.server))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"https://localhost:{server.server_address[1]}/jwks.json"
+    monkeypatch.setenv("KAFKA_OPTS", f"-D{ALLOWED}={url}")
+    try:
+        yield url, certs
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_https_endpoint_is_trusted_through_the_login_modules_ssl_options(tmp_path, https_jwks_server):
+    from samsa.server.broker import Broker
+
+    url, certs = https_jwks_server
+    jaas = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+            f'ssl.truststore.location="{certs.ca}";')
+
+    async def scenario(broker, ports):
+        _, done = await login(ports["SASL_PLAINTEXT"], KEY.sign(claims(time.time())))
+        assert done.error_code == ErrorCode.NONE
+
+    run(jwks_config(tmp_path, url, **{PREFIX + "sasl.jaas.config": jaas}), scenario)
+    # Without them the system's CAs do not know the endpoint's: the broker does not start.
+    with pytest.raises(BaseException) as raised:
+        trio.run(Broker(jwks_config(tmp_path, url)).run)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(sole(raised.value))
+
+
+def sole(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        (error,) = error.exceptions
+    return error
+
+
 def test_a_broker_whose_jwks_endpoint_does_not_answer_does_not_start(tmp_path, monkeypatch):
     from samsa.server.broker import Broker
 
@@ -147,9 +194,7 @@ def test_a_broker_whose_jwks_endpoint_does_not_answer_does_not_start(tmp_path, m
     broker = Broker(jwks_config(tmp_path, url))
     with pytest.raises(BaseException) as raised:
         trio.run(broker.run)
-    error = raised.value
-    while isinstance(error, BaseExceptionGroup):
-        (error,) = error.exceptions
+    error = sole(raised.value)
     assert isinstance(error, ConfigError) and "Could not refresh JWKS" in str(error)
 
 
