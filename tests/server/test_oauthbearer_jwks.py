@@ -176,6 +176,10 @@ def test_an_https_endpoint_is_trusted_through_the_login_modules_ssl_options(tmp_
     with pytest.raises(BaseException) as raised:
         trio.run(Broker(jwks_config(tmp_path, url)).run)
     assert "CERTIFICATE_VERIFY_FAILED" in str(sole(raised.value))
+    # A trust store that cannot be read stops the broker at once, naming the JAAS config.
+    missing = jaas.replace(str(certs.ca), str(tmp_path / "missing.pem"))
+    error = startup_error(tmp_path, url, **{PREFIX + "sasl.jaas.config": missing})
+    assert error.name == PREFIX + "sasl.jaas.config" and "ssl.truststore.location" in str(error)
 
 
 def sole(error: BaseException) -> BaseException:
