@@ -28,6 +28,7 @@ import getpass
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -117,7 +118,10 @@ class JavaServer(ServerProcess):
     def java_command(self, main_class: str, *args: str) -> list[str]:
         sharing = ([class_sharing.class_list_option(self.class_lists)] if self.class_lists is not None
                    else class_sharing.options(self.profile))
-        return [java(), *JVM_OPTS, *sharing, *self.logging_options(), "-cp", self.class_path, main_class, *args]
+        # KAFKA_OPTS as Kafka's bin/kafka-run-class.sh passes it: JVM options, e.g. -D system properties.
+        kafka_opts = shlex.split(self.env.get("KAFKA_OPTS", ""))
+        return [java(), *JVM_OPTS, *sharing, *self.logging_options(), *kafka_opts, "-cp", self.class_path, main_class,
+                *args]
 
     def prepare(self) -> None:
         write_properties(self.config_path, self.settings())

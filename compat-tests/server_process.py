@@ -66,6 +66,9 @@ class ServerProcess:
         # may run it on another host, e.g. `ip netns exec NS` with the namespace's address (netns.py).
         self.host = HOST
         self.command_prefix: list[str] = []
+        # Environment variables set for the server's process, e.g. KAFKA_OPTS (Kafka's system
+        # properties, which both Samsa and kafka_oracle's JVMs read from it).
+        self.env: dict[str, str] = {}
         self.proc: subprocess.Popen | None = None
         self._log = None
         self.starts = 0
@@ -99,7 +102,7 @@ class ServerProcess:
         self._log.write(f"\n===== start #{self.starts}: {shlex.join(cmd)}\n".encode())
         self._log.flush()
         offset = self._log.tell()
-        env = dict(os.environ)
+        env = {**os.environ, **self.env}
         env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(
             cmd,

@@ -76,7 +76,7 @@ from .replication.replica_manager import ReplicaManager
 from .share.share_partition_manager import SharePartitionManager
 from .security.authenticator import AuthenticationFailed
 from .network.connection_quotas import ConnectionQuotas
-from .network.listeners import listener_securities
+from .network.listeners import keep_key_sets, listener_securities
 from .security.scram import stored_credential
 from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait_unmuted
 
@@ -393,6 +393,7 @@ class Broker:
                 await tasks.start(zk_services.alter_partitions.run)  # ISR changes to the controller
                 await tasks.start(zk_services.shared.run)  # /config/changes and ACL change notifications
                 await tasks.start(zk_services.producer_id_blocks.run)  # a spare block of producer ids
+            await tasks.start(keep_key_sets, self.listener_security)  # OAUTHBEARER's JWKS, fetched before serving
             listeners = []
             for listener in self.config.listeners:
                 ep = Endpoint(listener.name, listener.host, listener.port, listener.security_protocol)

@@ -20,6 +20,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -84,7 +85,7 @@ public final class JavaClient {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 3) {
-            System.err.println("usage: JavaClient produce|groups|seek|admin|transactions|acls BOOTSTRAP PREFIX");
+            System.err.println("usage: JavaClient produce|groups|seek|admin|transactions|acls|oauth BOOTSTRAP PREFIX");
             System.exit(2);
         }
         JavaClient c = new JavaClient(args[1], args[2]);
@@ -95,6 +96,7 @@ public final class JavaClient {
             case "admin" -> c.adminScenario();
             case "transactions" -> c.transactions();
             case "acls" -> c.acls();
+            case "oauth" -> c.oauth();
             default -> {
                 System.err.println("unknown scenario " + args[0]);
                 System.exit(2);
@@ -587,5 +589,48 @@ public final class JavaClient {
                         b.pattern().patternType().toString(), b.entry().principal(), b.entry().host(),
                         b.entry().operation().toString(), b.entry().permissionType().toString()))
                 .sorted().toList();
+    }
+
+    // -- SASL/OAUTHBEARER with tokens from files (KIP-768's client side) -----------------------------
+
+    /** One case per entry of the OAUTH_TOKENS environment variable (NAME=file:URL,...): a producer
+     *  and a consumer logging in with the token of that file through Kafka's
+     *  OAuthBearerLoginCallbackHandler (its FileJwtRetriever), three records produced and read
+     *  back, or the error that stopped them. The JVM needs the token URLs in the system property
+     *  org.apache.kafka.sasl.oauthbearer.allowed.urls. */
+    void oauth() throws Exception {
+        for (String entry : System.getenv("OAUTH_TOKENS").split(",")) {
+            String name = entry.substring(0, entry.indexOf('='));
+            String url = entry.substring(entry.indexOf('=') + 1);
+            Object[] login = {"security.protocol", "SASL_PLAINTEXT", "sasl.mechanism", "OAUTHBEARER",
+                    "sasl.login.callback.handler.class",
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+                    "sasl.oauthbearer.token.endpoint.url", url,
+                    "sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"};
+            String topic = prefix + "-" + name;
+            try (KafkaProducer<String, String> producer = producer(with(login, ProducerConfig.MAX_BLOCK_MS_CONFIG, "20000"))) {
+                List<Long> offsets = send(producer, topic, 1, 0, 3, "v");
+                List<String> read = new ArrayList<>();
+                try (KafkaConsumer<String, String> consumer = consumer(login)) {
+                    consumer.assign(List.of(new TopicPartition(topic, 0)));
+                    for (ConsumerRecord<String, String> r : pollFor(consumer, 3)) {
+                        read.add(r.key());
+                    }
+                }
+                emit("oauth", "case", name, "offsets", offsets, "read", read);
+            } catch (Exception e) {
+                Throwable cause = e;
+                while (cause instanceof ExecutionException && cause.getCause() != null) {
+                    cause = cause.getCause();
+                }
+                emit("oauth", "case", name, "error", cause.getClass().getSimpleName(), "message", cause.getMessage());
+            }
+        }
+    }
+
+    static Object[] with(Object[] settings, Object... more) {
+        Object[] all = java.util.Arrays.copyOf(settings, settings.length + more.length);
+        System.arraycopy(more, 0, all, settings.length, more.length);
+        return all;
     }
 }

@@ -178,6 +178,21 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "reserved.broker.max.id": "in a ZooKeeper cluster",
     "sasl.jaas.config": "read for PLAIN's users (PlainLoginModule's user_<name> options) and OAUTHBEARER's unsecured "
                         "validator options; other login modules are ignored",
+    "sasl.oauthbearer.allow.unverified.audience": "",
+    "sasl.oauthbearer.allow.unverified.issuer": "",
+    "sasl.oauthbearer.clock.skew.seconds": "",
+    "sasl.oauthbearer.expected.audience": "",
+    "sasl.oauthbearer.expected.issuer": "",
+    "sasl.oauthbearer.jwks.endpoint.refresh.ms": "",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "",
+    "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": "",
+    "sasl.oauthbearer.jwks.endpoint.url": "http, https and file URLs, each listed in Kafka's system property "
+                                          "org.apache.kafka.sasl.oauthbearer.allowed.urls, which Samsa reads from "
+                                          "KAFKA_OPTS (-D...); an https endpoint is verified with the ssl.* options of "
+                                          "the listener's OAuthBearerLoginModule, as in Kafka (PEM or PKCS12 stores), "
+                                          "else the system's CAs",
+    "sasl.oauthbearer.scope.claim.name": "",
+    "sasl.oauthbearer.sub.claim.name": "",
     "sasl.server.max.receive.size": "",
     "security.inter.broker.protocol": "",
     "share.coordinator.snapshot.update.records.per.snapshot": "",
@@ -225,10 +240,11 @@ REFUSED_BROKER_VALUES: dict[str, str] = {
     "group.coordinator.rebalance.protocols": "classic is required; streams is accepted but not served; share groups "
                                              "follow share.version, not this list, as in Kafka 4.4",
     "replica.selector.class": "only Kafka's RackAwareReplicaSelector (or none)",
-    "sasl.enabled.mechanisms": "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER (Kafka's unsecured validator only); "
-                               "GSSAPI is refused",
+    "sasl.enabled.mechanisms": "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER; GSSAPI is refused",
+    "sasl.oauthbearer.jwt.validator.class": "only Kafka's DefaultJwtValidator (or BrokerJwtValidator)",
     "sasl.server.callback.handler.class": "for OAUTHBEARER only Kafka's OAuthBearerUnsecuredValidatorCallbackHandler "
-                                          "(no JWT validation against a JWKS); not read for PLAIN and SCRAM",
+                                          "(the default) and OAuthBearerValidatorCallbackHandler (JWT validation "
+                                          "against a JWKS, KIP-768); not read for PLAIN and SCRAM",
     "ssl.keystore.type": "only PEM and PKCS12 (no JKS)",
     "ssl.truststore.type": "only PEM and PKCS12 (no JKS)",
 }

@@ -1,7 +1,10 @@
-"""SASL/OAUTHBEARER (RFC 7628, KIP-255) with Kafka's default server callback, the unsecured
-validator (OAuthBearerUnsecuredValidatorCallbackHandler): an unsigned JWS (`{"alg":"none"}`) whose
-claims name the principal (`sub`) and an expiration time (`exp`), meant for development as in Kafka.
-Its options are the unsecuredValidator* options of the listener's OAuthBearerLoginModule JAAS config.
+"""SASL/OAUTHBEARER (RFC 7628, KIP-255): the mechanism's server (Kafka's OAuthBearerSaslServer),
+whatever validates the token, and Kafka's default server callback, the unsecured validator
+(OAuthBearerUnsecuredValidatorCallbackHandler): an unsigned JWS (`{"alg":"none"}`) whose claims
+name the principal (`sub`) and an expiration time (`exp`), meant for development as in Kafka. Its
+options are the unsecuredValidator* options of the listener's OAuthBearerLoginModule JAAS config.
+The other callback, OAuthBearerValidatorCallbackHandler (signed JWTs checked against a JWKS,
+KIP-768), is jwt_validator.py's and jwks.py's.
 
 An invalid token is answered as Kafka's OAuthBearerSaslServer answers it: a JSON error as the
 challenge (`{"status":"invalid_token"}`), then SASL_AUTHENTICATION_FAILED with that JSON once the

@@ -1,7 +1,8 @@
 """SASL/OAUTHBEARER with Kafka's unsecured validator (server/security/oauthbearer.py): the token's
 checks in Kafka's order and words, the client message's parsing, the error exchange
 (`{"status":"invalid_token"}`, then %x01, then SASL_AUTHENTICATION_FAILED), and over loopback the
-principal and a session that ends when the token expires."""
+principal and a session that ends when the token expires. JWT validation against a JWKS:
+test_jwt_validator.py and test_oauthbearer_jwks.py."""
 
 from __future__ import annotations
 
@@ -143,12 +144,11 @@ def test_over_a_listener_the_session_ends_with_the_token(tmp_path):
     run(oauth_config(tmp_path), scenario)
 
 
-def test_another_validator_is_refused_at_startup(tmp_path):
+def test_another_callback_handler_is_refused_at_startup(tmp_path):
     from samsa.server.broker import Broker
     from samsa.server.config.kafka_config import ConfigError
 
     key = "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"
     with pytest.raises(ConfigError) as raised:
-        Broker(oauth_config(tmp_path, **{
-            key: "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"}))
-    assert raised.value.name == key and "JWKS" in str(raised.value)
+        Broker(oauth_config(tmp_path, **{key: "com.example.MyValidatorCallbackHandler"}))
+    assert raised.value.name == key and "OAuthBearerValidatorCallbackHandler" in str(raised.value)
