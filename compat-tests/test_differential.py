@@ -63,7 +63,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.CREATE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DELETE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DESCRIBE_CONFIGS: ((0, 4), (1, 4)),
-    ApiKey.ALTER_REPLICA_LOG_DIRS: (None, (1, 2)),
     ApiKey.DESCRIBE_LOG_DIRS: ((0, 4), (1, 5)),
     ApiKey.CREATE_DELEGATION_TOKEN: (None, (1, 3)),
     ApiKey.RENEW_DELEGATION_TOKEN: (None, (1, 2)),

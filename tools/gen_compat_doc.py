@@ -32,7 +32,6 @@ CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves i
 
 # Why an API key is not served, one short reason each.
 NOT_SERVED: dict[ApiKey, str] = {
-    ApiKey.ALTER_REPLICA_LOG_DIRS: "moving a replica between log dirs is not implemented",
     ApiKey.CREATE_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.RENEW_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.EXPIRE_DELEGATION_TOKEN: DELEGATION_TOKENS,
@@ -60,6 +59,8 @@ NOT_SERVED: dict[ApiKey, str] = {
 
 # Served versions that need a word.
 SERVED_NOTES: dict[ApiKey, str] = {
+    ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy is not throttled "
+                                   "(replica.alter.log.dirs.io.max.bytes.per.second)",
     ApiKey.LEADER_AND_ISR: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.STOP_REPLICA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.UPDATE_METADATA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
