@@ -32,6 +32,7 @@ ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 Fetch = request_class(ApiKey.FETCH)
 DescribeGroups = request_class(ApiKey.DESCRIBE_GROUPS)
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
+AlterReplicaLogDirs = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
 
 # Fields whose values belong to one instance, removed before comparing, and why.
 INSTANCE_SPECIFIC = {
@@ -140,6 +141,7 @@ class Pair:
     def __init__(self, samsa, kafka) -> None:
         self.samsa = WireClient(HOST, samsa.port)
         self.kafka = WireClient(HOST, kafka.port)
+        self.log_dirs = (str(samsa.data_dir), str(kafka.data_dir))  # each broker's one log dir
 
     def both(self, message, version: int):
         """(Samsa's answer, Kafka's answer) to the same request."""
@@ -408,6 +410,45 @@ def test_fetch_out_of_range_offset(pair, produced, version):
 def test_create_topics_with_invalid_partitions(pair, version, partitions):
     samsa, kafka = pair.both(create_topics_request(f"diff-invalid-{uuid.uuid4().hex[:8]}", partitions), version)
     assert kafka.topics[0].error_code == ErrorCode.INVALID_PARTITIONS
+    assert_same(samsa, kafka)
+
+
+# -- AlterReplicaLogDirs: the answers a broker with one log dir gives ------------------------------------
+
+def alter_replica_log_dirs_request(path: str, topic: str, partition: int = 0):
+    return AlterReplicaLogDirs(dirs=[AlterReplicaLogDirs.AlterReplicaLogDir(path=path, topics=[
+        AlterReplicaLogDirs.AlterReplicaLogDirTopic(name=topic, partitions=[partition])])])
+
+
+def alter_replica_log_dirs_both(pair, version: int, topic: str, partition: int = 0, path: str | None = None):
+    """Each broker asked about its own log dir (`path` None) or about `path`."""
+    samsa_dir, kafka_dir = pair.log_dirs
+    return (pair.samsa.call(alter_replica_log_dirs_request(path or samsa_dir, topic, partition), version),
+            pair.kafka.call(alter_replica_log_dirs_request(path or kafka_dir, topic, partition), version))
+
+
+@pytest.mark.parametrize("version", [2, 1])
+def test_alter_replica_log_dirs_to_an_unknown_dir(pair, version):
+    name = pair.create_topic()
+    samsa, kafka = alter_replica_log_dirs_both(pair, version, name, path="/no/such/log/dir")
+    assert kafka.results[0].partitions[0].error_code == ErrorCode.LOG_DIR_NOT_FOUND
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.parametrize("case", ["unknown topic", "unknown partition"])
+@pytest.mark.parametrize("version", [2, 1])
+def test_alter_replica_log_dirs_of_an_unknown_partition(pair, version, case):
+    topic, partition = (f"diff-nowhere-{uuid.uuid4().hex[:8]}", 0) if case == "unknown topic" else (
+        pair.create_topic(), 7)
+    samsa, kafka = alter_replica_log_dirs_both(pair, version, topic, partition)
+    assert kafka.results[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert_same(samsa, kafka)
+
+
+def test_alter_replica_log_dirs_to_the_dir_it_is_in(pair):
+    name = pair.create_topic()
+    samsa, kafka = alter_replica_log_dirs_both(pair, 2, name)
+    assert kafka.results[0].partitions[0].error_code == ErrorCode.NONE
     assert_same(samsa, kafka)
 
 
