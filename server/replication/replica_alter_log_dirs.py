@@ -6,7 +6,8 @@ the future log takes the current one's place.
 Each move is a task in the replica manager's nursery (the broker's), under its own cancel scope:
 a new destination, the partition leaving this broker, or shutdown cancels it. The bulk of the
 copy runs in worker threads (storage/future_log.py's `catch_up`, a chunk of
-replica.fetch.max.bytes at a time, as Kafka's thread fetches from the local replica). Once a
+replica.fetch.max.bytes at a time, as Kafka's thread fetches from the local replica, a few
+chunks a turn). Once a
 chunk found the future log caught up, it is flushed (a worker thread), then the event loop copies
 what was appended meanwhile and swaps the logs without awaiting in between, so no append falls
 between the last copy and the swap: every acknowledged record is in the new log, and a read
@@ -41,6 +42,16 @@ log = logging.getLogger("samsa.replica")
 TopicPartition = tuple[str, int]
 # What the event loop copies at most before the swap; past that the copy goes back to a thread.
 FINAL_COPY_MAX_BYTES = 4 * 1024 * 1024
+CHUNKS_PER_TURN = 16
+
+
+def _copy_chunks(current: Log, future: Log, chunk: int) -> bool:
+    """A worker thread's turn: up to CHUNKS_PER_TURN chunks (a turn ends soon enough for a
+    cancellation to be felt); True when the future log reached the current log's end."""
+    for _ in range(CHUNKS_PER_TURN):
+        if catch_up(current, future, chunk) == 0:
+            return True
+    return False
 
 
 @dataclass
@@ -119,7 +130,8 @@ class ReplicaAlterLogDirsManager:
         while True:
             current = partition.log
             try:
-                copied = await trio.to_thread.run_sync(catch_up, current, future, chunk, limiter=self._disk_limiter)
+                reached = await trio.to_thread.run_sync(_copy_chunks, current, future, chunk,
+                                                        limiter=self._disk_limiter)
             except OffsetOutOfRangeException:
                 continue  # retention passed the future log's end meanwhile: it starts over there
             except KafkaStorageException:
@@ -130,9 +142,9 @@ class ReplicaAlterLogDirsManager:
                 continue
             if not self._current(tp, move):
                 return
-            if copied >= chunk:
+            if not reached:
                 continue  # more to copy
-            # Caught up as of that read: made durable off the event loop, then the rest and the swap.
+            # Caught up as of the last read: made durable off the event loop, then the rest and the swap.
             await trio.to_thread.run_sync(future.flush, limiter=self._disk_limiter)
             if not self._current(tp, move):
                 return

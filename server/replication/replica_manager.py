@@ -649,13 +649,12 @@ class ReplicaManager:
                 errors[key] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
             self.fetchers.remove_partition(key)
+            self.log_dir_movers.stop(*key)  # as Kafka's alter-log-dirs fetcher: the next LeaderAndIsr resumes it
             try:
                 if partition is not None:
                     partition.stop_leading()
                     if delete:
                         del self.partitions[key]
-                if delete:
-                    self.log_dir_movers.stop(*key)
                 if delete and self._logs.has_log(*key):
                     self._logs.delete_log(*key)
                 elif delete:

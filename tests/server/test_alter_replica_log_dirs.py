@@ -4,7 +4,10 @@ as Kafka answers them, a move left unfinished by a restart resumes."""
 
 from __future__ import annotations
 
+import uuid
+
 import trio
+from cluster_member import as_cluster_member
 from loopback import Client, broker_config, create_topic_request, one_batch, produce_request, run_with_broker
 
 from samsa.wire import records
@@ -147,3 +150,77 @@ def test_describe_log_dirs_shows_the_future_replica_and_a_restart_resumes_the_mo
 
     run_with_broker(config, leave_a_future_log)
     run_with_broker(config, resume)
+
+
+# -- in a ZooKeeper cluster (a broker made a member by hand, as test_leader_and_isr.py does) --------
+
+LeaderAndIsr = request_class(ApiKey.LEADER_AND_ISR)
+StopReplica = request_class(ApiKey.STOP_REPLICA)
+TOPIC_ID = uuid.UUID("0b9a2e46-73a5-4b43-8d26-1f6f3c1e2a77")
+
+
+class FakeZooKeeper:
+    async def get_entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        return {}
+
+    async def close(self) -> None:
+        pass
+
+
+def leader_and_isr(leader_epoch: int):
+    state = LeaderAndIsr.LeaderAndIsrPartitionState(
+        topic_name="t", partition_index=0, controller_epoch=1, leader=0, leader_epoch=leader_epoch, isr=[0],
+        partition_epoch=0, replicas=[0], is_new=True)
+    return LeaderAndIsr(controller_id=7, controller_epoch=1, broker_epoch=-1, type_=0, topic_states=[
+        LeaderAndIsr.LeaderAndIsrTopicState(topic_name="t", topic_id=TOPIC_ID, partition_states=[state])])
+
+
+def stop_replica(leader_epoch: int, delete: bool):
+    return StopReplica(controller_id=7, controller_epoch=1, broker_epoch=-1, topic_states=[
+        StopReplica.StopReplicaTopicState(topic_name="t", partition_states=[StopReplica.StopReplicaPartitionState(
+            partition_index=0, leader_epoch=leader_epoch, delete_partition=delete)])])
+
+
+def test_in_a_cluster_leader_and_isr_resumes_a_move_and_stop_replica_ends_one(tmp_path):
+    """As Kafka 3.9's ZooKeeper-mode broker: StopReplica stops the move (the future log stays
+    unless the partition is deleted), the next LeaderAndIsr resumes it."""
+    async def scenario(broker):
+        as_cluster_member(broker, FakeZooKeeper(), 1)
+        client = await Client.connect(broker.endpoints[0].port)
+        await client.call(leader_and_isr(1), 7)
+        for i in range(3):
+            await client.call(produce_request("t", one_batch([b"%d" % i])), 9)
+        replicas, logs = broker.services.replica_manager, broker.services.log_manager
+        movers = replicas.log_dir_movers
+        source = replicas.get("t", 0).log.dir.parent
+        target = tmp_path / ("b" if source == tmp_path / "a" else "a")
+        # A future log found at startup: not moved until the controller says the partition is here.
+        logs.create_future_log("t", 0, target, TOPIC_ID)
+        await client.call(stop_replica(1, delete=False), 3)
+        assert not movers.is_moving("t", 0) and logs.get_future_log("t", 0) is not None
+        await client.call(leader_and_isr(2), 7)
+        while movers.completed == 0:
+            await movers.wait_changed()
+        assert replicas.get("t", 0).log.dir == target / "t-0"
+        assert [r.value for r in await fetch_records(client)] == [b"0", b"1", b"2"]
+        # Back to the first dir, then the partition is deleted: its future log goes with it.
+        assert codes(await client.call(alter(source, "t", 0), 2)) == {("t", 0): ErrorCode.NONE}
+        await client.call(stop_replica(-2, delete=True), 3)
+        assert logs.get_future_log("t", 0) is None and not movers.is_moving("t", 0)
+        assert not list(source.glob("t-0.*-future"))
+
+    run_with_broker(two_dir_config(tmp_path), scenario)
+
+
+async def fetch_records(client):
+    response = await client.call(Fetch(
+        replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0,
+        session_epoch=-1, topics=[Fetch.FetchTopic(topic="t", partitions=[
+            Fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 12)
+    data = bytes(response.responses[0].partitions[0].records)
+    out, position = [], 0
+    while position < len(data):
+        header, batch = records.decode_batch(data[position:])
+        out += batch
+        position += header.size
+    return out
