@@ -67,12 +67,13 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.CONTROLLED_SHUTDOWN: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
-                                          "elsewhere; v1 (Kafka 4) not served",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker, "
+                                          "its own controller, has one replica per partition: nothing to reassign; "
+                                          "v1 (Kafka 4) not served",
     ApiKey.ALLOCATE_PRODUCER_IDS: "to the controller (Kafka 3.9's brokers ask it), in cluster mode only "
                                   "(zookeeper.connect); NOT_CONTROLLER elsewhere",
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
-                                         "elsewhere",
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker "
+                                         "has none under way",
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: CLIENT_TELEMETRY,
     ApiKey.PUSH_TELEMETRY: CLIENT_TELEMETRY + "; pushed metrics are exported to Prometheus",
     ApiKey.LIST_CONFIG_RESOURCES: "v0 is Kafka 3.x's ListClientMetricsResources, v1 KIP-1142's; "
