@@ -116,6 +116,11 @@ def test_errors_and_a_preferred_dir_for_a_partition_not_created_yet(tmp_path):
         await client.call(create_topic_request("later", partitions=2), 7)
         for index in (0, 1):
             assert broker.services.replica_manager.get("later", index).log.dir.parent == log_dir
+        # An offline destination: KAFKA_STORAGE_ERROR, and no future log.
+        other = tmp_path / ("a" if log_dir == b else "b")
+        broker.services.log_manager.failure_channel.maybe_add_offline_log_dir(other, "failed for the test")
+        assert codes(await client.call(alter(other, "known", 0), 2)) == {("known", 0): ErrorCode.KAFKA_STORAGE_ERROR}
+        assert broker.services.log_manager.get_future_log("known", 0) is None
 
     run_with_broker(config, scenario)
 
