@@ -32,6 +32,9 @@ ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 Fetch = request_class(ApiKey.FETCH)
 DescribeGroups = request_class(ApiKey.DESCRIBE_GROUPS)
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
+AlterReplicaLogDirs = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
+AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
+ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 
 # Fields whose values belong to one instance, removed before comparing, and why.
 INSTANCE_SPECIFIC = {
@@ -43,8 +46,8 @@ INSTANCE_SPECIFIC = {
 
 # ApiVersions: what one serves and the other does not, {api key: (Samsa's range, Kafka's range)}
 # (None: not served). Samsa keeps versions Kafka 4.x dropped (KIP-896: Produce v0-2, Fetch v0-3, ...)
-# and does not serve Kafka's KRaft-controller, delegation-token, reassignment and
-# streams-group APIs; Kafka 4.4 has newer versions of some APIs than Samsa serves.
+# and does not serve Kafka's KRaft-controller, delegation-token and streams-group APIs; Kafka 4.4 has
+# newer versions of some APIs than Samsa serves.
 API_VERSIONS_DIFFERENCES = {
     ApiKey.PRODUCE: ((0, 11), (0, 13)),
     ApiKey.FETCH: ((0, 17), (4, 18)),
@@ -63,7 +66,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.CREATE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DELETE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DESCRIBE_CONFIGS: ((0, 4), (1, 4)),
-    ApiKey.ALTER_REPLICA_LOG_DIRS: (None, (1, 2)),
     ApiKey.DESCRIBE_LOG_DIRS: ((0, 4), (1, 5)),
     ApiKey.CREATE_DELEGATION_TOKEN: (None, (1, 3)),
     ApiKey.RENEW_DELEGATION_TOKEN: (None, (1, 2)),
@@ -71,8 +73,7 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.DESCRIBE_DELEGATION_TOKEN: (None, (1, 3)),
     ApiKey.DELETE_GROUPS: ((0, 2), (0, 3)),
     ApiKey.ELECT_LEADERS: (None, (0, 2)),
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (None, (0, 1)),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: (None, (0, 0)),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ((0, 0), (0, 1)),
     ApiKey.DESCRIBE_QUORUM: (None, (0, 2)),
     ApiKey.UPDATE_FEATURES: (None, (0, 2)),
     ApiKey.DESCRIBE_CLUSTER: ((0, 1), (0, 2)),
@@ -141,6 +142,7 @@ class Pair:
     def __init__(self, samsa, kafka) -> None:
         self.samsa = WireClient(HOST, samsa.port)
         self.kafka = WireClient(HOST, kafka.port)
+        self.log_dirs = (str(samsa.data_dir), str(kafka.data_dir))  # each broker's one log dir
 
     def both(self, message, version: int):
         """(Samsa's answer, Kafka's answer) to the same request."""
@@ -410,6 +412,66 @@ def test_create_topics_with_invalid_partitions(pair, version, partitions):
     samsa, kafka = pair.both(create_topics_request(f"diff-invalid-{uuid.uuid4().hex[:8]}", partitions), version)
     assert kafka.topics[0].error_code == ErrorCode.INVALID_PARTITIONS
     assert_same(samsa, kafka)
+
+
+# -- AlterReplicaLogDirs: the answers a broker with one log dir gives ------------------------------------
+
+def alter_replica_log_dirs_request(path: str, topic: str, partition: int = 0):
+    return AlterReplicaLogDirs(dirs=[AlterReplicaLogDirs.AlterReplicaLogDir(path=path, topics=[
+        AlterReplicaLogDirs.AlterReplicaLogDirTopic(name=topic, partitions=[partition])])])
+
+
+def alter_replica_log_dirs_both(pair, version: int, topic: str, partition: int = 0, path: str | None = None):
+    """Each broker asked about its own log dir (`path` None) or about `path`."""
+    samsa_dir, kafka_dir = pair.log_dirs
+    return (pair.samsa.call(alter_replica_log_dirs_request(path or samsa_dir, topic, partition), version),
+            pair.kafka.call(alter_replica_log_dirs_request(path or kafka_dir, topic, partition), version))
+
+
+@pytest.mark.parametrize("version", [2, 1])
+def test_alter_replica_log_dirs_to_an_unknown_dir(pair, version):
+    name = pair.create_topic()
+    samsa, kafka = alter_replica_log_dirs_both(pair, version, name, path="/no/such/log/dir")
+    assert kafka.results[0].partitions[0].error_code == ErrorCode.LOG_DIR_NOT_FOUND
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.parametrize("case", ["unknown topic", "unknown partition"])
+@pytest.mark.parametrize("version", [2, 1])
+def test_alter_replica_log_dirs_of_an_unknown_partition(pair, version, case):
+    topic, partition = (f"diff-nowhere-{uuid.uuid4().hex[:8]}", 0) if case == "unknown topic" else (
+        pair.create_topic(), 7)
+    samsa, kafka = alter_replica_log_dirs_both(pair, version, topic, partition)
+    assert kafka.results[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert_same(samsa, kafka)
+
+
+def test_alter_replica_log_dirs_to_the_dir_it_is_in(pair):
+    name = pair.create_topic()
+    samsa, kafka = alter_replica_log_dirs_both(pair, 2, name)
+    assert kafka.results[0].partitions[0].error_code == ErrorCode.NONE
+    assert_same(samsa, kafka)
+
+
+# -- partition reassignments on a single broker (its own controller): nothing can move ------------------
+
+@pytest.mark.parametrize("case", ["its own replica", "another broker", "twice", "cancel", "unknown topic",
+                                  "unknown partition"])
+def test_alter_partition_reassignments_on_one_broker(pair, case):
+    name = pair.create_topic()
+    topic, partition, replicas = {
+        "its own replica": (name, 0, [0]), "another broker": (name, 0, [5]), "twice": (name, 0, [0, 0]),
+        "cancel": (name, 0, None), "unknown topic": (f"diff-nowhere-{uuid.uuid4().hex[:8]}", 0, [0]),
+        "unknown partition": (name, 3, [0])}[case]
+    request = AlterPartitionReassignments(timeout_ms=10000, topics=[AlterPartitionReassignments.ReassignableTopic(
+        name=topic, partitions=[AlterPartitionReassignments.ReassignablePartition(partition, replicas)])])
+    assert_same(*pair.both(request, 0))
+
+
+def test_list_partition_reassignments_on_one_broker(pair):
+    name = pair.create_topic()
+    for topics in (None, [ListPartitionReassignments.ListPartitionReassignmentsTopics(name, [0])]):
+        assert_same(*pair.both(ListPartitionReassignments(timeout_ms=10000, topics=topics), 0))
 
 
 def test_api_versions_at_an_unsupported_version(pair):

@@ -13,6 +13,7 @@ Broker-specific differences that are not Samsa's mistakes are normalized, each w
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,7 @@ TOOLS = {
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
@@ -578,3 +580,73 @@ def test_kafka_perf_tools(brokers, tmp_path, log4j2):
     assert f"{PERF_RECORDS} records sent, <n> records/sec" in out["samsa"]
     assert f"{PERF_TOPIC}:0:{PERF_RECORDS}" in out["samsa"]
     assert f"data.consumed.in.nMsg={PERF_RECORDS}" in out["samsa"]
+
+
+# -- moving a replica between log dirs (AlterReplicaLogDirs) ------------------------------------------
+
+MOVE_TOPIC = "tools-move"
+MOVE_RECORDS = 3000  # before the move, and as many while it goes on
+# Both brokers with two log dirs, relative to their working directory (each its own base dir).
+TWO_LOG_DIRS = {"log.dirs": "data/a,data/b"}
+
+
+def move_lines(phase: str) -> list[str]:
+    """Records of about 1 KB each, numbered: 3 MB to copy."""
+    return [f"{phase}-{i:05d}-" + "x" * 1000 for i in range(MOVE_RECORDS)]
+
+
+def log_dirs_of(t: Tools, topic: str) -> dict:
+    """kafka-log-dirs --describe's JSON (its last line), unrecorded."""
+    proc = t.run("kafka-log-dirs", "--describe", "--topic-list", topic, record=False)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def replica_dirs(described: dict) -> dict[str, list[tuple[str, bool]]]:
+    """{log dir: [(partition, is future)]}."""
+    return {d["logDir"]: sorted((p["partition"], p["isFuture"]) for p in d["partitions"])
+            for b in described["brokers"] for d in b["logDirs"]}
+
+
+def move_scenario(t: Tools, data_dirs: dict[str, Path]) -> None:
+    """kafka-reassign-partitions moves the partition's replica to the other log dir while
+    records are produced; --verify until done; kafka-log-dirs shows it there; every record reads back."""
+    data_dir = data_dirs[t.bootstrap]
+    create_topic(t, MOVE_TOPIC, 1)
+    t.run("kafka-console-producer", "--topic", MOVE_TOPIC, stdin="\n".join(move_lines("before")) + "\n")
+    where = replica_dirs(log_dirs_of(t, MOVE_TOPIC))
+    (source,) = [d for d, partitions in where.items() if partitions]
+    target = next(str(data_dir / name) for name in ("a", "b") if str(data_dir / name) != source)
+    plan = t.work_dir / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": MOVE_TOPIC, "partition": 0, "replicas": [0], "log_dirs": [target]}]}))
+    t.run("kafka-reassign-partitions", "--execute", "--reassignment-json-file", plan.name)
+    t.run("kafka-console-producer", "--topic", MOVE_TOPIC, stdin="\n".join(move_lines("during")) + "\n")
+    for _ in range(60):
+        verified = t.run("kafka-reassign-partitions", "--verify", "--reassignment-json-file", plan.name, record=False)
+        if "completed successfully" in verified.stdout or verified.returncode != 0:
+            break
+    t.run("kafka-reassign-partitions", "--verify", "--reassignment-json-file", plan.name)
+    t.transcript.append(f"$ kafka-log-dirs --describe --topic-list {MOVE_TOPIC} (replicas by log dir)\n"
+                        f"{sorted(replica_dirs(log_dirs_of(t, MOVE_TOPIC)).items())}")
+    consumed = t.run("kafka-console-consumer", "--topic", MOVE_TOPIC, "--from-beginning", "--max-messages",
+                     str(2 * MOVE_RECORDS), "--timeout-ms", "30000", record=False)
+    read = consumed.stdout.splitlines()
+    t.transcript.append(f"$ kafka-console-consumer --from-beginning (what it read)\n{len(read)} records, "
+                        f"{'all' if read == move_lines('before') + move_lines('during') else 'NOT all'} of those "
+                        f"produced, in order\n[exit {consumed.returncode}]")
+    # The log dirs by their part in the move (Kafka places a new partition in either).
+    t.transcript[:] = [entry.replace(target, "<target-dir>").replace(source, "<source-dir>")
+                       for entry in t.transcript]
+
+
+def test_kafka_reassign_partitions_moves_a_replica_between_log_dirs(tmp_path_factory, kinds, tmp_path, log4j2):
+    started, pools = start_pair(tmp_path_factory, kinds, TWO_LOG_DIRS)
+    try:
+        out = run_on_both(started, move_scenario, tmp_path, log4j2,
+                          {b.bootstrap: b.data_dir.resolve() for b in started.values()})
+    finally:
+        for pool in pools:
+            pool.close()
+    assert_same(out, tmp_path)
+    assert f"{2 * MOVE_RECORDS} records, all of those produced, in order" in out["samsa"]
+    assert "[('<source-dir>', []), ('<target-dir>', [('tools-move-0', False)])]" in out["samsa"]

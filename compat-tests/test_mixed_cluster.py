@@ -5,6 +5,7 @@ module's tests.
 * Kafka 3.9.2's kafka-topics --describe shows the leaders and ISRs ZooKeeper has,
   kafka-reassign-partitions --execute then --verify moves a partition from a Samsa broker to Kafka
   and completes (the outcomes read in ZooKeeper, not only the exit codes).
+* kafka-reassign-partitions with log_dirs moves a replica between a Samsa broker's two log dirs.
 * A Kafka leader killed with kill -9 under an idempotent acks=all producer loses no acknowledged
   record (compat-tests/history.py): a Samsa broker takes over, the same Kafka broker started again
   rejoins every ISR, and kafka-leader-election --election-type preferred hands it its leadership
@@ -49,6 +50,7 @@ ZOOKEEPER = {"tickTime": 500}
 SESSION_TIMEOUT_MS = 3000
 # Leadership moves when a test says so, not when the controller's rebalance timer fires.
 CLUSTER_SETTINGS = {"zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "auto.leader.rebalance.enable": "false"}
+SECOND_LOG_DIR = "data-b"  # beside a Samsa broker's data dir (relative to its working dir)
 # Kafka 3.9's scripts run these (bin/kafka-*.sh -> kafka-run-class.sh).
 TOOLS = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
@@ -70,8 +72,11 @@ class MixedCluster:
     def __init__(self, pool, work_dir: Path) -> None:
         zk = pool.zookeeper(ZOOKEEPER)
         self.connect = zk.connect + CHROOT
+        # Broker 1 has a second log dir (test_kafka_tools_move_a_replica_between_samsa_log_dirs).
         self.samsa = {i: pool({"zookeeper.connect": self.connect, "broker.id": i, **CLUSTER_SETTINGS,
-                               "controlled.shutdown.max.retries": 1}) for i in SAMSA_IDS}
+                               "controlled.shutdown.max.retries": 1,
+                               **({"log.dirs": f"data,{SECOND_LOG_DIR}"} if i == SAMSA_IDS[0] else {})})
+                      for i in SAMSA_IDS}
         self.zk = kazoo_client.KazooClient(hosts=self.connect)
         self.zk.start(timeout=T)
         wait_for(lambda: controller_id(self.zk) in SAMSA_IDS, T, what="a Samsa controller")
@@ -184,6 +189,51 @@ def test_kafka_tools_on_a_mixed_cluster(cluster, topic_name):
     assert produce_all(cluster.kafka.port, moved, [b"m3"]) == (ErrorCode.NONE, 2)
     assert described(cluster.tool("kafka-topics", "--describe", "--topic", moved)) == {0: (KAFKA_ID, (KAFKA_ID,), (KAFKA_ID,))}
     # The tools' requests (ListPartitionReassignments among them) never made the controller resign.
+    assert cluster.controller_epoch() == epoch
+
+
+def fetch_values(port: int, topic: str) -> list[bytes]:
+    from samsa.wire import records
+
+    Fetch = request_class(ApiKey.FETCH)
+    request = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                    session_epoch=-1, topics=[Fetch.FetchTopic(topic=topic, partitions=[
+                        Fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    with WireClient(HOST, port) as client:
+        data = bytes(client.call(request, 12).responses[0].partitions[0].records or b"")
+    values, position = [], 0
+    while position < len(data):
+        header, batch = records.decode_batch(data[position:])
+        values += [r.value for r in batch]
+        position += header.size
+    return values
+
+
+def test_kafka_tools_move_a_replica_between_samsa_log_dirs(cluster, topic_name):
+    """Kafka 3.9's kafka-reassign-partitions with log_dirs: a Samsa broker of the ZooKeeper cluster
+    moves its replica to its other log dir (AlterReplicaLogDirs, as Kafka 3.9's broker serves it)
+    while it is produced to; --verify until the move completed."""
+    epoch = cluster.controller_epoch()
+    topic = topic_name + "-dirs"
+    samsa = cluster.samsa[SAMSA_IDS[0]]
+    cluster.create_topic(topic, [[SAMSA_IDS[0]]])
+    assert produce_to_new_leader(samsa.port, topic, [b"d1", b"d2"]) == (ErrorCode.NONE, 0)
+    dirs = [samsa.data_dir.resolve(), (samsa.base_dir / SECOND_LOG_DIR).resolve()]
+    (source,) = [d for d in dirs if (d / f"{topic}-0").is_dir()]
+    (target,) = [d for d in dirs if d != source]
+    plan = cluster.work_dir / f"{topic}.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[%d],"log_dirs":["%s"]}]}'
+                    % (topic, SAMSA_IDS[0], target))
+    executed = cluster.tool("kafka-reassign-partitions", "--execute", "--reassignment-json-file", str(plan))
+    assert f"Successfully started moving log directory to {target}" in executed
+    assert produce_all(samsa.port, topic, [b"d3"]) == (ErrorCode.NONE, 2)
+    verified = wait_for(lambda: (out := cluster.tool("kafka-reassign-partitions", "--verify",
+                                                     "--reassignment-json-file", str(plan)))
+                        and "completed successfully" in out and out, T, interval=0.5,
+                        what="kafka-reassign-partitions --verify: the log dir move completed")
+    assert f"Reassignment of replica {topic}-0-{SAMSA_IDS[0]} completed successfully" in verified
+    assert (target / f"{topic}-0").is_dir() and not (source / f"{topic}-0").exists()
+    assert fetch_values(samsa.port, topic) == [b"d1", b"d2", b"d3"]
     assert cluster.controller_epoch() == epoch
 
 

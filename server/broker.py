@@ -51,6 +51,7 @@ from .metadata.admin_manager import AdminManager
 from .metadata.cache import BrokerInfo, MetadataCache
 from .metadata.local_admin import LocalAdminManager
 from .metadata.local_cache import LocalMetadataCache
+from .metadata.local_controller import LocalController
 from .metadata.image import MetadataStore, load_or_import
 from .metrics.request_metrics import RequestMetrics
 from .metrics.sources import LoadedBroker
@@ -214,7 +215,8 @@ class Broker:
             ProducerIdManager(metadata.allocate_producer_id_block), BrokerQuotas(self.config, metadata.client_quotas),
             metadata_cache=LocalMetadataCache(metadata, self.node_id, self.advertised,
                                               lambda topic, index: replicas.partitions[(topic, index)].leader_epoch),
-            admin=LocalAdminManager(), listener_type=ListenerType.BROKER)
+            admin=LocalAdminManager(), listener_type=ListenerType.BROKER,
+            controller=LocalController(self.node_id, lambda: metadata.topics))
 
     def _zk_broker_services(self, zookeeper: ZkMembership, log_manager: LogManager,
                             metadata: MetadataStore) -> tuple[BrokerServices, ZkServices]:

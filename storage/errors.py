@@ -102,6 +102,11 @@ class InconsistentTopicIdException(KafkaStorageException):
     error_code = ErrorCode.INCONSISTENT_TOPIC_ID
 
 
+class LogDirNotFoundException(StorageError):
+    """A log directory that is not one of the broker's log.dirs (AlterReplicaLogDirs)."""
+    error_code = ErrorCode.LOG_DIR_NOT_FOUND
+
+
 class CorruptIndexException(StorageError):
     """An offset or time index that fails its sanity check; it is rebuilt from the log."""
     error_code = ErrorCode.KAFKA_STORAGE_ERROR

@@ -65,7 +65,7 @@ from .producer_snapshots import ProducerSnapshotFiles
 __all__ = [
     "Log", "LogAppendInfo", "FetchDataInfo", "OffsetAndTimestamp", "AppendOrigin",
     "EARLIEST_TIMESTAMP", "LATEST_TIMESTAMP", "MAX_TIMESTAMP", "EARLIEST_LOCAL_TIMESTAMP", "LATEST_TIERED_TIMESTAMP",
-    "parse_topic_partition_name", "delete_dir_name", "segment_file_sizes",
+    "parse_topic_partition_name", "delete_dir_name", "future_dir_name", "segment_file_sizes",
 ]
 
 log = logging.getLogger("samsa.storage")
@@ -115,6 +115,17 @@ def delete_dir_name(topic: str, partition: int) -> str:
     """`<topic>-<partition>.<uuid hex>-delete`, the topic cut so the name fits in 255 bytes."""
     suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
     return topic[:255 - len(suffix)] + suffix
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """`<topic>-<partition>.<uuid hex>-future`: where a replica moving to another log directory
+    is copied (Kafka's UnifiedLog.logFutureDirName; not cut: AlterReplicaLogDirs refuses a topic
+    whose future name passes 255 bytes)."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def is_future_dir(directory: Path) -> bool:
+    return directory.name.endswith(FUTURE_DIR_SUFFIX)
 
 
 class LogAppendInfo(NamedTuple):

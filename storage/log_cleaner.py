@@ -349,6 +349,29 @@ class LogCleaner:
                 if self._paused[tp] <= 0:
                     del self._paused[tp]
 
+    def abort_and_pause(self, tp: TopicPartition) -> None:
+        """Keep the cleaner from the partition until `resume` (its replica moves to another log
+        directory: Kafka's abortAndPauseCleaning); a pass under way stops at its next check."""
+        with self._lock:
+            if tp in self._in_progress:
+                self._aborted.add(tp)
+            self._paused[tp] += 1
+
+    def resume(self, tp: TopicPartition) -> None:
+        with self._lock:
+            if self._paused[tp] <= 1:
+                del self._paused[tp]
+            else:
+                self._paused[tp] -= 1
+
+    def alter_checkpoint_dir(self, tp: TopicPartition, source: Path, dest: Path) -> None:
+        """The partition's log moved from `source` to `dest`: its checkpoint moves with it."""
+        with self._lock:
+            offset = self._checkpoints.get(source, {}).pop(tp, None)
+            if offset is not None:
+                self._checkpoints.setdefault(dest, {})[tp] = offset
+                self._unwritten |= {source, dest}
+
     def forget_log(self, topic: str, partition: int, directory: Path) -> None:
         """The log is being deleted: abort its cleaning without waiting for it, and drop its
         checkpoint (the file follows with the next write) and its uncleanable mark."""

@@ -8,6 +8,13 @@ needs recovering: startup only lists the directory, and each log is opened on fi
 (`get_log`, or retention and the cleaner reaching it), so startup costs the same for ten
 partitions as for ten thousand. Until then the checkpoints carry what was read for it.
 
+A partition moving to another log directory (AlterReplicaLogDirs) has a future log there, in a
+`<topic>-<partition>.<id>-future` directory, until it caught up with the current log and took its
+place (`replace_current_with_future_log`: the future directory renamed to the current name, the
+old one renamed `-delete` and removed after file.delete.delay.ms, Kafka's LogManager). Startup
+loads the future logs it finds, so the move resumes. A partition not created yet may be given
+its directory beforehand (`maybe_update_preferred_log_dir`, Kafka's preferredLogDirs).
+
 With a CleanerConfig whose log.cleaner.enable is true, `cleaner` compacts the logs whose
 cleanup.policy has `compact` (the server calls `cleaner.clean_filthiest_log` in worker threads).
 
@@ -37,11 +44,11 @@ from .checkpoints import (
     write_properties,
 )
 from .cluster_metadata import CLUSTER_METADATA_DIR
-from .durability import write_atomically
-from .errors import InconsistentTopicIdException, KafkaStorageException, caused_by_io_error
+from .durability import fsync_dir, write_atomically
+from .errors import InconsistentTopicIdException, KafkaStorageException, LogDirNotFoundException, caused_by_io_error
 from .log import (
-    DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, parse_topic_partition_name,
-    segment_file_sizes,
+    DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX, Log, delete_dir_name, future_dir_name,
+    parse_topic_partition_name, segment_file_sizes,
 )
 from .log_cleaner import CleanerConfig, LogCleaner
 from .load_progress import PROGRESS_INTERVAL_S, LoadProgress
@@ -125,6 +132,10 @@ class LogManager:
         self._producer_id_expiration_ms = producer_id_expiration_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._unopened: dict[TopicPartition, _UnopenedLog] = {}
+        # The future logs of the partitions moving to another log directory (always opened).
+        self._future_logs: dict[TopicPartition, Log] = {}
+        # Where a partition not created yet goes once it is (AlterReplicaLogDirs asked for it).
+        self._preferred_log_dirs: dict[TopicPartition, Path] = {}
         # (when deleted, the log or its unopened directory): each goes once the broker's
         # log.segment.delete.delay.ms, as it is then, has passed (Kafka's deleteLogs reads its current
         # default config's file.delete.delay.ms, not the topic's).
@@ -196,16 +207,24 @@ class LogManager:
             with os.scandir(directory) as entries:
                 log_dirs = sorted(e.name for e in entries if e.is_dir())
             found: list[tuple[TopicPartition, _UnopenedLog]] = []
+            futures: list[tuple[TopicPartition, _UnopenedLog]] = []
             for name in log_dirs:
                 if name.endswith(DELETE_DIR_SUFFIX):
                     shutil.rmtree(directory / name, ignore_errors=True)  # a deletion the last run left unfinished
                     continue
-                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)) or name == CLUSTER_METADATA_DIR:
+                if name.endswith(STRAY_DIR_SUFFIX) or name == CLUSTER_METADATA_DIR:
                     continue  # KRaft's metadata log (a dir Kafka wrote) is no partition Samsa serves
                 try:
                     tp = parse_topic_partition_name(name)
                 except ValueError:
                     log.warning("Ignoring %s in log directory %s: not a topic-partition directory", name, directory)
+                    continue
+                if name.endswith(FUTURE_DIR_SUFFIX):
+                    # A move the last run left unfinished: loaded, so that it resumes.
+                    futures.append((tp, _UnopenedLog(
+                        directory, directory / name, topic_configs.get(tp[0], self.default_config),
+                        recovery_points.get(tp, 0), log_start_offsets.get(tp), high_watermarks.get(tp),
+                        topic_ids.get(tp[0]))))
                     continue
                 if tp in self._logs or tp in self._unopened:
                     raise KafkaStorageException(
@@ -223,8 +242,21 @@ class LogManager:
                     self._leave_unopened(tp, unopened)
             else:
                 self._recover_all(directory, found)
+            for tp, unopened in futures:
+                self._load_future(tp, unopened, had_clean_shutdown)
         if self.cleaner is not None:
             self.cleaner.load_checkpoints()
+
+    def _load_future(self, tp: TopicPartition, found: _UnopenedLog, had_clean_shutdown: bool) -> None:
+        previous = self._future_logs.get(tp)
+        if previous is not None:
+            raise KafkaStorageException(f"Duplicate log directories found: {found.directory}, {previous.dir}")
+        try:
+            self._future_logs[tp] = self._load(found, had_clean_shutdown=had_clean_shutdown)
+        except InconsistentTopicIdException as e:
+            log.error("%s", e)  # a future log of another topic of that name: not resumed
+            return
+        log.info("Loaded the future log of %s-%d in %s: its move resumes", *tp, found.log_dir)
 
     def _recover_all(self, directory: Path, found: list[tuple[TopicPartition, _UnopenedLog]]) -> None:
         """Load every log of a directory the last run did not shut down cleanly, saying how far it got."""
@@ -285,7 +317,7 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
         damaged = set()
-        for each in self.opened_logs():
+        for each in self.opened_logs() + self.future_logs():
             each.flush()
             each.close()  # writes the producer snapshot a clean restart loads
             if each.is_offline:
@@ -384,8 +416,11 @@ class LogManager:
             unopened = self._unopened.get((topic, partition))
             if unopened is not None:
                 unopened.config = config  # `_open` applies it should the log be opening right now
+            future = self._future_logs.get((topic, partition))
         if opened is not None:
             opened.update_config(config)
+        if future is not None:
+            future.update_config(config)
 
     def create_log(self, topic: str, partition: int, config: LogConfig | None = None,
                    topic_id: uuid.UUID | None = None) -> Log:
@@ -409,7 +444,8 @@ class LogManager:
             if not live:
                 raise KafkaStorageException(f"Can not create log for {topic}-{partition} because all log "
                                             f"directories are offline")
-            directory = min(live, key=lambda d: self._log_counts.get(d, 0))
+            preferred = self._preferred_log_dirs.get((topic, partition))
+            directory = preferred if preferred in live else min(live, key=lambda d: self._log_counts.get(d, 0))
             if topic_id is not None:
                 _check_topic_id(directory / f"{topic}-{partition}", topic_id)
             with self._reporting_io_failure(directory):
@@ -420,6 +456,7 @@ class LogManager:
             created.log_dir_failure_channel = self.failure_channel
             created.on_segments_deletion_scheduled = self._schedule_segment_deletion
             self._register(created)
+            self._preferred_log_dirs.pop((topic, partition), None)
             return created
 
     def _register(self, added: Log) -> None:
@@ -453,7 +490,133 @@ class LogManager:
             self._deleted_since_checkpoint.add((topic, partition))
         if self.cleaner is not None:
             self.cleaner.forget_log(topic, partition, parent)
+        self.delete_future_log(topic, partition)  # the partition leaves this broker: its move ends
         return removed
+
+    # -- moving a partition to another log directory (Kafka's future logs)
+    def is_log_dir_online(self, log_dir: str) -> bool:
+        """Whether the log directory, an absolute path, is online; LogDirNotFoundException when it
+        is none of log.dirs (Kafka's isLogDirOnline)."""
+        found = next((d for d in self.log_dirs if os.path.abspath(d) == log_dir), None)
+        if found is None:
+            raise LogDirNotFoundException(f"Log dir {log_dir} is not found in the config.")
+        return not self.failure_channel.has_offline_log_dir(found)
+
+    def log_dir_named(self, log_dir: str) -> Path:
+        """The configured log directory whose absolute path is `log_dir`."""
+        found = next((d for d in self.log_dirs if os.path.abspath(d) == log_dir), None)
+        if found is None:
+            raise LogDirNotFoundException(f"Log dir {log_dir} is not found in the config.")
+        return found
+
+    def maybe_update_preferred_log_dir(self, topic: str, partition: int, log_dir: Path) -> None:
+        """Create the partition in `log_dir` should it be created here later; not when its log or
+        future log is there already (Kafka's maybeUpdatePreferredLogDir)."""
+        tp = (topic, partition)
+        with self._lock:
+            current, future = self._logs.get(tp), self._future_logs.get(tp)
+            unopened = self._unopened.get(tp)
+            if (current is None or current.dir.parent != log_dir) and (
+                    unopened is None or unopened.log_dir != log_dir) and (
+                    future is None or future.dir.parent != log_dir):
+                self._preferred_log_dirs[tp] = log_dir
+
+    def get_future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    def future_logs(self) -> list[Log]:
+        with self._lock:
+            return list(self._future_logs.values())
+
+    def create_future_log(self, topic: str, partition: int, log_dir: Path, topic_id: uuid.UUID | None = None) -> Log:
+        """The partition's future log in `log_dir`, created empty at the current log's start
+        offset in a `<topic>-<partition>.<id>-future` directory (the one there if it exists:
+        Kafka's getOrCreateLog(isFuture = true)). The current log must be opened."""
+        tp = (topic, partition)
+        if tp in self._deleted_since_checkpoint:
+            self.checkpoint()  # as create_log: no stale recovery point may apply to the new log
+        with self._opening_lock, self._lock:
+            existing = self._future_logs.get(tp)
+            if existing is not None:
+                return existing
+            current = self._logs.get(tp)
+            if current is None:
+                raise KafkaStorageException(f"The current replica for {topic}-{partition} is offline")
+            if current.dir.parent == log_dir:
+                raise KafkaStorageException(f"Can not create the future log for {topic}-{partition} in the current "
+                                            f"log directory of this partition")
+            self._check_online(log_dir, f"{topic}-{partition}")
+            with self._reporting_io_failure(log_dir):
+                created = Log.open(log_dir / future_dir_name(topic, partition), current.config,
+                                   log_start_offset=current.log_start_offset, clock_ms=self._clock_ms,
+                                   producer_id_expiration_ms=self._producer_id_expiration_ms)
+                if topic_id is not None:
+                    _check_topic_id(created.dir, topic_id)
+            created.log_dir_failure_channel = self.failure_channel
+            created.on_segments_deletion_scheduled = self._schedule_segment_deletion
+            self._future_logs[tp] = created
+            self._preferred_log_dirs.pop(tp, None)
+        log.info("Created the future log of %s-%d in %s", topic, partition, log_dir)
+        return created
+
+    def replace_current_with_future_log(self, topic: str, partition: int) -> Log:
+        """The future log, which holds all the current one does, becomes the current log (Kafka's
+        replaceCurrentWithFutureLog): its directory is renamed `<topic>-<partition>` (made durable
+        first: a crash then finds two current logs, which startup refuses as Kafka does, never
+        only the future one), then the old log's is renamed `-delete`. The old log stays open for
+        the reads that hold its files (a fetch response being sent) until file.delete.delay.ms
+        has passed, when it is removed. Returns the new current log."""
+        tp = (topic, partition)
+        with self._opening_lock, self._lock:
+            source, dest = self._logs.get(tp), self._future_logs.get(tp)
+            if source is None or source.is_offline:
+                raise KafkaStorageException(f"The current replica for {topic}-{partition} is offline")
+            if dest is None or dest.is_offline:
+                raise KafkaStorageException(f"The future replica for {topic}-{partition} is offline")
+            log.info("Attempting to replace current log %r with %r for %s-%d", source, dest, topic, partition)
+            with self._reporting_io_failure(dest.dir.parent):
+                dest.rename_dir(f"{topic}-{partition}")
+                fsync_dir(dest.dir.parent)
+            # Epochs begun with no record yet (a leader's new epoch): the copy only saw batches.
+            for entry in source.leader_epoch_cache.entries:
+                if entry.epoch > dest.leader_epoch_cache.latest_epoch and entry.start_offset <= dest.log_end_offset:
+                    dest.leader_epoch_cache.assign(entry.epoch, entry.start_offset)
+            dest.high_watermark = source.high_watermark
+            del self._future_logs[tp]
+            self._logs[tp] = dest
+            self._log_counts[source.dir.parent] -= 1
+            self._log_counts[dest.dir.parent] = self._log_counts.get(dest.dir.parent, 0) + 1
+            try:
+                source.rename_dir(delete_dir_name(topic, partition))
+            except KafkaStorageException as e:
+                self.failure_channel.maybe_add_offline_log_dir(source.dir.parent, str(e), e)
+            self._logs_to_delete.append((self._clock_ms(), source))
+        if self.cleaner is not None:
+            self.cleaner.alter_checkpoint_dir(tp, source.dir.parent, dest.dir.parent)
+        log.info("The current replica is successfully replaced with the future replica for %s-%d", topic, partition)
+        return dest
+
+    def delete_future_log(self, topic: str, partition: int) -> Log | None:
+        """Forget the partition's future log and delete it as a deleted log goes (its move was
+        cancelled, or the partition left); None when there was none."""
+        tp = (topic, partition)
+        with self._opening_lock, self._lock:
+            future = self._future_logs.pop(tp, None)
+            if future is None:
+                return None
+            if future.is_offline:
+                # In a failed directory: only its handlers close (Kafka's removeFutureLocalReplica
+                # without deleteFromLogDir); a restart finds it again.
+                future.close()
+                return future
+            try:
+                future.rename_dir(delete_dir_name(topic, partition))
+            except KafkaStorageException as e:
+                self.failure_channel.maybe_add_offline_log_dir(future.dir.parent, str(e), e)
+            self._logs_to_delete.append((self._clock_ms(), future))
+            self._deleted_since_checkpoint.add(tp)
+        log.info("Deleted the future log of %s-%d", topic, partition)
+        return future
 
     # -- periodic work (worker threads)
     def checkpoint(self) -> None:
@@ -463,7 +626,7 @@ class LogManager:
             by_dir: dict[Path, list[tuple[TopicPartition, Log]]] = {d: [] for d in self.log_dirs}
             unopened_by_dir: dict[Path, list[tuple[TopicPartition, _UnopenedLog]]] = {d: [] for d in self.log_dirs}
             with self._lock:
-                for tp, each in self._logs.items():
+                for tp, each in (*self._logs.items(), *self._future_logs.items()):
                     by_dir.setdefault(each.dir.parent, []).append((tp, each))
                 for tp, found in self._unopened.items():
                     unopened_by_dir.setdefault(found.log_dir, []).append((tp, found))
@@ -532,6 +695,9 @@ class LogManager:
         offline = [each for each in list(self._logs.values()) if each.dir.parent == log_dir]
         for each in offline:
             each.mark_offline()
+        for each in list(self._future_logs.values()):
+            if each.dir.parent == log_dir:
+                each.mark_offline()  # its mover stops and forgets it (Kafka's removeOfflineLogs(futureLogs))
         log.warning("Logs for partitions %s are offline due to failure on log directory %s",
                     ",".join(sorted(each.name for each in offline)), log_dir)
         if not self.live_log_dirs:
@@ -543,7 +709,7 @@ class LogManager:
     def flush_dirty(self, now_ms: int) -> None:
         """Flush the logs past flush.ms or flush.messages, and those with a rolled segment not yet
         flushed (Kafka flushes a rolled segment at once; this keeps crash recovery short)."""
-        for each in self.opened_logs():
+        for each in self.opened_logs() + self.future_logs():
             if each.flush_due(now_ms):
                 each.flush()
 

@@ -32,7 +32,6 @@ CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves i
 
 # Why an API key is not served, one short reason each.
 NOT_SERVED: dict[ApiKey, str] = {
-    ApiKey.ALTER_REPLICA_LOG_DIRS: "moving a replica between log dirs is not implemented",
     ApiKey.CREATE_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.RENEW_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.EXPIRE_DELEGATION_TOKEN: DELEGATION_TOKENS,
@@ -60,18 +59,21 @@ NOT_SERVED: dict[ApiKey, str] = {
 
 # Served versions that need a word.
 SERVED_NOTES: dict[ApiKey, str] = {
+    ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy is not throttled "
+                                   "(replica.alter.log.dirs.io.max.bytes.per.second)",
     ApiKey.LEADER_AND_ISR: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.STOP_REPLICA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.UPDATE_METADATA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.CONTROLLED_SHUTDOWN: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
-                                          "elsewhere; v1 (Kafka 4) not served",
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker, "
+                                          "its own controller, has one replica per partition: nothing to reassign; "
+                                          "v1 (Kafka 4) not served",
     ApiKey.ALLOCATE_PRODUCER_IDS: "to the controller (Kafka 3.9's brokers ask it), in cluster mode only "
                                   "(zookeeper.connect); NOT_CONTROLLER elsewhere",
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER "
-                                         "elsewhere",
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker "
+                                         "has none under way",
     ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: CLIENT_TELEMETRY,
     ApiKey.PUSH_TELEMETRY: CLIENT_TELEMETRY + "; pushed metrics are exported to Prometheus",
     ApiKey.LIST_CONFIG_RESOURCES: "v0 is Kafka 3.x's ListClientMetricsResources, v1 KIP-1142's; "

@@ -59,7 +59,7 @@ HANDLERS: dict[int, Handler] = {}
 MODULES = (
     "api_versions", "metadata", "produce", "fetch", "list_offsets", "create_topics", "delete_topics",
     "create_partitions", "describe_configs", "alter_configs", "incremental_alter_configs",
-    "delete_records", "describe_cluster", "describe_log_dirs", "describe_topic_partitions", "init_producer_id",
+    "delete_records", "describe_cluster", "describe_log_dirs", "alter_replica_log_dirs", "describe_topic_partitions", "init_producer_id",
     "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
     "describe_groups", "list_groups", "delete_groups", "offset_delete",
     "consumer_group_heartbeat", "consumer_group_describe", "share_group_heartbeat", "share_group_describe",

@@ -1,8 +1,9 @@
 """AlterPartitionReassignments (key 45), v0: start or cancel (null replicas) partition
 reassignments at the controller of a ZooKeeper cluster (Kafka 3.9's
 KafkaApis.handleAlterPartitionReassignmentsRequest, KafkaController.processApiPartitionReassignment,
-in coordinator/controller/). Served in cluster mode only; the admin client sends it to the
-controller. ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise); a broker that is not
+in coordinator/controller/); a single broker is its own controller, whose one replica per
+partition leaves nothing to reassign (server/metadata/local_controller.py). The admin client
+sends it to the controller. ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise); a broker that is not
 the controller answers NOT_CONTROLLER. v1 (allow_replication_factor_change) is Kafka 4's."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from . import handler
 AlterPartitionReassignmentsResponse = response_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 
 
-@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, cluster_only=True)
+@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0)
 async def handle(ctx, request):
     if not ctx.authorize(ALTER, CLUSTER):
         return AlterPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -32,4 +33,4 @@ async def handle(ctx, request):
     for (topic, partition), (error, message) in results.items():
         by_topic.setdefault(topic, ReassignableTopicResponse(topic)).partitions.append(
             ReassignablePartitionResponse(partition, error, message))
-    return AlterPartitionReassignmentsResponse(responses=list(by_topic.values()))
+    return AlterPartitionReassignmentsResponse(error_message=None, responses=list(by_topic.values()))

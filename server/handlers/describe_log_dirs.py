@@ -2,8 +2,11 @@
 total and usable bytes. Follows KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs:
 DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED from v3, an empty answer before). A log dir
 that failed (storage/log_dir_failure_channel.py) is answered with KAFKA_STORAGE_ERROR alone.
-Deviations: offset_lag is always 0 and no future replica is listed (AlterReplicaLogDirs is not
-served); v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
+A replica moving to another log dir (AlterReplicaLogDirs) is listed there too, is_future_key set,
+its offset_lag how far its log end offset is behind the current replica's.
+Deviations: a current replica's offset_lag is always 0 (its high watermark is never behind what
+this broker holds: Kafka's can be for a follower); v0 is served as in Kafka 3.9 (Kafka 4.0
+removed it, KIP-896).
 """
 
 from __future__ import annotations
@@ -39,10 +42,18 @@ async def handle(ctx, request):
             continue
         by_topic: dict[str, list] = {}
         for (topic, index), partition in sorted(services.replica_manager.partitions.items()):
-            if (topic, index) in wanted and not partition.is_offline and partition.log.dir.parent == log_dir:
+            if (topic, index) not in wanted or partition.is_offline:
+                continue
+            current = partition.log
+            if current.dir.parent == log_dir:
                 by_topic.setdefault(topic, []).append(PartitionEntry(
-                    partition_index=index, partition_size=partition.log.size,
+                    partition_index=index, partition_size=current.size,
                     offset_lag=0, is_future_key=False))
+            future = services.log_manager.get_future_log(topic, index)
+            if future is not None and future.dir.parent == log_dir and not future.is_offline:
+                by_topic.setdefault(topic, []).append(PartitionEntry(
+                    partition_index=index, partition_size=future.size,
+                    offset_lag=current.log_end_offset - future.log_end_offset, is_future_key=True))
         stats = os.statvfs(log_dir)
         results.append(Result(error_code=ErrorCode.NONE, log_dir=str(log_dir),
                               topics=[TopicEntry(name=t, partitions=ps) for t, ps in by_topic.items()],

@@ -1,7 +1,7 @@
 """ListPartitionReassignments (key 46), v0: the reassignments under way, from the controller of a
 ZooKeeper cluster (Kafka 3.9's KafkaApis.handleListPartitionReassignmentsRequest,
-KafkaController.processListPartitionReassignments). Served in cluster mode only; the admin client
-sends it to the controller. DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise); a
+KafkaController.processListPartitionReassignments); a single broker, its own controller, has none
+(server/metadata/local_controller.py). The admin client sends it to the controller. DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED otherwise); a
 broker that is not the controller answers NOT_CONTROLLER. No topics named: every reassignment."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from . import handler
 ListPartitionReassignmentsResponse = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 
 
-@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, cluster_only=True)
+@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0)
 async def handle(ctx, request):
     if not ctx.authorize(DESCRIBE, CLUSTER):
         return ListPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -31,4 +31,4 @@ async def handle(ctx, request):
     for (topic, partition), a in ongoing.items():
         by_topic.setdefault(topic, OngoingTopicReassignment(topic)).partitions.append(OngoingPartitionReassignment(
             partition, list(a.replicas), list(a.adding_replicas), list(a.removing_replicas)))
-    return ListPartitionReassignmentsResponse(topics=list(by_topic.values()))
+    return ListPartitionReassignmentsResponse(error_message=None, topics=list(by_topic.values()))

@@ -20,7 +20,7 @@ import trio
 
 from ...coordinator.partition_leader import IsrChange, PartitionLeaderState
 from ...storage.errors import KafkaStorageException, StorageError
-from ...storage.log import AppendOrigin
+from ...storage.log import AppendOrigin, future_dir_name
 from ...storage.log_config import LogConfig
 from ...storage.log_validator import ProducedRecords
 from ...wire.errors import ErrorCode
@@ -29,6 +29,7 @@ from ..heap import making_long_lived_objects
 from ..metrics.topic_stats import BrokerTopicStats, TopicStats
 from ..metadata.cache import TopicInfo
 from ..metadata.image import MetadataStore
+from .replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from .replica_fetcher import ReplicaFetcherManager
 
 if TYPE_CHECKING:
@@ -119,6 +120,12 @@ class Partition:
                 log_.high_watermark = log_.log_end_offset
             self._log = log_
         return log_
+
+    def replace_log(self, new: Log) -> None:
+        """Its future log took the current one's place (the replica moved to another log
+        directory); what waits on the partition looks again, at the new log."""
+        self._log = new
+        self.wake()
 
     def update_config(self, config: LogConfig) -> None:
         self._logs.update_config(self.topic.name, self.index, config)
@@ -406,6 +413,7 @@ class ReplicaManager:
         self.on_leadership_change: Callable[[list[PartitionEpoch], list[PartitionEpoch]], None] = (
             lambda led, resigned: None)
         self.fetchers = ReplicaFetcherManager(self, config)
+        self.log_dir_movers = ReplicaAlterLogDirsManager(logs, config)  # AlterReplicaLogDirs' moves
         # Kafka's replicaStateChangeLock: one controller request (LeaderAndIsr, StopReplica) at a time,
         # its controller epoch checked and its changes made without another one in between.
         self.state_change_lock = trio.Lock()
@@ -512,6 +520,7 @@ class ReplicaManager:
             partition = self.partitions.pop((name, index), None)
             if partition is not None:
                 partition.wake()
+                self.log_dir_movers.stop(name, index)
                 self._logs.delete_log(name, index)
         self.topic_stats.remove(name)
         log.info("Deleted topic %s", name)
@@ -549,6 +558,11 @@ class ReplicaManager:
                     continue
             errors[key] = self._take_leadership(partition, state, brokers, now_ms)
         self._leadership_changed([self.partitions[k] for k, code in errors.items() if code == ErrorCode.NONE])
+        for key, code in errors.items():
+            if code == ErrorCode.NONE and self._logs.get_future_log(*key) is not None:
+                # A move the last run left unfinished resumes (Kafka's becomeLeaderOrFollower
+                # starts the alter-log-dirs fetcher of a partition with a future log).
+                self.log_dir_movers.start(self.partitions[key])
         return errors
 
     def _create_partition(self, state: PartitionState, new_topics: Mapping[str, TopicInfo] | None) -> Partition | int:
@@ -635,6 +649,7 @@ class ReplicaManager:
                 errors[key] = ErrorCode.FENCED_LEADER_EPOCH
                 continue
             self.fetchers.remove_partition(key)
+            self.log_dir_movers.stop(*key)  # as Kafka's alter-log-dirs fetcher: the next LeaderAndIsr resumes it
             try:
                 if partition is not None:
                     partition.stop_leading()
@@ -642,6 +657,8 @@ class ReplicaManager:
                         del self.partitions[key]
                 if delete and self._logs.has_log(*key):
                     self._logs.delete_log(*key)
+                elif delete:
+                    self._logs.delete_future_log(*key)
             except StorageError as e:
                 errors[key] = e.error_code
                 continue
@@ -660,6 +677,7 @@ class ReplicaManager:
         offline = [key for key, partition in self.partitions.items() if partition.is_offline]
         for key in offline:
             self.fetchers.remove_partition(key)
+            self.log_dir_movers.stop(*key)
             self.partitions[key].wake()
         log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory %s",
                     self.local_id, ",".join(f"{t}-{p}" for t, p in sorted(offline)), log_dir)
@@ -686,10 +704,68 @@ class ReplicaManager:
         """The replica fetchers and the ISR expiration, every half replica.lag.time.max.ms."""
         async with trio.open_nursery() as nursery:
             self.fetchers.nursery = nursery
+            self.log_dir_movers.nursery = nursery
+            self._resume_log_dir_moves()
             task_status.started()
             while True:
                 await trio.sleep(self._config.get_int("replica.lag.time.max.ms") / 2000)
                 self.maybe_shrink_isrs(wall_clock_ms())
+
+    # -- moving replicas between log directories (AlterReplicaLogDirs)
+    def alter_replica_log_dirs(self, partition_dirs: Mapping[tuple[str, int], str],
+                               known: Callable[[str, int], bool]) -> dict[tuple[str, int], int]:
+        """Move each partition's replica to the log directory given (an absolute path), as Kafka's
+        ReplicaManager.alterReplicaLogDirs: INVALID_TOPIC_EXCEPTION when the future directory's
+        name would pass 255 bytes, LOG_DIR_NOT_FOUND for a directory not in log.dirs,
+        KAFKA_STORAGE_ERROR for an offline one or an offline partition. A move to another
+        directory cancels the one under way. A partition not hosted here gets the directory as
+        its preferred one, for when it is created, and REPLICA_NOT_AVAILABLE (`known`: its topic
+        has it) or UNKNOWN_TOPIC_OR_PARTITION."""
+        logs = self._logs
+        errors: dict[tuple[str, int], int] = {}
+        for (topic, index), destination in partition_dirs.items():
+            try:
+                if len(future_dir_name(topic, index).encode()) > 255:
+                    errors[(topic, index)] = ErrorCode.INVALID_TOPIC_EXCEPTION
+                    continue
+                if not logs.is_log_dir_online(destination):
+                    raise KafkaStorageException(f"Log directory {destination} is offline")
+                log_dir = logs.log_dir_named(destination)
+                partition = self.partitions.get((topic, index))
+                if partition is not None:
+                    if partition.is_offline:
+                        raise KafkaStorageException(f"Partition {topic}-{index} is offline")
+                    future = logs.get_future_log(topic, index)
+                    if future is not None and future.dir.parent != log_dir:
+                        self.log_dir_movers.stop(topic, index)
+                        logs.delete_future_log(topic, index)
+                logs.maybe_update_preferred_log_dir(topic, index, log_dir)
+                if partition is None:
+                    errors[(topic, index)] = (ErrorCode.REPLICA_NOT_AVAILABLE if known(topic, index)
+                                              else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    continue
+                if partition.log.dir.parent != log_dir and logs.get_future_log(topic, index) is None:
+                    topic_id = None if partition.topic.topic_id == ZERO_UUID else partition.topic.topic_id
+                    logs.create_future_log(topic, index, log_dir, topic_id)
+                    self.log_dir_movers.start(partition)
+                errors[(topic, index)] = ErrorCode.NONE
+            except StorageError as e:
+                log.warning("Unable to alter log dirs for %s-%d: %s", topic, index, e)
+                errors[(topic, index)] = e.error_code
+        return errors
+
+    def _resume_log_dir_moves(self) -> None:
+        """The future logs startup found: the moves of hosted partitions resume. A single broker's
+        other ones belong to deleted topics and go; in a cluster they wait for the controller's
+        LeaderAndIsr (which resumes them) or StopReplica (which deletes them)."""
+        for future in self._logs.future_logs():
+            key = (future.topic, future.partition)
+            partition = self.partitions.get(key)
+            if partition is not None:
+                self.log_dir_movers.start(partition)
+            elif self.high_watermark_follows_log_end:
+                log.info("Deleting the future log of %s-%d: no such partition", *key)
+                self._logs.delete_future_log(*key)
 
     def wake_all(self) -> None:
         for partition in self.partitions.values():
