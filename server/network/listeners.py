@@ -24,7 +24,7 @@ from ..security.plain import PlainServer
 from ..context import ANONYMOUS, KafkaPrincipal
 from ..security.principal import USER_TYPE, NoMatchingRule, SslPrincipalMapper, distinguished_name
 from ..security.sasl import OAUTHBEARER, PLAIN, SUPPORTED_MECHANISMS, SaslServer
-from ..security.scram import ScramCredential, ScramServer
+from ..security.scram import ScramCredential, ScramServer, TokenLogin
 from .tls import server_context
 
 # Kafka has no server-side limit on how long a client may take to authenticate (only
@@ -40,11 +40,13 @@ ScramCredentials = Callable[[str, ScramMechanism], "ScramCredential | None"]
 
 
 class ListenerSecurity:
-    def __init__(self, config, listener: str, security_protocol: str, scram_credential: ScramCredentials) -> None:
+    def __init__(self, config, listener: str, security_protocol: str, scram_credential: ScramCredentials,
+                 token_login: TokenLogin | None = None) -> None:
         self.config = ListenerConfig(config, listener)
         self.security_protocol = security_protocol
         self.authentication_timeout = AUTHENTICATION_TIMEOUT_S
         self._scram_credential = scram_credential
+        self._token_login = token_login
         self.ssl_context = (server_context(self.config, security_protocol)
                             if security_protocol in ("SSL", "SASL_SSL") else None)
         rules_key = self.config.key("ssl.principal.mapping.rules")
@@ -113,7 +115,7 @@ class ListenerSecurity:
             return OAuthBearerServer(lambda token: validate_unsecured(token, options, wall_clock_ms()), wall_clock_ms)
         scram = ScramMechanism.from_name(mechanism)
         assert scram is not None
-        return ScramServer(scram, self._scram_credential)
+        return ScramServer(scram, self._scram_credential, self._token_login, wall_clock_ms)
 
     def _reauth_ms(self, mechanism: str) -> int:
         return self.config.get("connections.max.reauth.ms", mechanism)
@@ -149,7 +151,9 @@ def _api_versions_supported(version: int) -> bool:
     return handler.min_version <= version <= handler.max_version
 
 
-def listener_securities(config, scram_credential: ScramCredentials) -> dict[str, ListenerSecurity]:
+def listener_securities(config, scram_credential: ScramCredentials,
+                        token_login: TokenLogin | None = None) -> dict[str, ListenerSecurity]:
     """A ListenerSecurity for every listener of the config, by listener name."""
-    return {endpoint.name: ListenerSecurity(config, endpoint.name, endpoint.security_protocol, scram_credential)
+    return {endpoint.name: ListenerSecurity(config, endpoint.name, endpoint.security_protocol, scram_credential,
+                                            token_login)
             for endpoint in config.listeners}
