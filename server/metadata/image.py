@@ -149,6 +149,7 @@ class MetadataImage:
                     image.scram_credentials.setdefault(user, {})[mechanism.mechanism_name] = ScramCredential(
                         salt, stored_key, server_key, iterations).to_json()
         image.client_quotas = {entity: dict(values) for entity, values in kraft.client_quotas.items()}
+        image.delegation_tokens = {token_id: dict(token) for token_id, token in kraft.delegation_tokens.items()}
         return image
 
     def _index(self, topic: TopicInfo) -> None:
