@@ -61,7 +61,9 @@ def start_token_broker(pool: BrokerPool, secret: str | None) -> TokenBroker:
     broker.overrides.update({
         "listeners": f"PLAINTEXT://{HOST}:{broker.port},SASL_PLAINTEXT://{HOST}:{sasl_port}",
         "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512", **AUTHORIZER,
-        **({"delegation.token.secret.key": secret} if secret else {})})
+        # Expired tokens are looked for every second (Kafka's default: every hour).
+        **({"delegation.token.secret.key": secret, "delegation.token.expiry.check.interval.ms": 1000}
+           if secret else {})})
     broker.start()
     setup = TokenBroker(broker, sasl_port)
     with WireClient(HOST, broker.port) as client:
@@ -160,13 +162,13 @@ def create(owner: str | None = None, renewers=(), max_lifetime_ms: int = -1):
                        max_lifetime_ms=max_lifetime_ms)
 
 
-def wait_described(setup, hmac: bytes, present: bool = True) -> None:
-    wait_for(lambda: described(setup, hmac) == present, what=f"the token {'described' if present else 'gone'}")
+def wait_described(setup, hmac: bytes, present: bool = True, user: str = "alice") -> None:
+    wait_for(lambda: described(setup, hmac, user) == present, what=f"the token {'described' if present else 'gone'}")
 
 
-def described(setup, hmac: bytes) -> bool:
+def described(setup, hmac: bytes, user: str = "alice") -> bool:
     """Whether the broker's token cache has the token (Kafka's broker learns of it from the log)."""
-    with login(setup, "alice", USERS["alice"]) as client:
+    with login(setup, user, USERS[user]) as client:
         tokens = client.call(DescribeToken(owners=None), 3).tokens
     return any(bytes(t.hmac) == hmac for t in tokens)
 
@@ -233,6 +235,88 @@ def test_a_token_authenticated_connection_may_not_manage_tokens(brokers):
     for samsa, kafka in zip(*answers):
         assert samsa.error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
         assert_same(samsa, kafka)
+
+
+def deny(principal: str, operation, resource_type, name: str):
+    from samsa.server.security.authorizer import DENY, PatternType
+    return CreateAcls.AclCreation(resource_type=int(resource_type), resource_name=name,
+                                  resource_pattern_type=int(PatternType.LITERAL), principal=principal, host="*",
+                                  operation=int(operation), permission_type=int(DENY))
+
+
+def test_acls_on_user_and_token_resources(brokers):
+    """KIP-373: a token for another owner needs CREATE_TOKENS on that User resource; another
+    owner's tokens are described with DESCRIBE_TOKENS on the owner or DESCRIBE on the token."""
+    from samsa.server.security.authorizer import CREATE_TOKENS, DELEGATION_TOKEN, DESCRIBE, DESCRIBE_TOKENS, USER
+    for setup in brokers.values():
+        with WireClient(HOST, setup.broker.port) as client:
+            answer = client.call(CreateAcls(creations=[
+                deny("User:alice", CREATE_TOKENS, USER, "User:dave"),
+                deny("User:alice", DESCRIBE_TOKENS, USER, "User:bob"),
+                deny("User:alice", DESCRIBE, DELEGATION_TOKEN, "*")]), 3)
+            assert all(r.error_code == 0 for r in answer.results), answer
+    bobs = both(brokers, as_user("bob", create(), 3))
+    for setup, token in zip(brokers.values(), bobs):
+        wait_described(setup, bytes(token.hmac), user="bob")
+    # Kafka's authorizer applies the ACLs when it reads them back from the metadata log.
+    for_dave = as_user("alice", create(owner="dave"), 3)
+    wait_for(lambda: for_dave(brokers["kafka"]).error_code == ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
+             what="Kafka's authorizer to deny alice CREATE_TOKENS on User:dave")
+    samsa, kafka = both(brokers, for_dave)
+    assert samsa.error_code == ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+    assert_same(samsa, kafka)
+    owners = [DescribeToken.DescribeDelegationTokenOwner(principal_type="User", principal_name="bob")]
+    for user, visible in (("alice", False), ("bob", True)):
+        descriptions = both(brokers, as_user(user, DescribeToken(owners=owners), 3))
+        assert [any(t.token_id == token.token_id for t in d.tokens) for d, token in zip(descriptions, bobs)] == [
+            visible, visible], user
+
+
+def test_a_token_session_ends_when_the_token_expires(brokers):
+    """A connection a token authenticated lasts until the token's expiry (KIP-368's session
+    lifetime, in SaslAuthenticate's answer); the next request after it closes the connection."""
+    lifetimes = []
+    for setup in brokers.values():  # one after the other: each token lives 4 seconds from its creation
+        token = as_user("alice", create(max_lifetime_ms=4000), 3)(setup)
+        wait_described(setup, bytes(token.hmac))
+        client = WireClient(HOST, setup.sasl_port)
+        with client:
+            assert client.call(SaslHandshake(mechanism=SHA512.mechanism_name), 1).error_code == 0
+            scram = ScramClient(SHA512, token.token_id, base64.b64encode(bytes(token.hmac)).decode(), True)
+            first = client.call(SaslAuthenticate(auth_bytes=scram.first()), 2)
+            final = client.call(SaslAuthenticate(auth_bytes=scram.final(bytes(first.auth_bytes))), 2)
+            assert final.error_code == 0, final.error_message
+            lifetimes.append(final.session_lifetime_ms)
+            assert client.call(DescribeToken(owners=None), 3).error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+            wait_for(lambda c=client: c.call_bytes(ApiKey.API_VERSIONS, 0) is None, timeout=15, interval=0.5,
+                     what="the connection closed once the token expired")
+    assert all(0 < lifetime <= 4000 for lifetime in lifetimes), lifetimes
+
+
+def test_expired_tokens_are_removed(brokers):
+    """delegation.token.expiry.check.interval.ms: a token past its expiry is removed (a renewal
+    then finds none)."""
+    tokens = both(brokers, as_user("alice", create(max_lifetime_ms=1000), 3))
+    for setup, token in zip(brokers.values(), tokens):
+        wait_for(lambda s=setup, t=token: not described(s, bytes(t.hmac)), 15, interval=0.5, what="the token removed")
+    renewals = [as_user("alice", RenewToken(hmac=bytes(token.hmac), renew_period_ms=-1), 2)(setup)
+                for setup, token in zip(brokers.values(), tokens)]
+    assert renewals[0].error_code == ErrorCode.DELEGATION_TOKEN_NOT_FOUND
+    assert_same(*renewals)
+
+
+def test_tokens_survive_a_restart(tmp_path_factory, broker_kind):
+    """Tokens are kept with the cluster's metadata: after a restart the token still logs in."""
+    pool = BrokerPool(tmp_path_factory, f"tokens-restart-{broker_kind}", broker_kind)
+    try:
+        setup = start_token_broker(pool, SECRET)
+        token = as_user("alice", create(), 3)(setup)
+        wait_described(setup, bytes(token.hmac))
+        setup.broker.restart()
+        password = base64.b64encode(bytes(token.hmac)).decode()
+        wait_for(lambda: login(setup, token.token_id, password, token_auth=True), 30, what="the token's login")
+    finally:
+        pool.close()
 
 
 @pytest.fixture(scope="module")
