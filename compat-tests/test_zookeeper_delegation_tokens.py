@@ -10,8 +10,8 @@ import json
 
 import pytest
 from compat_util import wait_for
-from server_process import HOST, free_port
-from test_delegation_tokens import SHA512, TokenBroker, create, login
+from server_process import HOST
+from test_delegation_tokens import SHA512, TokenBroker, create, login, start_with_sasl_listener
 from test_zookeeper_cluster import zk_reader
 from wire_client import WireClient
 
@@ -29,21 +29,16 @@ SECRET = "cluster-token-secret"
 SALT = b"a fixed salt"
 
 
-def settings(port: int, sasl_port: int, broker_id: int, connect: str) -> dict:
-    return {"zookeeper.connect": connect, "broker.id": broker_id, "delegation.token.secret.key": SECRET,
-            "listeners": f"PLAINTEXT://{HOST}:{port},SASL_PLAINTEXT://{HOST}:{sasl_port}",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-512"}
-
-
 def start(factory, connect: str, broker_id: int, kafka: bool = False) -> TokenBroker:
-    sasl_port = free_port()
-    broker = factory.kafka39(connect, start=False) if kafka else factory(start=False)
-    broker.overrides.update(settings(broker.port, sasl_port, broker_id, connect))
-    if kafka:  # Kafka 3.9 wants a login module for the listener's mechanism, even with nothing in it
-        broker.overrides["listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config"] = (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required;")
-    broker.start()
-    return TokenBroker(broker, sasl_port)
+    def settings(port: int, sasl_port: int) -> dict:
+        return {"zookeeper.connect": connect, "broker.id": broker_id, "delegation.token.secret.key": SECRET,
+                "listeners": f"PLAINTEXT://{HOST}:{port},SASL_PLAINTEXT://{HOST}:{sasl_port}",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                # Kafka 3.9 wants a login module for the listener's mechanism, even with nothing in it.
+                **({"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"} if kafka else {})}
+    return start_with_sasl_listener(
+        lambda: factory.kafka39(connect, start=False) if kafka else factory(start=False), settings)
 
 
 def token_login(setup: TokenBroker, token) -> bool:
