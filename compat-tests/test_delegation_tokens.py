@@ -406,6 +406,7 @@ def tokens_scenario(t: Tools, setup: TokenBroker, work: Path) -> None:
 
     t.run(dt, "--command-config", carol, "--create", "--max-life-time-period", "3600000",
           "--owner-principal", "User:bob")  # KIP-373: no ACL denies carol CREATE_TOKENS on User:bob
+    t.run(dt, "--command-config", carol, "--describe", "--owner-principal", "User:carol")  # both, in Kafka's order
     t.run(dt, "--command-config", carol, "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
     t.run(dt, "--command-config", carol, "--describe", "--owner-principal", "User:carol")  # bob's, carol requested it
     # stdout says why; what the admin client logs on stderr depends on how many connections it tried.

@@ -77,6 +77,14 @@ class TokenInformation:
                    int(data["max_timestamp"]), int(data["expiry_timestamp"]))
 
 
+def _spread_hash(text: str) -> int:
+    """ConcurrentHashMap.spread(String.hashCode()) of an ASCII string."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & 0x7FFFFFFF
+
+
 def create_hmac(token_id: str, secret_key: str) -> bytes:
     """DelegationTokenManager.createHmac: HmacSHA512(secret key's UTF-8, token id's UTF-8)."""
     return hmac_module.new(secret_key.encode(), token_id.encode(), "sha512").digest()
@@ -132,6 +140,9 @@ class DelegationTokens:
                  | None = None) -> None:
         self.config = config
         self.tokens: dict[str, TokenInformation] = {}
+        # The table size of Kafka's ConcurrentHashMap of tokens (it doubles at three quarters full and
+        # never shrinks): Kafka describes tokens in its iteration order, by bucket.
+        self._table_size = 16
         self._by_hmac: dict[bytes, str] = {}
         self._credentials: dict[tuple[str, ScramMechanism], ScramCredential] = {}
         # Kafka derives each mechanism's credential from the base64 HMAC with a random salt and the
@@ -150,11 +161,14 @@ class DelegationTokens:
     # --- the cache --------------------------------------------------------------------------------
 
     def update(self, token: TokenInformation) -> None:
-        """A token created or changed (DelegationTokenCache.updateCache)."""
-        self.remove(token.token_id)
+        """A token created or changed (DelegationTokenCache.updateCache); a changed one keeps its place."""
+        new = token.token_id not in self.tokens
         self.tokens[token.token_id] = token
-        if self.enabled:
-            self._by_hmac[self.hmac(token.token_id)] = token.token_id
+        if new:
+            if len(self.tokens) >= self._table_size - (self._table_size >> 2):
+                self._table_size <<= 1
+            if self.enabled:
+                self._by_hmac[self.hmac(token.token_id)] = token.token_id
 
     def remove(self, token_id: str) -> None:
         if self.tokens.pop(token_id, None) is not None and self.enabled:
@@ -245,13 +259,19 @@ class DelegationTokens:
         expiry = min(token.max_timestamp, _sum(now, expiry_time_period_ms))
         return Outcome(ErrorCode.NONE, expiry, replace(token, expiry_timestamp=expiry))
 
+    def _in_kafkas_order(self) -> list[TokenInformation]:
+        """The tokens as Kafka's ConcurrentHashMap iterates them: by bucket (the spread String
+        hash of the id), in insertion order within one."""
+        mask = self._table_size - 1
+        return sorted(self.tokens.values(), key=lambda token: _spread_hash(token.token_id) & mask)
+
     def describe(self, requester: KafkaPrincipal, owners: list[KafkaPrincipal] | None,
                  may_describe_token: Callable[[str], bool],
                  may_describe_owner: Callable[[KafkaPrincipal], bool]) -> list[tuple[TokenInformation, bytes]]:
         """DelegationTokenManager.getTokens(filterToken): the tokens of `owners` (None: all) the
         requester may see, with their HMACs."""
         found = []
-        for token in self.tokens.values():
+        for token in self._in_kafkas_order():
             if owners is not None and not any(token.owner_or_renewer(o) for o in owners):
                 continue
             if (token.owner_or_renewer(requester) or may_describe_token(token.token_id)

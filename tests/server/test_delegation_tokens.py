@@ -131,6 +131,18 @@ def test_describe_filters_by_owner_and_permission():
     assert mac == manager.hmac(mine.token_id)
 
 
+def test_tokens_are_described_in_the_order_of_kafkas_concurrent_hash_map():
+    manager = tokens()
+    for token_id in ("c", "a", "b", "q"):  # String.hashCode: 99, 97, 98, 113 (bucket 1 of 16, as "a")
+        manager.update(TokenInformation(token_id, ALICE, ALICE, (), T0, T0 + WEEK, T0 + DAY))
+    never = lambda *_: False  # noqa: E731
+    assert [t.token_id for t, _ in manager.describe(ALICE, None, never, never)] == ["a", "q", "b", "c"]
+    for n in range(8):  # the twelfth token doubles the table: "a" (97) and "q" (113) part
+        manager.update(TokenInformation(f"t{n}", ALICE, ALICE, (), T0, T0 + WEEK, T0 + DAY))
+    described = [t.token_id for t, _ in manager.describe(ALICE, None, never, never)]
+    assert [token_id for token_id in described if len(token_id) == 1] == ["a", "b", "c", "q"]
+
+
 def test_token_requests_are_refused_over_plaintext_ssl_without_a_certificate_and_token_logins():
     assert allow_token_requests(ALICE, "SASL_PLAINTEXT")
     assert allow_token_requests(ALICE, "SSL")
