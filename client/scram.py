@@ -61,10 +61,12 @@ class ScramClient:
     AuthenticationFailed when the broker's messages are not SCRAM's or do not prove that it holds
     the credential."""
 
-    def __init__(self, mechanism: ScramMechanism, user: str, password: str) -> None:
+    def __init__(self, mechanism: ScramMechanism, user: str, password: str, token_auth: bool = False) -> None:
         self.mechanism, self.password = mechanism, password
         self.nonce = secrets.token_urlsafe(18)
-        self.first_bare = f"n={saslname(user)},r={self.nonce}"
+        # token_auth: logging in with a delegation token (user: its id, password: its base64 HMAC),
+        # which Kafka's ScramLoginModule says with the tokenauth=true extension.
+        self.first_bare = f"n={saslname(user)},r={self.nonce}" + (",tokenauth=true" if token_auth else "")
         self.server_signature = b""
 
     def first(self) -> bytes:

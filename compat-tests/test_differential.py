@@ -46,8 +46,8 @@ INSTANCE_SPECIFIC = {
 
 # ApiVersions: what one serves and the other does not, {api key: (Samsa's range, Kafka's range)}
 # (None: not served). Samsa keeps versions Kafka 4.x dropped (KIP-896: Produce v0-2, Fetch v0-3, ...)
-# and does not serve Kafka's KRaft-controller, delegation-token and streams-group APIs; Kafka 4.4 has
-# newer versions of some APIs than Samsa serves.
+# and does not serve Kafka's KRaft-controller and streams-group APIs; Kafka 4.4 has newer versions of
+# some APIs than Samsa serves.
 API_VERSIONS_DIFFERENCES = {
     ApiKey.PRODUCE: ((0, 11), (0, 13)),
     ApiKey.FETCH: ((0, 17), (4, 18)),
@@ -67,10 +67,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.DELETE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DESCRIBE_CONFIGS: ((0, 4), (1, 4)),
     ApiKey.DESCRIBE_LOG_DIRS: ((0, 4), (1, 5)),
-    ApiKey.CREATE_DELEGATION_TOKEN: (None, (1, 3)),
-    ApiKey.RENEW_DELEGATION_TOKEN: (None, (1, 2)),
-    ApiKey.EXPIRE_DELEGATION_TOKEN: (None, (1, 2)),
-    ApiKey.DESCRIBE_DELEGATION_TOKEN: (None, (1, 3)),
     ApiKey.DELETE_GROUPS: ((0, 2), (0, 3)),
     ApiKey.ELECT_LEADERS: (None, (0, 2)),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: ((0, 0), (0, 1)),
@@ -490,3 +486,35 @@ def test_metadata_at_an_unsupported_version(pair):
     with WireClient(HOST, pair.samsa.sock.getpeername()[1]) as samsa, \
             WireClient(HOST, pair.kafka.sock.getpeername()[1]) as kafka:
         assert [c.call_bytes(ApiKey.METADATA, 127) for c in (samsa, kafka)] == [None, None]
+
+
+# -- delegation tokens (KIP-48) ----------------------------------------------------------------------
+# Over PLAINTEXT, with no delegation.token.secret.key: refused before anything else
+# (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, timestamps -1). test_delegation_tokens.py compares the
+# answers over SASL, with tokens enabled and disabled.
+
+def delegation_token_requests():
+    create = request_class(ApiKey.CREATE_DELEGATION_TOKEN)
+    renew = request_class(ApiKey.RENEW_DELEGATION_TOKEN)
+    expire = request_class(ApiKey.EXPIRE_DELEGATION_TOKEN)
+    describe = request_class(ApiKey.DESCRIBE_DELEGATION_TOKEN)
+    return {
+        "create-v3": (create(owner_principal_type="User", owner_principal_name="bob", renewers=[
+            create.CreatableRenewers(principal_type="User", principal_name="carol")], max_lifetime_ms=-1), 3),
+        "create-v1": (create(renewers=[], max_lifetime_ms=1000), 1),
+        "renew-v2": (renew(hmac=b"hmac", renew_period_ms=-1), 2),
+        "renew-v1": (renew(hmac=b"hmac", renew_period_ms=1000), 1),
+        "expire-v2": (expire(hmac=b"hmac", expiry_time_period_ms=-1), 2),
+        "expire-v1": (expire(hmac=b"hmac", expiry_time_period_ms=1000), 1),
+        "describe-v3": (describe(owners=None), 3),
+        "describe-v1": (describe(owners=[describe.DescribeDelegationTokenOwner(principal_type="User",
+                                                                                principal_name="bob")]), 1),
+    }
+
+
+@pytest.mark.parametrize("case", list(delegation_token_requests()))
+def test_delegation_tokens_over_plaintext(pair, case):
+    message, version = delegation_token_requests()[case]
+    samsa, kafka = pair.both(message, version)
+    assert kafka.error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+    assert_same(samsa, kafka)

@@ -42,6 +42,7 @@ TOOLS = {
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",  # test_delegation_tokens.py
 }
 # A tool lives for a second or two: C1 only and the serial collector start it fastest, and the
 # shared class archive (class_sharing.py) saves loading the JDK's and Kafka's classes again.

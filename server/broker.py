@@ -78,6 +78,7 @@ from .share.share_partition_manager import SharePartitionManager
 from .security.authenticator import AuthenticationFailed
 from .network.connection_quotas import ConnectionQuotas
 from .network.listeners import keep_key_sets, listener_securities
+from .security.delegation_tokens import DelegationTokens, TokenConfig, TokenInformation
 from .security.scram import stored_credential
 from .throttle import BrokerQuotas, connection_throttle_ms, finish_request, wait_unmuted
 
@@ -158,7 +159,9 @@ class Broker:
         self.started = trio.Event()
         self.fetch_sessions = FetchSessionCache(config.get_int("max.incremental.fetch.session.cache.slots"))
         self.disk_limiter = trio.CapacityLimiter(1)  # fsync, retention, checkpoints: one at a time
-        self.listener_security = listener_securities(config, self._scram_credential)
+        # Delegation tokens (KIP-48): read by SCRAM logins from the start, filled once the metadata is read.
+        self.delegation_tokens = DelegationTokens(TokenConfig.from_broker_config(config))
+        self.listener_security = listener_securities(config, self._scram_credential, self.delegation_tokens.login)
         self.connection_quotas = ConnectionQuotas(config)
         self.request_metrics = RequestMetrics()
         # KIP-714; its collect() is a Prometheus collector of what clients push.
@@ -210,6 +213,7 @@ class Broker:
         """A single broker's: its metadata image holds the dynamic configs, ACLs, quotas, SCRAM
         credentials and producer id blocks, and it leads every partition of the image."""
         replicas = ReplicaManager(log_manager, metadata, self.config)
+        self.delegation_tokens.replace_all(TokenInformation.from_json(t) for t in metadata.delegation_tokens.values())
         return self._services(
             log_manager, metadata, replicas, new_authorizer(self.config, metadata.acls),
             ProducerIdManager(metadata.allocate_producer_id_block), BrokerQuotas(self.config, metadata.client_quotas),
@@ -239,7 +243,8 @@ class Broker:
 
         shared = ZkSharedMetadata(zookeeper.client, self.node_id, topic_configs_changed, lambda: quotas.refresh(),
                                   acls_changed, lambda: apply_cluster_broker_configs(services),
-                                  lambda group_id, configs: services.group_configs.update_group_config(group_id, configs))
+                                  lambda group_id, configs: services.group_configs.update_group_config(group_id, configs),
+                                  self.delegation_tokens)
         metadata_cache = ZkMetadataCache(self.node_id, metadata, shared)
         producer_id_blocks = ZkProducerIdBlocks(zookeeper.client, self.node_id, PRODUCER_ID_BLOCK_SIZE)
         quotas = BrokerQuotas(config, shared.client_quotas)
@@ -300,7 +305,8 @@ class Broker:
             persister=persister, share_partitions=share_partitions, producer_ids=producer_ids, quotas=quotas,
             authorizer=authorizer, fetch_sessions=self.fetch_sessions, disk_limiter=self.disk_limiter,
             advertised=self.advertised, client_telemetry=self.client_telemetry,
-            connection_quotas=self.connection_quotas, control_plane=control_plane, controller=controller)
+            connection_quotas=self.connection_quotas, control_plane=control_plane, controller=controller,
+            delegation_tokens=self.delegation_tokens)
         return services
 
     def _scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
@@ -421,6 +427,11 @@ class Broker:
                     tasks.start_soon(serve_listener, sock, ep, functools.partial(self._serve_connection, services),
                                      connections, self.connection_quotas)
                 tasks.start_soon(self._periodic_jobs, services.log_manager)
+                if self.delegation_tokens.enabled:
+                    async def remove_expired_tokens() -> None:
+                        await self._remove_expired_tokens(services)
+                    tasks.start_soon(_every, self.delegation_tokens.config.expiry_check_interval_ms,
+                                     remove_expired_tokens)
                 log.info("[KafkaServer id=%d] started (%.2fs) on %s", self.node_id,
                          (elapsed_ns() - started_at) / 1e9,
                          ", ".join(f"{e.listener}://{e.host or ''}:{e.port}" for e in self.endpoints))
@@ -432,6 +443,16 @@ class Broker:
                 finally:
                     with trio.CancelScope(shield=True):
                         await self._shutdown(services, tasks, connections)
+
+    async def _remove_expired_tokens(self, services: BrokerServices) -> None:
+        """Every delegation.token.expiry.check.interval.ms, the tokens past their expiry are removed
+        (Kafka's controller: sweepExpiredDelegationTokens; in a ZooKeeper cluster the active
+        controller's expireTokens)."""
+        if services.controller is not None and not services.controller.is_active:
+            return
+        for token in self.delegation_tokens.expired(wall_clock_ms()):
+            log.info("Delegation token expired for token: %s for owner: %s", token.token_id, token.owner)
+            await services.admin.remove_delegation_token(services, token.token_id)
 
     async def controlled_shutdown(self) -> None:
         """Before a shutdown in a ZooKeeper cluster (controlled.shutdown.enable): the controller moves

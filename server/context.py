@@ -5,7 +5,7 @@ through `ctx.services` only, so what they depend on is listed, and typed, here."
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .coordinators.txn_service import TxnService
     from .coordinators.share_service import ShareService
     from .share.persister import Persister
+    from .security.delegation_tokens import DelegationTokens
 
 
 class CloseConnection(Exception):
@@ -53,6 +54,8 @@ class KafkaPrincipal:
 
     principal_type: str
     name: str
+    # Logged in with a delegation token; not part of equality, as in Kafka (KafkaPrincipal.equals).
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"
@@ -98,6 +101,8 @@ class BrokerServices:
     # this broker may be the controller (a ZooKeeper cluster): both None for a single broker.
     control_plane: ControlPlane | None = None
     controller: Controller | None = None
+    # The cluster's delegation tokens as this broker knows them (KIP-48); SCRAM logins read them too.
+    delegation_tokens: DelegationTokens | None = None
 
     def broker_info(self, listener: str) -> BrokerInfo:
         """This broker as advertised on `listener` (the first advertised listener otherwise)."""

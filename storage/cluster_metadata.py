@@ -27,12 +27,14 @@ from ..wire.metadata_records.access_control_entry_record import AccessControlEnt
 from ..wire.metadata_records.begin_transaction_record import BeginTransactionRecord
 from ..wire.metadata_records.client_quota_record import ClientQuotaRecord
 from ..wire.metadata_records.config_record import ConfigRecord
+from ..wire.metadata_records.delegation_token_record import DelegationTokenRecord
 from ..wire.metadata_records.end_transaction_record import EndTransactionRecord
 from ..wire.metadata_records.feature_level_record import FeatureLevelRecord
 from ..wire.metadata_records.partition_change_record import PartitionChangeRecord
 from ..wire.metadata_records.partition_record import PartitionRecord
 from ..wire.metadata_records.producer_ids_record import ProducerIdsRecord
 from ..wire.metadata_records.remove_access_control_entry_record import RemoveAccessControlEntryRecord
+from ..wire.metadata_records.remove_delegation_token_record import RemoveDelegationTokenRecord
 from ..wire.metadata_records.remove_topic_record import RemoveTopicRecord
 from ..wire.metadata_records.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from ..wire.metadata_records.topic_record import TopicRecord
@@ -88,6 +90,9 @@ class ClusterMetadata:
     # user -> ScramMechanism type id (1 SHA-256, 2 SHA-512) -> (salt, stored key, server key, iterations)
     scram_credentials: dict[str, dict[int, tuple[bytes, bytes, bytes, int]]] = field(default_factory=dict)
     acls: dict[uuid.UUID, KraftAcl] = field(default_factory=dict)  # by id, in creation order
+    # DelegationTokenRecords by token id, in server.security.delegation_tokens.TokenInformation's
+    # JSON form (principals as 'User:alice'); never their HMACs, which the secret key gives.
+    delegation_tokens: dict[str, dict] = field(default_factory=dict)
     # The first producer id of the next block the controller would hand out: none below it is free.
     next_producer_id: int = 0
     features: dict[str, int] = field(default_factory=dict)  # feature name -> finalized level
@@ -213,6 +218,13 @@ class _Replay:
                                              record.principal, record.host, record.operation, record.permission_type)
         elif isinstance(record, RemoveAccessControlEntryRecord):
             image.acls.pop(record.id, None)
+        elif isinstance(record, DelegationTokenRecord):
+            image.delegation_tokens[record.token_id] = {
+                "token_id": record.token_id, "owner": record.owner, "requester": record.requester,
+                "renewers": list(record.renewers), "issue_timestamp": record.issue_timestamp,
+                "max_timestamp": record.max_timestamp, "expiry_timestamp": record.expiration_timestamp}
+        elif isinstance(record, RemoveDelegationTokenRecord):
+            image.delegation_tokens.pop(record.token_id, None)
         elif isinstance(record, ProducerIdsRecord):
             image.next_producer_id = max(image.next_producer_id, record.next_producer_id)
         elif isinstance(record, FeatureLevelRecord):

@@ -25,17 +25,12 @@ KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUP_STATE = "the share coordinator's, between brokers (the persister's calls)"
 SHARE_GROUP_ADMIN = ("share group offsets through the group coordinator and the share coordinator's state (kafka-"
                      "share-groups.sh)")
-DELEGATION_TOKENS = "delegation tokens (KIP-48) are not implemented"
 STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
 CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
                     "(zookeeper.connect; Kafka 3.9's ZooKeeper mode has none)")
 
 # Why an API key is not served, one short reason each.
 NOT_SERVED: dict[ApiKey, str] = {
-    ApiKey.CREATE_DELEGATION_TOKEN: DELEGATION_TOKENS,
-    ApiKey.RENEW_DELEGATION_TOKEN: DELEGATION_TOKENS,
-    ApiKey.EXPIRE_DELEGATION_TOKEN: DELEGATION_TOKENS,
-    ApiKey.DESCRIBE_DELEGATION_TOKEN: DELEGATION_TOKENS,
     ApiKey.VOTE: KRAFT,
     ApiKey.BEGIN_QUORUM_EPOCH: KRAFT,
     ApiKey.END_QUORUM_EPOCH: KRAFT,

@@ -52,6 +52,12 @@ ACL_CHANGE_PREFIX = "acl_changes_"
 GROUP_CONFIG_CHANGES = "/samsa/group_config_changes"
 GROUP_CONFIGS = "groups"
 
+# Delegation tokens (ZkData's DelegationTokenAuthZNode and its children): a token's znode by id, and
+# the token_change_<seq> notifications (the token id) every broker's token manager watches.
+DELEGATION_TOKENS = "/delegation_token/tokens"
+DELEGATION_TOKEN_CHANGES = "/delegation_token/token_changes"
+DELEGATION_TOKEN_CHANGE_PREFIX = "token_change_"
+
 # Kafka 3.9's ConfigType.ALL, the entity types under /config (client-metrics and groups are KRaft's only).
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
 
@@ -657,6 +663,48 @@ def decode_extended_acl_change(data: bytes | None) -> tuple[str, str, str]:
     if int(js.get("version", 0)) > 1:
         raise ZkDataError(f"unsupported ACL change event: {data!r}")
     return str(js["resourceType"]), str(js["name"]), str(js["patternType"])
+
+
+# -- /delegation_token ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DelegationTokenInfo:
+    """A token's znode (DelegationTokenInfoZNode, version 3): principals as 'User:alice', the
+    caller sanitizing them (Kafka's Sanitizer) before encoding and after decoding."""
+
+    token_id: str
+    owner: str
+    token_requester: str
+    renewers: tuple[str, ...]
+    issue_timestamp: int
+    max_timestamp: int
+    expiry_timestamp: int
+
+
+def delegation_token_path(token_id: str) -> str:
+    return f"{DELEGATION_TOKENS}/{token_id}"
+
+
+def encode_delegation_token(t: DelegationTokenInfo) -> bytes:
+    """DelegationTokenManagerZk.toJsonCompatibleMap: an immutable Scala map of eight entries."""
+    return encode_json(_order_scala_immutable([
+        ("version", 3), ("owner", t.owner), ("tokenRequester", t.token_requester), ("renewers", list(t.renewers)),
+        ("issueTimestamp", t.issue_timestamp), ("maxTimestamp", t.max_timestamp),
+        ("expiryTimestamp", t.expiry_timestamp), ("tokenId", t.token_id)]))
+
+
+def decode_delegation_token(data: bytes | None) -> DelegationTokenInfo | None:
+    """DelegationTokenManagerZk.fromBytes: None for an empty znode; before version 3 the requester is the owner."""
+    if not data:
+        return None
+    js = _object(data, "a delegation token")
+    version = int(js["version"])
+    if not 0 < version <= 3:
+        raise ZkDataError(f"unsupported delegation token version {version}")
+    owner = str(js["owner"])
+    return DelegationTokenInfo(str(js["tokenId"]), owner, str(js["tokenRequester"]) if version >= 3 else owner,
+                               tuple(str(r) for r in js["renewers"]), int(js["issueTimestamp"]),
+                               int(js["maxTimestamp"]), int(js["expiryTimestamp"]))
 
 
 # A topic id as ZooKeeper's znodes and Kafka's Uuid.toString write it: URL-safe base64, unpadded.

@@ -76,6 +76,7 @@ MODULES = (
     "share_fetch", "share_acknowledge",
     "initialize_share_group_state", "read_share_group_state", "write_share_group_state", "delete_share_group_state",
     "read_share_group_state_summary",
+    "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "describe_delegation_token",
 )
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ...coordinator.client_quotas import Entity
     from ..context import BrokerServices
     from ..security.authorizer import AclBinding
+    from ..security.delegation_tokens import TokenInformation
     from ..security.scram import ScramCredential, ScramMechanism
     from .cache import BrokerInfo, TopicInfo
 
@@ -115,3 +116,11 @@ class AdminManager(Protocol):
 
     async def change_acls(self, services: BrokerServices, acls: Sequence[AclBinding]) -> None:
         """CreateAcls' or DeleteAcls' new ACLs in force."""
+
+    # --- delegation tokens ----------------------------------------------------------------------
+
+    async def store_delegation_token(self, services: BrokerServices, token: TokenInformation) -> None:
+        """A token created, renewed or given a new expiry: stored, and in every broker's cache."""
+
+    async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
+        """A token expired: removed from the store and from every broker's cache."""

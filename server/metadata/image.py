@@ -65,6 +65,13 @@ class MetadataStore(MetadataView, Protocol):
 
     def set_scram_credentials(self, credentials: dict[str, dict[str, dict]]) -> None: ...
 
+    @property
+    def delegation_tokens(self) -> Mapping[str, Mapping]:
+        """Delegation tokens by id, as server.security.delegation_tokens.TokenInformation.to_json()."""
+
+    def set_delegation_token(self, token_id: str, token: dict | None) -> None:
+        """A token stored (None: removed)."""
+
     def alter_client_quotas(self, changes: dict[Entity, dict[str, float | None]]) -> None: ...
 
     def allocate_producer_id_block(self, size: int) -> int:
@@ -97,6 +104,9 @@ class MetadataImage:
         self.scram_credentials: dict[str, dict[str, dict]] = {}
         # Client quotas by entity (Kafka's ClientQuotaRecords): {quota key: value}.
         self.client_quotas: dict[Entity, dict[str, float]] = {}
+        # Delegation tokens by id (Kafka's DelegationTokenRecords), as
+        # server.security.delegation_tokens.TokenInformation.to_json(); never their HMACs.
+        self.delegation_tokens: dict[str, dict] = {}
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -114,6 +124,7 @@ class MetadataImage:
             image.scram_credentials = data.get("scram_credentials", {})
             for q in data.get("client_quotas", []):
                 image.client_quotas[tuple((kind, name) for kind, name in q["entity"])] = dict(q["values"])
+            image.delegation_tokens = {token["token_id"]: dict(token) for token in data.get("delegation_tokens", [])}
         return image
 
     @classmethod
@@ -138,6 +149,7 @@ class MetadataImage:
                     image.scram_credentials.setdefault(user, {})[mechanism.mechanism_name] = ScramCredential(
                         salt, stored_key, server_key, iterations).to_json()
         image.client_quotas = {entity: dict(values) for entity, values in kraft.client_quotas.items()}
+        image.delegation_tokens = {token_id: dict(token) for token_id, token in kraft.delegation_tokens.items()}
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -161,6 +173,7 @@ class MetadataImage:
             "scram_credentials": self.scram_credentials,
             "client_quotas": [{"entity": [list(part) for part in entity], "values": values}
                               for entity, values in self.client_quotas.items()],
+            "delegation_tokens": list(self.delegation_tokens.values()),
         }
         write_atomically(self.path, json.dumps(data, indent=1))
 
@@ -250,6 +263,22 @@ class MetadataImage:
             self.save()
         except OSError:
             self.scram_credentials = previous
+            raise
+
+    def set_delegation_token(self, token_id: str, token: dict | None) -> None:
+        """A delegation token created or changed (None: removed), durably."""
+        previous = self.delegation_tokens.get(token_id)
+        if token is None:
+            self.delegation_tokens.pop(token_id, None)
+        else:
+            self.delegation_tokens[token_id] = dict(token)
+        try:
+            self.save()
+        except OSError:
+            if previous is None:
+                self.delegation_tokens.pop(token_id, None)
+            else:
+                self.delegation_tokens[token_id] = previous
             raise
 
     def collides(self, name: str) -> str | None:

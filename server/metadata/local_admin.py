@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ...coordinator.client_quotas import Entity
     from ..context import BrokerServices
     from ..security.authorizer import AclBinding
+    from ..security.delegation_tokens import TokenInformation
     from ..security.scram import ScramCredential, ScramMechanism
     from .cache import BrokerInfo, TopicInfo
 
@@ -166,6 +167,18 @@ class LocalAdminManager:
     async def change_acls(self, services: BrokerServices, acls: Sequence[AclBinding]) -> None:
         assert services.authorizer is not None  # the ACL APIs refuse without one (acl_admin.refusal)
         store_acls(services.metadata, services.authorizer, acls)
+
+    async def store_delegation_token(self, services: BrokerServices, token: TokenInformation) -> None:
+        """In the image (Kafka's DelegationTokenRecord), then the cache."""
+        assert services.delegation_tokens is not None
+        services.metadata.set_delegation_token(token.token_id, token.to_json())
+        services.delegation_tokens.update(token)
+
+    async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
+        """From the image (Kafka's RemoveDelegationTokenRecord), then the cache."""
+        assert services.delegation_tokens is not None
+        services.metadata.set_delegation_token(token_id, None)
+        services.delegation_tokens.remove(token_id)
 
 
 def _ensure_coordinator_topic(services: BrokerServices, name: str) -> bool:

@@ -28,7 +28,7 @@ from ..security.plain import PlainServer
 from ..context import ANONYMOUS, KafkaPrincipal
 from ..security.principal import USER_TYPE, NoMatchingRule, SslPrincipalMapper, distinguished_name
 from ..security.sasl import OAUTHBEARER, PLAIN, SUPPORTED_MECHANISMS, SaslServer
-from ..security.scram import ScramCredential, ScramServer
+from ..security.scram import ScramCredential, ScramServer, TokenLogin
 from .tls import server_context
 
 log = logging.getLogger(__name__)
@@ -54,13 +54,14 @@ JwksSources = dict[tuple, JwksSource]
 
 class ListenerSecurity:
     def __init__(self, config, listener: str, security_protocol: str, scram_credential: ScramCredentials,
-                 jwks_sources: JwksSources | None = None) -> None:
+                 jwks_sources: JwksSources | None = None, token_login: TokenLogin | None = None) -> None:
         self.config = ListenerConfig(config, listener)
         self._jwks_sources = {} if jwks_sources is None else jwks_sources
         self.jwks: JwksSource | None = None
         self.security_protocol = security_protocol
         self.authentication_timeout = AUTHENTICATION_TIMEOUT_S
         self._scram_credential = scram_credential
+        self._token_login = token_login
         self.ssl_context = (server_context(self.config, security_protocol)
                             if security_protocol in ("SSL", "SASL_SSL") else None)
         rules_key = self.config.key("ssl.principal.mapping.rules")
@@ -216,7 +217,7 @@ class ListenerSecurity:
             return OAuthBearerServer(self.oauthbearer, wall_clock_ms)
         scram = ScramMechanism.from_name(mechanism)
         assert scram is not None
-        return ScramServer(scram, self._scram_credential)
+        return ScramServer(scram, self._scram_credential, self._token_login, wall_clock_ms)
 
     def _reauth_ms(self, mechanism: str) -> int:
         return self.config.get("connections.max.reauth.ms", mechanism)
@@ -252,11 +253,12 @@ def _api_versions_supported(version: int) -> bool:
     return handler.min_version <= version <= handler.max_version
 
 
-def listener_securities(config, scram_credential: ScramCredentials) -> dict[str, ListenerSecurity]:
+def listener_securities(config, scram_credential: ScramCredentials,
+                        token_login: TokenLogin | None = None) -> dict[str, ListenerSecurity]:
     """A ListenerSecurity for every listener of the config, by listener name."""
     jwks_sources: JwksSources = {}
     return {endpoint.name: ListenerSecurity(config, endpoint.name, endpoint.security_protocol, scram_credential,
-                                            jwks_sources)
+                                            jwks_sources, token_login)
             for endpoint in config.listeners}
 
 

@@ -210,7 +210,9 @@ class SaslServerAuthenticator(Authenticator):
         assert self._server is not None and self.mechanism is not None
         response = self._server.evaluate(bytes(token))
         if self._server.complete:
-            principal = KafkaPrincipal(USER_TYPE, self._server.authorization_id or "")
+            # Only a SCRAM server has token_authenticated (a delegation token's login).
+            principal = KafkaPrincipal(USER_TYPE, self._server.authorization_id or "",
+                                       getattr(self._server, "token_authenticated", False))
             if self._reauth_from is not None and principal != self._reauth_from[1]:
                 previous = self._reauth_from[1]
                 raise SaslAuthenticationException(

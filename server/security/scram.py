@@ -86,17 +86,31 @@ def _extensions(text: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in text.split(",") if item)
 
 
+# A delegation token's login (server/security/delegation_tokens.py's DelegationTokens.login): the
+# token id and mechanism -> (its SCRAM credential, its owner's name, its expiry timestamp in ms),
+# each None for an unknown token (Kafka's DelegationTokenCredentialCallback).
+TokenLogin = Callable[[str, ScramMechanism], tuple["ScramCredential | None", "str | None", "int | None"]]
+
+
 class ScramServer:
     """One SCRAM exchange: client-first -> server-first, client-final -> server-final."""
 
-    credential_lifetime_ms: int | None = None
-
-    def __init__(self, mechanism: ScramMechanism, credential: Callable[[str, ScramMechanism], ScramCredential | None]):
+    def __init__(self, mechanism: ScramMechanism, credential: Callable[[str, ScramMechanism], ScramCredential | None],
+                 token_login: TokenLogin | None = None, clock_ms: Callable[[], int] | None = None):
         self.mechanism = mechanism.mechanism_name
         self._scram = mechanism
         self._credential = credential
+        self._token_login = token_login
+        self._clock_ms = clock_ms
         self.complete = False
         self.authorization_id: str | None = None
+        # Logged in with a delegation token (the tokenauth=true extension): the principal is the
+        # token's owner, marked token-authenticated, and the session ends when the token expires.
+        self.token_authenticated = False
+        self._token_expiry_ms: int | None = None
+        # Set when complete: a token's session lasts until the token's expiry (Kafka's
+        # CREDENTIAL.LIFETIME.MS is the expiry timestamp, of which SaslServerAuthenticator takes the time left).
+        self.credential_lifetime_ms: int | None = None
         self._state = "client-first"
         self._stored: ScramCredential | None = None
         self._gs2_header = ""
@@ -121,9 +135,15 @@ class ScramServer:
         if match is None:
             raise SaslException(f"Invalid SCRAM client first message format: {message}")
         user = username(match["saslname"])
+        # ScramExtensions.tokenAuthenticated: Boolean.parseBoolean, so any case of "true".
         if _extensions(match["extensions"]).get("tokenauth", "").lower() == "true":
-            raise SaslException(f"Token Authentication failed: Invalid tokenId : {user}")
-        stored = self._credential(user, self._scram)
+            stored, owner, expiry = (None, None, None) if self._token_login is None else self._token_login(
+                user, self._scram)
+            if owner is None:
+                raise SaslException(f"Token Authentication failed: Invalid tokenId : {user}")
+            authorization_id, self._token_expiry_ms, self.token_authenticated = owner, expiry, True
+        else:
+            stored, authorization_id = self._credential(user, self._scram), user
         if stored is None:
             raise SaslException("Authentication failed: Invalid user credentials")
         if match["authzid"] and match["authzid"] != user:
@@ -133,7 +153,7 @@ class ScramServer:
             raise SaslException(f"Iterations {stored.iterations} is less than the minimum "
                                 f"{self._scram.min_iterations} for {self.mechanism}")
         self._stored = stored
-        self.authorization_id = user
+        self.authorization_id = authorization_id
         self._gs2_header = match["gs2"]
         self._client_first_bare = match["bare"]
         self._nonce = match["nonce"] + secrets.token_urlsafe(24)
@@ -162,4 +182,6 @@ class ScramServer:
         self._stored = None
         self._state = "complete"
         self.complete = True
+        if self._token_expiry_ms is not None and self._clock_ms is not None:
+            self.credential_lifetime_ms = self._token_expiry_ms - self._clock_ms()
         return b"v=" + base64.b64encode(server_signature)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ..context import BrokerServices
     from ..metadata.cache import BrokerInfo, TopicInfo
     from ..security.authorizer import AclBinding
+    from ..security.delegation_tokens import TokenInformation
     from ..security.scram import ScramCredential, ScramMechanism
     from .metadata_cache import ZkMetadataCache
     from .shared_metadata import ZkSharedMetadata
@@ -280,6 +281,12 @@ class ZkAdminManager:
     async def change_acls(self, services: BrokerServices, acls: Sequence[AclBinding]) -> None:
         # The authorizer takes what ZooKeeper has then (another broker's ACLs written meanwhile too).
         await self._shared.store_acls(acls)
+
+    async def store_delegation_token(self, services: BrokerServices, token: TokenInformation) -> None:
+        await self._shared.store_delegation_token(token)  # /delegation_token/tokens/<id>, then its notification
+
+    async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
+        await self._shared.remove_delegation_token(token_id)
 
 
 def _creatable_topic(services: BrokerServices, name: str) -> tuple[int, int, dict[str, str]]:

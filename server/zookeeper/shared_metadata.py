@@ -39,6 +39,7 @@ from ...wire import zk_data
 from ..clock import wall_clock_ms
 from ..config.kafka_config import java_double
 from ..security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from ..security.delegation_tokens import DelegationTokens, TokenInformation, parse_principal
 from ..security.scram import ScramCredential
 
 log = logging.getLogger("samsa.zk.config")
@@ -151,8 +152,13 @@ class ZkSharedMetadata:
     def __init__(self, client, broker_id: int, on_topic_configs: Callable[[str, dict[str, str]], None],
                  on_quotas_changed: Callable[[], None], on_acls_changed: Callable[[list[AclBinding]], None],
                  on_broker_configs: Callable[[], None],
-                 on_group_configs: Callable[[str, dict[str, str]], None] | None = None) -> None:
+                 on_group_configs: Callable[[str, dict[str, str]], None] | None = None,
+                 delegation_tokens: DelegationTokens | None = None) -> None:
         self.client = client
+        # The delegation tokens' cache, kept as /delegation_token/tokens holds them (when tokens are enabled).
+        self.delegation_tokens = delegation_tokens if delegation_tokens is not None and delegation_tokens.enabled \
+            else None
+        self._last_token_change = -1
         self.broker_id = broker_id
         self._on_broker_configs = on_broker_configs
         self._on_topic_configs = on_topic_configs
@@ -213,6 +219,8 @@ class ZkSharedMetadata:
                     continue  # AclAuthorizer.loadCache: "Ignoring unknown ResourceType"
                 for name in await self.client.get_children(f"{store}/{type_name}"):
                     await self._read_acls((resource_type, pattern_type, name))
+        if self.delegation_tokens is not None:
+            await self._load_delegation_tokens()
         log.info("Loaded from ZooKeeper: client quotas of %d entities, SCRAM credentials of %d users, "
                  "%d ACLs, configs of %d groups", len(self.client_quotas), len(self.scram_credentials),
                  len(self.acl_bindings()), len(groups))
@@ -230,6 +238,9 @@ class ZkSharedMetadata:
                                    zk_data.ACL_CHANGE_PREFIX,
                                    lambda children, p=pattern_type: self._acl_changes(p, children),
                                    lambda p=pattern_type: self._last_acl_change[p])
+            if self.delegation_tokens is not None:
+                nursery.start_soon(self._watch, zk_data.DELEGATION_TOKEN_CHANGES, zk_data.DELEGATION_TOKEN_CHANGE_PREFIX,
+                                   self._token_changes, lambda: self._last_token_change)
             task_status.started()
 
     async def _watch(self, path: str, prefix: str, process, last_processed: Callable[[], int]) -> None:
@@ -309,6 +320,61 @@ class ZkSharedMetadata:
                 await self._read_acls(resource)
                 log.info("Processing Acl change notification for %s", resource)
             self._on_acls_changed(self.acl_bindings())
+
+    # --- delegation tokens (DelegationTokenManagerZk) ------------------------------------------------
+
+    async def _load_delegation_tokens(self) -> None:
+        """startup: createDelegationTokenPaths, loadCache, and the notifications so far taken as seen."""
+        for path in (zk_data.DELEGATION_TOKEN_CHANGES, zk_data.DELEGATION_TOKENS):
+            await self.client.create_persistent_path(path)
+        self._last_token_change = _last_sequence(await self.client.get_children(zk_data.DELEGATION_TOKEN_CHANGES),
+                                                 zk_data.DELEGATION_TOKEN_CHANGE_PREFIX)
+        token_ids = await self.client.get_children(zk_data.DELEGATION_TOKENS)
+        log.info("Loading the token cache. Total token count: %d", len(token_ids))
+        for token_id in token_ids:
+            await self._read_delegation_token(token_id)
+
+    async def _token_changes(self, children: list[str]) -> None:
+        """TokenChangedNotificationHandler: the named token read again (gone: removed from the cache)."""
+        for sequence, child in _new_notifications(children, zk_data.DELEGATION_TOKEN_CHANGE_PREFIX,
+                                                  self._last_token_change):
+            found = await self.client.get_data(f"{zk_data.DELEGATION_TOKEN_CHANGES}/{child}")
+            self._last_token_change = sequence
+            if found is None or not found[0]:
+                continue
+            token_id = found[0].decode("utf-8", "replace")
+            log.info("Processing Token Notification for tokenId: %s", token_id)
+            await self._read_delegation_token(token_id)
+
+    async def _read_delegation_token(self, token_id: str) -> None:
+        assert self.delegation_tokens is not None
+        found = await self.client.get_data(zk_data.delegation_token_path(token_id))
+        try:
+            info = None if found is None else zk_data.decode_delegation_token(found[0])
+            token = None if info is None else _token_information(info)
+        except (zk_data.ZkDataError, KeyError, ValueError) as e:
+            log.error("Error while getting Token for tokenId: %s: %s", token_id, e)
+            return
+        if token is None:
+            self.delegation_tokens.remove(token_id)
+        else:
+            self.delegation_tokens.update(token)
+
+    async def store_delegation_token(self, token: TokenInformation) -> None:
+        """DelegationTokenManagerZk.updateToken: the znode, the cache, the notification."""
+        assert self.delegation_tokens is not None
+        info = zk_data.DelegationTokenInfo(
+            token.token_id, sanitize(str(token.owner)), sanitize(str(token.requester)),
+            tuple(sanitize(str(r)) for r in token.renewers), token.issue_timestamp, token.max_timestamp,
+            token.expiry_timestamp)
+        await self.client.set_or_create_delegation_token(token.token_id, zk_data.encode_delegation_token(info))
+        self.delegation_tokens.update(token)
+
+    async def remove_delegation_token(self, token_id: str) -> None:
+        """DelegationTokenManagerZk.removeToken."""
+        assert self.delegation_tokens is not None
+        await self.client.delete_delegation_token(token_id)
+        self.delegation_tokens.remove(token_id)
 
     async def entity_changed(self, entity_path: str) -> None:
         """ConfigHandler.processConfigChanges for the entity: read it again and apply it."""
@@ -468,6 +534,13 @@ class ZkSharedMetadata:
                 await self.client.create_acl_change_notification(
                     zk_data.acl_change_store_path(pattern_type.name), notification)
         self._on_acls_changed(self.acl_bindings())
+
+
+def _token_information(info: zk_data.DelegationTokenInfo) -> TokenInformation:
+    return TokenInformation(info.token_id, parse_principal(desanitize(info.owner)),
+                            parse_principal(desanitize(info.token_requester)),
+                            tuple(parse_principal(desanitize(r)) for r in info.renewers), info.issue_timestamp,
+                            info.max_timestamp, info.expiry_timestamp)
 
 
 def _resource_order(resource) -> tuple:

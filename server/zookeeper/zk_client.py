@@ -356,6 +356,32 @@ class KafkaZkClient:
             create_recursive(zk, store_path, None, throw_if_path_exists=False)
             zk.create(f"{store_path}/{zk_data.ACL_CHANGE_PREFIX}", data, sequence=True)
         await self.call(create)
+    async def create_persistent_path(self, path: str) -> None:
+        """KafkaZkClient.createRecursive(path, throwIfPathExists = false), without data."""
+        await self.call(lambda zk: create_recursive(zk, path, None, throw_if_path_exists=False))
+
+    async def set_or_create_delegation_token(self, token_id: str, data: bytes) -> None:
+        """KafkaZkClient.setOrCreateDelegationToken, then createTokenChangeNotification."""
+        path = zk_data.delegation_token_path(token_id)
+
+        def write(zk: KazooClient) -> None:
+            try:
+                zk.set(path, data)
+            except NoNodeError:
+                create_recursive(zk, path, data)
+            _create_token_change_notification(zk, token_id)
+        await self.call(write)
+
+    async def delete_delegation_token(self, token_id: str) -> None:
+        """KafkaZkClient.deleteDelegationToken (gone already is fine), then createTokenChangeNotification."""
+        def delete(zk: KazooClient) -> None:
+            try:
+                zk.delete(zk_data.delegation_token_path(token_id), recursive=True)
+            except NoNodeError:
+                pass
+            _create_token_change_notification(zk, token_id)
+        await self.call(delete)
+
     async def propagate_log_dir_event(self, broker_id: int) -> str:
         """KafkaZkClient.propagateLogDirEvent: a persistent sequential
         /log_dir_event_notification/log_dir_event_<seq> naming this broker; the controller answers
@@ -382,6 +408,14 @@ class KafkaZkClient:
             except NoNodeError:
                 return None
         return await self.call(get)
+
+
+def _create_token_change_notification(zk: KazooClient, token_id: str) -> None:
+    """KafkaZkClient.createTokenChangeNotification: a persistent sequential token_change_<seq>
+    holding the token id (createDelegationTokenPaths made its parent)."""
+    create_recursive(zk, zk_data.DELEGATION_TOKEN_CHANGES, None, throw_if_path_exists=False)
+    zk.create(f"{zk_data.DELEGATION_TOKEN_CHANGES}/{zk_data.DELEGATION_TOKEN_CHANGE_PREFIX}", token_id.encode(),
+              sequence=True)
 
 
 def _rolled_back(error: Exception) -> bool:

@@ -60,7 +60,7 @@ def test_bad_client_final_messages(tamper, error):
     (b"y,,n=u,r=abc", SaslException, "client first message format"),
     (b"n,a=other,n=u,r=abc", SaslAuthenticationException, "authorization id that is different"),
     (b"n,,n=u=x,r=abc", SaslException, "client first message format"),  # a bare "=" in a name
-    (b"n,,n=u,r=abc,tokenauth=true", SaslException, "Token Authentication failed"),
+    (b"n,,n=u,r=abc,tokenauth=true", SaslException, "Token Authentication failed: Invalid tokenId : u"),
 ])
 def test_bad_client_first_messages(first, exception, error):
     with pytest.raises(exception, match=error):

@@ -5,6 +5,8 @@ test_zookeeper_configs.py runs it against a real ZooKeeper with Kafka 3.9 beside
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import trio
 
@@ -294,5 +296,51 @@ def test_group_configs_are_read_at_startup_and_every_broker_applies_a_change():
             nursery.cancel_scope.cancel()
         assert not [p for p in zk.nodes if p.startswith(zk_data.CONFIG_CHANGES + "/")]
         assert len([p for p in zk.nodes if p.startswith(zk_data.GROUP_CONFIG_CHANGES + "/")]) == 2
+
+    trio.run(main)
+
+
+class FakeZkWithTokens(FakeZk):
+    """With KafkaZkClient's delegation token calls."""
+
+    async def create_persistent_path(self, path: str) -> None:
+        self.nodes.setdefault(path, (None, 0))
+
+    async def set_or_create_delegation_token(self, token_id: str, data: bytes) -> None:
+        self.put(zk_data.delegation_token_path(token_id), data)
+        self.notify(zk_data.DELEGATION_TOKEN_CHANGES, zk_data.DELEGATION_TOKEN_CHANGE_PREFIX, token_id.encode())
+
+    async def delete_delegation_token(self, token_id: str) -> None:
+        self.nodes.pop(zk_data.delegation_token_path(token_id), None)
+        self.notify(zk_data.DELEGATION_TOKEN_CHANGES, zk_data.DELEGATION_TOKEN_CHANGE_PREFIX, token_id.encode())
+
+
+def test_delegation_tokens_are_shared_through_their_znodes_and_notifications():
+    from samsa.server.context import KafkaPrincipal
+    from samsa.server.security.delegation_tokens import DelegationTokens, TokenConfig, TokenInformation
+
+    zk = FakeZkWithTokens()
+    alice, bob = KafkaPrincipal("User", "alice"), KafkaPrincipal("User", "b b")
+    already = TokenInformation("old", alice, alice, (), 1, 3, 2)
+    zk.put(zk_data.delegation_token_path("old"), zk_data.encode_delegation_token(zk_data.DelegationTokenInfo(
+        "old", "User%3Aalice", "User%3Aalice", (), 1, 3, 2)))
+    caches = [DelegationTokens(TokenConfig("secret")) for _ in range(2)]
+    writer, reader = Applied(), Applied()
+    writing, reading = (ZkSharedMetadata(zk, 1, a._topic, a._quotas, a._acls, a._brokers, a._group, cache)
+                        for a, cache in zip((writer, reader), caches))
+    token = TokenInformation("new", alice, bob, (bob,), 10, 30, 20)
+
+    async def main():
+        await writing.load()
+        await reading.load()
+        assert caches[1].tokens == {"old": already}  # read at startup
+        await writing.store_delegation_token(token)
+        assert json.loads(zk.nodes[zk_data.delegation_token_path("new")][0])["renewers"] == ["User%3Ab%20b"]
+        await reading._token_changes(await zk.get_children(zk_data.DELEGATION_TOKEN_CHANGES))
+        assert caches[1].tokens["new"] == token
+        assert caches[1].token_for_hmac(caches[0].hmac("new")) == token
+        await writing.remove_delegation_token("old")
+        await reading._token_changes(await zk.get_children(zk_data.DELEGATION_TOKEN_CHANGES))
+        assert set(caches[0].tokens) == set(caches[1].tokens) == {"new"}
 
     trio.run(main)

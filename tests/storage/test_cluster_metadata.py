@@ -29,6 +29,8 @@ from samsa.wire.metadata_records.remove_access_control_entry_record import Remov
 from samsa.wire.metadata_records.remove_topic_record import RemoveTopicRecord
 from samsa.wire.metadata_records.topic_record import TopicRecord
 from samsa.wire.metadata_records.user_scram_credential_record import UserScramCredentialRecord
+from samsa.wire.metadata_records.delegation_token_record import DelegationTokenRecord
+from samsa.wire.metadata_records.remove_delegation_token_record import RemoveDelegationTokenRecord
 from samsa.wire.records import Record, build_batch
 
 ORDERS, GONE = uuid.UUID(int=1), uuid.UUID(int=2)
@@ -109,6 +111,19 @@ def test_quotas_scram_credentials_and_acls(log_dir):
     assert image.client_quotas == {(("user", None),): {"producer_byte_rate": 1024.0}}
     assert image.scram_credentials == {"alice": {2: (b"s", b"k", b"v", 8192)}}
     assert image.acls == {ACL_ID: KraftAcl(2, "orders", 3, "User:alice", "*", 3, 3)}
+
+
+def test_delegation_tokens(log_dir):
+    def token(token_id, expiry):
+        return DelegationTokenRecord(owner="User:alice", requester="User:bob", renewers=["User:carol"],
+                                     issue_timestamp=1, max_timestamp=3, expiration_timestamp=expiry,
+                                     token_id=token_id)
+    write(log_dir, f"{0:020d}.log", batch(0, token("kept", 2), token("gone", 2), token("kept", 3),
+                                          RemoveDelegationTokenRecord(token_id="gone")))
+    image = read_cluster_metadata(log_dir / CLUSTER_METADATA_DIR)
+    assert image.delegation_tokens == {"kept": {
+        "token_id": "kept", "owner": "User:alice", "requester": "User:bob", "renewers": ["User:carol"],
+        "issue_timestamp": 1, "max_timestamp": 3, "expiry_timestamp": 3}}
 
 
 def test_the_newest_snapshot_then_the_log_past_it(log_dir):
