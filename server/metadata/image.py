@@ -1,5 +1,6 @@
 """The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
-dynamic broker configs, ACLs, the producer ids handed out so far and the client quotas.
+dynamic broker configs, ACLs, the producer ids handed out so far, the client quotas and the
+finalized feature levels.
 
 `MetadataStore` is what the broker reads of it (server/metadata/cache.py's `MetadataView`: topics,
 configs, ACLs, SCRAM credentials and quotas) and the changes it makes; `MetadataImage` below keeps it.
@@ -70,6 +71,17 @@ class MetadataStore(MetadataView, Protocol):
     def allocate_producer_id_block(self, size: int) -> int:
         """Reserve the next `size` producer ids; returns the first."""
 
+    @property
+    def features(self) -> Mapping[str, int] | None:
+        """The finalized feature levels UpdateFeatures last set (Kafka's FeatureLevelRecords), or
+        None: the defaults (server/features.py)."""
+
+    @property
+    def features_epoch(self) -> int:
+        """How many times UpdateFeatures changed them (ApiVersions' FinalizedFeaturesEpoch)."""
+
+    def set_features(self, levels: dict[str, int], epoch: int) -> None: ...
+
 
 class MetadataImage:
     """The MetadataStore of a single broker: topics by name and by id, dynamic broker configs,
@@ -97,6 +109,10 @@ class MetadataImage:
         self.scram_credentials: dict[str, dict[str, dict]] = {}
         # Client quotas by entity (Kafka's ClientQuotaRecords): {quota key: value}.
         self.client_quotas: dict[Entity, dict[str, float]] = {}
+        # Finalized feature levels (Kafka's FeatureLevelRecords), metadata.version included; None
+        # until UpdateFeatures changes one (or one imported from Kafka): the defaults.
+        self.features: dict[str, int] | None = None
+        self.features_epoch = 0
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -114,6 +130,9 @@ class MetadataImage:
             image.scram_credentials = data.get("scram_credentials", {})
             for q in data.get("client_quotas", []):
                 image.client_quotas[tuple((kind, name) for kind, name in q["entity"])] = dict(q["values"])
+            if "features" in data:
+                image.features = {name: int(level) for name, level in data["features"].items()}
+            image.features_epoch = data.get("features_epoch", 0)
         return image
 
     @classmethod
@@ -138,6 +157,8 @@ class MetadataImage:
                     image.scram_credentials.setdefault(user, {})[mechanism.mechanism_name] = ScramCredential(
                         salt, stored_key, server_key, iterations).to_json()
         image.client_quotas = {entity: dict(values) for entity, values in kraft.client_quotas.items()}
+        # Kafka's levels; one this Samsa does not support falls back to its default (server/features.py).
+        image.features = dict(kraft.features) or None
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -162,6 +183,9 @@ class MetadataImage:
             "client_quotas": [{"entity": [list(part) for part in entity], "values": values}
                               for entity, values in self.client_quotas.items()],
         }
+        if self.features is not None:
+            data["features"] = self.features
+            data["features_epoch"] = self.features_epoch
         write_atomically(self.path, json.dumps(data, indent=1))
 
     def add_topic(self, name: str, num_partitions: int, configs: dict[str, str], replication_factor: int = 1) -> TopicInfo:
@@ -250,6 +274,16 @@ class MetadataImage:
             self.save()
         except OSError:
             self.scram_credentials = previous
+            raise
+
+    def set_features(self, levels: dict[str, int], epoch: int) -> None:
+        """The finalized feature levels are now `levels`, changed for the `epoch`th time, durably."""
+        previous = self.features, self.features_epoch
+        self.features, self.features_epoch = dict(levels), epoch
+        try:
+            self.save()
+        except OSError:
+            self.features, self.features_epoch = previous
             raise
 
     def collides(self, name: str) -> str | None:
