@@ -32,6 +32,7 @@ ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 Fetch = request_class(ApiKey.FETCH)
 DescribeGroups = request_class(ApiKey.DESCRIBE_GROUPS)
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
+UpdateFeatures = request_class(ApiKey.UPDATE_FEATURES)
 
 # Fields whose values belong to one instance, removed before comparing, and why.
 INSTANCE_SPECIFIC = {
@@ -74,7 +75,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (None, (0, 1)),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (None, (0, 0)),
     ApiKey.DESCRIBE_QUORUM: (None, (0, 2)),
-    ApiKey.UPDATE_FEATURES: (None, (0, 2)),
     ApiKey.DESCRIBE_CLUSTER: ((0, 1), (0, 2)),
     ApiKey.UNREGISTER_BROKER: (None, (0, 0)),
     ApiKey.LIST_TRANSACTIONS: ((0, 1), (0, 2)),
@@ -219,6 +219,75 @@ def test_api_versions_features(pair):
         for response in (samsa, kafka):
             response.supported_features = [f for f in response.supported_features if f.name != name]
             response.finalized_features = [f for f in response.finalized_features if f.name != name]
+    assert_same(samsa, kafka)
+
+
+# -- UpdateFeatures: validate-only and refused updates (the module's brokers keep their levels) -----------
+
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+# {case: [(feature, level, upgrade type)]}, on features whose ranges and levels give both the same
+# answer (FEATURES_SAMSA_LOWER's differ: share.version 1 is a downgrade on Kafka, a no-op on Samsa).
+UPDATE_FEATURES_VALID = {
+    "group-version-safe-downgrade": [("group.version", 0, SAFE_DOWNGRADE)],
+    "group-version-unsafe-downgrade": [("group.version", 0, UNSAFE_DOWNGRADE)],
+    "group-version-same-level": [("group.version", 1, UPGRADE)],
+    "share-version-disable": [("share.version", 0, SAFE_DOWNGRADE)],
+    "metadata-version-same-level": [("metadata.version", 33, UPGRADE)],
+    "two-features": [("group.version", 0, SAFE_DOWNGRADE), ("share.version", 0, SAFE_DOWNGRADE)],
+    "nothing": [],
+}
+UPDATE_FEATURES_INVALID = {
+    "downgrade-without-its-type": [("group.version", 0, UPGRADE)],
+    "above-the-supported-range": [("group.version", 2, UPGRADE)],
+    "negative-level": [("group.version", -1, SAFE_DOWNGRADE)],
+    "unknown-upgrade-type": [("group.version", 1, 7)],
+    "upgrade-type-0": [("group.version", 1, 0)],
+    "share-version-downgrade-without-its-type": [("share.version", 0, UPGRADE)],
+    "unknown-feature": [("no.such.feature", 1, UPGRADE)],
+    "unknown-feature-disabled": [("no.such.feature", 0, SAFE_DOWNGRADE)],
+    "metadata-version-downgrade": [("metadata.version", 32, SAFE_DOWNGRADE)],
+    "metadata-version-unsafe-downgrade": [("metadata.version", 24, UNSAFE_DOWNGRADE)],
+    "metadata-version-above": [("metadata.version", 34, UPGRADE)],
+    "metadata-version-below": [("metadata.version", 6, SAFE_DOWNGRADE)],
+    "one-invalid-of-two": [("group.version", 0, SAFE_DOWNGRADE), ("metadata.version", 30, SAFE_DOWNGRADE)],
+}
+
+
+def update_features_request(updates, version: int, validate_only: bool):
+    return UpdateFeatures(validate_only=validate_only and version >= 1, feature_updates=[
+        UpdateFeatures.FeatureUpdateKey(feature=name, max_version_level=level,
+                                        upgrade_type=kind if version >= 1 else UPGRADE,
+                                        allow_downgrade=version == 0 and kind != UPGRADE)
+        for name, level, kind in updates])
+
+
+@pytest.mark.parametrize("version", [2, 1])
+@pytest.mark.parametrize("case", UPDATE_FEATURES_VALID)
+def test_update_features_validate_only(pair, version, case):
+    samsa, kafka = pair.both(update_features_request(UPDATE_FEATURES_VALID[case], version, True), version)
+    assert kafka.error_code == ErrorCode.NONE, kafka.error_message
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.parametrize("version", [2, 1, 0])
+@pytest.mark.parametrize("case", UPDATE_FEATURES_INVALID)
+def test_update_features_refused(pair, version, case):
+    """Refused whole: the first invalid update's INVALID_UPDATE_VERSION. Validate-only from v1, so
+    that a case Kafka accepted would change nothing; v0 has no upgrade type (UPGRADE)."""
+    updates = UPDATE_FEATURES_INVALID[case]
+    if version == 0 and any(kind not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE) for _, _, kind in updates):
+        pytest.skip("v0 has no upgrade type")
+    samsa, kafka = pair.both(update_features_request(updates, version, True), version)
+    assert kafka.error_code == ErrorCode.INVALID_UPDATE_VERSION
+    assert_same(samsa, kafka)
+
+
+def test_update_features_v0_ignores_allow_downgrade(pair):
+    """Kafka 4.4 reads v1's upgrade type only: a v0 downgrade is refused, AllowDowngrade or not."""
+    request = update_features_request([("group.version", 0, SAFE_DOWNGRADE)], 0, False)
+    assert request.feature_updates[0].allow_downgrade
+    samsa, kafka = pair.both(request, 0)
+    assert kafka.error_code == ErrorCode.INVALID_UPDATE_VERSION
     assert_same(samsa, kafka)
 
 
