@@ -497,3 +497,67 @@ def test_metadata_at_an_unsupported_version(pair):
     with WireClient(HOST, pair.samsa.sock.getpeername()[1]) as samsa, \
             WireClient(HOST, pair.kafka.sock.getpeername()[1]) as kafka:
         assert [c.call_bytes(ApiKey.METADATA, 127) for c in (samsa, kafka)] == [None, None]
+
+
+# -- feature levels followed live (last: it changes both brokers' levels, then puts them back) ----------
+
+ShareGroupHeartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+ShareGroupDescribe = request_class(ApiKey.SHARE_GROUP_DESCRIBE)
+ConsumerGroupHeartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+ConsumerGroupDescribe = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
+ShareFetch = request_class(ApiKey.SHARE_FETCH)
+ShareAcknowledge = request_class(ApiKey.SHARE_ACKNOWLEDGE)
+DescribeShareGroupOffsets = request_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+AlterShareGroupOffsets = request_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
+DeleteShareGroupOffsets = request_class(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
+# The APIs of share.version and group.version, each with a request and a version.
+FEATURE_APIS = {
+    "ShareGroupHeartbeat": (ShareGroupHeartbeat(group_id="g", member_id="m" * 22, member_epoch=0,
+                                                subscribed_topic_names=["t"]), 1),
+    "ShareGroupDescribe": (ShareGroupDescribe(group_ids=["g", "h"]), 1),
+    "ShareFetch": (ShareFetch(group_id="g", member_id="m" * 22, share_session_epoch=0), 1),
+    "ShareAcknowledge": (ShareAcknowledge(group_id="g", member_id="m" * 22, share_session_epoch=0), 1),
+    "DescribeShareGroupOffsets": (DescribeShareGroupOffsets(groups=[
+        DescribeShareGroupOffsets.DescribeShareGroupOffsetsRequestGroup(group_id="g", topics=None)]), 0),
+    "AlterShareGroupOffsets": (AlterShareGroupOffsets(group_id="g"), 0),
+    "DeleteShareGroupOffsets": (DeleteShareGroupOffsets(group_id="g"), 0),
+    "ConsumerGroupHeartbeat": (ConsumerGroupHeartbeat(group_id="g", member_id="m" * 22, member_epoch=0,
+                                                      rebalance_timeout_ms=1000, subscribed_topic_names=["t"]), 0),
+    "ConsumerGroupDescribe": (ConsumerGroupDescribe(group_ids=["g"]), 0),
+}
+
+
+def finalized_levels(client) -> dict[str, int]:
+    response = client.call(ApiVersions(client_software_name="samsa-differential", client_software_version="1"), 4)
+    return {f.name: f.max_version_level for f in response.finalized_features}
+
+
+def test_apis_of_a_disabled_feature_are_listed_and_refused(pair):
+    """share.version and group.version at 0: their APIs stay in ApiVersions and answer
+    UNSUPPORTED_VERSION, before any other check."""
+    before = {client: finalized_levels(client) for client in (pair.samsa, pair.kafka)}
+    disable = update_features_request([("share.version", 0, SAFE_DOWNGRADE), ("group.version", 0, SAFE_DOWNGRADE)],
+                                      2, False)
+    try:
+        for answer in pair.both(disable, 2):
+            assert answer.error_code == ErrorCode.NONE, answer.error_message
+        # Kafka's broker learns the levels from the controller's log a moment after the answer.
+        wait_for(lambda: not {"share.version", "group.version"} & set(finalized_levels(pair.kafka)),
+                 what="Kafka's broker to see share.version and group.version at 0")
+        samsa, kafka = pair.both(ApiVersions(client_software_name="samsa-differential",
+                                             client_software_version="1"), 4)
+        assert api_ranges(samsa).keys() >= {ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT}
+        assert set(api_ranges(samsa)) - set(api_ranges(kafka)) == {
+            k for k, (ours, theirs) in API_VERSIONS_DIFFERENCES.items() if theirs is None}
+        for name, (request, version) in FEATURE_APIS.items():
+            samsa, kafka = pair.both(request, version)
+            answered = kafka.to_dict()
+            codes = {answered.get("error_code")} | {g["error_code"] for g in answered.get("groups", [])}
+            assert ErrorCode.UNSUPPORTED_VERSION in codes, name
+            assert_same(samsa, kafka)
+    finally:
+        for client in (pair.samsa, pair.kafka):
+            client.call(update_features_request([(name, before[client][name], UPGRADE)
+                                                 for name in ("share.version", "group.version")], 2, False), 2)
+        wait_for(lambda: finalized_levels(pair.kafka) == before[pair.kafka], what="Kafka's levels back")
+    assert finalized_levels(pair.samsa) == before[pair.samsa]
