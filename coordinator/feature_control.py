@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..wire.errors import ErrorCode
+from .client_metrics import java_hash_order
 
 # FeatureUpdate.UpgradeType's codes (UpdateFeaturesRequest v1+); any other is UNKNOWN.
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
@@ -79,24 +80,6 @@ def metadata_changed(source: int, target: int) -> bool:
     one excluded) changed the metadata records."""
     low, high = sorted((source, target))
     return any(METADATA_VERSIONS[level].did_metadata_change for level in range(low + 1, high + 1))
-
-
-def java_hash_order(names: Iterable[str]) -> list[str]:
-    """`names` (distinct) in the order a java.util.HashMap built by putting them in this order
-    iterates them: by bucket of the spread String.hashCode, then by insertion within a bucket."""
-    names = list(dict.fromkeys(names))
-    capacity = 16
-    while len(names) > capacity * 3 // 4:  # the table doubles past a load factor of 0.75
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = 0
-        data = name.encode("utf-16-be")  # Java's chars: UTF-16 code units
-        for i in range(0, len(data), 2):
-            h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(names, key=bucket)  # sorted() is stable: insertion order within a bucket
 
 
 def version_range(low: int, high: int) -> str:

@@ -32,7 +32,7 @@ async def grow(ctx, topic, request, mutations):
         if not request.validate_only:
             await admin.add_partitions(ctx.services, topic.name, plan)
     except AdminError as e:
-        return e.code, str(e)
+        return e.code, str(e) or None
     if not request.validate_only and request.timeout_ms > 0:
         if await admin.wait_for_leaders({topic.name: topic.count}, request.timeout_ms):
             return ErrorCode.REQUEST_TIMED_OUT, None

@@ -18,10 +18,10 @@ from ...storage.log_config import LogConfig
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
-from ..metadata.cache import InvalidTopicError, validate_topic_name
+from ..metadata.cache import InvalidTopicError, validate_topic_name, validate_topic_name_kraft
 from ..metadata.admin_manager import AdminError
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
-from . import handler
+from . import ListenerType, handler
 
 CreateTopicsResponse = response_class(ApiKey.CREATE_TOPICS)
 Result = CreateTopicsResponse.CreatableTopicResult
@@ -33,7 +33,10 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
     services = ctx.services
     known = services.metadata_cache
     try:
-        validate_topic_name(topic.name)
+        if services.listener_type == ListenerType.ZK_BROKER:
+            validate_topic_name(topic.name)
+        else:
+            validate_topic_name_kraft(topic.name)
     except InvalidTopicError as e:
         raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
     if topic.name in known.topics:

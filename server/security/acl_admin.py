@@ -25,7 +25,8 @@ from .authorizer import (
 if TYPE_CHECKING:
     from ..metadata.image import MetadataStore
 
-NO_AUTHORIZER = "No Authorizer is configured."
+NO_AUTHORIZER = "No Authorizer is configured on the broker"  # Kafka 4.4's AclApis
+NO_AUTHORIZER_ZK = "No Authorizer is configured."  # Kafka 3.9's, in a ZooKeeper cluster
 
 
 def refusal(ctx, mutating: bool) -> tuple[ErrorCode, str] | None:
@@ -34,7 +35,7 @@ def refusal(ctx, mutating: bool) -> tuple[ErrorCode, str] | None:
     if not ctx.authorize(ALTER if mutating else DESCRIBE, CLUSTER):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message
     if ctx.services.authorizer is None:
-        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
+        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER if ctx.services.control_plane is None else NO_AUTHORIZER_ZK
     return None
 
 

@@ -2,7 +2,8 @@
 Kafka 4.4's broker (KRaft) and Kafka 3.9's (ZooKeeper mode) answered to the same updates."""
 
 from samsa.coordinator.feature_control import (
-    SAFE_DOWNGRADE, UNSAFE_DOWNGRADE, UPGRADE, java_hash_order, metadata_changed, update_features, zk_update_features)
+    SAFE_DOWNGRADE, UNSAFE_DOWNGRADE, UPGRADE, metadata_changed, update_features, zk_update_features)
+from samsa.coordinator.client_metrics import java_hash_order
 from samsa.wire.errors import ErrorCode
 
 # Kafka 4.4's ranges and default levels (node 0, as the compat tests' Kafka).
