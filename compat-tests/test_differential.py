@@ -499,6 +499,64 @@ def test_metadata_at_an_unsupported_version(pair):
         assert [c.call_bytes(ApiKey.METADATA, 127) for c in (samsa, kafka)] == [None, None]
 
 
+# -- refusals and answers of the admin APIs, in Kafka 4.4's words -------------------------------------------
+
+CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
+DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
+IncrementalAlterConfigs = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+DescribeAcls = request_class(ApiKey.DESCRIBE_ACLS)
+DescribeClientQuotas = request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+DescribeUserScramCredentials = request_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+BROKER_LOGGER = 8
+
+
+def alter_configs_request(resource_type: int, name: str, configs: dict[str, str]):
+    return IncrementalAlterConfigs(validate_only=True, resources=[IncrementalAlterConfigs.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name, configs=[
+            IncrementalAlterConfigs.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])])
+
+
+ADMIN_REFUSALS = {
+    "create-topic-bad-name": (lambda: create_topics_request("bad name!", 1), 7),
+    "create-topic-empty-name": (lambda: create_topics_request("", 1), 7),
+    "create-topic-dots": (lambda: create_topics_request("..", 1), 7),
+    "create-topic-long-name": (lambda: create_topics_request("x" * 250, 1), 7),
+    "create-topic-replication-3": (lambda: CreateTopics(timeout_ms=5000, topics=[CreateTopics.CreatableTopic(
+        name=unknown_topic(), num_partitions=1, replication_factor=3)]), 7),
+    "delete-unknown-topic-v6": (lambda: DeleteTopics(timeout_ms=5000, topics=[
+        DeleteTopics.DeleteTopicState(name=unknown_topic())]), 6),
+    "delete-unknown-topic-id": (lambda: DeleteTopics(timeout_ms=5000, topics=[
+        DeleteTopics.DeleteTopicState(name=None, topic_id=uuid.uuid4())]), 6),
+    "delete-unknown-topic-v5": (lambda: DeleteTopics(timeout_ms=5000, topic_names=[unknown_topic()]), 5),
+    "partitions-of-an-unknown-topic": (lambda: CreatePartitions(timeout_ms=5000, topics=[
+        CreatePartitions.CreatePartitionsTopic(name=unknown_topic(), count=3)]), 3),
+    "configs-of-an-unknown-topic": (lambda: DescribeConfigs(resources=[DescribeConfigs.DescribeConfigsResource(
+        resource_type=2, resource_name=unknown_topic(), configuration_keys=None)]), 4),
+    "a-broker-logger": (lambda: DescribeConfigs(include_documentation=True, resources=[
+        DescribeConfigs.DescribeConfigsResource(resource_type=BROKER_LOGGER, resource_name="0",
+                                                configuration_keys=["root"])]), 4),
+    "alter-configs-of-an-unknown-topic": (lambda: alter_configs_request(2, unknown_topic(), {"retention.ms": "1"}), 1),
+    "read-only-broker-configs": (lambda: alter_configs_request(4, "", {"num.partitions": "3",
+                                                                       "log.retention.hours": "3"}), 1),
+    "unprefixed-keystore-config": (lambda: alter_configs_request(4, "0", {"ssl.key.password": "x"}), 1),
+    "per-broker-config-cluster-wide": (lambda: alter_configs_request(4, "", {"sasl.kerberos.service.name": "k"}), 1),
+    "unknown-coordinator-type": (lambda: FindCoordinator(key_type=5, coordinator_keys=["k"]), 4),
+    "acls-without-an-authorizer": (lambda: DescribeAcls(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                                                        permission_type=1), 3),
+    "client-quotas": (lambda: DescribeClientQuotas(components=[], strict=False), 1),
+    "scram-users": (lambda: DescribeUserScramCredentials(users=None), 0),
+    "an-unknown-scram-user": (lambda: DescribeUserScramCredentials(users=[
+        DescribeUserScramCredentials.UserName(name="nobody")]), 0),
+}
+
+
+@pytest.mark.parametrize("case", ADMIN_REFUSALS)
+def test_admin_answers(pair, case):
+    make, version = ADMIN_REFUSALS[case]
+    request = make()
+    assert_same(*pair.both(request, version))
+
+
 # -- feature levels followed live (last: it changes both brokers' levels, then puts them back) ----------
 
 ShareGroupHeartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
