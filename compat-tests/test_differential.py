@@ -505,6 +505,8 @@ CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
 DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
 IncrementalAlterConfigs = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 DescribeAcls = request_class(ApiKey.DESCRIBE_ACLS)
+CreateAcls = request_class(ApiKey.CREATE_ACLS)
+DeleteAcls = request_class(ApiKey.DELETE_ACLS)
 DescribeClientQuotas = request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
 DescribeUserScramCredentials = request_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 BROKER_LOGGER = 8
@@ -543,6 +545,23 @@ ADMIN_REFUSALS = {
     "unknown-coordinator-type": (lambda: FindCoordinator(key_type=5, coordinator_keys=["k"]), 4),
     "acls-without-an-authorizer": (lambda: DescribeAcls(resource_type_filter=1, pattern_type_filter=1, operation=1,
                                                         permission_type=1), 3),
+    "create-acls-without-an-authorizer": (lambda: CreateAcls(creations=[CreateAcls.AclCreation(
+        resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*", operation=3,
+        permission_type=3)]), 3),
+    "delete-acls-without-an-authorizer": (lambda: DeleteAcls(filters=[DeleteAcls.DeleteAclsFilter(
+        resource_type_filter=1, pattern_type_filter=1, operation=1, permission_type=1)]), 3),
+    "configs-of-an-unknown-resource-type": (lambda: DescribeConfigs(resources=[
+        DescribeConfigs.DescribeConfigsResource(resource_type=99, resource_name="x", configuration_keys=None)]), 4),
+    "create-topic-on-an-unknown-broker": (lambda: CreateTopics(timeout_ms=5000, topics=[CreateTopics.CreatableTopic(
+        name=unknown_topic(), num_partitions=-1, replication_factor=-1, assignments=[
+            CreateTopics.CreatableReplicaAssignment(partition_index=0, broker_ids=[5])])]), 7),
+    "create-a-topic-twice": (lambda: CreateTopics(timeout_ms=5000, validate_only=True, topics=[
+        CreateTopics.CreatableTopic(name="diff-twice", num_partitions=1, replication_factor=1),
+        CreateTopics.CreatableTopic(name="diff-once", num_partitions=1, replication_factor=1),
+        CreateTopics.CreatableTopic(name="diff-twice", num_partitions=1, replication_factor=1)]), 7),
+    "grow-a-topic-twice": (lambda: CreatePartitions(timeout_ms=5000, validate_only=True, topics=[
+        CreatePartitions.CreatePartitionsTopic(name="diff-grown", count=5),
+        CreatePartitions.CreatePartitionsTopic(name="diff-grown", count=6)]), 3),
     "client-quotas": (lambda: DescribeClientQuotas(components=[], strict=False), 1),
     "scram-users": (lambda: DescribeUserScramCredentials(users=None), 0),
     "an-unknown-scram-user": (lambda: DescribeUserScramCredentials(users=[

@@ -55,7 +55,9 @@ def described(services: BrokerServices, resource):
         return describe_client_metrics(services, name, keys)
     if kind == ResourceType.GROUP:
         return describe_group_configs(services, name, keys)
-    raise invalid_request(f"Unsupported resource type {kind}")
+    if services.listener_type == ListenerType.ZK_BROKER:
+        raise invalid_request(f"Unsupported resource type {kind}")
+    raise invalid_request(ErrorCode.INVALID_REQUEST.message)  # Kafka 4.4: the error's own message
 
 
 def entries(ctx, request, resource):

@@ -36,7 +36,11 @@ class LocalAdminManager:
                         assignment: dict[int, list[int]] | None) -> dict[int, list[int]]:
         node = services.node_id
         for broker_ids in (assignment or {}).values():
-            if any(b != node for b in broker_ids) or not broker_ids:
+            unknown = [b for b in broker_ids if b != node]
+            if unknown:  # Kafka 4.4's ReplicationControlManager words it so
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
+                                                                       f"broker {unknown[0]}, but no such broker is registered.")
+            if not broker_ids:
                 raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes a broker that is not registered: {broker_ids}")
         if replication_factor > 1:
