@@ -35,6 +35,7 @@ FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 AlterReplicaLogDirs = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
 AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+UpdateFeatures = request_class(ApiKey.UPDATE_FEATURES)
 
 # Fields whose values belong to one instance, removed before comparing, and why.
 INSTANCE_SPECIFIC = {
@@ -71,7 +72,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.ELECT_LEADERS: (None, (0, 2)),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: ((0, 0), (0, 1)),
     ApiKey.DESCRIBE_QUORUM: (None, (0, 2)),
-    ApiKey.UPDATE_FEATURES: (None, (0, 2)),
     ApiKey.DESCRIBE_CLUSTER: ((0, 1), (0, 2)),
     ApiKey.UNREGISTER_BROKER: (None, (0, 0)),
     ApiKey.LIST_TRANSACTIONS: ((0, 1), (0, 2)),
@@ -217,6 +217,75 @@ def test_api_versions_features(pair):
         for response in (samsa, kafka):
             response.supported_features = [f for f in response.supported_features if f.name != name]
             response.finalized_features = [f for f in response.finalized_features if f.name != name]
+    assert_same(samsa, kafka)
+
+
+# -- UpdateFeatures: validate-only and refused updates (the module's brokers keep their levels) -----------
+
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+# {case: [(feature, level, upgrade type)]}, on features whose ranges and levels give both the same
+# answer (FEATURES_SAMSA_LOWER's differ: share.version 1 is a downgrade on Kafka, a no-op on Samsa).
+UPDATE_FEATURES_VALID = {
+    "group-version-safe-downgrade": [("group.version", 0, SAFE_DOWNGRADE)],
+    "group-version-unsafe-downgrade": [("group.version", 0, UNSAFE_DOWNGRADE)],
+    "group-version-same-level": [("group.version", 1, UPGRADE)],
+    "share-version-disable": [("share.version", 0, SAFE_DOWNGRADE)],
+    "metadata-version-same-level": [("metadata.version", 33, UPGRADE)],
+    "two-features": [("group.version", 0, SAFE_DOWNGRADE), ("share.version", 0, SAFE_DOWNGRADE)],
+    "nothing": [],
+}
+UPDATE_FEATURES_INVALID = {
+    "downgrade-without-its-type": [("group.version", 0, UPGRADE)],
+    "above-the-supported-range": [("group.version", 2, UPGRADE)],
+    "negative-level": [("group.version", -1, SAFE_DOWNGRADE)],
+    "unknown-upgrade-type": [("group.version", 1, 7)],
+    "upgrade-type-0": [("group.version", 1, 0)],
+    "share-version-downgrade-without-its-type": [("share.version", 0, UPGRADE)],
+    "unknown-feature": [("no.such.feature", 1, UPGRADE)],
+    "unknown-feature-disabled": [("no.such.feature", 0, SAFE_DOWNGRADE)],
+    "metadata-version-downgrade": [("metadata.version", 32, SAFE_DOWNGRADE)],
+    "metadata-version-unsafe-downgrade": [("metadata.version", 24, UNSAFE_DOWNGRADE)],
+    "metadata-version-above": [("metadata.version", 34, UPGRADE)],
+    "metadata-version-below": [("metadata.version", 6, SAFE_DOWNGRADE)],
+    "one-invalid-of-two": [("group.version", 0, SAFE_DOWNGRADE), ("metadata.version", 30, SAFE_DOWNGRADE)],
+}
+
+
+def update_features_request(updates, version: int, validate_only: bool):
+    return UpdateFeatures(validate_only=validate_only and version >= 1, feature_updates=[
+        UpdateFeatures.FeatureUpdateKey(feature=name, max_version_level=level,
+                                        upgrade_type=kind if version >= 1 else UPGRADE,
+                                        allow_downgrade=version == 0 and kind != UPGRADE)
+        for name, level, kind in updates])
+
+
+@pytest.mark.parametrize("version", [2, 1])
+@pytest.mark.parametrize("case", UPDATE_FEATURES_VALID)
+def test_update_features_validate_only(pair, version, case):
+    samsa, kafka = pair.both(update_features_request(UPDATE_FEATURES_VALID[case], version, True), version)
+    assert kafka.error_code == ErrorCode.NONE, kafka.error_message
+    assert_same(samsa, kafka)
+
+
+@pytest.mark.parametrize("version", [2, 1, 0])
+@pytest.mark.parametrize("case", UPDATE_FEATURES_INVALID)
+def test_update_features_refused(pair, version, case):
+    """Refused whole: the first invalid update's INVALID_UPDATE_VERSION. Validate-only from v1, so
+    that a case Kafka accepted would change nothing; v0 has no upgrade type (UPGRADE)."""
+    updates = UPDATE_FEATURES_INVALID[case]
+    if version == 0 and any(kind not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE) for _, _, kind in updates):
+        pytest.skip("v0 has no upgrade type")
+    samsa, kafka = pair.both(update_features_request(updates, version, True), version)
+    assert kafka.error_code == ErrorCode.INVALID_UPDATE_VERSION
+    assert_same(samsa, kafka)
+
+
+def test_update_features_v0_ignores_allow_downgrade(pair):
+    """Kafka 4.4 reads v1's upgrade type only: a v0 downgrade is refused, AllowDowngrade or not."""
+    request = update_features_request([("group.version", 0, SAFE_DOWNGRADE)], 0, False)
+    assert request.feature_updates[0].allow_downgrade
+    samsa, kafka = pair.both(request, 0)
+    assert kafka.error_code == ErrorCode.INVALID_UPDATE_VERSION
     assert_same(samsa, kafka)
 
 
@@ -518,3 +587,144 @@ def test_delegation_tokens_over_plaintext(pair, case):
     samsa, kafka = pair.both(message, version)
     assert kafka.error_code == ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
     assert_same(samsa, kafka)
+
+
+# -- refusals and answers of the admin APIs, in Kafka 4.4's words -------------------------------------------
+
+CreatePartitions = request_class(ApiKey.CREATE_PARTITIONS)
+DeleteTopics = request_class(ApiKey.DELETE_TOPICS)
+IncrementalAlterConfigs = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+DescribeAcls = request_class(ApiKey.DESCRIBE_ACLS)
+CreateAcls = request_class(ApiKey.CREATE_ACLS)
+DeleteAcls = request_class(ApiKey.DELETE_ACLS)
+DescribeClientQuotas = request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+DescribeUserScramCredentials = request_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+BROKER_LOGGER = 8
+
+
+def alter_configs_request(resource_type: int, name: str, configs: dict[str, str]):
+    return IncrementalAlterConfigs(validate_only=True, resources=[IncrementalAlterConfigs.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name, configs=[
+            IncrementalAlterConfigs.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])])
+
+
+ADMIN_REFUSALS = {
+    "create-topic-bad-name": (lambda: create_topics_request("bad name!", 1), 7),
+    "create-topic-empty-name": (lambda: create_topics_request("", 1), 7),
+    "create-topic-dots": (lambda: create_topics_request("..", 1), 7),
+    "create-topic-long-name": (lambda: create_topics_request("x" * 250, 1), 7),
+    "create-topic-replication-3": (lambda: CreateTopics(timeout_ms=5000, topics=[CreateTopics.CreatableTopic(
+        name=unknown_topic(), num_partitions=1, replication_factor=3)]), 7),
+    "delete-unknown-topic-v6": (lambda: DeleteTopics(timeout_ms=5000, topics=[
+        DeleteTopics.DeleteTopicState(name=unknown_topic())]), 6),
+    "delete-unknown-topic-id": (lambda: DeleteTopics(timeout_ms=5000, topics=[
+        DeleteTopics.DeleteTopicState(name=None, topic_id=uuid.uuid4())]), 6),
+    "delete-unknown-topic-v5": (lambda: DeleteTopics(timeout_ms=5000, topic_names=[unknown_topic()]), 5),
+    "partitions-of-an-unknown-topic": (lambda: CreatePartitions(timeout_ms=5000, topics=[
+        CreatePartitions.CreatePartitionsTopic(name=unknown_topic(), count=3)]), 3),
+    "configs-of-an-unknown-topic": (lambda: DescribeConfigs(resources=[DescribeConfigs.DescribeConfigsResource(
+        resource_type=2, resource_name=unknown_topic(), configuration_keys=None)]), 4),
+    "a-broker-logger": (lambda: DescribeConfigs(include_documentation=True, resources=[
+        DescribeConfigs.DescribeConfigsResource(resource_type=BROKER_LOGGER, resource_name="0",
+                                                configuration_keys=["root"])]), 4),
+    "alter-configs-of-an-unknown-topic": (lambda: alter_configs_request(2, unknown_topic(), {"retention.ms": "1"}), 1),
+    "read-only-broker-configs": (lambda: alter_configs_request(4, "", {"num.partitions": "3",
+                                                                       "log.retention.hours": "3"}), 1),
+    "unprefixed-keystore-config": (lambda: alter_configs_request(4, "0", {"ssl.key.password": "x"}), 1),
+    "per-broker-config-cluster-wide": (lambda: alter_configs_request(4, "", {"sasl.kerberos.service.name": "k"}), 1),
+    "unknown-coordinator-type": (lambda: FindCoordinator(key_type=5, coordinator_keys=["k"]), 4),
+    "acls-without-an-authorizer": (lambda: DescribeAcls(resource_type_filter=1, pattern_type_filter=1, operation=1,
+                                                        permission_type=1), 3),
+    "create-acls-without-an-authorizer": (lambda: CreateAcls(creations=[CreateAcls.AclCreation(
+        resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*", operation=3,
+        permission_type=3)]), 3),
+    "delete-acls-without-an-authorizer": (lambda: DeleteAcls(filters=[DeleteAcls.DeleteAclsFilter(
+        resource_type_filter=1, pattern_type_filter=1, operation=1, permission_type=1)]), 3),
+    "configs-of-an-unknown-resource-type": (lambda: DescribeConfigs(resources=[
+        DescribeConfigs.DescribeConfigsResource(resource_type=99, resource_name="x", configuration_keys=None)]), 4),
+    "create-topic-on-an-unknown-broker": (lambda: CreateTopics(timeout_ms=5000, topics=[CreateTopics.CreatableTopic(
+        name=unknown_topic(), num_partitions=-1, replication_factor=-1, assignments=[
+            CreateTopics.CreatableReplicaAssignment(partition_index=0, broker_ids=[5])])]), 7),
+    "create-a-topic-twice": (lambda: CreateTopics(timeout_ms=5000, validate_only=True, topics=[
+        CreateTopics.CreatableTopic(name="diff-twice", num_partitions=1, replication_factor=1),
+        CreateTopics.CreatableTopic(name="diff-once", num_partitions=1, replication_factor=1),
+        CreateTopics.CreatableTopic(name="diff-twice", num_partitions=1, replication_factor=1)]), 7),
+    "grow-a-topic-twice": (lambda: CreatePartitions(timeout_ms=5000, validate_only=True, topics=[
+        CreatePartitions.CreatePartitionsTopic(name="diff-grown", count=5),
+        CreatePartitions.CreatePartitionsTopic(name="diff-grown", count=6)]), 3),
+    "client-quotas": (lambda: DescribeClientQuotas(components=[], strict=False), 1),
+    "scram-users": (lambda: DescribeUserScramCredentials(users=None), 0),
+    "an-unknown-scram-user": (lambda: DescribeUserScramCredentials(users=[
+        DescribeUserScramCredentials.UserName(name="nobody")]), 0),
+}
+
+
+@pytest.mark.parametrize("case", ADMIN_REFUSALS)
+def test_admin_answers(pair, case):
+    make, version = ADMIN_REFUSALS[case]
+    request = make()
+    assert_same(*pair.both(request, version))
+
+
+# -- feature levels followed live (last: it changes both brokers' levels, then puts them back) ----------
+
+ShareGroupHeartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
+ShareGroupDescribe = request_class(ApiKey.SHARE_GROUP_DESCRIBE)
+ConsumerGroupHeartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+ConsumerGroupDescribe = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
+ShareFetch = request_class(ApiKey.SHARE_FETCH)
+ShareAcknowledge = request_class(ApiKey.SHARE_ACKNOWLEDGE)
+DescribeShareGroupOffsets = request_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+AlterShareGroupOffsets = request_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
+DeleteShareGroupOffsets = request_class(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
+# The APIs of share.version and group.version, each with a request and a version.
+FEATURE_APIS = {
+    "ShareGroupHeartbeat": (ShareGroupHeartbeat(group_id="g", member_id="m" * 22, member_epoch=0,
+                                                subscribed_topic_names=["t"]), 1),
+    "ShareGroupDescribe": (ShareGroupDescribe(group_ids=["g", "h"]), 1),
+    "ShareFetch": (ShareFetch(group_id="g", member_id="m" * 22, share_session_epoch=0), 1),
+    "ShareAcknowledge": (ShareAcknowledge(group_id="g", member_id="m" * 22, share_session_epoch=0), 1),
+    "DescribeShareGroupOffsets": (DescribeShareGroupOffsets(groups=[
+        DescribeShareGroupOffsets.DescribeShareGroupOffsetsRequestGroup(group_id="g", topics=None)]), 0),
+    "AlterShareGroupOffsets": (AlterShareGroupOffsets(group_id="g"), 0),
+    "DeleteShareGroupOffsets": (DeleteShareGroupOffsets(group_id="g"), 0),
+    "ConsumerGroupHeartbeat": (ConsumerGroupHeartbeat(group_id="g", member_id="m" * 22, member_epoch=0,
+                                                      rebalance_timeout_ms=1000, subscribed_topic_names=["t"]), 0),
+    "ConsumerGroupDescribe": (ConsumerGroupDescribe(group_ids=["g"]), 0),
+}
+
+
+def finalized_levels(client) -> dict[str, int]:
+    response = client.call(ApiVersions(client_software_name="samsa-differential", client_software_version="1"), 4)
+    return {f.name: f.max_version_level for f in response.finalized_features}
+
+
+def test_apis_of_a_disabled_feature_are_listed_and_refused(pair):
+    """share.version and group.version at 0: their APIs stay in ApiVersions and answer
+    UNSUPPORTED_VERSION, before any other check."""
+    before = {client: finalized_levels(client) for client in (pair.samsa, pair.kafka)}
+    disable = update_features_request([("share.version", 0, SAFE_DOWNGRADE), ("group.version", 0, SAFE_DOWNGRADE)],
+                                      2, False)
+    try:
+        for answer in pair.both(disable, 2):
+            assert answer.error_code == ErrorCode.NONE, answer.error_message
+        # Kafka's broker learns the levels from the controller's log a moment after the answer.
+        wait_for(lambda: not {"share.version", "group.version"} & set(finalized_levels(pair.kafka)),
+                 what="Kafka's broker to see share.version and group.version at 0")
+        samsa, kafka = pair.both(ApiVersions(client_software_name="samsa-differential",
+                                             client_software_version="1"), 4)
+        assert api_ranges(samsa).keys() >= {ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT}
+        assert set(api_ranges(samsa)) - set(api_ranges(kafka)) == {
+            k for k, (ours, theirs) in API_VERSIONS_DIFFERENCES.items() if theirs is None}
+        for name, (request, version) in FEATURE_APIS.items():
+            samsa, kafka = pair.both(request, version)
+            answered = kafka.to_dict()
+            codes = {answered.get("error_code")} | {g["error_code"] for g in answered.get("groups", [])}
+            assert ErrorCode.UNSUPPORTED_VERSION in codes, name
+            assert_same(samsa, kafka)
+    finally:
+        for client in (pair.samsa, pair.kafka):
+            client.call(update_features_request([(name, before[client][name], UPGRADE)
+                                                 for name in ("share.version", "group.version")], 2, False), 2)
+        wait_for(lambda: finalized_levels(pair.kafka) == before[pair.kafka], what="Kafka's levels back")
+    assert finalized_levels(pair.samsa) == before[pair.samsa]

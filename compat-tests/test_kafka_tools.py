@@ -43,6 +43,7 @@ TOOLS = {
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",  # test_delegation_tokens.py
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
 }
 # A tool lives for a second or two: C1 only and the serial collector start it fastest, and the
 # shared class archive (class_sharing.py) saves loading the JDK's and Kafka's classes again.
@@ -651,3 +652,61 @@ def test_kafka_reassign_partitions_moves_a_replica_between_log_dirs(tmp_path_fac
     assert_same(out, tmp_path)
     assert f"{2 * MOVE_RECORDS} records, all of those produced, in order" in out["samsa"]
     assert "[('<source-dir>', []), ('<target-dir>', [('tools-move-0', False)])]" in out["samsa"]
+def features_scenario(t: Tools) -> None:
+    """kafka-features (UpdateFeatures, and ApiVersions for describe): dry runs, downgrades and
+    upgrades that change what the broker finalizes, refusals; version-mapping and
+    feature-dependencies answer from the tool's own tables."""
+    f = "kafka-features"
+    t.run(f, "describe")
+    t.run(f, "upgrade", "--feature", "group.version=1", "--dry-run")
+    t.run(f, "downgrade", "--feature", "group.version=0", "--dry-run")
+    t.run(f, "describe")  # nothing changed
+    t.run(f, "downgrade", "--feature", "group.version=0", "--feature", "share.version=0")
+    t.run(f, "describe")
+    t.run(f, "upgrade", "--feature", "group.version=0")  # at 0 already
+    t.run(f, "downgrade", "--feature", "group.version=1", errors=True)  # a downgrade to a newer level
+    t.run(f, "upgrade", "--feature", "group.version=1", "--feature", "share.version=1")
+    t.run(f, "upgrade", "--feature", "group.version=2", errors=True)  # above the supported range
+    t.run(f, "upgrade", "--feature", "no.such.feature=1", errors=True)
+    t.run(f, "disable", "--feature", "share.version", "--dry-run")
+    t.run(f, "disable", "--feature", "share.version")
+    t.run(f, "downgrade", "--feature", "metadata.version=32", errors=True)
+    t.run(f, "downgrade", "--feature", "metadata.version=24", "--unsafe", "--dry-run", errors=True)
+    t.run(f, "downgrade", "--metadata", "4.0-IV2", errors=True)
+    t.run(f, "upgrade", "--release-version", "9.9-IV0", errors=True)
+    t.run(f, "upgrade", "--feature", "share.version=1")
+    t.run(f, "describe")
+    t.run(f, "version-mapping")
+    t.run(f, "version-mapping", "--release-version", "3.9-IV0")
+    t.run(f, "feature-dependencies", "--feature", "eligible.leader.replicas.version=1", "--feature",
+          "share.version=2", "--feature", "metadata.version=33")
+    t.run(f, "feature-dependencies", "--feature", "no.such.feature=1", errors=True)
+
+
+# Features where Samsa supports (and finalizes) lower levels than Kafka 4.4 (test_differential.py's
+# FEATURES_SAMSA_LOWER says why): in `describe`, their supported maximum and finalized level are masked.
+FEATURES_SAMSA_LOWER = {"kraft.version", "share.version", "streams.version", "transaction.version",
+                        "eligible.leader.replicas.version"}
+
+
+def mask_feature_levels(text: str) -> str:
+    """The epoch of the finalized features (Kafka's: its metadata log's offset) as <epoch>; the
+    levels of FEATURES_SAMSA_LOWER as <max> and <level>."""
+    text = re.sub(r"(Epoch: )\d+", r"\1<epoch>", text)
+    lower = "|".join(re.escape(name) for name in FEATURES_SAMSA_LOWER)
+    return re.sub(rf"(Feature: (?:{lower}) SupportedMinVersion: \S+ SupportedMaxVersion: )\S+"
+                  r"( FinalizedVersionLevel: )\S+", r"\1<max>\2<level>", text)
+
+
+def test_kafka_features(tmp_path_factory, kinds, tmp_path, log4j2):
+    """Brokers of their own: the scenario changes their finalized levels."""
+    started, pools = start_pair(tmp_path_factory, kinds)
+    try:
+        out = run_on_both(started, features_scenario, tmp_path, log4j2)
+    finally:
+        for pool in pools:
+            pool.close()
+    assert_same({k: mask_feature_levels(v) for k, v in out.items()}, tmp_path)
+    assert "group.version was downgraded to 0." in out["samsa"]
+    assert re.search(r"Feature: group.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+                     r"FinalizedVersionLevel: 0 Epoch:", out["samsa"])

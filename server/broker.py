@@ -41,7 +41,7 @@ from .config.client_metrics_configs import stored_subscriptions
 from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, CloseConnection, RequestContext
-from .features import SHARE_GROUPS, BrokerFeatures
+from .features import SHARE_GROUPS, BrokerFeatures, disabled_feature_response
 from .zookeeper.controlled_shutdown import controlled_shutdown
 from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -187,6 +187,8 @@ class Broker:
         formatting = not log_manager.is_formatted()
         self.cluster_id = log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
         metadata = load_or_import(self.log_dirs, self.cluster_id)
+        if not config.is_set("zookeeper.connect"):  # a ZooKeeper-mode broker's levels are fixed (features.py)
+            self.features = BrokerFeatures.create(metadata.features, metadata.features_epoch)
         if formatting and not config.is_set("zookeeper.connect"):
             # Kafka 4's `kafka-storage format` writes it; a ZooKeeper-mode Kafka 3.9 broker has no such step.
             write_formatted_dynamic_defaults(config, metadata)
@@ -288,6 +290,12 @@ class Broker:
             services, SHARE_GROUP_STATE_TOPIC, partition, config.inter_broker_listener_name))
         groups.persister = persister  # share partitions are initialized and deleted through it
         share_partitions = SharePartitionManager(replicas, config, persister, group_configs)
+
+        def feature_changed(name: str, old: int, new: int) -> None:
+            if name == SHARE_GROUPS[0] and new < SHARE_GROUPS[1] <= old:
+                share_partitions.sessions.remove_all()  # Kafka's onShareVersionToggle
+
+        self.features.listeners.append(feature_changed)
         # Not the group coordinator's share_group_listener: as in Kafka, a member leaving its group
         # keeps its share session (its client acknowledges and closes it after the leave heartbeat);
         # only a closed connection or session releases what it holds (share_session_cache.py).
@@ -586,7 +594,7 @@ class Broker:
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if (handler is None or not handler.min_version <= version <= handler.max_version
-                or not handler.served(services.listener_type, services.features)):
+                or not handler.served(services.listener_type)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)
@@ -596,8 +604,12 @@ class Broker:
         if debug:
             request_log.debug("%s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
                               header.correlation_id, conn.id, request)
+        response: Message | None
         try:
-            response = await handler.handle(ctx, request)
+            if handler.feature is not None and not services.features.enabled(handler.feature):
+                response = disabled_feature_response(api_key, request)
+            else:
+                response = await handler.handle(ctx, request)
         except (UnsupportedVersionError, ConnectionClosed, CloseConnection):
             raise
         except Exception as e:

@@ -1,19 +1,32 @@
 """The broker's feature levels (KIP-584): which each feature supports and which is finalized.
 
-ApiVersions v3+ lists both; APIs that need a feature (share groups need `share.version` 1) are
-served and advertised only while it is finalized at that level, as Kafka 4.4 hides the share APIs
-unless `share.version` is finalized (ApiVersionManager, ShareCoordinatorService.isShareGroupsEnabled).
+ApiVersions v3+ lists both, with the epoch of the finalized ones. UpdateFeatures changes the
+finalized levels (coordinator/feature_control.py decides, as Kafka 4.4's controller does); a single
+broker keeps them in its metadata image (server/metadata/image.py), so they survive a restart.
+An API that needs a feature (share groups need `share.version` 1, KIP-848 consumer groups
+`group.version` 1) is advertised whatever its level, as Kafka 4.4 advertises it, and answered
+UNSUPPORTED_VERSION while the level is below (KafkaApis.isShareGroupProtocolEnabled,
+isConsumerGroupProtocolEnabled): `disabled_feature_response`. Share sessions end when share.version
+drops to 0 (Kafka's onShareVersionToggle). Deviations: the share coordinator's inter-broker state
+RPCs are still answered at share.version 0 (Kafka 4.4's answer NOT_COORDINATOR), and its periodic
+jobs (snapshots of cold partitions, pruning) follow the level the broker started with.
 
-Samsa keeps no metadata log, so its levels are fixed at startup: each feature is finalized at the
-highest level Samsa implements where Kafka 4.4 finalizes it by default (a level Kafka 4.4 also
-offers but Samsa does not implement is left out of "supported").
+A feature is finalized by default at the highest level Samsa implements where Kafka 4.4 finalizes
+it by default (a level Kafka 4.4 also offers but Samsa does not implement is left out of "supported").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from ..wire.errors import ErrorCode
+from ..wire.protocol import ApiKey, response_class
 from .config.broker_config_defs import BrokerConfigDef
+
+if TYPE_CHECKING:
+    from ..wire.codec import Message
 
 
 @dataclass(frozen=True)
@@ -45,17 +58,28 @@ FEATURE_CONFIGS = {
 }
 
 
-@dataclass(frozen=True, eq=False)  # hashed by identity: ApiVersions' listings are cached per broker
 class BrokerFeatures:
-    """The levels this broker supports and has finalized, fixed when it starts."""
+    """The levels this broker supports and has finalized. The finalized ones change with
+    UpdateFeatures (`finalize`); `epoch` moves with each change (Kafka's is the metadata log's
+    offset of the change). Hashed by identity: ApiVersions' listings are cached per broker and epoch."""
 
-    supported: dict[str, tuple[int, int]]
-    finalized: dict[str, int]
+    def __init__(self, supported: dict[str, tuple[int, int]], finalized: dict[str, int], epoch: int = 0) -> None:
+        self.supported = supported
+        self.finalized = finalized
+        self.epoch = epoch
+        # Called with (feature, old level, new level) for each level a change moves.
+        self.listeners: list[Callable[[str, int, int], None]] = []
 
     @classmethod
-    def create(cls) -> BrokerFeatures:
-        return cls({name: levels.supported for name, levels in FEATURES.items()},
-                   {name: levels.finalized for name, levels in FEATURES.items()})
+    def create(cls, finalized: Mapping[str, int] | None = None, epoch: int = 0) -> BrokerFeatures:
+        """The default levels (FEATURES), each replaced by its level in `finalized` (levels kept in
+        the metadata image) where that is one this broker supports."""
+        supported = {name: levels.supported for name, levels in FEATURES.items()}
+        levels = {name: levels.finalized for name, levels in FEATURES.items()}
+        for name, level in (finalized or {}).items():
+            if name in supported and supported[name][0] <= level <= supported[name][1]:
+                levels[name] = level
+        return cls(supported, levels, epoch)
 
     def level(self, name: str) -> int:
         return self.finalized.get(name, 0)
@@ -64,8 +88,42 @@ class BrokerFeatures:
         """Whether a (feature, level) requirement is met; None requires nothing."""
         return requirement is None or self.level(requirement[0]) >= requirement[1]
 
+    def finalize(self, levels: Mapping[str, int], epoch: int) -> None:
+        """The finalized levels are now `levels` (a committed change, already durable)."""
+        before = dict(self.finalized)
+        self.finalized = {name: levels.get(name, 0) for name in self.supported}
+        self.epoch = epoch
+        for name, level in self.finalized.items():
+            if level != before.get(name, 0):
+                for listener in self.listeners:
+                    listener(name, before.get(name, 0), level)
 
-# Kafka's epoch is the metadata log offset of the last feature change; Samsa's never change.
-FINALIZED_FEATURES_EPOCH = 0
 
 SHARE_GROUPS = ("share.version", 1)
+CONSUMER_GROUPS = ("group.version", 1)  # KIP-848's consumer rebalance protocol (GroupVersion.GV_1)
+
+# The message of Kafka's Errors.UNSUPPORTED_VERSION, where Kafka's getErrorResponse carries one.
+_UNSUPPORTED_VERSION_MESSAGE = "The version of API is not supported."
+
+
+def disabled_feature_response(api_key: int, request: Any) -> Message:
+    """What Kafka 4.4 answers a request of an API whose feature level is below what it needs: the
+    API's getErrorResponse(UNSUPPORTED_VERSION), before any authorization (checked with Kafka 4.4's
+    broker at share.version and group.version 0)."""
+    response = response_class(api_key)()
+    code = ErrorCode.UNSUPPORTED_VERSION
+    if api_key in (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_DESCRIBE):
+        group = type(response).DescribedGroup
+        response.groups = [group(group_id=group_id, error_code=code, error_message=None)
+                           for group_id in request.group_ids]
+    elif api_key == ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS:
+        group = type(response).DescribeShareGroupOffsetsResponseGroup
+        response.groups = [group(group_id=g.group_id, topics=[], error_code=code, error_message=None)
+                           for g in request.groups]
+    else:
+        response.error_code = code
+        if api_key in (ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS):
+            response.error_message = _UNSUPPORTED_VERSION_MESSAGE
+        elif "error_message" in response._fields:
+            response.error_message = None
+    return response

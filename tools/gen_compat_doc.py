@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from samsa.server.features import CONSUMER_GROUPS
 from samsa.server.features import SHARE_GROUPS as SHARE_VERSION
 from samsa.server.handlers import load_handlers
 from samsa.wire.messages import APIS
@@ -35,7 +36,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.BEGIN_QUORUM_EPOCH: KRAFT,
     ApiKey.END_QUORUM_EPOCH: KRAFT,
     ApiKey.DESCRIBE_QUORUM: KRAFT,
-    ApiKey.UPDATE_FEATURES: "finalized feature levels (KIP-584) are not kept",
     ApiKey.ENVELOPE: "requests forwarded to a KRaft controller (KIP-590): Samsa has none",
     ApiKey.FETCH_SNAPSHOT: KRAFT,
     ApiKey.BROKER_REGISTRATION: KRAFT,
@@ -73,6 +73,9 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.PUSH_TELEMETRY: CLIENT_TELEMETRY + "; pushed metrics are exported to Prometheus",
     ApiKey.LIST_CONFIG_RESOURCES: "v0 is Kafka 3.x's ListClientMetricsResources, v1 KIP-1142's; "
                                   "not in cluster mode (Kafka 3.9's ZooKeeper mode has no client metrics)",
+    ApiKey.UPDATE_FEATURES: "finalized feature levels (KIP-584) kept in the metadata image, checked as Kafka 4.4's "
+                            "controller checks them; in cluster mode (zookeeper.connect) refused as Kafka 3.9 "
+                            "refuses them (a ZooKeeper-mode broker supports no feature)",
     ApiKey.SHARE_GROUP_HEARTBEAT: "share groups (KIP-932), the `simple` assignor",
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN + "; v1's lag as KIP-1226 measures it",
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: SHARE_GROUP_ADMIN,
@@ -91,7 +94,7 @@ def versions(lo: int, hi: int) -> str:
 
 
 def feature_apis(served, feature) -> list[int]:
-    """The API keys served only while `feature` is finalized."""
+    """The API keys answered UNSUPPORTED_VERSION while `feature` is not finalized."""
     return sorted(key for key, handler in served.items() if handler.feature == feature)
 
 
@@ -116,9 +119,12 @@ def render() -> str:
         "\"until Kafka 3.9\" were removed since (KIP-896) and are still served as Kafka 3.9 served them.",
         "",
         *textwrap.wrap(
-            "Share groups (KIP-932) are served, `share.version` finalized at level 1 (Kafka 4.4 finalizes level 2, "
-            "which adds their dead-letter queues: not implemented): "
-            + ", ".join(names_of(feature_apis(served, SHARE_VERSION))) + ". Their configs, and the group configs "
+            "Share groups (KIP-932) are served, `share.version` finalized at level 1 by default (Kafka 4.4 finalizes "
+            "level 2, which adds their dead-letter queues: not implemented); UpdateFeatures can set it to 0, and then, "
+            "as in Kafka 4.4, these are still advertised but answered UNSUPPORTED_VERSION: "
+            + ", ".join(names_of(feature_apis(served, SHARE_VERSION))) + ". Likewise "
+            + ", ".join(names_of(feature_apis(served, CONSUMER_GROUPS))) + " at `group.version` 0. "
+            "Share groups' configs, and the group configs "
             "of the GROUP config resource, are in docs/configuration.md. In a ZooKeeper cluster (Samsa brokers only: "
             "Kafka 3.9 has no share groups) share partitions live with their partition's leader and resume from "
             "`__share_group_state` after its failover; group configs are kept in /config/groups/<id> and announced "

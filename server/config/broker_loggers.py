@@ -56,7 +56,7 @@ def describe_loggers(name: str, node_id: int, names: Iterable[str] | None = None
     return [
         ConfigEntry(name=logger, value=levels[logger], source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
                     read_only=False, is_sensitive=False, synonyms=(), config_type=ConfigType.UNKNOWN,
-                    documentation=None)
+                    documentation="")  # Kafka's ConfigHelper leaves the field's default, asked for or not
         for logger in sorted(wanted)
     ]
 

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ...coordinator.client_metrics import java_hash_order, java_set_string
 from .broker_config_defs import BROKER_CONFIGS
 from .kafka_config import ConfigError, KafkaConfig, listener_config_base, parse_config, value_to_string
 from .config_resources import OpType, incremental_alter, invalid_request, parse_node_id
@@ -79,22 +80,26 @@ def _check_value(name: str, raw: str) -> None:
         parse_config(base, BROKER_CONFIGS[base], raw)
 
 
-def validate_dynamic_configs(props: Mapping[str, str], per_broker: bool) -> None:
-    """Kafka's DynamicBrokerConfig.validateConfigs: ConfigError with Kafka's message."""
+def validate_dynamic_configs(props: Mapping[str, str], per_broker: bool, kraft: bool = False) -> None:
+    """Kafka's DynamicBrokerConfig.validateConfigs: ConfigError with Kafka's message. Kafka 4.4's
+    (`kraft`) prints the names as a java.util.HashSet, Kafka 3.9's as a Scala Set."""
+    def names(items: list[str]) -> str:
+        return java_set_string(java_hash_order(items)) if kraft else _scala_set(items)
+
     read_only = [name for name in props if _read_only(name)]
     if read_only:
-        raise ConfigError(read_only[0], f"Cannot update these configs dynamically: {_scala_set(read_only)}")
+        raise ConfigError(read_only[0], f"Cannot update these configs dynamically: {names(read_only)}")
     unprefixed = [name for name in DYNAMIC_SECURITY_CONFIGS if name in props]
     if unprefixed:
         raise ConfigError(unprefixed[0], "These security configs can be dynamically updated only per-listener "
-                                         f"using the listener prefix: {_scala_set(unprefixed)}")
+                                         f"using the listener prefix: {names(unprefixed)}")
     for name, raw in props.items():
         _check_value(name, raw)
     if not per_broker:
         per_broker_only = [name for name in props if _per_broker_only(name)]
         if per_broker_only:
             raise ConfigError(per_broker_only[0], "Cannot update these configs at default cluster level, broker id "
-                                                  f"must be specified: {_scala_set(per_broker_only)}")
+                                                  f"must be specified: {names(per_broker_only)}")
 
 
 def usable_dynamic_configs(props: Mapping[str, str], per_broker: bool) -> dict[str, str]:
@@ -214,7 +219,7 @@ def alter_broker_configs(services: BrokerServices, resource_name: str, props: Ma
 def validated_broker_configs(current: KafkaConfig, props: Mapping[str, str], per_broker: bool) -> KafkaConfig:
     """The broker's config with `props` as a BROKER resource's dynamic configs, or INVALID_REQUEST."""
     try:
-        validate_dynamic_configs(props, per_broker)
+        validate_dynamic_configs(props, per_broker, kraft=not current.is_set("zookeeper.connect"))
         new = current.with_dynamic(props if per_broker else current.dynamic_configs(per_broker=True),
                                    current.dynamic_configs(per_broker=False) if per_broker else props)
         _validate_reconfiguration(current, new)

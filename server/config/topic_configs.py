@@ -25,8 +25,10 @@ def alter_topic_configs(services: BrokerServices, name: str, new_configs: dict[s
 
 def check_topic_configs(services: BrokerServices, metadata, name: str, new_configs: dict[str, str]) -> None:
     """ConfigApiError unless `name` is a topic of `metadata` and `new_configs` valid overrides for it."""
-    if name not in metadata.topics:
-        raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+    if name not in metadata.topics:  # a ZooKeeper cluster's: Kafka 3.9's AdminZkClient; else Kafka 4.4's
+        raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"Topic {name} does not exist." if services.control_plane is not None
+                             else f"The topic '{name}' does not exist.")
     try:
         services.config.validate_topic_configs(new_configs)
         LogConfig.from_props(new_configs, base=services.config.log_config())

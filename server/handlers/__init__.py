@@ -19,7 +19,6 @@ from ...wire.protocol import ApiKey
 
 if TYPE_CHECKING:
     from ...wire.codec import Message
-    from ..features import BrokerFeatures
 
 
 class ListenerType(Enum):
@@ -42,16 +41,14 @@ class Handler:
     # Served (and advertised) only outside a ZooKeeper cluster: the APIs whose schemas list only
     # the KRaft "broker" listener, which a ZooKeeper-mode Kafka 3.9 broker neither lists nor serves.
     kraft_only: bool = False
-    # Served (and advertised) only while this (feature, level) is finalized (server/features.py).
+    # Answered UNSUPPORTED_VERSION while this (feature, level) is not finalized, though advertised
+    # (server/features.py: disabled_feature_response).
     feature: tuple[str, int] | None = None
 
-    def served(self, listener_type: ListenerType, features: BrokerFeatures | None = None) -> bool:
-        """Whether a broker of this listener type, with these finalized features, serves and
-        advertises this API (`features` None: as if every feature an API needs were finalized)."""
+    def served(self, listener_type: ListenerType) -> bool:
+        """Whether a broker of this listener type serves and advertises this API."""
         zk_broker = listener_type == ListenerType.ZK_BROKER
-        if self.cluster_only and not zk_broker or self.kraft_only and zk_broker:
-            return False
-        return features is None or features.enabled(self.feature)
+        return not (self.cluster_only and not zk_broker or self.kraft_only and zk_broker)
 
 
 HANDLERS: dict[int, Handler] = {}
@@ -66,7 +63,7 @@ MODULES = (
     "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials", "alter_user_scram_credentials",
-    "describe_client_quotas", "alter_client_quotas",
+    "describe_client_quotas", "alter_client_quotas", "update_features",
     "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "write_txn_markers", "txn_offset_commit",
     "describe_transactions", "list_transactions", "describe_producers", "offset_for_leader_epoch",
     "update_metadata", "leader_and_isr", "stop_replica", "alter_partition", "controlled_shutdown",

@@ -4,7 +4,8 @@ partitions (a group that does not exist is created), initialized through the per
 on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic (its partitions
 TOPIC_AUTHORIZATION_FAILED), a topic the metadata lacks UNKNOWN_TOPIC_OR_PARTITION; those come
 first in the answer, then the coordinator's. A refusal of the group is the answer's error alone.
-Served while share.version is finalized (server/features.py).
+UNSUPPORTED_VERSION while share.version is 0
+(server/features.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (server/handlers/__init__.py), nothing taken from the schemas. Follows KafkaApis.handleApiVersionsRequest
 and ApiVersionsRequest.isValid; a version above ours gets v0 with UNSUPPORTED_VERSION (KIP-511).
 v3+ lists the supported and finalized features (KIP-584) as Kafka 4.4 does, but only at levels Samsa
-implements (server/features.py).
+implements, and the epoch of the finalized ones, which UpdateFeatures moves (server/features.py).
 Deviations: kraft.version, streams.version and eligible.leader.replicas.version are supported at
 level 0 only and not finalized (Kafka 4.4: finalized at 1, 1, 1): Samsa has no KRaft quorum
 (KIP-853), no streams groups (KIP-1071) and no eligible leader replicas (KIP-966); share.version goes
@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ...wire.errors import ErrorCode
-from ..features import FINALIZED_FEATURES_EPOCH, BrokerFeatures
+from ..features import BrokerFeatures
 from ...wire.protocol import ApiKey, response_class
 from . import HANDLERS, ListenerType, handler
 
@@ -40,27 +40,28 @@ def finalized_features(features: BrokerFeatures):
             for name, level in features.finalized.items() if level > 0]
 
 
-def api_keys(listener_type: ListenerType = ListenerType.BROKER, features: BrokerFeatures | None = None):
+def api_keys(listener_type: ListenerType = ListenerType.BROKER):
     """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster, the KRaft-mode
-    ones (client telemetry) only outside one, those of a feature only while it is finalized."""
+    ones (client telemetry) only outside one. Those of a feature whatever its level, as Kafka 4.4."""
     Key = ApiVersionsResponse.ApiVersion
-    features = features or BrokerFeatures.create()
     return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type, features)]
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type)]
 
 
 # The lists every ApiVersions response carries, made once: building them was most of the handler's
 # time, which a client flooding the broker with ApiVersions requests multiplies (issue 17). Keyed by
-# the number of handlers too, so that a handler registered later is listed. Encoding only reads them.
-_listed: dict[tuple[ListenerType, BrokerFeatures, int], tuple[list, list, list]] = {}
+# the number of handlers too, so that a handler registered later is listed, and by the features' epoch,
+# which each change of a finalized level moves. Encoding only reads them.
+_listed: dict[tuple[ListenerType, BrokerFeatures, int, int], tuple[list, list, list]] = {}
 
 
 def _listings(listener_type: ListenerType, features: BrokerFeatures) -> tuple[list, list, list]:
-    key = (listener_type, features, len(HANDLERS))
+    key = (listener_type, features, features.epoch, len(HANDLERS))
     listed = _listed.get(key)
     if listed is None:
-        listed = _listed[key] = (api_keys(listener_type, features), supported_features(features),
-                                 finalized_features(features))
+        for stale in [k for k in _listed if k[1] is features and k[2] != features.epoch]:
+            del _listed[stale]
+        listed = _listed[key] = (api_keys(listener_type), supported_features(features), finalized_features(features))
     return listed
 
 
@@ -84,5 +85,5 @@ async def handle(ctx, request):
         ctx.connection.client_software_version = request.client_software_version
     listed_api_keys, supported, finalized = _listings(ctx.services.listener_type, ctx.services.features)
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=listed_api_keys, throttle_time_ms=0,
-                               supported_features=supported, finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+                               supported_features=supported, finalized_features_epoch=ctx.services.features.epoch,
                                finalized_features=finalized)

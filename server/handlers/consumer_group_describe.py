@@ -11,13 +11,14 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import DESCRIBE, GROUP, TOPIC
 from ..coordinators.consumer_groups import consumer_protocol_enabled
+from ..features import CONSUMER_GROUPS
 from . import handler
 
 ConsumerGroupDescribeResponse = response_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
 DescribedGroup = ConsumerGroupDescribeResponse.DescribedGroup
 
 
-@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 0)
+@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 0, feature=CONSUMER_GROUPS)
 async def handle(ctx, request):
     if not consumer_protocol_enabled(ctx.services.config.get):
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[

@@ -15,12 +15,13 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import DESCRIBE, GROUP, READ, TOPIC
 from ..coordinators.consumer_groups import consumer_protocol_enabled
+from ..features import CONSUMER_GROUPS
 from . import handler
 
 ConsumerGroupHeartbeatResponse = response_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 
 
-@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1)
+@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, feature=CONSUMER_GROUPS)
 async def handle(ctx, request):
     if not consumer_protocol_enabled(ctx.services.config.get):
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)

@@ -16,7 +16,8 @@ from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import ALTER, TOPIC
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
 from ..metadata.admin_manager import AdminError
-from . import handler
+from ...coordinator.client_metrics import java_hash_order
+from . import ListenerType, handler
 
 CreatePartitionsResponse = response_class(ApiKey.CREATE_PARTITIONS)
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -32,7 +33,7 @@ async def grow(ctx, topic, request, mutations):
         if not request.validate_only:
             await admin.add_partitions(ctx.services, topic.name, plan)
     except AdminError as e:
-        return e.code, str(e)
+        return e.code, str(e) or None
     if not request.validate_only and request.timeout_ms > 0:
         if await admin.wait_for_leaders({topic.name: topic.count}, request.timeout_ms):
             return ErrorCode.REQUEST_TIMED_OUT, None
@@ -44,9 +45,15 @@ async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
     mutations = mutation_quota(ctx, strict_since_version=3)
     results = []
+    kraft = ctx.services.listener_type != ListenerType.ZK_BROKER
+    if kraft:  # Kafka 4.4's ControllerApis: each duplicate name answered once, first
+        results += [Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
+                    for name in java_hash_order(name for name, count in counts.items() if count > 1)]
     for topic in request.topics:
         if counts[topic.name] > 1:
-            code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
+            if kraft:
+                continue
+            code, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."  # Kafka 3.9's: each entry
         elif not ctx.authorize(ALTER, TOPIC, topic.name):
             code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
         else:

@@ -18,10 +18,11 @@ from ...storage.log_config import LogConfig
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CREATE, DESCRIBE_CONFIGS, TOPIC
-from ..metadata.cache import InvalidTopicError, validate_topic_name
+from ..metadata.cache import InvalidTopicError, validate_topic_name, validate_topic_name_kraft
 from ..metadata.admin_manager import AdminError
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
-from . import handler
+from ...coordinator.client_metrics import java_hash_order
+from . import ListenerType, handler
 
 CreateTopicsResponse = response_class(ApiKey.CREATE_TOPICS)
 Result = CreateTopicsResponse.CreatableTopicResult
@@ -33,7 +34,10 @@ def check(ctx, topic) -> tuple[int, int, dict[str, str]]:
     services = ctx.services
     known = services.metadata_cache
     try:
-        validate_topic_name(topic.name)
+        if services.listener_type == ListenerType.ZK_BROKER:
+            validate_topic_name(topic.name)
+        else:
+            validate_topic_name_kraft(topic.name)
     except InvalidTopicError as e:
         raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)) from None
     if topic.name in known.topics:
@@ -94,9 +98,16 @@ async def handle(ctx, request):
     results = []
     admin = ctx.services.admin
     waiting: dict[str, int] = {}  # created, waiting for leaders: name -> partitions
+    kraft = ctx.services.listener_type != ListenerType.ZK_BROKER
+    duplicates = [name for name, count in counts.items() if count > 1]
+    if kraft:  # Kafka 4.4's ControllerApis: each duplicate name answered once, first
+        results += [error_result(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                    for name in java_hash_order(duplicates)]
     for topic in request.topics:
         if counts[topic.name] > 1:
-            results.append(error_result(topic.name, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic."))
+            if not kraft:  # Kafka 3.9's KafkaApis: each entry
+                results.append(error_result(topic.name, ErrorCode.INVALID_REQUEST,
+                                            "Found multiple entries for this topic."))
             continue
         if topic.name not in creatable:
             results.append(error_result(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."))

@@ -2,7 +2,7 @@
 topics (their state deleted through the persister, GroupService.delete_share_group_offsets).
 Follows KafkaApis.handleDeleteShareGroupOffsetsRequest: DELETE on the group
 (GROUP_AUTHORIZATION_FAILED), READ on each topic (TOPIC_AUTHORIZATION_FAILED, listed first); a
-refusal of the group is the answer's error alone. Served while share.version is finalized
+refusal of the group is the answer's error alone. UNSUPPORTED_VERSION while share.version is 0
 (server/features.py).
 """
 

@@ -5,6 +5,8 @@ The AdminManager deletes the topic (server/metadata/admin_manager.py: the single
 the topic is gone when the answer comes; in a ZooKeeper cluster it is marked for the controller to
 delete), and the answer waits up to timeout_ms for it to be gone (REQUEST_TIMED_OUT otherwise), as
 Kafka's DelayedDeleteTopics.
+A topic's error carries its error's message (v5+), as Kafka 4.4's ControllerApis answers (ApiError);
+in a ZooKeeper cluster none, as Kafka 3.9's KafkaApis answers.
 Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 """
 
@@ -16,7 +18,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import DELETE, DESCRIBE, TOPIC
 from ..throttle import THROTTLING_QUOTA_EXCEEDED_MESSAGE, finish_mutations, mutation_quota, record_mutations
-from . import handler
+from . import ListenerType, handler
 
 DeleteTopicsResponse = response_class(ApiKey.DELETE_TOPICS)
 Result = DeletableTopicResult = DeleteTopicsResponse.DeletableTopicResult
@@ -65,5 +67,9 @@ async def handle(ctx, request):
         for result in deleted:
             if result.name in remaining:
                 result.error_code = ErrorCode.REQUEST_TIMED_OUT
+    if ctx.services.listener_type != ListenerType.ZK_BROKER:
+        for result in results:
+            if result.error_code != ErrorCode.NONE and result.error_message is None:
+                result.error_message = ErrorCode(result.error_code).message
     finish_mutations(ctx, mutations)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -31,5 +31,5 @@ async def handle(ctx, request):
     entries = [Entry(entity=[EntityData(entity_type=kind, entity_name=name) for kind, name in entity],
                      values=[ValueData(key=key, value=value) for key, value in sorted(values.items())])
                for entity, values in found]
-    return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None,
+    return DescribeClientQuotasResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="",
                                         entries=entries)

@@ -22,7 +22,7 @@ from ..config.group_configs import describe_group_configs
 from ..config.kafka_config import ConfigSource
 from ..security.authorizer import DESCRIBE_CONFIGS
 from ..config.config_resources import ConfigApiError, ResourceType, check_authorized, invalid_request, parse_node_id
-from . import handler
+from . import ListenerType, handler
 
 if TYPE_CHECKING:
     from ..context import BrokerServices
@@ -37,8 +37,10 @@ def described(services: BrokerServices, resource):
     kind, name, keys = resource.resource_type, resource.resource_name, resource.configuration_keys
     if kind == ResourceType.TOPIC:
         topic = services.metadata_cache.topics.get(name)
-        if topic is None:
-            raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+        if topic is None:  # Kafka 4.4's ConfigHelper gives no message, Kafka 3.9's (ZooKeeper mode) one
+            raise ConfigApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                 f"Topic {name} does not exist." if services.listener_type == ListenerType.ZK_BROKER
+                                 else "")
         return services.config.describe_topic_configs(topic.configs, keys)
     if kind == ResourceType.BROKER:
         if not name:
@@ -53,7 +55,9 @@ def described(services: BrokerServices, resource):
         return describe_client_metrics(services, name, keys)
     if kind == ResourceType.GROUP:
         return describe_group_configs(services, name, keys)
-    raise invalid_request(f"Unsupported resource type {kind}")
+    if services.listener_type == ListenerType.ZK_BROKER:
+        raise invalid_request(f"Unsupported resource type {kind}")
+    raise invalid_request(ErrorCode.INVALID_REQUEST.message)  # Kafka 4.4: the error's own message
 
 
 def entries(ctx, request, resource):
@@ -65,7 +69,9 @@ def entries(ctx, request, resource):
               config_source=e.source, is_sensitive=e.is_sensitive,
               synonyms=[Synonym(name=s.name, value=s.value, source=s.source) for s in e.synonyms]
               if include_synonyms else [],
-              config_type=e.config_type, documentation=e.documentation if include_docs else None)
+              config_type=e.config_type,
+              documentation=e.documentation if include_docs or resource.resource_type == ResourceType.BROKER_LOGGER
+              else None)
         for e in described(ctx.services, resource)
     ]
 

@@ -3,7 +3,7 @@ and from v1 its lag (KIP-1226), from the share coordinator's state summaries
 (GroupService.describe_share_group_offsets). Follows KafkaApis.handleDescribeShareGroupOffsetsRequest:
 DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); topics named but not describable are answered
 TOPIC_AUTHORIZATION_FAILED after the others, and with all topics asked for (null) the group's
-share partitions of topics not describable are left out. Served while share.version is finalized
+share partitions of topics not describable are left out. UNSUPPORTED_VERSION while share.version is 0
 (server/features.py).
 """
 

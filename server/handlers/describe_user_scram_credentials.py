@@ -43,4 +43,4 @@ async def handle(ctx, request):
         else:
             results.append(Result(user=user, error_code=ErrorCode.RESOURCE_NOT_FOUND, error_message=
                                   f"Attempt to describe a user credential that does not exist: {user}"))
-    return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, results=results)
+    return Response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="", results=results)

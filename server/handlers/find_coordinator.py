@@ -22,7 +22,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security import authorizer as acl
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
-from . import handler
+from . import ListenerType, handler
 
 FindCoordinatorResponse = response_class(ApiKey.FIND_COORDINATOR)
 Coordinator = FindCoordinatorResponse.Coordinator
@@ -66,8 +66,10 @@ async def find(ctx, key_type: int, key: str):
         code, node = await share_coordinator(ctx, key)
     elif key_type == SHARE:
         code, node = ErrorCode.INVALID_REQUEST, None
-    else:
+    elif ctx.services.listener_type == ListenerType.ZK_BROKER:
         return ErrorCode.INVALID_REQUEST, f"Invalid coordinator type: {key_type}", None
+    else:  # Kafka 4.4: the error's own message
+        return ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST.message, None
     # Kafka's Errors.message(): the exception's text, "NONE" for success.
     return code, code.message or code.name, node
 

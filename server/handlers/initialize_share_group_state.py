@@ -2,10 +2,10 @@
 partition's state starts (or starts again, at a higher state epoch) at a start offset: a
 ShareSnapshot in `__share_group_state`. Answered by the share coordinator
 (server/coordinators/share_service.py). Follows KafkaApis.handleInitializeShareGroupStateRequest:
-CLUSTER_ACTION on the cluster, else every partition CLUSTER_AUTHORIZATION_FAILED. Served only while
-share.version is finalized (server/features.py). Deviations: Kafka's schema lists only KRaft
-brokers' listeners; a Samsa broker of a ZooKeeper cluster serves it too, its share coordinator and
-persisters talking to each other with it.
+CLUSTER_ACTION on the cluster, else every partition CLUSTER_AUTHORIZATION_FAILED. Served whatever
+share.version's level, as Kafka 4.4 serves it. Deviations: Kafka's schema lists only KRaft brokers'
+listeners; a Samsa broker of a ZooKeeper cluster serves it too, its share coordinator and persisters
+talking to each other with it.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from __future__ import annotations
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey
 from ..coordinators.share_service import global_error_response
-from ..features import SHARE_GROUPS
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
 from . import handler
 
 
-@handler(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0, feature=SHARE_GROUPS)
+@handler(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0)
 async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return global_error_response(ApiKey.INITIALIZE_SHARE_GROUP_STATE, request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)

@@ -1,8 +1,8 @@
 """ShareGroupDescribe (key 77), v1: share groups (KIP-932) with their epochs, assignor (`simple`),
 members and each member's assignment; groups of other types are GROUP_ID_NOT_FOUND ("Group g is not
 a share group."). Follows KafkaApis.handleShareGroupDescribe and GroupMetadataManager.shareGroupDescribe:
-DESCRIBE on each group, DESCRIBE on the topics its members are assigned. Served while share.version
-is finalized (server/features.py).
+DESCRIBE on each group, DESCRIBE on the topics its members are assigned. UNSUPPORTED_VERSION while share.version is 0
+(server/features.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 the share partitions it subscribed to initialized through the persister afterwards
 (GroupService.share_group_heartbeat). Follows KafkaApis.handleShareGroupHeartbeat and
 GroupCoordinatorService.shareGroupHeartbeat: READ on the group, DESCRIBE on the subscribed topics.
-Served while share.version is finalized (server/features.py).
+UNSUPPORTED_VERSION while share.version is 0
+(server/features.py).
 """
 
 from __future__ import annotations

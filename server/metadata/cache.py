@@ -39,6 +39,22 @@ def validate_topic_name(name: str) -> None:
             f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'")
 
 
+def validate_topic_name_kraft(name: str) -> None:
+    """validate_topic_name in Kafka 4's words (Topic.validate, as its KRaft controller answers
+    CreateTopics); Kafka 3.9's ZooKeeper mode words them as above."""
+    if not name:
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _LEGAL_TOPIC.match(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return
+    raise InvalidTopicError(f"Topic name is invalid: {reason}")
+
+
 def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
     """An existing topic whose name differs only by '.' versus '_' (they clash in metric names)."""
     key = name.replace(".", "_")

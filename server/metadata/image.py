@@ -1,5 +1,6 @@
 """The cluster's metadata as this broker knows it: brokers, topics, partitions, topic configs,
-dynamic broker configs, ACLs, the producer ids handed out so far and the client quotas.
+dynamic broker configs, ACLs, the producer ids handed out so far, the client quotas and the
+finalized feature levels.
 
 `MetadataStore` is what the broker reads of it (server/metadata/cache.py's `MetadataView`: topics,
 configs, ACLs, SCRAM credentials and quotas) and the changes it makes; `MetadataImage` below keeps it.
@@ -77,6 +78,17 @@ class MetadataStore(MetadataView, Protocol):
     def allocate_producer_id_block(self, size: int) -> int:
         """Reserve the next `size` producer ids; returns the first."""
 
+    @property
+    def features(self) -> Mapping[str, int] | None:
+        """The finalized feature levels UpdateFeatures last set (Kafka's FeatureLevelRecords), or
+        None: the defaults (server/features.py)."""
+
+    @property
+    def features_epoch(self) -> int:
+        """How many times UpdateFeatures changed them (ApiVersions' FinalizedFeaturesEpoch)."""
+
+    def set_features(self, levels: dict[str, int], epoch: int) -> None: ...
+
 
 class MetadataImage:
     """The MetadataStore of a single broker: topics by name and by id, dynamic broker configs,
@@ -107,6 +119,10 @@ class MetadataImage:
         # Delegation tokens by id (Kafka's DelegationTokenRecords), as
         # server.security.delegation_tokens.TokenInformation.to_json(); never their HMACs.
         self.delegation_tokens: dict[str, dict] = {}
+        # Finalized feature levels (Kafka's FeatureLevelRecords), metadata.version included; None
+        # until UpdateFeatures changes one (or one imported from Kafka): the defaults.
+        self.features: dict[str, int] | None = None
+        self.features_epoch = 0
 
     @classmethod
     def load(cls, log_dir: Path, cluster_id: str) -> "MetadataImage":
@@ -125,6 +141,9 @@ class MetadataImage:
             for q in data.get("client_quotas", []):
                 image.client_quotas[tuple((kind, name) for kind, name in q["entity"])] = dict(q["values"])
             image.delegation_tokens = {token["token_id"]: dict(token) for token in data.get("delegation_tokens", [])}
+            if "features" in data:
+                image.features = {name: int(level) for name, level in data["features"].items()}
+            image.features_epoch = data.get("features_epoch", 0)
         return image
 
     @classmethod
@@ -150,6 +169,8 @@ class MetadataImage:
                         salt, stored_key, server_key, iterations).to_json()
         image.client_quotas = {entity: dict(values) for entity, values in kraft.client_quotas.items()}
         image.delegation_tokens = {token_id: dict(token) for token_id, token in kraft.delegation_tokens.items()}
+        # Kafka's levels; one this Samsa does not support falls back to its default (server/features.py).
+        image.features = dict(kraft.features) or None
         return image
 
     def _index(self, topic: TopicInfo) -> None:
@@ -175,6 +196,9 @@ class MetadataImage:
                               for entity, values in self.client_quotas.items()],
             "delegation_tokens": list(self.delegation_tokens.values()),
         }
+        if self.features is not None:
+            data["features"] = self.features
+            data["features_epoch"] = self.features_epoch
         write_atomically(self.path, json.dumps(data, indent=1))
 
     def add_topic(self, name: str, num_partitions: int, configs: dict[str, str], replication_factor: int = 1) -> TopicInfo:
@@ -279,6 +303,16 @@ class MetadataImage:
                 self.delegation_tokens.pop(token_id, None)
             else:
                 self.delegation_tokens[token_id] = previous
+            raise
+
+    def set_features(self, levels: dict[str, int], epoch: int) -> None:
+        """The finalized feature levels are now `levels`, changed for the `epoch`th time, durably."""
+        previous = self.features, self.features_epoch
+        self.features, self.features_epoch = dict(levels), epoch
+        try:
+            self.save()
+        except OSError:
+            self.features, self.features_epoch = previous
             raise
 
     def collides(self, name: str) -> str | None:

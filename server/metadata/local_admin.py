@@ -37,13 +37,18 @@ class LocalAdminManager:
                         assignment: dict[int, list[int]] | None) -> dict[int, list[int]]:
         node = services.node_id
         for broker_ids in (assignment or {}).values():
-            if any(b != node for b in broker_ids) or not broker_ids:
+            unknown = [b for b in broker_ids if b != node]
+            if unknown:  # Kafka 4.4's ReplicationControlManager words it so
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
+                                                                       f"broker {unknown[0]}, but no such broker is registered.")
+            if not broker_ids:
                 raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes a broker that is not registered: {broker_ids}")
         if replication_factor > 1:
             raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                             f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered.")
+                             f"factor of {replication_factor} cannot be reached because only 1 broker(s) are registered "
+                             f"or some brokers have all their log directories cordoned.")
         return {p: [node] for p in range(partitions)}
 
     async def create_topic(self, services: BrokerServices, name: str, assignment: dict[int, list[int]],
@@ -70,7 +75,8 @@ class LocalAdminManager:
                                   assignments: list[list[int]] | None) -> NewPartitions:
         info = services.metadata.topics.get(topic)
         if info is None:
-            raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+            # No message, as Kafka 4.4's ReplicationControlManager.createPartitions answers.
+            raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
         old = info.num_partitions
         if count == old:
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {old} partition(s).")

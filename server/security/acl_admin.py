@@ -25,6 +25,8 @@ from .authorizer import (
 if TYPE_CHECKING:
     from ..metadata.image import MetadataStore
 
+# Kafka 4.4's AclApis: DescribeAcls words it so, CreateAcls and DeleteAcls (and Kafka 3.9's) as below.
+NO_AUTHORIZER_TO_DESCRIBE = "No Authorizer is configured on the broker"
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
@@ -34,7 +36,8 @@ def refusal(ctx, mutating: bool) -> tuple[ErrorCode, str] | None:
     if not ctx.authorize(ALTER if mutating else DESCRIBE, CLUSTER):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message
     if ctx.services.authorizer is None:
-        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER
+        describe = not mutating and ctx.services.control_plane is None  # a single broker's DescribeAcls
+        return ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER_TO_DESCRIBE if describe else NO_AUTHORIZER
     return None
 
 

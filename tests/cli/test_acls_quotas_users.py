@@ -41,7 +41,7 @@ def test_acls_bad_usage_and_a_broker_without_an_authorizer(broker, samsa):
     assert samsa("acls", "create", "--operation", "Read", "-b", broker)[0] == 2
     assert samsa("acls", "create", "--principal", "User:x", "--operation", "Bogus", "--topic", "t", "-b", broker)[0] == 2
     assert samsa("acls", "delete", "-b", broker)[0] == 2
-    assert samsa("acls", "list", "-b", broker)[::2] == (1, "samsa acls: SECURITY_DISABLED: No Authorizer is configured.\n")
+    assert samsa("acls", "list", "-b", broker)[::2] == (1, "samsa acls: SECURITY_DISABLED: No Authorizer is configured on the broker\n")
 
 
 def test_quotas_alter_describe_remove(broker, samsa):

@@ -27,7 +27,7 @@ def test_broker_defaults_and_one_broker(broker, samsa):
 def test_the_broker_refusing_a_config_is_exit_1(broker, samsa):
     code, _, err = samsa("configs", "alter", "--broker", "0", "-c", "broker.id=7", "-b", broker)
     assert (code, err) == (1, "samsa configs: 0: INVALID_REQUEST: Cannot update these configs dynamically: "
-                              "Set(broker.id)\n")
+                              "[broker.id]\n")
 
 
 def test_an_entity_is_required_and_only_one(broker, samsa):

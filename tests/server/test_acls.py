@@ -116,7 +116,8 @@ def test_acl_apis_without_an_authorizer_answer_security_disabled(tmp_path):
             assert [(r.error_code, r.error_message) for r in created.results] == [
                 (ErrorCode.SECURITY_DISABLED, "No Authorizer is configured.")]
             listed = await client.call(describe_filter(pattern=LITERAL), version)
-            assert (listed.error_code, listed.resources) == (ErrorCode.SECURITY_DISABLED, [])
+            assert (listed.error_code, listed.error_message, listed.resources) == (
+                ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker", [])
             deleted = await client.call(DeleteAcls(filters=[delete_filter(pattern=LITERAL)]), version)
             assert [r.error_code for r in deleted.filter_results] == [ErrorCode.SECURITY_DISABLED]
 

@@ -88,4 +88,8 @@ def test_the_listings_are_built_once_per_mode():
     for listener_type in ListenerType:
         listed = _listings(listener_type, features)
         assert _listings(listener_type, features) is listed  # every response shares them
-        assert listed[0] == api_keys(listener_type, features)
+        assert listed[0] == api_keys(listener_type)
+    features.finalize({**features.finalized, "share.version": 0}, features.epoch + 1)  # an UpdateFeatures
+    relisted = _listings(ListenerType.BROKER, features)
+    assert [f.name for f in relisted[2]] == [f.name for f in listed[2] if f.name != "share.version"]
+    assert _listings(ListenerType.BROKER, features) is relisted
