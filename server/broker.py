@@ -163,6 +163,11 @@ class Broker:
         # KIP-714; its collect() is a Prometheus collector of what clients push.
         self.client_telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
         self.features = BrokerFeatures.create()
+        if config.is_set("zookeeper.connect"):
+            # Kafka 3.9's ZooKeeper mode has no transaction version 2 (KIP-890 part 2 is KRaft-only
+            # Kafka 4's): its clients end transactions with EndTxn v4 on a steady epoch.
+            self.features.supported["transaction.version"] = (0, 1)
+            self.features.finalized["transaction.version"] = 1
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.loaded_broker: LoadedBroker | None = None  # what the metrics report on, once the logs are loaded
         self.recovered = False  # the logs are loaded and recovered: /healthz
@@ -274,7 +279,8 @@ class Broker:
         groups = GroupService(config, metadata, replicas, self.disk_limiter, wall_clock_ms, random_member_uuid,
                               cluster=cluster, group_configs=group_configs)
         transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
-                                  groups.complete_transaction, wall_clock_ms, cluster=cluster)
+                                  groups.complete_transaction, wall_clock_ms, cluster=cluster,
+                                  transaction_version_level=self.features.level("transaction.version"))
         share_coordinator = ShareService(config, metadata, replicas, self.disk_limiter, wall_clock_ms,
                                          self.features.enabled(SHARE_GROUPS), cluster=cluster)
         persister = DefaultStatePersister(self.node_id, share_coordinator, lambda partition: admin.coordinator(
@@ -561,7 +567,7 @@ class Broker:
         ctx = RequestContext(services, conn, api_key, version, header.correlation_id, header.client_id,
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
-        if (handler is None or not handler.min_version <= version <= handler.max_version
+        if (handler is None or not handler.min_version <= version <= handler.max_version_for(services.listener_type)
                 or not handler.served(services.listener_type, services.features)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.

@@ -30,8 +30,9 @@ FEATURES: dict[str, FeatureLevels] = {
     # 1: share groups (KIP-932); 2 (their dead-letter queues) is not implemented.
     "share.version": FeatureLevels((0, 1), 1),
     "streams.version": FeatureLevels((0, 0), 0),
-    # 1: flexible transaction log records; 2 (KIP-890 part 2) is not implemented.
-    "transaction.version": FeatureLevels((0, 1), 1),
+    # 1: flexible transaction log records; 2: KIP-890 part 2 (an epoch bump per transaction, EndTxn v5,
+    # Produce v12). A ZooKeeper cluster stays at 1, as Kafka 3.9 (server/broker.py).
+    "transaction.version": FeatureLevels((0, 2), 2),
     "eligible.leader.replicas.version": FeatureLevels((0, 0), 0),
 }
 

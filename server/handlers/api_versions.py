@@ -6,9 +6,8 @@ implements (server/features.py).
 Deviations: kraft.version, streams.version and eligible.leader.replicas.version are supported at
 level 0 only and not finalized (Kafka 4.4: finalized at 1, 1, 1): Samsa has no KRaft quorum
 (KIP-853), no streams groups (KIP-1071) and no eligible leader replicas (KIP-966); share.version goes
-up to 1 (share groups, KIP-932), not 2 (their dead-letter queues); transaction.version goes up to 1
-(flexible transaction log records), not 2 as in Kafka 4.4 (KIP-890 part 2: EndTxn v5, an epoch bump
-per transaction).
+up to 1 (share groups, KIP-932), not 2 (their dead-letter queues). A ZooKeeper cluster finalizes
+transaction.version 1 and serves the transaction APIs up to Kafka 3.9's versions (no KIP-890 part 2).
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ def api_keys(listener_type: ListenerType = ListenerType.BROKER, features: Broker
     ones (client telemetry) only outside one, those of a feature only while it is finalized."""
     Key = ApiVersionsResponse.ApiVersion
     features = features or BrokerFeatures.create()
-    return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
+    return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version_for(listener_type))
             for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type, features)]
 
 

@@ -1,8 +1,10 @@
-"""TxnOffsetCommit (key 28), v0-4: commit a group's offsets within a producer's transaction; they
+"""TxnOffsetCommit (key 28), v0-5: commit a group's offsets within a producer's transaction; they
 count as committed once its COMMIT marker reaches `__consumer_offsets` (never after an ABORT).
 Follows KafkaApis.handleTxnOffsetCommitRequest and GroupMetadataManager: WRITE on the transactional
 id, READ on the group and each topic; unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the group's
-partition must be in the transaction (AddOffsetsToTxn), as the coordinator vouches (KIP-890).
+partition must be in the transaction (AddOffsetsToTxn), as the coordinator vouches (KIP-890); from v5
+(a producer of transaction version 2, which sends no AddOffsetsToTxn) it is added to it here. A
+ZooKeeper cluster serves v0-4, as Kafka 3.9.
 Deviations: none known.
 """
 
@@ -15,7 +17,7 @@ from ..security.authorizer import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE
 from . import handler
 from .offset_commit import errors_by_partition, split_known
 
-@handler(ApiKey.TXN_OFFSET_COMMIT, 0, 4)
+@handler(ApiKey.TXN_OFFSET_COMMIT, 0, 5, zk_max_version=4)
 async def handle(ctx, request):
     if not ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id):
         return txn_commit_response(request, lambda topic, index: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -28,7 +30,7 @@ async def handle(ctx, request):
     if known.topics:
         groups = ctx.services.groups
         groups.ensure_offsets_topic()
-        error = ctx.services.transactions.verify_offsets_partition(
+        error = await ctx.services.transactions.verify_offsets_partition(
             request.transactional_id, request.producer_id, request.producer_epoch,
             groups.partition_for(request.group_id), ctx.api_version)
         if error != ErrorCode.NONE:
