@@ -198,3 +198,14 @@ def test_a_zookeeper_cluster_serves_kafka_3_9s_versions():
     served = {k.api_key: k.max_version for k in api_keys(ListenerType.ZK_BROKER)}
     assert (served[ApiKey.PRODUCE], served[ApiKey.END_TXN], served[ApiKey.TXN_OFFSET_COMMIT],
             served[ApiKey.WRITE_TXN_MARKERS]) == (11, 4, 4, 1)
+
+
+def test_a_zookeeper_cluster_finalizes_transaction_version_1(tmp_path):
+    from samsa.server.broker import Broker
+
+    single = Broker(broker_config(tmp_path / "single"))
+    assert (single.features.supported["transaction.version"], single.features.level("transaction.version")) == (
+        (0, 2), 2)
+    member = Broker(broker_config(tmp_path / "member", zookeeper_connect="127.0.0.1:2181"))
+    assert (member.features.supported["transaction.version"], member.features.level("transaction.version")) == (
+        (0, 1), 1)
