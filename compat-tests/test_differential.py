@@ -56,7 +56,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.DELETE_TOPICS: ((0, 6), (1, 6)),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: ((0, 4), (2, 4)),
     ApiKey.WRITE_TXN_MARKERS: ((0, 2), (1, 2)),
-    ApiKey.TXN_OFFSET_COMMIT: ((0, 5), (0, 6)),
     ApiKey.DESCRIBE_ACLS: ((0, 3), (1, 3)),
     ApiKey.CREATE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DELETE_ACLS: ((0, 3), (1, 3)),
@@ -471,6 +470,7 @@ class TxnPair:
         self.pair = pair
         self.id = f"diff-txn-{uuid.uuid4().hex[:8]}"
         self.producers: list[tuple[int, int]] = []  # (producer id, epoch), Samsa's then Kafka's
+        self.current = 0  # the broker asked (0 Samsa, 1 Kafka), while `both` asks
         not_ready = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                      ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS}
         # FindCoordinator creates __transaction_state on Kafka; its partitions load a while after.
@@ -490,7 +490,8 @@ class TxnPair:
         their producer ids as 0. Asked again while the answer's error is one of `retry` (e.g.
         CONCURRENT_TRANSACTIONS: Kafka answers EndTxn before its markers are written)."""
         answers = []
-        for client, (pid, epoch) in zip((self.pair.samsa, self.pair.kafka), self.producers):
+        for index, (client, (pid, epoch)) in enumerate(zip((self.pair.samsa, self.pair.kafka), self.producers)):
+            self.current = index
             got: list = []
             wait_for(lambda c=client, pid=pid, epoch=epoch, got=got: got.append(c.call(make(pid, epoch), version))
                      or error_of(got[-1]) not in retry, timeout=30, what="an answer")
@@ -532,10 +533,12 @@ def test_transaction_version_2_produce_end_and_retry(pair, version):
     assert_same(*txn.end(commit=False))  # an abort with nothing open bumps the epoch too
 
 
-def test_transaction_version_2_offsets_and_markers(pair):
-    """TxnOffsetCommit v5 adds the group's offsets partition; a WriteTxnMarkers v2 marker must carry
-    an epoch above the producer's open transaction."""
+@pytest.mark.parametrize("version", [6, 5])
+def test_transaction_version_2_offsets_and_markers(pair, version):
+    """TxnOffsetCommit v5+ adds the group's offsets partition (v6 names topics by id, KIP-1319); a
+    WriteTxnMarkers v2 marker must carry an epoch above the producer's open transaction."""
     name = pair.create_topic(prefix="diff-txn")
+    ids = topic_ids(pair, name)
     txn = TxnPair(pair)
     group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"
     find = FindCoordinator(key_type=0, coordinator_keys=[group])
@@ -544,8 +547,9 @@ def test_transaction_version_2_offsets_and_markers(pair):
     commit = txn.both(lambda pid, epoch: TxnOffsetCommit(
         transactional_id=txn.id, group_id=group, producer_id=pid, producer_epoch=epoch,
         generation_id_or_member_epoch=-1, member_id="", topics=[TxnOffsetCommit.TxnOffsetCommitRequestTopic(
-            name=name, partitions=[TxnOffsetCommit.TxnOffsetCommitRequestPartition(
-                partition_index=0, committed_offset=3, committed_metadata="")])]), 5,
+            name=name if version < 6 else "", topic_id=ids[txn.current] if version >= 6 else uuid.UUID(int=0),
+            partitions=[TxnOffsetCommit.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=3, committed_metadata="")])]), version,
         retry={ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS},
         error_of=lambda answer: answer.topics[0].partitions[0].error_code)
     assert commit[1].topics[0].partitions[0].error_code == 0
@@ -561,3 +565,20 @@ def test_transaction_version_2_offsets_and_markers(pair):
     assert kafka.markers[0].topics[0].partitions[0].error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     assert_same(samsa, kafka)
     assert_same(*txn.end(commit=True))
+
+
+def test_txn_offset_commit_of_an_unknown_topic_id(pair):
+    txn = TxnPair(pair)
+    group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"
+    find = FindCoordinator(key_type=0, coordinator_keys=[group])
+    for client in (pair.samsa, pair.kafka):
+        wait_for(lambda c=client: c.call(find, 4).coordinators[0].error_code == 0, what="the group coordinator")
+    samsa, kafka = txn.both(lambda pid, epoch: TxnOffsetCommit(
+        transactional_id=txn.id, group_id=group, producer_id=pid, producer_epoch=epoch,
+        generation_id_or_member_epoch=-1, member_id="", topics=[TxnOffsetCommit.TxnOffsetCommitRequestTopic(
+            topic_id=uuid.uuid4(), partitions=[TxnOffsetCommit.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=3, committed_metadata="")])]), 6,
+        retry={ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS},
+        error_of=lambda answer: answer.topics[0].partitions[0].error_code)
+    assert kafka.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert_same(samsa, kafka)

@@ -64,7 +64,7 @@ def test_transaction_version_2_is_finalized(tmp_path):
                 if f.name == "transaction.version"] == [(2, 2)]
         served = {k.api_key: k.max_version for k in response.api_keys}
         assert (served[ApiKey.PRODUCE], served[ApiKey.END_TXN], served[ApiKey.TXN_OFFSET_COMMIT],
-                served[ApiKey.WRITE_TXN_MARKERS]) == (13, 5, 5, 2)
+                served[ApiKey.WRITE_TXN_MARKERS]) == (13, 5, 6, 2)
 
     run_broker(broker_config(tmp_path), scenario)
 
@@ -142,6 +142,17 @@ def test_txn_offset_commit_v5_adds_the_offsets_partition(tmp_path):
         # v4 still needs AddOffsetsToTxn.
         response = await client.call(txn_commit(txn, 9), 4)
         assert response.topics[0].partitions[0].error_code == E.TRANSACTION_ABORTABLE
+        # v6 names the topic by id (KIP-1319).
+        topic_id = (await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name="in")]), 12)).topics[0].topic_id
+        by_id = txn_commit(txn, 11)
+        by_id.topics[0].name, by_id.topics[0].topic_id = "", topic_id
+        response = await client.call(by_id, 6)
+        assert (response.topics[0].topic_id, response.topics[0].partitions[0].error_code) == (topic_id, E.NONE)
+        assert await txn.end_v2() == E.NONE
+        assert await committed(client) == (E.NONE, 11)
+        by_id.topics[0].topic_id = type(topic_id)(int=7)
+        response = await client.call(by_id, 6)
+        assert response.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_ID
 
     run_broker(broker_config(tmp_path), scenario)
 
