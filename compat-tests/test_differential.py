@@ -50,7 +50,6 @@ INSTANCE_SPECIFIC = {
 # and does not serve Kafka's KRaft-controller and streams-group APIs; Kafka 4.4 has newer versions of
 # some APIs than Samsa serves.
 API_VERSIONS_DIFFERENCES = {
-    ApiKey.PRODUCE: ((0, 11), (0, 13)),
     ApiKey.FETCH: ((0, 17), (4, 18)),
     ApiKey.LIST_OFFSETS: ((0, 10), (1, 11)),
     ApiKey.METADATA: ((0, 12), (0, 13)),
@@ -60,9 +59,7 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.CREATE_TOPICS: ((0, 7), (2, 7)),
     ApiKey.DELETE_TOPICS: ((0, 6), (1, 6)),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: ((0, 4), (2, 4)),
-    ApiKey.END_TXN: ((0, 4), (0, 5)),
-    ApiKey.WRITE_TXN_MARKERS: ((0, 1), (1, 2)),
-    ApiKey.TXN_OFFSET_COMMIT: ((0, 4), (0, 6)),
+    ApiKey.WRITE_TXN_MARKERS: ((0, 2), (1, 2)),
     ApiKey.DESCRIBE_ACLS: ((0, 3), (1, 3)),
     ApiKey.CREATE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DELETE_ACLS: ((0, 3), (1, 3)),
@@ -199,7 +196,6 @@ FEATURES_SAMSA_LOWER = {
     "kraft.version": (0, "no KRaft quorum (KIP-853)"),
     "share.version": (1, "2 is share groups' dead-letter queues (KIP-1191)"),
     "streams.version": (0, "no streams groups (KIP-1071)"),
-    "transaction.version": (1, "2 is KIP-890 part 2 (EndTxn v5, an epoch bump per transaction)"),
     "eligible.leader.replicas.version": (0, "no eligible leader replicas (KIP-966)"),
 }
 
@@ -345,10 +341,31 @@ def produced(pair) -> str:
     return name
 
 
-@pytest.mark.parametrize("version", [11, 3])
+def topic_ids(pair, name: str) -> list:
+    """Each broker's own id of the topic."""
+    return [client.call(metadata_request(name), 12).topics[0].topic_id for client in (pair.samsa, pair.kafka)]
+
+
+def produce_both(pair, name: str, version: int, batches=None, ids=None, transactional_id=None):
+    """The same Produce on both: by name (v12-) or by each broker's topic id (v13+); `batches`: one
+    batch for each broker (their producer ids differ) or the same for both."""
+    batches = batches or [the_batch()] * 2
+    if version >= 13:
+        ids = ids or topic_ids(pair, name)
+    answers = []
+    for i, client in enumerate((pair.samsa, pair.kafka)):
+        request = produce_request(name, batches[i])
+        request.transactional_id = transactional_id
+        if version >= 13:
+            request.topic_data[0].name, request.topic_data[0].topic_id = "", ids[i]
+        answers.append(client.call(request, version))
+    return tuple(answers)
+
+
+@pytest.mark.parametrize("version", [13, 12, 11, 3])
 def test_produce_answer(pair, version):
     name = pair.create_topic()
-    assert_same(*pair.both(produce_request(name, the_batch()), version))
+    assert_same(*produce_both(pair, name, version))
 
 
 def list_offsets_request(name: str, timestamp: int):
@@ -450,6 +467,13 @@ def test_list_offsets_of_an_unknown_topic(pair, version):
 def test_produce_to_an_unknown_topic(pair, version):
     samsa, kafka = pair.both(produce_request(unknown_topic(), the_batch()), version)
     assert kafka.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert_same(samsa, kafka)
+
+
+def test_produce_to_an_unknown_topic_id(pair):
+    unknown_id = uuid.uuid4()
+    samsa, kafka = produce_both(pair, "", 13, ids=[unknown_id, unknown_id])
+    assert kafka.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
     assert_same(samsa, kafka)
 
 
@@ -728,3 +752,133 @@ def test_apis_of_a_disabled_feature_are_listed_and_refused(pair):
                                                  for name in ("share.version", "group.version")], 2, False), 2)
         wait_for(lambda: finalized_levels(pair.kafka) == before[pair.kafka], what="Kafka's levels back")
     assert finalized_levels(pair.samsa) == before[pair.samsa]
+
+
+# -- transaction version 2 (KIP-890 part 2): EndTxn v5, Produce v12, TxnOffsetCommit v5, WriteTxnMarkers v2 ----
+
+InitProducerId = request_class(ApiKey.INIT_PRODUCER_ID)
+EndTxn = request_class(ApiKey.END_TXN)
+TxnOffsetCommit = request_class(ApiKey.TXN_OFFSET_COMMIT)
+WriteTxnMarkers = request_class(ApiKey.WRITE_TXN_MARKERS)
+
+
+class TxnPair:
+    """One transactional id on both brokers, each with the producer id its coordinator gave; the
+    answers compared once those ids (instance-specific) are replaced by 0."""
+
+    def __init__(self, pair: Pair) -> None:
+        self.pair = pair
+        self.id = f"diff-txn-{uuid.uuid4().hex[:8]}"
+        self.producers: list[tuple[int, int]] = []  # (producer id, epoch), Samsa's then Kafka's
+        self.current = 0  # the broker asked (0 Samsa, 1 Kafka), while `both` asks
+        not_ready = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                     ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS}
+        # FindCoordinator creates __transaction_state on Kafka; its partitions load a while after.
+        find = FindCoordinator(key_type=1, coordinator_keys=[self.id])
+        for client in (pair.samsa, pair.kafka):
+            wait_for(lambda c=client: c.call(find, 4).coordinators[0].error_code == 0, timeout=60,
+                     what="the transaction coordinator")
+            answer: list = []
+            wait_for(lambda c=client, answer=answer: answer.append(c.call(InitProducerId(
+                transactional_id=self.id, transaction_timeout_ms=60_000), 5)) or answer[-1].error_code not in not_ready,
+                timeout=60, what="the transaction coordinator")
+            assert answer[-1].error_code == 0, answer[-1]
+            self.producers.append((answer[-1].producer_id, answer[-1].producer_epoch))
+
+    def both(self, make, version: int, retry=(), error_of=lambda answer: getattr(answer, "error_code", 0)):
+        """`make(producer id, epoch)` sent to each broker with its own producer; the answers with
+        their producer ids as 0. Asked again while the answer's error is one of `retry` (e.g.
+        CONCURRENT_TRANSACTIONS: Kafka answers EndTxn before its markers are written)."""
+        answers = []
+        for index, (client, (pid, epoch)) in enumerate(zip((self.pair.samsa, self.pair.kafka), self.producers)):
+            self.current = index
+            got: list = []
+            wait_for(lambda c=client, pid=pid, epoch=epoch, got=got: got.append(c.call(make(pid, epoch), version))
+                     or error_of(got[-1]) not in retry, timeout=30, what="an answer")
+            answer = got[-1]
+            if getattr(answer, "producer_id", -1) == pid:
+                answer.producer_id = 0
+            for marker in getattr(answer, "markers", None) or ():
+                marker.producer_id = 0
+            answers.append(answer)
+        return tuple(answers)
+
+    def end(self, commit: bool, epoch_delta: int = 0):
+        return self.both(lambda pid, epoch: EndTxn(transactional_id=self.id, producer_id=pid,
+                                                   producer_epoch=epoch + epoch_delta, committed=commit), 5,
+                         retry={ErrorCode.CONCURRENT_TRANSACTIONS})
+
+    def batches(self, sequence: int = 0) -> list[bytes]:
+        return [records.build_batch([records.Record(0, 0, None, b"txn-v2", [])], producer_id=pid, producer_epoch=epoch,
+                                    base_sequence=sequence, is_transactional=True, base_timestamp=BASE_TIMESTAMP)
+                for pid, epoch in self.producers]
+
+
+@pytest.mark.parametrize("version", [13, 12])
+def test_transaction_version_2_produce_end_and_retry(pair, version):
+    """A producer of transaction version 2: Produce adds the partition, EndTxn v5 bumps the epoch and
+    names it, a retry names the epoch before the bump, a stale epoch is fenced."""
+    name = pair.create_topic(prefix="diff-txn")
+    txn = TxnPair(pair)
+    assert_same(*produce_both(pair, name, version, txn.batches(), transactional_id=txn.id))
+    samsa, kafka = txn.end(commit=True)
+    assert (kafka.error_code, kafka.producer_epoch) == (0, txn.producers[1][1] + 1)
+    assert_same(samsa, kafka)
+    assert_same(*txn.end(commit=True))  # the retry: the same answer
+    txn.producers = [(pid, epoch + 1) for pid, epoch in txn.producers]
+    assert_same(*txn.end(commit=True))  # nothing open on the new epoch: INVALID_TXN_STATE
+    samsa, kafka = txn.end(commit=False, epoch_delta=-2)
+    assert kafka.error_code == ErrorCode.PRODUCER_FENCED
+    assert_same(samsa, kafka)
+    assert_same(*txn.end(commit=False))  # an abort with nothing open bumps the epoch too
+
+
+@pytest.mark.parametrize("version", [6, 5])
+def test_transaction_version_2_offsets_and_markers(pair, version):
+    """TxnOffsetCommit v5+ adds the group's offsets partition (v6 names topics by id, KIP-1319); a
+    WriteTxnMarkers v2 marker must carry an epoch above the producer's open transaction."""
+    name = pair.create_topic(prefix="diff-txn")
+    ids = topic_ids(pair, name)
+    txn = TxnPair(pair)
+    group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"
+    find = FindCoordinator(key_type=0, coordinator_keys=[group])
+    for client in (pair.samsa, pair.kafka):  # the group's coordinator loaded
+        wait_for(lambda c=client: c.call(find, 4).coordinators[0].error_code == 0, what="the group coordinator")
+    commit = txn.both(lambda pid, epoch: TxnOffsetCommit(
+        transactional_id=txn.id, group_id=group, producer_id=pid, producer_epoch=epoch,
+        generation_id_or_member_epoch=-1, member_id="", topics=[TxnOffsetCommit.TxnOffsetCommitRequestTopic(
+            name=name if version < 6 else "", topic_id=ids[txn.current] if version >= 6 else uuid.UUID(int=0),
+            partitions=[TxnOffsetCommit.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=3, committed_metadata="")])]), version,
+        retry={ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS},
+        error_of=lambda answer: answer.topics[0].partitions[0].error_code)
+    assert commit[1].topics[0].partitions[0].error_code == 0
+    assert_same(*commit)
+    assert_same(*produce_both(pair, name, 12, txn.batches(), transactional_id=txn.id))
+
+    def marker(epoch_delta: int, transaction_version: int):
+        return lambda pid, epoch: WriteTxnMarkers(markers=[WriteTxnMarkers.WritableTxnMarker(
+            producer_id=pid, producer_epoch=epoch + epoch_delta, transaction_result=False, coordinator_epoch=0,
+            transaction_version=transaction_version,
+            topics=[WriteTxnMarkers.WritableTxnMarkerTopic(name=name, partition_indexes=[0])])])
+    samsa, kafka = txn.both(marker(0, 2), 2)
+    assert kafka.markers[0].topics[0].partitions[0].error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert_same(samsa, kafka)
+    assert_same(*txn.end(commit=True))
+
+
+def test_txn_offset_commit_of_an_unknown_topic_id(pair):
+    txn = TxnPair(pair)
+    group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"
+    find = FindCoordinator(key_type=0, coordinator_keys=[group])
+    for client in (pair.samsa, pair.kafka):
+        wait_for(lambda c=client: c.call(find, 4).coordinators[0].error_code == 0, what="the group coordinator")
+    samsa, kafka = txn.both(lambda pid, epoch: TxnOffsetCommit(
+        transactional_id=txn.id, group_id=group, producer_id=pid, producer_epoch=epoch,
+        generation_id_or_member_epoch=-1, member_id="", topics=[TxnOffsetCommit.TxnOffsetCommitRequestTopic(
+            topic_id=uuid.uuid4(), partitions=[TxnOffsetCommit.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=3, committed_metadata="")])]), 6,
+        retry={ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS},
+        error_of=lambda answer: answer.topics[0].partitions[0].error_code)
+    assert kafka.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert_same(samsa, kafka)

@@ -1,6 +1,6 @@
 """The transaction coordinator: every transactional id this broker coordinates, sans I/O (Kafka's
 TransactionCoordinator, TransactionStateManager and the bookkeeping of its
-TransactionMarkerChannelManager), for transactions of version 0/1.
+TransactionMarkerChannelManager), for transactions of versions 0/1 and 2 (KIP-890 part 2).
 
 The server feeds it requests with the clock and a ticket, and carries out the `TxnActions` it
 returns: responses to tickets, records to append to a partition of `__transaction_state` (each
@@ -16,6 +16,12 @@ then CompleteCommit or CompleteAbort. A transaction open longer than its timeout
 bumped epoch, fencing its producer; an id idle past transactional.id.expiration.ms is forgotten
 (a tombstone). Loading replays `__transaction_state`; a transaction found preparing gets its markers
 written again.
+
+The transaction version is per transaction, as in Kafka: EndTxn v5 (and the partition leader's
+AddPartitionsToTxn on a producer's behalf) is version 2, older requests version 0. A version 2 end
+bumps the producer epoch (the markers carry the new one, the response names it), rolling over to a
+new producer id when the epochs run out; a retry of it is recognised by the epoch it names. The
+coordinator's own aborts (a fence, a timeout) use the broker's finalized transaction.version.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from ..wire.errors import ErrorCode
@@ -32,7 +38,8 @@ from .group_coordinator import partition_for
 from .timer import CoordinatorTimer
 from .transaction_log import TRANSACTION_STATE_TOPIC, encode_key, encode_value, read_record
 from .transaction_metadata import (
-    ProducerFenced, TopicPartition, TransactionMetadata, TransactionState, TxnTransitMetadata, is_epoch_exhausted,
+    TV_0, TV_2, ProducerFenced, TopicPartition, TransactionMetadata, TransactionState, TxnTransitMetadata,
+    is_epoch_exhausted, supports_epoch_bump,
 )
 
 __all__ = ["TransactionConfig", "TransactionCoordinator", "TxnActions", "MarkerWrite", "TRANSACTION_STATE_TOPIC"]
@@ -41,6 +48,7 @@ log = logging.getLogger("samsa.txn_coordinator")
 S = TransactionState
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
+_SHORT_MAX = 2**15 - 1
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,9 @@ class TransactionConfig:
     remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     # How soon a marker or a completion that failed to be written is tried again.
     retry_backoff_ms: int = 100
+    # The finalized transaction.version (Kafka's TransactionStateManager.transactionVersionLevel):
+    # the version of the coordinator's own aborts.
+    transaction_version_level: int = TV_2
 
 
 @dataclass
@@ -68,6 +79,7 @@ class MarkerWrite:
     coordinator_epoch: int
     partitions: frozenset[TopicPartition]
     on_done: Callable[[dict[TopicPartition, int], int, "TxnActions"], None]
+    transaction_version: int = TV_0  # WriteTxnMarkers v2 (KIP-1228): the transaction's version
 
 
 @dataclass
@@ -100,6 +112,11 @@ class TransactionCoordinator:
                              self._abort_timed_out_transactions)
         self._schedule_every(now_ms, "expire-ids", config.remove_expired_transaction_cleanup_interval_ms,
                              self._expire_transactional_ids)
+
+    def transaction_version_changed(self, level: int) -> None:
+        """The finalized transaction.version moved (UpdateFeatures): the coordinator's own aborts
+        take the new one from now on; a transaction keeps the version it began with."""
+        self.config = replace(self.config, transaction_version_level=level)
 
     def partition_for(self, transactional_id: str) -> int:
         """Kafka's `Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions`."""
@@ -194,7 +211,8 @@ class TransactionCoordinator:
                 fail_out = ErrorCode.CONCURRENT_TRANSACTIONS if error == ErrorCode.NONE else error
                 out.respond(ticket, (fail_out, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
             self._end_transaction(now_ms, out, transactional_id, transit.producer_id, transit.producer_epoch, False,
-                                  from_client=False, respond=fenced)
+                                  self.config.transaction_version_level, from_client=False,
+                                  respond=lambda error, pid, epoch, now_ms, out: fenced(error, now_ms, out))
             return out
 
         def stored(error: int, now_ms: int, out: TxnActions) -> None:
@@ -238,13 +256,15 @@ class TransactionCoordinator:
         recovery), its producer id is current, or it is the previous one whose epochs ran out (a
         retry of the rotation)."""
         return (metadata.producer_epoch == NO_PRODUCER_EPOCH or producer_id == metadata.producer_id
-                or producer_id == metadata.last_producer_id and is_epoch_exhausted(epoch))
+                or producer_id == metadata.prev_producer_id and is_epoch_exhausted(epoch))
 
     # --- AddPartitionsToTxn, AddOffsetsToTxn ----------------------------------------------------------
 
     def add_partitions(self, now_ms: int, ticket: Ticket, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition]) -> TxnActions:
-        """Responds the error code of the whole request (every partition shares it)."""
+                       partitions: Iterable[TopicPartition], client_transaction_version: int = TV_0) -> TxnActions:
+        """Responds the error code of the whole request (every partition shares it).
+        `client_transaction_version`: 0 from a client (AddPartitionsToTxn v0-3, AddOffsetsToTxn),
+        2 from a partition leader adding a partition on a version 2 producer's behalf."""
         out = TxnActions()
         partitions = set(partitions)
         try:
@@ -256,7 +276,7 @@ class TransactionCoordinator:
         except _Refused as e:
             out.respond(ticket, e.error)
             return out
-        transit = metadata.prepare_add_partitions(partitions, now_ms)
+        transit = metadata.prepare_add_partitions(partitions, now_ms, client_transaction_version)
         self._append_transit(out, metadata, transit, lambda error, now_ms, out: out.respond(ticket, error))
         return out
 
@@ -292,46 +312,31 @@ class TransactionCoordinator:
     # --- EndTxn -----------------------------------------------------------------------------------
 
     def end_transaction(self, now_ms: int, ticket: Ticket, transactional_id: str, producer_id: int,
-                        producer_epoch: int, commit: bool) -> TxnActions:
-        """Responds the error code, once PrepareCommit/PrepareAbort is written (the markers follow)."""
+                        producer_epoch: int, commit: bool, client_transaction_version: int = TV_0) -> TxnActions:
+        """Responds (error, producer id, epoch) once PrepareCommit/PrepareAbort is written (the
+        markers follow). A version 2 end names the producer id and epoch to go on with; a version
+        0/1 end names none (-1, -1), as Kafka."""
         out = TxnActions()
-        self._end_transaction(now_ms, out, transactional_id, producer_id, producer_epoch, commit, from_client=True,
-                              respond=lambda error, now_ms, out: out.respond(ticket, error))
+        self._end_transaction(now_ms, out, transactional_id, producer_id, producer_epoch, commit,
+                              client_transaction_version, from_client=True,
+                              respond=lambda error, pid, epoch, now_ms, out: out.respond(ticket, (error, pid, epoch)))
         return out
 
     def _end_transaction(self, now_ms: int, out: TxnActions, transactional_id: str, producer_id: int,
-                         producer_epoch: int, commit: bool, *, from_client: bool,
-                         respond: Callable[[int, int, TxnActions], None]) -> None:
-        result = "COMMIT" if commit else "ABORT"
-        is_epoch_fence = False
+                         producer_epoch: int, commit: bool, client_transaction_version: int, *, from_client: bool,
+                         respond: Callable[[int, int, int, int, TxnActions], None]) -> None:
+        """`respond(error, producer id, epoch, now_ms, out)`."""
+        tv2 = supports_epoch_bump(client_transaction_version)
         try:
-            metadata = self._transaction_of(transactional_id, producer_id, producer_epoch, from_client)
-            if metadata.pending_transition_in_progress and metadata.pending_state is not S.PREPARE_EPOCH_FENCE:
-                raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
-            state = metadata.state
-            if state is S.ONGOING:
-                next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-                if next_state is S.PREPARE_ABORT and metadata.pending_state is S.PREPARE_EPOCH_FENCE:
-                    # The fence's epoch becomes the producer's with the abort record.
-                    is_epoch_fence = True
-                    metadata.clear_pending()
-                    metadata.producer_epoch = producer_epoch
-                    metadata.last_producer_epoch = NO_PRODUCER_EPOCH
-                transit = metadata.prepare_abort_or_commit(next_state, now_ms)
-            elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-                # A retry of an EndTxn that succeeded.
-                raise _Refused(ErrorCode.NONE if (state is S.COMPLETE_COMMIT) == commit
-                               else self._invalid_state(transactional_id, state, result))
-            elif state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-                raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS if (state is S.PREPARE_COMMIT) == commit
-                               else self._invalid_state(transactional_id, state, result))
-            elif state is S.EMPTY:
-                raise _Refused(self._invalid_state(transactional_id, state, result))
+            if tv2:
+                metadata, is_epoch_fence, transit = self._prepare_end_v2(now_ms, transactional_id, producer_id,
+                                                                         producer_epoch, commit, from_client)
             else:
-                raise RuntimeError(f"Found transactional id {transactional_id} with state {state}. This is illegal as "
-                                   f"we should never have transitioned to this state.")
+                metadata, is_epoch_fence, transit = self._prepare_end_v1(now_ms, transactional_id, producer_id,
+                                                                         producer_epoch, commit, from_client)
         except _Refused as e:
-            respond(e.error, now_ms, out)
+            pid, epoch = e.producer if e.error == ErrorCode.NONE and tv2 else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            respond(e.error, pid, epoch, now_ms, out)
             return
 
         def prepared(error: int, now_ms: int, out: TxnActions) -> None:
@@ -341,12 +346,118 @@ class TransactionCoordinator:
                     log.warning("The coordinator failed to write an epoch fence transition for producer %s to the "
                                 "transaction log with error %s. The epoch was increased to %d but not returned to "
                                 "the client", transactional_id, ErrorCode(error).name, transit.producer_epoch)
-                respond(error, now_ms, out)
+                respond(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now_ms, out)
                 return
             # The transaction's outcome is durable: the client hears now, the markers follow.
-            respond(ErrorCode.NONE, now_ms, out)
-            self._send_markers(out, metadata, commit, metadata.prepare_complete(now_ms))
+            complete = metadata.prepare_complete(now_ms)
+            if tv2:
+                respond(ErrorCode.NONE, complete.producer_id, complete.producer_epoch, now_ms, out)
+            else:
+                respond(ErrorCode.NONE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, now_ms, out)
+            self._send_markers(out, metadata, commit, complete)
         self._append_transit(out, metadata, transit, prepared)
+
+    def _prepare_end_v1(self, now_ms: int, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                        from_client: bool) -> tuple[TransactionMetadata, bool, TxnTransitMetadata]:
+        """Kafka's endTransactionWithTV1: (metadata, whether it aborts for a fence, the Prepare state)."""
+        result = "COMMIT" if commit else "ABORT"
+        is_epoch_fence = False
+        metadata = self._transaction_of(transactional_id, producer_id, producer_epoch, from_client)
+        if metadata.pending_transition_in_progress and metadata.pending_state is not S.PREPARE_EPOCH_FENCE:
+            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
+        state = metadata.state
+        if state is S.ONGOING:
+            next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            if next_state is S.PREPARE_ABORT and metadata.pending_state is S.PREPARE_EPOCH_FENCE:
+                # The fence's epoch becomes the producer's with the abort record.
+                is_epoch_fence = True
+                metadata.clear_pending()
+                metadata.producer_epoch = producer_epoch
+                metadata.last_producer_epoch = NO_PRODUCER_EPOCH
+            return metadata, is_epoch_fence, metadata.prepare_abort_or_commit(next_state, now_ms)
+        if state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            # A retry of an EndTxn that succeeded.
+            raise _Refused(ErrorCode.NONE if (state is S.COMPLETE_COMMIT) == commit
+                           else self._invalid_state(transactional_id, state, result))
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS if (state is S.PREPARE_COMMIT) == commit
+                           else self._invalid_state(transactional_id, state, result))
+        if state is S.EMPTY:
+            raise _Refused(self._invalid_state(transactional_id, state, result))
+        raise RuntimeError(f"Found transactional id {transactional_id} with state {state}. This is illegal as "
+                           f"we should never have transitioned to this state.")
+
+    def _prepare_end_v2(self, now_ms: int, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                        from_client: bool) -> tuple[TransactionMetadata, bool, TxnTransitMetadata]:
+        """Kafka's endTransaction for transaction version 2: every end bumps the epoch, so a retry
+        names the epoch before the bump (or, after a rollover, the previous producer id at the last
+        epoch); an abort with nothing open is written too (it bumps the epoch)."""
+        result = "COMMIT" if commit else "ABORT"
+        if (error := self._inactive_error()) is not None:
+            raise _Refused(error)
+        if not transactional_id:
+            raise _Refused(ErrorCode.INVALID_REQUEST)
+        metadata = self.transactions.get(transactional_id)
+        if metadata is None:
+            raise _Refused(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        is_epoch_fence = metadata.pending_state is S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = (not is_epoch_fence and metadata.prev_producer_id == producer_id
+                             and producer_epoch == _SHORT_MAX - 1 and metadata.producer_epoch == 0)
+        retry_on_epoch_bump = not is_epoch_fence and metadata.producer_epoch == producer_epoch + 1
+        state = metadata.state
+        if is_epoch_fence:
+            valid_epoch = (not from_client or producer_epoch == metadata.producer_epoch) \
+                and producer_epoch >= metadata.producer_epoch
+        elif state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_epoch_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_epoch_bump or retry_on_overflow or producer_epoch == metadata.producer_epoch
+        else:
+            valid_epoch = producer_epoch == metadata.producer_epoch
+        is_retry = retry_on_epoch_bump or retry_on_overflow
+        if metadata.pending_transition_in_progress and not is_epoch_fence:
+            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.producer_id != producer_id and not retry_on_overflow:
+            raise _Refused(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            raise _Refused(ErrorCode.PRODUCER_FENCED)
+        current = (metadata.producer_id, metadata.producer_epoch)
+        if state is S.ONGOING:
+            return metadata, is_epoch_fence, self._prepare_end_v2_transit(
+                metadata, S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, is_epoch_fence, False, now_ms)
+        if state is S.COMPLETE_COMMIT:
+            if commit:
+                raise _Refused(ErrorCode.NONE if is_retry else self._invalid_state(transactional_id, state, result),
+                               current)
+            if is_retry:
+                raise _Refused(self._invalid_state(transactional_id, state, result))
+            return metadata, is_epoch_fence, self._prepare_end_v2_transit(metadata, S.PREPARE_ABORT, is_epoch_fence,
+                                                                          True, now_ms)
+        if state is S.COMPLETE_ABORT:
+            if commit:
+                raise _Refused(self._invalid_state(transactional_id, state, result))
+            if is_retry:
+                raise _Refused(ErrorCode.NONE, current)
+            return metadata, is_epoch_fence, self._prepare_end_v2_transit(metadata, S.PREPARE_ABORT, is_epoch_fence,
+                                                                          True, now_ms)
+        if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS if (state is S.PREPARE_COMMIT) == commit
+                           else self._invalid_state(transactional_id, state, result))
+        if state is S.EMPTY:
+            if commit:
+                raise _Refused(self._invalid_state(transactional_id, state, result))
+            return metadata, is_epoch_fence, self._prepare_end_v2_transit(metadata, S.PREPARE_ABORT, is_epoch_fence,
+                                                                          True, now_ms)
+        raise RuntimeError(f"Found transactional id {transactional_id} with state {state}. This is illegal as "
+                           f"we should never have transitioned to this state.")
+
+    def _prepare_end_v2_transit(self, metadata: TransactionMetadata, next_state: TransactionState,
+                                is_epoch_fence: bool, no_partition_added: bool, now_ms: int) -> TxnTransitMetadata:
+        """The Prepare state of a version 2 end, on a new producer id if this epoch is the last."""
+        next_producer_id = self.generate_producer_id() if metadata.is_producer_epoch_exhausted else NO_PRODUCER_ID
+        if next_state is S.PREPARE_ABORT and is_epoch_fence:
+            metadata.clear_pending()  # the abort replaces the fence
+        return metadata.prepare_abort_or_commit(next_state, now_ms, TV_2, next_producer_id, no_partition_added)
 
     @staticmethod
     def _invalid_state(transactional_id: str, state: TransactionState, result: str) -> int:
@@ -364,7 +475,8 @@ class TransactionCoordinator:
             return
         out.write_markers(MarkerWrite(metadata.transactional_id, metadata.producer_id, metadata.producer_epoch, commit,
                                       self.coordinator_epoch, frozenset(metadata.topic_partitions),
-                                      partial(self._markers_written, metadata, commit, complete)))
+                                      partial(self._markers_written, metadata, commit, complete),
+                                      metadata.client_transaction_version))
 
     def _still_completing(self, metadata: TransactionMetadata, complete: TxnTransitMetadata) -> bool:
         return (self.transactions.get(metadata.transactional_id) is metadata
@@ -458,7 +570,8 @@ class TransactionCoordinator:
                      transactional_id, metadata.producer_id, metadata.txn_timeout_ms)
             fence = metadata.prepare_fence_producer_epoch()
 
-            def aborted(error: int, now_ms: int, out: TxnActions, transactional_id: str = transactional_id) -> None:
+            def aborted(error: int, pid: int, epoch: int, now_ms: int, out: TxnActions,
+                        transactional_id: str = transactional_id) -> None:
                 if error == ErrorCode.NONE:
                     log.info("Completed rollback of ongoing transaction for transactionalId %s due to timeout",
                              transactional_id)
@@ -466,7 +579,7 @@ class TransactionCoordinator:
                     log.warning("Rollback of ongoing transaction for transactionalId %s failed due to error %s",
                                 transactional_id, ErrorCode(error).name)
             self._end_transaction(now_ms, out, transactional_id, fence.producer_id, fence.producer_epoch, False,
-                                  from_client=False, respond=aborted)
+                                  self.config.transaction_version_level, from_client=False, respond=aborted)
 
     def _expire_transactional_ids(self, now_ms: int, out: TxnActions) -> None:
         """Tombstones for the ids idle past transactional.id.expiration.ms, one append per partition."""
@@ -525,8 +638,10 @@ class TransactionCoordinator:
 
 
 class _Refused(Exception):
-    """A request answered with `error` without any write (NONE included: nothing to do)."""
+    """A request answered with `error` without any write (NONE included: nothing to do);
+    `producer`: the (producer id, epoch) a version 2 EndTxn retry hears."""
 
-    def __init__(self, error: int) -> None:
+    def __init__(self, error: int, producer: tuple[int, int] = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)) -> None:
         super().__init__(ErrorCode(error).name)
         self.error = error
+        self.producer = producer

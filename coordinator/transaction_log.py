@@ -2,10 +2,10 @@
 generated codecs of wire/coordinator_records/), so Kafka's tools read them and a log directory moves
 between the two. This module maps them to and from TxnTransitMetadata.
 
-Values are written at v0, as Kafka writes them for transaction versions 0 and 1. v1 (flexible, with
-the tagged fields transactions of version 2 use: previous and next producer ids, the client's
-transaction version) is read, those fields ignored. A value of None is a tombstone: the
-transactional id expired (and compaction eventually drops it).
+Values are written at v1 (flexible), as Kafka writes them from transaction.version 1, with the
+fields transactions of version 2 need: the previous and next producer ids (tagged) and the client's
+transaction version. v0 is read too. A value of None is a tombstone: the transactional id expired
+(and compaction eventually drops it).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..wire import coordinator_record
 from ..wire.coordinator_record import TRANSACTION_COORDINATOR, RecordFormatError
 from ..wire.coordinator_records.transaction_log_key import TransactionLogKey
 from ..wire.coordinator_records.transaction_log_value import PartitionsSchema, TransactionLogValue
-from ..wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from ..wire.records import NO_PRODUCER_EPOCH
 from .transaction_metadata import TransactionState, TxnTransitMetadata
 
 __all__ = ["TRANSACTION_STATE_TOPIC", "TxnRecord", "encode_key", "encode_value", "read_record"]
@@ -49,7 +49,9 @@ def encode_value(transit: TxnTransitMetadata) -> bytes:
         producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
         transaction_timeout_ms=transit.txn_timeout_ms, transaction_status=transit.txn_state.id,
         transaction_partitions=partitions, transaction_last_update_timestamp_ms=transit.txn_last_update_timestamp,
-        transaction_start_timestamp_ms=transit.txn_start_timestamp), VALUE_VERSION)
+        transaction_start_timestamp_ms=transit.txn_start_timestamp, previous_producer_id=transit.prev_producer_id,
+        next_producer_id=transit.next_producer_id, client_transaction_version=transit.client_transaction_version),
+        VALUE_VERSION)
 
 
 def read_record(key: bytes, value: bytes | None) -> TxnRecord:
@@ -67,6 +69,8 @@ def read_record(key: bytes, value: bytes | None) -> TxnRecord:
     partitions: frozenset[tuple[str, int]] = frozenset()
     if state is not TransactionState.EMPTY:
         partitions = frozenset((p.topic, i) for p in v.transaction_partitions or () for i in p.partition_ids)
+    # As Kafka's TransactionLog.read: the last producer epoch is not kept.
     return TxnRecord(transactional_id, TxnTransitMetadata(
-        v.producer_id, NO_PRODUCER_ID, v.producer_epoch, NO_PRODUCER_EPOCH, v.transaction_timeout_ms, state,
-        partitions, v.transaction_start_timestamp_ms, v.transaction_last_update_timestamp_ms))
+        v.producer_id, v.previous_producer_id, v.producer_epoch, NO_PRODUCER_EPOCH, v.transaction_timeout_ms, state,
+        partitions, v.transaction_start_timestamp_ms, v.transaction_last_update_timestamp_ms, v.next_producer_id,
+        v.client_transaction_version))

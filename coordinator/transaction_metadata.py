@@ -7,21 +7,34 @@ pending and returns the new state as a TxnTransitMetadata (what is written to
 pending transition blocks any other (the coordinator answers CONCURRENT_TRANSACTIONS), and a failed
 write drops it again.
 
-Transactions are Kafka's transaction version 0/1: the producer epoch changes only when a producer
-is (re)initialised or fenced, not with every transaction.
+The transaction version is per transaction (Kafka's clientTransactionVersion: what the client's
+requests said, or the broker's finalized level for the coordinator's own aborts). With versions 0/1
+the producer epoch changes only when a producer is (re)initialised or fenced; with version 2
+(KIP-890 part 2) every commit or abort bumps it, and once it is exhausted the transaction ends on a
+new producer id (`next_producer_id`, taken up at epoch 0 by the completion).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from ..wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
-__all__ = ["TransactionState", "TransactionMetadata", "TxnTransitMetadata", "TopicPartition", "is_epoch_exhausted"]
+__all__ = ["TransactionState", "TransactionMetadata", "TxnTransitMetadata", "TopicPartition", "is_epoch_exhausted",
+           "TV_0", "TV_2", "supports_epoch_bump"]
 
+log = logging.getLogger("samsa.txn_coordinator")
 TopicPartition = tuple[str, int]
 _SHORT_MAX = 2**15 - 1
+# Kafka's TransactionVersion levels (the transaction.version feature): 0 and 1 end a transaction
+# on the producer's epoch; 2 bumps it at every end.
+TV_0, TV_2 = 0, 2
+
+
+def supports_epoch_bump(transaction_version: int) -> bool:
+    return transaction_version >= TV_2
 
 
 def is_epoch_exhausted(epoch: int) -> bool:
@@ -71,7 +84,8 @@ _VALID_PREVIOUS_STATES = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # Empty and Complete*: the abort of a transaction with no partitions (transaction version 2).
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -81,10 +95,12 @@ _VALID_PREVIOUS_STATES = {
 
 @dataclass(frozen=True)
 class TxnTransitMetadata:
-    """A state a transactional id is moving to: the value of its `__transaction_state` record."""
+    """A state a transactional id is moving to: the value of its `__transaction_state` record.
+    `prev_producer_id` is the producer id before the transition; `next_producer_id` the one a
+    version 2 transaction ends on when its epochs ran out."""
 
     producer_id: int
-    last_producer_id: int
+    prev_producer_id: int
     producer_epoch: int
     last_producer_epoch: int
     txn_timeout_ms: int
@@ -92,6 +108,8 @@ class TxnTransitMetadata:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = TV_0
 
 
 class IllegalTransitionError(RuntimeError):
@@ -102,7 +120,7 @@ class IllegalTransitionError(RuntimeError):
 class TransactionMetadata:
     transactional_id: str
     producer_id: int
-    last_producer_id: int = NO_PRODUCER_ID
+    prev_producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     txn_timeout_ms: int = 60_000
@@ -110,6 +128,8 @@ class TransactionMetadata:
     topic_partitions: set[TopicPartition] = field(default_factory=set)
     txn_start_timestamp: int = -1
     txn_last_update_timestamp: int = -1
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = TV_0
     pending_state: TransactionState | None = None
     # A fencing epoch bump whose write failed: the next fence reuses the epoch rather than bump again.
     has_failed_epoch_fence: bool = False
@@ -123,10 +143,12 @@ class TransactionMetadata:
         return is_epoch_exhausted(self.producer_epoch)
 
     def _transit(self, state: TransactionState, **changes) -> TxnTransitMetadata:
+        """The current values with `changes`; the previous producer id is always the current one
+        (Kafka's prepareTransitionTo)."""
         current = TxnTransitMetadata(
-            self.producer_id, self.last_producer_id, self.producer_epoch, self.last_producer_epoch,
+            self.producer_id, self.producer_id, self.producer_epoch, self.last_producer_epoch,
             self.txn_timeout_ms, state, frozenset(self.topic_partitions), self.txn_start_timestamp,
-            self.txn_last_update_timestamp)
+            self.txn_last_update_timestamp, self.next_producer_id, self.client_transaction_version)
         return self._prepare_transition_to(replace(current, **changes))
 
     def _prepare_transition_to(self, transit: TxnTransitMetadata) -> TxnTransitMetadata:
@@ -184,21 +206,46 @@ class TransactionMetadata:
                              txn_timeout_ms=new_txn_timeout_ms, topic_partitions=frozenset(), txn_start_timestamp=-1,
                              txn_last_update_timestamp=now_ms)
 
-    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(self, added: set[TopicPartition], now_ms: int,
+                               client_transaction_version: int = TV_0) -> TxnTransitMetadata:
         starts = self.state in (TransactionState.EMPTY, TransactionState.COMPLETE_ABORT,
                                 TransactionState.COMPLETE_COMMIT)
         return self._transit(TransactionState.ONGOING, topic_partitions=frozenset(self.topic_partitions | added),
                              txn_start_timestamp=now_ms if starts else self.txn_start_timestamp,
-                             txn_last_update_timestamp=now_ms)
+                             txn_last_update_timestamp=now_ms, client_transaction_version=client_transaction_version)
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int) -> TxnTransitMetadata:
-        return self._transit(new_state, txn_last_update_timestamp=now_ms)
+    def prepare_abort_or_commit(self, new_state: TransactionState, now_ms: int, client_transaction_version: int = TV_0,
+                                next_producer_id: int = NO_PRODUCER_ID,
+                                no_partition_added: bool = False) -> TxnTransitMetadata:
+        """PrepareCommit or PrepareAbort; with transaction version 2 on the next epoch (the markers
+        carry it), `next_producer_id` the one to go on with when this epoch was the last.
+        `no_partition_added`: a version 2 abort of a transaction that never started."""
+        if supports_epoch_bump(client_transaction_version):
+            if self.producer_epoch == _SHORT_MAX and new_state is TransactionState.PREPARE_ABORT:
+                log.error("Aborting producer %s %d with epoch equal to Short.MaxValue, this must not happen unless "
+                          "there is a bug", self.transactional_id, self.producer_id)
+                epoch = self.producer_epoch
+            else:
+                epoch = self.producer_epoch + 1
+            last_epoch = self.producer_epoch
+        else:
+            epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
+        return self._transit(new_state, producer_epoch=epoch, last_producer_epoch=last_epoch,
+                             txn_start_timestamp=now_ms if no_partition_added else self.txn_start_timestamp,
+                             next_producer_id=next_producer_id, txn_last_update_timestamp=now_ms,
+                             client_transaction_version=client_transaction_version)
 
     def prepare_complete(self, now_ms: int) -> TxnTransitMetadata:
+        """CompleteCommit or CompleteAbort; a version 2 transaction whose epochs ran out goes on
+        with its next producer id at epoch 0."""
         self.has_failed_epoch_fence = False
         complete = (TransactionState.COMPLETE_COMMIT if self.state is TransactionState.PREPARE_COMMIT
                     else TransactionState.COMPLETE_ABORT)
-        return self._transit(complete, topic_partitions=frozenset(), txn_last_update_timestamp=now_ms)
+        producer_id, epoch = self.producer_id, self.producer_epoch
+        if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
+            producer_id, epoch = self.next_producer_id, 0
+        return self._transit(complete, producer_id=producer_id, producer_epoch=epoch, next_producer_id=NO_PRODUCER_ID,
+                             topic_partitions=frozenset(), txn_last_update_timestamp=now_ms)
 
     def prepare_dead(self) -> TxnTransitMetadata:
         return self._transit(TransactionState.DEAD, topic_partitions=frozenset())
@@ -223,21 +270,25 @@ class TransactionMetadata:
             raise IllegalTransitionError(
                 f"TransactionalId {self.transactional_id} completing transaction state transition to {transit} "
                 f"while its pending state is {to_state}")
-        same_producer = transit.producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
+        valid_epoch = self._valid_producer_epoch(transit)
         if to_state is TransactionState.EMPTY:
             valid_bump = (transit.producer_epoch == self.producer_epoch + 1
                           or transit.producer_epoch == 0 and transit.producer_id != self.producer_id)
             valid = ((transit.producer_epoch == self.producer_epoch or valid_bump) and not transit.topic_partitions
                      and transit.txn_start_timestamp == -1)
         elif to_state is TransactionState.ONGOING:
-            valid = (same_producer and transit.topic_partitions >= self.topic_partitions
+            valid = (valid_epoch and transit.topic_partitions >= self.topic_partitions
                      and transit.txn_timeout_ms == self.txn_timeout_ms)
         elif to_state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
-            valid = (same_producer and transit.topic_partitions == self.topic_partitions
+            allowed_empty_abort = (to_state is TransactionState.PREPARE_ABORT
+                                   and supports_epoch_bump(transit.client_transaction_version)
+                                   and self.state in (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT,
+                                                      TransactionState.COMPLETE_ABORT))
+            valid = (valid_epoch and transit.topic_partitions == self.topic_partitions
                      and transit.txn_timeout_ms == self.txn_timeout_ms
-                     and transit.txn_start_timestamp == self.txn_start_timestamp)
+                     and (transit.txn_start_timestamp == self.txn_start_timestamp or allowed_empty_abort))
         elif to_state in (TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT):
-            valid = same_producer and transit.txn_timeout_ms == self.txn_timeout_ms and transit.txn_start_timestamp != -1
+            valid = valid_epoch and transit.txn_timeout_ms == self.txn_timeout_ms and transit.txn_start_timestamp != -1
         else:  # PrepareEpochFence is never written; Dead ends in removal, never in a state
             valid = False
         if not valid:
@@ -245,7 +296,9 @@ class TransactionMetadata:
                 f"TransactionalId {self.transactional_id} failed transition to state {transit} due to unexpected "
                 f"metadata {self}")
         self.producer_id = transit.producer_id
-        self.last_producer_id = transit.last_producer_id
+        self.prev_producer_id = transit.prev_producer_id
+        self.next_producer_id = transit.next_producer_id
+        self.client_transaction_version = transit.client_transaction_version
         self.producer_epoch = transit.producer_epoch
         self.last_producer_epoch = transit.last_producer_epoch
         self.txn_timeout_ms = transit.txn_timeout_ms
@@ -255,12 +308,25 @@ class TransactionMetadata:
         self.pending_state = None
         self.state = to_state
 
+    def _valid_producer_epoch(self, transit: TxnTransitMetadata) -> bool:
+        """Kafka's validProducerEpoch: the transition keeps the producer, except that a version 2
+        end moves to the next epoch (Prepare*) or to the next producer id at 0 (Complete*)."""
+        tv2 = supports_epoch_bump(transit.client_transaction_version)
+        state = transit.txn_state
+        if tv2 and state in (TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT) \
+                and transit.producer_epoch == 0:
+            return transit.last_producer_epoch == self.last_producer_epoch and transit.prev_producer_id == self.producer_id
+        if tv2 and state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
+            return transit.last_producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
+        return transit.producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
+
     @classmethod
     def from_transit(cls, transactional_id: str, transit: TxnTransitMetadata) -> TransactionMetadata:
         """As loaded from a `__transaction_state` record."""
-        return cls(transactional_id, transit.producer_id, transit.last_producer_id, transit.producer_epoch,
+        return cls(transactional_id, transit.producer_id, transit.prev_producer_id, transit.producer_epoch,
                    transit.last_producer_epoch, transit.txn_timeout_ms, transit.txn_state,
-                   set(transit.topic_partitions), transit.txn_start_timestamp, transit.txn_last_update_timestamp)
+                   set(transit.topic_partitions), transit.txn_start_timestamp, transit.txn_last_update_timestamp,
+                   transit.next_producer_id, transit.client_transaction_version)
 
 
 class ProducerFenced(Exception):

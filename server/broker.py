@@ -41,7 +41,7 @@ from .config.client_metrics_configs import stored_subscriptions
 from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, CloseConnection, RequestContext
-from .features import SHARE_GROUPS, BrokerFeatures, disabled_feature_response
+from .features import SHARE_GROUPS, TRANSACTION_VERSION, BrokerFeatures, disabled_feature_response
 from .zookeeper.controlled_shutdown import controlled_shutdown
 from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -166,7 +166,8 @@ class Broker:
         self.request_metrics = RequestMetrics()
         # KIP-714; its collect() is a Prometheus collector of what clients push.
         self.client_telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
-        self.features = BrokerFeatures.create()
+        self.features = (BrokerFeatures.zookeeper_mode() if config.is_set("zookeeper.connect")
+                         else BrokerFeatures.create())
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.loaded_broker: LoadedBroker | None = None  # what the metrics report on, once the logs are loaded
         self.recovered = False  # the logs are loaded and recovered: /healthz
@@ -283,7 +284,8 @@ class Broker:
         groups = GroupService(config, metadata, replicas, self.disk_limiter, wall_clock_ms, random_member_uuid,
                               cluster=cluster, group_configs=group_configs)
         transactions = TxnService(config, metadata, replicas, self.disk_limiter, producer_ids.generate_producer_id,
-                                  groups.complete_transaction, wall_clock_ms, cluster=cluster)
+                                  groups.complete_transaction, wall_clock_ms, cluster=cluster,
+                                  transaction_version_level=self.features.level(TRANSACTION_VERSION))
         share_coordinator = ShareService(config, metadata, replicas, self.disk_limiter, wall_clock_ms,
                                          self.features.enabled(SHARE_GROUPS), cluster=cluster)
         persister = DefaultStatePersister(self.node_id, share_coordinator, lambda partition: admin.coordinator(
@@ -294,6 +296,8 @@ class Broker:
         def feature_changed(name: str, old: int, new: int) -> None:
             if name == SHARE_GROUPS[0] and new < SHARE_GROUPS[1] <= old:
                 share_partitions.sessions.remove_all()  # Kafka's onShareVersionToggle
+            if name == TRANSACTION_VERSION:
+                transactions.transaction_version_changed(new)
 
         self.features.listeners.append(feature_changed)
         # Not the group coordinator's share_group_listener: as in Kafka, a member leaving its group
@@ -593,7 +597,7 @@ class Broker:
         ctx = RequestContext(services, conn, api_key, version, header.correlation_id, header.client_id,
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
-        if (handler is None or not handler.min_version <= version <= handler.max_version
+        if (handler is None or not handler.min_version <= version <= handler.max_version_for(services.listener_type)
                 or not handler.served(services.listener_type)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.

@@ -43,8 +43,9 @@ FEATURES: dict[str, FeatureLevels] = {
     # 1: share groups (KIP-932); 2 (their dead-letter queues) is not implemented.
     "share.version": FeatureLevels((0, 1), 1),
     "streams.version": FeatureLevels((0, 0), 0),
-    # 1: flexible transaction log records; 2 (KIP-890 part 2) is not implemented.
-    "transaction.version": FeatureLevels((0, 1), 1),
+    # 1: flexible transaction log records; 2: KIP-890 part 2 (an epoch bump per transaction, EndTxn v5,
+    # Produce v12). A ZooKeeper cluster stays at 1, as Kafka 3.9 (server/broker.py).
+    "transaction.version": FeatureLevels((0, 2), 2),
     "eligible.leader.replicas.version": FeatureLevels((0, 0), 0),
 }
 
@@ -81,6 +82,16 @@ class BrokerFeatures:
                 levels[name] = level
         return cls(supported, levels, epoch)
 
+    @classmethod
+    def zookeeper_mode(cls) -> BrokerFeatures:
+        """A ZooKeeper-mode broker's: the defaults but transaction.version 1, fixed. Kafka 3.9's
+        ZooKeeper mode has no transaction version 2 (KIP-890 part 2 is Kafka 4's, KRaft-only): its
+        clients end transactions with EndTxn v4 on a steady epoch."""
+        features = cls.create()
+        features.supported[TRANSACTION_VERSION] = (0, 1)
+        features.finalized[TRANSACTION_VERSION] = 1
+        return features
+
     def level(self, name: str) -> int:
         return self.finalized.get(name, 0)
 
@@ -100,6 +111,7 @@ class BrokerFeatures:
 
 
 SHARE_GROUPS = ("share.version", 1)
+TRANSACTION_VERSION = "transaction.version"
 CONSUMER_GROUPS = ("group.version", 1)  # KIP-848's consumer rebalance protocol (GroupVersion.GV_1)
 
 # The message of Kafka's Errors.UNSUPPORTED_VERSION, where Kafka's getErrorResponse carries one.

@@ -316,7 +316,7 @@ class Log:
 
     # -- appends
     def append_as_leader(self, records: bytearray | memoryview | ProducedRecords, *, leader_epoch: int = 0,
-                         origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> LogAppendInfo:
         """Validate a v2 batch and append it, assigning offsets from the log end offset by
         rewriting it (a bytearray or writable memoryview) in place. A producer's retry of one of
         its last five batches writes nothing and returns the offsets the batch got then.
@@ -325,7 +325,8 @@ class Log:
         markers: v2, in the topic's format), or what a Produce request carried, parsed once
         (`parse_produced_records`): that is first converted to the topic's format (a legacy
         message set up-converted, a batch recompressed to compression.type), and its parsed
-        header serves validation and producer state."""
+        header serves validation and producer state. `transaction_version`: a transaction
+        marker's (WriteTxnMarkers v2, KIP-1228): from 2 its epoch must be above the producer's."""
         first_header = None
         if isinstance(records, ProducedRecords):
             records, first_header = convert_to_topic_format(records, self.config)
@@ -342,7 +343,8 @@ class Log:
                     f"Message batch size is {result.valid_bytes} bytes in append to partition {self.name}, which "
                     f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
             position, header = result.batches[0]
-            producer_append = self._analyze_and_validate_producer_state(header, origin, records, position)
+            producer_append = self._analyze_and_validate_producer_state(header, origin, records, position,
+                                                                        transaction_version)
             if producer_append is not None and producer_append.duplicate is not None:
                 return self._duplicate_append_info(producer_append.duplicate)
             segment = self._maybe_roll(result, now)
@@ -412,13 +414,14 @@ class Log:
                 flush_needed=flush_needed)
 
     def _analyze_and_validate_producer_state(self, header: BatchHeader, origin: AppendOrigin, records=None,
-                                             position: int = 0) -> ProducerAppendInfo | None:
+                                             position: int = 0,
+                                             transaction_version: int = 0) -> ProducerAppendInfo | None:
         """`records` and `position`: where the batch is, for a control batch's marker record."""
         if header.producer_id == NO_PRODUCER_ID:
             return None
         marker = (_end_txn_marker(memoryview(records)[position:position + header.size], self.name)
                   if header.is_control else None)
-        return self._producer_state.prepare_update(header, origin, marker)
+        return self._producer_state.prepare_update(header, origin, marker, transaction_version)
 
     def _complete_txn(self, segment: LogSegment, completed: CompletedTxn) -> None:
         """A marker closed a transaction: index it if aborted (with the last stable offset it

@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("samsa.producer_state")
+_SHORT_MAX = 2**15 - 1
 
 # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: max.in.flight.requests.per.connection may be at
 # most 5 for an idempotent producer, so a retry is always one of the last five batches.
@@ -177,7 +178,7 @@ class ProducerStateManager:
 
     # -- appends
     def prepare_update(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT,
-                       marker: ControlRecord | None = None) -> ProducerAppendInfo:
+                       marker: ControlRecord | None = None, transaction_version: int = 0) -> ProducerAppendInfo:
         """Check a batch (offsets assigned) from a producer against its state without changing it.
         Raises InvalidProducerEpochException for an older epoch, OutOfOrderSequenceException for a
         sequence that does not follow the last one, InvalidTxnStateException for a plain batch while
@@ -185,7 +186,9 @@ class ProducerStateManager:
         an older coordinator epoch. Only a client's batch is checked for duplicates and sequence, a
         coordinator's for its epoch; a replicated one (or one replayed from the log) only logs an
         old epoch. `marker` is the control batch's record; a control batch without one (its
-        transaction was cleaned away) changes nothing."""
+        transaction was cleaned away) changes nothing. `transaction_version`: a marker's (KIP-1228):
+        from 2 it must carry an epoch above the producer's, as every version 2 end bumps it (the same
+        epoch passes only as a retry of a marker already written)."""
         producer_id = header.producer_id
         if producer_id == NO_PRODUCER_ID:
             raise ValueError(f"Batch without a producer id passed to the producer state of {self.topic_partition}")
@@ -194,7 +197,10 @@ class ProducerStateManager:
             duplicate = current.find_duplicate_batch(header)
             if duplicate is not None:
                 return ProducerAppendInfo(producer_id, duplicate, None)
-        self._check_producer_epoch(current, header, origin)
+        if header.is_control and transaction_version >= 2:
+            self._check_marker_epoch_v2(current, header, origin)
+        else:
+            self._check_producer_epoch(current, header, origin)
         updated = current.copy()
         if header.is_control:
             if marker is None or marker.type is ControlRecordType.UNKNOWN:
@@ -240,6 +246,22 @@ class ProducerStateManager:
         message = (f"Epoch of producer {header.producer_id} at offset {header.base_offset} in "
                    f"{self.topic_partition} is {header.producer_epoch}, which is smaller than the last seen epoch "
                    f"{current.producer_epoch}")
+        if origin is AppendOrigin.REPLICATION:
+            log.warning("%s", message)
+        else:
+            raise InvalidProducerEpochException(message)
+
+    def _check_marker_epoch_v2(self, current: ProducerStateEntry, header: BatchHeader, origin: AppendOrigin) -> None:
+        """Kafka's ProducerAppendInfo.checkProducerEpoch for a transaction version 2 marker."""
+        epoch = header.producer_epoch
+        if epoch > current.producer_epoch:
+            return
+        if epoch == current.producer_epoch and (current.current_txn_first_offset is None or epoch == _SHORT_MAX):
+            log.info("Idempotent transaction marker retry detected for producer %d epoch %d. Transaction already "
+                     "completed, allowing duplicate marker write.", header.producer_id, epoch)
+            return
+        message = (f"Epoch of producer {header.producer_id} at offset {header.base_offset} in {self.topic_partition} "
+                   f"is {epoch}, which is <= the last seen epoch {current.producer_epoch} (TV2)")
         if origin is AppendOrigin.REPLICATION:
             log.warning("%s", message)
         else:

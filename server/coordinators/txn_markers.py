@@ -26,9 +26,11 @@ CompleteOffsets = Callable[[int, bool, set[int]], None]
 
 def write_txn_markers(replicas: ReplicaManager, complete_offsets: CompleteOffsets, producer_id: int,
                       producer_epoch: int, commit: bool, coordinator_epoch: int,
-                      partitions: Iterable[tuple[str, int]]) -> tuple[dict[tuple[str, int], int], list[Any]]:
+                      partitions: Iterable[tuple[str, int]],
+                      transaction_version: int = 0) -> tuple[dict[tuple[str, int], int], list[Any]]:
     """(error code by partition, logs to flush before the writes are acknowledged). Markers
-    written to `__consumer_offsets` are reported to `complete_offsets`."""
+    written to `__consumer_offsets` are reported to `complete_offsets`. `transaction_version`: the
+    transaction's (WriteTxnMarkers v2, KIP-1228; 0 before), which the partition checks the epoch by."""
     errors: dict[tuple[str, int], int] = {}
     to_flush = []
     offsets_partitions = set()
@@ -43,7 +45,7 @@ def write_txn_markers(replicas: ReplicaManager, complete_offsets: CompleteOffset
         marker = bytearray(build_control_batch("COMMIT" if commit else "ABORT", producer_id, producer_epoch,
                                                coordinator_epoch, 0, wall_clock_ms()))
         try:
-            info = partition.append(marker, origin=AppendOrigin.COORDINATOR)
+            info = partition.append(marker, origin=AppendOrigin.COORDINATOR, transaction_version=transaction_version)
         except StorageError as e:
             errors[(topic, index)] = e.error_code
             continue

@@ -34,6 +34,7 @@ from ...coordinator.group_coordinator import OFFSETS_TOPIC, partition_for
 from ...coordinator.transaction_coordinator import (
     TRANSACTION_STATE_TOPIC, TransactionConfig, TransactionCoordinator, TxnActions,
 )
+from ...coordinator.transaction_metadata import TV_2
 from ...wire.coordinator_record import RecordFormatError
 from ...wire.errors import ErrorCode
 from ...wire.records import BatchHeader
@@ -62,18 +63,23 @@ _RETRY_AS_NOT_ENOUGH_REPLICAS = (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.CO
                                  ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                                  ErrorCode.NETWORK_EXCEPTION)
 LAST_PRODUCE_VERSION_WITHOUT_TRANSACTION_ABORTABLE = 10
+# Produce v12+: the partition leader adds the partition to a version 2 transaction (ADD_PARTITION);
+# TxnOffsetCommit v5+ the group's partition of __consumer_offsets.
+FIRST_PRODUCE_VERSION_ADDING_PARTITIONS = 12
+FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS = 5
 
 
 class TxnService:
     def __init__(self, config: KafkaConfig, metadata: MetadataView, replicas: ReplicaManager,
                  disk_limiter: trio.CapacityLimiter, generate_producer_id: Callable[[], int],
                  complete_offsets: CompleteOffsets, clock: Callable[[], int],
-                 cluster: TxnCluster | None = None) -> None:
+                 cluster: TxnCluster | None = None, transaction_version_level: int = 2) -> None:
         """`replicas`: where `__transaction_state` and the transactions' partitions are;
         `disk_limiter`: fsyncs take turns with the broker's; `generate_producer_id()`: the producer
         id manager's; `complete_offsets`: the group service's complete_transaction, told of markers
         written to `__consumer_offsets`; `clock()`: ms since the epoch; `cluster`: in a ZooKeeper
-        cluster, the controller's metadata."""
+        cluster, the controller's metadata; `transaction_version_level`: the finalized
+        transaction.version (that of the coordinator's own aborts)."""
         self._config = config
         self._metadata = metadata
         self._replicas = replicas
@@ -81,6 +87,7 @@ class TxnService:
         self._generate_producer_id = generate_producer_id
         self._complete_offsets = complete_offsets
         self._clock = clock
+        self.transaction_version_level = transaction_version_level
         self.coordinator: TransactionCoordinator | None = None
         self._tickets = itertools.count()
         self._waker = DeadlineWaker("transaction coordinator", clock)
@@ -102,6 +109,7 @@ class TxnService:
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             remove_expired_transaction_cleanup_interval_ms=get_int(
                 "transaction.remove.expired.transaction.cleanup.interval.ms"),
+            transaction_version_level=self.transaction_version_level,
         )
 
     def num_partitions(self) -> int:
@@ -109,6 +117,13 @@ class TxnService:
         topics = (self._metadata if self._cluster is None else self._cluster).topics
         topic = topics.get(TRANSACTION_STATE_TOPIC)
         return topic.num_partitions if topic else self._config.get_int("transaction.state.log.num.partitions")
+
+    def transaction_version_changed(self, level: int) -> None:
+        """The finalized transaction.version moved: the coordinators made from now on and those
+        running take it."""
+        self.transaction_version_level = level
+        for coordinator in self.coordinators():
+            coordinator.transaction_version_changed(level)
 
     def coordinator_for(self, transactional_id: str) -> TransactionCoordinator:
         """The coordinator of the transactional id: in a cluster, its partition's, or one that
@@ -308,7 +323,8 @@ class TxnService:
         remote = [] if channel is None else [tp for tp in marker.partitions if channel.led_elsewhere(tp)]
         local = [tp for tp in marker.partitions if tp not in remote]
         errors, logs = write_txn_markers(self._replicas, self._complete_offsets, marker.producer_id,
-                                         marker.producer_epoch, marker.commit, marker.coordinator_epoch, local)
+                                         marker.producer_epoch, marker.commit, marker.coordinator_epoch, local,
+                                         marker.transaction_version)
         if channel is not None:
             await await_markers_replicated(self._replicas, errors, timeout_ms)
             if remote:
@@ -340,14 +356,28 @@ class TxnService:
             return None
         return produce_verification_error(error, produce_version)
 
-    def verify_offsets_partition(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                 partition: int, txn_offset_commit_version: int) -> int:
-        """TxnOffsetCommit's check that AddOffsetsToTxn put the group's partition in the transaction."""
-        if not self._verifies(transactional_id):
-            return ErrorCode.NONE
+    async def add_for_produce(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                              partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Produce v12+ and TxnOffsetCommit v5+ (transaction version 2): the partitions added to the
+        producer's transaction by its coordinator (Kafka's AddPartitionsToTxnManager with
+        verifyOnly false); the error of each (all share it)."""
+        error = await self.call(transactional_id, lambda coordinator, now_ms, ticket: coordinator.add_partitions(
+            now_ms, ticket, transactional_id, producer_id, producer_epoch, partitions, TV_2))
+        return dict.fromkeys(partitions, error)
+
+    async def verify_offsets_partition(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                       partition: int, txn_offset_commit_version: int) -> int:
+        """TxnOffsetCommit's check that AddOffsetsToTxn put the group's partition in the transaction;
+        from v5 (transaction version 2, which sends no AddOffsetsToTxn) the partition is added to it
+        (Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation)."""
         tp = (OFFSETS_TOPIC, partition)
-        error = self.coordinator_for(transactional_id).verify_partitions(transactional_id, producer_id,
-                                                                          producer_epoch, [tp])[tp]
+        if txn_offset_commit_version >= FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS:
+            error = (await self.add_for_produce(transactional_id, producer_id, producer_epoch, [tp]))[tp]
+        elif not self._verifies(transactional_id):
+            return ErrorCode.NONE
+        else:
+            error = self.coordinator_for(transactional_id).verify_partitions(transactional_id, producer_id,
+                                                                              producer_epoch, [tp])[tp]
         if error == ErrorCode.PRODUCER_FENCED:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         if error == ErrorCode.TRANSACTION_ABORTABLE and txn_offset_commit_version < 4:
@@ -370,6 +400,8 @@ def produce_verification_error(error: int, produce_version: int) -> tuple[int, s
         error = ErrorCode.INVALID_TXN_STATE
     if error == ErrorCode.INVALID_TXN_STATE:
         return error, "Partition was not added to the transaction"
+    if error == ErrorCode.CONCURRENT_TRANSACTIONS and produce_version >= FIRST_PRODUCE_VERSION_ADDING_PARTITIONS:
+        return error, None  # a producer of transaction version 2 retries it
     if error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
         return ErrorCode.NOT_ENOUGH_REPLICAS, (f"Unable to verify the partition has been added to the transaction. "
                                                f"Underlying error: {ErrorCode(error).name}")

@@ -44,6 +44,14 @@ class Handler:
     # Answered UNSUPPORTED_VERSION while this (feature, level) is not finalized, though advertised
     # (server/features.py: disabled_feature_response).
     feature: tuple[str, int] | None = None
+    # The highest version served in a ZooKeeper cluster, where it is lower: Kafka 3.9's (a version
+    # Kafka 4 added for something a ZooKeeper-mode broker does not do, e.g. transaction version 2).
+    zk_max_version: int | None = None
+
+    def max_version_for(self, listener_type: ListenerType) -> int:
+        if listener_type == ListenerType.ZK_BROKER and self.zk_max_version is not None:
+            return self.zk_max_version
+        return self.max_version
 
     def served(self, listener_type: ListenerType) -> bool:
         """Whether a broker of this listener type serves and advertises this API."""
@@ -78,18 +86,22 @@ MODULES = (
 
 
 def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only: bool = False,
-            kraft_only: bool = False, feature: tuple[str, int] | None = None):
+            kraft_only: bool = False, feature: tuple[str, int] | None = None, zk_max_version: int | None = None):
     """Register a handler for versions min_version..max_version (inclusive) of api_key;
     `cluster_only`: served only in a ZooKeeper cluster; `kraft_only`: never there; `feature`: served
-    only while that (feature, level) is finalized."""
+    only while that (feature, level) is finalized; `zk_max_version`: the highest version in a
+    ZooKeeper cluster, when lower."""
     if not 0 <= min_version <= max_version:
         raise ValueError(f"{api_key!r}: bad version range {min_version}..{max_version}")
+    if zk_max_version is not None and not min_version <= zk_max_version < max_version:
+        raise ValueError(f"{api_key!r}: bad ZooKeeper-mode maximum {zk_max_version}")
 
     def register(fn):
         if api_key in HANDLERS:
             raise RuntimeError(f"{api_key!r} has two handlers: {HANDLERS[api_key].handle.__module__} "
                                f"and {fn.__module__}")
-        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only, kraft_only, feature)
+        HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only, kraft_only, feature,
+                                    zk_max_version)
         return fn
 
     return register

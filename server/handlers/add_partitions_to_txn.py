@@ -8,6 +8,7 @@ Deviations: none known.
 
 from __future__ import annotations
 
+from ...coordinator.transaction_metadata import TV_0, TV_2
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE
@@ -48,8 +49,11 @@ async def add_or_verify(ctx, transactional_id: str, producer_id: int, producer_e
         errors = service.coordinator_for(transactional_id).verify_partitions(transactional_id, producer_id,
                                                                              producer_epoch, partitions)
         return topic_results(partitions, errors.__getitem__)
+    # Kafka's TransactionVersion.transactionVersionForAddPartitionsToTxn: a broker's (v4+) adds for
+    # a producer of transaction version 2.
+    version = TV_2 if ctx.api_version >= 4 else TV_0
     error = await service.call(transactional_id, lambda coordinator, now_ms, ticket: coordinator.add_partitions(
-        now_ms, ticket, transactional_id, producer_id, producer_epoch, partitions))
+        now_ms, ticket, transactional_id, producer_id, producer_epoch, partitions, version))
     error = error_for_version(error, ctx.api_version, 2)
     return topic_results(partitions, lambda tp: error)
 

@@ -6,9 +6,8 @@ implements, and the epoch of the finalized ones, which UpdateFeatures moves (ser
 Deviations: kraft.version, streams.version and eligible.leader.replicas.version are supported at
 level 0 only and not finalized (Kafka 4.4: finalized at 1, 1, 1): Samsa has no KRaft quorum
 (KIP-853), no streams groups (KIP-1071) and no eligible leader replicas (KIP-966); share.version goes
-up to 1 (share groups, KIP-932), not 2 (their dead-letter queues); transaction.version goes up to 1
-(flexible transaction log records), not 2 as in Kafka 4.4 (KIP-890 part 2: EndTxn v5, an epoch bump
-per transaction).
+up to 1 (share groups, KIP-932), not 2 (their dead-letter queues). A ZooKeeper cluster finalizes
+transaction.version 1 and serves the transaction APIs up to Kafka 3.9's versions (no KIP-890 part 2).
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ def api_keys(listener_type: ListenerType = ListenerType.BROKER):
     """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster, the KRaft-mode
     ones (client telemetry) only outside one. Those of a feature whatever its level, as Kafka 4.4."""
     Key = ApiVersionsResponse.ApiVersion
-    return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version)
+    return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version_for(listener_type))
             for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type)]
 
 

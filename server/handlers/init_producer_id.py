@@ -2,7 +2,8 @@
 and TransactionCoordinator.handleInitProducerId: without a transactional id every request gets a new
 producer id at epoch 0, even one naming its current id and epoch (v3+, KIP-360); with one, the
 transaction coordinator (server/coordinators/txn_service.py) gives the id a new epoch, fencing older producers.
-Deviations: transaction version 1 only (no per-transaction epoch bump of version 2, KIP-890).
+The epoch bump of every transaction of version 2 (KIP-890 part 2) is EndTxn v5's (end_txn.py).
+Deviations: none known.
 """
 
 from __future__ import annotations

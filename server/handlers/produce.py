@@ -1,4 +1,4 @@
-"""Produce (key 0), v0-11: append each partition's record batch to its log. Follows
+"""Produce (key 0), v0-13: append each partition's record batch to its log. Follows
 KafkaApis.handleProduceRequest and ReplicaManager.appendRecords: each partition's batch header is
 parsed once (storage.log_validator), then the partition's log appends it; the records stay the bytes
 the client sent (offsets written into the batch header in place) unless storage re-encodes them, as
@@ -7,6 +7,11 @@ unlike the batch's.
 acks=all on a replicated partition waits (Kafka's DelayedProduce) until the high watermark passes
 what was appended, at most the request's timeout_ms; an ISR smaller than min.insync.replicas refuses
 the append (NOT_ENOUGH_REPLICAS), or fails it once replicated (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+A transactional batch of v12+ comes from a producer of transaction version 2 (KIP-890 part 2), which
+sends no AddPartitionsToTxn: the partitions are added to its transaction here, before the appends
+(Kafka's AddPartitionsToTxnManager, verifyOnly false); older versions are only verified (KIP-890
+part 1). v13 names topics by id (KIP-516): an unknown one is UNKNOWN_TOPIC_ID. A ZooKeeper cluster
+serves v0-11, as Kafka 3.9.
 Deviations: v0-2 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); internal topics are
 refused even to the `__admin_client` client id, which Kafka lets write them.
 """
@@ -25,6 +30,7 @@ from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from ..replication.replica_manager import let_woken_fetches_answer
 from ..context import CloseConnection
+from ..coordinators.txn_service import FIRST_PRODUCE_VERSION_ADDING_PARTITIONS, produce_verification_error
 from ..throttle import not_request_time, record_produce
 from . import handler
 
@@ -33,6 +39,7 @@ ProduceResponse = response_class(ApiKey.PRODUCE)
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
 BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
+FIRST_TOPIC_ID_VERSION = 13
 
 
 def produced_records(records, api_version: int) -> ProducedRecords:
@@ -89,7 +96,9 @@ def storage_error(index: int, e: StorageError):
 
 
 def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | StorageError, acks: int,
-                     after: AfterAppends, transactional_id: str | None = None):
+                     after: AfterAppends, transactional_id: str | None = None,
+                     added: dict[tuple[str, int], int] | None = None):
+    """`added`: v12+, the coordinator's answer for each partition added to the transaction."""
     partition = ctx.services.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -104,8 +113,12 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
         return storage_error(data.index, produced)
     try:
         if produced.is_transactional:
-            refused = ctx.services.transactions.verify_append(transactional_id, produced.header, topic_name, data.index,
-                                                              ctx.api_version)
+            if added is not None:
+                error = added.get((topic_name, data.index), ErrorCode.NONE)
+                refused = None if error == ErrorCode.NONE else produce_verification_error(error, ctx.api_version)
+            else:
+                refused = ctx.services.transactions.verify_append(transactional_id, produced.header, topic_name,
+                                                                  data.index, ctx.api_version)
             if refused is not None:
                 return partition_error(data.index, *refused)
         after.woke_fetches |= partition.has_parked_fetches  # the append wakes them
@@ -161,28 +174,70 @@ def transaction_unauthorized(ctx, request, produced: list[list[ProducedRecords |
                                   and ctx.authorize(WRITE, TRANSACTIONAL_ID, request.transactional_id))
 
 
-@handler(ApiKey.PRODUCE, 0, 11)
+def topic_names(ctx, request) -> list[str | None]:
+    """Each topic's name; v13+ names topics by id, None for an unknown one."""
+    if ctx.api_version < FIRST_TOPIC_ID_VERSION:
+        return [topic.name for topic in request.topic_data]
+    by_id = ctx.services.metadata_cache.topics_by_id
+    return [getattr(by_id.get(topic.topic_id), "name", None) for topic in request.topic_data]
+
+
+def topic_accepted(ctx, name: str, acks: int) -> int:
+    """Whether a topic's partitions may be appended: the error all of them get otherwise."""
+    if not ctx.authorize(WRITE, TOPIC, name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if acks not in (-1, 0, 1):
+        return ErrorCode.INVALID_REQUIRED_ACKS
+    return ErrorCode.NONE
+
+
+async def add_to_transaction(ctx, request, names: list[str | None], accepted: list[int],
+                             produced: list[list[ProducedRecords | StorageError]]) -> dict[tuple[str, int], int]:
+    """v12+: the partitions of the request's transactional batches added to the producer's
+    transaction (version 2) before anything is appended; the coordinator's error by partition."""
+    header = None
+    partitions = []
+    replicas = ctx.services.replica_manager
+    for topic, name, code, topic_produced in zip(request.topic_data, names, accepted, produced):
+        if name is None or code != ErrorCode.NONE:
+            continue
+        for p, parsed in zip(topic.partition_data, topic_produced):
+            partition = replicas.get(name, p.index)
+            if (isinstance(parsed, ProducedRecords) and parsed.is_transactional and partition is not None
+                    and not partition.topic.is_internal):
+                header = header or parsed.header
+                partitions.append((name, p.index))
+    if header is None or request.transactional_id is None:
+        return {}
+    return await ctx.services.transactions.add_for_produce(request.transactional_id, header.producer_id,
+                                                           header.producer_epoch, partitions)
+
+
+@handler(ApiKey.PRODUCE, 0, 13, zk_max_version=11)
 async def handle(ctx, request):
     acks = request.acks
     responses = []
     after = AfterAppends()
     produced = parse_partitions(request, ctx.api_version)
     transaction_refused = transaction_unauthorized(ctx, request, produced)
-    for topic, topic_produced in zip(request.topic_data, produced):
-        if transaction_refused:
-            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        elif not ctx.authorize(WRITE, TOPIC, topic.name):
-            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        elif acks not in (-1, 0, 1):
-            code = ErrorCode.INVALID_REQUIRED_ACKS
-        else:
-            code = ErrorCode.NONE
+    names = topic_names(ctx, request)
+    accepted = [ErrorCode.NONE if name is None or transaction_refused else topic_accepted(ctx, name, acks)
+                for name in names]
+    added = None
+    if ctx.api_version >= FIRST_PRODUCE_VERSION_ADDING_PARTITIONS and not transaction_refused:
+        added = await add_to_transaction(ctx, request, names, accepted, produced)
+    for topic, name, accepted_code, topic_produced in zip(request.topic_data, names, accepted, produced):
+        if name is None:
+            responses.append(TopicResponse(topic_id=topic.topic_id, partition_responses=[
+                partition_error(p.index, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partition_data]))
+            continue
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if transaction_refused else accepted_code
         if code == ErrorCode.NONE:
-            parts = [append_partition(ctx, topic.name, p, produced_partition, acks, after, request.transactional_id)
+            parts = [append_partition(ctx, name, p, produced_partition, acks, after, request.transactional_id, added)
                      for p, produced_partition in zip(topic.partition_data, topic_produced)]
         else:
             parts = [partition_error(p.index, code) for p in topic.partition_data]
-        responses.append(TopicResponse(name=topic.name, partition_responses=parts))
+        responses.append(TopicResponse(name=name, topic_id=topic.topic_id, partition_responses=parts))
     if after.woke_fetches:
         with not_request_time(ctx):  # their time is theirs, not this request's
             await let_woken_fetches_answer()

@@ -1,8 +1,12 @@
-"""WriteTxnMarkers (key 27), v0-1: a transaction coordinator (on another broker, in a cluster) has
+"""WriteTxnMarkers (key 27), v0-2: a transaction coordinator (on another broker, in a cluster) has
 this broker write COMMIT or ABORT markers to its partitions; the coordinator here writes its own
 markers through the same function (server/coordinators/txn_markers.py). Follows
 KafkaApis.handleWriteTxnMarkersRequest: CLUSTER_ACTION on the cluster; each marker acknowledged
 once the partition's ISR has it (acks=all, within request.timeout.ms); logs flushed before answering.
+v2 (KIP-1228) names each marker's transaction version: from 2 the partition takes a marker only on
+an epoch above the producer's (or the same one again, a retry once the transaction is over),
+INVALID_PRODUCER_EPOCH otherwise; v0-1 markers are version 0. A ZooKeeper cluster serves v0-1, as
+Kafka 3.9.
 Deviations: v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896).
 """
 
@@ -29,7 +33,7 @@ def marker_result(marker, error_of):
         for t in marker.topics])
 
 
-@handler(ApiKey.WRITE_TXN_MARKERS, 0, 1)
+@handler(ApiKey.WRITE_TXN_MARKERS, 0, 2, zk_max_version=1)
 async def handle(ctx, request):
     if not ctx.authorize(CLUSTER_ACTION, CLUSTER):
         return WriteTxnMarkersResponse(markers=[
@@ -40,7 +44,8 @@ async def handle(ctx, request):
         partitions = [(t.name, index) for t in marker.topics for index in t.partition_indexes]
         errors, logs = write_txn_markers(ctx.services.replica_manager, ctx.services.groups.complete_transaction,
                                          marker.producer_id, marker.producer_epoch, marker.transaction_result,
-                                         marker.coordinator_epoch, partitions)
+                                         marker.coordinator_epoch, partitions,
+                                         marker.transaction_version if ctx.api_version >= 2 else 0)
         to_flush += logs
         await await_markers_replicated(ctx.services.replica_manager, errors, ctx.services.config.get("request.timeout.ms"))
         results.append(marker_result(marker, lambda topic, index, errors=errors: errors[(topic, index)]))

@@ -185,12 +185,14 @@ class Partition:
         return code
 
     def append(self, records: bytearray | memoryview | ProducedRecords,
-               origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+               origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> LogAppendInfo:
         """Append a batch, or a Produce partition's parsed records (the log converts, validates and
-        assigns offsets in place); wakes parked fetches."""
+        assigns offsets in place); wakes parked fetches. `transaction_version`: a transaction
+        marker's (KIP-1228), which decides the epoch it must carry."""
         log_ = self.log
         size = len(records.buffer if isinstance(records, ProducedRecords) else records)
-        info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin)
+        info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin,
+                                     transaction_version=transaction_version)
         stats = self.stats  # as Kafka's appendToLocalLog: the bytes as received, the records appended
         stats.bytes_in += size
         stats.messages_in += info.record_count

@@ -32,6 +32,7 @@ class Harness(ClockedHarness):
         self.coordinator = TransactionCoordinator(self.config, lambda: next(self._ids), now)
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.markers: list[tuple[tuple[str, int], int, int, bool]] = []  # (partition, pid, epoch, commit)
+        self.marker_versions: list[int] = []  # the transaction version of each marker written
         self.responses: dict[int, object] = {}
         self.fail_appends: int | None = None
         self.marker_errors: dict[tuple[str, int], int] = {}
@@ -56,6 +57,7 @@ class Harness(ClockedHarness):
                     errors[tp] = self.marker_errors.get(tp, ErrorCode.NONE)
                     if errors[tp] == ErrorCode.NONE:
                         self.markers.append((tp, marker.producer_id, marker.producer_epoch, marker.commit))
+                        self.marker_versions.append(marker.transaction_version)
                 pending.append(self.coordinator.complete_markers(marker, errors, self.now))
             self.record_responses(actions.responses)
 
@@ -67,11 +69,18 @@ class Harness(ClockedHarness):
     def init(self, txn: str = TXN, timeout_ms: int = 60_000, expected=None):
         return self.call(self.coordinator.init_producer_id, txn, timeout_ms, expected)
 
-    def add(self, pid: int, epoch: int, *partitions, txn: str = TXN):
-        return self.call(self.coordinator.add_partitions, txn, pid, epoch, partitions or (TP0,))
+    def add(self, pid: int, epoch: int, *partitions, txn: str = TXN, tv: int = 0):
+        return self.call(self.coordinator.add_partitions, txn, pid, epoch, partitions or (TP0,), tv)
 
     def end(self, pid: int, epoch: int, commit: bool = True, txn: str = TXN):
-        return self.call(self.coordinator.end_transaction, txn, pid, epoch, commit)
+        """A version 0/1 EndTxn: its error (the producer id and epoch are -1)."""
+        error, pid, epoch = self.call(self.coordinator.end_transaction, txn, pid, epoch, commit)
+        assert (pid, epoch) == (-1, -1)
+        return error
+
+    def end_v2(self, pid: int, epoch: int, commit: bool = True, txn: str = TXN):
+        """A version 2 EndTxn (v5): (error, producer id, epoch)."""
+        return self.call(self.coordinator.end_transaction, txn, pid, epoch, commit, 2)
 
     def state(self, txn: str = TXN):
         metadata = self.coordinator.transactions[txn]
@@ -154,7 +163,7 @@ def test_an_exhausted_epoch_rotates_to_a_new_producer_id():
     assert h.init() == (ErrorCode.NONE, pid + 1, 0)
     # A retry naming the exhausted epoch of the old id is answered with the new one.
     h.coordinator.transactions[TXN].producer_epoch = 2**15 - 2
-    h.coordinator.transactions[TXN].last_producer_id = pid + 1
+    h.coordinator.transactions[TXN].prev_producer_id = pid + 1
     _, new_pid, epoch = h.init(expected=(pid + 1, 2**15 - 2))
     assert (new_pid, epoch) == (pid + 2, 0)
 
@@ -270,6 +279,125 @@ def test_add_partitions_is_answered_only_once_its_record_is_written_and_an_abort
     assert again.end(pid, epoch, commit=False) == ErrorCode.INVALID_TXN_STATE
 
 
+# --- transaction version 2 (KIP-890 part 2) ------------------------------------------------------------
+
+def ready_v2(h: Harness, *partitions) -> tuple[int, int]:
+    """An initialised producer with a version 2 transaction open on `partitions` (added by the
+    partition leader on its behalf)."""
+    error, pid, epoch = h.init()
+    assert error == ErrorCode.NONE
+    assert h.add(pid, epoch, *(partitions or (TP0,)), tv=2) == ErrorCode.NONE
+    return pid, epoch
+
+
+def test_v2_every_end_bumps_the_epoch_which_the_markers_carry_and_the_response_names():
+    h = Harness()
+    pid, epoch = ready_v2(h, TP0, TP1)
+    assert h.end_v2(pid, epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    assert sorted(h.markers) == [(TP0, pid, epoch + 1, True), (TP1, pid, epoch + 1, True)]
+    assert h.marker_versions == [2, 2]
+    assert h.state() == (S.COMPLETE_COMMIT, None)
+    metadata = h.coordinator.transactions[TXN]
+    assert (metadata.producer_epoch, metadata.last_producer_epoch, metadata.client_transaction_version) == (
+        epoch + 1, epoch, 2)
+    # The next transaction runs on the new epoch; the old one is fenced.
+    assert h.add(pid, epoch, TP0, tv=2) == ErrorCode.PRODUCER_FENCED
+    assert h.add(pid, epoch + 1, TP0, tv=2) == ErrorCode.NONE
+    assert h.end_v2(pid, epoch + 1, commit=False) == (ErrorCode.NONE, pid, epoch + 2)
+    assert h.markers[-1] == (TP0, pid, epoch + 2, False)
+    assert h.records() == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT, S.ONGOING, S.PREPARE_ABORT,
+                           S.COMPLETE_ABORT]
+    # What the log holds: the bumped epoch, the previous one's producer id, the client's version.
+    key = encode_key(TXN)
+    prepare = [read_record(key, v).value for k, v in h.log[h.coordinator.partition_for(TXN)] if k == key][2]
+    assert (prepare.producer_id, prepare.prev_producer_id, prepare.producer_epoch, prepare.next_producer_id,
+            prepare.client_transaction_version) == (pid, pid, epoch + 1, -1, 2)
+
+
+def test_v2_a_retried_end_hears_the_bumped_epoch_and_a_stale_epoch_is_fenced():
+    h = Harness()
+    pid, epoch = ready_v2(h)
+    assert h.end_v2(pid, epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    # The response was lost: the retry names the epoch before the bump.
+    assert h.end_v2(pid, epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    assert len(h.markers) == 1
+    # Committing again on the new epoch, with nothing open, is an invalid state; aborting is allowed.
+    assert h.end_v2(pid, epoch + 1) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
+    # An epoch older than the one before the bump is a zombie's.
+    assert h.end_v2(pid, epoch - 1 if epoch else 7) == (ErrorCode.PRODUCER_FENCED, -1, -1)
+    assert h.end_v2(pid + 1, epoch + 1) == (ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1)
+
+
+def test_v2_a_retry_while_the_markers_are_pending_is_concurrent_and_an_old_epoch_fenced():
+    h = Harness()
+    pid, epoch = ready_v2(h)
+    h.marker_errors[TP0] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert h.end_v2(pid, epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    assert h.state() == (S.PREPARE_COMMIT, S.COMPLETE_COMMIT)
+    assert h.end_v2(pid, epoch + 1) == (ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1)
+    h.marker_errors.clear()
+    h.advance(1000)
+    assert h.state() == (S.COMPLETE_COMMIT, None)
+
+
+def test_v2_an_abort_with_nothing_open_is_written_and_bumps_the_epoch():
+    h = Harness()
+    _, pid, epoch = h.init()
+    assert h.end_v2(pid, epoch, commit=True) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
+    assert h.end_v2(pid, epoch, commit=False) == (ErrorCode.NONE, pid, epoch + 1)
+    assert h.records() == [S.EMPTY, S.PREPARE_ABORT, S.COMPLETE_ABORT]
+    assert h.markers == []
+    # And again from CompleteAbort on the new epoch (not a retry: it names the current epoch).
+    assert h.end_v2(pid, epoch + 1, commit=False) == (ErrorCode.NONE, pid, epoch + 2)
+    assert h.records()[-2:] == [S.PREPARE_ABORT, S.COMPLETE_ABORT]
+
+
+def test_v2_an_exhausted_epoch_ends_on_a_new_producer_id_and_a_retry_names_the_old_one():
+    h = Harness()
+    pid, _ = ready_v2(h)
+    metadata = h.coordinator.transactions[TXN]
+    metadata.producer_epoch = 32766  # the last epoch a producer may use (Kafka keeps 32767 for fencing)
+    new_pid = 1001  # the harness's next id
+    assert h.end_v2(pid, 32766) == (ErrorCode.NONE, new_pid, 0)
+    assert h.markers == [(TP0, pid, 32767, True)]  # the markers fence the old producer id for good
+    assert (metadata.producer_id, metadata.prev_producer_id, metadata.producer_epoch, metadata.next_producer_id) == (
+        new_pid, pid, 0, -1)
+    key = encode_key(TXN)
+    values = [read_record(key, v).value for k, v in h.log[h.coordinator.partition_for(TXN)] if k == key]
+    assert (values[-2].txn_state, values[-2].producer_id, values[-2].next_producer_id) == (S.PREPARE_COMMIT, pid,
+                                                                                           new_pid)
+    assert (values[-1].txn_state, values[-1].producer_id, values[-1].prev_producer_id) == (S.COMPLETE_COMMIT,
+                                                                                           new_pid, pid)
+    # A retry names the old producer id at its last epoch.
+    assert h.end_v2(pid, 32766) == (ErrorCode.NONE, new_pid, 0)
+    assert h.add(new_pid, 0, TP1, tv=2) == ErrorCode.NONE
+    assert h.end_v2(new_pid, 0) == (ErrorCode.NONE, new_pid, 1)
+
+
+def test_v2_prepared_transaction_reloaded_completes_on_its_next_producer_id():
+    h = Harness()
+    pid, _ = ready_v2(h)
+    h.coordinator.transactions[TXN].producer_epoch = 32766
+    h.marker_errors[TP0] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert h.end_v2(pid, 32766) == (ErrorCode.NONE, 1001, 0)
+    reloaded = Harness(records=h.all_records())
+    assert reloaded.markers == [(TP0, pid, 32767, True)]
+    assert reloaded.marker_versions == [2]
+    metadata = reloaded.coordinator.transactions[TXN]
+    assert (metadata.state, metadata.producer_id, metadata.producer_epoch) == (S.COMPLETE_COMMIT, 1001, 0)
+
+
+def test_v1_clients_keep_their_epoch_and_their_markers_say_version_0():
+    h = Harness()
+    pid, epoch = ready(h)
+    assert h.end(pid, epoch) == ErrorCode.NONE
+    assert h.markers == [(TP0, pid, epoch, True)]
+    assert h.marker_versions == [0]
+    assert h.add(pid, epoch, TP0) == ErrorCode.NONE  # same epoch, next transaction
+    assert h.end(pid, epoch, commit=False) == ErrorCode.NONE
+    assert h.coordinator.transactions[TXN].producer_epoch == epoch
+
+
 # --- failed writes ------------------------------------------------------------------------------------
 
 def test_a_failed_write_changes_nothing_and_the_request_can_be_retried():
@@ -285,7 +413,7 @@ def test_a_failed_write_changes_nothing_and_the_request_can_be_retried():
 
 
 def test_a_fence_whose_write_failed_reuses_its_epoch():
-    h = Harness()
+    h = Harness(transaction_version_level=1)  # the fence's epoch is the producer's before the abort is written
     pid, epoch = ready(h)
     h.fail_appends = ErrorCode.NOT_ENOUGH_REPLICAS
     assert h.init()[0] == ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -294,6 +422,19 @@ def test_a_fence_whose_write_failed_reuses_its_epoch():
     h.fail_appends = None
     assert h.init()[0] == ErrorCode.CONCURRENT_TRANSACTIONS
     assert h.markers == [(TP0, pid, epoch + 1, False)]  # not bumped twice
+    assert h.init() == (ErrorCode.NONE, pid, epoch + 2)
+
+
+def test_a_version_2_fence_whose_write_failed_leaves_the_epoch_and_aborts_on_the_next():
+    h = Harness()  # transaction.version 2: the abort itself bumps the epoch
+    pid, epoch = ready(h)
+    h.fail_appends = ErrorCode.NOT_ENOUGH_REPLICAS
+    assert h.init()[0] == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    metadata = h.coordinator.transactions[TXN]
+    assert (metadata.state, metadata.producer_epoch, metadata.has_failed_epoch_fence) == (S.ONGOING, epoch, True)
+    h.fail_appends = None
+    assert h.init()[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert h.markers == [(TP0, pid, epoch + 1, False)]
     assert h.init() == (ErrorCode.NONE, pid, epoch + 2)
 
 
@@ -319,7 +460,7 @@ def test_a_failed_completion_is_written_again():
 # --- timeouts and expiration ---------------------------------------------------------------------------
 
 def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced():
-    h = Harness(abort_timed_out_transaction_cleanup_interval_ms=1000)
+    h = Harness(abort_timed_out_transaction_cleanup_interval_ms=1000, transaction_version_level=1)
     _, pid, epoch = h.init(timeout_ms=5000)
     assert h.add(pid, epoch, TP0) == ErrorCode.NONE
     h.advance(5000)
@@ -330,6 +471,34 @@ def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
     assert h.end(pid, epoch) == ErrorCode.PRODUCER_FENCED
     assert h.add(pid, epoch, TP0) == ErrorCode.PRODUCER_FENCED
     assert h.init(expected=(pid, epoch))[0] == ErrorCode.PRODUCER_FENCED
+
+
+def test_a_version_2_timeout_abort_bumps_the_epoch_and_lets_the_producer_abort_on():
+    """transaction.version 2 (Kafka 4.4's default): the timeout's abort is a version 2 end, whose
+    previous epoch is the producer's; the fenced producer's own abort is then a retry of it."""
+    h = Harness(abort_timed_out_transaction_cleanup_interval_ms=1000)
+    _, pid, epoch = h.init(timeout_ms=5000)
+    assert h.add(pid, epoch, TP0) == ErrorCode.NONE
+    h.advance(6000)
+    assert h.state() == (S.COMPLETE_ABORT, None)
+    assert h.markers == [(TP0, pid, epoch + 1, False)]
+    assert h.add(pid, epoch, TP0) == ErrorCode.PRODUCER_FENCED
+    assert h.end_v2(pid, epoch, commit=True)[0] == ErrorCode.INVALID_TXN_STATE
+    assert h.end_v2(pid, epoch, commit=False) == (ErrorCode.NONE, pid, epoch + 1)
+    assert h.markers == [(TP0, pid, epoch + 1, False)]  # nothing written again
+
+
+def test_a_timeout_abort_follows_transaction_version_downgraded_at_runtime():
+    """kafka-features downgrades transaction.version to 1 while the coordinator runs: its own
+    aborts are version 1 ones from then on (the producer is fenced, not let to abort on)."""
+    h = Harness(abort_timed_out_transaction_cleanup_interval_ms=1000)
+    h.coordinator.transaction_version_changed(1)
+    _, pid, epoch = h.init(timeout_ms=5000)
+    assert h.add(pid, epoch, TP0) == ErrorCode.NONE
+    h.advance(6000)
+    assert h.state() == (S.COMPLETE_ABORT, None)
+    assert h.marker_versions == [1]
+    assert h.end_v2(pid, epoch, commit=False)[0] == ErrorCode.PRODUCER_FENCED
 
 
 def test_an_idle_transactional_id_expires():
@@ -439,5 +608,17 @@ def test_a_flexible_v1_value_is_read_with_its_tagged_fields_skipped():
              + b"\x01" + b"\x00\x08" + (4).to_bytes(8, "big"))  # tag 0: previous producer id
     record = read_record(encode_key("tx"), value).value
     assert (record.producer_id, record.producer_epoch, record.txn_state, record.topic_partitions,
-            record.txn_start_timestamp, record.txn_last_update_timestamp) == (
-        9, 1, S.PREPARE_COMMIT, frozenset({("t", 5)}), 10, 20)
+            record.txn_start_timestamp, record.txn_last_update_timestamp, record.prev_producer_id) == (
+        9, 1, S.PREPARE_COMMIT, frozenset({("t", 5)}), 10, 20, 4)
+
+
+def test_the_version_2_fields_are_tagged_as_kafka_writes_them():
+    transit = TxnTransitMetadata(7, 6, 0, 32766, 60_000, S.COMPLETE_COMMIT, frozenset(), 1000, 2000,
+                                 next_producer_id=8, client_transaction_version=2)
+    value = encode_value(transit)
+    # tags 0 (previous producer id), 1 (next producer id), 2 (client transaction version)
+    assert value.endswith(b"\x03" + b"\x00\x08" + (6).to_bytes(8, "big") + b"\x01\x08" + (8).to_bytes(8, "big")
+                          + b"\x02\x02" + b"\x00\x02")
+    # The last producer epoch is not in the record (Kafka reads it as -1).
+    assert read_record(encode_key("tx"), value).value == TxnTransitMetadata(
+        7, 6, 0, -1, 60_000, S.COMPLETE_COMMIT, frozenset(), 1000, 2000, 8, 2)

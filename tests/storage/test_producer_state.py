@@ -229,6 +229,32 @@ def test_a_marker_of_an_older_producer_epoch_is_refused(state):
         state.prepare_update(header(-1, offset=1, epoch=1, control=True), AppendOrigin.COORDINATOR, ABORT)
 
 
+def test_a_transaction_version_2_marker_must_carry_a_bumped_epoch(state):
+    """KIP-1228 (Kafka's ProducerAppendInfo.checkProducerEpoch): a version 2 transaction ends on the
+    epoch after its records'; the same epoch passes only once nothing is open (a marker's retry)."""
+    append(state, header(0, offset=0, epoch=3, transactional=True))
+    with pytest.raises(InvalidProducerEpochException):
+        state.prepare_update(header(-1, offset=1, epoch=3, control=True), AppendOrigin.COORDINATOR, COMMIT, 2)
+    assert state.prepare_update(header(-1, offset=1, epoch=3, control=True), AppendOrigin.COORDINATOR, COMMIT, 0)
+    decided = append_v2(state, header(-1, offset=1, epoch=4, control=True), COMMIT)
+    assert decided.completed_txn == CompletedTxn(PID, 0, 1, False)
+    assert state.last_entry(PID).producer_epoch == 4
+    assert append_v2(state, header(-1, offset=2, epoch=4, control=True), COMMIT).completed_txn is None  # a retry
+    with pytest.raises(InvalidProducerEpochException):
+        state.prepare_update(header(-1, offset=3, epoch=3, control=True), AppendOrigin.COORDINATOR, COMMIT, 2)
+    # Replicated, a stale one is only logged.
+    assert state.prepare_update(header(-1, offset=3, epoch=3, control=True), AppendOrigin.REPLICATION, COMMIT, 2)
+
+
+def append_v2(state: ProducerStateManager, batch: BatchHeader, marker: ControlRecord):
+    decided = state.prepare_update(batch, AppendOrigin.COORDINATOR, marker, 2)
+    state.update(decided)
+    if decided.completed_txn is not None:
+        state.complete_txn(decided.completed_txn)
+    state.update_map_end_offset(batch.last_offset + 1)
+    return decided
+
+
 def test_an_epoch_fencing_abort_restarts_the_sequence(state):
     append(state, header(0, offset=0, transactional=True))
     append(state, header(-1, offset=1, epoch=1, control=True), AppendOrigin.COORDINATOR, ABORT)
