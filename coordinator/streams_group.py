@@ -444,9 +444,9 @@ class StreamsGroup(Group):
 
         response = hb.StreamsGroupHeartbeatResponse(
             member_id=member_id, member_epoch=final.member_epoch, heartbeat_interval_ms=settings.heartbeat_interval_ms,
-            task_offset_interval_ms=settings.task_offset_interval_ms,
-            acceptable_recovery_lag=settings.acceptable_recovery_lag,
-            acceptable_recovery_lag_legacy=min(settings.acceptable_recovery_lag, 2**31 - 1))
+            task_offset_interval_ms=settings.task_offset_interval_ms)
+        if api_version >= 1:  # Kafka leaves v0's AcceptableRecoveryLagLegacy at 0
+            response.acceptable_recovery_lag = settings.acceptable_recovery_lag
         changed = final.assigned != member.assigned
         if joining or changed:
             response.active_tasks = record_task_ids(final.assigned.active_tasks(), hb.TaskIds)

@@ -29,7 +29,8 @@ FEATURES: dict[str, FeatureLevels] = {
     "metadata.version": FeatureLevels((7, 33), 33),
     # 1: share groups (KIP-932); 2 (their dead-letter queues) is not implemented.
     "share.version": FeatureLevels((0, 1), 1),
-    "streams.version": FeatureLevels((0, 0), 0),
+    # 1: streams groups (KIP-1071).
+    "streams.version": FeatureLevels((0, 1), 1),
     # 1: flexible transaction log records; 2 (KIP-890 part 2) is not implemented.
     "transaction.version": FeatureLevels((0, 1), 1),
     "eligible.leader.replicas.version": FeatureLevels((0, 0), 0),
@@ -69,3 +70,4 @@ class BrokerFeatures:
 FINALIZED_FEATURES_EPOCH = 0
 
 SHARE_GROUPS = ("share.version", 1)
+STREAMS_GROUPS = ("streams.version", 1)

@@ -252,3 +252,13 @@ def test_describe(h):
         ("0", [0, 1, 2, 3]), ("1", [0, 1, 2, 3])]
     [missing] = h.coordinator.streams.describe(["nope"])
     assert (missing.error_code, missing.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.")
+
+
+def test_offset_commits_of_members(h):
+    beat(h, M1)
+    assert h.commit("g", {("in", 0): 5}, M1, 2, version=9) == {("in", 0): ErrorCode.NONE}
+    assert h.fetch("g") == {("in", 0): 5}
+    assert h.commit("g", {("in", 0): 6}, M1, 3, version=9) == {("in", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    assert h.commit("g", {("in", 0): 6}, "nobody", 2, version=9) == {("in", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert h.commit("g", {("in", 0): 6}, M1, 2, version=8) == {("in", 0): ErrorCode.UNSUPPORTED_VERSION}
+    assert h.group("g").is_subscribed_to_topic("in") and not h.group("g").is_subscribed_to_topic("out")

@@ -13,7 +13,7 @@ def test_share_version_1_is_finalized_by_default_as_in_kafka():
     features = BrokerFeatures.create()
     assert features.level("share.version") == 1 and features.supported["share.version"] == (0, 1)
     assert features.level("group.version") == 1
-    assert features.level("streams.version") == 0 and "streams.version" in features.supported
+    assert features.level("streams.version") == 1 and features.supported["streams.version"] == (0, 1)
 
 
 def test_an_api_of_a_feature_is_served_only_while_the_feature_is_finalized():
