@@ -380,40 +380,43 @@ class StreamsGroup(Group):
                          else {kv.key: kv.value for kv in request.client_tags}),
             user_endpoint=endpoint)
 
-        # Every check is done but those of the owned tasks: from here on the group changes.
+        # The topology configured against the topics (cached until they change), and the last check:
+        # the tasks the member says it owns must be tasks of it.
+        topology = self.topology if self.topology is not None else new_topology
+        assert topology is not None
+        configured = self.configured
+        new_hash = self.metadata_hash
+        reconfigured = configured is None or self.metadata_refresh
+        if reconfigured:
+            new_hash = metadata_hash(topology.required_topics(), topics)
+            if configured is None or new_hash != self.metadata_hash or configured.epoch != topology.epoch:
+                configured = configure_topics(topology, _partition_count(topics), new_hash)
+        assert configured is not None
+        validated_epoch = -1
+        if configured.is_ready():
+            validated_epoch = topology.epoch
+            for tasks in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
+                self._check_tasks(configured, tasks)
+
+        # Every check is done: from here on the group changes.
         records: list[CoordinatorRecord] = []
         statuses: list[hb.Status] = []
         was_empty = not self.members
-        recompute = False
+        recompute = new_hash != self.metadata_hash
         if updated != member or member_id not in self.members:
             self._emit(records, StreamsGroupMemberMetadataKey(self.group_id, member_id), updated.metadata_value())
-            recompute = updated.instance_id is None or (
+            recompute |= updated.instance_id is None or (
                 member.topology_epoch, member.rack_id, member.client_tags, member.process_id) != (
                 updated.topology_epoch, updated.rack_id, updated.client_tags, updated.process_id)
             recompute |= member_id not in self.members
         if self.topology is None:
-            assert new_topology is not None
-            self._emit(records, StreamsGroupTopologyKey(self.group_id), new_topology.record_value())
-        topology = self.topology
-        assert topology is not None
+            self._emit(records, StreamsGroupTopologyKey(self.group_id), topology.record_value())
+        self.configured = configured
+        if reconfigured:
+            self.metadata_refresh = False
         if updated.topology_epoch < topology.epoch:
             statuses.append(_status(Status.STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} is "
                                     f"behind the group's topology epoch {topology.epoch}."))
-        configured = self.configured
-        new_hash = self.metadata_hash
-        if configured is None or self.metadata_refresh:
-            new_hash = metadata_hash(topology.required_topics(), topics)
-            if new_hash != self.metadata_hash or configured is None or configured.epoch != topology.epoch:
-                recompute |= new_hash != self.metadata_hash
-                configured = configure_topics(topology, _partition_count(topics), new_hash)
-                self.configured = configured
-            self.metadata_refresh = False
-        validated_epoch = -1
-        if configured.is_ready():
-            validated_epoch = topology.epoch
-            assert configured.subtopologies is not None
-            for tasks in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
-                self._check_tasks(configured, tasks)
         if request.task_offsets is not None or request.task_end_offsets is not None:
             self._update_task_offsets(member_id, request.task_offsets, request.task_end_offsets)
         recompute |= validated_epoch != self.validated_topology_epoch

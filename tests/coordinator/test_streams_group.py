@@ -207,9 +207,13 @@ def test_heartbeat_errors(h):
     bad.subtopologies[1].state_changelog_topics[0].partitions = 3
     response, _ = beat(h, M2, topology=bad)
     assert response.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
-    response, _ = beat(h, M1, 2, owned={"9": {0}})
+    # A refused heartbeat changes nothing, even where the member's metadata would have changed.
+    appended, epoch = sum(map(len, h.log.values())), h.group("g").group_epoch
+    response, _ = beat(h, M1, 2, owned={"9": {0}}, process="p9")
     assert (response.error_code, response.error_message) == (ErrorCode.INVALID_REQUEST,
                                                              "Subtopology 9 does not exist in the topology.")
+    assert sum(map(len, h.log.values())) == appended and h.group("g").group_epoch == epoch
+    assert h.group("g").members[M1].process_id == "p1"
 
 
 def test_leave_session_timeout_and_reload(h):
