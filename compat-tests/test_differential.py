@@ -36,6 +36,8 @@ AlterReplicaLogDirs = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
 AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 UpdateFeatures = request_class(ApiKey.UPDATE_FEATURES)
+StreamsHeartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
+StreamsDescribe = request_class(ApiKey.STREAMS_GROUP_DESCRIBE)
 
 # Fields whose values belong to one instance, removed before comparing, and why.
 INSTANCE_SPECIFIC = {
@@ -47,8 +49,8 @@ INSTANCE_SPECIFIC = {
 
 # ApiVersions: what one serves and the other does not, {api key: (Samsa's range, Kafka's range)}
 # (None: not served). Samsa keeps versions Kafka 4.x dropped (KIP-896: Produce v0-2, Fetch v0-3, ...)
-# and does not serve Kafka's KRaft-controller and streams-group APIs; Kafka 4.4 has newer versions of
-# some APIs than Samsa serves.
+# and does not serve Kafka's KRaft-controller APIs nor StreamsGroupTopologyDescriptionUpdate (KIP-1331);
+# Kafka 4.4 has newer versions of some APIs than Samsa serves.
 API_VERSIONS_DIFFERENCES = {
     ApiKey.FETCH: ((0, 17), (4, 18)),
     ApiKey.LIST_OFFSETS: ((0, 10), (1, 11)),
@@ -79,8 +81,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.PUSH_TELEMETRY: ((0, 0), None),
     ApiKey.ADD_RAFT_VOTER: (None, (0, 1)),
     ApiKey.REMOVE_RAFT_VOTER: (None, (0, 0)),
-    ApiKey.STREAMS_GROUP_HEARTBEAT: (None, (0, 1)),
-    ApiKey.STREAMS_GROUP_DESCRIBE: (None, (0, 1)),
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: (None, (0, 0)),
     ApiKey.UNREGISTER_CONTROLLER: (None, (0, 0)),
 }
@@ -195,7 +195,6 @@ def test_api_versions_ranges(pair, version):
 FEATURES_SAMSA_LOWER = {
     "kraft.version": (0, "no KRaft quorum (KIP-853)"),
     "share.version": (1, "2 is share groups' dead-letter queues (KIP-1191)"),
-    "streams.version": (0, "no streams groups (KIP-1071)"),
     "eligible.leader.replicas.version": (0, "no eligible leader replicas (KIP-966)"),
 }
 
@@ -882,3 +881,58 @@ def test_txn_offset_commit_of_an_unknown_topic_id(pair):
         error_of=lambda answer: answer.topics[0].partitions[0].error_code)
     assert kafka.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
     assert_same(samsa, kafka)
+
+
+# -- streams groups (KIP-1071): StreamsGroupHeartbeat, StreamsGroupDescribe ---------------------------
+
+def wait_for_group_coordinator(pair, group: str) -> None:
+    """Kafka's group coordinator answers once __consumer_offsets exists and its partition is loaded."""
+    find = FindCoordinator(key_type=0, coordinator_keys=[group])
+    probe = StreamsDescribe(group_ids=[group])
+    not_ready = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+    for client in (pair.samsa, pair.kafka):
+        wait_for(lambda c=client: c.call(find, 4).coordinators[0].error_code == 0
+                 and c.call(probe, 0).groups[0].error_code not in not_ready, what="the group coordinator")
+
+
+def streams_join(group: str, member_id: str, source: str, epoch: int = 0):
+    """A Kafka Streams client's first heartbeat: a count by key of `source` (a repartition topic, a
+    changelog topic), as KafkaStreams sends it."""
+    H = StreamsHeartbeat
+    topology = H.Topology(epoch=0, subtopologies=[
+        H.Subtopology(subtopology_id="0", source_topics=[source], repartition_sink_topics=[f"{group}-rep"]),
+        H.Subtopology(subtopology_id="1", repartition_source_topics=[H.TopicInfo(name=f"{group}-rep")],
+                      state_changelog_topics=[H.TopicInfo(name=f"{group}-store-changelog", topic_configs=[
+                          H.KeyValue("cleanup.policy", "compact")])])])
+    return H(group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=30000,
+             process_id="00000000-0000-0000-0000-000000000001", topology=topology if epoch == 0 else None,
+             active_tasks=[], standby_tasks=[], warmup_tasks=[], client_tags=[])
+
+
+@pytest.mark.parametrize("version", [1, 0])
+def test_streams_group_heartbeat_with_missing_source_topics(pair, version):
+    """The first member of a new group: its assignment waits for the initial rebalance delay, and
+    the topology is not configured (its source topic does not exist); then the group described."""
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    wait_for_group_coordinator(pair, group)
+    samsa, kafka = pair.both(streams_join(group, "member-1", unknown_topic()), version)
+    assert [s.status_code for s in kafka.status] == [5, 1], kafka  # ASSIGNMENT_DELAYED, MISSING_SOURCE_TOPICS
+    assert_same(samsa, kafka)
+    # One group a request: Kafka answers groups of several coordinator partitions in no set order.
+    for describe_version in (1, 0):
+        for group_id in (group, f"{group}-none"):
+            request = StreamsDescribe(group_ids=[group_id], include_authorized_operations=True)
+            assert_same(*pair.both(request, describe_version))
+
+
+def test_streams_group_heartbeat_errors(pair):
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    wait_for_group_coordinator(pair, group)
+    unknown = streams_join(group, "member-1", "in", epoch=1)
+    assert_same(*pair.both(unknown, 1))  # GROUP_ID_NOT_FOUND
+    no_topology = streams_join(group, "member-1", "in")
+    no_topology.topology = None
+    assert_same(*pair.both(no_topology, 1))  # INVALID_REQUEST
+    bad = streams_join(group, "member-1", "in")
+    bad.topology.subtopologies[1].state_changelog_topics[0].partitions = 3
+    assert_same(*pair.both(bad, 1))  # STREAMS_INVALID_TOPOLOGY

@@ -32,6 +32,7 @@ TOOLS = {
     "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
     "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",

@@ -31,6 +31,7 @@ class GroupType:
     CLASSIC = "classic"
     CONSUMER = "consumer"
     SHARE = "share"
+    STREAMS = "streams"
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,8 @@ from .offsets import (
     offset_tombstone,
 )
 from .share_group_manager import ShareGroupCoordinatorConfig, ShareGroupManager
+from .streams_group import StreamsSettings
+from .streams_group_manager import StreamsGroupManager
 from .timer import CoordinatorTimer
 
 log = logging.getLogger("samsa.coordinator")
@@ -93,6 +95,7 @@ class GroupCoordinatorConfig:
     offsets_retention_check_interval_ms: int = 600000
     consumer: ConsumerGroupConfig = ConsumerGroupConfig()  # group.consumer.* (KIP-848)
     share: ShareGroupCoordinatorConfig = ShareGroupCoordinatorConfig()  # group.share.* (KIP-932)
+    streams: StreamsSettings = StreamsSettings()  # group.streams.* (KIP-1071)
 
 
 def offset_append_error(error: int) -> int:
@@ -120,6 +123,7 @@ class GroupCoordinator:
         self.classic = self.register(ClassicGroupManager(self))
         self.consumer = self.register(ConsumerGroupManager(self, config.consumer))
         self.share = self.register(ShareGroupManager(self, config.share, group_configs))
+        self.streams = self.register(StreamsGroupManager(self, config.streams, group_configs))
         self._schedule_retention(now_ms)
 
     def register(self, manager: GroupTypeManager):
@@ -243,6 +247,11 @@ class GroupCoordinator:
 
     def share_group_heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
         return self.share.heartbeat(now_ms, ticket, request, heartbeat)
+
+    # --- streams group APIs (KIP-1071, coordinator/streams_group_manager.py) -----------------------
+
+    def streams_group_heartbeat(self, now_ms: int, ticket: Ticket, request: RequestInfo, heartbeat) -> Actions:
+        return self.streams.heartbeat(now_ms, ticket, request, heartbeat)
 
     def describe_groups(self, request: RequestInfo, group_ids: list[str]) -> list:
         DescribedGroup = DescribeGroupsResponse.DescribedGroup

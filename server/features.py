@@ -42,9 +42,10 @@ FEATURES: dict[str, FeatureLevels] = {
     "metadata.version": FeatureLevels((7, 33), 33),
     # 1: share groups (KIP-932); 2 (their dead-letter queues) is not implemented.
     "share.version": FeatureLevels((0, 1), 1),
-    "streams.version": FeatureLevels((0, 0), 0),
+    # 1: streams groups (KIP-1071).
+    "streams.version": FeatureLevels((0, 1), 1),
     # 1: flexible transaction log records; 2: KIP-890 part 2 (an epoch bump per transaction, EndTxn v5,
-    # Produce v12). A ZooKeeper cluster stays at 1, as Kafka 3.9 (server/broker.py).
+    # Produce v12). A ZooKeeper cluster stays at 1, as Kafka 3.9 (BrokerFeatures.zookeeper_mode).
     "transaction.version": FeatureLevels((0, 2), 2),
     "eligible.leader.replicas.version": FeatureLevels((0, 0), 0),
 }
@@ -112,6 +113,7 @@ class BrokerFeatures:
 
 SHARE_GROUPS = ("share.version", 1)
 TRANSACTION_VERSION = "transaction.version"
+STREAMS_GROUPS = ("streams.version", 1)
 CONSUMER_GROUPS = ("group.version", 1)  # KIP-848's consumer rebalance protocol (GroupVersion.GV_1)
 
 # The message of Kafka's Errors.UNSUPPORTED_VERSION, where Kafka's getErrorResponse carries one.
@@ -124,7 +126,7 @@ def disabled_feature_response(api_key: int, request: Any) -> Message:
     broker at share.version and group.version 0)."""
     response = response_class(api_key)()
     code = ErrorCode.UNSUPPORTED_VERSION
-    if api_key in (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_DESCRIBE):
+    if api_key in (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_DESCRIBE, ApiKey.STREAMS_GROUP_DESCRIBE):
         group = type(response).DescribedGroup
         response.groups = [group(group_id=group_id, error_code=code, error_message=None)
                            for group_id in request.group_ids]

@@ -26,7 +26,7 @@ KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUP_STATE = "the share coordinator's, between brokers (the persister's calls)"
 SHARE_GROUP_ADMIN = ("share group offsets through the group coordinator and the share coordinator's state (kafka-"
                      "share-groups.sh)")
-STREAMS_GROUPS = "streams groups (KIP-1071) are not implemented"
+STREAMS_GROUPS = "topology descriptions of streams groups (KIP-1331) are not stored"
 CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
                     "(zookeeper.connect; Kafka 3.9's ZooKeeper mode has none)")
 
@@ -46,8 +46,6 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.ADD_RAFT_VOTER: KRAFT,
     ApiKey.REMOVE_RAFT_VOTER: KRAFT,
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
-    ApiKey.STREAMS_GROUP_HEARTBEAT: STREAMS_GROUPS,
-    ApiKey.STREAMS_GROUP_DESCRIBE: STREAMS_GROUPS,
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: STREAMS_GROUPS,
     ApiKey.UNREGISTER_CONTROLLER: KRAFT,
 }

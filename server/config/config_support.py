@@ -72,6 +72,19 @@ IGNORED_TOPIC_CONFIGS: dict[str, str] = {
 # Broker configs the broker reads itself (topic-level defaults, log.* and the rest that a topic
 # config names as its server_default_property, follow their topic config and are not listed).
 HONOURED_BROKER_CONFIGS: dict[str, str] = {
+    "group.streams.assignment.interval.ms": "",
+    "group.streams.heartbeat.interval.ms": "",
+    "group.streams.initial.rebalance.delay.ms": "",
+    "group.streams.max.assignment.interval.ms": "",
+    "group.streams.max.heartbeat.interval.ms": "",
+    "group.streams.max.session.timeout.ms": "",
+    "group.streams.max.size": "",
+    "group.streams.max.standby.replicas": "",
+    "group.streams.min.assignment.interval.ms": "",
+    "group.streams.min.heartbeat.interval.ms": "",
+    "group.streams.min.session.timeout.ms": "",
+    "group.streams.num.standby.replicas": "",
+    "group.streams.session.timeout.ms": "",
     "telemetry.max.bytes": "the largest PushTelemetry payload (KIP-714), TELEMETRY_TOO_LARGE above it",
     "metrics.port": "Samsa's own: the Prometheus endpoint",
     "metrics.host": "Samsa's own: the Prometheus endpoint's address",
@@ -264,20 +277,8 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "group.consumer.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
     "group.consumer.max.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
     "group.consumer.min.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
-    "group.streams.assignment.interval.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.assignors": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.heartbeat.interval.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.initial.rebalance.delay.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.max.assignment.interval.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.max.heartbeat.interval.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.max.session.timeout.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.max.standby.replicas": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.min.assignment.interval.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.min.heartbeat.interval.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.min.session.timeout.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.num.standby.replicas": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.rack.aware.assignment.tags": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
-    "group.streams.session.timeout.ms": "streams groups are not implemented: only the defaults and bounds of the streams.* group configs",
+    "group.streams.assignors": "streams groups use the sticky assignor only, without rack awareness",
+    "group.streams.rack.aware.assignment.tags": "streams groups use the sticky assignor only, without rack awareness",
     "ssl.endpoint.identification.algorithm": "the broker makes no TLS connections of its own; the samsa tool "
                                              "reads it from --command-config (client/tls.py's client_context)",
     "background.threads": "trio tasks, no thread pool: only validated as a dynamic thread-pool config",
@@ -309,6 +310,13 @@ HONOURED_GROUP_CONFIGS: dict[str, str] = {
     "share.record.lock.duration.ms": "",
     "share.renew.acknowledge.enable": "",
     "share.session.timeout.ms": "",
+    "streams.acceptable.recovery.lag": "",
+    "streams.assignment.interval.ms": "",
+    "streams.heartbeat.interval.ms": "",
+    "streams.initial.rebalance.delay.ms": "",
+    "streams.num.standby.replicas": "",
+    "streams.session.timeout.ms": "",
+    "streams.task.offset.interval.ms": "",
 }
 
 IGNORED_GROUP_CONFIGS: dict[str, str] = {
@@ -324,7 +332,7 @@ def group_support(name: str) -> Support:
     if name in HONOURED_GROUP_CONFIGS:
         return Support(HONOURED, HONOURED_GROUP_CONFIGS[name])
     if name.startswith("streams."):
-        return Support(IGNORED, "streams groups are not implemented")
+        return Support(IGNORED, "streams groups use the sticky assignor only, without rack awareness")
     return Support(IGNORED, IGNORED_GROUP_CONFIGS.get(name, ""))
 
 

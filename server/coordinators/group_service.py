@@ -43,6 +43,9 @@ from ...coordinator.group_coordinator import (
     partition_for,
 )
 from ...coordinator.share_group import ShareInitRequest
+from ...coordinator.streams_group import StreamsSettings
+from ...coordinator.streams_topology import Status as StreamsTopicStatus
+from ...wire.messages.streams_group_heartbeat_response import Status as StreamsStatus
 from ...coordinator.share_group_manager import (
     MemberLeft, ShareGroupCoordinatorConfig, ShareGroupEmpty, ShareGroupRebalanced,
 )
@@ -54,7 +57,8 @@ from .runtime import (
     CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches, replay_topic,
 )
 from ...wire.exceptions import CodecError
-from ..security.authorizer import DESCRIBE, TOPIC
+from ..metadata.admin_manager import AdminError
+from ..security.authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
 from .consumer_groups import consumer_group_config, topics_image
 
 if TYPE_CHECKING:
@@ -144,6 +148,7 @@ class GroupService:
                 # Kafka's: group.share.initialize.retry.interval.ms (internal), at least offsets.commit.timeout.ms.
                 initialize_retry_interval_ms=max(self._group_configs.broker_value(
                     "group.share.initialize.retry.interval.ms"), get_int("offsets.commit.timeout.ms"))),
+            streams=StreamsSettings(max_size=get_int("group.streams.max.size")),
         )
 
     def num_partitions(self) -> int:
@@ -231,7 +236,7 @@ class GroupService:
     def _new_coordinator(self) -> GroupCoordinator:
         coordinator = GroupCoordinator(self._coordinator_config(), self._clock(), self._new_member_uuid,
                                        self._group_configs)
-        coordinator.consumer.topics = coordinator.share.topics = topics_image(self._topics())
+        coordinator.consumer.topics = coordinator.share.topics = coordinator.streams.topics = topics_image(self._topics())
         return coordinator
 
     def _refusing(self, error: ErrorCode) -> GroupCoordinator:
@@ -321,6 +326,11 @@ class GroupService:
             for coordinator in self.coordinators():
                 await self._apply(coordinator, coordinator.consumer.update_topics(self._clock(), topics))
                 await self._apply(coordinator, coordinator.share.update_topics(self._clock(), topics))
+                await self._apply(coordinator, coordinator.streams.update_topics(self._clock(), topics))
+
+    async def refresh_topics(self) -> None:
+        """The coordinators see the topics as they are now (a describe that follows a creation)."""
+        await self._update_topics()
 
     async def _fire_timers(self, now_ms: int) -> None:
         for coordinator in self.coordinators():
@@ -407,6 +417,45 @@ class GroupService:
             if reply is not None:  # None: the client went away while parked
                 reply.set(response)
 
+
+    # --- streams groups (KIP-1071) ---------------------------------------------------------------------
+
+    async def streams_group_heartbeat(self, ctx: RequestContext, request) -> Any:
+        """StreamsGroupHeartbeat: answered once its records are written; the internal topics the
+        group's topology lacks are then created, as Kafka's AutoTopicCreationManager does (the
+        response already says MISSING_INTERNAL_TOPICS; a later heartbeat finds them)."""
+        response, to_create = await self.submit(ctx, GroupCoordinator.streams_group_heartbeat, request.group_id,
+                                                request)
+        if to_create:
+            creatable = (set(to_create) if ctx.authorize(CREATE, CLUSTER, log_if_denied=False)
+                         else ctx.authorized(CREATE, TOPIC, to_create))
+            refused = sorted(set(to_create) - set(creatable))
+            if refused:
+                response.status.append(StreamsStatus(
+                    status_code=StreamsTopicStatus.MISSING_INTERNAL_TOPICS,
+                    status_detail=f"Unauthorized to CREATE on topics {', '.join(refused)}."))
+            await self._create_internal_topics(ctx, [to_create[name] for name in sorted(creatable)])
+        return response
+
+    async def _create_internal_topics(self, ctx: RequestContext, topics: list) -> None:
+        """Create a streams application's internal topics (repartition, changelog) that do not exist."""
+        services = ctx.services
+        created = False
+        for topic in topics:
+            if topic.name in services.metadata.topics:
+                continue
+            replication = (topic.replication_factor if topic.replication_factor > 0
+                           else self._config.get_int("default.replication.factor"))
+            try:
+                assignment = services.admin.assign_replicas(services, topic.partitions, replication, None)
+                await services.admin.create_topic(services, topic.name, assignment, dict(topic.configs))
+                created = True
+                log.info("Created internal topic %s of a streams group with %d partitions", topic.name,
+                         topic.partitions)
+            except AdminError as e:
+                log.warning("Creating the internal topic %s of a streams group failed: %s", topic.name, e)
+        if created:
+            self.topics_changed()
 
     # --- share groups (KIP-932) ---------------------------------------------------------------------
 

@@ -79,7 +79,7 @@ def test_every_classified_group_config_is_one_and_every_honoured_one_reaches_a_s
                "share.isolation.level": "read_committed", "share.partition.max.record.locks": "3000",
                "share.record.lock.duration.ms": "40000", "share.renew.acknowledge.enable": "false",
                "share.session.timeout.ms": "50000"}
-    assert changed.keys() == support.HONOURED_GROUP_CONFIGS.keys()
+    assert changed.keys() == {k for k in support.HONOURED_GROUP_CONFIGS if k.startswith("share.")}
     manager = GroupConfigManager(broker.__getitem__)
     before = manager.share_config("g")
     for name, value in changed.items():

@@ -4,7 +4,7 @@ a feature is at level 0, as Kafka 4.4 answers (checked against its broker)."""
 
 from loopback import Client, broker_config, run_broker
 
-from samsa.server.features import CONSUMER_GROUPS, SHARE_GROUPS, BrokerFeatures
+from samsa.server.features import CONSUMER_GROUPS, SHARE_GROUPS, STREAMS_GROUPS, BrokerFeatures
 from samsa.server.handlers import ListenerType, load_handlers
 from samsa.server.handlers.api_versions import api_keys
 from samsa.wire.errors import ErrorCode
@@ -24,7 +24,7 @@ def test_share_version_1_is_finalized_by_default_as_in_kafka():
     features = BrokerFeatures.create()
     assert features.level("share.version") == 1 and features.supported["share.version"] == (0, 1)
     assert features.level("group.version") == 1
-    assert features.level("streams.version") == 0 and "streams.version" in features.supported
+    assert features.level("streams.version") == 1 and features.supported["streams.version"] == (0, 1)
     assert features.epoch == 0
 
 
@@ -45,7 +45,7 @@ def test_finalize_tells_the_listeners_what_moved():
 def test_the_apis_of_a_feature_are_advertised_whatever_its_level():
     gated = {h.api_key: h.feature for h in load_handlers().values() if h.feature is not None}
     assert gated == {**dict.fromkeys([76, 77, 78, 79, 90, 91, 92], SHARE_GROUPS),
-                     **dict.fromkeys([68, 69], CONSUMER_GROUPS)}
+                     **dict.fromkeys([68, 69], CONSUMER_GROUPS), **dict.fromkeys([88, 89], STREAMS_GROUPS)}
     assert set(gated) <= {k.api_key for k in api_keys(ListenerType.BROKER)}
 
 

@@ -1,0 +1,156 @@
+"""A Kafka Streams 4.4 application on the streams rebalance protocol (KIP-1071, group.protocol=streams)
+under exactly_once_v2, on Samsa and on Kafka: streams-app/StreamsApp.java counts the values of its
+input (a repartition topic and a state store's changelog, both created by the broker's group
+coordinator) with two instances; one is killed (kill -9) while it runs, more input comes, it is
+started again; the committed output (read_committed) must end with the exact count of every value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import class_sharing
+from kafka_oracle import CACHE, JVM_OPTS, OracleUnavailable, class_path, java
+
+APP_DIR = Path(__file__).resolve().parent / "streams-app"
+SOURCES = sorted(APP_DIR.glob("*.java"))
+LOG4J2 = ("status = warn\nappender.err.type = Console\nappender.err.name = err\nappender.err.target = SYSTEM_ERR\n"
+          "appender.err.layout.type = PatternLayout\nappender.err.layout.pattern = %d %p %m (%c)%n\n"
+          "rootLogger.level = WARN\nrootLogger.appenderRef.err.ref = err\n")
+VALUES = [f"v{i}" for i in range(10)]
+TIMEOUT = 180
+
+
+@pytest.fixture(scope="session")
+def streams_app() -> list[str]:
+    """The command that runs StreamsApp, compiled into $SAMSA_CACHE/java-build/streams-<hash>."""
+    try:
+        jars = f"{class_path('kafka4')}:{class_path('streams')}"
+        java_bin = java()
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in SOURCES)).hexdigest()[:16]
+    build = CACHE / "java-build" / f"streams-{digest}"
+    if not (build / "StreamsApp.class").is_file():
+        tmp = build.with_name(f"{build.name}.tmp-{uuid.uuid4().hex[:6]}")
+        tmp.mkdir(parents=True)
+        javac = os.environ.get("JAVAC") or str(Path(java_bin).resolve().with_name("javac"))
+        done = subprocess.run([javac, "-d", str(tmp), "-cp", jars, *map(str, SOURCES)],
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        assert done.returncode == 0, f"javac failed:\n{done.stderr}"
+        (tmp / "log4j2.properties").write_text(LOG4J2)
+        try:
+            tmp.rename(build)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [java_bin, *JVM_OPTS, *class_sharing.options("kafka4"),
+            f"-Dlog4j2.configurationFile={build / 'log4j2.properties'}", "-cp", f"{jars}:{build}", "StreamsApp"]
+
+
+class App:
+    """One instance of StreamsApp; its state changes read from its stdout as they come."""
+
+    def __init__(self, command: list[str], args: list[str], log: Path) -> None:
+        self.log = log.open("ab")
+        self.proc = subprocess.Popen([*command, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True)
+        self.states: list[str] = []
+        self.changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("STATE "):
+                with self.changed:
+                    self.states.append(line.split()[-1])
+                    self.changed.notify_all()
+
+    def wait_running(self, timeout: float = TIMEOUT) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: "RUNNING" in self.states or self.proc.poll() is not None, timeout), \
+                f"not RUNNING: {self.states}"
+        assert self.proc.poll() is None, f"exited {self.proc.returncode}: {self.states}"
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
+def produce(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, key=str(i), value=VALUES[i % len(VALUES)])
+    assert producer.flush(60) == 0
+
+
+def final_counts(bootstrap: str, topic: str, expected: dict[str, int] | None,
+                 timeout: float = TIMEOUT) -> dict[str, int]:
+    """The last committed count of each value, read until it is `expected` (None: until a first
+    count is committed) or the time is out."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    counts: dict[str, int] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while (counts != expected if expected is not None else not counts) and time.monotonic() < deadline:
+            for m in consumer.consume(500, 1.0):
+                if m.error() is None:
+                    counts[m.key().decode()] = int(m.value().decode())
+    finally:
+        consumer.close()
+    return counts
+
+
+def test_stateful_exactly_once_app_survives_a_killed_instance(broker, streams_app, tmp_path):
+    app_id = f"streams-app-{uuid.uuid4().hex[:6]}"
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(source, 4, 1), NewTopic(sink, 2, 1)]).values():
+        future.result(60)
+    produce(broker.bootstrap, source, 1000)
+    apps: list[App] = []
+
+    def start(name: str) -> App:
+        app = App(streams_app, [broker.bootstrap, app_id, str(tmp_path / f"state-{name}"), source, sink],
+                  tmp_path / f"{name}.log")
+        apps.append(app)
+        return app
+
+    try:
+        first, second = start("a"), start("b")
+        first.wait_running()
+        second.wait_running()
+        assert final_counts(broker.bootstrap, sink, None), "no count committed"
+        first.kill()  # while it processes: its transaction in flight is aborted, its tasks move
+        produce(broker.bootstrap, source, 1000)
+        start("a").wait_running()
+        expected = {v: 200 for v in VALUES}
+        assert final_counts(broker.bootstrap, sink, expected) == expected
+    finally:
+        for app in apps:
+            app.close()

@@ -1,0 +1,268 @@
+"""KIP-1071 streams groups in the group coordinator: the sticky task assignor, the topology's
+configuration against the topics (missing source and internal topics, copartitioning), heartbeats
+and their errors, reconciliation of tasks between members, records and reload, describe, timers."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from group_harness import Harness
+
+from samsa.coordinator.consumer_group import TopicInfo, TopicsImage
+from samsa.coordinator.group_coordinator import GroupCoordinator
+from samsa.coordinator.streams_assignor import AssignorMember, StickyTaskAssignor, Subtopology, TasksTuple
+from samsa.coordinator.streams_group import StreamsGroup, StreamsGroupState, StreamsSettings
+from samsa.coordinator.streams_group_member import MemberState
+from samsa.coordinator.streams_topology import Status, StreamsTopology, configure_topics
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+Heartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
+A = StickyTaskAssignor()
+
+
+def fs(*ps: int) -> frozenset[int]:
+    return frozenset(ps)
+
+
+# --- the assignor ---------------------------------------------------------------------------------
+
+def test_assignor_balances_active_tasks_over_processes_and_members():
+    members = {"m1": AssignorMember("p1"), "m2": AssignorMember("p1"), "m3": AssignorMember("p2")}
+    result = A.assign(members, {"0": Subtopology(6, False)}, 0)
+    counts = {m: len(t.active.get("0", ())) for m, t in result.items()}
+    assert counts == {"m1": 2, "m2": 2, "m3": 2}
+    assert set().union(*(t.active.get("0", set()) for t in result.values())) == set(range(6))
+    assert result == A.assign(members, {"0": Subtopology(6, False)}, 0)  # deterministic
+
+
+def test_assignor_is_sticky_and_moves_only_what_balance_needs():
+    members = {"m1": AssignorMember("p1", active={"0": fs(0, 1, 2, 3)}), "m2": AssignorMember("p2")}
+    result = A.assign(members, {"0": Subtopology(4, False)}, 0)
+    assert len(result["m1"].active["0"]) == 2 and result["m1"].active["0"] <= fs(0, 1, 2, 3)
+    assert len(result["m2"].active["0"]) == 2
+
+
+def test_assignor_places_standbys_on_other_processes_preferring_previous_owners():
+    members = {"m1": AssignorMember("p1", active={"0": fs(0, 1)}), "m2": AssignorMember("p2", standby={"0": fs(0, 1)}),
+               "m3": AssignorMember("p3")}
+    result = A.assign(members, {"0": Subtopology(2, True), "1": Subtopology(1, False)}, 1)
+    for p in (0, 1):
+        holders = [m for m, t in result.items() if p in t.active.get("0", ()) or p in t.standby.get("0", ())]
+        assert len(holders) == 2  # one active, one standby, never on one process
+    assert "1" not in {s for t in result.values() for s in t.standby}  # stateless: no standby
+    # Not enough processes: the standby is left out rather than put beside its active task.
+    single = A.assign({"m1": AssignorMember("p1")}, {"0": Subtopology(2, True)}, 1)
+    assert single["m1"] == TasksTuple(active={"0": fs(0, 1)}, standby={})
+
+
+def test_assignor_gives_an_active_task_to_the_member_with_its_state():
+    members = {"m1": AssignorMember("p1"), "m2": AssignorMember("p2", standby={"0": fs(1)})}
+    result = A.assign(members, {"0": Subtopology(2, True)}, 0)
+    assert result["m2"].active == {"0": fs(1)} and result["m1"].active == {"0": fs(0)}
+
+
+# --- the topology ---------------------------------------------------------------------------------
+
+TopologyReq = Heartbeat.Topology
+Sub = Heartbeat.Subtopology
+TopicReq = Heartbeat.TopicInfo
+IN = TopicInfo("in", uuid.UUID(int=1), 4)
+OUT = TopicInfo("out", uuid.UUID(int=2), 1)
+LEFT = TopicInfo("left", uuid.UUID(int=3), 2)
+
+
+def stateful_topology(epoch: int = 0):
+    """A count by key: subtopology 0 reads `in` and repartitions; 1 counts (a changelog) into `out`."""
+    return TopologyReq(epoch=epoch, subtopologies=[
+        Sub(subtopology_id="0", source_topics=["in"], repartition_sink_topics=["app-rep"]),
+        Sub(subtopology_id="1", repartition_source_topics=[TopicReq(name="app-rep")],
+            state_changelog_topics=[TopicReq(name="app-store-changelog")])])
+
+
+def counts(*topics: TopicInfo):
+    image = TopicsImage(topics)
+    return lambda name: image.by_name[name].num_partitions if name in image.by_name else None
+
+
+def test_configure_decides_internal_topic_partitions_and_reports_them_missing():
+    topology = StreamsTopology.from_request(stateful_topology())
+    configured = configure_topics(topology, counts(IN))
+    assert configured.error is not None and configured.error.status == Status.MISSING_INTERNAL_TOPICS
+    assert configured.error.message == "Internal topics are missing: app-rep, app-store-changelog"
+    assert {n: t.partitions for n, t in configured.internal_topics_to_create.items()} == {
+        "app-rep": 4, "app-store-changelog": 4}
+    rep, changelog = TopicInfo("app-rep", uuid.UUID(int=8), 4), TopicInfo("app-store-changelog", uuid.UUID(int=9), 4)
+    ready = configure_topics(topology, counts(IN, rep, changelog))
+    assert ready.is_ready() and {s: c.num_tasks for s, c in ready.subtopologies.items()} == {"0": 4, "1": 4}
+    wrong = configure_topics(topology, counts(IN, TopicInfo("app-rep", uuid.UUID(int=8), 2), changelog))
+    assert wrong.error.status == Status.INCORRECTLY_PARTITIONED_TOPICS
+    assert wrong.error.message == "Existing topic app-rep has different number of partitions: expected 4, found 2"
+
+
+def test_configure_reports_missing_source_topics_and_copartitioning():
+    topology = StreamsTopology.from_request(stateful_topology())
+    missing = configure_topics(topology, counts())
+    assert (missing.error.status, missing.error.message) == (Status.MISSING_SOURCE_TOPICS,
+                                                             "Source topics in are missing.")
+    join = StreamsTopology.from_request(TopologyReq(epoch=0, subtopologies=[
+        Sub(subtopology_id="0", source_topics=["in", "left"],
+            copartition_groups=[Heartbeat.CopartitionGroup(source_topics=[0, 1])])]))
+    bad = configure_topics(join, counts(IN, LEFT))
+    assert bad.error.status == Status.INCORRECTLY_PARTITIONED_TOPICS
+    assert bad.error.message == "Following topics do not have the same number of partitions: [{in=4, left=2}]"
+
+
+# --- heartbeats -----------------------------------------------------------------------------------
+
+M1, M2 = "member-1", "member-2"
+SETTINGS = StreamsSettings(initial_rebalance_delay_ms=0, assignment_interval_ms=0)
+REP = TopicInfo("app-rep", uuid.UUID(int=8), 4)
+CHANGELOG = TopicInfo("app-store-changelog", uuid.UUID(int=9), 4)
+
+
+@pytest.fixture
+def h():
+    harness = Harness(streams=SETTINGS)
+    harness.coordinator.streams.topics = TopicsImage([IN, OUT, REP, CHANGELOG])
+    return harness
+
+
+def beat(h: Harness, member_id: str, epoch: int = 0, process: str = "p1", owned=None, **fields):
+    if epoch == 0:
+        fields.setdefault("topology", stateful_topology())
+        fields.setdefault("rebalance_timeout_ms", 30_000)
+        owned = owned or {}
+    tasks = None if owned is None else [Heartbeat.TaskIds(subtopology_id=s, partitions=sorted(ps))
+                                        for s, ps in owned.items()]
+    body = Heartbeat(group_id="g", member_id=member_id, member_epoch=epoch, process_id=process,
+                     active_tasks=tasks, standby_tasks=None if owned is None else [],
+                     warmup_tasks=None if owned is None else [], **fields)
+    response, to_create = h.call(GroupCoordinator.streams_group_heartbeat, body, 1)
+    return response, to_create
+
+
+def active(response) -> dict[str, set[int]]:
+    return {t.subtopology_id: set(t.partitions) for t in response.active_tasks}
+
+
+def test_first_member_gets_every_task(h):
+    response, to_create = beat(h, M1)
+    assert (response.error_code, response.member_epoch, response.status) == (ErrorCode.NONE, 2, [])
+    assert active(response) == {"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}
+    assert to_create == {}
+    group = h.group("g")
+    assert isinstance(group, StreamsGroup) and group.state == StreamsGroupState.STABLE
+    assert (response.heartbeat_interval_ms, response.task_offset_interval_ms) == (5000, 60000)
+
+
+def test_missing_internal_topics_are_reported_and_returned_to_create(h):
+    h.coordinator.streams.topics = TopicsImage([IN])
+    response, to_create = beat(h, M1)
+    assert [(s.status_code, s.status_detail) for s in response.status] == [
+        (Status.MISSING_INTERNAL_TOPICS, "Internal topics are missing: app-rep, app-store-changelog")]
+    assert sorted(to_create) == ["app-rep", "app-store-changelog"] and response.active_tasks == []
+    assert h.group("g").state == StreamsGroupState.NOT_READY
+    # The topics appear: the next heartbeat configures the topology and assigns.
+    h.coordinator.streams.update_topics(h.now, TopicsImage([IN, REP, CHANGELOG]))
+    response, to_create = beat(h, M1, response.member_epoch, owned={})
+    assert response.status == [] and to_create == {} and active(response) == {"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}
+
+
+def test_tasks_move_to_a_new_member_only_after_revocation(h):
+    r1, _ = beat(h, M1)
+    r2, _ = beat(h, M2, process="p2")
+    assert r2.member_epoch == 3 and active(r2) == {}  # its tasks are still M1's
+    group = h.group("g")
+    assert group.members[M2].state == MemberState.UNRELEASED_TASKS
+    # M1 heartbeats: half of its tasks are to be revoked; it stays at its epoch until it lets them go.
+    r1, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}})
+    kept = active(r1)
+    assert r1.member_epoch == 2 and sum(map(len, kept.values())) == 4
+    assert group.members[M1].state == MemberState.UNREVOKED_TASKS
+    r1, _ = beat(h, M1, 2, owned=kept)
+    assert r1.member_epoch == 3 and group.members[M1].state == MemberState.STABLE
+    r2, _ = beat(h, M2, 3, process="p2", owned={})
+    assert sum(map(len, active(r2).values())) == 4 and group.state == StreamsGroupState.STABLE
+    assert not (set(active(r2)["0"]) & set(kept.get("0", ())))
+
+
+def test_heartbeat_errors(h):
+    response, _ = beat(h, M1, 1)
+    assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             "Streams group g not found.")
+    response, _ = beat(h, M1, topology=None)
+    assert (response.error_code, response.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                             "Topology must be non-null when (re-)joining.")
+    response, _ = beat(h, M1, rebalance_timeout_ms=-1)
+    assert response.error_message == "RebalanceTimeoutMs must be provided in first request."
+    beat(h, M1)
+    response, _ = beat(h, M1, 5, owned={})
+    assert response.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    response, _ = beat(h, M2, 1)
+    assert (response.error_code, response.error_message) == (ErrorCode.UNKNOWN_MEMBER_ID,
+                                                             "Member member-2 is not a member of group g.")
+    bad = stateful_topology()
+    bad.subtopologies[1].state_changelog_topics[0].partitions = 3
+    response, _ = beat(h, M2, topology=bad)
+    assert response.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+    # A refused heartbeat changes nothing, even where the member's metadata would have changed.
+    appended, epoch = sum(map(len, h.log.values())), h.group("g").group_epoch
+    response, _ = beat(h, M1, 2, owned={"9": {0}}, process="p9")
+    assert (response.error_code, response.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                             "Subtopology 9 does not exist in the topology.")
+    assert sum(map(len, h.log.values())) == appended and h.group("g").group_epoch == epoch
+    assert h.group("g").members[M1].process_id == "p1"
+
+
+def test_leave_session_timeout_and_reload(h):
+    beat(h, M1)
+    beat(h, M2, process="p2")
+    response, _ = beat(h, M2, -1)
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, -1)
+    assert set(h.group("g").members) == {M1}
+    fresh = h.restart()
+    group = fresh.group("g")
+    assert isinstance(group, StreamsGroup) and set(group.members) == {M1}
+    assert group.topology is not None and group.group_epoch == h.group("g").group_epoch
+    assert group.members[M1].assigned == h.group("g").members[M1].assigned
+    fresh.advance(45_000)
+    assert not group.members and group.state == StreamsGroupState.EMPTY
+
+
+def test_initial_rebalance_delay(h):
+    h = Harness(streams=StreamsSettings(initial_rebalance_delay_ms=3000))
+    h.coordinator.streams.topics = TopicsImage([IN, OUT, REP, CHANGELOG])
+    response, _ = beat(h, M1)
+    assert [(s.status_code, s.status_detail) for s in response.status] == [
+        (Status.ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")]
+    assert response.active_tasks == [] and response.member_epoch == 1  # the initial assignment epoch
+    h.advance(3000)
+    response, _ = beat(h, M1, 1, owned={})
+    assert response.member_epoch == 2 and active(response) == {"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}
+
+
+def test_describe(h):
+    beat(h, M1)
+    [described] = h.coordinator.streams.describe(["g"])
+    assert (described.group_state, described.group_epoch, described.assignment_epoch,
+            described.assignor_name) == ("Stable", 2, 2, "sticky")
+    assert [s.subtopology_id for s in described.topology.subtopologies] == ["0", "1"]
+    assert described.topology.subtopologies[1].state_changelog_topics[0].partitions == 4
+    [member] = described.members
+    assert member.member_id == M1 and member.process_id == "p1"
+    assert [(t.subtopology_id, t.partitions) for t in member.assignment.active_tasks] == [
+        ("0", [0, 1, 2, 3]), ("1", [0, 1, 2, 3])]
+    [missing] = h.coordinator.streams.describe(["nope"])
+    assert (missing.error_code, missing.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.")
+
+
+def test_offset_commits_of_members(h):
+    beat(h, M1)
+    assert h.commit("g", {("in", 0): 5}, M1, 2, version=9) == {("in", 0): ErrorCode.NONE}
+    assert h.fetch("g") == {("in", 0): 5}
+    assert h.commit("g", {("in", 0): 6}, M1, 3, version=9) == {("in", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    assert h.commit("g", {("in", 0): 6}, "nobody", 2, version=9) == {("in", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert h.commit("g", {("in", 0): 6}, M1, 2, version=8) == {("in", 0): ErrorCode.UNSUPPORTED_VERSION}
+    assert h.group("g").is_subscribed_to_topic("in") and not h.group("g").is_subscribed_to_topic("out")
