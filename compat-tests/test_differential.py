@@ -67,7 +67,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.DESCRIBE_LOG_DIRS: ((0, 4), (1, 5)),
     ApiKey.DELETE_GROUPS: ((0, 2), (0, 3)),
     ApiKey.ELECT_LEADERS: (None, (0, 2)),
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ((0, 0), (0, 1)),
     ApiKey.DESCRIBE_QUORUM: (None, (0, 2)),
     ApiKey.DESCRIBE_CLUSTER: ((0, 1), (0, 2)),
     ApiKey.UNREGISTER_BROKER: (None, (0, 0)),
@@ -544,17 +543,20 @@ def test_alter_replica_log_dirs_to_the_dir_it_is_in(pair):
 
 # -- partition reassignments on a single broker (its own controller): nothing can move ------------------
 
+@pytest.mark.parametrize("version", [1, 0])
 @pytest.mark.parametrize("case", ["its own replica", "another broker", "twice", "cancel", "unknown topic",
                                   "unknown partition"])
-def test_alter_partition_reassignments_on_one_broker(pair, case):
+def test_alter_partition_reassignments_on_one_broker(pair, case, version):
+    """v1 (KIP-860) with AllowReplicationFactorChange false: the only valid target keeps the factor."""
     name = pair.create_topic()
     topic, partition, replicas = {
         "its own replica": (name, 0, [0]), "another broker": (name, 0, [5]), "twice": (name, 0, [0, 0]),
         "cancel": (name, 0, None), "unknown topic": (f"diff-nowhere-{uuid.uuid4().hex[:8]}", 0, [0]),
         "unknown partition": (name, 3, [0])}[case]
     request = AlterPartitionReassignments(timeout_ms=10000, topics=[AlterPartitionReassignments.ReassignableTopic(
-        name=topic, partitions=[AlterPartitionReassignments.ReassignablePartition(partition, replicas)])])
-    assert_same(*pair.both(request, 0))
+        name=topic, partitions=[AlterPartitionReassignments.ReassignablePartition(partition, replicas)])],
+        allow_replication_factor_change=version < 1)
+    assert_same(*pair.both(request, version))
 
 
 def test_list_partition_reassignments_on_one_broker(pair):
