@@ -1,6 +1,7 @@
-"""Metadata (key 3), v0-12: brokers, controller, topics and partitions, creating topics on demand.
+"""Metadata (key 3), v0-13: brokers, controller, topics and partitions, creating topics on demand.
 Follows KafkaApis.handleTopicMetadataRequest and AutoTopicCreationManager, with Kafka's authorization
-(DESCRIBE to see a topic, CREATE on the cluster or topic to auto-create it).
+(DESCRIBE to see a topic, CREATE on the cluster or topic to auto-create it). v13 (KIP-1102) adds a
+top-level error code, which Kafka sets only in the answer to a request that failed as a whole.
 The brokers, the controller and the partitions are the MetadataCache's (server/metadata/cache.py: a
 single broker is every partition's leader, replica and ISR, and the controller; a ZooKeeper cluster's
 are the controller's last UpdateMetadata, Kafka's ZkMetadataCache.getTopicMetadata); a topic created
@@ -61,7 +62,7 @@ def unauthorized(name: str | None, topic_id=ZERO_UUID):
     return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id, is_internal=False)
 
 
-@handler(ApiKey.METADATA, 0, 12)
+@handler(ApiKey.METADATA, 0, 13)
 async def handle(ctx, request):
     services = ctx.services
     image = services.metadata_cache
