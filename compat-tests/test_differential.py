@@ -484,6 +484,24 @@ def test_fetch_an_unknown_topic_id(pair, version):
     assert_same(samsa, kafka)
 
 
+@pytest.mark.parametrize("versions", [(18, 12), (12, 18)])
+def test_fetch_session_continued_by_name_or_by_id(pair, produced, versions):
+    """A fetch session opened naming topics by id (v13+) and continued by name (v12-), or the other
+    way round: FETCH_SESSION_TOPIC_ID_ERROR (Kafka's FetchManager.newContext)."""
+    opening, continuing = versions
+    answers = []
+    for client, topic_id in zip((pair.samsa, pair.kafka), own_topic_ids(pair, produced)):
+        request = fetch_request(produced, topic_id if opening >= 13 else None, 0)
+        request.session_epoch = 0  # a new session
+        opened = client.call(request, opening)
+        assert opened.error_code == 0 and opened.session_id != 0
+        request = fetch_request(produced, topic_id if continuing >= 13 else None, 0)
+        request.session_id, request.session_epoch = opened.session_id, 1
+        answers.append(client.call(request, continuing))
+    assert answers[1].error_code == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    assert_same(*answers)
+
+
 @pytest.mark.parametrize("version", [18, 4])
 def test_fetch_out_of_range_offset(pair, produced, version):
     samsa, kafka = fetch_both(pair, produced, version, offset=1000)
@@ -890,6 +908,28 @@ def test_api_versions_v5_cluster_and_node(pair):
                 response.api_keys, response.supported_features, response.finalized_features = [], [], []
             answers.append(response)
         assert_same(*answers)
+
+
+@pytest.mark.parametrize("case", ["known id", "unknown id", "name and unknown id", "name and its id",
+                                  "unknown id then known id", "known id then unknown id", "by name then by id",
+                                  "the same id twice"])
+def test_metadata_by_topic_id(pair, case):
+    """Metadata v12+ names topics by id (KIP-516): an unknown id is UNKNOWN_TOPIC_ID; once a topic is
+    asked for by id, names are ignored (a topic named without an id is left out)."""
+    name = pair.create_topic()
+    unknown = uuid.uuid4()
+    zero = uuid.UUID(int=0)
+    answers = []
+    for client, topic_id in zip((pair.samsa, pair.kafka), own_topic_ids(pair, name)):
+        wanted = {"known id": [(None, topic_id)], "unknown id": [(None, unknown)],
+                  "name and unknown id": [(name, unknown)], "name and its id": [(name, topic_id)],
+                  "unknown id then known id": [(None, unknown), (None, topic_id)],
+                  "known id then unknown id": [(None, topic_id), (None, unknown)],
+                  "the same id twice": [(None, topic_id), (name, topic_id)],
+                  "by name then by id": [(name, zero), (None, unknown)]}[case]
+        answers.append(client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=n, topic_id=i) for n, i in wanted],
+                                            allow_auto_topic_creation=False), 13))
+    assert_same(*answers)
 
 
 # -- feature levels followed live (last: it changes both brokers' levels, then puts them back) ----------

@@ -2,6 +2,8 @@
 Follows KafkaApis.handleTopicMetadataRequest and AutoTopicCreationManager, with Kafka's authorization
 (DESCRIBE to see a topic, CREATE on the cluster or topic to auto-create it). v13 (KIP-1102) adds a
 top-level error code, which Kafka sets only in the answer to a request that failed as a whole.
+From v12 topics may be asked for by id (an unknown one: UNKNOWN_TOPIC_ID, unknown ids first); once
+one is, names are ignored, as Kafka does.
 The brokers, the controller and the partitions are the MetadataCache's (server/metadata/cache.py: a
 single broker is every partition's leader, replica and ISR, and the controller; a ZooKeeper cluster's
 are the controller's last UpdateMetadata, Kafka's ZkMetadataCache.getTopicMetadata); a topic created
@@ -16,13 +18,14 @@ import logging
 import uuid
 
 from ...wire.errors import ErrorCode
-from ...wire.protocol import ApiKey, response_class
+from ...wire.protocol import ApiKey, request_class, response_class
 from ..security.authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
 from ..metadata.cache import InvalidTopicError, validate_topic_name
 from . import handler
 
 log = logging.getLogger("samsa.metadata")
 MetadataResponse = response_class(ApiKey.METADATA)
+Metadata = request_class(ApiKey.METADATA)
 Topic = MetadataResponse.MetadataResponseTopic
 PartitionMeta = MetadataResponse.MetadataResponsePartition
 Broker = MetadataResponse.MetadataResponseBroker
@@ -82,7 +85,15 @@ async def handle(ctx, request):
         topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()
                   if ctx.authorize(DESCRIBE, TOPIC, t.name, log_if_denied=False)]
     else:
-        for wanted in request.topics:
+        wanted_topics = request.topics
+        by_id = ctx.api_version >= 12 and any(t.topic_id != ZERO_UUID for t in wanted_topics)
+        if by_id:
+            # From v12, as Kafka's handleTopicMetadataRequest: once any topic is asked for by id, only
+            # ids count (names ignored, a topic without an id left out), each id once, unknown first.
+            ids = list(dict.fromkeys(t.topic_id for t in wanted_topics if t.topic_id != ZERO_UUID))
+            ids.sort(key=lambda i: i in image.topics_by_id)
+            wanted_topics = [Metadata.MetadataRequestTopic(name=None, topic_id=i) for i in ids]
+        for wanted in wanted_topics:
             name = wanted.name
             if name is None:
                 topic = image.topics_by_id.get(wanted.topic_id)

@@ -210,3 +210,26 @@ def test_describe_log_dirs_v5_says_which_are_cordoned(tmp_path):
         assert [r.is_cordoned for r in described.results] == [True, True]
 
     run_broker(broker_config(tmp_path, log_dirs=f"{first},{second}", cordoned_log_dirs="*"), every)
+
+
+def test_metadata_once_asked_by_id_ignores_names(tmp_path):
+    """From v12, as Kafka: a topic with an id is asked for by it (its name ignored); once one is, a
+    topic named without an id is left out; each id once, the unknown ones first."""
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("t"), 7)
+        (topic_id,) = await topic_ids(client, "t")
+        unknown = uuid.uuid4()
+
+        async def ask(*topics: tuple[str | None, uuid.UUID]):
+            response = await client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=n, topic_id=i)
+                                                          for n, i in topics], allow_auto_topic_creation=False), 13)
+            return [(t.name, t.topic_id, t.error_code) for t in response.topics]
+
+        assert await ask(("t", unknown)) == [(None, unknown, E.UNKNOWN_TOPIC_ID)]
+        assert await ask(("t", ZERO_UUID), (None, unknown)) == [(None, unknown, E.UNKNOWN_TOPIC_ID)]
+        assert await ask((None, topic_id), ("t", topic_id), (None, unknown)) == [
+            (None, unknown, E.UNKNOWN_TOPIC_ID), ("t", topic_id, E.NONE)]
+        assert await ask(("t", ZERO_UUID)) == [("t", topic_id, E.NONE)]
+
+    run_broker(broker_config(tmp_path), scenario)
