@@ -128,6 +128,12 @@ def _blank(value: str | None) -> bool:
     return value is not None and not value.strip()
 
 
+# ConsumerGroupDescribe v1's MemberType (KIP-1099): 0 a classic-protocol member, 1 a consumer-protocol
+# one; every member of a consumer group here joined with ConsumerGroupHeartbeat (no classic members
+# are converted into consumer groups).
+CONSUMER_MEMBER_TYPE = 1
+
+
 def compile_topic_regex(regex: str) -> re.Pattern:
     """Kafka compiles with RE2/J; Python's `re` agrees on the syntax topic patterns use."""
     try:
@@ -243,8 +249,10 @@ class ConsumerGroup(Group):
         members = [described.Member(
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
             client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=list(m.subscribed_topic_names),
-            subscribed_topic_regex=m.subscribed_topic_regex, assignment=assignment(m.assigned_partitions),
+            # Kafka's member has "" where no regex was ever sent (ConsumerGroupMember.Builder's default).
+            subscribed_topic_regex=m.subscribed_topic_regex or "", assignment=assignment(m.assigned_partitions),
             target_assignment=assignment(self.target_assignment.get(m.member_id, {})),
+            member_type=CONSUMER_MEMBER_TYPE,
         ) for m in self.members.values()]
         return described.DescribedGroup(
             group_id=self.group_id, group_state=self.state_name, group_epoch=self.group_epoch,

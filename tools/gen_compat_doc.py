@@ -62,7 +62,7 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker, "
                                           "its own controller, has one replica per partition: nothing to reassign; "
-                                          "v1 (Kafka 4) not served",
+                                          "v1 (Kafka 4's, KIP-860) too",
     ApiKey.ALLOCATE_PRODUCER_IDS: "to the controller (Kafka 3.9's brokers ask it), in cluster mode only "
                                   "(zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.LIST_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker "

@@ -353,10 +353,14 @@ class KafkaController:
                 results[tp] = ErrorCode.NONE
         return results, self._elect(elected)
 
-    def reassign(self, reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+    def reassign(self, reassignments: Mapping[TopicPartition, tuple[int, ...] | None],
+                 allow_replication_factor_change: bool = True
                  ) -> tuple[dict[TopicPartition, tuple[int, str | None]], list[Action]]:
         """processApiPartitionReassignment (AlterPartitionReassignments): per partition (error,
-        message); None as the target cancels a reassignment (back to the original replicas)."""
+        message); None as the target cancels a reassignment (back to the original replicas).
+        Without `allow_replication_factor_change` (v1, KIP-860) a target with another number of
+        replicas than the partition has (or is being reassigned to) is refused, as Kafka 4's
+        ReplicationControlManager.validatePartitionReplicationFactorUnchanged."""
         ctx = self.ctx
         results: dict[TopicPartition, tuple[int, str | None]] = {}
         to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
@@ -369,6 +373,10 @@ class KafkaController:
                 results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, invalid)
                 continue
             current = ctx.assignments[tp]
+            if target is not None and not allow_replication_factor_change and len(_target(current)) != len(target):
+                results[tp] = (ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed from "
+                               f"{len(_target(current))} to {len(target)}")
+                continue
             if target is None and not _being_reassigned(current):
                 results[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None)
                 continue

@@ -285,6 +285,8 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "compression.gzip.level": "recompression uses the codec's default level",
     "compression.lz4.level": "recompression uses the codec's default level",
     "compression.zstd.level": "recompression uses the codec's default level",
+    "cordoned.log.dirs": "only reported (DescribeLogDirs v5's IsCordoned, KIP-1066): new partitions may still "
+                         "be placed in a cordoned log dir",
     "log.message.format.version": "logs hold v2 batches: legacy message sets are up-converted",
     "max.decompressed.message.bytes": "the codec's own limit applies",
     "num.io.threads": "trio tasks, no thread pool: only validated as a dynamic thread-pool config",

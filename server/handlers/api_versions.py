@@ -1,6 +1,9 @@
-"""ApiVersions (key 18), v0-4: every API this broker serves with the versions its handler declares
+"""ApiVersions (key 18), v0-5: every API this broker serves with the versions its handler declares
 (server/handlers/__init__.py), nothing taken from the schemas. Follows KafkaApis.handleApiVersionsRequest
 and ApiVersionsRequest.isValid; a version above ours gets v0 with UNSUPPORTED_VERSION (KIP-511).
+v5 (KIP-1242) names the cluster and node the client means to reach (both or neither, else
+INVALID_REQUEST); when they are not this broker's, REBOOTSTRAP_REQUIRED: the client's bootstrap
+address now leads to another cluster or broker, and it must look the cluster up again.
 v3+ lists the supported and finalized features (KIP-584) as Kafka 4.4 does, but only at levels Samsa
 implements, and the epoch of the finalized ones, which UpdateFeatures moves (server/features.py).
 Deviations: kraft.version, streams.version and eligible.leader.replicas.version are supported at
@@ -74,11 +77,22 @@ def unsupported_version_response() -> Message:
     )
 
 
-@handler(ApiKey.API_VERSIONS, 0, 4)
+def valid(request, version: int) -> bool:
+    """Kafka's ApiVersionsRequest.isValid."""
+    if version >= 5 and (request.cluster_id is None) != (request.node_id == -1):
+        return False
+    return version < 3 or bool(_SOFTWARE.fullmatch(request.client_software_name)
+                               and _SOFTWARE.fullmatch(request.client_software_version))
+
+
+@handler(ApiKey.API_VERSIONS, 0, 5)
 async def handle(ctx, request):
-    if ctx.api_version >= 3 and not (_SOFTWARE.fullmatch(request.client_software_name)
-                                     and _SOFTWARE.fullmatch(request.client_software_version)):
+    if not valid(request, ctx.api_version):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    services = ctx.services
+    if ctx.api_version >= 5 and request.cluster_id is not None and (
+            request.cluster_id != services.cluster_id or request.node_id != services.node_id):
+        return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name
         ctx.connection.client_software_version = request.client_software_version

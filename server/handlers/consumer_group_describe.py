@@ -1,5 +1,6 @@
-"""ConsumerGroupDescribe (key 69), v0: KIP-848 consumer groups with their epochs, assignor, members,
-and each member's current and target assignment; classic groups are not found here (DescribeGroups).
+"""ConsumerGroupDescribe (key 69), v0-1: KIP-848 consumer groups with their epochs, assignor, members,
+and each member's current and target assignment, and (v1, KIP-1099) its type: every member here uses
+the consumer protocol; classic groups are not found here (DescribeGroups).
 Follows KafkaApis.handleConsumerGroupDescribe and GroupMetadataManager.consumerGroupDescribe: DESCRIBE
 on each group; UNSUPPORTED_VERSION when the consumer protocol is disabled.
 Deviations: none known.
@@ -18,7 +19,7 @@ ConsumerGroupDescribeResponse = response_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
 DescribedGroup = ConsumerGroupDescribeResponse.DescribedGroup
 
 
-@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 0, feature=CONSUMER_GROUPS)
+@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, feature=CONSUMER_GROUPS)
 async def handle(ctx, request):
     if not consumer_protocol_enabled(ctx.services.config.get):
         return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=[

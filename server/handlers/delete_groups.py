@@ -1,7 +1,10 @@
-"""DeleteGroups (key 42), v0-2: delete empty groups with their offsets (NON_EMPTY_GROUP while members
+"""DeleteGroups (key 42), v0-3: delete empty groups with their offsets (NON_EMPTY_GROUP while members
 remain); answered once the tombstones are in `__consumer_offsets`. A share group's share partitions
 lose their state first (DeleteShareGroupState through the persister, GroupService.delete_groups).
 Follows KafkaApis.handleDeleteGroupsRequest and GroupCoordinatorService.deleteGroups: DELETE on each group.
+v3 adds a per-group error message, which Kafka sets only where a streams group's topology plugin or
+the coordinator's write failed; for the errors Samsa answers (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
+NOT_COORDINATOR, ...) it is null, as in Kafka.
 Deviations: none known.
 """
 
@@ -15,7 +18,7 @@ from . import handler
 DeleteGroupsResponse = response_class(ApiKey.DELETE_GROUPS)
 
 
-@handler(ApiKey.DELETE_GROUPS, 0, 2)
+@handler(ApiKey.DELETE_GROUPS, 0, 3)
 async def handle(ctx, request):
     group_ids = list(dict.fromkeys(request.groups_names))
     allowed = ctx.authorized(DELETE, GROUP, group_ids)

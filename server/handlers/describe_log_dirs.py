@@ -1,5 +1,5 @@
-"""DescribeLogDirs (key 35), v0-4: each log dir with the size of the partitions in it, and (v4) its
-total and usable bytes. Follows KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs:
+"""DescribeLogDirs (key 35), v0-5: each log dir with the size of the partitions in it, (v4) its
+total and usable bytes, and (v5, KIP-1066) whether it is cordoned (`cordoned.log.dirs`, "*" for all). Follows KafkaApis.handleDescribeLogDirsRequest and ReplicaManager.describeLogDirs:
 DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED from v3, an empty answer before). A log dir
 that failed (storage/log_dir_failure_channel.py) is answered with KAFKA_STORAGE_ERROR alone.
 A replica moving to another log dir (AlterReplicaLogDirs) is listed there too, is_future_key set,
@@ -12,6 +12,7 @@ removed it, KIP-896).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
@@ -24,7 +25,15 @@ TopicEntry = DescribeLogDirsResponse.DescribeLogDirsTopic
 PartitionEntry = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@handler(ApiKey.DESCRIBE_LOG_DIRS, 0, 4)
+def cordoned_log_dirs(config, log_dirs) -> set:
+    """The log dirs `cordoned.log.dirs` names, as Kafka's AbstractKafkaConfig.cordonedLogDirs ("*": all)."""
+    named = config.get("cordoned.log.dirs")
+    if "*" in named:
+        return set(log_dirs)
+    return {Path(d).resolve() for d in named}
+
+
+@handler(ApiKey.DESCRIBE_LOG_DIRS, 0, 5)
 async def handle(ctx, request):
     services = ctx.services
     if not ctx.authorize(DESCRIBE, CLUSTER):  # v0-2 have no error code: nothing to describe
@@ -35,6 +44,7 @@ async def handle(ctx, request):
     else:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
+    cordoned = cordoned_log_dirs(services.config, services.log_dirs)
     offline = services.log_manager.failure_channel.offline_log_dirs
     for log_dir in services.log_dirs:
         if log_dir in offline:  # Kafka: "Log directory ... is offline", no partitions, no sizes
@@ -57,5 +67,6 @@ async def handle(ctx, request):
         stats = os.statvfs(log_dir)
         results.append(Result(error_code=ErrorCode.NONE, log_dir=str(log_dir),
                               topics=[TopicEntry(name=t, partitions=ps) for t, ps in by_topic.items()],
-                              total_bytes=stats.f_blocks * stats.f_frsize, usable_bytes=stats.f_bavail * stats.f_frsize))
+                              total_bytes=stats.f_blocks * stats.f_frsize, usable_bytes=stats.f_bavail * stats.f_frsize,
+                              is_cordoned=log_dir in cordoned))
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)

@@ -1,16 +1,18 @@
-"""Fetch (key 1), v0-17: log bytes, long-polling until `min_bytes` arrive or `max_wait_ms` passes.
+"""Fetch (key 1), v0-18: log bytes, long-polling until `min_bytes` arrive or `max_wait_ms` passes.
 Follows KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages, DelayedFetch and FetchSessionCache
 (KIP-227 sessions). Record data is never copied: file ranges go out with sendfile; only v0-3 clients
 get bytes read and down-converted to message format v0/v1.
 A follower's fetch (replica id set) reads up to the log end offset, not the high watermark; what it
 asks for tells the leader its log end offset (Partition.follower_fetched: the ISR and the high
 watermark may move); a last_fetched_epoch (v12+) the leader's log does not end the same way gets a
-diverging_epoch instead of records (Kafka's Partition.fetchRecords).
+diverging_epoch instead of records (Kafka's Partition.fetchRecords). A session opened by v13+ (topics
+by id) continued by v12- (by name), or the other way round, is FETCH_SESSION_TOPIC_ID_ERROR.
 Fetch from the closest replica (KIP-392, server/replication/replica_selector.py): from v11 a consumer may read
 any replica of the partition, a follower up to its high watermark (the leader's, as its fetches
 brought it); with `replica.selector.class` set the leader answers a consumer's fetch with a
 `preferred_read_replica` and no records, and the consumer goes there. Before v11 only the leader is
-read.
+read. v18 (KIP-1166) adds only the high watermark a KRaft voter's fetch carries (a tagged field of
+its replica state), which no consumer or broker replica sends: served as v17.
 Deviations: v0-3 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896).
 """
 
@@ -248,7 +250,7 @@ def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset
     return results, total
 
 
-@handler(ApiKey.FETCH, 0, 17)
+@handler(ApiKey.FETCH, 0, 18)
 async def handle(ctx, request):
     services = ctx.services
     version = ctx.api_version
@@ -256,7 +258,7 @@ async def handle(ctx, request):
     now_ms = wall_clock_ms()
     if version >= 7:
         context = services.fetch_sessions.new_context(request.session_id, request.session_epoch, wanted,
-                                                      forgotten, now_ms)
+                                                      forgotten, now_ms, uses_topic_ids=version >= 13)
         if context.error != ErrorCode.NONE:
             return FetchResponse(throttle_time_ms=0, error_code=context.error, session_id=0, responses=[])
     else:

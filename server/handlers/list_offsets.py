@@ -1,10 +1,12 @@
-"""ListOffsets (key 2), v0-10: offsets by timestamp and Kafka's special timestamps (latest, earliest,
-max timestamp, earliest local, latest tiered). Follows KafkaApis.handleListOffsetRequest,
+"""ListOffsets (key 2), v0-11: offsets by timestamp and Kafka's special timestamps (latest, earliest,
+max timestamp (v7+), earliest local (v8+), latest tiered (v9+), earliest pending upload (v11+, KIP-1023));
+a special timestamp older than the version that introduced it gets UNSUPPORTED_VERSION. Follows KafkaApis.handleListOffsetRequest,
 Partition.fetchOffsetForTimestamp and UnifiedLog.fetchOffsetByTimestamp. A partition asked for twice
 in one topic gets INVALID_REQUEST, once (Kafka 4's ReplicaManager.fetchOffset answers by partition).
 Deviations: v0 answers at most one offset (Kafka's legacyFetchOffsetsBefore lists segment base offsets
 up to max_num_offsets); v0 is served as in Kafka 3.9 (Kafka 4.0 removed it, KIP-896); with no tiered
-storage, latest tiered is always -1 and earliest local is the log start offset.
+storage, latest tiered and earliest pending upload are always -1 (as Kafka answers for a topic
+without remote storage) and earliest local is the log start offset.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+# The version that introduced each special timestamp (ListOffsetsRequest's comments).
+FIRST_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
+                 EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
 NO_TIMESTAMP = -1
 DEBUGGING_REPLICA_ID = -2  # ListOffsetsRequest.DEBUGGING_REPLICA_ID: may read a follower
 
@@ -41,8 +47,8 @@ def lookup(ctx, partition, timestamp: int, isolation: int) -> tuple[int, int]:
         return NO_TIMESTAMP, partition.read_bound(isolation)
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return NO_TIMESTAMP, log_.log_start_offset
-    if timestamp == LATEST_TIERED_TIMESTAMP:
-        return NO_TIMESTAMP, -1  # no tiered storage: nothing is remote
+    if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        return NO_TIMESTAMP, -1  # no tiered storage: nothing is remote, nothing waits to be uploaded
     found = log_.fetch_offset_by_timestamp(timestamp)
     if found is None:
         return NO_TIMESTAMP, -1
@@ -52,7 +58,7 @@ def lookup(ctx, partition, timestamp: int, isolation: int) -> tuple[int, int]:
     return ts, offset
 
 
-@handler(ApiKey.LIST_OFFSETS, 0, 10)
+@handler(ApiKey.LIST_OFFSETS, 0, 11)
 async def handle(ctx, request):
     version = ctx.api_version
     isolation = request.isolation_level if version >= 2 else 0
@@ -83,7 +89,7 @@ async def handle(ctx, request):
             if epoch_error != ErrorCode.NONE:
                 parts.append(error(p.partition_index, epoch_error))
                 continue
-            if version < 7 and p.timestamp == MAX_TIMESTAMP or version < 8 and p.timestamp == EARLIEST_LOCAL_TIMESTAMP:
+            if version < FIRST_VERSION.get(p.timestamp, 0):
                 parts.append(error(p.partition_index, ErrorCode.UNSUPPORTED_VERSION))
                 continue
             ts, offset = lookup(ctx, partition, p.timestamp, isolation)

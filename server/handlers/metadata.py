@@ -1,6 +1,9 @@
-"""Metadata (key 3), v0-12: brokers, controller, topics and partitions, creating topics on demand.
+"""Metadata (key 3), v0-13: brokers, controller, topics and partitions, creating topics on demand.
 Follows KafkaApis.handleTopicMetadataRequest and AutoTopicCreationManager, with Kafka's authorization
-(DESCRIBE to see a topic, CREATE on the cluster or topic to auto-create it).
+(DESCRIBE to see a topic, CREATE on the cluster or topic to auto-create it). v13 (KIP-1102) adds a
+top-level error code, which Kafka sets only in the answer to a request that failed as a whole.
+From v12 topics may be asked for by id (an unknown one: UNKNOWN_TOPIC_ID, unknown ids first); once
+one is, names are ignored, as Kafka does.
 The brokers, the controller and the partitions are the MetadataCache's (server/metadata/cache.py: a
 single broker is every partition's leader, replica and ISR, and the controller; a ZooKeeper cluster's
 are the controller's last UpdateMetadata, Kafka's ZkMetadataCache.getTopicMetadata); a topic created
@@ -15,13 +18,14 @@ import logging
 import uuid
 
 from ...wire.errors import ErrorCode
-from ...wire.protocol import ApiKey, response_class
+from ...wire.protocol import ApiKey, request_class, response_class
 from ..security.authorizer import CLUSTER, CREATE, DESCRIBE, TOPIC
 from ..metadata.cache import InvalidTopicError, validate_topic_name
 from . import handler
 
 log = logging.getLogger("samsa.metadata")
 MetadataResponse = response_class(ApiKey.METADATA)
+Metadata = request_class(ApiKey.METADATA)
 Topic = MetadataResponse.MetadataResponseTopic
 PartitionMeta = MetadataResponse.MetadataResponsePartition
 Broker = MetadataResponse.MetadataResponseBroker
@@ -61,7 +65,7 @@ def unauthorized(name: str | None, topic_id=ZERO_UUID):
     return Topic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=topic_id, is_internal=False)
 
 
-@handler(ApiKey.METADATA, 0, 12)
+@handler(ApiKey.METADATA, 0, 13)
 async def handle(ctx, request):
     services = ctx.services
     image = services.metadata_cache
@@ -81,7 +85,15 @@ async def handle(ctx, request):
         topics = [topic_metadata(ctx, t, include_ops) for t in image.topics.values()
                   if ctx.authorize(DESCRIBE, TOPIC, t.name, log_if_denied=False)]
     else:
-        for wanted in request.topics:
+        wanted_topics = request.topics
+        by_id = ctx.api_version >= 12 and any(t.topic_id != ZERO_UUID for t in wanted_topics)
+        if by_id:
+            # From v12, as Kafka's handleTopicMetadataRequest: once any topic is asked for by id, only
+            # ids count (names ignored, a topic without an id left out), each id once, unknown first.
+            ids = list(dict.fromkeys(t.topic_id for t in wanted_topics if t.topic_id != ZERO_UUID))
+            ids.sort(key=lambda i: i in image.topics_by_id)
+            wanted_topics = [Metadata.MetadataRequestTopic(name=None, topic_id=i) for i in ids]
+        for wanted in wanted_topics:
             name = wanted.name
             if name is None:
                 topic = image.topics_by_id.get(wanted.topic_id)

@@ -3,7 +3,9 @@ ZooKeeper cluster (Kafka 4's KRaft controller answers them): ListPartitionReassi
 AlterPartitionReassignments, which kafka-reassign-partitions sends before it moves replicas
 between log dirs (AlterReplicaLogDirs). Every partition has one replica, this broker, so no
 reassignment is ever under way, and the only valid target is this broker alone, which changes
-nothing. Validation and messages as Kafka's ReplicationControlManager.alterPartitionReassignment.
+nothing (so AlterPartitionReassignments v1's AllowReplicationFactorChange, the call's second
+argument, never changes an answer). Validation and messages as Kafka's
+ReplicationControlManager.alterPartitionReassignment.
 """
 
 from __future__ import annotations

@@ -53,6 +53,8 @@ class FetchSession:
     epoch: int  # the epoch the next request must carry
     partitions: "OrderedDict[tuple[str, int], CachedPartition]" = field(default_factory=OrderedDict)
     last_used_ms: int = 0
+    # Opened by Fetch v13+, which names topics by id: its later requests must too (and v12- not).
+    uses_topic_ids: bool = False
 
 
 @dataclass
@@ -90,14 +92,16 @@ class FetchSessionCache:
         return False
 
     def new_context(self, session_id: int, epoch: int, requested: list[CachedPartition],
-                    forgotten: list[tuple[str, int]], now_ms: int) -> FetchContext:
+                    forgotten: list[tuple[str, int]], now_ms: int, uses_topic_ids: bool = False) -> FetchContext:
+        """`uses_topic_ids`: the request is Fetch v13+; a session opened by the other kind of request
+        is FETCH_SESSION_TOPIC_ID_ERROR (Kafka's FetchManager.newContext)."""
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             # A full request: it replaces any session the client had.
             if session_id != INVALID_SESSION_ID:
                 self.sessions.pop(session_id, None)
             if epoch == FINAL_EPOCH or self.max_slots <= 0 or not self._evict(now_ms):
                 return FetchContext(requested)
-            created = FetchSession(self._new_id(), 1, last_used_ms=now_ms)
+            created = FetchSession(self._new_id(), 1, last_used_ms=now_ms, uses_topic_ids=uses_topic_ids)
             for p in requested:
                 created.partitions[(p.topic, p.partition)] = p
             self.sessions[created.id] = created
@@ -107,6 +111,8 @@ class FetchSessionCache:
             return FetchContext([], error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         if session.epoch != epoch:
             return FetchContext([], error=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+        if session.uses_topic_ids != uses_topic_ids:
+            return FetchContext([], error=ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)
         for key in forgotten:
             session.partitions.pop(key, None)
         for p in requested:

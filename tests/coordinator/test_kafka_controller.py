@@ -271,3 +271,18 @@ def test_reassignment_adds_then_removes_replicas():
     assert controller.list_reassignments(None) == ({}, [])
     assert controller.reassign({("t", 0): None})[0][("t", 0)][0] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
     assert controller.reassign({("t", 0): (3, 9)})[0][("t", 0)][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+def test_reassignment_that_may_not_change_the_replication_factor():
+    """AlterPartitionReassignments v1 (KIP-860) with AllowReplicationFactorChange false: a target of
+    another size is refused with Kafka 4's message; while a reassignment runs, the size compared is
+    its target's."""
+    controller, _ = elected_with(topics={"t": topic((1, 2))}, live=(1, 2, 3))
+    results, actions = controller.reassign({("t", 0): (1, 2, 3)}, False)
+    assert results[("t", 0)] == (ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 3")
+    assert not actions
+    assert controller.reassign({("t", 0): (3, 2)}, False)[0][("t", 0)] == (ErrorCode.NONE, None)
+    # Being reassigned from (1, 2) to (3, 2): replicas (3, 2, 1), of which the target is 2.
+    results, _ = controller.reassign({("t", 0): (3,)}, False)
+    assert results[("t", 0)] == (ErrorCode.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 1")
+    assert controller.reassign({("t", 0): (3,)}, True)[0][("t", 0)] == (ErrorCode.NONE, None)

@@ -50,7 +50,7 @@ def test_heartbeat_versions_describe_and_topic_growth(tmp_path):
         versions = await client.call(ApiVersions(client_software_name="t", client_software_version="1"), 3)
         served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
         assert served[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 1)
-        assert served[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 0)
+        assert served[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 1)
         await client.call(create_topic_request("topic", partitions=4), 7)
         tid = await topic_id(client, "topic")
 
@@ -82,6 +82,10 @@ def test_heartbeat_versions_describe_and_topic_growth(tmp_path):
             ("topic", [0, 1])]
         assert members[member_a].client_host == "/127.0.0.1" and g.authorized_operations != -2147483648
         assert (unknown.error_code, unknown.error_message) == (E.GROUP_ID_NOT_FOUND, "Group unknown not found.")
+        # v1 (KIP-1099): each member's type, 1 for the consumer protocol; v0 has no such field.
+        assert {m.member_type for m in g.members} == {-1}
+        described = await client.call(Describe(group_ids=["g"], include_authorized_operations=False), 1)
+        assert {m.member_type for m in described.groups[0].members} == {1}
 
         # Partitions added to the topic: the group rebalances without any member asking.
         grown = await client.call(CreatePartitions(topics=[CreatePartitions.CreatePartitionsTopic(

@@ -34,6 +34,20 @@ def test_wrong_epoch_and_unknown_session_are_errors():
     assert cache.new_context(full.session_id + 1, 1, [], [], now_ms=1).error == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
+def test_a_session_keeps_naming_topics_as_it_was_opened():
+    """Kafka's FetchManager.newContext: a session opened by Fetch v13+ (topic ids) continued by v12-
+    (names), or the other way round, is FETCH_SESSION_TOPIC_ID_ERROR; the epoch is checked first."""
+    cache = FetchSessionCache(max_slots=10, seed=1)
+    by_id = cache.new_context(0, 0, [part()], [], now_ms=0, uses_topic_ids=True)
+    by_name = cache.new_context(0, 0, [part()], [], now_ms=0, uses_topic_ids=False)
+    assert cache.new_context(by_id.session_id, 1, [], [], now_ms=1).error == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    assert cache.new_context(by_name.session_id, 1, [], [], now_ms=1,
+                             uses_topic_ids=True).error == ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
+    assert cache.new_context(by_id.session_id, 2, [], [], now_ms=1,
+                             uses_topic_ids=False).error == ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    assert cache.new_context(by_id.session_id, 1, [], [], now_ms=1, uses_topic_ids=True).incremental
+
+
 def test_final_epoch_closes_session():
     cache = FetchSessionCache(max_slots=10, seed=1)
     full = cache.new_context(0, 0, [part()], [], now_ms=0)

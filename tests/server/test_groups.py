@@ -41,8 +41,8 @@ def test_api_versions_advertises_the_group_apis(tmp_path):
         assert served[ApiKey.FIND_COORDINATOR] == (0, 6)
         assert served[ApiKey.JOIN_GROUP] == (0, 9)
         assert served[ApiKey.SYNC_GROUP] == (0, 5)
-        assert served[ApiKey.OFFSET_COMMIT] == (0, 9)
-        assert served[ApiKey.OFFSET_FETCH] == (0, 9)
+        assert served[ApiKey.OFFSET_COMMIT] == (0, 10)
+        assert served[ApiKey.OFFSET_FETCH] == (0, 10)
         for api in (ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
                     ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE):
             assert api in served
