@@ -59,6 +59,7 @@ from ..wire.messages import consumer_group_describe_response as described
 from ..wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from ..wire.messages.consumer_group_heartbeat_response import Assignment as HeartbeatAssignment
 from ..wire.messages.consumer_group_heartbeat_response import TopicPartitions as HeartbeatTopicPartitions
+from . import re2j
 from .actions import Record
 from .assignors import ASSIGNORS, MemberSpec
 from .consumer_group_member import (
@@ -135,9 +136,10 @@ CONSUMER_MEMBER_TYPE = 1
 
 
 def compile_topic_regex(regex: str) -> re.Pattern:
-    """Kafka compiles with RE2/J; Python's `re` agrees on the syntax topic patterns use."""
+    """Compiled as Kafka compiles it, with RE2/J's syntax (re2j.py: a lookaround or backreference
+    is refused)."""
     try:
-        return re.compile(regex)
+        return re2j.compile(regex)
     except re.error as e:
         raise GroupError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                          f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
@@ -521,7 +523,7 @@ class ConsumerGroup(Group):
             # Every topic the pattern matches, internal ones too, that the sender of the heartbeat
             # that resolved it may DESCRIBE (Kafka's TopicRegexResolver). Resolved again when the
             # topics change.
-            pattern = re.compile(regex)
+            pattern = re.compile(regex)  # checked against RE2/J's syntax by the heartbeat that sent it
             matched = [name for name in topics.by_name if pattern.fullmatch(name)]
             resolved = frozenset(matched if self._describable is None else self._describable(matched))
             self._resolved_regex[regex] = resolved

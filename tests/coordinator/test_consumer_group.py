@@ -342,6 +342,7 @@ def test_group_max_size(group):
     (1, dict(server_assignor="sticky"), ErrorCode.UNSUPPORTED_ASSIGNOR,
      "ServerAssignor sticky is not supported. Supported assignors: uniform, range."),
     (1, dict(subscribed_topic_regex="foo("), ErrorCode.INVALID_REGULAR_EXPRESSION, None),
+    (1, dict(subscribed_topic_regex="(?!internal).*"), ErrorCode.INVALID_REGULAR_EXPRESSION, None),  # RE2/J: no lookahead
 ])
 def test_request_validation(group, version, overrides, code, message):
     request = Consumer(group, "a").request(**overrides)
@@ -351,7 +352,8 @@ def test_request_validation(group, version, overrides, code, message):
     if message is not None:
         assert e.value.message == message
     else:
-        assert e.value.message.startswith("SubscribedTopicRegex `foo(` is not a valid regular expression")
+        regex = overrides["subscribed_topic_regex"]
+        assert e.value.message.startswith(f"SubscribedTopicRegex `{regex}` is not a valid regular expression")
 
 
 def test_server_assignor_chosen_by_the_members(group):
