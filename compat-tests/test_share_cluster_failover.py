@@ -371,7 +371,8 @@ def test_no_record_is_lost(failover):
     # Accepted, or delivered the limit's number of times (archived), or its acceptance unanswered.
     left = sorted(v for v in produced if not seen.accepted[v] and v not in seen.unconfirmed
                   and max(seen.counts[v]) < LIMIT)
-    assert not left, left[:20]
+    # Each with what the consumers saw of it: (time, consumer, offset, delivery count, ack, outcome).
+    assert not left, {v: seen.trail.get(v) for v in left[:20]}
     # And the brokers agree: the share-partition start offsets are where the share coordinator's
     # state says, and every record from there on is acknowledged or archived (the drain waited
     # for it), up to the end of the log.
