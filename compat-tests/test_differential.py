@@ -74,7 +74,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.PUSH_TELEMETRY: ((0, 0), None),
     ApiKey.ADD_RAFT_VOTER: (None, (0, 1)),
     ApiKey.REMOVE_RAFT_VOTER: (None, (0, 0)),
-    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: (None, (0, 0)),
     ApiKey.UNREGISTER_CONTROLLER: (None, (0, 0)),
 }
 
