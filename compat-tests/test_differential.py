@@ -38,6 +38,7 @@ ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 UpdateFeatures = request_class(ApiKey.UPDATE_FEATURES)
 StreamsHeartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
 StreamsDescribe = request_class(ApiKey.STREAMS_GROUP_DESCRIBE)
+DescriptionUpdate = request_class(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
 
 # Fields whose values belong to one instance, removed before comparing, and why.
 INSTANCE_SPECIFIC = {
@@ -49,7 +50,7 @@ INSTANCE_SPECIFIC = {
 
 # ApiVersions: what one serves and the other does not, {api key: (Samsa's range, Kafka's range)}
 # (None: not served). Samsa keeps versions Kafka 4.x dropped (KIP-896: Produce v0-2, Fetch v0-3, ...)
-# and does not serve Kafka's KRaft-controller APIs nor StreamsGroupTopologyDescriptionUpdate (KIP-1331);
+# and does not serve Kafka's KRaft-controller APIs;
 # Kafka 4.4 has newer versions of some APIs than Samsa serves.
 API_VERSIONS_DIFFERENCES = {
     ApiKey.FETCH: ((0, 18), (4, 18)),
@@ -74,7 +75,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.PUSH_TELEMETRY: ((0, 0), None),
     ApiKey.ADD_RAFT_VOTER: (None, (0, 1)),
     ApiKey.REMOVE_RAFT_VOTER: (None, (0, 0)),
-    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: (None, (0, 0)),
     ApiKey.UNREGISTER_CONTROLLER: (None, (0, 0)),
 }
 
@@ -1167,6 +1167,31 @@ def test_streams_group_heartbeat_with_missing_source_topics(pair, version):
         for group_id in (group, f"{group}-none"):
             request = StreamsDescribe(group_ids=[group_id], include_authorized_operations=True)
             assert_same(*pair.both(request, describe_version))
+
+
+def test_streams_group_topology_description(pair):
+    """KIP-1331 as Kafka 4.4 answers without a topology description plugin (its default): the
+    heartbeat never asks for the description, an update is UNSUPPORTED_VERSION whatever it names,
+    and Describe v1 says NOT_STORED when asked, NOT_REQUESTED otherwise."""
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    wait_for_group_coordinator(pair, group)
+    samsa, kafka = pair.both(streams_join(group, "member-1", unknown_topic()), 1)
+    assert kafka.topology_description_required is False, kafka
+    assert_same(samsa, kafka)
+    node = DescriptionUpdate.TopologyDescriptionNode
+    description = DescriptionUpdate.TopologyDescription(subtopologies=[
+        DescriptionUpdate.TopologyDescriptionSubtopology(subtopology_id="0", nodes=[
+            node(name="KSTREAM-SOURCE-0000000000", node_type=1, source_topics=["in"])])])
+    # The member's own update, then a wrong topology epoch, an unknown group, an empty member id.
+    for group_id, member_id, epoch in ((group, "member-1", 0), (group, "member-1", 7),
+                                       (f"{group}-none", "member-9", 0), (group, "", 0)):
+        update = DescriptionUpdate(group_id=group_id, member_id=member_id, topology_epoch=epoch,
+                                   topology_description=description)
+        samsa_update, kafka_update = pair.both(update, 0)
+        assert kafka_update.error_code == ErrorCode.UNSUPPORTED_VERSION, kafka_update
+        assert_same(samsa_update, kafka_update)
+    for include in (True, False):
+        assert_same(*pair.both(StreamsDescribe(group_ids=[group], include_topology_description=include), 1))
 
 
 def test_streams_group_heartbeat_errors(pair):

@@ -1,7 +1,8 @@
 """Kafka's kafka-streams-groups.sh (StreamsGroupCommand, from the Kafka 4.4 jars) against Samsa and
 Kafka 4.4 at once, as test_share_groups_tool.py runs kafka-share-groups.sh: a streams group (KIP-1071)
 with one member, driven by raw StreamsGroupHeartbeats as a Kafka Streams client sends them (a count by
-key: a repartition topic and a changelog topic the broker creates), then --list and --describe; the
+key: a repartition topic and a changelog topic the broker creates), then --list and --describe (and
+--describe --topology: KIP-1331's description, which neither broker stores without a plugin); the
 normalized transcripts must be equal.
 """
 
@@ -93,6 +94,8 @@ def describe(t: Tools) -> None:
     t.run("kafka-streams-groups", "--describe", *g, "--members", "--verbose")
     t.run("kafka-streams-groups", "--describe", *g)
     t.run("kafka-streams-groups", "--describe", *g, "--offsets", "--verbose")
+    # KIP-1331: no description plugin (Kafka's default), so none is stored.
+    t.run("kafka-streams-groups", "--describe", *g, "--topology", errors=True)
     t.run("kafka-topics", "--describe", "--topic", f"{GROUP}-rep")
 
 

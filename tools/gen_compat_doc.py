@@ -26,7 +26,6 @@ KRAFT = "KRaft controller quorum: Samsa has no Raft metadata log"
 SHARE_GROUP_STATE = "the share coordinator's, between brokers (the persister's calls)"
 SHARE_GROUP_ADMIN = ("share group offsets through the group coordinator and the share coordinator's state (kafka-"
                      "share-groups.sh)")
-STREAMS_GROUPS = "topology descriptions of streams groups (KIP-1331) are not stored"
 CLIENT_TELEMETRY = ("client telemetry (KIP-714), as a KRaft-mode broker serves it: not in cluster mode "
                     "(zookeeper.connect; Kafka 3.9's ZooKeeper mode has none)")
 
@@ -46,12 +45,13 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.ADD_RAFT_VOTER: KRAFT,
     ApiKey.REMOVE_RAFT_VOTER: KRAFT,
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
-    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: STREAMS_GROUPS,
     ApiKey.UNREGISTER_CONTROLLER: KRAFT,
 }
 
 # Served versions that need a word.
 SERVED_NOTES: dict[ApiKey, str] = {
+    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: ("UNSUPPORTED_VERSION, as Kafka answers without a topology "
+                                                       "description plugin (its default; Samsa loads none)"),
     ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy is not throttled "
                                    "(replica.alter.log.dirs.io.max.bytes.per.second)",
     ApiKey.LEADER_AND_ISR: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",

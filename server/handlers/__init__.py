@@ -68,7 +68,7 @@ MODULES = (
     "find_coordinator", "join_group", "sync_group", "heartbeat", "leave_group", "offset_commit", "offset_fetch",
     "describe_groups", "list_groups", "delete_groups", "offset_delete",
     "consumer_group_heartbeat", "consumer_group_describe", "share_group_heartbeat", "share_group_describe",
-    "streams_group_heartbeat", "streams_group_describe",
+    "streams_group_heartbeat", "streams_group_describe", "streams_group_topology_description_update",
     "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
     "describe_acls", "create_acls", "delete_acls",
     "sasl_handshake", "sasl_authenticate", "describe_user_scram_credentials", "alter_user_scram_credentials",

@@ -7,6 +7,7 @@ streams.version is finalized (server/features.py).
 
 from __future__ import annotations
 
+from ...coordinator.streams_topology_description import NOT_STORED
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..features import STREAMS_GROUPS
@@ -15,7 +16,6 @@ from . import handler
 
 StreamsGroupDescribeResponse = response_class(ApiKey.STREAMS_GROUP_DESCRIBE)
 DescribedGroup = StreamsGroupDescribeResponse.DescribedGroup
-NOT_STORED = 1  # TopologyDescriptionStatus
 
 
 @handler(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, feature=STREAMS_GROUPS)
@@ -41,6 +41,7 @@ async def handle(ctx, request):
             if request.include_authorized_operations:
                 group.authorized_operations = ctx.authorized_operations(GROUP, group_id)
             if request.include_topology_description:
-                group.topology_description_status = NOT_STORED  # Samsa stores no topology descriptions
+                # Kafka without a description plugin (its default, Samsa's only mode)
+                group.topology_description_status = NOT_STORED
         groups.append(group)
     return StreamsGroupDescribeResponse(throttle_time_ms=0, groups=groups)

@@ -4,7 +4,8 @@ answered once the group's records are in `__consumer_offsets`. The internal topi
 changelog) the topology lacks are then created (GroupService.streams_group_heartbeat), as Kafka's
 AutoTopicCreationManager creates them, if the sender may CREATE them. READ on the group, DESCRIBE on
 the topology's topics. Served while streams.version is finalized (server/features.py).
-Deviations: no StreamsGroupTopologyDescriptionUpdate (TopologyDescriptionRequired is never set).
+TopologyDescriptionRequired is never set: Kafka sets it only with a topology description plugin
+(coordinator/streams_topology_description.py).
 """
 
 from __future__ import annotations

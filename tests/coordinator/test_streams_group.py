@@ -15,10 +15,14 @@ from samsa.coordinator.streams_assignor import AssignorMember, StickyTaskAssigno
 from samsa.coordinator.streams_group import StreamsGroup, StreamsGroupState, StreamsSettings
 from samsa.coordinator.streams_group_member import MemberState
 from samsa.coordinator.streams_topology import Status, StreamsTopology, configure_topics
+from samsa.coordinator.streams_topology_description import validate_update
+from samsa.wire.coordinator_record import decode_record, encode_record, record_type
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 Heartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
+TopologyDescriptionUpdate = request_class(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+METADATA_RECORD_TYPE = 17  # StreamsGroupMetadata
 A = StickyTaskAssignor()
 
 
@@ -266,3 +270,49 @@ def test_offset_commits_of_members(h):
     assert h.commit("g", {("in", 0): 6}, "nobody", 2, version=9) == {("in", 0): ErrorCode.UNKNOWN_MEMBER_ID}
     assert h.commit("g", {("in", 0): 6}, M1, 2, version=8) == {("in", 0): ErrorCode.UNSUPPORTED_VERSION}
     assert h.group("g").is_subscribed_to_topic("in") and not h.group("g").is_subscribed_to_topic("out")
+
+
+# --- topology descriptions (KIP-1331) -------------------------------------------------------------
+
+def test_topology_description_update_is_refused_without_a_plugin():
+    description = TopologyDescriptionUpdate.TopologyDescription()
+    assert validate_update("g", "m", description) == (
+        ErrorCode.UNSUPPORTED_VERSION, "The broker has no streams group topology description plugin configured.")
+    # The plugin is checked first: without one, a malformed update is refused the same way.
+    assert validate_update("", "", None)[0] == ErrorCode.UNSUPPORTED_VERSION
+    # With one, Kafka's request checks, in its order.
+    assert validate_update("g", "", description, plugin_configured=True) == (
+        ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+    assert validate_update("", "m", description, plugin_configured=True) == (
+        ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+    assert validate_update("g", "m", None, plugin_configured=True) == (
+        ErrorCode.INVALID_REQUEST, "TopologyDescription can't be null.")
+    assert validate_update("g", "m", description, plugin_configured=True) is None
+
+
+def test_heartbeat_v1_never_asks_for_the_topology_description(h):
+    response, _ = beat(h, M1)
+    assert response.error_code == ErrorCode.NONE and response.topology_description_required is False
+    response, _ = beat(h, M1, response.member_epoch, owned={})
+    assert response.topology_description_required is False
+
+
+def test_stored_and_failed_description_epochs_survive_new_group_epochs_and_reload(h):
+    """Kafka's plugin path writes them into StreamsGroupMetadata; a group epoch Samsa writes later
+    must carry them on, or a log moved back to Kafka would forget what its plugin holds."""
+    beat(h, M1)
+    partition = next(p for p, records in h.log.items()
+                     if any(record_type(k) == METADATA_RECORD_TYPE for k, _ in records))
+    key, value = [(k, v) for k, v in h.log[partition] if record_type(k) == METADATA_RECORD_TYPE][-1]
+    record = decode_record("group", key, value)
+    record.value.stored_description_topology_epoch = 0
+    record.value.failed_description_topology_epoch = 5
+    h.log[partition].append(encode_record(record))
+    fresh = h.restart()
+    group = fresh.group("g")
+    assert (group.stored_description_topology_epoch, group.failed_description_topology_epoch) == (0, 5)
+    beat(fresh, M2, process="p2")  # a new member: a new group epoch, a new StreamsGroupMetadata record
+    key, value = [(k, v) for k, v in fresh.log[partition] if record_type(k) == METADATA_RECORD_TYPE][-1]
+    latest = decode_record("group", key, value).value
+    assert latest.epoch == group.group_epoch > record.value.epoch
+    assert (latest.stored_description_topology_epoch, latest.failed_description_topology_epoch) == (0, 5)

@@ -555,6 +555,21 @@ def test_group_apis(tmp_path):
         acls=[acl(GROUP, "g", READ), acl(TOPIC, "topic", READ)])
 
 
+def test_streams_group_topology_description_update_needs_read_on_the_group(tmp_path):
+    Update = request_class(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+
+    async def scenario(broker, client):
+        def update(group):
+            return Update(group_id=group, member_id="m", topology_epoch=0,
+                          topology_description=Update.TopologyDescription())
+        denied = await client.call(update("other"), 0)
+        assert (denied.error_code, denied.error_message) == (ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+        # Allowed, then refused as Kafka refuses it without a topology description plugin.
+        assert (await client.call(update("app"), 0)).error_code == ErrorCode.UNSUPPORTED_VERSION
+
+    run(groups_config(tmp_path, authorizer_class_name=AUTHORIZER), scenario, acls=[acl(GROUP, "app", READ)])
+
+
 # --- principals authenticated with SASL PLAIN -------------------------------------------------------
 
 

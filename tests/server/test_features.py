@@ -45,7 +45,7 @@ def test_finalize_tells_the_listeners_what_moved():
 def test_the_apis_of_a_feature_are_advertised_whatever_its_level():
     gated = {h.api_key: h.feature for h in load_handlers().values() if h.feature is not None}
     assert gated == {**dict.fromkeys([76, 77, 78, 79, 90, 91, 92], SHARE_GROUPS),
-                     **dict.fromkeys([68, 69], CONSUMER_GROUPS), **dict.fromkeys([88, 89], STREAMS_GROUPS)}
+                     **dict.fromkeys([68, 69], CONSUMER_GROUPS), **dict.fromkeys([88, 89, 93], STREAMS_GROUPS)}
     assert set(gated) <= {k.api_key for k in api_keys(ListenerType.BROKER)}
 
 
