@@ -8,16 +8,20 @@ interface only; everything that depends on how a type rebalances lives with that
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..wire.coordinator_record import GROUP_COORDINATOR, decode_record
 from ..wire.errors import ErrorCode
 from .actions import Actions, Record
 
 if TYPE_CHECKING:
     from .offsets import OffsetAndMetadata
+
+log = logging.getLogger(__name__)
 
 
 # Makes the unique part of a new member id: a random UUID on the broker (as Kafka makes them), a
@@ -157,6 +161,30 @@ class GroupTypeManager(ABC):
         """The coordinator stops: answer every parked request (Kafka answers NOT_COORDINATOR).
         By default nothing: the group type parks no requests."""
         return
+
+
+def replay_group_record(manager: Any, key: bytes, value: bytes | None, metadata_key: type,
+                        new_group: Callable[[str], Group]) -> None:
+    """Replay one record of a share or streams group (its `manager`'s `coordinator`, `group(id)`
+    and `group_type`): a tombstone of the group's `metadata_key` deletes the group; the first record
+    of a new group id makes it with `new_group`; a record of an id another type of group holds is
+    skipped (a group id is one group)."""
+    record = decode_record(GROUP_COORDINATOR, key, value)
+    group_id = record.key.group_id
+    group = manager.group(group_id)
+    if isinstance(record.key, metadata_key) and value is None:
+        if group is not None:
+            del manager.coordinator.groups[group_id]
+        return
+    if group is None:
+        if value is None:
+            return  # a tombstone of a group already gone
+        if group_id in manager.coordinator.groups:
+            log.warning("Skipping a %s group record of group %s, which is of another type", manager.group_type, group_id)
+            return
+        group = new_group(group_id)
+        manager.coordinator.add_group(group)
+    group.replay(record)
 
 
 def describe_groups(manager: Any, group_ids: list[str], described_group: Callable[..., Any]) -> list[Any]:

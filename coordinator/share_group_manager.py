@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from ..wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, decode_record, encode_record
+from ..wire.coordinator_record import CoordinatorRecord, encode_record
 from ..wire.coordinator_records.share_group_metadata_key import ShareGroupMetadataKey
 from ..wire.errors import ErrorCode
 from ..wire.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
@@ -43,7 +43,7 @@ from ..wire.messages.share_group_describe_response import DescribedGroup
 from ..wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
 from .actions import Actions, Ticket, append_error
 from .consumer_group import TopicsImage
-from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups, replay_group_record
 from .group_config import GroupConfigManager, ShareGroupConfig
 from .share_group import (
     LEAVE_GROUP_MEMBER_EPOCH, SHARE_GROUP_RECORD_TYPES, ShareGroup, ShareInitRequest, validate_heartbeat_request,
@@ -401,22 +401,7 @@ class ShareGroupManager(GroupTypeManager):
     # --- the coordinator's hooks --------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        record = decode_record(GROUP_COORDINATOR, key, value)
-        group_id = record.key.group_id
-        group = self.group(group_id)
-        if isinstance(record.key, ShareGroupMetadataKey) and value is None:
-            if group is not None:
-                del self.coordinator.groups[group_id]
-            return
-        if group is None:
-            if value is None:
-                return  # a tombstone of a group already gone
-            if group_id in self.coordinator.groups:
-                log.warning("Skipping a share group record of group %s, which is of another type", group_id)
-                return
-            group = ShareGroup(group_id)
-            self.coordinator.add_group(group)
-        group.replay(record)
+        replay_group_record(self, key, value, ShareGroupMetadataKey, ShareGroup)
 
     def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         assert isinstance(group, ShareGroup)

@@ -17,14 +17,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, decode_record, encode_record
+from ..wire.coordinator_record import CoordinatorRecord, encode_record
 from ..wire.coordinator_records.streams_group_metadata_key import StreamsGroupMetadataKey
 from ..wire.errors import ErrorCode
 from ..wire.messages.streams_group_describe_response import DescribedGroup
 from ..wire.messages.streams_group_heartbeat_response import StreamsGroupHeartbeatResponse
 from .actions import Actions, Ticket, append_error
 from .consumer_group import TopicsImage
-from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, replay_group_record
 from .group_config import GroupConfigManager
 from .streams_group import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, STREAMS_GROUP_RECORD_TYPES,
@@ -231,22 +231,7 @@ class StreamsGroupManager(GroupTypeManager):
     # --- the coordinator's hooks ---------------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        record = decode_record(GROUP_COORDINATOR, key, value)
-        group_id = record.key.group_id
-        group = self.group(group_id)
-        if isinstance(record.key, StreamsGroupMetadataKey) and value is None:
-            if group is not None:
-                del self.coordinator.groups[group_id]
-            return
-        if group is None:
-            if value is None:
-                return  # a tombstone of a group already gone
-            if group_id in self.coordinator.groups:
-                log.warning("Skipping a streams group record of group %s, which is of another type", group_id)
-                return
-            group = StreamsGroup(group_id)
-            self.coordinator.add_group(group)
-        group.replay(record)
+        replay_group_record(self, key, value, StreamsGroupMetadataKey, StreamsGroup)
 
     def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         assert isinstance(group, StreamsGroup)
