@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import queue
+import re
 import subprocess
 import threading
 import time
@@ -109,6 +110,20 @@ def check_markers_bump_the_epoch(data_dir: Path, sink: str) -> int:
     return commits
 
 
+def markers_skipped_by_kafka(broker, sink: str) -> int:
+    """How many times Kafka completed a transaction without writing its markers to the sink.
+
+    A Kafka broker restarted after kill -9 is fenced until it registers again; a transaction its
+    coordinator completes meanwhile finds no leader for its partitions, and Kafka skips their
+    markers ("these partitions are likely deleted already") while it still writes the completion.
+    The producer's next marker in that partition then commits those records with its own."""
+    skips = re.compile(r"Couldn't find leader endpoint for partitions Set\((.*?)\) while trying to send "
+                       r"transaction markers")
+    log = Path(broker.log_path).read_text(errors="replace")
+    return sum(any(p.strip().startswith(f"{sink}-") for p in match.group(1).split(","))
+               for match in skips.finditer(log))
+
+
 def transaction_log(data_dir: Path, transactional_id: str) -> list:
     """The transactional id's records in `__transaction_state`, in order."""
     found = []
@@ -167,8 +182,10 @@ def test_java_producer_on_transaction_version_2_is_exactly_once_through_kill_9(b
 
     # The logs: a version 2 epoch bump at every transaction.
     committed_markers = check_markers_bump_the_epoch(broker.data_dir, sink)
-    assert committed_markers >= first.commits + second.commits, (
-        f"{committed_markers} COMMIT markers for {first.commits} + {second.commits} transactions committed")
+    skipped = markers_skipped_by_kafka(broker, sink) if broker_kind == "kafka" else 0
+    assert committed_markers + skipped >= first.commits + second.commits, (
+        f"{committed_markers} COMMIT markers ({skipped} skipped by Kafka) for {first.commits} + "
+        f"{second.commits} transactions committed")
     states = transaction_log(broker.data_dir, transactional_id)
     completions = [s for s in states if s.txn_state is TransactionState.COMPLETE_COMMIT]
     assert len(completions) >= first.commits + second.commits
