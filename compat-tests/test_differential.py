@@ -35,6 +35,7 @@ FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 AlterReplicaLogDirs = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
 AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+ElectLeaders = request_class(ApiKey.ELECT_LEADERS)
 UpdateFeatures = request_class(ApiKey.UPDATE_FEATURES)
 StreamsHeartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
 StreamsDescribe = request_class(ApiKey.STREAMS_GROUP_DESCRIBE)
@@ -66,7 +67,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.DELETE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DESCRIBE_CONFIGS: ((0, 4), (1, 4)),
     ApiKey.DESCRIBE_LOG_DIRS: ((0, 5), (1, 5)),
-    ApiKey.ELECT_LEADERS: (None, (0, 2)),
     ApiKey.DESCRIBE_QUORUM: (None, (0, 2)),
     ApiKey.UNREGISTER_BROKER: (None, (0, 0)),
     # KIP-714: Kafka lists the telemetry APIs only with a ClientTelemetryReceiver plugin configured;
@@ -577,6 +577,30 @@ def test_list_partition_reassignments_on_one_broker(pair):
     name = pair.create_topic()
     for topics in (None, [ListPartitionReassignments.ListPartitionReassignmentsTopics(name, [0])]):
         assert_same(*pair.both(ListPartitionReassignments(timeout_ms=10000, topics=topics), 0))
+
+
+# -- leader elections on a single broker (its own controller): none needed ------------------------------
+
+@pytest.mark.parametrize("version", [2, 1, 0])
+@pytest.mark.parametrize("election_type", [0, 1, 7])
+@pytest.mark.parametrize("case", ["named", "empty", "all"])
+def test_elect_leaders_on_one_broker(pair, case, election_type, version):
+    """Every partition is led by its preferred replica: ELECTION_NOT_NEEDED named, left out of the
+    answer for all partitions (each topic listed, without partitions); unknown partitions and topics;
+    an unknown election type (v1+) refused, but only once there is something to elect."""
+    if version == 0 and election_type:
+        pytest.skip("v0 has no election type")
+    name = pair.create_topic(partitions=2)
+    partitions = {"named": [ElectLeaders.TopicPartitions(name, [1, 2, 1]),
+                            ElectLeaders.TopicPartitions(f"diff-nowhere-{uuid.uuid4().hex[:8]}", [0])],
+                  "empty": [], "all": None}[case]
+    samsa, kafka = pair.both(ElectLeaders(election_type=election_type, topic_partitions=partitions,
+                                          timeout_ms=10000), version)
+    if case == "all":  # each lists every topic it has: the one both have is compared
+        for answer in (samsa, kafka):
+            assert name in [r.topic for r in answer.replica_election_results] or answer.error_code
+            answer.replica_election_results = [r for r in answer.replica_election_results if r.topic == name]
+    assert_same(samsa, kafka)
 
 
 def test_api_versions_at_an_unsupported_version(pair):

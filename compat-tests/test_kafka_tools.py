@@ -40,6 +40,7 @@ TOOLS = {
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
@@ -586,6 +587,28 @@ def test_kafka_perf_tools(brokers, tmp_path, log4j2):
 
 
 # -- moving a replica between log dirs (AlterReplicaLogDirs) ------------------------------------------
+
+def leader_election_scenario(t: Tools) -> None:
+    """kafka-leader-election (ElectLeaders) on one broker, its own controller: every partition is led
+    by its preferred replica already; unknown partitions and topics fail the tool."""
+    create_topic(t, "tools-election", 2)
+    e = "kafka-leader-election"
+    t.run(e, "--election-type", "preferred", "--all-topic-partitions", errors=True)
+    t.run(e, "--election-type", "unclean", "--all-topic-partitions", errors=True)
+    t.run(e, "--election-type", "preferred", "--topic", "tools-election", "--partition", "1", errors=True)
+    t.run(e, "--election-type", "unclean", "--topic", "tools-election", "--partition", "0", errors=True)
+    t.run(e, "--election-type", "preferred", "--topic", "tools-election", "--partition", "7", errors=True)
+    t.run(e, "--election-type", "preferred", "--topic", "tools-no-such-topic", "--partition", "0", errors=True)
+    plan = t.work_dir / "election.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "tools-election", "partition": p} for p in (0, 1, 2)]}))
+    t.run(e, "--election-type", "preferred", "--path-to-json-file", plan.name, errors=True)
+
+
+def test_kafka_leader_election(brokers, tmp_path, log4j2):
+    out = run_on_both(brokers, leader_election_scenario, tmp_path, log4j2)
+    assert_same(out, tmp_path)
+    assert "Valid replica already elected for partitions tools-election-1" in out["samsa"]
+
 
 MOVE_TOPIC = "tools-move"
 MOVE_RECORDS = 3000  # before the move, and as many while it goes on

@@ -59,7 +59,8 @@ SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.UPDATE_METADATA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.CONTROLLED_SHUTDOWN: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
-    ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
+    ApiKey.ELECT_LEADERS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker, its own "
+                          "controller, leads every partition with its preferred replica: no election needed",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker, "
                                           "its own controller, has one replica per partition: nothing to reassign; "
                                           "v1 (Kafka 4's, KIP-860) too",
