@@ -10,6 +10,7 @@ older one. A case where Samsa answers differently is xfail(strict=True), the dif
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
@@ -1019,6 +1020,75 @@ def test_apis_of_a_disabled_feature_are_listed_and_refused(pair):
                                                  for name in ("share.version", "group.version")], 2, False), 2)
         wait_for(lambda: finalized_levels(pair.kafka) == before[pair.kafka], what="Kafka's levels back")
     assert finalized_levels(pair.samsa) == before[pair.samsa]
+
+
+InitializeShareGroupState = request_class(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
+ReadShareGroupState = request_class(ApiKey.READ_SHARE_GROUP_STATE)
+WriteShareGroupState = request_class(ApiKey.WRITE_SHARE_GROUP_STATE)
+DeleteShareGroupState = request_class(ApiKey.DELETE_SHARE_GROUP_STATE)
+ReadShareGroupStateSummary = request_class(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY)
+SHARE_KEY_TYPE = 2
+
+
+def share_state_requests(topic_ids: tuple, partition: int) -> dict[str, tuple[list, int]]:
+    """The five share state RPCs on one share partition, in the order they make sense, each with the
+    topic id each broker gave the topic (Samsa's, Kafka's) and the version asked."""
+    def both(build):
+        return [build(topic_id) for topic_id in topic_ids]
+    i, r, w = InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState
+    d, s = DeleteShareGroupState, ReadShareGroupStateSummary
+    return {
+        "InitializeShareGroupState": (both(lambda t: i(group_id="g", topics=[i.InitializeStateData(t, [
+            i.PartitionData(partition, state_epoch=1, start_offset=3)])])), 0),
+        "ReadShareGroupState": (both(lambda t: r(group_id="g", topics=[r.ReadStateData(t, [
+            r.PartitionData(partition, leader_epoch=0)])])), 0),
+        "WriteShareGroupState": (both(lambda t: w(group_id="g", topics=[w.WriteStateData(t, [
+            w.PartitionData(partition, state_epoch=1, leader_epoch=0, start_offset=5, delivery_complete_count=0,
+                            state_batches=[w.StateBatch(5, 6, 2, 1)])])])), 1),
+        "ReadShareGroupStateSummary": (both(lambda t: s(group_id="g", topics=[s.ReadStateSummaryData(t, [
+            s.PartitionData(partition, leader_epoch=0)])])), 1),
+        "DeleteShareGroupState": (both(lambda t: d(group_id="g", topics=[d.DeleteStateData(t, [
+            d.PartitionData(partition)])])), 0),
+    }
+
+
+def test_share_state_rpcs_at_share_version_0(pair):
+    """share.version at 0 stops share groups, not their state: Kafka 4.4's broker still answers
+    FindCoordinator for a share partition and the five share state RPCs (its share coordinator
+    serves them at any level; only its periodic jobs follow the level)."""
+    name = pair.create_topic()
+    topic_ids = tuple(client.call(metadata_request(name), 12).topics[0].topic_id for client in (pair.samsa, pair.kafka))
+    keys = [f"g:{base64.urlsafe_b64encode(t.bytes).decode().rstrip('=')}:0" for t in topic_ids]
+
+    def find(client, key):
+        return client.call(FindCoordinator(key_type=SHARE_KEY_TYPE, coordinator_keys=[key]), 6)
+
+    # __share_group_state created and its coordinator loaded on both, while share groups are on.
+    for client, key in zip((pair.samsa, pair.kafka), keys):
+        wait_for(lambda client=client, key=key: find(client, key).coordinators[0].error_code == ErrorCode.NONE,
+                 what="the share coordinator to be found")
+    before = {client: finalized_levels(client) for client in (pair.samsa, pair.kafka)}
+    try:
+        for answer in pair.both(update_features_request([("share.version", 0, SAFE_DOWNGRADE)], 2, False), 2):
+            assert answer.error_code == ErrorCode.NONE, answer.error_message
+        wait_for(lambda: "share.version" not in finalized_levels(pair.kafka),
+                 what="Kafka's broker to see share.version at 0")
+        samsa, kafka = find(pair.samsa, keys[0]), find(pair.kafka, keys[1])
+        for answer in (samsa, kafka):
+            answer.coordinators[0].key = "<key>"  # names each broker's topic id
+        assert kafka.coordinators[0].error_code == ErrorCode.NONE
+        assert_same(samsa, kafka)
+        for rpc, (requests, version) in share_state_requests(topic_ids, 0).items():
+            samsa, kafka = pair.samsa.call(requests[0], version), pair.kafka.call(requests[1], version)
+            for answer in (samsa, kafka):
+                answer.results[0].topic_id = None
+            assert kafka.results[0].partitions[0].error_code == ErrorCode.NONE, (rpc, kafka)
+            assert_same(samsa, kafka)
+    finally:
+        for client in (pair.samsa, pair.kafka):
+            client.call(update_features_request([("share.version", before[client]["share.version"], UPGRADE)],
+                                                2, False), 2)
+        wait_for(lambda: finalized_levels(pair.kafka) == before[pair.kafka], what="Kafka's levels back")
 
 
 # -- transaction version 2 (KIP-890 part 2): EndTxn v5, Produce v12, TxnOffsetCommit v5, WriteTxnMarkers v2 ----
