@@ -52,8 +52,8 @@ NOT_SERVED: dict[ApiKey, str] = {
 SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: ("UNSUPPORTED_VERSION, as Kafka answers without a topology "
                                                        "description plugin (its default; Samsa loads none)"),
-    ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy is not throttled "
-                                   "(replica.alter.log.dirs.io.max.bytes.per.second)",
+    ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy throttled by "
+                                   "replica.alter.log.dirs.io.max.bytes.per.second",
     ApiKey.LEADER_AND_ISR: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.STOP_REPLICA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.UPDATE_METADATA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
