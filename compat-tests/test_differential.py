@@ -1063,10 +1063,16 @@ def test_share_state_rpcs_at_share_version_0(pair):
     def find(client, key):
         return client.call(FindCoordinator(key_type=SHARE_KEY_TYPE, coordinator_keys=[key]), 6)
 
-    # __share_group_state created and its coordinator loaded on both, while share groups are on.
-    for client, key in zip((pair.samsa, pair.kafka), keys):
+    # __share_group_state created and its coordinator loaded on both, while share groups are on: found
+    # (FindCoordinator creates the topic), then answering (Kafka loads the partition a moment later).
+    summaries, version = share_state_requests(topic_ids, 0)["ReadShareGroupStateSummary"]
+    loading = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    for client, key, summary in zip((pair.samsa, pair.kafka), keys, summaries):
         wait_for(lambda client=client, key=key: find(client, key).coordinators[0].error_code == ErrorCode.NONE,
                  what="the share coordinator to be found")
+        wait_for(lambda client=client, summary=summary:
+                 client.call(summary, version).results[0].partitions[0].error_code not in loading,
+                 what="the share coordinator to answer")
     before = {client: finalized_levels(client) for client in (pair.samsa, pair.kafka)}
     try:
         for answer in pair.both(update_features_request([("share.version", 0, SAFE_DOWNGRADE)], 2, False), 2):
