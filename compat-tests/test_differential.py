@@ -32,6 +32,7 @@ Produce = request_class(ApiKey.PRODUCE)
 ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 Fetch = request_class(ApiKey.FETCH)
 DescribeGroups = request_class(ApiKey.DESCRIBE_GROUPS)
+ListGroups = request_class(ApiKey.LIST_GROUPS)
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 AlterReplicaLogDirs = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
 AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
@@ -1055,8 +1056,16 @@ def share_state_requests(topic_ids: tuple, partition: int) -> dict[str, tuple[li
 def test_share_state_rpcs_at_share_version_0(pair):
     """share.version at 0 stops share groups, not their state: Kafka 4.4's broker still answers
     FindCoordinator for a share partition and the five share state RPCs (its share coordinator
-    serves them at any level; only its periodic jobs follow the level)."""
+    serves them at any level; only its periodic jobs follow the level). A share group made before
+    stays listed, described as classic groups see it, and is not deleted while it has a member."""
     name = pair.create_topic()
+    group = f"diff-share-{uuid.uuid4().hex[:8]}"
+    joined = ShareGroupHeartbeat(group_id=group, member_id=uuid.uuid4().hex[:22], member_epoch=0,
+                                 subscribed_topic_names=[name])
+    for client in (pair.samsa, pair.kafka):  # __consumer_offsets made and loaded on the first asks
+        client.call(FindCoordinator(key_type=0, coordinator_keys=[group]), 6)
+        wait_for(lambda client=client: client.call(joined, 1).error_code == ErrorCode.NONE,
+                 what="the share group's coordinator to take the member")
     topic_ids = tuple(client.call(metadata_request(name), 12).topics[0].topic_id for client in (pair.samsa, pair.kafka))
     keys = [f"g:{base64.urlsafe_b64encode(t.bytes).decode().rstrip('=')}:0" for t in topic_ids]
 
@@ -1090,6 +1099,15 @@ def test_share_state_rpcs_at_share_version_0(pair):
                 answer.results[0].topic_id = None
             assert kafka.results[0].partitions[0].error_code == ErrorCode.NONE, (rpc, kafka)
             assert_same(samsa, kafka)
+        samsa, kafka = pair.both(ListGroups(states_filter=[], types_filter=["share"]), 5)
+        for answer in (samsa, kafka):
+            answer.groups = [g for g in answer.groups if g.group_id == group]
+        assert [g.group_state for g in kafka.groups] == ["Stable"]
+        assert_same(samsa, kafka)
+        assert_same(*pair.both(DescribeGroups(groups=[group], include_authorized_operations=False), 5))
+        samsa, kafka = pair.both(DeleteGroups(groups_names=[group]), 2)
+        assert kafka.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+        assert_same(samsa, kafka)
     finally:
         for client in (pair.samsa, pair.kafka):
             client.call(update_features_request([("share.version", before[client]["share.version"], UPGRADE)],
