@@ -10,6 +10,7 @@ older one. A case where Samsa answers differently is xfail(strict=True), the dif
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
@@ -31,10 +32,12 @@ Produce = request_class(ApiKey.PRODUCE)
 ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 Fetch = request_class(ApiKey.FETCH)
 DescribeGroups = request_class(ApiKey.DESCRIBE_GROUPS)
+ListGroups = request_class(ApiKey.LIST_GROUPS)
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 AlterReplicaLogDirs = request_class(ApiKey.ALTER_REPLICA_LOG_DIRS)
 AlterPartitionReassignments = request_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 ListPartitionReassignments = request_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
+ElectLeaders = request_class(ApiKey.ELECT_LEADERS)
 UpdateFeatures = request_class(ApiKey.UPDATE_FEATURES)
 StreamsHeartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
 StreamsDescribe = request_class(ApiKey.STREAMS_GROUP_DESCRIBE)
@@ -66,7 +69,6 @@ API_VERSIONS_DIFFERENCES = {
     ApiKey.DELETE_ACLS: ((0, 3), (1, 3)),
     ApiKey.DESCRIBE_CONFIGS: ((0, 4), (1, 4)),
     ApiKey.DESCRIBE_LOG_DIRS: ((0, 5), (1, 5)),
-    ApiKey.ELECT_LEADERS: (None, (0, 2)),
     ApiKey.DESCRIBE_QUORUM: (None, (0, 2)),
     ApiKey.UNREGISTER_BROKER: (None, (0, 0)),
     # KIP-714: Kafka lists the telemetry APIs only with a ClientTelemetryReceiver plugin configured;
@@ -579,6 +581,30 @@ def test_list_partition_reassignments_on_one_broker(pair):
         assert_same(*pair.both(ListPartitionReassignments(timeout_ms=10000, topics=topics), 0))
 
 
+# -- leader elections on a single broker (its own controller): none needed ------------------------------
+
+@pytest.mark.parametrize("version", [2, 1, 0])
+@pytest.mark.parametrize("election_type", [0, 1, 7])
+@pytest.mark.parametrize("case", ["named", "empty", "all"])
+def test_elect_leaders_on_one_broker(pair, case, election_type, version):
+    """Every partition is led by its preferred replica: ELECTION_NOT_NEEDED named, left out of the
+    answer for all partitions (each topic listed, without partitions); unknown partitions and topics;
+    an unknown election type (v1+) refused, but only once there is something to elect."""
+    if version == 0 and election_type:
+        pytest.skip("v0 has no election type")
+    name = pair.create_topic(partitions=2)
+    partitions = {"named": [ElectLeaders.TopicPartitions(name, [1, 2, 1]),
+                            ElectLeaders.TopicPartitions(f"diff-nowhere-{uuid.uuid4().hex[:8]}", [0])],
+                  "empty": [], "all": None}[case]
+    samsa, kafka = pair.both(ElectLeaders(election_type=election_type, topic_partitions=partitions,
+                                          timeout_ms=10000), version)
+    if case == "all":  # each lists every topic it has: the one both have is compared
+        for answer in (samsa, kafka):
+            assert name in [r.topic for r in answer.replica_election_results] or answer.error_code
+            answer.replica_election_results = [r for r in answer.replica_election_results if r.topic == name]
+    assert_same(samsa, kafka)
+
+
 def test_api_versions_at_an_unsupported_version(pair):
     """KIP-511: an ApiVersions request too new for the broker gets a v0 answer with
     UNSUPPORTED_VERSION and the broker's ranges."""
@@ -995,6 +1021,98 @@ def test_apis_of_a_disabled_feature_are_listed_and_refused(pair):
                                                  for name in ("share.version", "group.version")], 2, False), 2)
         wait_for(lambda: finalized_levels(pair.kafka) == before[pair.kafka], what="Kafka's levels back")
     assert finalized_levels(pair.samsa) == before[pair.samsa]
+
+
+InitializeShareGroupState = request_class(ApiKey.INITIALIZE_SHARE_GROUP_STATE)
+ReadShareGroupState = request_class(ApiKey.READ_SHARE_GROUP_STATE)
+WriteShareGroupState = request_class(ApiKey.WRITE_SHARE_GROUP_STATE)
+DeleteShareGroupState = request_class(ApiKey.DELETE_SHARE_GROUP_STATE)
+ReadShareGroupStateSummary = request_class(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY)
+SHARE_KEY_TYPE = 2
+
+
+def share_state_requests(topic_ids: tuple, partition: int) -> dict[str, tuple[list, int]]:
+    """The five share state RPCs on one share partition, in the order they make sense, each with the
+    topic id each broker gave the topic (Samsa's, Kafka's) and the version asked."""
+    def both(build):
+        return [build(topic_id) for topic_id in topic_ids]
+    i, r, w = InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState
+    d, s = DeleteShareGroupState, ReadShareGroupStateSummary
+    return {
+        "InitializeShareGroupState": (both(lambda t: i(group_id="g", topics=[i.InitializeStateData(t, [
+            i.PartitionData(partition, state_epoch=1, start_offset=3)])])), 0),
+        "ReadShareGroupState": (both(lambda t: r(group_id="g", topics=[r.ReadStateData(t, [
+            r.PartitionData(partition, leader_epoch=0)])])), 0),
+        "WriteShareGroupState": (both(lambda t: w(group_id="g", topics=[w.WriteStateData(t, [
+            w.PartitionData(partition, state_epoch=1, leader_epoch=0, start_offset=5, delivery_complete_count=0,
+                            state_batches=[w.StateBatch(5, 6, 2, 1)])])])), 1),
+        "ReadShareGroupStateSummary": (both(lambda t: s(group_id="g", topics=[s.ReadStateSummaryData(t, [
+            s.PartitionData(partition, leader_epoch=0)])])), 1),
+        "DeleteShareGroupState": (both(lambda t: d(group_id="g", topics=[d.DeleteStateData(t, [
+            d.PartitionData(partition)])])), 0),
+    }
+
+
+def test_share_state_rpcs_at_share_version_0(pair):
+    """share.version at 0 stops share groups, not their state: Kafka 4.4's broker still answers
+    FindCoordinator for a share partition and the five share state RPCs (its share coordinator
+    serves them at any level; only its periodic jobs follow the level). A share group made before
+    stays listed, described as classic groups see it, and is not deleted while it has a member."""
+    name = pair.create_topic()
+    group = f"diff-share-{uuid.uuid4().hex[:8]}"
+    joined = ShareGroupHeartbeat(group_id=group, member_id=uuid.uuid4().hex[:22], member_epoch=0,
+                                 subscribed_topic_names=[name])
+    for client in (pair.samsa, pair.kafka):  # __consumer_offsets made and loaded on the first asks
+        client.call(FindCoordinator(key_type=0, coordinator_keys=[group]), 6)
+        wait_for(lambda client=client: client.call(joined, 1).error_code == ErrorCode.NONE,
+                 what="the share group's coordinator to take the member")
+    topic_ids = tuple(client.call(metadata_request(name), 12).topics[0].topic_id for client in (pair.samsa, pair.kafka))
+    keys = [f"g:{base64.urlsafe_b64encode(t.bytes).decode().rstrip('=')}:0" for t in topic_ids]
+
+    def find(client, key):
+        return client.call(FindCoordinator(key_type=SHARE_KEY_TYPE, coordinator_keys=[key]), 6)
+
+    # __share_group_state created and its coordinator loaded on both, while share groups are on: found
+    # (FindCoordinator creates the topic), then answering (Kafka loads the partition a moment later).
+    summaries, version = share_state_requests(topic_ids, 0)["ReadShareGroupStateSummary"]
+    loading = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    for client, key, summary in zip((pair.samsa, pair.kafka), keys, summaries):
+        wait_for(lambda client=client, key=key: find(client, key).coordinators[0].error_code == ErrorCode.NONE,
+                 what="the share coordinator to be found")
+        wait_for(lambda client=client, summary=summary:
+                 client.call(summary, version).results[0].partitions[0].error_code not in loading,
+                 what="the share coordinator to answer")
+    before = {client: finalized_levels(client) for client in (pair.samsa, pair.kafka)}
+    try:
+        for answer in pair.both(update_features_request([("share.version", 0, SAFE_DOWNGRADE)], 2, False), 2):
+            assert answer.error_code == ErrorCode.NONE, answer.error_message
+        wait_for(lambda: "share.version" not in finalized_levels(pair.kafka),
+                 what="Kafka's broker to see share.version at 0")
+        samsa, kafka = find(pair.samsa, keys[0]), find(pair.kafka, keys[1])
+        for answer in (samsa, kafka):
+            answer.coordinators[0].key = "<key>"  # names each broker's topic id
+        assert kafka.coordinators[0].error_code == ErrorCode.NONE
+        assert_same(samsa, kafka)
+        for rpc, (requests, version) in share_state_requests(topic_ids, 0).items():
+            samsa, kafka = pair.samsa.call(requests[0], version), pair.kafka.call(requests[1], version)
+            for answer in (samsa, kafka):
+                answer.results[0].topic_id = None
+            assert kafka.results[0].partitions[0].error_code == ErrorCode.NONE, (rpc, kafka)
+            assert_same(samsa, kafka)
+        samsa, kafka = pair.both(ListGroups(states_filter=[], types_filter=["share"]), 5)
+        for answer in (samsa, kafka):
+            answer.groups = [g for g in answer.groups if g.group_id == group]
+        assert [g.group_state for g in kafka.groups] == ["Stable"]
+        assert_same(samsa, kafka)
+        assert_same(*pair.both(DescribeGroups(groups=[group], include_authorized_operations=False), 5))
+        samsa, kafka = pair.both(DeleteGroups(groups_names=[group]), 2)
+        assert kafka.results[0].error_code == ErrorCode.NON_EMPTY_GROUP
+        assert_same(samsa, kafka)
+    finally:
+        for client in (pair.samsa, pair.kafka):
+            client.call(update_features_request([("share.version", before[client]["share.version"], UPGRADE)],
+                                                2, False), 2)
+        wait_for(lambda: finalized_levels(pair.kafka) == before[pair.kafka], what="Kafka's levels back")
 
 
 # -- transaction version 2 (KIP-890 part 2): EndTxn v5, Produce v12, TxnOffsetCommit v5, WriteTxnMarkers v2 ----

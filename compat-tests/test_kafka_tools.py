@@ -16,6 +16,7 @@ import difflib
 import json
 import re
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,7 +24,12 @@ import pytest
 
 from conftest import BrokerPool, broker_kinds
 import class_sharing
+from wire_client import WireClient
 from kafka_oracle import JVM_OPTS, OracleUnavailable, class_path, java
+
+from samsa.wire.protocol import ApiKey, request_class
+
+DescribeLogDirs = request_class(ApiKey.DESCRIBE_LOG_DIRS)
 
 TOOLS = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
@@ -40,6 +46,7 @@ TOOLS = {
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
@@ -587,6 +594,28 @@ def test_kafka_perf_tools(brokers, tmp_path, log4j2):
 
 # -- moving a replica between log dirs (AlterReplicaLogDirs) ------------------------------------------
 
+def leader_election_scenario(t: Tools) -> None:
+    """kafka-leader-election (ElectLeaders) on one broker, its own controller: every partition is led
+    by its preferred replica already; unknown partitions and topics fail the tool."""
+    create_topic(t, "tools-election", 2)
+    e = "kafka-leader-election"
+    t.run(e, "--election-type", "preferred", "--all-topic-partitions", errors=True)
+    t.run(e, "--election-type", "unclean", "--all-topic-partitions", errors=True)
+    t.run(e, "--election-type", "preferred", "--topic", "tools-election", "--partition", "1", errors=True)
+    t.run(e, "--election-type", "unclean", "--topic", "tools-election", "--partition", "0", errors=True)
+    t.run(e, "--election-type", "preferred", "--topic", "tools-election", "--partition", "7", errors=True)
+    t.run(e, "--election-type", "preferred", "--topic", "tools-no-such-topic", "--partition", "0", errors=True)
+    plan = t.work_dir / "election.json"
+    plan.write_text(json.dumps({"partitions": [{"topic": "tools-election", "partition": p} for p in (0, 1, 2)]}))
+    t.run(e, "--election-type", "preferred", "--path-to-json-file", plan.name, errors=True)
+
+
+def test_kafka_leader_election(brokers, tmp_path, log4j2):
+    out = run_on_both(brokers, leader_election_scenario, tmp_path, log4j2)
+    assert_same(out, tmp_path)
+    assert "Valid replica already elected for partitions tools-election-1" in out["samsa"]
+
+
 MOVE_TOPIC = "tools-move"
 MOVE_RECORDS = 3000  # before the move, and as many while it goes on
 # Both brokers with two log dirs, relative to their working directory (each its own base dir).
@@ -653,6 +682,90 @@ def test_kafka_reassign_partitions_moves_a_replica_between_log_dirs(tmp_path_fac
     assert_same(out, tmp_path)
     assert f"{2 * MOVE_RECORDS} records, all of those produced, in order" in out["samsa"]
     assert "[('<source-dir>', []), ('<target-dir>', [('tools-move-0', False)])]" in out["samsa"]
+
+
+THROTTLE_TOPIC = "tools-throttled"
+THROTTLE_RECORDS = 1500  # about 1.5 MB
+THROTTLE_BYTES_PER_SECOND = 100_000
+THROTTLE_CHUNK = 65_536  # replica.fetch.max.bytes: what the copy reads at once
+
+
+def future_replica_size(bootstrap: str) -> int | None:
+    """The size of the broker's one future replica, None without one: DescribeLogDirs over a socket,
+    quicker than kafka-log-dirs' JVM."""
+    host, port = bootstrap.rsplit(":", 1)
+    client = WireClient(host, int(port))
+    try:
+        answer = client.call(DescribeLogDirs(topics=None), 4)
+    finally:
+        client.close()
+    sizes = [p.partition_size for r in answer.results for t in r.topics for p in t.partitions if p.is_future_key]
+    return sizes[0] if sizes else None
+
+
+def throttled_move_scenario(t: Tools, data_dirs: dict[str, Path], progress: dict[str, tuple]) -> None:
+    """kafka-reassign-partitions --replica-alter-log-dirs-throttle: the tool sets the broker's
+    replica.alter.log.dirs.io.max.bytes.per.second, the move copies no faster than that, --verify
+    clears it once done. `progress[bootstrap]`: (the log's size, the future replica's size right
+    after --execute, the seconds from --execute's start to that describe's end, the seconds to the
+    move's end as --verify saw it)."""
+    data_dir = data_dirs[t.bootstrap]
+    create_topic(t, THROTTLE_TOPIC, 1)
+    t.run("kafka-console-producer", "--topic", THROTTLE_TOPIC,
+          stdin="".join(f"{i:05d}-" + "x" * 1000 + "\n" for i in range(THROTTLE_RECORDS)))
+    where = replica_dirs(log_dirs_of(t, THROTTLE_TOPIC))
+    (source,) = [d for d, partitions in where.items() if partitions]
+    size = [p["size"] for b in log_dirs_of(t, THROTTLE_TOPIC)["brokers"] for d in b["logDirs"]
+            for p in d["partitions"]][0]
+    target = next(str(data_dir / name) for name in ("a", "b") if str(data_dir / name) != source)
+    plan = t.work_dir / "move.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": THROTTLE_TOPIC, "partition": 0, "replicas": [0], "log_dirs": [target]}]}))
+    began = time.monotonic()
+    t.run("kafka-reassign-partitions", "--execute", "--reassignment-json-file", plan.name,
+          "--replica-alter-log-dirs-throttle", str(THROTTLE_BYTES_PER_SECOND))
+    copied = future_replica_size(t.bootstrap)
+    described = time.monotonic() - began
+    t.run("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name", "0")
+    for _ in range(120):
+        verified = t.run("kafka-reassign-partitions", "--verify", "--reassignment-json-file", plan.name, record=False)
+        if "completed successfully" in verified.stdout or verified.returncode != 0:
+            break
+    moved = time.monotonic() - began
+    progress[t.bootstrap] = (size, copied, described, moved)
+    t.run("kafka-reassign-partitions", "--verify", "--reassignment-json-file", plan.name)
+    t.run("kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name", "0")
+    t.transcript.append(f"$ kafka-log-dirs --describe --topic-list {THROTTLE_TOPIC} (replicas by log dir)\n"
+                        f"{sorted(replica_dirs(log_dirs_of(t, THROTTLE_TOPIC)).items())}")
+    t.transcript[:] = [entry.replace(target, "<target-dir>").replace(source, "<source-dir>")
+                       for entry in t.transcript]
+
+
+def test_kafka_reassign_partitions_throttles_a_move_between_log_dirs(tmp_path_factory, kinds, tmp_path, log4j2):
+    """The copy's progress against the bytes the throttle allows, on both brokers: right after
+    --execute the future replica holds no more than the bound times the seconds since (the
+    first second's worth at once) plus one chunk, and the move ends no sooner than the log's size
+    less a chunk allows. Both measured across the tools' runs, so a slow machine only loosens them
+    (progress.json keeps the figures: unthrottled, the move is over before --execute returns)."""
+    started, pools = start_pair(tmp_path_factory, kinds, {**TWO_LOG_DIRS, "replica.fetch.max.bytes": str(THROTTLE_CHUNK)})
+    progress: dict[str, tuple] = {}
+    try:
+        out = run_on_both(started, throttled_move_scenario, tmp_path, log4j2,
+                          {b.bootstrap: b.data_dir.resolve() for b in started.values()}, progress)
+    finally:
+        for pool in pools:
+            pool.close()
+    (tmp_path / "progress.json").write_text(json.dumps({kind: progress[b.bootstrap] for kind, b in started.items()}))
+    assert_same(out, tmp_path)
+    assert "The replica-alter-dir throttle limit was set to 100000 B/s" in out["samsa"]
+    assert "[('<source-dir>', []), ('<target-dir>', [('tools-throttled-0', False)])]" in out["samsa"]
+    for kind, b in started.items():
+        size, copied, described, moved = progress[b.bootstrap]
+        allowed = THROTTLE_BYTES_PER_SECOND * max(described, 1.0) + THROTTLE_CHUNK
+        # Done already only if --execute took longer than the whole throttled copy (a loaded machine).
+        assert (copied is None and allowed >= size) or (copied is not None and copied <= allowed), (
+            kind, progress[b.bootstrap])
+        assert moved >= (size - THROTTLE_CHUNK) / THROTTLE_BYTES_PER_SECOND, (kind, progress[b.bootstrap])
 def features_scenario(t: Tools) -> None:
     """kafka-features (UpdateFeatures, and ApiVersions for describe): dry runs, downgrades and
     upgrades that change what the broker finalizes, refusals; version-mapping and

@@ -296,6 +296,8 @@ class Broker:
         def feature_changed(name: str, old: int, new: int) -> None:
             if name == SHARE_GROUPS[0] and new < SHARE_GROUPS[1] <= old:
                 share_partitions.sessions.remove_all()  # Kafka's onShareVersionToggle
+            if name == SHARE_GROUPS[0]:
+                share_coordinator.share_groups_changed(new >= SHARE_GROUPS[1])
             if name == TRANSACTION_VERSION:
                 transactions.transaction_version_changed(new)
 

@@ -7,9 +7,10 @@ An API that needs a feature (share groups need `share.version` 1, KIP-848 consum
 `group.version` 1) is advertised whatever its level, as Kafka 4.4 advertises it, and answered
 UNSUPPORTED_VERSION while the level is below (KafkaApis.isShareGroupProtocolEnabled,
 isConsumerGroupProtocolEnabled): `disabled_feature_response`. Share sessions end when share.version
-drops to 0 (Kafka's onShareVersionToggle). Deviations: the share coordinator's inter-broker state
-RPCs are still answered at share.version 0 (Kafka 4.4's answer NOT_COORDINATOR), and its periodic
-jobs (snapshots of cold partitions, pruning) follow the level the broker started with.
+drops to 0 (Kafka's onShareVersionToggle), and the share coordinator's periodic jobs (snapshots of
+cold partitions, pruning) stop until it is back; its inter-broker state RPCs (and FindCoordinator
+for share partitions) are answered at any level, as Kafka 4.4's broker answers them at
+share.version 0.
 
 A feature is finalized by default at the highest level Samsa implements where Kafka 4.4 finalizes
 it by default (a level Kafka 4.4 also offers but Samsa does not implement is left out of "supported").

@@ -52,14 +52,15 @@ NOT_SERVED: dict[ApiKey, str] = {
 SERVED_NOTES: dict[ApiKey, str] = {
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: ("UNSUPPORTED_VERSION, as Kafka answers without a topology "
                                                        "description plugin (its default; Samsa loads none)"),
-    ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy is not throttled "
-                                   "(replica.alter.log.dirs.io.max.bytes.per.second)",
+    ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy throttled by "
+                                   "replica.alter.log.dirs.io.max.bytes.per.second",
     ApiKey.LEADER_AND_ISR: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.STOP_REPLICA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.UPDATE_METADATA: "from the controller (Kafka 3.9's or Samsa's), in cluster mode only (zookeeper.connect)",
     ApiKey.CONTROLLED_SHUTDOWN: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
     ApiKey.ALTER_PARTITION: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
-    ApiKey.ELECT_LEADERS: "to the controller, in cluster mode only (zookeeper.connect); NOT_CONTROLLER elsewhere",
+    ApiKey.ELECT_LEADERS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker, its own "
+                          "controller, leads every partition with its preferred replica: no election needed",
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: "to the controller (NOT_CONTROLLER elsewhere in a cluster); a single broker, "
                                           "its own controller, has one replica per partition: nothing to reassign; "
                                           "v1 (Kafka 4's, KIP-860) too",

@@ -90,6 +90,8 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "metrics.host": "Samsa's own: the Prometheus endpoint's address",
     "advertised.listeners": "",
     "allow.everyone.if.no.acl.found": "",
+    "alter.log.dirs.replication.quota.window.num": "",
+    "alter.log.dirs.replication.quota.window.size.seconds": "",
     "auto.create.topics.enable": "",
     "auto.leader.rebalance.enable": "in a ZooKeeper cluster",
     "broker.id": "",
@@ -185,6 +187,7 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "producer.id.expiration.ms": "",
     "quota.window.num": "",
     "quota.window.size.seconds": "",
+    "replica.alter.log.dirs.io.max.bytes.per.second": "",
     "replica.fetch.backoff.ms": "",
     "replica.fetch.max.bytes": "",
     "replica.fetch.min.bytes": "",
@@ -282,6 +285,10 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "ssl.endpoint.identification.algorithm": "the broker makes no TLS connections of its own; the samsa tool "
                                              "reads it from --command-config (client/tls.py's client_context)",
     "background.threads": "trio tasks, no thread pool: only validated as a dynamic thread-pool config",
+    "follower.replication.throttled.rate": "replication between brokers is not throttled; described only "
+                                           "where set, as Kafka's broker quota configs",
+    "leader.replication.throttled.rate": "replication between brokers is not throttled; described only "
+                                         "where set, as Kafka's broker quota configs",
     "compression.gzip.level": "recompression uses the codec's default level",
     "compression.lz4.level": "recompression uses the codec's default level",
     "compression.zstd.level": "recompression uses the codec's default level",

@@ -520,9 +520,15 @@ _BROKER_DEFAULTS = _broker_defaults()
 _ZOOKEEPER_ERA_CONFIGS = frozenset(
     name for name, definition in BROKER_CONFIGS.items() if (definition.kafka_version or "").startswith("3.")
 )
+# Kafka's broker quota configs (QuotaConfig.brokerQuotaConfigs, DynamicConfig.Broker): set like any
+# dynamic broker config, but not defined by Kafka's KafkaConfig, so DescribeConfigs lists one only
+# where it is set (among the config's originals), and without a DEFAULT_CONFIG synonym.
+_BROKER_QUOTA_CONFIGS = frozenset({"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                                   "replica.alter.log.dirs.io.max.bytes.per.second"})
 # Kafka's staticDefaultConfigs: defaults as strings, null defaults left out.
 _DEFAULT_STRINGS = {
-    name: text for name, value in _BROKER_DEFAULTS.items() if (text := value_to_string(value)) is not None
+    name: text for name, value in _BROKER_DEFAULTS.items()
+    if (text := value_to_string(value)) is not None and name not in _BROKER_QUOTA_CONFIGS
 }
 
 
@@ -849,7 +855,7 @@ class KafkaConfig:
         """This broker's BROKER resource (named by its id): every config, or those of `names` that
         exist, sorted by name."""
         # Kafka 4 no longer has the ZooKeeper-era configs: listed only when set, as custom configs are.
-        known = (BROKER_CONFIGS.keys() - _ZOOKEEPER_ERA_CONFIGS) | self._props.keys()
+        known = (BROKER_CONFIGS.keys() - _ZOOKEEPER_ERA_CONFIGS - _BROKER_QUOTA_CONFIGS) | self._props.keys()
         wanted = known if names is None else known & set(names)
         # Listener overrides and custom configs are reported as written, defined configs as parsed.
         return [

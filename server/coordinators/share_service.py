@@ -20,7 +20,10 @@ While share groups are enabled (`share.version` finalized), two periodic jobs ru
 every `share.coordinator.cold.partition.snapshot.interval.ms` a snapshot of the share partitions
 whose last one is older than that, and every `share.coordinator.state.topic.prune.interval.ms` the
 records no share partition needs any more are deleted (DeleteRecords up to the shard's last
-redundant offset: ShareCoordinatorOffsetsManager).
+redundant offset: ShareCoordinatorOffsetsManager). They follow the level as it changes: stopped when
+share.version goes to 0, started afresh (their first run an interval later) when it comes back
+(Kafka's onMetadataUpdate and periodicJobGeneration). The RPCs are answered whatever the level, as
+Kafka 4.4 answers them (asked at share.version 0).
 """
 
 from __future__ import annotations
@@ -100,6 +103,8 @@ class ShareService:
         self._disk_limiter = disk_limiter
         self._clock = clock
         self._share_groups_enabled = share_groups_enabled
+        self._nursery: trio.Nursery | None = None  # run's, once running
+        self._jobs: trio.CancelScope | None = None  # the periodic jobs', while they run
         self._cluster = cluster
         self.active = False  # Kafka's isActive: from startup (run) to shutdown
         self.shards: dict[int, ShareCoordinatorShard] = {}  # a single broker's, by partition
@@ -195,16 +200,14 @@ class ShareService:
             else:
                 self.shards = await trio.to_thread.run_sync(self._load_all)
             self.active = True
-            if self._share_groups_enabled:
-                nursery.start_soon(_every, self._config.get_int("share.coordinator.cold.partition.snapshot.interval.ms"),
-                                   self.snapshot_cold_partitions)
-                nursery.start_soon(_every, self._config.get_int("share.coordinator.state.topic.prune.interval.ms"),
-                                   self.prune)
+            self._nursery = nursery
+            self._start_jobs()
             task_status.started()
             try:
                 await trio.sleep_forever()
             finally:
                 self.active = False
+                self._nursery = None
                 if self.partitions is not None:
                     self.partitions.stop()
                 for shard in self.shards.values():
@@ -349,6 +352,35 @@ class ShareService:
         return responses
 
     # --- periodic jobs ----------------------------------------------------------------------------------
+
+    def share_groups_changed(self, enabled: bool) -> None:
+        """share.version was finalized at a level that enables share groups or not: the periodic
+        jobs stop, or start afresh."""
+        if enabled == self._share_groups_enabled:
+            return
+        self._share_groups_enabled = enabled
+        if self._jobs is not None:
+            self._jobs.cancel()
+            self._jobs = None
+        if self._nursery is not None:
+            self._start_jobs()
+
+    @property
+    def periodic_jobs_running(self) -> bool:
+        return self._jobs is not None
+
+    def _start_jobs(self) -> None:
+        if self._share_groups_enabled and self._nursery is not None:
+            self._jobs = trio.CancelScope()
+            self._nursery.start_soon(self._periodic_jobs, self._jobs)
+
+    async def _periodic_jobs(self, scope: trio.CancelScope) -> None:
+        with scope:
+            async with trio.open_nursery() as jobs:
+                jobs.start_soon(_every, self._config.get_int("share.coordinator.cold.partition.snapshot.interval.ms"),
+                                self.snapshot_cold_partitions)
+                jobs.start_soon(_every, self._config.get_int("share.coordinator.state.topic.prune.interval.ms"),
+                                self.prune)
 
     async def snapshot_cold_partitions(self) -> None:
         for index, shard in self.owned_shards().items():

@@ -4,8 +4,8 @@ server/replication/replica_manager.py; the copy and the swap in replica_alter_lo
 storage/). ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every partition asked
 about. A partition named twice takes the last directory, as Kafka's map of the request does.
 Deviations: topics are answered in the order the request names them (Kafka's follow its hash
-maps); v0 is not served (Kafka 4.0 removed it, KIP-896); replica.alter.log.dirs.io.max.bytes.per.second
-does not throttle the copy.
+maps); v0 is not served (Kafka 4.0 removed it, KIP-896). The copy is throttled by
+replica.alter.log.dirs.io.max.bytes.per.second, as Kafka's.
 """
 
 from __future__ import annotations

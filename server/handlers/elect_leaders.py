@@ -1,17 +1,25 @@
-"""ElectLeaders (key 43), v0-2: preferred (and from v1 unclean) leader election, served by the
-controller of a ZooKeeper cluster (Kafka 3.9's KafkaApis.handleElectLeaders and
-KafkaController.onReplicaElection, in coordinator/controller/). Served in cluster mode only; the
-admin client sends it to the controller. ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for
-every partition otherwise); a broker that is not the controller answers NOT_CONTROLLER for every
-partition. No partitions named: every partition, and those that needed no election left out of the
-answer. Deviation: answered once the states are written and the brokers told, without waiting for
-the new leaders' metadata (Kafka's DelayedElectLeader)."""
+"""ElectLeaders (key 43), v0-2: preferred (and from v1 unclean) leader election. In a ZooKeeper
+cluster, served by its controller (Kafka 3.9's KafkaApis.handleElectLeaders and
+KafkaController.onReplicaElection, in coordinator/controller/); the admin client sends it to the
+controller. ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED for every partition otherwise); a
+broker that is not the controller answers NOT_CONTROLLER for every partition. No partitions named:
+every partition, and those that needed no election left out of the answer. Deviation: answered once
+the states are written and the brokers told, without waiting for the new leaders' metadata (Kafka's
+DelayedElectLeader).
+
+A single broker is its own controller and answers as Kafka 4's KRaft controller does
+(server/metadata/local_controller.py): nothing ever needs an election there, and the answer's
+shape is KRaft's (every topic listed when none is named, repeats kept, an unknown election type
+refused). Refused authorization is Kafka's ElectLeadersRequest.getErrorResponse: the error for the
+request and for every partition named; Kafka's message there names the whole request, Samsa's is
+the error's own."""
 
 from __future__ import annotations
 
 from ...wire.errors import ErrorCode
 from ...wire.messages.elect_leaders_response import PartitionResult, ReplicaElectionResult
 from ...wire.protocol import ApiKey, response_class
+from ..metadata.local_controller import LocalController
 from ..security.authorizer import ALTER, CLUSTER
 from . import handler
 
@@ -26,9 +34,11 @@ MESSAGES = {
 }
 
 
-@handler(ApiKey.ELECT_LEADERS, 0, 2, cluster_only=True)
+@handler(ApiKey.ELECT_LEADERS, 0, 2)
 async def handle(ctx, request):
     controller = ctx.services.controller
+    if isinstance(controller, LocalController):
+        return _single_broker(ctx, controller, request)
     named = None if request.topic_partitions is None else [
         (t.topic, p) for t in request.topic_partitions for p in t.partitions]
     if not ctx.authorize(ALTER, CLUSTER):
@@ -55,3 +65,17 @@ def _response(results: dict[tuple[str, int], int], error: int):
         result.partition_result.append(PartitionResult(
             partition, code, message.format(f"{topic}-{partition}") if message else None))
     return ElectLeadersResponse(error_code=error, replica_election_results=list(by_topic.values()))
+
+
+def _single_broker(ctx, controller: LocalController, request):
+    named = None if request.topic_partitions is None else [
+        (t.topic, list(t.partitions)) for t in request.topic_partitions]
+    if ctx.authorize(ALTER, CLUSTER):
+        error, results = controller.elect_leaders(named, request.election_type if ctx.api_version >= 1 else 0)
+    else:
+        error = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message
+        results = [(topic, [(p, error, message) for p in partitions]) for topic, partitions in named or []]
+    return ElectLeadersResponse(error_code=error, replica_election_results=[
+        ReplicaElectionResult(topic, [PartitionResult(p, code, message) for p, code, message in partitions])
+        for topic, partitions in results])

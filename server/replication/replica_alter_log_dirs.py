@@ -14,6 +14,14 @@ between the last copy and the swap: every acknowledged record is in the new log,
 either sees the old log (kept open until file.delete.delay.ms has passed) or the new one whole.
 Kafka holds the partition's leaderIsrUpdateLock for the same reason.
 
+Throttling (replica.alter.log.dirs.io.max.bytes.per.second, a dynamic broker config): the moves share
+one quota (coordinator/replication_quota.py, Kafka's ReplicationQuotaManager for
+ALTER_LOG_DIRS_REPLICATION). While it is bounded a thread's turn is one chunk: before each, a move
+whose quota is exceeded waits replica.fetch.backoff.ms and asks again (Kafka's LocalLeaderEndPoint
+builds no fetch and its thread backs off as long); the bytes of each chunk are recorded once
+copied; and the copy before the swap is at most one chunk, as Kafka's last fetch. Unbounded
+(Kafka's default, Long.MAX_VALUE), the copy goes as above, its bytes recorded all the same.
+
 Errors: the future log's directory failing ends the move and forgets the future log (Kafka's
 removeFutureLocalReplica without deleting it); the current log's failing stops the move (a
 restart resumes it); a batch torn by a concurrent truncation of the current log is read again
@@ -24,12 +32,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import trio
 
+from ...coordinator.quota_manager import Window
+from ...coordinator.replication_quota import UNBOUNDED, ReplicationQuotaManager
 from ...storage.errors import KafkaStorageException, OffsetOutOfRangeException, StorageError
 from ...storage.future_log import catch_up, caught_up
+from ..clock import loop_ms
 
 if TYPE_CHECKING:
     from ...storage.log import Log
@@ -43,15 +55,19 @@ TopicPartition = tuple[str, int]
 # What the event loop copies at most before the swap; past that the copy goes back to a thread.
 FINAL_COPY_MAX_BYTES = 4 * 1024 * 1024
 CHUNKS_PER_TURN = 16
+THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
-def _copy_chunks(current: Log, future: Log, chunk: int) -> bool:
-    """A worker thread's turn: up to CHUNKS_PER_TURN chunks (a turn ends soon enough for a
-    cancellation to be felt); True when the future log reached the current log's end."""
-    for _ in range(CHUNKS_PER_TURN):
-        if catch_up(current, future, chunk) == 0:
-            return True
-    return False
+def _copy_chunks(current: Log, future: Log, chunk: int, chunks: int) -> tuple[bool, int]:
+    """A worker thread's turn: up to `chunks` chunks (a turn ends soon enough for a cancellation
+    to be felt); whether the future log reached the current log's end, and the bytes copied."""
+    copied = 0
+    for _ in range(chunks):
+        size = catch_up(current, future, chunk)
+        if size == 0:
+            return True, copied
+        copied += size
+    return False, copied
 
 
 @dataclass
@@ -63,10 +79,15 @@ class _Move:
 
 class ReplicaAlterLogDirsManager:
     def __init__(self, logs: LogManager, config: KafkaConfig,
-                 disk_limiter: trio.CapacityLimiter | None = None) -> None:
+                 disk_limiter: trio.CapacityLimiter | None = None, clock_ms: Callable[[], int] = loop_ms) -> None:
         self._logs = logs
         self._config = config
         self._disk_limiter = disk_limiter
+        self._clock_ms = clock_ms
+        self.quota = ReplicationQuotaManager(Window(
+            config.get_int("alter.log.dirs.replication.quota.window.num"),
+            config.get_int("alter.log.dirs.replication.quota.window.size.seconds") * 1000))
+        self.throttled = 0  # the times a move waited for the quota (tests see the throttle act)
         self._moves: dict[TopicPartition, _Move] = {}
         self.nursery: trio.Nursery | None = None  # the replica manager's, once it runs
         self.completed = 0  # moves done since startup (tests wait on it)
@@ -129,9 +150,11 @@ class ReplicaAlterLogDirsManager:
                  future.log_end_offset)
         while True:
             current = partition.log
+            await self._within_quota()
+            chunks = CHUNKS_PER_TURN if self._bound() == UNBOUNDED else 1
             try:
-                reached = await trio.to_thread.run_sync(_copy_chunks, current, future, chunk,
-                                                        limiter=self._disk_limiter)
+                reached, copied = await trio.to_thread.run_sync(_copy_chunks, current, future, chunk, chunks,
+                                                                limiter=self._disk_limiter)
             except OffsetOutOfRangeException:
                 continue  # retention passed the future log's end meanwhile: it starts over there
             except KafkaStorageException:
@@ -140,30 +163,43 @@ class ReplicaAlterLogDirsManager:
                 log.info("[ReplicaAlterLogDirs] copying %s-%d: %s; trying again", *tp, e)
                 await trio.sleep(self._config.get_int("replica.fetch.backoff.ms") / 1000)
                 continue
+            self.quota.record(copied, self._clock_ms())
             if not self._current(tp, move):
                 return
             if not reached:
                 continue  # more to copy
             # Caught up as of the last read: made durable off the event loop, then the rest and the swap.
             await trio.to_thread.run_sync(future.flush, limiter=self._disk_limiter)
+            await self._within_quota()
             if not self._current(tp, move):
                 return
             if self._finish(tp, move):
                 return
+
+    def _bound(self) -> int:
+        return self._config.get_int(THROTTLE)
+
+    async def _within_quota(self) -> None:
+        """Until the moves' quota allows another chunk."""
+        while self.quota.is_quota_exceeded(self._bound(), self._clock_ms()):
+            self.throttled += 1
+            await trio.sleep(self._config.get_int("replica.fetch.backoff.ms") / 1000)
 
     def _finish(self, tp: TopicPartition, move: _Move) -> bool:
         """On the event loop, no await: copy what was appended since, and if that was little
         enough, replace the current log with the future one. True when done."""
         partition, future = move.partition, move.future
         current = partition.log
-        budget = FINAL_COPY_MAX_BYTES
+        chunk = self._config.get_int("replica.fetch.max.bytes")
+        budget = FINAL_COPY_MAX_BYTES if self._bound() == UNBOUNDED else chunk
         while not caught_up(current, future) and budget > 0:
             try:
-                copied = catch_up(current, future, min(budget, self._config.get_int("replica.fetch.max.bytes")))
+                copied = catch_up(current, future, min(budget, chunk))
             except KafkaStorageException:
                 raise
             except StorageError:
                 return False  # torn or out of range: the threaded loop sorts it out
+            self.quota.record(copied, self._clock_ms())
             if copied == 0 and not caught_up(current, future):
                 return False
             budget -= copied

@@ -232,3 +232,54 @@ async def fetch_records(client):
         out += batch
         position += header.size
     return out
+
+
+IncrementalAlterConfigs = request_class(ApiKey.INCREMENTAL_ALTER_CONFIGS)
+BROKER, SET, DELETE = 4, 0, 1
+
+
+async def set_throttle(client, value: int | None) -> None:
+    op, text = (DELETE, None) if value is None else (SET, str(value))
+    request = IncrementalAlterConfigs(resources=[IncrementalAlterConfigs.AlterConfigsResource(
+        resource_type=BROKER, resource_name="", configs=[IncrementalAlterConfigs.AlterableConfig(
+            name="replica.alter.log.dirs.io.max.bytes.per.second", config_operation=op, value=text)])])
+    (response,) = (await client.call(request, 1)).responses
+    assert response.error_code == ErrorCode.NONE, response.error_message
+
+
+def test_a_move_takes_the_time_its_throttle_allows(tmp_path):
+    """replica.alter.log.dirs.io.max.bytes.per.second, set as a dynamic broker config: a move of
+    N bytes at B bytes per second cannot end sooner than (N - one chunk) / B after it began (the
+    first second's B bytes at once, then B a second), however slow the machine."""
+    bound, chunk = 8_000, 2_000
+    config = two_dir_config(tmp_path, replica_fetch_max_bytes=chunk, replica_fetch_backoff_ms=20)
+    a, b = tmp_path / "a", tmp_path / "b"
+
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        await client.call(create_topic_request("slow"), 7)
+        replicas = broker.services.replica_manager
+        movers = replicas.log_dir_movers
+        for i in range(20):
+            response = await client.call(produce_request("slow", one_batch([b"%04d" % i + b"x" * 1000])), 9)
+            assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+        size = replicas.get("slow", 0).log.size
+        assert size > 20_000
+        await set_throttle(client, bound)
+        target = b if replicas.get("slow", 0).log.dir.parent == a else a
+        began = trio.current_time()
+        assert codes(await client.call(alter(target, "slow", 0), 2)) == {("slow", 0): ErrorCode.NONE}
+        while movers.completed == 0:
+            await movers.wait_changed()
+        took = trio.current_time() - began
+        assert took >= (size - chunk) / bound, took
+        assert movers.throttled > 0
+        assert replicas.get("slow", 0).log.dir.parent == target
+        await set_throttle(client, None)  # back to Long.MAX_VALUE: the next move is not held back
+        throttled = movers.throttled
+        assert codes(await client.call(alter(a if target == b else b, "slow", 0), 2)) == {("slow", 0): ErrorCode.NONE}
+        while movers.completed == 1:
+            await movers.wait_changed()
+        assert movers.throttled == throttled
+
+    run_with_broker(config, scenario)

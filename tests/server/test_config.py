@@ -481,8 +481,15 @@ def test_doubles_printed_as_javas_double_to_string(value, text):
 
 def test_describe_default_and_static_sources():
     described = config(num_partitions="3", log_cleanup_policy="compact, delete").describe()
-    # Kafka 4.4's configs; the ZooKeeper-era ones from Kafka 3.9 only when set.
-    assert len(described) == len([d for d in BROKER_CONFIGS.values() if d.kafka_version == "4.4.0"])
+    # Kafka 4.4's configs; the ZooKeeper-era ones from Kafka 3.9, and the broker quota configs
+    # (which Kafka's KafkaConfig does not define), only when set.
+    quotas = {"leader.replication.throttled.rate", "follower.replication.throttled.rate",
+              "replica.alter.log.dirs.io.max.bytes.per.second"}
+    assert len(described) == len([d for d in BROKER_CONFIGS.values() if d.kafka_version == "4.4.0"]) - len(quotas)
+    assert not quotas & {e.name for e in described}
+    throttled = config(replica_alter_log_dirs_io_max_bytes_per_second="1000").describe(quotas)
+    assert [(e.name, e.value, [(s.value, s.source) for s in e.synonyms]) for e in throttled] == [
+        ("replica.alter.log.dirs.io.max.bytes.per.second", "1000", [("1000", ConfigSource.STATIC_BROKER_CONFIG)])]
     partitions = entry(described, "num.partitions")
     assert (partitions.value, partitions.source, partitions.config_type) == ("3", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT)
     assert partitions.synonyms == (

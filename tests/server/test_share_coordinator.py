@@ -343,3 +343,32 @@ def test_in_a_cluster_partitions_are_coordinated_while_led_here(tmp_path):
         assert shard.state_of(SharePartitionKey("g", topic_id, 0)).state_batches == (B(3, 4, ACKNOWLEDGED, 1),)
 
     run_with_broker(broker_config(tmp_path), scenario)
+
+
+UpdateFeatures = request_class(ApiKey.UPDATE_FEATURES)
+
+
+def share_version(level: int):
+    return UpdateFeatures(feature_updates=[UpdateFeatures.FeatureUpdateKey(
+        feature="share.version", max_version_level=level, upgrade_type=1 if level else 2)])
+
+
+def test_at_share_version_0_the_rpcs_are_answered_and_the_periodic_jobs_stop(tmp_path):
+    """As Kafka 4.4's broker: the state RPCs answer whatever share.version's level; the periodic
+    jobs (cold snapshots, pruning) run only while it is finalized, anew when it comes back."""
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        topic_id = await create_topic(client, broker)
+        service = broker.services.share_coordinator
+        assert service.periodic_jobs_running
+        assert await broker.services.persister.initialize_state("g", topic_id, 0, 0, 4) == ErrorCode.NONE
+        assert (await client.call(share_version(0), 1)).results[0].error_code == ErrorCode.NONE
+        assert not service.periodic_jobs_running
+        result = only(await client.call(read(topic_id, 0), 0))
+        assert (result.error_code, result.start_offset) == (ErrorCode.NONE, 4)
+        assert only(await client.call(write(topic_id, 0, [], start_offset=5), 1)).error_code == ErrorCode.NONE
+        assert only(await client.call(summary(topic_id, 0), 1)).start_offset == 5
+        assert (await client.call(share_version(1), 1)).results[0].error_code == ErrorCode.NONE
+        assert service.periodic_jobs_running
+
+    run_with_broker(broker_config(tmp_path), scenario)
