@@ -1205,3 +1205,74 @@ def test_streams_group_heartbeat_errors(pair):
     bad = streams_join(group, "member-1", "in")
     bad.topology.subtopologies[1].state_changelog_topics[0].partitions = 3
     assert_same(*pair.both(bad, 1))  # STREAMS_INVALID_TOPOLOGY
+
+
+def streams_config(group: str, configs: dict[str, str]):
+    return IncrementalAlterConfigs(validate_only=False, resources=[IncrementalAlterConfigs.AlterConfigsResource(
+        resource_type=32, resource_name=group, configs=[
+            IncrementalAlterConfigs.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])])
+
+
+def streams_heartbeat(group: str, member_id: str, epoch: int, process: str, topic: str, instance_id=None,
+                      owned: dict[str, list[int]] | None = None):
+    """A stateless application's heartbeat: subtopology 0 reads `topic`."""
+    H = StreamsHeartbeat
+    tasks = None if owned is None else [H.TaskIds(subtopology_id=s, partitions=ps) for s, ps in owned.items()]
+    topology = H.Topology(epoch=0, subtopologies=[H.Subtopology(subtopology_id="0", source_topics=[topic])])
+    return H(group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+             rebalance_timeout_ms=30000 if epoch == 0 else -1, process_id=process,
+             topology=topology if epoch == 0 else None, active_tasks=tasks if epoch != 0 else [],
+             standby_tasks=None if tasks is None and epoch != 0 else [],
+             warmup_tasks=None if tasks is None and epoch != 0 else [], client_tags=[] if epoch == 0 else None)
+
+
+def streams_group_ready(pair, group: str) -> None:
+    """Both coordinators loaded, the group's assignment neither delayed nor rate-limited."""
+    wait_for_group_coordinator(pair, group)
+    for answer in pair.both(streams_config(group, {"streams.initial.rebalance.delay.ms": "0",
+                                                    "streams.assignment.interval.ms": "0"}), 1):
+        assert answer.responses[0].error_code == 0, answer
+
+
+def test_streams_group_static_member_rejoins(pair):
+    """KIP-1071 static membership: a member with an instance id leaves with epoch -2 and comes back
+    under a new member id; the errors of a taken, a fenced and an unknown instance id; the group
+    described after."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    p1, p2 = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
+
+    def both(member_id, epoch, process, instance_id, owned=None):
+        samsa, kafka = pair.both(streams_heartbeat(group, member_id, epoch, process, topic, instance_id, owned), 1)
+        assert_same(samsa, kafka)
+        return kafka
+
+    first = both("member-1", 0, p1, "i1")
+    assert [t.partitions for t in first.active_tasks] == [[0, 1]], first
+    second = both("member-2", 0, p2, "i2")
+    assert second.active_tasks == [], second
+    kept = both("member-1", first.member_epoch, p1, "i1", {"0": [0, 1]})  # one task to give up
+    kept = both("member-1", first.member_epoch, p1, "i1", {t.subtopology_id: t.partitions for t in kept.active_tasks})
+    second = both("member-2", second.member_epoch, p2, "i2", {})
+    assert [t.partitions for t in second.active_tasks] == [[1]] or [t.partitions for t in second.active_tasks] == [[0]]
+    owned = {t.subtopology_id: t.partitions for t in second.active_tasks}
+    assert both("member-3", 0, p2, "i1").error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert both("member-2", -2, p2, "i2").member_epoch == -2
+    assert both("member-9", second.member_epoch, p2, "i9", {}).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    back = both("member-3", 0, p2, "i2")  # at once: its predecessor's tasks, at the group's epoch
+    assert {t.subtopology_id: t.partitions for t in back.active_tasks} == owned, back
+    assert back.member_epoch == second.member_epoch, back
+    assert both("member-3", back.member_epoch, p2, "i2", owned).active_tasks is None
+    samsa, kafka = pair.both(StreamsDescribe(group_ids=[group]), 0)
+    for described in (samsa, kafka):
+        described.groups[0].members.sort(key=lambda m: m.member_id)
+    assert [m.member_id for m in kafka.groups[0].members] == ["member-1", "member-3"], kafka
+    assert kafka.groups[0].group_state == "Stable", kafka
+    assert_same(samsa, kafka)
+    # Last: Kafka 4.4 relabels its cached (refined) assignment to the sender before refusing it, and
+    # the refusal leaves the relabel in place (seen: after a refused member-9 of instance i2, the
+    # rejoining member-3 got its task a heartbeat later). The old member id; a new one while the
+    # instance id is owned.
+    assert both("member-2", back.member_epoch, p2, "i2", owned).error_code == ErrorCode.FENCED_INSTANCE_ID
+    assert both("member-4", 0, p2, "i2").error_code == ErrorCode.UNRELEASED_INSTANCE_ID

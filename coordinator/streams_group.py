@@ -345,19 +345,40 @@ class StreamsGroup(Group):
         the records to append, the internal topics the server must create). The group has applied
         the records; a refused request (GroupError) changes nothing."""
         member_id, epoch = request.member_id, request.member_epoch
+        instance_id = request.instance_id
         joining = epoch == JOIN_GROUP_MEMBER_EPOCH
-        if joining:
+        # A static member that left with epoch -2 and rejoins under a new member id replaces it (Kafka's
+        # getOrMaybeCreateStaticStreamsGroupMember): it takes over its metadata, target and tasks.
+        predecessor = None if instance_id is None else self.static_member(instance_id)
+        if joining and predecessor is None:
             if len(self.members) >= settings.max_size and member_id not in self.members:
                 raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
                                  f"capacity of {settings.max_size} members.")
-            member = self.members.get(member_id) or StreamsGroupMember(member_id)
-        else:
-            member = self._member_or_throw(member_id)
         owned = None
         if request.active_tasks is not None:
             owned = TasksWithEpochs({s: {p: 0 for p in ps} for s, ps in tasks_of(request.active_tasks).items()},
                                     tasks_of(request.standby_tasks), tasks_of(request.warmup_tasks))
-        self._check_member_epoch(member, epoch, owned)
+        replaced: StreamsGroupMember | None = None
+        if instance_id is None or not joining:
+            if instance_id is not None:
+                if predecessor is None:
+                    raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                if predecessor.member_id != member_id:
+                    raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance_id} was fenced by member {predecessor.member_id}.")
+            member = (self.members.get(member_id) or StreamsGroupMember(member_id)) if joining \
+                else self._member_or_throw(member_id)
+            self._check_member_epoch(member, epoch, owned)
+        elif predecessor is None:
+            member = self.members.get(member_id) or StreamsGroupMember(member_id)
+        else:
+            if predecessor.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} cannot join the group because the instance id is owned by "
+                                 f"{predecessor.member_id} member.")
+            replaced = predecessor
+            member = replace(predecessor, member_id=member_id, member_epoch=JOIN_GROUP_MEMBER_EPOCH,
+                             previous_member_epoch=JOIN_GROUP_MEMBER_EPOCH)
         new_topology = StreamsTopology.from_request(request.topology) if request.topology is not None else None
         if new_topology is not None and self.topology is not None and self.topology.epoch <= new_topology.epoch \
                 and not self.topology.same_as(new_topology):
@@ -402,13 +423,16 @@ class StreamsGroup(Group):
         records: list[CoordinatorRecord] = []
         statuses: list[hb.Status] = []
         was_empty = not self.members
+        new_member = member_id not in self.members and replaced is None
+        if replaced is not None:
+            self._replace_member(records, replaced, member)
         recompute = new_hash != self.metadata_hash
-        if updated != member or member_id not in self.members:
+        if updated != member or new_member:
             self._emit(records, StreamsGroupMemberMetadataKey(self.group_id, member_id), updated.metadata_value())
             recompute |= updated.instance_id is None or (
                 member.topology_epoch, member.rack_id, member.client_tags, member.process_id) != (
                 updated.topology_epoch, updated.rack_id, updated.client_tags, updated.process_id)
-            recompute |= member_id not in self.members
+            recompute |= new_member
         if self.topology is None:
             self._emit(records, StreamsGroupTopologyKey(self.group_id), topology.record_value())
         self.configured = configured
@@ -469,6 +493,29 @@ class StreamsGroup(Group):
                                     "encountered a fatal error and requested a shutdown for the entire application."))
         response.status = statuses
         return response, records, to_create
+
+    def static_member(self, instance_id: str) -> StreamsGroupMember | None:
+        """The member with this group instance id (Kafka's StreamsGroup.staticMember)."""
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
+
+    def _replace_member(self, records: list[CoordinatorRecord], old: StreamsGroupMember,
+                        new: StreamsGroupMember) -> None:
+        """Kafka's replaceStreamsMember: the old member's records deleted, the new member's written
+        with the old one's metadata, target and tasks."""
+        g = self.group_id
+        target = self.target_assignment.get(old.member_id, TasksTuple())
+        for key in (StreamsGroupCurrentMemberAssignmentKey(g, old.member_id),
+                    StreamsGroupTargetAssignmentMemberKey(g, old.member_id),
+                    StreamsGroupMemberMetadataKey(g, old.member_id)):
+            self._emit(records, key, None)
+        self.task_offsets.pop(old.member_id, None)
+        self._emit(records, StreamsGroupMemberMetadataKey(g, new.member_id), new.metadata_value())
+        self._emit(records, StreamsGroupTargetAssignmentMemberKey(g, new.member_id),
+                   StreamsGroupTargetAssignmentMemberValue(
+                       active_tasks=record_task_ids(target.active, TargetTaskIds),
+                       standby_tasks=record_task_ids(target.standby, TargetTaskIds),
+                       warmup_tasks=record_task_ids(target.warmup, TargetTaskIds)))
+        self._emit(records, StreamsGroupCurrentMemberAssignmentKey(g, new.member_id), new.assignment_value())
 
     def _check_member_epoch(self, member: StreamsGroupMember, epoch: int, owned: TasksWithEpochs | None) -> None:
         """Kafka's throwIfStreamsGroupMemberEpochIsInvalid: a member a step behind is accepted if it

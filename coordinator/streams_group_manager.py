@@ -95,7 +95,10 @@ class StreamsGroupManager(GroupTypeManager):
             return out
         if leaving:
             log.info("[GroupId %s][MemberId %s] Member left the streams group.", group.group_id, heartbeat.member_id)
-            self._cancel_timers(group.group_id, heartbeat.member_id)
+            # A static member gone for a while (epoch -2) keeps its tasks until it comes back or its
+            # session expires: Kafka's streamsGroupStaticMemberGroupLeave cancels no timer.
+            if heartbeat.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                self._cancel_timers(group.group_id, heartbeat.member_id)
         else:
             self._schedule_session(group, heartbeat.member_id, now_ms + settings.session_timeout_ms)
             self._maybe_schedule_rebalance_timeout(group, heartbeat.member_id, now_ms)

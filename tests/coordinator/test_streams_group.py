@@ -235,6 +235,65 @@ def test_leave_session_timeout_and_reload(h):
     assert not group.members and group.state == StreamsGroupState.EMPTY
 
 
+def test_static_member_rejoins_with_its_tasks(h):
+    """Kafka's getOrMaybeCreateStaticStreamsGroupMember: a static member that left with epoch -2
+    and comes back under a new member id takes over its predecessor's metadata, target and tasks
+    without a new group epoch; the instance id is refused while its owner is still in the group."""
+    beat(h, M1, instance_id="i1")
+    beat(h, M2, process="p2", instance_id="i2")
+    r1, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}, instance_id="i1")
+    r1, _ = beat(h, M1, 2, owned=active(r1), instance_id="i1")
+    r2, _ = beat(h, M2, 3, process="p2", owned={}, instance_id="i2")
+    group = h.group("g")
+    assert group.state == StreamsGroupState.STABLE and group.group_epoch == 3
+    m2_tasks = group.members[M2].assigned.active_tasks()
+    assert sum(map(len, m2_tasks.values())) == 4
+    # The instance id is still owned: another member cannot take it.
+    response, _ = beat(h, "member-3", process="p2", instance_id="i2")
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.UNRELEASED_INSTANCE_ID, "Static member member-3 with instance id i2 cannot join the group because "
+        "the instance id is owned by member-2 member.")
+    # M2 leaves for a while: it keeps its tasks (their epochs reset), the group waits for it.
+    response, _ = beat(h, M2, -2, process="p2", instance_id="i2")
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, -2)
+    assert group.members[M2].member_epoch == -2 and group.state == StreamsGroupState.RECONCILING
+    assert all(e == 0 for ps in group.members[M2].assigned.active.values() for e in ps.values())
+    # A heartbeat of the old member id, or of an unknown instance, is refused.
+    response, _ = beat(h, "member-9", 3, process="p2", owned={}, instance_id="i9")
+    assert (response.error_code, response.error_message) == (ErrorCode.UNKNOWN_MEMBER_ID, "Instance id i9 is unknown.")
+    response, _ = beat(h, "member-9", 3, process="p2", owned={}, instance_id="i2")
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.FENCED_INSTANCE_ID, "Static member member-9 with instance id i2 was fenced by member member-2.")
+    # It comes back as member-3: M2's tasks at once, at the group's epoch, no rebalance.
+    appended = len(h.log[h.coordinator.partition_for("g")])
+    response, _ = beat(h, "member-3", process="p2", instance_id="i2")
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 3)
+    assert active(response) == {s: set(ps) for s, ps in m2_tasks.items()}
+    assert set(group.members) == {M1, "member-3"} and group.group_epoch == 3
+    assert group.state == StreamsGroupState.STABLE and group.members["member-3"].process_id == "p2"
+    assert group.target_assignment["member-3"].active == m2_tasks and M2 not in group.target_assignment
+    written = [record_type(k) for k, _ in h.log[h.coordinator.partition_for("g")][appended:]]
+    assert written == [22, 21, 19, 19, 21, 22, 22]  # M2 deleted; member-3's metadata, target, tasks
+    # The old member id is gone; a reload gives the same group.
+    response, _ = beat(h, M2, 3, process="p2", owned={}, instance_id="i2")
+    assert response.error_code == ErrorCode.FENCED_INSTANCE_ID
+    fresh = h.restart().group("g")
+    assert set(fresh.members) == {M1, "member-3"} and fresh.members["member-3"].assigned == \
+        group.members["member-3"].assigned
+
+
+def test_static_member_gone_for_good_is_fenced_when_its_session_expires(h):
+    beat(h, M1, instance_id="i1")
+    beat(h, M2, process="p2", instance_id="i2")
+    beat(h, M2, -2, process="p2", instance_id="i2")
+    h.advance(30_000)
+    assert h.group("g").members[M2].member_epoch == -2  # still waited for
+    response, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}, instance_id="i1")
+    assert response.error_code == ErrorCode.NONE
+    h.advance(15_000)
+    assert set(h.group("g").members) == {M1}
+
+
 def test_initial_rebalance_delay(h):
     h = Harness(streams=StreamsSettings(initial_rebalance_delay_ms=3000))
     h.coordinator.streams.topics = TopicsImage([IN, OUT, REP, CHANGELOG])
