@@ -1276,3 +1276,44 @@ def test_streams_group_static_member_rejoins(pair):
     # instance id is owned.
     assert both("member-2", back.member_epoch, p2, "i2", owned).error_code == ErrorCode.FENCED_INSTANCE_ID
     assert both("member-4", 0, p2, "i2").error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+
+
+def test_streams_group_offset_commits_of_an_older_epoch(pair):
+    """Kafka 4.4's StreamsGroup.validateOffsetCommit: at its own epoch a member commits anything; at
+    an older one only the partitions of tasks it had then and still has (or is revoking); a newer
+    epoch, an unknown member, OffsetCommit before v9 are refused."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    p1, p2 = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
+
+    def both(member_id, epoch, process, owned=None):
+        samsa, kafka = pair.both(streams_heartbeat(group, member_id, epoch, process, topic, None, owned), 1)
+        assert_same(samsa, kafka)
+        return kafka
+
+    def commit(member_id, epoch, partitions, version=9):
+        request = offset_commit_request(group, [(topic, [(p, 7) for p in partitions])], version)
+        request.member_id, request.generation_id_or_member_epoch = member_id, epoch
+        samsa, kafka = pair.both(request, version)
+        assert_same(samsa, kafka)
+        return [p.error_code for p in kafka.topics[0].partitions]
+
+    first = both("member-1", 0, p1)
+    both("member-2", 0, p2)
+    revoking = both("member-1", first.member_epoch, p1, {"0": [0, 1]})
+    [kept] = [t.partitions for t in revoking.active_tasks]
+    [gone] = sorted({0, 1} - set(kept))
+    assert commit("member-1", first.member_epoch, [kept[0], gone]) == [ErrorCode.NONE, ErrorCode.NONE]  # revoking
+    now = both("member-1", first.member_epoch, p1, {"0": kept})
+    assert now.member_epoch == first.member_epoch + 1, now
+    assert commit("member-1", first.member_epoch, [kept[0]]) == [ErrorCode.NONE]
+    assert commit("member-1", first.member_epoch, [kept[0], gone]) == [ErrorCode.STALE_MEMBER_EPOCH] * 2
+    assert commit("member-1", now.member_epoch, [kept[0], gone]) == [ErrorCode.NONE] * 2
+    assert commit("member-1", now.member_epoch + 1, [kept[0]]) == [ErrorCode.STALE_MEMBER_EPOCH]
+    assert commit("member-9", now.member_epoch, [kept[0]]) == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert commit("member-1", now.member_epoch, [kept[0]], version=8) == [ErrorCode.UNSUPPORTED_VERSION]
+    second = both("member-2", now.member_epoch, p2, {})
+    assert [t.partitions for t in second.active_tasks] == [[gone]], second
+    assert commit("member-2", first.member_epoch, [gone]) == [ErrorCode.STALE_MEMBER_EPOCH]  # got it later
+

@@ -52,7 +52,7 @@ from ..wire.messages import streams_group_describe_response as described
 from ..wire.messages import streams_group_heartbeat_response as hb
 from .actions import Record
 from .consumer_group import TopicsImage
-from .group import Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
+from .group import CommitPartitionValidator, Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
 from .share_group import metadata_hash
 from .streams_assignor import AssignorMember, StickyTaskAssignor, Subtopology, TaskAssignorError, TasksTuple
 from .streams_group_member import (
@@ -276,27 +276,50 @@ class StreamsGroup(Group):
     # --- offsets and deletion (the coordinator's shared APIs) ----------------------------------------
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               request: RequestInfo, transactional: bool = False) -> None:
-        """Kafka's StreamsGroup.validateOffsetCommit: a member commits at its epoch, or at an older
-        one for tasks it had then (Kafka checks each partition's task epoch; here the previous epoch
-        stands for them)."""
+                               request: RequestInfo, transactional: bool = False,
+                               ) -> CommitPartitionValidator | None:
+        """Kafka's StreamsGroup.validateOffsetCommit: a member commits at its epoch; at an older one
+        only the input partitions of active tasks it got at that epoch or before (and still has, or
+        is revoking): anything else is STALE_MEMBER_EPOCH, the whole commit refused."""
         epoch = generation_or_epoch
         if epoch < 0 and not self.members:
-            return
+            return None
         if transactional and epoch == -1 and member_id == "" and group_instance_id is None:
-            return
+            return None
         member = self._member_or_throw(member_id)
         if not transactional and request.api_version < 9:
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by members "
                              "using the streams group protocol")
+        if epoch == member.member_epoch:
+            return None
         if epoch > member.member_epoch:
             raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is newer than current "
                              f"member epoch {member.member_epoch}.")
-        if epoch < member.member_epoch:
-            oldest = min((e for ps in member.assigned.active.values() for e in ps.values()), default=member.member_epoch)
-            if epoch < oldest and epoch != member.previous_member_epoch:
-                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is older than the "
-                                 f"assignment epoch of the member's tasks.")
+        return self._assignment_epoch_validator(member, epoch)
+
+    def _assignment_epoch_validator(self, member: StreamsGroupMember, epoch: int) -> CommitPartitionValidator:
+        """Kafka's createAssignmentEpochValidator: each partition is the input of a task, which the
+        member must have got at `epoch` or before."""
+        if self.topology is None:
+            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, "Topology is not available for offset commit validation.")
+        subtopology_of = self.topology.source_topic_map()
+        assigned, revoking = member.assigned.active, member.pending_revocation.active
+
+        def validate(topic: str, partition: int) -> None:
+            subtopology = subtopology_of.get(topic)
+            if subtopology is None:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Topic {topic} is not in the topology.")
+            assignment_epoch = assigned.get(subtopology, {}).get(partition)
+            if assignment_epoch is None:
+                assignment_epoch = revoking.get(subtopology, {}).get(partition)
+            if assignment_epoch is None:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Task {subtopology}-{partition} is not assigned or "
+                                 "pending revocation for member.")
+            if epoch < assignment_epoch:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is older than "
+                                 f"assignment epoch {assignment_epoch} for task {subtopology}-{partition}.")
+
+        return validate
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:
         if member_id is None and member_epoch < 0:

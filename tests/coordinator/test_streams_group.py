@@ -10,6 +10,7 @@ import pytest
 from group_harness import Harness
 
 from samsa.coordinator.consumer_group import TopicInfo, TopicsImage
+from samsa.coordinator.group import GroupError, RequestInfo
 from samsa.coordinator.group_coordinator import GroupCoordinator
 from samsa.coordinator.streams_assignor import AssignorMember, StickyTaskAssignor, Subtopology, TasksTuple
 from samsa.coordinator.streams_group import StreamsGroup, StreamsGroupState, StreamsSettings
@@ -22,6 +23,7 @@ from samsa.wire.protocol import ApiKey, request_class
 
 Heartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
 TopologyDescriptionUpdate = request_class(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+TxnOffsetCommit = request_class(ApiKey.TXN_OFFSET_COMMIT)
 METADATA_RECORD_TYPE = 17  # StreamsGroupMetadata
 A = StickyTaskAssignor()
 
@@ -329,6 +331,58 @@ def test_offset_commits_of_members(h):
     assert h.commit("g", {("in", 0): 6}, "nobody", 2, version=9) == {("in", 0): ErrorCode.UNKNOWN_MEMBER_ID}
     assert h.commit("g", {("in", 0): 6}, M1, 2, version=8) == {("in", 0): ErrorCode.UNSUPPORTED_VERSION}
     assert h.group("g").is_subscribed_to_topic("in") and not h.group("g").is_subscribed_to_topic("out")
+
+
+def txn_commit(h: Harness, offsets: dict[tuple[str, int], int], member_id: str, epoch: int, version: int = 5):
+    T = TxnOffsetCommit
+    body = T(transactional_id="tx", group_id="g", producer_id=7, producer_epoch=0,
+             generation_id_or_member_epoch=epoch, member_id=member_id, topics=[
+                 T.TxnOffsetCommitRequestTopic(name=t, partitions=[T.TxnOffsetCommitRequestPartition(
+                     partition_index=p, committed_offset=o, committed_metadata="")]) for (t, p), o in offsets.items()])
+    response = h.answer(h.send(GroupCoordinator.txn_offset_commit, body, version=version))
+    return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+
+def test_offset_commits_at_an_older_epoch_are_checked_task_by_task(h):
+    """Kafka's StreamsGroup.createAssignmentEpochValidator: at an epoch older than the member's, each
+    partition must be the input of an active task the member got at that epoch or before (assigned,
+    or still being revoked); one refused partition refuses the whole commit."""
+    beat(h, M1)  # every task at epoch 2
+    beat(h, M2, process="p2")  # epoch 3: half of them move to M2
+    r1, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}})
+    kept, revoking = active(r1), h.group("g").members[M1].pending_revocation.active
+    r1, _ = beat(h, M1, 2, owned=kept)
+    assert r1.member_epoch == 3
+    k, gone = min(kept["0"]), min(revoking["0"])
+    assert h.commit("g", {("in", k): 1}, M1, 2, version=9) == {("in", k): ErrorCode.NONE}
+    # A task it gave up, a topic outside the topology, the changelog topic: none is an input.
+    assert h.commit("g", {("in", k): 1, ("in", gone): 1}, M1, 2, version=9) == {
+        ("in", k): ErrorCode.STALE_MEMBER_EPOCH, ("in", gone): ErrorCode.STALE_MEMBER_EPOCH}
+    assert h.commit("g", {("out", 0): 1}, M1, 2, version=9) == {("out", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    k1 = min(kept["1"])
+    assert h.commit("g", {("app-rep", k1): 1}, M1, 2, version=9) == {("app-rep", k1): ErrorCode.NONE}  # subtopology 1
+    group = h.group("g")
+    validate = group.validate_offset_commit(M1, None, 2, RequestInfo(9))
+    with pytest.raises(GroupError) as refused:
+        validate("in", gone)
+    assert refused.value.message == f"Task 0-{gone} is not assigned or pending revocation for member."
+    with pytest.raises(GroupError) as refused:
+        validate("out", 0)
+    assert refused.value.message == "Topic out is not in the topology."
+    assert group.validate_offset_commit(M1, None, 3, RequestInfo(9)) is None  # its epoch: anything
+    # M2 got its tasks at epoch 3: a commit at epoch 2 is older than their assignment epoch.
+    r2, _ = beat(h, M2, 3, process="p2", owned={})
+    mine = min(active(r2)["0"])
+    with pytest.raises(GroupError) as refused:
+        group.validate_offset_commit(M2, None, 2, RequestInfo(9))("in", mine)
+    assert refused.value.message == f"Received member epoch 2 is older than assignment epoch 3 for task 0-{mine}."
+    # TxnOffsetCommit the same; before v6 a stale epoch is ILLEGAL_GENERATION.
+    assert txn_commit(h, {("in", k): 1}, M1, 2) == {("in", k): ErrorCode.NONE}
+    assert txn_commit(h, {("in", gone): 1}, M1, 2, version=5) == {("in", gone): ErrorCode.ILLEGAL_GENERATION}
+    assert txn_commit(h, {("in", gone): 1}, M1, 2, version=6) == {("in", gone): ErrorCode.STALE_MEMBER_EPOCH}
+    assert txn_commit(h, {("in", k): 1}, M1, 4, version=6) == {("in", k): ErrorCode.STALE_MEMBER_EPOCH}
+    assert txn_commit(h, {("in", k): 1}, "nobody", 3, version=6) == {("in", k): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert txn_commit(h, {("in", k): 1}, "", -1) == {("in", k): ErrorCode.NONE}  # a producer outside the group
 
 
 # --- topology descriptions (KIP-1331) -------------------------------------------------------------
