@@ -1317,3 +1317,34 @@ def test_streams_group_offset_commits_of_an_older_epoch(pair):
     assert [t.partitions for t in second.active_tasks] == [[gone]], second
     assert commit("member-2", first.member_epoch, [gone]) == [ErrorCode.STALE_MEMBER_EPOCH]  # got it later
 
+
+def test_streams_group_rack_aware_assignment_tags(pair):
+    """streams.rack.aware.assignment.tags: a member without every tag gets MISSING_CLIENT_TAGS (v1,
+    not v0); a change of the tags is a new group epoch."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    for answer in pair.both(streams_config(group, {"streams.rack.aware.assignment.tags": "zone, rack"}), 1):
+        assert answer.responses[0].error_code == 0, answer
+    join = streams_heartbeat(group, "member-1", 0, "00000000-0000-0000-0000-000000000001", topic)
+    join.client_tags = [StreamsHeartbeat.KeyValue(key="zone", value="a")]
+    samsa, kafka = pair.both(join, 1)
+    assert [s.status_code for s in kafka.status] == [6], kafka  # MISSING_CLIENT_TAGS
+    assert_same(samsa, kafka)
+    first_epoch = kafka.member_epoch
+    v0 = streams_heartbeat(group, "member-2", 0, "00000000-0000-0000-0000-000000000002", topic)
+    samsa, kafka = pair.both(v0, 0)
+    assert kafka.status == [], kafka
+    assert_same(samsa, kafka)
+    for answer in pair.both(streams_config(group, {"streams.rack.aware.assignment.tags": "zone"}), 1):
+        assert answer.responses[0].error_code == 0, answer
+    again = streams_heartbeat(group, "member-1", first_epoch, "00000000-0000-0000-0000-000000000001", topic,
+                              owned={})
+    samsa, kafka = pair.both(again, 1)
+    assert kafka.status == [], kafka
+    assert_same(samsa, kafka)
+    samsa, kafka = pair.both(StreamsDescribe(group_ids=[group]), 0)
+    for described in (samsa, kafka):
+        described.groups[0].members.sort(key=lambda m: m.member_id)
+    assert kafka.groups[0].group_epoch == 4, kafka  # two joins and the tags' change
+    assert_same(samsa, kafka)

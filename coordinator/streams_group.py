@@ -22,6 +22,7 @@ Every change is one of Kafka's records (wire/coordinator_records/streams_group_*
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -98,9 +99,16 @@ class StreamsSettings:
     task_offset_interval_ms: int = 60_000
     acceptable_recovery_lag: int = 10_000
     max_size: int = 2**31 - 1
+    rack_aware_assignment_tags: tuple[str, ...] = ()
 
     def assignment_configs(self) -> dict[str, str]:
-        return {"num.standby.replicas": str(self.num_standby_replicas)}
+        """Kafka's streamsGroupAssignmentConfigs: what the assignor is given, kept in the group's
+        metadata record; a change is a new group epoch. Kafka 4.4's sticky assignor reads only
+        num.standby.replicas: the tags only trigger that rebalance and the MISSING_CLIENT_TAGS status."""
+        configs = {"num.standby.replicas": str(self.num_standby_replicas)}
+        if self.rack_aware_assignment_tags:
+            configs["rack.aware.assignment.tags"] = ",".join(self.rack_aware_assignment_tags)
+        return configs
 
 
 def _blank(value: str | None) -> bool:
@@ -514,6 +522,13 @@ class StreamsGroup(Group):
         if self.shutdown_requested_by is not None:
             statuses.append(_status(Status.SHUTDOWN_APPLICATION, f"Streams group member {self.shutdown_requested_by} "
                                     "encountered a fatal error and requested a shutdown for the entire application."))
+        required = configs.get("rack.aware.assignment.tags", "").strip()
+        if api_version >= 1 and required:
+            missing = [t for t in re.split(r"\s*,\s*", required) if t not in final.client_tags]
+            if missing:
+                statuses.append(_status(Status.MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware "
+                                        f"standby assignment: [{', '.join(missing)}]. Configure them via "
+                                        "'client.tag.<tagKey>' in your Streams config."))
         response.status = statuses
         return response, records, to_create
 

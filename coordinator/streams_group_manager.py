@@ -69,7 +69,8 @@ class StreamsGroupManager(GroupTypeManager):
             num_standby_replicas=v(group_id, "streams.num.standby.replicas"),
             task_offset_interval_ms=v(group_id, "streams.task.offset.interval.ms"),
             acceptable_recovery_lag=v(group_id, "streams.acceptable.recovery.lag"),
-            max_size=self.defaults.max_size)
+            max_size=self.defaults.max_size,
+            rack_aware_assignment_tags=tuple(v(group_id, "streams.rack.aware.assignment.tags") or ()))
 
     # --- StreamsGroupHeartbeat ---------------------------------------------------------------------
 

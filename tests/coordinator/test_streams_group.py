@@ -296,6 +296,35 @@ def test_static_member_gone_for_good_is_fenced_when_its_session_expires(h):
     assert set(h.group("g").members) == {M1}
 
 
+def test_rack_aware_assignment_tags(h):
+    """Kafka's streamsGroupAssignmentConfigs and the MISSING_CLIENT_TAGS status (v1): the tags are an
+    assignment config (a change is a new group epoch, kept in the metadata record); a member without
+    every tag is told so; the assignment does not depend on them (nor does Kafka 4.4's)."""
+    KV = Heartbeat.KeyValue
+    response, _ = beat(h, M1, client_tags=[KV(key="zone", value="a")])
+    assert response.status == [] and h.group("g").group_epoch == 2
+    plain = h.group("g").target_assignment[M1]
+    h.coordinator.streams.defaults = StreamsSettings(initial_rebalance_delay_ms=0, assignment_interval_ms=0,
+                                                     rack_aware_assignment_tags=("zone", "rack", "host"))
+    response, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}})
+    assert [(s.status_code, s.status_detail) for s in response.status] == [(
+        Status.MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware standby assignment: [rack, host]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config.")]
+    group = h.group("g")
+    assert response.member_epoch == 3 and group.group_epoch == 3 and group.target_assignment[M1] == plain
+    assert group.last_assignment_configs == {"num.standby.replicas": "0",
+                                             "rack.aware.assignment.tags": "zone,rack,host"}
+    assert h.restart().group("g").last_assignment_configs == group.last_assignment_configs
+    response, _ = beat(h, M1, 3, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}, client_tags=[
+        KV(key="zone", value="a"), KV(key="rack", value="r"), KV(key="host", value="h")])
+    assert response.status == [] and group.group_epoch == 4  # the member's tags changed
+    # v0 has no such status.
+    body = Heartbeat(group_id="g", member_id=M2, member_epoch=0, process_id="p2", topology=stateful_topology(),
+                     rebalance_timeout_ms=30_000, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+    response, _ = h.call(GroupCoordinator.streams_group_heartbeat, body, 0)
+    assert response.error_code == ErrorCode.NONE and response.status == []
+
+
 def test_initial_rebalance_delay(h):
     h = Harness(streams=StreamsSettings(initial_rebalance_delay_ms=3000))
     h.coordinator.streams.topics = TopicsImage([IN, OUT, REP, CHANGELOG])
