@@ -656,11 +656,11 @@ class StreamsGroup(Group):
             members[updated.member_id] = updated
         if configured is not None and configured.is_ready():
             assert configured.subtopologies is not None
-            specs = {}
-            for member_id, member in members.items():
-                previous = self.target_assignment.get(member_id, TasksTuple())
-                specs[member_id] = AssignorMember(member.process_id, previous.active, previous.standby,
-                                                  self.task_offsets.get(member_id, ({}, {}))[0])
+            # Each member's current tasks, not its last target (Kafka's TargetAssignmentBuilder
+            # createMemberMetadataAndState): stickiness follows what members run.
+            specs = {member_id: AssignorMember(member.process_id, member.assigned.active_tasks(), member.assigned.standby,
+                                               self.task_offsets.get(member_id, ({}, {}))[0])
+                     for member_id, member in members.items()}
             try:
                 new_target = STICKY_ASSIGNOR.assign(
                     specs, {s: Subtopology(c.num_tasks, c.stateful) for s, c in configured.subtopologies.items()},

@@ -194,6 +194,23 @@ def test_tasks_move_to_a_new_member_only_after_revocation(h):
     assert not (set(active(r2)["0"]) & set(kept.get("0", ())))
 
 
+def test_the_assignor_starts_from_the_tasks_members_have_not_their_last_target(h):
+    """Kafka's TargetAssignmentBuilder.createMemberMetadataAndState: the assignor is given each
+    member's current tasks. M2's target has half the tasks but it runs none yet, M1 still runs them
+    all: when M3 joins, M1 keeps its quota of them (the first by partition, then subtopology) and M2
+    is not favoured for its old target."""
+    beat(h, M1)
+    beat(h, M2, process="p2")
+    group = h.group("g")
+    assert sum(map(len, group.target_assignment[M2].active.values())) == 4 and group.members[M2].assigned.is_empty()
+    old_target = group.target_assignment[M2].active
+    beat(h, "member-3", process="p3")
+    assert group.target_assignment[M1].active == {"0": fs(0, 1), "1": fs(0)}
+    # The rest by load, ties by process id: not 3 of M2's old target ({"0": {2, 3}, "1": {2}} if it were).
+    assert old_target == {"0": fs(2, 3), "1": fs(2, 3)}
+    assert group.target_assignment[M2].active == {"0": fs(2), "1": fs(1, 3)}
+
+
 def test_heartbeat_errors(h):
     response, _ = beat(h, M1, 1)
     assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
