@@ -1348,3 +1348,22 @@ def test_streams_group_rack_aware_assignment_tags(pair):
         described.groups[0].members.sort(key=lambda m: m.member_id)
     assert kafka.groups[0].group_epoch == 4, kafka  # two joins and the tags' change
     assert_same(samsa, kafka)
+
+
+def test_streams_group_replaces_an_empty_classic_group(pair):
+    """An application that committed offsets as a classic group, stopped, and starts again with the
+    streams protocol: the empty classic group becomes a streams group, its offsets stay."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    commit = offset_commit_request(group, [(topic, [(0, 42)])], 9)
+    for answer in pair.both(commit, 9):
+        assert answer.topics[0].partitions[0].error_code == 0, answer
+    join = streams_heartbeat(group, "member-1", 0, "00000000-0000-0000-0000-000000000001", topic)
+    samsa, kafka = pair.both(join, 1)
+    assert kafka.error_code == 0 and kafka.member_epoch > 0, kafka
+    assert_same(samsa, kafka)
+    assert_same(*pair.both(offset_fetch_request([(group, [(topic, [0, 1])])], 9), 9))
+    samsa, kafka = pair.both(StreamsDescribe(group_ids=[group]), 0)
+    assert kafka.groups[0].error_code == 0, kafka
+    assert_same(samsa, kafka)

@@ -211,6 +211,30 @@ def test_the_assignor_starts_from_the_tasks_members_have_not_their_last_target(h
     assert group.target_assignment[M2].active == {"0": fs(2), "1": fs(1, 3)}
 
 
+def test_a_streams_group_replaces_an_empty_classic_group(h):
+    """Kafka's getOrCreateStreamsGroup: an application that committed offsets with the classic
+    protocol, stopped and restarted with the streams protocol, keeps them; a classic group with
+    members is not replaced."""
+    assert h.commit("g", {("in", 0): 5}) == {("in", 0): ErrorCode.NONE}  # an empty classic group
+    assert h.group("g").type == "classic"
+    response, _ = beat(h, M1, epoch=1)
+    assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             "Group g is not a streams group.")
+    response, _ = beat(h, M1)
+    assert response.error_code == ErrorCode.NONE and isinstance(h.group("g"), StreamsGroup)
+    assert h.fetch("g") == {("in", 0): 5}
+    fresh = h.restart()
+    assert isinstance(fresh.group("g"), StreamsGroup) and fresh.fetch("g") == {("in", 0): 5}
+    busy = Harness(streams=SETTINGS)
+    busy.coordinator.streams.topics = TopicsImage([IN, OUT, REP, CHANGELOG])
+    busy.stable_group("c", 1)
+    response, _ = busy.call(GroupCoordinator.streams_group_heartbeat, Heartbeat(
+        group_id="c", member_id=M1, member_epoch=0, process_id="p1", topology=stateful_topology(),
+        rebalance_timeout_ms=30_000, active_tasks=[], standby_tasks=[], warmup_tasks=[]), 1)
+    assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             "Group c is not a streams group.")
+
+
 def test_heartbeat_errors(h):
     response, _ = beat(h, M1, 1)
     assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
