@@ -1323,3 +1323,165 @@ def test_streams_group_heartbeat_errors(pair):
     bad = streams_join(group, "member-1", "in")
     bad.topology.subtopologies[1].state_changelog_topics[0].partitions = 3
     assert_same(*pair.both(bad, 1))  # STREAMS_INVALID_TOPOLOGY
+
+
+def streams_config(group: str, configs: dict[str, str]):
+    return IncrementalAlterConfigs(validate_only=False, resources=[IncrementalAlterConfigs.AlterConfigsResource(
+        resource_type=32, resource_name=group, configs=[
+            IncrementalAlterConfigs.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])])
+
+
+def streams_heartbeat(group: str, member_id: str, epoch: int, process: str, topic: str, instance_id=None,
+                      owned: dict[str, list[int]] | None = None):
+    """A stateless application's heartbeat: subtopology 0 reads `topic`."""
+    H = StreamsHeartbeat
+    tasks = None if owned is None else [H.TaskIds(subtopology_id=s, partitions=ps) for s, ps in owned.items()]
+    topology = H.Topology(epoch=0, subtopologies=[H.Subtopology(subtopology_id="0", source_topics=[topic])])
+    return H(group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+             rebalance_timeout_ms=30000 if epoch == 0 else -1, process_id=process,
+             topology=topology if epoch == 0 else None, active_tasks=tasks if epoch != 0 else [],
+             standby_tasks=None if tasks is None and epoch != 0 else [],
+             warmup_tasks=None if tasks is None and epoch != 0 else [], client_tags=[] if epoch == 0 else None)
+
+
+def streams_group_ready(pair, group: str) -> None:
+    """Both coordinators loaded, the group's assignment neither delayed nor rate-limited."""
+    wait_for_group_coordinator(pair, group)
+    for answer in pair.both(streams_config(group, {"streams.initial.rebalance.delay.ms": "0",
+                                                    "streams.assignment.interval.ms": "0"}), 1):
+        assert answer.responses[0].error_code == 0, answer
+
+
+def test_streams_group_static_member_rejoins(pair):
+    """KIP-1071 static membership: a member with an instance id leaves with epoch -2 and comes back
+    under a new member id; the errors of a taken, a fenced and an unknown instance id; the group
+    described after."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    p1, p2 = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
+
+    def both(member_id, epoch, process, instance_id, owned=None):
+        samsa, kafka = pair.both(streams_heartbeat(group, member_id, epoch, process, topic, instance_id, owned), 1)
+        assert_same(samsa, kafka)
+        return kafka
+
+    first = both("member-1", 0, p1, "i1")
+    assert [t.partitions for t in first.active_tasks] == [[0, 1]], first
+    second = both("member-2", 0, p2, "i2")
+    assert second.active_tasks == [], second
+    kept = both("member-1", first.member_epoch, p1, "i1", {"0": [0, 1]})  # one task to give up
+    kept = both("member-1", first.member_epoch, p1, "i1", {t.subtopology_id: t.partitions for t in kept.active_tasks})
+    second = both("member-2", second.member_epoch, p2, "i2", {})
+    assert [t.partitions for t in second.active_tasks] == [[1]] or [t.partitions for t in second.active_tasks] == [[0]]
+    owned = {t.subtopology_id: t.partitions for t in second.active_tasks}
+    assert both("member-3", 0, p2, "i1").error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+    assert both("member-2", -2, p2, "i2").member_epoch == -2
+    assert both("member-9", second.member_epoch, p2, "i9", {}).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    back = both("member-3", 0, p2, "i2")  # at once: its predecessor's tasks, at the group's epoch
+    assert {t.subtopology_id: t.partitions for t in back.active_tasks} == owned, back
+    assert back.member_epoch == second.member_epoch, back
+    assert both("member-3", back.member_epoch, p2, "i2", owned).active_tasks is None
+    samsa, kafka = pair.both(StreamsDescribe(group_ids=[group]), 0)
+    for described in (samsa, kafka):
+        described.groups[0].members.sort(key=lambda m: m.member_id)
+    assert [m.member_id for m in kafka.groups[0].members] == ["member-1", "member-3"], kafka
+    assert kafka.groups[0].group_state == "Stable", kafka
+    assert_same(samsa, kafka)
+    # Last: Kafka 4.4 relabels its cached (refined) assignment to the sender before refusing it, and
+    # the refusal leaves the relabel in place (seen: after a refused member-9 of instance i2, the
+    # rejoining member-3 got its task a heartbeat later). The old member id; a new one while the
+    # instance id is owned.
+    assert both("member-2", back.member_epoch, p2, "i2", owned).error_code == ErrorCode.FENCED_INSTANCE_ID
+    assert both("member-4", 0, p2, "i2").error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+
+
+def test_streams_group_offset_commits_of_an_older_epoch(pair):
+    """Kafka 4.4's StreamsGroup.validateOffsetCommit: at its own epoch a member commits anything; at
+    an older one only the partitions of tasks it had then and still has (or is revoking); a newer
+    epoch, an unknown member, OffsetCommit before v9 are refused."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    p1, p2 = "00000000-0000-0000-0000-000000000001", "00000000-0000-0000-0000-000000000002"
+
+    def both(member_id, epoch, process, owned=None):
+        samsa, kafka = pair.both(streams_heartbeat(group, member_id, epoch, process, topic, None, owned), 1)
+        assert_same(samsa, kafka)
+        return kafka
+
+    def commit(member_id, epoch, partitions, version=9):
+        request = offset_commit_request(group, [(topic, [(p, 7) for p in partitions])], version)
+        request.member_id, request.generation_id_or_member_epoch = member_id, epoch
+        samsa, kafka = pair.both(request, version)
+        assert_same(samsa, kafka)
+        return [p.error_code for p in kafka.topics[0].partitions]
+
+    first = both("member-1", 0, p1)
+    both("member-2", 0, p2)
+    revoking = both("member-1", first.member_epoch, p1, {"0": [0, 1]})
+    [kept] = [t.partitions for t in revoking.active_tasks]
+    [gone] = sorted({0, 1} - set(kept))
+    assert commit("member-1", first.member_epoch, [kept[0], gone]) == [ErrorCode.NONE, ErrorCode.NONE]  # revoking
+    now = both("member-1", first.member_epoch, p1, {"0": kept})
+    assert now.member_epoch == first.member_epoch + 1, now
+    assert commit("member-1", first.member_epoch, [kept[0]]) == [ErrorCode.NONE]
+    assert commit("member-1", first.member_epoch, [kept[0], gone]) == [ErrorCode.STALE_MEMBER_EPOCH] * 2
+    assert commit("member-1", now.member_epoch, [kept[0], gone]) == [ErrorCode.NONE] * 2
+    assert commit("member-1", now.member_epoch + 1, [kept[0]]) == [ErrorCode.STALE_MEMBER_EPOCH]
+    assert commit("member-9", now.member_epoch, [kept[0]]) == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert commit("member-1", now.member_epoch, [kept[0]], version=8) == [ErrorCode.UNSUPPORTED_VERSION]
+    second = both("member-2", now.member_epoch, p2, {})
+    assert [t.partitions for t in second.active_tasks] == [[gone]], second
+    assert commit("member-2", first.member_epoch, [gone]) == [ErrorCode.STALE_MEMBER_EPOCH]  # got it later
+
+
+def test_streams_group_rack_aware_assignment_tags(pair):
+    """streams.rack.aware.assignment.tags: a member without every tag gets MISSING_CLIENT_TAGS (v1,
+    not v0); a change of the tags is a new group epoch."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    for answer in pair.both(streams_config(group, {"streams.rack.aware.assignment.tags": "zone, rack"}), 1):
+        assert answer.responses[0].error_code == 0, answer
+    join = streams_heartbeat(group, "member-1", 0, "00000000-0000-0000-0000-000000000001", topic)
+    join.client_tags = [StreamsHeartbeat.KeyValue(key="zone", value="a")]
+    samsa, kafka = pair.both(join, 1)
+    assert [s.status_code for s in kafka.status] == [6], kafka  # MISSING_CLIENT_TAGS
+    assert_same(samsa, kafka)
+    first_epoch = kafka.member_epoch
+    v0 = streams_heartbeat(group, "member-2", 0, "00000000-0000-0000-0000-000000000002", topic)
+    samsa, kafka = pair.both(v0, 0)
+    assert kafka.status == [], kafka
+    assert_same(samsa, kafka)
+    for answer in pair.both(streams_config(group, {"streams.rack.aware.assignment.tags": "zone"}), 1):
+        assert answer.responses[0].error_code == 0, answer
+    again = streams_heartbeat(group, "member-1", first_epoch, "00000000-0000-0000-0000-000000000001", topic,
+                              owned={})
+    samsa, kafka = pair.both(again, 1)
+    assert kafka.status == [], kafka
+    assert_same(samsa, kafka)
+    samsa, kafka = pair.both(StreamsDescribe(group_ids=[group]), 0)
+    for described in (samsa, kafka):
+        described.groups[0].members.sort(key=lambda m: m.member_id)
+    assert kafka.groups[0].group_epoch == 4, kafka  # two joins and the tags' change
+    assert_same(samsa, kafka)
+
+
+def test_streams_group_replaces_an_empty_classic_group(pair):
+    """An application that committed offsets as a classic group, stopped, and starts again with the
+    streams protocol: the empty classic group becomes a streams group, its offsets stay."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-streams-{uuid.uuid4().hex[:8]}"
+    streams_group_ready(pair, group)
+    commit = offset_commit_request(group, [(topic, [(0, 42)])], 9)
+    for answer in pair.both(commit, 9):
+        assert answer.topics[0].partitions[0].error_code == 0, answer
+    join = streams_heartbeat(group, "member-1", 0, "00000000-0000-0000-0000-000000000001", topic)
+    samsa, kafka = pair.both(join, 1)
+    assert kafka.error_code == 0 and kafka.member_epoch > 0, kafka
+    assert_same(samsa, kafka)
+    assert_same(*pair.both(offset_fetch_request([(group, [(topic, [0, 1])])], 9), 9))
+    samsa, kafka = pair.both(StreamsDescribe(group_ids=[group]), 0)
+    assert kafka.groups[0].error_code == 0, kafka
+    assert_same(samsa, kafka)

@@ -3,6 +3,7 @@ under exactly_once_v2, on Samsa and on Kafka: streams-app/StreamsApp.java counts
 input (a repartition topic and a state store's changelog, both created by the broker's group
 coordinator) with two instances; one is killed (kill -9) while it runs, more input comes, it is
 started again; the committed output (read_committed) must end with the exact count of every value.
+A static member (group.instance.id) closed and started again takes its tasks back without a rebalance.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import class_sharing
+from compat_util import wait_for
 from kafka_oracle import CACHE, JVM_OPTS, OracleUnavailable, class_path, java
+from server_process import HOST
+from wire_client import WireClient
+
+from samsa.wire.protocol import ApiKey, request_class
 
 APP_DIR = Path(__file__).resolve().parent / "streams-app"
 SOURCES = sorted(APP_DIR.glob("*.java"))
@@ -153,4 +159,66 @@ def test_stateful_exactly_once_app_survives_a_killed_instance(broker, streams_ap
         assert final_counts(broker.bootstrap, sink, expected) == expected
     finally:
         for app in apps:
+            app.close()
+
+
+StreamsDescribe = request_class(ApiKey.STREAMS_GROUP_DESCRIBE)
+
+
+def described(broker, group: str):
+    answer = WireClient(HOST, broker.port).call(StreamsDescribe(group_ids=[group]), 0)
+    return answer.groups[0]
+
+
+def tasks_of(member) -> dict[str, list[int]]:
+    return {t.subtopology_id: t.partitions for t in member.assignment.active_tasks}
+
+
+def test_static_member_closed_and_restarted_keeps_its_tasks(broker, streams_app, tmp_path):
+    """KafkaStreams.close() of a static member leaves with epoch -2: the group keeps its tasks for
+    it; started again (a new member id, the same instance id and state dir) it gets them back at the
+    same group epoch, and the counts stay exact."""
+    app_id = f"streams-static-{uuid.uuid4().hex[:6]}"
+    source, sink = f"{app_id}-in", f"{app_id}-out"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic(source, 4, 1), NewTopic(sink, 2, 1)]).values():
+        future.result(60)
+    produce(broker.bootstrap, source, 1000)
+    apps: dict[str, App] = {}
+
+    def start(name: str) -> App:
+        app = App(streams_app, [broker.bootstrap, app_id, str(tmp_path / f"state-{name}"), source, sink,
+                                f"instance-{name}"], tmp_path / f"{name}.log")
+        apps[name] = app
+        return app
+
+    def member(group, name: str):
+        return next((m for m in group.members if (m.instance_id or "").startswith(f"instance-{name}")), None)
+
+    def stable_with_tasks():
+        group = described(broker, app_id)
+        return group.group_state == "Stable" and len(group.members) == 2 and all(tasks_of(m) for m in group.members)
+
+    try:
+        start("a").wait_running()
+        start("b").wait_running()
+        assert final_counts(broker.bootstrap, sink, None), "no count committed"
+        wait_for(stable_with_tasks, timeout=TIMEOUT, interval=0.5, what="both instances in a stable group with tasks")
+        before = described(broker, app_id)
+        tasks_b, old_id = tasks_of(member(before, "b")), member(before, "b").member_id
+        apps["b"].close()
+        wait_for(lambda: member(described(broker, app_id), "b").member_epoch == -2, timeout=60,
+                 interval=0.5, what="instance b to leave with epoch -2")
+        start("b").wait_running()
+        wait_for(lambda: (m := member(described(broker, app_id), "b")) is not None and m.member_id != old_id
+                 and m.member_epoch == before.group_epoch, timeout=TIMEOUT, interval=0.5,
+                 what="instance b back at the group's epoch")
+        after = described(broker, app_id)
+        assert tasks_of(member(after, "b")) == tasks_b, after
+        assert after.group_epoch == before.group_epoch, after
+        produce(broker.bootstrap, source, 1000)
+        expected = {v: 200 for v in VALUES}
+        assert final_counts(broker.bootstrap, sink, expected) == expected
+    finally:
+        for app in apps.values():
             app.close()

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 NewMemberUuid = Callable[[], str]
 # The topics among these that a request's sender may DESCRIBE.
 DescribableTopics = Callable[[Iterable[str]], set[str]]
+# Kafka's CommitPartitionValidator: checks one partition of an offset commit, (topic, partition),
+# raising GroupError if the member may not commit it (a member committing at an older epoch).
+CommitPartitionValidator = Callable[[str, int], None]
 
 
 class GroupType:
@@ -96,9 +99,11 @@ class Group(ABC):
 
     @abstractmethod
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               request: RequestInfo, transactional: bool = False) -> None:
+                               request: RequestInfo, transactional: bool = False,
+                               ) -> CommitPartitionValidator | None:
         """Raise GroupError unless this member may commit offsets now (`transactional`: with
-        TxnOffsetCommit, which a producer may send for a group it is not a member of)."""
+        TxnOffsetCommit, which a producer may send for a group it is not a member of); a validator
+        where each partition must be checked too (None: every partition may be committed)."""
 
     @abstractmethod
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:

@@ -36,7 +36,7 @@ from .classic_group import ClassicGroup
 from .classic_group_manager import ClassicGroupManager
 from .consumer_group import ConsumerGroupConfig
 from .consumer_group_manager import ConsumerGroupManager
-from .group import Group, GroupError, GroupTypeManager, NewMemberUuid, RequestInfo
+from .group import CommitPartitionValidator, Group, GroupError, GroupTypeManager, NewMemberUuid, RequestInfo
 from .group_config import GroupConfigManager
 from .offsets import (
     OFFSET_COMMIT_RECORD_TYPES,
@@ -268,20 +268,21 @@ class GroupCoordinator:
         errors: dict[tuple[str, int], int] = {}
         member_id, instance_id = commit.member_id, commit.group_instance_id
         generation = commit.generation_id_or_member_epoch
+        # OffsetCommit v2-v4 could ask for its own retention; v1 for its own commit time.
+        expire = -1
+        if 2 <= request.api_version <= 4 and commit.retention_time_ms != -1:
+            expire = now_ms + commit.retention_time_ms
         try:
             self._check_active()
             group = self._group_to_commit_to(now_ms, request, commit.group_id, generation)
-            group.validate_offset_commit(member_id, instance_id, generation, request)
+            validator = group.validate_offset_commit(member_id, instance_id, generation, request)
+            committed = self._requested_offsets(commit, now_ms, errors, expire)
+            _validate_partitions(validator, committed)
         except GroupError as e:
             code = e.code
             out.respond(ticket, _commit_response(commit, lambda topic, partition: code))
             return out
         self.managers[group.type].on_offset_commit(group, member_id, now_ms)
-        # OffsetCommit v2-v4 could ask for its own retention; v1 for its own commit time.
-        expire = -1
-        if 2 <= request.api_version <= 4 and commit.retention_time_ms != -1:
-            expire = now_ms + commit.retention_time_ms
-        committed = self._requested_offsets(commit, now_ms, errors, expire)
         if not committed:
             out.respond(ticket, _commit_response(commit, lambda topic, partition: errors[(topic, partition)]))
             return out
@@ -378,13 +379,16 @@ class GroupCoordinator:
             self._check_active()
             generation = commit.generation_id_or_member_epoch
             group = self._group_to_commit_to(now_ms, request, commit.group_id, generation)
-            group.validate_offset_commit(commit.member_id, commit.group_instance_id, generation, request,
-                                         transactional=True)
+            validator = group.validate_offset_commit(commit.member_id, commit.group_instance_id, generation, request,
+                                                     transactional=True)
+            pending = self._requested_offsets(commit, now_ms, errors)
+            _validate_partitions(validator, pending)
         except GroupError as e:
             code = e.code
+            if code == ErrorCode.STALE_MEMBER_EPOCH and request.api_version < 6:
+                code = ErrorCode.ILLEGAL_GENERATION  # TxnOffsetCommit v6 (KIP-848) can say so
             out.respond(ticket, txn_commit_response(commit, lambda topic, partition: code))
             return out
-        pending = self._requested_offsets(commit, now_ms, errors)
         group_id, producer_id = commit.group_id, commit.producer_id
 
         def stored(error: int, now_ms: int, out: Actions) -> None:
@@ -580,6 +584,15 @@ class GroupCoordinator:
             if delete_group and group.is_empty() and not self.offsets.has_offsets(group.group_id):
                 self._remove_group(group, now_ms)
                 log.info("Group %s is empty and has no offsets left: removed", group.group_id)
+
+
+def _validate_partitions(validator: CommitPartitionValidator | None,
+                         offsets: list[tuple[str, int, OffsetAndMetadata]]) -> None:
+    """Each partition of a commit (those whose metadata fits) checked by the group's validator: the
+    first it refuses refuses the whole request, as Kafka's commitOffset throws out of its loop."""
+    if validator is not None:
+        for topic, partition, _ in offsets:
+            validator(topic, partition)
 
 
 def _commit_response(commit, error_of, response_class=OffsetCommitResponse):

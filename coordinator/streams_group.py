@@ -22,6 +22,7 @@ Every change is one of Kafka's records (wire/coordinator_records/streams_group_*
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -52,7 +53,7 @@ from ..wire.messages import streams_group_describe_response as described
 from ..wire.messages import streams_group_heartbeat_response as hb
 from .actions import Record
 from .consumer_group import TopicsImage
-from .group import Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
+from .group import CommitPartitionValidator, Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
 from .share_group import metadata_hash
 from .streams_assignor import AssignorMember, StickyTaskAssignor, Subtopology, TaskAssignorError, TasksTuple
 from .streams_group_member import (
@@ -98,9 +99,16 @@ class StreamsSettings:
     task_offset_interval_ms: int = 60_000
     acceptable_recovery_lag: int = 10_000
     max_size: int = 2**31 - 1
+    rack_aware_assignment_tags: tuple[str, ...] = ()
 
     def assignment_configs(self) -> dict[str, str]:
-        return {"num.standby.replicas": str(self.num_standby_replicas)}
+        """Kafka's streamsGroupAssignmentConfigs: what the assignor is given, kept in the group's
+        metadata record; a change is a new group epoch. Kafka 4.4's sticky assignor reads only
+        num.standby.replicas: the tags only trigger that rebalance and the MISSING_CLIENT_TAGS status."""
+        configs = {"num.standby.replicas": str(self.num_standby_replicas)}
+        if self.rack_aware_assignment_tags:
+            configs["rack.aware.assignment.tags"] = ",".join(self.rack_aware_assignment_tags)
+        return configs
 
 
 def _blank(value: str | None) -> bool:
@@ -276,27 +284,50 @@ class StreamsGroup(Group):
     # --- offsets and deletion (the coordinator's shared APIs) ----------------------------------------
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               request: RequestInfo, transactional: bool = False) -> None:
-        """Kafka's StreamsGroup.validateOffsetCommit: a member commits at its epoch, or at an older
-        one for tasks it had then (Kafka checks each partition's task epoch; here the previous epoch
-        stands for them)."""
+                               request: RequestInfo, transactional: bool = False,
+                               ) -> CommitPartitionValidator | None:
+        """Kafka's StreamsGroup.validateOffsetCommit: a member commits at its epoch; at an older one
+        only the input partitions of active tasks it got at that epoch or before (and still has, or
+        is revoking): anything else is STALE_MEMBER_EPOCH, the whole commit refused."""
         epoch = generation_or_epoch
         if epoch < 0 and not self.members:
-            return
+            return None
         if transactional and epoch == -1 and member_id == "" and group_instance_id is None:
-            return
+            return None
         member = self._member_or_throw(member_id)
         if not transactional and request.api_version < 9:
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by members "
                              "using the streams group protocol")
+        if epoch == member.member_epoch:
+            return None
         if epoch > member.member_epoch:
             raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is newer than current "
                              f"member epoch {member.member_epoch}.")
-        if epoch < member.member_epoch:
-            oldest = min((e for ps in member.assigned.active.values() for e in ps.values()), default=member.member_epoch)
-            if epoch < oldest and epoch != member.previous_member_epoch:
-                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is older than the "
-                                 f"assignment epoch of the member's tasks.")
+        return self._assignment_epoch_validator(member, epoch)
+
+    def _assignment_epoch_validator(self, member: StreamsGroupMember, epoch: int) -> CommitPartitionValidator:
+        """Kafka's createAssignmentEpochValidator: each partition is the input of a task, which the
+        member must have got at `epoch` or before."""
+        if self.topology is None:
+            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, "Topology is not available for offset commit validation.")
+        subtopology_of = self.topology.source_topic_map()
+        assigned, revoking = member.assigned.active, member.pending_revocation.active
+
+        def validate(topic: str, partition: int) -> None:
+            subtopology = subtopology_of.get(topic)
+            if subtopology is None:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Topic {topic} is not in the topology.")
+            assignment_epoch = assigned.get(subtopology, {}).get(partition)
+            if assignment_epoch is None:
+                assignment_epoch = revoking.get(subtopology, {}).get(partition)
+            if assignment_epoch is None:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Task {subtopology}-{partition} is not assigned or "
+                                 "pending revocation for member.")
+            if epoch < assignment_epoch:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is older than "
+                                 f"assignment epoch {assignment_epoch} for task {subtopology}-{partition}.")
+
+        return validate
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:
         if member_id is None and member_epoch < 0:
@@ -345,19 +376,40 @@ class StreamsGroup(Group):
         the records to append, the internal topics the server must create). The group has applied
         the records; a refused request (GroupError) changes nothing."""
         member_id, epoch = request.member_id, request.member_epoch
+        instance_id = request.instance_id
         joining = epoch == JOIN_GROUP_MEMBER_EPOCH
-        if joining:
+        # A static member that left with epoch -2 and rejoins under a new member id replaces it (Kafka's
+        # getOrMaybeCreateStaticStreamsGroupMember): it takes over its metadata, target and tasks.
+        predecessor = None if instance_id is None else self.static_member(instance_id)
+        if joining and predecessor is None:
             if len(self.members) >= settings.max_size and member_id not in self.members:
                 raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
                                  f"capacity of {settings.max_size} members.")
-            member = self.members.get(member_id) or StreamsGroupMember(member_id)
-        else:
-            member = self._member_or_throw(member_id)
         owned = None
         if request.active_tasks is not None:
             owned = TasksWithEpochs({s: {p: 0 for p in ps} for s, ps in tasks_of(request.active_tasks).items()},
                                     tasks_of(request.standby_tasks), tasks_of(request.warmup_tasks))
-        self._check_member_epoch(member, epoch, owned)
+        replaced: StreamsGroupMember | None = None
+        if instance_id is None or not joining:
+            if instance_id is not None:
+                if predecessor is None:
+                    raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                if predecessor.member_id != member_id:
+                    raise GroupError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance_id} was fenced by member {predecessor.member_id}.")
+            member = (self.members.get(member_id) or StreamsGroupMember(member_id)) if joining \
+                else self._member_or_throw(member_id)
+            self._check_member_epoch(member, epoch, owned)
+        elif predecessor is None:
+            member = self.members.get(member_id) or StreamsGroupMember(member_id)
+        else:
+            if predecessor.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} cannot join the group because the instance id is owned by "
+                                 f"{predecessor.member_id} member.")
+            replaced = predecessor
+            member = replace(predecessor, member_id=member_id, member_epoch=JOIN_GROUP_MEMBER_EPOCH,
+                             previous_member_epoch=JOIN_GROUP_MEMBER_EPOCH)
         new_topology = StreamsTopology.from_request(request.topology) if request.topology is not None else None
         if new_topology is not None and self.topology is not None and self.topology.epoch <= new_topology.epoch \
                 and not self.topology.same_as(new_topology):
@@ -402,13 +454,16 @@ class StreamsGroup(Group):
         records: list[CoordinatorRecord] = []
         statuses: list[hb.Status] = []
         was_empty = not self.members
+        new_member = member_id not in self.members and replaced is None
+        if replaced is not None:
+            self._replace_member(records, replaced, member)
         recompute = new_hash != self.metadata_hash
-        if updated != member or member_id not in self.members:
+        if updated != member or new_member:
             self._emit(records, StreamsGroupMemberMetadataKey(self.group_id, member_id), updated.metadata_value())
             recompute |= updated.instance_id is None or (
                 member.topology_epoch, member.rack_id, member.client_tags, member.process_id) != (
                 updated.topology_epoch, updated.rack_id, updated.client_tags, updated.process_id)
-            recompute |= member_id not in self.members
+            recompute |= new_member
         if self.topology is None:
             self._emit(records, StreamsGroupTopologyKey(self.group_id), topology.record_value())
         self.configured = configured
@@ -467,8 +522,38 @@ class StreamsGroup(Group):
         if self.shutdown_requested_by is not None:
             statuses.append(_status(Status.SHUTDOWN_APPLICATION, f"Streams group member {self.shutdown_requested_by} "
                                     "encountered a fatal error and requested a shutdown for the entire application."))
+        required = configs.get("rack.aware.assignment.tags", "").strip()
+        if api_version >= 1 and required:
+            missing = [t for t in re.split(r"\s*,\s*", required) if t not in final.client_tags]
+            if missing:
+                statuses.append(_status(Status.MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware "
+                                        f"standby assignment: [{', '.join(missing)}]. Configure them via "
+                                        "'client.tag.<tagKey>' in your Streams config."))
         response.status = statuses
         return response, records, to_create
+
+    def static_member(self, instance_id: str) -> StreamsGroupMember | None:
+        """The member with this group instance id (Kafka's StreamsGroup.staticMember)."""
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
+
+    def _replace_member(self, records: list[CoordinatorRecord], old: StreamsGroupMember,
+                        new: StreamsGroupMember) -> None:
+        """Kafka's replaceStreamsMember: the old member's records deleted, the new member's written
+        with the old one's metadata, target and tasks."""
+        g = self.group_id
+        target = self.target_assignment.get(old.member_id, TasksTuple())
+        for key in (StreamsGroupCurrentMemberAssignmentKey(g, old.member_id),
+                    StreamsGroupTargetAssignmentMemberKey(g, old.member_id),
+                    StreamsGroupMemberMetadataKey(g, old.member_id)):
+            self._emit(records, key, None)
+        self.task_offsets.pop(old.member_id, None)
+        self._emit(records, StreamsGroupMemberMetadataKey(g, new.member_id), new.metadata_value())
+        self._emit(records, StreamsGroupTargetAssignmentMemberKey(g, new.member_id),
+                   StreamsGroupTargetAssignmentMemberValue(
+                       active_tasks=record_task_ids(target.active, TargetTaskIds),
+                       standby_tasks=record_task_ids(target.standby, TargetTaskIds),
+                       warmup_tasks=record_task_ids(target.warmup, TargetTaskIds)))
+        self._emit(records, StreamsGroupCurrentMemberAssignmentKey(g, new.member_id), new.assignment_value())
 
     def _check_member_epoch(self, member: StreamsGroupMember, epoch: int, owned: TasksWithEpochs | None) -> None:
         """Kafka's throwIfStreamsGroupMemberEpochIsInvalid: a member a step behind is accepted if it
@@ -571,11 +656,11 @@ class StreamsGroup(Group):
             members[updated.member_id] = updated
         if configured is not None and configured.is_ready():
             assert configured.subtopologies is not None
-            specs = {}
-            for member_id, member in members.items():
-                previous = self.target_assignment.get(member_id, TasksTuple())
-                specs[member_id] = AssignorMember(member.process_id, previous.active, previous.standby,
-                                                  self.task_offsets.get(member_id, ({}, {}))[0])
+            # Each member's current tasks, not its last target (Kafka's TargetAssignmentBuilder
+            # createMemberMetadataAndState): stickiness follows what members run.
+            specs = {member_id: AssignorMember(member.process_id, member.assigned.active_tasks(), member.assigned.standby,
+                                               self.task_offsets.get(member_id, ({}, {}))[0])
+                     for member_id, member in members.items()}
             try:
                 new_target = STICKY_ASSIGNOR.assign(
                     specs, {s: Subtopology(c.num_tasks, c.stateful) for s, c in configured.subtopologies.items()},

@@ -22,7 +22,7 @@ from ..wire.coordinator_records.streams_group_metadata_key import StreamsGroupMe
 from ..wire.errors import ErrorCode
 from ..wire.messages.streams_group_describe_response import DescribedGroup
 from ..wire.messages.streams_group_heartbeat_response import StreamsGroupHeartbeatResponse
-from .actions import Actions, Ticket, append_error
+from .actions import Actions, Record, Ticket, append_error
 from .consumer_group import TopicsImage
 from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, replay_group_record
 from .group_config import GroupConfigManager
@@ -69,7 +69,8 @@ class StreamsGroupManager(GroupTypeManager):
             num_standby_replicas=v(group_id, "streams.num.standby.replicas"),
             task_offset_interval_ms=v(group_id, "streams.task.offset.interval.ms"),
             acceptable_recovery_lag=v(group_id, "streams.acceptable.recovery.lag"),
-            max_size=self.defaults.max_size)
+            max_size=self.defaults.max_size,
+            rack_aware_assignment_tags=tuple(v(group_id, "streams.rack.aware.assignment.tags") or ()))
 
     # --- StreamsGroupHeartbeat ---------------------------------------------------------------------
 
@@ -80,7 +81,7 @@ class StreamsGroupManager(GroupTypeManager):
             if not self.coordinator.active:
                 raise GroupError(self.coordinator.inactive_error)
             validate_heartbeat_request(heartbeat)
-            group = self._group_for(heartbeat.group_id, heartbeat.member_epoch)
+            group, replaced = self._group_for(heartbeat.group_id, heartbeat.member_epoch)
             settings = self.settings(group.group_id)
             if leaving:
                 response, records = group.leave(heartbeat.member_id, heartbeat.instance_id, heartbeat.member_epoch,
@@ -95,7 +96,10 @@ class StreamsGroupManager(GroupTypeManager):
             return out
         if leaving:
             log.info("[GroupId %s][MemberId %s] Member left the streams group.", group.group_id, heartbeat.member_id)
-            self._cancel_timers(group.group_id, heartbeat.member_id)
+            # A static member gone for a while (epoch -2) keeps its tasks until it comes back or its
+            # session expires: Kafka's streamsGroupStaticMemberGroupLeave cancels no timer.
+            if heartbeat.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                self._cancel_timers(group.group_id, heartbeat.member_id)
         else:
             self._schedule_session(group, heartbeat.member_id, now_ms + settings.session_timeout_ms)
             self._maybe_schedule_rebalance_timeout(group, heartbeat.member_id, now_ms)
@@ -105,20 +109,30 @@ class StreamsGroupManager(GroupTypeManager):
             if not records:
                 out.respond(ticket, (response, to_create))
                 return out
+            if replaced is not None:
+                log.info("[GroupId %s] Converted the empty classic group to a streams group.", group.group_id)
+                self.coordinator._remove_group(replaced, now_ms)
             self.coordinator.add_group(group)
+        tombstones = [] if replaced is None else replaced.tombstones()
         self._write(out, group, records, lambda out: out.respond(ticket, (response, to_create)),
-                    lambda code, out: out.respond(ticket, (StreamsGroupHeartbeatResponse(error_code=code), {})))
+                    lambda code, out: out.respond(ticket, (StreamsGroupHeartbeatResponse(error_code=code), {})),
+                    tombstones)
         return out
 
-    def _group_for(self, group_id: str, member_epoch: int) -> StreamsGroup:
-        """Kafka's getOrCreateStreamsGroup (joining) and getStreamsGroupOrThrow (the others)."""
+    def _group_for(self, group_id: str, member_epoch: int) -> tuple[StreamsGroup, Group | None]:
+        """Kafka's getOrCreateStreamsGroup (joining) and getStreamsGroupOrThrow (the others): a new
+        streams group replaces an empty classic group (whose offsets stay: an application stopped
+        and restarted with group.protocol=streams keeps its progress)."""
         existing = self.coordinator.groups.get(group_id)
         if isinstance(existing, StreamsGroup):
-            return existing
+            return existing, None
+        joining = member_epoch == JOIN_GROUP_MEMBER_EPOCH
         if existing is None:
-            if member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+            if not joining:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
-            return StreamsGroup(group_id)
+            return StreamsGroup(group_id), None
+        if joining and existing.type == GroupType.CLASSIC and existing.is_empty():
+            return StreamsGroup(group_id), existing
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
 
     # --- StreamsGroupDescribe ----------------------------------------------------------------------
@@ -211,7 +225,8 @@ class StreamsGroupManager(GroupTypeManager):
 
     def _write(self, out: Actions, group: StreamsGroup, records: list[CoordinatorRecord],
                done: Callable[[Actions], None] | None = None,
-               failed: Callable[[int, Actions], None] | None = None) -> None:
+               failed: Callable[[int, Actions], None] | None = None, before: list[Record] | None = None) -> None:
+        """Append the records (after `before`, already encoded: a replaced group's tombstones)."""
         if not records:
             if done is not None:
                 done(out)
@@ -226,7 +241,8 @@ class StreamsGroupManager(GroupTypeManager):
             if failed is not None:
                 failed(append_error(error, too_large=ErrorCode.UNKNOWN_SERVER_ERROR), out)
 
-        out.append(self.coordinator.partition_for(group.group_id), [encode_record(r) for r in records], stored)
+        out.append(self.coordinator.partition_for(group.group_id),
+                   (before or []) + [encode_record(r) for r in records], stored)
 
     # --- the coordinator's hooks ---------------------------------------------------------------------
 

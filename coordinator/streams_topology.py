@@ -92,6 +92,11 @@ class StreamsTopology:
         return {t for s in self.subtopologies.values()
                 for t in list(s.source_topics) + [r.name for r in s.repartition_source_topics]}
 
+    def source_topic_map(self) -> dict[str, str]:
+        """{input topic: the id of the subtopology reading it} (Kafka's StreamsTopology.sourceTopicMap)."""
+        return {t: sid for sid, s in self.subtopologies.items()
+                for t in list(s.source_topics) + [r.name for r in s.repartition_source_topics]}
+
     def required_topics(self) -> set[str]:
         return self.source_topics() | {c.name for s in self.subtopologies.values() for c in s.state_changelog_topics}
 

@@ -1,5 +1,6 @@
 import java.time.Duration;
 import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -11,7 +12,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * exactly_once_v2, for test_kafka_streams.py: it counts the values of its input topic (a
  * repartition topic, a state store and its changelog topic) into its output topic, printing its
  * state changes ("STATE from -> to") until its standard input closes.
- * Arguments: bootstrap, application id, state dir, input topic, output topic.
+ * Arguments: bootstrap, application id, state dir, input topic, output topic[, group instance id
+ * (static membership: closing leaves the group for a while, with epoch -2)].
  */
 public class StreamsApp {
     public static void main(String[] args) throws Exception {
@@ -24,6 +26,9 @@ public class StreamsApp {
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        if (args.length > 5) {
+            p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, args[5]);
+        }
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(args[3]).groupBy((k, v) -> v).count().toStream()
             .mapValues(Object::toString).to(args[4], Produced.with(Serdes.String(), Serdes.String()));

@@ -69,9 +69,14 @@ IGNORED_TOPIC_CONFIGS: dict[str, str] = {
     "remote.storage.enable": "no tiered storage; refused, as by Kafka, unless remote.log.storage.system.enable",
 }
 
+# Streams groups' rack.aware.assignment.tags, broker default and group config alike.
+_STREAMS_TAGS_NOTE = ("a change is a new group epoch and members without these client tags get "
+                      "MISSING_CLIENT_TAGS; Kafka 4.4's sticky assignor places no task by them, nor does Samsa's")
+
 # Broker configs the broker reads itself (topic-level defaults, log.* and the rest that a topic
 # config names as its server_default_property, follow their topic config and are not listed).
 HONOURED_BROKER_CONFIGS: dict[str, str] = {
+    "group.streams.rack.aware.assignment.tags": _STREAMS_TAGS_NOTE,
     "group.streams.assignment.interval.ms": "",
     "group.streams.heartbeat.interval.ms": "",
     "group.streams.initial.rebalance.delay.ms": "",
@@ -281,7 +286,6 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "group.consumer.max.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
     "group.consumer.min.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
     "group.streams.assignors": "streams groups use the sticky assignor only, without rack awareness",
-    "group.streams.rack.aware.assignment.tags": "streams groups use the sticky assignor only, without rack awareness",
     "ssl.endpoint.identification.algorithm": "the broker makes no TLS connections of its own; the samsa tool "
                                              "reads it from --command-config (client/tls.py's client_context)",
     "background.threads": "trio tasks, no thread pool: only validated as a dynamic thread-pool config",
@@ -324,6 +328,7 @@ HONOURED_GROUP_CONFIGS: dict[str, str] = {
     "streams.heartbeat.interval.ms": "",
     "streams.initial.rebalance.delay.ms": "",
     "streams.num.standby.replicas": "",
+    "streams.rack.aware.assignment.tags": _STREAMS_TAGS_NOTE,
     "streams.session.timeout.ms": "",
     "streams.task.offset.interval.ms": "",
 }
@@ -334,6 +339,8 @@ IGNORED_GROUP_CONFIGS: dict[str, str] = {
     "consumer.session.timeout.ms": "consumer groups take the broker's group.consumer.* settings",
     "errors.deadletterqueue.copy.record.enable": "share groups' dead-letter queues (share.version 2) are not implemented",
     "errors.deadletterqueue.topic.name": "share groups' dead-letter queues (share.version 2) are not implemented",
+    "streams.num.warmup.replicas": "Kafka 4.4 assigns no warm-up tasks either (its AssignmentRefiner returns the "
+                                   "target assignment unchanged)",
 }
 
 

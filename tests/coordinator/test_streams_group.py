@@ -10,6 +10,7 @@ import pytest
 from group_harness import Harness
 
 from samsa.coordinator.consumer_group import TopicInfo, TopicsImage
+from samsa.coordinator.group import GroupError, RequestInfo
 from samsa.coordinator.group_coordinator import GroupCoordinator
 from samsa.coordinator.streams_assignor import AssignorMember, StickyTaskAssignor, Subtopology, TasksTuple
 from samsa.coordinator.streams_group import StreamsGroup, StreamsGroupState, StreamsSettings
@@ -22,6 +23,7 @@ from samsa.wire.protocol import ApiKey, request_class
 
 Heartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
 TopologyDescriptionUpdate = request_class(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+TxnOffsetCommit = request_class(ApiKey.TXN_OFFSET_COMMIT)
 METADATA_RECORD_TYPE = 17  # StreamsGroupMetadata
 A = StickyTaskAssignor()
 
@@ -192,6 +194,47 @@ def test_tasks_move_to_a_new_member_only_after_revocation(h):
     assert not (set(active(r2)["0"]) & set(kept.get("0", ())))
 
 
+def test_the_assignor_starts_from_the_tasks_members_have_not_their_last_target(h):
+    """Kafka's TargetAssignmentBuilder.createMemberMetadataAndState: the assignor is given each
+    member's current tasks. M2's target has half the tasks but it runs none yet, M1 still runs them
+    all: when M3 joins, M1 keeps its quota of them (the first by partition, then subtopology) and M2
+    is not favoured for its old target."""
+    beat(h, M1)
+    beat(h, M2, process="p2")
+    group = h.group("g")
+    assert sum(map(len, group.target_assignment[M2].active.values())) == 4 and group.members[M2].assigned.is_empty()
+    old_target = group.target_assignment[M2].active
+    beat(h, "member-3", process="p3")
+    assert group.target_assignment[M1].active == {"0": fs(0, 1), "1": fs(0)}
+    # The rest by load, ties by process id: not 3 of M2's old target ({"0": {2, 3}, "1": {2}} if it were).
+    assert old_target == {"0": fs(2, 3), "1": fs(2, 3)}
+    assert group.target_assignment[M2].active == {"0": fs(2), "1": fs(1, 3)}
+
+
+def test_a_streams_group_replaces_an_empty_classic_group(h):
+    """Kafka's getOrCreateStreamsGroup: an application that committed offsets with the classic
+    protocol, stopped and restarted with the streams protocol, keeps them; a classic group with
+    members is not replaced."""
+    assert h.commit("g", {("in", 0): 5}) == {("in", 0): ErrorCode.NONE}  # an empty classic group
+    assert h.group("g").type == "classic"
+    response, _ = beat(h, M1, epoch=1)
+    assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             "Group g is not a streams group.")
+    response, _ = beat(h, M1)
+    assert response.error_code == ErrorCode.NONE and isinstance(h.group("g"), StreamsGroup)
+    assert h.fetch("g") == {("in", 0): 5}
+    fresh = h.restart()
+    assert isinstance(fresh.group("g"), StreamsGroup) and fresh.fetch("g") == {("in", 0): 5}
+    busy = Harness(streams=SETTINGS)
+    busy.coordinator.streams.topics = TopicsImage([IN, OUT, REP, CHANGELOG])
+    busy.stable_group("c", 1)
+    response, _ = busy.call(GroupCoordinator.streams_group_heartbeat, Heartbeat(
+        group_id="c", member_id=M1, member_epoch=0, process_id="p1", topology=stateful_topology(),
+        rebalance_timeout_ms=30_000, active_tasks=[], standby_tasks=[], warmup_tasks=[]), 1)
+    assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
+                                                             "Group c is not a streams group.")
+
+
 def test_heartbeat_errors(h):
     response, _ = beat(h, M1, 1)
     assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
@@ -235,6 +278,94 @@ def test_leave_session_timeout_and_reload(h):
     assert not group.members and group.state == StreamsGroupState.EMPTY
 
 
+def test_static_member_rejoins_with_its_tasks(h):
+    """Kafka's getOrMaybeCreateStaticStreamsGroupMember: a static member that left with epoch -2
+    and comes back under a new member id takes over its predecessor's metadata, target and tasks
+    without a new group epoch; the instance id is refused while its owner is still in the group."""
+    beat(h, M1, instance_id="i1")
+    beat(h, M2, process="p2", instance_id="i2")
+    r1, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}, instance_id="i1")
+    r1, _ = beat(h, M1, 2, owned=active(r1), instance_id="i1")
+    r2, _ = beat(h, M2, 3, process="p2", owned={}, instance_id="i2")
+    group = h.group("g")
+    assert group.state == StreamsGroupState.STABLE and group.group_epoch == 3
+    m2_tasks = group.members[M2].assigned.active_tasks()
+    assert sum(map(len, m2_tasks.values())) == 4
+    # The instance id is still owned: another member cannot take it.
+    response, _ = beat(h, "member-3", process="p2", instance_id="i2")
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.UNRELEASED_INSTANCE_ID, "Static member member-3 with instance id i2 cannot join the group because "
+        "the instance id is owned by member-2 member.")
+    # M2 leaves for a while: it keeps its tasks (their epochs reset), the group waits for it.
+    response, _ = beat(h, M2, -2, process="p2", instance_id="i2")
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, -2)
+    assert group.members[M2].member_epoch == -2 and group.state == StreamsGroupState.RECONCILING
+    assert all(e == 0 for ps in group.members[M2].assigned.active.values() for e in ps.values())
+    # A heartbeat of the old member id, or of an unknown instance, is refused.
+    response, _ = beat(h, "member-9", 3, process="p2", owned={}, instance_id="i9")
+    assert (response.error_code, response.error_message) == (ErrorCode.UNKNOWN_MEMBER_ID, "Instance id i9 is unknown.")
+    response, _ = beat(h, "member-9", 3, process="p2", owned={}, instance_id="i2")
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.FENCED_INSTANCE_ID, "Static member member-9 with instance id i2 was fenced by member member-2.")
+    # It comes back as member-3: M2's tasks at once, at the group's epoch, no rebalance.
+    appended = len(h.log[h.coordinator.partition_for("g")])
+    response, _ = beat(h, "member-3", process="p2", instance_id="i2")
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 3)
+    assert active(response) == {s: set(ps) for s, ps in m2_tasks.items()}
+    assert set(group.members) == {M1, "member-3"} and group.group_epoch == 3
+    assert group.state == StreamsGroupState.STABLE and group.members["member-3"].process_id == "p2"
+    assert group.target_assignment["member-3"].active == m2_tasks and M2 not in group.target_assignment
+    written = [record_type(k) for k, _ in h.log[h.coordinator.partition_for("g")][appended:]]
+    assert written == [22, 21, 19, 19, 21, 22, 22]  # M2 deleted; member-3's metadata, target, tasks
+    # The old member id is gone; a reload gives the same group.
+    response, _ = beat(h, M2, 3, process="p2", owned={}, instance_id="i2")
+    assert response.error_code == ErrorCode.FENCED_INSTANCE_ID
+    fresh = h.restart().group("g")
+    assert set(fresh.members) == {M1, "member-3"} and fresh.members["member-3"].assigned == \
+        group.members["member-3"].assigned
+
+
+def test_static_member_gone_for_good_is_fenced_when_its_session_expires(h):
+    beat(h, M1, instance_id="i1")
+    beat(h, M2, process="p2", instance_id="i2")
+    beat(h, M2, -2, process="p2", instance_id="i2")
+    h.advance(30_000)
+    assert h.group("g").members[M2].member_epoch == -2  # still waited for
+    response, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}, instance_id="i1")
+    assert response.error_code == ErrorCode.NONE
+    h.advance(15_000)
+    assert set(h.group("g").members) == {M1}
+
+
+def test_rack_aware_assignment_tags(h):
+    """Kafka's streamsGroupAssignmentConfigs and the MISSING_CLIENT_TAGS status (v1): the tags are an
+    assignment config (a change is a new group epoch, kept in the metadata record); a member without
+    every tag is told so; the assignment does not depend on them (nor does Kafka 4.4's)."""
+    KV = Heartbeat.KeyValue
+    response, _ = beat(h, M1, client_tags=[KV(key="zone", value="a")])
+    assert response.status == [] and h.group("g").group_epoch == 2
+    plain = h.group("g").target_assignment[M1]
+    h.coordinator.streams.defaults = StreamsSettings(initial_rebalance_delay_ms=0, assignment_interval_ms=0,
+                                                     rack_aware_assignment_tags=("zone", "rack", "host"))
+    response, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}})
+    assert [(s.status_code, s.status_detail) for s in response.status] == [(
+        Status.MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware standby assignment: [rack, host]. "
+        "Configure them via 'client.tag.<tagKey>' in your Streams config.")]
+    group = h.group("g")
+    assert response.member_epoch == 3 and group.group_epoch == 3 and group.target_assignment[M1] == plain
+    assert group.last_assignment_configs == {"num.standby.replicas": "0",
+                                             "rack.aware.assignment.tags": "zone,rack,host"}
+    assert h.restart().group("g").last_assignment_configs == group.last_assignment_configs
+    response, _ = beat(h, M1, 3, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}}, client_tags=[
+        KV(key="zone", value="a"), KV(key="rack", value="r"), KV(key="host", value="h")])
+    assert response.status == [] and group.group_epoch == 4  # the member's tags changed
+    # v0 has no such status.
+    body = Heartbeat(group_id="g", member_id=M2, member_epoch=0, process_id="p2", topology=stateful_topology(),
+                     rebalance_timeout_ms=30_000, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+    response, _ = h.call(GroupCoordinator.streams_group_heartbeat, body, 0)
+    assert response.error_code == ErrorCode.NONE and response.status == []
+
+
 def test_initial_rebalance_delay(h):
     h = Harness(streams=StreamsSettings(initial_rebalance_delay_ms=3000))
     h.coordinator.streams.topics = TopicsImage([IN, OUT, REP, CHANGELOG])
@@ -270,6 +401,58 @@ def test_offset_commits_of_members(h):
     assert h.commit("g", {("in", 0): 6}, "nobody", 2, version=9) == {("in", 0): ErrorCode.UNKNOWN_MEMBER_ID}
     assert h.commit("g", {("in", 0): 6}, M1, 2, version=8) == {("in", 0): ErrorCode.UNSUPPORTED_VERSION}
     assert h.group("g").is_subscribed_to_topic("in") and not h.group("g").is_subscribed_to_topic("out")
+
+
+def txn_commit(h: Harness, offsets: dict[tuple[str, int], int], member_id: str, epoch: int, version: int = 5):
+    T = TxnOffsetCommit
+    body = T(transactional_id="tx", group_id="g", producer_id=7, producer_epoch=0,
+             generation_id_or_member_epoch=epoch, member_id=member_id, topics=[
+                 T.TxnOffsetCommitRequestTopic(name=t, partitions=[T.TxnOffsetCommitRequestPartition(
+                     partition_index=p, committed_offset=o, committed_metadata="")]) for (t, p), o in offsets.items()])
+    response = h.answer(h.send(GroupCoordinator.txn_offset_commit, body, version=version))
+    return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+
+def test_offset_commits_at_an_older_epoch_are_checked_task_by_task(h):
+    """Kafka's StreamsGroup.createAssignmentEpochValidator: at an epoch older than the member's, each
+    partition must be the input of an active task the member got at that epoch or before (assigned,
+    or still being revoked); one refused partition refuses the whole commit."""
+    beat(h, M1)  # every task at epoch 2
+    beat(h, M2, process="p2")  # epoch 3: half of them move to M2
+    r1, _ = beat(h, M1, 2, owned={"0": {0, 1, 2, 3}, "1": {0, 1, 2, 3}})
+    kept, revoking = active(r1), h.group("g").members[M1].pending_revocation.active
+    r1, _ = beat(h, M1, 2, owned=kept)
+    assert r1.member_epoch == 3
+    k, gone = min(kept["0"]), min(revoking["0"])
+    assert h.commit("g", {("in", k): 1}, M1, 2, version=9) == {("in", k): ErrorCode.NONE}
+    # A task it gave up, a topic outside the topology, the changelog topic: none is an input.
+    assert h.commit("g", {("in", k): 1, ("in", gone): 1}, M1, 2, version=9) == {
+        ("in", k): ErrorCode.STALE_MEMBER_EPOCH, ("in", gone): ErrorCode.STALE_MEMBER_EPOCH}
+    assert h.commit("g", {("out", 0): 1}, M1, 2, version=9) == {("out", 0): ErrorCode.STALE_MEMBER_EPOCH}
+    k1 = min(kept["1"])
+    assert h.commit("g", {("app-rep", k1): 1}, M1, 2, version=9) == {("app-rep", k1): ErrorCode.NONE}  # subtopology 1
+    group = h.group("g")
+    validate = group.validate_offset_commit(M1, None, 2, RequestInfo(9))
+    with pytest.raises(GroupError) as refused:
+        validate("in", gone)
+    assert refused.value.message == f"Task 0-{gone} is not assigned or pending revocation for member."
+    with pytest.raises(GroupError) as refused:
+        validate("out", 0)
+    assert refused.value.message == "Topic out is not in the topology."
+    assert group.validate_offset_commit(M1, None, 3, RequestInfo(9)) is None  # its epoch: anything
+    # M2 got its tasks at epoch 3: a commit at epoch 2 is older than their assignment epoch.
+    r2, _ = beat(h, M2, 3, process="p2", owned={})
+    mine = min(active(r2)["0"])
+    with pytest.raises(GroupError) as refused:
+        group.validate_offset_commit(M2, None, 2, RequestInfo(9))("in", mine)
+    assert refused.value.message == f"Received member epoch 2 is older than assignment epoch 3 for task 0-{mine}."
+    # TxnOffsetCommit the same; before v6 a stale epoch is ILLEGAL_GENERATION.
+    assert txn_commit(h, {("in", k): 1}, M1, 2) == {("in", k): ErrorCode.NONE}
+    assert txn_commit(h, {("in", gone): 1}, M1, 2, version=5) == {("in", gone): ErrorCode.ILLEGAL_GENERATION}
+    assert txn_commit(h, {("in", gone): 1}, M1, 2, version=6) == {("in", gone): ErrorCode.STALE_MEMBER_EPOCH}
+    assert txn_commit(h, {("in", k): 1}, M1, 4, version=6) == {("in", k): ErrorCode.STALE_MEMBER_EPOCH}
+    assert txn_commit(h, {("in", k): 1}, "nobody", 3, version=6) == {("in", k): ErrorCode.UNKNOWN_MEMBER_ID}
+    assert txn_commit(h, {("in", k): 1}, "", -1) == {("in", k): ErrorCode.NONE}  # a producer outside the group
 
 
 # --- topology descriptions (KIP-1331) -------------------------------------------------------------
