@@ -1110,6 +1110,31 @@ def test_transaction_version_2_offsets_and_markers(pair, version):
     assert_same(*txn.end(commit=True))
 
 
+def test_transaction_version_2_sequences_and_a_stale_epoch_at_the_partition_leader(pair):
+    """The leader's producer state under transaction version 2 (Kafka's ProducerAppendInfo): a
+    transaction's first batch on a partition must have sequence 0, a gap is out of order, and after
+    the end's epoch bump the old epoch is refused before the coordinator is asked, the new one
+    starts over at 0."""
+    name = pair.create_topic(prefix="diff-txn")
+    txn = TxnPair(pair)
+
+    def produce(sequence: int):
+        samsa, kafka = produce_both(pair, name, 12, txn.batches(sequence), transactional_id=txn.id)
+        assert_same(samsa, kafka)
+        return kafka.responses[0].partition_responses[0].error_code
+
+    assert produce(3) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(0) == ErrorCode.NONE
+    assert produce(2) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(1) == ErrorCode.NONE
+    assert_same(*txn.end(commit=True))
+    assert produce(2) == ErrorCode.INVALID_PRODUCER_EPOCH  # the epoch before the bump
+    txn.producers = [(pid, epoch + 1) for pid, epoch in txn.producers]
+    assert produce(2) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(0) == ErrorCode.NONE
+    assert_same(*txn.end(commit=False))
+
+
 def test_txn_offset_commit_of_an_unknown_topic_id(pair):
     txn = TxnPair(pair)
     group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"

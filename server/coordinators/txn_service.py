@@ -334,10 +334,11 @@ class TxnService:
 
     # --- transactional appends ------------------------------------------------------------------------------
 
-    def _verifies(self, transactional_id: str) -> bool:
+    def verifies(self, transactional_id: str) -> bool:
         """transaction.partition.verification.enable, for the transactional ids coordinated here: in a
         cluster Kafka asks another broker's coordinator (AddPartitionsToTxn, verify only), which
-        Samsa does not yet, and appends unverified."""
+        Samsa does not yet, and appends unverified. When true, a transactional append must bring
+        back the verification guard its partition gave it (storage's producer state)."""
         if not self._config.get("transaction.partition.verification.enable"):
             return False
         return self.partitions is None or partition_for(transactional_id, self.num_partitions()) in self.partitions.owned
@@ -348,7 +349,7 @@ class TxnService:
         transaction. Otherwise the Produce error (and message) Kafka's ReplicaManager answers.
         Without a transactional id, or with transaction.partition.verification.enable off, Kafka
         appends unverified, and so does this."""
-        if transactional_id is None or not self._verifies(transactional_id):
+        if transactional_id is None or not self.verifies(transactional_id):
             return None
         error = self.coordinator_for(transactional_id).verify_partitions(
             transactional_id, header.producer_id, header.producer_epoch, [(topic, partition)])[(topic, partition)]
@@ -373,7 +374,7 @@ class TxnService:
         tp = (OFFSETS_TOPIC, partition)
         if txn_offset_commit_version >= FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS:
             error = (await self.add_for_produce(transactional_id, producer_id, producer_epoch, [tp]))[tp]
-        elif not self._verifies(transactional_id):
+        elif not self.verifies(transactional_id):
             return ErrorCode.NONE
         else:
             error = self.coordinator_for(transactional_id).verify_partitions(transactional_id, producer_id,
