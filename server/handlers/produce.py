@@ -10,7 +10,8 @@ the append (NOT_ENOUGH_REPLICAS), or fails it once replicated (NOT_ENOUGH_REPLIC
 A transactional batch of v12+ comes from a producer of transaction version 2 (KIP-890 part 2), which
 sends no AddPartitionsToTxn: the partitions are added to its transaction here, before the appends
 (Kafka's AddPartitionsToTxnManager, verifyOnly false); older versions are only verified (KIP-890
-part 1). v13 names topics by id (KIP-516): an unknown one is UNKNOWN_TOPIC_ID. A ZooKeeper cluster
+part 1). Either way the partition first makes the producer's verification guard (Kafka's
+maybeStartTransactionVerification), which its append brings back. v13 names topics by id (KIP-516): an unknown one is UNKNOWN_TOPIC_ID. A ZooKeeper cluster
 serves v0-11, as Kafka 3.9.
 Deviations: v0-2 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); internal topics are
 refused even to the `__admin_client` client id, which Kafka lets write them.
