@@ -1211,6 +1211,39 @@ def test_transaction_version_2_errors_by_state(pair):
     assert commit_offsets() == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+AddPartitionsToTxn = request_class(ApiKey.ADD_PARTITIONS_TO_TXN)
+
+
+@pytest.mark.parametrize("version", [11, 10])
+def test_a_version_1_producers_late_write_after_its_marker_is_refused_by_verification(pair, version):
+    """Jepsen's case (KAFKA-17754) under transaction version 1: a write delayed past its
+    transaction's marker, at the same epoch, would open a transaction nobody ends; the partition
+    leader's verification (KIP-890 part 1) refuses it, TRANSACTION_ABORTABLE from Produce v11,
+    INVALID_TXN_STATE before. A retry of a batch already committed is refused the same way."""
+    name = pair.create_topic(prefix="diff-txn")
+    txn = TxnPair(pair)
+    added = txn.both(lambda pid, epoch: AddPartitionsToTxn(
+        v3_and_below_transactional_id=txn.id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxn.AddPartitionsToTxnTopic(name=name, partitions=[0])]), 3)
+    assert_same(*added)
+
+    def produce(sequence: int):
+        samsa, kafka = produce_both(pair, name, version, txn.batches(sequence), transactional_id=txn.id)
+        assert_same(samsa, kafka)
+        return kafka.responses[0].partition_responses[0].error_code
+
+    assert produce(0) == ErrorCode.NONE
+    def end(pid: int, epoch: int):
+        return EndTxn(transactional_id=txn.id, producer_id=pid, producer_epoch=epoch, committed=True)
+    for _ in range(2):  # the second, a retry, is answered once the markers are written
+        samsa, kafka = txn.both(end, 4, retry={ErrorCode.CONCURRENT_TRANSACTIONS})
+        assert kafka.error_code == ErrorCode.NONE
+        assert_same(samsa, kafka)
+    refused = ErrorCode.TRANSACTION_ABORTABLE if version >= 11 else ErrorCode.INVALID_TXN_STATE
+    assert produce(1) == refused
+    assert produce(0) == refused
+
+
 def test_txn_offset_commit_of_an_unknown_topic_id(pair):
     txn = TxnPair(pair)
     group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"
