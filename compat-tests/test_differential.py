@@ -1242,6 +1242,17 @@ def test_a_version_1_producers_late_write_after_its_marker_is_refused_by_verific
     refused = ErrorCode.TRANSACTION_ABORTABLE if version >= 11 else ErrorCode.INVALID_TXN_STATE
     assert produce(1) == refused
     assert produce(0) == refused
+    # Those refused writes' verification stands (Kafka's VerificationStateEntry, lowest sequence
+    # 0): at this epoch the producer's next sequence, 1, is now out of order.
+    assert_same(*txn.both(lambda pid, epoch: AddPartitionsToTxn(
+        v3_and_below_transactional_id=txn.id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxn.AddPartitionsToTxnTopic(name=name, partitions=[0])]), 3))
+    assert produce(1) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    # Fenced by InitProducerId while its transaction is open, the producer's abort markers carry a
+    # newer epoch, and the partition refuses the old one before asking the coordinator.
+    assert_same(*txn.both(lambda pid, epoch: InitProducerId(transactional_id=txn.id, transaction_timeout_ms=60_000),
+                          5, retry={ErrorCode.CONCURRENT_TRANSACTIONS}))
+    assert produce(1) == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 def test_txn_offset_commit_of_an_unknown_topic_id(pair):

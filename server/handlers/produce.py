@@ -143,7 +143,11 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
                 error, guard = added.get((topic_name, data.index), (ErrorCode.NONE, None))
                 refused = None if error == ErrorCode.NONE else produce_verification_error(error, ctx.api_version)
             elif transactional_id is not None and ctx.services.transactions.verifies(transactional_id):
-                guard = start_verification(partition, produced, supports_epoch_bump=False)
+                try:
+                    guard = start_verification(partition, produced, supports_epoch_bump=False)
+                except InvalidProducerEpochException:
+                    # Kafka answers it as a verification error: no message, no log start offset.
+                    return partition_error(data.index, ErrorCode.INVALID_PRODUCER_EPOCH)
                 refused = None if guard == SENTINEL_GUARD else ctx.services.transactions.verify_append(
                     transactional_id, produced.header, topic_name, data.index, ctx.api_version)
             else:
