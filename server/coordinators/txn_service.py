@@ -37,7 +37,9 @@ from ...coordinator.transaction_coordinator import (
 from ...coordinator.transaction_metadata import TV_2
 from ...wire.coordinator_record import RecordFormatError
 from ...wire.errors import ErrorCode
-from ...wire.records import BatchHeader
+from ...storage.errors import InvalidProducerEpochException
+from ...storage.producer_state import SENTINEL_GUARD
+from ...wire.records import NO_SEQUENCE, BatchHeader
 from .runtime import (
     CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches,
     replay_topic,
@@ -370,9 +372,22 @@ class TxnService:
                                        partition: int, txn_offset_commit_version: int) -> int:
         """TxnOffsetCommit's check that AddOffsetsToTxn put the group's partition in the transaction;
         from v5 (transaction version 2, which sends no AddOffsetsToTxn) the partition is added to it
-        (Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation)."""
+        (Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation). As for a Produce, the
+        offsets partition first makes the producer's verification (Kafka's
+        CoordinatorPartitionWriter.maybeStartTransactionVerification): an epoch older than the
+        partition's is refused there, and a transaction already open there asks no coordinator."""
         tp = (OFFSETS_TOPIC, partition)
-        if txn_offset_commit_version >= FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS:
+        adds = txn_offset_commit_version >= FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS
+        offsets = self._replicas.get(OFFSETS_TOPIC, partition)
+        if (adds or self.verifies(transactional_id)) and offsets is not None and offsets.is_leader:
+            try:
+                guard = offsets.log.maybe_start_transaction_verification(producer_id, NO_SEQUENCE, producer_epoch,
+                                                                         supports_epoch_bump=adds)
+            except InvalidProducerEpochException:
+                return ErrorCode.INVALID_PRODUCER_EPOCH
+            if guard == SENTINEL_GUARD:
+                return ErrorCode.NONE
+        if adds:
             error = (await self.add_for_produce(transactional_id, producer_id, producer_epoch, [tp]))[tp]
         elif not self.verifies(transactional_id):
             return ErrorCode.NONE

@@ -185,6 +185,34 @@ def test_txn_offset_commit_v5_adds_the_offsets_partition(tmp_path):
     run_broker(broker_config(tmp_path), scenario)
 
 
+def test_txn_offset_commit_checks_the_offsets_partitions_producer_state_first(tmp_path):
+    """As Kafka's CoordinatorPartitionWriter: the group's partition of __consumer_offsets makes the
+    producer's verification before the coordinator is asked; an open transaction there needs none,
+    an epoch older than the partition's (its marker carried the bump) is refused there."""
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("in"), 7)
+        txn = TxnV2(client, "tx")
+        assert await txn.init(5) == E.NONE
+        for offset in (5, 6):  # the second in the transaction the first opened there
+            response = await client.call(txn_commit(txn, offset), 5)
+            assert response.topics[0].partitions[0].error_code == E.NONE
+        stale_epoch = txn.epoch
+        assert await txn.end_v2() == E.NONE
+        assert await committed(client) == (E.NONE, 6)
+        current_epoch, txn.epoch = txn.epoch, stale_epoch
+        for version in (5, 4):
+            response = await client.call(txn_commit(txn, 9), version)
+            assert response.topics[0].partitions[0].error_code == E.INVALID_PRODUCER_EPOCH
+        txn.epoch = current_epoch
+        response = await client.call(txn_commit(txn, 9), 5)
+        assert response.topics[0].partitions[0].error_code == E.NONE
+        assert await txn.end_v2(commit=False) == E.NONE
+        assert await committed(client) == (E.NONE, 6)
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
 def test_write_txn_markers_v2_takes_a_marker_only_above_the_producers_epoch(tmp_path):
     async def scenario(port):
         client = await Client.connect(port)
