@@ -1228,6 +1228,151 @@ def test_transaction_version_2_offsets_and_markers(pair, version):
     assert_same(*txn.end(commit=True))
 
 
+def test_transaction_version_2_sequences_and_a_stale_epoch_at_the_partition_leader(pair):
+    """The leader's producer state under transaction version 2 (Kafka's ProducerAppendInfo): a
+    transaction's first batch on a partition must have sequence 0, a gap is out of order, and after
+    the end's epoch bump the old epoch is refused before the coordinator is asked, the new one
+    starts over at 0."""
+    name = pair.create_topic(prefix="diff-txn")
+    txn = TxnPair(pair)
+
+    def produce(sequence: int):
+        samsa, kafka = produce_both(pair, name, 12, txn.batches(sequence), transactional_id=txn.id)
+        assert_same(samsa, kafka)
+        return kafka.responses[0].partition_responses[0].error_code
+
+    assert produce(3) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(0) == ErrorCode.NONE
+    assert produce(2) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(1) == ErrorCode.NONE
+    assert_same(*txn.end(commit=True))
+    assert_same(*txn.end(commit=True))  # its retry, answered once the markers are written
+    assert produce(2) == ErrorCode.INVALID_PRODUCER_EPOCH  # the epoch before the bump
+    txn.producers = [(pid, epoch + 1) for pid, epoch in txn.producers]
+    assert produce(2) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(0) == ErrorCode.NONE
+    assert_same(*txn.end(commit=False))
+
+
+def test_transaction_version_2_errors_by_state(pair):
+    """KIP-890 part 2 / KIP-1050: what EndTxn v5, Produce v12, TxnOffsetCommit v5 and InitProducerId
+    answer a version 2 producer, a wrong producer id and a stale or future epoch, in each of the
+    coordinator's states (Empty, Ongoing, CompleteCommit, after a fence)."""
+    name = pair.create_topic(prefix="diff-txn")
+    txn = TxnPair(pair)
+    group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"
+    find = FindCoordinator(key_type=0, coordinator_keys=[group])
+    for client in (pair.samsa, pair.kafka):
+        wait_for(lambda c=client: c.call(find, 4).coordinators[0].error_code == 0, what="the group coordinator")
+
+    def end(commit: bool, pid_delta: int = 0, epoch_delta: int = 0, transactional_id: str | None = None):
+        samsa, kafka = txn.both(lambda pid, epoch: EndTxn(
+            transactional_id=transactional_id or txn.id, producer_id=pid + pid_delta,
+            producer_epoch=epoch + epoch_delta, committed=commit), 5, retry={ErrorCode.CONCURRENT_TRANSACTIONS})
+        assert_same(samsa, kafka)
+        return kafka.error_code
+
+    def produce(sequence: int, pid_delta: int = 0, epoch_delta: int = 0):
+        batches = [records.build_batch([records.Record(0, 0, None, b"txn-v2", [])], producer_id=pid + pid_delta,
+                                       producer_epoch=epoch + epoch_delta, base_sequence=sequence,
+                                       is_transactional=True, base_timestamp=BASE_TIMESTAMP)
+                   for pid, epoch in txn.producers]
+        samsa, kafka = produce_both(pair, name, 12, batches, transactional_id=txn.id)
+        assert_same(samsa, kafka)
+        return kafka.responses[0].partition_responses[0].error_code
+
+    def commit_offsets(epoch_delta: int = 0):
+        samsa, kafka = txn.both(lambda pid, epoch: TxnOffsetCommit(
+            transactional_id=txn.id, group_id=group, producer_id=pid, producer_epoch=epoch + epoch_delta,
+            generation_id_or_member_epoch=-1, member_id="", topics=[TxnOffsetCommit.TxnOffsetCommitRequestTopic(
+                name=name, partitions=[TxnOffsetCommit.TxnOffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=1, committed_metadata="")])]), 5,
+            retry={ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS},
+            error_of=lambda answer: answer.topics[0].partitions[0].error_code)
+        assert_same(samsa, kafka)
+        return kafka.topics[0].partitions[0].error_code
+
+    def init(retry=()):
+        samsa, kafka = txn.both(lambda pid, epoch: InitProducerId(transactional_id=txn.id,
+                                                                  transaction_timeout_ms=60_000), 5, retry=retry)
+        assert_same(samsa, kafka)
+        return kafka
+
+    # Empty.
+    assert end(True, pid_delta=1) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert end(True, epoch_delta=1) == ErrorCode.PRODUCER_FENCED
+    assert end(True, transactional_id=f"{txn.id}-unknown") == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert commit_offsets(epoch_delta=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    # Ongoing.
+    assert produce(0) == ErrorCode.NONE
+    assert produce(0, pid_delta=1) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert produce(1, epoch_delta=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    # That future epoch's verification stands at the partition (Kafka's VerificationStateEntry):
+    # its lowest sequence, 1, now bounds the open transaction's next batch as well.
+    assert produce(2) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert produce(1) == ErrorCode.NONE
+    assert commit_offsets(epoch_delta=-1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert commit_offsets() == ErrorCode.NONE
+    assert end(True, epoch_delta=-1) == ErrorCode.PRODUCER_FENCED
+    # CompleteCommit: a retry names the epoch before the bump; the other outcome is invalid.
+    assert end(True) == ErrorCode.NONE
+    assert end(True) == ErrorCode.NONE
+    assert end(False) == ErrorCode.INVALID_TXN_STATE
+    txn.producers = [(pid, epoch + 1) for pid, epoch in txn.producers]
+    # A fence: InitProducerId while a transaction is open aborts it, the producer retries.
+    assert produce(0) == ErrorCode.NONE
+    assert init().error_code == ErrorCode.CONCURRENT_TRANSACTIONS
+    fenced = init(retry={ErrorCode.CONCURRENT_TRANSACTIONS})
+    assert fenced.error_code == ErrorCode.NONE
+    assert produce(1) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert end(True) == ErrorCode.PRODUCER_FENCED
+    assert commit_offsets() == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+AddPartitionsToTxn = request_class(ApiKey.ADD_PARTITIONS_TO_TXN)
+
+
+@pytest.mark.parametrize("version", [11, 10])
+def test_a_version_1_producers_late_write_after_its_marker_is_refused_by_verification(pair, version):
+    """Jepsen's case (KAFKA-17754) under transaction version 1: a write delayed past its
+    transaction's marker, at the same epoch, would open a transaction nobody ends; the partition
+    leader's verification (KIP-890 part 1) refuses it, TRANSACTION_ABORTABLE from Produce v11,
+    INVALID_TXN_STATE before. A retry of a batch already committed is refused the same way."""
+    name = pair.create_topic(prefix="diff-txn")
+    txn = TxnPair(pair)
+    added = txn.both(lambda pid, epoch: AddPartitionsToTxn(
+        v3_and_below_transactional_id=txn.id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxn.AddPartitionsToTxnTopic(name=name, partitions=[0])]), 3)
+    assert_same(*added)
+
+    def produce(sequence: int):
+        samsa, kafka = produce_both(pair, name, version, txn.batches(sequence), transactional_id=txn.id)
+        assert_same(samsa, kafka)
+        return kafka.responses[0].partition_responses[0].error_code
+
+    assert produce(0) == ErrorCode.NONE
+    def end(pid: int, epoch: int):
+        return EndTxn(transactional_id=txn.id, producer_id=pid, producer_epoch=epoch, committed=True)
+    for _ in range(2):  # the second, a retry, is answered once the markers are written
+        samsa, kafka = txn.both(end, 4, retry={ErrorCode.CONCURRENT_TRANSACTIONS})
+        assert kafka.error_code == ErrorCode.NONE
+        assert_same(samsa, kafka)
+    refused = ErrorCode.TRANSACTION_ABORTABLE if version >= 11 else ErrorCode.INVALID_TXN_STATE
+    assert produce(1) == refused
+    assert produce(0) == refused
+    # Those refused writes' verification stands (Kafka's VerificationStateEntry, lowest sequence
+    # 0): at this epoch the producer's next sequence, 1, is now out of order.
+    assert_same(*txn.both(lambda pid, epoch: AddPartitionsToTxn(
+        v3_and_below_transactional_id=txn.id, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_topics=[AddPartitionsToTxn.AddPartitionsToTxnTopic(name=name, partitions=[0])]), 3))
+    assert produce(1) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    # Fenced by InitProducerId while its transaction is open, the producer's abort markers carry a
+    # newer epoch, and the partition refuses the old one before asking the coordinator.
+    assert_same(*txn.both(lambda pid, epoch: InitProducerId(transactional_id=txn.id, transaction_timeout_ms=60_000),
+                          5, retry={ErrorCode.CONCURRENT_TRANSACTIONS}))
+    assert produce(1) == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
 def test_txn_offset_commit_of_an_unknown_topic_id(pair):
     txn = TxnPair(pair)
     group = f"diff-txn-group-{uuid.uuid4().hex[:8]}"

@@ -268,8 +268,13 @@ class TransactionCoordinator:
         out = TxnActions()
         partitions = set(partitions)
         try:
+            # Kafka asks about a pending transition before the producer: while a transaction's
+            # markers are written even a stale epoch hears CONCURRENT_TRANSACTIONS, and retries.
+            existing = self.transactions.get(transactional_id) if self.active and transactional_id else None
+            if existing is not None and existing.pending_transition_in_progress:
+                raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
             metadata = self._transaction_of(transactional_id, producer_id, producer_epoch)
-            if metadata.pending_transition_in_progress or metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
             if metadata.state is S.ONGOING and partitions <= metadata.topic_partitions:
                 raise _Refused(ErrorCode.NONE)  # nothing to write

@@ -37,15 +37,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .producer_state import (
-    DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchMetadata, CompletedTxn, ProducerAppendInfo, ProducerStateEntry,
-    ProducerStateManager,
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS, SENTINEL_GUARD, BatchMetadata, CompletedTxn, ProducerAppendInfo,
+    ProducerStateEntry, ProducerStateManager,
 )
 from ..wire.exceptions import CodecError
 from ..wire.records import NO_PRODUCER_ID, NO_TIMESTAMP, BatchHeader, ControlRecord, decode_batch, parse_control_record
 from .durability import fsync_dir, fsync_path
 from .errors import (
-    CorruptRecordException, CorruptSnapshotException, InvalidRecordException, KafkaStorageException,
-    OffsetOutOfRangeException, caused_by_io_error, PolicyViolationException, RecordBatchTooLargeException,
+    CorruptRecordException, CorruptSnapshotException, InvalidProducerEpochException, InvalidRecordException,
+    KafkaStorageException, OffsetOutOfRangeException, caused_by_io_error, PolicyViolationException, RecordBatchTooLargeException,
 )
 from .file_records import FileRecords
 from .log_config import LogConfig
@@ -316,7 +316,8 @@ class Log:
 
     # -- appends
     def append_as_leader(self, records: bytearray | memoryview | ProducedRecords, *, leader_epoch: int = 0,
-                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> LogAppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0,
+                         verification_guard: int | None = None) -> LogAppendInfo:
         """Validate a v2 batch and append it, assigning offsets from the log end offset by
         rewriting it (a bytearray or writable memoryview) in place. A producer's retry of one of
         its last five batches writes nothing and returns the offsets the batch got then.
@@ -326,7 +327,11 @@ class Log:
         (`parse_produced_records`): that is first converted to the topic's format (a legacy
         message set up-converted, a batch recompressed to compression.type), and its parsed
         header serves validation and producer state. `transaction_version`: a transaction
-        marker's (WriteTxnMarkers v2, KIP-1228): from 2 its epoch must be above the producer's."""
+        marker's (WriteTxnMarkers v2, KIP-1228): from 2 its epoch must be above the producer's.
+        `verification_guard`: what `maybe_start_transaction_verification` returned for this batch,
+        when the broker requires transactional batches to be verified (Kafka's
+        transaction.partition.verification.enable); a batch whose verification no longer stands
+        (a marker came since) is refused with INVALID_TXN_STATE."""
         first_header = None
         if isinstance(records, ProducedRecords):
             records, first_header = convert_to_topic_format(records, self.config)
@@ -344,7 +349,7 @@ class Log:
                     f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
             position, header = result.batches[0]
             producer_append = self._analyze_and_validate_producer_state(header, origin, records, position,
-                                                                        transaction_version)
+                                                                        transaction_version, verification_guard)
             if producer_append is not None and producer_append.duplicate is not None:
                 return self._duplicate_append_info(producer_append.duplicate)
             segment = self._maybe_roll(result, now)
@@ -415,13 +420,33 @@ class Log:
 
     def _analyze_and_validate_producer_state(self, header: BatchHeader, origin: AppendOrigin, records=None,
                                              position: int = 0,
-                                             transaction_version: int = 0) -> ProducerAppendInfo | None:
+                                             transaction_version: int = 0,
+                                             verification_guard: int | None = None) -> ProducerAppendInfo | None:
         """`records` and `position`: where the batch is, for a control batch's marker record."""
         if header.producer_id == NO_PRODUCER_ID:
             return None
         marker = (_end_txn_marker(memoryview(records)[position:position + header.size], self.name)
                   if header.is_control else None)
-        return self._producer_state.prepare_update(header, origin, marker, transaction_version)
+        return self._producer_state.prepare_update(header, origin, marker, transaction_version, verification_guard)
+
+    def maybe_start_transaction_verification(self, producer_id: int, sequence: int, epoch: int,
+                                             supports_epoch_bump: bool) -> int:
+        """Before a transactional batch is sent to its coordinator to be verified (or added, with
+        transaction version 2): the guard its append must bring back, SENTINEL_GUARD when its
+        producer's transaction is already open here at its epoch (nothing to verify). Raises
+        InvalidProducerEpochException for an epoch older than the producer's here (Kafka's
+        UnifiedLog.maybeStartTransactionVerification)."""
+        with self._lock:
+            state = self._producer_state
+            entry = state.last_entry(producer_id)
+            if entry is not None and epoch < entry.producer_epoch:
+                raise InvalidProducerEpochException(
+                    f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen epoch "
+                    f"{entry.producer_epoch}")
+            if state.has_ongoing_transaction(producer_id, epoch):
+                return SENTINEL_GUARD
+            return state.maybe_create_verification_state_entry(producer_id, sequence, epoch, supports_epoch_bump,
+                                                               self._clock_ms()).guard
 
     def _complete_txn(self, segment: LogSegment, completed: CompletedTxn) -> None:
         """A marker closed a transaction: index it if aborted (with the last stable offset it

@@ -17,10 +17,19 @@ duplicate, appends it and hands the result to `update`; a marker's CompletedTxn 
 `load_snapshot_entries` and replays batch headers with AppendOrigin.REPLICATION, which checks
 nothing. Time is an argument: `remove_expired_producers(now_ms)` forgets producers idle for
 producer.id.expiration.ms, never one with an open transaction.
+
+Transaction verification (KIP-890): before a transactional batch that opens no transaction here
+is sent to the coordinator to be verified (or, with transaction version 2, added), the leader
+records a VerificationStateEntry for its producer, holding a verification guard, the epoch and the
+lowest sequence verified. The append must bring the same guard back: a transactional batch (a
+marker too) clears the entry, so a batch verified before a marker closed the transaction no longer
+matches and is refused; and its sequence is checked against the entry (a version 2 producer
+without state here starts at 0; no batch may skip ahead of the lowest one verified).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from bisect import bisect_left, insort
 from collections import deque
@@ -39,7 +48,7 @@ from ..wire.records import (
 
 __all__ = [
     "NUM_BATCHES_TO_RETAIN", "DEFAULT_PRODUCER_ID_EXPIRATION_MS", "BatchMetadata", "ProducerStateEntry",
-    "ProducerAppendInfo", "CompletedTxn", "ProducerStateManager",
+    "ProducerAppendInfo", "CompletedTxn", "ProducerStateManager", "VerificationStateEntry", "SENTINEL_GUARD",
 ]
 
 log = logging.getLogger("samsa.producer_state")
@@ -131,6 +140,36 @@ class ProducerStateEntry:
         return next((b for b in self.batches if b.first_seq == first_seq and b.last_seq == last_seq), None)
 
 
+# Kafka's VerificationGuard.SENTINEL: what a batch carries when it was not verified (its producer's
+# transaction was already open here); it verifies nothing.
+SENTINEL_GUARD = 0
+_guards = itertools.count(1)
+
+
+@dataclass
+class VerificationStateEntry:
+    """A producer's transactional batch sent for verification (Kafka's VerificationStateEntry):
+    `guard` (Kafka's VerificationGuard, unique) is what the append must bring back; `lowest_sequence`
+    the lowest first sequence verified at `epoch`; `supports_epoch_bump`: its producer is on
+    transaction version 2 (Produce v12+). `timestamp`: when it was made, for its expiry."""
+    timestamp: int
+    lowest_sequence: int
+    epoch: int
+    supports_epoch_bump: bool
+    guard: int = field(default_factory=lambda: next(_guards))
+
+    def maybe_update_lowest_sequence_and_epoch(self, sequence: int, epoch: int) -> None:
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch = epoch
+            self.lowest_sequence = sequence
+
+    def verifies(self, guard: int) -> bool:
+        """Kafka's VerificationGuard.verify: the sentinel verifies nothing."""
+        return guard != SENTINEL_GUARD and guard == self.guard
+
+
 class CompletedTxn(NamedTuple):
     """A transaction its marker closed: from its first record to the marker."""
     producer_id: int
@@ -148,6 +187,10 @@ class ProducerAppendInfo(NamedTuple):
     updated_entry: ProducerStateEntry | None
     started_txn: bool = False  # the batch opens a transaction (at its base offset)
     completed_txn: CompletedTxn | None = None  # the marker closes a transaction that wrote records
+    # The batch is transactional: once written, its producer's verification is used up (Kafka's
+    # UnifiedLog.updateProducers), unless it is a version 2 marker at the epoch the producer's
+    # next transaction was verified at (that transaction began before this marker came).
+    clears_verification: bool = False
 
 
 class ProducerStateManager:
@@ -165,6 +208,8 @@ class ProducerStateManager:
         self.map_end_offset = 0
         # Where the last snapshot was taken or loaded from (Kafka's lastSnapOffset).
         self.last_snapshot_offset = 0
+        # Producers whose transactional batch is being verified (Kafka's verificationStates).
+        self._verification_states: dict[int, VerificationStateEntry] = {}
 
     def __repr__(self) -> str:
         return f"ProducerStateManager({self.topic_partition}, {len(self.producers)} producers)"
@@ -178,7 +223,8 @@ class ProducerStateManager:
 
     # -- appends
     def prepare_update(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT,
-                       marker: ControlRecord | None = None, transaction_version: int = 0) -> ProducerAppendInfo:
+                       marker: ControlRecord | None = None, transaction_version: int = 0,
+                       verification_guard: int | None = None) -> ProducerAppendInfo:
         """Check a batch (offsets assigned) from a producer against its state without changing it.
         Raises InvalidProducerEpochException for an older epoch, OutOfOrderSequenceException for a
         sequence that does not follow the last one, InvalidTxnStateException for a plain batch while
@@ -188,7 +234,10 @@ class ProducerStateManager:
         old epoch. `marker` is the control batch's record; a control batch without one (its
         transaction was cleaned away) changes nothing. `transaction_version`: a marker's (KIP-1228):
         from 2 it must carry an epoch above the producer's, as every version 2 end bumps it (the same
-        epoch passes only as a retry of a marker already written)."""
+        epoch passes only as a retry of a marker already written). `verification_guard`: the guard
+        the batch's verification returned, when the broker requires one (see
+        `check_transactional_append`). A client's batch verified for its producer's transaction
+        also has its sequence checked against that verification."""
         producer_id = header.producer_id
         if producer_id == NO_PRODUCER_ID:
             raise ValueError(f"Batch without a producer id passed to the producer state of {self.topic_partition}")
@@ -197,17 +246,20 @@ class ProducerStateManager:
             duplicate = current.find_duplicate_batch(header)
             if duplicate is not None:
                 return ProducerAppendInfo(producer_id, duplicate, None)
+        self.check_transactional_append(header, origin, verification_guard)
         if header.is_control and transaction_version >= 2:
             self._check_marker_epoch_v2(current, header, origin)
         else:
             self._check_producer_epoch(current, header, origin)
         updated = current.copy()
+        clears = header.is_transactional and not self._starts_next_v2_transaction(header)
         if header.is_control:
             if marker is None or marker.type is ControlRecordType.UNKNOWN:
-                return ProducerAppendInfo(producer_id, None, None)
-            return self._append_end_txn_marker(current, updated, header, marker, origin)
+                return ProducerAppendInfo(producer_id, None, None, clears_verification=clears)
+            return self._append_end_txn_marker(current, updated, header, marker, origin)._replace(
+                clears_verification=clears)
         if origin is AppendOrigin.CLIENT:
-            self._check_sequence(current, header)
+            self._check_sequence(current, header, self._verification_states.get(producer_id))
         updated.add_batch(header.producer_epoch, header.last_sequence, header.last_offset, header.last_offset_delta,
                           header.max_timestamp)
         if updated.current_txn_first_offset is not None and not header.is_transactional:
@@ -217,7 +269,14 @@ class ProducerStateManager:
         started = updated.current_txn_first_offset is None and header.is_transactional
         if started:
             updated.current_txn_first_offset = header.base_offset
-        return ProducerAppendInfo(producer_id, None, updated, started_txn=started)
+        return ProducerAppendInfo(producer_id, None, updated, started_txn=started, clears_verification=clears)
+
+    def _starts_next_v2_transaction(self, header: BatchHeader) -> bool:
+        """A version 2 marker at the epoch its producer's next transaction was verified at: that
+        verification stands (Kafka's isV2NextTransactionStarted)."""
+        entry = self._verification_states.get(header.producer_id)
+        return (entry is not None and entry.supports_epoch_bump and header.is_control
+                and header.producer_epoch == entry.epoch)
 
     def _append_end_txn_marker(self, current: ProducerStateEntry, updated: ProducerStateEntry, header: BatchHeader,
                                marker: ControlRecord, origin: AppendOrigin) -> ProducerAppendInfo:
@@ -267,8 +326,24 @@ class ProducerStateManager:
         else:
             raise InvalidProducerEpochException(message)
 
-    def _check_sequence(self, current: ProducerStateEntry, header: BatchHeader) -> None:
+    def _check_sequence(self, current: ProducerStateEntry, header: BatchHeader,
+                        verification: VerificationStateEntry | None) -> None:
+        """Kafka's ProducerAppendInfo.checkSequence."""
         epoch, first_seq = header.producer_epoch, header.base_sequence
+        if verification is not None:
+            # A version 2 producer's transaction starts each partition at sequence 0 (every
+            # transaction is a new epoch): a later batch without state here lost its predecessors.
+            if verification.supports_epoch_bump and first_seq != 0 and current.is_empty:
+                raise OutOfOrderSequenceException(
+                    f"Invalid sequence number for producer {header.producer_id} at offset {header.base_offset} in "
+                    f"partition {self.topic_partition}: {first_seq} (incoming seq. number). Expected sequence 0 for "
+                    f"transactions v2 idempotent producer with no existing state.")
+            # A batch verified after a lower one must not be written before it.
+            if first_seq > verification.lowest_sequence:
+                raise OutOfOrderSequenceException(
+                    f"Out of order sequence number for producer {header.producer_id} at offset "
+                    f"{header.base_offset} in partition {self.topic_partition}: {first_seq} (incoming seq. number), "
+                    f"{verification.lowest_sequence} (earliest seen sequence)")
         if epoch != current.producer_epoch:
             # A new epoch must start at 0. An unknown producer (its state expired, or its records
             # were deleted) may go on from any sequence: Kafka stopped refusing it with
@@ -288,6 +363,8 @@ class ProducerStateManager:
     def update(self, append: ProducerAppendInfo) -> None:
         """Apply what `prepare_update` decided, once the batch is in the log. A completed
         transaction stays ongoing until `complete_txn`."""
+        if append.clears_verification:
+            self._verification_states.pop(append.producer_id, None)
         entry = append.updated_entry
         if entry is not None:
             self.producers[append.producer_id] = entry
@@ -295,6 +372,47 @@ class ProducerStateManager:
                 first_offset = entry.current_txn_first_offset
                 assert first_offset is not None, "prepare_update sets a started transaction's first offset"
                 insort(self._ongoing_txns, (first_offset, append.producer_id))
+
+    # -- transaction verification (Kafka's maybeCreateVerificationStateEntry and UnifiedLog's checks)
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == producer_epoch
+
+    def maybe_create_verification_state_entry(self, producer_id: int, sequence: int, epoch: int,
+                                              supports_epoch_bump: bool, now_ms: int) -> VerificationStateEntry:
+        """The producer's verification, made now unless one is pending; its lowest sequence and
+        epoch follow this batch's."""
+        entry = self._verification_states.get(producer_id)
+        if entry is None:
+            entry = self._verification_states[producer_id] = VerificationStateEntry(now_ms, sequence, epoch,
+                                                                                    supports_epoch_bump)
+        entry.maybe_update_lowest_sequence_and_epoch(sequence, epoch)
+        return entry
+
+    def verification_state_entry(self, producer_id: int) -> VerificationStateEntry | None:
+        return self._verification_states.get(producer_id)
+
+    def clear_verification_state_entry(self, producer_id: int) -> None:
+        self._verification_states.pop(producer_id, None)
+
+    def check_transactional_append(self, header: BatchHeader, origin: AppendOrigin, guard: int | None) -> None:
+        """Kafka's UnifiedLog.analyzeAndValidateProducerState, before the producer's own checks: a
+        client's or coordinator's transactional batch that opens a transaction here (none is open
+        at its epoch) is refused for an older epoch, and, when verification is required (`guard`
+        not None: the one its verification returned), unless its verification still stands."""
+        if (origin is AppendOrigin.REPLICATION or not header.is_transactional
+                or header.producer_id == NO_PRODUCER_ID
+                or self.has_ongoing_transaction(header.producer_id, header.producer_epoch)):
+            return
+        entry = self.producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpochException(
+                f"Epoch of producer {header.producer_id} is {header.producer_epoch}, which is smaller than the last "
+                f"seen epoch {entry.producer_epoch}")
+        if guard is not None and not header.is_control:
+            verification = self._verification_states.get(header.producer_id)
+            if verification is None or not verification.verifies(guard):
+                raise InvalidTxnStateException("Record was not part of an ongoing transaction")
 
     # -- transactions (Kafka's firstUnstableOffset, lastStableOffset, completeTxn)
     def last_stable_offset(self, completed: CompletedTxn) -> int:
@@ -396,4 +514,8 @@ class ProducerStateManager:
         expired = [pid for pid, entry in self.producers.items() if self._is_expired(entry, now_ms)]
         for pid in expired:
             del self.producers[pid]
+        # A verification never followed by its append goes after as long (Kafka's removeExpiredProducers).
+        for pid in [pid for pid, entry in self._verification_states.items()
+                    if now_ms - entry.timestamp >= self.producer_id_expiration_ms]:
+            del self._verification_states[pid]
         return len(expired)

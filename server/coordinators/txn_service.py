@@ -37,7 +37,9 @@ from ...coordinator.transaction_coordinator import (
 from ...coordinator.transaction_metadata import TV_2
 from ...wire.coordinator_record import RecordFormatError
 from ...wire.errors import ErrorCode
-from ...wire.records import BatchHeader
+from ...storage.errors import InvalidProducerEpochException
+from ...storage.producer_state import SENTINEL_GUARD
+from ...wire.records import NO_SEQUENCE, BatchHeader
 from .runtime import (
     CoordinatorPartitions, DeadlineWaker, append_records, create_internal_topic, log_batches,
     replay_topic,
@@ -334,10 +336,11 @@ class TxnService:
 
     # --- transactional appends ------------------------------------------------------------------------------
 
-    def _verifies(self, transactional_id: str) -> bool:
+    def verifies(self, transactional_id: str) -> bool:
         """transaction.partition.verification.enable, for the transactional ids coordinated here: in a
         cluster Kafka asks another broker's coordinator (AddPartitionsToTxn, verify only), which
-        Samsa does not yet, and appends unverified."""
+        Samsa does not yet, and appends unverified. When true, a transactional append must bring
+        back the verification guard its partition gave it (storage's producer state)."""
         if not self._config.get("transaction.partition.verification.enable"):
             return False
         return self.partitions is None or partition_for(transactional_id, self.num_partitions()) in self.partitions.owned
@@ -348,7 +351,7 @@ class TxnService:
         transaction. Otherwise the Produce error (and message) Kafka's ReplicaManager answers.
         Without a transactional id, or with transaction.partition.verification.enable off, Kafka
         appends unverified, and so does this."""
-        if transactional_id is None or not self._verifies(transactional_id):
+        if transactional_id is None or not self.verifies(transactional_id):
             return None
         error = self.coordinator_for(transactional_id).verify_partitions(
             transactional_id, header.producer_id, header.producer_epoch, [(topic, partition)])[(topic, partition)]
@@ -369,11 +372,24 @@ class TxnService:
                                        partition: int, txn_offset_commit_version: int) -> int:
         """TxnOffsetCommit's check that AddOffsetsToTxn put the group's partition in the transaction;
         from v5 (transaction version 2, which sends no AddOffsetsToTxn) the partition is added to it
-        (Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation)."""
+        (Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation). As for a Produce, the
+        offsets partition first makes the producer's verification (Kafka's
+        CoordinatorPartitionWriter.maybeStartTransactionVerification): an epoch older than the
+        partition's is refused there, and a transaction already open there asks no coordinator."""
         tp = (OFFSETS_TOPIC, partition)
-        if txn_offset_commit_version >= FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS:
+        adds = txn_offset_commit_version >= FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS
+        offsets = self._replicas.get(OFFSETS_TOPIC, partition)
+        if (adds or self.verifies(transactional_id)) and offsets is not None and offsets.is_leader:
+            try:
+                guard = offsets.log.maybe_start_transaction_verification(producer_id, NO_SEQUENCE, producer_epoch,
+                                                                         supports_epoch_bump=adds)
+            except InvalidProducerEpochException:
+                return ErrorCode.INVALID_PRODUCER_EPOCH
+            if guard == SENTINEL_GUARD:
+                return ErrorCode.NONE
+        if adds:
             error = (await self.add_for_produce(transactional_id, producer_id, producer_epoch, [tp]))[tp]
-        elif not self._verifies(transactional_id):
+        elif not self.verifies(transactional_id):
             return ErrorCode.NONE
         else:
             error = self.coordinator_for(transactional_id).verify_partitions(transactional_id, producer_id,

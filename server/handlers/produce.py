@@ -10,7 +10,8 @@ the append (NOT_ENOUGH_REPLICAS), or fails it once replicated (NOT_ENOUGH_REPLIC
 A transactional batch of v12+ comes from a producer of transaction version 2 (KIP-890 part 2), which
 sends no AddPartitionsToTxn: the partitions are added to its transaction here, before the appends
 (Kafka's AddPartitionsToTxnManager, verifyOnly false); older versions are only verified (KIP-890
-part 1). v13 names topics by id (KIP-516): an unknown one is UNKNOWN_TOPIC_ID. A ZooKeeper cluster
+part 1). Either way the partition first makes the producer's verification guard (Kafka's
+maybeStartTransactionVerification), which its append brings back. v13 names topics by id (KIP-516): an unknown one is UNKNOWN_TOPIC_ID. A ZooKeeper cluster
 serves v0-11, as Kafka 3.9.
 Deviations: v0-2 are served as in Kafka 3.9 (Kafka 4.0 removed them, KIP-896); internal topics are
 refused even to the `__admin_client` client id, which Kafka lets write them.
@@ -23,7 +24,11 @@ from dataclasses import dataclass, field
 
 import trio
 
-from ...storage.errors import InvalidRecordException, StorageError
+from ...storage.errors import (
+    InvalidProducerEpochException, InvalidRecordException, InvalidTxnStateException, OutOfOrderSequenceException,
+    StorageError,
+)
+from ...storage.producer_state import SENTINEL_GUARD
 from ...storage.log_validator import ProducedRecords, parse_produced_records
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
@@ -88,17 +93,37 @@ class AfterAppends:
     awaiting_replication: list = field(default_factory=list)
 
 
-def storage_error(index: int, e: StorageError):
+# The producer state's refusals, which Kafka's ReplicaManager.appendToLocalLog answers as any
+# unexpected error: no message, the partition's log start offset.
+_PRODUCER_STATE_ERRORS = (OutOfOrderSequenceException, InvalidProducerEpochException, InvalidTxnStateException)
+
+
+def storage_error(index: int, e: StorageError, partition=None):
+    if isinstance(e, _PRODUCER_STATE_ERRORS) and partition is not None:
+        return PartitionResponse(index=index, error_code=e.error_code, base_offset=-1, log_append_time_ms=-1,
+                                 log_start_offset=partition.log.log_start_offset, error_message=None)
     response = partition_error(index, e.error_code, str(e))
     response.record_errors = [BatchIndexAndErrorMessage(batch_index=batch_index, batch_index_error_message=message)
                               for batch_index, message in e.record_errors]
     return response
 
 
+def start_verification(partition, produced: ProducedRecords, supports_epoch_bump: bool) -> int:
+    """The partition's verification guard for a transactional batch about to be checked with its
+    coordinator (SENTINEL_GUARD: its transaction is open here, nothing to check); raises
+    InvalidProducerEpochException for a producer older than the partition's (Kafka's
+    ReplicaManager.maybeStartTransactionVerificationForPartition)."""
+    header = produced.header
+    assert header is not None, "a transactional batch is a v2 batch"
+    return partition.log.maybe_start_transaction_verification(header.producer_id, header.base_sequence,
+                                                              header.producer_epoch, supports_epoch_bump)
+
+
 def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | StorageError, acks: int,
                      after: AfterAppends, transactional_id: str | None = None,
-                     added: dict[tuple[str, int], int] | None = None):
-    """`added`: v12+, the coordinator's answer for each partition added to the transaction."""
+                     added: dict[tuple[str, int], tuple[int, int | None]] | None = None):
+    """`added`: v12+, for each partition added to the transaction the coordinator's answer and the
+    verification guard its append brings back (None: none required)."""
     partition = ctx.services.replica_manager.get(topic_name, data.index)
     if partition is None:
         return partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -111,23 +136,31 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
     if isinstance(produced, StorageError):
         return storage_error(data.index, produced)
+    guard = None
     try:
         if produced.is_transactional:
             if added is not None:
-                error = added.get((topic_name, data.index), ErrorCode.NONE)
+                error, guard = added.get((topic_name, data.index), (ErrorCode.NONE, None))
                 refused = None if error == ErrorCode.NONE else produce_verification_error(error, ctx.api_version)
+            elif transactional_id is not None and ctx.services.transactions.verifies(transactional_id):
+                try:
+                    guard = start_verification(partition, produced, supports_epoch_bump=False)
+                except InvalidProducerEpochException:
+                    # Kafka answers it as a verification error: no message, no log start offset.
+                    return partition_error(data.index, ErrorCode.INVALID_PRODUCER_EPOCH)
+                refused = None if guard == SENTINEL_GUARD else ctx.services.transactions.verify_append(
+                    transactional_id, produced.header, topic_name, data.index, ctx.api_version)
             else:
-                refused = ctx.services.transactions.verify_append(transactional_id, produced.header, topic_name,
-                                                                  data.index, ctx.api_version)
+                refused = None
             if refused is not None:
                 return partition_error(data.index, *refused)
         after.woke_fetches |= partition.has_parked_fetches  # the append wakes them
-        info = partition.append(produced)
+        info = partition.append(produced, verification_guard=guard)
         if info.flush_needed:
             after.logs_to_flush.append(partition.log)
     except StorageError as e:
         log.debug("append to %s-%d refused: %s", topic_name, data.index, e)
-        return storage_error(data.index, e)
+        return storage_error(data.index, e, partition)
     response = PartitionResponse(index=data.index, error_code=ErrorCode.NONE, base_offset=info.first_offset,
                                  log_append_time_ms=info.log_append_time, log_start_offset=info.log_start_offset)
     if acks == -1 and partition.leader_state is not None:
@@ -192,25 +225,44 @@ def topic_accepted(ctx, name: str, acks: int) -> int:
 
 
 async def add_to_transaction(ctx, request, names: list[str | None], accepted: list[int],
-                             produced: list[list[ProducedRecords | StorageError]]) -> dict[tuple[str, int], int]:
+                             produced: list[list[ProducedRecords | StorageError]]
+                             ) -> dict[tuple[str, int], tuple[int, int | None]]:
     """v12+: the partitions of the request's transactional batches added to the producer's
-    transaction (version 2) before anything is appended; the coordinator's error by partition."""
+    transaction (version 2) before anything is appended, as Kafka's ReplicaManager: each partition
+    first makes its verification guard (refusing an older producer epoch at once); those whose
+    transaction is already open here are not sent to the coordinator. By partition, the error and
+    the guard the append must bring back (None unless transaction.partition.verification.enable)."""
+    transactional_id = request.transactional_id
+    if transactional_id is None:
+        return {}
+    services = ctx.services
+    required = services.transactions.verifies(transactional_id)
     header = None
-    partitions = []
-    replicas = ctx.services.replica_manager
+    results: dict[tuple[str, int], tuple[int, int | None]] = {}
+    to_add = []
     for topic, name, code, topic_produced in zip(request.topic_data, names, accepted, produced):
         if name is None or code != ErrorCode.NONE:
             continue
         for p, parsed in zip(topic.partition_data, topic_produced):
-            partition = replicas.get(name, p.index)
-            if (isinstance(parsed, ProducedRecords) and parsed.is_transactional and partition is not None
-                    and not partition.topic.is_internal):
-                header = header or parsed.header
-                partitions.append((name, p.index))
-    if header is None or request.transactional_id is None:
-        return {}
-    return await ctx.services.transactions.add_for_produce(request.transactional_id, header.producer_id,
-                                                           header.producer_epoch, partitions)
+            partition = services.replica_manager.get(name, p.index)
+            if (not isinstance(parsed, ProducedRecords) or not parsed.is_transactional or partition is None
+                    or partition.topic.is_internal or partition.check_leader() != ErrorCode.NONE):
+                continue
+            header = header or parsed.header
+            try:
+                guard = start_verification(partition, parsed, supports_epoch_bump=True)
+            except StorageError as e:
+                results[(name, p.index)] = (e.error_code, None)
+                continue
+            results[(name, p.index)] = (ErrorCode.NONE, guard if required else None)
+            if guard != SENTINEL_GUARD:
+                to_add.append((name, p.index))
+    if to_add and header is not None:
+        errors = await services.transactions.add_for_produce(transactional_id, header.producer_id,
+                                                             header.producer_epoch, to_add)
+        for tp, error in errors.items():
+            results[tp] = (error, results[tp][1])
+    return results
 
 
 @handler(ApiKey.PRODUCE, 0, 13, zk_max_version=11)

@@ -185,14 +185,16 @@ class Partition:
         return code
 
     def append(self, records: bytearray | memoryview | ProducedRecords,
-               origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> LogAppendInfo:
+               origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0,
+               verification_guard: int | None = None) -> LogAppendInfo:
         """Append a batch, or a Produce partition's parsed records (the log converts, validates and
         assigns offsets in place); wakes parked fetches. `transaction_version`: a transaction
-        marker's (KIP-1228), which decides the epoch it must carry."""
+        marker's (KIP-1228), which decides the epoch it must carry. `verification_guard`: a
+        transactional batch's, when its verification is required (see Log.append_as_leader)."""
         log_ = self.log
         size = len(records.buffer if isinstance(records, ProducedRecords) else records)
         info = log_.append_as_leader(records, leader_epoch=self.leader_epoch, origin=origin,
-                                     transaction_version=transaction_version)
+                                     transaction_version=transaction_version, verification_guard=verification_guard)
         stats = self.stats  # as Kafka's appendToLocalLog: the bytes as received, the records appended
         stats.bytes_in += size
         stats.messages_in += info.record_count

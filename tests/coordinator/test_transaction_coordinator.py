@@ -243,6 +243,12 @@ def test_while_markers_are_retried_the_transaction_is_busy():
     assert h.end(pid, epoch) == ErrorCode.CONCURRENT_TRANSACTIONS
     assert h.end(pid, epoch, commit=False) == ErrorCode.CONCURRENT_TRANSACTIONS
     assert h.add(pid, epoch, TP0) == ErrorCode.CONCURRENT_TRANSACTIONS
+    # Kafka's handleAddPartitionsToTransaction asks about the pending transition first: a wrong
+    # producer hears it too (and retries), not PRODUCER_FENCED / INVALID_PRODUCER_ID_MAPPING.
+    assert h.add(pid, epoch - 1, TP0) == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert h.add(pid + 1, epoch, TP0) == ErrorCode.CONCURRENT_TRANSACTIONS
+    # Verification does not ask about it: the producer first, then the Prepare state.
+    assert h.coordinator.verify_partitions(TXN, pid, epoch - 1, [TP0]) == {TP0: ErrorCode.PRODUCER_FENCED}
     assert h.init() == (ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1)
     h.advance(1000)
     assert h.markers.count((TP0, pid, epoch, True)) == 1  # only the failed partition is retried

@@ -103,6 +103,34 @@ def test_each_end_bumps_the_epoch_the_markers_carry_and_the_old_epoch_is_fenced(
     run_broker(broker_config(tmp_path), scenario)
 
 
+def test_the_leader_checks_a_version_2_transactions_sequences_and_epoch(tmp_path):
+    """Kafka's ProducerAppendInfo under transaction version 2: each transaction starts a partition at
+    sequence 0, a gap is out of order, the epoch before the end's bump is refused, with Kafka's
+    answer (no message, the log start offset)."""
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("t"), 7)
+        txn = TxnV2(client, "tx")
+        assert await txn.init(5) == E.NONE
+        txn.sequences[("t", 0)] = 3
+        assert (await txn.send_v2("t", [b"late"]))[0] == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+        txn.sequences[("t", 0)] = 0
+        assert await txn.send_v2("t", [b"a"]) == (E.NONE, 0)
+        txn.sequences[("t", 0)] = 2
+        assert (await txn.send_v2("t", [b"gap"]))[0] == E.OUT_OF_ORDER_SEQUENCE_NUMBER
+        txn.sequences[("t", 0)] = 1
+        stale_epoch = txn.epoch
+        assert await txn.end_v2() == E.NONE
+        stale = TxnV2(client, "tx")
+        stale.pid, stale.epoch, stale.sequences[("t", 0)] = txn.pid, stale_epoch, 1
+        assert (await stale.send_v2("t", [b"zombie"]))[0] == E.INVALID_PRODUCER_EPOCH
+        assert await txn.send_v2("t", [b"b"]) == (E.NONE, 2)
+        assert await txn.end_v2() == E.NONE
+        assert [v for _, v in records_values(await fetch(client, "t"))] == [b"a", b"b"]
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
 def records_values(data) -> list[tuple[int, bytes]]:
     return [(header.record_offset(record), record.value) for header, record in records.iter_records(
         bytes(data.records)) if not header.is_control]
@@ -153,6 +181,34 @@ def test_txn_offset_commit_v5_adds_the_offsets_partition(tmp_path):
         by_id.topics[0].topic_id = type(topic_id)(int=7)
         response = await client.call(by_id, 6)
         assert response.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_ID
+
+    run_broker(broker_config(tmp_path), scenario)
+
+
+def test_txn_offset_commit_checks_the_offsets_partitions_producer_state_first(tmp_path):
+    """As Kafka's CoordinatorPartitionWriter: the group's partition of __consumer_offsets makes the
+    producer's verification before the coordinator is asked; an open transaction there needs none,
+    an epoch older than the partition's (its marker carried the bump) is refused there."""
+    async def scenario(port):
+        client = await Client.connect(port)
+        await client.call(create_topic_request("in"), 7)
+        txn = TxnV2(client, "tx")
+        assert await txn.init(5) == E.NONE
+        for offset in (5, 6):  # the second in the transaction the first opened there
+            response = await client.call(txn_commit(txn, offset), 5)
+            assert response.topics[0].partitions[0].error_code == E.NONE
+        stale_epoch = txn.epoch
+        assert await txn.end_v2() == E.NONE
+        assert await committed(client) == (E.NONE, 6)
+        current_epoch, txn.epoch = txn.epoch, stale_epoch
+        for version in (5, 4):
+            response = await client.call(txn_commit(txn, 9), version)
+            assert response.topics[0].partitions[0].error_code == E.INVALID_PRODUCER_EPOCH
+        txn.epoch = current_epoch
+        response = await client.call(txn_commit(txn, 9), 5)
+        assert response.topics[0].partitions[0].error_code == E.NONE
+        assert await txn.end_v2(commit=False) == E.NONE
+        assert await committed(client) == (E.NONE, 6)
 
     run_broker(broker_config(tmp_path), scenario)
 
