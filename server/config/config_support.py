@@ -106,7 +106,10 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "controlled.shutdown.enable": "in a ZooKeeper cluster",
     "controlled.shutdown.max.retries": "in a ZooKeeper cluster",
     "controlled.shutdown.retry.backoff.ms": "in a ZooKeeper cluster",
-    "controller.listener.names": "only to leave those listeners out of the advertised ones",
+    "controller.listener.names": "with process.roles=broker: the first is the controllers' listener; otherwise only to "
+                                 "leave those listeners out of the advertised ones",
+    "controller.quorum.bootstrap.servers": "with process.roles=broker",
+    "controller.quorum.voters": "with process.roles=broker",
     "controller.quota.window.num": "",
     "controller.quota.window.size.seconds": "",
     "controller.socket.timeout.ms": "in a ZooKeeper cluster",
@@ -294,7 +297,8 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "num.recovery.threads.per.data.dir": "logs are loaded and recovered one after another in one thread",
     "password.encoder.secret": "dynamic password configs (ssl.keystore.password, ...) are refused in a cluster: "
                                "Samsa does not encrypt them in ZooKeeper yet",
-    "process.roles": "no KRaft roles; only changes the default protocol map of controller listeners, as in Kafka",
+    "process.roles": "broker: a broker of a KRaft cluster under Apache Kafka's controllers; broker,controller: a single "
+                     "broker, its own controller; Samsa runs no controller role alone",
     "remote.log.storage.system.enable": "no tiered storage; only lets topics set remote.storage.enable",
 }
 
