@@ -1,0 +1,147 @@
+"""A Samsa broker in a KRaft cluster (process.roles=broker) under Apache Kafka 4.4's controller (issue
+30's first milestone): one Kafka controller (process.roles=controller, the quorum's only voter) and
+one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127.0.0.1.
+
+- Kafka's kafka-metadata-quorum shows the Samsa broker as an observer of the metadata log, caught up;
+- a topic created through the controller appears in the Samsa broker's Metadata, led by it;
+- confluent-kafka produces to it (idempotent, acks=all: its producer id from a block the controller
+  handed out) and consumes from it through the Samsa broker;
+- SIGTERM: a controlled shutdown the controller logs and grants, then exit code 0.
+
+The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
+finalizes 1 and 2 by default, levels Samsa does not implement, and its controller refuses the
+registration of a broker that does not support every finalized level (UNSUPPORTED_VERSION).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from compat_util import wait_for
+from kafka_oracle import JVM_OPTS, KafkaController, OracleUnavailable, class_path, java
+from conftest import SamsaBroker
+
+from samsa.client.blocking import BlockingConnection
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+admin = pytest.importorskip("confluent_kafka.admin")
+
+pytestmark = pytest.mark.slow
+TOOL_JVM_OPTS = [o for o in JVM_OPTS if not o.startswith("-Xmx")] + ["-Xmx256m"]
+BROKER_ID = 2
+# Levels of Kafka 4.4's defaults that Samsa does not implement (server/features.py).
+CONTROLLER_FEATURES = {"eligible.leader.replicas.version": 0, "share.version": 1}
+CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
+
+
+class KraftSamsaBroker(SamsaBroker):
+    """`samsa serve` with process.roles=broker, its log dir formatted by `samsa format` first."""
+
+    def __init__(self, base_dir, controller: KafkaController):
+        super().__init__(base_dir, {
+            "process.roles": "broker", "node.id": BROKER_ID, "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": controller.bootstrap, "broker.heartbeat.interval.ms": 500,
+        })
+        self.cluster_id = controller.cluster_id
+
+    def prepare(self) -> None:
+        if (self.data_dir / "meta.properties").exists():
+            return
+        cmd = [sys.executable, "-m", "samsa.server.main", "format", "-t", self.cluster_id,
+               "--override", f"log.dirs={self.data_dir}", "--override", f"listeners=PLAINTEXT://{self.host}:{self.port}"]
+        for key, value in self.overrides.items():
+            cmd += ["--override", f"{key}={value}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == f"Formatting metadata directory {self.data_dir} with metadata.version 4.4-IV2.\n"
+
+
+def quorum_tool(controller: KafkaController, *args: str) -> str:
+    try:
+        cmd = [java(), *TOOL_JVM_OPTS, "-cp", class_path("kafka4"), "org.apache.kafka.tools.MetadataQuorumCommand",
+               "--bootstrap-controller", controller.bootstrap, "describe", *args]
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def create_topic(controller: KafkaController, name: str, partitions: int) -> None:
+    """CreateTopics to the controller itself (Kafka's Admin with bootstrap.controllers does the same;
+    kafka-topics.sh has no --bootstrap-controller)."""
+    with BlockingConnection.connect(controller.host, controller.port) as connection:
+        response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=1)]), 7)
+    assert [(t.name, t.error_code) for t in response.topics] == [(name, ErrorCode.NONE)], response
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    try:
+        controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES)
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controller)
+    try:
+        controller.start()
+        broker.start()
+        yield controller, broker
+    finally:
+        broker.kill()
+        controller.kill()
+
+
+def test_samsa_broker_under_a_kafka_controller(cluster):
+    controller, broker = cluster
+    # The Samsa broker fetches the metadata log as an observer, caught up (no lag).
+    replication = wait_for(lambda: (out := quorum_tool(controller, "--replication")) and re.search(
+        rf"^{BROKER_ID}\s+\S+\s+(\d+)\s+0\s+.*Observer", out, re.M) and out, timeout=30, what="an observer")
+    assert re.search(r"^1\s+\S+\s+\d+\s+0\s+.*Leader", replication, re.M), replication
+    status = quorum_tool(controller, "--status")
+    assert re.search(rf'CurrentObservers:\s+\[\{{"id": {BROKER_ID}, ', status), status
+
+    create_topic(controller, "kraft-orders", 3)
+    config = {"bootstrap.servers": broker.bootstrap}
+
+    def led_here():
+        topic = admin.AdminClient(config).list_topics("kraft-orders", timeout=10).topics["kraft-orders"]
+        return topic.error is None and len(topic.partitions) == 3 and all(
+            p.leader == BROKER_ID and p.replicas == [BROKER_ID] and p.isrs == [BROKER_ID]
+            for p in topic.partitions.values())
+
+    wait_for(led_here, timeout=30, what="kraft-orders led by the Samsa broker in its Metadata")
+
+    producer = confluent_kafka.Producer({**config, "enable.idempotence": True, "acks": "all"})
+    delivered = []
+    for i in range(300):
+        producer.produce("kraft-orders", key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % 3,
+                         on_delivery=lambda err, msg: delivered.append((err, msg.partition(), msg.offset())))
+    assert producer.flush(30) == 0
+    assert [d for d in delivered if d[0] is not None] == [] and len(delivered) == 300
+
+    consumer = confluent_kafka.Consumer({**config, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition("kraft-orders", p, 0) for p in range(3)])
+    received = []
+    try:
+        while len(received) < 300:
+            message = consumer.poll(10)
+            assert message is not None, f"only {len(received)} of 300 records came back"
+            assert message.error() is None, message.error()
+            received.append((message.partition(), message.offset(), message.value()))
+    finally:
+        consumer.close()
+    assert sorted(v for _, _, v in received) == sorted(f"v{i}".encode() for i in range(300))
+    for p in range(3):  # each partition's records in order, from offset 0
+        assert [o for q, o, _ in received if q == p] == list(range(100))
+
+    assert broker.stop(timeout=30) == 0
+    log = controller.output()
+    assert f"Unfenced broker {BROKER_ID} has requested and been granted a controlled shutdown" in log
+    assert re.search(rf"The request from broker {BROKER_ID} to shut down has been granted", log)
+    assert f"[BrokerLifecycleManager id={BROKER_ID}] Beginning controlled shutdown." in broker.output()
