@@ -6,6 +6,9 @@ one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127
 - a topic created through the controller appears in the Samsa broker's Metadata, led by it;
 - confluent-kafka produces to it (idempotent, acks=all: its producer id from a block the controller
   handed out) and consumes from it through the Samsa broker;
+- kafka-topics.sh --bootstrap-server <the Samsa broker> --create: the broker has the controller
+  create it; a consumer group's coordinator topic (__consumer_offsets) is created the same way, and
+  a subscribed consumer reads and commits through it;
 - SIGTERM: a controlled shutdown the controller logs and grants, then exit code 0.
 
 The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
@@ -46,6 +49,7 @@ class KraftSamsaBroker(SamsaBroker):
         super().__init__(base_dir, {
             "process.roles": "broker", "node.id": BROKER_ID, "controller.listener.names": "CONTROLLER",
             "controller.quorum.bootstrap.servers": controller.bootstrap, "broker.heartbeat.interval.ms": 500,
+            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 3,
         })
         self.cluster_id = controller.cluster_id
 
@@ -69,6 +73,14 @@ def quorum_tool(controller: KafkaController, *args: str) -> str:
         pytest.skip(str(e))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def topics_tool(broker: SamsaBroker, *args: str) -> str:
+    cmd = [java(), *TOOL_JVM_OPTS, "-cp", class_path("kafka4"), "org.apache.kafka.tools.TopicCommand",
+           "--bootstrap-server", broker.bootstrap, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n{broker.output_tail()}"
     return proc.stdout
 
 
@@ -139,6 +151,32 @@ def test_samsa_broker_under_a_kafka_controller(cluster):
     assert sorted(v for _, _, v in received) == sorted(f"v{i}".encode() for i in range(300))
     for p in range(3):  # each partition's records in order, from offset 0
         assert [o for q, o, _ in received if q == p] == list(range(100))
+
+    # Created through the Samsa broker, which has the controller create it.
+    assert topics_tool(broker, "--create", "--topic", "kraft-created", "--partitions", "2",
+                       "--replication-factor", "1") == "Created topic kraft-created.\n"
+    # (kafka-topics --describe also lists reassignments, which the broker does not forward yet.)
+    created = admin.AdminClient(config).list_topics("kraft-created", timeout=10).topics["kraft-created"]
+    assert sorted((p.id, p.leader, p.replicas) for p in created.partitions.values()) == [
+        (0, BROKER_ID, [BROKER_ID]), (1, BROKER_ID, [BROKER_ID])]
+
+    # A consumer group: its coordinator's topic created on first need, then offsets committed to it.
+    group = confluent_kafka.Consumer({**config, "group.id": "kraft-group", "auto.offset.reset": "earliest",
+                                      "enable.auto.commit": False})
+    group.subscribe(["kraft-orders"])
+    consumed = 0
+    try:
+        while consumed < 300:
+            message = group.poll(15)
+            assert message is not None, f"the group read only {consumed} of 300 records"
+            assert message.error() is None, message.error()
+            consumed += 1
+        group.commit(asynchronous=False)
+        committed = group.committed([confluent_kafka.TopicPartition("kraft-orders", p) for p in range(3)], timeout=10)
+        assert sorted(tp.offset for tp in committed) == [100, 100, 100]
+    finally:
+        group.close()
+    assert "__consumer_offsets" in admin.AdminClient(config).list_topics(timeout=10).topics
 
     assert broker.stop(timeout=30) == 0
     log = controller.output()

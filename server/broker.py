@@ -300,7 +300,7 @@ class Broker:
                                             config.inter_broker_listener_name, lifecycle.metadata_applied)
         services = self._services(
             log_manager, metadata, replicas, authorizer, ProducerIdManager(producer_id_blocks.allocate_block), quotas,
-            metadata_cache=cache, admin=KraftAdminManager(cache), listener_type=ListenerType.BROKER, cluster=cache)
+            metadata_cache=cache, admin=KraftAdminManager(cache, channel), listener_type=ListenerType.BROKER, cluster=cache)
         coordinators_changed = _coordinator_leadership_changed(services.groups, services.transactions,
                                                                services.share_coordinator)
 

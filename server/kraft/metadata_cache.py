@@ -76,6 +76,11 @@ class KraftMetadataCache:
         self._updated.set()
         self._updated = trio.Event()
 
+    async def wait_until(self, condition) -> None:
+        """Until condition() holds after some publication."""
+        while not condition():
+            await self._updated.wait()
+
     async def wait_for_leaders(self, topics: dict[str, int], timeout_ms: int) -> set[str]:
         """Wait up to timeout_ms for every partition of the topics to have a leader; those still without."""
         def has_leaders(name: str, count: int) -> bool:
