@@ -45,9 +45,9 @@ CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
 class KraftSamsaBroker(SamsaBroker):
     """`samsa serve` with process.roles=broker, its log dir formatted by `samsa format` first."""
 
-    def __init__(self, base_dir, controller: KafkaController):
+    def __init__(self, base_dir, controller: KafkaController, node_id: int = BROKER_ID):
         super().__init__(base_dir, {
-            "process.roles": "broker", "node.id": BROKER_ID, "controller.listener.names": "CONTROLLER",
+            "process.roles": "broker", "node.id": node_id, "controller.listener.names": "CONTROLLER",
             "controller.quorum.bootstrap.servers": controller.bootstrap, "broker.heartbeat.interval.ms": 500,
             "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 3,
         })
@@ -183,3 +183,71 @@ def test_samsa_broker_under_a_kafka_controller(cluster):
     assert f"Unfenced broker {BROKER_ID} has requested and been granted a controlled shutdown" in log
     assert re.search(rf"The request from broker {BROKER_ID} to shut down has been granted", log)
     assert f"[BrokerLifecycleManager id={BROKER_ID}] Beginning controlled shutdown." in broker.output()
+
+
+@pytest.fixture
+def two_brokers(tmp_path):
+    try:
+        controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES)
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    brokers = [KraftSamsaBroker(tmp_path / f"samsa{n}", controller, node_id=n) for n in (2, 3)]
+    try:
+        controller.start()
+        for broker in brokers:
+            broker.start()
+        yield controller, brokers
+    finally:
+        for broker in brokers:
+            broker.kill()
+        controller.kill()
+
+
+def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
+    """Leaders and followers as the partition registrations say: the follower fetches from the leader,
+    a controlled shutdown of the leader moves the leadership to the other broker, which has every
+    acknowledged record, and the restarted broker is added back to the ISR by the new leader's
+    AlterPartition."""
+    controller, brokers = two_brokers
+    with BlockingConnection.connect(controller.host, controller.port) as connection:
+        response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
+            name="replicated", num_partitions=-1, replication_factor=-1,
+            assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=0, broker_ids=[2, 3])])]), 7)
+    assert response.topics[0].error_code == ErrorCode.NONE, response
+    config = {"bootstrap.servers": ",".join(b.bootstrap for b in brokers)}
+
+    def partition():
+        topic = admin.AdminClient(config).list_topics("replicated", timeout=10).topics["replicated"]
+        return None if topic.error is not None else topic.partitions.get(0)
+
+    wait_for(lambda: (p := partition()) and p.leader == 2 and sorted(p.isrs) == [2, 3], timeout=30,
+             what="replicated-0 led by broker 2 with both brokers in its ISR")
+    producer = confluent_kafka.Producer({**config, "enable.idempotence": True, "acks": "all"})
+    delivered = []
+    for i in range(200):
+        producer.produce("replicated", value=f"r{i}".encode(),
+                         on_delivery=lambda err, msg: delivered.append(err))
+    assert producer.flush(30) == 0 and delivered == [None] * 200
+
+    assert brokers[0].stop(timeout=30) == 0  # the leader's controlled shutdown
+    assert "Unfenced broker 2 has requested and been granted a controlled shutdown" in controller.output()
+    wait_for(lambda: (p := partition()) and p.leader == 3, timeout=30, what="broker 3 leading replicated-0")
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": brokers[1].bootstrap, "group.id": "unused",
+                                         "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition("replicated", 0, 0)])
+    received = []
+    try:
+        while len(received) < 200:
+            message = consumer.poll(10)
+            assert message is not None, f"only {len(received)} of 200 records came back from broker 3"
+            assert message.error() is None, message.error()
+            received.append(message.value())
+    finally:
+        consumer.close()
+    assert received == [f"r{i}".encode() for i in range(200)]
+
+    # Broker 2 back: a follower of broker 3, which adds it to the ISR again (AlterPartition).
+    brokers[0].start()
+    wait_for(lambda: (p := partition()) and p.leader == 3 and sorted(p.isrs) == [2, 3], timeout=30,
+             what="broker 2 back in the ISR of replicated-0")
+    assert "[Partition replicated-0 broker=3] ISR updated to 3,2 " in brokers[1].output()

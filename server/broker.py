@@ -157,6 +157,7 @@ class KraftServices:
     metadata_cache: KraftMetadataCache  # what the metadata log says, as handlers read it
     publisher: BrokerMetadataPublisher  # each committed batch applied to this broker
     producer_id_blocks: KraftProducerIdBlocks
+    alter_partitions: AlterPartitionManager  # ISR changes to the active controller
 
     def controller_counts(self) -> tuple[int, int]:
         """The controller gauges: the controller is not on this broker; its partitions without a leader."""
@@ -296,6 +297,8 @@ class Broker:
                                         adv.security_protocol) for adv in config.advertised_listeners],
                               self._kraft_shut_down)
         producer_id_blocks = KraftProducerIdBlocks(channel, self.node_id, lambda: lifecycle.broker_epoch)
+        alter_partitions = AlterPartitionManager(lifecycle, quorum, config)
+        replicas.isr_change_listener = alter_partitions.submit
         publisher = BrokerMetadataPublisher(self.node_id, cache, replicas, self.features, authorizer, quotas,
                                             config.inter_broker_listener_name, lifecycle.metadata_applied)
         services = self._services(
@@ -309,7 +312,8 @@ class Broker:
             services.share_partitions.drop_stale()  # share partitions of partitions no longer led here
 
         replicas.on_leadership_change = leadership_changed
-        return services, KraftServices(quorum, channel, lifecycle, cache, publisher, producer_id_blocks)
+        return services, KraftServices(quorum, channel, lifecycle, cache, publisher, producer_id_blocks,
+                                       alter_partitions)
 
     def _kraft_shut_down(self, reason: str) -> None:
         """The lifecycle's end: after a controlled shutdown the broker stops (serve() is already
@@ -531,6 +535,7 @@ class Broker:
             kraft = self.kraft
             if kraft is not None:
                 await tasks.start(kraft.quorum.run)  # the metadata log, from the controller quorum
+                await tasks.start(kraft.alter_partitions.run)  # ISR changes to the active controller
             if zk_services is not None:
                 await tasks.start(zk_services.alter_partitions.run)  # ISR changes to the controller
                 await tasks.start(zk_services.shared.run)  # /config/changes and ACL change notifications

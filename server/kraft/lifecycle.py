@@ -55,7 +55,12 @@ class Lifecycle:
         self.shut_down = trio.Event()  # the controller let the broker go (or registration gave up)
 
     @property
+    def broker_id(self) -> int:
+        return self._node_id
+
+    @property
     def broker_epoch(self) -> int:
+        """The epoch of this broker's registration, as requests to the controller carry it (-1 before)."""
         return self.state.broker_epoch
 
     def metadata_applied(self, offset: int) -> None:

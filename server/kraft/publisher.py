@@ -58,7 +58,8 @@ class BrokerMetadataPublisher:
             log.info("[Broker id=%d] Deleting the replicas of %s: no longer assigned here", self._node_id,
                      ", ".join(f"{t}-{p}" for t, p in sorted(gone)))
             self._replicas.stop_replicas(gone)
-        changed = [state for key, state in ours.items() if self._hosted.get(key) != state]
+        changed = [state for key, state in ours.items() if self._hosted.get(key) != state
+                   and not self._known_here(state)]
         self._hosted = ours
         if not changed:
             return
@@ -66,7 +67,16 @@ class BrokerMetadataPublisher:
                    if (endpoint := broker.endpoints.get(self._listener)) is not None}
         new_topics = {s.topic: self._cache.topics[s.topic] for s in changed if self._replicas.get(s.topic, s.partition) is None}
         errors = self._replicas.become_leader_or_follower(changed, brokers, new_topics, same_epoch_accepted=True)
+        # (An ISR this broker's own AlterPartition changed comes back here too; _known_here skips it.)
         for (topic, index), code in errors.items():
             if code:
                 log.warning("[Broker id=%d] %s-%d: cannot take its leadership as the metadata says (error %d)",
                             self._node_id, topic, index, code)
+
+    def _known_here(self, state: PartitionState) -> bool:
+        """An ISR change this broker, as the leader, already took from the controller's AlterPartition
+        answer (same leader epoch, partition epoch not newer): leading it again would start over
+        what the leader tracks of its followers."""
+        partition = self._replicas.get(state.topic, state.partition)
+        return (partition is not None and partition.is_leader and state.leader == self._node_id
+                and partition.leader_epoch == state.leader_epoch and partition.partition_epoch >= state.partition_epoch)

@@ -92,6 +92,12 @@ class QuorumObserver:
             return None
         return self.leader_id, *self._endpoints[self.leader_id]
 
+    def controller_endpoint(self, listener: str) -> tuple[str, int] | None:
+        """Where the active controller listens (its controller listener, whatever `listener`): the
+        AlterPartition manager's ControllerLocator."""
+        leader = self.leader_endpoint
+        return None if leader is None else (leader[1], leader[2])
+
     async def wait_leader_changed(self) -> None:
         await self._leader_changed.wait()
 
