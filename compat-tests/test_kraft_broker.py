@@ -9,7 +9,9 @@ one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127
 - kafka-topics.sh --bootstrap-server <the Samsa broker> --create: the broker has the controller
   create it; a consumer group's coordinator topic (__consumer_offsets) is created the same way, and
   a subscribed consumer reads and commits through it;
-- SIGTERM: a controlled shutdown the controller logs and grants, then exit code 0.
+- SIGTERM: a controlled shutdown the controller logs and grants, then exit code 0;
+- two Samsa brokers replicate a partition and hand its leadership over (second test);
+- a broker that starts behind the metadata log's start fetches the controller's snapshot (third).
 
 The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
 finalizes 1 and 2 by default, levels Samsa does not implement, and its controller refuses the
@@ -251,3 +253,45 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     wait_for(lambda: (p := partition()) and p.leader == 3 and sorted(p.isrs) == [2, 3], timeout=30,
              what="broker 2 back in the ISR of replicated-0")
     assert "[Partition replicated-0 broker=3] ISR updated to 3,2 " in brokers[1].output()
+
+
+# The controller snapshots every second, rolls its metadata log every second and keeps almost none
+# of it: its raft cleaner (every 60 s) moves the log start past offset 0.
+SNAPSHOTTING = {"metadata.log.segment.ms": 1000, "metadata.log.max.snapshot.interval.ms": 1000,
+                "metadata.max.retention.ms": 1000, "metadata.max.retention.bytes": 1}
+
+
+def test_a_broker_behind_the_log_start_fetches_the_snapshot(tmp_path):
+    try:
+        controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES, properties=SNAPSHOTTING)
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controller)
+    try:
+        controller.start()
+        # A record for the snapshot to hold: a client quota (no broker is needed for it).
+        Alter = request_class(ApiKey.ALTER_CLIENT_QUOTAS)
+        with BlockingConnection.connect(controller.host, controller.port) as connection:
+            response = connection.call(Alter(entries=[Alter.EntryData(
+                entity=[Alter.EntityData(entity_type="user", entity_name="alice")],
+                ops=[Alter.OpData(key="producer_byte_rate", value=1024.0)])]), 1)
+        assert [e.error_code for e in response.entries] == [ErrorCode.NONE], response
+        wait_for(lambda: re.search(r"Incremented log start offset to [1-9]\d* due to snapshot generated",
+                                   controller.output()), timeout=120, interval=1, what="the metadata log truncated")
+        broker.start()
+        assert re.search(r"Fetching snapshot \d{20}-\d{10} of __cluster_metadata-0", broker.output())
+        # What the snapshot holds (the quota), then what the log holds past it (a topic).
+        Describe = request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+        with BlockingConnection.connect(broker.host, broker.port) as connection:
+            quotas = connection.call(Describe(components=[Describe.ComponentData(entity_type="user", match_type=0,
+                                                                                 match="alice")]), 1)
+        assert [(e.entity[0].entity_name, [(v.key, v.value) for v in e.values]) for e in quotas.entries] == [
+            ("alice", [("producer_byte_rate", 1024.0)])], quotas
+        create_topic(controller, "after-the-snapshot", 1)
+        config = {"bootstrap.servers": broker.bootstrap}
+        wait_for(lambda: "after-the-snapshot" in admin.AdminClient(config).list_topics(timeout=10).topics,
+                 timeout=30, what="the topic created after the snapshot")
+        assert broker.stop(timeout=30) == 0
+    finally:
+        broker.kill()
+        controller.kill()
