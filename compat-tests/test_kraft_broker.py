@@ -252,7 +252,8 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     brokers[0].start()
     wait_for(lambda: (p := partition()) and p.leader == 3 and sorted(p.isrs) == [2, 3], timeout=30,
              what="broker 2 back in the ISR of replicated-0")
-    assert "[Partition replicated-0 broker=3] ISR updated to 3,2 " in brokers[1].output()
+    # (Only the leader's AlterPartition adds a replica to an ISR; its answer and the metadata log's
+    # PartitionChangeRecord reach broker 3 in either order, so its log lines vary.)
 
 
 # The controller snapshots every second, rolls its metadata log every second and keeps almost none

@@ -334,8 +334,7 @@ class Broker:
             waiting.start_soon(until, kraft.lifecycle.caught_up)
             waiting.start_soon(until, self._kraft_stopped)
         if self._kraft_failure is not None:
-            raise ClusterJoinError(f"Shutting down because we were unable to register with the controller quorum "
-                                   f"({self._kraft_failure})")
+            raise ClusterJoinError(f"Shutting down because we were {self._kraft_failure}.")
         tasks.start_soon(self._watch_kraft_lifecycle)
 
     async def _watch_kraft_lifecycle(self) -> None:

@@ -43,6 +43,7 @@ METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID ("AAAAAAA
 FETCH_VERSION = 17  # Kafka 4.4's KRaft uses the latest its peers support; 17 has replica_state and endpoints
 FETCH_SNAPSHOT_VERSION = 1
 FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.fetchMaxWaitMs
+MAX_RECONNECT_BACKOFF_MS = 1000  # Kafka's reconnect.backoff.max.ms default
 FetchRequest = request_class(ApiKey.FETCH)
 FetchSnapshotRequest = request_class(ApiKey.FETCH_SNAPSHOT)
 _LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH)
@@ -111,16 +112,20 @@ class QuorumObserver:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        failures = 0  # connection attempts failed in a row: the backoff doubles, as reconnect.backoff.ms's
         while True:
             target = self._target()
             try:
                 connection = await BrokerConnection.connect(target[0], target[1], f"raft-observer-{self._node_id}",
                                                             self._timeout_ms)
             except BrokerUnreachable as e:
-                log.info("[RaftClient id=%d] cannot reach %s:%d: %s", self._node_id, *target, e)
+                (log.info if failures == 0 else log.debug)("[RaftClient id=%d] cannot reach %s:%d: %s",
+                                                             self._node_id, *target, e)
                 self.leader_unreachable(self.leader_id if self.leader_id is not None else -1)
-                await trio.sleep(self._retry_backoff_ms / 1000)
+                await trio.sleep(min(self._retry_backoff_ms * 2 ** failures, MAX_RECONNECT_BACKOFF_MS) / 1000)
+                failures += 1
                 continue
+            failures = 0
             try:
                 await self._fetch_from(connection, target)
             except (BrokerUnreachable, CodecError) as e:
