@@ -11,7 +11,9 @@ one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127
   a subscribed consumer reads and commits through it;
 - SIGTERM: a controlled shutdown the controller logs and grants, then exit code 0;
 - two Samsa brokers replicate a partition and hand its leadership over (second test);
-- a broker that starts behind the metadata log's start fetches the controller's snapshot (third).
+- a broker that starts behind the metadata log's start fetches the controller's snapshot (third);
+- with a quorum of three controllers, the broker follows the quorum leader after the active
+  controller is killed (fourth).
 
 The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
 finalizes 1 and 2 by default, levels Samsa does not implement, and its controller refuses the
@@ -23,11 +25,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 from compat_util import wait_for
-from kafka_oracle import JVM_OPTS, KafkaController, OracleUnavailable, class_path, java
+from kafka_oracle import JVM_OPTS, KafkaController, OracleUnavailable, class_path, java, random_cluster_id
 from conftest import SamsaBroker
+from server_process import HOST, free_port
 
 from samsa.client.blocking import BlockingConnection
 from samsa.wire.errors import ErrorCode
@@ -296,3 +300,69 @@ def test_a_broker_behind_the_log_start_fetches_the_snapshot(tmp_path):
     finally:
         broker.kill()
         controller.kill()
+
+
+def test_the_broker_follows_the_quorum_leader(tmp_path):
+    """A static quorum of three Kafka controllers (controller.quorum.voters, on the Samsa broker
+    too): the active controller killed with SIGKILL, the broker finds the new quorum leader, fetches
+    the metadata log from it (a topic created there appears) and stays registered (it still serves
+    produces: unfenced)."""
+    ports = {n: free_port() for n in (11, 12, 13)}  # node ids are unique across controllers and brokers
+    voters = {n: f"{HOST}:{port}" for n, port in ports.items()}
+    cluster_id = random_cluster_id()
+    try:
+        controllers = {n: KafkaController(tmp_path / f"controller{n}", node_id=n, features=CONTROLLER_FEATURES,
+                                          voters=voters, cluster_id=cluster_id, port=ports[n]) for n in ports}
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controllers[11])
+    del broker.overrides["controller.quorum.bootstrap.servers"]
+    broker.overrides["controller.quorum.voters"] = ",".join(f"{n}@{address}" for n, address in voters.items())
+    try:
+        starting = [threading.Thread(target=c.start) for c in controllers.values()]  # they elect together
+        for thread in starting:
+            thread.start()
+        for thread in starting:
+            thread.join()
+        assert all(c.is_running() for c in controllers.values())
+        broker.start()
+        config = {"bootstrap.servers": broker.bootstrap}
+
+        def quorum_leader(survivor: KafkaController) -> int:
+            match = re.search(r"^LeaderId:\s+(\d+)", quorum_tool(survivor, "--status"), re.M)
+            return int(match[1]) if match else -1
+
+        first = wait_for(lambda: quorum_leader(controllers[11]) > 0 and quorum_leader(controllers[11]), timeout=30,
+                         what="a quorum leader")
+        create_topic(controllers[first], "before-failover", 1)
+        wait_for(lambda: "before-failover" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
+                 what="before-failover in the broker's metadata")
+
+        controllers[first].kill()
+
+        def created_by_new_leader() -> int | None:
+            """The survivor that took CreateTopics (the others answer NOT_CONTROLLER)."""
+            for n, controller in controllers.items():
+                if n == first:
+                    continue
+                with BlockingConnection.connect(controller.host, controller.port) as connection:
+                    response = connection.call(CreateTopicsRequest(timeout_ms=10000, topics=[
+                        CreateTopicsRequest.CreatableTopic(name="after-failover", num_partitions=1,
+                                                           replication_factor=1)]), 7)
+                if response.topics[0].error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                    return n
+            return None
+
+        second = wait_for(created_by_new_leader, timeout=60, interval=0.5, what="a new active controller")
+        wait_for(lambda: (t := admin.AdminClient(config).list_topics(timeout=10).topics.get("after-failover"))
+                 and t.partitions[0].leader == BROKER_ID, timeout=60, what="after-failover led by the broker")
+        producer = confluent_kafka.Producer({**config, "acks": "all"})
+        delivered = []
+        producer.produce("after-failover", value=b"x", on_delivery=lambda err, msg: delivered.append(err))
+        assert producer.flush(30) == 0 and delivered == [None]
+        assert f"Completed transition to FollowerState(epoch=" in broker.output()
+        assert re.search(rf"leaderId={second}\) as an observer", broker.output())
+    finally:
+        broker.kill()
+        for controller in controllers.values():
+            controller.kill()
