@@ -272,6 +272,60 @@ class KafkaBroker(Log4j2Server):
             raise BrokerStartError(f"kafka-storage format exited with code {rc}\n{self.output_tail()}")
 
 
+class KafkaController(Log4j2Server):
+    """Apache Kafka 4.x as a KRaft controller alone (process.roles=controller): the quorum's only
+    voter (`kafka-storage format --standalone`), or one of a static quorum (`voters`: node id ->
+    "host:port" of every controller, controller.quorum.voters; all formatted with the same
+    `cluster_id`): the controller of Samsa brokers in KRaft broker mode. `features`: --feature
+    NAME=LEVEL at format time (levels the brokers must support)."""
+
+    kind = "kafka-controller"
+    profile = "kafka4"
+    main_class = "kafka.Kafka"
+    config_name = "controller.properties"
+    started_re = re.compile(r"Kafka Server started")
+
+    def __init__(self, base_dir: Path, overrides: dict[str, object] | None = None,
+                 properties: dict[str, object] | None = None, node_id: int = 1,
+                 features: dict[str, int] | None = None, voters: dict[int, str] | None = None,
+                 cluster_id: str | None = None, port: int | None = None):
+        super().__init__(base_dir, overrides, properties)
+        self.node_id = node_id
+        self.cluster_id = cluster_id or random_cluster_id()
+        self.features = dict(features or {})
+        self.voters = voters
+        if port is not None:
+            self.port = port
+
+    def settings(self) -> dict[str, str]:
+        return {
+            "process.roles": "controller",
+            "node.id": str(self.node_id),
+            "controller.listener.names": "CONTROLLER",
+            "listeners": f"CONTROLLER://{self.host}:{self.port}",
+            **({"controller.quorum.bootstrap.servers": self.bootstrap} if self.voters is None else
+               {"controller.quorum.voters": ",".join(f"{n}@{address}" for n, address in sorted(self.voters.items()))}),
+            "log.dirs": str(self.data_dir),
+            **self.properties,
+            **self.overrides,
+        }
+
+    def prepare(self) -> None:
+        super().prepare()
+        if not (self.data_dir / "meta.properties").exists():
+            features = [arg for name, level in self.features.items() for arg in ("--feature", f"{name}={level}")]
+            quorum = ["--standalone"] if self.voters is None else []  # a static quorum's voters are configured
+            cmd = self.java_command("kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
+                                    "--config", str(self.config_path), *quorum, *features)
+            with open(self.log_path, "ab") as log:
+                log.write(f"\n===== format: {' '.join(cmd)}\n".encode())
+                log.flush()
+                rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    cwd=str(self.base_dir), timeout=self.start_timeout).returncode
+            if rc != 0:
+                raise BrokerStartError(f"kafka-storage format exited with code {rc}\n{self.output_tail()}")
+
+
 class ZooKeeper(Log4jServer):
     """The ZooKeeper server on Kafka 3.9's class path, standalone."""
 

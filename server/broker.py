@@ -28,6 +28,7 @@ from ..coordinator.group_coordinator import OFFSETS_TOPIC
 from ..coordinator.producer_id_manager import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from ..coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
 from ..coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
+from ..storage.checkpoints import META_PROPERTIES, read_properties
 from ..storage.log_cleaner import CleanerConfig
 from ..storage.log_manager import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, LogManager
 from ..wire.codec import FrameBuffer
@@ -52,7 +53,7 @@ from .metadata.cache import BrokerInfo, MetadataCache
 from .metadata.local_admin import LocalAdminManager
 from .metadata.local_cache import LocalMetadataCache
 from .metadata.local_controller import LocalController
-from .metadata.image import MetadataStore, load_or_import
+from .metadata.image import MetadataImage, MetadataStore, load_or_import
 from .metrics.request_metrics import RequestMetrics
 from .metrics.sources import LoadedBroker
 from .network.socket_server import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
@@ -67,6 +68,14 @@ from .coordinators.share_service import ShareService
 from .coordinators.txn_service import TxnService
 from .share.persister import DefaultStatePersister
 from .zookeeper.membership import ZkMembership, broker_registration, join_cluster, stay_registered
+from .zookeeper.zk_client import ClusterJoinError
+from .kraft.admin_manager import KraftAdminManager
+from .kraft.controller_channel import ControllerChannel
+from .kraft.lifecycle import Lifecycle
+from .kraft.metadata_cache import KraftMetadataCache
+from .kraft.producer_ids import KraftProducerIdBlocks
+from .kraft.publisher import BrokerMetadataPublisher
+from .kraft.quorum import QuorumObserver
 from .zookeeper.admin_manager import ZkAdminManager
 from .zookeeper.control_plane import ZkControlPlane
 from .zookeeper.controller import ZkController
@@ -98,6 +107,8 @@ _SIZE = struct.Struct(">i")
 # How often, at least, the broker looks for deleted logs and segments due for removal (their delay
 # may be any length, and one deleted meanwhile is due at its own time).
 _FILE_DELETION_POLL_MS = 1000
+# Kafka's BrokerServer.shutdown waits this long for the controller to let the broker go.
+_KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_S = 300
 request_log = logging.getLogger("samsa.request")
 
 
@@ -134,6 +145,26 @@ class ZkServices:
                       for state in states.values() if state.leader < 0)
 
 
+@dataclass
+class KraftServices:
+    """What a broker of a KRaft cluster (process.roles=broker) runs besides a single broker's
+    services (built with them by Broker._load): the metadata log fetched from Kafka's controller
+    quorum and published, registration and heartbeats, producer id blocks from the controller."""
+
+    quorum: QuorumObserver  # the metadata log, as an observer of the quorum
+    channel: ControllerChannel  # requests to the active controller (the quorum's leader)
+    lifecycle: Lifecycle  # BrokerRegistration, BrokerHeartbeat, controlled shutdown
+    metadata_cache: KraftMetadataCache  # what the metadata log says, as handlers read it
+    publisher: BrokerMetadataPublisher  # each committed batch applied to this broker
+    producer_id_blocks: KraftProducerIdBlocks
+    alter_partitions: AlterPartitionManager  # ISR changes to the active controller
+
+    def controller_counts(self) -> tuple[int, int]:
+        """The controller gauges: the controller is not on this broker; its partitions without a leader."""
+        return 0, sum(1 for states in self.metadata_cache.partition_states.values()
+                      for state in states.values() if state.leader < 0)
+
+
 def _single_broker_controller_counts() -> tuple[int, int]:
     """A single broker is its own controller and leads every partition it has."""
     return 1, 0
@@ -149,6 +180,10 @@ class Broker:
         # use, and in a ZooKeeper cluster what it adds.
         self.services: BrokerServices | None = None
         self.zk_services: ZkServices | None = None
+        self.kraft: KraftServices | None = None  # in a KRaft cluster (process.roles=broker)
+        self._controlled_shutdown_begun = False
+        self._kraft_stopped = trio.Event()  # the lifecycle ended: let go by the controller, or not registered
+        self._kraft_failure: str | None = None  # why, when it was not a controlled shutdown
         self.endpoints: list[Endpoint] = []
         self.advertised: dict[str, BrokerInfo] = {}
         self.cluster_id = ""
@@ -167,7 +202,7 @@ class Broker:
         # KIP-714; its collect() is a Prometheus collector of what clients push.
         self.client_telemetry = ClientTelemetry(config.get_int("telemetry.max.bytes"))
         self.features = (BrokerFeatures.zookeeper_mode() if config.is_set("zookeeper.connect")
-                         else BrokerFeatures.create())
+                         else BrokerFeatures.kraft_mode() if config.kraft_broker else BrokerFeatures.create())
         self.metrics_port: int | None = None  # the endpoint's port once it listens
         self.loaded_broker: LoadedBroker | None = None  # what the metrics report on, once the logs are loaded
         self.recovered = False  # the logs are loaded and recovered: /healthz
@@ -186,9 +221,16 @@ class Broker:
                                  cleaner_config=CleanerConfig.from_broker_config(config.get),
                                  on_all_log_dirs_failed=halt)
         formatting = not log_manager.is_formatted()
+        if config.kraft_broker and formatting:  # Kafka's KRaft nodes start only on formatted log dirs
+            raise ClusterJoinError(f"No `meta.properties` found in {self.log_dirs[0]} (have you run "
+                                   "`samsa format` (or `kafka-storage.sh format`) to format the directory?)")
         self.cluster_id = log_manager.ensure_meta_properties(self.node_id, new_cluster_id)
-        metadata = load_or_import(self.log_dirs, self.cluster_id)
-        if not config.is_set("zookeeper.connect"):  # a ZooKeeper-mode broker's levels are fixed (features.py)
+        if config.kraft_broker:  # the metadata is the controllers' (fetched once running); the image holds nothing
+            metadata: MetadataStore = MetadataImage.load(self.log_dirs[0], self.cluster_id)
+        else:
+            metadata = load_or_import(self.log_dirs, self.cluster_id)
+        if not config.is_set("zookeeper.connect") and not config.kraft_broker:
+            # A ZooKeeper-mode broker's levels are fixed (features.py); a KRaft broker's are the controller's.
             self.features = BrokerFeatures.create(metadata.features, metadata.features_epoch)
         if formatting and not config.is_set("zookeeper.connect"):
             # Kafka 4's `kafka-storage format` writes it; a ZooKeeper-mode Kafka 3.9 broker has no such step.
@@ -199,12 +241,17 @@ class Broker:
             # Client-metrics subscriptions: a ZooKeeper-mode Kafka 3.9 broker has none.
             for name, subscription in stored_subscriptions(metadata).items():
                 self.client_telemetry.update_subscription(name, subscription)
-            services, zk_services = self._single_broker_services(log_manager, metadata), None
+            if config.kraft_broker:
+                services, self.kraft = self._kraft_broker_services(log_manager, metadata)
+            else:
+                services = self._single_broker_services(log_manager, metadata)
+            zk_services = None
         else:
             services, zk_services = self._zk_broker_services(self.zookeeper, log_manager, metadata)
         self.loaded_broker = LoadedBroker(
             services.replica_manager, log_manager, services.groups,
-            _single_broker_controller_counts if zk_services is None else zk_services.controller_counts,
+            zk_services.controller_counts if zk_services is not None else
+            self.kraft.controller_counts if self.kraft is not None else _single_broker_controller_counts,
             services.share_coordinator, services.share_partitions)
         log_manager.startup({name: services.replica_manager.topic_log_config(topic)
                              for name, topic in metadata.topics.items()},
@@ -224,6 +271,76 @@ class Broker:
                                               lambda topic, index: replicas.partitions[(topic, index)].leader_epoch),
             admin=LocalAdminManager(), listener_type=ListenerType.BROKER,
             controller=LocalController(self.node_id, lambda: metadata.topics))
+
+    def _kraft_broker_services(self, log_manager: LogManager,
+                               metadata: MetadataStore) -> tuple[BrokerServices, KraftServices]:
+        """A KRaft cluster member's: the controller quorum's metadata log holds the topics, configs,
+        ACLs, quotas and SCRAM credentials (fetched once the broker runs: _run) and the controller
+        hands out producer id blocks; the partitions' registrations say which this broker leads or
+        follows (server/kraft/)."""
+        config = self.config
+        cache = KraftMetadataCache(self.node_id, self.cluster_id)
+        authorizer = new_authorizer(config, [])
+        quotas = BrokerQuotas(config, cache.client_quotas)
+        replicas = ReplicaManager(log_manager, metadata, config)
+        directory_ids = [_directory_id(d) for d in self.log_dirs]
+        publisher: BrokerMetadataPublisher | None = None
+
+        def committed(replay, offset: int) -> None:
+            assert publisher is not None
+            publisher.publish(replay, offset)
+
+        quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed)
+        channel = ControllerChannel(quorum, self.node_id, config.get_int("controller.quorum.request.timeout.ms"))
+        lifecycle = Lifecycle(config, channel, self.cluster_id, self.node_id, directory_ids, self.features.supported,
+                              lambda: [(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
+                                        adv.security_protocol) for adv in config.advertised_listeners],
+                              self._kraft_shut_down)
+        producer_id_blocks = KraftProducerIdBlocks(channel, self.node_id, lambda: lifecycle.broker_epoch)
+        alter_partitions = AlterPartitionManager(lifecycle, quorum, config)
+        replicas.isr_change_listener = alter_partitions.submit
+        publisher = BrokerMetadataPublisher(self.node_id, cache, replicas, self.features, authorizer, quotas,
+                                            config.inter_broker_listener_name, lifecycle.metadata_applied)
+        services = self._services(
+            log_manager, metadata, replicas, authorizer, ProducerIdManager(producer_id_blocks.allocate_block), quotas,
+            metadata_cache=cache, admin=KraftAdminManager(cache, channel), listener_type=ListenerType.BROKER, cluster=cache)
+        coordinators_changed = _coordinator_leadership_changed(services.groups, services.transactions,
+                                                               services.share_coordinator)
+
+        def leadership_changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
+            coordinators_changed(led, resigned)
+            services.share_partitions.drop_stale()  # share partitions of partitions no longer led here
+
+        replicas.on_leadership_change = leadership_changed
+        return services, KraftServices(quorum, channel, lifecycle, cache, publisher, producer_id_blocks,
+                                       alter_partitions)
+
+    def _kraft_shut_down(self, reason: str) -> None:
+        """The lifecycle's end: after a controlled shutdown the broker stops (serve() is already
+        stopping it); a registration that never succeeded stops it with an error."""
+        self._kraft_failure = None if self._controlled_shutdown_begun else reason
+        self._kraft_stopped.set()
+
+    async def _join_kraft_cluster(self, kraft: KraftServices, tasks: trio.Nursery) -> None:
+        """Register with the active controller once the listeners are bound, then wait until the
+        metadata log is caught up before serving (Kafka's BrokerServer.startup); the controller
+        unfences the broker after that."""
+        await tasks.start(kraft.lifecycle.run)
+        await tasks.start(kraft.producer_id_blocks.run, kraft.lifecycle.registered)
+        async with trio.open_nursery() as waiting:
+            async def until(event: trio.Event) -> None:
+                await event.wait()
+                waiting.cancel_scope.cancel()
+            waiting.start_soon(until, kraft.lifecycle.caught_up)
+            waiting.start_soon(until, self._kraft_stopped)
+        if self._kraft_failure is not None:
+            raise ClusterJoinError(f"Shutting down because we were {self._kraft_failure}.")
+        tasks.start_soon(self._watch_kraft_lifecycle)
+
+    async def _watch_kraft_lifecycle(self) -> None:
+        await self._kraft_stopped.wait()
+        if self._kraft_failure is not None:
+            raise ClusterJoinError(self._kraft_failure)
 
     def _zk_broker_services(self, zookeeper: ZkMembership, log_manager: LogManager,
                             metadata: MetadataStore) -> tuple[BrokerServices, ZkServices]:
@@ -273,7 +390,8 @@ class Broker:
     def _services(self, log_manager: LogManager, metadata: MetadataStore, replicas: ReplicaManager,
                   authorizer: StandardAuthorizer | None, producer_ids: ProducerIdManager, quotas: BrokerQuotas, *,
                   metadata_cache: MetadataCache, admin: AdminManager, listener_type: ListenerType,
-                  cluster: ZkMetadataCache | None = None, control_plane: ControlPlane | None = None,
+                  cluster: ZkMetadataCache | KraftMetadataCache | None = None,
+                  control_plane: ControlPlane | None = None,
                   controller: Controller | None = None) -> BrokerServices:
         """The coordinators on the replicas, and what handlers use of it all. `cluster`: the
         metadata of the ZooKeeper cluster the broker is in."""
@@ -328,6 +446,8 @@ class Broker:
         before the logs are loaded, when no connection is served yet)."""
         if self.zk_services is not None:
             return stored_credential(self.zk_services.shared.scram_credentials, user, mechanism)
+        if self.kraft is not None:
+            return stored_credential(self.kraft.metadata_cache.scram_credentials, user, mechanism)
         if self.services is not None:
             return stored_credential(self.services.metadata.scram_credentials, user, mechanism)
         return None
@@ -363,6 +483,8 @@ class Broker:
         expired and before registering again: the controller counts the broker as gone meanwhile)."""
         if not self.recovered:
             return False
+        if self.kraft is not None:
+            return self.kraft.lifecycle.unfenced.is_set()
         return self.zookeeper is None or self.registered
 
     def zookeeper_session_lost(self) -> None:
@@ -411,6 +533,10 @@ class Broker:
                 await tasks.start(services.persister.run)
             await tasks.start(services.replica_manager.run)  # replica fetchers, ISR expiration
             await tasks.start(services.share_partitions.run)  # share partitions' loads, writes and lock expiry
+            kraft = self.kraft
+            if kraft is not None:
+                await tasks.start(kraft.quorum.run)  # the metadata log, from the controller quorum
+                await tasks.start(kraft.alter_partitions.run)  # ISR changes to the active controller
             if zk_services is not None:
                 await tasks.start(zk_services.alter_partitions.run)  # ISR changes to the controller
                 await tasks.start(zk_services.shared.run)  # /config/changes and ACL change notifications
@@ -436,6 +562,8 @@ class Broker:
                     self.zookeeper_session_lost, self.registered_again)
                 self.registered = True
                 await tasks.start(zk_services.controller.run)  # registered first, as KafkaServer starts its controller
+            if kraft is not None:
+                await self._join_kraft_cluster(kraft, tasks)
             async with trio.open_nursery() as connections:
                 for sock, ep in listeners:
                     tasks.start_soon(serve_listener, sock, ep, functools.partial(self._serve_connection, services),
@@ -471,6 +599,17 @@ class Broker:
     async def controlled_shutdown(self) -> None:
         """Before a shutdown in a ZooKeeper cluster (controlled.shutdown.enable): the controller moves
         this broker's leaders away while it still serves (server/zookeeper/controlled_shutdown.py)."""
+        self._controlled_shutdown_begun = True
+        if self.kraft is not None:
+            # Kafka's BrokerServer.shutdown: want_shut_down in the heartbeats until the controller
+            # moved this broker's leaders away and lets it go (bounded, as Kafka waits at most 5 min).
+            if self.started.is_set() and self.config.get_boolean("controlled.shutdown.enable"):
+                with trio.move_on_after(_KRAFT_CONTROLLED_SHUTDOWN_TIMEOUT_S) as waited:
+                    await self.kraft.lifecycle.controlled_shutdown()
+                if waited.cancelled_caught:
+                    log.error("[BrokerServer id=%d] Timed out waiting for the controller to approve controlled "
+                              "shutdown", self.node_id)
+            return
         zk_services = self.zk_services
         if zk_services is None or not self.started.is_set() or not self.config.get_boolean("controlled.shutdown.enable"):
             return
@@ -630,6 +769,16 @@ class Broker:
         if response is None:
             return ctx, request, None, None
         return ctx, request, response, encode_response(response, version, header.correlation_id, FrameBuffer())
+
+
+def _directory_id(log_dir: Path) -> uuid.UUID:
+    """The directory.id meta.properties gives a log dir (Kafka's Uuid: URL-safe base64 without padding)."""
+    props = read_properties(log_dir / META_PROPERTIES) or {}
+    text = props.get("directory.id")
+    if text is None:
+        raise ClusterJoinError(f"{log_dir / META_PROPERTIES} has no directory.id: format the log dirs with "
+                               "`samsa format` (or Kafka's kafka-storage.sh format)")
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
 def _coordinator_leadership_changed(groups: GroupService, transactions: TxnService, shares: ShareService) -> Callable[

@@ -94,6 +94,15 @@ class BrokerFeatures:
         features.finalized[TRANSACTION_VERSION] = 1
         return features
 
+    @classmethod
+    def kraft_mode(cls) -> BrokerFeatures:
+        """A KRaft cluster's broker's: the defaults, and kraft.version up to 1 (a quorum of dynamic
+        voters, KIP-853: the observer reads its control records like the others, and skips them);
+        the controller finalizes the levels (FeatureLevelRecords of the metadata log)."""
+        features = cls.create()
+        features.supported[KRAFT_VERSION] = (0, 1)
+        return features
+
     def level(self, name: str) -> int:
         return self.finalized.get(name, 0)
 
@@ -114,6 +123,7 @@ class BrokerFeatures:
 
 SHARE_GROUPS = ("share.version", 1)
 TRANSACTION_VERSION = "transaction.version"
+KRAFT_VERSION = "kraft.version"
 STREAMS_GROUPS = ("streams.version", 1)
 CONSUMER_GROUPS = ("group.version", 1)  # KIP-848's consumer rebalance protocol (GroupVersion.GV_1)
 

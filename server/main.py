@@ -47,6 +47,13 @@ def add_arguments(commands) -> None:
                      help="a SCRAM user, e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)")
     fmt.add_argument("-g", "--ignore-formatted", action="store_true",
                      help="skip directories already formatted instead of failing")
+    # kafka-storage format's options for a KRaft node (process.roles=broker: the broker of a KRaft cluster).
+    fmt.add_argument("-r", "--release-version", help="the metadata.version to format with, e.g. 4.4-IV2")
+    fmt.add_argument("-f", "--feature", action="append", default=[], metavar="NAME=LEVEL",
+                     help="a feature level for the bootstrap metadata (a controller's; repeatable)")
+    fmt.add_argument("-s", "--standalone", action="store_true", help="a controller's option; refused")
+    fmt.add_argument("-I", "--initial-controllers", help="a controller's option; refused")
+    fmt.add_argument("-N", "--no-initial-controllers", action="store_true", help="accepted, as Kafka does")
     fmt.set_defaults(log_level="WARNING")
 
 
@@ -128,10 +135,17 @@ def run(args: argparse.Namespace) -> int:
 
 def format_command(config: KafkaConfig, args: argparse.Namespace) -> int:
     from .broker import new_cluster_id
-    from .metadata.format_storage import FormatError, format_storage
+    from .metadata.format_storage import FormatError, format_kraft_broker, format_storage
 
     try:
-        for line in format_storage(config, args.cluster_id or new_cluster_id(), args.add_scram, args.ignore_formatted):
+        if config.kraft_broker:
+            lines = format_kraft_broker(config, args.cluster_id, args.release_version, args.feature,
+                                        args.ignore_formatted, controller_option=(
+                                            "--standalone" if args.standalone else
+                                            "--initial-controllers" if args.initial_controllers else None))
+        else:
+            lines = format_storage(config, args.cluster_id or new_cluster_id(), args.add_scram, args.ignore_formatted)
+        for line in lines:
             print(line)
     except FormatError as e:
         print(f"samsa: {e}", file=sys.stderr)

@@ -10,6 +10,11 @@ TransactionRecord, KIP-868) apply at its end, and not at all if it is aborted.
 
 Only reading: the files are left as Kafka wrote them. Replay is of a log Kafka shut down cleanly:
 records past the last committed offset would only be in a log whose broker crashed.
+
+The same replay (`MetadataReplay`) serves the broker of a KRaft cluster (server/kraft/): the
+committed batches it fetches from the controller quorum, and a snapshot it fetched, go through
+`MetadataReplay.batches` as a log file's do. For that broker it also keeps what a single broker
+does not need: each partition's leader, ISR and epochs, and the registered brokers.
 """
 
 from __future__ import annotations
@@ -25,24 +30,29 @@ from ..wire.metadata_record import MetadataRecordError, decode_metadata_record
 from ..wire.metadata_records.abort_transaction_record import AbortTransactionRecord
 from ..wire.metadata_records.access_control_entry_record import AccessControlEntryRecord
 from ..wire.metadata_records.begin_transaction_record import BeginTransactionRecord
+from ..wire.metadata_records.broker_registration_change_record import BrokerRegistrationChangeRecord
 from ..wire.metadata_records.client_quota_record import ClientQuotaRecord
 from ..wire.metadata_records.config_record import ConfigRecord
 from ..wire.metadata_records.delegation_token_record import DelegationTokenRecord
 from ..wire.metadata_records.end_transaction_record import EndTransactionRecord
 from ..wire.metadata_records.feature_level_record import FeatureLevelRecord
+from ..wire.metadata_records.fence_broker_record import FenceBrokerRecord
 from ..wire.metadata_records.partition_change_record import PartitionChangeRecord
 from ..wire.metadata_records.partition_record import PartitionRecord
 from ..wire.metadata_records.producer_ids_record import ProducerIdsRecord
+from ..wire.metadata_records.register_broker_record import RegisterBrokerRecord
 from ..wire.metadata_records.remove_access_control_entry_record import RemoveAccessControlEntryRecord
 from ..wire.metadata_records.remove_delegation_token_record import RemoveDelegationTokenRecord
 from ..wire.metadata_records.remove_topic_record import RemoveTopicRecord
 from ..wire.metadata_records.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from ..wire.metadata_records.topic_record import TopicRecord
+from ..wire.metadata_records.unfence_broker_record import UnfenceBrokerRecord
+from ..wire.metadata_records.unregister_broker_record import UnregisterBrokerRecord
 from ..wire.metadata_records.user_scram_credential_record import UserScramCredentialRecord
 from ..wire.records import decode_batch, iter_batch_headers
 
-__all__ = ["CLUSTER_METADATA_DIR", "ClusterMetadataError", "KraftTopic", "KraftAcl", "ClusterMetadata",
-           "find_cluster_metadata", "read_cluster_metadata"]
+__all__ = ["CLUSTER_METADATA_DIR", "ClusterMetadataError", "KraftTopic", "KraftPartition", "KraftBroker", "KraftAcl",
+           "ClusterMetadata", "MetadataReplay", "find_cluster_metadata", "read_cluster_metadata"]
 
 # Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME, partition 0: a directory of the metadata log dir.
 CLUSTER_METADATA_DIR = "__cluster_metadata-0"
@@ -50,10 +60,38 @@ _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 # ConfigResource.Type's ids in ConfigRecord.resourceType.
 TOPIC_RESOURCE, BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE = 2, 4, 16, 32
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader: unchanged
+# BrokerRegistrationChangeRecord's BrokerRegistrationFencingChange and InControlledShutdownChange.
+FENCE, UNFENCE, IN_CONTROLLED_SHUTDOWN = 1, -1, 1
 
 
 class ClusterMetadataError(Exception):
     """A metadata log this Samsa cannot read; the message says why and what to run."""
+
+
+@dataclass(frozen=True)
+class KraftPartition:
+    """A partition's registration (Kafka's PartitionRegistration): PartitionRecord, then each
+    PartitionChangeRecord merged in (a new leader bumps the leader epoch, every change the
+    partition epoch)."""
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    leader_recovery_state: int = 0
+    directories: tuple[uuid.UUID, ...] = ()
+
+    def merge(self, change: PartitionChangeRecord) -> KraftPartition:
+        """Kafka's PartitionRegistration.merge: null fields (and leader -2, recovery state -1) are unchanged."""
+        new_leader = self.leader if change.leader == NO_LEADER_CHANGE else change.leader
+        return KraftPartition(
+            self.replicas if change.replicas is None else tuple(change.replicas),
+            self.isr if change.isr is None else tuple(change.isr),
+            new_leader, self.leader_epoch if change.leader == NO_LEADER_CHANGE else self.leader_epoch + 1,
+            self.partition_epoch + 1,
+            self.leader_recovery_state if change.leader_recovery_state == -1 else change.leader_recovery_state,
+            self.directories if change.directories is None else tuple(change.directories))
 
 
 @dataclass
@@ -62,6 +100,19 @@ class KraftTopic:
     topic_id: uuid.UUID
     replicas: dict[int, list[int]] = field(default_factory=dict)  # partition -> replica node ids
     configs: dict[str, str] = field(default_factory=dict)  # the topic's own (ConfigRecords)
+    partitions: dict[int, KraftPartition] = field(default_factory=dict)  # partition -> its registration
+
+
+@dataclass
+class KraftBroker:
+    """A broker's registration (RegisterBrokerRecord and the records that change it)."""
+    broker_id: int
+    epoch: int
+    incarnation_id: uuid.UUID
+    endpoints: dict[str, tuple[str, int, int]]  # listener -> (host, port, security protocol id)
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +149,7 @@ class ClusterMetadata:
     features: dict[str, int] = field(default_factory=dict)  # feature name -> finalized level
     snapshot: str | None = None  # the snapshot replay started from
     end_offset: int = 0  # the offset after the last record replayed
+    brokers: dict[int, KraftBroker] = field(default_factory=dict)  # registered brokers by id
 
 
 def find_cluster_metadata(log_dirs: list[Path]) -> Path | None:
@@ -110,7 +162,7 @@ def read_cluster_metadata(directory: Path) -> ClusterMetadata:
     """Replay the metadata log in `directory`; ClusterMetadataError when a record cannot be read."""
     snapshots = sorted((int(m[1]), p) for p in directory.iterdir() if (m := _SNAPSHOT.match(p.name)))
     segments = sorted((int(m[1]), p) for p in directory.iterdir() if (m := _SEGMENT.match(p.name)))
-    replay = _Replay()
+    replay = MetadataReplay()
     start = 0
     if snapshots:
         start, newest = snapshots[-1]
@@ -125,7 +177,9 @@ def read_cluster_metadata(directory: Path) -> ClusterMetadata:
     return replay.finish(start)
 
 
-class _Replay:
+class MetadataReplay:
+    """Kafka's metadata records applied in order to a ClusterMetadata (`image`)."""
+
     def __init__(self) -> None:
         self.image = ClusterMetadata()
         self._topic_names: dict[uuid.UUID, str] = {}
@@ -134,22 +188,27 @@ class _Replay:
         self._topic_configs: dict[str, dict[str, str]] = {}
         self.pending: list[Any] | None = None  # the records of an open metadata transaction
 
+    def batches(self, data: bytes | memoryview, start_offset: int = 0) -> None:
+        """Apply the data records at or past `start_offset` of these record batches (a segment's, a
+        snapshot's, a Fetch's). MetadataRecordError or CodecError for what cannot be read."""
+        for pos, header in iter_batch_headers(data):
+            if header.next_offset <= start_offset or header.is_control:
+                continue  # control batches: leader changes, snapshot headers, voters
+            _, records = decode_batch(data, pos)
+            for record in records:
+                offset = header.record_offset(record)
+                if offset < start_offset:
+                    continue
+                if record.value is None:
+                    raise MetadataRecordError("a metadata record without a value")
+                self.record(decode_metadata_record(record.value)[0])
+                self.image.end_offset = offset + 1
+
     def file(self, path: Path, start_offset: int) -> None:
         """Apply the data records at or past `start_offset` of a segment or snapshot."""
         data = path.read_bytes()
         try:
-            for pos, header in iter_batch_headers(data):
-                if header.next_offset <= start_offset or header.is_control:
-                    continue  # control batches: leader changes, snapshot headers, voters
-                _, records = decode_batch(data, pos)
-                for record in records:
-                    offset = header.record_offset(record)
-                    if offset < start_offset:
-                        continue
-                    if record.value is None:
-                        raise MetadataRecordError("a metadata record without a value")
-                    self.record(decode_metadata_record(record.value)[0])
-                    self.image.end_offset = offset + 1
+            self.batches(data, start_offset)
         except MetadataRecordError as e:
             raise ClusterMetadataError(
                 f"{path}: {e}. This Samsa reads the metadata records of Kafka's kafka-metadata jar it was "
@@ -186,10 +245,18 @@ class _Replay:
             image.topics[record.name] = KraftTopic(record.name, record.topic_id)
             self._topic_names[record.topic_id] = record.name
         elif isinstance(record, PartitionRecord):
-            self._topic(record.topic_id).replicas[record.partition_id] = list(record.replicas)
+            topic = self._topic(record.topic_id)
+            topic.replicas[record.partition_id] = list(record.replicas)
+            topic.partitions[record.partition_id] = KraftPartition(
+                tuple(record.replicas), tuple(record.isr), record.leader, record.leader_epoch, record.partition_epoch,
+                record.leader_recovery_state, tuple(record.directories))
         elif isinstance(record, PartitionChangeRecord):
+            topic = self._topic(record.topic_id)
             if record.replicas is not None:  # null: unchanged
-                self._topic(record.topic_id).replicas[record.partition_id] = list(record.replicas)
+                topic.replicas[record.partition_id] = list(record.replicas)
+            registration = topic.partitions.get(record.partition_id)
+            if registration is not None:
+                topic.partitions[record.partition_id] = registration.merge(record)
         elif isinstance(record, RemoveTopicRecord):
             name = self._topic_names.pop(record.topic_id)
             del image.topics[name]
@@ -232,8 +299,25 @@ class _Replay:
                 image.features.pop(record.name, None)
             else:
                 image.features[record.name] = record.feature_level
-        # Brokers' and controllers' registrations, fencing, delegation tokens, ELR changes: Samsa
-        # registers itself and keeps none of them.
+        elif isinstance(record, RegisterBrokerRecord):
+            image.brokers[record.broker_id] = KraftBroker(
+                record.broker_id, record.broker_epoch, record.incarnation_id,
+                {e.name: (e.host, e.port, e.security_protocol) for e in record.end_points}, record.rack,
+                record.fenced, record.in_controlled_shutdown)
+        elif isinstance(record, UnregisterBrokerRecord):
+            image.brokers.pop(record.broker_id, None)
+        elif isinstance(record, (FenceBrokerRecord, UnfenceBrokerRecord)):
+            broker = image.brokers.get(record.id)
+            if broker is not None:
+                broker.fenced = isinstance(record, FenceBrokerRecord)
+        elif isinstance(record, BrokerRegistrationChangeRecord):
+            broker = image.brokers.get(record.broker_id)
+            if broker is not None:
+                if record.fenced in (FENCE, UNFENCE):
+                    broker.fenced = record.fenced == FENCE
+                if record.in_controlled_shutdown == IN_CONTROLLED_SHUTDOWN:
+                    broker.in_controlled_shutdown = True
+        # Controllers' registrations, ELR changes: Samsa keeps none of them.
 
     def _topic(self, topic_id: uuid.UUID) -> KraftTopic:
         name = self._topic_names.get(topic_id)

@@ -180,9 +180,11 @@ class LogManager:
         for directory, props in found.items():
             if props is None:
                 directory.mkdir(parents=True, exist_ok=True)
+                # In the order Kafka's Properties.store writes these four keys (kafka-storage format's
+                # files compare byte for byte, but for the date line and the directory id).
                 write_properties(directory / META_PROPERTIES, {
-                    "version": "1", "node.id": str(node_id), "cluster.id": cluster_id,
-                    "directory.id": new_directory_id()})
+                    "node.id": str(node_id), "directory.id": new_directory_id(), "version": "1",
+                    "cluster.id": cluster_id})
         return cluster_id
 
     # -- lifecycle

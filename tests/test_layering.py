@@ -11,6 +11,7 @@
       handlers/    no zookeeper/, network/, broker.py or main.py: handlers know neither the
                    cluster mode nor the sockets (they have context.py's RequestContext)
       zookeeper/   imported only by broker.py and main.py; it imports no handlers/ or network/
+      kraft/       KRaft broker mode: the same rules as zookeeper/ (and neither imports the other)
       network/     no metadata/, replication/, coordinators/ or zookeeper/
       broker.py    the composition root: imported by main.py alone (main.py by nothing)
     cli/           the tool commands: client and wire; storage (dump-log reads its file formats) and
@@ -126,6 +127,24 @@ RULES = (
         "samsa.server.zookeeper",
         forbidden=("samsa.server.handlers", "samsa.server.network", "samsa.server.broker", "samsa.server.main"),
         why="server.zookeeper imports no handlers, network, broker or main",
+    ),
+    # KRaft broker mode (process.roles=broker) plugs in as ZooKeeper mode does.
+    Rule(
+        "samsa.server.handlers",
+        forbidden=("samsa.server.kraft",),
+        why="handlers import no server.kraft: they do not know the cluster mode",
+    ),
+    Rule(
+        "samsa.server",
+        forbidden=("samsa.server.kraft",),
+        exempt=("samsa.server.kraft", "samsa.server.broker", "samsa.server.main"),
+        why="of server/, only broker.py and main.py import server.kraft",
+    ),
+    Rule(
+        "samsa.server.kraft",
+        forbidden=("samsa.server.handlers", "samsa.server.network", "samsa.server.zookeeper", "samsa.server.broker",
+                   "samsa.server.main"),
+        why="server.kraft imports no handlers, network, zookeeper, broker or main",
     ),
     Rule(
         "samsa.server.network",

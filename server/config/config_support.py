@@ -99,6 +99,7 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "alter.log.dirs.replication.quota.window.size.seconds": "",
     "auto.create.topics.enable": "",
     "auto.leader.rebalance.enable": "in a ZooKeeper cluster",
+    "broker.heartbeat.interval.ms": "with process.roles=broker",
     "broker.id": "",
     "broker.id.generation.enable": "in a ZooKeeper cluster",
     "broker.rack": "",
@@ -110,15 +111,23 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "delegation.token.master.key": "Kafka 3.9's alias, read when delegation.token.secret.key is unset",
     "delegation.token.max.lifetime.ms": "",
     "delegation.token.secret.key": "",
-    "controlled.shutdown.enable": "in a ZooKeeper cluster",
+    "controlled.shutdown.enable": "in a ZooKeeper or KRaft cluster",
     "controlled.shutdown.max.retries": "in a ZooKeeper cluster",
     "controlled.shutdown.retry.backoff.ms": "in a ZooKeeper cluster",
-    "controller.listener.names": "only to leave those listeners out of the advertised ones",
+    "controller.listener.names": "with process.roles=broker: the first is the controllers' listener; otherwise only to "
+                                 "leave those listeners out of the advertised ones",
+    "controller.quorum.bootstrap.servers": "with process.roles=broker",
+    "controller.quorum.fetch.max.bytes": "with process.roles=broker: the metadata log's fetches",
+    "controller.quorum.fetch.snapshot.max.bytes": "with process.roles=broker",
+    "controller.quorum.request.timeout.ms": "with process.roles=broker",
+    "controller.quorum.retry.backoff.ms": "with process.roles=broker",
+    "controller.quorum.voters": "with process.roles=broker",
     "controller.quota.window.num": "",
     "controller.quota.window.size.seconds": "",
     "controller.socket.timeout.ms": "in a ZooKeeper cluster",
     "default.replication.factor": "",
     "delete.topic.enable": "",
+    "initial.broker.registration.timeout.ms": "with process.roles=broker",
     "fetch.max.bytes": "bounds ShareFetch's max_bytes only (Samsa's Fetch does not apply it)",
     "group.consumer.heartbeat.interval.ms": "",
     "group.consumer.max.heartbeat.interval.ms": "bounds group.consumer.heartbeat.interval.ms",
@@ -305,7 +314,8 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
     "num.recovery.threads.per.data.dir": "logs are loaded and recovered one after another in one thread",
     "password.encoder.secret": "dynamic password configs (ssl.keystore.password, ...) are refused in a cluster: "
                                "Samsa does not encrypt them in ZooKeeper yet",
-    "process.roles": "no KRaft roles; only changes the default protocol map of controller listeners, as in Kafka",
+    "process.roles": "broker: a broker of a KRaft cluster under Apache Kafka's controllers; broker,controller: a single "
+                     "broker, its own controller; Samsa runs no controller role alone",
     "remote.log.storage.system.enable": "no tiered storage; only lets topics set remote.storage.enable",
 }
 

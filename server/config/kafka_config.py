@@ -466,6 +466,29 @@ def _parse_protocol_map(text: str) -> dict[str, str]:
     return protocols
 
 
+_HOST_PORT = re.compile(r"\[?([0-9a-zA-Z\-%._:]*?)\]?:([0-9]+)")
+
+
+def _parse_host_port(config: str, item: str) -> tuple[str, int]:
+    """host:port (an IPv6 host in brackets), as Kafka's Utils.getHost and getPort read it."""
+    match = _HOST_PORT.fullmatch(item.strip())
+    if match is None or not match[1]:
+        raise ConfigError(config, f"Invalid value {item} for configuration {config}: expected host:port")
+    return match[1], int(match[2])
+
+
+def _parse_quorum_voters(text: str) -> dict[int, tuple[str, int]]:
+    """controller.quorum.voters: `id@host:port,...` (Kafka's QuorumConfig.parseVoterConnections)."""
+    voters = {}
+    for item in _csv(text):
+        node, separator, address = item.partition("@")
+        if not separator or not node.strip().lstrip("-").isdigit():
+            raise ConfigError("controller.quorum.voters", f"Invalid value {text} for configuration "
+                                                          f"controller.quorum.voters: Unable to parse {item}")
+        voters[int(node)] = _parse_host_port("controller.quorum.voters", address)
+    return voters
+
+
 def _ip_version(host: str | None) -> int | None:
     try:
         return ipaddress.ip_address(host or "").version
@@ -606,6 +629,15 @@ class KafkaConfig:
         )
         self.advertised_listeners: tuple[Endpoint, ...] = self._advertised_listeners()
         self.inter_broker_listener_name: str = self._inter_broker_listener_name()
+        # KRaft: process.roles=broker alone makes this broker a member of a KRaft cluster under
+        # Kafka's controllers (server/kraft/); broker,controller keeps Samsa a single broker that is
+        # its own controller, as a combined Kafka node is; Samsa runs no controller role alone.
+        self.process_roles: tuple[str, ...] = tuple(_csv(self._list_text("process.roles") or ""))
+        self.quorum_voters: dict[int, tuple[str, int]] = _parse_quorum_voters(self._list_text("controller.quorum.voters") or "")
+        self.quorum_bootstrap_servers: tuple[tuple[str, int], ...] = tuple(
+            _parse_host_port("controller.quorum.bootstrap.servers", item)
+            for item in _csv(self._list_text("controller.quorum.bootstrap.servers") or ""))
+        self._validate_process_roles()
         self.authorizer_enabled: bool = self._authorizer_enabled()
         self.super_users: frozenset[str] = self._super_users()
         try:  # Kafka's ReplicaManager loads the class at startup
@@ -747,6 +779,58 @@ class KafkaConfig:
                 f"options based on currently configured listeners are {','.join(advertised)}",
             )
         return name
+
+    @property
+    def kraft_broker(self) -> bool:
+        """A broker of a KRaft cluster (process.roles=broker): registered with, and fed the metadata
+        log by, Apache Kafka's controller quorum."""
+        return self.process_roles == ("broker",)
+
+    def _validate_process_roles(self) -> None:
+        """Kafka's KafkaConfig.validateValues for the roles Samsa takes, in Kafka's words."""
+        roles = self.process_roles
+        for role in roles:
+            if role not in ("broker", "controller"):
+                raise ConfigError("process.roles", f"Unknown process role '{role}' (only 'broker' and 'controller' "
+                                                   "are allowed roles)")
+        if roles == ("controller",):
+            raise ConfigError("process.roles", "process.roles=controller: Samsa runs no KRaft controller; run "
+                                               "Apache Kafka's controllers and Samsa with process.roles=broker")
+        if not self.kraft_broker:
+            return
+        if self.is_set("zookeeper.connect"):
+            raise ConfigError("zookeeper.connect", "zookeeper.connect is not supported with process.roles: a broker "
+                                                   "is either in a ZooKeeper cluster or in a KRaft cluster")
+        if not self.quorum_voters and not self.quorum_bootstrap_servers:
+            raise ConfigError("controller.quorum.bootstrap.servers",
+                              "If using process.roles, either controller.quorum.bootstrap.servers must contain the set "
+                              "of bootstrap controllers or controller.quorum.voters must contain a parseable set of "
+                              "controllers.")
+        if self.node_id in self.quorum_voters:
+            raise ConfigError("controller.quorum.voters",
+                              f"If process.roles contains just the 'broker' role, the node id {self.node_id} must not "
+                              f"be included in the set of voters controller.quorum.voters="
+                              f"{{{', '.join(map(str, self.quorum_voters))}}}")
+        if not self.controller_listener_names:
+            raise ConfigError("controller.listener.names", "controller.listener.names must contain at least one value "
+                                                           "when running KRaft with just the broker role")
+        if any(endpoint.name in self.controller_listener_names for endpoint in self.listeners):
+            raise ConfigError("controller.listener.names",
+                              "controller.listener.names must not contain a value appearing in the 'listeners' "
+                              "configuration when running KRaft with just the broker role")
+        for name in self.controller_listener_names:
+            if name not in self.listener_security_protocol_map:
+                raise ConfigError("listener.security.protocol.map",
+                                  f"Controller listener with name {name} defined in controller.listener.names not "
+                                  "found in listener.security.protocol.map  (an explicit security mapping for each "
+                                  "controller listener is required if listener.security.protocol.map is non-empty, "
+                                  "or if there are security protocols other than PLAINTEXT in use)")
+
+    @property
+    def controller_security_protocol(self) -> str:
+        """The security protocol of the first controller listener, the one a KRaft broker reaches
+        the controllers on (Kafka uses only the first)."""
+        return self.listener_security_protocol_map[self.controller_listener_names[0]]
 
     def _authorizer_enabled(self) -> bool:
         name = self.get_string("authorizer.class.name")

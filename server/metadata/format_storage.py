@@ -7,6 +7,11 @@ whose listeners all need SASL/SCRAM can be logged into from its first start:
     samsa format server.properties --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
 
 A directory already formatted stops the command, unless `--ignore-formatted` skips it, as in Kafka.
+
+The broker of a KRaft cluster (process.roles=broker) is formatted as Kafka's `kafka-storage format`
+formats one (`format_kraft_broker`): the cluster id is required, each log dir gets meta.properties
+version 1 (node.id, directory.id, version, cluster.id) and nothing else; the bootstrap metadata
+(release version, features, SCRAM users) is the controllers' to write.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import re
 from pathlib import Path
 
 from ...client.scram import ScramMechanism
+from ...coordinator.feature_control import METADATA_VERSIONS, MetadataVersion
 from ...storage.checkpoints import META_PROPERTIES
 from ...storage.errors import KafkaStorageException
 from ...storage.log_manager import LogManager
@@ -82,3 +88,46 @@ def format_storage(config, cluster_id: str, scram: list[str], ignore_formatted: 
         image.set_scram_credentials(credentials)
         done += [f"Added SCRAM credential for {user} ({mechanism.mechanism_name})." for user, mechanism, _ in users]
     return done
+
+
+# Kafka 4.4's MetadataVersion.LATEST_PRODUCTION, what `kafka-storage format` formats with by default.
+LATEST_PRODUCTION_METADATA_VERSION = METADATA_VERSIONS[33]
+
+
+def release_metadata_version(release: str) -> MetadataVersion:
+    """Kafka's MetadataVersion.fromVersionString: "4.4-IV2", or "4.4" for that release's last."""
+    matching = [mv for mv in METADATA_VERSIONS.values() if release in (mv.version, mv.release)]
+    if not matching:
+        raise FormatError(f"Unknown release version '{release}'. Supported versions are: "
+                          f"{METADATA_VERSIONS[7].version} to {LATEST_PRODUCTION_METADATA_VERSION.version}")
+    return max(matching, key=lambda mv: mv.level)
+
+
+def format_kraft_broker(config, cluster_id: str | None, release: str | None, features: list[str],
+                        ignore_formatted: bool, controller_option: str | None = None) -> list[str]:
+    """kafka-storage format for a broker-only KRaft node (Kafka's Formatter): meta.properties in
+    every log dir, the first being the metadata log dir. Returns what was done, a line each."""
+    if controller_option is not None:
+        raise FormatError(f"{controller_option} formats a KRaft controller; Samsa runs only the broker role "
+                          "(process.roles=broker): format the controllers with Kafka's kafka-storage.sh")
+    if not cluster_id:
+        raise FormatError("You must specify the cluster id.")
+    version = release_metadata_version(release) if release else LATEST_PRODUCTION_METADATA_VERSION
+    for feature in features:
+        name, separator, level = feature.partition("=")
+        if not separator or not level.strip().isdigit():
+            raise FormatError(f"Can't parse feature={feature}. The format is <feature>=<version>.")
+    log_dirs = [Path(d).resolve() for d in config.log_dirs]
+    formatted = [d for d in log_dirs if (d / META_PROPERTIES).exists()]
+    if formatted and not ignore_formatted:
+        raise FormatError(f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted to ignore "
+                          "this directory and format the others.")
+    if len(formatted) == len(log_dirs):
+        return ["All of the log directories are already formatted."]
+    manager = LogManager(log_dirs, config.log_config(), lambda: 0)
+    try:
+        manager.ensure_meta_properties(config.node_id, lambda: cluster_id)
+    except KafkaStorageException as error:
+        raise FormatError(str(error)) from None
+    return [f"Formatting {'metadata' if d == log_dirs[0] else 'data'} directory {d} with metadata.version "
+            f"{version.version}." for d in log_dirs if d not in formatted]

@@ -5,6 +5,9 @@ the partition's state znode (its version is the partition epoch) and tells every
 UpdateMetadata. (Before 2.7-IV2 the leader wrote the znode itself and an /isr_change_notification;
 Samsa does not implement that path.)
 
+In a KRaft cluster (server/kraft/) the same requests go to the active controller, the leader of the
+metadata log, which commits a PartitionChangeRecord.
+
 The partitions' pending ISR changes (coordinator/partition_leader.py: at most one per partition)
 wait here; one request at a time carries them all, each with its proposed ISR and the partition
 epoch last confirmed. Each answer goes back to its partition (Kafka's submitAlterPartition
@@ -36,8 +39,11 @@ if TYPE_CHECKING:
 class Registration(Protocol):
     """This broker's registration in the cluster: a request to the controller names both."""
 
-    broker_id: int
-    broker_epoch: int
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def broker_epoch(self) -> int: ...
 
 
 class ControllerLocator(Protocol):

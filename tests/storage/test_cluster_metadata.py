@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from samsa.storage.cluster_metadata import (
-    CLUSTER_METADATA_DIR, ClusterMetadataError, KraftAcl, find_cluster_metadata, read_cluster_metadata,
+    CLUSTER_METADATA_DIR, ClusterMetadataError, KraftAcl, MetadataReplay, find_cluster_metadata, read_cluster_metadata,
 )
 from samsa.wire.codec import Message
 from samsa.wire.metadata_record import encode_metadata_record
 from samsa.wire.metadata_records.abort_transaction_record import AbortTransactionRecord
 from samsa.wire.metadata_records.access_control_entry_record import AccessControlEntryRecord
 from samsa.wire.metadata_records.begin_transaction_record import BeginTransactionRecord
+from samsa.wire.metadata_records.broker_registration_change_record import BrokerRegistrationChangeRecord
 from samsa.wire.metadata_records.client_quota_record import ClientQuotaRecord, EntityData
 from samsa.wire.metadata_records.config_record import ConfigRecord
 from samsa.wire.metadata_records.end_transaction_record import EndTransactionRecord
@@ -28,6 +29,8 @@ from samsa.wire.metadata_records.register_broker_record import RegisterBrokerRec
 from samsa.wire.metadata_records.remove_access_control_entry_record import RemoveAccessControlEntryRecord
 from samsa.wire.metadata_records.remove_topic_record import RemoveTopicRecord
 from samsa.wire.metadata_records.topic_record import TopicRecord
+from samsa.wire.metadata_records.unfence_broker_record import UnfenceBrokerRecord
+from samsa.wire.metadata_records.unregister_broker_record import UnregisterBrokerRecord
 from samsa.wire.metadata_records.user_scram_credential_record import UserScramCredentialRecord
 from samsa.wire.metadata_records.delegation_token_record import DelegationTokenRecord
 from samsa.wire.metadata_records.remove_delegation_token_record import RemoveDelegationTokenRecord
@@ -167,3 +170,52 @@ def test_finds_the_metadata_log_in_any_log_dir(tmp_path):
     (second / CLUSTER_METADATA_DIR).mkdir(parents=True)
     assert find_cluster_metadata([first, second]) == second / CLUSTER_METADATA_DIR
     assert find_cluster_metadata([first]) is None
+
+
+# --- the replay a KRaft cluster's broker runs on what it fetches (server/kraft/) ---------------------
+
+# Recorded from Kafka 4.4: one controller (node 1) and a Samsa broker (node 2) registered, unfenced,
+# topic t1 (2 partitions, replicas [2]) created, then the broker's controlled shutdown.
+RECORDED = Path(__file__).parent / "data" / "kraft_broker_metadata" / "00000000000000000000.log"
+
+
+def test_replays_a_recorded_kafka_log_into_brokers_and_partition_registrations():
+    replay = MetadataReplay()
+    replay.batches(RECORDED.read_bytes())
+    image = replay.image
+    assert image.features["metadata.version"] == 33
+    broker = image.brokers[2]
+    assert broker.endpoints == {"PLAINTEXT": ("127.0.0.1", 19192, 0)} and broker.epoch == 50
+    assert broker.fenced and broker.in_controlled_shutdown  # fenced again at its controlled shutdown
+    t1 = image.topics["t1"]
+    # Created with leader 2 at epoch 0; the controlled shutdown left them without a leader (epoch 1).
+    assert sorted(t1.partitions) == [0, 1]
+    assert all(p.replicas == (2,) and p.isr == (2,) and p.leader == -1 and p.leader_epoch == 1
+               and p.partition_epoch == 1 for p in t1.partitions.values())
+
+
+def test_partition_changes_merge_as_kafkas_partition_registration():
+    replay = MetadataReplay()
+    replay.batches(batch(0, TopicRecord(name="orders", topic_id=ORDERS),
+                         (PartitionRecord(partition_id=0, topic_id=ORDERS, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1,
+                                          leader_epoch=4, partition_epoch=7), 2)))
+    # The ISR shrinks (leader unchanged: -2), then the leader moves (its epoch bumps).
+    replay.batches(batch(2, PartitionChangeRecord(partition_id=0, topic_id=ORDERS, isr=[1, 2]),
+                         PartitionChangeRecord(partition_id=0, topic_id=ORDERS, leader=2)))
+    partition = replay.image.topics["orders"].partitions[0]
+    assert (partition.leader, partition.leader_epoch, partition.partition_epoch) == (2, 5, 9)
+    assert partition.isr == (1, 2) and partition.replicas == (1, 2, 3)
+    assert replay.image.end_offset == 4
+
+
+def test_broker_registrations_fencing_and_unregistration():
+    replay = MetadataReplay()
+    replay.batches(batch(0, (RegisterBrokerRecord(broker_id=5, broker_epoch=9, end_points=[
+        RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092, security_protocol=0)]), 3)))
+    assert replay.image.brokers[5].fenced
+    replay.batches(batch(1, UnfenceBrokerRecord(id=5, epoch=9)))
+    assert not replay.image.brokers[5].fenced
+    replay.batches(batch(2, (BrokerRegistrationChangeRecord(broker_id=5, broker_epoch=9, fenced=1), 1)))
+    assert replay.image.brokers[5].fenced
+    replay.batches(batch(3, UnregisterBrokerRecord(broker_id=5, broker_epoch=9)))
+    assert replay.image.brokers == {}

@@ -1,0 +1,368 @@
+"""A Samsa broker in a KRaft cluster (process.roles=broker) under Apache Kafka 4.4's controller (issue
+30's first milestone): one Kafka controller (process.roles=controller, the quorum's only voter) and
+one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127.0.0.1.
+
+- Kafka's kafka-metadata-quorum shows the Samsa broker as an observer of the metadata log, caught up;
+- a topic created through the controller appears in the Samsa broker's Metadata, led by it;
+- confluent-kafka produces to it (idempotent, acks=all: its producer id from a block the controller
+  handed out) and consumes from it through the Samsa broker;
+- kafka-topics.sh --bootstrap-server <the Samsa broker> --create: the broker has the controller
+  create it; a consumer group's coordinator topic (__consumer_offsets) is created the same way, and
+  a subscribed consumer reads and commits through it;
+- SIGTERM: a controlled shutdown the controller logs and grants, then exit code 0;
+- two Samsa brokers replicate a partition and hand its leadership over (second test);
+- a broker that starts behind the metadata log's start fetches the controller's snapshot (third);
+- with a quorum of three controllers, the broker follows the quorum leader after the active
+  controller is killed (fourth).
+
+The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
+finalizes 1 and 2 by default, levels Samsa does not implement, and its controller refuses the
+registration of a broker that does not support every finalized level (UNSUPPORTED_VERSION).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+from compat_util import wait_for
+from kafka_oracle import JVM_OPTS, KafkaController, OracleUnavailable, class_path, java, random_cluster_id
+from conftest import SamsaBroker
+from server_process import HOST, free_port
+
+from samsa.client.blocking import BlockingConnection
+from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+admin = pytest.importorskip("confluent_kafka.admin")
+
+pytestmark = pytest.mark.slow
+TOOL_JVM_OPTS = [o for o in JVM_OPTS if not o.startswith("-Xmx")] + ["-Xmx256m"]
+BROKER_ID = 2
+# Levels of Kafka 4.4's defaults that Samsa does not implement (server/features.py).
+CONTROLLER_FEATURES = {"eligible.leader.replicas.version": 0, "share.version": 1}
+CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
+
+
+class KraftSamsaBroker(SamsaBroker):
+    """`samsa serve` with process.roles=broker, its log dir formatted by `samsa format` first."""
+
+    def __init__(self, base_dir, controller: KafkaController, node_id: int = BROKER_ID):
+        super().__init__(base_dir, {
+            "process.roles": "broker", "node.id": node_id, "controller.listener.names": "CONTROLLER",
+            "controller.quorum.bootstrap.servers": controller.bootstrap, "broker.heartbeat.interval.ms": 500,
+            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 3,
+        })
+        self.cluster_id = controller.cluster_id
+
+    def prepare(self) -> None:
+        if (self.data_dir / "meta.properties").exists():
+            return
+        cmd = [sys.executable, "-m", "samsa.server.main", "format", "-t", self.cluster_id,
+               "--override", f"log.dirs={self.data_dir}", "--override", f"listeners=PLAINTEXT://{self.host}:{self.port}"]
+        for key, value in self.overrides.items():
+            cmd += ["--override", f"{key}={value}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == f"Formatting metadata directory {self.data_dir} with metadata.version 4.4-IV2.\n"
+
+
+def quorum_tool(controller: KafkaController, *args: str) -> str:
+    try:
+        cmd = [java(), *TOOL_JVM_OPTS, "-cp", class_path("kafka4"), "org.apache.kafka.tools.MetadataQuorumCommand",
+               "--bootstrap-controller", controller.bootstrap, "describe", *args]
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def topics_tool(broker: SamsaBroker, *args: str) -> str:
+    cmd = [java(), *TOOL_JVM_OPTS, "-cp", class_path("kafka4"), "org.apache.kafka.tools.TopicCommand",
+           "--bootstrap-server", broker.bootstrap, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n{broker.output_tail()}"
+    return proc.stdout
+
+
+def create_topic(controller: KafkaController, name: str, partitions: int) -> None:
+    """CreateTopics to the controller itself (Kafka's Admin with bootstrap.controllers does the same;
+    kafka-topics.sh has no --bootstrap-controller)."""
+    with BlockingConnection.connect(controller.host, controller.port) as connection:
+        response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=1)]), 7)
+    assert [(t.name, t.error_code) for t in response.topics] == [(name, ErrorCode.NONE)], response
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    try:
+        controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES)
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controller)
+    try:
+        controller.start()
+        broker.start()
+        yield controller, broker
+    finally:
+        broker.kill()
+        controller.kill()
+
+
+def test_samsa_broker_under_a_kafka_controller(cluster):
+    controller, broker = cluster
+    # The Samsa broker fetches the metadata log as an observer, caught up (no lag).
+    replication = wait_for(lambda: (out := quorum_tool(controller, "--replication")) and re.search(
+        rf"^{BROKER_ID}\s+\S+\s+(\d+)\s+0\s+.*Observer", out, re.M) and out, timeout=30, what="an observer")
+    assert re.search(r"^1\s+\S+\s+\d+\s+0\s+.*Leader", replication, re.M), replication
+    status = quorum_tool(controller, "--status")
+    assert re.search(rf'CurrentObservers:\s+\[\{{"id": {BROKER_ID}, ', status), status
+
+    create_topic(controller, "kraft-orders", 3)
+    config = {"bootstrap.servers": broker.bootstrap}
+
+    def led_here():
+        topic = admin.AdminClient(config).list_topics("kraft-orders", timeout=10).topics["kraft-orders"]
+        return topic.error is None and len(topic.partitions) == 3 and all(
+            p.leader == BROKER_ID and p.replicas == [BROKER_ID] and p.isrs == [BROKER_ID]
+            for p in topic.partitions.values())
+
+    wait_for(led_here, timeout=30, what="kraft-orders led by the Samsa broker in its Metadata")
+
+    producer = confluent_kafka.Producer({**config, "enable.idempotence": True, "acks": "all"})
+    delivered = []
+    for i in range(300):
+        producer.produce("kraft-orders", key=f"k{i}".encode(), value=f"v{i}".encode(), partition=i % 3,
+                         on_delivery=lambda err, msg: delivered.append((err, msg.partition(), msg.offset())))
+    assert producer.flush(30) == 0
+    assert [d for d in delivered if d[0] is not None] == [] and len(delivered) == 300
+
+    consumer = confluent_kafka.Consumer({**config, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition("kraft-orders", p, 0) for p in range(3)])
+    received = []
+    try:
+        while len(received) < 300:
+            message = consumer.poll(10)
+            assert message is not None, f"only {len(received)} of 300 records came back"
+            assert message.error() is None, message.error()
+            received.append((message.partition(), message.offset(), message.value()))
+    finally:
+        consumer.close()
+    assert sorted(v for _, _, v in received) == sorted(f"v{i}".encode() for i in range(300))
+    for p in range(3):  # each partition's records in order, from offset 0
+        assert [o for q, o, _ in received if q == p] == list(range(100))
+
+    # Created through the Samsa broker, which has the controller create it.
+    assert topics_tool(broker, "--create", "--topic", "kraft-created", "--partitions", "2",
+                       "--replication-factor", "1") == "Created topic kraft-created.\n"
+    # (kafka-topics --describe also lists reassignments, which the broker does not forward yet.)
+    created = admin.AdminClient(config).list_topics("kraft-created", timeout=10).topics["kraft-created"]
+    assert sorted((p.id, p.leader, p.replicas) for p in created.partitions.values()) == [
+        (0, BROKER_ID, [BROKER_ID]), (1, BROKER_ID, [BROKER_ID])]
+
+    # A consumer group: its coordinator's topic created on first need, then offsets committed to it.
+    group = confluent_kafka.Consumer({**config, "group.id": "kraft-group", "auto.offset.reset": "earliest",
+                                      "enable.auto.commit": False})
+    group.subscribe(["kraft-orders"])
+    consumed = 0
+    try:
+        while consumed < 300:
+            message = group.poll(15)
+            assert message is not None, f"the group read only {consumed} of 300 records"
+            assert message.error() is None, message.error()
+            consumed += 1
+        group.commit(asynchronous=False)
+        committed = group.committed([confluent_kafka.TopicPartition("kraft-orders", p) for p in range(3)], timeout=10)
+        assert sorted(tp.offset for tp in committed) == [100, 100, 100]
+    finally:
+        group.close()
+    assert "__consumer_offsets" in admin.AdminClient(config).list_topics(timeout=10).topics
+
+    assert broker.stop(timeout=30) == 0
+    log = controller.output()
+    assert f"Unfenced broker {BROKER_ID} has requested and been granted a controlled shutdown" in log
+    assert re.search(rf"The request from broker {BROKER_ID} to shut down has been granted", log)
+    assert f"[BrokerLifecycleManager id={BROKER_ID}] Beginning controlled shutdown." in broker.output()
+
+
+@pytest.fixture
+def two_brokers(tmp_path):
+    try:
+        controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES)
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    brokers = [KraftSamsaBroker(tmp_path / f"samsa{n}", controller, node_id=n) for n in (2, 3)]
+    try:
+        controller.start()
+        for broker in brokers:
+            broker.start()
+        yield controller, brokers
+    finally:
+        for broker in brokers:
+            broker.kill()
+        controller.kill()
+
+
+def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
+    """Leaders and followers as the partition registrations say: the follower fetches from the leader,
+    a controlled shutdown of the leader moves the leadership to the other broker, which has every
+    acknowledged record, and the restarted broker is added back to the ISR by the new leader's
+    AlterPartition."""
+    controller, brokers = two_brokers
+    with BlockingConnection.connect(controller.host, controller.port) as connection:
+        response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
+            name="replicated", num_partitions=-1, replication_factor=-1,
+            assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=0, broker_ids=[2, 3])])]), 7)
+    assert response.topics[0].error_code == ErrorCode.NONE, response
+    config = {"bootstrap.servers": ",".join(b.bootstrap for b in brokers)}
+
+    def partition():
+        topic = admin.AdminClient(config).list_topics("replicated", timeout=10).topics["replicated"]
+        return None if topic.error is not None else topic.partitions.get(0)
+
+    wait_for(lambda: (p := partition()) and p.leader == 2 and sorted(p.isrs) == [2, 3], timeout=30,
+             what="replicated-0 led by broker 2 with both brokers in its ISR")
+    producer = confluent_kafka.Producer({**config, "enable.idempotence": True, "acks": "all"})
+    delivered = []
+    for i in range(200):
+        producer.produce("replicated", value=f"r{i}".encode(),
+                         on_delivery=lambda err, msg: delivered.append(err))
+    assert producer.flush(30) == 0 and delivered == [None] * 200
+
+    assert brokers[0].stop(timeout=30) == 0  # the leader's controlled shutdown
+    assert "Unfenced broker 2 has requested and been granted a controlled shutdown" in controller.output()
+    wait_for(lambda: (p := partition()) and p.leader == 3, timeout=30, what="broker 3 leading replicated-0")
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": brokers[1].bootstrap, "group.id": "unused",
+                                         "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition("replicated", 0, 0)])
+    received = []
+    try:
+        while len(received) < 200:
+            message = consumer.poll(10)
+            assert message is not None, f"only {len(received)} of 200 records came back from broker 3"
+            assert message.error() is None, message.error()
+            received.append(message.value())
+    finally:
+        consumer.close()
+    assert received == [f"r{i}".encode() for i in range(200)]
+
+    # Broker 2 back: a follower of broker 3, which adds it to the ISR again (AlterPartition).
+    brokers[0].start()
+    wait_for(lambda: (p := partition()) and p.leader == 3 and sorted(p.isrs) == [2, 3], timeout=30,
+             what="broker 2 back in the ISR of replicated-0")
+    # (Only the leader's AlterPartition adds a replica to an ISR; its answer and the metadata log's
+    # PartitionChangeRecord reach broker 3 in either order, so its log lines vary.)
+
+
+# The controller snapshots every second, rolls its metadata log every second and keeps almost none
+# of it: its raft cleaner (every 60 s) moves the log start past offset 0.
+SNAPSHOTTING = {"metadata.log.segment.ms": 1000, "metadata.log.max.snapshot.interval.ms": 1000,
+                "metadata.max.retention.ms": 1000, "metadata.max.retention.bytes": 1}
+
+
+def test_a_broker_behind_the_log_start_fetches_the_snapshot(tmp_path):
+    try:
+        controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES, properties=SNAPSHOTTING)
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controller)
+    try:
+        controller.start()
+        # A record for the snapshot to hold: a client quota (no broker is needed for it).
+        Alter = request_class(ApiKey.ALTER_CLIENT_QUOTAS)
+        with BlockingConnection.connect(controller.host, controller.port) as connection:
+            response = connection.call(Alter(entries=[Alter.EntryData(
+                entity=[Alter.EntityData(entity_type="user", entity_name="alice")],
+                ops=[Alter.OpData(key="producer_byte_rate", value=1024.0)])]), 1)
+        assert [e.error_code for e in response.entries] == [ErrorCode.NONE], response
+        wait_for(lambda: re.search(r"Incremented log start offset to [1-9]\d* due to snapshot generated",
+                                   controller.output()), timeout=120, interval=1, what="the metadata log truncated")
+        broker.start()
+        assert re.search(r"Fetching snapshot \d{20}-\d{10} of __cluster_metadata-0", broker.output())
+        # What the snapshot holds (the quota), then what the log holds past it (a topic).
+        Describe = request_class(ApiKey.DESCRIBE_CLIENT_QUOTAS)
+        with BlockingConnection.connect(broker.host, broker.port) as connection:
+            quotas = connection.call(Describe(components=[Describe.ComponentData(entity_type="user", match_type=0,
+                                                                                 match="alice")]), 1)
+        assert [(e.entity[0].entity_name, [(v.key, v.value) for v in e.values]) for e in quotas.entries] == [
+            ("alice", [("producer_byte_rate", 1024.0)])], quotas
+        create_topic(controller, "after-the-snapshot", 1)
+        config = {"bootstrap.servers": broker.bootstrap}
+        wait_for(lambda: "after-the-snapshot" in admin.AdminClient(config).list_topics(timeout=10).topics,
+                 timeout=30, what="the topic created after the snapshot")
+        assert broker.stop(timeout=30) == 0
+    finally:
+        broker.kill()
+        controller.kill()
+
+
+def test_the_broker_follows_the_quorum_leader(tmp_path):
+    """A static quorum of three Kafka controllers (controller.quorum.voters, on the Samsa broker
+    too): the active controller killed with SIGKILL, the broker finds the new quorum leader, fetches
+    the metadata log from it (a topic created there appears) and stays registered (it still serves
+    produces: unfenced)."""
+    ports = {n: free_port() for n in (11, 12, 13)}  # node ids are unique across controllers and brokers
+    voters = {n: f"{HOST}:{port}" for n, port in ports.items()}
+    cluster_id = random_cluster_id()
+    try:
+        controllers = {n: KafkaController(tmp_path / f"controller{n}", node_id=n, features=CONTROLLER_FEATURES,
+                                          voters=voters, cluster_id=cluster_id, port=ports[n]) for n in ports}
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controllers[11])
+    del broker.overrides["controller.quorum.bootstrap.servers"]
+    broker.overrides["controller.quorum.voters"] = ",".join(f"{n}@{address}" for n, address in voters.items())
+    try:
+        starting = [threading.Thread(target=c.start) for c in controllers.values()]  # they elect together
+        for thread in starting:
+            thread.start()
+        for thread in starting:
+            thread.join()
+        assert all(c.is_running() for c in controllers.values())
+        broker.start()
+        config = {"bootstrap.servers": broker.bootstrap}
+
+        def quorum_leader(survivor: KafkaController) -> int:
+            match = re.search(r"^LeaderId:\s+(\d+)", quorum_tool(survivor, "--status"), re.M)
+            return int(match[1]) if match else -1
+
+        first = wait_for(lambda: quorum_leader(controllers[11]) > 0 and quorum_leader(controllers[11]), timeout=30,
+                         what="a quorum leader")
+        create_topic(controllers[first], "before-failover", 1)
+        wait_for(lambda: "before-failover" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
+                 what="before-failover in the broker's metadata")
+
+        controllers[first].kill()
+
+        def created_by_new_leader() -> int | None:
+            """The survivor that took CreateTopics (the others answer NOT_CONTROLLER)."""
+            for n, controller in controllers.items():
+                if n == first:
+                    continue
+                with BlockingConnection.connect(controller.host, controller.port) as connection:
+                    response = connection.call(CreateTopicsRequest(timeout_ms=10000, topics=[
+                        CreateTopicsRequest.CreatableTopic(name="after-failover", num_partitions=1,
+                                                           replication_factor=1)]), 7)
+                if response.topics[0].error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                    return n
+            return None
+
+        second = wait_for(created_by_new_leader, timeout=60, interval=0.5, what="a new active controller")
+        wait_for(lambda: (t := admin.AdminClient(config).list_topics(timeout=10).topics.get("after-failover"))
+                 and t.partitions[0].leader == BROKER_ID, timeout=60, what="after-failover led by the broker")
+        producer = confluent_kafka.Producer({**config, "acks": "all"})
+        delivered = []
+        producer.produce("after-failover", value=b"x", on_delivery=lambda err, msg: delivered.append(err))
+        assert producer.flush(30) == 0 and delivered == [None]
+        assert f"Completed transition to FollowerState(epoch=" in broker.output()
+        assert re.search(rf"leaderId={second}\) as an observer", broker.output())
+    finally:
+        broker.kill()
+        for controller in controllers.values():
+            controller.kill()

@@ -1,0 +1,224 @@
+"""The AdminManager of a KRaft cluster's broker. In a KRaft cluster the controller makes every
+metadata change; Kafka's brokers forward those requests to it.
+
+Topics are created and deleted by the controller: CreateTopics and DeleteTopics are sent to it
+through the channel to the active controller (the placement of replicas is the controller's unless
+the request assigns them), and the answer waits, as in a single broker, for the new partitions'
+leaders or the deletion to show in the metadata log. Topics created on first need (Metadata with
+auto-creation, the coordinators' internal topics) are created the same way (Kafka's
+AutoTopicCreationManager). Deviation: Kafka wraps a client's request in an Envelope (key 58) so
+that the controller authorizes the client's principal; Samsa sends it as the broker.
+
+Every other change (configs, partitions, ACLs, quotas, SCRAM credentials, delegation tokens) is not
+forwarded yet (issue 30's next steps): it is refused, the message saying to send it to the
+controller (--bootstrap-controller). What needs no change is answered: a coordinator is its
+partition's live leader, and configs are read from the metadata log.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+import logging
+
+import trio
+
+from ...coordinator.group_coordinator import OFFSETS_TOPIC
+from ...coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
+from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
+from ...wire.errors import ErrorCode
+from ...wire.protocol import ApiKey, request_class
+from ..metadata.admin_manager import AdminError, NewPartitions
+from .controller_channel import ControllerChannel
+from .metadata_cache import KraftMetadataCache
+
+if TYPE_CHECKING:
+    from ...coordinator.client_quotas import Entity
+    from ..context import BrokerServices
+    from ..metadata.cache import BrokerInfo, TopicInfo
+    from ..security.authorizer import AclBinding
+    from ..security.delegation_tokens import TokenInformation
+    from ..security.scram import ScramCredential, ScramMechanism
+
+log = logging.getLogger("samsa.kraft.admin")
+CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
+DeleteTopicsRequest = request_class(ApiKey.DELETE_TOPICS)
+CREATE_TOPICS_VERSION, DELETE_TOPICS_VERSION = 7, 6
+CONTROLLER_TIMEOUT_MS = 30000  # what the controller may take to commit the change
+PLACED_BY_CONTROLLER = -1  # a replica the controller places (assign_replicas without an assignment)
+NOT_FORWARDED = ("this Samsa broker of a KRaft cluster does not forward metadata changes to the controller yet: "
+                 "send it to the controller (--bootstrap-controller)")
+
+
+def _refuse() -> NoReturn:
+    raise AdminError(ErrorCode.INVALID_REQUEST, NOT_FORWARDED)
+
+
+class KraftAdminManager:
+    def __init__(self, cache: KraftMetadataCache, channel: ControllerChannel) -> None:
+        self._cache = cache
+        self._channel = channel
+        self._creating: set[str] = set()  # topics created on first need, their CreateTopics in flight
+
+    # --- topics ---------------------------------------------------------------------------------
+
+    def assign_replicas(self, services: BrokerServices, partitions: int, replication_factor: int,
+                        assignment: dict[int, list[int]] | None) -> dict[int, list[int]]:
+        """As asked (the controller checks it), or placeholders the controller fills in."""
+        if assignment:
+            return assignment
+        return {p: [PLACED_BY_CONTROLLER] * replication_factor for p in range(partitions)}
+
+    async def create_topic(self, services: BrokerServices, name: str, assignment: dict[int, list[int]],
+                           configs: dict[str, str]) -> uuid.UUID:
+        result = await self._create(name, assignment, configs)
+        if result.error_code != ErrorCode.NONE:
+            raise AdminError(result.error_code, result.error_message or "")
+        return result.topic_id
+
+    async def _create(self, name: str, assignment: dict[int, list[int]], configs: Mapping[str, str]):
+        """CreateTopics of one topic to the controller: its result."""
+        Topic, Assignment = CreateTopicsRequest.CreatableTopic, CreateTopicsRequest.CreatableReplicaAssignment
+        first = next(iter(assignment.values()), [])
+        placed = PLACED_BY_CONTROLLER not in first
+        topic = Topic(name=name, num_partitions=-1 if placed else len(assignment),
+                      replication_factor=-1 if placed else len(first),
+                      assignments=[Assignment(partition_index=p, broker_ids=replicas)
+                                   for p, replicas in sorted(assignment.items())] if placed else [],
+                      configs=[CreateTopicsRequest.CreatableTopicConfig(name=key, value=value)
+                               for key, value in configs.items()])
+        response = await self._channel.call(CreateTopicsRequest(topics=[topic], timeout_ms=CONTROLLER_TIMEOUT_MS),
+                                            CREATE_TOPICS_VERSION)
+        if response is None:
+            raise AdminError(ErrorCode.REQUEST_TIMED_OUT, "The active controller did not answer")
+        return response.topics[0]
+
+    async def wait_for_leaders(self, topics: dict[str, int], timeout_ms: int) -> set[str]:
+        return await self._cache.wait_for_leaders(topics, timeout_ms)
+
+    async def delete_topic(self, services: BrokerServices, name: str) -> None:
+        """DeleteTopics to the controller; a refusal shows as the topic still there (finish_deletions)."""
+        response = await self._channel.call(DeleteTopicsRequest(
+            topics=[DeleteTopicsRequest.DeleteTopicState(name=name)], timeout_ms=CONTROLLER_TIMEOUT_MS),
+            DELETE_TOPICS_VERSION)
+        if response is None or response.responses[0].error_code != ErrorCode.NONE:
+            log.warning("The controller did not delete topic %s: %s", name,
+                        "no answer" if response is None else ErrorCode(response.responses[0].error_code).name)
+
+    async def finish_deletions(self, services: BrokerServices, names: set[str], timeout_ms: int) -> set[str]:
+        """Until the metadata log no longer has them (at most timeout_ms); those still there."""
+        with trio.move_on_after(timeout_ms / 1000):
+            await self._cache.wait_until(lambda: not names & self._cache.topics.keys())
+        return names & self._cache.topics.keys()
+
+    async def plan_new_partitions(self, services: BrokerServices, topic: str, count: int,
+                                  assignments: list[list[int]] | None) -> NewPartitions:
+        _refuse()
+
+    async def add_partitions(self, services: BrokerServices, topic: str, plan: NewPartitions) -> None:
+        _refuse()
+
+    async def auto_create_topic(self, services: BrokerServices, name: str) -> tuple[int, TopicInfo | None]:
+        """Created by the controller: LEADER_NOT_AVAILABLE until the metadata log has its leaders."""
+        return await self._create_on_first_need(services, name), None
+
+    async def _create_on_first_need(self, services: BrokerServices, name: str) -> int:
+        """CreateTopics to the controller with the topic's defaults (Kafka's AutoTopicCreationManager):
+        LEADER_NOT_AVAILABLE when created (or there already), UNKNOWN_TOPIC_OR_PARTITION while
+        another request is creating it, else the controller's error."""
+        if name in self._creating:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        self._creating.add(name)
+        try:
+            partitions, replication, configs = _creatable_topic(services, name)
+            try:
+                result = await self._create(name, self.assign_replicas(services, partitions, replication, None),
+                                            configs)
+            except AdminError as e:
+                return e.code
+            if result.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                log.info("Sent auto-creation request for %s to the active controller", name)
+                return ErrorCode.LEADER_NOT_AVAILABLE
+            log.info("Cannot create topic %s: %s", name, result.error_message or ErrorCode(result.error_code).name)
+            return result.error_code
+        finally:
+            self._creating.discard(name)
+
+    async def coordinator(self, services: BrokerServices, topic: str, partition: int,
+                          listener: str) -> tuple[int, BrokerInfo | None]:
+        """The partition's live leader, as the metadata log says; COORDINATOR_NOT_AVAILABLE while
+        the topic does not exist (the controller is asked to create it) or has no live leader."""
+        cache = self._cache
+        if topic not in cache.topics:
+            await self._create_on_first_need(services, topic)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        partitions = cache.partition_metadata(topic, listener) or []
+        leader = next((p.leader_id for p in partitions if p.partition_index == partition), -1)
+        node = cache.alive_node(leader, listener)
+        return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+
+    # --- configs --------------------------------------------------------------------------------
+
+    async def read_topic_configs(self, services: BrokerServices, name: str) -> None:
+        return None  # the metadata cache holds them as the metadata log says
+
+    async def alter_topic_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                  validate_only: bool) -> None:
+        _refuse()
+
+    async def alter_broker_configs(self, services: BrokerServices, resource_name: str, configs: Mapping[str, str],
+                                   validate_only: bool) -> None:
+        _refuse()
+
+    def client_metrics_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
+        return self._cache.client_metrics.get(name, {})
+
+    async def alter_client_metrics(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                   validate_only: bool) -> None:
+        _refuse()
+
+    def group_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
+        return self._cache.group_configs.get(name, {})
+
+    async def alter_group_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
+                                  validate_only: bool) -> None:
+        _refuse()
+
+    # --- quotas, credentials, ACLs --------------------------------------------------------------
+
+    async def alter_client_quotas(self, services: BrokerServices,
+                                  changes: dict[Entity, dict[str, float | None]]) -> None:
+        _refuse()
+
+    async def alter_scram_credentials(self, services: BrokerServices, deletions: Mapping[str, ScramMechanism],
+                                      upsertions: Mapping[str, tuple[ScramMechanism, ScramCredential]]) -> None:
+        _refuse()
+
+    async def change_acls(self, services: BrokerServices, acls: Sequence[AclBinding]) -> None:
+        _refuse()
+
+    # --- delegation tokens ----------------------------------------------------------------------
+
+    async def store_delegation_token(self, services: BrokerServices, token: TokenInformation) -> None:
+        _refuse()
+
+    async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
+        return None  # the controller expires tokens in a KRaft cluster
+
+
+def _creatable_topic(services: BrokerServices, name: str) -> tuple[int, int, dict[str, str]]:
+    """(partitions, replication factor, configs) of a topic created on first need: a coordinator's
+    internal topic, or one with the broker's defaults (as server/zookeeper/admin_manager.py)."""
+    get_int = services.config.get_int
+    if name == OFFSETS_TOPIC:
+        return (get_int("offsets.topic.num.partitions"), get_int("offsets.topic.replication.factor"),
+                services.groups.topic_configs())
+    if name == TRANSACTION_STATE_TOPIC:
+        return (get_int("transaction.state.log.num.partitions"), get_int("transaction.state.log.replication.factor"),
+                services.transactions.cluster_topic_configs())
+    if name == SHARE_GROUP_STATE_TOPIC:
+        return (get_int("share.coordinator.state.topic.num.partitions"),
+                get_int("share.coordinator.state.topic.replication.factor"), services.share_coordinator.topic_configs())
+    return get_int("num.partitions"), get_int("default.replication.factor"), {}
