@@ -231,6 +231,34 @@ def unreadable_topics(ctx, request, context) -> frozenset[str]:
     return frozenset(topics - ctx.authorized(READ, TOPIC, topics))
 
 
+def may_read_more(ctx, context, parked: list, isolation: int, follower: FollowerFetch | None,
+                  rack: str | None) -> bool:
+    """Whether a parked fetch, woken, may find more than its last read did (Kafka's
+    DelayedFetch.tryComplete): a partition gone, failed or led elsewhere now, or one whose end (the
+    log end offset for a follower, else the high watermark or the last stable offset) is no longer
+    the fetch offset. Reading all of a fetch's partitions costs far more than looking at their
+    offsets, and many wakes find nothing new (another partition of the fetch moved, a role
+    changed elsewhere). `parked`: the partitions of `context.partitions` as the last read found
+    them (None for one not hosted). A consumer whose rack may send it to another replica is always
+    read again (the preferred replica may have changed)."""
+    if rack is not None and ctx.services.config.replica_selector is not None:
+        return True
+    replicas = ctx.services.replica_manager
+    read_committed = isolation == READ_COMMITTED
+    for p, partition in zip(context.partitions, parked):
+        if (partition is None or replicas.get(p.topic, p.partition) is not partition
+                or partition.check_replica(p.current_leader_epoch, require_leader=rack is None) != ErrorCode.NONE):
+            return True
+        log_ = partition.log
+        if follower is not None:
+            end = log_.log_end_offset
+        else:
+            end = partition.last_stable_offset if read_committed else log_.high_watermark
+        if p.fetch_offset != end or p.fetch_offset < log_.log_start_offset:
+            return True
+    return False
+
+
 def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str],
              follower: FollowerFetch | None = None, rack: str | None = None):
     """One pass over the session's partitions: [(cached partition, data)], bytes read."""
@@ -273,22 +301,26 @@ async def handle(ctx, request):
     unreadable = unreadable_topics(ctx, request, context)
     follower = follower_fetch(ctx, request)
     rack = client_rack(ctx, request, follower)
+    on_log_end = follower is not None  # a follower waits for appends, a consumer for the high watermark
     while True:
         results, total = read_all(ctx, context, max_bytes, isolation, unreadable, follower, rack)
         # An error or a preferred read replica is answered at once (Kafka's fetchMessages).
         settled = any(data.error_code != ErrorCode.NONE or data.preferred_read_replica >= 0 for _, data in results)
         if total >= min_bytes or settled or not results or loop_time() >= deadline:
             break
-        wake = trio.Event()
         parked = [services.replica_manager.get(p.topic, p.partition) for p in context.partitions]
-        for partition in parked:
-            if partition is not None:
-                partition.park(wake)
-        with not_request_time(ctx), trio.move_on_at(deadline):
-            await wake.wait()
-        for partition in parked:
-            if partition is not None:
-                partition.unpark(wake)
+        while True:  # Kafka's DelayedFetch: woken, look whether reading again can find more
+            wake = trio.Event()
+            for partition in parked:
+                if partition is not None:
+                    partition.park(wake, on_log_end)
+            with not_request_time(ctx), trio.move_on_at(deadline):
+                await wake.wait()
+            for partition in parked:
+                if partition is not None:
+                    partition.unpark(wake, on_log_end)
+            if loop_time() >= deadline or may_read_more(ctx, context, parked, isolation, follower, rack):
+                break
     if record_fetch(ctx, total):
         return throttled_response(ctx, context)
     return build_response(ctx, context, results, unknown_ids)

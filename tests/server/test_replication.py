@@ -76,12 +76,13 @@ class Cluster:
             assert errors == {(TOPIC, 0): ErrorCode.NONE}
 
     async def log_end_offset(self, broker_id: int, offset: int, timeout: float = 10) -> None:
-        """Until the broker's log reaches `offset` (an append wakes what is parked on the partition)."""
+        """Until the broker's log reaches `offset` (an append wakes what waits for the log end, as a
+        follower's fetch does)."""
         partition = self.partition(broker_id)
         with trio.fail_after(timeout):
             while partition.log.log_end_offset < offset:
                 appended = trio.Event()
-                partition.park(appended)
+                partition.park(appended, on_log_end=True)
                 await appended.wait()
 
     async def leader_has_seen(self, leader: int, follower: int, offset: int, timeout: float = 10) -> None:
