@@ -62,7 +62,7 @@ def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tupl
             continue
         for p in t.partitions:
             wanted.append(CachedPartition(name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                                          p.log_start_offset, p.current_leader_epoch))
+                                          p.log_start_offset, p.current_leader_epoch, p.last_fetched_epoch))
     forgotten: list[tuple[str, int]] = []  # (topic, partition)
     for t in request.forgotten_topics_data or ():
         name = topic_name(t)
@@ -78,22 +78,15 @@ class FollowerFetch:
     last_fetched_epochs: dict[tuple[str, int], int]
 
 
-def follower_fetch(ctx, request) -> FollowerFetch | None:
-    """A fetch from a follower (replica id >= 0, in replica_state from v15), or None."""
+def follower_fetch(ctx, request, context) -> FollowerFetch | None:
+    """A fetch from a follower (replica id >= 0, in replica_state from v15), or None. The epochs
+    are the fetch session's (v12+; -1 before): an incremental request names only the partitions
+    whose position changed, the session remembers the others'."""
     version = ctx.api_version
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     if replica_id < 0:
         return None
-    epochs: dict[tuple[str, int], int] = {}
-    if version >= 12:
-        image = ctx.services.metadata_cache
-        for t in request.topics:
-            name = t.topic if version < 13 else getattr(image.topics_by_id.get(t.topic_id), "name", None)
-            if name is None:
-                continue  # answered UNKNOWN_TOPIC_ID
-            for p in t.partitions:
-                epochs[(name, p.partition)] = p.last_fetched_epoch
-    return FollowerFetch(replica_id, epochs)
+    return FollowerFetch(replica_id, {(p.topic, p.partition): p.last_fetched_epoch for p in context.partitions})
 
 
 def diverging_epoch(log_, last_fetched_epoch: int, fetch_offset: int):
@@ -299,7 +292,7 @@ async def handle(ctx, request):
     min_bytes = min(request.min_bytes, max_bytes)
     deadline = loop_time() + max(request.max_wait_ms, 0) / 1000
     unreadable = unreadable_topics(ctx, request, context)
-    follower = follower_fetch(ctx, request)
+    follower = follower_fetch(ctx, request, context)
     rack = client_rack(ctx, request, follower)
     on_log_end = follower is not None  # a follower waits for appends, a consumer for the high watermark
     while True:
