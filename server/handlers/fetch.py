@@ -62,7 +62,7 @@ def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tupl
             continue
         for p in t.partitions:
             wanted.append(CachedPartition(name, t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                                          p.log_start_offset, p.current_leader_epoch))
+                                          p.log_start_offset, p.current_leader_epoch, p.last_fetched_epoch))
     forgotten: list[tuple[str, int]] = []  # (topic, partition)
     for t in request.forgotten_topics_data or ():
         name = topic_name(t)
@@ -78,22 +78,15 @@ class FollowerFetch:
     last_fetched_epochs: dict[tuple[str, int], int]
 
 
-def follower_fetch(ctx, request) -> FollowerFetch | None:
-    """A fetch from a follower (replica id >= 0, in replica_state from v15), or None."""
+def follower_fetch(ctx, request, context) -> FollowerFetch | None:
+    """A fetch from a follower (replica id >= 0, in replica_state from v15), or None. The epochs
+    are the fetch session's (v12+; -1 before): an incremental request names only the partitions
+    whose position changed, the session remembers the others'."""
     version = ctx.api_version
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     if replica_id < 0:
         return None
-    epochs: dict[tuple[str, int], int] = {}
-    if version >= 12:
-        image = ctx.services.metadata_cache
-        for t in request.topics:
-            name = t.topic if version < 13 else getattr(image.topics_by_id.get(t.topic_id), "name", None)
-            if name is None:
-                continue  # answered UNKNOWN_TOPIC_ID
-            for p in t.partitions:
-                epochs[(name, p.partition)] = p.last_fetched_epoch
-    return FollowerFetch(replica_id, epochs)
+    return FollowerFetch(replica_id, {(p.topic, p.partition): p.last_fetched_epoch for p in context.partitions})
 
 
 def diverging_epoch(log_, last_fetched_epoch: int, fetch_offset: int):
@@ -231,6 +224,34 @@ def unreadable_topics(ctx, request, context) -> frozenset[str]:
     return frozenset(topics - ctx.authorized(READ, TOPIC, topics))
 
 
+def may_read_more(ctx, context, parked: list, isolation: int, follower: FollowerFetch | None,
+                  rack: str | None) -> bool:
+    """Whether a parked fetch, woken, may find more than its last read did (Kafka's
+    DelayedFetch.tryComplete): a partition gone, failed or led elsewhere now, or one whose end (the
+    log end offset for a follower, else the high watermark or the last stable offset) is no longer
+    the fetch offset. Reading all of a fetch's partitions costs far more than looking at their
+    offsets, and many wakes find nothing new (another partition of the fetch moved, a role
+    changed elsewhere). `parked`: the partitions of `context.partitions` as the last read found
+    them (None for one not hosted). A consumer whose rack may send it to another replica is always
+    read again (the preferred replica may have changed)."""
+    if rack is not None and ctx.services.config.replica_selector is not None:
+        return True
+    replicas = ctx.services.replica_manager
+    read_committed = isolation == READ_COMMITTED
+    for p, partition in zip(context.partitions, parked):
+        if (partition is None or replicas.get(p.topic, p.partition) is not partition
+                or partition.check_replica(p.current_leader_epoch, require_leader=rack is None) != ErrorCode.NONE):
+            return True
+        log_ = partition.log
+        if follower is not None:
+            end = log_.log_end_offset
+        else:
+            end = partition.last_stable_offset if read_committed else log_.high_watermark
+        if p.fetch_offset != end or p.fetch_offset < log_.log_start_offset:
+            return True
+    return False
+
+
 def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str],
              follower: FollowerFetch | None = None, rack: str | None = None):
     """One pass over the session's partitions: [(cached partition, data)], bytes read."""
@@ -271,24 +292,28 @@ async def handle(ctx, request):
     min_bytes = min(request.min_bytes, max_bytes)
     deadline = loop_time() + max(request.max_wait_ms, 0) / 1000
     unreadable = unreadable_topics(ctx, request, context)
-    follower = follower_fetch(ctx, request)
+    follower = follower_fetch(ctx, request, context)
     rack = client_rack(ctx, request, follower)
+    on_log_end = follower is not None  # a follower waits for appends, a consumer for the high watermark
     while True:
         results, total = read_all(ctx, context, max_bytes, isolation, unreadable, follower, rack)
         # An error or a preferred read replica is answered at once (Kafka's fetchMessages).
         settled = any(data.error_code != ErrorCode.NONE or data.preferred_read_replica >= 0 for _, data in results)
         if total >= min_bytes or settled or not results or loop_time() >= deadline:
             break
-        wake = trio.Event()
         parked = [services.replica_manager.get(p.topic, p.partition) for p in context.partitions]
-        for partition in parked:
-            if partition is not None:
-                partition.park(wake)
-        with not_request_time(ctx), trio.move_on_at(deadline):
-            await wake.wait()
-        for partition in parked:
-            if partition is not None:
-                partition.unpark(wake)
+        while True:  # Kafka's DelayedFetch: woken, look whether reading again can find more
+            wake = trio.Event()
+            for partition in parked:
+                if partition is not None:
+                    partition.park(wake, on_log_end)
+            with not_request_time(ctx), trio.move_on_at(deadline):
+                await wake.wait()
+            for partition in parked:
+                if partition is not None:
+                    partition.unpark(wake, on_log_end)
+            if loop_time() >= deadline or may_read_more(ctx, context, parked, isolation, follower, rack):
+                break
     if record_fetch(ctx, total):
         return throttled_response(ctx, context)
     return build_response(ctx, context, results, unknown_ids)

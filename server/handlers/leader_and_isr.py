@@ -25,6 +25,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import trio
+
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION
@@ -103,6 +105,9 @@ async def handle(ctx, request):
         if kraft_controller and request.type_ == FULL:
             log.warning("Ignoring the stray-replica check of a full LeaderAndIsr from KRaft controller %d: "
                         "Samsa does not take part in a ZooKeeper to KRaft migration", request.controller_id)
+        if new_topics:  # their logs made off the event loop (disk I/O): produces and fetches go on meanwhile
+            await trio.to_thread.run_sync(replica_manager.create_missing_logs, states, new_topics,
+                                          limiter=services.disk_limiter)
         errors = replica_manager.become_leader_or_follower(states, brokers, new_topics,
                                                            same_epoch_accepted=kraft_controller)
     return leader_and_isr_response(states, errors, version)

@@ -30,6 +30,7 @@ class CachedPartition:
     max_bytes: int
     log_start_offset: int
     current_leader_epoch: int
+    last_fetched_epoch: int = -1  # a follower's (Fetch v12+): the epoch of the last batch it holds
     # What the client was last told; -1 until the first response.
     high_watermark: int = -1
     last_stable_offset: int = -1
@@ -124,6 +125,7 @@ class FetchSessionCache:
                 cached.max_bytes = p.max_bytes
                 cached.log_start_offset = p.log_start_offset
                 cached.current_leader_epoch = p.current_leader_epoch
+                cached.last_fetched_epoch = p.last_fetched_epoch
         session.epoch = session.epoch + 1 if session.epoch < 2**31 - 1 else 1
         session.last_used_ms = now_ms
         return FetchContext(list(session.partitions.values()), session.id, incremental=True)

@@ -27,6 +27,7 @@ from ...storage.leader_epoch_cache import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSE
 from ...wire.errors import ErrorCode
 from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, request_class
+from .fetch_session_handler import FetchSessionHandler, PartitionFetch
 
 if TYPE_CHECKING:
     from ..config.kafka_config import KafkaConfig
@@ -119,6 +120,7 @@ class ReplicaFetcher:
         self._client_id = f"broker-{replicas.local_id}-fetcher-{fetcher_id}"
         self._cancel_scope = trio.CancelScope()
         self.finished = False  # run returned: partitions added now would never be fetched
+        self._session = FetchSessionHandler()  # KIP-227: after the first, fetches name what changed
 
     def stop(self) -> None:
         self._cancel_scope.cancel()
@@ -136,6 +138,7 @@ class ReplicaFetcher:
                 try:
                     connection = await BrokerConnection.connect(
                         *self.address, self._client_id, self._config.get_int("replica.socket.timeout.ms"))
+                    self._session.reset()  # a request lost with the last connection: start over
                     try:
                         while self.partitions:
                             truncated = await self._truncate(connection)
@@ -221,25 +224,40 @@ class ReplicaFetcher:
         if not fetching:
             return False
         config = self._config
-        by_topic: dict[str, list] = {}
-        for (topic, index), state, partition in fetching:
+        max_bytes = config.get_int("replica.fetch.max.bytes")
+        wanted = {}
+        for key, state, partition in fetching:
             log_ = partition.log
+            wanted[key] = PartitionFetch(log_.log_end_offset, state.leader_epoch, log_.leader_epoch_cache.latest_epoch,
+                                         log_.log_start_offset, max_bytes)
+        session = self._session.build(wanted)
+        by_topic: dict[str, list] = {}
+        for (topic, index), fetch in session.partitions.items():
             by_topic.setdefault(topic, []).append(Fetch.FetchPartition(
-                partition=index, current_leader_epoch=state.leader_epoch, fetch_offset=log_.log_end_offset,
-                last_fetched_epoch=log_.leader_epoch_cache.latest_epoch, log_start_offset=log_.log_start_offset,
-                partition_max_bytes=config.get_int("replica.fetch.max.bytes")))
+                partition=index, current_leader_epoch=fetch.current_leader_epoch, fetch_offset=fetch.fetch_offset,
+                last_fetched_epoch=fetch.last_fetched_epoch, log_start_offset=fetch.log_start_offset,
+                partition_max_bytes=fetch.max_bytes))
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in session.forgotten:
+            forgotten.setdefault(topic, []).append(index)
         request = Fetch(replica_id=self._replicas.local_id, max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
                         min_bytes=config.get_int("replica.fetch.min.bytes"),
-                        max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0, session_id=0,
-                        session_epoch=-1,
-                        topics=[Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()])
-        response = await connection.call(request, FETCH_VERSION)
+                        max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0,
+                        session_id=session.session_id, session_epoch=session.epoch,
+                        topics=[Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+                        forgotten_topics_data=[Fetch.ForgottenTopic(topic=topic, partitions=parts)
+                                               for topic, parts in forgotten.items()])
+        response = await connection.call(request, FETCH_VERSION)  # failing, it costs the connection: reset
+        self._session.handle_response(session, response.error_code, response.session_id)
         if response.error_code != ErrorCode.NONE:
             log.info("[ReplicaFetcher %s] fetch from %d failed: error %d", self._client_id, self.leader_id,
                      response.error_code)
-            return False
+            # A session the leader evicted or lost count of: a full fetch at once opens a new one.
+            return response.error_code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
         answers = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
-        progressed = False
+        # An incremental answer leaves out the partitions with nothing new: a long poll that ended
+        # with nothing is progress too (the next fetch polls again), where only errors are not.
+        progressed = not answers
         to_flush = []
         out_of_range: list[tuple[TopicPartition, PartitionFetchState, Partition]] = []
         for key, state, partition in fetching:

@@ -2,7 +2,12 @@
 
 With one broker every partition's ISR is this broker alone, so the high watermark follows the log
 end offset on every append. A long-polling fetch registers a trio.Event with each partition it
-reads; an append sets them, so the fetch wakes as soon as data arrives.
+reads; an append sets them, so the fetch wakes as soon as data arrives. On a replicated partition
+what waits is woken by what it waits for (Kafka's DelayedFetch and DelayedProduce keys): a
+follower's fetch by the log end offset moving (an append), a consumer's fetch or an acks=all
+produce by the high watermark moving (a follower's fetch); a change of role wakes both. An append
+there no longer wakes the consumers, to whom it shows nothing yet, nor a high watermark move the
+followers, who take it from their next fetch.
 
 After a clean shutdown a partition's log is opened on its first use (`Partition.log`): what
 Metadata answers comes from the metadata image, so startup opens no log.
@@ -94,7 +99,8 @@ class Partition:
         self.high_watermark_follows_log_end = True
         self.replica_lag_time_max_ms = 30_000  # the broker's replica.lag.time.max.ms (ReplicaManager sets it)
         self.clock_ms = wall_clock_ms  # when a follower's last catch-up is too old (tests move it)
-        self._waiters: list[trio.Event] = []
+        self._waiters: list[trio.Event] = []  # woken when the high watermark moves (and on any wake())
+        self._log_end_waiters: list[trio.Event] = []  # followers' fetches: woken by appends (and any wake())
         # Shared with the other partitions (the ReplicaManager's): what this one counts for metrics.
         self.stats = TopicStats()
         self.isr_changes = IsrChangeCounts()
@@ -200,9 +206,11 @@ class Partition:
         stats.messages_in += info.record_count
         if self.leader_state is None:
             log_.high_watermark = log_.log_end_offset
+            self.wake()
         else:
-            self._maybe_advance_high_watermark()
-        self.wake()
+            self._wake_log_end_waiters()
+            if self._maybe_advance_high_watermark():  # an ISR of the leader alone
+                self.wake_high_watermark_waiters()
         return info
 
     # -- leader of a replicated partition
@@ -257,7 +265,7 @@ class Partition:
             log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", self.name, self.local_id,
                      list(change.committed), list(change.isr))
         if self._maybe_advance_high_watermark():
-            self.wake()
+            self.wake_high_watermark_waiters()  # not the followers: their next fetch brings it
         return change
 
     def maybe_shrink_isr(self, now_ms: int, lag_time_max_ms: int) -> IsrChange | None:
@@ -293,7 +301,7 @@ class Partition:
                  ",".join(map(str, self.isr)),
                  " (under-min-isr)" if len(self.isr) < self.log.config.min_insync_replicas else "", partition_epoch)
         if self._maybe_advance_high_watermark():
-            self.wake()
+            self.wake_high_watermark_waiters()
         return True
 
     def isr_change_refused(self, change: IsrChange, error_code: int) -> bool:
@@ -364,23 +372,37 @@ class Partition:
             self.wake()  # what waits on this replica's log: consumers reading from it (KIP-392), tests
         return info
 
-    def park(self, event: trio.Event) -> None:
-        self._waiters.append(event)
+    def park(self, event: trio.Event, on_log_end: bool = False) -> None:
+        """Set `event` at the next wake: when the high watermark moves, or with `on_log_end` (a
+        follower's fetch) when the log end offset does; and at any change of role or log."""
+        (self._log_end_waiters if on_log_end else self._waiters).append(event)
 
-    def unpark(self, event: trio.Event) -> None:
+    def unpark(self, event: trio.Event, on_log_end: bool = False) -> None:
         try:
-            self._waiters.remove(event)
+            (self._log_end_waiters if on_log_end else self._waiters).remove(event)
         except ValueError:
             pass
 
     @property
     def has_parked_fetches(self) -> bool:
-        return bool(self._waiters)
+        return bool(self._waiters or self._log_end_waiters)
 
     def wake(self) -> None:
+        """Everything parked looks again (a change of role, of the log, of its start)."""
+        self.wake_high_watermark_waiters()
+        self._wake_log_end_waiters()
+
+    def wake_high_watermark_waiters(self) -> None:
         if not self._waiters:  # every append wakes: most find nobody parked
             return
         waiters, self._waiters = self._waiters, []
+        for event in waiters:
+            event.set()
+
+    def _wake_log_end_waiters(self) -> None:
+        if not self._log_end_waiters:
+            return
+        waiters, self._log_end_waiters = self._log_end_waiters, []
         for event in waiters:
             event.set()
 
@@ -568,6 +590,25 @@ class ReplicaManager:
                 # starts the alter-log-dirs fetcher of a partition with a future log).
                 self.log_dir_movers.start(self.partitions[key])
         return errors
+
+    def create_missing_logs(self, states: list[PartitionState], new_topics: Mapping[str, TopicInfo]) -> None:
+        """Create the logs of the partitions in `states` this broker is to host and does not yet
+        (as become_leader_or_follower would), so that it finds them: run in a worker thread before
+        it. Creating a log writes and fsyncs a directory and its files, some 6 ms each on the
+        development VM: a group coordinator's topic (50 partitions) held the event loop, and
+        every produce and fetch, for 0.3-0.6 s (issue 31). A log that cannot be created here is
+        left to become_leader_or_follower, which answers why. Thread-safe as the log manager's
+        periodic jobs are (its lock)."""
+        for state in states:
+            topic = new_topics.get(state.topic)
+            if (topic is None or self.local_id not in state.replicas or (state.topic, state.partition) in self.partitions
+                    or self._logs.is_log_offline(state.topic, state.partition)):
+                continue
+            try:
+                self._logs.create_log(topic.name, state.partition, self.topic_log_config(topic),
+                                      None if topic.topic_id == ZERO_UUID else topic.topic_id)
+            except (OSError, StorageError):
+                continue
 
     def _create_partition(self, state: PartitionState, new_topics: Mapping[str, TopicInfo] | None) -> Partition | int:
         """A partition LeaderAndIsr names that this broker does not host yet, its log created (or

@@ -6,6 +6,7 @@ changes. compat-tests/test_zookeeper_cluster.py has Kafka 3.9's controller send 
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 from cluster_member import as_cluster_member as cluster_member
@@ -114,6 +115,35 @@ def test_leader_and_isr_fencing_errors_and_new_logs(tmp_path):
         assert errors_v5(await client.call(newer, 7)) == {(TOPIC_ID, 0): ErrorCode.NONE}
         update = UpdateMetadata(controller_id=7, controller_epoch=2, broker_epoch=-1, topic_states=[], live_brokers=[])
         assert (await client.call(update, 8)).error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+
+    run_with_broker(broker_config(tmp_path), scenario)
+
+
+def test_new_partitions_logs_are_created_off_the_event_loop(tmp_path):
+    """Creating a log fsyncs its directory and files: LeaderAndIsr creates those of the partitions
+    new to the broker in a worker thread (ReplicaManager.create_missing_logs), where the event loop
+    serving produces and fetches does not wait for the disk; become_leader_or_follower takes them."""
+    async def scenario(samsa):
+        as_cluster_member(samsa, broker_epoch=1)
+        logs = samsa.services.log_manager
+        created_by: dict[tuple[str, int], str] = {}
+        create_log = logs.create_log
+
+        def recording_create_log(topic, partition, *args, **kwargs):
+            created_by.setdefault((topic, partition), threading.current_thread().name)
+            return create_log(topic, partition, *args, **kwargs)
+
+        logs.create_log = recording_create_log
+        client = await Client.connect(samsa.endpoints[0].port)
+        answer = await client.call(leader_and_isr([state(0, 0, [0], [0]), state(1, 0, [0, 1], [0, 1]),
+                                                   state(2, 1, [1], [1])]), 7)
+        assert errors_v5(answer) == {(TOPIC_ID, 0): ErrorCode.NONE, (TOPIC_ID, 1): ErrorCode.NONE,
+                                     (TOPIC_ID, 2): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        main = threading.main_thread().name
+        assert set(created_by) == {("t", 0), ("t", 1)} and main not in created_by.values()
+        assert not logs.has_log("t", 2)  # not this broker's
+        for index in (0, 1):
+            assert samsa.services.replica_manager.get("t", index).log is logs.get_log("t", index)
 
     run_with_broker(broker_config(tmp_path), scenario)
 

@@ -76,12 +76,13 @@ class Cluster:
             assert errors == {(TOPIC, 0): ErrorCode.NONE}
 
     async def log_end_offset(self, broker_id: int, offset: int, timeout: float = 10) -> None:
-        """Until the broker's log reaches `offset` (an append wakes what is parked on the partition)."""
+        """Until the broker's log reaches `offset` (an append wakes what waits for the log end, as a
+        follower's fetch does)."""
         partition = self.partition(broker_id)
         with trio.fail_after(timeout):
             while partition.log.log_end_offset < offset:
                 appended = trio.Event()
-                partition.park(appended)
+                partition.park(appended, on_log_end=True)
                 await appended.wait()
 
     async def leader_has_seen(self, leader: int, follower: int, offset: int, timeout: float = 10) -> None:
@@ -140,6 +141,24 @@ def test_acks_all_returns_once_every_follower_has_the_same_bytes_at_the_same_off
         client = await Client.connect(cluster.port(1))
         fetched = await client.call(fetch_request(TOPIC, 0), 10)
         assert fetched.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    run_cluster(tmp_path, 3, scenario)
+
+
+def test_followers_fetch_through_incremental_fetch_sessions(tmp_path):
+    """KIP-227: a follower's first fetch opens a session on the leader; its later fetches name only
+    the partitions that moved, and records still arrive through it."""
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1, 2), replicas=(0, 1, 2))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        sessions = cluster.brokers[0].fetch_sessions.sessions
+        assert len(sessions) == 2  # one per follower
+        assert all(list(s.partitions) == [(TOPIC, 0)] and s.epoch > 1 for s in sessions.values())
+        answer = await produce(cluster.port(0), [b"b", b"c"])
+        assert (answer.error_code, answer.base_offset) == (ErrorCode.NONE, 1)
+        await cluster.log_end_offset(1, 3)
+        await cluster.log_end_offset(2, 3)
+        assert cluster.log_bytes(1) == cluster.log_bytes(2) == cluster.log_bytes(0)
 
     run_cluster(tmp_path, 3, scenario)
 

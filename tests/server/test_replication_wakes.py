@@ -1,0 +1,95 @@
+"""What wakes what waits on a replicated partition (Kafka's DelayedFetch and DelayedProduce keys):
+a follower's fetch by an append, a consumer's fetch or an acks=all produce by the high watermark,
+both by a change of role. Deterministic: the partition alone, its log on disk, no sockets."""
+
+from __future__ import annotations
+
+import uuid
+
+import trio
+
+from loopback import one_batch
+
+from samsa.server.metadata.cache import TopicInfo
+from samsa.server.replication.replica_manager import Partition, PartitionState
+from samsa.storage.log_config import LogConfig
+from samsa.storage.log_manager import LogManager
+from samsa.wire.errors import ErrorCode
+
+LEADER, FOLLOWERS = 0, (1, 2)
+NOW_MS = 1_000_000
+
+
+def leader_of_three(tmp_path) -> Partition:
+    """This broker leads partition 0 of a topic with replicas 0, 1, 2, all in the ISR, and
+    min.insync.replicas 2."""
+    logs = LogManager([tmp_path], LogConfig(min_insync_replicas=2), lambda: NOW_MS)
+    logs.startup()
+    topic = TopicInfo("replicated", uuid.uuid4(), 1, replication_factor=3)
+    logs.create_log(topic.name, 0)
+    partition = Partition(topic, 0, logs, LEADER)
+    partition.high_watermark_follows_log_end = False
+    partition.clock_ms = lambda: NOW_MS
+    partition.make_leader(PartitionState(topic.name, 0, LEADER, 1, (LEADER, *FOLLOWERS), 1,
+                                         (LEADER, *FOLLOWERS)), NOW_MS)
+    return partition
+
+
+def parked(partition: Partition) -> tuple[trio.Event, trio.Event]:
+    """(a follower's fetch, a consumer's fetch or an acks=all produce), parked on the partition."""
+    follower, reader = trio.Event(), trio.Event()
+    partition.park(follower, on_log_end=True)
+    partition.park(reader)
+    return follower, reader
+
+
+def test_an_append_wakes_the_followers_fetches_not_what_waits_for_the_high_watermark(tmp_path):
+    partition = leader_of_three(tmp_path)
+    follower, reader = parked(partition)
+    partition.append(bytearray(one_batch([b"a", b"b"])))
+    assert follower.is_set()
+    assert not reader.is_set()  # nothing new below the high watermark: a consumer would read nothing
+    assert partition.log.high_watermark == 0
+
+
+def test_an_acks_all_produce_completes_on_the_fetch_that_brings_the_last_isr_member(tmp_path):
+    partition = leader_of_three(tmp_path)
+    info = partition.append(bytearray(one_batch([b"a", b"b"])))
+    required = info.last_offset + 1
+    for replica in FOLLOWERS:  # each follower's fetch from 0 finds the records (and says it has none)
+        partition.follower_fetched(replica, 0, NOW_MS)
+    assert partition.replication_done(required, 1) is None
+
+    follower, reader = parked(partition)
+    partition.follower_fetched(FOLLOWERS[0], required, NOW_MS)  # one follower has them: the ISR not yet
+    assert partition.replication_done(required, 1) is None
+    assert not reader.is_set() and not follower.is_set()
+
+    partition.follower_fetched(FOLLOWERS[1], required, NOW_MS)  # the last one: the high watermark moves
+    assert partition.log.high_watermark == required
+    assert reader.is_set()  # the produce looks again, at once, and is done
+    assert partition.replication_done(required, 1) == ErrorCode.NONE
+    assert not follower.is_set()  # the other follower takes the high watermark from its next fetch
+    partition.unpark(follower, on_log_end=True)
+    assert not partition.has_parked_fetches
+
+
+def test_a_change_of_role_wakes_everything_parked(tmp_path):
+    partition = leader_of_three(tmp_path)
+    follower, reader = parked(partition)
+    partition.make_follower(PartitionState("replicated", 0, FOLLOWERS[0], 2, (LEADER, *FOLLOWERS), 2,
+                                           (LEADER, *FOLLOWERS)))
+    assert follower.is_set() and reader.is_set()
+    assert partition.replication_done(1, 1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_an_unreplicated_partition_wakes_everything_on_an_append(tmp_path):
+    logs = LogManager([tmp_path], LogConfig(), lambda: NOW_MS)
+    logs.startup()
+    topic = TopicInfo("single", uuid.uuid4(), 1)
+    logs.create_log(topic.name, 0)
+    partition = Partition(topic, 0, logs)  # the single broker: the high watermark follows the log end
+    follower, reader = parked(partition)
+    partition.append(bytearray(one_batch([b"a"])))
+    assert follower.is_set() and reader.is_set()
+    assert partition.log.high_watermark == 1
