@@ -360,7 +360,7 @@ def test_the_broker_follows_the_quorum_leader(tmp_path):
         delivered = []
         producer.produce("after-failover", value=b"x", on_delivery=lambda err, msg: delivered.append(err))
         assert producer.flush(30) == 0 and delivered == [None]
-        assert f"Completed transition to FollowerState(epoch=" in broker.output()
+        assert "Completed transition to FollowerState(epoch=" in broker.output()
         assert re.search(rf"leaderId={second}\) as an observer", broker.output())
     finally:
         broker.kill()

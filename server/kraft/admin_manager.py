@@ -31,6 +31,7 @@ from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, request_class
 from ..metadata.admin_manager import AdminError, NewPartitions
+from ..metadata.cache import live_leader
 from .controller_channel import ControllerChannel
 from .metadata_cache import KraftMetadataCache
 
@@ -154,10 +155,7 @@ class KraftAdminManager:
         if topic not in cache.topics:
             await self._create_on_first_need(services, topic)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        partitions = cache.partition_metadata(topic, listener) or []
-        leader = next((p.leader_id for p in partitions if p.partition_index == partition), -1)
-        node = cache.alive_node(leader, listener)
-        return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+        return live_leader(cache, topic, partition, listener)
 
     # --- configs --------------------------------------------------------------------------------
 

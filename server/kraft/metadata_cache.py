@@ -10,29 +10,17 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import trio
 
 from ...storage.cluster_metadata import ClusterMetadata, KraftPartition
 from ...wire.errors import ErrorCode
-from ..metadata.cache import BrokerInfo, PartitionMetadata, TopicInfo, colliding_topic
+from ..metadata.cache import AliveBroker, BrokerInfo, PartitionMetadata, TopicInfo, colliding_topic
 from ..metadata.image import MetadataImage
 from ..replication.replica_manager import PartitionState
 
 NO_LEADER_ID = -1
-
-
-@dataclass(frozen=True)
-class AliveBroker:
-    node_id: int
-    endpoints: Mapping[str, tuple[str, int]]  # listener name -> (host, port)
-    rack: str | None = None
-
-    def node(self, listener: str) -> BrokerInfo | None:
-        endpoint = self.endpoints.get(listener)
-        return None if endpoint is None else BrokerInfo(self.node_id, endpoint[0], endpoint[1], self.rack)
 
 
 class KraftMetadataCache:

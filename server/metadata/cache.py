@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ...coordinator.client_quotas import Entity
+from ...wire.errors import ErrorCode
 
 # Kafka's Topic.validate: legal characters and length (249 leaves room for partition suffixes).
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -73,6 +74,19 @@ def advertised_on(advertised: Mapping[str, BrokerInfo], listener: str) -> Broker
     """This broker as advertised on `listener` (the first advertised listener otherwise)."""
     info = advertised.get(listener)
     return info if info is not None else next(iter(advertised.values()))
+
+
+@dataclass(frozen=True)
+class AliveBroker:
+    """A live broker as the cluster's metadata names it, with its endpoint on each listener."""
+    node_id: int
+    endpoints: Mapping[str, tuple[str, int]]  # listener name -> (host, port)
+    rack: str | None = None
+
+    def node(self, listener: str) -> BrokerInfo | None:
+        """The broker as reachable on `listener`, None if it has no such listener."""
+        endpoint = self.endpoints.get(listener)
+        return None if endpoint is None else BrokerInfo(self.node_id, endpoint[0], endpoint[1], self.rack)
 
 
 @dataclass
@@ -151,3 +165,12 @@ class MetadataCache(MetadataView, Protocol):
                            error_unavailable_listeners: bool = False) -> list[PartitionMetadata] | None:
         """Each partition of `topic` as a client on `listener` sees it, None for an unknown topic
         (Kafka's MetadataCache.getPartitionMetadata; the flags are Metadata v0's and v6's rules)."""
+
+
+def live_leader(cache: MetadataCache, topic: str, partition: int, listener: str) -> tuple[int, BrokerInfo | None]:
+    """A coordinator partition's live leader on `listener` as the cluster's metadata says (Kafka's
+    getCoordinator), COORDINATOR_NOT_AVAILABLE while it has none."""
+    partitions = cache.partition_metadata(topic, listener) or []
+    leader = next((p.leader_id for p in partitions if p.partition_index == partition), -1)
+    node = cache.alive_node(leader, listener)
+    return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)

@@ -40,6 +40,7 @@ from ..config.dynamic_broker_config import is_password, validated_broker_configs
 from ..config.group_configs import new_configs as new_group_configs
 from ..config.topic_configs import check_topic_configs, incremental_overrides
 from ..metadata.admin_manager import AdminError, NewPartitions
+from ..metadata.cache import live_leader
 from .replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
 
 if TYPE_CHECKING:
@@ -176,10 +177,7 @@ class ZkAdminManager:
         if topic not in cache.topics:
             await self._create_on_first_need(services, topic)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
-        partitions = cache.partition_metadata(topic, listener) or []
-        leader = next((p.leader_id for p in partitions if p.partition_index == partition), -1)
-        node = cache.alive_node(leader, listener)
-        return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+        return live_leader(cache, topic, partition, listener)
 
     async def _create_on_first_need(self, services: BrokerServices, name: str) -> int:
         """Write `name` to ZooKeeper for the controller. LEADER_NOT_AVAILABLE when written (or there

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ...wire.errors import ErrorCode
-from ..metadata.cache import BrokerInfo, PartitionMetadata, TopicInfo, colliding_topic
+from ..metadata.cache import AliveBroker, BrokerInfo, PartitionMetadata, TopicInfo, colliding_topic
 from ..metadata.image import MetadataStore
 
 if TYPE_CHECKING:
@@ -55,18 +55,6 @@ class PartitionState:
     offline_replicas: tuple[int, ...] = ()
     zk_version: int = 0
     controller_epoch: int = 0
-
-
-@dataclass(frozen=True)
-class AliveBroker:
-    node_id: int
-    endpoints: Mapping[str, tuple[str, int]]  # listener name -> (host, port)
-    rack: str | None = None
-
-    def node(self, listener: str) -> BrokerInfo | None:
-        """The broker as reachable on `listener`, None if it has no such listener."""
-        endpoint = self.endpoints.get(listener)
-        return None if endpoint is None else BrokerInfo(self.node_id, endpoint[0], endpoint[1], self.rack)
 
 
 class ZkMetadataCache:

@@ -12,7 +12,8 @@ from loopback import broker_config
 
 from samsa.server.zookeeper.controlled_shutdown import controlled_shutdown
 from samsa.server.zookeeper.membership import ZkMembership
-from samsa.server.zookeeper.metadata_cache import AliveBroker, ZkMetadataCache
+from samsa.server.metadata.cache import AliveBroker
+from samsa.server.zookeeper.metadata_cache import ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, decode_request, encode_response, response_class
 

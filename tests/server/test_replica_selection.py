@@ -15,7 +15,8 @@ from samsa.coordinator.partition_leader import FollowerState
 from samsa.server.config.kafka_config import ConfigError, KafkaConfig
 from samsa.server.replication.replica_selector import (RACK_AWARE_REPLICA_SELECTOR, ReplicaView, preferred_read_replica,
                                            rack_aware_select, replica_selector)
-from samsa.server.zookeeper.metadata_cache import AliveBroker, ZkMetadataCache
+from samsa.server.metadata.cache import AliveBroker
+from samsa.server.zookeeper.metadata_cache import ZkMetadataCache
 from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
