@@ -304,14 +304,7 @@ class Broker:
         services = self._services(
             log_manager, metadata, replicas, authorizer, ProducerIdManager(producer_id_blocks.allocate_block), quotas,
             metadata_cache=cache, admin=KraftAdminManager(cache, channel), listener_type=ListenerType.BROKER, cluster=cache)
-        coordinators_changed = _coordinator_leadership_changed(services.groups, services.transactions,
-                                                               services.share_coordinator)
-
-        def leadership_changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
-            coordinators_changed(led, resigned)
-            services.share_partitions.drop_stale()  # share partitions of partitions no longer led here
-
-        replicas.on_leadership_change = leadership_changed
+        replicas.on_leadership_change = _leadership_changed(services)
         return services, KraftServices(quorum, channel, lifecycle, cache, publisher, producer_id_blocks,
                                        alter_partitions)
 
@@ -377,14 +370,7 @@ class Broker:
             metadata_cache=metadata_cache, admin=ZkAdminManager(zookeeper.client, metadata_cache, shared),
             listener_type=ListenerType.ZK_BROKER, cluster=metadata_cache,
             control_plane=ZkControlPlane(zookeeper, metadata_cache), controller=controller)
-        coordinators_changed = _coordinator_leadership_changed(services.groups, services.transactions,
-                                                               services.share_coordinator)
-
-        def leadership_changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
-            coordinators_changed(led, resigned)
-            services.share_partitions.drop_stale()  # share partitions of partitions no longer led here
-
-        replicas.on_leadership_change = leadership_changed
+        replicas.on_leadership_change = _leadership_changed(services)
         return services, ZkServices(zookeeper, shared, metadata_cache, alter_partitions, controller, producer_id_blocks)
 
     def _services(self, log_manager: LogManager, metadata: MetadataStore, replicas: ReplicaManager,
@@ -781,17 +767,19 @@ def _directory_id(log_dir: Path) -> uuid.UUID:
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
-def _coordinator_leadership_changed(groups: GroupService, transactions: TxnService, shares: ShareService) -> Callable[
-        [list[PartitionEpoch], list[PartitionEpoch]], None]:
-    """ReplicaManager.on_leadership_change in a ZooKeeper cluster (Kafka's onLeadershipChange): the
+def _leadership_changed(services: BrokerServices) -> Callable[[list[PartitionEpoch], list[PartitionEpoch]], None]:
+    """ReplicaManager.on_leadership_change in a cluster (Kafka's onLeadershipChange): the
     coordinators load the partitions of their topics this broker now leads and unload those it no
-    longer leads."""
+    longer leads, and the share partitions of partitions no longer led here go."""
+    coordinators = ((services.groups, OFFSETS_TOPIC), (services.transactions, TRANSACTION_STATE_TOPIC),
+                    (services.share_coordinator, SHARE_GROUP_STATE_TOPIC))
+
     def changed(led: list[PartitionEpoch], resigned: list[PartitionEpoch]) -> None:
-        services = ((groups, OFFSETS_TOPIC), (transactions, TRANSACTION_STATE_TOPIC), (shares, SHARE_GROUP_STATE_TOPIC))
-        for service, topic in services:
+        for service, topic in coordinators:
             ours = [[(index, epoch) for (name, index), epoch in changes if name == topic] for changes in (led, resigned)]
             if ours[0] or ours[1]:
                 service.on_leadership_change(*ours)
+        services.share_partitions.drop_stale()
     return changed
 
 

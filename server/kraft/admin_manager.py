@@ -25,12 +25,9 @@ import logging
 
 import trio
 
-from ...coordinator.group_coordinator import OFFSETS_TOPIC
-from ...coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
-from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, request_class
-from ..metadata.admin_manager import AdminError, NewPartitions
+from ..metadata.admin_manager import AdminError, NewPartitions, creatable_topic
 from ..metadata.cache import live_leader
 from .controller_channel import ControllerChannel
 from .metadata_cache import KraftMetadataCache
@@ -133,7 +130,7 @@ class KraftAdminManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         self._creating.add(name)
         try:
-            partitions, replication, configs = _creatable_topic(services, name)
+            partitions, replication, configs = creatable_topic(services, name)
             try:
                 result = await self._create(name, self.assign_replicas(services, partitions, replication, None),
                                             configs)
@@ -204,19 +201,3 @@ class KraftAdminManager:
 
     async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
         return None  # the controller expires tokens in a KRaft cluster
-
-
-def _creatable_topic(services: BrokerServices, name: str) -> tuple[int, int, dict[str, str]]:
-    """(partitions, replication factor, configs) of a topic created on first need: a coordinator's
-    internal topic, or one with the broker's defaults (as server/zookeeper/admin_manager.py)."""
-    get_int = services.config.get_int
-    if name == OFFSETS_TOPIC:
-        return (get_int("offsets.topic.num.partitions"), get_int("offsets.topic.replication.factor"),
-                services.groups.topic_configs())
-    if name == TRANSACTION_STATE_TOPIC:
-        return (get_int("transaction.state.log.num.partitions"), get_int("transaction.state.log.replication.factor"),
-                services.transactions.cluster_topic_configs())
-    if name == SHARE_GROUP_STATE_TOPIC:
-        return (get_int("share.coordinator.state.topic.num.partitions"),
-                get_int("share.coordinator.state.topic.replication.factor"), services.share_coordinator.topic_configs())
-    return get_int("num.partitions"), get_int("default.replication.factor"), {}

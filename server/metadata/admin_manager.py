@@ -18,6 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from ...coordinator.group_coordinator import OFFSETS_TOPIC
+from ...coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
+from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
+
 if TYPE_CHECKING:
     from ...coordinator.client_quotas import Entity
     from ..context import BrokerServices
@@ -124,3 +128,19 @@ class AdminManager(Protocol):
 
     async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
         """A token expired: removed from the store and from every broker's cache."""
+
+
+def creatable_topic(services: BrokerServices, name: str) -> tuple[int, int, dict[str, str]]:
+    """(partitions, replication factor, configs) of a topic a cluster broker has created on first need: a
+    coordinator's internal topic, or one with the broker's defaults."""
+    get_int = services.config.get_int
+    if name == OFFSETS_TOPIC:
+        return (get_int("offsets.topic.num.partitions"), get_int("offsets.topic.replication.factor"),
+                services.groups.topic_configs())
+    if name == TRANSACTION_STATE_TOPIC:
+        return (get_int("transaction.state.log.num.partitions"), get_int("transaction.state.log.replication.factor"),
+                services.transactions.cluster_topic_configs())
+    if name == SHARE_GROUP_STATE_TOPIC:
+        return (get_int("share.coordinator.state.topic.num.partitions"),
+                get_int("share.coordinator.state.topic.replication.factor"), services.share_coordinator.topic_configs())
+    return get_int("num.partitions"), get_int("default.replication.factor"), {}

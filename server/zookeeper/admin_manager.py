@@ -30,16 +30,13 @@ from typing import TYPE_CHECKING
 import trio
 from kazoo.exceptions import NodeExistsError
 
-from ...coordinator.group_coordinator import OFFSETS_TOPIC
-from ...coordinator.share_coordinator import SHARE_GROUP_STATE_TOPIC
-from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 from ...wire import zk_data
 from ...wire.errors import ErrorCode
 from ..config.config_resources import invalid_request
 from ..config.dynamic_broker_config import is_password, validated_broker_configs
 from ..config.group_configs import new_configs as new_group_configs
 from ..config.topic_configs import check_topic_configs, incremental_overrides
-from ..metadata.admin_manager import AdminError, NewPartitions
+from ..metadata.admin_manager import AdminError, NewPartitions, creatable_topic
 from ..metadata.cache import live_leader
 from .replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
 
@@ -186,7 +183,7 @@ class ZkAdminManager:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         self._inflight.add(name)
         try:
-            partitions, replication, configs = _creatable_topic(services, name)
+            partitions, replication, configs = creatable_topic(services, name)
             brokers = [(b.node_id, b.rack) for b in self._cache.alive_brokers.values()]
             try:
                 assignment = assign_replicas_to_brokers(brokers, partitions, replication)
@@ -285,21 +282,6 @@ class ZkAdminManager:
 
     async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
         await self._shared.remove_delegation_token(token_id)
-
-
-def _creatable_topic(services: BrokerServices, name: str) -> tuple[int, int, dict[str, str]]:
-    """(partitions, replication factor, configs) of a topic created on first need."""
-    get_int = services.config.get_int
-    if name == OFFSETS_TOPIC:
-        return (get_int("offsets.topic.num.partitions"), get_int("offsets.topic.replication.factor"),
-                services.groups.topic_configs())
-    if name == TRANSACTION_STATE_TOPIC:
-        return (get_int("transaction.state.log.num.partitions"), get_int("transaction.state.log.replication.factor"),
-                services.transactions.cluster_topic_configs())
-    if name == SHARE_GROUP_STATE_TOPIC:
-        return (get_int("share.coordinator.state.topic.num.partitions"),
-                get_int("share.coordinator.state.topic.replication.factor"), services.share_coordinator.topic_configs())
-    return get_int("num.partitions"), get_int("default.replication.factor"), {}
 
 
 def _validate_replica_assignment(assignment: dict[int, list[int]], replication_factor: int,
