@@ -1630,3 +1630,85 @@ def test_streams_group_replaces_an_empty_classic_group(pair):
     samsa, kafka = pair.both(StreamsDescribe(group_ids=[group]), 0)
     assert kafka.groups[0].error_code == 0, kafka
     assert_same(samsa, kafka)
+
+def test_consumer_group_offset_commits_of_an_older_epoch(pair):
+    """Kafka 4.4's ConsumerGroup.validateOffsetCommit: at its own epoch a member commits anything; at
+    an older one only the partitions it got then or before and still has (or is revoking); a newer
+    epoch, an unknown member, OffsetCommit before v9 are refused. Each broker's group reaches its own
+    epochs (Kafka's coordinator may learn of the new topic after the first join): the commits are
+    sent at epochs relative to each broker's answers, and their answers compared."""
+    topic = pair.create_topic(partitions=2)
+    group = f"diff-consumer-{uuid.uuid4().hex[:8]}"
+    m1, m2 = "diff-commit-member-000001", "diff-commit-member-000002"
+    H = ConsumerGroupHeartbeat
+
+    def run(client, topic_id) -> list:
+        def beat(member_id, epoch, owned=None):
+            answer = client.call(H(group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=30000,
+                                   subscribed_topic_names=[topic] if epoch == 0 else None,
+                                   topic_partitions=None if owned is None else
+                                   [H.TopicPartitions(topic_id=topic_id, partitions=sorted(owned))] if owned else []), 1)
+            assert answer.error_code == 0, answer
+            return answer
+
+        def assigned(answer):
+            return None if answer.assignment is None else {
+                p for tp in answer.assignment.topic_partitions for p in tp.partitions}
+
+        def beat_until(done, member_id, first, owned, what):
+            """Heartbeats (at the epoch of the last answer, `first` to start) until `done(answer)`."""
+            last = [first]
+            wait_for(lambda: done(last.append(beat(member_id, last[-1].member_epoch, owned)) or last[-1]), what=what)
+            return last[-1]
+
+        def commit(member_id, epoch, partitions, version=9):
+            request = offset_commit_request(group, [(topic, [(p, 7) for p in partitions])], version)
+            request.member_id, request.generation_id_or_member_epoch = member_id, epoch
+            return client.call(request, version)
+
+        coordinator_ready(client, group)
+        wait_for(lambda: client.call(H(group_id=group, member_id=m1, member_epoch=0, rebalance_timeout_ms=30000,
+                                       subscribed_topic_names=[topic], topic_partitions=[]), 1).error_code
+                 not in COORDINATOR_NOT_READY, what="the member to join")
+        describe = ConsumerGroupDescribe(group_ids=[group])
+        described = {}
+
+        def owns_both() -> bool:  # until the coordinator knows the topic and gave m1 both partitions
+            [member] = client.call(describe, 1).groups[0].members
+            owned = {p for tp in member.assignment.topic_partitions for p in tp.partitions}
+            described["m1"] = member
+            if owned == {0, 1}:
+                return True
+            beat(m1, member.member_epoch, owned)
+            return False
+        wait_for(owns_both, what="m1 to own both partitions")
+        e1 = described["m1"].member_epoch
+        joined = beat(m2, 0, set())
+        # Kafka 4.4 computes the new target assignment at most every group.consumer.assignment.interval.ms.
+        revoking = beat_until(lambda a: assigned(a) is not None, m1, described["m1"], {0, 1},
+                              "m1 to be told what to revoke")
+        assert revoking.member_epoch == e1
+        [kept] = assigned(revoking)
+        [gone] = {0, 1} - {kept}
+        answers = [commit(m1, e1, [kept, gone])]  # its own epoch, one of them being revoked
+        now = beat(m1, e1, {kept})
+        e2 = now.member_epoch
+        assert e2 > e1, now
+        answers += [commit(m1, e1, [kept]), commit(m1, e1, [kept, gone]), commit(m1, e1 - 1, [kept]),
+                    commit(m1, e2, [kept, gone]), commit(m1, e2 + 1, [kept]), commit("diff-nobody", e2, [kept]),
+                    commit(m1, e2, [kept], version=8)]
+        # m2 joined at the epoch of the target assignment then (Kafka's may be older than e2): it
+        # gets `gone` at e2, once m1 has let it go.
+        second = beat_until(lambda a: assigned(a) == {gone}, m2, joined, set(), "m2 to get the partition m1 gave up")
+        assert second.member_epoch == e2, second
+        answers += [commit(m2, e1, [gone]), commit(m2, e2, [gone])]
+        return answers
+
+    samsa = run(pair.samsa, own_topic_ids(pair, topic)[0])
+    kafka = run(pair.kafka, own_topic_ids(pair, topic)[1])
+    codes = [[p.error_code for p in a.topics[0].partitions] for a in kafka]
+    stale, none = ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.NONE
+    assert codes == [[none] * 2, [none], [stale] * 2, [stale], [none] * 2, [stale], [ErrorCode.UNKNOWN_MEMBER_ID],
+                     [ErrorCode.UNSUPPORTED_VERSION], [stale], [none]], codes
+    for s, k in zip(samsa, kafka, strict=True):
+        assert_same(s, k)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 from uuid import UUID
@@ -67,6 +67,7 @@ from .consumer_group_member import (
     ConsumerGroupMember, MemberState, assignment_of, is_subset, owned_from_request, reconcile, topic_partitions,
 )
 from .group import (
+    CommitPartitionValidator,
     DescribableTopics,
     Group,
     GroupError,
@@ -185,9 +186,13 @@ def validate_heartbeat_request(request, api_version: int, assignors: Iterable[st
 class ConsumerGroup(Group):
     type = GroupType.CONSUMER
 
-    def __init__(self, group_id: str, config: ConsumerGroupConfig | None = None) -> None:
+    def __init__(self, group_id: str, config: ConsumerGroupConfig | None = None,
+                 cluster_topics: Callable[[], TopicsImage] | None = None) -> None:
         self.group_id = group_id
         self.config = config or ConsumerGroupConfig()
+        # The cluster's topics now: an offset commit names topics, assignments name topic ids
+        # (Kafka's broker fills in a commit's topic ids from its metadata cache).
+        self._cluster_topics = cluster_topics or TopicsImage
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
@@ -263,15 +268,49 @@ class ConsumerGroup(Group):
     # --- offsets and deletion (the coordinator's shared APIs) ------------------------------------------
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               request: RequestInfo, transactional: bool = False) -> None:
-        """Kafka's ConsumerGroup.validateOffsetCommit: the member's current epoch, OffsetCommit v9+."""
-        if generation_or_epoch < 0 and not self.members:
-            return  # the admin client, or a consumer outside group management, on an empty group
+                               request: RequestInfo, transactional: bool = False,
+                               ) -> CommitPartitionValidator | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: a member commits at its epoch (OffsetCommit
+        v9+); at an older one only partitions it got at that epoch or before and still has or is
+        revoking: anything else is STALE_MEMBER_EPOCH, the whole commit refused."""
+        epoch = generation_or_epoch
+        if epoch < 0 and not self.members:
+            return None  # the admin client, or a consumer outside group management, on an empty group
+        if transactional and epoch == -1 and member_id == "" and group_instance_id is None:
+            return None  # a producer committing for a group it is not a member of
         member = self._member_or_unknown(member_id)
         if not transactional and request.api_version < 9:
             raise GroupError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
-                             "by members using the modern group protocol")
-        self._check_offset_epoch(member, generation_or_epoch)
+                             "by members using the consumer group protocol")
+        if epoch == member.member_epoch:
+            return None
+        if epoch > member.member_epoch:
+            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is newer than current "
+                             f"member epoch {member.member_epoch}.")
+        return self._assignment_epoch_validator(member, epoch)
+
+    def _assignment_epoch_validator(self, member: ConsumerGroupMember, epoch: int) -> CommitPartitionValidator:
+        """Kafka's createAssignmentEpochValidator: each partition must be the member's (assigned or
+        pending revocation), got at `epoch` or before. Every member of a consumer group here uses
+        the consumer protocol: Kafka's ILLEGAL_GENERATION forms, for classic-protocol members of a
+        consumer group, have no member to apply to."""
+        topics = self._cluster_topics()
+
+        def validate(topic: str, partition: int) -> None:
+            info = topics.by_name.get(topic)
+            assignment_epoch = None
+            if info is not None:
+                assignment_epoch = member.assignment_epoch(info.topic_id, partition)
+                if assignment_epoch is None:
+                    assignment_epoch = member.pending_revocation_epoch(info.topic_id, partition)
+            if assignment_epoch is None:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Partition {topic}-{partition} is not assigned or "
+                                 "pending revocation for member.")
+            if epoch < assignment_epoch:
+                raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is older than "
+                                 f"assignment epoch {assignment_epoch} for partition {topic}-{partition}.")
+
+        return validate
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int, request: RequestInfo) -> None:
         """Kafka's ConsumerGroup.validateOffsetFetch: without a member, anyone may fetch."""
@@ -460,8 +499,11 @@ class ConsumerGroup(Group):
         records: list[CoordinatorRecord] = []
         if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # A static member leaving for a while keeps its place (and its partitions) until its
-            # session expires; what it was revoking is released now.
-            leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+            # session expires; what it was revoking is released now. Its partitions' assignment
+            # epochs go to 0, as Kafka's resetAssignedPartitionsEpochsToZero.
+            leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={},
+                              assignment_epochs={t: dict.fromkeys(ps, 0)
+                                                 for t, ps in member.assigned_partitions.items()})
             self._emit(records, ConsumerGroupCurrentMemberAssignmentKey(self.group_id, member.member_id),
                        leaving.assignment_value())
         else:
@@ -634,7 +676,7 @@ class ConsumerGroup(Group):
                 # The member is leaving: its partitions are free (its metadata tombstone follows).
                 self._put_member(replace(member, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
                                          previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH, assigned_partitions={},
-                                         partitions_pending_revocation={}))
+                                         partitions_pending_revocation={}, assignment_epochs={}))
             else:
                 self._put_member(member.with_assignment(value))
         else:

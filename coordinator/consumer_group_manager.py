@@ -47,6 +47,9 @@ class ConsumerGroupManager(GroupTypeManager):
         self.timer = coordinator.timer
         self.topics = TopicsImage()
 
+    def _cluster_topics(self) -> TopicsImage:
+        return self.topics
+
     def group(self, group_id: str) -> ConsumerGroup | None:
         group = self.coordinator.groups.get(group_id)
         return group if isinstance(group, ConsumerGroup) else None
@@ -108,9 +111,9 @@ class ConsumerGroupManager(GroupTypeManager):
         if existing is None:
             if not joining:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            return ConsumerGroup(group_id, self.config), None
+            return ConsumerGroup(group_id, self.config, self._cluster_topics), None
         if joining and existing.is_empty() and existing.type == GroupType.CLASSIC:
-            return ConsumerGroup(group_id, self.config), existing
+            return ConsumerGroup(group_id, self.config, self._cluster_topics), existing
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     # --- ConsumerGroupDescribe ----------------------------------------------------------------
@@ -167,7 +170,7 @@ class ConsumerGroupManager(GroupTypeManager):
         if group is None:
             if value is None:
                 return  # a tombstone of a group already gone
-            group = ConsumerGroup(group_id, self.config)
+            group = ConsumerGroup(group_id, self.config, self._cluster_topics)
             self.coordinator.add_group(group)
         group.replay(record)
 

@@ -10,6 +10,10 @@ that never let two members own a partition at once:
    free; a partition another member still owns (at any epoch) stays unreleased: the member is
    UNRELEASED_PARTITIONS at epoch t until its previous owner lets it go.
 3. With everything assigned, the member is STABLE at epoch t.
+
+Each partition the member has or is revoking keeps the epoch at which the member got it (the target
+epoch of the step that assigned it): an offset commit at an older epoch may only name partitions
+the member got at that epoch or before (Kafka's ConsumerGroup.createAssignmentEpochValidator).
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from ..wire.coordinator_records.consumer_group_current_member_assignment_value i
 )
 from ..wire.coordinator_records.consumer_group_member_metadata_value import ConsumerGroupMemberMetadataValue
 
-__all__ = ["Assignment", "ConsumerGroupMember", "MemberState", "assignment_of", "is_subset", "owned_from_request",
-           "reconcile", "topic_partitions"]
+__all__ = ["Assignment", "AssignmentEpochs", "ConsumerGroupMember", "MemberState", "assignment_of", "is_subset",
+           "owned_from_request", "reconcile", "topic_partitions"]
 
 # A member's partitions: {topic_id: frozenset(partitions)}.
 Assignment = Mapping[UUID, frozenset[int]]
+# The epoch at which a member got each of its partitions: {topic_id: {partition: epoch}}.
+AssignmentEpochs = Mapping[UUID, Mapping[int, int]]
 
 
 class MemberState(IntEnum):
@@ -56,6 +62,39 @@ def assignment_of(topic_partitions_) -> dict[UUID, frozenset[int]]:
     """The assignment of a record's TopicPartitions."""
     return {tp.topic_id: frozenset(tp.partitions) for tp in topic_partitions_}
 
+
+def _record_topic_partitions(assignment: Assignment, epochs: AssignmentEpochs,
+                             default_epoch: int) -> list[TopicPartitions]:
+    """A member's partitions as ConsumerGroupCurrentMemberAssignmentValue's TopicPartitions, each
+    with the epoch it was assigned at (AssignmentEpochs, tagged: the same length as Partitions); one
+    without (a member built without them) at `default_epoch`, what replaying the record would say."""
+    out = []
+    for topic_id, ps in sorted(assignment.items()):
+        partitions, known = sorted(ps), epochs.get(topic_id, {})
+        out.append(TopicPartitions(topic_id=topic_id, partitions=partitions,
+                                   assignment_epochs=[known.get(p, default_epoch) for p in partitions]))
+    return out
+
+
+def _first(*epochs: int | None) -> int:
+    return next(e for e in epochs if e is not None)
+
+
+def _record_epochs(default_epoch: int, *topic_partitions_lists) -> dict[UUID, dict[int, int]]:
+    """The assignment epochs of a record's TopicPartitions (Kafka's Utils.assignmentFromTopicPartitions):
+    a record without them (written before they existed), or with a list of another length, gives
+    every partition the record's member epoch (0 when negative)."""
+    default_epoch = max(default_epoch, 0)
+    epochs: dict[UUID, dict[int, int]] = {}
+    for tp in (tp for tps in topic_partitions_lists for tp in tps):
+        given = tp.assignment_epochs
+        if given is not None and len(given) == len(tp.partitions):
+            epochs.setdefault(tp.topic_id, {}).update(zip(tp.partitions, given))
+        else:
+            epochs.setdefault(tp.topic_id, {}).update((p, default_epoch) for p in tp.partitions)
+    return epochs
+
+
 # Kafka's ConsumerGroupHeartbeatRequest epochs with a meaning of their own.
 JOIN_GROUP_MEMBER_EPOCH = 0
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -78,13 +117,40 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    # The epoch at which the member got each partition it has or is revoking (Kafka keeps them in
+    # assignedPartitions' and partitionsPendingRevocation's maps; kept apart here so that both stay
+    # plain assignments for the assignor, the responses and the records' partition lists).
+    assignment_epochs: AssignmentEpochs = field(default_factory=dict)
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == target_assignment_epoch
 
     def with_epoch(self, epoch: int, **changes) -> ConsumerGroupMember:
-        """Kafka's Builder.updateMemberEpoch: the current epoch becomes the previous one."""
-        return replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch, **changes)
+        """Kafka's Builder.updateMemberEpoch: the current epoch becomes the previous one. What the
+        member keeps assigned keeps its assignment epoch, what it now revokes too; a partition new
+        to its assignment (one it was revoking included) is assigned at `epoch`, the target epoch
+        CurrentAssignmentBuilder moves it to when it assigns partitions."""
+        moved = replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch, **changes)
+        epochs: dict[UUID, dict[int, int]] = {}
+        for topic_id, ps in moved.assigned_partitions.items():
+            epochs[topic_id] = {p: _first(self.assignment_epoch(topic_id, p), epoch) for p in ps}
+        for topic_id, ps in moved.partitions_pending_revocation.items():
+            epochs.setdefault(topic_id, {}).update(
+                (p, _first(self.assignment_epoch(topic_id, p), self.pending_revocation_epoch(topic_id, p), epoch))
+                for p in ps)
+        return replace(moved, assignment_epochs=epochs)
+
+    def assignment_epoch(self, topic_id: UUID, partition: int) -> int | None:
+        """The epoch at which the member got a partition it has (Kafka's assignmentEpoch)."""
+        if partition not in self.assigned_partitions.get(topic_id, frozenset()):
+            return None
+        return self.assignment_epochs.get(topic_id, {}).get(partition)
+
+    def pending_revocation_epoch(self, topic_id: UUID, partition: int) -> int | None:
+        """The epoch at which the member got a partition it is revoking (Kafka's pendingRevocationEpoch)."""
+        if partition not in self.partitions_pending_revocation.get(topic_id, frozenset()):
+            return None
+        return self.assignment_epochs.get(topic_id, {}).get(partition)
 
     # --- records ---------------------------------------------------------------------------------
 
@@ -98,8 +164,10 @@ class ConsumerGroupMember:
     def assignment_value(self) -> ConsumerGroupCurrentMemberAssignmentValue:
         return ConsumerGroupCurrentMemberAssignmentValue(
             member_epoch=self.member_epoch, previous_member_epoch=self.previous_member_epoch, state=self.state,
-            assigned_partitions=topic_partitions(self.assigned_partitions, TopicPartitions),
-            partitions_pending_revocation=topic_partitions(self.partitions_pending_revocation, TopicPartitions))
+            assigned_partitions=_record_topic_partitions(self.assigned_partitions, self.assignment_epochs,
+                                                         max(self.member_epoch, 0)),
+            partitions_pending_revocation=_record_topic_partitions(self.partitions_pending_revocation,
+                                                                   self.assignment_epochs, max(self.member_epoch, 0)))
 
     def with_metadata(self, value: ConsumerGroupMemberMetadataValue) -> ConsumerGroupMember:
         return replace(self, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
@@ -111,7 +179,9 @@ class ConsumerGroupMember:
         return replace(self, member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                        state=MemberState.from_value(value.state),
                        assigned_partitions=assignment_of(value.assigned_partitions),
-                       partitions_pending_revocation=assignment_of(value.partitions_pending_revocation))
+                       partitions_pending_revocation=assignment_of(value.partitions_pending_revocation),
+                       assignment_epochs=_record_epochs(value.member_epoch, value.assigned_partitions,
+                                                        value.partitions_pending_revocation))
 
 
 def owned_from_request(topic_partitions) -> dict[UUID, frozenset[int]] | None:

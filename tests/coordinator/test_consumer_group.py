@@ -496,7 +496,7 @@ def test_offset_commit_and_fetch_validation(group):
     group.validate_offset_fetch(None, -1, v9)
     cases = [
         (lambda: group.validate_offset_commit("", None, -1, v9), ErrorCode.UNKNOWN_MEMBER_ID),
-        (lambda: group.validate_offset_commit("a", None, 0, v9), ErrorCode.STALE_MEMBER_EPOCH),
+        (lambda: group.validate_offset_commit("a", None, 2, v9), ErrorCode.STALE_MEMBER_EPOCH),
         (lambda: group.validate_offset_commit("a", None, 1, v8), ErrorCode.UNSUPPORTED_VERSION),
         (lambda: group.validate_offset_fetch("a", 2, v9), ErrorCode.STALE_MEMBER_EPOCH),
         (lambda: group.validate_offset_fetch("b", 1, v9), ErrorCode.UNKNOWN_MEMBER_ID),
@@ -567,3 +567,148 @@ def test_no_partition_is_ever_owned_twice_and_the_group_settles(steps, assignor)
         assert group.state == ConsumerGroupState.STABLE
         owned = assert_owned_at_most_once(list(consumers.values()))
         assert len(owned) == FOO.num_partitions + BAR.num_partitions
+
+
+# --- offset commits at an older epoch: checked partition by partition -----------------------------
+
+def commit_error(group, member_id, epoch, partitions, topics=("foo",)):
+    """What the group says to a commit of `partitions` (of every topic in `topics`): None when allowed,
+    else (error code, message) of the first partition refused, as the coordinator runs the validator."""
+    try:
+        validate = group.validate_offset_commit(member_id, None, epoch, RequestInfo(9))
+        if validate is not None:
+            for topic in topics:
+                for p in partitions:
+                    validate(topic, p)
+    except GroupError as e:
+        return e.code, e.message
+    return None
+
+
+def epochs_of(group, member_id, topic=FOO):
+    return dict(group.members[member_id].assignment_epochs.get(topic.topic_id, {}))
+
+
+def test_partitions_keep_the_epoch_they_were_assigned_at():
+    """Kafka's CurrentAssignmentBuilder: a partition the member keeps keeps its epoch, one it revokes
+    keeps it until revoked, a new one gets the target assignment's epoch."""
+    topics = image(FOO)
+    group = ConsumerGroup("g", cluster_topics=lambda: topics)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    a.heartbeat(0, topics)
+    assert epochs_of(group, "a") == dict.fromkeys(range(6), 1)
+    b.heartbeat(100, topics)  # epoch 2: half of a's partitions go to b, once a lets them go
+    a.heartbeat(200, topics, topic_partitions=[TopicPartitions(topic_id=FOO.topic_id, partitions=list(range(6)))])
+    member = group.members["a"]
+    assert (member.state, member.member_epoch) == (MemberState.UNREVOKED_PARTITIONS, 1)
+    kept, revoking = member.assigned_partitions[FOO.topic_id], member.partitions_pending_revocation[FOO.topic_id]
+    assert epochs_of(group, "a") == dict.fromkeys(range(6), 1)
+    assert {member.pending_revocation_epoch(FOO.topic_id, p) for p in revoking} == {1}
+    assert {member.assignment_epoch(FOO.topic_id, p) for p in revoking} == {None}
+    a.owned = {FOO.topic_id: set(kept)}
+    a.heartbeat(300, topics)
+    assert (group.members["a"].member_epoch, epochs_of(group, "a")) == (2, dict.fromkeys(kept, 1))
+    b.heartbeat(400, topics)
+    assert (group.members["b"].member_epoch, epochs_of(group, "b")) == (2, dict.fromkeys(revoking, 2))
+    # The record carries them (tagged AssignmentEpochs, in the order of Partitions).
+    value = group.members["b"].assignment_value()
+    assert [(tp.partitions, tp.assignment_epochs) for tp in value.assigned_partitions] == [
+        (sorted(revoking), [2] * len(revoking))]
+
+
+def test_offset_commits_at_an_older_epoch_are_checked_partition_by_partition():
+    """Kafka's ConsumerGroup.validateOffsetCommit and createAssignmentEpochValidator."""
+    topics = image(FOO, BAR)
+    group = ConsumerGroup("g", cluster_topics=lambda: topics)
+    a, b, c = Consumer(group, "a"), Consumer(group, "b"), Consumer(group, "c")
+    a.heartbeat(0, topics)  # a: every partition at epoch 1
+    settle([a, b], 100, topics)  # epoch 2: b gets half of them, at epoch 2
+    kept, given = sorted(a.partitions()), sorted(b.partitions())
+    assert (a.epoch, b.epoch) == (2, 2)
+    assert commit_error(group, "a", 2, range(6)) is None  # its own epoch: anything goes
+    assert commit_error(group, "a", 1, kept) is None
+    assert commit_error(group, "a", 0, kept) == (
+        ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch 0 is older than assignment epoch 1 for partition foo-{kept[0]}.")
+    assert commit_error(group, "a", 1, [kept[0], given[0]]) == (
+        ErrorCode.STALE_MEMBER_EPOCH, f"Partition foo-{given[0]} is not assigned or pending revocation for member.")
+    assert commit_error(group, "b", 1, given) == (
+        ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch 1 is older than assignment epoch 2 for partition foo-{given[0]}.")
+    assert commit_error(group, "a", 3, kept) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Received member epoch 3 is newer than current member epoch 2.")
+    assert commit_error(group, "a", 1, [0], topics=("bar",)) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Partition bar-0 is not assigned or pending revocation for member.")
+    assert commit_error(group, "a", 1, [0], topics=("nowhere",)) == (
+        ErrorCode.STALE_MEMBER_EPOCH, "Partition nowhere-0 is not assigned or pending revocation for member.")
+    # Epoch 3: c joins; a, at epoch 2, is revoking some of what it got at epoch 1: those it may still commit.
+    c.heartbeat(200, topics)
+    a.heartbeat(300, topics)
+    revoking = sorted(group.members["a"].partitions_pending_revocation[FOO.topic_id])
+    assert group.members["a"].state == MemberState.UNREVOKED_PARTITIONS and revoking
+    assert commit_error(group, "a", 1, revoking) is None
+    assert commit_error(group, "x", 1, kept) == (ErrorCode.UNKNOWN_MEMBER_ID, "Member x is not a member of group g.")
+    v8 = RequestInfo(8)
+    with pytest.raises(GroupError) as e:
+        group.validate_offset_commit("a", None, 1, v8)
+    assert e.value.code == ErrorCode.UNSUPPORTED_VERSION
+    # TxnOffsetCommit: any version, and a producer outside the group commits anything.
+    assert group.validate_offset_commit("a", None, 2, v8, transactional=True) is None
+    assert group.validate_offset_commit("", None, -1, v8, transactional=True) is None
+
+
+def test_a_static_member_leaving_has_its_assignment_epochs_reset():
+    """Kafka's resetAssignedPartitionsEpochsToZero: a static member back after a temporary leave
+    commits at any epoch the partitions it kept."""
+    topics = image(FOO)
+    group = ConsumerGroup("g", cluster_topics=lambda: topics)
+    a, b = Consumer(group, "a", instance_id="i-a"), Consumer(group, "b")
+    settle([a, b], 0, topics)
+    assert set(epochs_of(group, "a").values()) == {1}
+    a.heartbeat(100, topics, member_epoch=-2)
+    assert epochs_of(group, "a") == dict.fromkeys(a.partitions(), 0)
+    assert group.members["a"].assignment_value().assigned_partitions[0].assignment_epochs == [0] * 3
+
+
+def test_assignment_epochs_replayed_from_the_record():
+    """Kafka's Utils.assignmentFromTopicPartitions: the epochs written, else the record's member
+    epoch (0 if negative) for a record without them or with a list of another length."""
+    from samsa.coordinator.consumer_group_member import ConsumerGroupMember
+    from samsa.wire import coordinator_record
+    from samsa.wire.coordinator_records.consumer_group_current_member_assignment_value import (
+        ConsumerGroupCurrentMemberAssignmentValue as Value,
+    )
+    from samsa.wire.coordinator_records.consumer_group_current_member_assignment_value import (
+        TopicPartitions as RecordPartitions,
+    )
+    foo, bar = FOO.topic_id, BAR.topic_id
+    value = Value(member_epoch=5, previous_member_epoch=4, state=1,
+                  assigned_partitions=[RecordPartitions(foo, [0, 2], [3, 5]), RecordPartitions(bar, [1])],
+                  partitions_pending_revocation=[RecordPartitions(foo, [1], [2]), RecordPartitions(bar, [0], [1, 1])])
+    key = ConsumerGroupCurrentMemberAssignmentKey("g", "a")
+    decoded = coordinator_record.decode_record(
+        coordinator_record.GROUP_COORDINATOR, *coordinator_record.encode_record(coordinator_record.CoordinatorRecord(
+            key, value)))
+    member = ConsumerGroupMember("a").with_assignment(decoded.value)
+    assert member.assignment_epochs == {foo: {0: 3, 2: 5, 1: 2}, bar: {1: 5, 0: 5}}
+    assert (member.assignment_epoch(foo, 2), member.pending_revocation_epoch(foo, 1),
+            member.assignment_epoch(foo, 1), member.pending_revocation_epoch(bar, 0)) == (5, 2, None, 5)
+    again = member.assignment_value()
+    assert [(tp.partitions, tp.assignment_epochs) for tp in again.assigned_partitions] == [([0, 2], [3, 5]), ([1], [5])]
+    assert [(tp.partitions, tp.assignment_epochs) for tp in again.partitions_pending_revocation] == [
+        ([1], [2]), ([0], [5])]
+    leaving = ConsumerGroupMember("a").with_assignment(Value(member_epoch=-2, assigned_partitions=[
+        RecordPartitions(foo, [0])]))
+    assert leaving.assignment_epochs == {foo: {0: 0}}
+
+
+def test_a_partition_given_back_while_being_revoked_is_assigned_anew():
+    """Kafka's CurrentAssignmentBuilder.computeNextAssignment: a partition the member was revoking
+    that the target gives back to it is a new assignment, at the target epoch."""
+    from samsa.coordinator.consumer_group_member import ConsumerGroupMember, reconcile
+    foo = FOO.topic_id
+    member = ConsumerGroupMember("a", member_epoch=2, previous_member_epoch=1, state=MemberState.UNREVOKED_PARTITIONS,
+                                 assigned_partitions={foo: frozenset({0})},
+                                 partitions_pending_revocation={foo: frozenset({1})},
+                                 assignment_epochs={foo: {0: 1, 1: 1}})
+    assert (member.assignment_epoch(foo, 0), member.pending_revocation_epoch(foo, 1)) == (1, 1)
+    moved = reconcile(member, 3, {foo: frozenset({0, 1, 2})}, frozenset({foo}), lambda t, p: -1, {foo: frozenset({0})})
+    assert (moved.member_epoch, moved.state, moved.assignment_epochs) == (3, MemberState.STABLE, {foo: {0: 1, 1: 3, 2: 3}})

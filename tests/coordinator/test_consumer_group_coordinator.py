@@ -44,6 +44,7 @@ from samsa.wire.errors import ErrorCode
 from samsa.wire.protocol import ApiKey, request_class
 
 Heartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+TxnOffsetCommit = request_class(ApiKey.TXN_OFFSET_COMMIT)
 T = TopicInfo("t", uuid.UUID(int=7), 4)
 TOPICS = TopicsImage([T])
 
@@ -190,6 +191,43 @@ def test_offsets_of_a_consumer_group_are_committed_with_the_member_epoch(h):
     stale = h.coordinator.fetch_offsets(RequestInfo(9), "g", [("t", [0])], member_id="a", member_epoch=7)
     assert stale.error_code == ErrorCode.STALE_MEMBER_EPOCH
     assert h.restart().fetch("g") == {("t", 0): 5}
+
+
+def test_offset_commits_at_an_older_epoch_are_checked_partition_by_partition_and_survive_a_reload(h):
+    """Kafka's ConsumerGroup.createAssignmentEpochValidator run over every partition of the commit:
+    one refused refuses them all. The assignment epochs come back from __consumer_offsets."""
+    heartbeat(h, "a")  # a: every partition at epoch 1
+    heartbeat(h, "b")  # epoch 2
+    revoking = h.answer(heartbeat(h, "a", 1, owned={0, 1, 2, 3}))
+    kept = partitions(revoking)
+    [gone, *_] = sorted({0, 1, 2, 3} - kept)
+    assert h.answer(heartbeat(h, "a", 1, owned=kept)).member_epoch == 2
+    b = h.answer(heartbeat(h, "b", 2))
+    assert gone in partitions(b)
+    k = min(kept)
+    for harness in (h, h.restart()):
+        harness.coordinator.consumer.topics = TOPICS
+        assert harness.commit("g", {("t", k): 5}, member_id="a", generation=1) == {("t", k): ErrorCode.NONE}
+        assert harness.commit("g", {("t", k): 6, ("t", gone): 6}, member_id="a", generation=1) == {
+            ("t", k): ErrorCode.STALE_MEMBER_EPOCH, ("t", gone): ErrorCode.STALE_MEMBER_EPOCH}
+        assert harness.commit("g", {("t", gone): 6}, member_id="b", generation=1) == {
+            ("t", gone): ErrorCode.STALE_MEMBER_EPOCH}  # b got it at epoch 2
+        assert harness.commit("g", {("t", gone): 7}, member_id="b", generation=2) == {("t", gone): ErrorCode.NONE}
+        assert harness.fetch("g") == {("t", k): 5, ("t", gone): 7}
+        assert txn_commit(harness, {("t", gone): 8}, "a", 1) == {("t", gone): ErrorCode.ILLEGAL_GENERATION}
+        assert txn_commit(harness, {("t", k): 8}, "a", 1) == {("t", k): ErrorCode.NONE}
+
+
+def txn_commit(h: Harness, offsets: dict[tuple[str, int], int], member_id: str, epoch: int, version: int = 5):
+    """TxnOffsetCommit before v6 says ILLEGAL_GENERATION for a stale member epoch, as Kafka's."""
+    body = TxnOffsetCommit(transactional_id="tx", group_id="g", producer_id=7, producer_epoch=0,
+                           generation_id_or_member_epoch=epoch, member_id=member_id, topics=[
+                               TxnOffsetCommit.TxnOffsetCommitRequestTopic(name=t, partitions=[
+                                   TxnOffsetCommit.TxnOffsetCommitRequestPartition(
+                                       partition_index=p, committed_offset=o, committed_metadata="")])
+                               for (t, p), o in offsets.items()])
+    response = h.call(GroupCoordinator.txn_offset_commit, body, version)
+    return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
 
 
 def test_list_and_delete_consumer_groups(h):
