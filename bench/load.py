@@ -242,13 +242,14 @@ def percentile(sorted_values: list[float], q: float) -> float | None:
 
 
 def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_size: int = 1024,
-               linger_ms: int = 5) -> dict:
-    """Latency from produce() to the consumer's receipt at a fixed rate (acks=1): p50, p99, p99.9
-    in ms, and how many records arrived of those sent."""
+               linger_ms: int = 5, acks: str = "1", partitions: int = 1) -> dict:
+    """Latency from produce() to the consumer's receipt at a fixed rate: p50, p99, p99.9 in ms, and
+    how many records arrived of those sent. The records go round `partitions` partitions (0..n-1),
+    all of which the consumer reads."""
     latencies: list[float] = []
     consumer = Consumer({"bootstrap.servers": bootstrap, "log_level": 3, "group.id": "bench-unused", "enable.auto.commit": False,
                          "fetch.wait.max.ms": 100, "fetch.min.bytes": 1, "enable.partition.eof": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     stop = threading.Event()
     stamp = struct.Struct(">q")
 
@@ -260,8 +261,8 @@ def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_siz
                 if len(value) >= 9 and value[:1] == b"\x01":
                     latencies.append((time.perf_counter_ns() - stamp.unpack_from(value, 1)[0]) / 1e6)
 
-    producer = Producer(producer_config(bootstrap, "1", "none", linger_ms=linger_ms))
-    warm_up(producer, topic, 1)
+    producer = Producer(producer_config(bootstrap, acks, "none", linger_ms=linger_ms))
+    warm_up(producer, topic, partitions)
     reader = threading.Thread(target=receive, daemon=True)
     reader.start()
     time.sleep(0.5)  # the consumer has its first fetch parked
@@ -273,7 +274,7 @@ def end_to_end(bootstrap: str, topic: str, rate: int, seconds: float, record_siz
         delay = due - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        producer.produce(topic, b"\x01" + stamp.pack(time.perf_counter_ns()) + pad, partition=0)
+        producer.produce(topic, b"\x01" + stamp.pack(time.perf_counter_ns()) + pad, partition=i % partitions)
         producer.poll(0)
     producer.flush(30)
     deadline = time.perf_counter() + 5

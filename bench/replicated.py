@@ -13,7 +13,8 @@ The clusters, all running at once on 127.0.0.1, the cases taking turns over them
   another chroot of the same ZooKeeper, replication factor 3, min.insync.replicas=2.
 
 The load is bench/load.py's produce (confluent-kafka, 1 MB batches, linger.ms 5), acks=all, one
-partition. Broker CPU is read from /proc for each broker process and summed over the cluster
+partition; then end to end at 5,000 records/s of 1 KB, acks=all, round 1 and 16 partitions
+(load.end_to_end: produce() to a consumer's receipt; issue 31's latency cases). Broker CPU is read from /proc for each broker process and summed over the cluster
 (ZooKeeper not counted); the per-broker shares show the leader's cost apart from the followers'.
 What the figures showed: bench/README.md, "Replication".
 """
@@ -36,11 +37,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import load  # noqa: E402
-from systems import Samsa, Unavailable, oracle, with_server_jvm  # noqa: E402
+from systems import Samsa, Unavailable, cpu_seconds, oracle, with_server_jvm  # noqa: E402
 
 MIN_INSYNC = 2
 BROKER_IDS = (1, 2, 3)
 CASES = [(1024, "none"), (1024, "lz4"), (100, "none"), (100, "lz4")]
+# End to end (issue 31): 1 KB records at a fixed rate, acks=all, round 1 and 16 partitions.
+E2E_RATE = 5000
+E2E_SECONDS = 5.0
+E2E_PARTITIONS = (1, 16)
 BYTES = {1024: 60_000_000, 100: 16_000_000}  # a few seconds a case at tens of MB/s
 WARM_UP_BYTES = 30_000_000  # untimed, before the first case: Kafka's JIT compiles its produce path
 
@@ -72,18 +77,20 @@ class Cluster:
     stop: list = field(default_factory=list)  # callables, in order
     admin: AdminClient | None = None
 
-    def create_topic(self, topic: str, timeout: float = 120.0) -> int:
-        """Create a one-partition topic; return its leader's broker id once every replica is in sync."""
+    def create_topic(self, topic: str, timeout: float = 120.0, partitions: int = 1) -> int:
+        """Create a topic; return partition 0's leader's broker id once every replica of every
+        partition is in sync."""
         self.admin = self.admin or AdminClient({"bootstrap.servers": self.bootstrap})
         config = {"min.insync.replicas": str(MIN_INSYNC)} if self.replication_factor > 1 else {}
-        self.admin.create_topics([NewTopic(topic, 1, self.replication_factor, config=config)],
+        self.admin.create_topics([NewTopic(topic, partitions, self.replication_factor, config=config)],
                                  operation_timeout=timeout, request_timeout=timeout)[topic].result(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             meta = self.admin.list_topics(topic, timeout=timeout).topics.get(topic)
-            partition = meta.partitions.get(0) if meta is not None and meta.error is None else None
-            if partition is not None and partition.leader >= 0 and len(partition.isrs) == self.replication_factor:
-                return partition.leader
+            found = meta.partitions if meta is not None and meta.error is None else {}
+            if len(found) == partitions and all(p.leader >= 0 and len(p.isrs) == self.replication_factor
+                                                for p in found.values()):
+                return found[0].leader
             time.sleep(0.05)
         raise Unavailable(f"{self.name}: {topic} has no leader with a full ISR after {timeout:.0f} s")
 
@@ -200,6 +207,29 @@ def pick(result: Result, measure: str) -> float | None:
     return result.cpu_ms_per_mb_by_broker.get(measure.removeprefix("broker CPU ms/MB, "))
 
 
+@dataclass
+class Latency:
+    p50_ms: float | None
+    p99_ms: float | None
+    cpu_s: float
+
+
+def render_latencies(latencies: dict[str, dict[str, list[Latency]]], clusters: list[str]) -> str:
+    """A text table of the end-to-end cases: p50, p99 and the cluster's CPU, medians of repetitions."""
+    rows: list[list[str]] = [["case", *clusters]]
+    for case, by_cluster in latencies.items():
+        for measure, field_name in (("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"), ("broker CPU s", "cpu_s")):
+            cells = []
+            for cluster in clusters:
+                values = [getattr(r, field_name) for r in by_cluster.get(cluster, [])]
+                values = [v for v in values if v is not None]
+                cells.append(f"{statistics.median(values):,.1f}" if values else "n/a")
+            rows.append([f"{case} ({measure})", *cells])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                     for row in rows)
+
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {message}", file=sys.stderr, flush=True)
 
@@ -217,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     clusters: list[Cluster] = []
     notes: list[str] = []
     results: dict[str, dict[str, list[Result]]] = {}
+    latencies: dict[str, dict[str, list[Latency]]] = {}
     zookeeper = None
     try:
         if "samsa-rf3" in wanted or "kafka39-rf3" in wanted:
@@ -260,6 +291,26 @@ def main(argv: list[str] | None = None) -> int:
                     except Exception as e:
                         notes.append(f"{cluster.name}: {case}: {type(e).__name__}: {e}")
                     cluster.delete_topic(topic)
+        for partitions in E2E_PARTITIONS:
+            case = f"e2e at {E2E_RATE}/s of 1 KB, acks=all, {partitions} part"
+            for rep in range(args.reps):
+                for cluster in clusters:
+                    log(f"{case} #{rep + 1} {cluster.name}")
+                    counter += 1
+                    topic = f"replicated-e2e-{counter}"
+                    try:
+                        cluster.create_topic(topic, partitions=partitions)
+                        cpu_before = sum(cpu_seconds(pid) for pid in cluster.pids.values())
+                        latency = load.end_to_end(cluster.bootstrap, topic, E2E_RATE, E2E_SECONDS * args.scale,
+                                                  acks="all", partitions=partitions)
+                        cpu = sum(cpu_seconds(pid) for pid in cluster.pids.values()) - cpu_before
+                        if latency["received"] < latency["sent"]:
+                            notes.append(f"{cluster.name}: {case}: {latency['received']} of {latency['sent']} received")
+                        latencies.setdefault(case, {}).setdefault(cluster.name, []).append(
+                            Latency(latency["p50"], latency["p99"], cpu))
+                    except Exception as e:
+                        notes.append(f"{cluster.name}: {case}: {type(e).__name__}: {e}")
+                    cluster.delete_topic(topic)
     finally:
         for cluster in clusters:
             cluster.close()
@@ -272,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
           f"at end {' '.join(f'{x:.2f}' for x in load_end)}")
     print("ratio in brackets: cluster / samsa-rf3 (for MB/s higher is better; for CPU lower is)")
     print(render(results, [c.name for c in clusters]))
+    if latencies:
+        print("\nend to end (ms; broker CPU: seconds summed over the cluster for the run)")
+        print(render_latencies(latencies, [c.name for c in clusters]))
     if notes:
         print("\nnotes:")
         for note in notes:

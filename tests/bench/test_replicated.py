@@ -46,3 +46,15 @@ def test_the_table_shows_medians_and_ratios_to_the_first_cluster_and_n_a_for_wha
     assert [c.strip() for c in rows["produce 1024 B (broker CPU ms/MB, leader)"] if c.strip()] == \
         ["25.0", "25.0 (1.00x)", "n/a"]
     assert [c.strip() for c in rows["produce 1024 B (KB per produce request)"] if c.strip()] == ["n/a"] * 3
+
+
+def test_the_latency_table_shows_medians_per_cluster_and_n_a_for_what_is_missing():
+    latencies = {"e2e 1 part": {"a": [replicated.Latency(5.0, 9.0, 3.0), replicated.Latency(7.0, 11.0, 4.0),
+                                      replicated.Latency(6.0, None, 5.0)],
+                                "b": [replicated.Latency(None, None, 2.0)]}}
+    table = replicated.render_latencies(latencies, ["a", "b", "c"]).splitlines()
+    assert table[0].split() == ["case", "a", "b", "c"]
+    rows = {line.split("  ")[0]: [c.strip() for c in line.split("  ")[1:] if c.strip()] for line in table[1:]}
+    assert rows["e2e 1 part (p50 ms)"] == ["6.0", "n/a", "n/a"]
+    assert rows["e2e 1 part (p99 ms)"] == ["10.0", "n/a", "n/a"]
+    assert rows["e2e 1 part (broker CPU s)"] == ["4.0", "2.0", "n/a"]
