@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from samsa.wire import records
+
 HERE = Path(__file__).resolve().parent
 NODE_DIR = HERE / "node"
 
@@ -181,3 +183,13 @@ def node_script(script: str, payload: dict, timeout: float = 60.0) -> dict:
         return json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
         raise AssertionError(f"node {script} printed no JSON result:\n{out}\n{proc.stderr.decode()[-4000:]}") from None
+
+
+def log_batches(data_dir: Path, partition_dir: str):
+    """(header, records) of every batch in a partition's segments, in offset order."""
+    for segment in sorted((data_dir / partition_dir).glob("*.log")):
+        buf = segment.read_bytes()
+        for pos, header in records.iter_batch_headers(buf):
+            if header.magic != 2 or header.batch_length <= 0:
+                break  # a preallocated tail
+            yield records.decode_batch(buf, pos)

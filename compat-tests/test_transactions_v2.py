@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from compat_util import create_topic
+from compat_util import create_topic, log_batches
 from test_java_client import java_client  # noqa: F401 (the fixture)
 from test_transactions import KAFKA_QUICK_REREGISTRATION, confluent_producer, read_topic, values_of
 
@@ -72,16 +72,6 @@ class Transform:
     def kill(self) -> None:
         self.process.kill()  # kill -9
         self.process.wait()
-
-
-def log_batches(data_dir: Path, partition_dir: str):
-    """(header, records) of every batch in a partition's segments, in offset order."""
-    for segment in sorted((data_dir / partition_dir).glob("*.log")):
-        buf = segment.read_bytes()
-        for pos, header in records.iter_batch_headers(buf):
-            if header.magic != 2 or header.batch_length <= 0:
-                break  # a preallocated tail
-            yield records.decode_batch(buf, pos)
 
 
 def check_markers_bump_the_epoch(data_dir: Path, sink: str) -> int:
