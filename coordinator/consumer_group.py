@@ -75,6 +75,7 @@ from .group import (
     NewMemberUuid,
     OffsetExpirationCondition,
     RequestInfo,
+    member_committing_at_an_older_epoch,
 )
 
 __all__ = [
@@ -273,21 +274,9 @@ class ConsumerGroup(Group):
         """Kafka's ConsumerGroup.validateOffsetCommit: a member commits at its epoch (OffsetCommit
         v9+); at an older one only partitions it got at that epoch or before and still has or is
         revoking: anything else is STALE_MEMBER_EPOCH, the whole commit refused."""
-        epoch = generation_or_epoch
-        if epoch < 0 and not self.members:
-            return None  # the admin client, or a consumer outside group management, on an empty group
-        if transactional and epoch == -1 and member_id == "" and group_instance_id is None:
-            return None  # a producer committing for a group it is not a member of
-        member = self._member_or_unknown(member_id)
-        if not transactional and request.api_version < 9:
-            raise GroupError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
-                             "by members using the consumer group protocol")
-        if epoch == member.member_epoch:
-            return None
-        if epoch > member.member_epoch:
-            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is newer than current "
-                             f"member epoch {member.member_epoch}.")
-        return self._assignment_epoch_validator(member, epoch)
+        member = member_committing_at_an_older_epoch(self.members, self._member_or_unknown, member_id, group_instance_id,
+                                                     generation_or_epoch, request, transactional, "consumer")
+        return None if member is None else self._assignment_epoch_validator(member, generation_or_epoch)
 
     def _assignment_epoch_validator(self, member: ConsumerGroupMember, epoch: int) -> CommitPartitionValidator:
         """Kafka's createAssignmentEpochValidator: each partition must be the member's (assigned or

@@ -212,3 +212,27 @@ def describe_groups(manager: Any, group_ids: list[str], described_group: Callabl
             described.append(described_group(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                                              error_message=message))
     return described
+
+
+def member_committing_at_an_older_epoch(members: dict, member_of: Callable[[str], Any], member_id: str,
+                                        group_instance_id: str | None, epoch: int, request: RequestInfo,
+                                        transactional: bool, protocol: str) -> Any | None:
+    """The checks Kafka's ConsumerGroup and StreamsGroup validateOffsetCommit share: None when the
+    commit may name any partition (an empty group committed to from outside, a producer's
+    TxnOffsetCommit for a group it is not in, a member at its own epoch); GroupError when it may
+    not commit; else the member (`member_of(member_id)`), which commits at an older epoch, so each
+    partition is to be checked against its assignment."""
+    if epoch < 0 and not members:
+        return None  # the admin client, or a consumer outside group management, on an empty group
+    if transactional and epoch == -1 and member_id == "" and group_instance_id is None:
+        return None  # a producer committing for a group it is not a member of
+    member = member_of(member_id)
+    if not transactional and request.api_version < 9:
+        raise GroupError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
+                         f"by members using the {protocol} group protocol")
+    if epoch == member.member_epoch:
+        return None
+    if epoch > member.member_epoch:
+        raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is newer than current "
+                         f"member epoch {member.member_epoch}.")
+    return member

@@ -53,7 +53,15 @@ from ..wire.messages import streams_group_describe_response as described
 from ..wire.messages import streams_group_heartbeat_response as hb
 from .actions import Record
 from .consumer_group import TopicsImage
-from .group import CommitPartitionValidator, Group, GroupError, GroupType, OffsetExpirationCondition, RequestInfo
+from .group import (
+    CommitPartitionValidator,
+    Group,
+    GroupError,
+    GroupType,
+    OffsetExpirationCondition,
+    RequestInfo,
+    member_committing_at_an_older_epoch,
+)
 from .share_group import metadata_hash
 from .streams_assignor import AssignorMember, StickyTaskAssignor, Subtopology, TaskAssignorError, TasksTuple
 from .streams_group_member import (
@@ -289,21 +297,9 @@ class StreamsGroup(Group):
         """Kafka's StreamsGroup.validateOffsetCommit: a member commits at its epoch; at an older one
         only the input partitions of active tasks it got at that epoch or before (and still has, or
         is revoking): anything else is STALE_MEMBER_EPOCH, the whole commit refused."""
-        epoch = generation_or_epoch
-        if epoch < 0 and not self.members:
-            return None
-        if transactional and epoch == -1 and member_id == "" and group_instance_id is None:
-            return None
-        member = self._member_or_throw(member_id)
-        if not transactional and request.api_version < 9:
-            raise GroupError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by members "
-                             "using the streams group protocol")
-        if epoch == member.member_epoch:
-            return None
-        if epoch > member.member_epoch:
-            raise GroupError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is newer than current "
-                             f"member epoch {member.member_epoch}.")
-        return self._assignment_epoch_validator(member, epoch)
+        member = member_committing_at_an_older_epoch(self.members, self._member_or_throw, member_id, group_instance_id,
+                                                     generation_or_epoch, request, transactional, "streams")
+        return None if member is None else self._assignment_epoch_validator(member, generation_or_epoch)
 
     def _assignment_epoch_validator(self, member: StreamsGroupMember, epoch: int) -> CommitPartitionValidator:
         """Kafka's createAssignmentEpochValidator: each partition is the input of a task, which the
