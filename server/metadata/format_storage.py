@@ -64,21 +64,34 @@ def parse_scram(spec: str) -> tuple[str, ScramMechanism, ScramCredential]:
     return fields["name"], mechanism, ScramCredential.from_password(mechanism, fields["password"], iterations)
 
 
-def format_storage(config, cluster_id: str, scram: list[str], ignore_formatted: bool) -> list[str]:
-    """Format the log directories; returns what was done, a line each. FormatError when refused."""
-    users = [parse_scram(spec) for spec in scram]
+ALL_FORMATTED = "All of the log directories are already formatted."
+
+
+def _write_meta_properties(config, cluster_id: str, ignore_formatted: bool) -> tuple[list[Path], list[Path], str] | None:
+    """meta.properties in every log dir not formatted yet (kafka-storage format's checks): the log
+    dirs, those already formatted, and the cluster id they now carry; None if all were formatted."""
     log_dirs = [Path(d).resolve() for d in config.log_dirs]
     formatted = [d for d in log_dirs if (d / META_PROPERTIES).exists()]
     if formatted and not ignore_formatted:
         raise FormatError(f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted to ignore "
                           "this directory and format the others.")
     if len(formatted) == len(log_dirs):
-        return ["All of the log directories are already formatted."]
+        return None
     manager = LogManager(log_dirs, config.log_config(), lambda: 0)
     try:
         cluster_id = manager.ensure_meta_properties(config.node_id, lambda: cluster_id)
     except KafkaStorageException as error:  # another node's or cluster's directories
         raise FormatError(str(error)) from None
+    return log_dirs, formatted, cluster_id
+
+
+def format_storage(config, cluster_id: str, scram: list[str], ignore_formatted: bool) -> list[str]:
+    """Format the log directories; returns what was done, a line each. FormatError when refused."""
+    users = [parse_scram(spec) for spec in scram]
+    written = _write_meta_properties(config, cluster_id, ignore_formatted)
+    if written is None:
+        return [ALL_FORMATTED]
+    log_dirs, formatted, cluster_id = written
     done = [f"Formatting {d} with cluster id {cluster_id}." for d in log_dirs if d not in formatted]
     if users and log_dirs[0] not in formatted:
         image = MetadataImage.load(log_dirs[0], cluster_id)
@@ -117,17 +130,9 @@ def format_kraft_broker(config, cluster_id: str | None, release: str | None, fea
         name, separator, level = feature.partition("=")
         if not separator or not level.strip().isdigit():
             raise FormatError(f"Can't parse feature={feature}. The format is <feature>=<version>.")
-    log_dirs = [Path(d).resolve() for d in config.log_dirs]
-    formatted = [d for d in log_dirs if (d / META_PROPERTIES).exists()]
-    if formatted and not ignore_formatted:
-        raise FormatError(f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted to ignore "
-                          "this directory and format the others.")
-    if len(formatted) == len(log_dirs):
-        return ["All of the log directories are already formatted."]
-    manager = LogManager(log_dirs, config.log_config(), lambda: 0)
-    try:
-        manager.ensure_meta_properties(config.node_id, lambda: cluster_id)
-    except KafkaStorageException as error:
-        raise FormatError(str(error)) from None
+    written = _write_meta_properties(config, cluster_id, ignore_formatted)
+    if written is None:
+        return [ALL_FORMATTED]
+    log_dirs, formatted, _ = written
     return [f"Formatting {'metadata' if d == log_dirs[0] else 'data'} directory {d} with metadata.version "
             f"{version.version}." for d in log_dirs if d not in formatted]
