@@ -71,6 +71,7 @@ from .zookeeper.membership import ZkMembership, broker_registration, join_cluste
 from .zookeeper.zk_client import ClusterJoinError
 from .kraft.admin_manager import KraftAdminManager
 from .kraft.controller_channel import ControllerChannel
+from .kraft.forwarding import ForwardingManager
 from .kraft.lifecycle import Lifecycle
 from .kraft.metadata_cache import KraftMetadataCache
 from .kraft.producer_ids import KraftProducerIdBlocks
@@ -292,6 +293,9 @@ class Broker:
 
         quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed)
         channel = ControllerChannel(quorum, self.node_id, config.get_int("controller.quorum.request.timeout.ms"))
+        # Kafka's broker has a channel of its own for the clients' requests it forwards ("forwarding"):
+        # a slow one never holds up the heartbeats.
+        forwarding = ControllerChannel(quorum, self.node_id, config.get_int("controller.socket.timeout.ms"))
         lifecycle = Lifecycle(config, channel, self.cluster_id, self.node_id, directory_ids, self.features.supported,
                               lambda: [(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
                                         adv.security_protocol) for adv in config.advertised_listeners],
@@ -303,7 +307,8 @@ class Broker:
                                             config.inter_broker_listener_name, lifecycle.metadata_applied)
         services = self._services(
             log_manager, metadata, replicas, authorizer, ProducerIdManager(producer_id_blocks.allocate_block), quotas,
-            metadata_cache=cache, admin=KraftAdminManager(cache, channel), listener_type=ListenerType.BROKER, cluster=cache)
+            metadata_cache=cache, admin=KraftAdminManager(cache, channel, ForwardingManager(forwarding)),
+            listener_type=ListenerType.BROKER, cluster=cache)
         replicas.on_leadership_change = _leadership_changed(services)
         return services, KraftServices(quorum, channel, lifecycle, cache, publisher, producer_id_blocks,
                                        alter_partitions)
@@ -725,7 +730,7 @@ class Broker:
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if (handler is None or not handler.min_version <= version <= handler.max_version_for(services.listener_type)
-                or not handler.served(services.listener_type)):
+                or not handler.served(services.listener_type, services.admin.forwards_to_controller)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)
@@ -739,6 +744,8 @@ class Broker:
         try:
             if handler.feature is not None and not services.features.enabled(handler.feature):
                 response = disabled_feature_response(api_key, request)
+            elif handler.forwarded and (forwarded := await services.admin.forward(ctx, request)) is not None:
+                response = forwarded  # the active controller's answer (KafkaApis.forwardToController)
             else:
                 response = await handler.handle(ctx, request)
         except (UnsupportedVersionError, ConnectionClosed, CloseConnection):

@@ -42,28 +42,31 @@ def finalized_features(features: BrokerFeatures):
             for name, level in features.finalized.items() if level > 0]
 
 
-def api_keys(listener_type: ListenerType = ListenerType.BROKER):
+def api_keys(listener_type: ListenerType = ListenerType.BROKER, forwards: bool = False):
     """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster, the KRaft-mode
-    ones (client telemetry) only outside one. Those of a feature whatever its level, as Kafka 4.4."""
+    ones (client telemetry) only outside one, those only a controller answers only where forwarded
+    to one (`forwards`). Those of a feature whatever its level, as Kafka 4.4."""
     Key = ApiVersionsResponse.ApiVersion
     return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version_for(listener_type))
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type)]
+            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type, forwards)]
 
 
 # The lists every ApiVersions response carries, made once: building them was most of the handler's
 # time, which a client flooding the broker with ApiVersions requests multiplies (issue 17). Keyed by
 # the number of handlers too, so that a handler registered later is listed, and by the features' epoch,
 # which each change of a finalized level moves. Encoding only reads them.
-_listed: dict[tuple[ListenerType, BrokerFeatures, int, int], tuple[list, list, list]] = {}
+_listed: dict[tuple[ListenerType, BrokerFeatures, int, int, bool], tuple[list, list, list]] = {}
 
 
-def _listings(listener_type: ListenerType, features: BrokerFeatures) -> tuple[list, list, list]:
-    key = (listener_type, features, features.epoch, len(HANDLERS))
+def _listings(listener_type: ListenerType, features: BrokerFeatures,
+              forwards: bool = False) -> tuple[list, list, list]:
+    key = (listener_type, features, features.epoch, len(HANDLERS), forwards)
     listed = _listed.get(key)
     if listed is None:
         for stale in [k for k in _listed if k[1] is features and k[2] != features.epoch]:
             del _listed[stale]
-        listed = _listed[key] = (api_keys(listener_type), supported_features(features), finalized_features(features))
+        listed = _listed[key] = (api_keys(listener_type, forwards), supported_features(features),
+                                 finalized_features(features))
     return listed
 
 
@@ -96,7 +99,8 @@ async def handle(ctx, request):
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name
         ctx.connection.client_software_version = request.client_software_version
-    listed_api_keys, supported, finalized = _listings(ctx.services.listener_type, ctx.services.features)
+    listed_api_keys, supported, finalized = _listings(services.listener_type, services.features,
+                                                      services.admin.forwards_to_controller)
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=listed_api_keys, throttle_time_ms=0,
                                supported_features=supported, finalized_features_epoch=ctx.services.features.epoch,
                                finalized_features=finalized)
