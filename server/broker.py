@@ -71,6 +71,7 @@ from .zookeeper.membership import ZkMembership, broker_registration, join_cluste
 from .zookeeper.zk_client import ClusterJoinError
 from .kraft.admin_manager import KraftAdminManager
 from .kraft.controller_channel import ControllerChannel
+from .kraft.dynamic_configs import DynamicConfigPublisher
 from .kraft.forwarding import ForwardingManager
 from .kraft.lifecycle import Lifecycle
 from .kraft.metadata_cache import KraftMetadataCache
@@ -286,10 +287,13 @@ class Broker:
         replicas = ReplicaManager(log_manager, metadata, config)
         directory_ids = [_directory_id(d) for d in self.log_dirs]
         publisher: BrokerMetadataPublisher | None = None
+        services: BrokerServices | None = None
+        dynamic_configs = DynamicConfigPublisher(self.node_id, cache)
 
         def committed(replay, offset: int) -> None:
-            assert publisher is not None
+            assert publisher is not None and services is not None
             publisher.publish(replay, offset)
+            dynamic_configs.publish(services)
 
         quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed)
         channel = ControllerChannel(quorum, self.node_id, config.get_int("controller.quorum.request.timeout.ms"))

@@ -242,7 +242,8 @@ class MetadataReplay:
     def apply(self, record: Any) -> None:
         image = self.image
         if isinstance(record, TopicRecord):
-            image.topics[record.name] = KraftTopic(record.name, record.topic_id)
+            image.topics[record.name] = KraftTopic(record.name, record.topic_id,
+                                                   configs=dict(self._topic_configs.get(record.name, {})))
             self._topic_names[record.topic_id] = record.name
         elif isinstance(record, PartitionRecord):
             topic = self._topic(record.topic_id)
@@ -343,3 +344,6 @@ class MetadataReplay:
             configs[record.name] = record.value
         if not configs:
             del by_resource[record.resource_name]
+        if record.resource_type == TOPIC_RESOURCE and record.resource_name in self.image.topics:
+            # A KRaft broker's image is read as replayed, without finish(): the topic's configs follow.
+            self.image.topics[record.resource_name].configs = dict(configs)
