@@ -34,6 +34,9 @@ from kafka_oracle import KafkaController, OracleUnavailable, class_path, java
 from test_kafka_tools import TOOLS_LOG4J2, Tools
 from test_kraft_broker import CONTROLLER_FEATURES, KraftSamsaBroker
 
+from samsa.client.blocking import BlockingConnection
+from samsa.wire.protocol import ApiKey, request_class
+
 pytestmark = pytest.mark.slow
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "super.users": "User:ANONYMOUS"}
@@ -154,6 +157,20 @@ def test_topics_create_describe_alter(cluster):
 
     assert cluster.run(2, "kafka-topics", "--delete", "--topic", "tools-topics") == ""
     cluster.wait_printed(3, "kafka-topics", "--list", hides=("tools-topics",))
+
+
+def test_forwarded_apis_are_advertised_as_far_as_the_controller_serves_them(cluster):
+    """Once a broker has forwarded, its ApiVersions narrows the forwarded APIs to the controller's:
+    Kafka 4.4's controller no longer serves CreateTopics v0-1 nor DeleteTopics v0, which Samsa
+    serves Kafka 3.9's clients elsewhere."""
+    broker = cluster.brokers[2]
+    cluster.run(2, "kafka-topics", "--create", "--topic", "tools-versions", "--partitions", "1")  # forwarded
+    with BlockingConnection.connect(broker.host, broker.port) as connection:
+        answer = connection.call(request_class(ApiKey.API_VERSIONS)(client_software_name="test",
+                                                                    client_software_version="1"), 3)
+    versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+    assert (versions[ApiKey.CREATE_TOPICS], versions[ApiKey.DELETE_TOPICS], versions[ApiKey.DESCRIBE_QUORUM]) == (
+        (2, 7), (1, 6), (0, 2))
 
 
 def test_configs_are_seen_by_every_broker(cluster):

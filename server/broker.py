@@ -298,8 +298,10 @@ class Broker:
         quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed)
         channel = ControllerChannel(quorum, self.node_id, config.get_int("controller.quorum.request.timeout.ms"))
         # Kafka's broker has a channel of its own for the clients' requests it forwards ("forwarding"):
-        # a slow one never holds up the heartbeats.
-        forwarding = ControllerChannel(quorum, self.node_id, config.get_int("controller.socket.timeout.ms"))
+        # a slow one never holds up the heartbeats. It learns the controller's API versions, which
+        # bound those of the forwarded APIs this broker advertises.
+        forwarding = ControllerChannel(quorum, self.node_id, config.get_int("controller.socket.timeout.ms"),
+                                       learn_api_versions=True)
         lifecycle = Lifecycle(config, channel, self.cluster_id, self.node_id, directory_ids, self.features.supported,
                               lambda: [(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
                                         adv.security_protocol) for adv in config.advertised_listeners],

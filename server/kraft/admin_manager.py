@@ -65,6 +65,9 @@ class KraftAdminManager:
     async def forward(self, ctx: RequestContext, request: Message) -> Message:
         return await self._forwarding.forward(ctx, request)
 
+    def controller_versions(self) -> Mapping[int, tuple[int, int] | None] | None:
+        return self._forwarding.forwardable_versions()
+
     # --- topics ---------------------------------------------------------------------------------
 
     def assign_replicas(self, services: BrokerServices, partitions: int, replication_factor: int,

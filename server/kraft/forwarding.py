@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -30,7 +31,7 @@ from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, decode_response, encode_request, request_class, response_class
 from ..context import CloseConnection
 from ..security.principal import serialize_principal
-from .controller_channel import ControllerChannel
+from .controller_channel import ControllerApiVersions, ControllerChannel
 
 if TYPE_CHECKING:
     from ...wire.codec import Message
@@ -41,6 +42,17 @@ log = logging.getLogger("samsa.kraft.forwarding")
 EnvelopeRequest = request_class(ApiKey.ENVELOPE)
 ENVELOPE_VERSION = 0
 RETRY_TIMEOUT_MS = 60000  # BrokerServer's forwarding channel manager: retryTimeoutMs
+# Kafka's ApiKeys.forwardable: the APIs a controller accepts inside an Envelope, whose versions a
+# forwarding broker advertises only as far as the active controller serves them
+# (ApiVersionsResponse.intersectForwardableApis).
+FORWARDABLE = frozenset({
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ALTER_CONFIGS,
+    ApiKey.CREATE_PARTITIONS, ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
+    ApiKey.EXPIRE_DELEGATION_TOKEN, ApiKey.ELECT_LEADERS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.DESCRIBE_QUORUM, ApiKey.UPDATE_FEATURES, ApiKey.UNREGISTER_BROKER,
+    ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER,
+})
 
 
 def envelope(request_data: bytes, principal: KafkaPrincipal, client_host: str) -> Any:
@@ -79,6 +91,18 @@ def relayed(envelope_response: Any, request: Message, api_key: int, version: int
 class ForwardingManager:
     def __init__(self, channel: ControllerChannel) -> None:
         self._channel = channel  # the broker's "forwarding" channel to the active controller
+
+        self._forwardable: tuple[ControllerApiVersions | None, Mapping[int, tuple[int, int] | None] | None] = (
+            None, None)
+
+    def forwardable_versions(self) -> Mapping[int, tuple[int, int] | None] | None:
+        """The versions the active controller serves of each forwardable API (None: not served),
+        once known (Kafka's controllerApiVersions); the same object until the controller's change."""
+        known = self._channel.api_versions
+        if known is not self._forwardable[0]:
+            self._forwardable = known, (None if known is None else
+                                        {api_key: known.versions.get(api_key) for api_key in FORWARDABLE})
+        return self._forwardable[1]
 
     async def forward(self, ctx: RequestContext, request: Message) -> Message:
         """The active controller's answer to the client's request; CloseConnection when the

@@ -57,6 +57,12 @@ class AdminManager(Protocol):
         where a controller makes this broker's metadata changes; None where this broker makes them
         (its handler answers)."""
 
+    def controller_versions(self) -> Mapping[int, tuple[int, int] | None] | None:
+        """The versions the active controller serves of each API it accepts forwarded (Kafka's
+        ApiKeys.forwardable; None: not served), which this broker advertises no wider
+        (ApiVersionsResponse.intersectForwardableApis); None where no controller answers them, or
+        while its versions are not known. The same object until they change."""
+
     # --- topics ---------------------------------------------------------------------------------
 
     def assign_replicas(self, services: BrokerServices, partitions: int, replication_factor: int,

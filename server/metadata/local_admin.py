@@ -38,6 +38,9 @@ class LocalAdminManager:
     async def forward(self, ctx: RequestContext, request: Message) -> None:
         return None
 
+    def controller_versions(self) -> None:
+        return None
+
     # --- topics ---------------------------------------------------------------------------------
 
     def assign_replicas(self, services: BrokerServices, partitions: int, replication_factor: int,
