@@ -122,6 +122,14 @@ def render() -> str:
         "\"until Kafka 3.9\" were removed since (KIP-896) and are still served as Kafka 3.9 served them.",
         "",
         *textwrap.wrap(
+            "A broker of a KRaft cluster (process.roles=broker) forwards the metadata changes to the active "
+            "controller in an Envelope, as Kafka 4.4's brokers do (" + ", ".join(names_of(sorted(
+                key for key, handler in served.items() if handler.forwarded and not handler.controller_only)))
+            + "; the delegation token changes and the config changes after the broker's own checks), serves "
+            "the APIs marked \"forwarded\" below only by forwarding them, and advertises the forwarded APIs no "
+            "wider than the active controller serves them (docs/cluster.md).", 100),
+        "",
+        *textwrap.wrap(
             "Share groups (KIP-932) are served, `share.version` finalized at level 1 by default (Kafka 4.4 finalizes "
             "level 2, which adds their dead-letter queues: not implemented); UpdateFeatures can set it to 0, and then, "
             "as in Kafka 4.4, these are still advertised but answered UNSUPPORTED_VERSION: "
