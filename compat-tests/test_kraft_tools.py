@@ -3,8 +3,8 @@
 active controller in an Envelope (server/kraft/forwarding.py), and every broker sees the change in
 the metadata log.
 
-One Kafka controller (the quorum's only voter) and two Samsa brokers (nodes 2 and 3), started once
-for the module. Controller and brokers run Kafka's StandardAuthorizer with User:ANONYMOUS a super
+A static quorum of three Kafka controllers (nodes 11-13) and two Samsa brokers (nodes 2 and 3),
+started once for the module. Controller and brokers run Kafka's StandardAuthorizer with User:ANONYMOUS a super
 user: the controller authorizes the Envelope's sender (CLUSTER_ACTION on the cluster) and then the
 forwarded request as the client's principal; the ACL test needs an authorizer on both sides (the
 controller stores ACLs, the brokers answer DescribeAcls from the metadata log).
@@ -19,7 +19,9 @@ controller stores ACLs, the brokers answer DescribeAcls from the metadata log).
   its second replica;
 - kafka-reassign-partitions --execute / --verify: a partition moved from one Samsa broker to the other;
 - the controller authorizes the client, not the broker: a SASL user of broker 2 (not a super user)
-  may create a topic only once an ACL allows that user from its address.
+  may create a topic only once an ACL allows that user from its address;
+- last: the active controller killed, a forwarded request reaches the new one (the forwarding
+  channel sends it again once the quorum names its new leader).
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from __future__ import annotations
 import json
 import re
 import socket
+import threading
 
 import pytest
 from compat_util import wait_for
-from kafka_oracle import KafkaController, OracleUnavailable, class_path, java
+from kafka_oracle import KafkaController, OracleUnavailable, class_path, java, random_cluster_id
+from server_process import HOST, free_port
 from test_kafka_tools import TOOLS_LOG4J2, Tools
 from test_kraft_broker import CONTROLLER_FEATURES, KraftSamsaBroker
 
@@ -46,9 +50,9 @@ ALICE = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl
 
 
 class Cluster:
-    def __init__(self, controller: KafkaController, brokers: dict[int, KraftSamsaBroker], tools_dir, log4j2,
-                 sasl_bootstrap: str) -> None:
-        self.controller = controller
+    def __init__(self, controllers: dict[int, KafkaController], brokers: dict[int, KraftSamsaBroker], tools_dir,
+                 log4j2, sasl_bootstrap: str) -> None:
+        self.controllers = controllers
         self.brokers = brokers
         self.sasl_bootstrap = sasl_bootstrap  # broker 2's SASL_PLAINTEXT listener
         self._tools_dir = tools_dir
@@ -88,15 +92,22 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("kraft-tools")
+    ports = {n: free_port() for n in (11, 12, 13)}
+    voters = {n: f"{HOST}:{port}" for n, port in ports.items()}
+    cluster_id = random_cluster_id()
     try:
         java()
         class_path("kafka4")
-        controller = KafkaController(base / "controller", features=CONTROLLER_FEATURES, properties=AUTHORIZER)
+        controllers = {n: KafkaController(base / f"controller-{n}", node_id=n, features=CONTROLLER_FEATURES,
+                                          properties=AUTHORIZER, voters=voters, cluster_id=cluster_id, port=ports[n])
+                       for n in ports}
     except OracleUnavailable as e:
         pytest.skip(str(e))
-    brokers = {node: KraftSamsaBroker(base / f"samsa-{node}", controller, node_id=node) for node in (2, 3)}
+    brokers = {node: KraftSamsaBroker(base / f"samsa-{node}", controllers[11], node_id=node) for node in (2, 3)}
     for broker in brokers.values():
         broker.overrides.update(AUTHORIZER)
+        del broker.overrides["controller.quorum.bootstrap.servers"]
+        broker.overrides["controller.quorum.voters"] = ",".join(f"{n}@{address}" for n, address in voters.items())
     with socket.socket() as s:  # a SASL_PLAINTEXT listener beside broker 2's PLAINTEXT one
         s.bind(("127.0.0.1", 0))
         sasl_port = s.getsockname()[1]
@@ -109,14 +120,20 @@ def cluster(tmp_path_factory):
     tools_dir = base / "tools"
     tools_dir.mkdir()
     try:
-        controller.start()
+        starting = [threading.Thread(target=c.start) for c in controllers.values()]  # they elect together
+        for thread in starting:
+            thread.start()
+        for thread in starting:
+            thread.join()
+        assert all(c.is_running() for c in controllers.values()), "a controller did not start"
         for broker in brokers.values():
             broker.start()
-        yield Cluster(controller, brokers, tools_dir, log4j2, f"127.0.0.1:{sasl_port}")
+        yield Cluster(controllers, brokers, tools_dir, log4j2, f"127.0.0.1:{sasl_port}")
     finally:
         for broker in brokers.values():
             broker.kill()
-        controller.kill()
+        for controller in controllers.values():
+            controller.kill()
 
 
 def partitions(described: str) -> dict[int, tuple[int, list[int], list[int]]]:
@@ -220,7 +237,9 @@ def test_features(cluster):
 
 def test_metadata_quorum_status_through_a_broker(cluster):
     status = cluster.run(3, "kafka-metadata-quorum", "describe", "--status")
-    assert re.search(r"^LeaderId:\s+1$", status, re.M), status
+    assert re.search(r"^LeaderId:\s+1[123]$", status, re.M), status
+    voters = re.search(r"^CurrentVoters:\s+(.*)$", status, re.M)
+    assert voters and {v["id"] for v in json.loads(voters[1])} == {11, 12, 13}, status
     observers = re.search(r"^CurrentObservers:\s+(.*)$", status, re.M)
     assert observers and {o["id"] for o in json.loads(observers[1])} == {2, 3}, status
 
@@ -279,3 +298,19 @@ def test_the_controller_authorizes_the_client_not_the_broker(cluster):
     # Allowed from her address only: the Envelope carries it.
     wait_for(lambda: create() is None, timeout=30, what="alice allowed to create tools-alice")
     wait_in_sync(cluster, 3, "tools-alice", 1)
+
+
+def test_forwarding_follows_the_new_active_controller(cluster):
+    """Last (it kills the active controller): the quorum elects another, and a forwarded request
+    reaches it: the forwarding channel's connection to the dead one fails, the quorum observer finds
+    the new leader, the request is sent again (Kafka's NodeToControllerRequestThread)."""
+    status = cluster.run(2, "kafka-metadata-quorum", "describe", "--status")
+    first = int(re.search(r"^LeaderId:\s+(\d+)$", status, re.M)[1])
+    cluster.run(2, "kafka-topics", "--create", "--topic", "tools-before-failover", "--partitions", "1")
+    cluster.controllers[first].kill()
+    created = cluster.run(2, "kafka-topics", "--create", "--topic", "tools-after-failover", "--partitions", "1")
+    assert created == "Created topic tools-after-failover.\n"
+    wait_in_sync(cluster, 3, "tools-after-failover", 1)
+    status = cluster.run(3, "kafka-metadata-quorum", "describe", "--status")
+    second = int(re.search(r"^LeaderId:\s+(\d+)$", status, re.M)[1])
+    assert second in cluster.controllers and second != first, status

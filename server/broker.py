@@ -301,7 +301,7 @@ class Broker:
         # a slow one never holds up the heartbeats. It learns the controller's API versions, which
         # bound those of the forwarded APIs this broker advertises.
         forwarding = ControllerChannel(quorum, self.node_id, config.get_int("controller.socket.timeout.ms"),
-                                       learn_api_versions=True)
+                                       learn_api_versions=True, name="forwarding")
         lifecycle = Lifecycle(config, channel, self.cluster_id, self.node_id, directory_ids, self.features.supported,
                               lambda: [(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
                                         adv.security_protocol) for adv in config.advertised_listeners],

@@ -37,9 +37,11 @@ class ControllerApiVersions:
 
 
 class ControllerChannel:
-    def __init__(self, quorum: QuorumObserver, node_id: int, timeout_ms: int, learn_api_versions: bool = False) -> None:
+    def __init__(self, quorum: QuorumObserver, node_id: int, timeout_ms: int, learn_api_versions: bool = False,
+                 name: str = "heartbeat") -> None:
         self._quorum = quorum
         self._node_id = node_id
+        self._name = name  # as Kafka's channel managers are named in its logs: heartbeat, forwarding
         self._timeout_ms = timeout_ms
         self._learn_api_versions = learn_api_versions
         self.api_versions: ControllerApiVersions | None = None  # the connected controller's, once known
@@ -59,8 +61,8 @@ class ControllerChannel:
                 connection = await self._connect(leader)
                 response = await connection.call(request, version)
             except (BrokerUnreachable, CodecError) as e:
-                log.info("[NodeToControllerChannelManager id=%d name=heartbeat] request to controller %d at %s:%d "
-                         "failed: %s", self._node_id, *leader, e)
+                log.info("[NodeToControllerChannelManager id=%d name=%s] request to controller %d at %s:%d "
+                         "failed: %s", self._node_id, self._name, *leader, e)
                 await self.close()
                 self._quorum.leader_unreachable(leader[0])
                 return None

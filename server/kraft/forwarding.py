@@ -12,7 +12,7 @@ controller's throttle time (RequestHandlerHelper.sendForwardedResponse).
 As Kafka's forwarding channel (NodeToControllerRequestThread, retryTimeoutMs 60 s), a lost
 connection or a NOT_CONTROLLER answer (which the controller sets on the Envelope when the forwarded
 request's answer carries it) sends the request again to the active controller as the quorum now
-knows it; past 60 s the client gets REQUEST_TIMED_OUT. An Envelope answered UNSUPPORTED_VERSION
+knows it, after Kafka's reconnect backoff; past 60 s the client gets REQUEST_TIMED_OUT. An Envelope answered UNSUPPORTED_VERSION
 (a controller that does not serve the client's version) closes the client's connection; any other
 Envelope error, or an answer that does not decode, is UNKNOWN_SERVER_ERROR (ForwardingManagerImpl).
 """
@@ -42,6 +42,10 @@ log = logging.getLogger("samsa.kraft.forwarding")
 EnvelopeRequest = request_class(ApiKey.ENVELOPE)
 ENVELOPE_VERSION = 0
 RETRY_TIMEOUT_MS = 60000  # BrokerServer's forwarding channel manager: retryTimeoutMs
+# After a failed attempt, the next waits as Kafka's NetworkClient waits to reconnect: reconnect.backoff.ms,
+# doubled after each failure up to reconnect.backoff.max.ms (their defaults). The quorum may name the
+# dead controller as its leader again until it has elected another.
+RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MAX_MS = 50, 1000
 # Kafka's ApiKeys.forwardable: the APIs a controller accepts inside an Envelope, whose versions a
 # forwarding broker advertises only as far as the active controller serves them
 # (ApiVersionsResponse.intersectForwardableApis).
@@ -109,12 +113,15 @@ class ForwardingManager:
         controller does not serve its version."""
         wrapped = envelope(request_data(ctx, request), ctx.principal, ctx.connection.client_host)
         api_key, version = ctx.api_key, ctx.api_version
+        backoff_ms = RECONNECT_BACKOFF_MS
         with trio.move_on_after(RETRY_TIMEOUT_MS / 1000):
             while True:
                 answer = await self._channel.call(wrapped, ENVELOPE_VERSION)
                 # No answer (no active controller known, connection lost) or NOT_CONTROLLER: the
                 # channel has the quorum find the leader again; the request goes to it.
                 if answer is None or answer.error_code == ErrorCode.NOT_CONTROLLER:
+                    await trio.sleep(backoff_ms / 1000)
+                    backoff_ms = min(2 * backoff_ms, RECONNECT_BACKOFF_MAX_MS)
                     continue
                 response = relayed(answer, request, api_key, version)
                 if response is None:

@@ -116,7 +116,8 @@ def test_a_lost_connection_or_not_controller_sends_the_request_again():
     answer = CreateTopicsResponse(throttle_time_ms=7, topics=[CreateTopicsResponse.CreatableTopicResult(name="t")])
     channel = _Channel(None, EnvelopeResponse(error_code=ErrorCode.NOT_CONTROLLER), _answer(answer))
     ctx = _ctx()
-    response = trio.run(ForwardingManager(channel).forward, ctx, _create_topics())  # type: ignore[arg-type]
+    response = trio.run(ForwardingManager(channel).forward, ctx, _create_topics(),  # type: ignore[arg-type]
+                        clock=MockClock(autojump_threshold=0))
     assert len(channel.sent) == 3 and channel.sent[0] is channel.sent[2]
     assert [t.name for t in response.topics] == ["t"]
     assert ctx.throttle_time_ms == 7  # the controller's throttle, not this broker's
