@@ -8,6 +8,8 @@ The group type manager (coordinator/group.py) of ConsumerGroup (coordinator/cons
   group where an empty classic group is replaces it (its offsets stay), as Kafka does; a classic
   group with members makes the heartbeat fail with GROUP_ID_NOT_FOUND (Kafka's answer when the
   online upgrade does not apply; it is not implemented here).
+- A group's session timeout, heartbeat interval and assignment interval are its group configs
+  (consumer.*) where it has them, else the broker's group.consumer.*, read at each use.
 - Each group has one timer at its next deadline (session or rebalance timeout), which fences the
   members whose time ran out.
 - The server hands in the cluster's topics (`update_topics`) whenever they change; groups that
@@ -17,6 +19,7 @@ The group type manager (coordinator/group.py) of ConsumerGroup (coordinator/cons
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, decode_record, encode_record
@@ -32,6 +35,7 @@ from .consumer_group_member import JOIN_GROUP_MEMBER_EPOCH
 from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups
 
 if TYPE_CHECKING:
+    from .group_config import GroupConfigManager
     from .group_coordinator import GroupCoordinator
 
 log = logging.getLogger("samsa.coordinator.consumer")
@@ -41,11 +45,25 @@ class ConsumerGroupManager(GroupTypeManager):
     group_type = GroupType.CONSUMER
     record_types = CONSUMER_GROUP_RECORD_TYPES
 
-    def __init__(self, coordinator: GroupCoordinator, config: ConsumerGroupConfig) -> None:
+    def __init__(self, coordinator: GroupCoordinator, config: ConsumerGroupConfig,
+                 group_configs: GroupConfigManager | None = None) -> None:
         self.coordinator = coordinator
         self.config = config
+        self.group_configs = group_configs
         self.timer = coordinator.timer
         self.topics = TopicsImage()
+
+    def consumer_config(self, group_id: str) -> ConsumerGroupConfig:
+        """The group's settings: its group configs (consumer.*), else the broker's (group.consumer.*)."""
+        if self.group_configs is None:
+            return self.config
+        v = self.group_configs.value
+        return replace(self.config, session_timeout_ms=v(group_id, "consumer.session.timeout.ms"),
+                       heartbeat_interval_ms=v(group_id, "consumer.heartbeat.interval.ms"),
+                       assignment_interval_ms=v(group_id, "consumer.assignment.interval.ms"))
+
+    def _new_group(self, group_id: str) -> ConsumerGroup:
+        return ConsumerGroup(group_id, lambda: self.consumer_config(group_id), self._cluster_topics)
 
     def _cluster_topics(self) -> TopicsImage:
         return self.topics
@@ -111,9 +129,9 @@ class ConsumerGroupManager(GroupTypeManager):
         if existing is None:
             if not joining:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            return ConsumerGroup(group_id, self.config, self._cluster_topics), None
+            return self._new_group(group_id), None
         if joining and existing.is_empty() and existing.type == GroupType.CLASSIC:
-            return ConsumerGroup(group_id, self.config, self._cluster_topics), existing
+            return self._new_group(group_id), existing
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     # --- ConsumerGroupDescribe ----------------------------------------------------------------
@@ -170,7 +188,7 @@ class ConsumerGroupManager(GroupTypeManager):
         if group is None:
             if value is None:
                 return  # a tombstone of a group already gone
-            group = ConsumerGroup(group_id, self.config, self._cluster_topics)
+            group = self._new_group(group_id)
             self.coordinator.add_group(group)
         group.replay(record)
 

@@ -121,7 +121,7 @@ class GroupCoordinator:
         self.managers: dict[str, GroupTypeManager] = {}
         self._replayers: dict[int, GroupTypeManager] = {}
         self.classic = self.register(ClassicGroupManager(self))
-        self.consumer = self.register(ConsumerGroupManager(self, config.consumer))
+        self.consumer = self.register(ConsumerGroupManager(self, config.consumer, group_configs))
         self.share = self.register(ShareGroupManager(self, config.share, group_configs))
         self.streams = self.register(StreamsGroupManager(self, config.streams, group_configs))
         self._schedule_retention(now_ms)

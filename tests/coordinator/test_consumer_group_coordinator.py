@@ -11,6 +11,7 @@ from group_harness import Harness
 from samsa.coordinator.consumer_group import ConsumerGroup, TopicInfo, TopicsImage
 from samsa.coordinator.consumer_group_member import MemberState
 from samsa.coordinator.group import RequestInfo
+from samsa.coordinator.group_config import GroupConfigManager
 from samsa.coordinator.group_coordinator import GroupCoordinator
 from samsa.wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, encode_record
 from samsa.wire.coordinator_record import decode_record as decode_group_record
@@ -155,6 +156,37 @@ def test_session_timeout_fences_through_the_coordinator_timer(h):
     assert sorted(h.group("g").members) == ["a"]
     restarted = h.restart()
     assert sorted(restarted.group("g").members) == ["a"]  # the fencing was written
+
+
+def test_a_groups_own_configs_set_its_session_heartbeat_and_assignment_intervals():
+    """Kafka's GroupMetadataManager reads consumer.session.timeout.ms, consumer.heartbeat.interval.ms
+    and consumer.assignment.interval.ms from the group's configs (clamped to the broker's bounds),
+    else the broker's group.consumer.* (dynamic changes to the latter included), at each use."""
+    from samsa.server.config.kafka_config import KafkaConfig
+
+    broker = KafkaConfig({"group.consumer.assignment.interval.ms": "0"})
+    manager = GroupConfigManager(broker.get)
+    manager.update_group_config("g", {"consumer.session.timeout.ms": "50000",
+                                      "consumer.heartbeat.interval.ms": "99999",
+                                      "consumer.assignment.interval.ms": "2000"})
+    h = Harness()
+    h.coordinator = GroupCoordinator(h.config, h.now, h.new_member_uuid, manager)
+    h.coordinator.consumer.topics = TOPICS
+    a = h.answer(heartbeat(h, "a"))
+    assert (a.heartbeat_interval_ms, partitions(a)) == (15_000, {0, 1, 2, 3})  # clamped to the broker's maximum
+    h.advance(1_000)
+    b = h.answer(heartbeat(h, "b"))
+    assert (b.member_epoch, partitions(b)) == (1, set())  # the group's 2 s since the last assignment: not yet
+    h.advance(1_000)
+    a = h.answer(heartbeat(h, "a", 1, owned={0, 1, 2, 3}))
+    assert len(partitions(a)) == 2
+    assert h.answer(heartbeat(h, "a", 1, owned=partitions(a))).member_epoch == 2  # revoked in time
+    other = h.answer(heartbeat(h, "c", group="other"))
+    assert other.heartbeat_interval_ms == 5_000  # the broker's
+    h.advance(48_999)  # b's session (the group's 50 s) runs out 50 s after its heartbeat
+    assert sorted(h.group("g").members) == ["a", "b"]
+    h.advance(1)
+    assert sorted(h.group("g").members) == ["a"]
 
 
 def test_unknown_group_and_inactive_coordinator(h):
