@@ -22,7 +22,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, decode_record, encode_record
+from ..wire.coordinator_record import CoordinatorRecord, encode_record
 from ..wire.coordinator_records.consumer_group_metadata_key import ConsumerGroupMetadataKey
 from ..wire.errors import ErrorCode
 from ..wire.messages.consumer_group_describe_response import DescribedGroup
@@ -32,7 +32,7 @@ from .consumer_group import (
     CONSUMER_GROUP_RECORD_TYPES, ConsumerGroup, ConsumerGroupConfig, TopicsImage, validate_heartbeat_request,
 )
 from .consumer_group_member import JOIN_GROUP_MEMBER_EPOCH
-from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups, replay_group_record
 
 if TYPE_CHECKING:
     from .group_config import GroupConfigManager
@@ -178,19 +178,7 @@ class ConsumerGroupManager(GroupTypeManager):
     # --- the coordinator's hooks --------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        record = decode_record(GROUP_COORDINATOR, key, value)
-        group_id = record.key.group_id
-        group = self.group(group_id)
-        if isinstance(record.key, ConsumerGroupMetadataKey) and value is None:
-            if group is not None:
-                del self.coordinator.groups[group_id]
-            return
-        if group is None:
-            if value is None:
-                return  # a tombstone of a group already gone
-            group = self._new_group(group_id)
-            self.coordinator.add_group(group)
-        group.replay(record)
+        replay_group_record(self, key, value, ConsumerGroupMetadataKey, self._new_group, replaces_simple_group=True)
 
     def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         assert isinstance(group, ConsumerGroup)

@@ -10,7 +10,7 @@ from group_harness import Harness
 
 from samsa.coordinator.consumer_group import ConsumerGroup, TopicInfo, TopicsImage
 from samsa.coordinator.consumer_group_member import MemberState
-from samsa.coordinator.group import RequestInfo
+from samsa.coordinator.group import GroupType, RequestInfo
 from samsa.coordinator.group_config import GroupConfigManager
 from samsa.coordinator.group_coordinator import GroupCoordinator
 from samsa.wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, encode_record
@@ -288,6 +288,18 @@ def test_a_classic_group_and_a_consumer_group_cannot_share_an_id(h):
         ("classic", ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a consumer group."),
         ("nope", ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found."),
         ("", ErrorCode.INVALID_GROUP_ID, None)]
+
+
+def test_a_consumer_group_record_of_an_id_a_live_classic_group_holds_is_skipped_at_load(h):
+    """A group id is one group: replayed, a consumer group's record does not replace a classic group
+    with members (Kafka's getOrMaybeCreatePersistedConsumerGroup refuses it; only a group of
+    offsets only gives way)."""
+    h.stable_group("classic", 1)
+    partition = h.coordinator.partition_for("classic")
+    h.log[partition].append(encode_record(CoordinatorRecord(ConsumerGroupMetadataKey("classic"),
+                                                            ConsumerGroupMetadataValue(epoch=1))))
+    restarted = h.restart()
+    assert restarted.group("classic").type == GroupType.CLASSIC
 
 
 def test_an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets(h):
