@@ -15,9 +15,11 @@ one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127
 - with a quorum of three controllers, the broker follows the quorum leader after the active
   controller is killed (fourth).
 
-The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
-finalizes 1 and 2 by default, levels Samsa does not implement, and its controller refuses the
-registration of a broker that does not support every finalized level (UNSUPPORTED_VERSION).
+The controller is formatted with Kafka 4.4's default levels but share.version=1: Kafka 4.4 finalizes
+share.version 2 (share groups' dead-letter queues) by default, which Samsa does not implement, and
+its controller refuses the registration of a broker that does not support every finalized level
+(UNSUPPORTED_VERSION). eligible.leader.replicas.version is at its default, 1 (KIP-966): the second
+test checks a partition's eligible leader replicas as the Samsa brokers answer them.
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ pytestmark = pytest.mark.slow
 TOOL_JVM_OPTS = [o for o in JVM_OPTS if not o.startswith("-Xmx")] + ["-Xmx256m"]
 BROKER_ID = 2
 # Levels of Kafka 4.4's defaults that Samsa does not implement (server/features.py).
-CONTROLLER_FEATURES = {"eligible.leader.replicas.version": 0, "share.version": 1}
+CONTROLLER_FEATURES = {"share.version": 1}
 CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
+DescribeTopicPartitionsRequest = request_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+ApiVersionsRequest = request_class(ApiKey.API_VERSIONS)
 
 
 class KraftSamsaBroker(SamsaBroker):
@@ -213,14 +217,36 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     """Leaders and followers as the partition registrations say: the follower fetches from the leader,
     a controlled shutdown of the leader moves the leadership to the other broker, which has every
     acknowledged record, and the restarted broker is added back to the ISR by the new leader's
-    AlterPartition."""
+    AlterPartition. With eligible.leader.replicas.version 1 (KIP-966), the shut down broker is an
+    eligible leader replica of a partition whose ISR it left below min.insync.replicas, as
+    DescribeTopicPartitions answers, until it is back in the ISR."""
     controller, brokers = two_brokers
+    Assignment = CreateTopicsRequest.CreatableReplicaAssignment
     with BlockingConnection.connect(controller.host, controller.port) as connection:
         response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
-            name="replicated", num_partitions=-1, replication_factor=-1,
-            assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=0, broker_ids=[2, 3])])]), 7)
-    assert response.topics[0].error_code == ErrorCode.NONE, response
+            name=name, num_partitions=-1, replication_factor=-1, assignments=[Assignment(partition_index=0, broker_ids=[2, 3])],
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name="min.insync.replicas", value=str(min_isr))])
+            for name, min_isr in (("replicated", 1), ("replicated-elr", 2))]), 7)
+    assert [t.error_code for t in response.topics] == [ErrorCode.NONE] * 2, response
     config = {"bootstrap.servers": ",".join(b.bootstrap for b in brokers)}
+    # The controller finalized eligible.leader.replicas.version 1 (its default), which the brokers support.
+    with BlockingConnection.connect(brokers[1].host, brokers[1].port) as connection:
+        versions = connection.call(ApiVersionsRequest(client_software_name="compat", client_software_version="1"), 3)
+    assert {(f.name, f.max_version_level) for f in versions.finalized_features} >= {
+        ("eligible.leader.replicas.version", 1)}, versions.finalized_features
+    assert {(f.name, f.max_version) for f in versions.supported_features} >= {
+        ("eligible.leader.replicas.version", 1)}, versions.supported_features
+
+    def elr(broker: SamsaBroker) -> tuple:
+        """replicated-elr-0 as DescribeTopicPartitions answers: (leader, ISR, ELR, last known ELR)."""
+        with BlockingConnection.connect(broker.host, broker.port) as connection:
+            answer = connection.call(DescribeTopicPartitionsRequest(topics=[
+                DescribeTopicPartitionsRequest.TopicRequest(name="replicated-elr")], response_partition_limit=10), 0)
+        p = answer.topics[0].partitions[0]
+        return p.leader_id, sorted(p.isr_nodes), sorted(p.eligible_leader_replicas), sorted(p.last_known_elr)
+
+    wait_for(lambda: elr(brokers[1]) == (2, [2, 3], [], []), timeout=30,
+             what="replicated-elr-0 led by broker 2, both brokers in its ISR, no ELR")
 
     def partition():
         topic = admin.AdminClient(config).list_topics("replicated", timeout=10).topics["replicated"]
@@ -238,6 +264,8 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     assert brokers[0].stop(timeout=30) == 0  # the leader's controlled shutdown
     assert "Unfenced broker 2 has requested and been granted a controlled shutdown" in controller.output()
     wait_for(lambda: (p := partition()) and p.leader == 3, timeout=30, what="broker 3 leading replicated-0")
+    # Broker 2 left the ISR of replicated-elr-0 below its min.insync.replicas: an eligible leader replica.
+    wait_for(lambda: elr(brokers[1]) == (3, [3], [2], []), timeout=30, what="broker 2 in the ELR of replicated-elr-0")
     consumer = confluent_kafka.Consumer({"bootstrap.servers": brokers[1].bootstrap, "group.id": "unused",
                                          "enable.auto.commit": False})
     consumer.assign([confluent_kafka.TopicPartition("replicated", 0, 0)])
@@ -256,6 +284,8 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     brokers[0].start()
     wait_for(lambda: (p := partition()) and p.leader == 3 and sorted(p.isrs) == [2, 3], timeout=30,
              what="broker 2 back in the ISR of replicated-0")
+    wait_for(lambda: elr(brokers[0]) == (3, [2, 3], [], []), timeout=30,
+             what="broker 2 back in the ISR of replicated-elr-0, out of its ELR")
     # (Only the leader's AlterPartition adds a replica to an ISR; its answer and the metadata log's
     # PartitionChangeRecord reach broker 3 in either order, so its log lines vary.)
 
