@@ -34,6 +34,9 @@ class KraftMetadataCache:
         self.partition_states: dict[str, dict[int, PartitionState]] = {}
         # topic -> partition -> (eligible leader replicas, last known ELR), where either is not empty
         self._elrs: dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+        # (topic, partition) -> the directory its registration assigns this broker's replica (UNASSIGNED
+        # when the controller left it to the broker), where the registration names directories.
+        self.local_directories: dict[tuple[str, int], uuid.UUID] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.offset = -1  # the last metadata offset published
@@ -61,6 +64,10 @@ class KraftMetadataCache:
         self._elrs = {topic.name: elrs for topic in image.topics.values()
                       if (elrs := {index: (p.elr, p.last_known_elr) for index, p in topic.partitions.items()
                                    if p.elr or p.last_known_elr})}
+        broker_id = self.broker_id
+        self.local_directories = {(topic.name, index): p.directories[p.replicas.index(broker_id)]
+                                  for topic in image.topics.values() for index, p in topic.partitions.items()
+                                  if broker_id in p.replicas and len(p.directories) == len(p.replicas)}
         self._topics = {t.name: TopicInfo(t.name, t.topic_id, len(t.partitions), dict(t.configs),
                                           len(t.partitions[0].replicas) if 0 in t.partitions else 1)
                         for t in image.topics.values()}
