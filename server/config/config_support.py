@@ -177,6 +177,7 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "log.cleaner.io.max.bytes.per.second": "",
     "log.cleaner.threads": "a dynamic change takes effect at the next start",
     "log.dir": "",
+    "log.dir.failure.timeout.ms": "with process.roles=broker: how long a failed log dir may wait for the controller to hear of it",
     "log.dirs": "",
     "log.flush.offset.checkpoint.interval.ms": "also paces the log start offset and high watermark checkpoints",
     "log.flush.scheduler.interval.ms": "",
