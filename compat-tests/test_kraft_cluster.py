@@ -1,0 +1,254 @@
+"""Issue 30's failover scenarios: Samsa brokers in KRaft broker mode under Apache Kafka 4.4's
+controllers, killed with kill -9 under load (the KRaft counterpart of test_cluster_failover.py and
+test_cluster_coordinators.py, with the same History checker: compat-tests/history.py).
+
+- Three Samsa brokers under one Kafka controller: a topic with replication factor 3 and
+  min.insync.replicas=2; an idempotent acks=all producer writes while the leader of partition 0 is
+  killed ten times in a row: every acknowledged record read back exactly once and in order, clients
+  resume within 10 s, the restarted broker rejoins every ISR.
+- The same cluster: consumer groups (classic and the consumer protocol) and a transactional
+  consume-transform-produce go on, exactly once, through the kill of the broker leading
+  `__consumer_offsets` and `__transaction_state` (their coordinator).
+- Mixed: two Kafka 4.4 brokers and two Samsa brokers under a quorum of three Kafka controllers:
+  each kind leads partitions the other follows, and leadership moves both ways (a kill, then a
+  preferred election back); a Kafka broker's and a Samsa broker's kill -9 lose nothing acknowledged;
+  the active controller killed mid-run is a pause for the clients, nothing more.
+
+The controllers fence a broker whose heartbeats stopped after broker.session.timeout.ms, 3 s here
+(Kafka's default is 9 s): the new leader is elected then, or when the restarted broker registers
+again (a new incarnation: the controller takes it out of every ISR at once). Each cluster is
+module-scoped: JVM starts are the slow part.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from compat_util import confluent_admin, wait_for
+from history import History
+from history_clients import Reader, Restart, Writer, assert_nothing_lost
+from kafka_oracle import KafkaController, OracleUnavailable
+from kraft_nodes import CONTROLLER_FEATURES, KraftSamsaBroker, create_topic_at_controller, start_together
+from transactional_transform import Transform, read_committed
+
+from samsa.wire.errors import ErrorCode
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+pytestmark = pytest.mark.slow
+T = 30
+RESUME_WITHIN_S = 10.0
+KILLS = int(os.environ.get("SAMSA_FAILOVER_KILLS", "10"))
+PARTITIONS = 3
+# The controllers' session: 3 s without a heartbeat fences a broker (its heartbeats come every 500 ms).
+CONTROLLER_SETTINGS = {"broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500}
+SAMSA_IDS = (2, 3, 4)
+# Every broker maps group ids and transactional ids to the same partition, one of each.
+INTERNAL_TOPICS = {"offsets.topic.num.partitions": 1, "offsets.topic.replication.factor": 3,
+                   "transaction.state.log.num.partitions": 1, "transaction.state.log.replication.factor": 3,
+                   "transaction.state.log.min.isr": 2}
+
+
+def partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """{partition: (leader, replicas, ISR)} as the brokers at `bootstrap` serve it."""
+    found = confluent_admin(bootstrap).list_topics(topic, timeout=10).topics[topic]
+    if found.error is not None:
+        raise AssertionError(f"{topic}: {found.error}")
+    return {p.id: (p.leader, p.replicas, sorted(p.isrs)) for p in found.partitions.values()}
+
+
+class SamsaCluster:
+    """One Kafka controller (node 1) and three Samsa brokers (2, 3, 4)."""
+
+    def __init__(self, base_dir) -> None:
+        try:
+            self.controller = KafkaController(base_dir / "controller", features=CONTROLLER_FEATURES,
+                                              properties=CONTROLLER_SETTINGS)
+        except OracleUnavailable as e:
+            pytest.skip(str(e))
+        self.samsa = {n: KraftSamsaBroker(base_dir / f"samsa{n}", self.controller, node_id=n,
+                                          overrides=INTERNAL_TOPICS) for n in SAMSA_IDS}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.samsa.values())
+
+    def survivors(self, *dead: int) -> str:
+        return ",".join(b.bootstrap for n, b in self.samsa.items() if n not in dead)
+
+    def wait_all_unfenced(self) -> None:
+        """Every broker lists every broker (a Metadata answer names the unfenced ones): a topic
+        created now has its preferred leaders (the controller places leaders on unfenced replicas)."""
+        for broker in self.samsa.values():
+            wait_for(lambda b=broker: set(confluent_admin(b.bootstrap).list_topics(timeout=10).brokers) == set(self.samsa),
+                     T, interval=0.2, what=f"every broker unfenced, as broker {broker.node_id} knows them")
+
+    def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str] | None = None) -> None:
+        """Created by the controller, each partition led by its first replica with every replica in
+        its ISR as every broker serves it."""
+        assert create_topic_at_controller(self.controller, name, assignments=assignments,
+                                          configs=configs) == ErrorCode.NONE
+        expected = {p: (replicas[0], replicas, sorted(replicas)) for p, replicas in enumerate(assignments)}
+        def as_created(broker) -> bool:
+            found = partitions(broker.bootstrap, name)
+            assert found == expected, found
+            return True
+
+        for broker in self.samsa.values():
+            wait_for(lambda b=broker: as_created(b), T, interval=0.2,
+                     what=f"{name} as created, in broker {broker.node_id}'s metadata")
+
+    def wait_full_isrs(self, topic: str, timeout: float = T) -> None:
+        wait_for(lambda: all(isr == list(SAMSA_IDS) for _, _, isr in partitions(self.bootstrap, topic).values()),
+                 timeout, interval=0.1, what=f"every replica in every ISR of {topic}")
+
+
+@pytest.fixture(scope="module")
+def samsa_cluster(tmp_path_factory):
+    cluster = SamsaCluster(tmp_path_factory.mktemp("kraft-samsa"))
+    try:
+        cluster.controller.start()
+        start_together(cluster.samsa.values())
+        cluster.wait_all_unfenced()
+        yield cluster
+    finally:
+        for broker in cluster.samsa.values():
+            broker.kill()
+        cluster.controller.kill()
+
+
+def test_leader_killed_ten_times_loses_no_acknowledged_write(samsa_cluster):
+    cluster = samsa_cluster
+    topic = "failover"
+    cluster.create_topic(topic, [[SAMSA_IDS[(p + i) % 3] for i in range(3)] for p in range(PARTITIONS)],
+                         {"min.insync.replicas": "2"})
+    history = History()
+    writer = Writer(cluster.bootstrap, topic, history, PARTITIONS)
+    reader = Reader(cluster.bootstrap, topic, history, PARTITIONS)
+    writer.start()
+    reader.start()
+    wait_for(lambda: all(history.acked_count(p) > 20 for p in range(PARTITIONS)), T, what="the first writes")
+    resumed_after = []
+    phases = []  # per kill: seconds to the new leader, to the restart, to every ISR whole again
+    for _ in range(KILLS):
+        victim_id = partitions(cluster.bootstrap, topic)[0][0]
+        assert victim_id in cluster.samsa, victim_id
+        victim = cluster.samsa[victim_id]
+        victim.kill()
+        killed_at = time.monotonic()
+        restart = Restart(victim)
+        survivors = cluster.survivors(victim_id)
+        wait_for(lambda s=survivors, v=victim_id: partitions(s, topic)[0][0] not in (v, -1), T, interval=0.1,
+                 what=f"a new leader of {topic}-0 after broker {victim_id}'s kill")
+        elected_at = time.monotonic()
+        acked_at = wait_for(lambda since=killed_at: history.last_ack_after(0, since), T, interval=0.1,
+                            what="a write acknowledged by the new leader")
+        resumed_after.append(round(acked_at - killed_at, 1))
+        restart.done()
+        restarted_at = time.monotonic()
+        cluster.wait_full_isrs(topic)
+        phases.append(tuple(round(t - killed_at, 1) for t in (elected_at, restarted_at, time.monotonic())))
+    print(f"resumed after {resumed_after} s; elected, restarted, rejoined after {phases} s")
+    assert max(resumed_after) <= RESUME_WITHIN_S, (resumed_after, phases)
+    writer.finish()
+    reader.finish()
+    assert_nothing_lost(history, cluster.bootstrap, topic, PARTITIONS, f"resumed after {resumed_after} s")
+
+
+RECORDS = 90
+
+
+class GroupMember:
+    """One member of a consumer group (`protocol`: classic or consumer) reading `topic`, committing
+    each batch synchronously before it reads on (retried while the coordinator moves), so that it
+    reads each record once unless the group lost its offsets or its assignment."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, protocol: str) -> None:
+        settings = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+                    "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+        if protocol == "classic":
+            settings.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 500})
+        self.consumer = confluent_kafka.Consumer(settings)
+        self.consumer.subscribe([topic])
+        self.values: list[bytes] = []
+        self.commit_errors: list[str] = []
+
+    def step(self) -> None:
+        batch = [m for m in self.consumer.consume(10, timeout=0.2) if m.error() is None]
+        if not batch:
+            return
+        self.values.extend(m.value() for m in batch)
+        deadline = time.monotonic() + T * 2
+        while True:
+            try:
+                self.consumer.commit(asynchronous=False)
+                return
+            except confluent_kafka.KafkaException as e:
+                self.commit_errors.append(str(e.args[0]))
+                assert time.monotonic() < deadline, f"no commit for {T * 2} s: {self.commit_errors[-5:]}"
+
+    def committed(self, topic: str) -> int:
+        (tp,) = self.consumer.committed([confluent_kafka.TopicPartition(topic, 0)], timeout=T)
+        return tp.offset
+
+
+def test_groups_and_transactions_survive_their_coordinators_kill(samsa_cluster):
+    """Consume-transform-produce in transactions, a classic group and a consumer-protocol group,
+    while the broker leading `__consumer_offsets` and `__transaction_state` (the coordinator of
+    the groups and the transactional id) is killed with kill -9 and started again."""
+    cluster = samsa_cluster
+    coordinator = SAMSA_IDS[0]
+    moving = [[coordinator, SAMSA_IDS[1], SAMSA_IDS[2]]]
+    cluster.create_topic("__consumer_offsets", moving, {"cleanup.policy": "compact", "compression.type": "producer"})
+    cluster.create_topic("__transaction_state", moving, {
+        "cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": "2",
+        "unclean.leader.election.enable": "false"})
+    source, sink = "ctp-in", "ctp-out"
+    cluster.create_topic(source, [[SAMSA_IDS[1], SAMSA_IDS[2], coordinator]])
+    cluster.create_topic(sink, [[SAMSA_IDS[1], coordinator, SAMSA_IDS[2]], [SAMSA_IDS[2], SAMSA_IDS[1], coordinator]])
+    feeder = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True,
+                                       "acks": "all"})
+    for i in range(RECORDS):
+        feeder.produce(source, key=b"%d" % i, value=b"v%d" % i)
+    assert feeder.flush(T) == 0
+
+    transform = Transform(cluster.bootstrap, source, sink, "ctp", "ctp-txn", partition_of=lambda m: int(m.key()) % 2)
+    members = {protocol: GroupMember(cluster.bootstrap, source, f"group-{protocol}", protocol)
+               for protocol in ("classic", "consumer")}
+    done, killed, deadline = 0, False, time.monotonic() + 120
+    restart = None
+    while done < RECORDS or any(len(m.values) < RECORDS for m in members.values()):
+        assert time.monotonic() < deadline, (done, {p: len(m.values) for p, m in members.items()})
+        if done < RECORDS and (batch := transform.step(timeout=0.2)) is not None:
+            done = batch[-1].offset() + 1
+        for member in members.values():
+            member.step()
+        if not killed and done >= RECORDS // 3 and all(len(m.values) >= RECORDS // 3 for m in members.values()):
+            cluster.samsa[coordinator].kill()  # kill -9, mid-stream: the coordinators move
+            killed = True
+            restart = Restart(cluster.samsa[coordinator])
+            survivors = cluster.survivors(coordinator)
+            for internal in ("__consumer_offsets", "__transaction_state"):
+                wait_for(lambda t=internal, s=survivors: partitions(s, t)[0][0] not in (coordinator, -1), T, interval=0.1,
+                         what=f"a new leader of {internal}-0")
+    assert killed and restart is not None
+    restart.done()
+    transform.close()
+
+    # Exactly once: each input record once in the output, in order within its partition.
+    seen = read_committed(cluster.bootstrap, sink, 2, RECORDS)
+    assert seen == {p: [b"out-v%d" % i for i in range(RECORDS) if i % 2 == p] for p in (0, 1)}
+    for protocol, member in members.items():
+        assert member.values == [b"v%d" % i for i in range(RECORDS)], protocol
+        assert member.committed(source) == RECORDS, protocol
+        member.consumer.close()
+    check = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ctp",
+                                      "enable.auto.commit": False})
+    (committed,) = check.committed([confluent_kafka.TopicPartition(source, 0)], timeout=T)
+    check.close()
+    assert committed.offset == RECORDS
+    print(f"transactions: {transform.committed} committed, {transform.aborted} aborted, {transform.producers} "
+          f"producers; commit errors: { {p: len(m.commit_errors) for p, m in members.items()} }")
+
