@@ -29,17 +29,22 @@ import pytest
 from compat_util import confluent_admin, wait_for
 from history import History
 from history_clients import Reader, Restart, Writer, assert_nothing_lost
-from kafka_oracle import KafkaController, OracleUnavailable
-from kraft_nodes import CONTROLLER_FEATURES, KraftSamsaBroker, create_topic_at_controller, start_together
+from kafka_oracle import KafkaController, KafkaKraftBroker, OracleUnavailable
+from kraft_nodes import (CONTROLLER_FEATURES, KraftSamsaBroker, active_controller, controller_quorum,
+                         create_topic_at_controller, start_together)
+from server_process import ServerProcess
 from transactional_transform import Transform, read_committed
 
+from samsa.client.blocking import BlockingConnection
 from samsa.wire.errors import ErrorCode
+from samsa.wire.protocol import ApiKey, request_class
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
 pytestmark = pytest.mark.slow
 T = 30
 RESUME_WITHIN_S = 10.0
+ElectLeadersRequest = request_class(ApiKey.ELECT_LEADERS)
 KILLS = int(os.environ.get("SAMSA_FAILOVER_KILLS", "10"))
 PARTITIONS = 3
 # The controllers' session: 3 s without a heartbeat fences a broker (its heartbeats come every 500 ms).
@@ -252,3 +257,190 @@ def test_groups_and_transactions_survive_their_coordinators_kill(samsa_cluster):
     print(f"transactions: {transform.committed} committed, {transform.aborted} aborted, {transform.producers} "
           f"producers; commit errors: { {p: len(m.commit_errors) for p, m in members.items()} }")
 
+
+CONTROLLER_IDS = (11, 12, 13)
+KAFKA_IDS = (5, 6)
+MIXED_SAMSA_IDS = (2, 3)
+# Each kind leads partitions the other follows: Samsa 2 leads 0 (Kafka 5 first in line after it),
+# Kafka 5 leads 1 (Samsa 2 next), Samsa 3 leads 2, Kafka 6 leads 3.
+MIXED_ASSIGNMENT = [[2, 5, 3], [5, 2, 6], [3, 6, 2], [6, 3, 5]]
+
+
+class MixedCluster:
+    """Three Kafka controllers (a static quorum), two Kafka brokers and two Samsa brokers."""
+
+    def __init__(self, base_dir) -> None:
+        self.controllers, voters = controller_quorum(base_dir, CONTROLLER_IDS, CONTROLLER_SETTINGS)
+        any_controller = self.controllers[CONTROLLER_IDS[0]]
+        self.brokers: dict[int, ServerProcess] = {
+            n: KafkaKraftBroker(base_dir / f"kafka{n}", n, voters, any_controller.cluster_id,
+                                properties={"broker.heartbeat.interval.ms": 500, **INTERNAL_TOPICS,
+                                            "offsets.topic.replication.factor": 2})
+            for n in KAFKA_IDS}
+        self.brokers.update({n: KraftSamsaBroker(base_dir / f"samsa{n}", any_controller, node_id=n, voters=voters,
+                                                 overrides={**INTERNAL_TOPICS, "offsets.topic.replication.factor": 2})
+                             for n in MIXED_SAMSA_IDS})
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def survivors(self, *dead: int) -> str:
+        return ",".join(b.bootstrap for n, b in self.brokers.items() if n not in dead)
+
+    def wait_all_unfenced(self) -> None:
+        for n, broker in self.brokers.items():
+            wait_for(lambda b=broker: set(confluent_admin(b.bootstrap).list_topics(timeout=10).brokers) == set(self.brokers),
+                     T * 2, interval=0.2, what=f"every broker unfenced, as broker {n} knows them")
+
+    def wait_as_assigned(self, topic: str, timeout: float = T) -> None:
+        """Every partition led by its preferred replica with every replica in its ISR, as each broker
+        serves it."""
+        expected = {p: (replicas[0], replicas, sorted(replicas)) for p, replicas in enumerate(MIXED_ASSIGNMENT)}
+
+        def as_assigned(broker) -> bool:
+            found = partitions(broker.bootstrap, topic)
+            assert found == expected, found
+            return True
+
+        for n, broker in self.brokers.items():
+            wait_for(lambda b=broker: as_assigned(b), timeout, interval=0.2,
+                     what=f"{topic} as assigned, in broker {n}'s metadata")
+
+    def elect_preferred_leaders(self, topic: str) -> None:
+        """A preferred leader election of every partition, at the active controller (Kafka's Admin
+        with bootstrap.controllers does the same; through a broker, librdkafka sends it to the
+        broker Metadata names as the controller, a Samsa broker as often as not, which does not
+        forward ElectLeaders yet)."""
+        codes = wait_for(lambda: elect_preferred_leaders(self.controllers, topic, len(MIXED_ASSIGNMENT)), T,
+                         interval=0.5, what="the active controller's answer to ElectLeaders")
+        assert all(code in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED) for code in codes.values()), codes
+
+
+def elect_preferred_leaders(controllers: dict[int, KafkaController], topic: str, count: int) -> dict[int, int] | None:
+    """ElectLeaders (preferred) of partitions 0..count-1 at each controller in turn: the active
+    one's error code by partition (None: none took it)."""
+    for controller in controllers.values():
+        if not controller.is_running():
+            continue
+        with BlockingConnection.connect(controller.host, controller.port) as connection:
+            response = connection.call(ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=[
+                ElectLeadersRequest.TopicPartitions(topic=topic, partitions=list(range(count)))]), 2)
+        if response.error_code == ErrorCode.NOT_CONTROLLER:
+            continue
+        assert response.error_code == ErrorCode.NONE, response
+        return {p.partition_id: p.error_code for r in response.replica_election_results for p in r.partition_result}
+    return None
+
+
+@pytest.fixture(scope="module")
+def mixed_cluster(tmp_path_factory):
+    cluster = MixedCluster(tmp_path_factory.mktemp("kraft-mixed"))
+    try:
+        start_together(cluster.controllers.values())
+        start_together(cluster.brokers.values())
+        cluster.wait_all_unfenced()
+        yield cluster
+    finally:
+        for server in [*cluster.brokers.values(), *cluster.controllers.values()]:
+            server.kill()
+
+
+def create_mixed_topic(cluster: MixedCluster, name: str) -> None:
+    created = wait_for(lambda: active_controller(cluster.controllers, name, assignments=MIXED_ASSIGNMENT,
+                                                 configs={"min.insync.replicas": "2"}), T, interval=0.5,
+                       what=f"{name} created by the active controller")
+    assert created in cluster.controllers
+    cluster.wait_as_assigned(name)
+
+
+def kill_leader_and_wait(cluster: MixedCluster, topic: str, partition: int, history: History,
+                         successor: int) -> float:
+    """kill -9 of `partition`'s leader, `successor` leading it next; the broker started again and
+    back in every ISR. Returns the seconds from the kill to the first write acknowledged after it."""
+    victim_id = partitions(cluster.bootstrap, topic)[partition][0]
+    victim = cluster.brokers[victim_id]
+    victim.kill()
+    killed_at = time.monotonic()
+    restart = Restart(victim)
+    survivors = cluster.survivors(victim_id)
+    wait_for(lambda: partitions(survivors, topic)[partition][0] == successor, T, interval=0.1,
+             what=f"broker {successor} leading {topic}-{partition} after broker {victim_id}'s kill")
+    acked_at = wait_for(lambda: history.last_ack_after(partition, killed_at), T, interval=0.1,
+                        what=f"a write to {topic}-{partition} acknowledged by broker {successor}")
+    restart.done()
+    wait_for(lambda: all(sorted(replicas) == isr for _, replicas, isr in partitions(cluster.bootstrap, topic).values()),
+             T * 2, interval=0.2, what=f"broker {victim_id} back in every ISR of {topic}")
+    return round(acked_at - killed_at, 1)
+
+
+def test_mixed_leadership_moves_both_ways_and_kills_lose_nothing(mixed_cluster):
+    """Samsa and Kafka brokers lead partitions the other follows; the leader of a Kafka-led
+    partition killed, a Samsa broker takes over; elected back; the leader of a Samsa-led partition
+    killed, a Kafka broker takes over; elected back. An idempotent acks=all producer writes
+    throughout: nothing acknowledged is lost."""
+    cluster = mixed_cluster
+    topic = "mixed"
+    create_mixed_topic(cluster, topic)
+    count = len(MIXED_ASSIGNMENT)
+    history = History()
+    writer = Writer(cluster.bootstrap, topic, history, count)
+    reader = Reader(cluster.bootstrap, topic, history, count)
+    writer.start()
+    reader.start()
+    wait_for(lambda: all(history.acked_count(p) > 20 for p in range(count)), T, what="the first writes")
+    resumed_after = []
+    # Kafka 5 killed: Samsa 2 leads partition 1; elected back: Kafka 5 takes it from Samsa 2.
+    resumed_after.append(kill_leader_and_wait(cluster, topic, 1, history, successor=2))
+    cluster.elect_preferred_leaders(topic)
+    cluster.wait_as_assigned(topic)
+    # Samsa 2 killed: Kafka 5 leads partition 0; elected back: Samsa 2 takes it from Kafka 5.
+    resumed_after.append(kill_leader_and_wait(cluster, topic, 0, history, successor=5))
+    cluster.elect_preferred_leaders(topic)
+    cluster.wait_as_assigned(topic)
+    wait_for(lambda: all(history.last_ack_after(p, time.monotonic() - 1) for p in range(count)), T, interval=0.1,
+             what="writes acknowledged by the preferred leaders again")
+    print(f"resumed after {resumed_after} s")
+    writer.finish()
+    reader.finish()
+    assert max(resumed_after) <= RESUME_WITHIN_S, resumed_after
+    assert_nothing_lost(history, cluster.bootstrap, topic, count, f"resumed after {resumed_after} s")
+
+
+def test_mixed_active_controller_killed_is_a_pause(mixed_cluster):
+    """The active controller killed with kill -9 while the producer writes: the brokers follow the
+    new quorum leader (a topic it creates reaches every broker, Samsa's and Kafka's), every broker
+    stays registered and unfenced, and nothing acknowledged is lost."""
+    cluster = mixed_cluster
+    topic = "mixed-controller"
+    create_mixed_topic(cluster, topic)
+    count = len(MIXED_ASSIGNMENT)
+    history = History()
+    writer = Writer(cluster.bootstrap, topic, history, count)
+    reader = Reader(cluster.bootstrap, topic, history, count)
+    writer.start()
+    reader.start()
+    wait_for(lambda: all(history.acked_count(p) > 20 for p in range(count)), T, what="the first writes")
+    active = wait_for(lambda: active_controller(cluster.controllers, f"{topic}-before"), T, interval=0.5,
+                      what="the active controller")
+    cluster.controllers[active].kill()
+    killed_at = time.monotonic()
+    successor = wait_for(lambda: active_controller(cluster.controllers, f"{topic}-after", dead=active), T * 2,
+                         interval=0.5, what="a new active controller")
+    elected_after = round(time.monotonic() - killed_at, 1)
+    for n, broker in cluster.brokers.items():
+        wait_for(lambda b=broker: f"{topic}-after" in confluent_admin(b.bootstrap).list_topics(timeout=10).topics, T,
+                 interval=0.2, what=f"{topic}-after, created by controller {successor}, in broker {n}'s metadata")
+    acked_after = [round(wait_for(lambda p=p: history.last_ack_after(p, killed_at), T, interval=0.1,
+                                  what=f"a write to partition {p} after the controller's kill") - killed_at, 1)
+                   for p in range(count)]
+    # Still registered and unfenced, every broker, through the next sessions: the ISRs whole.
+    time_to_check = time.monotonic() + CONTROLLER_SETTINGS["broker.session.timeout.ms"] / 1000 * 2
+    wait_for(lambda: time.monotonic() > time_to_check, T, interval=0.2)
+    cluster.wait_as_assigned(topic)
+    writer.finish()
+    reader.finish()
+    print(f"controller {active} killed: controller {successor} active after {elected_after} s; "
+          f"writes acknowledged after {acked_after} s")
+    assert max(acked_after) <= RESUME_WITHIN_S, acked_after
+    assert_nothing_lost(history, cluster.bootstrap, topic, count, f"controller {active} killed")
