@@ -137,15 +137,13 @@ def quorum_leader(controller: KafkaController) -> int | None:
     return int(match[1]) if match and int(match[1]) >= 0 else None
 
 
-def active_controller(controllers: dict[int, KafkaController], topic: str, dead: int | None = None,
-                      **creation) -> int | None:
-    """The controller that takes CreateTopics of `topic` (one partition of one replica unless
-    `creation` says otherwise: create_topic_at_controller's arguments), the others answering
-    NOT_CONTROLLER; `dead` is not asked. A way to wait for a new active controller that is also
-    proof it serves."""
+def active_controller(controllers: dict[int, KafkaController], topic: str, **creation) -> int | None:
+    """The running controller that takes CreateTopics of `topic` (one partition of one replica
+    unless `creation` says otherwise: create_topic_at_controller's arguments), the others answering
+    NOT_CONTROLLER. A way to wait for a new active controller that is also proof it serves."""
     creation = creation or {"partitions": 1, "replication_factor": 1}
     for n, controller in controllers.items():
-        if n != dead and create_topic_at_controller(controller, topic, **creation) in (
+        if controller.is_running() and create_topic_at_controller(controller, topic, **creation) in (
                 ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             return n
     return None

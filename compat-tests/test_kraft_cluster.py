@@ -31,7 +31,7 @@ from history import History
 from history_clients import Reader, Restart, Writer, assert_nothing_lost
 from kafka_oracle import KafkaController, KafkaKraftBroker, OracleUnavailable
 from kraft_nodes import (CONTROLLER_FEATURES, KraftSamsaBroker, active_controller, controller_quorum,
-                         create_topic_at_controller, start_together)
+                         start_together)
 from server_process import ServerProcess
 from transactional_transform import Transform, read_committed
 
@@ -64,64 +64,86 @@ def partitions(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], li
     return {p.id: (p.leader, p.replicas, sorted(p.isrs)) for p in found.partitions.values()}
 
 
-class SamsaCluster:
-    """One Kafka controller (node 1) and three Samsa brokers (2, 3, 4)."""
+def new_leader(bootstrap: str, topic: str, old: int) -> int | None:
+    """The leader of `topic`-0 as the brokers at `bootstrap` serve it, unless it is still `old` or none."""
+    leader = partitions(bootstrap, topic)[0][0]
+    return None if leader in (old, -1) else leader
 
-    def __init__(self, base_dir) -> None:
-        try:
-            self.controller = KafkaController(base_dir / "controller", features=CONTROLLER_FEATURES,
-                                              properties=CONTROLLER_SETTINGS)
-        except OracleUnavailable as e:
-            pytest.skip(str(e))
-        self.samsa = {n: KraftSamsaBroker(base_dir / f"samsa{n}", self.controller, node_id=n,
-                                          overrides=INTERNAL_TOPICS) for n in SAMSA_IDS}
+
+class KraftCluster:
+    """Kafka controllers and brokers (Samsa's, Kafka's) of one KRaft cluster, by node id."""
+
+    controllers: dict[int, KafkaController]
+    brokers: dict[int, ServerProcess]
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.samsa.values())
+        return ",".join(b.bootstrap for b in self.brokers.values())
 
     def survivors(self, *dead: int) -> str:
-        return ",".join(b.bootstrap for n, b in self.samsa.items() if n not in dead)
+        return ",".join(b.bootstrap for n, b in self.brokers.items() if n not in dead)
 
     def wait_all_unfenced(self) -> None:
         """Every broker lists every broker (a Metadata answer names the unfenced ones): a topic
         created now has its preferred leaders (the controller places leaders on unfenced replicas)."""
-        for broker in self.samsa.values():
-            wait_for(lambda b=broker: set(confluent_admin(b.bootstrap).list_topics(timeout=10).brokers) == set(self.samsa),
-                     T, interval=0.2, what=f"every broker unfenced, as broker {broker.node_id} knows them")
+        for n, broker in self.brokers.items():
+            wait_for(lambda b=broker: set(confluent_admin(b.bootstrap).list_topics(timeout=10).brokers)
+                     == set(self.brokers), T * 2, interval=0.2, what=f"every broker unfenced, as broker {n} knows them")
 
     def create_topic(self, name: str, assignments: list[list[int]], configs: dict[str, str] | None = None) -> None:
-        """Created by the controller, each partition led by its first replica with every replica in
-        its ISR as every broker serves it."""
-        assert create_topic_at_controller(self.controller, name, assignments=assignments,
-                                          configs=configs) == ErrorCode.NONE
+        """Created by the active controller, then as assigned (wait_as_assigned)."""
+        created = wait_for(lambda: active_controller(self.controllers, name, assignments=assignments, configs=configs),
+                           T, interval=0.5, what=f"{name} created by the active controller")
+        assert created in self.controllers
+        self.wait_as_assigned(name, assignments)
+
+    def wait_as_assigned(self, topic: str, assignments: list[list[int]], timeout: float = T) -> None:
+        """Every partition led by its preferred replica with every replica in its ISR, as each broker
+        serves it."""
         expected = {p: (replicas[0], replicas, sorted(replicas)) for p, replicas in enumerate(assignments)}
-        def as_created(broker) -> bool:
-            found = partitions(broker.bootstrap, name)
+
+        def as_assigned(broker) -> bool:
+            found = partitions(broker.bootstrap, topic)
             assert found == expected, found
             return True
 
-        for broker in self.samsa.values():
-            wait_for(lambda b=broker: as_created(b), T, interval=0.2,
-                     what=f"{name} as created, in broker {broker.node_id}'s metadata")
+        for n, broker in self.brokers.items():
+            wait_for(lambda b=broker: as_assigned(b), timeout, interval=0.2,
+                     what=f"{topic} as assigned, in broker {n}'s metadata")
 
-    def wait_full_isrs(self, topic: str, timeout: float = T) -> None:
-        wait_for(lambda: all(isr == list(SAMSA_IDS) for _, _, isr in partitions(self.bootstrap, topic).values()),
+    def wait_full_isrs(self, topic: str, timeout: float = T * 2) -> None:
+        wait_for(lambda: all(sorted(replicas) == isr for _, replicas, isr in partitions(self.bootstrap, topic).values()),
                  timeout, interval=0.1, what=f"every replica in every ISR of {topic}")
+
+    def stop(self) -> None:
+        for server in [*self.brokers.values(), *self.controllers.values()]:
+            server.kill()
+
+
+class SamsaCluster(KraftCluster):
+    """One Kafka controller (node 1) and three Samsa brokers (2, 3, 4)."""
+
+    def __init__(self, base_dir) -> None:
+        try:
+            controller = KafkaController(base_dir / "controller", features=CONTROLLER_FEATURES,
+                                         properties=CONTROLLER_SETTINGS)
+        except OracleUnavailable as e:
+            pytest.skip(str(e))
+        self.controllers = {controller.node_id: controller}
+        self.brokers = {n: KraftSamsaBroker(base_dir / f"samsa{n}", controller, node_id=n, overrides=INTERNAL_TOPICS)
+                        for n in SAMSA_IDS}
 
 
 @pytest.fixture(scope="module")
 def samsa_cluster(tmp_path_factory):
     cluster = SamsaCluster(tmp_path_factory.mktemp("kraft-samsa"))
     try:
-        cluster.controller.start()
-        start_together(cluster.samsa.values())
+        start_together(cluster.controllers.values())
+        start_together(cluster.brokers.values())
         cluster.wait_all_unfenced()
         yield cluster
     finally:
-        for broker in cluster.samsa.values():
-            broker.kill()
-        cluster.controller.kill()
+        cluster.stop()
 
 
 def test_leader_killed_ten_times_loses_no_acknowledged_write(samsa_cluster):
@@ -139,8 +161,7 @@ def test_leader_killed_ten_times_loses_no_acknowledged_write(samsa_cluster):
     phases = []  # per kill: seconds to the new leader, to the restart, to every ISR whole again
     for _ in range(KILLS):
         victim_id = partitions(cluster.bootstrap, topic)[0][0]
-        assert victim_id in cluster.samsa, victim_id
-        victim = cluster.samsa[victim_id]
+        victim = cluster.brokers[victim_id]
         victim.kill()
         killed_at = time.monotonic()
         restart = Restart(victim)
@@ -203,68 +224,87 @@ def test_groups_and_transactions_survive_their_coordinators_kill(samsa_cluster):
     """Consume-transform-produce in transactions, a classic group and a consumer-protocol group,
     while the broker leading `__consumer_offsets` and `__transaction_state` (the coordinator of
     the groups and the transactional id) is killed with kill -9 and started again."""
-    cluster = samsa_cluster
-    coordinator = SAMSA_IDS[0]
-    moving = [[coordinator, SAMSA_IDS[1], SAMSA_IDS[2]]]
-    cluster.create_topic("__consumer_offsets", moving, {"cleanup.policy": "compact", "compression.type": "producer"})
-    cluster.create_topic("__transaction_state", moving, {
+    coordinator, follower, other = SAMSA_IDS
+    exactly_once_through_coordinator_kills(samsa_cluster, [[coordinator, follower, other]],
+                                           source=[[follower, other, coordinator]],
+                                           sink=[[follower, coordinator, other], [other, follower, coordinator]],
+                                           kills=1)
+
+
+def exactly_once_through_coordinator_kills(cluster: KraftCluster, internal: list[list[int]], source: list[list[int]],
+                                           sink: list[list[int]], kills: int) -> None:
+    """`__consumer_offsets` and `__transaction_state` created with the replicas `internal` (one
+    partition: every group and transactional id maps to it), a source topic of one partition and a
+    sink of two; a transform, a classic group and a consumer-protocol group run while their
+    coordinator (the leader of both internal partitions) is killed `kills` times, each time with a
+    transaction open, and started again; each record processed exactly once."""
+    cluster.create_topic("__consumer_offsets", internal, {"cleanup.policy": "compact", "compression.type": "producer"})
+    cluster.create_topic("__transaction_state", internal, {
         "cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": "2",
         "unclean.leader.election.enable": "false"})
-    source, sink = "ctp-in", "ctp-out"
-    cluster.create_topic(source, [[SAMSA_IDS[1], SAMSA_IDS[2], coordinator]])
-    cluster.create_topic(sink, [[SAMSA_IDS[1], coordinator, SAMSA_IDS[2]], [SAMSA_IDS[2], SAMSA_IDS[1], coordinator]])
+    source_topic, sink_topic = "ctp-in", "ctp-out"
+    cluster.create_topic(source_topic, source)
+    cluster.create_topic(sink_topic, sink)
     feeder = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True,
                                        "acks": "all"})
     for i in range(RECORDS):
-        feeder.produce(source, key=b"%d" % i, value=b"v%d" % i)
+        feeder.produce(source_topic, key=b"%d" % i, value=b"v%d" % i)
     assert feeder.flush(T) == 0
 
-    transform = Transform(cluster.bootstrap, source, sink, "ctp", "ctp-txn", partition_of=lambda m: int(m.key()) % 2)
-    members = {protocol: GroupMember(cluster.bootstrap, source, f"group-{protocol}", protocol)
+    transform = Transform(cluster.bootstrap, source_topic, sink_topic, "ctp", "ctp-txn",
+                          partition_of=lambda m: int(m.key()) % 2)
+    members = {protocol: GroupMember(cluster.bootstrap, source_topic, f"group-{protocol}", protocol)
                for protocol in ("classic", "consumer")}
+    killed: list[tuple[int, int]] = []  # (victim, its successor)
     restarts: list[Restart] = []
 
     def kill_coordinator() -> None:  # kill -9, a transaction open: the coordinators move
-        cluster.samsa[coordinator].kill()
-        restarts.append(Restart(cluster.samsa[coordinator]))
+        victim = partitions(cluster.bootstrap, "__transaction_state")[0][0]
+        cluster.brokers[victim].kill()
+        restarts.append(Restart(cluster.brokers[victim]))
+        killed.append((victim, -1))
 
-    done, deadline = 0, time.monotonic() + 120
+    done, deadline = 0, time.monotonic() + 60 + 60 * kills
     while done < RECORDS or any(len(m.values) < RECORDS for m in members.values()):
-        assert time.monotonic() < deadline, (done, {p: len(m.values) for p, m in members.items()})
-        # A third of the way, once the groups have committed too, the transform's next transaction
-        # is open when the coordinator dies.
-        kill_now = not restarts and done >= RECORDS // 3 and all(len(m.values) >= RECORDS // 3
-                                                                  for m in members.values())
-        if done < RECORDS and (restarts or done < RECORDS // 3 or kill_now):
+        assert time.monotonic() < deadline, (done, {p: len(m.values) for p, m in members.items()}, killed)
+        # At each kill's share of the way, once the groups have come as far, the transform's next
+        # transaction is open when the coordinator dies.
+        due = RECORDS * (len(killed) + 1) // (kills + 1) if len(killed) < kills else RECORDS
+        kill_now = done >= due and all(len(m.values) >= due for m in members.values()) and len(killed) < kills
+        if done < due or kill_now:
             batch = transform.step(timeout=0.2, before_commit=kill_coordinator if kill_now else None)
             if batch is not None:
                 done = batch[-1].offset() + 1
-            if kill_now and restarts:
-                survivors = cluster.survivors(coordinator)
-                for internal in ("__consumer_offsets", "__transaction_state"):
-                    wait_for(lambda t=internal, s=survivors: partitions(s, t)[0][0] not in (coordinator, -1), T,
-                             interval=0.1, what=f"a new leader of {internal}-0")
+        if killed and killed[-1][1] == -1:
+            victim = killed[-1][0]
+            survivors = cluster.survivors(victim)
+            successors = {wait_for(lambda t=topic, s=survivors, v=victim: new_leader(s, t, v), T, interval=0.1,
+                                   what=f"a new leader of {topic}-0") for topic in ("__consumer_offsets",
+                                                                                   "__transaction_state")}
+            killed[-1] = (victim, min(successors))
+            restarts[-1].done()
+            for topic in ("__consumer_offsets", "__transaction_state"):
+                cluster.wait_full_isrs(topic)
         for member in members.values():
             member.step()
-    assert restarts
-    restarts[0].done()
-    transform.close()
+    assert len(killed) == kills, killed
 
     # Exactly once: each input record once in the output, in order within its partition.
-    seen = read_committed(cluster.bootstrap, sink, 2, RECORDS)
+    seen = read_committed(cluster.bootstrap, sink_topic, 2, RECORDS)
     assert seen == {p: [b"out-v%d" % i for i in range(RECORDS) if i % 2 == p] for p in (0, 1)}
     for protocol, member in members.items():
         assert member.values == [b"v%d" % i for i in range(RECORDS)], protocol
-        assert member.committed(source) == RECORDS, protocol
+        assert member.committed(source_topic) == RECORDS, protocol
         member.consumer.close()
+    transform.close()
     check = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ctp",
                                       "enable.auto.commit": False})
-    (committed,) = check.committed([confluent_kafka.TopicPartition(source, 0)], timeout=T)
+    (committed,) = check.committed([confluent_kafka.TopicPartition(source_topic, 0)], timeout=T)
     check.close()
     assert committed.offset == RECORDS
-    print(f"transactions: {transform.committed} committed, {transform.aborted} aborted, {transform.producers} "
-          f"producers; commit errors: { {p: len(m.commit_errors) for p, m in members.items()} }")
-
+    print(f"coordinators killed, and their successors: {killed}; transactions: {transform.committed} committed, "
+          f"{transform.aborted} aborted, {transform.producers} producers; commit errors: "
+          f"{ {p: len(m.commit_errors) for p, m in members.items()} }")
 
 CONTROLLER_IDS = (11, 12, 13)
 KAFKA_IDS = (5, 6)
@@ -274,46 +314,17 @@ MIXED_SAMSA_IDS = (2, 3)
 MIXED_ASSIGNMENT = [[2, 5, 3], [5, 2, 6], [3, 6, 2], [6, 3, 5]]
 
 
-class MixedCluster:
+class MixedCluster(KraftCluster):
     """Three Kafka controllers (a static quorum), two Kafka brokers and two Samsa brokers."""
 
     def __init__(self, base_dir) -> None:
         self.controllers, voters = controller_quorum(base_dir, CONTROLLER_IDS, CONTROLLER_SETTINGS)
         any_controller = self.controllers[CONTROLLER_IDS[0]]
-        self.brokers: dict[int, ServerProcess] = {
-            n: KafkaKraftBroker(base_dir / f"kafka{n}", n, voters, any_controller.cluster_id,
-                                properties={"broker.heartbeat.interval.ms": 500, **INTERNAL_TOPICS,
-                                            "offsets.topic.replication.factor": 2})
-            for n in KAFKA_IDS}
+        self.brokers = {n: KafkaKraftBroker(base_dir / f"kafka{n}", n, voters, any_controller.cluster_id,
+                                            properties={"broker.heartbeat.interval.ms": 500, **INTERNAL_TOPICS})
+                        for n in KAFKA_IDS}
         self.brokers.update({n: KraftSamsaBroker(base_dir / f"samsa{n}", any_controller, node_id=n, voters=voters,
-                                                 overrides={**INTERNAL_TOPICS, "offsets.topic.replication.factor": 2})
-                             for n in MIXED_SAMSA_IDS})
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.brokers.values())
-
-    def survivors(self, *dead: int) -> str:
-        return ",".join(b.bootstrap for n, b in self.brokers.items() if n not in dead)
-
-    def wait_all_unfenced(self) -> None:
-        for n, broker in self.brokers.items():
-            wait_for(lambda b=broker: set(confluent_admin(b.bootstrap).list_topics(timeout=10).brokers) == set(self.brokers),
-                     T * 2, interval=0.2, what=f"every broker unfenced, as broker {n} knows them")
-
-    def wait_as_assigned(self, topic: str, timeout: float = T) -> None:
-        """Every partition led by its preferred replica with every replica in its ISR, as each broker
-        serves it."""
-        expected = {p: (replicas[0], replicas, sorted(replicas)) for p, replicas in enumerate(MIXED_ASSIGNMENT)}
-
-        def as_assigned(broker) -> bool:
-            found = partitions(broker.bootstrap, topic)
-            assert found == expected, found
-            return True
-
-        for n, broker in self.brokers.items():
-            wait_for(lambda b=broker: as_assigned(b), timeout, interval=0.2,
-                     what=f"{topic} as assigned, in broker {n}'s metadata")
+                                                 overrides=INTERNAL_TOPICS) for n in MIXED_SAMSA_IDS})
 
     def elect_preferred_leaders(self, topic: str) -> None:
         """A preferred leader election of every partition, at the active controller (Kafka's Admin
@@ -350,16 +361,7 @@ def mixed_cluster(tmp_path_factory):
         cluster.wait_all_unfenced()
         yield cluster
     finally:
-        for server in [*cluster.brokers.values(), *cluster.controllers.values()]:
-            server.kill()
-
-
-def create_mixed_topic(cluster: MixedCluster, name: str) -> None:
-    created = wait_for(lambda: active_controller(cluster.controllers, name, assignments=MIXED_ASSIGNMENT,
-                                                 configs={"min.insync.replicas": "2"}), T, interval=0.5,
-                       what=f"{name} created by the active controller")
-    assert created in cluster.controllers
-    cluster.wait_as_assigned(name)
+        cluster.stop()
 
 
 def kill_leader_and_wait(cluster: MixedCluster, topic: str, partition: int, history: History,
@@ -377,8 +379,7 @@ def kill_leader_and_wait(cluster: MixedCluster, topic: str, partition: int, hist
     acked_at = wait_for(lambda: history.last_ack_after(partition, killed_at), T, interval=0.1,
                         what=f"a write to {topic}-{partition} acknowledged by broker {successor}")
     restart.done()
-    wait_for(lambda: all(sorted(replicas) == isr for _, replicas, isr in partitions(cluster.bootstrap, topic).values()),
-             T * 2, interval=0.2, what=f"broker {victim_id} back in every ISR of {topic}")
+    cluster.wait_full_isrs(topic)
     return round(acked_at - killed_at, 1)
 
 
@@ -389,7 +390,7 @@ def test_mixed_leadership_moves_both_ways_and_kills_lose_nothing(mixed_cluster):
     throughout: nothing acknowledged is lost."""
     cluster = mixed_cluster
     topic = "mixed"
-    create_mixed_topic(cluster, topic)
+    cluster.create_topic(topic, MIXED_ASSIGNMENT, {"min.insync.replicas": "2"})
     count = len(MIXED_ASSIGNMENT)
     history = History()
     writer = Writer(cluster.bootstrap, topic, history, count)
@@ -401,11 +402,11 @@ def test_mixed_leadership_moves_both_ways_and_kills_lose_nothing(mixed_cluster):
     # Kafka 5 killed: Samsa 2 leads partition 1; elected back: Kafka 5 takes it from Samsa 2.
     resumed_after.append(kill_leader_and_wait(cluster, topic, 1, history, successor=2))
     cluster.elect_preferred_leaders(topic)
-    cluster.wait_as_assigned(topic)
+    cluster.wait_as_assigned(topic, MIXED_ASSIGNMENT)
     # Samsa 2 killed: Kafka 5 leads partition 0; elected back: Samsa 2 takes it from Kafka 5.
     resumed_after.append(kill_leader_and_wait(cluster, topic, 0, history, successor=5))
     cluster.elect_preferred_leaders(topic)
-    cluster.wait_as_assigned(topic)
+    cluster.wait_as_assigned(topic, MIXED_ASSIGNMENT)
     wait_for(lambda: all(history.last_ack_after(p, time.monotonic() - 1) for p in range(count)), T, interval=0.1,
              what="writes acknowledged by the preferred leaders again")
     print(f"resumed after {resumed_after} s")
@@ -415,13 +416,21 @@ def test_mixed_leadership_moves_both_ways_and_kills_lose_nothing(mixed_cluster):
     assert_nothing_lost(history, cluster.bootstrap, topic, count, f"resumed after {resumed_after} s")
 
 
+def test_mixed_coordinators_move_between_samsa_and_kafka(mixed_cluster):
+    """The groups' and the transactional id's coordinator moves from a Samsa broker to a Kafka
+    broker (which loads what Samsa wrote to `__consumer_offsets` and `__transaction_state`), then
+    back to a Samsa broker (which loads what Kafka wrote), each time killed with a transaction
+    open: each record processed exactly once."""
+    exactly_once_through_coordinator_kills(mixed_cluster, [[2, 5, 3]], source=[[3, 6, 2]],
+                                           sink=[[6, 3, 5], [3, 6, 2]], kills=2)
+
 def test_mixed_active_controller_killed_is_a_pause(mixed_cluster):
     """The active controller killed with kill -9 while the producer writes: the brokers follow the
     new quorum leader (a topic it creates reaches every broker, Samsa's and Kafka's), every broker
     stays registered and unfenced, and nothing acknowledged is lost."""
     cluster = mixed_cluster
     topic = "mixed-controller"
-    create_mixed_topic(cluster, topic)
+    cluster.create_topic(topic, MIXED_ASSIGNMENT, {"min.insync.replicas": "2"})
     count = len(MIXED_ASSIGNMENT)
     history = History()
     writer = Writer(cluster.bootstrap, topic, history, count)
@@ -433,7 +442,7 @@ def test_mixed_active_controller_killed_is_a_pause(mixed_cluster):
                       what="the active controller")
     cluster.controllers[active].kill()
     killed_at = time.monotonic()
-    successor = wait_for(lambda: active_controller(cluster.controllers, f"{topic}-after", dead=active), T * 2,
+    successor = wait_for(lambda: active_controller(cluster.controllers, f"{topic}-after"), T * 2,
                          interval=0.5, what="a new active controller")
     elected_after = round(time.monotonic() - killed_at, 1)
     for n, broker in cluster.brokers.items():
@@ -445,10 +454,11 @@ def test_mixed_active_controller_killed_is_a_pause(mixed_cluster):
     # Still registered and unfenced, every broker, through the next sessions: the ISRs whole.
     time_to_check = time.monotonic() + CONTROLLER_SETTINGS["broker.session.timeout.ms"] / 1000 * 2
     wait_for(lambda: time.monotonic() > time_to_check, T, interval=0.2)
-    cluster.wait_as_assigned(topic)
+    cluster.wait_as_assigned(topic, MIXED_ASSIGNMENT)
     writer.finish()
     reader.finish()
     print(f"controller {active} killed: controller {successor} active after {elected_after} s; "
           f"writes acknowledged after {acked_after} s")
     assert max(acked_after) <= RESUME_WITHIN_S, acked_after
     assert_nothing_lost(history, cluster.bootstrap, topic, count, f"controller {active} killed")
+
