@@ -8,16 +8,17 @@ test_cluster_coordinators.py, with the same History checker: compat-tests/histor
   resume within 10 s, the restarted broker rejoins every ISR.
 - The same cluster: consumer groups (classic and the consumer protocol) and a transactional
   consume-transform-produce go on, exactly once, through the kill of the broker leading
-  `__consumer_offsets` and `__transaction_state` (their coordinator).
+  `__consumer_offsets` and `__transaction_state` (their coordinator), a transaction open.
 - Mixed: two Kafka 4.4 brokers and two Samsa brokers under a quorum of three Kafka controllers:
   each kind leads partitions the other follows, and leadership moves both ways (a kill, then a
   preferred election back); a Kafka broker's and a Samsa broker's kill -9 lose nothing acknowledged;
-  the active controller killed mid-run is a pause for the clients, nothing more.
+  the coordinators move from a Samsa broker to a Kafka broker and back, each loading what the other
+  wrote, exactly once; the active controller killed mid-run is a pause for the clients, nothing more.
 
 The controllers fence a broker whose heartbeats stopped after broker.session.timeout.ms, 3 s here
 (Kafka's default is 9 s): the new leader is elected then, or when the restarted broker registers
 again (a new incarnation: the controller takes it out of every ISR at once). Each cluster is
-module-scoped: JVM starts are the slow part.
+module-scoped: JVM starts are the slow part (the module takes about 4 minutes on 2 busy cores).
 """
 
 from __future__ import annotations
