@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ...storage.cluster_metadata import MetadataReplay
 from ..features import BrokerFeatures
+from ..metadata.cache import TopicLayout, topic_layout
 from ..replication.replica_manager import EPOCH_DURING_DELETE, PartitionState, ReplicaManager
 from ..security.authorizer import StandardAuthorizer, AclBinding
 from ..throttle import BrokerQuotas
@@ -44,7 +45,7 @@ class BrokerMetadataPublisher:
         self._directory_id = directory_id  # a log dir's directory.id
         self._hosted: dict[tuple[str, int], PartitionState] = {}  # what was published of this broker's replicas
         self._acls: list[dict[str, str]] | None = None
-        self._topic_layout: dict[str, tuple[uuid.UUID, int]] = {}  # name -> (topic id, partitions) as last published
+        self._topic_layout: TopicLayout = {}  # as last published
 
     def publish(self, replay: MetadataReplay, offset: int) -> None:
         cache = self._cache
@@ -61,7 +62,7 @@ class BrokerMetadataPublisher:
         # Topics created, deleted or grown anywhere in the cluster (not only those hosted here): the
         # group coordinators' consumer groups subscribed to them rebalance (Kafka's GroupCoordinator
         # onNewMetadataImage), as the replica manager signals a single broker's own changes.
-        layout = {name: (topic.topic_id, topic.num_partitions) for name, topic in cache.topics.items()}
+        layout = topic_layout(cache.topics)
         if layout != self._topic_layout:
             self._topic_layout = layout
             self._replicas.on_topics_changed()

@@ -177,3 +177,12 @@ def live_leader(cache: MetadataCache, topic: str, partition: int, listener: str)
     leader = next((p.leader_id for p in partitions if p.partition_index == partition), -1)
     node = cache.alive_node(leader, listener)
     return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+
+
+TopicLayout = dict[str, tuple[uuid.UUID, int]]
+
+
+def topic_layout(topics: Mapping[str, TopicInfo]) -> TopicLayout:
+    """Each topic's id and partition count: what the group coordinators' assignments depend on, so
+    that a change in it, anywhere in the cluster, is told to them (Kafka's onNewMetadataImage)."""
+    return {name: (topic.topic_id, topic.num_partitions) for name, topic in topics.items()}
