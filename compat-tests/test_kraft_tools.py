@@ -29,14 +29,12 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
 
 import pytest
 from compat_util import wait_for
-from kafka_oracle import KafkaController, OracleUnavailable, class_path, java, random_cluster_id
-from server_process import HOST, free_port
+from kafka_oracle import KafkaController, OracleUnavailable, class_path, java
+from kraft_nodes import KraftSamsaBroker, controller_quorum, start_together
 from test_kafka_tools import TOOLS_LOG4J2, Tools
-from test_kraft_broker import CONTROLLER_FEATURES, KraftSamsaBroker
 
 from samsa.client.blocking import BlockingConnection
 from samsa.wire.protocol import ApiKey, request_class
@@ -92,22 +90,14 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("kraft-tools")
-    ports = {n: free_port() for n in (11, 12, 13)}
-    voters = {n: f"{HOST}:{port}" for n, port in ports.items()}
-    cluster_id = random_cluster_id()
     try:
         java()
         class_path("kafka4")
-        controllers = {n: KafkaController(base / f"controller-{n}", node_id=n, features=CONTROLLER_FEATURES,
-                                          properties=AUTHORIZER, voters=voters, cluster_id=cluster_id, port=ports[n])
-                       for n in ports}
     except OracleUnavailable as e:
         pytest.skip(str(e))
-    brokers = {node: KraftSamsaBroker(base / f"samsa-{node}", controllers[11], node_id=node) for node in (2, 3)}
-    for broker in brokers.values():
-        broker.overrides.update(AUTHORIZER)
-        del broker.overrides["controller.quorum.bootstrap.servers"]
-        broker.overrides["controller.quorum.voters"] = ",".join(f"{n}@{address}" for n, address in voters.items())
+    controllers, voters = controller_quorum(base, (11, 12, 13), properties=AUTHORIZER)
+    brokers = {node: KraftSamsaBroker(base / f"samsa-{node}", controllers[11], node_id=node, voters=voters,
+                                      overrides=AUTHORIZER) for node in (2, 3)}
     with socket.socket() as s:  # a SASL_PLAINTEXT listener beside broker 2's PLAINTEXT one
         s.bind(("127.0.0.1", 0))
         sasl_port = s.getsockname()[1]
@@ -120,12 +110,7 @@ def cluster(tmp_path_factory):
     tools_dir = base / "tools"
     tools_dir.mkdir()
     try:
-        starting = [threading.Thread(target=c.start) for c in controllers.values()]  # they elect together
-        for thread in starting:
-            thread.start()
-        for thread in starting:
-            thread.join()
-        assert all(c.is_running() for c in controllers.values()), "a controller did not start"
+        start_together(controllers.values())  # they elect together
         for broker in brokers.values():
             broker.start()
         yield Cluster(controllers, brokers, tools_dir, log4j2, f"127.0.0.1:{sasl_port}")

@@ -1,21 +1,28 @@
 """What each committed batch of the metadata log changes on this broker (Kafka's
 BrokerMetadataPublisher): the metadata cache handlers read, the finalized feature levels, the ACLs
-of the authorizer, client quotas, and the partitions this broker hosts: it leads or follows each
-partition of which it is a replica as the partition's registration says (the replica manager's
-become_leader_or_follower, as a ZooKeeper cluster's LeaderAndIsr drives it), and stops and deletes
-the replicas of deleted topics and of partitions moved away from it.
+of the authorizer, client quotas, the topics the group coordinators see, and the partitions this
+broker hosts: it leads or follows each partition of which it is a replica as the partition's
+registration says (the replica manager's become_leader_or_follower, as a ZooKeeper cluster's
+LeaderAndIsr drives it), and stops and deletes the replicas of deleted topics and of partitions
+moved away from it. A replica whose log is in another directory than its registration names goes
+to the AssignmentsManager (Kafka's ReplicaManager.maybeUpdateTopicAssignment), which tells the
+controller.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from ...storage.cluster_metadata import MetadataReplay
 from ..features import BrokerFeatures
+from ..metadata.cache import TopicLayout, topic_layout
 from ..replication.replica_manager import EPOCH_DURING_DELETE, PartitionState, ReplicaManager
 from ..security.authorizer import StandardAuthorizer, AclBinding
 from ..throttle import BrokerQuotas
+from .assignments import AssignmentsManager
 from .metadata_cache import KraftMetadataCache
 
 log = logging.getLogger("samsa.kraft.publisher")
@@ -24,7 +31,8 @@ log = logging.getLogger("samsa.kraft.publisher")
 class BrokerMetadataPublisher:
     def __init__(self, node_id: int, cache: KraftMetadataCache, replicas: ReplicaManager, features: BrokerFeatures,
                  authorizer: StandardAuthorizer | None, quotas: BrokerQuotas, inter_broker_listener: str,
-                 on_published: Callable[[int], None]) -> None:
+                 on_published: Callable[[int], None], assignments: AssignmentsManager | None = None,
+                 directory_id: Callable[[Path], uuid.UUID | None] = lambda _: None) -> None:
         self._node_id = node_id
         self._cache = cache
         self._replicas = replicas
@@ -33,8 +41,11 @@ class BrokerMetadataPublisher:
         self._quotas = quotas
         self._listener = inter_broker_listener
         self._on_published = on_published  # offset -> None (the lifecycle's metadata offset)
+        self._assignments = assignments
+        self._directory_id = directory_id  # a log dir's directory.id
         self._hosted: dict[tuple[str, int], PartitionState] = {}  # what was published of this broker's replicas
         self._acls: list[dict[str, str]] | None = None
+        self._topic_layout: TopicLayout = {}  # as last published
 
     def publish(self, replay: MetadataReplay, offset: int) -> None:
         cache = self._cache
@@ -48,6 +59,13 @@ class BrokerMetadataPublisher:
             self._authorizer.set_acls([AclBinding.from_json(acl) for acl in self._acls])
         self._quotas.refresh()
         self._publish_replicas()
+        # Topics created, deleted or grown anywhere in the cluster (not only those hosted here): the
+        # group coordinators' consumer groups subscribed to them rebalance (Kafka's GroupCoordinator
+        # onNewMetadataImage), as the replica manager signals a single broker's own changes.
+        layout = topic_layout(cache.topics)
+        if layout != self._topic_layout:
+            self._topic_layout = layout
+            self._replicas.on_topics_changed()
         self._on_published(offset)
 
     def _publish_replicas(self) -> None:
@@ -58,10 +76,11 @@ class BrokerMetadataPublisher:
             log.info("[Broker id=%d] Deleting the replicas of %s: no longer assigned here", self._node_id,
                      ", ".join(f"{t}-{p}" for t, p in sorted(gone)))
             self._replicas.stop_replicas(gone)
-        changed = [state for key, state in ours.items() if self._hosted.get(key) != state
-                   and not self._known_here(state)]
+        updated = [state for key, state in ours.items() if self._hosted.get(key) != state]
+        changed = [state for state in updated if not self._known_here(state)]
         self._hosted = ours
         if not changed:
+            self._maybe_update_assignments(updated)
             return
         brokers = {node_id: endpoint for node_id, broker in self._cache.alive_brokers.items()
                    if (endpoint := broker.endpoints.get(self._listener)) is not None}
@@ -72,6 +91,22 @@ class BrokerMetadataPublisher:
             if code:
                 log.warning("[Broker id=%d] %s-%d: cannot take its leadership as the metadata says (error %d)",
                             self._node_id, topic, index, code)
+        self._maybe_update_assignments(updated)
+
+    def _maybe_update_assignments(self, states: list[PartitionState]) -> None:
+        """Kafka's maybeUpdateTopicAssignment for each replica the change touched: its log's
+        directory, where it is not the one the registration names."""
+        if self._assignments is None:
+            return
+        for state in states:
+            registered = self._cache.local_directories.get((state.topic, state.partition))
+            partition = self._replicas.get(state.topic, state.partition)
+            if registered is None or state.topic_id is None or partition is None or partition.is_offline:
+                continue
+            log_ = partition.opened_log
+            directory = None if log_ is None else self._directory_id(log_.dir.parent)
+            if directory is not None and directory != registered:
+                self._assignments.on_assignment(state.topic_id, state.partition, directory)
 
     def _known_here(self, state: PartitionState) -> bool:
         """An ISR change this broker, as the leader, already took from the controller's AlterPartition

@@ -105,7 +105,8 @@ class TopicInfo:
 @dataclass(frozen=True)
 class PartitionMetadata:
     """A partition as Metadata and DescribeTopicPartitions answer for it on one listener (Kafka's
-    MetadataCache.getPartitionMetadata)."""
+    MetadataCache.getPartitionMetadata). The eligible leader replicas (KIP-966) are a KRaft
+    cluster's (DescribeTopicPartitions answers them); empty elsewhere."""
 
     error_code: int
     partition_index: int
@@ -114,6 +115,8 @@ class PartitionMetadata:
     replica_nodes: list[int]
     isr_nodes: list[int]
     offline_replicas: list[int]
+    eligible_leader_replicas: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 class MetadataView(Protocol):
@@ -174,3 +177,12 @@ def live_leader(cache: MetadataCache, topic: str, partition: int, listener: str)
     leader = next((p.leader_id for p in partitions if p.partition_index == partition), -1)
     node = cache.alive_node(leader, listener)
     return (ErrorCode.NONE, node) if node is not None else (ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+
+
+TopicLayout = dict[str, tuple[uuid.UUID, int]]
+
+
+def topic_layout(topics: Mapping[str, TopicInfo]) -> TopicLayout:
+    """Each topic's id and partition count: what the group coordinators' assignments depend on, so
+    that a change in it, anywhere in the cluster, is told to them (Kafka's onNewMetadataImage)."""
+    return {name: (topic.topic_id, topic.num_partitions) for name, topic in topics.items()}

@@ -230,6 +230,34 @@ def test_update_metadata_fencing_then_metadata_and_describe_cluster_answer_from_
     run_with_broker(broker_config(tmp_path, offsets_topic_num_partitions=2), scenario)
 
 
+def test_topics_changed_anywhere_in_the_cluster_reach_the_group_coordinators(tmp_path):
+    """A topic created, grown or deleted on other brokers changes the groups' topics as the broker's
+    own topics do (the replica manager's on_topics_changed): a consumer group subscribed to it must
+    assign its partitions. A leader moving changes nothing for them."""
+    async def scenario(samsa):
+        as_cluster_member(samsa, broker_epoch=100)
+        replicas = samsa.services.replica_manager
+        signalled = []
+        told_groups = replicas.on_topics_changed
+        replicas.on_topics_changed = lambda: (signalled.append(1), told_groups())
+        client = await Client.connect(samsa.endpoints[0].port)
+        live = [broker(0, samsa.endpoints[0].port), broker(1, 19093)]
+
+        async def update(*partitions) -> None:
+            assert (await client.call(request(partitions, live), 8)).error_code == ErrorCode.NONE
+
+        await update(partition("elsewhere", 0, 1, [1], [1]))
+        assert len(signalled) == 1
+        await update(partition("elsewhere", 0, 1, [1], [1], leader_epoch=1))
+        assert len(signalled) == 1
+        await update(partition("elsewhere", 1, 1, [1], [1]))
+        assert len(signalled) == 2
+        await update(partition("elsewhere", 0, -2, [1], [1]), partition("elsewhere", 1, -2, [1], [1]))
+        assert len(signalled) == 3 and "elsewhere" not in samsa.services.metadata_cache.topics
+
+    run_with_broker(broker_config(tmp_path), scenario)
+
+
 def test_a_single_broker_neither_serves_nor_lists_update_metadata(tmp_path):
     async def scenario(samsa):
         client = await Client.connect(samsa.endpoints[0].port)
