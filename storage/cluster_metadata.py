@@ -188,6 +188,11 @@ class MetadataReplay:
         self._topic_configs: dict[str, dict[str, str]] = {}
         self.pending: list[Any] | None = None  # the records of an open metadata transaction
 
+    @property
+    def topic_configs(self) -> dict[str, dict[str, str]]:
+        """TOPIC ConfigRecords by topic name (a snapshot writes them back: storage/metadata_snapshot.py)."""
+        return self._topic_configs
+
     def batches(self, data: bytes | memoryview, start_offset: int = 0) -> None:
         """Apply the data records at or past `start_offset` of these record batches (a segment's, a
         snapshot's, a Fetch's). MetadataRecordError or CodecError for what cannot be read."""
@@ -242,7 +247,8 @@ class MetadataReplay:
     def apply(self, record: Any) -> None:
         image = self.image
         if isinstance(record, TopicRecord):
-            image.topics[record.name] = KraftTopic(record.name, record.topic_id)
+            image.topics[record.name] = KraftTopic(record.name, record.topic_id,
+                                                   configs=dict(self._topic_configs.get(record.name, {})))
             self._topic_names[record.topic_id] = record.name
         elif isinstance(record, PartitionRecord):
             topic = self._topic(record.topic_id)
@@ -343,3 +349,6 @@ class MetadataReplay:
             configs[record.name] = record.value
         if not configs:
             del by_resource[record.resource_name]
+        if record.resource_type == TOPIC_RESOURCE and record.resource_name in self.image.topics:
+            # A KRaft broker's image is read as replayed, without finish(): the topic's configs follow.
+            self.image.topics[record.resource_name].configs = dict(configs)
