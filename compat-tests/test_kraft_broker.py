@@ -412,7 +412,8 @@ def test_the_broker_keeps_the_metadata_log_on_disk(tmp_path):
     try:
         controller.start()
         broker.start()
-        create_topic(controller, "before-restart", 1)
+        wait_for(lambda: _try_create_topic(controller, "before-restart"), timeout=30,
+                 what="before-restart created (the broker unfenced)")
         wait_for(lambda: "before-restart" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
                  what="before-restart in the broker's metadata")
         assert broker.stop(timeout=30) == 0
