@@ -13,7 +13,10 @@ one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127
 - two Samsa brokers replicate a partition and hand its leadership over (second test);
 - a broker that starts behind the metadata log's start fetches the controller's snapshot (third);
 - with a quorum of three controllers, the broker follows the quorum leader after the active
-  controller is killed (fourth).
+  controller is killed (fourth);
+- the broker keeps the metadata log on disk: restarted, it loads its snapshot (which Kafka's
+  kafka-dump-log reads) and the log after it and fetches from its end; a copy that diverged from the
+  quorum's is truncated where the leader says (fifth).
 
 The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
 finalizes 1 and 2 by default, levels Samsa does not implement, and its controller refuses the
@@ -378,6 +381,15 @@ def _disk_log_end(metadata_dir) -> int:
     return end
 
 
+def dump_log(path) -> str:
+    """Kafka's kafka-dump-log --cluster-metadata-decoder on a file of a metadata log."""
+    cmd = [java(), *TOOL_JVM_OPTS, "-cp", class_path("kafka4"), "org.apache.kafka.tools.DumpLogSegments",
+           "--cluster-metadata-decoder", "--files", str(path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def _try_create_topic(controller: KafkaController, name: str) -> bool:
     """CreateTopics, False while no broker is unfenced (INVALID_REPLICATION_FACTOR)."""
     with BlockingConnection.connect(controller.host, controller.port) as connection:
@@ -407,6 +419,7 @@ def test_the_broker_keeps_the_metadata_log_on_disk(tmp_path):
     except OracleUnavailable as e:
         pytest.skip(str(e))
     broker = KraftSamsaBroker(tmp_path / "samsa", controller)
+    broker.overrides["metadata.log.max.snapshot.interval.ms"] = 1  # a snapshot of its own at each commit
     metadata_dir = broker.data_dir / "__cluster_metadata-0"
     config = {"bootstrap.servers": broker.bootstrap}
     try:
@@ -422,8 +435,19 @@ def test_the_broker_keeps_the_metadata_log_on_disk(tmp_path):
         state = (metadata_dir / "quorum-state").read_text()
         assert '"leaderId":1' in state and '"leaderEpoch":1' in state and '"data_version":1' in state, state
 
-        broker.start()  # fetches only what it lacks: from its log end
-        assert f"log 0 to {stopped_at} (epoch 1)" in broker.output(), broker.output_tail()
+        # The broker snapshotted its image: Kafka's tool reads the snapshot.
+        snapshots = sorted(metadata_dir.glob("*.checkpoint"))
+        assert snapshots, sorted(p.name for p in metadata_dir.iterdir())
+        assert re.search(r"Created snapshot \d{20}-\d{10}", broker.output())
+        dumped = dump_log(snapshots[-1])
+        end_offset, epoch = (int(part) for part in snapshots[-1].stem.split("-"))
+        assert f"Snapshot end offset: {end_offset}, epoch: {epoch}" in dumped, dumped
+        assert '"type":"TOPIC_RECORD"' in dumped and '"name":"before-restart"' in dumped, dumped
+        assert "SnapshotHeader" in dumped and "SnapshotFooter" in dumped, dumped
+
+        broker.start()  # loads its snapshot and the log after it, and fetches only what it lacks
+        assert f"snapshot {end_offset}-{epoch}, log 0 to {stopped_at} (epoch 1)" in broker.output(), \
+            broker.output_tail()
         wait_for(lambda: _try_create_topic(controller, "after-restart"), timeout=30,
                  what="after-restart created (the broker unfenced again)")
         wait_for(lambda: "after-restart" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
