@@ -8,8 +8,10 @@ and footer), then the log's records from the snapshot's end offset on. Each data
 metadata record (wire/metadata_record.py). Records of a metadata transaction (Begin/End/Abort
 TransactionRecord, KIP-868) apply at its end, and not at all if it is aborted.
 
-Only reading: the files are left as Kafka wrote them. Replay is of a log Kafka shut down cleanly:
-records past the last committed offset would only be in a log whose broker crashed.
+Only reading: the files are left as Kafka wrote them (a KRaft broker's own copy of the log is
+written by storage/metadata_log.py, its snapshots by storage/metadata_snapshot.py). Replay is of a
+log Kafka shut down cleanly: records past the last committed offset would only be in a log whose
+broker crashed.
 
 The same replay (`MetadataReplay`) serves the broker of a KRaft cluster (server/kraft/): the
 committed batches it fetches from the controller quorum, and a snapshot it fetched, go through

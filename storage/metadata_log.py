@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import re
-import time
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +30,8 @@ from .durability import fsync_dir, write_atomically
 from .errors import KafkaStorageException
 from .log import Log
 from .log_config import LogConfig
-from ..wire.records import iter_batch_headers
+from ..wire.exceptions import CodecError
+from ..wire.records import decode_batch, iter_batch_headers
 
 __all__ = ["METADATA_LOG_SEGMENT_MIN_BYTES", "QUORUM_STATE_FILE", "MetadataLogConfig", "QuorumState", "SnapshotId",
            "MetadataLog", "snapshot_file_name"]
@@ -41,6 +42,10 @@ QUORUM_STATE_FILE = "quorum-state"  # Kafka's FileQuorumStateStore.DEFAULT_FILE_
 METADATA_LOG_SEGMENT_MIN_BYTES = 8 * 1024 * 1024  # Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES
 _SNAPSHOT_FILE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")  # Kafka's Snapshots.parse
 _NO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's ReplicaKey.NO_DIRECTORY_ID, as its JSON converter writes it
+SNAPSHOT_HEADER = 3  # Kafka's ControlRecordType.SNAPSHOT_HEADER
+_CONTROL_KEY = struct.Struct(">hh")  # a control record's key: version, type
+_HEADER_VALUE = struct.Struct(">hq")  # SnapshotHeaderRecord v0: version, last contained log timestamp
+_SNAPSHOT_HEAD_BYTES = 64 * 1024  # enough for the first batch: the header, and Kafka's kraft.version and voters
 
 
 @dataclass(frozen=True, order=True)
@@ -244,8 +249,8 @@ class MetadataLog:
         while len(self.snapshots) > 1:
             oldest, following = self.snapshots[0], self.snapshots[1]
             over_size = 0 <= self.config.max_retention_bytes < self._retained_bytes()
-            age_ms = self._clock_ms() - self._snapshot_mtime_ms(oldest)
-            over_age = 0 <= self.config.max_retention_ms < age_ms
+            timestamp = self._snapshot_timestamp(oldest)
+            over_age = timestamp is not None and 0 <= self.config.max_retention_ms < self._clock_ms() - timestamp
             if not (over_size or over_age) or not self.delete_before_snapshot(following):
                 break
             cleaned = True
@@ -261,11 +266,20 @@ class MetadataLog:
         except FileNotFoundError:
             return 0
 
-    def _snapshot_mtime_ms(self, snapshot: SnapshotId) -> int:
+    def _snapshot_timestamp(self, snapshot: SnapshotId) -> int | None:
+        """The last contained log timestamp its SnapshotHeaderRecord gives (Kafka's
+        Snapshots.lastContainedLogTimestamp), None when unreadable."""
         try:
-            return int(self.snapshot_path(snapshot).stat().st_mtime * 1000)
-        except FileNotFoundError:
-            return int(time.time() * 1000)
+            with open(self.snapshot_path(snapshot), "rb") as f:
+                head = f.read(_SNAPSHOT_HEAD_BYTES)
+            _, records = decode_batch(head, 0)
+        except (OSError, CodecError):
+            return None
+        for record in records:
+            if record.key is not None and record.value is not None and len(record.value) >= _HEADER_VALUE.size and \
+                    _CONTROL_KEY.unpack_from(record.key) == (0, SNAPSHOT_HEADER):
+                return _HEADER_VALUE.unpack_from(record.value)[1]
+        return None
 
     def _recover_snapshots(self) -> list[SnapshotId]:
         """Kafka's KafkaMetadataLog.recoverSnapshots: partial, deleted and pre-log-start snapshots go."""

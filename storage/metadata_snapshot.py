@@ -30,11 +30,11 @@ from ..wire.metadata_records.user_scram_credential_record import UserScramCreden
 from ..wire.records import Record, build_batch
 from .cluster_metadata import (BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE,
                                MetadataReplay)
+from .metadata_log import SNAPSHOT_HEADER
 
 __all__ = ["SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "snapshot_records", "build_snapshot"]
 
-# Kafka's ControlRecordType ids of a snapshot's first and last records.
-SNAPSHOT_HEADER, SNAPSHOT_FOOTER = 3, 4
+SNAPSHOT_FOOTER = 4  # Kafka's ControlRecordType.SNAPSHOT_FOOTER (SNAPSHOT_HEADER: 3)
 _CONTROL_KEY = struct.Struct(">hh")  # version 0, type
 _HEADER_VALUE = struct.Struct(">hqB")  # SnapshotHeaderRecord v0: version, last contained log timestamp, no tags
 _FOOTER_VALUE = struct.Struct(">hB")  # SnapshotFooterRecord v0: version, no tags

@@ -113,6 +113,21 @@ def test_cleaning_moves_the_log_start_to_a_newer_snapshot(tmp_path):
     assert not metadata_log.maybe_clean()  # the only snapshot is kept
 
 
+def test_cleaning_by_age_reads_the_snapshots_last_contained_log_timestamp(tmp_path):
+    bootstrap = (RECORDED / "00000000000000000000-0000000000.checkpoint").read_bytes()
+    _, [header, *_] = decode_batch(bootstrap, 0)
+    written_at = int.from_bytes(header.value[2:10], "big")  # SnapshotHeaderRecord's lastContainedLogTimestamp
+    now = [written_at + 1000]
+    metadata_log = MetadataLog.in_log_dir(tmp_path, MetadataLogConfig(max_retention_ms=1000), lambda: now[0])
+    metadata_log.append_as_follower(LOG)
+    metadata_log.write_snapshot(SnapshotId(0, 0), bootstrap)
+    metadata_log.write_snapshot(SnapshotId(24, 1), KAFKA_SNAPSHOT.read_bytes())
+    assert not metadata_log.maybe_clean()  # not older than metadata.max.retention.ms yet
+    now[0] += 1
+    assert metadata_log.maybe_clean() and metadata_log.snapshots == [SnapshotId(24, 1)]
+    assert metadata_log.start_offset == 24
+
+
 @pytest.mark.parametrize("voters, expected", [
     (None, {"leaderId": 1, "leaderEpoch": 5, "votedId": -1, "votedDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA",
             "data_version": 1}),
