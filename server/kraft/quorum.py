@@ -178,18 +178,24 @@ class QuorumObserver:
         if snapshot is not None:
             self._load_snapshot(snapshot, metadata_log.read_snapshot(snapshot))
             start = snapshot.end_offset
-        self._pending = []
-        data = metadata_log.read(start)
-        for pos, header in iter_batch_headers(data):
-            if header.next_offset > start:
-                self._pending.append(_Batch(header.base_offset, header.next_offset, header.partition_leader_epoch,
-                                            data[pos:pos + header.size], header.max_timestamp))
-        self.fetch_offset = metadata_log.end_offset
-        self.last_fetched_epoch = metadata_log.last_fetched_epoch
+        self._read_pending(start)
         log.info("[RaftClient id=%d] Loaded the metadata log from %s: %s, log %d to %d (epoch %d), leader epoch %d",
                  self._node_id, metadata_log.dir, f"snapshot {snapshot.end_offset}-{snapshot.epoch}" if snapshot
                  else "no snapshot", metadata_log.start_offset, self.fetch_offset, self.last_fetched_epoch,
                  self.leader_epoch)
+
+    def _read_pending(self, start: int) -> None:
+        """The batches of the log on disk from `start` on kept aside (until committed), and the
+        fetch position at the log's end."""
+        assert self.metadata_log is not None
+        self._pending = []
+        data = self.metadata_log.read(start)
+        for pos, header in iter_batch_headers(data):
+            if header.next_offset > start:
+                self._pending.append(_Batch(header.base_offset, header.next_offset, header.partition_leader_epoch,
+                                            data[pos:pos + header.size], header.max_timestamp))
+        self.fetch_offset = self.metadata_log.end_offset
+        self.last_fetched_epoch = self.metadata_log.last_fetched_epoch
 
     def _load_snapshot(self, snapshot: SnapshotId, data: bytes) -> None:
         replay = MetadataReplay()
@@ -441,12 +447,14 @@ class QuorumObserver:
                 break
         data = b"".join(chunks)
         snapshot = SnapshotId(end_offset, epoch)
-        if self.metadata_log is not None:
-            await trio.to_thread.run_sync(self._store_snapshot, snapshot, data)
         self._load_snapshot(snapshot, data)
-        self._pending.clear()
-        self.fetch_offset = end_offset
-        self.last_fetched_epoch = epoch
+        if self.metadata_log is not None:
+            # Stored, the log started over at its end (the log on disk past it, if any, kept aside).
+            await trio.to_thread.run_sync(self._store_snapshot, snapshot, data)
+        else:
+            self._pending.clear()
+            self.fetch_offset = end_offset
+            self.last_fetched_epoch = epoch
         self._bytes_since_snapshot = 0
         self._published = True
         self._on_commit(self.replay, self.applied_offset)
@@ -460,3 +468,4 @@ class QuorumObserver:
             log.info("[RaftClient id=%d] Fully truncated the log at (%d, %d) after downloading snapshot %020d-%010d",
                      self._node_id, self.metadata_log.end_offset, self.metadata_log.last_fetched_epoch,
                      snapshot.end_offset, snapshot.epoch)
+        self._read_pending(snapshot.end_offset)

@@ -152,3 +152,21 @@ def comparable(cache: KraftMetadataCache):
             cache.partition_states, dict(cache.broker_configs), sorted(map(sorted, (a.items() for a in cache.acls))),
             dict(cache.scram_credentials), dict(cache.client_quotas), dict(cache.features or {}),
             sorted(b.node_id for b in cache.alive_nodes("PLAINTEXT")), cache.offset)
+
+
+def test_a_fetched_snapshot_past_the_log_replaces_it(tmp_path):
+    """FetchSnapshot's answer (the broker was behind the leader's log start): stored, the log started
+    over at its end, fetching on from there."""
+    cache = KraftMetadataCache(2, "cluster")
+    quorum = observer(tmp_path, cache)
+    fetch(quorum, 0, offset_batch(10))
+    snapshot = SnapshotId(24, 1)
+    quorum._load_snapshot(snapshot, KAFKA_SNAPSHOT)
+    quorum._store_snapshot(snapshot, KAFKA_SNAPSHOT)
+    assert (quorum.fetch_offset, quorum.last_fetched_epoch, quorum._pending) == (24, 1, [])
+    assert (quorum.metadata_log.start_offset, quorum.metadata_log.end_offset) == (24, 24)
+    assert quorum.metadata_log.snapshots == [snapshot]
+    fetch(quorum, offset_batch(24), len(BATCHES) - 1)
+    whole = KraftMetadataCache(2, "cluster")
+    fetch(observer(tmp_path / "whole", whole), 0, len(BATCHES) - 1)
+    assert comparable(cache) == comparable(whole)
