@@ -3,8 +3,9 @@ configs, ACLs, a quota, a SCRAM credential, partitions added, a topic deleted, a
 shutdown's partition changes, and the controller's snapshot at offset 24; recorded by
 compat-tests/record_kraft_metadata.py) replayed deterministically as the KRaft broker replays it:
 fetched batches through the quorum observer (server/kraft/quorum.py) onto its metadata log on disk,
-committed by the high watermark, published into the metadata cache; then the broker restarted on
-what it wrote, and started from Kafka's snapshot."""
+committed by the high watermark, published into the metadata cache (and through the broker's
+metadata publisher into the replicas it hosts and its authorizer); then the broker restarted on what
+it wrote, and started from Kafka's snapshot."""
 
 from __future__ import annotations
 
@@ -170,3 +171,53 @@ def test_a_fetched_snapshot_past_the_log_replaces_it(tmp_path):
     whole = KraftMetadataCache(2, "cluster")
     fetch(observer(tmp_path / "whole", whole), 0, len(BATCHES) - 1)
     assert comparable(cache) == comparable(whole)
+
+
+def test_the_recorded_log_through_the_broker_metadata_publisher(tmp_path):
+    """What each committed batch changes on broker 2 (server/kraft/publisher.py): the replicas it
+    hosts, led or followed as the partition records say; the finalized features; the authorizer's
+    ACLs; what the lifecycle is told was applied."""
+    from samsa.server.clock import wall_clock_ms
+    from samsa.server.features import BrokerFeatures
+    from samsa.server.kraft.publisher import BrokerMetadataPublisher
+    from samsa.server.metadata.image import MetadataImage
+    from samsa.server.replication.replica_manager import ReplicaManager
+    from samsa.server.security.authorizer import new_authorizer
+    from samsa.server.throttle import BrokerQuotas
+    from samsa.storage.log_manager import LogManager
+
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    config = KafkaConfig({"process.roles": "broker", "node.id": "2", "controller.listener.names": "CONTROLLER",
+                          "controller.quorum.bootstrap.servers": "127.0.0.1:9093",
+                          "listeners": "PLAINTEXT://127.0.0.1:9092", "log.dirs": str(log_dir),
+                          "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    logs = LogManager([log_dir], config.log_config(), wall_clock_ms)
+    replicas = ReplicaManager(logs, MetadataImage.load(log_dir, "cluster"), config)
+    cache = KraftMetadataCache(2, "cluster")
+    features = BrokerFeatures.kraft_mode()
+    authorizer = new_authorizer(config, [])
+    assert authorizer is not None
+    applied: list[int] = []
+    publisher = BrokerMetadataPublisher(2, cache, replicas, features, authorizer, BrokerQuotas(config, cache.client_quotas),
+                                        "PLAINTEXT", applied.append)
+    quorum = QuorumObserver(config, "cluster", 2, uuid.uuid4(), publisher.publish, tmp_path)
+    quorum.load(tmp_path)
+    quorum._append(LOG)
+    try:
+        quorum._commit(24)  # the brokers registered, orders (on 2 and 3) and doomed (on 3) created
+        assert applied == [23] and features.finalized["metadata.version"] == 33
+        hosted = {key: (p.is_leader, p.leader_id, p.leader_epoch) for key, p in replicas.partitions.items()}
+        assert hosted == {("orders", 0): (True, 2, 0), ("orders", 1): (False, 3, 0), ("orders", 2): (True, 2, 0)}
+        assert authorizer.acls() == []
+        quorum._commit(31)  # configs, ACLs, the quota, SCRAM
+        assert sorted((a.name, a.principal) for a in authorizer.acls()) == [("billing-", "User:bob"),
+                                                                             ("orders", "User:alice")]
+        quorum._commit(47)  # orders-3 added, doomed deleted, an ACL removed, both brokers shut down
+        assert applied == [23, 30, 46]
+        hosted = {key: (p.is_leader, p.leader_id) for key, p in replicas.partitions.items()}
+        assert hosted == {("orders", p): (False, -1) for p in range(4)}  # no leader left
+        assert [(a.name, a.principal) for a in authorizer.acls()] == [("orders", "User:alice")]
+    finally:
+        quorum.metadata_log.close()
+        logs.shutdown()
