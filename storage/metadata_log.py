@@ -1,7 +1,7 @@
 """A KRaft broker's copy of the metadata log on disk, laid out as Kafka's KafkaMetadataLog and
 FileQuorumStateStore lay it out: `<metadata.log.dir>/__cluster_metadata-0` (metadata.log.dir
 defaults to the first log dir) holds the log's segments (storage/log.py's Log: `.log`, `.index`,
-`.timeindex`, `leader-epoch-checkpoint`), the snapshots (`<20-digit end offset>-<10-digit
+`.timeindex`, `leader-epoch-checkpoint`, `partition.metadata`), the snapshots (`<20-digit end offset>-<10-digit
 epoch>.checkpoint`, written as `.checkpoint.part` and renamed once whole) and `quorum-state` (the
 Raft election state: the leader and epoch last known, as JSON).
 
@@ -22,9 +22,11 @@ import logging
 import os
 import re
 import struct
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checkpoints import PartitionMetadataFile
 from .cluster_metadata import CLUSTER_METADATA_DIR
 from .durability import fsync_dir, write_atomically
 from .errors import KafkaStorageException
@@ -33,12 +35,13 @@ from .log_config import LogConfig
 from ..wire.exceptions import CodecError
 from ..wire.records import decode_batch, iter_batch_headers
 
-__all__ = ["METADATA_LOG_SEGMENT_MIN_BYTES", "QUORUM_STATE_FILE", "MetadataLogConfig", "QuorumState", "SnapshotId",
+__all__ = ["METADATA_LOG_SEGMENT_MIN_BYTES", "METADATA_TOPIC_ID", "QUORUM_STATE_FILE", "MetadataLogConfig", "QuorumState", "SnapshotId",
            "MetadataLog", "snapshot_file_name"]
 
 log = logging.getLogger("samsa.storage.metadata_log")
 
 QUORUM_STATE_FILE = "quorum-state"  # Kafka's FileQuorumStateStore.DEFAULT_FILE_NAME
+METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID ("AAAAAAAAAAAAAAAAAAAAAQ")
 METADATA_LOG_SEGMENT_MIN_BYTES = 8 * 1024 * 1024  # Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES
 _SNAPSHOT_FILE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")  # Kafka's Snapshots.parse
 _NO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's ReplicaKey.NO_DIRECTORY_ID, as its JSON converter writes it
@@ -94,6 +97,10 @@ class MetadataLog:
         self.config = config
         self._clock_ms = clock_ms
         self.log = Log.open(directory, config.log_config(), clock_ms=clock_ms, had_clean_shutdown=False)
+        # Kafka's KafkaMetadataLog keeps a partition.metadata naming the metadata topic's id.
+        partition_metadata = PartitionMetadataFile(directory)
+        if partition_metadata.read() != METADATA_TOPIC_ID:
+            partition_metadata.write(METADATA_TOPIC_ID)
         self.snapshots: list[SnapshotId] = self._recover_snapshots()
         log.info("Initialized snapshots with IDs %s from %s", [(s.end_offset, s.epoch) for s in self.snapshots],
                  directory)

@@ -47,7 +47,7 @@ import trio
 from ...client.connection import BrokerConnection
 from ...client.errors import BrokerUnreachable
 from ...storage.cluster_metadata import MetadataReplay
-from ...storage.metadata_log import MetadataLog, MetadataLogConfig, QuorumState, SnapshotId
+from ...storage.metadata_log import METADATA_TOPIC_ID, MetadataLog, MetadataLogConfig, QuorumState, SnapshotId
 from ...storage.metadata_snapshot import build_snapshot
 from ...wire.errors import ErrorCode
 from ...wire.exceptions import CodecError
@@ -57,7 +57,6 @@ from ...wire.records import iter_batch_headers
 log = logging.getLogger("samsa.kraft.quorum")
 
 METADATA_TOPIC = "__cluster_metadata"  # Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME
-METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID ("AAAAAAAAAAAAAAAAAAAAAQ")
 FETCH_VERSION = 17  # Kafka 4.4's KRaft uses the latest its peers support; 17 has replica_state and endpoints
 FETCH_SNAPSHOT_VERSION = 1
 FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.fetchMaxWaitMs

@@ -40,6 +40,9 @@ def test_appended_batches_are_read_back_after_a_reopen(tmp_path):
     assert batches(reopened.read(24)) == [b for b in batches(LOG) if b[1] > 24]
     # The single broker's reader replays it as Kafka left it.
     assert "orders" in read_cluster_metadata(tmp_path / CLUSTER_METADATA_DIR).topics
+    # As Kafka's: partition.metadata names the metadata topic's id.
+    assert (tmp_path / CLUSTER_METADATA_DIR / "partition.metadata").read_text() == (
+        "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ")
 
 
 def test_a_torn_tail_is_cut_at_open(tmp_path):
