@@ -171,8 +171,15 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         for broker in others:
             broker.kill()
         wait_for(lambda: cluster.state(topic_name, 0).isr == (leader,), T, interval=0.1, what="the ISR of the leader alone")
-        wait_for(lambda: produce_acks_all(cluster.samsa[leader].port, topic_name, 0) == ErrorCode.NOT_ENOUGH_REPLICAS,
-                 T, interval=0.2, what="NOT_ENOUGH_REPLICAS")
+        answers = []  # the leader's error codes, shown if it never refuses
+
+        def refused() -> bool:
+            answers.append(produce_acks_all(cluster.samsa[leader].port, topic_name, 0))
+            return answers[-1] == ErrorCode.NOT_ENOUGH_REPLICAS
+        try:
+            wait_for(refused, T, interval=0.2, what=f"NOT_ENOUGH_REPLICAS from broker {leader}")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; its answers: {sorted(set(answers))}") from None
         for restart in [Restart(broker) for broker in others]:
             restart.done()
         cluster.wait_full_isrs(topic_name)

@@ -14,27 +14,34 @@ one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127
 - a broker that starts behind the metadata log's start fetches the controller's snapshot (third);
 - with a quorum of three controllers, the broker follows the quorum leader after the active
   controller is killed (fourth);
+- with two log dirs, the replicas' directories go to the controller (AssignReplicasToDirs) and a
+  failed log dir is reported in the heartbeats, its replicas' leaderships taken away (fifth);
 - the broker keeps the metadata log on disk: restarted, it loads its snapshot (which Kafka's
   kafka-dump-log reads) and the log after it and fetches from its end; a copy that diverged from the
-  quorum's is truncated where the leader says (fifth).
+  quorum's is truncated where the leader says (sixth).
 
-The controller is formatted with eligible.leader.replicas.version=0 and share.version=1: Kafka 4.4
-finalizes 1 and 2 by default, levels Samsa does not implement, and its controller refuses the
-registration of a broker that does not support every finalized level (UNSUPPORTED_VERSION).
+The controller is formatted with Kafka 4.4's default levels but share.version=1: Kafka 4.4 finalizes
+share.version 2 (share groups' dead-letter queues) by default, which Samsa does not implement, and
+its controller refuses the registration of a broker that does not support every finalized level
+(UNSUPPORTED_VERSION). eligible.leader.replicas.version is at its default, 1 (KIP-966): the second
+test checks a partition's eligible leader replicas as the Samsa brokers answer them.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from compat_util import wait_for
 from kafka_oracle import JVM_OPTS, KafkaController, OracleUnavailable, class_path, java, random_cluster_id
 from conftest import SamsaBroker
 from server_process import HOST, free_port
+from wire_client import produce_one
 
 from samsa.client.blocking import BlockingConnection
 from samsa.wire.errors import ErrorCode
@@ -47,8 +54,11 @@ pytestmark = pytest.mark.slow
 TOOL_JVM_OPTS = [o for o in JVM_OPTS if not o.startswith("-Xmx")] + ["-Xmx256m"]
 BROKER_ID = 2
 # Levels of Kafka 4.4's defaults that Samsa does not implement (server/features.py).
-CONTROLLER_FEATURES = {"eligible.leader.replicas.version": 0, "share.version": 1}
+CONTROLLER_FEATURES = {"share.version": 1}
 CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
+DescribeTopicPartitionsRequest = request_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+ApiVersionsRequest = request_class(ApiKey.API_VERSIONS)
+DescribeLogDirsRequest = request_class(ApiKey.DESCRIBE_LOG_DIRS)
 
 
 class KraftSamsaBroker(SamsaBroker):
@@ -71,7 +81,8 @@ class KraftSamsaBroker(SamsaBroker):
             cmd += ["--override", f"{key}={value}"]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
-        assert proc.stdout == f"Formatting metadata directory {self.data_dir} with metadata.version 4.4-IV2.\n"
+        # (Each other log dir: "Formatting data directory ...", as kafka-storage says.)
+        assert proc.stdout.startswith(f"Formatting metadata directory {self.data_dir} with metadata.version 4.4-IV2.\n")
 
 
 def quorum_tool(controller: KafkaController, *args: str) -> str:
@@ -216,14 +227,36 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     """Leaders and followers as the partition registrations say: the follower fetches from the leader,
     a controlled shutdown of the leader moves the leadership to the other broker, which has every
     acknowledged record, and the restarted broker is added back to the ISR by the new leader's
-    AlterPartition."""
+    AlterPartition. With eligible.leader.replicas.version 1 (KIP-966), the shut down broker is an
+    eligible leader replica of a partition whose ISR it left below min.insync.replicas, as
+    DescribeTopicPartitions answers, until it is back in the ISR."""
     controller, brokers = two_brokers
+    Assignment = CreateTopicsRequest.CreatableReplicaAssignment
     with BlockingConnection.connect(controller.host, controller.port) as connection:
         response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
-            name="replicated", num_partitions=-1, replication_factor=-1,
-            assignments=[CreateTopicsRequest.CreatableReplicaAssignment(partition_index=0, broker_ids=[2, 3])])]), 7)
-    assert response.topics[0].error_code == ErrorCode.NONE, response
+            name=name, num_partitions=-1, replication_factor=-1, assignments=[Assignment(partition_index=0, broker_ids=[2, 3])],
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name="min.insync.replicas", value=str(min_isr))])
+            for name, min_isr in (("replicated", 1), ("replicated-elr", 2))]), 7)
+    assert [t.error_code for t in response.topics] == [ErrorCode.NONE] * 2, response
     config = {"bootstrap.servers": ",".join(b.bootstrap for b in brokers)}
+    # The controller finalized eligible.leader.replicas.version 1 (its default), which the brokers support.
+    with BlockingConnection.connect(brokers[1].host, brokers[1].port) as connection:
+        versions = connection.call(ApiVersionsRequest(client_software_name="compat", client_software_version="1"), 3)
+    assert {(f.name, f.max_version_level) for f in versions.finalized_features} >= {
+        ("eligible.leader.replicas.version", 1)}, versions.finalized_features
+    assert {(f.name, f.max_version) for f in versions.supported_features} >= {
+        ("eligible.leader.replicas.version", 1)}, versions.supported_features
+
+    def elr(broker: SamsaBroker) -> tuple:
+        """replicated-elr-0 as DescribeTopicPartitions answers: (leader, ISR, ELR, last known ELR)."""
+        with BlockingConnection.connect(broker.host, broker.port) as connection:
+            answer = connection.call(DescribeTopicPartitionsRequest(topics=[
+                DescribeTopicPartitionsRequest.TopicRequest(name="replicated-elr")], response_partition_limit=10), 0)
+        p = answer.topics[0].partitions[0]
+        return p.leader_id, sorted(p.isr_nodes), sorted(p.eligible_leader_replicas), sorted(p.last_known_elr)
+
+    wait_for(lambda: elr(brokers[1]) == (2, [2, 3], [], []), timeout=30,
+             what="replicated-elr-0 led by broker 2, both brokers in its ISR, no ELR")
 
     def partition():
         topic = admin.AdminClient(config).list_topics("replicated", timeout=10).topics["replicated"]
@@ -241,6 +274,8 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     assert brokers[0].stop(timeout=30) == 0  # the leader's controlled shutdown
     assert "Unfenced broker 2 has requested and been granted a controlled shutdown" in controller.output()
     wait_for(lambda: (p := partition()) and p.leader == 3, timeout=30, what="broker 3 leading replicated-0")
+    # Broker 2 left the ISR of replicated-elr-0 below its min.insync.replicas: an eligible leader replica.
+    wait_for(lambda: elr(brokers[1]) == (3, [3], [2], []), timeout=30, what="broker 2 in the ELR of replicated-elr-0")
     consumer = confluent_kafka.Consumer({"bootstrap.servers": brokers[1].bootstrap, "group.id": "unused",
                                          "enable.auto.commit": False})
     consumer.assign([confluent_kafka.TopicPartition("replicated", 0, 0)])
@@ -259,6 +294,8 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     brokers[0].start()
     wait_for(lambda: (p := partition()) and p.leader == 3 and sorted(p.isrs) == [2, 3], timeout=30,
              what="broker 2 back in the ISR of replicated-0")
+    wait_for(lambda: elr(brokers[0]) == (3, [2, 3], [], []), timeout=30,
+             what="broker 2 back in the ISR of replicated-elr-0, out of its ELR")
     # (Only the leader's AlterPartition adds a replica to an ISR; its answer and the metadata log's
     # PartitionChangeRecord reach broker 3 in either order, so its log lines vary.)
 
@@ -368,6 +405,65 @@ def test_the_broker_follows_the_quorum_leader(tmp_path):
     finally:
         broker.kill()
         for controller in controllers.values():
+            controller.kill()
+
+
+def test_a_failed_log_dir_is_reported_and_its_replicas_lose_their_leadership(tmp_path):
+    """Two log dirs, the second a 4 MB tmpfs (root only: skipped otherwise, before any JVM starts).
+    Registered with two directories, the broker gets its new replicas' directories UNASSIGNED and
+    tells the controller where each log went (AssignReplicasToDirs, Kafka's AssignmentsManager).
+    When the tmpfs fills up, the dir goes offline; the next heartbeat names it (offline_log_dirs)
+    and the controller takes the leadership of the replicas in it away (no other replica: leader
+    -1), while those of the other dir stay led by the broker."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "storage"))
+    from small_disk import mounted_tmpfs
+
+    with mounted_tmpfs(tmp_path / "small", "4m") as small:
+        try:
+            controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES)
+        except OracleUnavailable as e:
+            pytest.skip(str(e))
+        broker = KraftSamsaBroker(tmp_path / "samsa", controller)
+        broker.overrides["log.dirs"] = f"{broker.data_dir},{small}"
+        try:
+            controller.start()
+            broker.start()
+            config = {"bootstrap.servers": broker.bootstrap}
+            # Until the controller unfenced the broker, it refuses the topic (no broker to place it on).
+            wait_for(lambda: admin.AdminClient(config).list_topics(timeout=10).brokers, timeout=30,
+                     what="the broker unfenced")
+            create_topic(controller, "two-dirs", 4)
+
+            def leaders() -> dict[int, int]:
+                topic = admin.AdminClient(config).list_topics("two-dirs", timeout=10).topics["two-dirs"]
+                return {} if topic.error is not None else {p.id: p.leader for p in topic.partitions.values()}
+
+            wait_for(lambda: leaders() == {p: BROKER_ID for p in range(4)}, timeout=30, what="two-dirs led here")
+            with BlockingConnection.connect(broker.host, broker.port) as connection:
+                dirs = connection.call(DescribeLogDirsRequest(topics=None), 4)
+            in_small = {p.partition_index for r in dirs.results if Path(r.log_dir) == small for t in r.topics
+                        if t.name == "two-dirs" for p in t.partitions}
+            assert 0 < len(in_small) < 4, dirs  # spread over both dirs
+            wait_for(lambda: sum(int(n) for n in re.findall(r"maybeSendAssignments: sending (\d+) assignments",
+                                                            broker.output())) >= 4, timeout=30,
+                     what="the four replicas' directories sent to the controller")
+            assert "handleResponse" not in broker.output()  # no refusal, no failed request
+
+            stats = os.statvfs(small)
+            with open(small / "filler", "wb") as f:  # all but 600 KB taken
+                os.posix_fallocate(f.fileno(), 0, stats.f_bavail * stats.f_frsize - 600 * 1024)
+            partition = min(in_small)
+            for _ in range(64):
+                code, _ = produce_one(HOST, broker.port, "two-dirs", partition, os.urandom(64 * 1024))
+                if code != ErrorCode.NONE:
+                    break
+            assert code == ErrorCode.KAFKA_STORAGE_ERROR
+            wait_for(lambda: leaders() == {p: -1 if p in in_small else BROKER_ID for p in range(4)}, timeout=30,
+                     what="the replicas of the failed dir without a leader, the others led here")
+            assert re.search(rf"Directories \[\S+\] in broker {BROKER_ID} marked offline", controller.output())
+            assert "failed: reporting it to the controller" in broker.output()
+        finally:
+            broker.kill()
             controller.kill()
 
 

@@ -32,6 +32,9 @@ class Append(Generic[A]):
     on_done: Callable[[int, int, A], None]
     # (producer id, epoch) of a transaction the records belong to (TxnOffsetCommit), else None.
     producer: tuple[int, int] | None = None
+    # What the transaction's verification on the partition returned (storage's verification guard):
+    # the append is refused if a marker ended the transaction since. None: nothing was verified.
+    verification_guard: int | None = None
 
 
 @dataclass
@@ -43,8 +46,8 @@ class Actions:
         self.responses.append((ticket, response))
 
     def append(self, partition: int, records: list[Record], on_done: Callable[[int, int, Self], None],
-               producer: tuple[int, int] | None = None) -> None:
-        self.appends.append(Append(partition, records, on_done, producer))
+               producer: tuple[int, int] | None = None, verification_guard: int | None = None) -> None:
+        self.appends.append(Append(partition, records, on_done, producer, verification_guard))
 
 
 def append_error(error: int, too_large: int) -> int:

@@ -13,6 +13,11 @@ metadata it has applied. Its states are Kafka's BrokerState:
   answer) until the controller answers `should_shut_down`, its leaders moved away;
 - SHUTTING_DOWN: no more communication.
 
+A log directory that fails (`directory_failed`) is named in every heartbeat's `offline_log_dirs`
+from then on, the next sent at once; if no heartbeat naming it is answered without error within
+`log.dir.failure.timeout.ms`, the broker shuts down (Kafka's OfflineDirBrokerFailureEvent): the
+controller must learn of the failure to move the leaderships of the directory's replicas.
+
 A failed request (no answer, an error code) is tried again after the heartbeat interval; a
 registration not accepted within `initial.broker.registration.timeout.ms` of the start shuts the
 broker down, as Kafka's does. One request at a time: a communication that falls due while one is in
@@ -26,7 +31,8 @@ back as actions (the requests to send; `ShutDown` when the broker must stop), an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 __all__ = ["BrokerState", "SendRegistration", "SendHeartbeat", "ShutDown", "BrokerLifecycle"]
@@ -57,6 +63,7 @@ class SendHeartbeat:
     current_metadata_offset: int
     want_fence: bool
     want_shut_down: bool
+    offline_log_dirs: tuple[uuid.UUID, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,11 @@ class BrokerLifecycle:
         self._next_immediate = False  # a communication fell due while one was in flight
         self._got_shutdown_response = False
         self._next_communication = math.inf  # when the next request is due
+        # Failed log directories, in the order they failed -> whether a heartbeat naming them was
+        # answered (Kafka's offlineDirs), and until when an unanswered one may wait.
+        self.offline_dirs: dict[uuid.UUID, bool] = {}
+        self._offline_dir_deadlines: dict[uuid.UUID, float] = {}
+        self._offline_dirs_in_flight: tuple[uuid.UUID, ...] = ()
 
     @property
     def deadline(self) -> float:
@@ -92,7 +104,7 @@ class BrokerLifecycle:
         if self.state == BrokerState.SHUTTING_DOWN:
             return math.inf
         due = math.inf if self._in_flight else self._next_communication
-        return min(due, self._registration_deadline)
+        return min(due, self._registration_deadline, *self._offline_dir_deadlines.values())
 
     def start(self, now_ms: int) -> list[Action]:
         """StartupEvent: STARTING, registration sent at once."""
@@ -110,18 +122,33 @@ class BrokerLifecycle:
             self._registration_deadline = math.inf
             if not self._initial_registration_succeeded:
                 return self._shut_down("unable to register with the controller quorum")
+        for directory, deadline in list(self._offline_dir_deadlines.items()):
+            if now_ms >= deadline:
+                del self._offline_dir_deadlines[directory]
+                if not self.offline_dirs.get(directory, False):
+                    return self._shut_down(f"couldn't communicate offline log dir {directory} with controllers")
         if self._in_flight or now_ms < self._next_communication:
             return []
         self._next_communication = math.inf
         self._in_flight = True
         if not self.registered:
             return [SendRegistration()]
+        self._offline_dirs_in_flight = tuple(self.offline_dirs)
         return [SendHeartbeat(self.broker_epoch, self.metadata_offset, not self._ready_to_unfence,
-                              self.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN)]
+                              self.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN, self._offline_dirs_in_flight)]
 
     def metadata_applied(self, offset: int) -> None:
         """The broker's metadata image holds the records up to `offset` (the next heartbeat says it)."""
         self.metadata_offset = max(self.metadata_offset, offset)
+
+    def directory_failed(self, now_ms: int, directory: uuid.UUID, timeout_ms: int) -> None:
+        """Kafka's propagateDirectoryFailure: the log directory `directory` failed; heartbeats name
+        it from now on (the next at once, once registered), and one naming it must be answered
+        within `timeout_ms` (log.dir.failure.timeout.ms), else the broker shuts down."""
+        self.offline_dirs[directory] = False
+        self._offline_dir_deadlines[directory] = now_ms + timeout_ms
+        if self.registered:
+            self._schedule(now_ms, 0)
 
     def ready_to_unfence(self, now_ms: int) -> None:
         """SetReadyToUnfenceEvent: the broker has applied what it caught up to; heartbeats stop
@@ -153,6 +180,8 @@ class BrokerLifecycle:
         if error_code != NONE:
             self._after_failure(now_ms)
             return []
+        for directory in self._offline_dirs_in_flight:  # the controller knows of these now
+            self.offline_dirs[directory] = True
         if self.state == BrokerState.PENDING_CONTROLLED_SHUTDOWN:
             if should_shut_down:
                 return self._shut_down("the controller has asked us to exit controlled shutdown")

@@ -145,6 +145,10 @@ class ClassicGroup(Group):
     def is_empty(self) -> bool:
         return self.state is EMPTY
 
+    def is_simple_group(self) -> bool:
+        """Offsets only: no member ever joined, none is about to (Kafka's isSimpleGroup)."""
+        return not self.protocol_type and self.is_empty() and not self.pending_members
+
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
                                request: RequestInfo, transactional: bool = False) -> None:
         if self.state is DEAD:

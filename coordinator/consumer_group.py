@@ -6,7 +6,9 @@ Members heartbeat (ConsumerGroupHeartbeat); the coordinator assigns. Three epoch
 - the group epoch, bumped whenever what the assignment depends on changes: a member joins or
   leaves, a subscription changes, a subscribed topic is created, deleted or grows;
 - the target assignment epoch: when the group epoch is ahead, the next heartbeat runs the assignor
-  (`uniform` or `range`, assignors.py) and the target assignment takes the group epoch;
+  (`uniform` or `range`, assignors.py) and the target assignment takes the group epoch, unless
+  the last assignment is younger than the assignment interval (Kafka 4.4's
+  `consumer.assignment.interval.ms`): heartbeats meanwhile keep the last target;
 - each member's epoch: it reaches the target assignment epoch through reconciliation
   (consumer_group_member.reconcile), which revokes before it assigns, so that no partition is
   owned by two members at any moment.
@@ -14,7 +16,7 @@ Members heartbeat (ConsumerGroupHeartbeat); the coordinator assigns. Three epoch
 Every change is a record (Kafka's, generated in wire/coordinator_records/) that `replay` applies; a heartbeat replays its
 records as it makes them and returns them for the caller to append to __consumer_offsets, and
 loading replays the same records. Time is an argument: `poll(now_ms, topics)` fences members
-whose session (group.consumer.session.timeout.ms) or rebalance timeout (the time a member has to
+whose session (consumer.session.timeout.ms) or rebalance timeout (the time a member has to
 revoke partitions) ran out, and `next_deadline()` says when to call it next.
 
 Errors are Kafka's, with its messages: FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
@@ -95,10 +97,12 @@ CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 @dataclass(frozen=True)
 class ConsumerGroupConfig:
-    """The broker's group.consumer.* settings, with Kafka's defaults."""
+    """A consumer group's settings, with Kafka's defaults: the broker's group.consumer.*, the first
+    three overridden by the group's own consumer.* configs where it has them."""
 
     session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
     heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    assignment_interval_ms: int = 1_000  # group.consumer.assignment.interval.ms
     max_size: int = 2**31 - 1  # group.consumer.max.size
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors; the first is the default
 
@@ -187,15 +191,17 @@ def validate_heartbeat_request(request, api_version: int, assignors: Iterable[st
 class ConsumerGroup(Group):
     type = GroupType.CONSUMER
 
-    def __init__(self, group_id: str, config: ConsumerGroupConfig | None = None,
+    def __init__(self, group_id: str, config: ConsumerGroupConfig | Callable[[], ConsumerGroupConfig] | None = None,
                  cluster_topics: Callable[[], TopicsImage] | None = None) -> None:
+        """`config`: the group's settings, or what reads them (a group config may change them at any time)."""
         self.group_id = group_id
-        self.config = config or ConsumerGroupConfig()
+        self._config = config if callable(config) else (lambda fixed=config or ConsumerGroupConfig(): fixed)
         # The cluster's topics now: an offset commit names topics, assignments name topic ids
         # (Kafka's broker fills in a commit's topic ids from its metadata cache).
         self._cluster_topics = cluster_topics or TopicsImage
         self.group_epoch = 0
         self.assignment_epoch = 0
+        self.assignment_timestamp = 0  # when the target assignment was computed (0: never, or before Kafka 4.4)
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target_assignment: dict[str, Assignment] = {}
@@ -207,6 +213,10 @@ class ConsumerGroup(Group):
         self._resolved_regex: dict[str, frozenset[str]] = {}
         # Whose DESCRIBE rights a regex resolves with: the last heartbeat's sender (None: any topic).
         self._describable: DescribableTopics | None = None
+
+    @property
+    def config(self) -> ConsumerGroupConfig:
+        return self._config()
 
     # --- what the group looks like -----------------------------------------------------------------
 
@@ -362,9 +372,10 @@ class ConsumerGroup(Group):
 
     def _heartbeat(self, request, client_id, client_host, now_ms, topics, new_member_uuid):
         joining = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        if len(self.members) >= self.config.max_size and request.member_id not in self.members:
+        config = self.config
+        if len(self.members) >= config.max_size and request.member_id not in self.members:
             raise GroupError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
-                             f"capacity of {self.config.max_size} members.")
+                             f"capacity of {config.max_size} members.")
         member_id = request.member_id or new_member_uuid()
         owned = owned_from_request(request.topic_partitions)
         replaced = None
@@ -402,13 +413,13 @@ class ConsumerGroup(Group):
         bump |= self._refresh_subscription_metadata(records, topics)
         if bump:
             self._bump_group_epoch(records)
-        if self.group_epoch > self.assignment_epoch:
-            self._update_target_assignment(records, topics)
+        if self.group_epoch > self.assignment_epoch and self._may_assign(now_ms, config.assignment_interval_ms):
+            self._update_target_assignment(records, topics, now_ms)
         final = self._maybe_reconcile(records, self.members[member_id], owned, now_ms, topics)
-        self._session_deadline[member_id] = now_ms + self.config.session_timeout_ms
+        self._session_deadline[member_id] = now_ms + config.session_timeout_ms
 
         response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=final.member_epoch,
-                                                  heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+                                                  heartbeat_interval_ms=config.heartbeat_interval_ms)
         # The assignment goes out when it changed, and to a full request (a join, or a member that
         # sends everything after an error) which may have missed it.
         full = joining or (request.rebalance_timeout_ms != -1 and owned is not None
@@ -522,8 +533,9 @@ class ConsumerGroup(Group):
 
     def on_loaded(self, now_ms: int) -> None:
         """After replaying the group at startup: every member gets a full session (Kafka's onLoaded)."""
+        session_timeout_ms = self.config.session_timeout_ms
         for member in self.members.values():
-            self._session_deadline[member.member_id] = now_ms + self.config.session_timeout_ms
+            self._session_deadline[member.member_id] = now_ms + session_timeout_ms
             if member.state == MemberState.UNREVOKED_PARTITIONS:
                 self._rebalance_deadline[member.member_id] = (now_ms + member.rebalance_timeout_ms,
                                                               member.member_epoch)
@@ -581,7 +593,12 @@ class ConsumerGroup(Group):
                    ConsumerGroupPartitionMetadataValue(list(metadata.values())))
         return True
 
-    def _update_target_assignment(self, records, topics: TopicsImage) -> None:
+    def _may_assign(self, now_ms: int, interval_ms: int) -> bool:
+        """Whether a new target assignment may be computed now (Kafka's canComputeNextTargetAssignment):
+        the first one always, the next once `interval_ms` has passed since the last."""
+        return self.assignment_timestamp == 0 or interval_ms == 0 or now_ms >= self.assignment_timestamp + interval_ms
+
+    def _update_target_assignment(self, records, topics: TopicsImage, now_ms: int) -> None:
         specs = {m.member_id: MemberSpec(self._subscribed_topic_ids(m, topics),
                                          self.target_assignment.get(m.member_id, {}), m.instance_id, m.rack_id)
                  for m in self.members.values()}
@@ -593,7 +610,7 @@ class ConsumerGroup(Group):
                            ConsumerGroupTargetAssignmentMemberValue(topic_partitions(new_target[member_id],
                                                                                      TopicPartition)))
         self._emit(records, ConsumerGroupTargetAssignmentMetadataKey(self.group_id),
-                   ConsumerGroupTargetAssignmentMetadataValue(self.group_epoch))
+                   ConsumerGroupTargetAssignmentMetadataValue(self.group_epoch, assignment_timestamp=now_ms))
 
     def _maybe_reconcile(self, records, member: ConsumerGroupMember, owned, now_ms,
                          topics: TopicsImage) -> ConsumerGroupMember:
@@ -653,7 +670,10 @@ class ConsumerGroup(Group):
                 member = self.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
                 self._put_member(member.with_metadata(value))
         elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
-            self.assignment_epoch = -1 if value is None else value.assignment_epoch
+            if value is None:
+                self.assignment_epoch, self.assignment_timestamp = -1, 0
+            else:
+                self.assignment_epoch, self.assignment_timestamp = value.assignment_epoch, value.assignment_timestamp
         elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
             if value is None:
                 self.target_assignment.pop(key.member_id, None)

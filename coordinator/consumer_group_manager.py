@@ -8,6 +8,8 @@ The group type manager (coordinator/group.py) of ConsumerGroup (coordinator/cons
   group where an empty classic group is replaces it (its offsets stay), as Kafka does; a classic
   group with members makes the heartbeat fail with GROUP_ID_NOT_FOUND (Kafka's answer when the
   online upgrade does not apply; it is not implemented here).
+- A group's session timeout, heartbeat interval and assignment interval are its group configs
+  (consumer.*) where it has them, else the broker's group.consumer.*, read at each use.
 - Each group has one timer at its next deadline (session or rebalance timeout), which fences the
   members whose time ran out.
 - The server hands in the cluster's topics (`update_topics`) whenever they change; groups that
@@ -17,9 +19,10 @@ The group type manager (coordinator/group.py) of ConsumerGroup (coordinator/cons
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, decode_record, encode_record
+from ..wire.coordinator_record import CoordinatorRecord, encode_record
 from ..wire.coordinator_records.consumer_group_metadata_key import ConsumerGroupMetadataKey
 from ..wire.errors import ErrorCode
 from ..wire.messages.consumer_group_describe_response import DescribedGroup
@@ -29,9 +32,10 @@ from .consumer_group import (
     CONSUMER_GROUP_RECORD_TYPES, ConsumerGroup, ConsumerGroupConfig, TopicsImage, validate_heartbeat_request,
 )
 from .consumer_group_member import JOIN_GROUP_MEMBER_EPOCH
-from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups
+from .group import Group, GroupError, GroupType, GroupTypeManager, RequestInfo, describe_groups, replay_group_record
 
 if TYPE_CHECKING:
+    from .group_config import GroupConfigManager
     from .group_coordinator import GroupCoordinator
 
 log = logging.getLogger("samsa.coordinator.consumer")
@@ -41,11 +45,25 @@ class ConsumerGroupManager(GroupTypeManager):
     group_type = GroupType.CONSUMER
     record_types = CONSUMER_GROUP_RECORD_TYPES
 
-    def __init__(self, coordinator: GroupCoordinator, config: ConsumerGroupConfig) -> None:
+    def __init__(self, coordinator: GroupCoordinator, config: ConsumerGroupConfig,
+                 group_configs: GroupConfigManager | None = None) -> None:
         self.coordinator = coordinator
         self.config = config
+        self.group_configs = group_configs
         self.timer = coordinator.timer
         self.topics = TopicsImage()
+
+    def consumer_config(self, group_id: str) -> ConsumerGroupConfig:
+        """The group's settings: its group configs (consumer.*), else the broker's (group.consumer.*)."""
+        if self.group_configs is None:
+            return self.config
+        v = self.group_configs.value
+        return replace(self.config, session_timeout_ms=v(group_id, "consumer.session.timeout.ms"),
+                       heartbeat_interval_ms=v(group_id, "consumer.heartbeat.interval.ms"),
+                       assignment_interval_ms=v(group_id, "consumer.assignment.interval.ms"))
+
+    def _new_group(self, group_id: str) -> ConsumerGroup:
+        return ConsumerGroup(group_id, lambda: self.consumer_config(group_id), self._cluster_topics)
 
     def _cluster_topics(self) -> TopicsImage:
         return self.topics
@@ -111,9 +129,9 @@ class ConsumerGroupManager(GroupTypeManager):
         if existing is None:
             if not joining:
                 raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            return ConsumerGroup(group_id, self.config, self._cluster_topics), None
+            return self._new_group(group_id), None
         if joining and existing.is_empty() and existing.type == GroupType.CLASSIC:
-            return ConsumerGroup(group_id, self.config, self._cluster_topics), existing
+            return self._new_group(group_id), existing
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     # --- ConsumerGroupDescribe ----------------------------------------------------------------
@@ -160,19 +178,7 @@ class ConsumerGroupManager(GroupTypeManager):
     # --- the coordinator's hooks --------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        record = decode_record(GROUP_COORDINATOR, key, value)
-        group_id = record.key.group_id
-        group = self.group(group_id)
-        if isinstance(record.key, ConsumerGroupMetadataKey) and value is None:
-            if group is not None:
-                del self.coordinator.groups[group_id]
-            return
-        if group is None:
-            if value is None:
-                return  # a tombstone of a group already gone
-            group = ConsumerGroup(group_id, self.config, self._cluster_topics)
-            self.coordinator.add_group(group)
-        group.replay(record)
+        replay_group_record(self, key, value, ConsumerGroupMetadataKey, self._new_group, replaces_simple_group=True)
 
     def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         assert isinstance(group, ConsumerGroup)

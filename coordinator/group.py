@@ -93,6 +93,10 @@ class Group(ABC):
     def is_empty(self) -> bool:
         """No members: the group may be deleted, and expires when its offsets do."""
 
+    def is_simple_group(self) -> bool:
+        """A classic group of offsets only, which a consumer or streams group may replace."""
+        return False
+
     def is_in_states(self, states: set[str]) -> bool:
         """ListGroups' states filter, compared without case as Kafka does."""
         return self.state_name.lower() in states
@@ -169,11 +173,13 @@ class GroupTypeManager(ABC):
 
 
 def replay_group_record(manager: Any, key: bytes, value: bytes | None, metadata_key: type,
-                        new_group: Callable[[str], Group]) -> None:
-    """Replay one record of a share or streams group (its `manager`'s `coordinator`, `group(id)`
-    and `group_type`): a tombstone of the group's `metadata_key` deletes the group; the first record
-    of a new group id makes it with `new_group`; a record of an id another type of group holds is
-    skipped (a group id is one group)."""
+                        new_group: Callable[[str], Group], replaces_simple_group: bool = False) -> None:
+    """Replay one record of a consumer, share or streams group (its `manager`'s `coordinator`,
+    `group(id)` and `group_type`): a tombstone of the group's `metadata_key` deletes the group; the
+    first record of a new group id makes it with `new_group`; a record of an id another type of
+    group holds is skipped (a group id is one group; Kafka's replay throws), unless
+    `replaces_simple_group` and that group is a classic group of offsets only, which the new group
+    replaces (Kafka's getOrMaybeCreatePersistedConsumerGroup and its streams twin)."""
     record = decode_record(GROUP_COORDINATOR, key, value)
     group_id = record.key.group_id
     group = manager.group(group_id)
@@ -184,7 +190,8 @@ def replay_group_record(manager: Any, key: bytes, value: bytes | None, metadata_
     if group is None:
         if value is None:
             return  # a tombstone of a group already gone
-        if group_id in manager.coordinator.groups:
+        existing = manager.coordinator.groups.get(group_id)
+        if existing is not None and not (replaces_simple_group and existing.is_simple_group()):
             log.warning("Skipping a %s group record of group %s, which is of another type", manager.group_type, group_id)
             return
         group = new_group(group_id)

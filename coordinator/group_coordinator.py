@@ -121,7 +121,7 @@ class GroupCoordinator:
         self.managers: dict[str, GroupTypeManager] = {}
         self._replayers: dict[int, GroupTypeManager] = {}
         self.classic = self.register(ClassicGroupManager(self))
-        self.consumer = self.register(ConsumerGroupManager(self, config.consumer))
+        self.consumer = self.register(ConsumerGroupManager(self, config.consumer, group_configs))
         self.share = self.register(ShareGroupManager(self, config.share, group_configs))
         self.streams = self.register(StreamsGroupManager(self, config.streams, group_configs))
         self._schedule_retention(now_ms)
@@ -370,9 +370,13 @@ class GroupCoordinator:
 
     # --- TxnOffsetCommit, transaction markers --------------------------------------------------------
 
-    def txn_offset_commit(self, now_ms: int, ticket: Ticket, request: RequestInfo, commit) -> Actions:
+    def txn_offset_commit(self, now_ms: int, ticket: Ticket, request: RequestInfo, commit,
+                          verification_guard: int | None = None) -> Actions:
         """TxnOffsetCommit for the partitions of existing topics: the offsets are written in the
-        producer's transaction and stay pending until its marker (`complete_transaction`)."""
+        producer's transaction and stay pending until its marker (`complete_transaction`).
+        `verification_guard`: what the transaction's verification on the offsets partition returned,
+        which the write brings back (Kafka's scheduleTransactionalWriteOperation): a marker written
+        in between makes it fail with INVALID_TXN_STATE."""
         out = Actions()
         errors: dict[tuple[str, int], int] = {}
         try:
@@ -404,7 +408,7 @@ class GroupCoordinator:
             return out
         out.append(self.partition_for(group_id),
                    [offset_commit_record(group_id, topic, partition, offset) for topic, partition, offset in pending],
-                   stored, producer=(producer_id, commit.producer_epoch))
+                   stored, producer=(producer_id, commit.producer_epoch), verification_guard=verification_guard)
         return out
 
     def complete_transaction(self, now_ms: int, producer_id: int, commit: bool, partitions: set[int]) -> Actions:

@@ -10,8 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..wire.errors import ErrorCode
+
 # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE.
 PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+class ProducerIdsUnavailable(Exception):
+    """No block of producer ids at hand yet (a KRaft broker's next block is still on its way from
+    the controller). Kafka's RPCProducerIdManager throws COORDINATOR_LOAD_IN_PROGRESS then, which
+    InitProducerId answers and the client retries; `allocate_block` raises it and no id is taken."""
+
+    error_code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 
 
 class ProducerIdManager:
@@ -23,6 +33,7 @@ class ProducerIdManager:
         self._block_end = 0  # exclusive; no block yet
 
     def generate_producer_id(self) -> int:
+        """The next id; ProducerIdsUnavailable when a new block is needed and none can be had yet."""
         if self._next_id >= self._block_end:
             first = self._allocate_block(self._block_size)
             self._next_id, self._block_end = first, first + self._block_size

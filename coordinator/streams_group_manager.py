@@ -247,7 +247,7 @@ class StreamsGroupManager(GroupTypeManager):
     # --- the coordinator's hooks ---------------------------------------------------------------------
 
     def replay(self, key: bytes, value: bytes | None) -> None:
-        replay_group_record(self, key, value, StreamsGroupMetadataKey, StreamsGroup)
+        replay_group_record(self, key, value, StreamsGroupMetadataKey, StreamsGroup, replaces_simple_group=True)
 
     def on_loaded(self, group: Group, now_ms: int, out: Actions) -> None:
         assert isinstance(group, StreamsGroup)

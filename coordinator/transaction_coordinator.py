@@ -35,6 +35,7 @@ from functools import partial
 from ..wire.errors import ErrorCode
 from .actions import Actions, Append, Ticket, append_error
 from .group_coordinator import partition_for
+from .producer_id_manager import ProducerIdsUnavailable
 from .timer import CoordinatorTimer
 from .transaction_log import TRANSACTION_STATE_TOPIC, encode_key, encode_value, read_record
 from .transaction_metadata import (
@@ -197,11 +198,11 @@ class TransactionCoordinator:
         if not self.validate_transaction_timeout_ms(timeout_ms):
             return fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         metadata = self.transactions.get(transactional_id)
-        if metadata is None:
-            metadata = TransactionMetadata(transactional_id, self.generate_producer_id(), txn_timeout_ms=timeout_ms,
-                                           txn_last_update_timestamp=now_ms)
-            self.transactions[transactional_id] = metadata
         try:
+            if metadata is None:
+                metadata = TransactionMetadata(transactional_id, self._new_producer_id(), txn_timeout_ms=timeout_ms,
+                                               txn_last_update_timestamp=now_ms)
+                self.transactions[transactional_id] = metadata
             transit = self._prepare_init_producer_id(metadata, timeout_ms, expected, now_ms)
         except _Refused as e:
             return fail(e.error)
@@ -226,6 +227,14 @@ class TransactionCoordinator:
         self._append_transit(out, metadata, transit, stored)
         return out
 
+    def _new_producer_id(self) -> int:
+        """A new producer id, or _Refused with the generator's error when none can be had yet (Kafka's
+        coordinator answers Errors.forException of what its ProducerIdManager threw)."""
+        try:
+            return self.generate_producer_id()
+        except ProducerIdsUnavailable as e:
+            raise _Refused(e.error_code) from None
+
     def _prepare_init_producer_id(self, metadata: TransactionMetadata, timeout_ms: int,
                                   expected: tuple[int, int] | None, now_ms: int) -> TxnTransitMetadata:
         if metadata.pending_transition_in_progress:
@@ -237,7 +246,7 @@ class TransactionCoordinator:
             raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
         if state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
             if metadata.is_producer_epoch_exhausted and (expected is None or expected[1] == metadata.producer_epoch):
-                return metadata.prepare_producer_id_rotation(self.generate_producer_id(), timeout_ms, now_ms,
+                return metadata.prepare_producer_id_rotation(self._new_producer_id(), timeout_ms, now_ms,
                                                              expected is not None)
             try:
                 return metadata.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
@@ -459,7 +468,7 @@ class TransactionCoordinator:
     def _prepare_end_v2_transit(self, metadata: TransactionMetadata, next_state: TransactionState,
                                 is_epoch_fence: bool, no_partition_added: bool, now_ms: int) -> TxnTransitMetadata:
         """The Prepare state of a version 2 end, on a new producer id if this epoch is the last."""
-        next_producer_id = self.generate_producer_id() if metadata.is_producer_epoch_exhausted else NO_PRODUCER_ID
+        next_producer_id = self._new_producer_id() if metadata.is_producer_epoch_exhausted else NO_PRODUCER_ID
         if next_state is S.PREPARE_ABORT and is_epoch_fence:
             metadata.clear_pending()  # the abort replaces the fence
         return metadata.prepare_abort_or_commit(next_state, now_ms, TV_2, next_producer_id, no_partition_added)

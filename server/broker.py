@@ -74,6 +74,7 @@ from .kraft.controller_channel import ControllerChannel
 from .kraft.lifecycle import Lifecycle
 from .kraft.metadata_cache import KraftMetadataCache
 from .kraft.producer_ids import KraftProducerIdBlocks
+from .kraft.assignments import AssignmentsManager
 from .kraft.publisher import BrokerMetadataPublisher
 from .kraft.quorum import QuorumObserver
 from .zookeeper.admin_manager import ZkAdminManager
@@ -158,6 +159,18 @@ class KraftServices:
     publisher: BrokerMetadataPublisher  # each committed batch applied to this broker
     producer_id_blocks: KraftProducerIdBlocks
     alter_partitions: AlterPartitionManager  # ISR changes to the active controller
+    assignments: AssignmentsManager  # replicas' log dirs to the active controller (AssignReplicasToDirs)
+    directory_ids: dict[Path, uuid.UUID]  # each log dir's directory.id (meta.properties)
+
+    def log_dir_failed(self, log_dir: Path) -> None:
+        """A log dir failed: the controller hears of it through the heartbeats (Kafka's
+        BrokerServer reports a directory by its id; one without an id would stop the broker)."""
+        directory = self.directory_id(log_dir)
+        if directory is not None:
+            self.lifecycle.directory_failed(directory)
+
+    def directory_id(self, log_dir: Path) -> uuid.UUID | None:
+        return self.directory_ids.get(log_dir) or self.directory_ids.get(log_dir.resolve())
 
     def controller_counts(self) -> tuple[int, int]:
         """The controller gauges: the controller is not on this broker; its partitions without a leader."""
@@ -301,14 +314,22 @@ class Broker:
         producer_id_blocks = KraftProducerIdBlocks(channel, self.node_id, lambda: lifecycle.broker_epoch)
         alter_partitions = AlterPartitionManager(lifecycle, quorum, config)
         replicas.isr_change_listener = alter_partitions.submit
+        def hosted_here(topic_id: uuid.UUID, partition: int) -> bool:
+            topic = cache.topics_by_id.get(topic_id)
+            state = None if topic is None else cache.partition_states.get(topic.name, {}).get(partition)
+            return state is not None and self.node_id in state.replicas
+
+        assignments = AssignmentsManager(channel, self.node_id, lambda: lifecycle.broker_epoch, hosted_here)
+        ids_by_dir = dict(zip(self.log_dirs, directory_ids))
         publisher = BrokerMetadataPublisher(self.node_id, cache, replicas, self.features, authorizer, quotas,
-                                            config.inter_broker_listener_name, lifecycle.metadata_applied)
+                                            config.inter_broker_listener_name, lifecycle.metadata_applied,
+                                            assignments, lambda d: ids_by_dir.get(d) or ids_by_dir.get(d.resolve()))
         services = self._services(
             log_manager, metadata, replicas, authorizer, ProducerIdManager(producer_id_blocks.allocate_block), quotas,
             metadata_cache=cache, admin=KraftAdminManager(cache, channel), listener_type=ListenerType.BROKER, cluster=cache)
         replicas.on_leadership_change = _leadership_changed(services)
         return services, KraftServices(quorum, channel, lifecycle, cache, publisher, producer_id_blocks,
-                                       alter_partitions)
+                                       alter_partitions, assignments, ids_by_dir)
 
     def _kraft_shut_down(self, reason: str) -> None:
         """The lifecycle's end: after a controlled shutdown the broker stops (serve() is already
@@ -322,6 +343,7 @@ class Broker:
         unfences the broker after that."""
         await tasks.start(kraft.lifecycle.run)
         await tasks.start(kraft.producer_id_blocks.run, kraft.lifecycle.registered)
+        await tasks.start(kraft.assignments.run, kraft.lifecycle.registered)
         async with trio.open_nursery() as waiting:
             async def until(event: trio.Event) -> None:
                 await event.wait()
@@ -513,7 +535,8 @@ class Broker:
                 services.authorizer.set_acls(zk_services.shared.acl_bindings())
         async with trio.open_nursery() as tasks:
             await tasks.start(handle_log_dir_failures, services.log_manager.failure_channel, services.replica_manager,
-                              None if zk_services is None else zk_services.membership.client, self.node_id)
+                              None if zk_services is None else zk_services.membership.client, self.node_id,
+                              None if self.kraft is None else self.kraft.log_dir_failed)
             await tasks.start(services.groups.run)  # groups and offsets loaded before any request
             await tasks.start(services.transactions.run)  # then transactions, whose markers may complete offsets
             await tasks.start(services.share_coordinator.run)  # share partitions' state

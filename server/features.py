@@ -96,11 +96,15 @@ class BrokerFeatures:
 
     @classmethod
     def kraft_mode(cls) -> BrokerFeatures:
-        """A KRaft cluster's broker's: the defaults, and kraft.version up to 1 (a quorum of dynamic
-        voters, KIP-853: the observer reads its control records like the others, and skips them);
-        the controller finalizes the levels (FeatureLevelRecords of the metadata log)."""
+        """A KRaft cluster's broker's: the defaults, kraft.version up to 1 (a quorum of dynamic
+        voters, KIP-853: the observer reads its control records like the others, and skips them) and
+        eligible.leader.replicas.version up to 1 (KIP-966: the controller keeps the ELR; a broker
+        replays it into its image, answers it in DescribeTopicPartitions and advances no high
+        watermark while the ISR is under min.insync.replicas, which Samsa's leaders do at every level,
+        as Kafka 4.4's); the controller finalizes the levels (FeatureLevelRecords of the metadata log)."""
         features = cls.create()
         features.supported[KRAFT_VERSION] = (0, 1)
+        features.supported[ELIGIBLE_LEADER_REPLICAS_VERSION] = (0, 1)
         return features
 
     def level(self, name: str) -> int:
@@ -124,6 +128,7 @@ class BrokerFeatures:
 SHARE_GROUPS = ("share.version", 1)
 TRANSACTION_VERSION = "transaction.version"
 KRAFT_VERSION = "kraft.version"
+ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
 STREAMS_GROUPS = ("streams.version", 1)
 CONSUMER_GROUPS = ("group.version", 1)  # KIP-848's consumer rebalance protocol (GroupVersion.GV_1)
 

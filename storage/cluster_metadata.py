@@ -33,6 +33,7 @@ from ..wire.metadata_records.abort_transaction_record import AbortTransactionRec
 from ..wire.metadata_records.access_control_entry_record import AccessControlEntryRecord
 from ..wire.metadata_records.begin_transaction_record import BeginTransactionRecord
 from ..wire.metadata_records.broker_registration_change_record import BrokerRegistrationChangeRecord
+from ..wire.metadata_records.clear_elr_record import ClearElrRecord
 from ..wire.metadata_records.client_quota_record import ClientQuotaRecord
 from ..wire.metadata_records.config_record import ConfigRecord
 from ..wire.metadata_records.delegation_token_record import DelegationTokenRecord
@@ -75,7 +76,9 @@ class ClusterMetadataError(Exception):
 class KraftPartition:
     """A partition's registration (Kafka's PartitionRegistration): PartitionRecord, then each
     PartitionChangeRecord merged in (a new leader bumps the leader epoch, every change the
-    partition epoch)."""
+    partition epoch). `elr` and `last_known_elr`: KIP-966's eligible leader replicas (replicas out
+    of an ISR under min.insync.replicas that the controller may still elect) and the last ones known
+    when the ELR emptied; empty unless eligible.leader.replicas.version is 1."""
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader: int
@@ -83,6 +86,8 @@ class KraftPartition:
     partition_epoch: int
     leader_recovery_state: int = 0
     directories: tuple[uuid.UUID, ...] = ()
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     def merge(self, change: PartitionChangeRecord) -> KraftPartition:
         """Kafka's PartitionRegistration.merge: null fields (and leader -2, recovery state -1) are unchanged."""
@@ -93,7 +98,17 @@ class KraftPartition:
             new_leader, self.leader_epoch if change.leader == NO_LEADER_CHANGE else self.leader_epoch + 1,
             self.partition_epoch + 1,
             self.leader_recovery_state if change.leader_recovery_state == -1 else change.leader_recovery_state,
-            self.directories if change.directories is None else tuple(change.directories))
+            self.directories if change.directories is None else tuple(change.directories),
+            self.elr if change.eligible_leader_replicas is None else tuple(change.eligible_leader_replicas),
+            self.last_known_elr if change.last_known_elr is None else tuple(change.last_known_elr))
+
+    def without_elr(self) -> KraftPartition:
+        """A ClearElrRecord's effect (Kafka's TopicDelta.maybeClearElr): a partition with an ELR or a
+        last known ELR merges a change emptying both, which moves its partition epoch as any merge
+        does (so the leader's next AlterPartition names the controller's epoch); others are unchanged."""
+        if not self.elr and not self.last_known_elr:
+            return self
+        return self.merge(PartitionChangeRecord(eligible_leader_replicas=[], last_known_elr=[]))
 
 
 @dataclass
@@ -257,7 +272,8 @@ class MetadataReplay:
             topic.replicas[record.partition_id] = list(record.replicas)
             topic.partitions[record.partition_id] = KraftPartition(
                 tuple(record.replicas), tuple(record.isr), record.leader, record.leader_epoch, record.partition_epoch,
-                record.leader_recovery_state, tuple(record.directories))
+                record.leader_recovery_state, tuple(record.directories), tuple(record.eligible_leader_replicas or ()),
+                tuple(record.last_known_elr or ()))
         elif isinstance(record, PartitionChangeRecord):
             topic = self._topic(record.topic_id)
             if record.replicas is not None:  # null: unchanged
@@ -265,6 +281,19 @@ class MetadataReplay:
             registration = topic.partitions.get(record.partition_id)
             if registration is not None:
                 topic.partitions[record.partition_id] = registration.merge(record)
+        elif isinstance(record, ClearElrRecord):
+            # Kafka's TopicsDelta.replay(ClearElrRecord): one topic by name, or every topic when the
+            # name is empty (eligible.leader.replicas.version turned off, a min.insync.replicas change).
+            if record.topic_name:
+                cleared = image.topics.get(record.topic_name)
+                if cleared is None:
+                    raise MetadataRecordError(f"Unable to clear elr for topic with name {record.topic_name}: "
+                                              "no such topic found.")
+                topics = [cleared]
+            else:
+                topics = list(image.topics.values())
+            for each in topics:
+                each.partitions = {index: p.without_elr() for index, p in each.partitions.items()}
         elif isinstance(record, RemoveTopicRecord):
             name = self._topic_names.pop(record.topic_id)
             del image.topics[name]
@@ -325,7 +354,7 @@ class MetadataReplay:
                     broker.fenced = record.fenced == FENCE
                 if record.in_controlled_shutdown == IN_CONTROLLED_SHUTDOWN:
                     broker.in_controlled_shutdown = True
-        # Controllers' registrations, ELR changes: Samsa keeps none of them.
+        # Controllers' registrations: Samsa keeps none of them.
 
     def _topic(self, topic_id: uuid.UUID) -> KraftTopic:
         name = self._topic_names.get(topic_id)

@@ -40,7 +40,7 @@ _HEADER_VALUE = struct.Struct(">hqB")  # SnapshotHeaderRecord v0: version, last 
 _FOOTER_VALUE = struct.Struct(">hB")  # SnapshotFooterRecord v0: version, no tags
 _BATCH_BYTES = 1 << 20  # records per data batch, by size (Kafka's accumulator fills up to 8 MiB)
 # The version each record is written at: the lowest that holds every field Samsa's image keeps.
-_VERSIONS = {PartitionRecord: 1, RegisterBrokerRecord: 2}
+_VERSIONS = {PartitionRecord: 2, RegisterBrokerRecord: 2}
 
 
 def snapshot_records(replay: MetadataReplay) -> Iterator[Any]:
@@ -62,7 +62,10 @@ def snapshot_records(replay: MetadataReplay) -> Iterator[Any]:
                 partition_id=index, topic_id=topic.topic_id, replicas=list(partition.replicas), isr=list(partition.isr),
                 leader=partition.leader, leader_recovery_state=partition.leader_recovery_state,
                 leader_epoch=partition.leader_epoch, partition_epoch=partition.partition_epoch,
-                directories=list(partition.directories))
+                directories=list(partition.directories),
+                # KIP-966's, tagged: written only when there are some, as Kafka writes none before its MV.
+                eligible_leader_replicas=list(partition.elr) if partition.elr else None,
+                last_known_elr=list(partition.last_known_elr) if partition.last_known_elr else None)
     for resource_type, by_resource in ((TOPIC_RESOURCE, replay.topic_configs), (BROKER_RESOURCE, image.broker_configs),
                                        (CLIENT_METRICS_RESOURCE, image.client_metrics),
                                        (GROUP_RESOURCE, image.group_configs)):

@@ -129,12 +129,15 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "delete.topic.enable": "",
     "initial.broker.registration.timeout.ms": "with process.roles=broker",
     "fetch.max.bytes": "bounds ShareFetch's max_bytes only (Samsa's Fetch does not apply it)",
+    "group.consumer.assignment.interval.ms": "",
     "group.consumer.heartbeat.interval.ms": "",
-    "group.consumer.max.heartbeat.interval.ms": "bounds group.consumer.heartbeat.interval.ms",
-    "group.consumer.max.session.timeout.ms": "bounds group.consumer.session.timeout.ms",
+    "group.consumer.max.assignment.interval.ms": "bounds group.consumer.assignment.interval.ms and the consumer.assignment.interval.ms group config",
+    "group.consumer.max.heartbeat.interval.ms": "bounds group.consumer.heartbeat.interval.ms and the consumer.heartbeat.interval.ms group config",
+    "group.consumer.max.session.timeout.ms": "bounds group.consumer.session.timeout.ms and the consumer.session.timeout.ms group config",
     "group.consumer.max.size": "",
-    "group.consumer.min.heartbeat.interval.ms": "bounds group.consumer.heartbeat.interval.ms",
-    "group.consumer.min.session.timeout.ms": "bounds group.consumer.session.timeout.ms",
+    "group.consumer.min.assignment.interval.ms": "bounds group.consumer.assignment.interval.ms and the consumer.assignment.interval.ms group config",
+    "group.consumer.min.heartbeat.interval.ms": "bounds group.consumer.heartbeat.interval.ms and the consumer.heartbeat.interval.ms group config",
+    "group.consumer.min.session.timeout.ms": "bounds group.consumer.session.timeout.ms and the consumer.session.timeout.ms group config",
     "group.consumer.session.timeout.ms": "",
     "group.initial.rebalance.delay.ms": "",
     "group.share.assignment.interval.ms": "",
@@ -174,6 +177,7 @@ HONOURED_BROKER_CONFIGS: dict[str, str] = {
     "log.cleaner.io.max.bytes.per.second": "",
     "log.cleaner.threads": "a dynamic change takes effect at the next start",
     "log.dir": "",
+    "log.dir.failure.timeout.ms": "with process.roles=broker: how long a failed log dir may wait for the controller to hear of it",
     "log.dirs": "",
     "metadata.log.dir": "with process.roles=broker: where its copy of the metadata log is kept",
     "metadata.log.max.record.bytes.between.snapshots": "with process.roles=broker",
@@ -298,9 +302,6 @@ REFUSED_BROKER_CONFIGS: dict[str, str] = {
 
 # Broker configs whose names the code holds without acting on their value: why each is ignored.
 IGNORED_BROKER_CONFIGS: dict[str, str] = {
-    "group.consumer.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
-    "group.consumer.max.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
-    "group.consumer.min.assignment.interval.ms": "consumer groups compute a new target assignment at every epoch: only the default and bounds of the consumer.assignment.interval.ms group config",
     "group.streams.assignors": "streams groups use the sticky assignor only, without rack awareness",
     "ssl.endpoint.identification.algorithm": "the broker makes no TLS connections of its own; the samsa tool "
                                              "reads it from --command-config (client/tls.py's client_context)",
@@ -327,10 +328,13 @@ IGNORED_BROKER_CONFIGS: dict[str, str] = {
 }
 
 
-# Group configs (the GROUP config resource) the broker acts on: a share group's settings (read
-# through GroupConfigManager.share_config by the group coordinator and the share partitions); every
-# other group config is accepted and ignored.
+# Group configs (the GROUP config resource) the broker acts on: a group's settings (read through
+# GroupConfigManager by the group coordinator and the share partitions); every other group config
+# is accepted and ignored.
 HONOURED_GROUP_CONFIGS: dict[str, str] = {
+    "consumer.assignment.interval.ms": "",
+    "consumer.heartbeat.interval.ms": "",
+    "consumer.session.timeout.ms": "",
     "share.assignment.interval.ms": "",
     "share.auto.offset.reset": "",
     "share.delivery.count.limit": "",
@@ -351,9 +355,6 @@ HONOURED_GROUP_CONFIGS: dict[str, str] = {
 }
 
 IGNORED_GROUP_CONFIGS: dict[str, str] = {
-    "consumer.assignment.interval.ms": "consumer groups take the broker's group.consumer.* settings",
-    "consumer.heartbeat.interval.ms": "consumer groups take the broker's group.consumer.* settings",
-    "consumer.session.timeout.ms": "consumer groups take the broker's group.consumer.* settings",
     "errors.deadletterqueue.copy.record.enable": "share groups' dead-letter queues (share.version 2) are not implemented",
     "errors.deadletterqueue.topic.name": "share groups' dead-letter queues (share.version 2) are not implemented",
     "streams.num.warmup.replicas": "Kafka 4.4 assigns no warm-up tasks either (its AssignmentRefiner returns the "

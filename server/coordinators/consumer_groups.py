@@ -45,14 +45,17 @@ def consumer_group_config(get) -> ConsumerGroupConfig:
             ("max.session.timeout.ms", ">=", "min.session.timeout.ms"),
             ("session.timeout.ms", ">=", "min.session.timeout.ms"),
             ("session.timeout.ms", "<=", "max.session.timeout.ms"),
-            ("heartbeat.interval.ms", "<", "session.timeout.ms")):
+            ("heartbeat.interval.ms", "<", "session.timeout.ms"),
+            ("max.assignment.interval.ms", ">=", "min.assignment.interval.ms"),
+            ("assignment.interval.ms", ">=", "min.assignment.interval.ms"),
+            ("assignment.interval.ms", "<=", "max.assignment.interval.ms")):
         value, bound = get(prefix + name), get(prefix + other)
         if not {">=": value >= bound, "<=": value <= bound, "<": value < bound}[relation]:
-            words = {">=": "greater than or equals to", "<=": "less than or equals to", "<": "less than"}[relation]
+            words = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}[relation]
             raise ConsumerGroupConfigError(prefix + name, f"{prefix}{name} must be {words} {prefix}{other}")
     session, heartbeat = get(prefix + "session.timeout.ms"), get(prefix + "heartbeat.interval.ms")
     return ConsumerGroupConfig(session_timeout_ms=session, heartbeat_interval_ms=heartbeat,
-                               max_size=get(prefix + "max.size"), assignors=tuple(dict.fromkeys(assignors)))
+                               assignment_interval_ms=get(prefix + "assignment.interval.ms"), max_size=get(prefix + "max.size"), assignors=tuple(dict.fromkeys(assignors)))
 
 
 def topics_image(metadata) -> TopicsImage:

@@ -408,7 +408,8 @@ class GroupService:
         epoch = None if self.partitions is None else self.partitions.epoch(append.partition)
         return await append_records(self._replicas, OFFSETS_TOPIC, append.partition, append.records,
                                     compression=self._config.get_int("offsets.topic.compression.codec"),
-                                    producer=append.producer, leader_epoch=epoch,
+                                    producer=append.producer, verification_guard=append.verification_guard,
+                                    leader_epoch=epoch,
                                     timeout_ms=self._config.get_int("offsets.commit.timeout.ms"))
 
     def _deliver(self, responses: list[tuple[Any, Any]]) -> None:

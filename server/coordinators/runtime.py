@@ -31,11 +31,12 @@ C = TypeVar("C")  # a coordinator: GroupCoordinator or TransactionCoordinator
 async def append_records(replicas: ReplicaManager, topic: str, partition_index: int,
                          records: list[tuple[bytes, bytes | None]], *,
                          compression: int = batches.CompressionType.NONE, producer: tuple[int, int] | None = None,
-                         leader_epoch: int | None = None, timeout_ms: int = 0,
+                         verification_guard: int | None = None, leader_epoch: int | None = None, timeout_ms: int = 0,
                          on_appended: Callable[[int], None] | None = None) -> tuple[int, Any]:
     """Append (key, value) records as one batch to an internal topic's partition, as the
     coordinator (Kafka's AppendOrigin.COORDINATOR: no sequence checks). `producer`: the (id, epoch)
-    of a transactional batch (offsets committed in a transaction). `leader_epoch`: in a cluster, the
+    of a transactional batch (offsets committed in a transaction), with the `verification_guard` its
+    transaction's verification returned (None: none was made). `leader_epoch`: in a cluster, the
     coordinator epoch the partition was loaded with: the append is refused (NOT_LEADER_OR_FOLLOWER)
     once its leadership moved on, and acknowledged once the ISR has it (acks=all, within
     `timeout_ms`). `on_appended(offset)`: told the first record's offset once the leader's log has
@@ -55,7 +56,7 @@ async def append_records(replicas: ReplicaManager, topic: str, partition_index: 
             compression=compression, base_timestamp=wall_clock_ms(), producer_id=producer_id, producer_epoch=producer_epoch,
             # Kafka's CoordinatorRuntime builds every batch with base sequence 0, a producer or not.
             base_sequence=0, is_transactional=producer is not None))
-        info = partition.append(batch, origin=AppendOrigin.COORDINATOR)
+        info = partition.append(batch, origin=AppendOrigin.COORDINATOR, verification_guard=verification_guard)
     except StorageError as e:
         log.warning("Appending to %s failed: %s", partition.name, e)
         return e.error_code, None

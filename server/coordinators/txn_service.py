@@ -369,36 +369,39 @@ class TxnService:
         return dict.fromkeys(partitions, error)
 
     async def verify_offsets_partition(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                       partition: int, txn_offset_commit_version: int) -> int:
+                                       partition: int, txn_offset_commit_version: int) -> tuple[int, int | None]:
         """TxnOffsetCommit's check that AddOffsetsToTxn put the group's partition in the transaction;
         from v5 (transaction version 2, which sends no AddOffsetsToTxn) the partition is added to it
         (Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation). As for a Produce, the
         offsets partition first makes the producer's verification (Kafka's
         CoordinatorPartitionWriter.maybeStartTransactionVerification): an epoch older than the
-        partition's is refused there, and a transaction already open there asks no coordinator."""
+        partition's is refused there, and a transaction already open there asks no coordinator.
+        Returns the error code and the verification guard the offsets' write is to bring back (None
+        when nothing was verified on the partition)."""
         tp = (OFFSETS_TOPIC, partition)
         adds = txn_offset_commit_version >= FIRST_TXN_OFFSET_COMMIT_VERSION_ADDING_PARTITIONS
         offsets = self._replicas.get(OFFSETS_TOPIC, partition)
+        guard = None
         if (adds or self.verifies(transactional_id)) and offsets is not None and offsets.is_leader:
             try:
                 guard = offsets.log.maybe_start_transaction_verification(producer_id, NO_SEQUENCE, producer_epoch,
                                                                          supports_epoch_bump=adds)
             except InvalidProducerEpochException:
-                return ErrorCode.INVALID_PRODUCER_EPOCH
+                return ErrorCode.INVALID_PRODUCER_EPOCH, None
             if guard == SENTINEL_GUARD:
-                return ErrorCode.NONE
+                return ErrorCode.NONE, guard
         if adds:
             error = (await self.add_for_produce(transactional_id, producer_id, producer_epoch, [tp]))[tp]
         elif not self.verifies(transactional_id):
-            return ErrorCode.NONE
+            return ErrorCode.NONE, None
         else:
             error = self.coordinator_for(transactional_id).verify_partitions(transactional_id, producer_id,
                                                                               producer_epoch, [tp])[tp]
         if error == ErrorCode.PRODUCER_FENCED:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
+            return ErrorCode.INVALID_PRODUCER_EPOCH, None
         if error == ErrorCode.TRANSACTION_ABORTABLE and txn_offset_commit_version < 4:
-            return ErrorCode.INVALID_TXN_STATE
-        return error
+            return ErrorCode.INVALID_TXN_STATE, None
+        return error, guard
 
 
 def error_for_version(error: int, api_version: int, producer_fenced_since: int) -> int:

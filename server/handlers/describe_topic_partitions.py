@@ -1,9 +1,13 @@
 """DescribeTopicPartitions (key 75), v0: topics and partitions, paged by a cursor (KIP-966). Follows
 KafkaApis.handleDescribeTopicPartitionsRequest (DescribeTopicPartitionsRequestHandler): DESCRIBE on
 each topic; unauthorized topics are left out of a listing.
-Deviations: a single broker: it is every partition's leader, replica and ISR; eligible leader
-replicas (ELR) are always empty. In a ZooKeeper cluster (where Kafka 3.9 does not serve this API)
-the partitions are the controller's last UpdateMetadata, as Metadata answers them.
+As Kafka's KRaftMetadataCache.describeTopicResponse, a partition's error code is left at NONE (a
+leader that is not alive on the listener is -1) and its replicas and ISR are not filtered; the
+eligible leader replicas and last known ELR (KIP-966) are the partition registration's in a KRaft
+cluster. A single broker is every partition's leader, replica and ISR, with no ELR. In a ZooKeeper
+cluster (where Kafka 3.9 does not serve this API) the partitions are the controller's last
+UpdateMetadata, without ELR.
+Deviations: none known.
 """
 
 from __future__ import annotations
@@ -44,8 +48,7 @@ async def handle(ctx, request):
             continue
         first = start_partition if name == start_topic else 0
         partitions = []
-        states = {p.partition_index: p for p in image.partition_metadata(name, ctx.listener,
-                                                                        error_unavailable_listeners=True) or ()}
+        states = {p.partition_index: p for p in image.partition_metadata(name, ctx.listener) or ()}
         for index in range(first, topic.num_partitions):
             if budget == 0:
                 next_cursor = Cursor(topic_name=name, partition_index=index)
@@ -53,9 +56,10 @@ async def handle(ctx, request):
             budget -= 1
             p = states[index]
             partitions.append(PartitionEntry(
-                error_code=p.error_code, partition_index=index, leader_id=p.leader_id,
+                error_code=ErrorCode.NONE, partition_index=index, leader_id=p.leader_id,
                 leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes, isr_nodes=p.isr_nodes,
-                eligible_leader_replicas=[], last_known_elr=[], offline_replicas=p.offline_replicas))
+                eligible_leader_replicas=p.eligible_leader_replicas, last_known_elr=p.last_known_elr,
+                offline_replicas=p.offline_replicas))
         topics.append(TopicEntry(error_code=ErrorCode.NONE, name=name, topic_id=topic.topic_id,
                                  is_internal=topic.is_internal, partitions=partitions,
                                  topic_authorized_operations=ctx.authorized_operations(TOPIC, name)))

@@ -8,6 +8,7 @@ Deviations: none known.
 
 from __future__ import annotations
 
+from ...coordinator.producer_id_manager import ProducerIdsUnavailable
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ...wire.records import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
@@ -37,7 +38,10 @@ async def handle(ctx, request):
     if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
         return error_response(ErrorCode.INVALID_REQUEST)
     if transactional_id is None:
-        producer_id = ctx.services.producer_ids.generate_producer_id()
+        try:
+            producer_id = ctx.services.producer_ids.generate_producer_id()
+        except ProducerIdsUnavailable as e:
+            return error_response(e.error_code)
         return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id,
                                       producer_epoch=0)
     expected = None if request.producer_id == NO_PRODUCER_ID else (request.producer_id, request.producer_epoch)

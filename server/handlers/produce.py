@@ -5,8 +5,9 @@ the client sent (offsets written into the batch header in place) unless storage 
 Kafka's LogValidator does, for message format v0/v1 (Produce v0-2) or a topic compression.type
 unlike the batch's.
 acks=all on a replicated partition waits (Kafka's DelayedProduce) until the high watermark passes
-what was appended, at most the request's timeout_ms; an ISR smaller than min.insync.replicas refuses
-the append (NOT_ENOUGH_REPLICAS), or fails it once replicated (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+what was appended, at most the request's timeout_ms; an ISR smaller than min.insync.replicas (at most
+the replica count: Kafka 4.4's effectiveMinIsr) refuses the append (NOT_ENOUGH_REPLICAS), or fails it
+once replicated (NOT_ENOUGH_REPLICAS_AFTER_APPEND).
 A transactional batch of v12+ comes from a producer of transaction version 2 (KIP-890 part 2), which
 sends no AddPartitionsToTxn: the partitions are added to its transaction here, before the appends
 (Kafka's AddPartitionsToTxnManager, verifyOnly false); older versions are only verified (KIP-890
@@ -132,7 +133,7 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
     code = partition.check_leader()
     if code != ErrorCode.NONE:
         return partition_error(data.index, code)
-    if acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
+    if acks == -1 and len(partition.isr) < partition.effective_min_isr:
         return partition_error(data.index, ErrorCode.NOT_ENOUGH_REPLICAS)
     if isinstance(produced, StorageError):
         return storage_error(data.index, produced)

@@ -66,13 +66,14 @@ async def commit(ctx, request):
     if known.topics:
         groups = ctx.services.groups
         groups.ensure_offsets_topic()
-        error = await ctx.services.transactions.verify_offsets_partition(
+        error, guard = await ctx.services.transactions.verify_offsets_partition(
             request.transactional_id, request.producer_id, request.producer_epoch,
             groups.partition_for(request.group_id), ctx.api_version)
         if error != ErrorCode.NONE:
             errors = {(t.name, p.partition_index): error for t in known.topics for p in t.partitions}
         else:
-            errors = errors_by_partition((await groups.submit(ctx, GroupCoordinator.txn_offset_commit, known.group_id, known)).topics)
+            errors = errors_by_partition((await groups.submit(ctx, GroupCoordinator.txn_offset_commit, known.group_id,
+                                                              known, guard)).topics)
 
     def error_of(topic: str, index: int) -> int:
         if topic not in readable:

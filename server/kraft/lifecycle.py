@@ -1,7 +1,8 @@
 """The I/O shell of a KRaft broker's lifecycle (coordinator/broker_lifecycle.py, Kafka's
 BrokerLifecycleManager): BrokerRegistration (key 62) with the advertised listeners, the feature
 ranges this broker supports, its log dirs' ids and an incarnation id, then BrokerHeartbeat (key 63)
-with the broker epoch and the metadata offset applied, through the channel to the active controller.
+with the broker epoch, the metadata offset applied and the ids of the log dirs that failed since the
+start (`directory_failed`), through the channel to the active controller.
 Once the controller says the broker caught up, it is ready to be unfenced (the metadata up to there is
 published as it is replayed); `controlled_shutdown` asks the controller to move this broker's
 leaders away (want_shut_down) and returns once it lets the broker go.
@@ -29,6 +30,12 @@ HEARTBEAT_VERSION = 1
 _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
+def _uuid_order(u: uuid.UUID) -> tuple[int, int]:
+    """Kafka's Uuid.compareTo, which BrokerLifecycleManager sorts the registration's log dirs by:
+    the most, then the least significant 64 bits, each a signed long."""
+    return (int.from_bytes(u.bytes[:8], "big", signed=True), int.from_bytes(u.bytes[8:], "big", signed=True))
+
+
 def _now_ms() -> int:
     return int(loop_time() * 1000)
 
@@ -41,7 +48,7 @@ class Lifecycle:
         self._channel = channel
         self._cluster_id = cluster_id
         self._node_id = node_id
-        self._log_dir_ids = sorted(log_dir_ids, key=lambda u: u.bytes)  # as Kafka sorts Uuids
+        self._log_dir_ids = sorted(log_dir_ids, key=_uuid_order)
         self._features = supported_features
         self._listeners = listeners  # (name, host, port, security protocol), once bound
         self._on_shutdown = on_shutdown
@@ -107,7 +114,7 @@ class Lifecycle:
             request = BrokerHeartbeatRequest(
                 broker_id=self._node_id, broker_epoch=action.broker_epoch,
                 current_metadata_offset=action.current_metadata_offset, want_fence=action.want_fence,
-                want_shut_down=action.want_shut_down)
+                want_shut_down=action.want_shut_down, offline_log_dirs=list(action.offline_log_dirs))
             response = await self._channel.call(request, HEARTBEAT_VERSION)
             code = None if response is None else response.error_code
             before = lifecycle.state
@@ -145,6 +152,15 @@ class Lifecycle:
             if isinstance(action, ShutDown):
                 self.shut_down.set()
                 self._on_shutdown(action.reason)
+        self._wake.set()
+
+    def directory_failed(self, directory: uuid.UUID) -> None:
+        """Kafka's propagateDirectoryFailure: the controller hears of the failed log dir in the next
+        heartbeat (sent at once), and moves the leaderships of its replicas; unheard of within
+        log.dir.failure.timeout.ms, the broker shuts down."""
+        log.warning("[BrokerLifecycleManager id=%d] Log directory %s failed: reporting it to the controller.",
+                    self._node_id, directory)
+        self.state.directory_failed(_now_ms(), directory, self._config.get_int("log.dir.failure.timeout.ms"))
         self._wake.set()
 
     async def controlled_shutdown(self) -> None:

@@ -1,7 +1,7 @@
 """The metadata cache of a KRaft cluster's broker (Kafka's KRaftMetadataCache): the metadata log as
 replayed from the controller quorum (storage/cluster_metadata.py's MetadataReplay), published after
 each committed batch. Topics with their partitions' leaders, ISRs and epochs, the registered brokers
-(alive: registered and unfenced), and the records a single broker keeps in its image (configs, ACLs,
+(alive: registered and unfenced), KIP-966's eligible leader replicas, and the records a single broker keeps in its image (configs, ACLs,
 SCRAM credentials, client quotas), converted by the same code that imports Kafka's metadata log
 (server/metadata/image.py's MetadataImage.from_cluster_metadata).
 """
@@ -32,6 +32,11 @@ class KraftMetadataCache:
         # topic -> partition -> state, as replica_manager.PartitionState (what the publisher hands the
         # replica manager, and what the transaction markers' channel reads: leader).
         self.partition_states: dict[str, dict[int, PartitionState]] = {}
+        # topic -> partition -> (eligible leader replicas, last known ELR), where either is not empty
+        self._elrs: dict[str, dict[int, tuple[tuple[int, ...], tuple[int, ...]]]] = {}
+        # (topic, partition) -> the directory its registration assigns this broker's replica (UNASSIGNED
+        # when the controller left it to the broker), where the registration names directories.
+        self.local_directories: dict[tuple[str, int], uuid.UUID] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.offset = -1  # the last metadata offset published
@@ -56,6 +61,13 @@ class KraftMetadataCache:
             states[topic.name] = {index: _state(topic.name, topic.topic_id, index, p)
                                   for index, p in topic.partitions.items()}
         self.partition_states = states
+        self._elrs = {topic.name: elrs for topic in image.topics.values()
+                      if (elrs := {index: (p.elr, p.last_known_elr) for index, p in topic.partitions.items()
+                                   if p.elr or p.last_known_elr})}
+        broker_id = self.broker_id
+        self.local_directories = {(topic.name, index): p.directories[p.replicas.index(broker_id)]
+                                  for topic in image.topics.values() for index, p in topic.partitions.items()
+                                  if broker_id in p.replicas and len(p.directories) == len(p.replicas)}
         self._topics = {t.name: TopicInfo(t.name, t.topic_id, len(t.partitions), dict(t.configs),
                                           len(t.partitions[0].replicas) if 0 in t.partitions else 1)
                         for t in image.topics.values()}
@@ -149,11 +161,13 @@ class KraftMetadataCache:
                            error_unavailable_listeners: bool = False) -> list[PartitionMetadata] | None:
         """Kafka's KRaftMetadataCache.partitionMetadata: a leader not alive on the listener gives
         LEADER_NOT_AVAILABLE (LISTENER_NOT_FOUND when asked for and the leader lacks the listener);
-        replicas filtered for lacking the listener (Metadata v0): REPLICA_NOT_AVAILABLE."""
+        replicas filtered for lacking the listener (Metadata v0): REPLICA_NOT_AVAILABLE. With the
+        eligible leader replicas and last known ELR of the registration (DescribeTopicPartitions')."""
         states = self.partition_states.get(topic)
         if states is None:
             return None
         result = []
+        elrs = self._elrs.get(topic, {})
         for index, state in sorted(states.items()):
             replicas = self._filter(state.replicas, listener, error_unavailable_endpoints)
             isr = self._filter(state.isr, listener, error_unavailable_endpoints)
@@ -167,7 +181,9 @@ class KraftMetadataCache:
                 error = (ErrorCode.REPLICA_NOT_AVAILABLE
                          if len(replicas) < len(state.replicas) or len(isr) < len(state.isr) else ErrorCode.NONE)
                 leader_id = leader.node_id
-            result.append(PartitionMetadata(error, index, leader_id, state.leader_epoch, replicas, isr, offline))
+            elr, last_known_elr = elrs.get(index, ((), ()))
+            result.append(PartitionMetadata(error, index, leader_id, state.leader_epoch, replicas, isr, offline,
+                                            list(elr), list(last_known_elr)))
         return result
 
     def _filter(self, brokers: tuple[int, ...], listener: str, only_reachable: bool) -> list[int]:

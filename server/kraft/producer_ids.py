@@ -2,8 +2,10 @@
 (key 67) with this broker's id and epoch; the controller hands out each block once, across the
 cluster. As in ZooKeeper mode (server/zookeeper/producer_ids.py), the pure ProducerIdManager asks
 for a block synchronously, so a spare block is taken ahead of need in the background; when none is
-ready the InitProducerId fails and the client retries (Kafka answers COORDINATOR_LOAD_IN_PROGRESS
-while its request to the controller is in flight).
+ready (before the first block came, or when producers used a block up faster than the controller
+answered) allocate_block raises ProducerIdsUnavailable, which InitProducerId answers with
+COORDINATOR_LOAD_IN_PROGRESS as Kafka does while its request to the controller is in flight, and
+the client retries.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 
 import trio
 
+from ...coordinator.producer_id_manager import ProducerIdsUnavailable
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, request_class
 from .controller_channel import ControllerChannel
@@ -20,10 +23,6 @@ from .controller_channel import ControllerChannel
 log = logging.getLogger("samsa.kraft.producer_ids")
 AllocateProducerIdsRequest = request_class(ApiKey.ALLOCATE_PRODUCER_IDS)
 RETRY_BACKOFF_MS = 50  # Kafka's RPCProducerIdManager.RetryBackoffMs
-
-
-class NoProducerIdBlock(Exception):
-    """No block of producer ids has come from the controller yet."""
 
 
 class KraftProducerIdBlocks:
@@ -39,7 +38,7 @@ class KraftProducerIdBlocks:
         block, self._spare = self._spare, None
         self._spare_taken.set()
         if block is None:
-            raise NoProducerIdBlock("no producer id block from the controller yet")
+            raise ProducerIdsUnavailable("Producer ID block is full. Waiting for next block")  # Kafka's message
         return block[0]
 
     async def run(self, registered: trio.Event, *, task_status=trio.TASK_STATUS_IGNORED) -> None:

@@ -3,19 +3,24 @@ BrokerMetadataPublisher): the metadata cache handlers read, the finalized featur
 of the authorizer, client quotas, and the partitions this broker hosts: it leads or follows each
 partition of which it is a replica as the partition's registration says (the replica manager's
 become_leader_or_follower, as a ZooKeeper cluster's LeaderAndIsr drives it), and stops and deletes
-the replicas of deleted topics and of partitions moved away from it.
+the replicas of deleted topics and of partitions moved away from it. A replica whose log is in
+another directory than its registration names goes to the AssignmentsManager (Kafka's
+ReplicaManager.maybeUpdateTopicAssignment), which tells the controller.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from ...storage.cluster_metadata import MetadataReplay
 from ..features import BrokerFeatures
 from ..replication.replica_manager import EPOCH_DURING_DELETE, PartitionState, ReplicaManager
 from ..security.authorizer import StandardAuthorizer, AclBinding
 from ..throttle import BrokerQuotas
+from .assignments import AssignmentsManager
 from .metadata_cache import KraftMetadataCache
 
 log = logging.getLogger("samsa.kraft.publisher")
@@ -24,7 +29,8 @@ log = logging.getLogger("samsa.kraft.publisher")
 class BrokerMetadataPublisher:
     def __init__(self, node_id: int, cache: KraftMetadataCache, replicas: ReplicaManager, features: BrokerFeatures,
                  authorizer: StandardAuthorizer | None, quotas: BrokerQuotas, inter_broker_listener: str,
-                 on_published: Callable[[int], None]) -> None:
+                 on_published: Callable[[int], None], assignments: AssignmentsManager | None = None,
+                 directory_id: Callable[[Path], uuid.UUID | None] = lambda _: None) -> None:
         self._node_id = node_id
         self._cache = cache
         self._replicas = replicas
@@ -33,6 +39,8 @@ class BrokerMetadataPublisher:
         self._quotas = quotas
         self._listener = inter_broker_listener
         self._on_published = on_published  # offset -> None (the lifecycle's metadata offset)
+        self._assignments = assignments
+        self._directory_id = directory_id  # a log dir's directory.id
         self._hosted: dict[tuple[str, int], PartitionState] = {}  # what was published of this broker's replicas
         self._acls: list[dict[str, str]] | None = None
 
@@ -58,10 +66,11 @@ class BrokerMetadataPublisher:
             log.info("[Broker id=%d] Deleting the replicas of %s: no longer assigned here", self._node_id,
                      ", ".join(f"{t}-{p}" for t, p in sorted(gone)))
             self._replicas.stop_replicas(gone)
-        changed = [state for key, state in ours.items() if self._hosted.get(key) != state
-                   and not self._known_here(state)]
+        updated = [state for key, state in ours.items() if self._hosted.get(key) != state]
+        changed = [state for state in updated if not self._known_here(state)]
         self._hosted = ours
         if not changed:
+            self._maybe_update_assignments(updated)
             return
         brokers = {node_id: endpoint for node_id, broker in self._cache.alive_brokers.items()
                    if (endpoint := broker.endpoints.get(self._listener)) is not None}
@@ -72,6 +81,22 @@ class BrokerMetadataPublisher:
             if code:
                 log.warning("[Broker id=%d] %s-%d: cannot take its leadership as the metadata says (error %d)",
                             self._node_id, topic, index, code)
+        self._maybe_update_assignments(updated)
+
+    def _maybe_update_assignments(self, states: list[PartitionState]) -> None:
+        """Kafka's maybeUpdateTopicAssignment for each replica the change touched: its log's
+        directory, where it is not the one the registration names."""
+        if self._assignments is None:
+            return
+        for state in states:
+            registered = self._cache.local_directories.get((state.topic, state.partition))
+            partition = self._replicas.get(state.topic, state.partition)
+            if registered is None or state.topic_id is None or partition is None or partition.is_offline:
+                continue
+            log_ = partition.opened_log
+            directory = None if log_ is None else self._directory_id(log_.dir.parent)
+            if directory is not None and directory != registered:
+                self._assignments.on_assignment(state.topic_id, state.partition, directory)
 
     def _known_here(self, state: PartitionState) -> bool:
         """An ISR change this broker, as the leader, already took from the controller's AlterPartition

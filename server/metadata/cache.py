@@ -105,7 +105,8 @@ class TopicInfo:
 @dataclass(frozen=True)
 class PartitionMetadata:
     """A partition as Metadata and DescribeTopicPartitions answer for it on one listener (Kafka's
-    MetadataCache.getPartitionMetadata)."""
+    MetadataCache.getPartitionMetadata). The eligible leader replicas (KIP-966) are a KRaft
+    cluster's (DescribeTopicPartitions answers them); empty elsewhere."""
 
     error_code: int
     partition_index: int
@@ -114,6 +115,8 @@ class PartitionMetadata:
     replica_nodes: list[int]
     isr_nodes: list[int]
     offline_replicas: list[int]
+    eligible_leader_replicas: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 class MetadataView(Protocol):

@@ -112,6 +112,14 @@ class Partition:
         return self.open_log() if log_ is None else log_
 
     @property
+    def effective_min_isr(self) -> int:
+        """Kafka 4.4's Partition.effectiveMinIsr: min.insync.replicas, but at most the number of
+        replicas, so that a topic with fewer replicas than its min.insync.replicas still takes acks=all
+        produces (the high watermark's gate, PartitionLeaderState.maybe_advance_high_watermark, caps
+        it alike)."""
+        return min(self.log.config.min_insync_replicas, len(self.replicas))
+
+    @property
     def opened_log(self) -> Log | None:
         """The partition's log if it was opened (what reads it without opening it use)."""
         return self._log
@@ -350,7 +358,7 @@ class Partition:
         leader_state = self.leader_state
         if leader_state is None:
             return ErrorCode.NONE
-        done, enough = leader_state.required_offset_reached(required_offset, self.log.config.min_insync_replicas)
+        done, enough = leader_state.required_offset_reached(required_offset, self.effective_min_isr)
         if not done:
             return None
         return ErrorCode.NONE if enough else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND

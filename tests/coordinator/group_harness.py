@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 
 from samsa.coordinator.actions import Actions
+from samsa.coordinator.consumer_group import ConsumerGroupConfig
 from samsa.coordinator.group import RequestInfo
 from samsa.coordinator.group_coordinator import GroupCoordinator, GroupCoordinatorConfig
 from samsa.wire.errors import ErrorCode
@@ -47,6 +48,8 @@ def counting_uuids() -> Callable[[], str]:
 class Harness(ClockedHarness):
     def __init__(self, now: int = 1_000_000, new_member_uuid: Callable[[], str] | None = None, **config) -> None:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
+        # Consumer groups assign at every group epoch unless a test is about the assignment interval.
+        config.setdefault("consumer", ConsumerGroupConfig(assignment_interval_ms=0))
         self.now = now
         self.config = GroupCoordinatorConfig(**config)
         self.new_member_uuid = new_member_uuid or counting_uuids()

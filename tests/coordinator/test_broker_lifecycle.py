@@ -4,6 +4,7 @@ Kafka 4.4's BrokerLifecycleManager's states and timings."""
 from __future__ import annotations
 
 import math
+import uuid
 
 from samsa.coordinator.broker_lifecycle import (
     BrokerLifecycle, BrokerState, SendHeartbeat, SendRegistration, ShutDown)
@@ -115,3 +116,42 @@ def test_reregister_after_the_controller_forgot_the_broker():
     assert lifecycle.poll(50) == [SendRegistration()]
     lifecycle.registration_response(51, NONE, broker_epoch=43)
     assert lifecycle.poll(51) == [SendHeartbeat(43, -1, False, False)]
+
+
+def test_a_failed_log_dir_is_named_in_every_heartbeat_the_next_at_once():
+    """Kafka's propagateDirectoryFailure: the directory goes in offline_log_dirs from then on."""
+    d1, d2 = uuid.UUID(int=1), uuid.UUID(int=2)
+    lifecycle = running()  # the next heartbeat due at 2007
+    lifecycle.directory_failed(100, d2, timeout_ms=30000)
+    assert lifecycle.deadline == 100
+    assert lifecycle.poll(100) == [SendHeartbeat(42, -1, False, False, offline_log_dirs=(d2,))]
+    lifecycle.heartbeat_response(101, NONE, is_fenced=False)
+    assert lifecycle.offline_dirs == {d2: True}
+    lifecycle.directory_failed(200, d1, timeout_ms=30000)
+    assert lifecycle.poll(200) == [SendHeartbeat(42, -1, False, False, offline_log_dirs=(d2, d1))]
+    lifecycle.heartbeat_response(201, NONE, is_fenced=False)
+    assert lifecycle.poll(2201) == [SendHeartbeat(42, -1, False, False, offline_log_dirs=(d2, d1))]
+    assert lifecycle.poll(30200) == []  # both answered in time: no shutdown at their deadlines
+    assert lifecycle.state == BrokerState.RUNNING
+
+
+def test_a_failed_log_dir_the_controller_did_not_hear_of_in_time_shuts_the_broker_down():
+    """Kafka's OfflineDirBrokerFailureEvent after log.dir.failure.timeout.ms."""
+    d1 = uuid.UUID(int=1)
+    lifecycle = running()
+    lifecycle.directory_failed(100, d1, timeout_ms=1000)
+    assert lifecycle.poll(100) == [SendHeartbeat(42, -1, False, False, offline_log_dirs=(d1,))]
+    lifecycle.heartbeat_response(150, None)  # no answer
+    assert lifecycle.deadline == 1100
+    assert lifecycle.poll(1100) == [ShutDown(f"couldn't communicate offline log dir {d1} with controllers")]
+    assert lifecycle.state == BrokerState.SHUTTING_DOWN
+
+
+def test_a_log_dir_failed_before_registration_waits_for_the_first_heartbeat():
+    d1 = uuid.UUID(int=1)
+    lifecycle = BrokerLifecycle(heartbeat_interval_ms=2000, initial_registration_timeout_ms=60000)
+    lifecycle.start(0)
+    lifecycle.directory_failed(1, d1, timeout_ms=30000)
+    assert lifecycle.poll(1) == []  # the registration is in flight
+    lifecycle.registration_response(5, NONE, broker_epoch=42)
+    assert lifecycle.poll(5) == [SendHeartbeat(42, -1, True, False, offline_log_dirs=(d1,))]

@@ -34,6 +34,8 @@ FOO = TopicInfo("foo", uuid.UUID(int=1), 6)
 BAR = TopicInfo("bar", uuid.UUID(int=2), 3)
 SESSION = 45_000
 REBALANCE = 30_000
+# A new target assignment at every group epoch: the tests not about the assignment interval.
+EVERY_EPOCH = ConsumerGroupConfig(assignment_interval_ms=0)
 
 
 def image(*topics):
@@ -102,7 +104,7 @@ def settle(consumers, now, topics, rounds=6):
 
 @pytest.fixture
 def group():
-    return ConsumerGroup("g", ConsumerGroupConfig())
+    return ConsumerGroup("g", EVERY_EPOCH)
 
 
 def test_first_member_joins_and_gets_every_partition(group):
@@ -458,15 +460,43 @@ def test_replaying_the_records_rebuilds_the_group(group):
             log += consumers[1].heartbeat(now, topics, member_epoch=-1)[1]
             consumers.pop(1)
     log += consumers[-1].heartbeat(2000, topics, member_epoch=-2)[1]
-    reloaded = ConsumerGroup("g")
+    reloaded = ConsumerGroup("g", EVERY_EPOCH)
     for record in log:
         reloaded.replay(record)
-    for attr in ("group_epoch", "assignment_epoch", "members", "static_members", "target_assignment",
-                 "subscription_metadata"):
+    for attr in ("group_epoch", "assignment_epoch", "assignment_timestamp", "members", "static_members",
+                 "target_assignment", "subscription_metadata"):
         assert getattr(reloaded, attr) == getattr(group, attr), attr
     assert reloaded._partition_owner == group._partition_owner
     reloaded.on_loaded(50_000)
     assert reloaded.next_deadline() == 50_000 + SESSION
+
+
+def test_a_new_target_assignment_waits_for_the_assignment_interval():
+    """Kafka 4.4's canComputeNextTargetAssignment: the first assignment at once, the next not before
+    consumer.assignment.interval.ms after the last; heartbeats meanwhile keep the last target (the
+    group is Assigning), and the time of the last is kept in its record for a reload."""
+    group = ConsumerGroup("g", ConsumerGroupConfig(assignment_interval_ms=1_000))
+    topics = image(FOO)
+    a, b = Consumer(group, "a"), Consumer(group, "b")
+    records = a.heartbeat(10_000, topics)[1]
+    assert (a.epoch, a.partitions(), group.assignment_timestamp) == (1, set(range(6)), 10_000)
+    records += b.heartbeat(10_100, topics)[1]
+    assert (group.group_epoch, group.assignment_epoch, group.state_name) == (2, 1, "Assigning")
+    assert (b.epoch, b.partitions()) == (1, set())
+    records += a.heartbeat(10_999, topics)[1]
+    assert (a.epoch, a.partitions(), group.assignment_epoch) == (1, set(range(6)), 1)
+    reloaded = ConsumerGroup("g", ConsumerGroupConfig(assignment_interval_ms=1_000))
+    for record in records:
+        reloaded.replay(record)
+    assert (reloaded.assignment_epoch, reloaded.assignment_timestamp) == (1, 10_000)
+
+    records = a.heartbeat(11_000, topics)[1]  # the interval is over: a gives up half
+    assert (group.assignment_epoch, group.assignment_timestamp, len(a.partitions())) == (2, 11_000, 3)
+    for record in records:
+        reloaded.replay(record)
+    assert (reloaded.assignment_epoch, reloaded.assignment_timestamp) == (2, 11_000)
+    settle([a, b], 11_100, topics)
+    assert (a.partitions() | b.partitions(), len(b.partitions()), group.state_name) == (set(range(6)), 3, "Stable")
 
 
 def test_describe(group):
@@ -530,7 +560,7 @@ def test_delete_only_when_empty_and_offsets_expire_from_their_commit(group):
        st.sampled_from(["uniform", "range"]))
 def test_no_partition_is_ever_owned_twice_and_the_group_settles(steps, assignor):
     topics = image(FOO, BAR)
-    group = ConsumerGroup("g")
+    group = ConsumerGroup("g", EVERY_EPOCH)
     consumers: dict[str, Consumer] = {}
     crashed: list[Consumer] = []
     now = 0
@@ -593,7 +623,7 @@ def test_partitions_keep_the_epoch_they_were_assigned_at():
     """Kafka's CurrentAssignmentBuilder: a partition the member keeps keeps its epoch, one it revokes
     keeps it until revoked, a new one gets the target assignment's epoch."""
     topics = image(FOO)
-    group = ConsumerGroup("g", cluster_topics=lambda: topics)
+    group = ConsumerGroup("g", EVERY_EPOCH, cluster_topics=lambda: topics)
     a, b = Consumer(group, "a"), Consumer(group, "b")
     a.heartbeat(0, topics)
     assert epochs_of(group, "a") == dict.fromkeys(range(6), 1)
@@ -619,7 +649,7 @@ def test_partitions_keep_the_epoch_they_were_assigned_at():
 def test_offset_commits_at_an_older_epoch_are_checked_partition_by_partition():
     """Kafka's ConsumerGroup.validateOffsetCommit and createAssignmentEpochValidator."""
     topics = image(FOO, BAR)
-    group = ConsumerGroup("g", cluster_topics=lambda: topics)
+    group = ConsumerGroup("g", EVERY_EPOCH, cluster_topics=lambda: topics)
     a, b, c = Consumer(group, "a"), Consumer(group, "b"), Consumer(group, "c")
     a.heartbeat(0, topics)  # a: every partition at epoch 1
     settle([a, b], 100, topics)  # epoch 2: b gets half of them, at epoch 2
@@ -659,7 +689,7 @@ def test_a_static_member_leaving_has_its_assignment_epochs_reset():
     """Kafka's resetAssignedPartitionsEpochsToZero: a static member back after a temporary leave
     commits at any epoch the partitions it kept."""
     topics = image(FOO)
-    group = ConsumerGroup("g", cluster_topics=lambda: topics)
+    group = ConsumerGroup("g", EVERY_EPOCH, cluster_topics=lambda: topics)
     a, b = Consumer(group, "a", instance_id="i-a"), Consumer(group, "b")
     settle([a, b], 0, topics)
     assert set(epochs_of(group, "a").values()) == {1}

@@ -10,7 +10,8 @@ from group_harness import Harness
 
 from samsa.coordinator.consumer_group import ConsumerGroup, TopicInfo, TopicsImage
 from samsa.coordinator.consumer_group_member import MemberState
-from samsa.coordinator.group import RequestInfo
+from samsa.coordinator.group import GroupType, RequestInfo
+from samsa.coordinator.group_config import GroupConfigManager
 from samsa.coordinator.group_coordinator import GroupCoordinator
 from samsa.wire.coordinator_record import GROUP_COORDINATOR, CoordinatorRecord, encode_record
 from samsa.wire.coordinator_record import decode_record as decode_group_record
@@ -157,6 +158,37 @@ def test_session_timeout_fences_through_the_coordinator_timer(h):
     assert sorted(restarted.group("g").members) == ["a"]  # the fencing was written
 
 
+def test_a_groups_own_configs_set_its_session_heartbeat_and_assignment_intervals():
+    """Kafka's GroupMetadataManager reads consumer.session.timeout.ms, consumer.heartbeat.interval.ms
+    and consumer.assignment.interval.ms from the group's configs (clamped to the broker's bounds),
+    else the broker's group.consumer.* (dynamic changes to the latter included), at each use."""
+    from samsa.server.config.kafka_config import KafkaConfig
+
+    broker = KafkaConfig({"group.consumer.assignment.interval.ms": "0"})
+    manager = GroupConfigManager(broker.get)
+    manager.update_group_config("g", {"consumer.session.timeout.ms": "50000",
+                                      "consumer.heartbeat.interval.ms": "99999",
+                                      "consumer.assignment.interval.ms": "2000"})
+    h = Harness()
+    h.coordinator = GroupCoordinator(h.config, h.now, h.new_member_uuid, manager)
+    h.coordinator.consumer.topics = TOPICS
+    a = h.answer(heartbeat(h, "a"))
+    assert (a.heartbeat_interval_ms, partitions(a)) == (15_000, {0, 1, 2, 3})  # clamped to the broker's maximum
+    h.advance(1_000)
+    b = h.answer(heartbeat(h, "b"))
+    assert (b.member_epoch, partitions(b)) == (1, set())  # the group's 2 s since the last assignment: not yet
+    h.advance(1_000)
+    a = h.answer(heartbeat(h, "a", 1, owned={0, 1, 2, 3}))
+    assert len(partitions(a)) == 2
+    assert h.answer(heartbeat(h, "a", 1, owned=partitions(a))).member_epoch == 2  # revoked in time
+    other = h.answer(heartbeat(h, "c", group="other"))
+    assert other.heartbeat_interval_ms == 5_000  # the broker's
+    h.advance(48_999)  # b's session (the group's 50 s) runs out 50 s after its heartbeat
+    assert sorted(h.group("g").members) == ["a", "b"]
+    h.advance(1)
+    assert sorted(h.group("g").members) == ["a"]
+
+
 def test_unknown_group_and_inactive_coordinator(h):
     response = h.answer(heartbeat(h, "a", 3))
     assert (response.error_code, response.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND,
@@ -256,6 +288,18 @@ def test_a_classic_group_and_a_consumer_group_cannot_share_an_id(h):
         ("classic", ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a consumer group."),
         ("nope", ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found."),
         ("", ErrorCode.INVALID_GROUP_ID, None)]
+
+
+def test_a_consumer_group_record_of_an_id_a_live_classic_group_holds_is_skipped_at_load(h):
+    """A group id is one group: replayed, a consumer group's record does not replace a classic group
+    with members (Kafka's getOrMaybeCreatePersistedConsumerGroup refuses it; only a group of
+    offsets only gives way)."""
+    h.stable_group("classic", 1)
+    partition = h.coordinator.partition_for("classic")
+    h.log[partition].append(encode_record(CoordinatorRecord(ConsumerGroupMetadataKey("classic"),
+                                                            ConsumerGroupMetadataValue(epoch=1))))
+    restarted = h.restart()
+    assert restarted.group("classic").type == GroupType.CLASSIC
 
 
 def test_an_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets(h):

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 
+from samsa.coordinator.producer_id_manager import ProducerIdsUnavailable
 from samsa.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator, TxnActions
 from samsa.coordinator.transaction_log import encode_key, encode_value, read_record
 from samsa.coordinator.transaction_metadata import TransactionState as S
@@ -166,6 +167,26 @@ def test_an_exhausted_epoch_rotates_to_a_new_producer_id():
     h.coordinator.transactions[TXN].prev_producer_id = pid + 1
     _, new_pid, epoch = h.init(expected=(pid + 1, 2**15 - 2))
     assert (new_pid, epoch) == (pid + 2, 0)
+
+
+def test_no_producer_id_at_hand_answers_coordinator_load_in_progress_and_keeps_no_state():
+    """Kafka's coordinator answers what its RPCProducerIdManager threw (COORDINATOR_LOAD_IN_PROGRESS
+    while the next block is on its way from the controller), for a new transactional id and for a
+    rotation of an exhausted epoch alike; the client retries."""
+    h = Harness()
+    ids = h._ids
+
+    def unavailable():
+        raise ProducerIdsUnavailable("Producer ID block is full. Waiting for next block")
+    h.coordinator.generate_producer_id = unavailable
+    assert h.init() == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1)
+    assert TXN not in h.coordinator.transactions
+    h.coordinator.generate_producer_id = lambda: next(ids)
+    _, pid, _ = h.init()
+    h.coordinator.transactions[TXN].producer_epoch = 2**15 - 2
+    h.coordinator.generate_producer_id = unavailable
+    assert h.init() == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1)
+    assert h.coordinator.transactions[TXN].producer_id == pid and not h.coordinator.transactions[TXN].pending_transition_in_progress
 
 
 # --- AddPartitionsToTxn -----------------------------------------------------------------------------

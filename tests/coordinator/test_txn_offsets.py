@@ -14,14 +14,19 @@ TxnOffsetCommit = request_class(ApiKey.TXN_OFFSET_COMMIT)
 PID = 77
 
 
-def txn_commit(h: Harness, group: str, offsets: dict[tuple[str, int], int], *, member_id: str = "",
-               generation: int = -1, producer_id: int = PID):
-    body = TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=producer_id, producer_epoch=0,
+def txn_commit_body(group: str, offsets: dict[tuple[str, int], int], *, member_id: str = "",
+                    generation: int = -1, producer_id: int = PID):
+    return TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=producer_id, producer_epoch=0,
                            generation_id_or_member_epoch=generation, member_id=member_id, topics=[
                                TxnOffsetCommit.TxnOffsetCommitRequestTopic(name=t, partitions=[
                                    TxnOffsetCommit.TxnOffsetCommitRequestPartition(
                                        partition_index=p, committed_offset=o, committed_metadata="")])
                                for (t, p), o in offsets.items()])
+
+
+def txn_commit(h: Harness, group: str, offsets: dict[tuple[str, int], int], *, member_id: str = "",
+               generation: int = -1, producer_id: int = PID):
+    body = txn_commit_body(group, offsets, member_id=member_id, generation=generation, producer_id=producer_id)
     ticket = h.send(GroupCoordinator.txn_offset_commit, body, version=3)
     response = h.answer(ticket)
     return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
@@ -109,3 +114,13 @@ def test_expiry_waits_for_pending_offsets():
     marker(h, "g", commit=False)
     h.advance(1000)
     assert h.fetch("g", {"t": [0]}) == {("t", 0): -1}
+
+
+def test_the_offsets_are_written_with_the_guard_of_their_transactions_verification():
+    """The shell verified the transaction on the offsets partition: the write brings the guard back
+    (a marker in between makes the log refuse it, tests/server/test_transactions_v2.py)."""
+    h = Harness()
+    actions = h.coordinator.txn_offset_commit(h.now, 1, RequestInfo(5), txn_commit_body("g", {("t", 0): 5}),
+                                              verification_guard=42)
+    [append] = actions.appends
+    assert (append.producer, append.verification_guard) == ((PID, 0), 42)

@@ -99,7 +99,8 @@ def test_heartbeat_versions_describe_and_topic_growth(tmp_path):
         left = await client.call(Heartbeat(group_id="g", member_id="member-b", member_epoch=-1), 1)
         assert (left.error_code, left.member_epoch) == (E.NONE, -1)
 
-    run_broker(broker_config(tmp_path), scenario)
+    # Every heartbeat may assign (the assignment interval is another test's subject).
+    run_broker(broker_config(tmp_path, group_consumer_assignment_interval_ms=0), scenario)
 
 
 def test_offsets_with_member_epochs_and_the_group_after_a_restart(tmp_path):
@@ -158,15 +159,19 @@ def test_group_consumer_configs_are_checked_as_kafka_checks_them():
     from samsa.server.coordinators.consumer_groups import consumer_group_config
 
     config = consumer_group_config(KafkaConfig({}).get)
-    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.assignors) == (
-        45_000, 5_000, ("uniform", "range"))
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.assignment_interval_ms,
+            config.assignors) == (45_000, 5_000, 1_000, ("uniform", "range"))
     assert consumer_group_config(KafkaConfig({"group.consumer.assignors": "range"}).get).assignors == ("range",)
     for props, name, message in [
         ({"group.consumer.heartbeat.interval.ms": "16000"}, "group.consumer.heartbeat.interval.ms",
-         "group.consumer.heartbeat.interval.ms must be less than or equals to group.consumer.max.heartbeat.interval.ms"),
+         "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
         ({"group.consumer.session.timeout.ms": "5000", "group.consumer.min.session.timeout.ms": "5000",
           "group.consumer.min.heartbeat.interval.ms": "5000"}, "group.consumer.heartbeat.interval.ms",
          "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+        ({"group.consumer.assignment.interval.ms": "16000"}, "group.consumer.assignment.interval.ms",
+         "group.consumer.assignment.interval.ms must be less than or equal to group.consumer.max.assignment.interval.ms"),
+        ({"group.consumer.min.assignment.interval.ms": "2000"}, "group.consumer.assignment.interval.ms",
+         "group.consumer.assignment.interval.ms must be greater than or equal to group.consumer.min.assignment.interval.ms"),
         ({"group.consumer.assignors": "sticky"}, "group.consumer.assignors", "Class sticky could not be found."),
         ({"group.coordinator.rebalance.protocols": "consumer"}, "group.coordinator.rebalance.protocols",
          "Disabling the 'classic' protocol is not supported."),

@@ -61,3 +61,21 @@ def test_the_recorded_log_after_a_controlled_shutdown():
     assert cache.alive_nodes("PLAINTEXT") == [] and cache.controller_id is None
     assert [p.error_code for p in cache.partition_metadata("t1", "PLAINTEXT")] == [ErrorCode.LEADER_NOT_AVAILABLE] * 2
     assert cache.features["metadata.version"] == 33
+
+
+def test_eligible_leader_replicas_are_the_registrations():
+    """DescribeTopicPartitions answers each partition's ELR and last known ELR (KIP-966) from the
+    registration, as Kafka's KRaftMetadataCache.describeTopicResponse."""
+    replay = MetadataReplay()
+    replay.batches(batch(0, broker(2, 9092), (UnfenceBrokerRecord(id=2, epoch=12), 0),
+                         (TopicRecord(name="t1", topic_id=T1), 0),
+                         (PartitionRecord(partition_id=0, topic_id=T1, replicas=[2, 3, 4], isr=[2], leader=2,
+                                          leader_epoch=1, partition_epoch=3, eligible_leader_replicas=[3],
+                                          last_known_elr=[4]), 2),
+                         (PartitionRecord(partition_id=1, topic_id=T1, replicas=[2, 3], isr=[2, 3], leader=2,
+                                          leader_epoch=0, partition_epoch=0), 2)))
+    cache = KraftMetadataCache(2, "cluster")
+    cache.publish(replay.image, replay.image.end_offset - 1)
+    p0, p1 = cache.partition_metadata("t1", "PLAINTEXT")
+    assert (p0.eligible_leader_replicas, p0.last_known_elr) == ([3], [4])
+    assert (p1.eligible_leader_replicas, p1.last_known_elr) == ([], [])

@@ -210,6 +210,17 @@ def test_a_stopped_follower_leaves_the_isr_and_acks_all_needs_min_insync_replica
     run_cluster(tmp_path, 3, scenario)
 
 
+def test_min_insync_replicas_is_capped_at_the_replica_count(tmp_path):
+    """Kafka 4.4's effectiveMinIsr: a partition of one replica takes acks=all produces although its
+    topic's min.insync.replicas is 2, and its high watermark moves."""
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0,), replicas=(0,), on=(0,))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        assert cluster.log(0).high_watermark == 1
+
+    run_cluster(tmp_path, 2, scenario)
+
+
 def test_acks_all_waiting_for_a_follower_that_stopped_times_out(tmp_path):
     async def scenario(cluster: Cluster):
         await replicate_one_record_then_stop_the_follower(cluster)

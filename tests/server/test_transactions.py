@@ -22,7 +22,7 @@ from samsa.wire import records
 from samsa.wire.errors import ErrorCode as E
 from samsa.wire.protocol import ApiKey, request_class
 
-from loopback import Client, broker_config, create_topic_request, run_broker
+from loopback import Client, broker_config, create_topic_request, run_broker, run_with_broker
 
 FindCoordinator = request_class(ApiKey.FIND_COORDINATOR)
 InitProducerId = request_class(ApiKey.INIT_PRODUCER_ID)
@@ -241,6 +241,46 @@ def test_offsets_committed_in_a_transaction_count_once_it_commits(tmp_path):
         assert await committed(client) == (E.NONE, 5)  # the aborted commit never counts
 
     run_broker(broker_config(tmp_path), scenario)
+
+
+def test_offsets_written_after_a_marker_ended_their_verified_transaction_are_refused(tmp_path):
+    """The offsets of a TxnOffsetCommit are written with the verification guard its transaction's
+    verification on the offsets partition returned (Kafka's scheduleTransactionalWriteOperation): a
+    marker written between the two (here an abort at the same epoch, transaction version 1) voids
+    it, and the write fails with INVALID_TXN_STATE rather than leave records of no open transaction
+    in __consumer_offsets."""
+    from samsa.server.coordinators.runtime import append_records
+
+    async def scenario(broker):
+        client = await Client.connect(broker.endpoints[0].port)
+        await client.call(create_topic_request("in"), 7)
+        txn = Txn(client, "tx")
+        await txn.init()
+        services = broker.services
+        services.groups.ensure_offsets_topic()
+        partition = services.groups.partition_for("g")
+        record = [(b"key", b"value")]
+
+        async def verified() -> int:
+            response = await client.call(AddOffsets(transactional_id="tx", producer_id=txn.pid,
+                                                    producer_epoch=txn.epoch, group_id="g"), 3)
+            assert response.error_code == E.NONE
+            error, guard = await services.transactions.verify_offsets_partition("tx", txn.pid, txn.epoch,
+                                                                                partition, 3)
+            assert error == E.NONE and guard is not None
+            return guard
+
+        guard = await verified()
+        assert await txn.end(commit=False) == E.NONE  # its marker lands on the offsets partition
+        error, _ = await append_records(services.replica_manager, "__consumer_offsets", partition, record,
+                                        producer=(txn.pid, txn.epoch), verification_guard=guard)
+        assert error == E.INVALID_TXN_STATE
+        guard = await verified()  # the next transaction
+        error, _ = await append_records(services.replica_manager, "__consumer_offsets", partition, record,
+                                        producer=(txn.pid, txn.epoch), verification_guard=guard)
+        assert error == E.NONE
+
+    run_with_broker(broker_config(tmp_path), scenario)
 
 
 def test_transactional_offsets_are_reloaded_with_their_markers(tmp_path):

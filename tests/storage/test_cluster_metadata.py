@@ -13,11 +13,12 @@ from samsa.storage.cluster_metadata import (
     CLUSTER_METADATA_DIR, ClusterMetadataError, KraftAcl, MetadataReplay, find_cluster_metadata, read_cluster_metadata,
 )
 from samsa.wire.codec import Message
-from samsa.wire.metadata_record import encode_metadata_record
+from samsa.wire.metadata_record import MetadataRecordError, encode_metadata_record
 from samsa.wire.metadata_records.abort_transaction_record import AbortTransactionRecord
 from samsa.wire.metadata_records.access_control_entry_record import AccessControlEntryRecord
 from samsa.wire.metadata_records.begin_transaction_record import BeginTransactionRecord
 from samsa.wire.metadata_records.broker_registration_change_record import BrokerRegistrationChangeRecord
+from samsa.wire.metadata_records.clear_elr_record import ClearElrRecord
 from samsa.wire.metadata_records.client_quota_record import ClientQuotaRecord, EntityData
 from samsa.wire.metadata_records.config_record import ConfigRecord
 from samsa.wire.metadata_records.end_transaction_record import EndTransactionRecord
@@ -206,6 +207,40 @@ def test_partition_changes_merge_as_kafkas_partition_registration():
     assert (partition.leader, partition.leader_epoch, partition.partition_epoch) == (2, 5, 9)
     assert partition.isr == (1, 2) and partition.replicas == (1, 2, 3)
     assert replay.image.end_offset == 4
+
+
+def test_eligible_leader_replicas_merge_and_a_clear_elr_record_empties_them():
+    """KIP-966 (eligible.leader.replicas.version 1): PartitionRecord and PartitionChangeRecord (v2)
+    carry the ELR and last known ELR, merged as Kafka's PartitionRegistration.merge (null:
+    unchanged); ClearElrRecord empties them for one topic or, with no name, every topic, and each
+    partition it changes moves its partition epoch as Kafka's TopicDelta.maybeClearElr does."""
+    other = uuid.UUID(int=99)
+    replay = MetadataReplay()
+    replay.batches(batch(0, TopicRecord(name="orders", topic_id=ORDERS), TopicRecord(name="other", topic_id=other),
+                         (PartitionRecord(partition_id=0, topic_id=ORDERS, replicas=[1, 2, 3], isr=[1], leader=1,
+                                          leader_epoch=4, partition_epoch=7, eligible_leader_replicas=[2, 3]), 2),
+                         (PartitionRecord(partition_id=1, topic_id=ORDERS, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1,
+                                          leader_epoch=0, partition_epoch=0), 2),
+                         (PartitionRecord(partition_id=0, topic_id=other, replicas=[1, 2], isr=[], leader=-1,
+                                          leader_epoch=3, partition_epoch=5, last_known_elr=[2]), 2)))
+    orders = replay.image.topics["orders"].partitions
+    assert (orders[0].elr, orders[0].last_known_elr, orders[1].elr) == ((2, 3), (), ())
+    # Replica 2 leaves the ELR; a change without ELR fields leaves them as they are.
+    replay.batches(batch(5, (PartitionChangeRecord(partition_id=0, topic_id=ORDERS, eligible_leader_replicas=[3],
+                                                   last_known_elr=[]), 2),
+                         (PartitionChangeRecord(partition_id=0, topic_id=ORDERS, isr=[1, 2]), 2)))
+    orders = replay.image.topics["orders"].partitions
+    assert (orders[0].elr, orders[0].last_known_elr, orders[0].isr, orders[0].partition_epoch) == ((3,), (), (1, 2), 9)
+    replay.batches(batch(7, ClearElrRecord(topic_name="orders")))
+    orders = replay.image.topics["orders"].partitions
+    assert (orders[0].elr, orders[0].partition_epoch) == ((), 10)
+    assert orders[1].partition_epoch == 0  # nothing to clear: unchanged
+    assert replay.image.topics["other"].partitions[0].last_known_elr == (2,)
+    replay.batches(batch(8, ClearElrRecord(topic_name="")))
+    cleared = replay.image.topics["other"].partitions[0]
+    assert (cleared.last_known_elr, cleared.partition_epoch, cleared.leader_epoch) == ((), 6, 3)
+    with pytest.raises(MetadataRecordError, match="Unable to clear elr for topic with name gone"):
+        replay.batches(batch(9, ClearElrRecord(topic_name="gone")))
 
 
 def test_broker_registrations_fencing_and_unregistration():

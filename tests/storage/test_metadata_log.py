@@ -13,6 +13,8 @@ import pytest
 from samsa.storage.cluster_metadata import CLUSTER_METADATA_DIR, MetadataReplay, read_cluster_metadata
 from samsa.storage.metadata_log import MetadataLog, MetadataLogConfig, QuorumState, SnapshotId
 from samsa.storage.metadata_snapshot import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, build_snapshot
+from samsa.wire.metadata_records.partition_record import PartitionRecord
+from samsa.wire.metadata_records.topic_record import TopicRecord
 from samsa.wire.records import decode_batch, iter_batch_headers
 
 RECORDED = Path(__file__).parent / "data" / "kraft_metadata_44"
@@ -184,3 +186,26 @@ def test_a_snapshot_of_the_image_replays_into_the_same_image():
     kafka = KAFKA_SNAPSHOT.read_bytes()
     _, [kafka_header, *_] = decode_batch(kafka, 0)
     assert kafka_header.key == header.key and len(kafka_header.value) == len(header.value)
+
+
+def test_a_snapshot_keeps_the_eligible_leader_replicas():
+    """KIP-966's ELR and last known ELR, in PartitionRecord's tagged fields (version 2)."""
+    import uuid
+
+    from samsa.wire.metadata_record import encode_metadata_record
+    from samsa.wire.metadata_records.partition_change_record import PartitionChangeRecord
+    from samsa.wire.records import Record, build_batch
+
+    topic_id = uuid.UUID(int=9)
+    whole = replayed(LOG)
+    values = [encode_metadata_record(r, v) for r, v in (
+        (TopicRecord(name="elr", topic_id=topic_id), 0),
+        (PartitionRecord(partition_id=0, topic_id=topic_id, replicas=[1, 2, 3], isr=[1], leader=1, leader_epoch=0,
+                         partition_epoch=0), 2),
+        (PartitionChangeRecord(partition_id=0, topic_id=topic_id, eligible_leader_replicas=[2],
+                               last_known_elr=[3]), 2))]
+    whole.batches(build_batch([Record(i, 0, None, v, []) for i, v in enumerate(values)], base_offset=47,
+                              base_timestamp=0))
+    partition = whole.image.topics["elr"].partitions[0]
+    assert (partition.elr, partition.last_known_elr) == ((2,), (3,))
+    assert comparable(replayed(build_snapshot(whole, 1, 0, 0))) == comparable(whole)
