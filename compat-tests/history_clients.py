@@ -156,14 +156,16 @@ class Restart(threading.Thread):
     def __init__(self, broker) -> None:
         super().__init__(daemon=True)
         self.broker = broker
+        # A JVM (Kafka's broker) may take longer to start than Samsa on a busy machine.
+        self.timeout = max(T, broker.start_timeout)
         self.error: BaseException | None = None
         self.start()
 
     def run(self) -> None:
-        deadline = time.monotonic() + T
+        deadline = time.monotonic() + self.timeout
         while True:
             try:
-                self.broker.start(timeout=T)
+                self.broker.start(timeout=self.timeout)
                 return
             except BrokerStartError as e:
                 if not any(why in str(e)[-600:] for why in TRANSIENT_START_FAILURES) or time.monotonic() > deadline:
@@ -175,7 +177,7 @@ class Restart(threading.Thread):
                 return
 
     def done(self) -> None:
-        self.join(T * 2)
+        self.join(self.timeout * 2)
         assert not self.is_alive(), "the broker did not start again"
         if self.error is not None:
             raise self.error

@@ -3,6 +3,9 @@
 * `KafkaBroker`: Kafka 4.x in KRaft combined mode (process.roles=broker,controller), one node on
   127.0.0.1, its log dir formatted by `kafka-storage format --standalone` with a random cluster id
   before the first start.
+* `KafkaController`: Kafka 4.x as a KRaft controller alone (process.roles=controller), the only
+  voter or one of a static quorum; `KafkaKraftBroker`: Kafka 4.x as a broker alone
+  (process.roles=broker) under such controllers, beside Samsa's KRaft brokers.
 * `ZooKeeper`: a ZooKeeper server (the one Kafka 3.9 ships with) on 127.0.0.1.
 * `ZkKafkaBroker`: Kafka 3.9 in ZooKeeper mode against a `ZooKeeper`.
 
@@ -128,6 +131,16 @@ class JavaServer(ServerProcess):
 
     def command(self) -> list[str]:
         return self.java_command(self.main_class, str(self.config_path))
+
+    def run_storage_format(self, cmd: list[str]) -> None:
+        """kafka-storage format (`cmd`), its output in the server's log."""
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== format: {' '.join(cmd)}\n".encode())
+            log.flush()
+            rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=str(self.base_dir), timeout=self.start_timeout).returncode
+        if rc != 0:
+            raise BrokerStartError(f"kafka-storage format exited with code {rc}\n{self.output_tail()}")
 
 
 class Log4j2Server(JavaServer):
@@ -261,15 +274,8 @@ class KafkaBroker(Log4j2Server):
 
     def format_storage(self) -> None:
         """kafka-storage format --standalone: this node is the quorum's only voter."""
-        cmd = self.java_command("kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
-                                "--config", str(self.config_path), "--standalone")
-        with open(self.log_path, "ab") as log:
-            log.write(f"\n===== format: {' '.join(cmd)}\n".encode())
-            log.flush()
-            rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                cwd=str(self.base_dir), timeout=self.start_timeout).returncode
-        if rc != 0:
-            raise BrokerStartError(f"kafka-storage format exited with code {rc}\n{self.output_tail()}")
+        self.run_storage_format(self.java_command("kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
+                                                  "--config", str(self.config_path), "--standalone"))
 
 
 class KafkaController(Log4j2Server):
@@ -317,13 +323,46 @@ class KafkaController(Log4j2Server):
             quorum = ["--standalone"] if self.voters is None else []  # a static quorum's voters are configured
             cmd = self.java_command("kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
                                     "--config", str(self.config_path), *quorum, *features)
-            with open(self.log_path, "ab") as log:
-                log.write(f"\n===== format: {' '.join(cmd)}\n".encode())
-                log.flush()
-                rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    cwd=str(self.base_dir), timeout=self.start_timeout).returncode
-            if rc != 0:
-                raise BrokerStartError(f"kafka-storage format exited with code {rc}\n{self.output_tail()}")
+            self.run_storage_format(cmd)
+
+
+class KafkaKraftBroker(Log4j2Server):
+    """Apache Kafka 4.x as a broker alone (process.roles=broker) under KafkaControllers, beside
+    Samsa's KRaft brokers: `voters` as the controllers' (controller.quorum.voters), formatted with
+    their `cluster_id` (kafka-storage format, no quorum options: a broker holds no voter set)."""
+
+    kind = "kafka-broker"
+    profile = "kafka4"
+    main_class = "kafka.Kafka"
+    config_name = "broker.properties"
+    started_re = re.compile(r"Kafka Server started")
+
+    def __init__(self, base_dir: Path, node_id: int, voters: dict[int, str], cluster_id: str,
+                 overrides: dict[str, object] | None = None, properties: dict[str, object] | None = None):
+        super().__init__(base_dir, overrides, properties)
+        self.node_id = node_id
+        self.voters = voters
+        self.cluster_id = cluster_id
+
+    def settings(self) -> dict[str, str]:
+        return {
+            "process.roles": "broker",
+            "node.id": str(self.node_id),
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": ",".join(f"{n}@{address}" for n, address in sorted(self.voters.items())),
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "listener.security.protocol.map": SECURITY_PROTOCOL_MAP,
+            "log.dirs": str(self.data_dir),
+            **self.properties,
+            **self.overrides,
+        }
+
+    def prepare(self) -> None:
+        super().prepare()
+        if not (self.data_dir / "meta.properties").exists():
+            cmd = self.java_command("kafka.tools.StorageTool", "format", "--cluster-id", self.cluster_id,
+                                    "--config", str(self.config_path))
+            self.run_storage_format(cmd)
 
 
 class ZooKeeper(Log4jServer):

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from compat_util import wait_for  # noqa: E402
 from kafka_oracle import KafkaController  # noqa: E402
-from test_kraft_broker import CONTROLLER_FEATURES, KraftSamsaBroker  # noqa: E402
+from kraft_nodes import CONTROLLER_FEATURES, KraftSamsaBroker  # noqa: E402
 
 from samsa.client.blocking import BlockingConnection  # noqa: E402
 from samsa.wire.errors import ErrorCode  # noqa: E402

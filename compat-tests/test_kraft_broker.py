@@ -33,14 +33,15 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from compat_util import wait_for
-from kafka_oracle import JVM_OPTS, KafkaController, OracleUnavailable, class_path, java, random_cluster_id
+from kafka_oracle import KafkaController, OracleUnavailable, class_path, java
+from kraft_nodes import (CONTROLLER_FEATURES, TOOL_JVM_OPTS, KraftSamsaBroker, controller_quorum, create_topic,
+                         create_topic_at_controller, quorum_leader, quorum_tool, start_together, active_controller)
 from conftest import SamsaBroker
-from server_process import HOST, free_port
+from server_process import HOST
 from wire_client import produce_one
 
 from samsa.client.blocking import BlockingConnection
@@ -51,49 +52,10 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 admin = pytest.importorskip("confluent_kafka.admin")
 
 pytestmark = pytest.mark.slow
-TOOL_JVM_OPTS = [o for o in JVM_OPTS if not o.startswith("-Xmx")] + ["-Xmx256m"]
 BROKER_ID = 2
-# Levels of Kafka 4.4's defaults that Samsa does not implement (server/features.py).
-CONTROLLER_FEATURES = {"share.version": 1}
-CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
 DescribeTopicPartitionsRequest = request_class(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
 ApiVersionsRequest = request_class(ApiKey.API_VERSIONS)
 DescribeLogDirsRequest = request_class(ApiKey.DESCRIBE_LOG_DIRS)
-
-
-class KraftSamsaBroker(SamsaBroker):
-    """`samsa serve` with process.roles=broker, its log dir formatted by `samsa format` first."""
-
-    def __init__(self, base_dir, controller: KafkaController, node_id: int = BROKER_ID):
-        super().__init__(base_dir, {
-            "process.roles": "broker", "node.id": node_id, "controller.listener.names": "CONTROLLER",
-            "controller.quorum.bootstrap.servers": controller.bootstrap, "broker.heartbeat.interval.ms": 500,
-            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 3,
-        })
-        self.cluster_id = controller.cluster_id
-
-    def prepare(self) -> None:
-        if (self.data_dir / "meta.properties").exists():
-            return
-        cmd = [sys.executable, "-m", "samsa.server.main", "format", "-t", self.cluster_id,
-               "--override", f"log.dirs={self.data_dir}", "--override", f"listeners=PLAINTEXT://{self.host}:{self.port}"]
-        for key, value in self.overrides.items():
-            cmd += ["--override", f"{key}={value}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        # (Each other log dir: "Formatting data directory ...", as kafka-storage says.)
-        assert proc.stdout.startswith(f"Formatting metadata directory {self.data_dir} with metadata.version 4.4-IV2.\n")
-
-
-def quorum_tool(controller: KafkaController, *args: str) -> str:
-    try:
-        cmd = [java(), *TOOL_JVM_OPTS, "-cp", class_path("kafka4"), "org.apache.kafka.tools.MetadataQuorumCommand",
-               "--bootstrap-controller", controller.bootstrap, "describe", *args]
-    except OracleUnavailable as e:
-        pytest.skip(str(e))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
 
 
 def topics_tool(broker: SamsaBroker, *args: str) -> str:
@@ -102,15 +64,6 @@ def topics_tool(broker: SamsaBroker, *args: str) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n{broker.output_tail()}"
     return proc.stdout
-
-
-def create_topic(controller: KafkaController, name: str, partitions: int) -> None:
-    """CreateTopics to the controller itself (Kafka's Admin with bootstrap.controllers does the same;
-    kafka-topics.sh has no --bootstrap-controller)."""
-    with BlockingConnection.connect(controller.host, controller.port) as connection:
-        response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=1)]), 7)
-    assert [(t.name, t.error_code) for t in response.topics] == [(name, ErrorCode.NONE)], response
 
 
 @pytest.fixture
@@ -231,13 +184,9 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
     eligible leader replica of a partition whose ISR it left below min.insync.replicas, as
     DescribeTopicPartitions answers, until it is back in the ISR."""
     controller, brokers = two_brokers
-    Assignment = CreateTopicsRequest.CreatableReplicaAssignment
-    with BlockingConnection.connect(controller.host, controller.port) as connection:
-        response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=-1, replication_factor=-1, assignments=[Assignment(partition_index=0, broker_ids=[2, 3])],
-            configs=[CreateTopicsRequest.CreatableTopicConfig(name="min.insync.replicas", value=str(min_isr))])
-            for name, min_isr in (("replicated", 1), ("replicated-elr", 2))]), 7)
-    assert [t.error_code for t in response.topics] == [ErrorCode.NONE] * 2, response
+    for name, min_isr in (("replicated", 1), ("replicated-elr", 2)):
+        assert create_topic_at_controller(controller, name, assignments=[[2, 3]],
+                                          configs={"min.insync.replicas": str(min_isr)}) == ErrorCode.NONE
     config = {"bootstrap.servers": ",".join(b.bootstrap for b in brokers)}
     # The controller finalized eligible.leader.replicas.version 1 (its default), which the brokers support.
     with BlockingConnection.connect(brokers[1].host, brokers[1].port) as connection:
@@ -257,6 +206,7 @@ def test_two_samsa_brokers_replicate_and_hand_over_leadership(two_brokers):
 
     wait_for(lambda: elr(brokers[1]) == (2, [2, 3], [], []), timeout=30,
              what="replicated-elr-0 led by broker 2, both brokers in its ISR, no ELR")
+
 
     def partition():
         topic = admin.AdminClient(config).list_topics("replicated", timeout=10).topics["replicated"]
@@ -347,53 +297,22 @@ def test_the_broker_follows_the_quorum_leader(tmp_path):
     too): the active controller killed with SIGKILL, the broker finds the new quorum leader, fetches
     the metadata log from it (a topic created there appears) and stays registered (it still serves
     produces: unfenced)."""
-    ports = {n: free_port() for n in (11, 12, 13)}  # node ids are unique across controllers and brokers
-    voters = {n: f"{HOST}:{port}" for n, port in ports.items()}
-    cluster_id = random_cluster_id()
+    controllers, voters = controller_quorum(tmp_path, (11, 12, 13))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controllers[11], voters=voters)
     try:
-        controllers = {n: KafkaController(tmp_path / f"controller{n}", node_id=n, features=CONTROLLER_FEATURES,
-                                          voters=voters, cluster_id=cluster_id, port=ports[n]) for n in ports}
-    except OracleUnavailable as e:
-        pytest.skip(str(e))
-    broker = KraftSamsaBroker(tmp_path / "samsa", controllers[11])
-    del broker.overrides["controller.quorum.bootstrap.servers"]
-    broker.overrides["controller.quorum.voters"] = ",".join(f"{n}@{address}" for n, address in voters.items())
-    try:
-        starting = [threading.Thread(target=c.start) for c in controllers.values()]  # they elect together
-        for thread in starting:
-            thread.start()
-        for thread in starting:
-            thread.join()
-        assert all(c.is_running() for c in controllers.values())
+        start_together(controllers.values())  # they elect together
         broker.start()
         config = {"bootstrap.servers": broker.bootstrap}
 
-        def quorum_leader(survivor: KafkaController) -> int:
-            match = re.search(r"^LeaderId:\s+(\d+)", quorum_tool(survivor, "--status"), re.M)
-            return int(match[1]) if match else -1
-
-        first = wait_for(lambda: quorum_leader(controllers[11]) > 0 and quorum_leader(controllers[11]), timeout=30,
-                         what="a quorum leader")
+        first = wait_for(lambda: quorum_leader(controllers[11]), timeout=30, what="a quorum leader")
         create_topic(controllers[first], "before-failover", 1)
         wait_for(lambda: "before-failover" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
                  what="before-failover in the broker's metadata")
 
         controllers[first].kill()
 
-        def created_by_new_leader() -> int | None:
-            """The survivor that took CreateTopics (the others answer NOT_CONTROLLER)."""
-            for n, controller in controllers.items():
-                if n == first:
-                    continue
-                with BlockingConnection.connect(controller.host, controller.port) as connection:
-                    response = connection.call(CreateTopicsRequest(timeout_ms=10000, topics=[
-                        CreateTopicsRequest.CreatableTopic(name="after-failover", num_partitions=1,
-                                                           replication_factor=1)]), 7)
-                if response.topics[0].error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                    return n
-            return None
-
-        second = wait_for(created_by_new_leader, timeout=60, interval=0.5, what="a new active controller")
+        second = wait_for(lambda: active_controller(controllers, "after-failover"), timeout=60,
+                          interval=0.5, what="a new active controller")
         wait_for(lambda: (t := admin.AdminClient(config).list_topics(timeout=10).topics.get("after-failover"))
                  and t.partitions[0].leader == BROKER_ID, timeout=60, what="after-failover led by the broker")
         producer = confluent_kafka.Producer({**config, "acks": "all"})
@@ -488,11 +407,8 @@ def dump_log(path) -> str:
 
 def _try_create_topic(controller: KafkaController, name: str) -> bool:
     """CreateTopics, False while no broker is unfenced (INVALID_REPLICATION_FACTOR)."""
-    with BlockingConnection.connect(controller.host, controller.port) as connection:
-        response = connection.call(CreateTopicsRequest(timeout_ms=30000, topics=[CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=1, replication_factor=1)]), 7)
-    code = response.topics[0].error_code
-    assert code in (ErrorCode.NONE, ErrorCode.INVALID_REPLICATION_FACTOR), response
+    code = create_topic_at_controller(controller, name, 1, 1)
+    assert code in (ErrorCode.NONE, ErrorCode.INVALID_REPLICATION_FACTOR), code
     return code == ErrorCode.NONE
 
 

@@ -54,9 +54,11 @@ class Transform:
         self.producers += 1
         return producer
 
-    def step(self, max_records: int = 10, timeout: float = 1) -> list | None:
+    def step(self, max_records: int = 10, timeout: float = 1, before_commit: Callable[[], None] | None = None
+             ) -> list | None:
         """One batch in one transaction: the batch once committed, None when there was nothing to
-        read or the transaction was aborted."""
+        read or the transaction was aborted. `before_commit`: called with the transaction open, its
+        records and offsets sent, before it is committed (a test's fault in the middle of one)."""
         batch = [m for m in self.consumer.consume(max_records, timeout=timeout) if m.error() is None]
         if not batch:
             return None
@@ -67,9 +69,11 @@ class Transform:
         positions = self.consumer.position(self.consumer.assignment())
         abort_counted = False
         try:
-            if (self._retried(lambda: producer.send_offsets_to_transaction(
-                    positions, self.consumer.consumer_group_metadata(), T))
-                    and self._retried(lambda: producer.commit_transaction(T))):
+            sent = self._retried(lambda: producer.send_offsets_to_transaction(
+                positions, self.consumer.consumer_group_metadata(), T))
+            if sent and before_commit is not None:
+                before_commit()
+            if sent and self._retried(lambda: producer.commit_transaction(T)):
                 self.committed += 1
                 self.processed.update((tp.partition, tp.offset) for tp in positions if tp.offset >= 0)
                 return batch

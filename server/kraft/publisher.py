@@ -1,11 +1,12 @@
 """What each committed batch of the metadata log changes on this broker (Kafka's
 BrokerMetadataPublisher): the metadata cache handlers read, the finalized feature levels, the ACLs
-of the authorizer, client quotas, and the partitions this broker hosts: it leads or follows each
-partition of which it is a replica as the partition's registration says (the replica manager's
-become_leader_or_follower, as a ZooKeeper cluster's LeaderAndIsr drives it), and stops and deletes
-the replicas of deleted topics and of partitions moved away from it. A replica whose log is in
-another directory than its registration names goes to the AssignmentsManager (Kafka's
-ReplicaManager.maybeUpdateTopicAssignment), which tells the controller.
+of the authorizer, client quotas, the topics the group coordinators see, and the partitions this
+broker hosts: it leads or follows each partition of which it is a replica as the partition's
+registration says (the replica manager's become_leader_or_follower, as a ZooKeeper cluster's
+LeaderAndIsr drives it), and stops and deletes the replicas of deleted topics and of partitions
+moved away from it. A replica whose log is in another directory than its registration names goes
+to the AssignmentsManager (Kafka's ReplicaManager.maybeUpdateTopicAssignment), which tells the
+controller.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class BrokerMetadataPublisher:
         self._directory_id = directory_id  # a log dir's directory.id
         self._hosted: dict[tuple[str, int], PartitionState] = {}  # what was published of this broker's replicas
         self._acls: list[dict[str, str]] | None = None
+        self._topic_layout: dict[str, tuple[uuid.UUID, int]] = {}  # name -> (topic id, partitions) as last published
 
     def publish(self, replay: MetadataReplay, offset: int) -> None:
         cache = self._cache
@@ -56,6 +58,13 @@ class BrokerMetadataPublisher:
             self._authorizer.set_acls([AclBinding.from_json(acl) for acl in self._acls])
         self._quotas.refresh()
         self._publish_replicas()
+        # Topics created, deleted or grown anywhere in the cluster (not only those hosted here): the
+        # group coordinators' consumer groups subscribed to them rebalance (Kafka's GroupCoordinator
+        # onNewMetadataImage), as the replica manager signals a single broker's own changes.
+        layout = {name: (topic.topic_id, topic.num_partitions) for name, topic in cache.topics.items()}
+        if layout != self._topic_layout:
+            self._topic_layout = layout
+            self._replicas.on_topics_changed()
         self._on_published(offset)
 
     def _publish_replicas(self) -> None:
