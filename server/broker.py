@@ -303,7 +303,9 @@ class Broker:
             assert publisher is not None
             publisher.publish(replay, offset)
 
-        quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed)
+        # Kafka's metadata.log.dir: the first log dir unless set.
+        metadata_log_dir = Path(config.get_string("metadata.log.dir") or self.log_dirs[0])
+        quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed, metadata_log_dir)
         channel = ControllerChannel(quorum, self.node_id, config.get_int("controller.quorum.request.timeout.ms"))
         lifecycle = Lifecycle(config, channel, self.cluster_id, self.node_id, directory_ids, self.features.supported,
                               lambda: [(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
