@@ -374,8 +374,12 @@ class Partition:
             info = log_.append_as_follower(records)
             self.stats.replication_bytes_in += len(records)
         high_watermark = log_.high_watermark
-        log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
-        log_.follow_leader_log_start_offset(leader_log_start_offset)
+        # Set (under the log's lock) only when it moves: most answers of a busy partition bring
+        # records and the same high watermark, or the reverse.
+        if min(leader_high_watermark, log_.log_end_offset) != high_watermark:
+            log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
+        if leader_log_start_offset > log_.log_start_offset:
+            log_.follow_leader_log_start_offset(leader_log_start_offset)
         if info is not None or log_.high_watermark != high_watermark:
             self.wake()  # what waits on this replica's log: consumers reading from it (KIP-392), tests
         return info
