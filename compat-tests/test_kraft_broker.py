@@ -15,7 +15,10 @@ one Samsa broker, formatted with `samsa format -t <the cluster id>`, both on 127
 - with a quorum of three controllers, the broker follows the quorum leader after the active
   controller is killed (fourth);
 - with two log dirs, the replicas' directories go to the controller (AssignReplicasToDirs) and a
-  failed log dir is reported in the heartbeats, its replicas' leaderships taken away (fifth).
+  failed log dir is reported in the heartbeats, its replicas' leaderships taken away (fifth);
+- the broker keeps the metadata log on disk: restarted, it loads its snapshot (which Kafka's
+  kafka-dump-log reads) and the log after it and fetches from its end; a copy that diverged from the
+  quorum's is truncated where the leader says (sixth).
 
 The controller is formatted with Kafka 4.4's default levels but share.version=1: Kafka 4.4 finalizes
 share.version 2 (share groups' dead-letter queues) by default, which Samsa does not implement, and
@@ -381,3 +384,115 @@ def test_a_failed_log_dir_is_reported_and_its_replicas_lose_their_leadership(tmp
         finally:
             broker.kill()
             controller.kill()
+
+
+def _disk_log_end(metadata_dir) -> int:
+    """The end offset of a metadata log on disk, read without opening it (its owner may run)."""
+    from samsa.wire.records import iter_batch_headers
+    segments = sorted(metadata_dir.glob("*.log"))
+    end = 0
+    for _, header in iter_batch_headers(segments[-1].read_bytes()) if segments else ():
+        end = header.next_offset
+    return end
+
+
+def dump_log(path) -> str:
+    """Kafka's kafka-dump-log --cluster-metadata-decoder on a file of a metadata log."""
+    cmd = [java(), *TOOL_JVM_OPTS, "-cp", class_path("kafka4"), "org.apache.kafka.tools.DumpLogSegments",
+           "--cluster-metadata-decoder", "--files", str(path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _try_create_topic(controller: KafkaController, name: str) -> bool:
+    """CreateTopics, False while no broker is unfenced (INVALID_REPLICATION_FACTOR)."""
+    code = create_topic_at_controller(controller, name, 1, 1)
+    assert code in (ErrorCode.NONE, ErrorCode.INVALID_REPLICATION_FACTOR), code
+    return code == ErrorCode.NONE
+
+
+def test_the_broker_keeps_the_metadata_log_on_disk(tmp_path):
+    """The broker's copy of the metadata log is on disk (`<log dir>/__cluster_metadata-0`): restarted,
+    it loads it and fetches from its end; a copy that diverged from the quorum's (records of an epoch
+    past where the quorum's leader ended that epoch: as when a leader lost its uncommitted records)
+    is truncated where the leader says, and what was cut is never replayed."""
+    import uuid
+
+    from samsa.storage.metadata_log import MetadataLog, MetadataLogConfig
+    from samsa.wire.metadata_record import encode_metadata_record
+    from samsa.wire.metadata_records.topic_record import TopicRecord
+    from samsa.wire.records import Record, build_batch
+
+    try:
+        # No NoOpRecords: the controller's log grows only with what the test does.
+        controller = KafkaController(tmp_path / "controller", features=CONTROLLER_FEATURES,
+                                     properties={"metadata.max.idle.interval.ms": 0})
+    except OracleUnavailable as e:
+        pytest.skip(str(e))
+    broker = KraftSamsaBroker(tmp_path / "samsa", controller)
+    broker.overrides["metadata.log.max.snapshot.interval.ms"] = 1  # a snapshot of its own at each commit
+    metadata_dir = broker.data_dir / "__cluster_metadata-0"
+    config = {"bootstrap.servers": broker.bootstrap}
+    try:
+        controller.start()
+        broker.start()
+        wait_for(lambda: _try_create_topic(controller, "before-restart"), timeout=30,
+                 what="before-restart created (the broker unfenced)")
+        wait_for(lambda: "before-restart" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
+                 what="before-restart in the broker's metadata")
+        assert broker.stop(timeout=30) == 0
+        stopped_at = _disk_log_end(metadata_dir)
+        assert stopped_at > 0 and (metadata_dir / "quorum-state").exists()
+        state = (metadata_dir / "quorum-state").read_text()
+        assert '"leaderId":1' in state and '"leaderEpoch":1' in state and '"data_version":1' in state, state
+
+        # The broker snapshotted its image: Kafka's tool reads the snapshot.
+        snapshots = sorted(metadata_dir.glob("*.checkpoint"))
+        assert snapshots, sorted(p.name for p in metadata_dir.iterdir())
+        assert re.search(r"Created snapshot \d{20}-\d{10}", broker.output())
+        dumped = dump_log(snapshots[-1])
+        end_offset, epoch = (int(part) for part in snapshots[-1].stem.split("-"))
+        assert f"Snapshot end offset: {end_offset}, epoch: {epoch}" in dumped, dumped
+        assert '"type":"TOPIC_RECORD"' in dumped and '"name":"before-restart"' in dumped, dumped
+        assert "SnapshotHeader" in dumped and "SnapshotFooter" in dumped, dumped
+
+        broker.start()  # loads its snapshot and the log after it, and fetches only what it lacks
+        assert f"snapshot {end_offset}-{epoch}, log 0 to {stopped_at} (epoch 1)" in broker.output(), \
+            broker.output_tail()
+        wait_for(lambda: _try_create_topic(controller, "after-restart"), timeout=30,
+                 what="after-restart created (the broker unfenced again)")
+        wait_for(lambda: "after-restart" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
+                 what="after-restart in the broker's metadata")
+
+        # Both stop once the broker has every record the controller wrote at epoch 1.
+        controller_dir = controller.data_dir / "__cluster_metadata-0"
+        wait_for(lambda: _disk_log_end(metadata_dir) == _disk_log_end(controller_dir), timeout=30,
+                 what="the broker's copy as long as the controller's")
+        controller.kill()
+        broker.kill()
+        epoch_end = _disk_log_end(controller_dir)
+        # The broker's copy gains a record of epoch 1 the quorum never had at that offset.
+        metadata_log = MetadataLog.in_log_dir(broker.data_dir, MetadataLogConfig(), lambda: 0)
+        assert metadata_log.end_offset == epoch_end and metadata_log.last_fetched_epoch == 1
+        phantom = encode_metadata_record(TopicRecord(name="phantom", topic_id=uuid.uuid4()), 0)
+        metadata_log.append_as_follower(build_batch([Record(0, 0, None, phantom, [])], base_offset=epoch_end,
+                                                    partition_leader_epoch=1, base_timestamp=0))
+        metadata_log.close()
+
+        controller.start()  # leader at epoch 2 from offset `epoch_end`
+        broker.start()
+        output = broker.output()
+        assert f"log 0 to {epoch_end + 1} (epoch 1)" in output, broker.output_tail()
+        wait_for(lambda: f"Truncated to offset {epoch_end} from Fetch response" in broker.output(), timeout=30,
+                 what="the diverging record truncated")
+        wait_for(lambda: _try_create_topic(controller, "after-truncation"), timeout=30,
+                 what="after-truncation created (the broker unfenced again)")
+        wait_for(lambda: "after-truncation" in admin.AdminClient(config).list_topics(timeout=10).topics, timeout=30,
+                 what="after-truncation in the broker's metadata")
+        topics = admin.AdminClient(config).list_topics(timeout=10).topics
+        assert "phantom" not in topics and {"before-restart", "after-restart"} <= set(topics)
+        assert broker.stop(timeout=30) == 0
+    finally:
+        broker.kill()
+        controller.kill()

@@ -308,7 +308,9 @@ class Broker:
             publisher.publish(replay, offset)
             dynamic_configs.publish(services)
 
-        quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed)
+        # Kafka's metadata.log.dir: the first log dir unless set.
+        metadata_log_dir = Path(config.get_string("metadata.log.dir") or self.log_dirs[0])
+        quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed, metadata_log_dir)
         channel = ControllerChannel(quorum, self.node_id, config.get_int("controller.quorum.request.timeout.ms"))
         # Kafka's broker has a channel of its own for the clients' requests it forwards ("forwarding"):
         # a slow one never holds up the heartbeats. It learns the controller's API versions, which

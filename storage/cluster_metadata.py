@@ -8,8 +8,10 @@ and footer), then the log's records from the snapshot's end offset on. Each data
 metadata record (wire/metadata_record.py). Records of a metadata transaction (Begin/End/Abort
 TransactionRecord, KIP-868) apply at its end, and not at all if it is aborted.
 
-Only reading: the files are left as Kafka wrote them. Replay is of a log Kafka shut down cleanly:
-records past the last committed offset would only be in a log whose broker crashed.
+Only reading: the files are left as Kafka wrote them (a KRaft broker's own copy of the log is
+written by storage/metadata_log.py, its snapshots by storage/metadata_snapshot.py). Replay is of a
+log Kafka shut down cleanly: records past the last committed offset would only be in a log whose
+broker crashed.
 
 The same replay (`MetadataReplay`) serves the broker of a KRaft cluster (server/kraft/): the
 committed batches it fetches from the controller quorum, and a snapshot it fetched, go through
@@ -202,6 +204,11 @@ class MetadataReplay:
         # of a topic being created may come before its TopicRecord), RemoveTopicRecord drops them.
         self._topic_configs: dict[str, dict[str, str]] = {}
         self.pending: list[Any] | None = None  # the records of an open metadata transaction
+
+    @property
+    def topic_configs(self) -> dict[str, dict[str, str]]:
+        """TOPIC ConfigRecords by topic name (a snapshot writes them back: storage/metadata_snapshot.py)."""
+        return self._topic_configs
 
     def batches(self, data: bytes | memoryview, start_offset: int = 0) -> None:
         """Apply the data records at or past `start_offset` of these record batches (a segment's, a

@@ -29,7 +29,7 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import CLUSTER, CLUSTER_ACTION, READ, TOPIC
 from ..clock import loop_time, wall_clock_ms
-from ..replication.fetch_session import INVALID_SESSION_ID, CachedPartition, FetchContext
+from ..replication.fetch_session import INVALID_SESSION_ID, UNCHANGED, CachedPartition, FetchContext
 from ..replication.replica_manager import READ_COMMITTED
 from ..replication.replica_selector import preferred_read_replica
 from ..throttle import fetch_max_bytes, not_request_time, record_fetch
@@ -73,20 +73,19 @@ def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tupl
 
 @dataclass(frozen=True)
 class FollowerFetch:
-    """Who fetches for replication, and the epoch of the last batch each of its partitions holds."""
+    """Who fetches for replication. The epoch of the last batch each partition holds is the fetch
+    session's (CachedPartition.last_fetched_epoch, v12+; -1 before): an incremental request names
+    only the partitions whose position changed, the session remembers the others'."""
     replica_id: int
-    last_fetched_epochs: dict[tuple[str, int], int]
 
 
-def follower_fetch(ctx, request, context) -> FollowerFetch | None:
-    """A fetch from a follower (replica id >= 0, in replica_state from v15), or None. The epochs
-    are the fetch session's (v12+; -1 before): an incremental request names only the partitions
-    whose position changed, the session remembers the others'."""
+def follower_fetch(ctx, request) -> FollowerFetch | None:
+    """A fetch from a follower (replica id >= 0, in replica_state from v15), or None."""
     version = ctx.api_version
     replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
     if replica_id < 0:
         return None
-    return FollowerFetch(replica_id, {(p.topic, p.partition): p.last_fetched_epoch for p in context.partitions})
+    return FollowerFetch(replica_id)
 
 
 def diverging_epoch(log_, last_fetched_epoch: int, fetch_offset: int):
@@ -129,9 +128,14 @@ def preferred_replica(ctx, partition, rack: str, fetch_offset: int) -> int | Non
 
 
 def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: bool, isolation: int,
-                   follower: FollowerFetch | None = None, rack: str | None = None):
+                   follower: FollowerFetch | None = None, rack: str | None = None, incremental: bool = False,
+                   now_ms: int = 0):
     """PartitionData for one partition (records possibly a file range) and the bytes it carries.
-    `rack`: a consumer's (v11+), which may read a follower or be sent to one."""
+    `rack`: a consumer's (v11+), which may read a follower or be sent to one. A partition with
+    nothing to read (the fetch offset at the end a reader may see) is not read; in an
+    `incremental` session, if its offsets are also those the client was last sent, the answer is
+    UNCHANGED: nothing to say (Kafka's FetchSession leaves it out). `now_ms`: when a follower's
+    fetch read it."""
     replica_manager = ctx.services.replica_manager
     partition = replica_manager.get(p.topic, p.partition)
     if partition is None:
@@ -147,38 +151,55 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
                              high_watermark=log_.high_watermark, last_stable_offset=partition.last_stable_offset,
                              log_start_offset=log_.log_start_offset, aborted_transactions=None,
                              preferred_read_replica=preferred, records=b""), 0
+    fetch_offset = p.fetch_offset
     if follower is not None:
-        diverging = diverging_epoch(log_, follower.last_fetched_epochs.get((p.topic, p.partition), -1),
-                                    p.fetch_offset)
+        diverging = diverging_epoch(log_, p.last_fetched_epoch, fetch_offset)
         if diverging is not None:
             return PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE,
                                  high_watermark=log_.high_watermark, last_stable_offset=partition.last_stable_offset,
                                  log_start_offset=log_.log_start_offset, diverging_epoch=diverging,
                                  aborted_transactions=None, preferred_read_replica=-1, records=b""), 0
+        end = log_.log_end_offset
+    else:
+        lso = partition.last_stable_offset  # nothing a consumer's read does moves it
+        end = lso if read_committed else log_.high_watermark
+    log_start_offset = log_.log_start_offset
+    if fetch_offset == end and fetch_offset >= log_start_offset:
+        # Nothing to read (what Log.read would answer, without its work: most partitions of a
+        # replica fetcher's session, or of a consumer's fetch, at most times).
+        if follower is not None:
+            replica_manager.follower_fetched(partition, follower.replica_id, fetch_offset, now_ms)
+            lso = partition.last_stable_offset  # the follower's fetch may have moved the high watermark
+        hwm = log_.high_watermark
+        if incremental and not p.changed(hwm, lso, log_start_offset):
+            return UNCHANGED, 0
+        return PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hwm,
+                             last_stable_offset=lso, log_start_offset=log_start_offset,
+                             aborted_transactions=[] if read_committed else None, preferred_read_replica=-1,
+                             records=b""), 0
     try:
         if follower is not None:
-            info = log_.read(p.fetch_offset, max_bytes, min_one_message=min_one_message)
+            info = log_.read(fetch_offset, max_bytes, min_one_message=min_one_message)
             # Each pass of a long poll: when it was woken is when the follower had fetched up to here.
-            replica_manager.follower_fetched(partition, follower.replica_id, p.fetch_offset, wall_clock_ms())
+            replica_manager.follower_fetched(partition, follower.replica_id, fetch_offset, now_ms)
+            lso = partition.last_stable_offset
         else:
-            bound = partition.last_stable_offset if read_committed else log_.high_watermark
-            info = log_.read(p.fetch_offset, max_bytes, isolation_max_offset=bound,
+            info = log_.read(fetch_offset, max_bytes, isolation_max_offset=end,
                              min_one_message=min_one_message, include_aborted_txns=read_committed)
     except OffsetOutOfRangeException:
         return read_error_data(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE), 0
     except StorageError as e:
         return read_error_data(p.partition, e.error_code), 0
     hwm = log_.high_watermark
-    lso = partition.last_stable_offset
     records = info.records
     size = records.size
     if ctx.api_version <= 3:
-        records = down_convert(records, 0 if ctx.api_version <= 1 else 1, p.fetch_offset)
+        records = down_convert(records, 0 if ctx.api_version <= 1 else 1, fetch_offset)
         size = len(records)
     elif size == 0:
         records = b""
     data = PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hwm,
-                         last_stable_offset=lso, log_start_offset=log_.log_start_offset,
+                         last_stable_offset=lso, log_start_offset=log_start_offset,
                          aborted_transactions=aborted_transactions(info.aborted_transactions),
                          preferred_read_replica=-1, records=records)
     return data, size
@@ -254,17 +275,21 @@ def may_read_more(ctx, context, parked: list, isolation: int, follower: Follower
 
 def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str],
              follower: FollowerFetch | None = None, rack: str | None = None):
-    """One pass over the session's partitions: [(cached partition, data)], bytes read."""
+    """One pass over the session's partitions: [(cached partition, data)] for those the response
+    may carry (an incremental session's unchanged partitions left out), bytes read."""
     remaining = max_bytes
     results = []
     total = 0
+    incremental = context.incremental
+    now_ms = wall_clock_ms() if follower is not None else 0
     for p in context.partitions:
         if unreadable and p.topic in unreadable:
             results.append((p, error_data(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
             continue
         limit = min(p.max_bytes, remaining)
-        data, size = read_partition(ctx, p, limit, min_one_message=total == 0, isolation=isolation,
-                                    follower=follower, rack=rack)
+        data, size = read_partition(ctx, p, limit, total == 0, isolation, follower, rack, incremental, now_ms)
+        if data is UNCHANGED:
+            continue
         results.append((p, data))
         total += size
         remaining = max(0, remaining - size)
@@ -292,14 +317,14 @@ async def handle(ctx, request):
     min_bytes = min(request.min_bytes, max_bytes)
     deadline = loop_time() + max(request.max_wait_ms, 0) / 1000
     unreadable = unreadable_topics(ctx, request, context)
-    follower = follower_fetch(ctx, request, context)
+    follower = follower_fetch(ctx, request)
     rack = client_rack(ctx, request, follower)
     on_log_end = follower is not None  # a follower waits for appends, a consumer for the high watermark
     while True:
         results, total = read_all(ctx, context, max_bytes, isolation, unreadable, follower, rack)
         # An error or a preferred read replica is answered at once (Kafka's fetchMessages).
         settled = any(data.error_code != ErrorCode.NONE or data.preferred_read_replica >= 0 for _, data in results)
-        if total >= min_bytes or settled or not results or loop_time() >= deadline:
+        if total >= min_bytes or settled or not context.partitions or loop_time() >= deadline:
             break
         parked = [services.replica_manager.get(p.topic, p.partition) for p in context.partitions]
         while True:  # Kafka's DelayedFetch: woken, look whether reading again can find more

@@ -14,23 +14,41 @@ replayed (Kafka's RaftClient.Listener.handleCommit), through the same replay tha
 metadata log from disk (storage/cluster_metadata.py's MetadataReplay). A diverging epoch truncates
 what is kept aside; a fetch below the log start is answered with a snapshot id, and the observer
 fetches that snapshot (FetchSnapshot, key 59) and replays it into a new image before fetching on
-from its end. Deviation: the fetched log is kept in memory, not written to the metadata log dir:
-each start fetches it again from the quorum.
+from its end.
+
+What is fetched is kept on disk as Kafka's brokers keep it (storage/metadata_log.py: segments,
+snapshots and quorum-state in `<metadata.log.dir>/__cluster_metadata-0`): appended as fetched, cut
+where the leader's log diverges, replaced by a fetched snapshot. At start the observer loads its
+latest snapshot and the log after it, and fetches from its log end: only what it lacks. As Kafka's
+observer it does not fsync each append (only voters must); a rolled segment, each snapshot and
+quorum-state are fsynced, and the log is flushed at shutdown. Like Kafka's broker
+(SnapshotGenerator) it snapshots its image once metadata.log.max.record.bytes.between.snapshots
+bytes of records were committed since the last one, or metadata.log.max.snapshot.interval.ms passed
+with any; then snapshots and segments beyond metadata.max.retention.bytes/ms go.
+
+Nothing is replayed past the snapshot until a Fetch answer gives the high watermark (as Kafka's
+MetadataLoader waits to catch up before publishing): the records on disk past it may not be
+committed.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import trio
 
 from ...client.connection import BrokerConnection
 from ...client.errors import BrokerUnreachable
 from ...storage.cluster_metadata import MetadataReplay
+from ...storage.metadata_log import METADATA_TOPIC_ID, MetadataLog, MetadataLogConfig, QuorumState, SnapshotId
+from ...storage.metadata_snapshot import build_snapshot
 from ...wire.errors import ErrorCode
 from ...wire.exceptions import CodecError
 from ...wire.protocol import ApiKey, request_class
@@ -39,7 +57,6 @@ from ...wire.records import iter_batch_headers
 log = logging.getLogger("samsa.kraft.quorum")
 
 METADATA_TOPIC = "__cluster_metadata"  # Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME
-METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID ("AAAAAAAAAAAAAAAAAAAAAQ")
 FETCH_VERSION = 17  # Kafka 4.4's KRaft uses the latest its peers support; 17 has replica_state and endpoints
 FETCH_SNAPSHOT_VERSION = 1
 FETCH_MAX_WAIT_MS = 500  # Kafka's KafkaRaftClient.fetchMaxWaitMs
@@ -55,6 +72,15 @@ class _Batch:
     next_offset: int
     epoch: int
     data: bytes
+    max_timestamp: int = -1
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class QuorumObserver:
@@ -62,7 +88,9 @@ class QuorumObserver:
     each batch of committed records replayed (offset: the last one's), in the event loop."""
 
     def __init__(self, config, cluster_id: str, node_id: int, directory_id: uuid.UUID,
-                 on_commit: Callable[[MetadataReplay, int], None]) -> None:
+                 on_commit: Callable[[MetadataReplay, int], None], metadata_log_dir: Path | None = None) -> None:
+        """`metadata_log_dir`: where the metadata log is kept (metadata.log.dir, else the first log
+        dir); None keeps it in memory only (tests of the fetch handling)."""
         self._cluster_id = cluster_id
         self._node_id = node_id
         self._directory_id = directory_id
@@ -83,6 +111,18 @@ class QuorumObserver:
         self.applied_offset = -1  # the last committed offset replayed
         self._pending: list[_Batch] = []  # fetched, not yet committed
         self._leader_changed = trio.Event()  # set, and replaced, when the leader or its endpoint changes
+        self._metadata_log_dir = metadata_log_dir
+        self._metadata_log_config = MetadataLogConfig.from_broker_config(config)
+        self.metadata_log: MetadataLog | None = None  # open while run() runs
+        self._static_voters = sorted(self._voters) if self._voters else None  # kraft.version 0: quorum-state v0
+        self._quorum_state_written = QuorumState()
+        self._published = False  # nothing published yet: the first high watermark publishes what is loaded
+        self._applied_epoch = 0  # the leader epoch of the last batch replayed
+        self._applied_timestamp = -1  # and its max timestamp (a snapshot's last contained log timestamp)
+        self._snapshot_max_bytes = config.get_int("metadata.log.max.record.bytes.between.snapshots")
+        self._snapshot_interval_ms = config.get_int("metadata.log.max.snapshot.interval.ms")
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = _monotonic_ms()
 
     # --- what the broker reads --------------------------------------------------------------------
 
@@ -111,7 +151,61 @@ class QuorumObserver:
     # --- fetching ----------------------------------------------------------------------------------
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+        if self._metadata_log_dir is not None:
+            await trio.to_thread.run_sync(self.load, self._metadata_log_dir)
+        try:
+            task_status.started()
+            await self._fetch_forever()
+        finally:
+            if self.metadata_log is not None:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(self.metadata_log.close)
+
+    def load(self, metadata_log_dir: Path) -> None:
+        """Open the metadata log on disk (in a worker thread): its latest snapshot replayed (not yet
+        published), the batches after it kept aside until a high watermark commits them, the
+        fetch position at its end, the leader epoch from quorum-state."""
+        metadata_log = MetadataLog.in_log_dir(metadata_log_dir, self._metadata_log_config, _wall_clock_ms)
+        self.metadata_log = metadata_log
+        state = metadata_log.read_quorum_state()
+        self._quorum_state_written = state
+        if state.leader_epoch > self.leader_epoch:
+            self.leader_epoch = state.leader_epoch
+            self.leader_id = state.leader_id if state.leader_id >= 0 else None
+        start = metadata_log.start_offset
+        snapshot = metadata_log.latest_snapshot
+        if snapshot is not None:
+            self._load_snapshot(snapshot, metadata_log.read_snapshot(snapshot))
+            start = snapshot.end_offset
+        self._read_pending(start)
+        log.info("[RaftClient id=%d] Loaded the metadata log from %s: %s, log %d to %d (epoch %d), leader epoch %d",
+                 self._node_id, metadata_log.dir, f"snapshot {snapshot.end_offset}-{snapshot.epoch}" if snapshot
+                 else "no snapshot", metadata_log.start_offset, self.fetch_offset, self.last_fetched_epoch,
+                 self.leader_epoch)
+
+    def _read_pending(self, start: int) -> None:
+        """The batches of the log on disk from `start` on kept aside (until committed), and the
+        fetch position at the log's end."""
+        assert self.metadata_log is not None
+        self._pending = []
+        data = self.metadata_log.read(start)
+        for pos, header in iter_batch_headers(data):
+            if header.next_offset > start:
+                self._pending.append(_Batch(header.base_offset, header.next_offset, header.partition_leader_epoch,
+                                            data[pos:pos + header.size], header.max_timestamp))
+        self.fetch_offset = self.metadata_log.end_offset
+        self.last_fetched_epoch = self.metadata_log.last_fetched_epoch
+
+    def _load_snapshot(self, snapshot: SnapshotId, data: bytes) -> None:
+        replay = MetadataReplay()
+        replay.batches(data)
+        replay.image.end_offset = snapshot.end_offset
+        self.replay = replay
+        self.applied_offset = snapshot.end_offset - 1
+        self._applied_epoch = snapshot.epoch
+        self.high_watermark = max(self.high_watermark, snapshot.end_offset)
+
+    async def _fetch_forever(self) -> None:
         failures = 0  # connection attempts failed in a row: the backoff doubles, as reconnect.backoff.ms's
         while True:
             target = self._target()
@@ -172,10 +266,14 @@ class QuorumObserver:
                 await self._fetch_snapshot(connection, partition.snapshot_id.end_offset, partition.snapshot_id.epoch)
                 continue
             if partition.diverging_epoch.epoch >= 0:
-                self._truncate(partition.diverging_epoch.end_offset, partition.diverging_epoch.epoch)
+                await trio.to_thread.run_sync(self._truncate, partition.diverging_epoch.end_offset,
+                                              partition.diverging_epoch.epoch)
                 continue
-            self._append(partition.records)
+            if partition.records:
+                await trio.to_thread.run_sync(self._append, bytes(partition.records))
             self._commit(partition.high_watermark)
+            await self._maybe_snapshot()
+            await self._maybe_write_quorum_state()
 
     def _fetch_request(self):
         Topic, Partition = FetchRequest.FetchTopic, FetchRequest.FetchPartition
@@ -212,20 +310,46 @@ class QuorumObserver:
         self._leader_changed = trio.Event()
 
     def _append(self, records) -> None:
+        """Keep the fetched batches (on disk, and aside until committed); in a worker thread."""
         if not records:
             return
         data = bytes(records)
+        first = end = None  # the bytes of the batches not already here
+        kept = []
         for pos, header in iter_batch_headers(data):
-            if header.next_offset <= self.fetch_offset:
+            if header.base_offset < self.fetch_offset:
                 continue
-            self._pending.append(_Batch(header.base_offset, header.next_offset, header.partition_leader_epoch,
-                                        data[pos:pos + header.size]))
-            self.fetch_offset = header.next_offset
-            self.last_fetched_epoch = header.partition_leader_epoch
+            if first is None:
+                first = pos
+            end = pos + header.size
+            kept.append(_Batch(header.base_offset, header.next_offset, header.partition_leader_epoch,
+                               data[pos:pos + header.size], header.max_timestamp))
+        if first is None:
+            return
+        if self.metadata_log is not None:
+            self.metadata_log.append_as_follower(data[first:end])
+            if self.metadata_log.log.flush_due(_wall_clock_ms()):
+                self.metadata_log.flush()  # a rolled segment is made durable, as Kafka's roll does
+        self._pending.extend(kept)
+        self.fetch_offset = kept[-1].next_offset
+        self.last_fetched_epoch = kept[-1].epoch
 
     def _truncate(self, end_offset: int, epoch: int) -> None:
-        """The leader's log diverges from what was fetched at `end_offset`: what is kept aside from
-        there on goes (committed records never diverge)."""
+        """The leader's log diverges from what was fetched at `end_offset` (Kafka's
+        truncateToEndOffset, in a worker thread): what is kept from there on goes. Committed records
+        never diverge: the leader asking to cut below them is answered by cutting above them."""
+        if end_offset <= self.applied_offset:
+            log.error("[RaftClient id=%d] The leader requested truncation to offset %d, which is below the "
+                      "records already committed (to %d)", self._node_id, end_offset, self.applied_offset)
+            end_offset = self.applied_offset + 1
+        if self.metadata_log is not None:
+            truncated = self.metadata_log.truncate_to_end_offset(end_offset, epoch)
+            self.fetch_offset = self.metadata_log.end_offset
+            self.last_fetched_epoch = self.metadata_log.last_fetched_epoch
+            self._pending = [b for b in self._pending if b.next_offset <= self.fetch_offset]
+            log.info("[RaftClient id=%d] Truncated to offset %d from Fetch response from leader %s", self._node_id,
+                     truncated, self.leader_id)
+            return
         log.info("[RaftClient id=%d] Truncating the fetched metadata log to offset %d (epoch %d)", self._node_id,
                  end_offset, epoch)
         self._pending = [b for b in self._pending if b.next_offset <= end_offset]
@@ -233,18 +357,68 @@ class QuorumObserver:
         self.last_fetched_epoch = self._pending[-1].epoch if self._pending else epoch
 
     def _commit(self, high_watermark: int) -> None:
-        """Replay the batches the high watermark passed, then tell the broker."""
+        """Replay the batches the high watermark passed, then tell the broker (also, the first time,
+        when only what was loaded from disk is committed)."""
         self.high_watermark = max(self.high_watermark, high_watermark)
         committed = 0
         for batch in self._pending:
             if batch.next_offset > self.high_watermark:
                 break
-            self.replay.batches(batch.data)
+            self.replay.batches(batch.data, self.applied_offset + 1)
             self.applied_offset = batch.next_offset - 1
+            self._applied_epoch = batch.epoch
+            self._applied_timestamp = batch.max_timestamp
+            self._bytes_since_snapshot += len(batch.data)
             committed += 1
         if committed:
             del self._pending[:committed]
+        if committed or not self._published and self.applied_offset >= 0:
+            self._published = True
             self._on_commit(self.replay, self.applied_offset)
+
+    async def _maybe_snapshot(self) -> None:
+        """Kafka's SnapshotGenerator: a snapshot of the image once enough bytes of records were
+        committed since the last, or enough time passed with some; then the metadata log's cleaning."""
+        if self.metadata_log is None or self._bytes_since_snapshot == 0:
+            return
+        elapsed = _monotonic_ms() - self._last_snapshot_ms
+        timed_out = self._snapshot_interval_ms > 0 and elapsed >= self._snapshot_interval_ms  # 0: never by time
+        if self._bytes_since_snapshot < self._snapshot_max_bytes and not timed_out:
+            return
+        reason = (f"{self._bytes_since_snapshot} bytes of records since the last" if
+                  self._bytes_since_snapshot >= self._snapshot_max_bytes else f"{elapsed} ms since the last")
+        # In a worker thread; the image changes only in _commit, which waits for it here.
+        await trio.to_thread.run_sync(self.write_snapshot, reason)
+
+    def write_snapshot(self, reason: str = "") -> SnapshotId | None:
+        """A snapshot of the image as replayed to `applied_offset`; the log cleaned after it."""
+        metadata_log = self.metadata_log
+        if metadata_log is None or self.applied_offset < 0:
+            return None
+        snapshot = SnapshotId(self.applied_offset + 1, self._applied_epoch)
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = _monotonic_ms()
+        latest = metadata_log.latest_snapshot
+        if latest is not None and latest.end_offset >= snapshot.end_offset:
+            return None
+        data = build_snapshot(self.replay, snapshot.epoch, self._applied_timestamp, _wall_clock_ms())
+        metadata_log.write_snapshot(snapshot, data)
+        log.info("[SnapshotGenerator id=%d] Created snapshot %020d-%010d (%d bytes)%s", self._node_id,
+                 snapshot.end_offset, snapshot.epoch, len(data), f": {reason}" if reason else "")
+        metadata_log.maybe_clean()
+        return snapshot
+
+    async def _maybe_write_quorum_state(self) -> None:
+        """quorum-state follows the leader and epoch this observer follows (Kafka's QuorumState
+        writes it at each transition)."""
+        if self.metadata_log is None or self.leader_id is None:
+            return
+        state = QuorumState(self.leader_id, self.leader_epoch)
+        if state == self._quorum_state_written:
+            return
+        await trio.to_thread.run_sync(functools.partial(self.metadata_log.write_quorum_state, state,
+                                                        static_voters=self._static_voters))
+        self._quorum_state_written = state
 
     async def _fetch_snapshot(self, connection: BrokerConnection, end_offset: int, epoch: int) -> None:
         """FetchSnapshot until the whole snapshot is here, then replay it into a new image."""
@@ -270,12 +444,27 @@ class QuorumObserver:
             position += len(chunk)
             if position >= partition.size or not chunk:
                 break
-        replay = MetadataReplay()
-        replay.batches(b"".join(chunks))
-        self.replay = replay
-        self._pending.clear()
-        self.fetch_offset = end_offset
-        self.last_fetched_epoch = epoch
-        self.high_watermark = max(self.high_watermark, end_offset)
-        self.applied_offset = end_offset - 1
+        data = b"".join(chunks)
+        snapshot = SnapshotId(end_offset, epoch)
+        self._load_snapshot(snapshot, data)
+        if self.metadata_log is not None:
+            # Stored, the log started over at its end (the log on disk past it, if any, kept aside).
+            await trio.to_thread.run_sync(self._store_snapshot, snapshot, data)
+        else:
+            self._pending.clear()
+            self.fetch_offset = end_offset
+            self.last_fetched_epoch = epoch
+        self._bytes_since_snapshot = 0
+        self._published = True
         self._on_commit(self.replay, self.applied_offset)
+
+    def _store_snapshot(self, snapshot: SnapshotId, data: bytes) -> None:
+        """A fetched snapshot on disk, and the log started over at its end (Kafka's
+        truncateToLatestSnapshot after FetchSnapshot); in a worker thread."""
+        assert self.metadata_log is not None
+        self.metadata_log.write_snapshot(snapshot, data)
+        if self.metadata_log.truncate_to_latest_snapshot():
+            log.info("[RaftClient id=%d] Fully truncated the log at (%d, %d) after downloading snapshot %020d-%010d",
+                     self._node_id, self.metadata_log.end_offset, self.metadata_log.last_fetched_epoch,
+                     snapshot.end_offset, snapshot.epoch)
+        self._read_pending(snapshot.end_offset)

@@ -4,7 +4,8 @@ A connection reads one size-prefixed frame into one buffer (`recv_into`, no copi
 the request handler and writes the response before reading the next: Kafka answers the requests of
 a connection in order, and a client may pipeline several. A response may carry holes: file ranges
 of log segments, which go to the socket with `os.sendfile`, never through Python - except on TLS
-connections, where the bytes must be encrypted in user space and are read from the file instead -
+connections, where the bytes must be encrypted in user space and are read from the file instead,
+and small ranges, which are read and sent with the bytes around them in one writev -
 and records in memory, which go with the bytes around them in one `os.writev`, never copied.
 """
 
@@ -39,6 +40,12 @@ _READ_AHEAD = 16 * 1024  # one read takes a small request whole, size prefix and
 _spare_buffers: list[bytearray] = []
 _MAX_SPARE_BUFFERS = 64
 _TLS_FILE_CHUNK = 1 << 16
+# A file range smaller than this is read (pread) and goes in the writev of the bytes around it: a
+# sendfile between two writevs is three sends, each pushing a segment to the peer (and waking it),
+# where a follower's or a consumer's fetch of a few small batches per partition had one sendfile and
+# one writev per partition. pread and one writev cost less up to about 16 KiB (1 KiB: 3.4-3.9
+# against 5.1-6.0 us of CPU on loopback, 64 KiB: 14-16 against 9-15).
+_SENDFILE_MIN = 16 << 10
 _FAIR_SHARE = 4 << 20  # bytes one sendfile loop may send without letting other tasks run
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one writev takes
 # While the rest of a large frame is awaited, the socket wakes the broker only once this many of its
@@ -48,6 +55,14 @@ _RECEIVE_LOW_WATER = 64 << 10
 
 class ConnectionClosed(Exception):
     pass
+
+
+def _read_slice(piece) -> bytes:
+    """A small file range's bytes, read now (as sendfile would have sent them now)."""
+    data = os.pread(piece.fd, piece.size, piece.position)
+    if len(data) != piece.size:
+        raise ConnectionClosed("segment file shrank before it was sent")
+    return data
 
 
 @dataclass
@@ -254,7 +269,7 @@ class Connection:
 
     async def send_response(self, buffer) -> None:
         """Send an encoded response: a FrameBuffer's buffers by writev, its file slices (fd,
-        position, size) by sendfile."""
+        position, size) by sendfile, those under _SENDFILE_MIN read into the writev."""
         if not getattr(buffer, "holes", None):
             await self.send(buffer)
             return
@@ -262,6 +277,9 @@ class Connection:
         for piece in buffer.pieces():
             if isinstance(piece, (bytes, bytearray, memoryview)):
                 buffers.append(piece)
+                continue
+            if piece.size < _SENDFILE_MIN:
+                buffers.append(_read_slice(piece))
                 continue
             await self.send_buffers(buffers)
             buffers = []

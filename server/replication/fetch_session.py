@@ -19,6 +19,9 @@ from ...wire.errors import ErrorCode
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 INVALID_SESSION_ID = 0
+# What the fetch handler reads for a partition of an incremental session with nothing new to say
+# (no records, no error, the offsets the client was last sent): left out of the response.
+UNCHANGED = None
 
 
 @dataclass
@@ -35,6 +38,11 @@ class CachedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     sent_log_start_offset: int = -1
+
+    def changed(self, high_watermark: int, last_stable_offset: int, log_start_offset: int) -> bool:
+        """Whether these offsets are not those the client was last sent."""
+        return (high_watermark != self.high_watermark or last_stable_offset != self.last_stable_offset
+                or log_start_offset != self.sent_log_start_offset)
 
     def needs_response(self, high_watermark: int, last_stable_offset: int, log_start_offset: int,
                        has_records: bool, error: int) -> bool:

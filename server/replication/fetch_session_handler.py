@@ -13,6 +13,7 @@ over with a full request, which opens a new session.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -49,15 +50,29 @@ class FetchSessionHandler:
         # What the leader's session holds for each partition: what it was last sent.
         self._sent: dict[TopicPartition, PartitionFetch] = {}
 
-    def build(self, wanted: dict[TopicPartition, PartitionFetch]) -> SessionRequest:
-        """The request for the partitions `wanted` now. Remembers what it sends: a request that
-        then fails must be followed by `reset`."""
+    def build(self, wanted: dict[TopicPartition, PartitionFetch],
+              candidates: Collection[TopicPartition] | None = None) -> SessionRequest:
+        """The request for the partitions `wanted` now. `candidates`: the only partitions that may
+        have changed or left `wanted` since the last request (a fetcher that knows which it touched
+        need not have every other one compared); None: any of them. Remembers what it sends: a
+        request that then fails must be followed by `reset`."""
         if self.next_epoch == INITIAL_EPOCH:
             self._sent = dict(wanted)
             return SessionRequest(self.session_id, INITIAL_EPOCH, dict(wanted), [], full=True)
         sent = self._sent
-        changed = {key: fetch for key, fetch in wanted.items() if sent.get(key) != fetch}
-        forgotten = [key for key in sent if key not in wanted]
+        if candidates is None:
+            changed = {key: fetch for key, fetch in wanted.items() if sent.get(key) != fetch}
+            forgotten = [key for key in sent if key not in wanted]
+        else:
+            changed = {}
+            forgotten = []
+            for key in candidates:
+                fetch = wanted.get(key)
+                if fetch is None:
+                    if key in sent:
+                        forgotten.append(key)
+                elif sent.get(key) != fetch:
+                    changed[key] = fetch
         for key in forgotten:
             del sent[key]
         sent.update(changed)

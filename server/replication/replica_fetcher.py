@@ -14,6 +14,7 @@ is older than the leader's: the partition waits for the controller's next Leader
 from __future__ import annotations
 
 import logging
+import math
 import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,12 +43,14 @@ ListOffsets = request_class(ApiKey.LIST_OFFSETS)
 LIST_OFFSETS_VERSION = 4  # current leader epoch
 EARLIEST_TIMESTAMP = -2
 TopicPartition = tuple[str, int]
+FULL_CHECK_S = 1.0  # how often a fetcher looks at every partition it fetches, not only those that moved
 
 
 @dataclass
 class PartitionFetchState:
     leader_epoch: int
     truncating: bool = True
+    partition: Partition | None = None  # the replica manager's, looked up once (None: look it up)
 
 
 def truncation_offset(leader_epoch: int, leader_end_offset: int, follower_epoch_end: tuple[int, int],
@@ -93,11 +96,11 @@ class ReplicaFetcherManager:
             fetcher = ReplicaFetcher(leader_id, fetcher_key[1], address, self._replicas, self._config)
             self._fetchers[fetcher_key] = fetcher
             self.nursery.start_soon(fetcher.run)
-        fetcher.partitions[key] = PartitionFetchState(partition.leader_epoch)
+        fetcher.add(key, PartitionFetchState(partition.leader_epoch, partition=partition))
 
     def remove_partition(self, key: TopicPartition) -> None:
         for fetcher_key, fetcher in list(self._fetchers.items()):
-            if fetcher.partitions.pop(key, None) is not None and not fetcher.partitions:
+            if fetcher.remove(key) and not fetcher.partitions:
                 fetcher.stop()
                 del self._fetchers[fetcher_key]
 
@@ -121,6 +124,36 @@ class ReplicaFetcher:
         self._cancel_scope = trio.CancelScope()
         self.finished = False  # run returned: partitions added now would never be fetched
         self._session = FetchSessionHandler()  # KIP-227: after the first, fetches name what changed
+        # What each partition being fetched (not truncating) asks of the leader, and the partitions
+        # whose ask may have changed since: added or removed, truncated, or in the last response.
+        # Only those are looked at again before a fetch: a follower of fifty quiet partitions (a
+        # group coordinator's) and a busy one does not walk the fifty at every fetch. Nothing
+        # else changes what a partition asks except its own retention moving its log start offset
+        # (which the leader only records), and a failed log dir (whose handler removes the
+        # partition): a full look every FULL_CHECK_S catches those.
+        self._fetches: dict[TopicPartition, PartitionFetch] = {}
+        self._stale: set[TopicPartition] = set()
+        self._truncating: set[TopicPartition] = set()
+        self._next_full_check = -math.inf
+
+    def add(self, key: TopicPartition, state: PartitionFetchState) -> None:
+        self.partitions[key] = state
+        self._stale.add(key)
+        if state.truncating:
+            self._truncating.add(key)
+
+    def remove(self, key: TopicPartition) -> bool:
+        """Stop fetching the partition; False if this fetcher did not have it."""
+        if self.partitions.pop(key, None) is None:
+            return False
+        self._stale.add(key)
+        return True
+
+    def _truncate_later(self, key: TopicPartition, state: PartitionFetchState) -> None:
+        """The partition goes back to OffsetsForLeaderEpoch before it fetches again."""
+        state.truncating = True
+        self._truncating.add(key)
+        self._stale.add(key)
 
     def stop(self) -> None:
         self._cancel_scope.cancel()
@@ -139,6 +172,7 @@ class ReplicaFetcher:
                     connection = await BrokerConnection.connect(
                         *self.address, self._client_id, self._config.get_int("replica.socket.timeout.ms"))
                     self._session.reset()  # a request lost with the last connection: start over
+                    self._next_full_check = -math.inf
                     try:
                         while self.partitions:
                             truncated = await self._truncate(connection)
@@ -155,31 +189,36 @@ class ReplicaFetcher:
                              e, backoff * 1000)
                     await trio.sleep(backoff)
 
-    def _current(self) -> list[tuple[TopicPartition, PartitionFetchState, Partition]]:
-        found = []
-        for key, state in list(self.partitions.items()):
-            partition = self._replicas.get(*key)
-            if partition is None or partition.is_offline:
-                # Gone, or its log dir failed (Kafka's handleLogDirFailure removes its fetcher).
-                del self.partitions[key]
-            else:
-                found.append((key, state, partition))
-        return found
+    def _hosted(self, key: TopicPartition, state: PartitionFetchState) -> Partition | None:
+        """The partition `state` fetches, or None (and it leaves this fetcher) when it is gone or
+        its log dir failed (Kafka's handleLogDirFailure removes its fetcher)."""
+        partition = self._replicas.get(*key)
+        if partition is None or partition.is_offline:
+            del self.partitions[key]
+            self._stale.add(key)
+            return None
+        state.partition = partition
+        return partition
 
     # -- truncation (KIP-101, KIP-279)
     async def _truncate(self, connection: BrokerConnection) -> bool:
         """One round of OffsetsForLeaderEpoch for the partitions still truncating; True if one of
         them moved on."""
+        if not self._truncating:
+            return False
         asking = []
         progressed = False
-        for key, state, partition in self._current():
-            if not state.truncating:
+        for key in list(self._truncating):
+            state = self.partitions.get(key)
+            partition = None if state is None or not state.truncating else self._hosted(key, state)
+            if state is None or partition is None or not state.truncating:
+                self._truncating.discard(key)
                 continue
             latest = partition.log.leader_epoch_cache.latest_epoch
             if latest == UNDEFINED_EPOCH:
                 # No epochs to compare: keep what the high watermark says both have.
                 self._truncate_to(partition, partition.log.high_watermark)
-                state.truncating = False
+                self._truncated(key, state)
                 progressed = True
                 continue
             asking.append((key, state, partition, latest))
@@ -199,18 +238,25 @@ class ReplicaFetcher:
                 continue  # not answered, or the partition changed hands meanwhile
             if answer.error_code == ErrorCode.NONE:
                 progressed = True
-                self._truncate_on_epoch_end(partition, state, answer.leader_epoch, answer.end_offset)
+                self._truncate_on_epoch_end(key, partition, state, answer.leader_epoch, answer.end_offset)
             else:
                 self._partition_error(key, state, answer.error_code, "OffsetsForLeaderEpoch")
         return progressed
 
-    def _truncate_on_epoch_end(self, partition: Partition, state: PartitionFetchState, leader_epoch: int,
-                               end_offset: int) -> None:
+    def _truncate_on_epoch_end(self, key: TopicPartition, partition: Partition, state: PartitionFetchState,
+                               leader_epoch: int, end_offset: int) -> None:
         log_ = partition.log
         offset, complete = truncation_offset(leader_epoch, end_offset, log_.end_offset_for_epoch(leader_epoch),
                                              log_.log_end_offset, log_.high_watermark)
         self._truncate_to(partition, offset)
-        state.truncating = not complete
+        if complete:
+            self._truncated(key, state)
+
+    def _truncated(self, key: TopicPartition, state: PartitionFetchState) -> None:
+        """Truncation settled: the partition fetches from its log end offset."""
+        state.truncating = False
+        self._truncating.discard(key)
+        self._stale.add(key)
 
     def _truncate_to(self, partition: Partition, offset: int) -> None:
         log_ = partition.log
@@ -219,18 +265,35 @@ class ReplicaFetcher:
                      partition.name, offset, self.leader_id, partition.leader_epoch)
 
     # -- fetching
+    def _refresh_fetches(self) -> set[TopicPartition]:
+        """Bring `_fetches` up to date for the stale partitions (every one at a full check); the
+        partitions whose ask may have changed."""
+        now = trio.current_time()
+        if now >= self._next_full_check:
+            self._next_full_check = now + FULL_CHECK_S
+            self._stale.update(self.partitions)
+            self._stale.update(self._fetches)
+        stale, self._stale = self._stale, set()
+        fetches = self._fetches
+        max_bytes = self._config.get_int("replica.fetch.max.bytes")
+        for key in stale:
+            state = self.partitions.get(key)
+            partition = None if state is None else self._hosted(key, state)
+            if state is None or partition is None or state.truncating:
+                fetches.pop(key, None)
+                continue
+            log_ = partition.log
+            fetches[key] = PartitionFetch(log_.log_end_offset, state.leader_epoch,
+                                          log_.leader_epoch_cache.latest_epoch, log_.log_start_offset, max_bytes)
+        return stale
+
     async def _fetch(self, connection: BrokerConnection) -> bool:
-        fetching = [(key, state, partition) for key, state, partition in self._current() if not state.truncating]
-        if not fetching:
+        candidates = self._refresh_fetches()
+        fetches = self._fetches
+        if not fetches:
             return False
         config = self._config
-        max_bytes = config.get_int("replica.fetch.max.bytes")
-        wanted = {}
-        for key, state, partition in fetching:
-            log_ = partition.log
-            wanted[key] = PartitionFetch(log_.log_end_offset, state.leader_epoch, log_.leader_epoch_cache.latest_epoch,
-                                         log_.log_start_offset, max_bytes)
-        session = self._session.build(wanted)
+        session = self._session.build(fetches, candidates)
         by_topic: dict[str, list] = {}
         for (topic, index), fetch in session.partitions.items():
             by_topic.setdefault(topic, []).append(Fetch.FetchPartition(
@@ -247,6 +310,7 @@ class ReplicaFetcher:
                         topics=[Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
                         forgotten_topics_data=[Fetch.ForgottenTopic(topic=topic, partitions=parts)
                                                for topic, parts in forgotten.items()])
+        asked = self.partitions.copy()  # a partition whose state is replaced meanwhile ignores its answer
         response = await connection.call(request, FETCH_VERSION)  # failing, it costs the connection: reset
         self._session.handle_response(session, response.error_code, response.session_id)
         if response.error_code != ErrorCode.NONE:
@@ -254,38 +318,47 @@ class ReplicaFetcher:
                      response.error_code)
             # A session the leader evicted or lost count of: a full fetch at once opens a new one.
             return response.error_code in (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
-        answers = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
-        # An incremental answer leaves out the partitions with nothing new: a long poll that ended
-        # with nothing is progress too (the next fetch polls again), where only errors are not.
-        progressed = not answers
+        # An incremental answer leaves out the partitions with nothing new (and the loop below
+        # looks at no other): a long poll that ended with nothing is progress too (the next fetch
+        # polls again), where only errors are not.
+        answered = progressed = False
         to_flush = []
         out_of_range: list[tuple[TopicPartition, PartitionFetchState, Partition]] = []
-        for key, state, partition in fetching:
-            data = answers.get(key)
-            if data is None or self.partitions.get(key) is not state:
-                continue
-            if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                out_of_range.append((key, state, partition))
-                continue
-            if data.error_code != ErrorCode.NONE:
-                self._partition_error(key, state, data.error_code, "Fetch")
-                continue
-            progressed = True
-            if data.diverging_epoch.epoch != UNDEFINED_EPOCH:
-                state.truncating = True
-                continue
-            try:
-                info = partition.append_as_follower(data.records, data.high_watermark, data.log_start_offset)
-                if info is not None and info.flush_needed:
-                    to_flush.append(partition.log)
-            except StorageError as e:
-                log.error("[ReplicaFetcher %s] cannot append to %s: %s", self._client_id, partition.name, e)
-                state.truncating = True
+        partitions = self.partitions
+        stale = self._stale
+        for topic in response.responses:
+            name = topic.topic
+            for data in topic.partitions:
+                key = (name, data.partition_index)
+                answered = True
+                state = asked.get(key)
+                if state is None or key not in fetches or partitions.get(key) is not state:
+                    continue  # not asked for (truncating), or the partition changed hands meanwhile
+                partition = state.partition
+                assert partition is not None  # _refresh_fetches looked it up
+                stale.add(key)  # its log end offset, epoch or log start offset may move now
+                if data.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    out_of_range.append((key, state, partition))
+                    continue
+                if data.error_code != ErrorCode.NONE:
+                    self._partition_error(key, state, data.error_code, "Fetch")
+                    continue
+                progressed = True
+                if data.diverging_epoch.epoch != UNDEFINED_EPOCH:
+                    self._truncate_later(key, state)
+                    continue
+                try:
+                    info = partition.append_as_follower(data.records, data.high_watermark, data.log_start_offset)
+                    if info is not None and info.flush_needed:
+                        to_flush.append(partition.log)
+                except StorageError as e:
+                    log.error("[ReplicaFetcher %s] cannot append to %s: %s", self._client_id, partition.name, e)
+                    self._truncate_later(key, state)
         for log_ in to_flush:
             await trio.to_thread.run_sync(log_.flush)
         if out_of_range:
             await self._handle_out_of_range(connection, out_of_range)
-        return progressed
+        return progressed or not answered
 
     async def _handle_out_of_range(self, connection: BrokerConnection,
                                    partitions: list[tuple[TopicPartition, PartitionFetchState, Partition]]) -> None:
@@ -312,8 +385,9 @@ class ReplicaFetcher:
                 log.info("[ReplicaFetcher %s] %s: log end offset %d is below the leader's log start offset %d; "
                          "starting over there", self._client_id, partition.name, log_.log_end_offset, answer.offset)
                 log_.truncate_fully_and_start_at(answer.offset)
+                self._stale.add(key)
             else:
-                state.truncating = True
+                self._truncate_later(key, state)
 
     def _partition_error(self, key: TopicPartition, state: PartitionFetchState, code: int, api: str) -> None:
         if code == ErrorCode.FENCED_LEADER_EPOCH:
@@ -321,5 +395,6 @@ class ReplicaFetcher:
             log.info("[ReplicaFetcher %s] %s of %s-%d: fenced leader epoch %d; the partition waits for a new "
                      "LeaderAndIsr", self._client_id, api, *key, state.leader_epoch)
             del self.partitions[key]
+            self._stale.add(key)
         else:
             log.debug("[ReplicaFetcher %s] %s of %s-%d: error %d; retrying", self._client_id, api, *key, code)

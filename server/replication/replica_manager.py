@@ -268,11 +268,17 @@ class Partition:
         leader_state = self.leader_state
         if leader_state is None:
             return None
+        follower = leader_state.followers.get(replica_id)
+        previous_end = None if follower is None else follower.log_end_offset
         change = leader_state.follower_fetched(replica_id, fetch_offset, self.log.log_end_offset, now_ms)
         if change is not None:
             log.info("[Partition %s broker=%d] Expanding ISR from %s to %s", self.name, self.local_id,
                      list(change.committed), list(change.isr))
-        if self._maybe_advance_high_watermark():
+        # Only a follower's log end offset that moved can move the high watermark (Kafka's
+        # updateFollowerFetchState): a fetch that finds the follower where it was (the second pass
+        # of a long poll, a partition with nothing new in a session) looks no further.
+        if (follower is not None and follower.log_end_offset != previous_end
+                and self._maybe_advance_high_watermark()):
             self.wake_high_watermark_waiters()  # not the followers: their next fetch brings it
         return change
 
@@ -374,8 +380,12 @@ class Partition:
             info = log_.append_as_follower(records)
             self.stats.replication_bytes_in += len(records)
         high_watermark = log_.high_watermark
-        log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
-        log_.follow_leader_log_start_offset(leader_log_start_offset)
+        # Set (under the log's lock) only when it moves: most answers of a busy partition bring
+        # records and the same high watermark, or the reverse.
+        if min(leader_high_watermark, log_.log_end_offset) != high_watermark:
+            log_.high_watermark = min(leader_high_watermark, log_.log_end_offset)
+        if leader_log_start_offset > log_.log_start_offset:
+            log_.follow_leader_log_start_offset(leader_log_start_offset)
         if info is not None or log_.high_watermark != high_watermark:
             self.wake()  # what waits on this replica's log: consumers reading from it (KIP-392), tests
         return info

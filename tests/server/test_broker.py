@@ -349,3 +349,43 @@ def test_segments_the_cleaner_replaced_go_after_their_delay_not_at_the_retention
 
     run_broker(broker_config(tmp_path, log_cleaner_backoff_ms=100, log_segment_delete_delay_ms=1000,
                              log_retention_check_interval_ms=300_000), scenario)
+
+
+def test_an_incremental_fetch_leaves_out_what_has_nothing_new_and_waits_for_what_has(tmp_path):
+    """KIP-227: partitions of a session with nothing new (no records, offsets as last sent) are not
+    in an incremental answer; a fetch that finds nothing new anywhere long-polls, and is answered
+    with only the partition an append reached."""
+    Fetch = request_class(ApiKey.FETCH)
+
+    def session_fetch(session_id: int, epoch: int, partitions: list[int], max_wait_ms: int):
+        return Fetch(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                     session_id=session_id, session_epoch=epoch, topics=[Fetch.FetchTopic(topic="t", partitions=[
+                         Fetch.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 20)
+                         for p in partitions])] if partitions else [])
+
+    async def scenario(broker):
+        port = broker.endpoints[0].port
+        consumer = await Client.connect(port)
+        producer = await Client.connect(port)
+        await producer.call(create_topic_request("t", partitions=3), 7)
+        opened = await consumer.call(session_fetch(0, 0, [0, 1, 2], 0), 12)
+        assert sorted(p.partition_index for p in opened.responses[0].partitions) == [0, 1, 2]
+        quiet = await consumer.call(session_fetch(opened.session_id, 1, [], 0), 12)
+        assert (quiet.error_code, quiet.responses) == (ErrorCode.NONE, [])
+        answered = {}
+
+        async def poll():
+            answered["response"] = await consumer.call(session_fetch(opened.session_id, 2, [], 10_000), 12)
+
+        partition = broker.services.replica_manager.get("t", 1)
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(poll)
+                while not partition.has_parked_fetches:  # parked, not answered at once
+                    await trio.sleep(0.01)
+                await producer.call(produce_request("t", one_batch([b"x"])), 9)  # partition 0
+        topics = answered["response"].responses
+        assert [(t.topic, [p.partition_index for p in t.partitions]) for t in topics] == [("t", [0])]
+        assert len(topics[0].partitions[0].records) > 0
+
+    run_with_broker(broker_config(tmp_path), scenario)

@@ -15,9 +15,10 @@ def at(offset: int, epoch: int = 1) -> PartitionFetch:
                           log_start_offset=0, max_bytes=1 << 20)
 
 
-def to_leader(cache: FetchSessionCache, handler: FetchSessionHandler, wanted: dict, now_ms: int = 0):
+def to_leader(cache: FetchSessionCache, handler: FetchSessionHandler, wanted: dict, now_ms: int = 0,
+              candidates=None):
     """Send what the handler builds for `wanted` to the leader's cache; answer as the leader would."""
-    request = handler.build(wanted)
+    request = handler.build(wanted, candidates)
     partitions = [CachedPartition(topic, None, index, f.fetch_offset, f.max_bytes, f.log_start_offset,
                                   f.current_leader_epoch, f.last_fetched_epoch)
                   for (topic, index), f in request.partitions.items()]
@@ -91,3 +92,17 @@ def test_reset_after_a_lost_connection_starts_over_with_a_full_fetch():
     assert request.full and request.session_id == opened.session_id  # the leader replaces that session
     assert context.error == ErrorCode.NONE and context.session_id not in (0, opened.session_id)
     assert opened.session_id not in cache.sessions
+
+
+def test_a_fetcher_that_names_the_partitions_it_touched_gets_the_same_requests():
+    """The replica fetcher passes the partitions that may have changed or gone: only those are
+    compared, and the requests are those a comparison of every partition makes."""
+    cache, handler = FetchSessionCache(10, seed=1), FetchSessionHandler()
+    to_leader(cache, handler, {A: at(0), B: at(0), C: at(0)}, candidates={A, B, C})
+    request, _ = to_leader(cache, handler, {A: at(5), B: at(0), C: at(0)}, candidates={A, B})
+    assert request.partitions == {A: at(5)} and not request.forgotten
+    request, context = to_leader(cache, handler, {A: at(5), C: at(0)}, candidates={B})  # B left
+    assert request.partitions == {} and request.forgotten == [B]
+    assert {(p.topic, p.partition) for p in context.partitions} == {A, C}
+    request, _ = to_leader(cache, handler, {A: at(5), C: at(0)}, candidates=set())
+    assert request.partitions == {} and not request.forgotten and request.epoch == 3

@@ -68,13 +68,16 @@ def test_referenced_records_and_file_slices_are_sent_in_frame_order(tmp_path):
     log = FileRecords.open(path)
     large, mutable_large = os.urandom(REFERENCE_MIN * 5), bytearray(os.urandom(REFERENCE_MIN))
     view = memoryview(b"-" + os.urandom(REFERENCE_MIN * 2))[1:]
-    records = [large, log.slice(1000, 200_000), b"small", mutable_large, None, view, log.slice(250_000, 50_000)]
+    # A file slice under 16 KiB is read and goes in the writev of the bytes around it.
+    records = [large, log.slice(1000, 200_000), b"small", mutable_large, None, view, log.slice(250_000, 50_000),
+               log.slice(10, 1000), log.slice(299_000, 5000)]
     try:
         # A send buffer far smaller than the frame: writev and sendfile return short.
         frame = trio.run(send_and_receive, fetch_response(records), 16, 4096)
     finally:
         log.close()
-    assert [type(h) for _, h in frame.holes] == [bytes, FileRecords, bytearray, memoryview, FileRecords]
+    assert [type(h) for _, h in frame.holes] == [bytes, FileRecords, bytearray, memoryview, FileRecords,
+                                                 FileRecords, FileRecords]
 
 
 def test_a_frame_of_more_buffers_than_one_writev_takes():
