@@ -95,7 +95,7 @@ def relayed(envelope_response: Any, request: Message, api_key: int, version: int
 class ForwardingManager:
     def __init__(self, channel: ControllerChannel) -> None:
         self._channel = channel  # the broker's "forwarding" channel to the active controller
-
+        # The controller's versions last seen, and what forwardable_versions made of them.
         self._forwardable: tuple[ControllerApiVersions | None, Mapping[int, tuple[int, int] | None] | None] = (
             None, None)
 
