@@ -52,6 +52,7 @@ TOOLS = {
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",  # test_delegation_tokens.py
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",  # test_kraft_tools.py
 }
 # A tool lives for a second or two: C1 only and the serial collector start it fastest, and the
 # shared class archive (class_sharing.py) saves loading the JDK's and Kafka's classes again.

@@ -71,6 +71,8 @@ from .zookeeper.membership import ZkMembership, broker_registration, join_cluste
 from .zookeeper.zk_client import ClusterJoinError
 from .kraft.admin_manager import KraftAdminManager
 from .kraft.controller_channel import ControllerChannel
+from .kraft.dynamic_configs import DynamicConfigPublisher
+from .kraft.forwarding import ForwardingManager
 from .kraft.lifecycle import Lifecycle
 from .kraft.metadata_cache import KraftMetadataCache
 from .kraft.producer_ids import KraftProducerIdBlocks
@@ -298,15 +300,23 @@ class Broker:
         replicas = ReplicaManager(log_manager, metadata, config)
         directory_ids = [_directory_id(d) for d in self.log_dirs]
         publisher: BrokerMetadataPublisher | None = None
+        services: BrokerServices | None = None
+        dynamic_configs = DynamicConfigPublisher(self.node_id, cache)
 
         def committed(replay, offset: int) -> None:
-            assert publisher is not None
+            assert publisher is not None and services is not None
             publisher.publish(replay, offset)
+            dynamic_configs.publish(services)
 
         # Kafka's metadata.log.dir: the first log dir unless set.
         metadata_log_dir = Path(config.get_string("metadata.log.dir") or self.log_dirs[0])
         quorum = QuorumObserver(config, self.cluster_id, self.node_id, directory_ids[0], committed, metadata_log_dir)
         channel = ControllerChannel(quorum, self.node_id, config.get_int("controller.quorum.request.timeout.ms"))
+        # Kafka's broker has a channel of its own for the clients' requests it forwards ("forwarding"):
+        # a slow one never holds up the heartbeats. It learns the controller's API versions, which
+        # bound those of the forwarded APIs this broker advertises.
+        forwarding = ControllerChannel(quorum, self.node_id, config.get_int("controller.socket.timeout.ms"),
+                                       learn_api_versions=True, name="forwarding")
         lifecycle = Lifecycle(config, channel, self.cluster_id, self.node_id, directory_ids, self.features.supported,
                               lambda: [(adv.name, self.advertised[adv.name].host, self.advertised[adv.name].port,
                                         adv.security_protocol) for adv in config.advertised_listeners],
@@ -326,7 +336,8 @@ class Broker:
                                             assignments, lambda d: ids_by_dir.get(d) or ids_by_dir.get(d.resolve()))
         services = self._services(
             log_manager, metadata, replicas, authorizer, ProducerIdManager(producer_id_blocks.allocate_block), quotas,
-            metadata_cache=cache, admin=KraftAdminManager(cache, channel), listener_type=ListenerType.BROKER, cluster=cache)
+            metadata_cache=cache, admin=KraftAdminManager(cache, channel, ForwardingManager(forwarding)),
+            listener_type=ListenerType.BROKER, cluster=cache)
         replicas.on_leadership_change = _leadership_changed(services)
         return services, KraftServices(quorum, channel, lifecycle, cache, publisher, producer_id_blocks,
                                        alter_partitions, assignments, ids_by_dir)
@@ -750,7 +761,7 @@ class Broker:
                              auth.principal, request_size=len(frame), started_ns=elapsed_ns())
         handler = self.handlers.get(api_key)
         if (handler is None or not handler.min_version <= version <= handler.max_version_for(services.listener_type)
-                or not handler.served(services.listener_type)):
+                or not handler.served(services.listener_type, services.admin.forwards_to_controller)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
                 return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)
@@ -764,6 +775,8 @@ class Broker:
         try:
             if handler.feature is not None and not services.features.enabled(handler.feature):
                 response = disabled_feature_response(api_key, request)
+            elif handler.forwarded and (forwarded := await services.admin.forward(ctx, request)) is not None:
+                response = forwarded  # the active controller's answer (KafkaApis.forwardToController)
             else:
                 response = await handler.handle(ctx, request)
         except (UnsupportedVersionError, ConnectionClosed, CloseConnection):

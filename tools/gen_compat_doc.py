@@ -34,22 +34,26 @@ NOT_SERVED: dict[ApiKey, str] = {
     ApiKey.VOTE: KRAFT,
     ApiKey.BEGIN_QUORUM_EPOCH: KRAFT,
     ApiKey.END_QUORUM_EPOCH: KRAFT,
-    ApiKey.DESCRIBE_QUORUM: KRAFT,
-    ApiKey.ENVELOPE: "requests forwarded to a KRaft controller (KIP-590): Samsa has none",
+    ApiKey.ENVELOPE: "what a KRaft broker sends its controller (KIP-590): Samsa's KRaft brokers send it, "
+                     "Samsa is no controller to receive it",
     ApiKey.FETCH_SNAPSHOT: KRAFT,
     ApiKey.BROKER_REGISTRATION: KRAFT,
     ApiKey.BROKER_HEARTBEAT: KRAFT,
-    ApiKey.UNREGISTER_BROKER: KRAFT,
     ApiKey.CONTROLLER_REGISTRATION: KRAFT,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: KRAFT,
-    ApiKey.ADD_RAFT_VOTER: KRAFT,
-    ApiKey.REMOVE_RAFT_VOTER: KRAFT,
     ApiKey.UPDATE_RAFT_VOTER: KRAFT,
-    ApiKey.UNREGISTER_CONTROLLER: KRAFT,
 }
+
+FORWARDED_ONLY = ("forwarded to the active controller, by a broker of a KRaft cluster (process.roles=broker) "
+                  "only")
 
 # Served versions that need a word.
 SERVED_NOTES: dict[ApiKey, str] = {
+    ApiKey.DESCRIBE_QUORUM: FORWARDED_ONLY,
+    ApiKey.UNREGISTER_BROKER: FORWARDED_ONLY,
+    ApiKey.ADD_RAFT_VOTER: FORWARDED_ONLY,
+    ApiKey.REMOVE_RAFT_VOTER: FORWARDED_ONLY,
+    ApiKey.UNREGISTER_CONTROLLER: FORWARDED_ONLY,
     ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: ("UNSUPPORTED_VERSION, as Kafka answers without a topology "
                                                        "description plugin (its default; Samsa loads none)"),
     ApiKey.ALTER_REPLICA_LOG_DIRS: "v0 (removed in Kafka 4.0) not served; the copy throttled by "
@@ -116,6 +120,14 @@ def render() -> str:
         "`server/handlers/` declares it serves: what ApiVersions advertises. \"Kafka defines\" is the",
         "newest schema's range; a version marked unstable there is not part of Kafka's protocol yet; versions",
         "\"until Kafka 3.9\" were removed since (KIP-896) and are still served as Kafka 3.9 served them.",
+        "",
+        *textwrap.wrap(
+            "A broker of a KRaft cluster (process.roles=broker) forwards the metadata changes to the active "
+            "controller in an Envelope, as Kafka 4.4's brokers do (" + ", ".join(names_of(sorted(
+                key for key, handler in served.items() if handler.forwarded and not handler.controller_only)))
+            + "; the delegation token changes and the config changes after the broker's own checks), serves "
+            "the APIs marked \"forwarded\" below only by forwarding them, and advertises the forwarded APIs no "
+            "wider than the active controller serves them (docs/cluster.md).", 100),
         "",
         *textwrap.wrap(
             "Share groups (KIP-932) are served, `share.version` finalized at level 1 by default (Kafka 4.4 finalizes "

@@ -47,16 +47,24 @@ class Handler:
     # The highest version served in a ZooKeeper cluster, where it is lower: Kafka 3.9's (a version
     # Kafka 4 added for something a ZooKeeper-mode broker does not do, e.g. transaction version 2).
     zk_max_version: int | None = None
+    # Forwarded to the active controller where one makes the broker's metadata changes (a KRaft
+    # cluster's broker: AdminManager.forward, Kafka's KafkaApis.forwardToController); `handle`
+    # answers it elsewhere.
+    forwarded: bool = False
+    # Answered only by a controller: served (forwarded) only by a broker that forwards to one.
+    controller_only: bool = False
 
     def max_version_for(self, listener_type: ListenerType) -> int:
         if listener_type == ListenerType.ZK_BROKER and self.zk_max_version is not None:
             return self.zk_max_version
         return self.max_version
 
-    def served(self, listener_type: ListenerType) -> bool:
-        """Whether a broker of this listener type serves and advertises this API."""
+    def served(self, listener_type: ListenerType, forwards: bool = False) -> bool:
+        """Whether a broker of this listener type serves and advertises this API; `forwards`: it
+        forwards requests to a controller."""
         zk_broker = listener_type == ListenerType.ZK_BROKER
-        return not (self.cluster_only and not zk_broker or self.kraft_only and zk_broker)
+        return not (self.cluster_only and not zk_broker or self.kraft_only and zk_broker
+                    or self.controller_only and not forwards)
 
 
 HANDLERS: dict[int, Handler] = {}
@@ -83,15 +91,18 @@ MODULES = (
     "initialize_share_group_state", "read_share_group_state", "write_share_group_state", "delete_share_group_state",
     "read_share_group_state_summary",
     "create_delegation_token", "renew_delegation_token", "expire_delegation_token", "describe_delegation_token",
+    "controller_apis",
 )
 
 
 def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only: bool = False,
-            kraft_only: bool = False, feature: tuple[str, int] | None = None, zk_max_version: int | None = None):
+            kraft_only: bool = False, feature: tuple[str, int] | None = None, zk_max_version: int | None = None,
+            forwarded: bool = False, controller_only: bool = False):
     """Register a handler for versions min_version..max_version (inclusive) of api_key;
     `cluster_only`: served only in a ZooKeeper cluster; `kraft_only`: never there; `feature`: served
     only while that (feature, level) is finalized; `zk_max_version`: the highest version in a
-    ZooKeeper cluster, when lower."""
+    ZooKeeper cluster, when lower; `forwarded`: the controller answers it where the broker forwards
+    to one; `controller_only`: only a controller answers it (forwarded, never handled here)."""
     if not 0 <= min_version <= max_version:
         raise ValueError(f"{api_key!r}: bad version range {min_version}..{max_version}")
     if zk_max_version is not None and not min_version <= zk_max_version < max_version:
@@ -102,7 +113,7 @@ def handler(api_key: ApiKey, min_version: int, max_version: int, *, cluster_only
             raise RuntimeError(f"{api_key!r} has two handlers: {HANDLERS[api_key].handle.__module__} "
                                f"and {fn.__module__}")
         HANDLERS[api_key] = Handler(api_key, min_version, max_version, fn, cluster_only, kraft_only, feature,
-                                    zk_max_version)
+                                    zk_max_version, forwarded or controller_only, controller_only)
         return fn
 
     return register

@@ -20,7 +20,7 @@ Entry = AlterClientQuotasResponse.EntryData
 EntityData = AlterClientQuotasResponse.EntityData
 
 
-@handler(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1)
+@handler(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, forwarded=True)
 async def handle(ctx, request):
     services = ctx.services
     authorized = ctx.authorize(ALTER_CONFIGS, CLUSTER)

@@ -21,7 +21,7 @@ from . import handler
 AlterPartitionReassignmentsResponse = response_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
 
 
-@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1)
+@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, forwarded=True)
 async def handle(ctx, request):
     if not ctx.authorize(ALTER, CLUSTER):
         return AlterPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)

@@ -57,7 +57,7 @@ def _check_upsertion(upsertion) -> ScramMechanism | _Error:
     return mechanism
 
 
-@handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0)
+@handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, forwarded=True)
 async def handle(ctx, request):
     if not ctx.authorize(ALTER, CLUSTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

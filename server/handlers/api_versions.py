@@ -16,6 +16,7 @@ transaction.version 1 and serves the transaction APIs up to Kafka 3.9's versions
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ...wire.errors import ErrorCode
@@ -42,28 +43,45 @@ def finalized_features(features: BrokerFeatures):
             for name, level in features.finalized.items() if level > 0]
 
 
-def api_keys(listener_type: ListenerType = ListenerType.BROKER):
+def api_keys(listener_type: ListenerType = ListenerType.BROKER, forwards: bool = False,
+             controller: Mapping[int, tuple[int, int] | None] | None = None):
     """What this broker serves; the inter-broker APIs only in a ZooKeeper cluster, the KRaft-mode
-    ones (client telemetry) only outside one. Those of a feature whatever its level, as Kafka 4.4."""
+    ones (client telemetry) only outside one, those only a controller answers only where forwarded
+    to one (`forwards`), those forwarded no wider than the active controller serves them
+    (`controller`: AdminManager.controller_versions). Those of a feature whatever its level, as Kafka 4.4."""
     Key = ApiVersionsResponse.ApiVersion
-    return [Key(api_key=h.api_key, min_version=h.min_version, max_version=h.max_version_for(listener_type))
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key) if h.served(listener_type)]
+    listed = []
+    for h in sorted(HANDLERS.values(), key=lambda h: h.api_key):
+        if not h.served(listener_type, forwards):
+            continue
+        low, high = h.min_version, h.max_version_for(listener_type)
+        if controller is not None and h.api_key in controller:
+            theirs = controller[h.api_key]
+            if theirs is None or max(low, theirs[0]) > min(high, theirs[1]):
+                continue
+            low, high = max(low, theirs[0]), min(high, theirs[1])
+        listed.append(Key(api_key=h.api_key, min_version=low, max_version=high))
+    return listed
 
 
 # The lists every ApiVersions response carries, made once: building them was most of the handler's
 # time, which a client flooding the broker with ApiVersions requests multiplies (issue 17). Keyed by
-# the number of handlers too, so that a handler registered later is listed, and by the features' epoch,
-# which each change of a finalized level moves. Encoding only reads them.
-_listed: dict[tuple[ListenerType, BrokerFeatures, int, int], tuple[list, list, list]] = {}
+# the number of handlers too, so that a handler registered later is listed, by the features' epoch,
+# which each change of a finalized level moves, and by the active controller's versions (the same
+# object until they change: keyed by its id, and kept in the value so that the id is not reused).
+# Encoding only reads them.
+_listed: dict[tuple, tuple[list, list, list, object]] = {}
 
 
-def _listings(listener_type: ListenerType, features: BrokerFeatures) -> tuple[list, list, list]:
-    key = (listener_type, features, features.epoch, len(HANDLERS))
+def _listings(listener_type: ListenerType, features: BrokerFeatures, forwards: bool = False,
+              controller: Mapping[int, tuple[int, int] | None] | None = None) -> tuple[list, list, list, object]:
+    key = (listener_type, features, features.epoch, len(HANDLERS), forwards, id(controller))
     listed = _listed.get(key)
     if listed is None:
-        for stale in [k for k in _listed if k[1] is features and k[2] != features.epoch]:
+        for stale in [k for k in _listed if k[1] is features and (k[2] != features.epoch or k[4:] != key[4:])]:
             del _listed[stale]
-        listed = _listed[key] = (api_keys(listener_type), supported_features(features), finalized_features(features))
+        listed = _listed[key] = (api_keys(listener_type, forwards, controller), supported_features(features),
+                                 finalized_features(features), controller)
     return listed
 
 
@@ -96,7 +114,9 @@ async def handle(ctx, request):
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name
         ctx.connection.client_software_version = request.client_software_version
-    listed_api_keys, supported, finalized = _listings(ctx.services.listener_type, ctx.services.features)
+    admin = services.admin
+    listed_api_keys, supported, finalized, _ = _listings(services.listener_type, services.features,
+                                                         admin.forwards_to_controller, admin.controller_versions())
     return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=listed_api_keys, throttle_time_ms=0,
                                supported_features=supported, finalized_features_epoch=ctx.services.features.epoch,
                                finalized_features=finalized)

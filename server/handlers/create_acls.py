@@ -16,7 +16,7 @@ CreateAclsResponse = response_class(ApiKey.CREATE_ACLS)
 Result = CreateAclsResponse.AclCreationResult
 
 
-@handler(ApiKey.CREATE_ACLS, 0, 3)
+@handler(ApiKey.CREATE_ACLS, 0, 3, forwarded=True)
 async def handle(ctx, request):
     refused = refusal(ctx, mutating=True)
     if refused is not None:

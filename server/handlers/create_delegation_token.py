@@ -52,6 +52,8 @@ async def handle(ctx, request):
     if any(r.principal_type != USER_TYPE for r in renewers):
         return _response(version, ErrorCode.INVALID_PRINCIPAL_TYPE, owner, requester, ERROR_TIMESTAMP)
     services = ctx.services
+    if (forwarded := await services.admin.forward(ctx, request)) is not None:
+        return forwarded
     token = services.delegation_tokens.create(owner, requester, renewers, request.max_lifetime_ms, wall_clock_ms())
     if isinstance(token, ErrorCode):
         return _response(version, token, owner, requester)

@@ -40,7 +40,7 @@ async def grow(ctx, topic, request, mutations):
     return ErrorCode.NONE, None
 
 
-@handler(ApiKey.CREATE_PARTITIONS, 0, 3)
+@handler(ApiKey.CREATE_PARTITIONS, 0, 3, forwarded=True)
 async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
     mutations = mutation_quota(ctx, strict_since_version=3)

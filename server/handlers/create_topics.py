@@ -87,7 +87,7 @@ def error_result(name: str, code: int, message: str | None):
                   configs=[])
 
 
-@handler(ApiKey.CREATE_TOPICS, 0, 7)
+@handler(ApiKey.CREATE_TOPICS, 0, 7, forwarded=True)
 async def handle(ctx, request):
     counts = Counter(t.name for t in request.topics)
     # CREATE on the cluster or on the topic; its configs come back only with DESCRIBE_CONFIGS on it.

@@ -26,7 +26,7 @@ def matching_acl(acl, version: int):
     return entry
 
 
-@handler(ApiKey.DELETE_ACLS, 0, 3)
+@handler(ApiKey.DELETE_ACLS, 0, 3, forwarded=True)
 async def handle(ctx, request):
     refused = refusal(ctx, mutating=True)
     if refused is not None:

@@ -52,7 +52,7 @@ async def delete_one(ctx, name: str | None, topic_id: uuid.UUID, mutations):
     return Result(name=topic.name, topic_id=topic.topic_id, error_code=ErrorCode.NONE)
 
 
-@handler(ApiKey.DELETE_TOPICS, 0, 6)
+@handler(ApiKey.DELETE_TOPICS, 0, 6, forwarded=True)
 async def handle(ctx, request):
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]

@@ -34,7 +34,7 @@ MESSAGES = {
 }
 
 
-@handler(ApiKey.ELECT_LEADERS, 0, 2)
+@handler(ApiKey.ELECT_LEADERS, 0, 2, forwarded=True)
 async def handle(ctx, request):
     controller = ctx.services.controller
     if isinstance(controller, LocalController):

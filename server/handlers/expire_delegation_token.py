@@ -23,6 +23,8 @@ async def handle(ctx, request):
         return Response(throttle_time_ms=0, error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED,
                         expiry_timestamp_ms=ERROR_TIMESTAMP)
     services = ctx.services
+    if (forwarded := await services.admin.forward(ctx, request)) is not None:
+        return forwarded
     outcome = services.delegation_tokens.expire(request.hmac, ctx.principal, request.expiry_time_period_ms,
                                                 wall_clock_ms())
     if outcome.updated is not None:

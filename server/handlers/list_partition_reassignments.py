@@ -16,7 +16,7 @@ from . import handler
 ListPartitionReassignmentsResponse = response_class(ApiKey.LIST_PARTITION_REASSIGNMENTS)
 
 
-@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0)
+@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, forwarded=True)
 async def handle(ctx, request):
     if not ctx.authorize(DESCRIBE, CLUSTER):
         return ListPartitionReassignmentsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)

@@ -28,7 +28,7 @@ Result = UpdateFeaturesResponse.UpdatableFeatureResult
 NONE_MESSAGE = "NONE"
 
 
-@handler(ApiKey.UPDATE_FEATURES, 0, 2)
+@handler(ApiKey.UPDATE_FEATURES, 0, 2, forwarded=True)
 async def handle(ctx, request):
     services = ctx.services
     if not ctx.authorize(ALTER, CLUSTER):

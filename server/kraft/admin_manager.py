@@ -1,17 +1,18 @@
 """The AdminManager of a KRaft cluster's broker. In a KRaft cluster the controller makes every
 metadata change; Kafka's brokers forward those requests to it.
 
-Topics are created and deleted by the controller: CreateTopics and DeleteTopics are sent to it
-through the channel to the active controller (the placement of replicas is the controller's unless
-the request assigns them), and the answer waits, as in a single broker, for the new partitions'
-leaders or the deletion to show in the metadata log. Topics created on first need (Metadata with
-auto-creation, the coordinators' internal topics) are created the same way (Kafka's
-AutoTopicCreationManager). Deviation: Kafka wraps a client's request in an Envelope (key 58) so
-that the controller authorizes the client's principal; Samsa sends it as the broker.
+The requests Kafka's brokers forward (KafkaApis.forwardToController: topics, partitions, ACLs,
+quotas, SCRAM credentials, reassignments, elections, features, delegation tokens, and the configs
+left after the broker's own checks) go to the active controller whole, wrapped in an Envelope with
+the client's principal (forward, server/kraft/forwarding.py), and the controller's answer is the
+client's: as Kafka's broker, this one does not wait for new topics' leaders to show in the
+metadata log before answering CreateTopics. The AdminManager's methods that would make those
+changes here are never called (AdminManager.forward answers first).
 
-Every other change (configs, partitions, ACLs, quotas, SCRAM credentials, delegation tokens) is not
-forwarded yet (issue 30's next steps): it is refused, the message saying to send it to the
-controller (--bootstrap-controller). What needs no change is answered: a coordinator is its
+Topics created on first need (Metadata with auto-creation, the coordinators' internal topics, a
+streams group's internal topics) are created by a CreateTopics the broker sends as itself (Kafka's
+AutoTopicCreationManager; deviation: Kafka wraps one that a client's Metadata request caused in an
+Envelope with that client's principal). What needs no change is answered: a coordinator is its
 partition's live leader, and configs are read from the metadata log.
 """
 
@@ -23,18 +24,18 @@ from typing import TYPE_CHECKING, NoReturn
 
 import logging
 
-import trio
-
 from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, request_class
 from ..metadata.admin_manager import AdminError, NewPartitions, creatable_topic
 from ..metadata.cache import live_leader
 from .controller_channel import ControllerChannel
+from .forwarding import ForwardingManager
 from .metadata_cache import KraftMetadataCache
 
 if TYPE_CHECKING:
     from ...coordinator.client_quotas import Entity
-    from ..context import BrokerServices
+    from ...wire.codec import Message
+    from ..context import BrokerServices, RequestContext
     from ..metadata.cache import BrokerInfo, TopicInfo
     from ..security.authorizer import AclBinding
     from ..security.delegation_tokens import TokenInformation
@@ -42,23 +43,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("samsa.kraft.admin")
 CreateTopicsRequest = request_class(ApiKey.CREATE_TOPICS)
-DeleteTopicsRequest = request_class(ApiKey.DELETE_TOPICS)
-CREATE_TOPICS_VERSION, DELETE_TOPICS_VERSION = 7, 6
+CREATE_TOPICS_VERSION = 7
 CONTROLLER_TIMEOUT_MS = 30000  # what the controller may take to commit the change
 PLACED_BY_CONTROLLER = -1  # a replica the controller places (assign_replicas without an assignment)
-NOT_FORWARDED = ("this Samsa broker of a KRaft cluster does not forward metadata changes to the controller yet: "
-                 "send it to the controller (--bootstrap-controller)")
 
 
-def _refuse() -> NoReturn:
-    raise AdminError(ErrorCode.INVALID_REQUEST, NOT_FORWARDED)
+def _forwarded() -> NoReturn:
+    """A change the controller makes: its request was forwarded (forward), never handled here."""
+    raise AssertionError("a KRaft broker forwards this request to the controller")
 
 
 class KraftAdminManager:
-    def __init__(self, cache: KraftMetadataCache, channel: ControllerChannel) -> None:
+    forwards_to_controller = True
+
+    def __init__(self, cache: KraftMetadataCache, channel: ControllerChannel, forwarding: ForwardingManager) -> None:
         self._cache = cache
-        self._channel = channel
+        self._channel = channel  # the broker's own requests (topics created on first need)
+        self._forwarding = forwarding  # the clients' requests, in Envelopes
         self._creating: set[str] = set()  # topics created on first need, their CreateTopics in flight
+
+    async def forward(self, ctx: RequestContext, request: Message) -> Message:
+        return await self._forwarding.forward(ctx, request)
+
+    def controller_versions(self) -> Mapping[int, tuple[int, int] | None] | None:
+        return self._forwarding.forwardable_versions()
 
     # --- topics ---------------------------------------------------------------------------------
 
@@ -97,26 +105,17 @@ class KraftAdminManager:
         return await self._cache.wait_for_leaders(topics, timeout_ms)
 
     async def delete_topic(self, services: BrokerServices, name: str) -> None:
-        """DeleteTopics to the controller; a refusal shows as the topic still there (finish_deletions)."""
-        response = await self._channel.call(DeleteTopicsRequest(
-            topics=[DeleteTopicsRequest.DeleteTopicState(name=name)], timeout_ms=CONTROLLER_TIMEOUT_MS),
-            DELETE_TOPICS_VERSION)
-        if response is None or response.responses[0].error_code != ErrorCode.NONE:
-            log.warning("The controller did not delete topic %s: %s", name,
-                        "no answer" if response is None else ErrorCode(response.responses[0].error_code).name)
+        _forwarded()
 
     async def finish_deletions(self, services: BrokerServices, names: set[str], timeout_ms: int) -> set[str]:
-        """Until the metadata log no longer has them (at most timeout_ms); those still there."""
-        with trio.move_on_after(timeout_ms / 1000):
-            await self._cache.wait_until(lambda: not names & self._cache.topics.keys())
-        return names & self._cache.topics.keys()
+        _forwarded()
 
     async def plan_new_partitions(self, services: BrokerServices, topic: str, count: int,
                                   assignments: list[list[int]] | None) -> NewPartitions:
-        _refuse()
+        _forwarded()
 
     async def add_partitions(self, services: BrokerServices, topic: str, plan: NewPartitions) -> None:
-        _refuse()
+        _forwarded()
 
     async def auto_create_topic(self, services: BrokerServices, name: str) -> tuple[int, TopicInfo | None]:
         """Created by the controller: LEADER_NOT_AVAILABLE until the metadata log has its leaders."""
@@ -161,43 +160,43 @@ class KraftAdminManager:
 
     async def alter_topic_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
                                   validate_only: bool) -> None:
-        _refuse()
+        _forwarded()
 
     async def alter_broker_configs(self, services: BrokerServices, resource_name: str, configs: Mapping[str, str],
                                    validate_only: bool) -> None:
-        _refuse()
+        _forwarded()
 
     def client_metrics_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
         return self._cache.client_metrics.get(name, {})
 
     async def alter_client_metrics(self, services: BrokerServices, name: str, changes, incremental: bool,
                                    validate_only: bool) -> None:
-        _refuse()
+        _forwarded()
 
     def group_configs(self, services: BrokerServices, name: str) -> Mapping[str, str]:
         return self._cache.group_configs.get(name, {})
 
     async def alter_group_configs(self, services: BrokerServices, name: str, changes, incremental: bool,
                                   validate_only: bool) -> None:
-        _refuse()
+        _forwarded()
 
     # --- quotas, credentials, ACLs --------------------------------------------------------------
 
     async def alter_client_quotas(self, services: BrokerServices,
                                   changes: dict[Entity, dict[str, float | None]]) -> None:
-        _refuse()
+        _forwarded()
 
     async def alter_scram_credentials(self, services: BrokerServices, deletions: Mapping[str, ScramMechanism],
                                       upsertions: Mapping[str, tuple[ScramMechanism, ScramCredential]]) -> None:
-        _refuse()
+        _forwarded()
 
     async def change_acls(self, services: BrokerServices, acls: Sequence[AclBinding]) -> None:
-        _refuse()
+        _forwarded()
 
     # --- delegation tokens ----------------------------------------------------------------------
 
     async def store_delegation_token(self, services: BrokerServices, token: TokenInformation) -> None:
-        _refuse()
+        _forwarded()
 
     async def remove_delegation_token(self, services: BrokerServices, token_id: str) -> None:
         return None  # the controller expires tokens in a KRaft cluster

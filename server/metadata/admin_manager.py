@@ -4,7 +4,8 @@ topic, broker and group configs, client-metrics resources, client quotas, SCRAM 
 created on first need and the coordinators' brokers. Handlers call `AdminManager` and never know
 which implementation answers: the single broker, its own controller, changes its image and logs at
 once (server/metadata/local_admin.py); a broker of a ZooKeeper cluster writes ZooKeeper for the
-controller and the other brokers (server/zookeeper/admin_manager.py).
+controller and the other brokers (server/zookeeper/admin_manager.py); a broker of a KRaft cluster
+forwards the client's request to the active controller (server/kraft/admin_manager.py).
 
 Each method takes the broker's services (server/context.py's BrokerServices), as handlers do.
 Refusals raise AdminError with Kafka's error code and message, or (the config operations)
@@ -24,7 +25,8 @@ from ...coordinator.transaction_coordinator import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from ...coordinator.client_quotas import Entity
-    from ..context import BrokerServices
+    from ...wire.codec import Message
+    from ..context import BrokerServices, RequestContext
     from ..security.authorizer import AclBinding
     from ..security.delegation_tokens import TokenInformation
     from ..security.scram import ScramCredential, ScramMechanism
@@ -45,6 +47,22 @@ class NewPartitions:
 
 
 class AdminManager(Protocol):
+    # Whether a controller makes this broker's metadata changes (a KRaft cluster's broker): the
+    # requests Kafka's brokers forward go to it (forward), and the APIs only a controller answers
+    # are served by forwarding them (server/handlers/controller_apis.py).
+    forwards_to_controller: bool
+
+    async def forward(self, ctx: RequestContext, request: Message) -> Message | None:
+        """The active controller's answer to a client's request (KafkaApis.forwardToController),
+        where a controller makes this broker's metadata changes; None where this broker makes them
+        (its handler answers)."""
+
+    def controller_versions(self) -> Mapping[int, tuple[int, int] | None] | None:
+        """The versions the active controller serves of each API it accepts forwarded (Kafka's
+        ApiKeys.forwardable; None: not served), which this broker advertises no wider
+        (ApiVersionsResponse.intersectForwardableApis); None where no controller answers them, or
+        while its versions are not known. The same object until they change."""
+
     # --- topics ---------------------------------------------------------------------------------
 
     def assign_replicas(self, services: BrokerServices, partitions: int, replication_factor: int,

@@ -22,6 +22,8 @@ from ..security.acl_admin import store_acls
 from .admin_manager import AdminError, NewPartitions
 
 if TYPE_CHECKING:
+    from ...wire.codec import Message
+    from ..context import RequestContext
     from ...coordinator.client_quotas import Entity
     from ..context import BrokerServices
     from ..security.authorizer import AclBinding
@@ -31,6 +33,14 @@ if TYPE_CHECKING:
 
 
 class LocalAdminManager:
+    forwards_to_controller = False  # this broker makes the metadata changes: its handlers answer
+
+    async def forward(self, ctx: RequestContext, request: Message) -> None:
+        return None
+
+    def controller_versions(self) -> None:
+        return None
+
     # --- topics ---------------------------------------------------------------------------------
 
     def assign_replicas(self, services: BrokerServices, partitions: int, replication_factor: int,

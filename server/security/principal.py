@@ -2,15 +2,49 @@
 
 SASL connections are `User:<authorization id>`; TLS connections with a client certificate are
 `User:<distinguished name>` (RFC 2253, as Java's X500Principal.getName prints it) passed through
-`ssl.principal.mapping.rules`; everyone else is `User:ANONYMOUS`.
+`ssl.principal.mapping.rules`; everyone else is `User:ANONYMOUS`. A principal travels to the
+controller inside a forwarded request's Envelope as the builder's KafkaPrincipalSerde writes it.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...wire.exceptions import CodecError
+from ...wire.protocol import message_class
+
+if TYPE_CHECKING:
+    from ..context import KafkaPrincipal
 
 USER_TYPE = "User"  # KafkaPrincipal.USER_TYPE (the principal itself is server.context.KafkaPrincipal)
+DefaultPrincipalData = message_class("DefaultPrincipalData")
+_VERSION = struct.Struct(">h")
+
+
+# --- the principal's serde (DefaultKafkaPrincipalBuilder's KafkaPrincipalSerde) ------------------
+
+def serialize_principal(principal: KafkaPrincipal) -> bytes:
+    """DefaultKafkaPrincipalBuilder.serialize: DefaultPrincipalData v0 after its version, as
+    MessageUtil.toVersionPrefixedBytes writes it."""
+    data = DefaultPrincipalData(type_=principal.principal_type, name=principal.name,
+                                token_authenticated=principal.token_authenticated)
+    return bytes(data.encode(0, bytearray(_VERSION.pack(0))))
+
+
+def deserialize_principal(data: bytes) -> KafkaPrincipal:
+    """DefaultKafkaPrincipalBuilder.deserialize; CodecError for another version or bad data."""
+    from ..context import KafkaPrincipal  # server.context imports this package's authorizer
+
+    if len(data) < _VERSION.size:
+        raise CodecError("principal data shorter than its version")
+    (version,) = _VERSION.unpack_from(data)
+    if version != 0:
+        raise CodecError(f"Invalid principal data version {version}")
+    decoded = DefaultPrincipalData.decode(data, 0, _VERSION.size)
+    return KafkaPrincipal(decoded.type_, decoded.name, decoded.token_authenticated)
 
 
 # --- distinguished names ------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from ..metadata.cache import live_leader
 from .replica_assignment import AdminOperationError, InvalidReplicationFactor, assign_replicas_to_brokers
 
 if TYPE_CHECKING:
+    from ...wire.codec import Message
+    from ..context import RequestContext
     from ...coordinator.client_quotas import Entity
     from ..context import BrokerServices
     from ..metadata.cache import BrokerInfo, TopicInfo
@@ -60,11 +62,19 @@ class ZkNewPartitions(NewPartitions):
 
 
 class ZkAdminManager:
+    forwards_to_controller = False  # this broker makes the metadata changes: its handlers answer
+
     def __init__(self, client: KafkaZkClient, cache: ZkMetadataCache, shared: ZkSharedMetadata) -> None:
         self._client = client
         self._cache = cache
         self._shared = shared
         self._inflight: set[str] = set()  # topics being created on first need
+
+    async def forward(self, ctx: RequestContext, request: Message) -> None:
+        return None
+
+    def controller_versions(self) -> None:
+        return None
 
     # --- topics ---------------------------------------------------------------------------------
 

@@ -93,3 +93,22 @@ def test_the_listings_are_built_once_per_mode():
     relisted = _listings(ListenerType.BROKER, features)
     assert [f.name for f in relisted[2]] == [f.name for f in listed[2] if f.name != "share.version"]
     assert _listings(ListenerType.BROKER, features) is relisted
+
+
+def test_a_forwarding_broker_advertises_no_wider_than_the_active_controller():
+    """ApiVersionsResponse.intersectForwardableApis: a forwarded API's versions narrowed to the
+    controller's, left out when it serves none of them; the rest as the handlers declare them."""
+    from samsa.server.handlers import ListenerType
+    from samsa.server.handlers.api_versions import api_keys
+
+    load_handlers()
+    controller = {ApiKey.CREATE_TOPICS: (2, 7), ApiKey.DELETE_TOPICS: (1, 9), ApiKey.CREATE_ACLS: None,
+                  ApiKey.DESCRIBE_QUORUM: (0, 1)}
+    listed = {k.api_key: (k.min_version, k.max_version)
+              for k in api_keys(ListenerType.BROKER, forwards=True, controller=controller)}
+    own = {k.api_key: (k.min_version, k.max_version) for k in api_keys(ListenerType.BROKER, forwards=True)}
+    assert (listed[ApiKey.CREATE_TOPICS], listed[ApiKey.DELETE_TOPICS], listed[ApiKey.DESCRIBE_QUORUM]) == (
+        (2, 7), (1, 6), (0, 1))
+    assert ApiKey.CREATE_ACLS not in listed and own[ApiKey.CREATE_ACLS] == (0, 3)
+    assert listed[ApiKey.PRODUCE] == own[ApiKey.PRODUCE]
+    assert ApiKey.DESCRIBE_QUORUM not in {k.api_key for k in api_keys(ListenerType.BROKER)}  # nowhere to forward

@@ -10,6 +10,7 @@ from samsa.server.kraft.metadata_cache import KraftMetadataCache
 from samsa.storage.cluster_metadata import MetadataReplay
 from samsa.wire.errors import ErrorCode
 from samsa.wire.metadata_record import encode_metadata_record
+from samsa.wire.metadata_records.config_record import ConfigRecord
 from samsa.wire.metadata_records.partition_record import PartitionRecord
 from samsa.wire.metadata_records.register_broker_record import RegisterBrokerRecord
 from samsa.wire.metadata_records.topic_record import TopicRecord
@@ -61,6 +62,22 @@ def test_the_recorded_log_after_a_controlled_shutdown():
     assert cache.alive_nodes("PLAINTEXT") == [] and cache.controller_id is None
     assert [p.error_code for p in cache.partition_metadata("t1", "PLAINTEXT")] == [ErrorCode.LEADER_NOT_AVAILABLE] * 2
     assert cache.features["metadata.version"] == 33
+
+
+def test_topic_configs_follow_the_log_as_it_is_replayed():
+    """A KRaft broker reads the replay's image after each batch (no finish()): a topic's configs,
+    those created with it (ConfigRecords before its TopicRecord) and those altered later, are in it."""
+    replay = MetadataReplay()
+    replay.batches(batch(0, (ConfigRecord(resource_type=2, resource_name="t1", name="retention.ms", value="1"), 0),
+                         (TopicRecord(name="t1", topic_id=T1), 0)))
+    cache = KraftMetadataCache(2, "cluster")
+    cache.publish(replay.image, replay.image.end_offset - 1)
+    assert cache.topics["t1"].configs == {"retention.ms": "1"}
+    replay.batches(batch(2, (ConfigRecord(resource_type=2, resource_name="t1", name="cleanup.policy",
+                                          value="compact"), 0),
+                         (ConfigRecord(resource_type=2, resource_name="t1", name="retention.ms", value=None), 0)))
+    cache.publish(replay.image, replay.image.end_offset - 1)
+    assert cache.topics["t1"].configs == {"cleanup.policy": "compact"}
 
 
 def test_eligible_leader_replicas_are_the_registrations():
