@@ -135,9 +135,8 @@ class SamsaCluster(KraftCluster):
                         for n in SAMSA_IDS}
 
 
-@pytest.fixture(scope="module")
-def samsa_cluster(tmp_path_factory):
-    cluster = SamsaCluster(tmp_path_factory.mktemp("kraft-samsa"))
+def running(cluster):
+    """A module fixture's cluster: its controllers started, then its brokers, all unfenced; stopped after."""
     try:
         start_together(cluster.controllers.values())
         start_together(cluster.brokers.values())
@@ -145,6 +144,11 @@ def samsa_cluster(tmp_path_factory):
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def samsa_cluster(tmp_path_factory):
+    yield from running(SamsaCluster(tmp_path_factory.mktemp("kraft-samsa")))
 
 
 def test_leader_killed_ten_times_loses_no_acknowledged_write(samsa_cluster):
@@ -355,14 +359,7 @@ def elect_preferred_leaders(controllers: dict[int, KafkaController], topic: str,
 
 @pytest.fixture(scope="module")
 def mixed_cluster(tmp_path_factory):
-    cluster = MixedCluster(tmp_path_factory.mktemp("kraft-mixed"))
-    try:
-        start_together(cluster.controllers.values())
-        start_together(cluster.brokers.values())
-        cluster.wait_all_unfenced()
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from running(MixedCluster(tmp_path_factory.mktemp("kraft-mixed")))
 
 
 def kill_leader_and_wait(cluster: MixedCluster, topic: str, partition: int, history: History,

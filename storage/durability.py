@@ -24,13 +24,14 @@ def fsync_path(path: Path) -> None:
 fsync_dir = fsync_path
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write a `.tmp` sibling, fsync it, rename it over `path`, fsync the directory: a crash
-    leaves either the old file or the new one."""
-    tmp = path.with_name(path.name + ".tmp")
+def write_atomically(path: Path, content: str | bytes, suffix: str = ".tmp") -> None:
+    """Write a sibling named `path` + `suffix`, fsync it, rename it over `path`, fsync the
+    directory: a crash leaves either the old file or the new one (text is written as UTF-8)."""
+    tmp = path.with_name(path.name + suffix)
+    data = content.encode("utf-8") if isinstance(content, str) else content
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+        with open(tmp, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -43,6 +43,7 @@ log = logging.getLogger("samsa.storage.metadata_log")
 QUORUM_STATE_FILE = "quorum-state"  # Kafka's FileQuorumStateStore.DEFAULT_FILE_NAME
 METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID ("AAAAAAAAAAAAAAAAAAAAAQ")
 METADATA_LOG_SEGMENT_MIN_BYTES = 8 * 1024 * 1024  # Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES
+PARTIAL_SUFFIX = ".part"  # a snapshot being written (Kafka's Snapshots.PARTIAL_SUFFIX)
 _SNAPSHOT_FILE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")  # Kafka's Snapshots.parse
 _NO_DIRECTORY_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's ReplicaKey.NO_DIRECTORY_ID, as its JSON converter writes it
 SNAPSHOT_HEADER = 3  # Kafka's ControlRecordType.SNAPSHOT_HEADER
@@ -203,17 +204,7 @@ class MetadataLog:
         is already here."""
         if snapshot in self.snapshots:
             return False
-        path = self.snapshot_path(snapshot)
-        partial = path.with_name(path.name + ".part")
-        try:
-            with open(partial, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(partial, path)
-            fsync_dir(self.dir)
-        except OSError as e:
-            raise KafkaStorageException(f"Error while writing snapshot {path}: {e}") from e
+        write_atomically(self.snapshot_path(snapshot), data, suffix=PARTIAL_SUFFIX)
         self.snapshots.append(snapshot)
         self.snapshots.sort()
         return True
