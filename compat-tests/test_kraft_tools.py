@@ -1,23 +1,25 @@
-"""Kafka's own tools (Kafka 4.4's jars) against Samsa brokers of a KRaft cluster under Apache Kafka
-4.4's controller (issue 30): what the tools change, the Samsa broker they talk to forwards to the
-active controller in an Envelope (server/kraft/forwarding.py), and every broker sees the change in
-the metadata log.
+"""Kafka's own tools (Kafka 4.4's jars) against a mixed KRaft cluster under Apache Kafka 4.4's
+controllers (issue 30): what the tools change, the Samsa broker they talk to forwards to the active
+controller in an Envelope (server/kraft/forwarding.py), and every broker, Kafka's too, sees the
+change in the metadata log.
 
-A static quorum of three Kafka controllers (nodes 11-13) and two Samsa brokers (nodes 2 and 3),
-started once for the module. Controller and brokers run Kafka's StandardAuthorizer with User:ANONYMOUS a super
+A static quorum of three Kafka controllers (nodes 11-13), two Samsa brokers (nodes 2 and 3) and a
+Kafka 4.4 broker (node 5), started once for the module. Controller and brokers run Kafka's StandardAuthorizer with User:ANONYMOUS a super
 user: the controller authorizes the Envelope's sender (CLUSTER_ACTION on the cluster) and then the
 forwarded request as the client's principal; the ACL test needs an authorizer on both sides (the
 controller stores ACLs, the brokers answer DescribeAcls from the metadata log).
 
 - kafka-topics --create, --describe (which lists the reassignments: ListPartitionReassignments is
   forwarded), --alter --partitions;
-- kafka-configs: a topic's config and a broker default set through one broker, described by both;
-- kafka-acls --add through one broker, --list through the other, --remove;
+- kafka-configs: a topic's config and a broker default set through one Samsa broker, described by
+  every broker;
+- kafka-acls --add through one Samsa broker, --list through the other and through Kafka's, --remove;
 - kafka-features describe, and a dry-run downgrade the controller validates;
 - kafka-metadata-quorum --bootstrap-server describe --status (DescribeQuorum forwarded);
 - kafka-leader-election (ElectLeaders forwarded) after a broker's restart left a partition led by
   its second replica;
-- kafka-reassign-partitions --execute / --verify: a partition moved from one Samsa broker to the other;
+- kafka-reassign-partitions --execute / --verify: a partition moved from a Samsa broker to Kafka's,
+  then to the other Samsa broker;
 - the controller authorizes the client, not the broker: a SASL user of broker 2 (not a super user)
   may create a topic only once an ACL allows that user from its address;
 - last: the active controller killed, a forwarded request reaches the new one (the forwarding
@@ -32,9 +34,11 @@ import socket
 
 import pytest
 from compat_util import wait_for
-from kafka_oracle import KafkaController, OracleUnavailable, class_path, java
+from kafka_oracle import KafkaController, KafkaKraftBroker, OracleUnavailable, class_path, java
 from kraft_nodes import KraftSamsaBroker, controller_quorum, start_together
+from server_process import HOST
 from test_kafka_tools import TOOLS_LOG4J2, Tools
+from wire_client import fetch_once, produce_one, values_by_offset
 
 from samsa.client.blocking import BlockingConnection
 from samsa.wire.protocol import ApiKey, request_class
@@ -42,13 +46,15 @@ from samsa.wire.protocol import ApiKey, request_class
 pytestmark = pytest.mark.slow
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "super.users": "User:ANONYMOUS"}
+KAFKA_BROKER = 5  # Kafka 4.4's broker beside the Samsa brokers 2 and 3
 SASL_USERS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 ALICE = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
          "sasl.password": "alice-secret"}
 
 
 class Cluster:
-    def __init__(self, controllers: dict[int, KafkaController], brokers: dict[int, KraftSamsaBroker], tools_dir,
+    def __init__(self, controllers: dict[int, KafkaController], brokers: dict[int, KraftSamsaBroker | KafkaKraftBroker],
+                 tools_dir,
                  log4j2, sasl_bootstrap: str) -> None:
         self.controllers = controllers
         self.brokers = brokers
@@ -57,7 +63,7 @@ class Cluster:
         self._log4j2 = log4j2
 
     def tools(self, node: int) -> Tools:
-        """Kafka's tools with --bootstrap-server the Samsa broker `node`."""
+        """Kafka's tools with --bootstrap-server the broker `node`."""
         return Tools(self.brokers[node].bootstrap, self._tools_dir, self._log4j2)
 
     def run(self, node: int, tool: str, *args: str, ok: bool = True) -> str:
@@ -96,8 +102,11 @@ def cluster(tmp_path_factory):
     except OracleUnavailable as e:
         pytest.skip(str(e))
     controllers, voters = controller_quorum(base, (11, 12, 13), properties=AUTHORIZER)
-    brokers = {node: KraftSamsaBroker(base / f"samsa-{node}", controllers[11], node_id=node, voters=voters,
-                                      overrides=AUTHORIZER) for node in (2, 3)}
+    brokers: dict[int, KraftSamsaBroker | KafkaKraftBroker] = {
+        node: KraftSamsaBroker(base / f"samsa-{node}", controllers[11], node_id=node, voters=voters,
+                               overrides=AUTHORIZER) for node in (2, 3)}
+    brokers[KAFKA_BROKER] = KafkaKraftBroker(base / f"kafka-{KAFKA_BROKER}", KAFKA_BROKER, voters,
+                                             controllers[11].cluster_id, properties=AUTHORIZER)
     with socket.socket() as s:  # a SASL_PLAINTEXT listener beside broker 2's PLAINTEXT one
         s.bind(("127.0.0.1", 0))
         sasl_port = s.getsockname()[1]
@@ -143,7 +152,9 @@ def test_topics_create_describe_alter(cluster):
                           "--replication-factor", "2")
     assert created == "Created topic tools-topics.\n"
     found = wait_in_sync(cluster, 3, "tools-topics", 2)  # the other broker sees it, and --describe answers
-    assert all(sorted(replicas) == [2, 3] for _, replicas, _ in found.values()), found
+    assert all(len(set(replicas)) == 2 and set(replicas) <= {2, 3, KAFKA_BROKER} for _, replicas, _ in found.values()), \
+        found
+    wait_in_sync(cluster, KAFKA_BROKER, "tools-topics", 2)
     described = cluster.describe(3, "tools-topics")
     assert re.search(r"Topic: tools-topics\s+TopicId: \S+\s+PartitionCount: 2\s+ReplicationFactor: 2", described), \
         described
@@ -181,14 +192,14 @@ def test_configs_are_seen_by_every_broker(cluster):
     changed = cluster.run(2, "kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", "tools-configs",
                           "--add-config", "retention.ms=12345,cleanup.policy=compact")
     assert changed == "Completed updating config for topic tools-configs.\n"
-    for node in (2, 3):
+    for node in (2, 3, KAFKA_BROKER):
         cluster.wait_printed(node, "kafka-configs", "--describe", "--entity-type", "topics", "--entity-name",
                              "tools-configs", shows=("retention.ms=12345", "cleanup.policy=compact"))
 
     changed = cluster.run(3, "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-default",
                           "--add-config", "log.cleaner.backoff.ms=12000")
     assert changed == "Completed updating default config for brokers in the cluster.\n"
-    for node in (2, 3):
+    for node in (2, 3, KAFKA_BROKER):
         cluster.wait_printed(node, "kafka-configs", "--describe", "--entity-type", "brokers", "--entity-name",
                              str(node), "--all", shows=("log.cleaner.backoff.ms=12000",))
 
@@ -201,17 +212,20 @@ def test_acls_added_through_one_broker_are_listed_by_the_other(cluster):
     acl = ["--allow-principal", "User:alice", "--operation", "Read", "--topic", "tools-acl"]
     added = cluster.run(2, "kafka-acls", "--add", *acl)
     assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in added, added
-    listed = cluster.wait_printed(3, "kafka-acls", "--list", "--topic", "tools-acl", shows=("User:alice",))
-    assert "resourceType=TOPIC, name=tools-acl, patternType=LITERAL" in listed, listed
+    for node in (3, KAFKA_BROKER):
+        listed = cluster.wait_printed(node, "kafka-acls", "--list", "--topic", "tools-acl", shows=("User:alice",))
+        assert "resourceType=TOPIC, name=tools-acl, patternType=LITERAL" in listed, listed
     cluster.run(3, "kafka-acls", "--remove", "--force", *acl)
-    cluster.wait_printed(2, "kafka-acls", "--list", "--topic", "tools-acl", hides=("User:alice",))
+    for node in (2, KAFKA_BROKER):
+        cluster.wait_printed(node, "kafka-acls", "--list", "--topic", "tools-acl", hides=("User:alice",))
 
 
 def test_features(cluster):
     described = cluster.run(2, "kafka-features", "describe")
     assert re.search(r"Feature: metadata\.version\s+SupportedMinVersion: \S+\s+SupportedMaxVersion: \S+\s+"
                      r"FinalizedVersionLevel: 4\.4-IV2", described), described
-    assert re.search(r"Feature: share\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+"
+    # The tool asks any broker of the cluster: a Samsa broker supports share.version up to 1, Kafka's up to 2.
+    assert re.search(r"Feature: share\.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: [12]\s+"
                      r"FinalizedVersionLevel: 1", described), described
     # UpdateFeatures is forwarded: the controller validates the downgrade without applying it.
     dry = cluster.run(3, "kafka-features", "downgrade", "--feature", "share.version=0", "--dry-run")
@@ -226,7 +240,7 @@ def test_metadata_quorum_status_through_a_broker(cluster):
     voters = re.search(r"^CurrentVoters:\s+(.*)$", status, re.M)
     assert voters and {v["id"] for v in json.loads(voters[1])} == {11, 12, 13}, status
     observers = re.search(r"^CurrentObservers:\s+(.*)$", status, re.M)
-    assert observers and {o["id"] for o in json.loads(observers[1])} == {2, 3}, status
+    assert observers and {o["id"] for o in json.loads(observers[1])} == {2, 3, KAFKA_BROKER}, status
 
 
 def test_preferred_leader_election(cluster):
@@ -252,15 +266,23 @@ def test_preferred_leader_election(cluster):
 def test_reassign_partitions(cluster, tmp_path):
     cluster.run(2, "kafka-topics", "--create", "--topic", "tools-reassign", "--replica-assignment", "2")
     wait_in_sync(cluster, 3, "tools-reassign", 1)
-    plan = tmp_path / "reassign.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "tools-reassign", "partition": 0, "replicas": [3]}]}))
-    executed = cluster.run(3, "kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute")
-    assert "Successfully started partition reassignment for tools-reassign-0" in executed, executed
-    wait_for(lambda: "Reassignment of partition tools-reassign-0 is completed." in cluster.run(
-        2, "kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--verify"),
-        timeout=60, what="the reassignment completed")
-    assert partitions(cluster.describe(2, "tools-reassign"))[0] == (3, [3], [3])
+    written = {}
+    for i in range(10):
+        code, offset = produce_one(HOST, cluster.brokers[2].port, "tools-reassign", 0, f"moved-{i}".encode())
+        assert code == 0, code
+        written[offset] = f"moved-{i}".encode()
+    for target in (KAFKA_BROKER, 3):  # Samsa 2 -> Kafka 5 -> Samsa 3: each copies the other kind's log
+        plan = tmp_path / f"reassign-{target}.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "tools-reassign", "partition": 0, "replicas": [target]}]}))
+        executed = cluster.run(3, "kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute")
+        assert "Successfully started partition reassignment for tools-reassign-0" in executed, executed
+        wait_for(lambda plan=plan: "Reassignment of partition tools-reassign-0 is completed." in cluster.run(
+            2, "kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--verify"),
+            timeout=60, what=f"the reassignment to broker {target} completed")
+        assert partitions(cluster.describe(2, "tools-reassign"))[0] == (target, [target], [target])
+        code, data = fetch_once(HOST, cluster.brokers[target].port, "tools-reassign", 0)
+        assert (code, values_by_offset(data)) == (0, written)
 
 
 def test_the_controller_authorizes_the_client_not_the_broker(cluster):
