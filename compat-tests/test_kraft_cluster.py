@@ -422,6 +422,7 @@ def test_mixed_coordinators_move_between_samsa_and_kafka(mixed_cluster):
     exactly_once_through_coordinator_kills(mixed_cluster, [[2, 5, 3]], source=[[3, 6, 2]],
                                            sink=[[6, 3, 5], [3, 6, 2]], kills=2)
 
+
 def test_mixed_active_controller_killed_is_a_pause(mixed_cluster):
     """The active controller killed with kill -9 while the producer writes: the brokers follow the
     new quorum leader (a topic it creates reaches every broker, Samsa's and Kafka's), every broker
