@@ -8,6 +8,7 @@ import threading
 import time
 
 import confluent_kafka
+from compat_util import wait_for
 from history import History
 from server_process import BrokerStartError
 
@@ -107,6 +108,18 @@ class Reader(threading.Thread):
     def finish(self) -> None:
         self.stopping.set()
         self.join(T)
+
+
+def start_writing(bootstrap: str, topic: str, partitions: int, timeout: float) -> tuple[History, Writer, Reader]:
+    """A Writer and a Reader of `topic` recording into one History, started; returned once every
+    partition has more than 20 acknowledged writes (within `timeout` seconds)."""
+    history = History()
+    writer = Writer(bootstrap, topic, history, partitions)
+    reader = Reader(bootstrap, topic, history, partitions)
+    writer.start()
+    reader.start()
+    wait_for(lambda: all(history.acked_count(p) > 20 for p in range(partitions)), timeout, what="the first writes")
+    return history, writer, reader
 
 
 def consumer(bootstrap: str, topic: str, partitions: int):

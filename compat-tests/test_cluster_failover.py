@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from compat_util import confluent_admin, wait_for
 from history import History
-from history_clients import Reader, Restart, Writer, assert_nothing_lost
+from history_clients import Restart, assert_nothing_lost, start_writing
 from server_process import HOST
 from wire_client import WireClient, metadata_controller
 
@@ -134,12 +134,7 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
                  what="the partitions' state")
         cluster.wait_full_isrs(topic_name)
 
-        history = History()
-        writer = Writer(cluster.bootstrap, topic_name, history, PARTITIONS)
-        reader = Reader(cluster.bootstrap, topic_name, history, PARTITIONS)
-        writer.start()
-        reader.start()
-        wait_for(lambda: all(history.acked_count(p) > 20 for p in range(PARTITIONS)), T, what="the first writes")
+        history, writer, reader = start_writing(cluster.bootstrap, topic_name, PARTITIONS, T)
         resumed_after = []
         phases = []  # per kill: seconds to the new leader, to the restart, to every ISR whole again
         for kill in range(KILLS[controller]):

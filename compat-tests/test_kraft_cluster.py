@@ -29,7 +29,7 @@ import time
 import pytest
 from compat_util import confluent_admin, wait_for
 from history import History
-from history_clients import Reader, Restart, Writer, assert_nothing_lost
+from history_clients import Restart, assert_nothing_lost, start_writing
 from kafka_oracle import KafkaController, KafkaKraftBroker, OracleUnavailable
 from kraft_nodes import (CONTROLLER_FEATURES, KraftSamsaBroker, active_controller, controller_quorum,
                          start_together)
@@ -156,12 +156,7 @@ def test_leader_killed_ten_times_loses_no_acknowledged_write(samsa_cluster):
     topic = "failover"
     cluster.create_topic(topic, [[SAMSA_IDS[(p + i) % 3] for i in range(3)] for p in range(PARTITIONS)],
                          {"min.insync.replicas": "2"})
-    history = History()
-    writer = Writer(cluster.bootstrap, topic, history, PARTITIONS)
-    reader = Reader(cluster.bootstrap, topic, history, PARTITIONS)
-    writer.start()
-    reader.start()
-    wait_for(lambda: all(history.acked_count(p) > 20 for p in range(PARTITIONS)), T, what="the first writes")
+    history, writer, reader = start_writing(cluster.bootstrap, topic, PARTITIONS, T)
     resumed_after = []
     phases = []  # per kill: seconds to the new leader, to the restart, to every ISR whole again
     for _ in range(KILLS):
@@ -390,12 +385,7 @@ def test_mixed_leadership_moves_both_ways_and_kills_lose_nothing(mixed_cluster):
     topic = "mixed"
     cluster.create_topic(topic, MIXED_ASSIGNMENT, {"min.insync.replicas": "2"})
     count = len(MIXED_ASSIGNMENT)
-    history = History()
-    writer = Writer(cluster.bootstrap, topic, history, count)
-    reader = Reader(cluster.bootstrap, topic, history, count)
-    writer.start()
-    reader.start()
-    wait_for(lambda: all(history.acked_count(p) > 20 for p in range(count)), T, what="the first writes")
+    history, writer, reader = start_writing(cluster.bootstrap, topic, count, T)
     resumed_after = []
     # Kafka 5 killed: Samsa 2 leads partition 1; elected back: Kafka 5 takes it from Samsa 2.
     resumed_after.append(kill_leader_and_wait(cluster, topic, 1, history, successor=2))
@@ -431,12 +421,7 @@ def test_mixed_active_controller_killed_is_a_pause(mixed_cluster):
     topic = "mixed-controller"
     cluster.create_topic(topic, MIXED_ASSIGNMENT, {"min.insync.replicas": "2"})
     count = len(MIXED_ASSIGNMENT)
-    history = History()
-    writer = Writer(cluster.bootstrap, topic, history, count)
-    reader = Reader(cluster.bootstrap, topic, history, count)
-    writer.start()
-    reader.start()
-    wait_for(lambda: all(history.acked_count(p) > 20 for p in range(count)), T, what="the first writes")
+    history, writer, reader = start_writing(cluster.bootstrap, topic, count, T)
     active = wait_for(lambda: active_controller(cluster.controllers, f"{topic}-before"), T, interval=0.5,
                       what="the active controller")
     cluster.controllers[active].kill()
