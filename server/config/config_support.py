@@ -56,7 +56,7 @@ IGNORED_TOPIC_CONFIGS: dict[str, str] = {
     "compression.gzip.level": "recompression uses the codec's default level",
     "compression.lz4.level": "recompression uses the codec's default level",
     "compression.zstd.level": "recompression uses the codec's default level",
-    "errors.deadletterqueue.group.enable": "share groups are not implemented",
+    "errors.deadletterqueue.group.enable": "share groups' dead-letter queues (share.version 2) are not implemented",
     "follower.replication.throttled.replicas": "replication quotas are not implemented",
     "leader.replication.throttled.replicas": "replication quotas are not implemented",
     "local.retention.bytes": "no tiered storage",
