@@ -12,10 +12,11 @@ The clusters, all running at once on 127.0.0.1, the cases taking turns over them
 - kafka39-rf3: three Kafka 3.9 brokers in ZooKeeper mode (kafka-server-start.sh's JVM settings) under
   another chroot of the same ZooKeeper, replication factor 3, min.insync.replicas=2.
 
-The load is bench/load.py's produce (confluent-kafka, 1 MB batches, linger.ms 5), acks=all, one
-partition; then end to end at 5,000 records/s of 1 KB, acks=all, round 1 and 16 partitions
+The load is bench/load.py's produce (confluent-kafka, 1 MB batches, linger.ms 5), acks=all, round
+1 and 16 partitions; then end to end at 5,000 records/s of 1 KB, acks=all, round 1 and 16 partitions
 (load.end_to_end: produce() to a consumer's receipt; issue 31's latency cases). Broker CPU is read from /proc for each broker process and summed over the cluster
-(ZooKeeper not counted); the per-broker shares show the leader's cost apart from the followers'.
+(ZooKeeper not counted); with one partition the per-broker shares show the leader's cost apart from
+the followers' (with 16 every broker leads some: the shares are by broker id).
 What the figures showed: bench/README.md, "Replication".
 """
 
@@ -42,6 +43,7 @@ from systems import Samsa, Unavailable, cpu_seconds, oracle, with_server_jvm  # 
 MIN_INSYNC = 2
 BROKER_IDS = (1, 2, 3)
 CASES = [(1024, "none"), (1024, "lz4"), (100, "none"), (100, "lz4")]
+PRODUCE_PARTITIONS = (1, 16)  # issue 31's CPU target names both
 # End to end (issue 31): 1 KB records at a fixed rate, acks=all, round 1 and 16 partitions.
 E2E_RATE = 5000
 E2E_SECONDS = 5.0
@@ -78,9 +80,14 @@ class Cluster:
     admin: AdminClient | None = None
 
     def create_topic(self, topic: str, timeout: float = 120.0, partitions: int = 1) -> int:
-        """Create a topic; return partition 0's leader's broker id once every replica of every
-        partition is in sync."""
+        """Create a topic once every broker is registered; return partition 0's leader's broker id
+        once every replica of every partition is in sync."""
         self.admin = self.admin or AdminClient({"bootstrap.servers": self.bootstrap})
+        deadline = time.monotonic() + timeout
+        while len(self.admin.list_topics(timeout=timeout).brokers) < len(self.pids):
+            if time.monotonic() > deadline:
+                raise Unavailable(f"{self.name}: not every broker registered after {timeout:.0f} s")
+            time.sleep(0.05)
         config = {"min.insync.replicas": str(MIN_INSYNC)} if self.replication_factor > 1 else {}
         self.admin.create_topics([NewTopic(topic, partitions, self.replication_factor, config=config)],
                                  operation_timeout=timeout, request_timeout=timeout)[topic].result(timeout)
@@ -157,12 +164,16 @@ class Result:
     kb_per_request: float | None = None  # what a produce request carried, on average
 
 
-def result_of(run: load.Run, pids: dict[int, int], leader: int) -> Result:
-    """The run's figures, brokers named by role: the leader, then the followers by broker id."""
+def result_of(run: load.Run, pids: dict[int, int], leader: int | None) -> Result:
+    """The run's figures, brokers named by role: the leader, then the followers by broker id; with
+    no single leader (several partitions), by broker id."""
     mb = run.bytes / 1e6
     by_id = {broker_id: run.cpu_by_pid.get(pid, 0.0) for broker_id, pid in pids.items()}
-    roles = {"leader": by_id.pop(leader)} if leader in by_id else {}
-    roles.update({f"follower {n}": cpu for n, (_, cpu) in enumerate(sorted(by_id.items()), 1)})
+    if leader is None:
+        roles = {f"broker {broker_id}": cpu for broker_id, cpu in sorted(by_id.items())} if len(by_id) > 1 else {}
+    else:
+        roles = {"leader": by_id.pop(leader)} if leader in by_id else {}
+        roles.update({f"follower {n}": cpu for n, (_, cpu) in enumerate(sorted(by_id.items()), 1)})
     return Result(mb / run.seconds, run.cpu * 1000 / mb, {role: cpu * 1000 / mb for role, cpu in roles.items()},
                   run.bytes / 1e3 / run.requests if run.requests else None)
 
@@ -239,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--clusters", default="samsa-rf3,samsa-rf1,kafka39-rf3")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every case's volume")
+    parser.add_argument("--sections", default="produce,e2e", help="comma-separated subset of: produce, e2e")
     args = parser.parse_args(argv)
     wanted = args.clusters.split(",")
+    sections = args.sections.split(",")
     base_dir = Path(tempfile.mkdtemp(prefix="bench-replicated-"))
     load_start = os.getloadavg()
     started = time.time()
@@ -273,25 +286,27 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as e:
                 notes.append(f"{cluster.name}: warm-up: {type(e).__name__}: {e}")
             cluster.delete_topic(topic)
-        for size, compression in CASES:
-            case = f"produce {size} B, 1 part, acks=all, {compression}"
+        produce_cases = [(size, compression, partitions) for partitions in PRODUCE_PARTITIONS
+                         for size, compression in CASES] if "produce" in sections else []
+        for size, compression, partitions in produce_cases:
+            case = f"produce {size} B, {partitions} part, acks=all, {compression}"
             for rep in range(args.reps):
                 for cluster in clusters:
                     log(f"{case} #{rep + 1} {cluster.name}")
                     counter += 1
                     topic = f"replicated-{counter}"
                     try:
-                        leader = cluster.create_topic(topic)
-                        run = load.produce(cluster.bootstrap, list(cluster.pids.values()), topic, 1, size,
+                        leader = cluster.create_topic(topic, partitions=partitions)
+                        run = load.produce(cluster.bootstrap, list(cluster.pids.values()), topic, partitions, size,
                                            int(BYTES[size] * args.scale), "all", compression, count_requests=True)
                         if run.errors:
                             notes.append(f"{cluster.name}: {case}: {run.errors} records not acknowledged")
                         results.setdefault(case, {}).setdefault(cluster.name, []).append(
-                            result_of(run, cluster.pids, leader))
+                            result_of(run, cluster.pids, leader if partitions == 1 else None))
                     except Exception as e:
                         notes.append(f"{cluster.name}: {case}: {type(e).__name__}: {e}")
                     cluster.delete_topic(topic)
-        for partitions in E2E_PARTITIONS:
+        for partitions in E2E_PARTITIONS if "e2e" in sections else ():
             case = f"e2e at {E2E_RATE}/s of 1 KB, acks=all, {partitions} part"
             for rep in range(args.reps):
                 for cluster in clusters:

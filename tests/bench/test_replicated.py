@@ -25,6 +25,14 @@ def test_a_run_is_split_by_role_leader_first_then_followers_by_broker_id():
     assert list(result.cpu_ms_per_mb_by_broker) == ["leader", "follower 1", "follower 2"]
 
 
+def test_a_run_over_several_partitions_is_split_by_broker_id():
+    # Every broker leads some of the partitions: no roles, only ids.
+    run = load.Run(2.0, 10_000_000, 10_000, 0.5, cpu_by_pid={101: 0.1, 102: 0.3, 103: 0.1})
+    result = replicated.result_of(run, {3: 103, 1: 101, 2: 102}, leader=None)
+    assert result.cpu_ms_per_mb_by_broker == pytest.approx({"broker 1": 10.0, "broker 2": 30.0, "broker 3": 10.0})
+    assert list(result.cpu_ms_per_mb_by_broker) == ["broker 1", "broker 2", "broker 3"]
+
+
 def test_a_single_broker_is_its_own_leader():
     run = load.Run(1.0, 1_000_000, 1_000, 0.02, cpu_by_pid={7: 0.02})
     result = replicated.result_of(run, {0: 7}, leader=0)
