@@ -43,7 +43,6 @@ from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
 from .context import BrokerServices, CloseConnection, RequestContext
 from .features import SHARE_GROUPS, TRANSACTION_VERSION, BrokerFeatures, disabled_feature_response
-from .zookeeper.controlled_shutdown import controlled_shutdown
 from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
 from .heap import freeze_long_lived_objects
@@ -67,24 +66,7 @@ from .coordinators.group_service import GroupService, random_member_uuid
 from .coordinators.share_service import ShareService
 from .coordinators.txn_service import TxnService
 from .share.persister import DefaultStatePersister
-from .zookeeper.membership import ZkMembership, broker_registration, join_cluster, stay_registered
-from .zookeeper.zk_client import ClusterJoinError
-from .kraft.admin_manager import KraftAdminManager
-from .kraft.controller_channel import ControllerChannel
-from .kraft.dynamic_configs import DynamicConfigPublisher
-from .kraft.forwarding import ForwardingManager
-from .kraft.lifecycle import Lifecycle
-from .kraft.metadata_cache import KraftMetadataCache
-from .kraft.producer_ids import KraftProducerIdBlocks
-from .kraft.assignments import AssignmentsManager
-from .kraft.publisher import BrokerMetadataPublisher
-from .kraft.quorum import QuorumObserver
-from .zookeeper.admin_manager import ZkAdminManager
-from .zookeeper.control_plane import ZkControlPlane
-from .zookeeper.controller import ZkController
-from .zookeeper.metadata_cache import ZkMetadataCache
-from .zookeeper.shared_metadata import ZkSharedMetadata
-from .zookeeper.producer_ids import ZkProducerIdBlocks
+from .cluster_join import ClusterJoinError
 from .replication.replica_manager import ReplicaManager
 from .share.share_partition_manager import SharePartitionManager
 from .security.authenticator import AuthenticationFailed
@@ -103,6 +85,20 @@ if TYPE_CHECKING:
     from .replication.replica_manager import PartitionEpoch
     from .security.authorizer import AclBinding
     from .security.scram import ScramCredential
+    # A cluster mode's modules are imported where its services are built: a single broker loads
+    # neither ZooKeeper's (kazoo) nor KRaft's (bench/run.py's startup cases).
+    from .kraft.assignments import AssignmentsManager
+    from .kraft.controller_channel import ControllerChannel
+    from .kraft.lifecycle import Lifecycle
+    from .kraft.metadata_cache import KraftMetadataCache
+    from .kraft.producer_ids import KraftProducerIdBlocks
+    from .kraft.publisher import BrokerMetadataPublisher
+    from .kraft.quorum import QuorumObserver
+    from .zookeeper.controller import ZkController
+    from .zookeeper.membership import ZkMembership
+    from .zookeeper.metadata_cache import ZkMetadataCache
+    from .zookeeper.producer_ids import ZkProducerIdBlocks
+    from .zookeeper.shared_metadata import ZkSharedMetadata
 
 log = logging.getLogger("samsa.broker")
 
@@ -293,6 +289,16 @@ class Broker:
         ACLs, quotas and SCRAM credentials (fetched once the broker runs: _run) and the controller
         hands out producer id blocks; the partitions' registrations say which this broker leads or
         follows (server/kraft/)."""
+        from .kraft.admin_manager import KraftAdminManager
+        from .kraft.assignments import AssignmentsManager
+        from .kraft.controller_channel import ControllerChannel
+        from .kraft.dynamic_configs import DynamicConfigPublisher
+        from .kraft.forwarding import ForwardingManager
+        from .kraft.lifecycle import Lifecycle
+        from .kraft.metadata_cache import KraftMetadataCache
+        from .kraft.producer_ids import KraftProducerIdBlocks
+        from .kraft.publisher import BrokerMetadataPublisher
+        from .kraft.quorum import QuorumObserver
         config = self.config
         cache = KraftMetadataCache(self.node_id, self.cluster_id)
         authorizer = new_authorizer(config, [])
@@ -375,6 +381,12 @@ class Broker:
         """A ZooKeeper cluster member's: ZooKeeper holds the dynamic configs, ACLs, quotas and SCRAM
         credentials (read once it runs: _run) and hands out producer id blocks; the controller says
         which partitions this broker leads or follows."""
+        from .zookeeper.admin_manager import ZkAdminManager
+        from .zookeeper.control_plane import ZkControlPlane
+        from .zookeeper.controller import ZkController
+        from .zookeeper.metadata_cache import ZkMetadataCache
+        from .zookeeper.producer_ids import ZkProducerIdBlocks
+        from .zookeeper.shared_metadata import ZkSharedMetadata
         config = self.config
         authorizer = new_authorizer(config, [])
 
@@ -524,6 +536,7 @@ class Broker:
     async def _run_member(self, started_at: int, task_status) -> None:
         """The broker, having joined its cluster first when it is in one."""
         if self.config.get_string("zookeeper.connect"):
+            from .zookeeper.membership import join_cluster
             # The cluster's id and this broker's (maybe generated) id, into meta.properties.
             self.zookeeper = await join_cluster(self.config, self.log_dirs, new_cluster_id)
             self.node_id = self.zookeeper.broker_id
@@ -579,6 +592,7 @@ class Broker:
                 self.advertised[adv.name] = BrokerInfo(self.node_id, adv.host or "localhost", port,
                                                        self.config.get_string("broker.rack"))
             if zk_services is not None:
+                from .zookeeper.membership import broker_registration, stay_registered
                 await tasks.start(stay_registered, zk_services.membership, broker_registration(
                     self.config, self.node_id, self._advertised_endpoints()),
                     self.zookeeper_session_lost, self.registered_again)
@@ -635,6 +649,7 @@ class Broker:
         zk_services = self.zk_services
         if zk_services is None or not self.started.is_set() or not self.config.get_boolean("controlled.shutdown.enable"):
             return
+        from .zookeeper.controlled_shutdown import controlled_shutdown
         await controlled_shutdown(zk_services.membership, zk_services.metadata_cache, self.config)
 
     def _advertised_endpoints(self) -> list[zk_data.EndPoint]:

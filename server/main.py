@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """`serve` or `format`, parsed: the exit code."""
     from .config.kafka_config import ConfigError, KafkaConfig
-    from .zookeeper.zk_client import ClusterJoinError
+    from .cluster_join import ClusterJoinError
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -21,8 +22,6 @@ from .socket_server import Connection, ConnectionClosed
 from ..security.authenticator import Authenticator, SaslServerAuthenticator
 from .listener_config import ListenerConfig
 from ..config.system_properties import ALLOWED_SASL_OAUTHBEARER_URLS, system_property
-from ..security.jwks import JwksEndpoint, JwksFile, JwksSource, fetcher, https_context, validate_url
-from ..security.jwt_validator import BrokerJwtOptions
 from ..security.oauthbearer import OAuthBearerServer, UnsecuredValidatorOptions, ValidatedToken, validate_unsecured
 from ..security.plain import PlainServer
 from ..context import ANONYMOUS, KafkaPrincipal
@@ -30,6 +29,10 @@ from ..security.principal import USER_TYPE, NoMatchingRule, SslPrincipalMapper, 
 from ..security.sasl import OAUTHBEARER, PLAIN, SUPPORTED_MECHANISMS, SaslServer
 from ..security.scram import ScramCredential, ScramServer, TokenLogin
 from .tls import server_context
+
+if TYPE_CHECKING:
+    from ..security.jwks import JwksSource
+    from ..security.jwt_validator import BrokerJwtOptions
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ JWT_VALIDATORS = ("org.apache.kafka.common.security.oauthbearer.DefaultJwtValida
 ScramCredentials = Callable[[str, ScramMechanism], "ScramCredential | None"]
 # The JWKS sources of the broker's listeners, by URL and refresh settings: listeners configured
 # alike share one, as Kafka's VerificationKeyResolverFactory shares its resolvers.
-JwksSources = dict[tuple, JwksSource]
+JwksSources = dict[tuple, "JwksSource"]
 
 
 class ListenerSecurity:
@@ -151,6 +154,10 @@ class ListenerSecurity:
         validator_key = key("sasl.oauthbearer.jwt.validator.class")
         if get("sasl.oauthbearer.jwt.validator.class") not in JWT_VALIDATORS:
             raise ConfigError(validator_key, f"{validator_key}: only Kafka's {JWT_VALIDATORS[0]} is supported")
+        # Imported only for a listener that validates JWTs: PyJWT and cryptography cost a single
+        # broker's startup tens of milliseconds (bench/run.py's startup cases).
+        from ..security.jwks import JwksEndpoint, JwksFile, fetcher, https_context, validate_url
+        from ..security.jwt_validator import BrokerJwtOptions
         url_key = key("sasl.oauthbearer.jwks.endpoint.url")
         url = (get("sasl.oauthbearer.jwks.endpoint.url") or "").strip()
         if not url:

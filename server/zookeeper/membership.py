@@ -34,7 +34,8 @@ from ...wire import zk_data
 from ..clock import wall_clock_ms
 from ..config.kafka_config import ConfigError
 from ..control_plane import UNKNOWN_BROKER_EPOCH
-from .zk_client import BrokerIdInUse, ClusterJoinError, KafkaZkClient, Registration
+from ..cluster_join import ClusterJoinError
+from .zk_client import BrokerIdInUse, KafkaZkClient, Registration
 
 log = logging.getLogger("samsa.zk")
 REGISTRATION_RETRY_BACKOFF_S = 1.0

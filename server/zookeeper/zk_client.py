@@ -23,12 +23,9 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
 from ...wire import zk_data
+from ..cluster_join import ClusterJoinError
 
 log = logging.getLogger("samsa.zk")
-
-
-class ClusterJoinError(Exception):
-    """The broker cannot take its place in the ZooKeeper cluster: it does not start."""
 
 
 class ZooKeeperClientTimeoutException(ClusterJoinError):
