@@ -1,9 +1,11 @@
-"""A Kafka Streams 4.4 application on the streams rebalance protocol (KIP-1071, group.protocol=streams)
-under exactly_once_v2, on Samsa and on Kafka: streams-app/StreamsApp.java counts the values of its
-input (a repartition topic and a state store's changelog, both created by the broker's group
-coordinator) with two instances; one is killed (kill -9) while it runs, more input comes, it is
-started again; the committed output (read_committed) must end with the exact count of every value.
-A static member (group.instance.id) closed and started again takes its tasks back without a rebalance.
+"""A Kafka Streams 4.4 application under exactly_once_v2, on Samsa and on Kafka, on the classic group
+protocol and on the streams rebalance protocol (KIP-1071, group.protocol=streams):
+streams-app/StreamsApp.java counts the values of its input (a repartition topic and a state store's
+changelog: created by the application's admin client on the classic protocol, by the broker's group
+coordinator on the streams one) with two instances; one is killed (kill -9) while it runs, more
+input comes, it is started again; the committed output (read_committed) must end with the exact
+count of every value. On the streams protocol, a static member (group.instance.id) closed and
+started again takes its tasks back without a rebalance.
 """
 
 from __future__ import annotations
@@ -132,8 +134,9 @@ def final_counts(bootstrap: str, topic: str, expected: dict[str, int] | None,
     return counts
 
 
-def test_stateful_exactly_once_app_survives_a_killed_instance(broker, streams_app, tmp_path):
-    app_id = f"streams-app-{uuid.uuid4().hex[:6]}"
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
+def test_stateful_exactly_once_app_survives_a_killed_instance(broker, streams_app, tmp_path, protocol):
+    app_id = f"streams-{protocol}-{uuid.uuid4().hex[:6]}"
     source, sink = f"{app_id}-in", f"{app_id}-out"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for future in admin.create_topics([NewTopic(source, 4, 1), NewTopic(sink, 2, 1)]).values():
@@ -142,7 +145,7 @@ def test_stateful_exactly_once_app_survives_a_killed_instance(broker, streams_ap
     apps: list[App] = []
 
     def start(name: str) -> App:
-        app = App(streams_app, [broker.bootstrap, app_id, str(tmp_path / f"state-{name}"), source, sink],
+        app = App(streams_app, [broker.bootstrap, app_id, str(tmp_path / f"state-{name}"), source, sink, protocol],
                   tmp_path / f"{name}.log")
         apps.append(app)
         return app
@@ -188,7 +191,7 @@ def test_static_member_closed_and_restarted_keeps_its_tasks(broker, streams_app,
 
     def start(name: str) -> App:
         app = App(streams_app, [broker.bootstrap, app_id, str(tmp_path / f"state-{name}"), source, sink,
-                                f"instance-{name}"], tmp_path / f"{name}.log")
+                                "streams", f"instance-{name}"], tmp_path / f"{name}.log")
         apps[name] = app
         return app
 

@@ -8,12 +8,13 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
- * A stateful Kafka Streams application on the streams rebalance protocol (KIP-1071) under
- * exactly_once_v2, for test_kafka_streams.py: it counts the values of its input topic (a
+ * A stateful Kafka Streams application under exactly_once_v2, on the group protocol it is given
+ * (classic, or streams: KIP-1071), for test_kafka_streams.py: it counts the values of its input topic (a
  * repartition topic, a state store and its changelog topic) into its output topic, printing its
  * state changes ("STATE from -> to") until its standard input closes.
- * Arguments: bootstrap, application id, state dir, input topic, output topic[, group instance id
- * (static membership: closing leaves the group for a while, with epoch -2)].
+ * Arguments: bootstrap, application id, state dir, input topic, output topic, group protocol
+ * (classic or streams)[, group instance id (static membership: closing leaves the group for a
+ * while, with epoch -2)].
  */
 public class StreamsApp {
     public static void main(String[] args) throws Exception {
@@ -22,12 +23,12 @@ public class StreamsApp {
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[2]);
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
-        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
+        p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args[5]);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
-        if (args.length > 5) {
-            p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, args[5]);
+        if (args.length > 6) {
+            p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, args[6]);
         }
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(args[3]).groupBy((k, v) -> v).count().toStream()
