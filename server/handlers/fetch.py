@@ -249,34 +249,6 @@ def unreadable_topics(ctx, request, context) -> frozenset[str]:
     return frozenset(topics - ctx.authorized(READ, TOPIC, topics))
 
 
-def may_read_more(ctx, context, parked: list, isolation: int, follower: FollowerFetch | None,
-                  rack: str | None) -> bool:
-    """Whether a parked fetch, woken, may find more than its last read did (Kafka's
-    DelayedFetch.tryComplete): a partition gone, failed or led elsewhere now, or one whose end (the
-    log end offset for a follower, else the high watermark or the last stable offset) is no longer
-    the fetch offset. Reading all of a fetch's partitions costs far more than looking at their
-    offsets, and many wakes find nothing new (another partition of the fetch moved, a role
-    changed elsewhere). `parked`: the partitions of `context.partitions` as the last read found
-    them (None for one not hosted). A consumer whose rack may send it to another replica is always
-    read again (the preferred replica may have changed)."""
-    if rack is not None and ctx.services.config.replica_selector is not None:
-        return True
-    replicas = ctx.services.replica_manager
-    read_committed = isolation == READ_COMMITTED
-    for p, partition in zip(context.partitions, parked):
-        if (partition is None or replicas.get(p.topic, p.partition) is not partition
-                or partition.check_replica(p.current_leader_epoch, require_leader=rack is None) != ErrorCode.NONE):
-            return True
-        log_ = partition.log
-        if follower is not None:
-            end = log_.log_end_offset
-        else:
-            end = partition.last_stable_offset if read_committed else log_.high_watermark
-        if p.fetch_offset != end or p.fetch_offset < log_.log_start_offset:
-            return True
-    return False
-
-
 def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str],
              follower: FollowerFetch | None = None, rack: str | None = None, woken: bool = False):
     """One pass over the session's partitions: ([(cached partition, data)] for those the response
@@ -340,22 +312,23 @@ async def handle(ctx, request):
     on_log_end = follower is not None  # a follower waits for appends, a consumer for the high watermark
     woken = False
     while True:
+        # Kafka's DelayedFetch: woken, read again. A pass over partitions with nothing new costs
+        # what looking at their offsets first would (Kafka's tryComplete), and a fetch is woken
+        # only by what it waits for (a follower's by an append, a consumer's by the high
+        # watermark moving), so most wakes find something.
         results, total, settled, parked = read_all(ctx, context, max_bytes, isolation, unreadable, follower, rack,
                                                    woken)
         if total >= min_bytes or settled or not context.partitions or loop_time() >= deadline:
             break
-        while True:  # Kafka's DelayedFetch: woken, look whether reading again can find more
-            wake = trio.Event()
-            for partition in parked:
-                if partition is not None:
-                    partition.park(wake, on_log_end)
-            with not_request_time(ctx), trio.move_on_at(deadline):
-                await wake.wait()
-            for partition in parked:
-                if partition is not None:
-                    partition.unpark(wake, on_log_end)
-            if loop_time() >= deadline or may_read_more(ctx, context, parked, isolation, follower, rack):
-                break
+        wake = trio.Event()
+        for partition in parked:
+            if partition is not None:
+                partition.park(wake, on_log_end)
+        with not_request_time(ctx), trio.move_on_at(deadline):
+            await wake.wait()
+        for partition in parked:
+            if partition is not None:
+                partition.unpark(wake, on_log_end)
         woken = True
     if record_fetch(ctx, total):
         return throttled_response(ctx, context)
@@ -380,12 +353,15 @@ def carries_records(records) -> bool:
 def build_response(ctx, context, results, unknown_ids):
     by_topic: dict[str, Any] = {}  # topic name -> its TopicResponse (a generated message: Any to mypy)
     topics = []
+    in_session = context.session_id != INVALID_SESSION_ID  # without one (most consumers), nothing to remember
+    incremental = context.incremental
     for p, data in results:
-        changed = p.needs_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
-                                   carries_records(data.records), data.error_code)
-        changed = changed or data.preferred_read_replica >= 0  # as Kafka's maybeUpdateResponseData
-        if context.incremental and not changed:
-            continue
+        if in_session:
+            changed = p.needs_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
+                                       carries_records(data.records), data.error_code)
+            changed = changed or data.preferred_read_replica >= 0  # as Kafka's maybeUpdateResponseData
+            if incremental and not changed:
+                continue
         entry = by_topic.get(p.topic)
         if entry is None:
             entry = TopicResponse(topic=p.topic, topic_id=p.topic_id, partitions=[])

@@ -178,6 +178,10 @@ class Partition:
         """Kafka's localLogWithEpochOrThrow: the epoch first, then the role; without
         `require_leader` (a consumer reading from a follower, KIP-392) any replica hosting the
         partition serves (not one StopReplica stopped)."""
+        log_ = self._log
+        if (self.leader_id == self.local_id and log_ is not None and not log_.is_offline
+                and (requested_epoch < 0 or requested_epoch == self.leader_epoch)):
+            return ErrorCode.NONE  # the leader, asked at its epoch (or none): every fetch of every partition
         if require_leader:
             return self.check_leader(requested_epoch)
         if self.is_offline:
