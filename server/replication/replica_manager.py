@@ -400,10 +400,12 @@ class Partition:
         (self._log_end_waiters if on_log_end else self._waiters).append(event)
 
     def unpark(self, event: trio.Event, on_log_end: bool = False) -> None:
-        try:
-            (self._log_end_waiters if on_log_end else self._waiters).remove(event)
-        except ValueError:
-            pass
+        waiters = self._log_end_waiters if on_log_end else self._waiters
+        # Usually gone already: the wake that set it took the partition's whole list (a caught-up
+        # follower's fetch is woken by an append to every partition of it), and a ValueError raised
+        # and caught cost more than looking first.
+        if event in waiters:
+            waiters.remove(event)
 
     @property
     def has_parked_fetches(self) -> bool:
