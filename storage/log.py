@@ -695,8 +695,14 @@ class Log:
                 info = segment.read(offset, max_bytes, _max_position(segment, next_base, max_offset), min_one_message)
                 if info is not None:
                     if include_aborted_txns:
-                        upper = segment.fetch_upper_bound_offset(info.records.position, info.records.size)
-                        aborted = self.collect_aborted_transactions(offset, next_base if upper is None else upper, view)
+                        if index == len(view.segments) - 1 and not segment.txn_index.entries:
+                            # A read in the last segment, which holds no aborted transaction: what
+                            # collect_aborted_transactions would find (most read_committed fetches).
+                            aborted = []
+                        else:
+                            upper = segment.fetch_upper_bound_offset(info.records.position, info.records.size)
+                            aborted = self.collect_aborted_transactions(offset, next_base if upper is None else upper,
+                                                                        view)
                         info = FetchDataInfo(info.records, info.first_offset, aborted)
                     return info
                 index += 1

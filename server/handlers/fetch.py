@@ -41,6 +41,18 @@ PartitionData = FetchResponse.PartitionData
 AbortedTransaction = FetchResponse.AbortedTransaction
 EpochEndOffset = FetchResponse.EpochEndOffset
 NO_LIMIT = 2**31 - 1
+# The tagged fields a partition's answer leaves at their defaults, one instance each for every
+# answer (never changed once built): each PartitionData would otherwise build three.
+NO_DIVERGING_EPOCH = EpochEndOffset()
+NO_CURRENT_LEADER = FetchResponse.LeaderIdAndEpoch()
+NO_SNAPSHOT_ID = FetchResponse.SnapshotId()
+
+
+def partition_data(index: int, error_code: int, high_watermark: int, last_stable_offset: int, log_start_offset: int,
+                   aborted, preferred_read_replica: int, records, diverging_epoch=NO_DIVERGING_EPOCH):
+    """A partition's answer (built for every partition of every fetch pass)."""
+    return PartitionData(index, error_code, high_watermark, last_stable_offset, log_start_offset, diverging_epoch,
+                         NO_CURRENT_LEADER, NO_SNAPSHOT_ID, aborted, preferred_read_replica, records)
 
 
 def requested_partitions(ctx, request) -> tuple[list[CachedPartition], list[tuple[str, int]], list]:
@@ -127,62 +139,59 @@ def preferred_replica(ctx, partition, rack: str, fetch_offset: int) -> int | Non
                                   rack_of)
 
 
-def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: bool, isolation: int,
+def read_partition(ctx, p: CachedPartition, partition, max_bytes: int, min_one_message: bool, isolation: int,
                    follower: FollowerFetch | None = None, rack: str | None = None, incremental: bool = False,
-                   now_ms: int = 0):
+                   now_ms: int | None = None):
     """PartitionData for one partition (records possibly a file range) and the bytes it carries.
-    `rack`: a consumer's (v11+), which may read a follower or be sent to one. A partition with
-    nothing to read (the fetch offset at the end a reader may see) is not read; in an
-    `incremental` session, if its offsets are also those the client was last sent, the answer is
-    UNCHANGED: nothing to say (Kafka's FetchSession leaves it out). `now_ms`: when a follower's
-    fetch read it."""
-    replica_manager = ctx.services.replica_manager
-    partition = replica_manager.get(p.topic, p.partition)
+    `partition`: the replica manager's (None: not hosted here). `rack`: a consumer's (v11+), which
+    may read a follower or be sent to one. A partition with nothing to read (the fetch offset at
+    the end a reader may see) is not read; in an `incremental` session, if its offsets are also
+    those the client was last sent, the answer is UNCHANGED: nothing to say (Kafka's FetchSession
+    leaves it out). `now_ms`: when a follower's fetch read it, which updates the follower's fetch
+    state; None for a read after a wake, which does not (Kafka's DelayedFetch reads with
+    updateFetchState false: the request told where the follower was when it came)."""
     if partition is None:
         return error_data(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0
     epoch_error = partition.check_replica(p.current_leader_epoch, require_leader=rack is None)
     if epoch_error != ErrorCode.NONE:
         return read_error_data(p.partition, epoch_error), 0
     log_ = partition.log
-    read_committed = isolation == READ_COMMITTED
-    preferred = None if rack is None else preferred_replica(ctx, partition, rack, p.fetch_offset)
-    if preferred is not None:  # the consumer is sent there: no records (Kafka skips the read)
-        return PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE,
-                             high_watermark=log_.high_watermark, last_stable_offset=partition.last_stable_offset,
-                             log_start_offset=log_.log_start_offset, aborted_transactions=None,
-                             preferred_read_replica=preferred, records=b""), 0
     fetch_offset = p.fetch_offset
+    if rack is not None and ctx.services.config.replica_selector is not None:
+        preferred = preferred_replica(ctx, partition, rack, fetch_offset)
+        if preferred is not None:  # the consumer is sent there: no records (Kafka skips the read)
+            return partition_data(p.partition, ErrorCode.NONE, log_.high_watermark, log_.last_stable_offset,
+                                  log_.log_start_offset, None, preferred, b""), 0
+    read_committed = isolation == READ_COMMITTED
     if follower is not None:
-        diverging = diverging_epoch(log_, p.last_fetched_epoch, fetch_offset)
-        if diverging is not None:
-            return PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE,
-                                 high_watermark=log_.high_watermark, last_stable_offset=partition.last_stable_offset,
-                                 log_start_offset=log_.log_start_offset, diverging_epoch=diverging,
-                                 aborted_transactions=None, preferred_read_replica=-1, records=b""), 0
+        if p.last_fetched_epoch >= 0:
+            diverging = diverging_epoch(log_, p.last_fetched_epoch, fetch_offset)
+            if diverging is not None:
+                return partition_data(p.partition, ErrorCode.NONE, log_.high_watermark, log_.last_stable_offset,
+                                      log_.log_start_offset, None, -1, b"", diverging), 0
         end = log_.log_end_offset
     else:
-        lso = partition.last_stable_offset  # nothing a consumer's read does moves it
+        lso = log_.last_stable_offset  # nothing a consumer's read does moves it
         end = lso if read_committed else log_.high_watermark
     log_start_offset = log_.log_start_offset
     if fetch_offset == end and fetch_offset >= log_start_offset:
         # Nothing to read (what Log.read would answer, without its work: most partitions of a
         # replica fetcher's session, or of a consumer's fetch, at most times).
         if follower is not None:
-            replica_manager.follower_fetched(partition, follower.replica_id, fetch_offset, now_ms)
-            lso = partition.last_stable_offset  # the follower's fetch may have moved the high watermark
+            if now_ms is not None:
+                ctx.services.replica_manager.follower_fetched(partition, follower.replica_id, fetch_offset, now_ms)
+            lso = log_.last_stable_offset  # the follower's fetch may have moved the high watermark
         hwm = log_.high_watermark
         if incremental and not p.changed(hwm, lso, log_start_offset):
             return UNCHANGED, 0
-        return PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hwm,
-                             last_stable_offset=lso, log_start_offset=log_start_offset,
-                             aborted_transactions=[] if read_committed else None, preferred_read_replica=-1,
-                             records=b""), 0
+        return partition_data(p.partition, ErrorCode.NONE, hwm, lso, log_start_offset,
+                              [] if read_committed else None, -1, b""), 0
     try:
         if follower is not None:
             info = log_.read(fetch_offset, max_bytes, min_one_message=min_one_message)
-            # Each pass of a long poll: when it was woken is when the follower had fetched up to here.
-            replica_manager.follower_fetched(partition, follower.replica_id, fetch_offset, now_ms)
-            lso = partition.last_stable_offset
+            if now_ms is not None:  # a fetch offset out of range says nothing of the follower
+                ctx.services.replica_manager.follower_fetched(partition, follower.replica_id, fetch_offset, now_ms)
+            lso = log_.last_stable_offset
         else:
             info = log_.read(fetch_offset, max_bytes, isolation_max_offset=end,
                              min_one_message=min_one_message, include_aborted_txns=read_committed)
@@ -198,11 +207,8 @@ def read_partition(ctx, p: CachedPartition, max_bytes: int, min_one_message: boo
         size = len(records)
     elif size == 0:
         records = b""
-    data = PartitionData(partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=hwm,
-                         last_stable_offset=lso, log_start_offset=log_start_offset,
-                         aborted_transactions=aborted_transactions(info.aborted_transactions),
-                         preferred_read_replica=-1, records=records)
-    return data, size
+    return partition_data(p.partition, ErrorCode.NONE, hwm, lso, log_start_offset,
+                          aborted_transactions(info.aborted_transactions), -1, records), size
 
 
 def aborted_transactions(aborted):
@@ -222,15 +228,13 @@ def down_convert(records, magic: int, fetch_offset: int) -> bytes:
 def error_data(index: int, code: int):
     """A partition refused before any read (unknown, not authorized): Kafka's
     FetchResponse.partitionResponse, no offsets and an empty aborted_transactions array."""
-    return PartitionData(partition_index=index, error_code=code, high_watermark=-1, last_stable_offset=-1,
-                         log_start_offset=-1, aborted_transactions=[], preferred_read_replica=-1, records=b"")
+    return partition_data(index, code, -1, -1, -1, [], -1, b"")
 
 
 def read_error_data(index: int, code: int):
     """A partition whose read failed (fenced epoch, offset out of range, storage): Kafka's
     LogReadResult for an error carries no offsets (-1) and no aborted_transactions (null)."""
-    return PartitionData(partition_index=index, error_code=code, high_watermark=-1, last_stable_offset=-1,
-                         log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=b"")
+    return partition_data(index, code, -1, -1, -1, None, -1, b"")
 
 
 def unreadable_topics(ctx, request, context) -> frozenset[str]:
@@ -245,55 +249,41 @@ def unreadable_topics(ctx, request, context) -> frozenset[str]:
     return frozenset(topics - ctx.authorized(READ, TOPIC, topics))
 
 
-def may_read_more(ctx, context, parked: list, isolation: int, follower: FollowerFetch | None,
-                  rack: str | None) -> bool:
-    """Whether a parked fetch, woken, may find more than its last read did (Kafka's
-    DelayedFetch.tryComplete): a partition gone, failed or led elsewhere now, or one whose end (the
-    log end offset for a follower, else the high watermark or the last stable offset) is no longer
-    the fetch offset. Reading all of a fetch's partitions costs far more than looking at their
-    offsets, and many wakes find nothing new (another partition of the fetch moved, a role
-    changed elsewhere). `parked`: the partitions of `context.partitions` as the last read found
-    them (None for one not hosted). A consumer whose rack may send it to another replica is always
-    read again (the preferred replica may have changed)."""
-    if rack is not None and ctx.services.config.replica_selector is not None:
-        return True
-    replicas = ctx.services.replica_manager
-    read_committed = isolation == READ_COMMITTED
-    for p, partition in zip(context.partitions, parked):
-        if (partition is None or replicas.get(p.topic, p.partition) is not partition
-                or partition.check_replica(p.current_leader_epoch, require_leader=rack is None) != ErrorCode.NONE):
-            return True
-        log_ = partition.log
-        if follower is not None:
-            end = log_.log_end_offset
-        else:
-            end = partition.last_stable_offset if read_committed else log_.high_watermark
-        if p.fetch_offset != end or p.fetch_offset < log_.log_start_offset:
-            return True
-    return False
-
-
 def read_all(ctx, context, max_bytes: int, isolation: int, unreadable: frozenset[str],
-             follower: FollowerFetch | None = None, rack: str | None = None):
-    """One pass over the session's partitions: [(cached partition, data)] for those the response
-    may carry (an incremental session's unchanged partitions left out), bytes read."""
+             follower: FollowerFetch | None = None, rack: str | None = None, woken: bool = False):
+    """One pass over the session's partitions: ([(cached partition, data)] for those the response
+    may carry (an incremental session's unchanged partitions left out), bytes read, whether an
+    error or a preferred read replica settles the fetch at once, the replica manager's partition
+    of each of `context.partitions` (None: not hosted), for the fetch to park on). A follower's
+    fetch tells where the follower is in its first pass only, not in a pass after a wake (`woken`)."""
+    hosting = ctx.services.replica_manager.get
     remaining = max_bytes
     results = []
+    hosted = []
     total = 0
+    settled = False
     incremental = context.incremental
-    now_ms = wall_clock_ms() if follower is not None else 0
+    now_ms = wall_clock_ms() if follower is not None and not woken else None
     for p in context.partitions:
+        partition = hosting(p.topic, p.partition)
+        hosted.append(partition)
         if unreadable and p.topic in unreadable:
             results.append((p, error_data(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            settled = True
             continue
         limit = min(p.max_bytes, remaining)
-        data, size = read_partition(ctx, p, limit, total == 0, isolation, follower, rack, incremental, now_ms)
+        data, size = read_partition(ctx, p, partition, limit, total == 0, isolation, follower, rack, incremental,
+                                    now_ms)
         if data is UNCHANGED:
             continue
         results.append((p, data))
-        total += size
-        remaining = max(0, remaining - size)
-    return results, total
+        if size:
+            total += size
+            remaining = max(0, remaining - size)
+        elif (data.error_code != ErrorCode.NONE or data.preferred_read_replica >= 0
+              or data.diverging_epoch is not NO_DIVERGING_EPOCH):
+            settled = True  # answered at once (Kafka's fetchMessages)
+    return results, total, settled, hosted
 
 
 @handler(ApiKey.FETCH, 0, 18)
@@ -320,25 +310,26 @@ async def handle(ctx, request):
     follower = follower_fetch(ctx, request)
     rack = client_rack(ctx, request, follower)
     on_log_end = follower is not None  # a follower waits for appends, a consumer for the high watermark
+    woken = False
     while True:
-        results, total = read_all(ctx, context, max_bytes, isolation, unreadable, follower, rack)
-        # An error or a preferred read replica is answered at once (Kafka's fetchMessages).
-        settled = any(data.error_code != ErrorCode.NONE or data.preferred_read_replica >= 0 for _, data in results)
+        # Kafka's DelayedFetch: woken, read again. A pass over partitions with nothing new costs
+        # what looking at their offsets first would (Kafka's tryComplete), and a fetch is woken
+        # only by what it waits for (a follower's by an append, a consumer's by the high
+        # watermark moving), so most wakes find something.
+        results, total, settled, parked = read_all(ctx, context, max_bytes, isolation, unreadable, follower, rack,
+                                                   woken)
         if total >= min_bytes or settled or not context.partitions or loop_time() >= deadline:
             break
-        parked = [services.replica_manager.get(p.topic, p.partition) for p in context.partitions]
-        while True:  # Kafka's DelayedFetch: woken, look whether reading again can find more
-            wake = trio.Event()
-            for partition in parked:
-                if partition is not None:
-                    partition.park(wake, on_log_end)
-            with not_request_time(ctx), trio.move_on_at(deadline):
-                await wake.wait()
-            for partition in parked:
-                if partition is not None:
-                    partition.unpark(wake, on_log_end)
-            if loop_time() >= deadline or may_read_more(ctx, context, parked, isolation, follower, rack):
-                break
+        wake = trio.Event()
+        for partition in parked:
+            if partition is not None:
+                partition.park(wake, on_log_end)
+        with not_request_time(ctx), trio.move_on_at(deadline):
+            await wake.wait()
+        for partition in parked:
+            if partition is not None:
+                partition.unpark(wake, on_log_end)
+        woken = True
     if record_fetch(ctx, total):
         return throttled_response(ctx, context)
     return build_response(ctx, context, results, unknown_ids)
@@ -362,12 +353,15 @@ def carries_records(records) -> bool:
 def build_response(ctx, context, results, unknown_ids):
     by_topic: dict[str, Any] = {}  # topic name -> its TopicResponse (a generated message: Any to mypy)
     topics = []
+    in_session = context.session_id != INVALID_SESSION_ID  # without one (most consumers), nothing to remember
+    incremental = context.incremental
     for p, data in results:
-        changed = p.needs_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
-                                   carries_records(data.records), data.error_code)
-        changed = changed or data.preferred_read_replica >= 0  # as Kafka's maybeUpdateResponseData
-        if context.incremental and not changed:
-            continue
+        if in_session:
+            changed = p.needs_response(data.high_watermark, data.last_stable_offset, data.log_start_offset,
+                                       carries_records(data.records), data.error_code)
+            changed = changed or data.preferred_read_replica >= 0  # as Kafka's maybeUpdateResponseData
+            if incremental and not changed:
+                continue
         entry = by_topic.get(p.topic)
         if entry is None:
             entry = TopicResponse(topic=p.topic, topic_id=p.topic_id, partitions=[])

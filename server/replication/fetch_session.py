@@ -24,7 +24,7 @@ INVALID_SESSION_ID = 0
 UNCHANGED = None
 
 
-@dataclass
+@dataclass(slots=True)  # one per partition of every request: slots make it quicker to build
 class CachedPartition:
     topic: str
     topic_id: object

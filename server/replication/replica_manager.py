@@ -178,6 +178,10 @@ class Partition:
         """Kafka's localLogWithEpochOrThrow: the epoch first, then the role; without
         `require_leader` (a consumer reading from a follower, KIP-392) any replica hosting the
         partition serves (not one StopReplica stopped)."""
+        log_ = self._log
+        if (self.leader_id == self.local_id and log_ is not None and not log_.is_offline
+                and (requested_epoch < 0 or requested_epoch == self.leader_epoch)):
+            return ErrorCode.NONE  # the leader, asked at its epoch (or none): every fetch of every partition
         if require_leader:
             return self.check_leader(requested_epoch)
         if self.is_offline:
@@ -396,10 +400,12 @@ class Partition:
         (self._log_end_waiters if on_log_end else self._waiters).append(event)
 
     def unpark(self, event: trio.Event, on_log_end: bool = False) -> None:
-        try:
-            (self._log_end_waiters if on_log_end else self._waiters).remove(event)
-        except ValueError:
-            pass
+        waiters = self._log_end_waiters if on_log_end else self._waiters
+        # Usually gone already: the wake that set it took the partition's whole list (a caught-up
+        # follower's fetch is woken by an append to every partition of it), and a ValueError raised
+        # and caught cost more than looking first.
+        if event in waiters:
+            waiters.remove(event)
 
     @property
     def has_parked_fetches(self) -> bool:

@@ -88,6 +88,27 @@ def test_a_transaction_spanning_segments_is_found_from_its_first_segment(tmp_pat
     assert info.aborted_transactions == [AbortedTxn(1, 0, 4, 5)]
 
 
+def test_a_read_in_the_last_segment_gets_only_the_aborted_transactions_indexed_there(tmp_path, clock):
+    """An aborted transaction is indexed in the segment of its marker, and a read looks from the
+    segment of its fetch offset on: a read in the last segment, whose index is empty, gets none
+    (without looking further), one whose index has the abort gets it."""
+    log = open_log(tmp_path / "t-0", clock, segment_bytes=500)
+    a, b = Producer(log, 1), Producer(log, 2)
+    a.send()
+    a.end("ABORT")  # indexed in the first segment
+    while len(log.segments) < 2:
+        b.send()
+        b.end("COMMIT")
+    assert log.segments[0].txn_index.entries and not log.segments[-1].txn_index.entries
+    last = log.segments[-1].base_offset
+    assert log.read(last, 1 << 20, include_aborted_txns=True).aborted_transactions == []
+    b.send()
+    b.end("ABORT")
+    assert log.segments[-1].base_offset == last  # the abort is indexed in the same last segment
+    aborted = log.read(last, 1 << 20, include_aborted_txns=True).aborted_transactions
+    assert [(t.producer_id, t.last_offset) for t in aborted] == [(2, log.log_end_offset - 1)]
+
+
 def test_the_transaction_index_survives_a_restart_and_is_rebuilt_after_a_crash(tmp_path, clock):
     directory = tmp_path / "t-0"
     log = open_log(directory, clock, segment_bytes=300)
