@@ -704,12 +704,13 @@ class Broker:
             # than a deadline per request, and a request being served is never cancelled by it.
             with conn.idle_scope:
                 self._connections.add(conn)
+                parked = False  # the last request parked: the task yielded since its frame was read
                 while True:
                     auth = conn.authenticator
                     conn.idle_deadline = min(loop_time() + idle_timeout, auth.deadline)
                     if conn.muted_until:  # a muted connection may idle out too
                         await wait_unmuted(conn)
-                    frame = await conn.read_frame(*auth.receive_limit(max_frame))
+                    frame = await conn.read_frame(*auth.receive_limit(max_frame), yielded=parked)
                     received_ns = elapsed_ns()
                     conn.idle_deadline = math.inf
                     if conn.idle_scope.cancel_called:  # the deadline passed as the request came in
@@ -717,6 +718,8 @@ class Broker:
                     self._in_flight += 1
                     try:
                         ctx, request, response, encoded = await self._process(services, conn, frame)
+                        # Time parked (not_request_time) is time spent in the scheduler's hands.
+                        parked = ctx is not None and ctx.waited_ns > 0
                         send_ns = elapsed_ns()
                         if encoded is not None:
                             await conn.send_response(encoded)

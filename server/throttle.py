@@ -74,7 +74,8 @@ def _request_throttle_ms(ctx: RequestContext, now_ms: int | None = None) -> int:
 
 class not_request_time:
     """Time a request spends parked (a long poll, a rebalance) is not time spent handling it.
-    (A class, not a generator: every long poll enters one.)"""
+    (A class, not a generator: every long poll enters one.) What it wraps passes through the
+    scheduler: the connection then reads the next frame without another checkpoint."""
 
     __slots__ = ("ctx", "start")
 

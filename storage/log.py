@@ -169,6 +169,9 @@ class Log:
         """`names`: the files of `directory` as listed when loading (None: list them)."""
         self.dir = directory
         self.topic, self.partition = parse_topic_partition_name(directory.name)
+        # "topic-partition", in every append's checks and messages: built once (a log keeps its
+        # topic and partition through renames).
+        self.name = f"{self.topic}-{self.partition}"
         self.config = config
         self._clock_ms = clock_ms
         self._segments = _Segments.of(segments)
@@ -201,10 +204,6 @@ class Log:
         self._producer_state = ProducerStateManager(self.name, producer_id_expiration_ms)
         self._producer_snapshots = ProducerSnapshotFiles(directory, names)
         self._unflushed_snapshots: list[Path] = []  # written at a roll, fsynced by the next flush
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
     def __repr__(self) -> str:
         return f"Log({self.name}, start={self.log_start_offset}, end={self.log_end_offset})"

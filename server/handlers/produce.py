@@ -169,32 +169,37 @@ def append_partition(ctx, topic_name: str, data, produced: ProducedRecords | Sto
     return response
 
 
+def replication_settled(waiting: list) -> list:
+    """The entries of `waiting` whose records the ISR does not all have yet; the others' responses
+    get their outcome (Kafka's DelayedProduce.tryComplete)."""
+    still = []
+    for entry in waiting:
+        partition, required_offset, leader_epoch, response = entry
+        code = partition.replication_done(required_offset, leader_epoch)
+        if code is None:
+            still.append(entry)
+        elif code != ErrorCode.NONE:
+            response.error_code = code
+    return still
+
+
 async def await_replication(waiting: list, timeout_ms: int) -> None:
     """Kafka's DelayedProduce: each partition's response waits until the ISR has its records (the
     high watermark passed them), the partition's leadership moved, or `timeout_ms` passed
     (REQUEST_TIMED_OUT). A partition's wake (an append, a follower's fetch moving the high
-    watermark, a LeaderAndIsr) is the moment to look again."""
+    watermark, a LeaderAndIsr) is the moment to look again. `waiting`: the entries
+    `replication_settled` left, none settled yet."""
     with trio.move_on_after(max(timeout_ms, 0) / 1000):
         while waiting:
-            still = []
-            for entry in waiting:
-                partition, required_offset, leader_epoch, response = entry
-                code = partition.replication_done(required_offset, leader_epoch)
-                if code is None:
-                    still.append(entry)
-                elif code != ErrorCode.NONE:
-                    response.error_code = code
-            waiting[:] = still
-            if not still:
-                return
             wake = trio.Event()
-            for partition, *_ in still:
+            for partition, *_ in waiting:
                 partition.park(wake)
             try:
                 await wake.wait()
             finally:
-                for partition, *_ in still:
+                for partition, *_ in waiting:
                     partition.unpark(wake)
+            waiting[:] = replication_settled(waiting)
     for _, _, _, response in waiting:
         response.error_code = ErrorCode.REQUEST_TIMED_OUT
 
@@ -291,15 +296,20 @@ async def handle(ctx, request):
         else:
             parts = [partition_error(p.index, code) for p in topic.partition_data]
         responses.append(TopicResponse(name=name, topic_id=topic.topic_id, partition_responses=parts))
-    if after.woke_fetches:
+    for log_ in after.logs_to_flush:
+        # fsync off the event loop before answering (the fetches the appends woke answer meanwhile).
+        await trio.to_thread.run_sync(log_.flush, limiter=ctx.services.disk_limiter)
+    # acks=all: what the ISR has already (an ISR of the leader alone) is answered without a wait;
+    # the rest parks at once, nothing between this look and the park yielding.
+    waiting = replication_settled(after.awaiting_replication)
+    if after.woke_fetches and not (waiting or after.logs_to_flush):
+        # Only when nothing here yields anyway: a produce waiting for its followers lets the fetches
+        # it woke answer first as well, without two more passes through the scheduler.
         with not_request_time(ctx):  # their time is theirs, not this request's
             await let_woken_fetches_answer()
-    for log_ in after.logs_to_flush:
-        # fsync off the event loop before answering.
-        await trio.to_thread.run_sync(log_.flush, limiter=ctx.services.disk_limiter)
-    if after.awaiting_replication:
+    if waiting:
         with not_request_time(ctx):  # waiting for the followers is not this broker's work
-            await await_replication(after.awaiting_replication, request.timeout_ms)
+            await await_replication(waiting, request.timeout_ms)
     record_produce(ctx, acks)  # appended first, throttled after: the data is kept either way
     if acks == 0:
         # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so

@@ -1,5 +1,6 @@
 """Response writing over a real loopback socket: a FrameBuffer's referenced records and file slices
-arrive in frame order, byte for byte, through partial writes of a small send buffer."""
+arrive in frame order, byte for byte, through partial writes of a small send buffer; and frame
+reading: large frames' memory reused, a frame read ahead served after a checkpoint."""
 
 from __future__ import annotations
 
@@ -177,4 +178,23 @@ def test_accepted_sockets_get_the_listening_socket_options():
         await client.aclose()
         listener.close()
 
+    trio.run(main)
+
+
+def test_a_frame_already_read_ahead_costs_a_checkpoint_unless_the_task_yielded_since_the_last_one():
+    # Fairness between connections: a pipelining client yields once per frame to the others, but
+    # a request that parked (a long poll, an acks=all produce) already yielded.
+    async def main():
+        conn, client = await connected_pair()
+        try:
+            with trio.fail_after(60):
+                await client.send_all(b"".join(frame_of(body) for body in (b"a", b"b", b"c")))
+                assert await conn.read_frame(1024) == b"a"  # all three read ahead
+                with trio.testing.assert_checkpoints():
+                    assert await conn.read_frame(1024) == b"b"
+                with trio.testing.assert_no_checkpoints():
+                    assert await conn.read_frame(1024, yielded=True) == b"c"
+        finally:
+            conn.close()
+            await client.aclose()
     trio.run(main)

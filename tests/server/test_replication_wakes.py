@@ -1,15 +1,19 @@
 """What wakes what waits on a replicated partition (Kafka's DelayedFetch and DelayedProduce keys):
 a follower's fetch by an append, a consumer's fetch or an acks=all produce by the high watermark,
-both by a change of role. Deterministic: the partition alone, its log on disk, no sockets."""
+both by a change of role; and how an acks=all produce looks at its partitions (once before it
+parks, again at each wake). Deterministic: the partition alone, its log on disk, no sockets."""
 
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 
 import trio
+from trio.testing import MockClock, wait_all_tasks_blocked
 
 from loopback import one_batch
 
+from samsa.server.handlers.produce import await_replication, replication_settled
 from samsa.server.metadata.cache import TopicInfo
 from samsa.server.replication.replica_manager import Partition, PartitionState
 from samsa.storage.log_config import LogConfig
@@ -93,3 +97,51 @@ def test_an_unreplicated_partition_wakes_everything_on_an_append(tmp_path):
     partition.append(bytearray(one_batch([b"a"])))
     assert follower.is_set() and reader.is_set()
     assert partition.log.high_watermark == 1
+
+
+def test_a_produce_looks_at_its_partitions_once_before_it_parks_and_again_at_each_wake(tmp_path):
+    # Kafka's DelayedProduce: tryComplete when the produce is made, then at each wake of its keys.
+    partition = leader_of_three(tmp_path)
+    response = SimpleNamespace(error_code=ErrorCode.NONE)
+    required = partition.append(bytearray(one_batch([b"a"]))).last_offset + 1
+    waiting = [(partition, required, 1, response)]
+    assert replication_settled(waiting) == waiting  # the followers have nothing yet: it parks
+
+    async def produce_then_followers() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(await_replication, waiting, 30_000)
+            await wait_all_tasks_blocked()
+            assert partition.has_parked_fetches  # parked, on the first look's answer
+            partition.follower_fetched(FOLLOWERS[0], required, NOW_MS)  # no wake: the ISR is not there yet
+            await wait_all_tasks_blocked()
+            assert waiting
+            partition.follower_fetched(FOLLOWERS[1], required, NOW_MS)  # the high watermark moves: done
+
+    trio.run(produce_then_followers)
+    assert waiting == [] and response.error_code == ErrorCode.NONE
+    assert not partition.has_parked_fetches
+
+
+def test_a_produce_the_isr_never_completes_times_out(tmp_path):
+    partition = leader_of_three(tmp_path)
+    response = SimpleNamespace(error_code=ErrorCode.NONE)
+    required = partition.append(bytearray(one_batch([b"a"]))).last_offset + 1
+    waiting = [(partition, required, 1, response)]
+    trio.run(await_replication, waiting, 1_000, clock=MockClock(autojump_threshold=0))
+    assert response.error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert not partition.has_parked_fetches
+
+
+def test_what_the_isr_already_has_is_settled_without_a_wait(tmp_path):
+    logs = LogManager([tmp_path], LogConfig(min_insync_replicas=1), lambda: NOW_MS)
+    logs.startup()
+    topic = TopicInfo("replicated", uuid.uuid4(), 1, replication_factor=3)
+    logs.create_log(topic.name, 0)
+    partition = Partition(topic, 0, logs, LEADER)
+    partition.high_watermark_follows_log_end = False
+    partition.clock_ms = lambda: NOW_MS
+    partition.make_leader(PartitionState(topic.name, 0, LEADER, 1, (LEADER, *FOLLOWERS), 1, (LEADER,)), NOW_MS)
+    response = SimpleNamespace(error_code=ErrorCode.NONE)
+    required = partition.append(bytearray(one_batch([b"a"]))).last_offset + 1  # an ISR of the leader alone
+    assert replication_settled([(partition, required, 1, response)]) == []
+    assert response.error_code == ErrorCode.NONE
