@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 
 import trio
+import trio.testing
 
 from samsa.client.connection import BrokerConnection
-from samsa.wire.protocol import encode_response, message_class
+from samsa.wire.protocol import decode_request, encode_response, message_class
 
 FetchRequest = message_class("FetchRequest")
 FetchResponse = message_class("FetchResponse")
@@ -89,3 +90,47 @@ def test_responses_are_read_into_the_previous_one_s_memory_once_nothing_refers_t
         assert bytes(fifth) == records[4] and id(fifth.obj) == reused
 
     trio.run(answered_in_turn, records, check)
+
+
+def test_a_request_larger_than_the_socket_buffer_goes_out_whole_and_every_call_is_a_checkpoint():
+    """Requests are written straight to the socket, waiting for room when its buffer is full; a
+    call still lets other tasks run, even when its answer is already there when it reads."""
+    ProduceRequest = message_class("ProduceRequest")
+    ProduceResponse = message_class("ProduceResponse")
+    records = os.urandom(6 << 20)  # several times what a loopback socket buffers
+
+    async def main():
+        listener = trio.socket.socket()
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        connection = BrokerConnection(await trio.open_tcp_stream("127.0.0.1", listener.getsockname()[1]), "test",
+                                      60_000)
+        server, _ = await listener.accept()
+        listener.close()
+        received = []
+
+        async def peer():
+            stream = trio.SocketStream(server)
+            for correlation_id, response in enumerate((ProduceResponse(responses=[]), fetch_response(b"")), 1):
+                size = int.from_bytes(await receive(stream, 4), "big")
+                received.append(await receive(stream, size))
+                await stream.send_all(bytes(encode_response(response, 9 if correlation_id == 1 else VERSION,
+                                                            correlation_id)))
+
+        request = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
+        try:
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(peer)
+                    with trio.testing.assert_checkpoints():
+                        await connection.call(request, 9)
+                    with trio.testing.assert_checkpoints():
+                        await fetched(connection)
+        finally:
+            await connection.aclose()
+            server.close()
+        _, produced = decode_request(received[0])
+        assert bytes(produced.topic_data[0].partition_data[0].records) == records
+
+    trio.run(main)
