@@ -135,6 +135,12 @@ class ReplicaFetcher:
         self._stale: set[TopicPartition] = set()
         self._truncating: set[TopicPartition] = set()
         self._next_full_check = -math.inf
+        # The connection's calls answered within replica.socket.timeout.ms: one deadline for all of
+        # them, moved on before a call once an eighth of the timeout has passed since it was set,
+        # rather than a cancel scope per call (trio's costs about 6 us, a fetch round's twentieth).
+        # A call is thus given up between 7/8 of the timeout and the timeout after it started.
+        self._timeout = math.inf
+        self._deadline = trio.CancelScope()
 
     def add(self, key: TopicPartition, state: PartitionFetchState) -> None:
         self.partitions[key] = state
@@ -166,21 +172,27 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         backoff = self._config.get_int("replica.fetch.backoff.ms") / 1000
+        timeout_ms = self._config.get_int("replica.socket.timeout.ms")
+        self._timeout = timeout_ms / 1000
         with self._cancel_scope:
             while self.partitions:
                 try:
-                    connection = await BrokerConnection.connect(
-                        *self.address, self._client_id, self._config.get_int("replica.socket.timeout.ms"))
+                    # The calls are bounded by the deadline below, not each by a cancel scope of its own.
+                    connection = await BrokerConnection.connect(*self.address, self._client_id, timeout_ms,
+                                                                timed_calls=False)
                     self._session.reset()  # a request lost with the last connection: start over
                     self._next_full_check = -math.inf
                     try:
-                        while self.partitions:
-                            truncated = await self._truncate(connection)
-                            fetched = await self._fetch(connection)
-                            if not (truncated or fetched):
-                                # Nothing moved (errors, or only partitions waiting): Kafka's
-                                # replica.fetch.backoff.ms, not a busy loop against the leader.
-                                await trio.sleep(backoff)
+                        with trio.CancelScope(deadline=trio.current_time() + self._timeout) as self._deadline:
+                            while self.partitions:
+                                truncated = await self._truncate(connection)
+                                fetched = await self._fetch(connection)
+                                if not (truncated or fetched):
+                                    # Nothing moved (errors, or only partitions waiting): Kafka's
+                                    # replica.fetch.backoff.ms, not a busy loop against the leader.
+                                    await trio.sleep(backoff)
+                        if self._deadline.cancelled_caught:
+                            raise BrokerUnreachable(f"no response from the leader within {timeout_ms} ms")
                     finally:
                         with trio.CancelScope(shield=True):
                             await connection.aclose()
@@ -188,6 +200,14 @@ class ReplicaFetcher:
                     log.info("[ReplicaFetcher %s leader=%d] %s; retrying in %.0f ms", self._client_id, self.leader_id,
                              e, backoff * 1000)
                     await trio.sleep(backoff)
+
+    async def _call(self, connection: BrokerConnection, request, version: int):
+        """`connection.call` within the timeout (see `_deadline`)."""
+        due = trio.current_time() + self._timeout
+        deadline = self._deadline
+        if deadline.deadline < due - self._timeout / 8:
+            deadline.deadline = due
+        return await connection.call(request, version)
 
     def _hosted(self, key: TopicPartition, state: PartitionFetchState) -> Partition | None:
         """The partition `state` fetches, or None (and it leaves this fetcher) when it is gone or
@@ -230,7 +250,7 @@ class ReplicaFetcher:
                 partition=index, current_leader_epoch=state.leader_epoch, leader_epoch=latest))
         request = OffsetForLeaderEpoch(replica_id=self._replicas.local_id, topics=[
             OffsetForLeaderEpoch.OffsetForLeaderTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()])
-        response = await connection.call(request, OFFSET_FOR_LEADER_EPOCH_VERSION)
+        response = await self._call(connection, request, OFFSET_FOR_LEADER_EPOCH_VERSION)
         answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
         for key, state, partition, _ in asking:
             answer = answers.get(key)
@@ -311,7 +331,7 @@ class ReplicaFetcher:
                         forgotten_topics_data=[Fetch.ForgottenTopic(topic=topic, partitions=parts)
                                                for topic, parts in forgotten.items()])
         asked = self.partitions.copy()  # a partition whose state is replaced meanwhile ignores its answer
-        response = await connection.call(request, FETCH_VERSION)  # failing, it costs the connection: reset
+        response = await self._call(connection, request, FETCH_VERSION)  # failing, it costs the connection: reset
         self._session.handle_response(session, response.error_code, response.session_id)
         if response.error_code != ErrorCode.NONE:
             log.info("[ReplicaFetcher %s] fetch from %d failed: error %d", self._client_id, self.leader_id,
@@ -371,7 +391,7 @@ class ReplicaFetcher:
                 partition_index=index, current_leader_epoch=state.leader_epoch, timestamp=EARLIEST_TIMESTAMP))
         request = ListOffsets(replica_id=self._replicas.local_id, isolation_level=0, topics=[
             ListOffsets.ListOffsetsTopic(name=topic, partitions=parts) for topic, parts in by_topic.items()])
-        response = await connection.call(request, LIST_OFFSETS_VERSION)
+        response = await self._call(connection, request, LIST_OFFSETS_VERSION)
         starts = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
         for key, state, partition in partitions:
             answer = starts.get(key)
