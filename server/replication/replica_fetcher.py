@@ -17,7 +17,7 @@ import logging
 import math
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -133,6 +133,11 @@ class ReplicaFetcher:
         # partition): a full look every FULL_CHECK_S catches those.
         self._fetches: dict[TopicPartition, PartitionFetch] = {}
         self._stale: set[TopicPartition] = set()
+        # Partitions added or removed while a fetch is in flight: their part of its answer was
+        # asked for another state, and is ignored (a set of the few that changed, rather than a
+        # copy of every partition's state at each fetch).
+        self._replaced: set[TopicPartition] = set()
+        self._fetch_request: Any = None  # built once per fetcher: only the session's fields and partitions change
         self._truncating: set[TopicPartition] = set()
         self._next_full_check = -math.inf
         # The connection's calls answered within replica.socket.timeout.ms: one deadline for all of
@@ -145,6 +150,7 @@ class ReplicaFetcher:
     def add(self, key: TopicPartition, state: PartitionFetchState) -> None:
         self.partitions[key] = state
         self._stale.add(key)
+        self._replaced.add(key)
         if state.truncating:
             self._truncating.add(key)
 
@@ -153,6 +159,7 @@ class ReplicaFetcher:
         if self.partitions.pop(key, None) is None:
             return False
         self._stale.add(key)
+        self._replaced.add(key)
         return True
 
     def _truncate_later(self, key: TopicPartition, state: PartitionFetchState) -> None:
@@ -216,6 +223,7 @@ class ReplicaFetcher:
         if partition is None or partition.is_offline:
             del self.partitions[key]
             self._stale.add(key)
+            self._replaced.add(key)
             return None
         state.partition = partition
         return partition
@@ -323,14 +331,19 @@ class ReplicaFetcher:
         forgotten: dict[str, list[int]] = {}
         for topic, index in session.forgotten:
             forgotten.setdefault(topic, []).append(index)
-        request = Fetch(replica_id=self._replicas.local_id, max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
-                        min_bytes=config.get_int("replica.fetch.min.bytes"),
-                        max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0,
-                        session_id=session.session_id, session_epoch=session.epoch,
-                        topics=[Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
-                        forgotten_topics_data=[Fetch.ForgottenTopic(topic=topic, partitions=parts)
-                                               for topic, parts in forgotten.items()])
-        asked = self.partitions.copy()  # a partition whose state is replaced meanwhile ignores its answer
+        request = self._fetch_request
+        if request is None:
+            request = self._fetch_request = Fetch(
+                replica_id=self._replicas.local_id, max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
+                min_bytes=config.get_int("replica.fetch.min.bytes"),
+                max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0)
+        request.session_id = session.session_id
+        request.session_epoch = session.epoch
+        request.topics = [Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()]
+        request.forgotten_topics_data = [Fetch.ForgottenTopic(topic=topic, partitions=parts)
+                                         for topic, parts in forgotten.items()]
+        replaced = self._replaced
+        replaced.clear()
         response = await self._call(connection, request, FETCH_VERSION)  # failing, it costs the connection: reset
         self._session.handle_response(session, response.error_code, response.session_id)
         if response.error_code != ErrorCode.NONE:
@@ -351,8 +364,8 @@ class ReplicaFetcher:
             for data in topic.partitions:
                 key = (name, data.partition_index)
                 answered = True
-                state = asked.get(key)
-                if state is None or key not in fetches or partitions.get(key) is not state:
+                state = partitions.get(key)
+                if state is None or key not in fetches or key in replaced:
                     continue  # not asked for (truncating), or the partition changed hands meanwhile
                 partition = state.partition
                 assert partition is not None  # _refresh_fetches looked it up
