@@ -10,7 +10,8 @@ import trio
 import trio.testing
 
 from samsa.client.connection import BrokerConnection
-from samsa.wire.protocol import decode_request, encode_response, message_class
+from samsa.client.framing import Requests
+from samsa.wire.protocol import decode_request, encode_request, encode_response, message_class
 
 FetchRequest = message_class("FetchRequest")
 FetchResponse = message_class("FetchResponse")
@@ -134,3 +135,13 @@ def test_a_request_larger_than_the_socket_buffer_goes_out_whole_and_every_call_i
         assert bytes(produced.topic_data[0].partition_data[0].records) == records
 
     trio.run(main)
+
+
+def test_a_request_frame_is_what_the_codec_encodes_for_its_correlation_id():
+    """Requests keeps each (api key, version)'s header and only sets the correlation id."""
+    requests = Requests("broker-1-fetcher-0")
+    fetch = FetchRequest(replica_id=1, max_wait_ms=500, min_bytes=1, topics=[])
+    for version, correlation_id in ((12, 1), (12, 2), (4, 3), (12, 4)):
+        assert requests.encode(fetch, version) == encode_request(fetch, version, correlation_id, "broker-1-fetcher-0")
+    anonymous = Requests(None)
+    assert anonymous.encode(fetch, 12) == encode_request(fetch, 12, 1, None)
