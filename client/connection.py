@@ -28,7 +28,7 @@ _BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 class BrokerConnection:
     """`await BrokerConnection.connect(host, port, client_id, timeout_ms)`, then `call`. A
     `timeout_ms` of None waits for each response as long as it takes (tests that run on trio's
-    MockClock)."""
+    MockClock, and a caller that bounds its calls itself: a replica fetcher)."""
 
     def __init__(self, stream: trio.abc.Stream, client_id: str | None, timeout_ms: int | None) -> None:
         self.stream = stream
@@ -40,9 +40,11 @@ class BrokerConnection:
 
     @classmethod
     async def connect(cls, host: str, port: int, client_id: str | None, timeout_ms: int,
-                      ssl_context: ssl.SSLContext | None = None) -> BrokerConnection:
+                      ssl_context: ssl.SSLContext | None = None, timed_calls: bool = True) -> BrokerConnection:
         """A connection to host:port, over TLS with `ssl_context` (the broker's name checked as
-        the context says); BrokerUnreachable when none is made within `timeout_ms`."""
+        the context says); BrokerUnreachable when none is made within `timeout_ms`. Each call is
+        then answered within `timeout_ms` too, unless `timed_calls` is False (the caller bounds
+        its calls itself)."""
         with trio.move_on_after(timeout_ms / 1000):
             try:
                 stream: trio.abc.Stream = await trio.open_tcp_stream(host, port)
@@ -53,7 +55,7 @@ class BrokerConnection:
                 raise BrokerUnreachable(f"cannot connect to {host}:{port}: {e}") from e
             except (trio.BrokenResourceError, ssl.SSLError) as e:
                 raise BrokerUnreachable(f"TLS handshake with {host}:{port} failed: {e.__cause__ or e}") from e
-            return cls(stream, client_id, timeout_ms)
+            return cls(stream, client_id, timeout_ms if timed_calls else None)
         tls = "TLS " if ssl_context is not None else ""
         raise BrokerUnreachable(f"no {tls}connection to {host}:{port} within {timeout_ms} ms")
 
@@ -66,23 +68,31 @@ class BrokerConnection:
 
     async def call(self, message: Message, version: int) -> Any:
         """The response to `message`, sent at `version`."""
+        if self._timeout == math.inf:  # no cancel scope at all: a few microseconds a call
+            return await self._exchange(message, version)
         with trio.move_on_after(self._timeout):
-            try:
-                await self.stream.send_all(self._requests.encode(message, version))
-                frame = await self._read_frame()
-            except _BROKEN as e:
-                raise BrokerUnreachable(str(e)) from e
-            correlation_id, response = self._requests.decode(frame)
-            if correlation_id != self._requests.correlation_id:  # the answer to an earlier call that timed out
-                raise BrokerUnreachable(f"correlation id {correlation_id} answers request "
-                                        f"{self._requests.correlation_id}")
-            return response
+            return await self._exchange(message, version)
         raise BrokerUnreachable(f"no response to {type(message).__name__} within {self._timeout * 1000:.0f} ms")
+
+    async def _exchange(self, message: Message, version: int) -> Any:
+        try:
+            await self._write(self._requests.encode(message, version))
+            # The answer cannot be there yet: wait for it before the first read (one failed read
+            # less per call), which also makes every call a checkpoint.
+            frame = await self._read_frame(wait_first=True)
+        except _BROKEN as e:
+            raise BrokerUnreachable(str(e)) from e
+        correlation_id, response = self._requests.decode(frame)
+        if correlation_id != self._requests.correlation_id:  # the answer to an earlier call that timed out
+            raise BrokerUnreachable(f"correlation id {correlation_id} answers request "
+                                    f"{self._requests.correlation_id}")
+        return response
 
     async def send(self, message: Message, version: int) -> None:
         """Send `message` without waiting for its response: `receive` returns the responses in the
         order of the requests (a client pipelining its requests)."""
         await self._send(self._requests.encode(message, version))
+        await trio.lowlevel.checkpoint()  # a loop of sends still lets other tasks run
 
     async def receive(self) -> Any:
         """The response to the oldest request `send` sent and no `receive` has returned."""
@@ -98,15 +108,36 @@ class BrokerConnection:
         """Write a request the broker does not answer (Produce with acks=0), without waiting:
         `call` would wait for a response that never comes."""
         await self._send(self._requests.encode(message, version, expect_response=False))
+        await trio.lowlevel.checkpoint()
 
     async def _send(self, frame: bytearray) -> None:
         try:
-            await self.stream.send_all(frame)
+            await self._write(frame)
         except _BROKEN as e:
             raise BrokerUnreachable(str(e)) from e
 
-    async def _read_frame(self) -> memoryview:
-        """The next frame's body. Only the frame is read, never bytes after it."""
+    async def _write(self, frame: bytearray) -> None:
+        """Write the whole frame: plain non-blocking writes, waiting on trio only when the socket's
+        buffer is full (a replica fetcher sends a request per fetch: trio's send_all, a checkpoint
+        and a yield to the scheduler for every one, cost more than the write)."""
+        fd = self._fd
+        if fd is None:
+            await self.stream.send_all(frame)
+            return
+        view = memoryview(frame)
+        while view:
+            try:
+                sent = os.write(fd, view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+                continue
+            view = view[sent:]
+
+    async def _read_frame(self, wait_first: bool = False) -> memoryview:
+        """The next frame's body. Only the frame is read, never bytes after it. `wait_first`: wait
+        until the socket is readable before reading (an answer just asked for)."""
+        if wait_first and self._fd is not None:
+            await trio.lowlevel.wait_readable(self._fd)
         await self._receive_exactly(self._frames.size_view)
         view = self._frames.body()
         await self._receive_exactly(view)

@@ -21,10 +21,11 @@ from collections import deque
 from typing import Any
 
 from ..wire.codec import Message
-from ..wire.protocol import decode_response, encode_request
+from ..wire.protocol import RequestHeader, decode_response, request_header_version
 from .errors import BrokerUnreachable
 
 SIZE = struct.Struct(">i")
+_CORRELATION_AT = 8  # after the size, the api key and the version, in every request header version
 
 # Frames given back by connections gone idle: the next large frame is read into one of them instead
 # of fresh memory.
@@ -43,6 +44,9 @@ class Requests:
         self.client_id = client_id
         self.correlation_id = 0  # the last request's
         self._in_flight: deque[tuple[int, int, int]] = deque()  # (correlation id, api key, version)
+        # The frame's start up to the body for each (api key, version), correlation id 0: only the
+        # id changes from one request to the next (a replica fetcher sends one per fetch round).
+        self._headers: dict[tuple[int, int], bytes] = {}
 
     def encode(self, message: Message, version: int, expect_response: bool = True) -> bytearray:
         """The frame of `message` at `version`, size prefix included; with expect_response=False
@@ -53,7 +57,17 @@ class Requests:
         self.correlation_id += 1
         if expect_response:
             self._in_flight.append((self.correlation_id, api_key, version))
-        return encode_request(message, version, self.correlation_id, self.client_id)
+        header = self._headers.get((api_key, version))
+        if header is None:
+            start = bytearray(b"\0\0\0\0")
+            RequestHeader(request_api_key=api_key, request_api_version=version, correlation_id=0,
+                          client_id=self.client_id).encode(request_header_version(api_key, version), start)
+            header = self._headers[(api_key, version)] = bytes(start)
+        out = bytearray(header)
+        SIZE.pack_into(out, _CORRELATION_AT, self.correlation_id)
+        message.encode(version, out)
+        SIZE.pack_into(out, 0, len(out) - 4)
+        return out
 
     def decode(self, frame) -> tuple[int, Any]:
         """(correlation id, response) of a response frame body, decoded as the answer to the oldest

@@ -3,7 +3,11 @@ entries, preallocated to segment.index.bytes while its segment is active and tri
 when the segment rolls or closes.
 
 Entries are kept in memory (arrays, searched with bisect) and written with pwrite; the file is read
-lazily, on the first lookup, so opening a log touches no index. Only the active segment keeps its
+lazily, on the first lookup, so opening a log touches no index. New entries reach the file a few
+KiB at a time, and whenever the file is flushed, trimmed, truncated or closed: lookups use the
+memory, and a crash leaves the unflushed part of the log to recovery, which rebuilds its indexes
+(Kafka's are memory-mapped, written back by the kernel when it likes). A pwrite per entry was a
+system call on every append of a busy partition, a follower's among them. Only the active segment keeps its
 index files open. A file left preallocated by a crash ends in zero entries; they are dropped on
 load (a real first entry is never all zero: a segment's first batch gets no index entry).
 """
@@ -11,10 +15,13 @@ load (a real first entry is never all zero: a segment's first batch gets no inde
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import ClassVar
 
 from .errors import CorruptIndexException, KafkaStorageException
+
+_PENDING_MAX = 4096  # bytes of new entries held before they are written
 
 
 def read_index_file(path: Path, kind: str = "index") -> bytes:
@@ -40,6 +47,11 @@ class AbstractIndex:
         self._fd: int | None = None
         self._loaded = False
         self._dirty = False
+        # Entries appended but not yet written, from file position _pending_at on. The lock: a
+        # worker thread flushes while the event loop appends.
+        self._pending = bytearray()
+        self._pending_at = 0
+        self._pending_lock = threading.Lock()
 
     # -- subclass hooks: the in-memory entries
     def _decode(self, data: bytes) -> None:
@@ -111,16 +123,38 @@ class AbstractIndex:
         os.ftruncate(self._fd, max(size, self._entry_count() * self.ENTRY_SIZE))
 
     def _write_entry(self, data: bytes) -> None:
+        """Append an entry's bytes at the slot of the next entry (the caller then adds it in memory)."""
+        if self._fd is None:
+            self.open_for_append()
+        with self._pending_lock:
+            pending = self._pending
+            if not pending:
+                self._pending_at = self._entry_count() * self.ENTRY_SIZE
+            pending += data
+            if len(pending) >= _PENDING_MAX:
+                self._write_pending()
+
+    def _write_pending(self) -> None:
+        """Write the entries held back (with `_pending_lock` held)."""
+        if not self._pending:
+            return
         if self._fd is None:
             self.open_for_append()
         assert self._fd is not None
-        os.pwrite(self._fd, data, self._entry_count() * self.ENTRY_SIZE)
+        os.pwrite(self._fd, self._pending, self._pending_at)
+        self._pending = bytearray()
         self._dirty = True
+
+    def write_pending(self) -> None:
+        """Write the entries held back, so that the file has every entry."""
+        with self._pending_lock:
+            self._write_pending()
 
     def truncate_to_entries(self, count: int) -> None:
         self._ensure_loaded()
         if count >= self._entry_count():
             return
+        self.write_pending()
         self._clear_from(count)
         if self._fd is not None:
             # Zero the stale tail rather than leave old entries a crash could resurrect.
@@ -134,6 +168,8 @@ class AbstractIndex:
     def reset(self) -> None:
         """Drop every entry (before a rebuild from the log)."""
         self._loaded = True
+        with self._pending_lock:
+            self._pending = bytearray()
         self._clear_from(0)
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
@@ -144,10 +180,12 @@ class AbstractIndex:
 
     def trim_to_valid_size(self) -> None:
         """Cut the preallocated file down to its entries (on roll and close)."""
+        self.write_pending()
         if self._fd is not None:
             os.ftruncate(self._fd, self._entry_count() * self.ENTRY_SIZE)
 
     def flush(self) -> None:
+        self.write_pending()
         fd = self._fd
         if fd is not None and self._dirty:
             self._dirty = False
@@ -155,6 +193,7 @@ class AbstractIndex:
 
     def close(self) -> None:
         """Trim, make unflushed entries durable and release the file; the entries stay readable."""
+        self.write_pending()
         if self._fd is None:
             return
         self.trim_to_valid_size()
@@ -170,7 +209,9 @@ class AbstractIndex:
         self.path = new_path
 
     def release(self) -> None:
-        """Close the file as it is (the segment is being deleted)."""
+        """Close the file as it is (the segment is being deleted), entries held back dropped."""
+        with self._pending_lock:
+            self._pending = bytearray()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -388,14 +388,12 @@ class Log:
                 max_timestamp, offset_of_max_timestamp = header.max_timestamp, last_offset
         position, last_header = batches[-1]
         valid_bytes = position + last_header.size
-        result = ValidationResult(batches, first_offset, last_offset, max_timestamp, offset_of_max_timestamp,
-                                  NO_TIMESTAMP, record_count, valid_bytes)
         with self._lock, self._io("appending"):
             if first_offset != self._next_offset:
                 raise InvalidRecordException(
                     f"Unexpected offset in append to {self.name}. First offset {first_offset} is not the log end "
                     f"offset {self._next_offset}")
-            segment = self._maybe_roll(result, self._clock_ms())
+            segment = self._segment_for(first_offset, last_offset, max_timestamp, valid_bytes, self._clock_ms())
             segment.append(last_offset, memoryview(records)[:valid_bytes], batches)
             epoch = self.leader_epoch_cache.latest_epoch
             for position, header in batches:
@@ -403,6 +401,8 @@ class Log:
                 if header.partition_leader_epoch != epoch and header.partition_leader_epoch >= 0:
                     epoch = header.partition_leader_epoch
                     self.leader_epoch_cache.assign(epoch, header.base_offset)
+                if header.producer_id == NO_PRODUCER_ID:  # no producer: no state to keep
+                    continue
                 producer_append = self._analyze_and_validate_producer_state(
                     header, AppendOrigin.REPLICATION, records, position)
                 if producer_append is not None:
@@ -464,12 +464,17 @@ class Log:
             valid_bytes=0, flush_needed=False)
 
     def _maybe_roll(self, result: ValidationResult, now: int) -> LogSegment:
+        return self._segment_for(result.first_offset, result.last_offset, result.max_timestamp, result.valid_bytes,
+                                 now)
+
+    def _segment_for(self, first_offset: int, last_offset: int, max_timestamp: int, size: int, now: int) -> LogSegment:
+        """The segment an append of `size` bytes (offsets first_offset to last_offset) goes to: the
+        active one, or a new one rolled at first_offset."""
         segment = self.active_segment
         if segment.should_roll(max_segment_ms=self.config.max_segment_ms, max_segment_bytes=self.config.segment_bytes,
-                               max_timestamp_in_messages=result.max_timestamp,
-                               max_offset_in_messages=result.last_offset, messages_size=result.valid_bytes,
-                               now_ms=now):
-            return self.roll(result.first_offset)
+                               max_timestamp_in_messages=max_timestamp, max_offset_in_messages=last_offset,
+                               messages_size=size, now_ms=now):
+            return self.roll(first_offset)
         return segment
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:

@@ -17,7 +17,7 @@ import logging
 import math
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -133,12 +133,24 @@ class ReplicaFetcher:
         # partition): a full look every FULL_CHECK_S catches those.
         self._fetches: dict[TopicPartition, PartitionFetch] = {}
         self._stale: set[TopicPartition] = set()
+        # Partitions added or removed while a fetch is in flight: their part of its answer was
+        # asked for another state, and is ignored (a set of the few that changed, rather than a
+        # copy of every partition's state at each fetch).
+        self._replaced: set[TopicPartition] = set()
+        self._fetch_request: Any = None  # built once per fetcher: only the session's fields and partitions change
         self._truncating: set[TopicPartition] = set()
         self._next_full_check = -math.inf
+        # The connection's calls answered within replica.socket.timeout.ms: one deadline for all of
+        # them, moved on before a call once an eighth of the timeout has passed since it was set,
+        # rather than a cancel scope per call (trio's costs about 6 us, a fetch round's twentieth).
+        # A call is thus given up between 7/8 of the timeout and the timeout after it started.
+        self._timeout = math.inf
+        self._deadline = trio.CancelScope()
 
     def add(self, key: TopicPartition, state: PartitionFetchState) -> None:
         self.partitions[key] = state
         self._stale.add(key)
+        self._replaced.add(key)
         if state.truncating:
             self._truncating.add(key)
 
@@ -147,6 +159,7 @@ class ReplicaFetcher:
         if self.partitions.pop(key, None) is None:
             return False
         self._stale.add(key)
+        self._replaced.add(key)
         return True
 
     def _truncate_later(self, key: TopicPartition, state: PartitionFetchState) -> None:
@@ -166,21 +179,27 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         backoff = self._config.get_int("replica.fetch.backoff.ms") / 1000
+        timeout_ms = self._config.get_int("replica.socket.timeout.ms")
+        self._timeout = timeout_ms / 1000
         with self._cancel_scope:
             while self.partitions:
                 try:
-                    connection = await BrokerConnection.connect(
-                        *self.address, self._client_id, self._config.get_int("replica.socket.timeout.ms"))
+                    # The calls are bounded by the deadline below, not each by a cancel scope of its own.
+                    connection = await BrokerConnection.connect(*self.address, self._client_id, timeout_ms,
+                                                                timed_calls=False)
                     self._session.reset()  # a request lost with the last connection: start over
                     self._next_full_check = -math.inf
                     try:
-                        while self.partitions:
-                            truncated = await self._truncate(connection)
-                            fetched = await self._fetch(connection)
-                            if not (truncated or fetched):
-                                # Nothing moved (errors, or only partitions waiting): Kafka's
-                                # replica.fetch.backoff.ms, not a busy loop against the leader.
-                                await trio.sleep(backoff)
+                        with trio.CancelScope(deadline=trio.current_time() + self._timeout) as self._deadline:
+                            while self.partitions:
+                                truncated = await self._truncate(connection)
+                                fetched = await self._fetch(connection)
+                                if not (truncated or fetched):
+                                    # Nothing moved (errors, or only partitions waiting): Kafka's
+                                    # replica.fetch.backoff.ms, not a busy loop against the leader.
+                                    await trio.sleep(backoff)
+                        if self._deadline.cancelled_caught:
+                            raise BrokerUnreachable(f"no response from the leader within {timeout_ms} ms")
                     finally:
                         with trio.CancelScope(shield=True):
                             await connection.aclose()
@@ -189,6 +208,14 @@ class ReplicaFetcher:
                              e, backoff * 1000)
                     await trio.sleep(backoff)
 
+    async def _call(self, connection: BrokerConnection, request, version: int):
+        """`connection.call` within the timeout (see `_deadline`)."""
+        due = trio.current_time() + self._timeout
+        deadline = self._deadline
+        if deadline.deadline < due - self._timeout / 8:
+            deadline.deadline = due
+        return await connection.call(request, version)
+
     def _hosted(self, key: TopicPartition, state: PartitionFetchState) -> Partition | None:
         """The partition `state` fetches, or None (and it leaves this fetcher) when it is gone or
         its log dir failed (Kafka's handleLogDirFailure removes its fetcher)."""
@@ -196,6 +223,7 @@ class ReplicaFetcher:
         if partition is None or partition.is_offline:
             del self.partitions[key]
             self._stale.add(key)
+            self._replaced.add(key)
             return None
         state.partition = partition
         return partition
@@ -230,7 +258,7 @@ class ReplicaFetcher:
                 partition=index, current_leader_epoch=state.leader_epoch, leader_epoch=latest))
         request = OffsetForLeaderEpoch(replica_id=self._replicas.local_id, topics=[
             OffsetForLeaderEpoch.OffsetForLeaderTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()])
-        response = await connection.call(request, OFFSET_FOR_LEADER_EPOCH_VERSION)
+        response = await self._call(connection, request, OFFSET_FOR_LEADER_EPOCH_VERSION)
         answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
         for key, state, partition, _ in asking:
             answer = answers.get(key)
@@ -303,15 +331,20 @@ class ReplicaFetcher:
         forgotten: dict[str, list[int]] = {}
         for topic, index in session.forgotten:
             forgotten.setdefault(topic, []).append(index)
-        request = Fetch(replica_id=self._replicas.local_id, max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
-                        min_bytes=config.get_int("replica.fetch.min.bytes"),
-                        max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0,
-                        session_id=session.session_id, session_epoch=session.epoch,
-                        topics=[Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
-                        forgotten_topics_data=[Fetch.ForgottenTopic(topic=topic, partitions=parts)
-                                               for topic, parts in forgotten.items()])
-        asked = self.partitions.copy()  # a partition whose state is replaced meanwhile ignores its answer
-        response = await connection.call(request, FETCH_VERSION)  # failing, it costs the connection: reset
+        request = self._fetch_request
+        if request is None:
+            request = self._fetch_request = Fetch(
+                replica_id=self._replicas.local_id, max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
+                min_bytes=config.get_int("replica.fetch.min.bytes"),
+                max_bytes=config.get_int("replica.fetch.response.max.bytes"), isolation_level=0)
+        request.session_id = session.session_id
+        request.session_epoch = session.epoch
+        request.topics = [Fetch.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()]
+        request.forgotten_topics_data = [Fetch.ForgottenTopic(topic=topic, partitions=parts)
+                                         for topic, parts in forgotten.items()]
+        replaced = self._replaced
+        replaced.clear()
+        response = await self._call(connection, request, FETCH_VERSION)  # failing, it costs the connection: reset
         self._session.handle_response(session, response.error_code, response.session_id)
         if response.error_code != ErrorCode.NONE:
             log.info("[ReplicaFetcher %s] fetch from %d failed: error %d", self._client_id, self.leader_id,
@@ -331,8 +364,8 @@ class ReplicaFetcher:
             for data in topic.partitions:
                 key = (name, data.partition_index)
                 answered = True
-                state = asked.get(key)
-                if state is None or key not in fetches or partitions.get(key) is not state:
+                state = partitions.get(key)
+                if state is None or key not in fetches or key in replaced:
                     continue  # not asked for (truncating), or the partition changed hands meanwhile
                 partition = state.partition
                 assert partition is not None  # _refresh_fetches looked it up
@@ -371,7 +404,7 @@ class ReplicaFetcher:
                 partition_index=index, current_leader_epoch=state.leader_epoch, timestamp=EARLIEST_TIMESTAMP))
         request = ListOffsets(replica_id=self._replicas.local_id, isolation_level=0, topics=[
             ListOffsets.ListOffsetsTopic(name=topic, partitions=parts) for topic, parts in by_topic.items()])
-        response = await connection.call(request, LIST_OFFSETS_VERSION)
+        response = await self._call(connection, request, LIST_OFFSETS_VERSION)
         starts = {(t.name, p.partition_index): p for t in response.topics for p in t.partitions}
         for key, state, partition in partitions:
             answer = starts.get(key)

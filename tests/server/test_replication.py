@@ -4,6 +4,7 @@ become_leader_or_follower on each broker as LeaderAndIsr would."""
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 from loopback import Client, broker_config, fetch_request, one_batch, produce_request
 
@@ -463,3 +464,22 @@ def test_stop_replica_stops_fetching_and_leading_and_may_delete_the_log(tmp_path
         assert (await produce(cluster.port(0), [b"b"], acks=1)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     run_cluster(tmp_path, 2, scenario)
+
+
+def test_a_follower_keeps_its_connection_through_long_polls_that_outlast_the_socket_timeout_together(tmp_path):
+    """replica.socket.timeout.ms bounds each call of a fetcher, not their sum: long polls that
+    come back empty, forty times the timeout in all, go through one connection and one session."""
+    async def main():
+        async with trio.open_nursery() as nursery:
+            cluster = Cluster(tmp_path, 2, nursery, replica_socket_timeout_ms=1000)
+            await cluster.start()
+            cluster.elect(leader=0, epoch=1, isr=(0, 1), replicas=(0, 1))
+            await trio.sleep(40)  # long polls of replica.fetch.wait.max.ms (200 ms), nothing to fetch
+            (session,) = cluster.brokers[0].fetch_sessions.sessions.values()
+            assert session.epoch > 150
+            assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+            await cluster.log_end_offset(1, 1)
+            assert len(cluster.brokers[0].fetch_sessions.sessions) == 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

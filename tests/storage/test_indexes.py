@@ -153,3 +153,24 @@ def test_a_new_index_holds_no_descriptor_until_its_first_entry(tmp_path):
     assert index.path.stat().st_size == 80  # preallocated with its first entry
     index.close()
     assert index.path.read_bytes() == struct.pack(">ii", 5, 200)
+
+
+def test_new_entries_reach_the_file_a_few_kib_at_a_time_and_at_every_flush(tmp_path):
+    """Lookups see an entry at once; the file gets it with the next few KiB of entries, a flush,
+    a truncation or the close (a crash before is recovery's: it rebuilds the index)."""
+    index = offset_index(tmp_path, max_size=1 << 20)
+    index.create()
+    index.append(105, 200)
+    assert index.lookup(105) == OffsetPosition(105, 200)
+    assert index.path.read_bytes().rstrip(b"\0") == b""  # preallocated, not yet written
+    index.flush()
+    assert index.path.read_bytes().rstrip(b"\0") == struct.pack(">ii", 5, 200)
+    for i in range(1, 600):  # 600 entries of 8 bytes: the first 4 KiB go out on their own
+        index.append(105 + 10 * i, 200 + 100 * i)
+    written = index.path.read_bytes().rstrip(b"\0")
+    assert len(written) == 4096 + 8 and written[-8:] == struct.pack(">ii", 5 + 10 * 512, 200 + 100 * 512)
+    index.truncate_to(105 + 10 * 550)  # entries 550 and on go, written or not
+    index.append(105 + 10 * 550 + 3, 1)
+    index.close()
+    expected = b"".join(struct.pack(">ii", 5 + 10 * i, 200 + 100 * i) for i in range(550)) + struct.pack(">ii", 10 * 550 + 8, 1)
+    assert index.path.read_bytes() == expected
