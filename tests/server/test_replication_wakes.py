@@ -24,18 +24,17 @@ LEADER, FOLLOWERS = 0, (1, 2)
 NOW_MS = 1_000_000
 
 
-def leader_of_three(tmp_path) -> Partition:
-    """This broker leads partition 0 of a topic with replicas 0, 1, 2, all in the ISR, and
-    min.insync.replicas 2."""
-    logs = LogManager([tmp_path], LogConfig(min_insync_replicas=2), lambda: NOW_MS)
+def leader_of_three(tmp_path, min_insync_replicas: int = 2, isr: tuple[int, ...] = (LEADER, *FOLLOWERS)) -> Partition:
+    """This broker leads partition 0 of a topic with replicas 0, 1, 2, by default all in the ISR,
+    and min.insync.replicas 2."""
+    logs = LogManager([tmp_path], LogConfig(min_insync_replicas=min_insync_replicas), lambda: NOW_MS)
     logs.startup()
     topic = TopicInfo("replicated", uuid.uuid4(), 1, replication_factor=3)
     logs.create_log(topic.name, 0)
     partition = Partition(topic, 0, logs, LEADER)
     partition.high_watermark_follows_log_end = False
     partition.clock_ms = lambda: NOW_MS
-    partition.make_leader(PartitionState(topic.name, 0, LEADER, 1, (LEADER, *FOLLOWERS), 1,
-                                         (LEADER, *FOLLOWERS)), NOW_MS)
+    partition.make_leader(PartitionState(topic.name, 0, LEADER, 1, isr, 1, (LEADER, *FOLLOWERS)), NOW_MS)
     return partition
 
 
@@ -133,14 +132,7 @@ def test_a_produce_the_isr_never_completes_times_out(tmp_path):
 
 
 def test_what_the_isr_already_has_is_settled_without_a_wait(tmp_path):
-    logs = LogManager([tmp_path], LogConfig(min_insync_replicas=1), lambda: NOW_MS)
-    logs.startup()
-    topic = TopicInfo("replicated", uuid.uuid4(), 1, replication_factor=3)
-    logs.create_log(topic.name, 0)
-    partition = Partition(topic, 0, logs, LEADER)
-    partition.high_watermark_follows_log_end = False
-    partition.clock_ms = lambda: NOW_MS
-    partition.make_leader(PartitionState(topic.name, 0, LEADER, 1, (LEADER, *FOLLOWERS), 1, (LEADER,)), NOW_MS)
+    partition = leader_of_three(tmp_path, min_insync_replicas=1, isr=(LEADER,))
     response = SimpleNamespace(error_code=ErrorCode.NONE)
     required = partition.append(bytearray(one_batch([b"a"]))).last_offset + 1  # an ISR of the leader alone
     assert replication_settled([(partition, required, 1, response)]) == []
