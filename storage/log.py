@@ -351,7 +351,8 @@ class Log:
                                                                         transaction_version, verification_guard)
             if producer_append is not None and producer_append.duplicate is not None:
                 return self._duplicate_append_info(producer_append.duplicate)
-            segment = self._maybe_roll(result, now)
+            segment = self._segment_for(result.first_offset, result.last_offset, result.max_timestamp,
+                                        result.valid_bytes, now)
             segment.append(result.last_offset, memoryview(records)[:result.valid_bytes], result.batches)
             self._next_offset = result.last_offset + 1
             if producer_append is not None:
@@ -462,10 +463,6 @@ class Log:
             max_timestamp=duplicate.timestamp, offset_of_max_timestamp=duplicate.last_offset,
             log_append_time=duplicate.timestamp, log_start_offset=self._log_start_offset, record_count=0,
             valid_bytes=0, flush_needed=False)
-
-    def _maybe_roll(self, result: ValidationResult, now: int) -> LogSegment:
-        return self._segment_for(result.first_offset, result.last_offset, result.max_timestamp, result.valid_bytes,
-                                 now)
 
     def _segment_for(self, first_offset: int, last_offset: int, max_timestamp: int, size: int, now: int) -> LogSegment:
         """The segment an append of `size` bytes (offsets first_offset to last_offset) goes to: the

@@ -164,11 +164,10 @@ def read_partition(ctx, p: CachedPartition, partition, max_bytes: int, min_one_m
                                   log_.log_start_offset, None, preferred, b""), 0
     read_committed = isolation == READ_COMMITTED
     if follower is not None:
-        if p.last_fetched_epoch >= 0:
-            diverging = diverging_epoch(log_, p.last_fetched_epoch, fetch_offset)
-            if diverging is not None:
-                return partition_data(p.partition, ErrorCode.NONE, log_.high_watermark, log_.last_stable_offset,
-                                      log_.log_start_offset, None, -1, b"", diverging), 0
+        diverging = diverging_epoch(log_, p.last_fetched_epoch, fetch_offset)
+        if diverging is not None:
+            return partition_data(p.partition, ErrorCode.NONE, log_.high_watermark, log_.last_stable_offset,
+                                  log_.log_start_offset, None, -1, b"", diverging), 0
         end = log_.log_end_offset
     else:
         lso = log_.last_stable_offset  # nothing a consumer's read does moves it
