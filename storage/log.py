@@ -57,7 +57,7 @@ from .log_segment import (
 from .transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn
 from .leader_epoch_cache import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache
 from .log_validator import (
-    AppendOrigin, ProducedRecords, ValidationResult, analyze_batches, convert_to_topic_format,
+    AppendOrigin, ProducedRecords, analyze_batches, convert_to_topic_format,
     validate_and_assign_offsets,
 )
 from .producer_snapshots import ProducerSnapshotFiles
