@@ -41,7 +41,7 @@ from .security.authorizer import StandardAuthorizer, new_authorizer
 from .config.client_metrics_configs import stored_subscriptions
 from .metrics.client_telemetry import ClientTelemetry
 from .clock import elapsed_ns, loop_time, wall_clock_ms
-from .context import BrokerServices, CloseConnection, RequestContext
+from .context import BrokerServices, CloseConnection, DelayedResponse, RequestContext
 from .features import SHARE_GROUPS, TRANSACTION_VERSION, BrokerFeatures, disabled_feature_response
 from .handlers import ListenerType, load_handlers
 from .handlers.api_versions import unsupported_version_response
@@ -55,6 +55,7 @@ from .metadata.local_controller import LocalController
 from .metadata.image import MetadataImage, MetadataStore, load_or_import
 from .metrics.request_metrics import RequestMetrics
 from .metrics.sources import LoadedBroker
+from .network.in_order_responses import InOrderResponses
 from .network.socket_server import Connection, ConnectionClosed, Endpoint, open_listener, serve_listener
 from .config.dynamic_broker_config import (
     apply_cluster_broker_configs,
@@ -692,8 +693,6 @@ class Broker:
     # --- requests -----------------------------------------------------------------------------
 
     async def _serve_connection(self, services: BrokerServices, conn: Connection) -> None:
-        max_frame = self.config.get_int("socket.request.max.bytes")
-        idle_timeout = self.config.get_int("connections.max.idle.ms") / 1000
         try:
             refused_ms = connection_throttle_ms(services.quotas, conn.client_host)
             if refused_ms:
@@ -704,40 +703,25 @@ class Broker:
             # than a deadline per request, and a request being served is never cancelled by it.
             with conn.idle_scope:
                 self._connections.add(conn)
-                parked = False  # the last request parked: the task yielded since its frame was read
-                while True:
-                    auth = conn.authenticator
-                    conn.idle_deadline = min(loop_time() + idle_timeout, auth.deadline)
-                    if conn.muted_until:  # a muted connection may idle out too
-                        await wait_unmuted(conn)
-                    frame = await conn.read_frame(*auth.receive_limit(max_frame), yielded=parked)
-                    received_ns = elapsed_ns()
-                    conn.idle_deadline = math.inf
-                    if conn.idle_scope.cancel_called:  # the deadline passed as the request came in
-                        break
-                    self._in_flight += 1
-                    try:
-                        ctx, request, response, encoded = await self._process(services, conn, frame)
-                        # Time parked (not_request_time) is time spent in the scheduler's hands.
-                        parked = ctx is not None and ctx.waited_ns > 0
-                        send_ns = elapsed_ns()
-                        if encoded is not None:
-                            await conn.send_response(encoded)
-                        if ctx is not None:
-                            self.request_metrics.record(ctx, request, response, received_ns, send_ns, elapsed_ns())
-                        # A large frame's memory is read into again once unreferenced: the request's
-                        # records are views of it.
-                        del frame, request, response, encoded
-                        if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
-                            self.request_metrics.authentication_failed(conn.listener.listener)
-                            log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,
-                                     conn.authenticator.failure)
-                            await trio.sleep(self.config.get_int("connection.failed.authentication.delay.ms") / 1000)
-                            return
-                    finally:
-                        self._in_flight -= 1
-                        if self._in_flight == 0 and self._drained is not None:
-                            self._drained.set()
+                failure: Exception | None = None
+                responses: InOrderResponses[_Answer] | None = None
+                try:
+                    async with trio.open_nursery() as nursery:
+                        responses = InOrderResponses(nursery, functools.partial(self._respond, conn))
+                        try:
+                            await self._serve_requests(services, conn, responses)
+                        except Exception as e:  # raised below, once the nursery is closed: not in a group
+                            failure = e
+                        # Kafka answered the requests read before the one that ended the connection.
+                        responses.close()
+                        await responses.drained()
+                finally:
+                    for _ in responses.unanswered() if responses is not None else ():  # closed first
+                        self._request_done()
+                if failure is not None:
+                    raise failure
+                if responses.failure is not None:
+                    raise responses.failure
             log.debug("closing %s connection %s", "idle" if conn.authenticator.complete else "unauthenticated", conn.id)
         except (ConnectionClosed, CloseConnection):
             pass
@@ -755,20 +739,83 @@ class Broker:
                 self.services.share_partitions.connection_closed(conn.id)  # its share session ends
             conn.close()
 
+    async def _serve_requests(self, services: BrokerServices, conn: Connection,
+                              responses: InOrderResponses[_Answer]) -> None:
+        """Read and answer a connection's requests until it closes, idles out or fails."""
+        max_frame = self.config.get_int("socket.request.max.bytes")
+        idle_timeout = self.config.get_int("connections.max.idle.ms") / 1000
+        parked = False  # the last request parked: the task yielded since its frame was read
+        while True:
+            auth = conn.authenticator
+            conn.idle_deadline = min(loop_time() + idle_timeout, auth.deadline)
+            if conn.muted_until:  # a muted connection may idle out too
+                await wait_unmuted(conn)
+            frame = await conn.read_frame(*auth.receive_limit(max_frame), yielded=parked)
+            received_ns = elapsed_ns()
+            conn.idle_deadline = math.inf
+            if conn.idle_scope.cancel_called:  # the deadline passed as the request came in
+                return
+            self._in_flight += 1
+            try:
+                answer = await self._process(services, conn, frame, responses)
+            except BaseException:
+                self._request_done()
+                raise
+            # A large frame's memory is read into again once unreferenced: the request's records
+            # are views of it.
+            del frame
+            ctx = answer.ctx
+            # Time parked (not_request_time) is time spent in the scheduler's hands.
+            parked = ctx is not None and ctx.waited_ns > 0
+            answer.received_ns = received_ns
+            if responses.pending or isinstance(answer.response, DelayedResponse):
+                parked = False
+                await responses.put(answer)  # answered after those before it
+                del answer, ctx
+                continue
+            await self._respond(conn, answer)
+            del answer, ctx  # the frame's memory is read into again (above)
+            if conn.authenticator.failure is not None:  # answered; now closed, as Kafka does, after a delay
+                self.request_metrics.authentication_failed(conn.listener.listener)
+                log.info("Failed authentication with /%s (channelId=%s) (%s)", conn.client_host, conn.id,
+                         conn.authenticator.failure)
+                await trio.sleep(self.config.get_int("connection.failed.authentication.delay.ms") / 1000)
+                return
+
+    async def _respond(self, conn: Connection, answer: _Answer) -> None:
+        """Send a request's response (once a delayed one is complete) and record the request."""
+        try:
+            ctx, request, response = answer.ctx, answer.request, answer.response
+            if isinstance(response, DelayedResponse):
+                assert ctx is not None and request is not None
+                response, answer.encoded = await self._complete(ctx, request, response)
+            send_ns = elapsed_ns()
+            if answer.encoded is not None:
+                await conn.send_response(answer.encoded)
+            if ctx is not None:
+                self.request_metrics.record(ctx, request, response, answer.received_ns, send_ns, elapsed_ns())
+        finally:
+            self._request_done()
+
+    def _request_done(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0 and self._drained is not None:
+            self._drained.set()
+
     async def _close_idle_connections(self) -> None:
         now = loop_time()
         for conn in self._connections:
             if conn.idle_deadline <= now:
                 conn.idle_scope.cancel()
 
-    async def _process(self, services: BrokerServices, conn: Connection, frame: bytearray) -> tuple[
-            RequestContext | None, Message | None, Message | None, bytes | bytearray | None]:
-        """(context, request, response, the response encoded): the first three None for a bare
-        SASL token, the last two None when no response is sent (an acks=0 produce)."""
+    async def _process(self, services: BrokerServices, conn: Connection, frame: bytearray,
+                       responses: InOrderResponses[_Answer]) -> _Answer:
+        """The request's response, encoded unless it is delayed (no response for an acks=0
+        produce; no context, request or response for a bare SASL token)."""
         auth = conn.authenticator
         if auth.expects_raw_token:  # after a v0 SaslHandshake: a bare SASL token, answered bare
             token = auth.evaluate_raw_token(bytes(frame), loop_time())
-            return None, None, None, bytes(_SIZE.pack(len(token))) + token
+            return _Answer(None, None, None, bytes(_SIZE.pack(len(token))) + token)
         try:
             header, pos = decode_request_header(frame)
         except CodecError as e:
@@ -782,14 +829,19 @@ class Broker:
                 or not handler.served(services.listener_type, services.admin.forwards_to_controller)):
             if api_key == ApiKey.API_VERSIONS:
                 # KIP-511: answer an unknown ApiVersions version with v0 and our range of it.
-                return None, None, None, encode_response(unsupported_version_response(), 0, header.correlation_id)
+                return _Answer(None, None, None,
+                               encode_response(unsupported_version_response(), 0, header.correlation_id))
             raise CodecError(f"unsupported api {api_key} version {version} from client {header.client_id!r}")
         request = request_class(api_key).decode(frame, version, pos)
-        debug = request_log.isEnabledFor(logging.DEBUG)
-        if debug:
+        if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("%s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
                               header.correlation_id, conn.id, request)
-        response: Message | None
+        if responses.pending and not (api_key == ApiKey.PRODUCE and request.acks == -1):
+            # Only an acks=all produce appends while earlier ones wait for their ISR
+            # (server/network/in_order_responses.py): this request sees the broker as it is once
+            # they are answered, as in Kafka.
+            await responses.drained()
+        response: Message | DelayedResponse | None
         try:
             if handler.feature is not None and not services.features.enabled(handler.feature):
                 response = disabled_feature_response(api_key, request)
@@ -800,17 +852,52 @@ class Broker:
         except (UnsupportedVersionError, ConnectionClosed, CloseConnection):
             raise
         except Exception as e:
-            log.exception("error handling %s v%d from %s", type(request).__name__, version, header.client_id)
-            response = error_response(api_key, ErrorCode.UNKNOWN_SERVER_ERROR)
-            if response is None:
-                raise CodecError("no error response for this api; closing the connection") from e
-        finish_request(ctx, response)
-        if debug:
-            request_log.debug("completed %s v%d (correlation id %d) from %s: %r", type(request).__name__, version,
-                              header.correlation_id, conn.id, response)
-        if response is None:
-            return ctx, request, None, None
-        return ctx, request, response, encode_response(response, version, header.correlation_id, FrameBuffer())
+            response = _server_error(ctx, request, e)
+        if isinstance(response, DelayedResponse):
+            return _Answer(ctx, request, response, None)
+        return _Answer(ctx, request, response, _encoded(ctx, request, response))
+
+    async def _complete(self, ctx: RequestContext, request: Message,
+                        delayed: DelayedResponse) -> tuple[Message | None, bytearray | None]:
+        """A delayed response once complete, and its encoding."""
+        try:
+            response = await delayed.complete()
+        except (ConnectionClosed, CloseConnection):
+            raise
+        except Exception as e:
+            response = _server_error(ctx, request, e)
+        return response, _encoded(ctx, request, response)
+
+
+@dataclass(slots=True)
+class _Answer:
+    """What a connection sends for one request, and what its metrics need."""
+    ctx: RequestContext | None
+    request: Message | None
+    response: Message | DelayedResponse | None
+    encoded: bytes | bytearray | FrameBuffer | None  # None: not yet (delayed), or nothing to send
+    received_ns: int = 0
+
+
+def _server_error(ctx: RequestContext, request: Message, e: Exception) -> Message:
+    """UNKNOWN_SERVER_ERROR for a handler's unexpected exception (logged); CodecError, closing
+    the connection, where the API has no error response."""
+    log.exception("error handling %s v%d from %s", type(request).__name__, ctx.api_version, ctx.client_id)
+    response = error_response(ctx.api_key, ErrorCode.UNKNOWN_SERVER_ERROR)
+    if response is None:
+        raise CodecError("no error response for this api; closing the connection") from e
+    return response
+
+
+def _encoded(ctx: RequestContext, request: Message, response: Message | None) -> bytearray | None:
+    """A handler's response, its throttle time set, encoded (None: no response, acks=0)."""
+    finish_request(ctx, response)
+    if request_log.isEnabledFor(logging.DEBUG):
+        request_log.debug("completed %s v%d (correlation id %d) from %s: %r", type(request).__name__,
+                          ctx.api_version, ctx.correlation_id, ctx.connection.id, response)
+    if response is None:
+        return None
+    return encode_response(response, ctx.api_version, ctx.correlation_id, FrameBuffer())
 
 
 def _directory_id(log_dir: Path) -> uuid.UUID:

@@ -4,7 +4,7 @@ through `ctx.services` only, so what they depend on is listed, and typed, here."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import trio
 
     from ..coordinator.group_config import GroupConfigManager
+    from ..wire.codec import Message
     from ..coordinator.producer_id_manager import ProducerIdManager
     from ..storage.log_manager import LogManager
     from .security.authorizer import StandardAuthorizer
@@ -46,6 +47,18 @@ if TYPE_CHECKING:
 class CloseConnection(Exception):
     """Raised by a handler to close the connection instead of answering (Kafka's
     RequestChannel.closeConnection), as for a failed acks=0 produce."""
+
+
+class DelayedResponse:
+    """What a handler returns instead of a response that waits on other brokers (Kafka's delayed
+    operation whose completion sends it): an acks=all produce appended, waiting for its ISR.
+    `complete` waits and gives the response. Meanwhile the connection may read its next acks=all
+    produce (server/network/in_order_responses.py tells when)."""
+
+    __slots__ = ("complete",)
+
+    def __init__(self, complete: Callable[[], Awaitable[Message | None]]) -> None:
+        self.complete = complete
 
 
 @dataclass(frozen=True)

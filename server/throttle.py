@@ -89,11 +89,17 @@ class not_request_time:
         self.ctx.waited_ns += elapsed_ns() - self.start
 
 
-def record_produce(ctx: RequestContext, acks: int) -> None:
+def produce_throttled(ctx: RequestContext) -> bool:
+    """Whether a produce may be throttled: some produce or request quota is configured."""
     quotas = ctx.services.quotas
-    if not (quotas.produce.enabled or quotas.request.enabled):
+    return quotas.produce.enabled or quotas.request.enabled
+
+
+def record_produce(ctx: RequestContext, acks: int) -> None:
+    if not produce_throttled(ctx):
         ctx.throttle_time_ms = 0
         return
+    quotas = ctx.services.quotas
     now_ms = loop_ms()
     bandwidth = quotas.produce.record(ctx.principal.name, ctx.client_id, ctx.request_size, now_ms)
     ctx.throttle_time_ms = max(bandwidth, 0 if acks == 0 else _request_throttle_ms(ctx, now_ms))

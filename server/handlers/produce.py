@@ -20,6 +20,7 @@ refused even to the `__admin_client` client id, which Kafka lets write them.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 
@@ -35,9 +36,9 @@ from ...wire.errors import ErrorCode
 from ...wire.protocol import ApiKey, response_class
 from ..security.authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from ..replication.replica_manager import let_woken_fetches_answer
-from ..context import CloseConnection
+from ..context import CloseConnection, DelayedResponse
 from ..coordinators.txn_service import FIRST_PRODUCE_VERSION_ADDING_PARTITIONS, produce_verification_error
-from ..throttle import not_request_time, record_produce
+from ..throttle import not_request_time, produce_throttled, record_produce
 from . import handler
 
 log = logging.getLogger("samsa.produce")
@@ -183,14 +184,18 @@ def replication_settled(waiting: list) -> list:
     return still
 
 
-async def await_replication(waiting: list, timeout_ms: int) -> None:
+async def await_replication(waiting: list, timeout_at: float) -> None:
     """Kafka's DelayedProduce: each partition's response waits until the ISR has its records (the
-    high watermark passed them), the partition's leadership moved, or `timeout_ms` passed
-    (REQUEST_TIMED_OUT). A partition's wake (an append, a follower's fetch moving the high
-    watermark, a LeaderAndIsr) is the moment to look again. `waiting`: the entries
-    `replication_settled` left, none settled yet."""
-    with trio.move_on_after(max(timeout_ms, 0) / 1000):
-        while waiting:
+    high watermark passed them), the partition's leadership moved, or the trio time `timeout_at`
+    passed (REQUEST_TIMED_OUT; the request's timeout counts from its append). A partition's wake
+    (an append, a follower's fetch moving the high watermark, a LeaderAndIsr) is the moment to
+    look again. `waiting`: entries `replication_settled` left, looked at again first: a delayed
+    response begins to wait only once those before it on its connection are answered."""
+    with trio.move_on_at(timeout_at):
+        while True:
+            waiting[:] = replication_settled(waiting)
+            if not waiting:
+                break
             wake = trio.Event()
             for partition, *_ in waiting:
                 partition.park(wake)
@@ -199,7 +204,6 @@ async def await_replication(waiting: list, timeout_ms: int) -> None:
             finally:
                 for partition, *_ in waiting:
                     partition.unpark(wake)
-            waiting[:] = replication_settled(waiting)
     for _, _, _, response in waiting:
         response.error_code = ErrorCode.REQUEST_TIMED_OUT
 
@@ -307,9 +311,20 @@ async def handle(ctx, request):
         # it woke answer first as well, without two more passes through the scheduler.
         with not_request_time(ctx):  # their time is theirs, not this request's
             await let_woken_fetches_answer()
+    timeout_at = trio.current_time() + max(request.timeout_ms, 0) / 1000
+    if waiting and not produce_throttled(ctx):
+        # Appended: the connection may read its next acks=all produce while this one waits
+        # (Kafka's would wait; server/network/in_order_responses.py tells why that is the same to
+        # a client). Under quotas the next request waits, for this one's throttle to mute it.
+        return DelayedResponse(functools.partial(answer, ctx, acks, responses, waiting, timeout_at))
+    return await answer(ctx, acks, responses, waiting, timeout_at)
+
+
+async def answer(ctx, acks: int, responses: list, waiting: list, timeout_at: float):
+    """The response once the ISR has what `waiting` awaits (or `timeout_at` passed)."""
     if waiting:
         with not_request_time(ctx):  # waiting for the followers is not this broker's work
-            await await_replication(waiting, request.timeout_ms)
+            await await_replication(waiting, timeout_at)
     record_produce(ctx, acks)  # appended first, throttled after: the data is kept either way
     if acks == 0:
         # No response at all. A failed acks=0 produce closes the connection, as Kafka does, so

@@ -2,7 +2,8 @@
 
 A connection reads one size-prefixed frame into one buffer (`recv_into`, no copies), hands it to
 the request handler and writes the response before reading the next: Kafka answers the requests of
-a connection in order, and a client may pipeline several. A response may carry holes: file ranges
+a connection in order, and a client may pipeline several (an acks=all produce waiting for its
+followers is the exception: in_order_responses.py). A response may carry holes: file ranges
 of log segments, which go to the socket with `os.sendfile`, never through Python - except on TLS
 connections, where the bytes must be encrypted in user space and are read from the file instead,
 and small ranges, which are read and sent with the bytes around them in one writev -

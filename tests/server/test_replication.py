@@ -235,6 +235,35 @@ def test_acks_all_waiting_for_a_follower_that_stopped_times_out(tmp_path):
     run_cluster(tmp_path, 2, scenario)
 
 
+def test_an_acks_all_produce_waiting_for_its_isr_lets_the_connections_next_one_append(tmp_path):
+    """server/network/in_order_responses.py: the second produce appends while the first waits for
+    a stopped follower (Kafka would read it only once the first is answered), a Metadata request
+    behind them waits; the answers come in request order."""
+    async def scenario(cluster: Cluster):
+        cluster.elect(leader=0, epoch=1, isr=(0, 1, 2), replicas=(0, 1, 2))
+        assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
+        await cluster.stop(2)
+        client = await Client.connect(cluster.port(0))
+        for value in (b"b", b"c"):
+            request = produce_request(TOPIC, one_batch([value]), acks=-1)
+            request.timeout_ms = 60_000  # beyond the fail_afters below: only the ISR's shrinking answers them
+            await client.send(request, 9)
+        await client.send(request_class(ApiKey.METADATA)(topics=None), 12)
+        await cluster.log_end_offset(0, 3)  # both appended, the first still unanswered
+        await cluster.leader_has_seen(0, follower=1, offset=3)  # broker 1 stays in the ISR
+        later = wall_clock_ms() + LAG_MS + 1000
+        # From now on the leader's clock is past the lag time: broker 2 no longer counts as caught up.
+        cluster.partition(0).clock_ms = lambda: later
+        cluster.brokers[0].services.replica_manager.maybe_shrink_isrs(later)
+        with trio.fail_after(10):
+            answers = [(await client.receive()).responses[0].partition_responses[0] for _ in range(2)]
+            metadata = await client.receive()
+        assert [(a.error_code, a.base_offset) for a in answers] == [(ErrorCode.NONE, 1), (ErrorCode.NONE, 2)]
+        assert [t.name for t in metadata.topics] == [TOPIC]
+
+    run_cluster(tmp_path, 3, scenario)
+
+
 def test_a_leader_re_elected_or_whose_zookeeper_session_expired_acknowledges_what_the_isr_has(tmp_path):
     """As Kafka's: the session's expiry changes nothing the broker leads, and a LeaderAndIsr that
     re-elects it at a later epoch (the controller dropped a follower) leaves its log as it is: an

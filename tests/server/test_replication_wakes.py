@@ -108,7 +108,7 @@ def test_a_produce_looks_at_its_partitions_once_before_it_parks_and_again_at_eac
 
     async def produce_then_followers() -> None:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(await_replication, waiting, 30_000)
+            nursery.start_soon(await_replication, waiting, trio.current_time() + 30)
             await wait_all_tasks_blocked()
             assert partition.has_parked_fetches  # parked, on the first look's answer
             partition.follower_fetched(FOLLOWERS[0], required, NOW_MS)  # no wake: the ISR is not there yet
@@ -126,7 +126,11 @@ def test_a_produce_the_isr_never_completes_times_out(tmp_path):
     response = SimpleNamespace(error_code=ErrorCode.NONE)
     required = partition.append(bytearray(one_batch([b"a"]))).last_offset + 1
     waiting = [(partition, required, 1, response)]
-    trio.run(await_replication, waiting, 1_000, clock=MockClock(autojump_threshold=0))
+
+    async def wait_a_second():
+        await await_replication(waiting, trio.current_time() + 1)
+
+    trio.run(wait_a_second, clock=MockClock(autojump_threshold=0))
     assert response.error_code == ErrorCode.REQUEST_TIMED_OUT
     assert not partition.has_parked_fetches
 
