@@ -237,8 +237,9 @@ def test_acks_all_waiting_for_a_follower_that_stopped_times_out(tmp_path):
 
 def test_an_acks_all_produce_waiting_for_its_isr_lets_the_connections_next_one_append(tmp_path):
     """server/network/in_order_responses.py: the second produce appends while the first waits for
-    a stopped follower (Kafka would read it only once the first is answered), a Metadata request
-    behind them waits; the answers come in request order."""
+    a stopped follower (Kafka would read it only once the first is answered); a ListOffsets behind
+    them is handled once they are answered, as in Kafka (it sees the high watermark past both);
+    the answers come in request order."""
     async def scenario(cluster: Cluster):
         cluster.elect(leader=0, epoch=1, isr=(0, 1, 2), replicas=(0, 1, 2))
         assert (await produce(cluster.port(0), [b"a"])).error_code == ErrorCode.NONE
@@ -248,7 +249,9 @@ def test_an_acks_all_produce_waiting_for_its_isr_lets_the_connections_next_one_a
             request = produce_request(TOPIC, one_batch([value]), acks=-1)
             request.timeout_ms = 60_000  # beyond the fail_afters below: only the ISR's shrinking answers them
             await client.send(request, 9)
-        await client.send(request_class(ApiKey.METADATA)(topics=None), 12)
+        ListOffsets = request_class(ApiKey.LIST_OFFSETS)
+        await client.send(ListOffsets(replica_id=-1, isolation_level=0, topics=[ListOffsets.ListOffsetsTopic(
+            name=TOPIC, partitions=[ListOffsets.ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7)
         await cluster.log_end_offset(0, 3)  # both appended, the first still unanswered
         await cluster.leader_has_seen(0, follower=1, offset=3)  # broker 1 stays in the ISR
         later = wall_clock_ms() + LAG_MS + 1000
@@ -257,9 +260,9 @@ def test_an_acks_all_produce_waiting_for_its_isr_lets_the_connections_next_one_a
         cluster.brokers[0].services.replica_manager.maybe_shrink_isrs(later)
         with trio.fail_after(10):
             answers = [(await client.receive()).responses[0].partition_responses[0] for _ in range(2)]
-            metadata = await client.receive()
+            latest = (await client.receive()).topics[0].partitions[0]
         assert [(a.error_code, a.base_offset) for a in answers] == [(ErrorCode.NONE, 1), (ErrorCode.NONE, 2)]
-        assert [t.name for t in metadata.topics] == [TOPIC]
+        assert (latest.error_code, latest.offset) == (ErrorCode.NONE, 3)
 
     run_cluster(tmp_path, 3, scenario)
 
