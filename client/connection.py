@@ -120,18 +120,10 @@ class BrokerConnection:
         """Write the whole frame: plain non-blocking writes, waiting on trio only when the socket's
         buffer is full (a replica fetcher sends a request per fetch: trio's send_all, a checkpoint
         and a yield to the scheduler for every one, cost more than the write)."""
-        fd = self._fd
-        if fd is None:
+        if self._fd is None:
             await self.stream.send_all(frame)
             return
-        view = memoryview(frame)
-        while view:
-            try:
-                sent = os.write(fd, view)
-            except BlockingIOError:
-                await trio.lowlevel.wait_writable(fd)
-                continue
-            view = view[sent:]
+        await write_all(self._fd, frame)
 
     async def _read_frame(self, wait_first: bool = False) -> memoryview:
         """The next frame's body. Only the frame is read, never bytes after it. `wait_first`: wait
@@ -159,6 +151,19 @@ class BrokerConnection:
                 raise BrokerUnreachable("the broker closed the connection")
             view[got:got + len(data)] = data
             got += len(data)
+
+
+async def write_all(fd: int, data) -> None:
+    """Write all of `data` to the non-blocking socket `fd`, waiting on trio only when its send
+    buffer is full. The broker's connections write their responses with it too."""
+    view = memoryview(data)
+    while view:
+        try:
+            sent = os.write(fd, view)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(fd)
+            continue
+        view = view[sent:]
 
 
 async def receive_into(fd: int, view: memoryview, got: int, before_wait: Callable[[int], None] | None = None) -> int:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 
 import trio
 
-from ...client.connection import receive_into
+from ...client.connection import receive_into, write_all
 from ...client.framing import frame_memory, give_back_frame, resized
 from ...wire.codec import piece_size
 from .connection_quotas import TooManyConnections
@@ -264,14 +264,7 @@ class Connection:
         if self.tls is not None:
             await _tls_send(self.tls, data)
             return
-        view = memoryview(data)
-        while view:
-            try:
-                sent = os.write(self._fd, view)
-            except BlockingIOError:
-                await trio.lowlevel.wait_writable(self._fd)
-                continue
-            view = view[sent:]
+        await write_all(self._fd, data)
 
     async def send_response(self, buffer) -> None:
         """Send an encoded response: a FrameBuffer's buffers by writev, its file slices (fd,
