@@ -6,8 +6,8 @@ Entries are kept in memory (arrays, searched with bisect) and written with pwrit
 lazily, on the first lookup, so opening a log touches no index. New entries reach the file a few
 KiB at a time, and whenever the file is flushed, trimmed, truncated or closed: lookups use the
 memory, and a crash leaves the unflushed part of the log to recovery, which rebuilds its indexes
-(Kafka's are memory-mapped, written back by the kernel when it likes). A pwrite per entry was a
-system call on every append of a busy partition, a follower's among them. Only the active segment keeps its
+(Kafka's are memory-mapped, written back by the kernel when it likes); a pwrite per entry would be
+a system call on every append of a busy partition, a follower's among them. Only the active segment keeps its
 index files open. A file left preallocated by a crash ends in zero entries; they are dropped on
 load (a real first entry is never all zero: a segment's first batch gets no index entry).
 """

@@ -41,6 +41,13 @@ def follower_fetch(replica_id: int, offsets: dict[int, int], last_fetched_epoch:
                  forgotten_topics_data=[])
 
 
+async def one_record_and_a_follower(broker):
+    """TOPIC's partition led by the broker with one record, and broker 1's replica fetcher connected."""
+    (partition,) = lead(broker)
+    partition.append(bytearray(one_batch([b"a"])))
+    return partition, await Client.connect(broker.endpoints[0].port, "broker-1-fetcher-0")
+
+
 async def parked_call(nursery, client: Client, request, answered: dict) -> None:
     """Send `request` in the background; return once every task is blocked (the fetch parked, or
     answered: `answered["response"]` then holds the answer)."""
@@ -56,9 +63,7 @@ def test_a_follower_fetch_woken_by_an_append_records_where_the_follower_was_when
     its request said, when it came (the leader's log end offset then), not updated again by the
     read after the wake."""
     async def scenario(broker):
-        (partition,) = lead(broker)
-        partition.append(bytearray(one_batch([b"a"])))
-        follower = await Client.connect(broker.endpoints[0].port, "broker-1-fetcher-0")
+        partition, follower = await one_record_and_a_follower(broker)
         answered: dict = {}
         async with trio.open_nursery() as nursery:
             await parked_call(nursery, follower, follower_fetch(1, {0: 1}), answered)
@@ -77,9 +82,7 @@ def test_a_follower_fetch_whose_log_diverges_is_answered_at_once(tmp_path):
     """Kafka's fetchMessages answers a diverging epoch at once, whatever min_bytes and max_wait_ms
     say: the follower truncates before it can fetch anything."""
     async def scenario(broker):
-        (partition,) = lead(broker)
-        partition.append(bytearray(one_batch([b"a"])))
-        follower = await Client.connect(broker.endpoints[0].port, "broker-1-fetcher-0")
+        partition, follower = await one_record_and_a_follower(broker)
         answered: dict = {}
         async with trio.open_nursery() as nursery:
             # The follower holds two records of epoch 0, which the leader's log (epoch 1 from 0) never had.
