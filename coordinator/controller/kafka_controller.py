@@ -66,6 +66,9 @@ class KafkaController:
         leaders for the partitions that have none (new or offline), then the pending deletions."""
         ctx = self.ctx = ControllerContext(epoch=epoch, epoch_zk_version=epoch_zk_version,
                                            live_brokers=dict(sorted(brokers.items())))
+        # Which registration of each broker the new controller found tells a bounce it took for
+        # live (registered again before this read) from one it will see (a broker change).
+        log.info("Initialized broker epochs cache: %s", {b: live.epoch for b, live in ctx.live_brokers.items()})
         for name, topic in topics.items():
             self._add_topic(name, topic)
         ctx.states = dict(states)

@@ -106,6 +106,31 @@ def test_bounced_broker_fails_then_starts():
     assert lai_to_1 and lai_to_1[0].broker_epoch == 999
 
 
+def test_a_controller_elected_after_a_bounce_keeps_the_registered_leader_and_tells_it():
+    """Broker 1, controller and leader of t-0, was killed and registered again (epoch 201) before
+    this controller read /brokers/ids: as Kafka 3.9's onControllerFailover it is alive, so t-0
+    keeps it as leader (no election: nothing written) and it gets the partition's state for its new
+    registration, as every live broker gets the metadata. Its next bounce is a failure then a
+    startup: t-0 moves to the next replica of the ISR, and broker 1 is told its new role."""
+    states = {("t", 0): PartitionState(1, 4, (1, 2, 3), 4, zk_version=9),
+              ("t", 1): PartitionState(2, 3, (2, 3, 1), 4, zk_version=5)}
+    live = {1: broker(1, epoch=201), 2: broker(2), 3: broker(3)}
+    controller = KafkaController(2)
+    actions = controller.elected(6, 5, live, {"t": topic((1, 2, 3), (2, 3, 1))}, states, {}, ())
+    assert not of(actions, UpdatePartitionStates) and not of(actions, CreatePartitionStates)
+    to_1 = [a for a in of(actions, SendLeaderAndIsr) if a.broker_id == 1]
+    assert len(to_1) == 1 and to_1[0].broker_epoch == 201 and to_1[0].controller_epoch == 6
+    assert {(p.topic, p.partition): p.state for p in to_1[0].partitions} == states
+    assert {a.broker_id for a in of(actions, SendUpdateMetadata)} == {1, 2, 3}
+    assert not controller.broker_change(live)  # the same registrations: no change
+    actions = controller.broker_change({**live, 1: broker(1, epoch=300)})
+    written = {tp: s for a in of(actions, UpdatePartitionStates) for tp, s in a.states.items()}
+    assert written[("t", 0)] == PartitionState(2, 5, (2, 3), 6, zk_version=10)
+    told_1 = {(p.topic, p.partition): p.state.leader for a in of(actions, SendLeaderAndIsr) if a.broker_id == 1
+              for p in a.partitions}
+    assert told_1 == {("t", 0): 2, ("t", 1): 2} and controller.ctx.live_brokers[1].epoch == 300
+
+
 def test_alter_partition_validation():
     controller, _ = elected_with()
     item = AlterPartitionItem("t", 0, 0, (1, 2), 0, 0)
