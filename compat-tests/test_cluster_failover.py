@@ -13,6 +13,7 @@ with fewer kills, as Samsa's replication under Kafka's controller."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -48,8 +49,10 @@ CONTROLLERS = ["samsa", "kafka39"]
 class Cluster:
     """ZooKeeper, the controller (Kafka 3.9's broker 0, or none of its own) and three Samsa brokers."""
 
-    def __init__(self, factory, controller: str, overrides: dict[int, dict[str, object]] | None = None) -> None:
-        """`overrides`: settings of some Samsa brokers, by id (their log.dirs, say)."""
+    def __init__(self, factory, controller: str, overrides: dict[int, dict[str, object]] | None = None,
+                 first: int | None = None) -> None:
+        """`overrides`: settings of some Samsa brokers, by id (their log.dirs, say). `first`: the
+        Samsa broker started alone before the others, the controller (with Samsa's)."""
         zk = factory.zookeeper(ZOOKEEPER)
         self.connect = zk.connect + CHROOT
         self.kafka = factory.kafka39(self.connect, overrides={"broker.id": 0}) if controller == "kafka39" else None
@@ -58,8 +61,12 @@ class Cluster:
             "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS, "controlled.shutdown.max.retries": 1,
             **(overrides or {}).get(broker_id, {})}, start=False)
             for broker_id in SAMSA_IDS}
+        if first is not None:
+            self.samsa[first].start(T)
+            wait_for(lambda: metadata_controller(self.samsa[first].port) >= 0, T, interval=0.1,
+                     what=f"broker {first} knowing the controller")
         with ThreadPoolExecutor(len(self.samsa)) as starting:  # their Python startups overlap (and compete)
-            for started in [starting.submit(broker.start, T) for broker in self.samsa.values()]:
+            for started in [starting.submit(broker.start, T) for b, broker in self.samsa.items() if b != first]:
                 started.result()
         # Started together, they may all have registered before the controller's first UpdateMetadata:
         # an admin client whose first Metadata names no controller waits out its whole timeout.
@@ -90,17 +97,17 @@ class Cluster:
         stat = self.zk.exists(path)
         return stat.ephemeralOwner if stat is not None else None
 
-    def failed_over(self, topic: str, killed_session: int) -> bool:
-        """Partition 0 has a leader and the cluster a controller, both registered with a session
+    def failed_over(self, topic: str, killed_session: int, partition: int = 0) -> bool:
+        """The partition has a leader and the cluster a controller, both registered with a session
         other than the killed process's. The killed broker started again counts: a controller
         elected once it has registered again finds it alive and keeps it as the leader (Kafka's
         onControllerFailover elects only the partitions whose leader is gone), and it may itself win
         the election. Raises (wait_for polls on and reports the last) with the state while not."""
-        leader = self.state(topic, 0).leader
+        leader = self.state(topic, partition).leader
         leader_session = self.session(zk_data.broker_path(leader)) if leader >= 0 else None
         controller_session = self.session(zk_data.CONTROLLER)
         if leader_session in (None, killed_session) or controller_session in (None, killed_session):
-            raise AssertionError(f"partition 0's leader {leader} (session {leader_session}), controller "
+            raise AssertionError(f"{topic}-{partition}'s leader {leader} (session {leader_session}), controller "
                                  f"{self.controller_id()} (session {controller_session}); "
                                  f"killed session {killed_session}")
         return True
@@ -182,6 +189,52 @@ def test_leader_killed_repeatedly_loses_no_acknowledged_write(kafka39_factory, t
         reader.finish()
 
         assert_nothing_lost(history, cluster.bootstrap, topic_name, PARTITIONS, f"resumed after {resumed_after} s")
+    finally:
+        cluster.close()
+
+
+def test_a_controller_elected_once_the_killed_leader_registered_again_has_it_lead(kafka39_factory, topic_name):
+    """The controller, broker 1, leads partition 0 and is killed; its session expires and it
+    registers again before the next controller is elected (the crash loop's race, made certain: the
+    other brokers are frozen while the test holds /controller). The new controller finds broker 1
+    alive with a new registration and, as Kafka 3.9's onControllerFailover, keeps it as the leader
+    (it elects only partitions whose leader is not alive) and sends it the partition's state: the
+    restarted broker leads, takes acks=all writes, and the followers rejoin its ISR."""
+    from confluent_kafka.admin import NewTopic
+
+    # The others' sessions outlive their freeze (ZooKeeper caps a session at 20 ticks: 10 s).
+    frozen_ok = {"zookeeper.session.timeout.ms": 10_000}
+    cluster = Cluster(kafka39_factory, "samsa", overrides={2: frozen_ok, 3: frozen_ok}, first=1)
+    try:
+        admin = confluent_admin(cluster.bootstrap)
+        admin.create_topics([NewTopic(topic_name, 1, replica_assignment=[list(SAMSA_IDS)],
+                                      config={"min.insync.replicas": "2"})],
+                            operation_timeout=T)[topic_name].result(timeout=T)
+        wait_for(lambda: cluster.zk.exists(zk_data.partition_state_path(topic_name, 0)), T, what="the partition's state")
+        cluster.wait_full_isrs(topic_name, partitions=1)
+        assert cluster.controller_id() == 1 and cluster.state(topic_name, 0).leader == 1
+        killed_session = cluster.session(zk_data.broker_path(1))
+        others = [cluster.samsa[b].proc.pid for b in (2, 3)]
+        for pid in others:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            cluster.samsa[1].kill()
+            wait_for(lambda: cluster.session(zk_data.CONTROLLER) is None, T, interval=0.05,
+                     what="broker 1's session expired")
+            cluster.zk.create(zk_data.CONTROLLER, zk_data.encode_controller(zk_data.ControllerRegistration(0)),
+                              ephemeral=True)
+        finally:
+            for pid in others:
+                os.kill(pid, signal.SIGCONT)
+        Restart(cluster.samsa[1]).done()
+        assert cluster.session(zk_data.broker_path(1)) not in (None, killed_session)
+        cluster.zk.delete(zk_data.CONTROLLER)
+        wait_for(lambda: cluster.failed_over(topic_name, killed_session), T, interval=0.1,
+                 what="a live controller and leader")
+        assert cluster.state(topic_name, 0).leader == 1
+        wait_for(lambda: produce_acks_all(cluster.samsa[1].port, topic_name, 0) == ErrorCode.NONE, T, interval=0.2,
+                 what="an acks=all write taken by the restarted leader")
+        cluster.wait_full_isrs(topic_name, partitions=1)
     finally:
         cluster.close()
 
