@@ -193,8 +193,9 @@ class KafkaZkClient:
     # -- brokers ----------------------------------------------------------------------------------
 
     async def register_broker(self, broker: zk_data.BrokerRegistration) -> Registration:
-        """Create the broker's ephemeral znode; BrokerIdInUse if another session holds it (Kafka
-        refuses to start then). Ours from an expired session (ZOOKEEPER-2985) is recreated."""
+        """Create the broker's ephemeral znode; BrokerIdInUse if another session holds it, as Kafka
+        3.9's CheckedEphemeral (a broker restarted before its killed process's session expired does
+        not start; its caller starts it again). One this session holds already is taken as is."""
         path = zk_data.broker_path(broker.broker_id)
         data = zk_data.encode_broker(broker)
 
