@@ -10,7 +10,9 @@ The clusters, all running at once on 127.0.0.1, the cases taking turns over them
   them wins the controller), a topic with replication factor 3 and min.insync.replicas=2;
 - samsa-rf1: one Samsa broker on its own, replication factor 1;
 - kafka39-rf3: three Kafka 3.9 brokers in ZooKeeper mode (kafka-server-start.sh's JVM settings) under
-  another chroot of the same ZooKeeper, replication factor 3, min.insync.replicas=2.
+  another chroot of the same ZooKeeper, replication factor 3, min.insync.replicas=2;
+- kafka39-rf1 (only when named in --clusters): one Kafka 3.9 broker under a third chroot, replication
+  factor 1: what replication costs Kafka itself on the same machine.
 
 The load is bench/load.py's produce (confluent-kafka, 1 MB batches, linger.ms 5), acks=all, round
 1 and 16 partitions; then end to end at 5,000 records/s of 1 KB, acks=all, round 1 and 16 partitions
@@ -137,11 +139,12 @@ def start_samsa_single() -> Cluster:
     return Cluster("samsa-rf1", 1, {0: broker.pid}, broker.bootstrap, stop=[broker.close])
 
 
-def start_kafka_cluster(zookeeper_connect: str, base_dir: Path) -> Cluster:
+def start_kafka_cluster(zookeeper_connect: str, base_dir: Path, broker_ids: tuple[int, ...] = BROKER_IDS) -> Cluster:
     kafka_class = with_server_jvm(oracle().ZkKafkaBroker)
     brokers = [kafka_class(base_dir / f"kafka-{i}", zookeeper_connect, overrides={"broker.id": i})
-               for i in BROKER_IDS]
-    cluster = Cluster("kafka39-rf3", 3, {}, "", stop=[lambda: [b.kill() for b in brokers]])
+               for i in broker_ids]
+    name = f"kafka39-rf{len(broker_ids)}"
+    cluster = Cluster(name, len(broker_ids), {}, "", stop=[lambda: [b.kill() for b in brokers]])
     try:
         for broker in brokers:
             broker.start()
@@ -263,11 +266,13 @@ def main(argv: list[str] | None = None) -> int:
     latencies: dict[str, dict[str, list[Latency]]] = {}
     zookeeper = None
     try:
-        if "samsa-rf3" in wanted or "kafka39-rf3" in wanted:
+        if any(name in wanted for name in ("samsa-rf3", "kafka39-rf3", "kafka39-rf1")):
             zookeeper = oracle().ZooKeeper(base_dir / "zookeeper").start()
         for name, start in (("samsa-rf3", lambda: start_samsa_cluster(zookeeper.connect + "/samsa")),
                             ("samsa-rf1", start_samsa_single),
-                            ("kafka39-rf3", lambda: start_kafka_cluster(zookeeper.connect + "/kafka", base_dir))):
+                            ("kafka39-rf3", lambda: start_kafka_cluster(zookeeper.connect + "/kafka", base_dir)),
+                            ("kafka39-rf1", lambda: start_kafka_cluster(zookeeper.connect + "/kafka-single", base_dir,
+                                                                        broker_ids=(4,)))):
             if name in wanted:
                 log(f"starting {name}")
                 try:
