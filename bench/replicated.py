@@ -254,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", default="samsa-rf3,samsa-rf1,kafka39-rf3")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every case's volume")
     parser.add_argument("--sections", default="produce,e2e", help="comma-separated subset of: produce, e2e")
+    parser.add_argument("--e2e-rates", default=str(E2E_RATE), help="records/s of the end-to-end cases, comma-separated")
+    parser.add_argument("--e2e-partitions", default=",".join(map(str, E2E_PARTITIONS)),
+                        help="partition counts of the end-to-end cases, comma-separated")
     args = parser.parse_args(argv)
     wanted = args.clusters.split(",")
     sections = args.sections.split(",")
@@ -311,8 +314,10 @@ def main(argv: list[str] | None = None) -> int:
                     except Exception as e:
                         notes.append(f"{cluster.name}: {case}: {type(e).__name__}: {e}")
                     cluster.delete_topic(topic)
-        for partitions in E2E_PARTITIONS if "e2e" in sections else ():
-            case = f"e2e at {E2E_RATE}/s of 1 KB, acks=all, {partitions} part"
+        e2e_cases = [(int(rate), int(partitions)) for partitions in args.e2e_partitions.split(",")
+                     for rate in args.e2e_rates.split(",")] if "e2e" in sections else []
+        for rate, partitions in e2e_cases:
+            case = f"e2e at {rate}/s of 1 KB, acks=all, {partitions} part"
             for rep in range(args.reps):
                 for cluster in clusters:
                     log(f"{case} #{rep + 1} {cluster.name}")
@@ -321,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                     try:
                         cluster.create_topic(topic, partitions=partitions)
                         cpu_before = sum(cpu_seconds(pid) for pid in cluster.pids.values())
-                        latency = load.end_to_end(cluster.bootstrap, topic, E2E_RATE, E2E_SECONDS * args.scale,
+                        latency = load.end_to_end(cluster.bootstrap, topic, rate, E2E_SECONDS * args.scale,
                                                   acks="all", partitions=partitions)
                         cpu = sum(cpu_seconds(pid) for pid in cluster.pids.values()) - cpu_before
                         if latency["received"] < latency["sent"]:
