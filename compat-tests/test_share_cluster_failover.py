@@ -99,6 +99,19 @@ class Cluster:
         data = self.zk.get(zk_data.partition_state_path(topic, partition))[0]
         return zk_data.decode_partition_state(data).leader
 
+    def topic_id(self, name: str):
+        """The topic's id as every broker's metadata has it, or None while one does not know the
+        topic yet (the controller's UpdateMetadata reaches the brokers after ZooKeeper has the ISR)."""
+        found = set()
+        for b in self.brokers.values():
+            with WireClient(HOST, b.port) as client:
+                topic = client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=name)],
+                                             allow_auto_topic_creation=False), 12).topics[0]
+            if topic.error_code != ErrorCode.NONE or topic.topic_id.int == 0:
+                return None
+            found.add(topic.topic_id)
+        return found.pop() if len(found) == 1 else None
+
     def isr(self, topic: str, partition: int) -> set[int]:
         return set(zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0]).isr)
 
@@ -296,9 +309,7 @@ def failover(tmp_path_factory):
                                       config={"min.insync.replicas": "2"})], operation_timeout=T)[TOPIC].result(T)
         wait_for(lambda: all(cluster.isr(TOPIC, p) == set(IDS) for p in range(PARTITIONS)), T,
                  what="the topic's replicas in sync")
-        with WireClient(HOST, cluster.alive_port()) as client:
-            topic_id = client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=TOPIC)],
-                                            allow_auto_topic_creation=False), 12).topics[0].topic_id
+        topic_id = wait_for(lambda: cluster.topic_id(TOPIC), T, what="the topic's id known to the brokers")
         set_group_configs(cluster.brokers[IDS[0]].bootstrap, GROUP_CONFIGS)  # one broker: the others learn it
 
         seen = Consumption()
