@@ -99,6 +99,19 @@ class Cluster:
         data = self.zk.get(zk_data.partition_state_path(topic, partition))[0]
         return zk_data.decode_partition_state(data).leader
 
+    def topic_id(self, name: str):
+        """The topic's id as every broker's metadata has it, or None while one does not know the
+        topic yet (the controller's UpdateMetadata reaches the brokers after ZooKeeper has the ISR)."""
+        found = set()
+        for b in self.brokers.values():
+            with WireClient(HOST, b.port) as client:
+                topic = client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=name)],
+                                             allow_auto_topic_creation=False), 12).topics[0]
+            if topic.error_code != ErrorCode.NONE or topic.topic_id.int == 0:
+                return None
+            found.add(topic.topic_id)
+        return found.pop() if len(found) == 1 else None
+
     def isr(self, topic: str, partition: int) -> set[int]:
         return set(zk_data.decode_partition_state(self.zk.get(zk_data.partition_state_path(topic, partition))[0]).isr)
 
@@ -175,13 +188,23 @@ class ShareConsumerThread(threading.Thread):
                 seen.partition_of[value] = m.partition()
                 seen.trail.setdefault(value, []).append((round(time.time(), 2), self.name, m.offset(), m.delivery_count()))
                 seen.last_delivery = time.monotonic()
-            if hash((value, m.delivery_count())) % RELEASE_ONE_IN == 0:
-                self.consumer.acknowledge(m, confluent_kafka.AcknowledgeType.RELEASE)
-                seen.trail[value][-1] += ("release",)
-            else:
-                self.consumer.acknowledge(m, confluent_kafka.AcknowledgeType.ACCEPT)
+            release = hash((value, m.delivery_count())) % RELEASE_ONE_IN == 0
+            try:
+                self.consumer.acknowledge(m, confluent_kafka.AcknowledgeType.RELEASE if release
+                                          else confluent_kafka.AcknowledgeType.ACCEPT)
+            except confluent_kafka.IllegalStateException as e:
+                # librdkafka keeps one set of acquired records per partition, replaced by the
+                # next ShareFetch response of that partition that a poll takes (two brokers'
+                # responses around a leader change): it refuses the first one's records, with
+                # an IllegalStateException, not a KafkaException. Left unacknowledged, they go
+                # back to the broker when their lock runs out and are delivered again.
+                with seen.lock:
+                    seen.errors[f"acknowledge refused: {e}"] += 1
+                    seen.trail[value][-1] += ("refused",)
+                continue
+            seen.trail[value][-1] += ("release",) if release else ("accept",)
+            if not release:
                 accepts.setdefault(m.partition(), []).append(value)
-                seen.trail[value][-1] += ("accept",)
         if not accepts and not messages:
             return
         try:
@@ -296,9 +319,7 @@ def failover(tmp_path_factory):
                                       config={"min.insync.replicas": "2"})], operation_timeout=T)[TOPIC].result(T)
         wait_for(lambda: all(cluster.isr(TOPIC, p) == set(IDS) for p in range(PARTITIONS)), T,
                  what="the topic's replicas in sync")
-        with WireClient(HOST, cluster.alive_port()) as client:
-            topic_id = client.call(Metadata(topics=[Metadata.MetadataRequestTopic(name=TOPIC)],
-                                            allow_auto_topic_creation=False), 12).topics[0].topic_id
+        topic_id = wait_for(lambda: cluster.topic_id(TOPIC), T, what="the topic's id known to the brokers")
         set_group_configs(cluster.brokers[IDS[0]].bootstrap, GROUP_CONFIGS)  # one broker: the others learn it
 
         seen = Consumption()
@@ -341,7 +362,14 @@ def failover(tmp_path_factory):
         # (those from the share-partition start offset on, in terminal state batches), which records
         # redelivered once their acquisition locks ran out (acceptances that failed with a dead
         # leader) may take a few lock durations to reach.
+        stopped: list[tuple[str, BaseException | None]] = []
+
         def settled() -> bool:
+            # A consumer that stopped still holds its partitions (librdkafka heartbeats on in the
+            # background): nothing else would consume them.
+            stopped[:] = [(c.name, c.failure) for c in consumers if not c.is_alive()]
+            if stopped:
+                return True
             persisted = persisted_states(cluster, topic_id)
             left = {p: [o for o in range(start, end_offsets[p])
                         if not any(first <= o <= last and state in TERMINAL for first, last, state, _ in batches)]
@@ -357,6 +385,7 @@ def failover(tmp_path_factory):
             wait_for(settled, T * 3, interval=0.5, what="every record acknowledged or archived")
         finally:
             print(f"kills (broker, resumed after s): {kills}")
+        assert not stopped, f"share consumers stopped during the run: {stopped}"
         for c in consumers:
             c.finish()
         consumers = []
