@@ -362,7 +362,12 @@ class Partition:
         are committed as usual: an idempotent producer told NOT_LEADER_OR_FOLLOWER takes them for
         not written and, should its epoch be bumped, sends them again under new sequence numbers."""
         if self.is_offline:
-            return ErrorCode.KAFKA_STORAGE_ERROR  # getPartitionOrError: HostedPartition.Offline
+            # Kafka completes nothing when a log dir fails (handleLogDirFailure): the produce runs
+            # out its timeout and gets REQUEST_TIMED_OUT, which a client takes for possibly
+            # written, as they may be: on the followers, one of which leads now. Told at once, it
+            # need not wait. KAFKA_STORAGE_ERROR would say not written, and an idempotent producer
+            # would bump its epoch and write them again under new sequence numbers (a duplicate).
+            return ErrorCode.REQUEST_TIMED_OUT
         if not self.is_leader or leader_epoch < self.led_since_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         leader_state = self.leader_state
@@ -741,8 +746,8 @@ class ReplicaManager:
 
     def handle_log_dir_failure(self, log_dir) -> None:
         """ReplicaManager.handleLogDirFailure, once the LogManager took the directory's logs offline:
-        its partitions stop fetching, and what waits on them (acks=all produces, long-polling
-        fetches) looks again and answers KAFKA_STORAGE_ERROR."""
+        its partitions stop fetching, and what waits on them looks again: long-polling fetches
+        answer KAFKA_STORAGE_ERROR, acks=all produces REQUEST_TIMED_OUT (`replication_done`)."""
         offline = [key for key, partition in self.partitions.items() if partition.is_offline]
         for key in offline:
             self.fetchers.remove_partition(key)

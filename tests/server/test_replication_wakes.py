@@ -86,6 +86,21 @@ def test_a_change_of_role_wakes_everything_parked(tmp_path):
     assert partition.replication_done(1, 1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+def test_an_acks_all_produce_whose_log_dir_failed_is_told_its_records_may_be_written(tmp_path):
+    """The records may be on the followers, one of which will lead: REQUEST_TIMED_OUT (possibly
+    written), as Kafka answers when the produce's timeout runs out, not KAFKA_STORAGE_ERROR, which
+    tells an idempotent producer to write them again under a new epoch (a CI run's duplicate)."""
+    partition = leader_of_three(tmp_path)
+    info = partition.append(bytearray(one_batch([b"a"])))
+    for replica in FOLLOWERS:  # both fetch the record before the dir fails
+        partition.follower_fetched(replica, 0, NOW_MS)
+    _, reader = parked(partition)
+    partition.log.mark_offline()
+    partition.wake()  # ReplicaManager.handle_log_dir_failure
+    assert reader.is_set()
+    assert partition.replication_done(info.last_offset + 1, 1) == ErrorCode.REQUEST_TIMED_OUT
+
+
 def test_an_unreplicated_partition_wakes_everything_on_an_append(tmp_path):
     logs = LogManager([tmp_path], LogConfig(), lambda: NOW_MS)
     logs.startup()
